@@ -1,0 +1,565 @@
+// Paimon BinaryRow: the byte form of partitions, keys, stats rows and bucket keys
+// (paimon-common data/BinaryRow.java, BinaryRowWriter.java, AbstractBinaryWriter.java;
+// paimon-format.md §5). Java compares and hashes these bytes raw (partition identity, manifest
+// ADD/DELETE matching, bucket hashing), so every padding byte is written as zero and nulls of
+// non-compact DECIMAL/TIMESTAMP keep Java's layout (§5.2), not pypaimon's.
+
+import { StrataInputError } from '../types.ts'
+import type { DataType, Value } from '../types.ts'
+
+// Paimon's DecimalType / TimestampType defaults, used when a type object omits them.
+const DEFAULT_DECIMAL_PRECISION = 10
+const DEFAULT_DECIMAL_SCALE = 0
+const DEFAULT_TIMESTAMP_PRECISION = 6
+const MAX_DECIMAL_PRECISION = 38
+// Decimal.MAX_COMPACT_PRECISION and Timestamp.isCompact: above these the value lives in the
+// variable part.
+const MAX_COMPACT_DECIMAL_PRECISION = 18
+const MAX_COMPACT_TIMESTAMP_PRECISION = 3
+// BinarySection.MAX_FIX_PART_DATA_SIZE: strings and binaries up to 7 bytes are stored inline.
+const MAX_INLINE_BYTES = 7
+
+const K_BOOLEAN = 0
+const K_TINYINT = 1
+const K_SMALLINT = 2
+const K_INT = 3
+const K_BIGINT = 4
+const K_FLOAT = 5
+const K_DOUBLE = 6
+const K_DECIMAL_COMPACT = 7
+const K_DECIMAL_WIDE = 8
+const K_TIMESTAMP_COMPACT = 9
+const K_TIMESTAMP_WIDE = 10
+const K_STRING = 11
+const K_BYTES = 12
+
+const INT64_MIN = -(1n << 63n)
+const INT64_MAX = (1n << 63n) - 1n
+
+/** The per-type plan of a row, computed once per `DataType[]`. */
+interface RowLayout {
+  types: DataType[]
+  kinds: Uint8Array
+  /** exclusive bound on |unscaled| for DECIMAL fields (10^precision), else 0n */
+  decimalLimits: bigint[]
+  arity: number
+  nullBitsSize: number
+  fixedSize: number
+}
+
+const layouts = new WeakMap<DataType[], RowLayout>()
+
+/** Header byte + null bitset size (`BinaryRow.calculateBitSetWidthInBytes`). */
+export function nullBitsSizeInBytes(arity: number): number {
+  return Math.floor((arity + 63 + 8) / 64) * 8
+}
+
+/** Bytes before the variable part: header, null bits and one 8-byte slot per field. */
+export function fixedPartSize(arity: number): number {
+  return nullBitsSizeInBytes(arity) + 8 * arity
+}
+
+export function typeToString(type: DataType): string {
+  switch (type.root) {
+    case 'DECIMAL':
+      return `DECIMAL(${type.precision ?? DEFAULT_DECIMAL_PRECISION}, ${type.scale ?? DEFAULT_DECIMAL_SCALE})`
+    case 'TIMESTAMP':
+      return `TIMESTAMP(${type.precision ?? DEFAULT_TIMESTAMP_PRECISION})`
+    case 'CHAR':
+    case 'VARCHAR':
+    case 'BINARY':
+    case 'VARBINARY':
+      return type.length === undefined ? type.root : `${type.root}(${type.length})`
+    default:
+      return type.root
+  }
+}
+
+function kindOf(type: DataType, index: number): number {
+  switch (type.root) {
+    case 'BOOLEAN':
+      return K_BOOLEAN
+    case 'TINYINT':
+      return K_TINYINT
+    case 'SMALLINT':
+      return K_SMALLINT
+    case 'INT':
+    case 'DATE':
+      return K_INT
+    case 'BIGINT':
+      return K_BIGINT
+    case 'FLOAT':
+      return K_FLOAT
+    case 'DOUBLE':
+      return K_DOUBLE
+    case 'DECIMAL': {
+      const p = type.precision ?? DEFAULT_DECIMAL_PRECISION
+      if (!Number.isInteger(p) || p < 1 || p > MAX_DECIMAL_PRECISION) {
+        throw new StrataInputError(
+          `BinaryRow field ${index}: DECIMAL precision ${p} is not an integer in 1..${MAX_DECIMAL_PRECISION}`,
+        )
+      }
+      return p <= MAX_COMPACT_DECIMAL_PRECISION ? K_DECIMAL_COMPACT : K_DECIMAL_WIDE
+    }
+    case 'TIMESTAMP': {
+      const p = type.precision ?? DEFAULT_TIMESTAMP_PRECISION
+      if (!Number.isInteger(p) || p < 0 || p > 9) {
+        throw new StrataInputError(
+          `BinaryRow field ${index}: TIMESTAMP precision ${p} is not an integer in 0..9`,
+        )
+      }
+      return p <= MAX_COMPACT_TIMESTAMP_PRECISION ? K_TIMESTAMP_COMPACT : K_TIMESTAMP_WIDE
+    }
+    case 'CHAR':
+    case 'VARCHAR':
+      return K_STRING
+    case 'BINARY':
+    case 'VARBINARY':
+      return K_BYTES
+    default:
+      throw new StrataInputError(
+        `BinaryRow field ${index}: type ${String((type as DataType).root)} is not supported`,
+      )
+  }
+}
+
+function layoutOf(types: DataType[]): RowLayout {
+  let layout = layouts.get(types)
+  if (layout !== undefined) return layout
+  const arity = types.length
+  const kinds = new Uint8Array(arity)
+  const decimalLimits: bigint[] = new Array(arity).fill(0n)
+  for (let i = 0; i < arity; i++) {
+    kinds[i] = kindOf(types[i], i)
+    if (types[i].root === 'DECIMAL') {
+      decimalLimits[i] = 10n ** BigInt(types[i].precision ?? DEFAULT_DECIMAL_PRECISION)
+    }
+  }
+  const nullBitsSize = nullBitsSizeInBytes(arity)
+  layout = { types, kinds, decimalLimits, arity, nullBitsSize, fixedSize: nullBitsSize + 8 * arity }
+  layouts.set(types, layout)
+  return layout
+}
+
+function describe(v: unknown): string {
+  if (v === null) return 'null'
+  if (v === undefined) return 'undefined'
+  if (typeof v === 'bigint') return `${v}n (bigint)`
+  if (typeof v === 'string') {
+    const shown = v.length > 40 ? `${v.slice(0, 40)}…` : v
+    return `${JSON.stringify(shown)} (string)`
+  }
+  if (v instanceof Uint8Array) return `Uint8Array(${v.length})`
+  if (typeof v === 'object') return `${Object.prototype.toString.call(v)}`
+  return `${String(v)} (${typeof v})`
+}
+
+function badValue(layout: RowLayout, i: number, v: unknown, expected: string): StrataInputError {
+  return new StrataInputError(
+    `BinaryRow field ${i} (${typeToString(layout.types[i])}): got ${describe(v)}, expected ${expected}`,
+  )
+}
+
+function roundUp8(n: number): number {
+  return (n + 7) & ~7
+}
+
+/**
+ * UTF-8 length of `s` as TextEncoder writes it (a lone surrogate becomes U+FFFD, 3 bytes).
+ * Pure ASCII returns `s.length`.
+ */
+export function utf8Length(s: string): number {
+  const len = s.length
+  let n = len
+  for (let i = 0; i < len; i++) {
+    const c = s.charCodeAt(i)
+    if (c < 0x80) continue
+    if (c < 0x800) {
+      n += 1
+    } else if ((c & 0xfc00) === 0xd800 && i + 1 < len && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      n += 2
+      i++
+    } else {
+      n += 2
+    }
+  }
+  return n
+}
+
+const encoder = new TextEncoder()
+// ignoreBOM: a leading U+FEFF is data, not a byte-order mark.
+const decoder = new TextDecoder('utf-8', { ignoreBOM: true })
+
+/** Writes `s` (UTF-8 length `n`) at `pos`. */
+function writeUtf8(buf: Uint8Array, pos: number, s: string, n: number): void {
+  if (n === s.length) {
+    for (let j = 0; j < n; j++) buf[pos + j] = s.charCodeAt(j)
+  } else {
+    encoder.encodeInto(s, buf.subarray(pos, pos + n))
+  }
+}
+
+function readUtf8(body: Uint8Array, pos: number, n: number): string {
+  if (n <= 16) {
+    let s = ''
+    for (let j = 0; j < n; j++) {
+      const b = body[pos + j]
+      if (b >= 0x80) return decoder.decode(body.subarray(pos, pos + n))
+      s += String.fromCharCode(b)
+    }
+    return s
+  }
+  return decoder.decode(body.subarray(pos, pos + n))
+}
+
+/** Java `BigInteger.toByteArray()` length: minimal two's complement, sign bit included. */
+function twosComplementLength(v: bigint): number {
+  const magnitude = v < 0n ? ~v : v
+  const bits = magnitude === 0n ? 0 : magnitude.toString(2).length
+  return (bits >> 3) + 1
+}
+
+function writeBigIntBE(buf: Uint8Array, pos: number, v: bigint, len: number): void {
+  let x = v
+  for (let j = len - 1; j >= 0; j--) {
+    buf[pos + j] = Number(x & 0xffn)
+    x >>= 8n
+  }
+}
+
+function readBigIntBE(body: Uint8Array, pos: number, len: number): bigint {
+  let x = 0n
+  for (let j = 0; j < len; j++) x = (x << 8n) | BigInt(body[pos + j])
+  if (len > 0 && (body[pos] & 0x80) !== 0) x -= 1n << BigInt(8 * len)
+  return x
+}
+
+function floorDivBig(a: bigint, b: bigint): bigint {
+  const q = a / b
+  return a % b < 0n ? q - 1n : q
+}
+
+// One reusable buffer for encoding: rows are written into it and then copied out (or hashed in
+// place by bucket.ts), so the per-row cost is one exact-size allocation or none.
+let scratch = new Uint8Array(256)
+let scratchView = new DataView(scratch.buffer)
+let utf8Lens = new Int32Array(16)
+
+function ensureScratch(size: number): void {
+  if (scratch.length >= size) return
+  let cap = scratch.length
+  while (cap < size) cap *= 2
+  scratch = new Uint8Array(cap)
+  scratchView = new DataView(scratch.buffer)
+}
+
+function encode(layout: RowLayout, values: Value[]): number {
+  const { kinds, arity, nullBitsSize, fixedSize, decimalLimits } = layout
+  if (values.length !== arity) {
+    throw new StrataInputError(
+      `BinaryRow: got ${values.length} values for ${arity} fields (${layout.types.map(typeToString).join(', ')})`,
+    )
+  }
+  if (utf8Lens.length < arity) utf8Lens = new Int32Array(Math.max(arity, utf8Lens.length * 2))
+  const lens = utf8Lens
+
+  // Pass 1: validate and size the variable part.
+  let size = fixedSize
+  for (let i = 0; i < arity; i++) {
+    const v = values[i]
+    const kind = kinds[i]
+    if (kind === K_DECIMAL_WIDE) {
+      size += 16
+      if (v === null) continue
+      if (typeof v !== 'bigint' || v >= decimalLimits[i] || v <= -decimalLimits[i]) {
+        throw badValue(layout, i, v, `a bigint unscaled value with |v| < ${decimalLimits[i]}`)
+      }
+    } else if (kind === K_TIMESTAMP_WIDE) {
+      size += 8
+    } else if (kind === K_STRING) {
+      if (v === null) continue
+      if (typeof v !== 'string') throw badValue(layout, i, v, 'a string')
+      const n = utf8Length(v)
+      lens[i] = n
+      if (n > MAX_INLINE_BYTES) size += roundUp8(n)
+    } else if (kind === K_BYTES) {
+      if (v === null) continue
+      if (!(v instanceof Uint8Array)) throw badValue(layout, i, v, 'a Uint8Array')
+      if (v.length > MAX_INLINE_BYTES) size += roundUp8(v.length)
+    }
+  }
+
+  ensureScratch(size)
+  const buf = scratch
+  const view = scratchView
+  buf.fill(0, 0, size)
+
+  // Pass 2: write. Byte 0 (RowKind) stays 0 (+I), as for every row Strata serializes.
+  let cursor = fixedSize
+  for (let i = 0; i < arity; i++) {
+    const v = values[i]
+    const kind = kinds[i]
+    const slot = nullBitsSize + 8 * i
+    if (v === null) {
+      buf[(i + 8) >>> 3] |= 1 << ((i + 8) & 7)
+      // Java reserves the variable chunk of a null non-compact value and points the slot at it
+      // (AbstractBinaryWriter.writeDecimal/writeTimestamp with null).
+      if (kind === K_DECIMAL_WIDE) {
+        view.setUint32(slot + 4, cursor, true)
+        cursor += 16
+      } else if (kind === K_TIMESTAMP_WIDE) {
+        view.setUint32(slot + 4, cursor, true)
+        cursor += 8
+      }
+      continue
+    }
+    switch (kind) {
+      case K_BOOLEAN:
+        if (typeof v !== 'boolean') throw badValue(layout, i, v, 'a boolean')
+        buf[slot] = v ? 1 : 0
+        break
+      case K_TINYINT:
+        if (typeof v !== 'number' || !Number.isInteger(v) || v < -128 || v > 127) {
+          throw badValue(layout, i, v, 'an integer number in -128..127')
+        }
+        view.setInt8(slot, v)
+        break
+      case K_SMALLINT:
+        if (typeof v !== 'number' || !Number.isInteger(v) || v < -32768 || v > 32767) {
+          throw badValue(layout, i, v, 'an integer number in -32768..32767')
+        }
+        view.setInt16(slot, v, true)
+        break
+      case K_INT:
+        if (typeof v !== 'number' || !Number.isInteger(v) || v < -2147483648 || v > 2147483647) {
+          throw badValue(layout, i, v, 'an integer number in the int32 range')
+        }
+        view.setInt32(slot, v, true)
+        break
+      case K_BIGINT:
+        if (typeof v !== 'bigint' || v < INT64_MIN || v > INT64_MAX) {
+          throw badValue(layout, i, v, 'a bigint in the int64 range')
+        }
+        view.setBigInt64(slot, v, true)
+        break
+      case K_FLOAT:
+        if (typeof v !== 'number') throw badValue(layout, i, v, 'a number')
+        view.setFloat32(slot, v, true)
+        break
+      case K_DOUBLE:
+        if (typeof v !== 'number') throw badValue(layout, i, v, 'a number')
+        view.setFloat64(slot, v, true)
+        break
+      case K_DECIMAL_COMPACT:
+        if (typeof v !== 'bigint' || v >= decimalLimits[i] || v <= -decimalLimits[i]) {
+          throw badValue(layout, i, v, `a bigint unscaled value with |v| < ${decimalLimits[i]}`)
+        }
+        view.setBigInt64(slot, v, true)
+        break
+      case K_DECIMAL_WIDE: {
+        const d = v as bigint
+        const len = twosComplementLength(d)
+        writeBigIntBE(buf, cursor, d, len)
+        view.setUint32(slot, len, true)
+        view.setUint32(slot + 4, cursor, true)
+        cursor += 16
+        break
+      }
+      case K_TIMESTAMP_COMPACT: {
+        if (typeof v !== 'bigint') throw badValue(layout, i, v, 'a bigint of microseconds')
+        const millis = floorDivBig(v, 1000n)
+        if (millis < INT64_MIN || millis > INT64_MAX) {
+          throw badValue(layout, i, v, 'microseconds whose milliseconds fit in int64')
+        }
+        view.setBigInt64(slot, millis, true)
+        break
+      }
+      case K_TIMESTAMP_WIDE: {
+        if (typeof v !== 'bigint') throw badValue(layout, i, v, 'a bigint of microseconds')
+        const millis = floorDivBig(v, 1000n)
+        if (millis < INT64_MIN || millis > INT64_MAX) {
+          throw badValue(layout, i, v, 'microseconds whose milliseconds fit in int64')
+        }
+        view.setBigInt64(cursor, millis, true)
+        view.setUint32(slot, Number(v - millis * 1000n) * 1000, true)
+        view.setUint32(slot + 4, cursor, true)
+        cursor += 8
+        break
+      }
+      case K_STRING: {
+        const s = v as string
+        const n = lens[i]
+        if (n <= MAX_INLINE_BYTES) {
+          writeUtf8(buf, slot, s, n)
+          buf[slot + 7] = 0x80 | n
+        } else {
+          writeUtf8(buf, cursor, s, n)
+          view.setUint32(slot, n, true)
+          view.setUint32(slot + 4, cursor, true)
+          cursor += roundUp8(n)
+        }
+        break
+      }
+      case K_BYTES: {
+        const b = v as Uint8Array
+        const n = b.length
+        if (n <= MAX_INLINE_BYTES) {
+          buf.set(b, slot)
+          buf[slot + 7] = 0x80 | n
+        } else {
+          buf.set(b, cursor)
+          view.setUint32(slot, n, true)
+          view.setUint32(slot + 4, cursor, true)
+          cursor += roundUp8(n)
+        }
+        break
+      }
+    }
+  }
+  return size
+}
+
+/**
+ * Encodes a row into a shared buffer and returns its size; the bytes are
+ * `transientRowBytes()[0, size)` and stay valid only until the next encode. For hot paths
+ * (bucket hashing) that would otherwise allocate per row.
+ */
+export function writeBinaryRowTransient(types: DataType[], values: Value[]): number {
+  return encode(layoutOf(types), values)
+}
+
+/** The shared buffer `writeBinaryRowTransient` wrote into. */
+export function transientRowBytes(): Uint8Array {
+  return scratch
+}
+
+/** BinaryRow body (no arity prefix) of `values` typed by `types`. */
+export function writeBinaryRow(types: DataType[], values: Value[]): Uint8Array {
+  const size = encode(layoutOf(types), values)
+  return scratch.slice(0, size)
+}
+
+function corrupt(msg: string): Error {
+  return new Error(`corrupt BinaryRow: ${msg}`)
+}
+
+/** Decodes a BinaryRow body (no arity prefix) into values of `types`. */
+export function readBinaryRow(types: DataType[], body: Uint8Array): Value[] {
+  const layout = layoutOf(types)
+  const { kinds, arity, nullBitsSize, fixedSize } = layout
+  if (body.length < fixedSize) {
+    throw corrupt(`${body.length} bytes, a row of ${arity} fields needs at least ${fixedSize}`)
+  }
+  const view = new DataView(body.buffer, body.byteOffset, body.byteLength)
+  const out: Value[] = new Array(arity)
+  const varRange = (i: number, offset: number, len: number): void => {
+    if (offset < fixedSize || offset + len > body.length) {
+      throw corrupt(
+        `field ${i} points at bytes [${offset}, ${offset + len}) outside the variable part [${fixedSize}, ${body.length})`,
+      )
+    }
+  }
+  for (let i = 0; i < arity; i++) {
+    if ((body[(i + 8) >>> 3] & (1 << ((i + 8) & 7))) !== 0) {
+      out[i] = null
+      continue
+    }
+    const slot = nullBitsSize + 8 * i
+    switch (kinds[i]) {
+      case K_BOOLEAN:
+        out[i] = body[slot] !== 0
+        break
+      case K_TINYINT:
+        out[i] = view.getInt8(slot)
+        break
+      case K_SMALLINT:
+        out[i] = view.getInt16(slot, true)
+        break
+      case K_INT:
+        out[i] = view.getInt32(slot, true)
+        break
+      case K_BIGINT:
+      case K_DECIMAL_COMPACT:
+        out[i] = view.getBigInt64(slot, true)
+        break
+      case K_FLOAT:
+        out[i] = view.getFloat32(slot, true)
+        break
+      case K_DOUBLE:
+        out[i] = view.getFloat64(slot, true)
+        break
+      case K_DECIMAL_WIDE: {
+        const len = view.getUint32(slot, true)
+        const offset = view.getUint32(slot + 4, true)
+        if (len > 16) throw corrupt(`field ${i}: decimal of ${len} bytes, at most 16 expected`)
+        varRange(i, offset, len)
+        out[i] = readBigIntBE(body, offset, len)
+        break
+      }
+      case K_TIMESTAMP_COMPACT:
+        out[i] = view.getBigInt64(slot, true) * 1000n
+        break
+      case K_TIMESTAMP_WIDE: {
+        const nanos = view.getUint32(slot, true)
+        const offset = view.getUint32(slot + 4, true)
+        if (nanos > 999_999) throw corrupt(`field ${i}: nanoOfMillisecond ${nanos} > 999999`)
+        varRange(i, offset, 8)
+        out[i] = view.getBigInt64(offset, true) * 1000n + BigInt(Math.floor(nanos / 1000))
+        break
+      }
+      case K_STRING:
+      case K_BYTES: {
+        let pos: number
+        let len: number
+        const mark = body[slot + 7]
+        if ((mark & 0x80) !== 0) {
+          len = mark & 0x7f
+          if (len > MAX_INLINE_BYTES) throw corrupt(`field ${i}: inline length ${len} > 7`)
+          pos = slot
+        } else {
+          len = view.getUint32(slot, true)
+          pos = view.getUint32(slot + 4, true)
+          varRange(i, pos, len)
+        }
+        out[i] = kinds[i] === K_STRING ? readUtf8(body, pos, len) : body.slice(pos, pos + len)
+        break
+      }
+    }
+  }
+  return out
+}
+
+/**
+ * Manifest form (`SerializationUtils.serializeBinaryRow`, §5.5): int32 big-endian arity, then
+ * the row body.
+ */
+export function serializeBinaryRow(types: DataType[], values: Value[]): Uint8Array {
+  const size = encode(layoutOf(types), values)
+  const out = new Uint8Array(4 + size)
+  new DataView(out.buffer).setInt32(0, types.length, false)
+  out.set(scratch.subarray(0, size), 4)
+  return out
+}
+
+/** Arity prefix of a serialized BinaryRow. */
+export function serializedArity(bytes: Uint8Array): number {
+  if (bytes.length < 4) throw corrupt(`serialized row of ${bytes.length} bytes has no arity prefix`)
+  return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getInt32(0, false)
+}
+
+/** Inverse of `serializeBinaryRow`; the arity prefix must equal `types.length`. */
+export function deserializeBinaryRow(types: DataType[], bytes: Uint8Array): Value[] {
+  const arity = serializedArity(bytes)
+  if (arity !== types.length) {
+    throw corrupt(
+      `serialized row has arity ${arity}, expected ${types.length} (${types.map(typeToString).join(', ')})`,
+    )
+  }
+  return readBinaryRow(types, bytes.subarray(4))
+}
+
+/** `BinaryRow.EMPTY_ROW` serialized (§5.6): arity 0 and an 8-byte zero header. */
+export const EMPTY_ROW_SERIALIZED: Uint8Array = new Uint8Array(12)
+
+/** `BinaryRow.EMPTY_ROW` body: 8 zero bytes. */
+export const EMPTY_ROW_BODY: Uint8Array = new Uint8Array(8)
