@@ -1,0 +1,263 @@
+// Reads of a snapshot: plan splits (one per partition and bucket), prune by partition,
+// bucket and key range, merge each bucket's sorted runs, drop retracts, project columns.
+
+import { deserializeBinaryRow } from '../format/binary-row.ts'
+import { bucketOf } from '../format/bucket.ts'
+import { rowComparator } from '../format/compare.ts'
+import { type ByteSource, DataFileReader } from '../format/data-file.ts'
+import { bucketPath } from '../format/partition-path.ts'
+import { mergeSortedRuns } from '../lsm/merge-reader.ts'
+import { createMergeFunction, sequenceComparator } from '../lsm/merge-function.ts'
+import type { ObjectStore } from '../store/object-store.ts'
+import { type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, StrataInputError, isRetract } from '../types.ts'
+import { bucketIdentifier } from '../commit/manifests.ts'
+import { decodeKey } from '../table/file-meta.ts'
+import { valueFromJson } from '../table/json-values.ts'
+import type { SchemaView } from '../table/schema.ts'
+import type { Table } from '../table/table.ts'
+
+export interface Split {
+  partition: Uint8Array
+  partitionValues: Row
+  bucket: number
+  /** `k=v/…/bucket-N` */
+  path: string
+  files: ManifestEntry[]
+}
+
+/** Equality filter on partition and primary-key fields, values as in input JSON. */
+export type KeyFilter = Record<string, unknown>
+
+export interface ScanOptions {
+  snapshotId?: number
+  /** value columns to return, in this order; default all */
+  columns?: string[]
+  filter?: KeyFilter
+}
+
+export interface ScanPlan {
+  snapshot: Snapshot | null
+  splits: Split[]
+  columns: number[]
+}
+
+export function byteSourceOf(store: ObjectStore, key: string, size: number): ByteSource {
+  return { size, read: (start, end) => store.getRange(key, start, end) }
+}
+
+interface CompiledFilter {
+  partition: Map<number, Value>
+  key: Map<number, Value>
+  /** the bucket when every bucket-key field is fixed */
+  bucket: number | null
+  matches(row: Row): boolean
+}
+
+function compileFilter(view: SchemaView, filter: KeyFilter | undefined): CompiledFilter {
+  const partition = new Map<number, Value>()
+  const key = new Map<number, Value>()
+  const all = new Map<number, Value>()
+  for (const [name, json] of Object.entries(filter ?? {})) {
+    const i = view.fieldIndex.get(name)
+    if (i === undefined) throw new StrataInputError(`filter: unknown column '${name}' (columns: ${view.fields.map((f) => f.name).join(', ')})`)
+    const v = valueFromJson(view.fields[i], json, 'filter')
+    if (view.partitionIndexes.includes(i)) partition.set(i, v)
+    else if (view.keyIndexes.includes(i)) key.set(i, v)
+    else throw new StrataInputError(`filter: column '${name}' is neither a partition key nor a primary key field; filters apply to [${view.schema.primaryKeys.join(', ')}]`)
+    all.set(i, v)
+  }
+  const bucketFixed = view.bucketKeyIndexes.every((i) => key.has(i))
+  const bucket = bucketFixed && key.size > 0 ? bucketOf(view.bucketKeyTypes, view.bucketKeyIndexes.map((i) => key.get(i)!), view.options.bucket) : null
+  const cmp = rowComparator(view.fieldTypes.filter((_, i) => all.has(i)))
+  const idx = [...all.keys()].sort((a, b) => a - b)
+  const want = idx.map((i) => all.get(i)!)
+  return {
+    partition,
+    key,
+    bucket,
+    matches: (row) => idx.length === 0 || cmp(idx.map((i) => row[i]), want) === 0,
+  }
+}
+
+/** Prefix of the trimmed key fixed by the filter, for min/max-key file pruning. */
+function keyPrefix(view: SchemaView, f: CompiledFilter): Value[] {
+  const prefix: Value[] = []
+  for (const i of view.keyIndexes) {
+    if (!f.key.has(i)) break
+    prefix.push(f.key.get(i)!)
+  }
+  return prefix
+}
+
+export async function planScan(table: Table, opts: ScanOptions = {}): Promise<ScanPlan> {
+  const view = table.view
+  const columns = (opts.columns ?? view.fields.map((f) => f.name)).map((c) => {
+    const i = view.fieldIndex.get(c)
+    if (i === undefined) throw new StrataInputError(`columns: unknown column '${c}' (columns: ${view.fields.map((f) => f.name).join(', ')})`)
+    return i
+  })
+  const filter = compileFilter(view, opts.filter)
+  const snapshot = opts.snapshotId !== undefined ? await table.snapshots.snapshot(opts.snapshotId) : await table.snapshots.latest()
+  if (opts.snapshotId !== undefined && !snapshot) {
+    const earliest = await table.snapshots.earliestId()
+    const latest = await table.snapshots.latestId()
+    throw new StrataInputError(`--snapshot ${opts.snapshotId}: no such snapshot (retained snapshots: ${earliest === 0 ? 'none' : `${earliest}..${latest}`})`)
+  }
+  if (!snapshot) return { snapshot: null, splits: [], columns }
+  const partTypes = view.partitionFields.map((f) => f.type)
+  const partCache = new Map<string, Row>()
+  const partitionValuesOf = (bytes: Uint8Array): Row => {
+    const k = Buffer.from(bytes).toString('hex')
+    let v = partCache.get(k)
+    if (!v) partCache.set(k, (v = deserializeBinaryRow(partTypes, bytes)))
+    return v
+  }
+  const partFilterIdx = [...filter.partition.keys()].map((i) => view.partitionIndexes.indexOf(i))
+  const partFilterVals = [...filter.partition.values()]
+  const partCmp = partFilterIdx.map((pi) => rowComparator([partTypes[pi]]))
+  const entries = await table.manifests.liveEntries(snapshot, (p, b) => {
+    if (filter.bucket !== null && b !== filter.bucket) return false
+    if (partFilterIdx.length === 0) return true
+    const pv = partitionValuesOf(p)
+    return partFilterIdx.every((pi, j) => partCmp[j]([pv[pi]], [partFilterVals[j]]) === 0)
+  })
+  const prefix = keyPrefix(view, filter)
+  const prefixCmp = rowComparator(view.keyTypes.slice(0, prefix.length))
+  const splits = new Map<string, Split>()
+  for (const e of entries) {
+    if (prefix.length > 0) {
+      const min = decodeKey(view, e.file.minKey).slice(0, prefix.length)
+      const max = decodeKey(view, e.file.maxKey).slice(0, prefix.length)
+      if (prefixCmp(prefix, min) < 0 || prefixCmp(prefix, max) > 0) continue
+    }
+    const id = bucketIdentifier(e.partition, e.bucket)
+    let s = splits.get(id)
+    if (!s) {
+      const partitionValues = partitionValuesOf(e.partition)
+      s = {
+        partition: e.partition,
+        partitionValues,
+        bucket: e.bucket,
+        path: bucketPath(view.partitionFields, partitionValues, e.bucket, view.options.partitionDefaultName),
+        files: [],
+      }
+      splits.set(id, s)
+    }
+    s.files.push(e)
+  }
+  return { snapshot, splits: [...splits.values()], columns }
+}
+
+/** Value columns a merge needs besides the projected ones. */
+function valueColumnsToRead(table: Table, columns: number[]): string[] {
+  const cfg = table.mergeConfig
+  if (cfg.engine !== 'deduplicate' && cfg.engine !== 'first-row') return table.view.fields.map((f) => f.name)
+  const need = new Set(columns.map((i) => table.view.fields[i].name))
+  for (const f of cfg.sequenceFields) need.add(f)
+  return [...need]
+}
+
+/** Sorted runs of a split, oldest first: level-0 files by sequence, then higher levels. */
+export function orderFiles(files: ManifestEntry[]): ManifestEntry[] {
+  return [...files].sort(
+    (a, b) =>
+      (a.file.level === 0 ? 0 : 1) - (b.file.level === 0 ? 0 : 1) ||
+      (a.file.level === 0 ? Number(a.file.maxSequenceNumber - b.file.maxSequenceNumber) : b.file.level - a.file.level),
+  )
+}
+
+/** Merged records of one split, retracts included (callers drop them for reads). */
+export async function* readSplitRecords(table: Table, split: Split, valueColumns: string[]): AsyncGenerator<KeyValue[]> {
+  const view = table.view
+  const layout = { keyFields: view.keyFields, valueFields: view.fields }
+  const sources = split.files.map((e) =>
+    (async function* () {
+      const key = `${split.path}/${e.file.fileName}`
+      const reader = await DataFileReader.open(byteSourceOf(table.store, key, Number(e.file.fileSize)), layout)
+      yield* reader.batches({ valueColumns })
+    })(),
+  )
+  yield* mergeSortedRuns(sources, {
+    keyComparator: rowComparator(view.keyTypes),
+    sequenceComparator: sequenceComparator(table.mergeConfig),
+    mergeFunction: createMergeFunction(table.mergeConfig),
+  })
+}
+
+/** Rows of the snapshot, in (split, key) order, projected to the requested columns. */
+export async function* scan(table: Table, opts: ScanOptions = {}): AsyncGenerator<Row[]> {
+  const plan = await planScan(table, opts)
+  const filter = compileFilter(table.view, opts.filter)
+  const valueColumns = valueColumnsToRead(table, plan.columns)
+  for (const split of plan.splits) {
+    for await (const batch of readSplitRecords(table, split, valueColumns)) {
+      const rows: Row[] = []
+      for (const kv of batch) {
+        if (isRetract(kv.kind) || !filter.matches(kv.value)) continue
+        rows.push(plan.columns.map((i) => kv.value[i]))
+      }
+      if (rows.length) yield rows
+    }
+  }
+}
+
+export async function readAll(table: Table, opts: ScanOptions = {}): Promise<Row[]> {
+  const out: Row[] = []
+  for await (const rows of scan(table, opts)) for (const r of rows) out.push(r)
+  return out
+}
+
+/**
+ * Point lookup by primary key: touches only the key's bucket and the files whose key range
+ * covers it; in each, reads the key columns, finds the row, then reads that row only.
+ */
+export async function lookup(table: Table, key: KeyFilter, opts: { snapshotId?: number; columns?: string[] } = {}): Promise<Row | null> {
+  const view = table.view
+  for (const k of view.schema.primaryKeys) {
+    if (!(k in key)) throw new StrataInputError(`--key: missing primary key field '${k}' (primary key: [${view.schema.primaryKeys.join(', ')}])`)
+  }
+  for (const k of Object.keys(key)) {
+    if (!view.schema.primaryKeys.includes(k)) throw new StrataInputError(`--key: '${k}' is not a primary key field (primary key: [${view.schema.primaryKeys.join(', ')}])`)
+  }
+  const plan = await planScan(table, { snapshotId: opts.snapshotId, columns: opts.columns, filter: key })
+  const keyCmp = rowComparator(view.keyTypes)
+  const want = view.keyIndexes.map((i) => valueFromJson(view.fields[i], key[view.fields[i].name], '--key'))
+  const layout = { keyFields: view.keyFields, valueFields: view.fields }
+  for (const split of plan.splits) {
+    const found: KeyValue[] = []
+    for (const e of split.files) {
+      const reader = await DataFileReader.open(byteSourceOf(table.store, `${split.path}/${e.file.fileName}`, Number(e.file.fileSize)), layout)
+      let pos = -1
+      let base = 0
+      for await (const batch of reader.batches({ valueColumns: [] })) {
+        let lo = 0, hi = batch.length - 1
+        while (lo <= hi) {
+          const mid = (lo + hi) >> 1
+          const c = keyCmp(batch[mid].key, want)
+          if (c === 0) {
+            pos = base + mid
+            break
+          }
+          if (c < 0) lo = mid + 1
+          else hi = mid - 1
+        }
+        if (pos >= 0 || (batch.length && keyCmp(batch[batch.length - 1].key, want) > 0)) break
+        base += batch.length
+      }
+      if (pos < 0) continue
+      for await (const batch of reader.batches({ rowStart: pos, rowEnd: pos + 1 })) found.push(...batch)
+    }
+    if (found.length === 0) continue
+    let merged: KeyValue | null = found[0]
+    if (found.length > 1) {
+      found.sort(sequenceComparator(table.mergeConfig))
+      const mf = createMergeFunction(table.mergeConfig)
+      mf.reset()
+      for (const kv of found) mf.add(kv)
+      merged = mf.result()
+    }
+    if (!merged || isRetract(merged.kind)) return null
+    return plan.columns.map((i) => merged!.value[i])
+  }
+  return null
+}

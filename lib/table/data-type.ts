@@ -1,0 +1,130 @@
+// Paimon type strings: parse the spellings a user writes in a schema file and print the
+// canonical form Paimon's SchemaSerializer writes (paimon-format.md §2, `asSQLString`).
+
+import { type DataType, type TypeRoot, StrataInputError } from '../types.ts'
+
+export const MAX_LENGTH = 2147483647
+const MAX_TIMESTAMP_PRECISION = 6
+
+const SIMPLE: Record<string, TypeRoot> = {
+  BOOLEAN: 'BOOLEAN',
+  TINYINT: 'TINYINT',
+  SMALLINT: 'SMALLINT',
+  INT: 'INT',
+  INTEGER: 'INT',
+  BIGINT: 'BIGINT',
+  FLOAT: 'FLOAT',
+  DOUBLE: 'DOUBLE',
+  DATE: 'DATE',
+}
+
+const SUPPORTED =
+  'BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p, s), STRING, VARCHAR(n), CHAR(n), BYTES, VARBINARY(n), BINARY(n), DATE, TIMESTAMP(p) with p <= 6'
+
+/** Parses a Paimon type string such as `BIGINT NOT NULL`, `DECIMAL(10, 2)` or `VARCHAR(20)`. */
+export function parseDataType(text: unknown, where: string): DataType {
+  if (typeof text !== 'string') {
+    throw new StrataInputError(`${where}: type must be a string such as "BIGINT NOT NULL", got ${JSON.stringify(text)}`)
+  }
+  let s = text.trim().toUpperCase().replace(/\s+/g, ' ')
+  let nullable = true
+  if (s.endsWith(' NOT NULL')) {
+    nullable = false
+    s = s.slice(0, -' NOT NULL'.length).trim()
+  } else if (s.endsWith(' NULL')) {
+    s = s.slice(0, -' NULL'.length).trim()
+  }
+  const m = /^([A-Z_ ]+?)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?$/.exec(s)
+  if (!m) throw unsupported(text, where)
+  const name = m[1].trim()
+  const a = m[2] === undefined ? undefined : Number(m[2])
+  const b = m[3] === undefined ? undefined : Number(m[3])
+  const noArgs = (t: DataType): DataType => {
+    if (a !== undefined) throw new StrataInputError(`${where}: type ${JSON.stringify(text)} takes no parameters`)
+    return t
+  }
+  if (SIMPLE[name]) return noArgs({ root: SIMPLE[name], nullable })
+  switch (name) {
+    case 'STRING':
+      return noArgs({ root: 'VARCHAR', nullable, length: MAX_LENGTH })
+    case 'BYTES':
+      return noArgs({ root: 'VARBINARY', nullable, length: MAX_LENGTH })
+    case 'VARCHAR':
+    case 'CHAR':
+    case 'VARBINARY':
+    case 'BINARY': {
+      if (b !== undefined) throw unsupported(text, where)
+      const length = a ?? (name.startsWith('VAR') ? MAX_LENGTH : 1)
+      if (length < 1 || length > MAX_LENGTH) {
+        throw new StrataInputError(`${where}: length of ${name} must be between 1 and ${MAX_LENGTH}, got ${length}`)
+      }
+      return { root: name as TypeRoot, nullable, length }
+    }
+    case 'DECIMAL':
+    case 'NUMERIC':
+    case 'DEC': {
+      const precision = a ?? 10
+      const scale = b ?? 0
+      if (precision < 1 || precision > 38) {
+        throw new StrataInputError(`${where}: DECIMAL precision must be between 1 and 38, got ${precision}`)
+      }
+      if (scale > precision) {
+        throw new StrataInputError(`${where}: DECIMAL scale must be between 0 and the precision ${precision}, got ${scale}`)
+      }
+      return { root: 'DECIMAL', nullable, precision, scale }
+    }
+    case 'TIMESTAMP': {
+      if (b !== undefined) throw unsupported(text, where)
+      const precision = a ?? 6
+      if (precision > MAX_TIMESTAMP_PRECISION) {
+        throw new StrataInputError(
+          `${where}: TIMESTAMP precision must be between 0 and ${MAX_TIMESTAMP_PRECISION} in Strata (nanosecond timestamps are not supported), got ${precision}`,
+        )
+      }
+      return { root: 'TIMESTAMP', nullable, precision }
+    }
+  }
+  throw unsupported(text, where)
+}
+
+function unsupported(text: string, where: string): StrataInputError {
+  return new StrataInputError(`${where}: type ${JSON.stringify(text)} is not supported; expected one of ${SUPPORTED}, optionally followed by NOT NULL`)
+}
+
+/** Canonical Paimon spelling (`STRING NOT NULL`, `DECIMAL(10, 2)`, `TIMESTAMP(3)`). */
+export function formatDataType(t: DataType): string {
+  let s: string
+  switch (t.root) {
+    case 'VARCHAR':
+      s = t.length === MAX_LENGTH ? 'STRING' : `VARCHAR(${t.length})`
+      break
+    case 'VARBINARY':
+      s = t.length === MAX_LENGTH ? 'BYTES' : `VARBINARY(${t.length})`
+      break
+    case 'CHAR':
+    case 'BINARY':
+      s = `${t.root}(${t.length})`
+      break
+    case 'DECIMAL':
+      s = `DECIMAL(${t.precision}, ${t.scale})`
+      break
+    case 'TIMESTAMP':
+      s = `TIMESTAMP(${t.precision})`
+      break
+    default:
+      s = t.root
+  }
+  return t.nullable ? s : `${s} NOT NULL`
+}
+
+export function isStringType(t: DataType): boolean {
+  return t.root === 'VARCHAR' || t.root === 'CHAR'
+}
+
+export function isBinaryType(t: DataType): boolean {
+  return t.root === 'VARBINARY' || t.root === 'BINARY'
+}
+
+export function withNullable(t: DataType, nullable: boolean): DataType {
+  return { ...t, nullable }
+}

@@ -1,0 +1,221 @@
+// The one table of table options: Paimon's keys, types, defaults and a line of doc each,
+// parsed and validated in one place. An unknown key or an ill-typed value is an error that
+// names the key, the value and what was expected (style.md: a typo is an error, not a
+// silent default). Defaults are Paimon's (api:CoreOptions.java) unless the doc says why not.
+
+import { StrataInputError } from '../types.ts'
+
+export type OptionType = 'int' | 'long' | 'boolean' | 'string' | 'memory' | 'duration' | 'enum'
+
+export interface OptionSpec {
+  key: string
+  type: OptionType
+  /** default as Paimon spells it in a schema file; undefined = no default */
+  default?: string
+  values?: string[]
+  min?: number
+  doc: string
+}
+
+const KB = 1024
+const MB = 1024 * KB
+
+export const OPTION_SPECS: OptionSpec[] = [
+  { key: 'bucket', type: 'int', default: '1', min: 1, doc: 'Fixed number of buckets per partition. Strata supports fixed-bucket tables only (Paimon also has -1 dynamic and -2 postpone).' },
+  { key: 'bucket-key', type: 'string', doc: 'Comma-separated bucket key fields, a subset of the primary key without partition keys; default the trimmed primary key.' },
+  { key: 'file.format', type: 'enum', default: 'parquet', values: ['parquet'], doc: 'Data file format. Strata writes and reads Parquet only.' },
+  { key: 'file.compression', type: 'enum', default: 'snappy', values: ['none', 'snappy', 'gzip', 'zstd'], doc: 'Parquet compression. Paimon defaults to zstd; Strata defaults to snappy because Node 20 has no zstd encoder (zstd works on Node >= 22.15, i.e. Lambda nodejs22.x).' },
+  { key: 'manifest.compression', type: 'enum', default: 'deflate', values: ['none', 'deflate', 'snappy', 'zstd'], doc: 'Avro codec of manifests. Paimon defaults to zstd; Strata to deflate for the same reason as file.compression. Any codec is read.' },
+  { key: 'target-file-size', type: 'memory', default: '128 mb', min: 1, doc: 'Target size of a data file; compaction output rolls to a new file past it.' },
+  { key: 'num-levels', type: 'int', min: 2, doc: 'Number of LSM levels; default num-sorted-run.compaction-trigger + 1.' },
+  { key: 'num-sorted-run.compaction-trigger', type: 'int', default: '5', min: 1, doc: 'Sorted-run count that triggers compaction (L0 files count one each, each higher level one).' },
+  { key: 'num-sorted-run.stop-trigger', type: 'int', min: 1, doc: 'Sorted-run count past which a bucket reports back-pressure; default compaction-trigger + 3.' },
+  { key: 'compaction.max-size-amplification-percent', type: 'int', default: '200', min: 0, doc: 'Universal compaction: full compaction when (all runs but the oldest) / oldest exceeds this percentage.' },
+  { key: 'compaction.size-ratio', type: 'int', default: '1', min: 0, doc: 'Universal compaction: percentage flexibility when comparing sorted-run sizes.' },
+  { key: 'compaction.max.file-num', type: 'int', default: '50', min: 2, doc: 'Most input files one compaction job takes; a bucket that needs more gets a follow-up job.' },
+  { key: 'compaction.task-threads', type: 'int', default: '1', doc: 'Compactions running at once across the buckets of a table: 1 (Paimon today), N >= 2, or -1 for one per active bucket. One bucket never has two at once.' },
+  { key: 'deletion-vectors.enabled', type: 'boolean', default: 'false', doc: 'Deletion-vector mode: compaction lifts all of L0 and marks superseded rows in deletion vectors; readers skip L0 and merge nothing.' },
+  { key: 'deletion-vectors.bitmap64', type: 'boolean', default: 'false', doc: 'Write 64-bit (Iceberg-compatible) deletion vectors instead of 32-bit ones.' },
+  { key: 'deletion-vectors.merge-on-read', type: 'boolean', default: 'false', doc: 'In deletion-vector mode, readers also merge L0 files in, for freshness at the cost of a merge.' },
+  { key: 'commit.max-retries', type: 'int', default: '10', min: 0, doc: 'Attempts after a lost snapshot race before a commit gives up.' },
+  { key: 'commit.user-prefix', type: 'string', doc: 'Prefix of generated commit users.' },
+  { key: 'snapshot.num-retained.min', type: 'int', default: '10', min: 1, doc: 'Snapshots always kept by expiration.' },
+  { key: 'snapshot.num-retained.max', type: 'int', default: '2147483647', min: 1, doc: 'Snapshots kept at most by expiration.' },
+  { key: 'snapshot.time-retained', type: 'duration', default: '1 h', doc: 'Snapshots younger than this are kept by expiration.' },
+  { key: 'partition.default-name', type: 'string', default: '__DEFAULT_PARTITION__', doc: 'Directory name of a null or blank partition value.' },
+  { key: 'partition.legacy-name', type: 'boolean', default: 'true', values: ['true'], doc: 'Partition directory values as Java toString of the internal value; only true is supported.' },
+  { key: 'primary-key.nullable', type: 'boolean', default: 'false', values: ['false'], doc: 'Primary key fields are NOT NULL; only false is supported.' },
+  { key: 'data-file.prefix', type: 'string', default: 'data-', doc: 'File name prefix of data files.' },
+  { key: 'changelog-producer', type: 'enum', default: 'none', values: ['none'], doc: 'Strata produces no changelog files.' },
+  { key: 'write-only', type: 'boolean', default: 'false', doc: 'Accepted for Paimon compatibility; Strata writers never compact inline.' },
+  { key: 'path', type: 'string', doc: 'Table location as Paimon catalogs record it; informational.' },
+]
+
+const SPEC_BY_KEY = new Map(OPTION_SPECS.map((s) => [s.key, s]))
+
+/** Keys other modules understand (merge engines), registered so the unknown-key check knows them. */
+const extraKeys = new Set<string>()
+const extraPatterns: RegExp[] = []
+export function registerOptionKeys(exact: string[], patterns: RegExp[]): void {
+  for (const k of exact) extraKeys.add(k)
+  extraPatterns.push(...patterns)
+}
+
+/** Paimon spells memory sizes like `128 mb`, `64MB`, `1 gb` or plain bytes. */
+export function parseMemorySize(text: string): number | null {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text)
+  if (!m) return null
+  const unit = m[2].toLowerCase()
+  const mult: Record<string, number> = { '': 1, b: 1, bytes: 1, k: KB, kb: KB, kib: KB, m: MB, mb: MB, mib: MB, g: 1024 * MB, gb: 1024 * MB, gib: 1024 * MB, t: 1024 * 1024 * MB, tb: 1024 * 1024 * MB }
+  if (!(unit in mult)) return null
+  return Math.round(Number(m[1]) * mult[unit])
+}
+
+/** Paimon durations (`TimeUtils.parseDuration`): `1 h`, `30 min`, `10 s`, `100 ms`, plain millis. */
+export function parseDuration(text: string): number | null {
+  const m = /^\s*(\d+)\s*([a-z]*)\s*$/i.exec(text)
+  if (!m) return null
+  const unit = m[2].toLowerCase()
+  const mult: Record<string, number> = {
+    '': 1, ms: 1, milli: 1, millis: 1, millisecond: 1, milliseconds: 1,
+    s: 1000, sec: 1000, secs: 1000, second: 1000, seconds: 1000,
+    m: 60_000, min: 60_000, mins: 60_000, minute: 60_000, minutes: 60_000,
+    h: 3_600_000, hour: 3_600_000, hours: 3_600_000,
+    d: 86_400_000, day: 86_400_000, days: 86_400_000,
+  }
+  if (!(unit in mult)) return null
+  return Number(m[1]) * mult[unit]
+}
+
+function expected(spec: OptionSpec): string {
+  switch (spec.type) {
+    case 'int':
+    case 'long':
+      return spec.min !== undefined ? `an integer >= ${spec.min}` : 'an integer'
+    case 'boolean':
+      return spec.values ? `${spec.values.join(' or ')}` : 'true or false'
+    case 'memory':
+      return "a memory size such as '128 mb'"
+    case 'duration':
+      return "a duration such as '1 h', '30 min' or '10 s'"
+    case 'enum':
+      return `one of ${spec.values!.join(', ')}`
+    default:
+      return 'a string'
+  }
+}
+
+function checkValue(spec: OptionSpec, raw: string): void {
+  const bad = () => new StrataInputError(`option '${spec.key}': invalid value ${JSON.stringify(raw)}, expected ${expected(spec)}`)
+  switch (spec.type) {
+    case 'int':
+    case 'long': {
+      if (!/^-?\d+$/.test(raw.trim())) throw bad()
+      const n = Number(raw)
+      if (spec.type === 'int' && (n > 2147483647 || n < -2147483648)) throw bad()
+      if (spec.min !== undefined && n < spec.min) throw bad()
+      break
+    }
+    case 'boolean':
+      if (!['true', 'false'].includes(raw.trim().toLowerCase())) throw bad()
+      if (spec.values && !spec.values.includes(raw.trim().toLowerCase())) throw bad()
+      break
+    case 'memory': {
+      const n = parseMemorySize(raw)
+      if (n === null || (spec.min !== undefined && n < spec.min)) throw bad()
+      break
+    }
+    case 'duration':
+      if (parseDuration(raw) === null) throw bad()
+      break
+    case 'enum':
+      if (!spec.values!.includes(raw.trim().toLowerCase())) throw bad()
+      break
+  }
+}
+
+/** Validates a raw option map: every key known, every value well-typed. */
+export function validateOptions(raw: unknown): Record<string, string> {
+  if (raw === undefined || raw === null) return {}
+  if (typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new StrataInputError(`options: expected an object of string values, got ${JSON.stringify(raw)}`)
+  }
+  const out: Record<string, string> = {}
+  for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
+      throw new StrataInputError(`option '${key}': value must be a string, got ${JSON.stringify(value)}`)
+    }
+    const text = String(value)
+    const spec = SPEC_BY_KEY.get(key)
+    if (spec) checkValue(spec, text)
+    else if (!extraKeys.has(key) && !extraPatterns.some((p) => p.test(key))) {
+      throw new StrataInputError(`option '${key}' is unknown (value ${JSON.stringify(text)}); see docs/operations.md for the supported options`)
+    }
+    out[key] = text
+  }
+  const cpt = Number(out['compaction.task-threads'] ?? '1')
+  if (cpt === 0 || cpt < -1) {
+    throw new StrataInputError(`option 'compaction.task-threads': invalid value ${JSON.stringify(out['compaction.task-threads'])}, expected -1 or an integer >= 1`)
+  }
+  return out
+}
+
+/** Typed view of a table's options, defaults applied. */
+export interface CoreOptions {
+  raw: Record<string, string>
+  bucket: number
+  bucketKey: string[] | null
+  fileCompression: 'none' | 'snappy' | 'gzip' | 'zstd'
+  manifestCompression: 'none' | 'deflate' | 'snappy' | 'zstd'
+  targetFileSize: number
+  numLevels: number
+  compactionTrigger: number
+  stopTrigger: number
+  maxSizeAmplificationPercent: number
+  sizeRatio: number
+  compactionMaxFileNum: number
+  compactionTaskThreads: number
+  deletionVectors: boolean
+  bitmap64: boolean
+  dvMergeOnRead: boolean
+  commitMaxRetries: number
+  commitUserPrefix: string | null
+  snapshotNumRetainedMin: number
+  snapshotNumRetainedMax: number
+  snapshotTimeRetainedMs: number
+  partitionDefaultName: string
+  dataFilePrefix: string
+}
+
+export function coreOptions(raw: Record<string, string>): CoreOptions {
+  const get = (key: string): string | undefined => raw[key] ?? SPEC_BY_KEY.get(key)?.default
+  const int = (key: string): number => Number(get(key))
+  const bool = (key: string): boolean => (get(key) ?? 'false').toLowerCase() === 'true'
+  const trigger = int('num-sorted-run.compaction-trigger')
+  const bucketKey = get('bucket-key')
+  return {
+    raw,
+    bucket: int('bucket'),
+    bucketKey: bucketKey ? bucketKey.split(',').map((s) => s.trim()) : null,
+    fileCompression: get('file.compression')!.toLowerCase() as CoreOptions['fileCompression'],
+    manifestCompression: get('manifest.compression')!.toLowerCase() as CoreOptions['manifestCompression'],
+    targetFileSize: parseMemorySize(get('target-file-size')!)!,
+    numLevels: raw['num-levels'] ? Number(raw['num-levels']) : trigger + 1,
+    compactionTrigger: trigger,
+    stopTrigger: raw['num-sorted-run.stop-trigger'] ? Number(raw['num-sorted-run.stop-trigger']) : trigger + 3,
+    maxSizeAmplificationPercent: int('compaction.max-size-amplification-percent'),
+    sizeRatio: int('compaction.size-ratio'),
+    compactionMaxFileNum: int('compaction.max.file-num'),
+    compactionTaskThreads: int('compaction.task-threads'),
+    deletionVectors: bool('deletion-vectors.enabled'),
+    bitmap64: bool('deletion-vectors.bitmap64'),
+    dvMergeOnRead: bool('deletion-vectors.merge-on-read'),
+    commitMaxRetries: int('commit.max-retries'),
+    commitUserPrefix: get('commit.user-prefix') ?? null,
+    snapshotNumRetainedMin: int('snapshot.num-retained.min'),
+    snapshotNumRetainedMax: int('snapshot.num-retained.max'),
+    snapshotTimeRetainedMs: parseDuration(get('snapshot.time-retained')!)!,
+    partitionDefaultName: get('partition.default-name')!,
+    dataFilePrefix: get('data-file.prefix')!,
+  }
+}

@@ -1,0 +1,33 @@
+// Object keys of a table, relative to its root (paimon-format.md §1).
+
+import { randomUUID } from 'node:crypto'
+
+export const SNAPSHOT_DIR = 'snapshot/'
+export const SCHEMA_DIR = 'schema/'
+export const MANIFEST_DIR = 'manifest/'
+export const INDEX_DIR = 'index/'
+
+export const snapshotKey = (id: number): string => `${SNAPSHOT_DIR}snapshot-${id}`
+export const schemaKey = (id: number): string => `${SCHEMA_DIR}schema-${id}`
+export const LATEST_KEY = `${SNAPSHOT_DIR}LATEST`
+export const EARLIEST_KEY = `${SNAPSHOT_DIR}EARLIEST`
+export const manifestKey = (name: string): string => `${MANIFEST_DIR}${name}`
+export const indexKey = (name: string): string => `${INDEX_DIR}${name}`
+
+/**
+ * Java names files `<prefix><uuid>-<counter>` with one uuid per writer and a counter from
+ * 0 (core:utils/FileStorePathFactory.java); readers never parse either part. Strata keeps
+ * that shape with one uuid per factory instance.
+ */
+export class FileNamer {
+  private readonly uuid = randomUUID()
+  private counter = 0
+  next(prefix: string, suffix = ''): string {
+    return `${prefix}${this.uuid}-${this.counter++}${suffix}`
+  }
+}
+
+export function parseSnapshotId(name: string): number | null {
+  const m = /^snapshot-(\d+)$/.exec(name)
+  return m ? Number(m[1]) : null
+}

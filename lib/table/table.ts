@@ -1,0 +1,61 @@
+// A table handle: its store, its latest schema, and the managers every operation shares.
+
+import { FileStoreCommit } from '../commit/commit.ts'
+import { ManifestIO } from '../commit/manifests.ts'
+import { SnapshotManager } from '../commit/snapshot-manager.ts'
+import { type MergeEngineConfig, parseMergeEngineConfig } from '../lsm/merge-function.ts'
+import { openStore } from '../store/open-store.ts'
+import type { ObjectStore } from '../store/object-store.ts'
+import { type TableSchema, StrataInputError } from '../types.ts'
+import { SCHEMA_DIR, schemaKey } from './paths.ts'
+import { type SchemaView, createSchema, describeSchema, parseSchema, serializeSchema } from './schema.ts'
+
+const decoder = new TextDecoder()
+
+export class Table {
+  readonly view: SchemaView
+  readonly snapshots: SnapshotManager
+  readonly manifests: ManifestIO
+  readonly committer: FileStoreCommit
+  readonly mergeConfig: MergeEngineConfig
+
+  private constructor(
+    readonly store: ObjectStore,
+    readonly schema: TableSchema,
+  ) {
+    this.view = describeSchema(schema)
+    this.mergeConfig = parseMergeEngineConfig(schema.fields, schema.primaryKeys, schema.options)
+    this.snapshots = new SnapshotManager(store)
+    this.manifests = new ManifestIO(store, this.view.options.manifestCompression)
+    this.committer = new FileStoreCommit(store, this.snapshots, this.manifests)
+  }
+
+  get uri(): string {
+    return this.store.uri
+  }
+
+  /** Creates a table from the user's schema JSON; refuses if one already exists there. */
+  static async create(store: ObjectStore | string, schemaInput: unknown): Promise<Table> {
+    const s = typeof store === 'string' ? openStore(store) : store
+    const schema = createSchema(schemaInput)
+    parseMergeEngineConfig(schema.fields, schema.primaryKeys, schema.options)
+    const created = await s.putIfAbsent(schemaKey(0), new TextEncoder().encode(serializeSchema(schema)))
+    if (!created) throw new StrataInputError(`table ${s.uri} already exists (it has ${schemaKey(0)})`)
+    return new Table(s, schema)
+  }
+
+  /** Opens the table with its latest schema. */
+  static async open(store: ObjectStore | string): Promise<Table> {
+    const s = typeof store === 'string' ? openStore(store) : store
+    const infos = await s.list(SCHEMA_DIR)
+    const ids = infos
+      .map((i) => /^schema\/schema-(\d+)$/.exec(i.key))
+      .filter((m): m is RegExpExecArray => m !== null)
+      .map((m) => Number(m[1]))
+      .sort((a, b) => a - b)
+    if (ids.length === 0) throw new StrataInputError(`no table at ${s.uri} (no ${SCHEMA_DIR}schema-N); create it with 'strata create'`)
+    const id = ids[ids.length - 1]
+    const bytes = await s.get(schemaKey(id))
+    return new Table(s, parseSchema(decoder.decode(bytes!), `${s.uri}/${schemaKey(id)}`))
+  }
+}

@@ -1,0 +1,150 @@
+// Batch writer: validated rows → grouped by (partition, bucket) → sorted and merged per the
+// merge engine → one level-0 file per bucket → one APPEND snapshot.
+//
+// Sequence numbers (design.md "Sequence numbers without a single writer per bucket"): a
+// batch numbers its rows after the next snapshot id as seen at its start, so
+// `_SEQUENCE_NUMBER = id << 32 | row`. A later batch of the same key started after this one
+// committed, so it sees a larger id and wins; 2^31 snapshots and 2^32 rows per batch fit a
+// Java long.
+
+import { bucketOf } from '../format/bucket.ts'
+import { serializeBinaryRow } from '../format/binary-row.ts'
+import { rowComparator } from '../format/compare.ts'
+import { DataFileWriter } from '../format/data-file.ts'
+import { bucketPath } from '../format/partition-path.ts'
+import { createMergeFunction, sequenceComparator } from '../lsm/merge-function.ts'
+import { type KeyValue, type ManifestEntry, type Row, type RowKind, FileKind } from '../types.ts'
+import { BATCH_COMMIT_IDENTIFIER, type CommitResult } from '../commit/commit.ts'
+import { hex } from '../commit/manifests.ts'
+import { dataFileMeta, partitionStatsOf } from '../table/file-meta.ts'
+import { FileNamer } from '../table/paths.ts'
+import type { Table } from '../table/table.ts'
+import { randomUUID } from 'node:crypto'
+
+export interface WriteRecord {
+  kind: RowKind
+  row: Row
+}
+
+export interface TouchedBucket {
+  partition: Uint8Array
+  /** partition values in partition-key order */
+  partitionValues: Row
+  /** `k=v/…/` or '' */
+  partitionPath: string
+  bucket: number
+  fileName: string
+  rowCount: number
+}
+
+export interface WriteResult extends CommitResult {
+  buckets: TouchedBucket[]
+  rowsIn: number
+  rowsWritten: number
+}
+
+export interface WriteOptions {
+  commitUser?: string
+  commitIdentifier?: bigint
+  /** with commitUser/commitIdentifier: skip the commit if an earlier attempt already landed after this snapshot */
+  dedupAfterSnapshotId?: number
+  onProgress?: (done: number, total: number, phase: string) => void
+  beforeSnapshotCreate?: (id: number) => Promise<void> | void
+}
+
+/** Seq = next snapshot id << 32 | row index. */
+export function sequenceBase(nextSnapshotId: number): bigint {
+  return BigInt(nextSnapshotId) << 32n
+}
+
+export function commitUserFor(table: Table): string {
+  const prefix = table.view.options.commitUserPrefix
+  return prefix ? `${prefix}_${randomUUID()}` : randomUUID()
+}
+
+export async function writeBatch(table: Table, records: WriteRecord[], opts: WriteOptions = {}): Promise<WriteResult> {
+  const view = table.view
+  const { bucket: numBuckets } = view.options
+  const nextId = (await table.snapshots.latestId()) + 1
+  const seqBase = sequenceBase(nextId)
+  const partitionTypes = view.partitionFields.map((f) => f.type)
+
+  // group by (partition, bucket)
+  const groups = new Map<string, { partitionValues: Row; bucket: number; kvs: KeyValue[] }>()
+  for (let i = 0; i < records.length; i++) {
+    const { kind, row } = records[i]
+    const partitionValues = view.partitionIndexes.map((j) => row[j])
+    const bucket = bucketOf(view.bucketKeyTypes, view.bucketKeyIndexes.map((j) => row[j]), numBuckets)
+    const gk = `${partitionValues.map((v) => (v instanceof Uint8Array ? hex(v) : String(v))).join('\u0000')}\u0001${bucket}`
+    let g = groups.get(gk)
+    if (!g) groups.set(gk, (g = { partitionValues, bucket, kvs: [] }))
+    g.kvs.push({ key: view.keyIndexes.map((j) => row[j]), seq: seqBase + BigInt(i), kind, value: row })
+  }
+
+  const keyCmp = rowComparator(view.keyTypes)
+  const seqCmp = sequenceComparator(table.mergeConfig)
+  const mf = createMergeFunction(table.mergeConfig)
+  const namer = new FileNamer()
+  const adds: ManifestEntry[] = []
+  const buckets: TouchedBucket[] = []
+  let rowsWritten = 0
+  let done = 0
+  for (const g of groups.values()) {
+    g.kvs.sort((a, b) => keyCmp(a.key, b.key) || seqCmp(a, b))
+    const writer = new DataFileWriter({ keyFields: view.keyFields, valueFields: view.fields }, { compression: view.options.fileCompression })
+    for (let i = 0; i < g.kvs.length; ) {
+      let j = i + 1
+      while (j < g.kvs.length && keyCmp(g.kvs[i].key, g.kvs[j].key) === 0) j++
+      let merged: KeyValue | null = g.kvs[i]
+      if (j - i > 1) {
+        mf.reset()
+        for (let k = i; k < j; k++) mf.add(g.kvs[k])
+        merged = mf.result()
+      }
+      if (merged) writer.write(merged)
+      i = j
+    }
+    done += g.kvs.length
+    if (writer.rowCount === 0) continue
+    const { bytes, stats } = writer.finish()
+    const fileName = namer.next(view.options.dataFilePrefix, '.parquet')
+    const dir = bucketPath(view.partitionFields, g.partitionValues, g.bucket, view.options.partitionDefaultName)
+    await table.store.put(`${dir}/${fileName}`, bytes)
+    const partition = serializeBinaryRow(partitionTypes, g.partitionValues)
+    adds.push({
+      kind: FileKind.ADD,
+      partition,
+      bucket: g.bucket,
+      totalBuckets: numBuckets,
+      file: dataFileMeta(view, fileName, bytes.length, stats, 0, 0),
+    })
+    buckets.push({
+      partition,
+      partitionValues: g.partitionValues,
+      partitionPath: dir.slice(0, dir.length - `bucket-${g.bucket}`.length),
+      bucket: g.bucket,
+      fileName,
+      rowCount: stats.rowCount,
+    })
+    rowsWritten += stats.rowCount
+    opts.onProgress?.(done, records.length, 'writing data files')
+  }
+
+  if (adds.length === 0) {
+    // Paimon skips empty commits: nothing to write, no snapshot
+    return { snapshotId: nextId - 1, retries: 0, deduplicated: false, buckets, rowsIn: records.length, rowsWritten }
+  }
+  const result = await table.committer.commit({
+    kind: 'APPEND',
+    adds,
+    deletes: [],
+    commitUser: opts.commitUser ?? commitUserFor(table),
+    commitIdentifier: opts.commitIdentifier ?? BATCH_COMMIT_IDENTIFIER,
+    dedupAfterSnapshotId: opts.dedupAfterSnapshotId,
+    partitionStats: (entries) => partitionStatsOf(view, entries),
+    schemaId: view.schema.id,
+    maxRetries: view.options.commitMaxRetries,
+    beforeSnapshotCreate: opts.beforeSnapshotCreate,
+  })
+  return { ...result, buckets, rowsIn: records.length, rowsWritten }
+}
