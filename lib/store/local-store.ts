@@ -1,0 +1,174 @@
+// ObjectStore on a local directory. Keys are '/'-separated paths under the root. Writes go
+// to a temp file in the target's directory first, so a reader never sees a partial object:
+// put renames over the target (rename(2) replaces atomically) and putIfAbsent hard-links
+// the temp file to the target (link(2) fails with EEXIST when the target exists, which
+// makes the create exclusive and atomic). Durability against power loss (fsync) is not a
+// goal here: this store serves local runs and tests, S3 serves production.
+import { randomUUID } from 'node:crypto'
+import { link, mkdir, open, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises'
+import { dirname, join, resolve, sep } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { StrataInputError } from '../types.ts'
+import { checkRange } from './memory-store.ts'
+import type { ObjectInfo, ObjectStore } from './object-store.ts'
+
+/** File names starting with this are in-flight writes; list never reports them. */
+const TEMP_PREFIX = '.tmp-'
+
+export class LocalFileStore implements ObjectStore {
+  readonly uri: string
+  /** absolute path of the root directory */
+  readonly root: string
+
+  constructor(root: string) {
+    this.root = resolve(root)
+    this.uri = pathToFileURL(this.root).href
+  }
+
+  async get(key: string): Promise<Uint8Array | null> {
+    try {
+      return new Uint8Array(await readFile(this.path(key)))
+    } catch (err) {
+      if (isAbsent(err)) return null
+      throw err
+    }
+  }
+
+  async getRange(key: string, start: number, end: number): Promise<Uint8Array> {
+    let fh
+    try {
+      fh = await open(this.path(key), 'r')
+    } catch (err) {
+      if (isAbsent(err)) throw new Error(`getRange: no object '${key}' in ${this.uri}`)
+      throw err
+    }
+    try {
+      const st = await fh.stat()
+      if (!st.isFile()) throw new Error(`getRange: no object '${key}' in ${this.uri}`)
+      checkRange(key, start, end, st.size)
+      const out = new Uint8Array(end - start)
+      let done = 0
+      while (done < out.length) {
+        const { bytesRead } = await fh.read(out, done, out.length - done, start + done)
+        if (bytesRead === 0) throw new Error(`getRange '${key}': file shrank while reading in ${this.uri}`)
+        done += bytesRead
+      }
+      return out
+    } finally {
+      await fh.close()
+    }
+  }
+
+  async head(key: string): Promise<ObjectInfo | null> {
+    try {
+      const st = await stat(this.path(key))
+      return st.isFile() ? { key, size: st.size, lastModified: st.mtimeMs } : null
+    } catch (err) {
+      if (isAbsent(err)) return null
+      throw err
+    }
+  }
+
+  async put(key: string, data: Uint8Array): Promise<void> {
+    const target = this.path(key)
+    const temp = await this.writeTemp(target, data)
+    try {
+      await rename(temp, target)
+    } catch (err) {
+      await unlinkQuietly(temp)
+      throw err
+    }
+  }
+
+  async putIfAbsent(key: string, data: Uint8Array): Promise<boolean> {
+    const target = this.path(key)
+    const temp = await this.writeTemp(target, data)
+    try {
+      await link(temp, target)
+      return true
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false
+      throw err
+    } finally {
+      await unlinkQuietly(temp)
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    await unlinkQuietly(this.path(key))
+  }
+
+  async list(prefix: string): Promise<ObjectInfo[]> {
+    // Walk only the deepest directory the prefix names fully; a trailing partial segment
+    // ("snapshot/snap") is matched by string prefix like S3 does.
+    const slash = prefix.lastIndexOf('/')
+    const dirKey = slash < 0 ? '' : prefix.slice(0, slash)
+    const out: ObjectInfo[] = []
+    await this.walk(dirKey === '' ? this.root : this.path(dirKey), dirKey, prefix, out)
+    return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+  }
+
+  private async walk(dir: string, dirKey: string, prefix: string, out: ObjectInfo[]): Promise<void> {
+    let entries
+    try {
+      entries = await readdir(dir, { withFileTypes: true })
+    } catch (err) {
+      if (isAbsent(err)) return
+      throw err
+    }
+    await Promise.all(
+      entries.map(async (entry) => {
+        if (entry.name.startsWith(TEMP_PREFIX)) return
+        const key = dirKey === '' ? entry.name : `${dirKey}/${entry.name}`
+        if (entry.isDirectory()) {
+          // Skip subtrees that cannot hold a key with this prefix.
+          if (key.startsWith(prefix) || prefix.startsWith(`${key}/`)) {
+            await this.walk(join(dir, entry.name), key, prefix, out)
+          }
+        } else if (entry.isFile() && key.startsWith(prefix)) {
+          try {
+            const st = await stat(join(dir, entry.name))
+            out.push({ key, size: st.size, lastModified: st.mtimeMs })
+          } catch (err) {
+            if (!isAbsent(err)) throw err // deleted between readdir and stat
+          }
+        }
+      }),
+    )
+  }
+
+  private async writeTemp(target: string, data: Uint8Array): Promise<string> {
+    const dir = dirname(target)
+    await mkdir(dir, { recursive: true })
+    const temp = join(dir, `${TEMP_PREFIX}${randomUUID()}`)
+    await writeFile(temp, data, { flag: 'wx' })
+    return temp
+  }
+
+  /** Maps a key to its file, refusing keys that would escape the root or hide as temp files. */
+  private path(key: string): string {
+    const segments = key.split('/')
+    const bad = segments.find((s) => s === '' || s === '.' || s === '..' || s.startsWith(TEMP_PREFIX))
+    if (key.includes('\0') || key.includes('\\') || bad !== undefined) {
+      throw new StrataInputError(
+        `object key '${key}' is not valid for ${this.uri}: expected '/'-separated non-empty segments, ` +
+          `none '.', '..' or starting with '${TEMP_PREFIX}', and no '\\' or NUL`,
+      )
+    }
+    return this.root + sep + segments.join(sep)
+  }
+}
+
+function isAbsent(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException).code
+  // ENOTDIR: a key runs through a path segment that is a file; EISDIR: the key names a directory.
+  return code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR'
+}
+
+async function unlinkQuietly(path: string): Promise<void> {
+  try {
+    await unlink(path)
+  } catch (err) {
+    if (!isAbsent(err)) throw err
+  }
+}

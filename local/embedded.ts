@@ -1,0 +1,276 @@
+// The embedded S3 + SQS backend for local runs and tests: a fauxqs server (one fastify app
+// serving S3, SQS and SNS on one port) bound to loopback only, plus the S3 conditional
+// writes fauxqs 1.9 lacks. fauxqs stores a PutObject unconditionally, ignoring
+// `If-None-Match` and `If-Match`; the commit protocol's exclusive snapshot create depends on
+// them, so a hook here answers them the way S3 does before the fauxqs handler runs.
+import { randomUUID } from 'node:crypto'
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3'
+import { buildApp } from 'fauxqs'
+
+type FauxqsApp = ReturnType<typeof buildApp>
+
+export interface EmbeddedBackend {
+  /** http://127.0.0.1:<port>, for S3 (path-style) and SQS clients alike */
+  endpoint: string
+  region: string
+  /** fauxqs accepts any credentials; these are fixed placeholders */
+  credentials: { accessKeyId: string; secretAccessKey: string }
+  /** one shared S3 client on the endpoint; destroyed by stop() */
+  s3Client(): S3Client
+  createBucket(name: string): Promise<void>
+  stop(): Promise<void>
+  /** the fauxqs server object for SQS use by later code */
+  app: unknown
+}
+
+/** Server-side delay before each request is handled, in ms: fixed, or chosen per request. */
+export type EmbeddedLatency = number | ((request: { method: string; url: string }) => number)
+
+const REGION = 'us-east-1'
+const CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' }
+
+export async function startEmbeddedBackend(
+  opts: { port?: number; latency?: EmbeddedLatency } = {},
+): Promise<EmbeddedBackend> {
+  const { port = 0, latency } = opts
+  const app = buildApp({ logger: false, defaultRegion: REGION })
+  if (latency !== undefined) installLatency(app, latency)
+  installConditionalWrites(app)
+  await app.listen({ host: '127.0.0.1', port })
+  const address = app.server.address()
+  if (address === null || typeof address === 'string') {
+    await app.close()
+    throw new Error(`embedded backend: unexpected listen address ${String(address)}`)
+  }
+  const endpoint = `http://127.0.0.1:${address.port}`
+  let client: S3Client | undefined
+  return {
+    endpoint,
+    region: REGION,
+    credentials: { ...CREDENTIALS },
+    app,
+    s3Client() {
+      client ??= new S3Client({ endpoint, region: REGION, credentials: CREDENTIALS, forcePathStyle: true })
+      return client
+    },
+    async createBucket(name) {
+      const res = await app.inject({ method: 'PUT', url: `/${encodeURIComponent(name)}` })
+      if (res.statusCode !== 200) {
+        throw new Error(`embedded backend: CreateBucket '${name}' answered HTTP ${res.statusCode}: ${res.body}`)
+      }
+    },
+    async stop() {
+      client?.destroy()
+      client = undefined
+      await app.close()
+    },
+  }
+}
+
+function installLatency(app: FauxqsApp, latency: EmbeddedLatency): void {
+  app.addHook('onRequest', async (request) => {
+    const ms = typeof latency === 'number' ? latency : latency({ method: request.method, url: request.url })
+    if (ms > 0) await new Promise((r) => setTimeout(r, ms))
+  })
+}
+
+/** Which object mutation a request is, per fauxqs's routing of `/:bucket/*`; null for others. */
+function objectMutation(request: {
+  method: string
+  routeOptions: { url?: string }
+  params: unknown
+  query: unknown
+}): { op: 'PutObject' | 'CompleteMultipartUpload' | 'DeleteObject'; lockKey: string } | null {
+  if (request.routeOptions.url !== '/:bucket/*') return null
+  const params = request.params as { bucket: string; '*'?: string }
+  const key = params['*'] ?? ''
+  if (key === '') return null
+  const query = (request.query ?? {}) as Record<string, string | undefined>
+  const lockKey = `${params.bucket}/${key}`
+  if (request.method === 'PUT' && !(query.uploadId && query.partNumber)) return { op: 'PutObject', lockKey }
+  if (request.method === 'POST' && query.uploadId && !('uploads' in query)) return { op: 'CompleteMultipartUpload', lockKey }
+  if (request.method === 'DELETE' && !query.uploadId) return { op: 'DeleteObject', lockKey }
+  return null
+}
+
+function installConditionalWrites(app: FauxqsApp): void {
+  // Checking the precondition and storing the object are two steps: the check reads the
+  // current ETag (an internal HEAD, which awaits), the write happens later in fauxqs's
+  // handler. Two concurrent `If-None-Match: *` PUTs of one key could both see "absent" and
+  // both write, and the loser's 200 would break the exclusive create. So every mutation of
+  // a key (conditional or not, so an unconditional PUT or DELETE cannot slip in between
+  // either) holds that key's lock from before the check until its response is being sent,
+  // by which point fauxqs's synchronous store write has happened.
+  const locks = new KeyLocks()
+  const releases = new WeakMap<object, () => void>()
+  const release = (request: object) => {
+    releases.get(request)?.()
+    releases.delete(request)
+  }
+
+  // preHandler runs after the body is read, so a 412 never cuts off an upload mid-body.
+  app.addHook('preHandler', async (request, reply) => {
+    const mutation = objectMutation(request)
+    if (!mutation) return
+    const unlock = await locks.acquire(mutation.lockKey)
+    let done = false
+    const once = () => {
+      if (!done) {
+        done = true
+        unlock()
+      }
+    }
+    releases.set(request, once)
+    // The response closing covers paths that skip onSend (client gone, errors in send).
+    reply.raw.once('close', once)
+    if (mutation.op === 'DeleteObject') return
+
+    const ifNoneMatch = headerValue(request.headers['if-none-match'])
+    const ifMatch = headerValue(request.headers['if-match'])
+    if (ifNoneMatch === undefined && ifMatch === undefined) return
+
+    const path = request.url.split('?')[0]
+    const head = await app.inject({ method: 'HEAD', url: path })
+    if (head.statusCode !== 200 && head.statusCode !== 404) {
+      once()
+      return sendS3Error(reply, 500, 'InternalError', `conditional-write check got HTTP ${head.statusCode} from HEAD`)
+    }
+    const etag = head.statusCode === 200 ? headerValue(head.headers.etag) : undefined
+    const exists = head.statusCode === 200
+
+    if (ifNoneMatch !== undefined) {
+      if (ifNoneMatch.trim() !== '*') {
+        once()
+        return sendS3Error(reply, 501, 'NotImplemented', 'If-None-Match on a write supports only *')
+      }
+      if (exists) {
+        once()
+        return sendS3Error(reply, 412, 'PreconditionFailed', PRECONDITION_MESSAGE, 'If-None-Match')
+      }
+    }
+    if (ifMatch !== undefined) {
+      if (!exists) {
+        once()
+        return sendS3Error(reply, 404, 'NoSuchKey', 'The specified key does not exist.')
+      }
+      if (!etagMatches(ifMatch, etag)) {
+        once()
+        return sendS3Error(reply, 412, 'PreconditionFailed', PRECONDITION_MESSAGE, 'If-Match')
+      }
+    }
+  })
+  app.addHook('onSend', async (request) => release(request))
+  app.addHook('onRequestAbort', async (request) => release(request))
+}
+
+const PRECONDITION_MESSAGE = 'At least one of the pre-conditions you specified did not hold'
+
+function sendS3Error(
+  reply: { code(n: number): unknown; header(k: string, v: string): unknown; send(body: string): unknown },
+  status: number,
+  code: string,
+  message: string,
+  condition?: string,
+): unknown {
+  const body = [
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    '<Error>',
+    `<Code>${code}</Code>`,
+    `<Message>${message}</Message>`,
+    condition ? `<Condition>${condition}</Condition>` : '',
+    `<RequestId>${randomUUID().replaceAll('-', '').slice(0, 16).toUpperCase()}</RequestId>`,
+    '</Error>',
+  ].join('')
+  reply.code(status)
+  reply.header('content-type', 'application/xml')
+  reply.send(body)
+  return reply
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(',') : value
+}
+
+/** RFC 9110 If-Match: '*' or a list of entity tags; S3 compares strongly (quotes optional). */
+function etagMatches(ifMatch: string, etag: string | undefined): boolean {
+  if (etag === undefined) return false
+  const bare = (tag: string) => tag.trim().replace(/^W\//, '').replace(/^"|"$/g, '')
+  return ifMatch.split(',').some((tag) => tag.trim() === '*' || bare(tag) === bare(etag))
+}
+
+/** FIFO per-key mutexes; a key's entry is dropped when its last holder releases. */
+class KeyLocks {
+  private readonly tails = new Map<string, Promise<void>>()
+
+  async acquire(key: string): Promise<() => void> {
+    const previous = this.tails.get(key) ?? Promise.resolve()
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
+    const tail = previous.then(() => held)
+    this.tails.set(key, tail)
+    await previous
+    return () => {
+      release()
+      if (this.tails.get(key) === tail) this.tails.delete(key)
+    }
+  }
+}
+
+/**
+ * Proves the conditional-write hook applies, end to end through the S3 SDK: 16 concurrent
+ * `If-None-Match: *` PUTs of one fresh key must yield exactly one 200 (the rest 412) with
+ * the winner's bytes stored; `If-Match` with a stale ETag must be 412 and on a missing key
+ * 404. Throws when any of that fails, because every commit on this backend would then be
+ * silently unsafe.
+ */
+export async function selfTestConditionalWrites(backend: EmbeddedBackend): Promise<void> {
+  const fail = (what: string): never => {
+    throw new Error(`embedded backend self-test FAILED: the S3 conditional-write hook is not applying: ${what}`)
+  }
+  const client = backend.s3Client()
+  const bucket = 'strata-self-test'
+  await backend.createBucket(bucket)
+  const key = `conditional/${randomUUID()}`
+  const enc = new TextEncoder()
+
+  const outcomes = await Promise.all(
+    Array.from({ length: 16 }, async (_, i) => {
+      try {
+        await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: enc.encode(`writer-${i}`), IfNoneMatch: '*' }))
+        return { i, status: 200 }
+      } catch (err) {
+        return { i, status: (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode ?? -1 }
+      }
+    }),
+  )
+  const winners = outcomes.filter((o) => o.status === 200)
+  const others = outcomes.filter((o) => o.status !== 200 && o.status !== 412)
+  if (winners.length !== 1 || others.length > 0) {
+    fail(`16 concurrent If-None-Match: * PUTs gave statuses ${outcomes.map((o) => o.status).join(',')}; expected one 200, fifteen 412`)
+  }
+  const stored = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }))
+  const text = new TextDecoder().decode(await stored.Body!.transformToByteArray())
+  if (text !== `writer-${winners[0].i}`) fail(`stored '${text}', but the winner was writer-${winners[0].i}`)
+
+  const first = await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: enc.encode('v1') }))
+  await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: enc.encode('v2') }))
+  const stale = await statusOf(client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: enc.encode('v3'), IfMatch: first.ETag })))
+  if (stale !== 412) fail(`If-Match with a stale ETag answered ${stale}, expected 412`)
+  const missing = await statusOf(
+    client.send(new PutObjectCommand({ Bucket: bucket, Key: `${key}-missing`, Body: enc.encode('x'), IfMatch: first.ETag })),
+  )
+  if (missing !== 404) fail(`If-Match on a missing key answered ${missing}, expected 404`)
+  const current = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }))
+  const fresh = await statusOf(client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: enc.encode('v4'), IfMatch: current.ETag })))
+  if (fresh !== 200) fail(`If-Match with the current ETag answered ${fresh}, expected 200`)
+  await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }))
+}
+
+async function statusOf(request: Promise<unknown>): Promise<number> {
+  try {
+    await request
+    return 200
+  } catch (err) {
+    return (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode ?? -1
+  }
+}
