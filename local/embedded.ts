@@ -67,8 +67,12 @@ export async function startEmbeddedBackend(
   }
 }
 
+/** Marks the hook's own HEAD requests, which stand for no S3 round trip and get no latency. */
+const INTERNAL_HEADER = 'x-strata-internal-check'
+
 function installLatency(app: FauxqsApp, latency: EmbeddedLatency): void {
   app.addHook('onRequest', async (request) => {
+    if (request.headers[INTERNAL_HEADER] !== undefined) return
     const ms = typeof latency === 'number' ? latency : latency({ method: request.method, url: request.url })
     if (ms > 0) await new Promise((r) => setTimeout(r, ms))
   })
@@ -97,10 +101,13 @@ function installConditionalWrites(app: FauxqsApp): void {
   // Checking the precondition and storing the object are two steps: the check reads the
   // current ETag (an internal HEAD, which awaits), the write happens later in fauxqs's
   // handler. Two concurrent `If-None-Match: *` PUTs of one key could both see "absent" and
-  // both write, and the loser's 200 would break the exclusive create. So every mutation of
-  // a key (conditional or not, so an unconditional PUT or DELETE cannot slip in between
-  // either) holds that key's lock from before the check until its response is being sent,
-  // by which point fauxqs's synchronous store write has happened.
+  // both write, and the loser's 200 would break the exclusive create. With fauxqs 1.9 the
+  // internal HEAD happens to settle within one microtask drain, so no other request runs
+  // in between; that is an accident of fastify's and light-my-request's scheduling, not a
+  // guarantee. So every mutation of a key (conditional or not, so that an unconditional PUT
+  // or DELETE cannot slip in between either) holds that key's lock from before the check
+  // until its response is being sent, by which point fauxqs's synchronous store write has
+  // happened.
   const locks = new KeyLocks()
   const releases = new WeakMap<object, () => void>()
   const release = (request: object) => {
@@ -130,7 +137,7 @@ function installConditionalWrites(app: FauxqsApp): void {
     if (ifNoneMatch === undefined && ifMatch === undefined) return
 
     const path = request.url.split('?')[0]
-    const head = await app.inject({ method: 'HEAD', url: path })
+    const head = await app.inject({ method: 'HEAD', url: path, headers: { [INTERNAL_HEADER]: '1' } })
     if (head.statusCode !== 200 && head.statusCode !== 404) {
       once()
       return sendS3Error(reply, 500, 'InternalError', `conditional-write check got HTTP ${head.statusCode} from HEAD`)

@@ -1,7 +1,8 @@
-import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { startEmbeddedBackend, type EmbeddedBackend } from '../local/embedded.ts'
@@ -263,7 +264,6 @@ describe('LocalFileStore specifics', () => {
     await store.putIfAbsent('snapshot/snapshot-2', bytes('b'))
     await store.putIfAbsent('snapshot/snapshot-2', bytes('c'))
     expect((await store.list('')).map((o) => o.key)).toEqual(['snapshot/snapshot-1', 'snapshot/snapshot-2'])
-    const { readdir } = await import('node:fs/promises')
     expect((await readdir(join(dir, 'snapshot'))).sort()).toEqual(['.tmp-crashed-writer', 'snapshot-1', 'snapshot-2'])
   })
 
@@ -320,6 +320,64 @@ describe('S3Store specifics', () => {
     const store = new S3Store({ bucket: 'no-such-bucket', client: backend.s3Client() })
     await expect(store.get('k')).rejects.toThrow(/s3:\/\/no-such-bucket\/k failed: NoSuchBucket/)
     await expect(store.put('k', bytes('x'))).rejects.toThrow(/NoSuchBucket/)
+  })
+
+  describe('409 ConditionalRequestConflict (real S3 under racing conditional writes)', () => {
+    const conflict = () => Object.assign(new Error('conflict'), { name: 'ConditionalRequestConflict', $metadata: { httpStatusCode: 409 } })
+    const notFound = () => Object.assign(new Error('nf'), { name: 'NotFound', $metadata: { httpStatusCode: 404 } })
+    /** A client that answers PutObject from `puts` in turn and HeadObject with `headExists`. */
+    function scripted(puts: Array<'ok' | '409' | '412'>, headExists: boolean) {
+      const calls: string[] = []
+      const client = {
+        async send(command: object) {
+          if (command instanceof HeadObjectCommand) {
+            calls.push('head')
+            if (!headExists) throw notFound()
+            return { ContentLength: 1, LastModified: new Date() }
+          }
+          expect(command).toBeInstanceOf(PutObjectCommand)
+          expect((command as PutObjectCommand).input.IfNoneMatch).toBe('*')
+          const next = puts[calls.filter((c) => c === 'put').length] ?? '409'
+          calls.push('put')
+          if (next === '409') throw conflict()
+          if (next === '412') throw Object.assign(new Error('pf'), { name: 'PreconditionFailed', $metadata: { httpStatusCode: 412 } })
+          return {}
+        },
+      } as unknown as S3Client
+      return { store: new S3Store({ bucket: 'b', client }), calls }
+    }
+    const settle = async <T>(p: Promise<T>) => {
+      const result = p.then((v) => ({ v }), (e: unknown) => ({ e }))
+      await vi.runAllTimersAsync()
+      return result
+    }
+
+    it('retries with backoff until the write applies', async () => {
+      vi.useFakeTimers()
+      try {
+        const { store, calls } = scripted(['409', '409', 'ok'], false)
+        expect(await settle(store.putIfAbsent('k', bytes('x')))).toEqual({ v: true })
+        expect(calls).toEqual(['put', 'put', 'put'])
+        const lost = scripted(['409', '412'], true)
+        expect(await settle(lost.store.putIfAbsent('k', bytes('x')))).toEqual({ v: false })
+      } finally {
+        vi.useRealTimers()
+      }
+    })
+
+    it('after the last conflict, decides by HEAD: present → false, absent → error', async () => {
+      vi.useFakeTimers()
+      try {
+        const present = scripted([], true)
+        expect(await settle(present.store.putIfAbsent('k', bytes('x')))).toEqual({ v: false })
+        expect(present.calls).toEqual(['put', 'put', 'put', 'put', 'put', 'head'])
+        const absent = scripted([], false)
+        const { e } = (await settle(absent.store.putIfAbsent('k', bytes('x')))) as { e: Error }
+        expect(e.message).toMatch(/s3:\/\/b\/k.*5 attempts answered 409 ConditionalRequestConflict and the key is still absent/)
+      } finally {
+        vi.useRealTimers()
+      }
+    })
   })
 
   it('rejects bad options', () => {
