@@ -295,15 +295,9 @@ function converterFor(type: any, seen: Map<unknown, Converter>): Converter {
       return {
         toAvro: (v, path) => {
           if (v === null || typeof v !== 'object' || Array.isArray(v)) throw invalid(path, v, 'a map object')
-          const out: Record<string, unknown> = {}
-          for (const [k, x] of Object.entries(v)) out[k] = values.toAvro(x, `${path}.${k}`)
-          return out
+          return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, values.toAvro(x, `${path}.${k}`)]))
         },
-        fromAvro: (v: Record<string, any>) => {
-          const out: Record<string, unknown> = {}
-          for (const [k, x] of Object.entries(v)) out[k] = values.fromAvro(x)
-          return out
-        },
+        fromAvro: (v: Record<string, any>) => Object.fromEntries(Object.entries(v).map(([k, x]) => [k, values.fromAvro(x)])),
       }
     }
     case 'union:wrapped':
