@@ -47,6 +47,8 @@ interface RowLayout {
   fixedSize: number
 }
 
+// Keyed by the array itself: callers pass the same schema-derived `DataType[]` for every row
+// and never mutate it afterwards.
 const layouts = new WeakMap<DataType[], RowLayout>()
 
 /** Header byte + null bitset size (`BinaryRow.calculateBitSetWidthInBytes`). */
@@ -443,6 +445,14 @@ function corrupt(msg: string): Error {
   return new Error(`corrupt BinaryRow: ${msg}`)
 }
 
+function checkVarRange(i: number, offset: number, len: number, fixedSize: number, size: number): void {
+  if (offset < fixedSize || offset + len > size) {
+    throw corrupt(
+      `field ${i} points at bytes [${offset}, ${offset + len}) outside the variable part [${fixedSize}, ${size})`,
+    )
+  }
+}
+
 /** Decodes a BinaryRow body (no arity prefix) into values of `types`. */
 export function readBinaryRow(types: DataType[], body: Uint8Array): Value[] {
   const layout = layoutOf(types)
@@ -452,13 +462,6 @@ export function readBinaryRow(types: DataType[], body: Uint8Array): Value[] {
   }
   const view = new DataView(body.buffer, body.byteOffset, body.byteLength)
   const out: Value[] = new Array(arity)
-  const varRange = (i: number, offset: number, len: number): void => {
-    if (offset < fixedSize || offset + len > body.length) {
-      throw corrupt(
-        `field ${i} points at bytes [${offset}, ${offset + len}) outside the variable part [${fixedSize}, ${body.length})`,
-      )
-    }
-  }
   for (let i = 0; i < arity; i++) {
     if ((body[(i + 8) >>> 3] & (1 << ((i + 8) & 7))) !== 0) {
       out[i] = null
@@ -492,7 +495,7 @@ export function readBinaryRow(types: DataType[], body: Uint8Array): Value[] {
         const len = view.getUint32(slot, true)
         const offset = view.getUint32(slot + 4, true)
         if (len > 16) throw corrupt(`field ${i}: decimal of ${len} bytes, at most 16 expected`)
-        varRange(i, offset, len)
+        checkVarRange(i, offset, len, fixedSize, body.length)
         out[i] = readBigIntBE(body, offset, len)
         break
       }
@@ -503,7 +506,7 @@ export function readBinaryRow(types: DataType[], body: Uint8Array): Value[] {
         const nanos = view.getUint32(slot, true)
         const offset = view.getUint32(slot + 4, true)
         if (nanos > 999_999) throw corrupt(`field ${i}: nanoOfMillisecond ${nanos} > 999999`)
-        varRange(i, offset, 8)
+        checkVarRange(i, offset, 8, fixedSize, body.length)
         out[i] = view.getBigInt64(offset, true) * 1000n + BigInt(Math.floor(nanos / 1000))
         break
       }
@@ -519,7 +522,7 @@ export function readBinaryRow(types: DataType[], body: Uint8Array): Value[] {
         } else {
           len = view.getUint32(slot, true)
           pos = view.getUint32(slot + 4, true)
-          varRange(i, pos, len)
+          checkVarRange(i, pos, len, fixedSize, body.length)
         }
         out[i] = kinds[i] === K_STRING ? readUtf8(body, pos, len) : body.slice(pos, pos + len)
         break
