@@ -34,12 +34,6 @@ class Cursor {
   advance(): void {
     this.pos++
   }
-  /** Records left in the current batch (for a bulk pass-through when only one cursor is live). */
-  drainBatch(): KeyValue[] {
-    const rest = this.pos === 0 ? this.batch : this.batch.slice(this.pos)
-    this.pos = this.batch.length
-    return rest
-  }
 }
 
 export interface MergeReaderOptions {
@@ -65,19 +59,6 @@ export async function* mergeSortedRuns(sources: RecordSource[], opts: MergeReade
   let out: KeyValue[] = []
   const group: KeyValue[] = []
   while (live.length > 0) {
-    if (live.length === 1) {
-      // one run left: its records are already one per key and need no merge
-      const c = live[0]
-      do {
-        const rest = c.drainBatch()
-        if (out.length) {
-          yield out
-          out = []
-        }
-        if (rest.length) yield rest
-      } while (await c.ready())
-      break
-    }
     // smallest key among the heads
     let min = live[0].head.key
     for (let i = 1; i < live.length; i++) {
@@ -98,14 +79,12 @@ export async function* mergeSortedRuns(sources: RecordSource[], opts: MergeReade
       }
     }
     if (exhausted.length) live = live.filter((c) => !exhausted.includes(c))
-    let merged: KeyValue | null
-    if (group.length === 1) merged = group[0]
-    else {
-      group.sort(sequenceComparator)
-      mergeFunction.reset()
-      for (const kv of group) mergeFunction.add(kv)
-      merged = mergeFunction.result()
-    }
+    // every group goes through the merge function, even a single record: the row-kind
+    // filter (ignore-delete) and the engine decide what a lone record becomes
+    if (group.length > 1) group.sort(sequenceComparator)
+    mergeFunction.reset()
+    for (const kv of group) mergeFunction.add(kv)
+    const merged = mergeFunction.result()
     if (merged) {
       out.push(merged)
       if (out.length >= batchSize) {

@@ -248,14 +248,11 @@ export async function lookup(table: Table, key: KeyFilter, opts: { snapshotId?: 
       for await (const batch of reader.batches({ rowStart: pos, rowEnd: pos + 1 })) found.push(...batch)
     }
     if (found.length === 0) continue
-    let merged: KeyValue | null = found[0]
-    if (found.length > 1) {
-      found.sort(sequenceComparator(table.mergeConfig))
-      const mf = createMergeFunction(table.mergeConfig)
-      mf.reset()
-      for (const kv of found) mf.add(kv)
-      merged = mf.result()
-    }
+    found.sort(sequenceComparator(table.mergeConfig))
+    const mf = createMergeFunction(table.mergeConfig)
+    mf.reset()
+    for (const kv of found) mf.add(kv)
+    const merged = mf.result()
     if (!merged || isRetract(merged.kind)) return null
     return plan.columns.map((i) => merged!.value[i])
   }

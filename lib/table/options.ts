@@ -3,6 +3,7 @@
 // names the key, the value and what was expected (style.md: a typo is an error, not a
 // silent default). Defaults are Paimon's (api:CoreOptions.java) unless the doc says why not.
 
+import { optionKeysOfMergeEngines } from '../lsm/merge-function.ts'
 import { StrataInputError } from '../types.ts'
 
 export type OptionType = 'int' | 'long' | 'boolean' | 'string' | 'memory' | 'duration' | 'enum'
@@ -53,13 +54,10 @@ export const OPTION_SPECS: OptionSpec[] = [
 
 const SPEC_BY_KEY = new Map(OPTION_SPECS.map((s) => [s.key, s]))
 
-/** Keys other modules understand (merge engines), registered so the unknown-key check knows them. */
-const extraKeys = new Set<string>()
-const extraPatterns: RegExp[] = []
-export function registerOptionKeys(exact: string[], patterns: RegExp[]): void {
-  for (const k of exact) extraKeys.add(k)
-  extraPatterns.push(...patterns)
-}
+/** Keys the merge engines understand (merge-engine, fields.<f>.aggregate-function, …). */
+const mergeKeys = optionKeysOfMergeEngines()
+const extraKeys = new Set<string>(mergeKeys.exact)
+const extraPatterns: RegExp[] = mergeKeys.patterns
 
 /** Paimon spells memory sizes like `128 mb`, `64MB`, `1 gb` or plain bytes. */
 export function parseMemorySize(text: string): number | null {

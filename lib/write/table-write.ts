@@ -95,12 +95,10 @@ export async function writeBatch(table: Table, records: WriteRecord[], opts: Wri
     for (let i = 0; i < g.kvs.length; ) {
       let j = i + 1
       while (j < g.kvs.length && keyCmp(g.kvs[i].key, g.kvs[j].key) === 0) j++
-      let merged: KeyValue | null = g.kvs[i]
-      if (j - i > 1) {
-        mf.reset()
-        for (let k = i; k < j; k++) mf.add(g.kvs[k])
-        merged = mf.result()
-      }
+      // Paimon's write buffer merges with the table's merge function before flushing
+      mf.reset()
+      for (let k = i; k < j; k++) mf.add(g.kvs[k])
+      const merged = mf.result()
       if (merged) writer.write(merged)
       i = j
     }

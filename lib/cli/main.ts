@@ -1,0 +1,183 @@
+// `strata`: the command-line face of the engine. Every failure exits non-zero with one line
+// saying why; input is validated whole before anything is written.
+
+import { createReadStream, readFileSync } from 'node:fs'
+import { createInterface } from 'node:readline'
+import { Command, CommanderError } from 'commander'
+import { lookup, scan } from '../read/table-read.ts'
+import { tableStatus, formatStatus } from './status.ts'
+import { recordFromJson, rowToJsonLine, valueToText } from '../table/json-values.ts'
+import { Table } from '../table/table.ts'
+import { StrataInputError } from '../types.ts'
+import { type WriteRecord, writeBatch } from '../write/table-write.ts'
+import { Progress } from './progress.ts'
+
+function out(line: string): void {
+  process.stdout.write(line + '\n')
+}
+
+async function readSchemaFile(path: string): Promise<unknown> {
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (e) {
+    throw new StrataInputError(`--schema ${path}: cannot read the file (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`)
+  }
+  try {
+    return JSON.parse(text)
+  } catch (e) {
+    throw new StrataInputError(`--schema ${path}: malformed JSON (${(e as Error).message})`)
+  }
+}
+
+/** Parses and validates every line before anything is written. */
+async function readRecords(table: Table, source: string | undefined, progress: Progress): Promise<WriteRecord[]> {
+  const input = !source || source === '-' ? process.stdin : createReadStream(source)
+  if (source && source !== '-') {
+    await new Promise<void>((resolve, reject) => {
+      input.once('open' as never, () => resolve())
+      input.once('error', (e: NodeJS.ErrnoException) => reject(new StrataInputError(`${source}: cannot read the file (${e.code ?? e.message})`)))
+    })
+  }
+  const rl = createInterface({ input, crlfDelay: Infinity })
+  const records: WriteRecord[] = []
+  let lineNo = 0
+  for await (const line of rl) {
+    lineNo++
+    if (line.trim() === '') continue
+    let obj: unknown
+    try {
+      obj = JSON.parse(line)
+    } catch (e) {
+      throw new StrataInputError(`line ${lineNo}: malformed JSON (${(e as Error).message})`)
+    }
+    records.push(recordFromJson(table.view, obj, `line ${lineNo}`))
+    if (lineNo % 10000 === 0) progress.update(`parsed ${lineNo} lines`)
+  }
+  return records
+}
+
+function parseSnapshotOption(v: string | undefined): number | undefined {
+  if (v === undefined) return undefined
+  if (!/^\d+$/.test(v) || Number(v) < 1) throw new StrataInputError(`--snapshot: expected a snapshot id >= 1, got ${JSON.stringify(v)}`)
+  return Number(v)
+}
+
+function parseColumns(v: string | undefined): string[] | undefined {
+  return v === undefined ? undefined : v.split(',').map((s) => s.trim()).filter(Boolean)
+}
+
+export function buildProgram(): Command {
+  const program = new Command()
+  program
+    .name('strata')
+    .description('Primary-key tables on S3 or local disk in Apache Paimon format')
+    .showHelpAfterError(false)
+    .configureOutput({ writeErr: (s) => process.stderr.write(s) })
+    .exitOverride()
+
+  program
+    .command('create <table>')
+    .description('create a table from a schema JSON file')
+    .requiredOption('--schema <file>', 'schema JSON: {"fields":[{"name","type"}],"primaryKeys":[],"partitionKeys":[],"options":{}}')
+    .action(async (uri: string, o: { schema: string }) => {
+      const table = await Table.create(uri, await readSchemaFile(o.schema))
+      out(`created ${table.uri} (schema 0, ${table.view.fields.length} fields, ${table.view.options.bucket} buckets)`)
+    })
+
+  program
+    .command('write <table> [file]')
+    .description('write JSON lines (a file or - for stdin) as one commit; prints the snapshot id')
+    .action(async (uri: string, file: string | undefined) => {
+      const table = await Table.open(uri)
+      const progress = new Progress()
+      const records = await readRecords(table, file, progress)
+      if (records.length === 0) throw new StrataInputError(`${file ?? 'stdin'}: no records to write`)
+      const res = await writeBatch(table, records, { onProgress: (d, t, phase) => progress.update(`${phase}: ${d}/${t} rows`) })
+      progress.done()
+      out(String(res.snapshotId))
+    })
+
+  program
+    .command('read <table>')
+    .description('read the latest (or a given) snapshot')
+    .option('--snapshot <id>', 'snapshot id to read (time travel)')
+    .option('--columns <a,b>', 'columns to return, in this order')
+    .option('--filter <json>', 'equality filter on partition and primary-key fields, e.g. {"dt":"2024-05-01"}')
+    .option('--json', 'one JSON object per line holding every selected column')
+    .action(async (uri: string, o: { snapshot?: string; columns?: string; filter?: string; json?: boolean }) => {
+      const table = await Table.open(uri)
+      const columns = parseColumns(o.columns) ?? table.view.fields.map((f) => f.name)
+      const filter = o.filter === undefined ? undefined : parseJsonOption('--filter', o.filter)
+      const iter = scan(table, { snapshotId: parseSnapshotOption(o.snapshot), columns, filter })
+      const idx = columns.map((c) => table.view.fieldIndex.get(c)!)
+      const fields = idx.map((i) => table.view.fields[i])
+      if (!o.json) out(columns.join('\t'))
+      for await (const rows of iter) {
+        const lines: string[] = []
+        for (const r of rows) {
+          lines.push(o.json ? rowToJsonLine(fields, fields.map((_, j) => j), r) : r.map((v, j) => valueToText(fields[j].type, v)).join('\t'))
+        }
+        process.stdout.write(lines.join('\n') + '\n')
+      }
+    })
+
+  program
+    .command('lookup <table>')
+    .description('point lookup by primary key')
+    .requiredOption('--key <json>', 'the primary key, e.g. {"id":1}')
+    .option('--snapshot <id>', 'snapshot id to read')
+    .option('--json', 'print the row as one JSON object')
+    .action(async (uri: string, o: { key: string; snapshot?: string; json?: boolean }) => {
+      const table = await Table.open(uri)
+      const key = parseJsonOption('--key', o.key)
+      const row = await lookup(table, key, { snapshotId: parseSnapshotOption(o.snapshot) })
+      const fields = table.view.fields
+      if (!row) {
+        if (o.json) out('null')
+        else out('not found')
+        process.exitCode = 1
+        return
+      }
+      if (o.json) out(rowToJsonLine(fields, fields.map((_, i) => i), row))
+      else for (let i = 0; i < fields.length; i++) out(`${fields[i].name}\t${valueToText(fields[i].type, row[i])}`)
+    })
+
+  program
+    .command('status <table>')
+    .description('latest snapshot and, per partition and bucket, files per level and row counts')
+    .option('--json', 'machine-readable output')
+    .action(async (uri: string, o: { json?: boolean }) => {
+      const table = await Table.open(uri)
+      const status = await tableStatus(table)
+      if (o.json) out(JSON.stringify(status))
+      else out(formatStatus(status))
+    })
+
+  return program
+}
+
+function parseJsonOption(name: string, text: string): Record<string, unknown> {
+  let v: unknown
+  try {
+    v = JSON.parse(text)
+  } catch (e) {
+    throw new StrataInputError(`${name}: malformed JSON (${(e as Error).message})`)
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new StrataInputError(`${name}: expected a JSON object, got ${text}`)
+  return v as Record<string, unknown>
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram()
+  try {
+    await program.parseAsync(argv, { from: 'user' })
+    return typeof process.exitCode === 'number' ? process.exitCode : 0
+  } catch (e) {
+    if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : 2
+    const msg = e instanceof Error ? e.message : String(e)
+    process.stderr.write(`strata: ${msg.split('\n')[0]}\n`)
+    if (process.env.STRATA_DEBUG && e instanceof Error) process.stderr.write(`${e.stack}\n`)
+    return e instanceof StrataInputError ? 2 : 1
+  }
+}
