@@ -1,0 +1,727 @@
+// Data files of primary-key tables: Parquet files of KeyValue records (paimon-format.md §7).
+// Columns, in the order Paimon's Java writer uses (`core:KeyValue.java` `schema`):
+//   _KEY_<k> for each trimmed primary-key field, _SEQUENCE_NUMBER, _VALUE_KIND, all table fields.
+// Readers (Java, pypaimon, this one) find columns by name, so only the names are load-bearing.
+// The writer also collects the per-file statistics a DataFileMeta carries (§4.4).
+
+import zlib from 'node:zlib'
+import { parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet'
+import type { AsyncBuffer, ColumnData, CompressionCodec, Compressors, FileMetaData, SchemaElement } from 'hyparquet'
+import { compressors as bundledDecompressors } from 'hyparquet-compressors'
+import { ByteWriter, ParquetWriter } from 'hyparquet-writer'
+import { isRetract, StrataInputError, type DataField, type DataType, type KeyValue, type RowKind, type Value } from '../types.ts'
+import {
+  parquetSchemaElement,
+  physicalEncoder,
+  physicalSizer,
+  rawReadElement,
+  valueDecoder,
+  type PhysicalEncoder,
+  type ValueDecoder,
+} from './parquet-types.ts'
+
+export const KEY_FIELD_PREFIX = '_KEY_'
+/** `SpecialFields.KEY_FIELD_ID_START` = Integer.MAX_VALUE / 2; a `_KEY_` column's id is this + the field id. */
+export const KEY_FIELD_ID_START = 1073741823
+export const SEQUENCE_NUMBER = '_SEQUENCE_NUMBER'
+export const SEQUENCE_NUMBER_FIELD_ID = 2147483646
+export const VALUE_KIND = '_VALUE_KIND'
+export const VALUE_KIND_FIELD_ID = 2147483645
+/** Message name of Paimon's Parquet schema (`ParquetSchemaConverter`). */
+export const PARQUET_MESSAGE_NAME = 'paimon_schema'
+/** Key stats collector of `_KEY_` fields: truncate(128) (`core:utils/StatsCollectorFactories.java`). */
+export const KEY_STATS_TRUNCATE = 128
+/** Default `metadata.stats-mode` of value fields: truncate(16). */
+export const VALUE_STATS_TRUNCATE = 16
+
+export interface DataFileLayout {
+  /** trimmed primary-key fields (primary key minus partition keys), in primary-key order */
+  keyFields: DataField[]
+  /** all table fields in schema order, partition fields included */
+  valueFields: DataField[]
+}
+
+/** Paimon's `file.compression` values. */
+export type FileCompression = 'none' | 'snappy' | 'gzip' | 'zstd' | 'lz4'
+
+/** Statistics of some fields: one entry per covered field; min/max null when unknown. */
+export interface ColumnStats {
+  min: Value[]
+  max: Value[]
+  nullCounts: number[]
+}
+
+export interface DataFileStats {
+  rowCount: number
+  /** key of the first row written */
+  minKey: Value[]
+  /** key of the last row written */
+  maxKey: Value[]
+  keyStats: ColumnStats
+  valueStats: ColumnStats
+  minSequenceNumber: bigint
+  maxSequenceNumber: bigint
+  /** rows whose kind is -U or -D (`_DELETE_ROW_COUNT`) */
+  deleteRowCount: number
+}
+
+interface ColumnSpec {
+  name: string
+  fieldId: number
+  type: DataType
+}
+
+const SEQUENCE_TYPE: DataType = { root: 'BIGINT', nullable: false }
+const KIND_TYPE: DataType = { root: 'TINYINT', nullable: false }
+
+function fileColumns(layout: DataFileLayout): ColumnSpec[] {
+  return [
+    ...layout.keyFields.map((f) => ({ name: KEY_FIELD_PREFIX + f.name, fieldId: f.id + KEY_FIELD_ID_START, type: f.type })),
+    { name: SEQUENCE_NUMBER, fieldId: SEQUENCE_NUMBER_FIELD_ID, type: SEQUENCE_TYPE },
+    { name: VALUE_KIND, fieldId: VALUE_KIND_FIELD_ID, type: KIND_TYPE },
+    ...layout.valueFields.map((f) => ({ name: f.name, fieldId: f.id, type: f.type })),
+  ]
+}
+
+/** The Parquet schema (flattened SchemaElements, root first) of a data file with this layout. */
+export function dataFileSchema(layout: DataFileLayout): SchemaElement[] {
+  const columns = fileColumns(layout)
+  const names = new Set<string>()
+  for (const c of columns) {
+    if (names.has(c.name)) throw new StrataInputError(`data file column ${c.name} appears twice; field names must be unique and must not collide with ${KEY_FIELD_PREFIX}*, ${SEQUENCE_NUMBER} or ${VALUE_KIND}`)
+    names.add(c.name)
+  }
+  return [{ name: PARQUET_MESSAGE_NAME, num_children: columns.length }, ...columns.map((c) => parquetSchemaElement(c.name, c.fieldId, c.type))]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compression
+
+type Codec = { codec: CompressionCodec; compressors: { [K in CompressionCodec]?: (input: Uint8Array) => Uint8Array } }
+
+type ZstdSync = (input: Uint8Array, options?: { params?: Record<number, number> }) => Uint8Array
+const zlibExtra = zlib as unknown as { zstdCompressSync?: ZstdSync; zstdDecompressSync?: ZstdSync; constants: Record<string, number> }
+
+function codecOf(compression: FileCompression, zstdLevel: number): Codec {
+  switch (compression) {
+    case 'none':
+      return { codec: 'UNCOMPRESSED', compressors: {} }
+    case 'snappy':
+      return { codec: 'SNAPPY', compressors: {} }
+    case 'gzip':
+      return { codec: 'GZIP', compressors: { GZIP: (input) => zlib.gzipSync(input) } }
+    case 'zstd': {
+      const compress = zlibExtra.zstdCompressSync
+      if (typeof compress !== 'function') {
+        throw new StrataInputError(`file.compression 'zstd' needs node:zlib zstdCompressSync (Node >= 22.15, e.g. Lambda nodejs22.x); this is Node ${process.versions.node}. Use 'snappy', 'gzip' or 'none'.`)
+      }
+      // ZSTD_c_compressionLevel from zstd.h, the key node:zlib takes zstd parameters by
+      const levelKey = zlibExtra.constants.ZSTD_c_compressionLevel ?? 100
+      return { codec: 'ZSTD', compressors: { ZSTD: (input) => compress(input, { params: { [levelKey]: zstdLevel } }) } }
+    }
+    case 'lz4':
+      throw new StrataInputError(`file.compression 'lz4' is not supported by Strata's Parquet writer (no LZ4 encoder); use 'zstd', 'snappy', 'gzip' or 'none'`)
+    default:
+      throw new StrataInputError(`file.compression ${JSON.stringify(compression)} is not one of 'none', 'snappy', 'gzip', 'zstd', 'lz4'`)
+  }
+}
+
+// Everything Parquet files may use, read with node:zlib where it is native (faster than JS).
+const DECOMPRESSORS: Compressors = {
+  ...bundledDecompressors,
+  GZIP: (input) => zlib.gunzipSync(input),
+  ...(typeof zlibExtra.zstdDecompressSync === 'function' ? { ZSTD: (input: Uint8Array) => zlibExtra.zstdDecompressSync!(input) } : {}),
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics (paimon-format.md §4.4; `TruncateSimpleColStatsCollector`)
+
+type Compare = (a: Value, b: Value) => number
+
+/** UTF-8 byte order (= code point order) of two strings without encoding them. */
+export function compareUtf8(a: string, b: string): number {
+  const n = Math.min(a.length, b.length)
+  for (let i = 0; i < n; i++) {
+    let x = a.charCodeAt(i)
+    let y = b.charCodeAt(i)
+    if (x !== y) {
+      // UTF-16 order disagrees with code point order only between surrogates (U+10000 and up)
+      // and U+E000..U+FFFF: move the surrogates above that range
+      if (x >= 0xd800 && y >= 0xd800) {
+        x = x >= 0xe000 ? x - 0x800 : x + 0x2000
+        y = y >= 0xe000 ? y - 0x800 : y + 0x2000
+      }
+      return x - y
+    }
+  }
+  return a.length - b.length
+}
+
+/** Java's `Double.compare`/`Float.compare`: -0 < +0 and NaN above +Infinity. */
+function compareJavaFloat(a: number, b: number): number {
+  if (a < b) return -1
+  if (a > b) return 1
+  if (a === b) {
+    if (a !== 0) return 0
+    const na = Object.is(a, -0)
+    return na === Object.is(b, -0) ? 0 : na ? -1 : 1
+  }
+  const nanA = Number.isNaN(a)
+  return nanA === Number.isNaN(b) ? 0 : nanA ? 1 : -1
+}
+
+function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length)
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] - b[i]
+  return a.length - b.length
+}
+
+/**
+ * The order Paimon's stats collectors use: the Java `Comparable` of the internal value. Binary
+ * values are `byte[]`, which is not Comparable, so Java records no min/max for them: null here.
+ */
+function statsOrder(type: DataType): Compare | null {
+  switch (type.root) {
+    case 'BOOLEAN':
+      return (a, b) => Number(a) - Number(b)
+    case 'TINYINT':
+    case 'SMALLINT':
+    case 'INT':
+    case 'DATE':
+      return (a, b) => (a as number) - (b as number)
+    case 'BIGINT':
+    case 'DECIMAL':
+    case 'TIMESTAMP':
+      return (a, b) => ((a as bigint) < (b as bigint) ? -1 : (a as bigint) > (b as bigint) ? 1 : 0)
+    case 'FLOAT':
+    case 'DOUBLE':
+      return (a, b) => compareJavaFloat(a as number, b as number)
+    case 'CHAR':
+    case 'VARCHAR':
+      return (a, b) => compareUtf8(a as string, b as string)
+    default:
+      return null
+  }
+}
+
+/** First `n` code points of `s`, or null when `s` has no more than `n`. */
+function codePointPrefix(s: string, n: number): string | null {
+  if (s.length <= n) return null
+  let units = 0
+  for (let cps = 0; cps < n; cps++) {
+    if (units >= s.length) return null
+    const c = s.charCodeAt(units)
+    units += c >= 0xd800 && c <= 0xdbff && units + 1 < s.length ? 2 : 1
+  }
+  return units >= s.length ? null : s.slice(0, units)
+}
+
+/** Paimon's truncated max: the prefix with its last incrementable code point incremented. */
+function truncatedMax(s: string, n: number): string | null {
+  const prefix = codePointPrefix(s, n)
+  if (prefix === null) return s
+  const cps = Array.from(prefix, (c) => c.codePointAt(0)!)
+  for (let i = cps.length - 1; i >= 0; i--) {
+    let next = cps[i] + 1
+    // a surrogate is no character; Java would append one and encode it as '?', below the max
+    if (next >= 0xd800 && next <= 0xdfff) next = 0xe000
+    if (next <= 0x10ffff) return String.fromCodePoint(...cps.slice(0, i), next)
+  }
+  return null
+}
+
+class ColumnStatsCollector {
+  min: Value = null
+  max: Value = null
+  nullCount = 0
+  failed = false
+  readonly #order: Compare | null
+  readonly #truncate: number | null
+
+  constructor(type: DataType, truncate: number) {
+    this.#order = statsOrder(type)
+    this.#truncate = type.root === 'CHAR' || type.root === 'VARCHAR' ? truncate : null
+  }
+
+  // Same steps as Paimon's collector, so the bounds match a Java writer's for the same rows:
+  // compare against the stored (already truncated) bounds, give up on a max that cannot be rounded up.
+  collect(v: Value): void {
+    if (v === null) {
+      this.nullCount++
+      return
+    }
+    const order = this.#order
+    if (order === null || this.failed) return
+    if (this.min === null || order(v, this.min) < 0) {
+      this.min = this.#truncate === null ? v : (codePointPrefix(v as string, this.#truncate) ?? v)
+    }
+    if (this.max === null || order(v, this.max) > 0) {
+      const max = this.#truncate === null ? v : truncatedMax(v as string, this.#truncate)
+      if (max === null) this.failed = true
+      else this.max = max
+    }
+  }
+}
+
+function statsResult(collectors: ColumnStatsCollector[]): ColumnStats {
+  return {
+    min: collectors.map((c) => (c.failed ? null : c.min)),
+    max: collectors.map((c) => (c.failed ? null : c.max)),
+    nullCounts: collectors.map((c) => c.nullCount),
+  }
+}
+
+/** FLOAT is stored as float32: stats and keys must describe the stored value. */
+function storedValue(type: DataType): ((v: Value) => Value) | null {
+  return type.root === 'FLOAT' ? (v) => (v === null ? null : Math.fround(v as number)) : null
+}
+
+/** Key order of Paimon's sort (§7.1): nulls first, strings and bytes unsigned, numbers numerically. */
+function keyOrder(fields: DataField[]): (a: Value[], b: Value[]) => number {
+  const orders = fields.map((f) => statsOrder(f.type) ?? ((a: Value, b: Value) => compareBytes(a as Uint8Array, b as Uint8Array)))
+  return (a, b) => {
+    for (let i = 0; i < orders.length; i++) {
+      const x = a[i]
+      const y = b[i]
+      if (x === null || y === null) {
+        if (x !== y) return x === null ? -1 : 1
+        continue
+      }
+      const c = orders[i](x, y)
+      if (c !== 0) return c
+    }
+    return 0
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writer
+
+export interface DataFileWriterOptions {
+  /** Paimon `file.compression`; Paimon defaults to zstd, which Node 20 cannot encode, so snappy here */
+  compression?: FileCompression
+  /** Paimon `file.compression.zstd-level`, default 1 */
+  zstdLevel?: number
+  /** rows per row group (also the bound on rows buffered in memory) */
+  rowGroupRows?: number
+  /** estimated uncompressed bytes per row group, the other bound on the buffer */
+  rowGroupBytes?: number
+  /** target uncompressed page size (parquet-java default 1 MiB) */
+  pageSize?: number
+  /** throw when a key is not strictly greater than the previous one (debugging aid) */
+  assertSorted?: boolean
+}
+
+// Row groups bound both the writer's buffer and a reader's decode unit (one group at a time);
+// 64k rows / 64 MiB keeps either well inside a small Lambda while giving pages of useful size.
+const DEFAULT_ROW_GROUP_ROWS = 65536
+const DEFAULT_ROW_GROUP_BYTES = 64 * 1024 * 1024
+const DEFAULT_PAGE_SIZE = 1024 * 1024
+const INT64_MIN = -(2n ** 63n)
+const INT64_MAX = 2n ** 63n - 1n
+
+function positiveInteger(name: string, v: number): number {
+  if (!Number.isSafeInteger(v) || v < 1) throw new StrataInputError(`DataFileWriter option ${name}: ${v} is not a positive integer`)
+  return v
+}
+
+/**
+ * Writes one data file. Rows are buffered column by column up to one row group, then encoded;
+ * memory is the encoded output so far plus one row group. Rows must arrive sorted by key with
+ * one row per key (the caller merges); only `assertSorted` checks it.
+ */
+export class DataFileWriter {
+  readonly #layout: DataFileLayout
+  readonly #columns: ColumnSpec[]
+  readonly #encoders: PhysicalEncoder[]
+  readonly #sizers: ((physical: unknown) => number)[]
+  readonly #stored: (((v: Value) => Value) | null)[]
+  readonly #scratch: unknown[]
+  readonly #rowGroupRows: number
+  readonly #rowGroupBytes: number
+  readonly #pageSize: number
+  readonly #out = new ByteWriter()
+  readonly #parquet: ParquetWriter
+  readonly #keyStats: ColumnStatsCollector[]
+  readonly #valueStats: ColumnStatsCollector[]
+  readonly #keyOrder: ((a: Value[], b: Value[]) => number) | null
+  #buffers: unknown[][]
+  #buffered = 0
+  #bufferedBytes = 0
+  #rowCount = 0
+  #minKey: Value[] = []
+  #maxKey: Value[] = []
+  #minSeq = 0n
+  #maxSeq = 0n
+  #deleteRows = 0
+  #finished = false
+
+  constructor(layout: DataFileLayout, opts: DataFileWriterOptions = {}) {
+    const {
+      compression = 'snappy',
+      zstdLevel = 1,
+      rowGroupRows = DEFAULT_ROW_GROUP_ROWS,
+      rowGroupBytes = DEFAULT_ROW_GROUP_BYTES,
+      pageSize = DEFAULT_PAGE_SIZE,
+      assertSorted = false,
+    } = opts
+    this.#layout = layout
+    this.#rowGroupRows = positiveInteger('rowGroupRows', rowGroupRows)
+    this.#rowGroupBytes = positiveInteger('rowGroupBytes', rowGroupBytes)
+    this.#pageSize = positiveInteger('pageSize', pageSize)
+    const schema = dataFileSchema(layout)
+    this.#columns = fileColumns(layout)
+    this.#encoders = this.#columns.map((c) => physicalEncoder(c.name, c.type))
+    this.#sizers = this.#columns.map((c) => physicalSizer(c.type))
+    this.#stored = this.#columns.map((c) => storedValue(c.type))
+    this.#scratch = new Array(this.#columns.length)
+    this.#buffers = this.#columns.map(() => [])
+    this.#keyStats = layout.keyFields.map((f) => new ColumnStatsCollector(f.type, KEY_STATS_TRUNCATE))
+    this.#valueStats = layout.valueFields.map((f) => new ColumnStatsCollector(f.type, VALUE_STATS_TRUNCATE))
+    this.#keyOrder = assertSorted ? keyOrder(layout.keyFields) : null
+    const { codec, compressors } = codecOf(compression, zstdLevel)
+    // created_by must parse as "<app> version <v>": parquet-java ignores binary column
+    // statistics of files whose writer it cannot identify (CorruptStatistics)
+    // (the cast bridges hyparquet-writer's own, older copy of hyparquet's SchemaElement type)
+    type WriterSchema = ConstructorParameters<typeof ParquetWriter>[0]['schema']
+    this.#parquet = new ParquetWriter({ writer: this.#out, schema: schema as WriterSchema, codec, compressors, createdBy: 'strata version 0.1.0' })
+  }
+
+  get rowCount(): number {
+    return this.#rowCount
+  }
+
+  /** Encoded bytes so far plus an estimate of the buffered row group (before compression). */
+  get estimatedSize(): number {
+    return this.#out.offset + this.#bufferedBytes
+  }
+
+  write(kv: KeyValue): void {
+    if (this.#finished) throw new Error('DataFileWriter.write after finish')
+    const { keyFields, valueFields } = this.#layout
+    const nk = keyFields.length
+    const nv = valueFields.length
+    if (!Array.isArray(kv.key) || kv.key.length !== nk) {
+      throw new StrataInputError(`KeyValue.key: expected ${nk} values (${keyFields.map((f) => f.name).join(', ')}), got ${Array.isArray(kv.key) ? kv.key.length : typeof kv.key}`)
+    }
+    if (!Array.isArray(kv.value) || kv.value.length !== nv) {
+      throw new StrataInputError(`KeyValue.value: expected ${nv} values (${valueFields.map((f) => f.name).join(', ')}), got ${Array.isArray(kv.value) ? kv.value.length : typeof kv.value}`)
+    }
+    const seq = kv.seq
+    if (typeof seq !== 'bigint' || seq < INT64_MIN || seq > INT64_MAX) {
+      throw new StrataInputError(`${SEQUENCE_NUMBER}: value ${String(seq)} is not a bigint in the int64 range`)
+    }
+    const kind = kv.kind
+    if (kind !== 0 && kind !== 1 && kind !== 2 && kind !== 3) {
+      throw new StrataInputError(`${VALUE_KIND}: value ${String(kind)} is not a RowKind (0 +I, 1 -U, 2 +U, 3 -D)`)
+    }
+    // encode the whole row before buffering any of it, so a rejected row leaves no trace
+    const enc = this.#encoders
+    const s = this.#scratch
+    for (let i = 0; i < nk; i++) s[i] = enc[i](kv.key[i])
+    s[nk] = seq
+    s[nk + 1] = kind
+    for (let j = 0; j < nv; j++) s[nk + 2 + j] = enc[nk + 2 + j](kv.value[j])
+
+    const key = this.#storedKey(kv.key)
+    if (this.#keyOrder !== null && this.#rowCount > 0 && this.#keyOrder(this.#maxKey, key) >= 0) {
+      throw new Error(`DataFileWriter: key ${describeKey(key)} does not follow ${describeKey(this.#maxKey)}; rows must be sorted by key, one row per key`)
+    }
+    const buffers = this.#buffers
+    const sizers = this.#sizers
+    let bytes = 0
+    for (let c = 0; c < s.length; c++) {
+      buffers[c].push(s[c])
+      bytes += sizers[c](s[c])
+    }
+    this.#bufferedBytes += bytes
+    const stored = this.#stored
+    for (let i = 0; i < nk; i++) this.#keyStats[i].collect(key[i])
+    for (let j = 0; j < nv; j++) {
+      const toStored = stored[nk + 2 + j]
+      this.#valueStats[j].collect(toStored === null ? kv.value[j] : toStored(kv.value[j]))
+    }
+    if (this.#rowCount === 0) {
+      this.#minKey = key
+      this.#minSeq = seq
+      this.#maxSeq = seq
+    } else {
+      if (seq < this.#minSeq) this.#minSeq = seq
+      if (seq > this.#maxSeq) this.#maxSeq = seq
+    }
+    this.#maxKey = key
+    if (isRetract(kind as RowKind)) this.#deleteRows++
+    this.#rowCount++
+    this.#buffered++
+    if (this.#buffered >= this.#rowGroupRows || this.#bufferedBytes >= this.#rowGroupBytes) this.#flushRowGroup()
+  }
+
+  /** Encodes the buffered rows and the footer; returns the file and its statistics. */
+  finish(): { bytes: Uint8Array; stats: DataFileStats } {
+    if (this.#finished) throw new Error('DataFileWriter.finish called twice')
+    if (this.#rowCount === 0) throw new Error('DataFileWriter.finish: no rows were written (Paimon never commits an empty data file)')
+    this.#flushRowGroup()
+    this.#parquet.finish()
+    this.#finished = true
+    return {
+      bytes: this.#out.getBytes(),
+      stats: {
+        rowCount: this.#rowCount,
+        minKey: this.#minKey,
+        maxKey: this.#maxKey,
+        keyStats: statsResult(this.#keyStats),
+        valueStats: statsResult(this.#valueStats),
+        minSequenceNumber: this.#minSeq,
+        maxSequenceNumber: this.#maxSeq,
+        deleteRowCount: this.#deleteRows,
+      },
+    }
+  }
+
+  /** A copy of the key as stored, so later mutation of the caller's array cannot change the stats. */
+  #storedKey(key: Value[]): Value[] {
+    const stored = this.#stored
+    const out = new Array<Value>(key.length)
+    for (let i = 0; i < key.length; i++) {
+      const toStored = stored[i]
+      out[i] = toStored === null ? key[i] : toStored(key[i])
+    }
+    return out
+  }
+
+  #flushRowGroup(): void {
+    if (this.#buffered === 0) return
+    const buffers = this.#buffers
+    const columnData = this.#columns.map((c, i) => ({ name: c.name, data: buffers[i] }))
+    // ByteWriter has no flush(), so this encodes synchronously
+    void this.#parquet.write({ columnData, rowGroupSize: this.#buffered, pageSize: this.#pageSize })
+    this.#buffers = this.#columns.map(() => [])
+    this.#buffered = 0
+    this.#bufferedBytes = 0
+  }
+}
+
+function describeKey(key: Value[]): string {
+  return '[' + key.map((v) => (typeof v === 'bigint' ? `${v}n` : v instanceof Uint8Array ? `bytes(${v.length})` : JSON.stringify(v))).join(', ') + ']'
+}
+
+/** Writes all records (sorted by key) into one data file. */
+export function writeDataFile(layout: DataFileLayout, records: Iterable<KeyValue>, opts?: DataFileWriterOptions): { bytes: Uint8Array; stats: DataFileStats } {
+  const writer = new DataFileWriter(layout, opts)
+  for (const kv of records) writer.write(kv)
+  return writer.finish()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reader
+
+/** Random access to a file's bytes; `read` returns bytes [start, end). */
+export interface ByteSource {
+  size: number
+  read(start: number, end: number): Promise<Uint8Array>
+}
+
+export function byteSource(bytes: Uint8Array): ByteSource {
+  return { size: bytes.length, read: async (start, end) => bytes.subarray(start, end) }
+}
+
+export interface DataFileReaderOptions {
+  /**
+   * Bytes fetched from the end of the file on open (hyparquet's default footer guess). Files
+   * no larger than this are read with this single request; later reads inside it are served
+   * from memory, which matters when each read is an S3 GET.
+   */
+  tailBytes?: number
+}
+
+export interface DataFileBatchOptions {
+  /** names of value fields to materialize; the others are null in `value`. Default: all */
+  valueColumns?: string[]
+  /** first row (file position, inclusive); default 0 */
+  rowStart?: number
+  /** last row (file position, exclusive); default rowCount */
+  rowEnd?: number
+  /** most records per yielded batch; a row group is decoded at once and handed out in slices */
+  batchRows?: number
+}
+
+const DEFAULT_TAIL_BYTES = 512 * 1024
+const DEFAULT_BATCH_ROWS = 8192
+// INT96 arrives as epoch nanoseconds through this parser; everything else is read unannotated
+const RAW_PARSERS = { timestampFromNanoseconds: (nanos: bigint) => nanos }
+
+function arrayBufferOf(bytes: Uint8Array): ArrayBuffer {
+  if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer) return bytes.buffer
+  return bytes.slice().buffer
+}
+
+function cachedTail(src: ByteSource, tail: Uint8Array, tailStart: number): AsyncBuffer {
+  return {
+    byteLength: src.size,
+    async slice(start: number, end: number = src.size): Promise<ArrayBuffer> {
+      if (start >= tailStart && end <= src.size) return arrayBufferOf(tail.slice(start - tailStart, end - tailStart))
+      const bytes = await src.read(start, end)
+      if (bytes.length !== end - start) throw new Error(`data file read [${start}, ${end}) returned ${bytes.length} bytes; is the file ${src.size} bytes long?`)
+      return arrayBufferOf(bytes)
+    },
+  }
+}
+
+interface ReadColumn {
+  spec: ColumnSpec
+  decode: ValueDecoder
+}
+
+/** Reads one data file written by Strata, Paimon's Java writer or pypaimon. */
+export class DataFileReader {
+  readonly #layout: DataFileLayout
+  readonly #file: AsyncBuffer
+  readonly #metadata: FileMetaData
+  readonly #columns: ReadColumn[]
+
+  private constructor(layout: DataFileLayout, file: AsyncBuffer, metadata: FileMetaData, columns: ReadColumn[]) {
+    this.#layout = layout
+    this.#file = file
+    this.#metadata = metadata
+    this.#columns = columns
+  }
+
+  /** Reads the footer and checks that every column of the layout is there (by name) and readable as its type. */
+  static async open(src: ByteSource, layout: DataFileLayout, opts: DataFileReaderOptions = {}): Promise<DataFileReader> {
+    const { tailBytes = DEFAULT_TAIL_BYTES } = opts
+    if (!Number.isSafeInteger(src.size) || src.size < 0) throw new StrataInputError(`ByteSource.size ${src.size} is not a byte count`)
+    if (src.size < 12) throw new Error(`data file is ${src.size} bytes, too short for Parquet (magic + footer need 12)`)
+    const tailStart = Math.max(0, src.size - tailBytes)
+    const tail = await src.read(tailStart, src.size)
+    if (tail.length !== src.size - tailStart) throw new Error(`data file read [${tailStart}, ${src.size}) returned ${tail.length} bytes`)
+    const file = cachedTail(src, tail, tailStart)
+    let metadata: FileMetaData
+    try {
+      metadata = await parquetMetadataAsync(file, { initialFetchSize: tailBytes } as Parameters<typeof parquetMetadataAsync>[1])
+    } catch (e) {
+      throw new Error(`data file (${src.size} bytes) is not a readable Parquet file: ${(e as Error).message}`)
+    }
+
+    const present = new Map<string, { element: SchemaElement; group: boolean }>()
+    for (const child of parquetSchema(metadata).children) {
+      present.set(child.element.name, { element: child.element, group: child.children.length > 0 })
+    }
+    const columns: ReadColumn[] = []
+    const rawElements = new Map<SchemaElement, SchemaElement>()
+    for (const spec of fileColumns(layout)) {
+      const found = present.get(spec.name)
+      if (found === undefined) {
+        const thin = spec.name.startsWith(KEY_FIELD_PREFIX) ? ` (every primary-key file has ${KEY_FIELD_PREFIX}<field> columns; files written with data-file.thin-mode=true are not supported)` : ''
+        throw new Error(`data file has no column ${spec.name}${thin}; its columns are: ${[...present.keys()].join(', ')}`)
+      }
+      if (found.group) throw new Error(`data file column ${spec.name} is a nested group; expected a primitive ${spec.type.root} column`)
+      columns.push({ spec, decode: valueDecoder(spec.name, spec.type, found.element) })
+      rawElements.set(found.element, rawReadElement(found.element, spec.type))
+    }
+    const rawSchema = metadata.schema.map((element) => rawElements.get(element) ?? element)
+    return new DataFileReader(layout, file, { ...metadata, schema: rawSchema }, columns)
+  }
+
+  get rowCount(): number {
+    return Number(this.#metadata.num_rows)
+  }
+
+  /** Streams records in file order, one row group at a time, in slices of at most `batchRows`. */
+  async *batches(opts: DataFileBatchOptions = {}): AsyncIterable<KeyValue[]> {
+    const { valueFields, keyFields } = this.#layout
+    const { valueColumns, rowStart = 0, rowEnd = this.rowCount, batchRows = DEFAULT_BATCH_ROWS } = opts
+    if (!Number.isSafeInteger(rowStart) || !Number.isSafeInteger(rowEnd) || rowStart < 0 || rowEnd < rowStart) {
+      throw new StrataInputError(`data file rows [${rowStart}, ${rowEnd}): expected integers with 0 <= rowStart <= rowEnd`)
+    }
+    if (!Number.isSafeInteger(batchRows) || batchRows < 1) throw new StrataInputError(`batchRows ${batchRows} is not a positive integer`)
+    let selected: number[]
+    if (valueColumns === undefined) {
+      selected = valueFields.map((_, j) => j)
+    } else {
+      selected = valueColumns.map((name) => {
+        const j = valueFields.findIndex((f) => f.name === name)
+        if (j < 0) throw new StrataInputError(`valueColumns: ${JSON.stringify(name)} is not a field; fields are ${valueFields.map((f) => f.name).join(', ')}`)
+        return j
+      })
+    }
+    const nk = keyFields.length
+    const read = [...this.#columns.slice(0, nk + 2), ...selected.map((j) => this.#columns[nk + 2 + j])]
+    const end = Math.min(rowEnd, this.rowCount)
+
+    let groupStart = 0
+    for (const group of this.#metadata.row_groups) {
+      const groupEnd = groupStart + Number(group.num_rows)
+      const from = Math.max(groupStart, rowStart)
+      const to = Math.min(groupEnd, end)
+      if (from < to) {
+        const data = await this.#readRows(read, from, to)
+        for (let off = 0; off < to - from; off += batchRows) {
+          yield this.#records(data, nk, selected, off, Math.min(off + batchRows, to - from), from)
+        }
+      }
+      groupStart = groupEnd
+      if (groupStart >= end) break
+    }
+  }
+
+  /** Decoded values of `columns` for rows [from, to), which lie inside one row group. */
+  async #readRows(columns: ReadColumn[], from: number, to: number): Promise<Value[][]> {
+    const n = to - from
+    const out = columns.map(() => new Array<Value>(n))
+    const filled = columns.map(() => 0)
+    const index = new Map(columns.map((c, i) => [c.spec.name, i]))
+    const onChunk = ({ columnName, columnData, rowStart, rowEnd }: ColumnData): void => {
+      const i = index.get(columnName)
+      if (i === undefined) return
+      const decode = columns[i].decode
+      const dst = out[i]
+      const lo = Math.max(rowStart, from)
+      const hi = Math.min(rowEnd, to)
+      for (let r = lo; r < hi; r++) {
+        const raw = columnData[r - rowStart]
+        dst[r - from] = raw === null || raw === undefined ? null : decode(raw)
+      }
+      if (hi > lo) filled[i] += hi - lo
+    }
+    await parquetRead({
+      file: this.#file,
+      metadata: this.#metadata,
+      columns: columns.map((c) => c.spec.name),
+      rowStart: from,
+      rowEnd: to,
+      utf8: false,
+      parsers: RAW_PARSERS,
+      compressors: DECOMPRESSORS,
+      onChunk,
+    })
+    for (let i = 0; i < columns.length; i++) {
+      if (filled[i] !== n) throw new Error(`data file column ${columns[i].spec.name}: decoded ${filled[i]} of rows [${from}, ${to})`)
+    }
+    return out
+  }
+
+  #records(data: Value[][], nk: number, selected: number[], lo: number, hi: number, base: number): KeyValue[] {
+    const nv = this.#layout.valueFields.length
+    const seqs = data[nk]
+    const kinds = data[nk + 1]
+    const records = new Array<KeyValue>(hi - lo)
+    for (let r = lo; r < hi; r++) {
+      const key = new Array<Value>(nk)
+      for (let i = 0; i < nk; i++) key[i] = data[i][r]
+      const kind = kinds[r] as number
+      if (kind !== 0 && kind !== 1 && kind !== 2 && kind !== 3) throw new Error(`data file row ${base + r}: ${VALUE_KIND} ${String(kind)} is not a RowKind (0..3)`)
+      const value = new Array<Value>(nv).fill(null)
+      for (let s = 0; s < selected.length; s++) value[selected[s]] = data[nk + 2 + s][r]
+      records[r - lo] = { key, seq: seqs[r] as bigint, kind: kind as RowKind, value }
+    }
+    return records
+  }
+}
+
+/** All records of a data file, in file order. */
+export async function readDataFile(src: ByteSource, layout: DataFileLayout, opts?: DataFileBatchOptions & DataFileReaderOptions): Promise<KeyValue[]> {
+  const reader = await DataFileReader.open(src, layout, opts)
+  const all: KeyValue[] = []
+  for await (const batch of reader.batches(opts)) for (const kv of batch) all.push(kv)
+  return all
+}

@@ -1,0 +1,301 @@
+// Paimon data types ↔ Parquet columns (paimon-format.md §7.4, Paimon
+// `format:parquet/ParquetSchemaConverter.java` `convertToParquetType`). Three concerns, one per
+// type root: the SchemaElement a column is written with, the checked physical value handed to
+// hyparquet-writer, and the decoder from what hyparquet returns for a column (read with its
+// logical annotations stripped, so nothing goes through a float or a Date) back to a `Value`.
+
+import type { SchemaElement } from 'hyparquet'
+import { StrataInputError, type DataType, type TypeRoot, type Value } from '../types.ts'
+
+/** Largest precision of TIMESTAMP(p) that a Value (bigint microseconds) can hold. */
+export const MAX_TIMESTAMP_PRECISION = 6
+
+const INT64_MIN = -(2n ** 63n)
+const INT64_MAX = 2n ** 63n - 1n
+
+/**
+ * Bytes of a FIXED_LEN_BYTE_ARRAY DECIMAL(p, s): the least n with 2^(8n−1) ≥ 10^p
+ * (`ParquetSchemaConverter.computeMinBytesForDecimalPrecision`; p = 38 → 16).
+ */
+export function decimalByteLength(precision: number): number {
+  const limit = 10n ** BigInt(precision)
+  let n = 1
+  while (2n ** BigInt(8 * n - 1) < limit) n++
+  return n
+}
+
+function decimalPrecision(type: DataType, column: string): { precision: number; scale: number } {
+  const precision = type.precision ?? 10
+  const scale = type.scale ?? 0
+  if (!Number.isInteger(precision) || precision < 1 || precision > 38 || !Number.isInteger(scale) || scale < 0 || scale > precision) {
+    throw new StrataInputError(`column ${column}: DECIMAL(${precision}, ${scale}) is invalid; expected 1 <= precision <= 38 and 0 <= scale <= precision`)
+  }
+  return { precision, scale }
+}
+
+function timestampPrecision(type: DataType, column: string): number {
+  const p = type.precision ?? 6
+  if (!Number.isInteger(p) || p < 0 || p > MAX_TIMESTAMP_PRECISION) {
+    // Paimon writes p > 6 as INT96 nanoseconds; a Strata Value holds microseconds only.
+    throw new StrataInputError(`column ${column}: TIMESTAMP(${p}) is not supported; expected precision 0..${MAX_TIMESTAMP_PRECISION} (nanosecond timestamps do not fit a microsecond Value)`)
+  }
+  return p
+}
+
+/** The Parquet schema node of one column, as Paimon's Java writer declares it. */
+export function parquetSchemaElement(name: string, fieldId: number, type: DataType): SchemaElement {
+  const base: SchemaElement = {
+    name,
+    repetition_type: type.nullable ? 'OPTIONAL' : 'REQUIRED',
+    field_id: fieldId,
+  }
+  switch (type.root) {
+    case 'BOOLEAN':
+      return { ...base, type: 'BOOLEAN' }
+    case 'TINYINT':
+      return { ...base, type: 'INT32', converted_type: 'INT_8', logical_type: { type: 'INTEGER', bitWidth: 8, isSigned: true } }
+    case 'SMALLINT':
+      return { ...base, type: 'INT32', converted_type: 'INT_16', logical_type: { type: 'INTEGER', bitWidth: 16, isSigned: true } }
+    case 'INT':
+      return { ...base, type: 'INT32' }
+    case 'BIGINT':
+      return { ...base, type: 'INT64' }
+    case 'FLOAT':
+      return { ...base, type: 'FLOAT' }
+    case 'DOUBLE':
+      return { ...base, type: 'DOUBLE' }
+    case 'CHAR':
+    case 'VARCHAR':
+      return { ...base, type: 'BYTE_ARRAY', converted_type: 'UTF8', logical_type: { type: 'STRING' } }
+    case 'BINARY':
+    case 'VARBINARY':
+      return { ...base, type: 'BYTE_ARRAY' }
+    case 'DATE':
+      return { ...base, type: 'INT32', converted_type: 'DATE', logical_type: { type: 'DATE' } }
+    case 'DECIMAL': {
+      const { precision, scale } = decimalPrecision(type, name)
+      const annotation = { converted_type: 'DECIMAL' as const, precision, scale, logical_type: { type: 'DECIMAL' as const, precision, scale } }
+      if (precision <= 9) return { ...base, type: 'INT32', ...annotation }
+      if (precision <= 18) return { ...base, type: 'INT64', ...annotation }
+      return { ...base, type: 'FIXED_LEN_BYTE_ARRAY', type_length: decimalByteLength(precision), ...annotation }
+    }
+    case 'TIMESTAMP': {
+      // parquet-java writes the legacy converted type next to the logical type for MILLIS and
+      // MICROS whatever isAdjustedToUTC says (ParquetMetadataConverter.ConvertedTypeConverterVisitor).
+      const millis = timestampPrecision(type, name) <= 3
+      return {
+        ...base,
+        type: 'INT64',
+        converted_type: millis ? 'TIMESTAMP_MILLIS' : 'TIMESTAMP_MICROS',
+        logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: false, unit: millis ? 'MILLIS' : 'MICROS' },
+      }
+    }
+    default:
+      throw new StrataInputError(`column ${name}: type ${(type as { root: string }).root} has no Parquet mapping`)
+  }
+}
+
+/** Converts a checked `Value` to what hyparquet-writer encodes for the column; throws on a wrong value. */
+export type PhysicalEncoder = (v: Value) => unknown
+
+function describe(v: Value): string {
+  if (typeof v === 'string') return JSON.stringify(v.length > 40 ? v.slice(0, 40) + '…' : v)
+  if (typeof v === 'bigint') return `${v}n`
+  if (v instanceof Uint8Array) return `Uint8Array(${v.length})`
+  return String(v)
+}
+
+function bad(column: string, type: DataType, v: Value, expected: string): never {
+  throw new StrataInputError(`column ${column} (${type.root}${type.nullable ? '' : ' NOT NULL'}): value ${describe(v)} is not ${expected}`)
+}
+
+function intRange(bits: number): [number, number] {
+  return [-(2 ** (bits - 1)), 2 ** (bits - 1) - 1]
+}
+
+/**
+ * The encoder of one column. Nulls are checked against the type's nullability; each non-null
+ * value against the representation `Value` documents for the root (lib/types.ts).
+ */
+export function physicalEncoder(column: string, type: DataType): PhysicalEncoder {
+  const inner = nonNullEncoder(column, type)
+  if (!type.nullable) {
+    return (v) => (v === null || v === undefined ? bad(column, type, v ?? null, 'allowed: the column is NOT NULL') : inner(v))
+  }
+  return (v) => (v === null || v === undefined ? null : inner(v))
+}
+
+function integerEncoder(column: string, type: DataType, bits: number): PhysicalEncoder {
+  const [lo, hi] = intRange(bits)
+  const expected = `an integer number in [${lo}, ${hi}]`
+  return (v) => (typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi ? v : bad(column, type, v, expected))
+}
+
+function nonNullEncoder(column: string, type: DataType): PhysicalEncoder {
+  switch (type.root) {
+    case 'BOOLEAN':
+      return (v) => (typeof v === 'boolean' ? v : bad(column, type, v, 'a boolean'))
+    case 'TINYINT':
+      return integerEncoder(column, type, 8)
+    case 'SMALLINT':
+      return integerEncoder(column, type, 16)
+    case 'INT':
+    case 'DATE':
+      return integerEncoder(column, type, 32)
+    case 'BIGINT':
+      return (v) => (typeof v === 'bigint' && v >= INT64_MIN && v <= INT64_MAX ? v : bad(column, type, v, 'a bigint in the int64 range'))
+    case 'FLOAT':
+    case 'DOUBLE':
+      return (v) => (typeof v === 'number' ? v : bad(column, type, v, 'a number'))
+    case 'CHAR':
+    case 'VARCHAR':
+      return (v) => (typeof v === 'string' ? v : bad(column, type, v, 'a string'))
+    case 'BINARY':
+    case 'VARBINARY':
+      return (v) => (v instanceof Uint8Array ? v : bad(column, type, v, 'a Uint8Array'))
+    case 'DECIMAL': {
+      const { precision, scale } = decimalPrecision(type, column)
+      const limit = 10n ** BigInt(precision)
+      const expected = `an unscaled bigint of DECIMAL(${precision}, ${scale}) (|v| < 10^${precision})`
+      return (v) => (typeof v === 'bigint' && v < limit && v > -limit ? v : bad(column, type, v, expected))
+    }
+    case 'TIMESTAMP': {
+      const p = timestampPrecision(type, column)
+      if (p > 3) {
+        return (v) => (typeof v === 'bigint' && v >= INT64_MIN && v <= INT64_MAX ? v : bad(column, type, v, 'a bigint of microseconds'))
+      }
+      // TIMESTAMP(0..3) is stored as INT64 millis; a sub-millisecond part would be lost silently.
+      return (v) => {
+        if (typeof v !== 'bigint') bad(column, type, v, 'a bigint of microseconds')
+        if (v % 1000n !== 0n) bad(column, type, v, `a whole number of milliseconds (TIMESTAMP(${p}) is stored in millis)`)
+        return v / 1000n
+      }
+    }
+    default:
+      throw new StrataInputError(`column ${column}: type ${(type as { root: string }).root} has no Parquet mapping`)
+  }
+}
+
+/** Approximate encoded bytes of one physical value, for row-group and file-size rolling. */
+export function physicalSizer(type: DataType): (physical: unknown) => number {
+  switch (type.root) {
+    case 'BOOLEAN':
+      return () => 1
+    case 'TINYINT':
+    case 'SMALLINT':
+    case 'INT':
+    case 'DATE':
+    case 'FLOAT':
+      return () => 4
+    case 'BIGINT':
+    case 'DOUBLE':
+    case 'TIMESTAMP':
+      return () => 8
+    case 'DECIMAL': {
+      const p = type.precision ?? 10
+      const n = p <= 9 ? 4 : p <= 18 ? 8 : decimalByteLength(p)
+      return () => n
+    }
+    case 'CHAR':
+    case 'VARCHAR':
+      return (s) => (typeof s === 'string' ? 4 + s.length : 0)
+    case 'BINARY':
+    case 'VARBINARY':
+      return (b) => (b instanceof Uint8Array ? 4 + b.length : 0)
+    default:
+      return () => 8
+  }
+}
+
+/** Converts a decoded non-null raw column value to its `Value`. */
+export type ValueDecoder = (raw: unknown) => Value
+
+const utf8 = new TextDecoder()
+
+function bigEndianSigned(bytes: Uint8Array): bigint {
+  if (bytes.length === 0) return 0n
+  let v = 0n
+  for (const b of bytes) v = (v << 8n) | BigInt(b)
+  const bits = BigInt(bytes.length * 8)
+  return bytes[0] & 0x80 ? v - (1n << bits) : v
+}
+
+function floorDiv(a: bigint, b: bigint): bigint {
+  const q = a / b
+  return a % b !== 0n && a < 0n !== b < 0n ? q - 1n : q
+}
+
+function mismatch(column: string, type: DataType, element: SchemaElement): never {
+  const annotation = element.logical_type?.type ?? element.converted_type ?? 'no annotation'
+  throw new Error(`data file column ${column}: Parquet ${element.type} (${annotation}) cannot be read as ${type.root}`)
+}
+
+/**
+ * The decoder of one column as stored in a file. Accepts what Paimon's Java reader accepts for
+ * the type (`format:parquet/reader/ParquetVectorUpdaterFactory.java`): e.g. timestamps as INT64
+ * MILLIS/MICROS/NANOS or INT96, decimals as INT32/INT64/FIXED/BINARY.
+ */
+export function valueDecoder(column: string, type: DataType, element: SchemaElement): ValueDecoder {
+  const physical = element.type
+  const expect = (...types: string[]): void => {
+    if (!physical || !types.includes(physical)) mismatch(column, type, element)
+  }
+  const root: TypeRoot = type.root
+  switch (root) {
+    case 'BOOLEAN':
+      expect('BOOLEAN')
+      return (r) => r as boolean
+    case 'TINYINT':
+    case 'SMALLINT':
+    case 'INT':
+    case 'DATE':
+      expect('INT32')
+      return (r) => r as number
+    case 'BIGINT':
+      expect('INT64')
+      return (r) => r as bigint
+    case 'FLOAT':
+      expect('FLOAT')
+      return (r) => r as number
+    case 'DOUBLE':
+      expect('DOUBLE')
+      return (r) => r as number
+    case 'CHAR':
+    case 'VARCHAR':
+      expect('BYTE_ARRAY')
+      return (r) => (typeof r === 'string' ? r : utf8.decode(r as Uint8Array))
+    case 'BINARY':
+    case 'VARBINARY':
+      expect('BYTE_ARRAY')
+      return (r) => r as Uint8Array
+    case 'DECIMAL':
+      expect('INT32', 'INT64', 'FIXED_LEN_BYTE_ARRAY', 'BYTE_ARRAY')
+      if (physical === 'INT32') return (r) => BigInt(r as number)
+      if (physical === 'INT64') return (r) => r as bigint
+      return (r) => bigEndianSigned(r as Uint8Array)
+    case 'TIMESTAMP': {
+      expect('INT64', 'INT96')
+      // hyparquet turns INT96 into epoch nanoseconds and hands them to `timestampFromNanoseconds`,
+      // which the data-file reader makes the identity
+      if (physical === 'INT96') return (r) => floorDiv(r as bigint, 1000n)
+      const lt = element.logical_type
+      const unit = lt?.type === 'TIMESTAMP' ? lt.unit : element.converted_type === 'TIMESTAMP_MILLIS' ? 'MILLIS' : 'MICROS'
+      if (unit === 'MILLIS') return (r) => (r as bigint) * 1000n
+      if (unit === 'NANOS') return (r) => floorDiv(r as bigint, 1000n)
+      return (r) => r as bigint
+    }
+    default:
+      throw new StrataInputError(`column ${column}: type ${(type as { root: string }).root} has no Parquet mapping`)
+  }
+}
+
+/**
+ * The element hyparquet is given when reading: annotations removed so it returns physical values
+ * (it would turn DECIMAL into a float and DATE/TIMESTAMP into Date). STRING keeps its annotation,
+ * which decodes each dictionary entry once instead of every row.
+ */
+export function rawReadElement(element: SchemaElement, type: DataType): SchemaElement {
+  const keepUtf8 = (type.root === 'CHAR' || type.root === 'VARCHAR') && element.type === 'BYTE_ARRAY'
+  const { converted_type: _c, logical_type: _l, ...rest } = element
+  return keepUtf8 ? { ...rest, converted_type: 'UTF8', logical_type: { type: 'STRING' } } : rest
+}
