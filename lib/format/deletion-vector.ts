@@ -54,7 +54,9 @@ class BitmapDeletionVector implements DeletionVector {
   }
 
   merge(other: DeletionVector): DeletionVector {
-    if (this.bits instanceof RoaringBitmap64) return new BitmapDeletionVector(this.bits.or(as64(other)))
+    if (this.bits instanceof RoaringBitmap64) {
+      return new BitmapDeletionVector(this.bits.or(as64(other)))
+    }
     return new BitmapDeletionVector(this.bits.or(as32(other, 'merge')))
   }
 }
@@ -190,7 +192,9 @@ export function readDeletionVector(bytes: Uint8Array, meta: DeletionVectorMeta):
   const stored = view.getUint32(4 + size)
   const actual = crc32(bin)
   if (stored !== actual) {
-    throw fail(`CRC32 ${actual.toString(16)} of the bitmap does not match stored ${stored.toString(16)}`)
+    throw fail(
+      `CRC32 ${actual.toString(16)} of the bitmap does not match stored ${stored.toString(16)}`,
+    )
   }
   let bits: RoaringBitmap32 | RoaringBitmap64
   try {

@@ -2,10 +2,10 @@
 // "array of 32-bit bitmaps" layout that Iceberg and Paimon use for deletion vectors
 // (paimon-format.md §8; paimon-common utils/RoaringBitmap32.java, OptimizedRoaringBitmap64.java).
 //
-// Written here rather than taken from npm: `roaring` is a native addon (install step), and the
-// WASM builds of CRoaring pick run containers with CRoaring's rule, which differs from Java
-// RoaringBitmap's `runOptimize` at the margins (CRoaring counts an array container as 2·card + 2
-// bytes, Java as 2·card), so their bytes would not match what Paimon writes.
+// Written here rather than taken from npm: `roaring` is a native addon (a platform binary per
+// install, awkward for Lambda bundles) and the WASM builds of CRoaring are 32-bit only, need an
+// async start-up and explicit freeing of every bitmap on the WASM heap. What deletion vectors
+// need (build from sorted positions, union, iterate, byte-exact portable bytes) is small.
 //
 // In memory a container is an array (≤ 4096 sorted u16 values) or a bitmap (65536 bits), exactly
 // the forms Java holds after `add`/`or`. Run containers exist only on the wire: `serialize`
@@ -253,7 +253,7 @@ function nextClearBit(words: Uint32Array, from: number): number {
   return w * 32 + trailingZeros(word)
 }
 
-/** Writes `c` as a run container (u16 run count, then (start, length − 1) pairs); returns the end. */
+/** Writes `c` as a run container: u16 run count, (start, length − 1) pairs. Returns the end. */
 function writeRuns(dv: DataView, p: number, c: Container, runs: number): number {
   dv.setUint16(p, runs, true)
   p += 2
@@ -295,7 +295,8 @@ function checkPosition(kind: string, index: number, value: number, max: number):
 }
 
 function checkRange(kind: string, start: number, end: number, maxEnd: number): void {
-  if (!Number.isInteger(start) || !Number.isInteger(end) || start < 0 || start > end || end > maxEnd) {
+  const integers = Number.isInteger(start) && Number.isInteger(end)
+  if (!integers || start < 0 || start > end || end > maxEnd) {
     throw new StrataInputError(
       `${kind}.addRange: [start, endExclusive) = [${start}, ${end}), expected integers with ` +
         `0 <= start <= endExclusive <= ${maxEnd}`,
@@ -435,7 +436,9 @@ export class RoaringBitmap32 {
         if (card <= ARRAY_MAX) {
           const values = new Uint16Array(card)
           let k = 0
-          for (let r = 0; r < runs; r++) for (let v = runStarts[r]; v <= runEnds[r]; v++) values[k++] = v
+          for (let r = 0; r < runs; r++) {
+            for (let v = runStarts[r]; v <= runEnds[r]; v++) values[k++] = v
+          }
           c = { kind: 'array', values, card }
         } else {
           const words = new Uint32Array(BITMAP_WORDS)
