@@ -51,7 +51,7 @@ async function readRecords(table: Table, source: string | undefined, progress: P
     } catch (e) {
       throw new StrataInputError(`line ${lineNo}: malformed JSON (${(e as Error).message})`)
     }
-    records.push(recordFromJson(table.view, obj, `line ${lineNo}`))
+    records.push({ ...recordFromJson(table.view, obj, `line ${lineNo}`), where: `line ${lineNo}` })
     if (lineNo % 10000 === 0) progress.update(`parsed ${lineNo} lines`)
   }
   return records

@@ -10,6 +10,7 @@ import type { AsyncBuffer, ColumnData, CompressionCodec, Compressors, FileMetaDa
 import { compressors as bundledDecompressors } from 'hyparquet-compressors'
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer'
 import { isRetract, StrataInputError, type DataField, type DataType, type KeyValue, type RowKind, type Value } from '../types.ts'
+import { rowComparator, valueComparator } from './compare.ts'
 import {
   parquetSchemaElement,
   physicalEncoder,
@@ -138,70 +139,13 @@ const DECOMPRESSORS: Compressors = {
 
 type Compare = (a: Value, b: Value) => number
 
-/** UTF-8 byte order (= code point order) of two strings without encoding them. */
-export function compareUtf8(a: string, b: string): number {
-  const n = Math.min(a.length, b.length)
-  for (let i = 0; i < n; i++) {
-    let x = a.charCodeAt(i)
-    let y = b.charCodeAt(i)
-    if (x !== y) {
-      // UTF-16 order disagrees with code point order only between surrogates (U+10000 and up)
-      // and U+E000..U+FFFF: move the surrogates above that range
-      if (x >= 0xd800 && y >= 0xd800) {
-        x = x >= 0xe000 ? x - 0x800 : x + 0x2000
-        y = y >= 0xe000 ? y - 0x800 : y + 0x2000
-      }
-      return x - y
-    }
-  }
-  return a.length - b.length
-}
-
-/** Java's `Double.compare`/`Float.compare`: -0 < +0 and NaN above +Infinity. */
-function compareJavaFloat(a: number, b: number): number {
-  if (a < b) return -1
-  if (a > b) return 1
-  if (a === b) {
-    if (a !== 0) return 0
-    const na = Object.is(a, -0)
-    return na === Object.is(b, -0) ? 0 : na ? -1 : 1
-  }
-  const nanA = Number.isNaN(a)
-  return nanA === Number.isNaN(b) ? 0 : nanA ? 1 : -1
-}
-
-function compareBytes(a: Uint8Array, b: Uint8Array): number {
-  const n = Math.min(a.length, b.length)
-  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] - b[i]
-  return a.length - b.length
-}
-
 /**
- * The order Paimon's stats collectors use: the Java `Comparable` of the internal value. Binary
+ * The order Paimon's stats collectors use: the Java `Comparable` of the internal value, which
+ * is the key order of compare.ts (floats by `Double.compare`: -0 < +0, NaN last). Binary
  * values are `byte[]`, which is not Comparable, so Java records no min/max for them: null here.
  */
 function statsOrder(type: DataType): Compare | null {
-  switch (type.root) {
-    case 'BOOLEAN':
-      return (a, b) => Number(a) - Number(b)
-    case 'TINYINT':
-    case 'SMALLINT':
-    case 'INT':
-    case 'DATE':
-      return (a, b) => (a as number) - (b as number)
-    case 'BIGINT':
-    case 'DECIMAL':
-    case 'TIMESTAMP':
-      return (a, b) => ((a as bigint) < (b as bigint) ? -1 : (a as bigint) > (b as bigint) ? 1 : 0)
-    case 'FLOAT':
-    case 'DOUBLE':
-      return (a, b) => compareJavaFloat(a as number, b as number)
-    case 'CHAR':
-    case 'VARCHAR':
-      return (a, b) => compareUtf8(a as string, b as string)
-    default:
-      return null
-  }
+  return type.root === 'BINARY' || type.root === 'VARBINARY' ? null : valueComparator(type)
 }
 
 /** First `n` code points of `s`, or null when `s` has no more than `n`. */
@@ -274,24 +218,6 @@ function statsResult(collectors: ColumnStatsCollector[]): ColumnStats {
 /** FLOAT is stored as float32: stats and keys must describe the stored value. */
 function storedValue(type: DataType): ((v: Value) => Value) | null {
   return type.root === 'FLOAT' ? (v) => (v === null ? null : Math.fround(v as number)) : null
-}
-
-/** Key order of Paimon's sort (§7.1): nulls first, strings and bytes unsigned, numbers numerically. */
-function keyOrder(fields: DataField[]): (a: Value[], b: Value[]) => number {
-  const orders = fields.map((f) => statsOrder(f.type) ?? ((a: Value, b: Value) => compareBytes(a as Uint8Array, b as Uint8Array)))
-  return (a, b) => {
-    for (let i = 0; i < orders.length; i++) {
-      const x = a[i]
-      const y = b[i]
-      if (x === null || y === null) {
-        if (x !== y) return x === null ? -1 : 1
-        continue
-      }
-      const c = orders[i](x, y)
-      if (c !== 0) return c
-    }
-    return 0
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -378,7 +304,7 @@ export class DataFileWriter {
     this.#buffers = this.#columns.map(() => [])
     this.#keyStats = layout.keyFields.map((f) => new ColumnStatsCollector(f.type, KEY_STATS_TRUNCATE))
     this.#valueStats = layout.valueFields.map((f) => new ColumnStatsCollector(f.type, VALUE_STATS_TRUNCATE))
-    this.#keyOrder = assertSorted ? keyOrder(layout.keyFields) : null
+    this.#keyOrder = assertSorted ? rowComparator(layout.keyFields.map((f) => f.type)) : null
     const { codec, compressors } = codecOf(compression, zstdLevel)
     // created_by must parse as "<app> version <v>": parquet-java ignores binary column
     // statistics of files whose writer it cannot identify (CorruptStatistics)

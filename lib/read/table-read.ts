@@ -149,10 +149,11 @@ export async function planScan(table: Table, opts: ScanOptions = {}): Promise<Sc
 }
 
 /** Value columns a merge needs besides the projected ones. */
-function valueColumnsToRead(table: Table, columns: number[]): string[] {
+function valueColumnsToRead(table: Table, columns: number[], filter?: KeyFilter): string[] {
   const cfg = table.mergeConfig
   if (cfg.engine !== 'deduplicate' && cfg.engine !== 'first-row') return table.view.fields.map((f) => f.name)
   const need = new Set(columns.map((i) => table.view.fields[i].name))
+  for (const f of Object.keys(filter ?? {})) need.add(f)
   for (const f of cfg.sequenceFields) need.add(f)
   return [...need]
 }
@@ -188,7 +189,7 @@ export async function* readSplitRecords(table: Table, split: Split, valueColumns
 export async function* scan(table: Table, opts: ScanOptions = {}): AsyncGenerator<Row[]> {
   const plan = await planScan(table, opts)
   const filter = compileFilter(table.view, opts.filter)
-  const valueColumns = valueColumnsToRead(table, plan.columns)
+  const valueColumns = valueColumnsToRead(table, plan.columns, opts.filter)
   for (const split of plan.splits) {
     for await (const batch of readSplitRecords(table, split, valueColumns)) {
       const rows: Row[] = []

@@ -81,6 +81,13 @@ export function createSchema(input: unknown, timeMillis = Date.now()): TableSche
       )
     }
   }
+  for (const k of partitionKeys) {
+    const f = fields.find((x) => x.name === k)!
+    if (f.type.root === 'BINARY' || f.type.root === 'VARBINARY') {
+      // Paimon names the directory after Java's byte[].toString(), an identity hash
+      throw new StrataInputError(`schema.partitionKeys: partition key '${k}' has type ${f.type.root}, which cannot name a partition directory; use a STRING or numeric field`)
+    }
+  }
   if (primaryKeys.every((k) => partitionKeys.includes(k))) {
     throw new StrataInputError('schema.primaryKeys: the primary key must have at least one field that is not a partition key')
   }

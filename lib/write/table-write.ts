@@ -13,7 +13,7 @@ import { rowComparator } from '../format/compare.ts'
 import { DataFileWriter } from '../format/data-file.ts'
 import { bucketPath } from '../format/partition-path.ts'
 import { createMergeFunction, sequenceComparator } from '../lsm/merge-function.ts'
-import { type KeyValue, type ManifestEntry, type Row, type RowKind, FileKind } from '../types.ts'
+import { type KeyValue, type ManifestEntry, type Row, FileKind, RowKind, StrataInputError, isRetract } from '../types.ts'
 import { BATCH_COMMIT_IDENTIFIER, type CommitResult } from '../commit/commit.ts'
 import { hex } from '../commit/manifests.ts'
 import { dataFileMeta, partitionStatsOf } from '../table/file-meta.ts'
@@ -24,6 +24,8 @@ import { randomUUID } from 'node:crypto'
 export interface WriteRecord {
   kind: RowKind
   row: Row
+  /** where the record came from, for error messages (e.g. 'line 12') */
+  where?: string
 }
 
 export interface TouchedBucket {
@@ -50,6 +52,30 @@ export interface WriteOptions {
   dedupAfterSnapshotId?: number
   onProgress?: (done: number, total: number, phase: string) => void
   beforeSnapshotCreate?: (id: number) => Promise<void> | void
+}
+
+/**
+ * Paimon refuses some retractions only when it merges (a partial-update table given a -D
+ * without `ignore-delete`, an aggregate function that cannot retract). Strata asks the
+ * merge function up front, so a refused record fails the whole batch before anything is
+ * written instead of poisoning later reads.
+ */
+function checkRetractsAccepted(table: Table, records: WriteRecord[]): void {
+  const engine = table.mergeConfig.engine
+  if (engine !== 'partial-update' && engine !== 'aggregation') return
+  const mf = createMergeFunction(table.mergeConfig)
+  for (let i = 0; i < records.length; i++) {
+    const r = records[i]
+    if (!isRetract(r.kind)) continue
+    mf.reset()
+    mf.add({ key: [], seq: 0n, kind: RowKind.INSERT, value: r.row })
+    try {
+      mf.add({ key: [], seq: 1n, kind: r.kind, value: r.row })
+      mf.result()
+    } catch (e) {
+      throw new StrataInputError(`${r.where ?? `record ${i + 1}`}: ${(e as Error).message}`)
+    }
+  }
 }
 
 /** Seq = next snapshot id << 32 | row index. */
@@ -84,6 +110,7 @@ export async function writeBatch(table: Table, records: WriteRecord[], opts: Wri
   const keyCmp = rowComparator(view.keyTypes)
   const seqCmp = sequenceComparator(table.mergeConfig)
   const mf = createMergeFunction(table.mergeConfig)
+  checkRetractsAccepted(table, records)
   const namer = new FileNamer()
   const adds: ManifestEntry[] = []
   const buckets: TouchedBucket[] = []
