@@ -1,0 +1,187 @@
+// The `strata` command as a user runs it (a real child process through bin/strata.js), and
+// bad input at every boundary: a clear one-line reason, a non-zero exit, the table unchanged.
+
+import { execFile } from 'node:child_process'
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+const run = promisify(execFile)
+const BIN = join(import.meta.dirname, '..', 'bin', 'strata.js')
+
+interface Result {
+  code: number
+  stdout: string
+  stderr: string
+}
+
+async function strata(args: string[], input?: string): Promise<Result> {
+  const child = run(process.execPath, [BIN, ...args], { encoding: 'utf8' })
+  if (input !== undefined) {
+    child.child.stdin!.end(input)
+  } else child.child.stdin!.end()
+  try {
+    const { stdout, stderr } = await child
+    return { code: 0, stdout, stderr }
+  } catch (e) {
+    const err = e as { code: number; stdout: string; stderr: string }
+    return { code: err.code, stdout: err.stdout, stderr: err.stderr }
+  }
+}
+
+/** Every file under a directory with its size and mtime, to prove nothing changed. */
+function tree(dir: string): string[] {
+  const out: string[] = []
+  const walk = (d: string) => {
+    for (const name of readdirSync(d)) {
+      const p = join(d, name)
+      const st = statSync(p)
+      if (st.isDirectory()) walk(p)
+      else out.push(`${p}:${st.size}:${st.mtimeMs}`)
+    }
+  }
+  walk(dir)
+  return out.sort()
+}
+
+const SCHEMA = {
+  fields: [
+    { name: 'dt', type: 'STRING' },
+    { name: 'id', type: 'BIGINT' },
+    { name: 'name', type: 'STRING' },
+    { name: 'price', type: 'DECIMAL(10, 2)' },
+    { name: 'ts', type: 'TIMESTAMP(3)' },
+  ],
+  primaryKeys: ['dt', 'id'],
+  partitionKeys: ['dt'],
+  options: { bucket: '4' },
+}
+
+let dir: string
+let table: string
+const lines = (...objs: unknown[]) => objs.map((o) => (typeof o === 'string' ? o : JSON.stringify(o))).join('\n') + '\n'
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'strata-cli-'))
+  table = join(dir, 'orders')
+  writeFileSync(join(dir, 'schema.json'), JSON.stringify(SCHEMA))
+  const r = await strata(['create', table, '--schema', join(dir, 'schema.json')])
+  expect(r.code).toBe(0)
+})
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+describe('strata CLI round trip', () => {
+  it('writes, reads, time-travels, looks up and reports status', async () => {
+    writeFileSync(
+      join(dir, 'a.jsonl'),
+      lines(
+        { dt: '2024-05-01', id: 1, name: 'apple', price: '1.50', ts: '2024-05-01 10:00:00.123' },
+        { dt: '2024-05-01', id: 4, name: 'pear', price: 2 },
+        '',
+        { dt: '2024-05-02', id: 21, name: 'fig' },
+      ),
+    )
+    let r = await strata(['write', table, join(dir, 'a.jsonl')])
+    expect(r).toMatchObject({ code: 0, stdout: '1\n' })
+    r = await strata(['write', table, '-'], lines({ dt: '2024-05-01', id: 1, name: 'apple', price: '3.25', _kind: '+U' }, { dt: '2024-05-01', id: 4, _kind: '-D' }))
+    expect(r).toMatchObject({ code: 0, stdout: '2\n' })
+
+    r = await strata(['read', table, '--json'])
+    expect(r.code).toBe(0)
+    expect(r.stdout.trim().split('\n').map((l) => JSON.parse(l))).toEqual([
+      { dt: '2024-05-01', id: 1, name: 'apple', price: 3.25, ts: null },
+      { dt: '2024-05-02', id: 21, name: 'fig', price: null, ts: null },
+    ])
+    r = await strata(['read', table, '--json', '--snapshot', '1', '--columns', 'id,ts'])
+    expect(r.stdout.trim().split('\n')).toEqual(['{"id":1,"ts":"2024-05-01 10:00:00.123"}', '{"id":4,"ts":null}', '{"id":21,"ts":null}'])
+    r = await strata(['read', table])
+    expect(r.stdout.split('\n')[0]).toBe('dt\tid\tname\tprice\tts')
+
+    r = await strata(['lookup', table, '--key', '{"dt":"2024-05-01","id":1}', '--json'])
+    expect(r).toMatchObject({ code: 0 })
+    expect(JSON.parse(r.stdout)).toEqual({ dt: '2024-05-01', id: 1, name: 'apple', price: 3.25, ts: null })
+    r = await strata(['lookup', table, '--key', '{"dt":"2024-05-01","id":4}'])
+    expect(r).toMatchObject({ code: 1, stdout: 'not found\n' })
+
+    r = await strata(['status', table, '--json'])
+    const status = JSON.parse(r.stdout)
+    expect(status.snapshot).toMatchObject({ id: 2, commitKind: 'APPEND', totalRecordCount: 5 })
+    expect(status.buckets).toEqual([
+      expect.objectContaining({ partition: 'dt=2024-05-01', bucket: 2, files: 2, rows: 4 }),
+      expect.objectContaining({ partition: 'dt=2024-05-02', bucket: 2, files: 1, rows: 1 }),
+    ])
+  })
+})
+
+describe('bad input: a clear reason, a non-zero exit, the table unchanged', () => {
+  const cases: [string, string, RegExp][] = [
+    ['wrong type', lines({ dt: '2024-05-01', id: 'seven', name: 'x' }), /^strata: line 1: field 'id' \(BIGINT\) expected an integer, got "seven"$/],
+    ['null primary key', lines({ dt: '2024-05-01', id: 1 }, { dt: '2024-05-01', id: null }), /^strata: line 2: field 'id' is NOT NULL but got null$/],
+    ['missing primary key', lines({ dt: '2024-05-01', name: 'x' }), /^strata: line 1: field 'id' is NOT NULL but got no value$/],
+    ['unknown column', lines({ dt: '2024-05-01', id: 1, colour: 'red' }), /^strata: line 1: unknown column 'colour' \(columns: dt, id, name, price, ts\)$/],
+    ['malformed JSON', lines({ dt: '2024-05-01', id: 1 }, '{"dt": "2024-05-01", "id": 2'), /^strata: line 2: malformed JSON/],
+    ['bad row kind', lines({ dt: '2024-05-01', id: 1, _kind: 'UPSERT' }), /^strata: line 1: field '_kind' expected one of "\+I", "-U", "\+U", "-D", got "UPSERT"$/],
+    ['decimal overflow', lines({ dt: '2024-05-01', id: 1, price: 123456789 }), /^strata: line 1: field 'price' \(DECIMAL\(10, 2\)\) expected a decimal number with at most 8 integer digits, got 123456789$/],
+    ['bad timestamp', lines({ dt: '2024-05-01', id: 1, ts: '2024-13-01 00:00:00' }), /^strata: line 1: field 'ts' \(TIMESTAMP\(3\)\) expected a timestamp/],
+    ['not an object', lines([1, 2]), /^strata: line 1: expected a JSON object with the table's columns, got \[1,2\]$/],
+  ]
+  for (const [name, input, message] of cases) {
+    it(name, async () => {
+      const before = tree(table)
+      const r = await strata(['write', table, '-'], input)
+      expect(r.code).not.toBe(0)
+      expect(r.stderr.trim().split('\n')).toHaveLength(1)
+      expect(r.stderr.trim()).toMatch(message)
+      expect(tree(table)).toEqual(before)
+    })
+  }
+
+  const schemaCases: [string, unknown, RegExp][] = [
+    ['unknown option', { ...SCHEMA, options: { bucket: '4', 'bukcet-key': 'id' } }, /option 'bukcet-key' is unknown/],
+    ['ill-typed option', { ...SCHEMA, options: { bucket: 'four' } }, /option 'bucket': invalid value "four", expected an integer >= 1/],
+    ['partition key outside the primary key', { ...SCHEMA, primaryKeys: ['id'] }, /partition key 'dt' is not part of the primary key \[id\]/],
+    ['unknown type', { ...SCHEMA, fields: [...SCHEMA.fields, { name: 'tags', type: 'ARRAY<STRING>' }] }, /field 'tags'\): type "ARRAY<STRING>" is not supported/],
+    ['count aggregate (Paimon has none)', { ...SCHEMA, options: { 'merge-engine': 'aggregation', 'fields.name.aggregate-function': 'count' } }, /count/],
+  ]
+  for (const [name, schema, message] of schemaCases) {
+    it(`schema: ${name}`, async () => {
+      const file = join(dir, `bad-${name.replace(/\W+/g, '-')}.json`)
+      writeFileSync(file, JSON.stringify(schema))
+      const target = join(dir, `bad-${name.replace(/\W+/g, '-')}`)
+      const r = await strata(['create', target, '--schema', file])
+      expect(r.code).not.toBe(0)
+      expect(r.stderr.trim().split('\n')).toHaveLength(1)
+      expect(r.stderr).toMatch(message)
+      expect(() => statSync(target)).toThrow()
+    })
+  }
+
+  it('a partial-update table refuses a delete without ignore-delete, committing nothing', async () => {
+    const file = join(dir, 'pu.json')
+    writeFileSync(file, JSON.stringify({ ...SCHEMA, options: { bucket: '2', 'merge-engine': 'partial-update' } }))
+    const pu = join(dir, 'pu')
+    expect((await strata(['create', pu, '--schema', file])).code).toBe(0)
+    expect((await strata(['write', pu, '-'], lines({ dt: '2024-05-01', id: 1, name: 'a' }))).code).toBe(0)
+    const before = tree(pu)
+    const r = await strata(['write', pu, '-'], lines({ dt: '2024-05-01', id: 2, name: 'b' }, { dt: '2024-05-01', id: 1, _kind: '-D' }))
+    expect(r.code).not.toBe(0)
+    expect(r.stderr).toMatch(/^strata: line 2: .*(ignore-delete)/)
+    expect(tree(pu)).toEqual(before)
+  })
+
+  it('reading a snapshot that does not exist names the retained range', async () => {
+    const r = await strata(['read', table, '--snapshot', '99'])
+    expect(r.code).not.toBe(0)
+    expect(r.stderr.trim()).toBe('strata: --snapshot 99: no such snapshot (retained snapshots: 1..2)')
+  })
+
+  it('a missing table and a bad URI are named', async () => {
+    let r = await strata(['read', join(dir, 'nope')])
+    expect(r.stderr.trim()).toMatch(/^strata: no table at file:\/\/.*nope \(no schema\/schema-N\)/)
+    r = await strata(['read', 'ftp://host/x'])
+    expect(r.code).not.toBe(0)
+    expect(r.stderr.trim()).toMatch(/ftp:\/\/host\/x/)
+  })
+})
