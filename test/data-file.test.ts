@@ -6,7 +6,6 @@ import { parquetWriteBuffer } from 'hyparquet-writer'
 import { describe, expect, it } from 'vitest'
 import {
   byteSource,
-  compareUtf8,
   DataFileReader,
   DataFileWriter,
   readDataFile,
@@ -499,15 +498,6 @@ describe('DataFileWriter', () => {
     // the FLOAT column describes the stored float32, not the float64 it was given
     const { stats: s2 } = writeDataFile(layout, [{ key: [], seq: 0n, kind: 0, value: [null, 0.1] }])
     expect(s2.valueStats.max[1]).toBe(Math.fround(0.1))
-  })
-
-  it('compares strings in UTF-8 byte order', () => {
-    fc.assert(
-      fc.property(stringArb, stringArb, (a, b) => {
-        expect(Math.sign(compareUtf8(a, b))).toBe(Math.sign(Buffer.compare(utf8.encode(a), utf8.encode(b))))
-      }),
-    )
-    expect(compareUtf8('\uffff', '😀')).toBeLessThan(0) // UTF-16 order says the opposite
   })
 
   it('rejects bad values with the column, the value and what was expected, leaving no partial row', () => {

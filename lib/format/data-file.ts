@@ -116,7 +116,7 @@ function codecOf(compression: FileCompression, zstdLevel: number): Codec {
       if (typeof compress !== 'function') {
         throw new StrataInputError(`file.compression 'zstd' needs node:zlib zstdCompressSync (Node >= 22.15, e.g. Lambda nodejs22.x); this is Node ${process.versions.node}. Use 'snappy', 'gzip' or 'none'.`)
       }
-      // ZSTD_c_compressionLevel from zstd.h, the key node:zlib takes zstd parameters by
+      // node:zlib keys zstd parameters by zstd.h's ZSTD_c_* numbers (compressionLevel = 100)
       const levelKey = zlibExtra.constants.ZSTD_c_compressionLevel ?? 100
       return { codec: 'ZSTD', compressors: { ZSTD: (input) => compress(input, { params: { [levelKey]: zstdLevel } }) } }
     }
