@@ -170,6 +170,10 @@ function parseJsonOption(name: string, text: string): Record<string, unknown> {
 
 export async function main(argv: string[]): Promise<number> {
   const program = buildProgram()
+  // actions report a soft failure (a lookup that finds nothing) through process.exitCode;
+  // isolate it so in-process callers (the demo, tests) get one call's code each
+  const outer = process.exitCode
+  process.exitCode = 0
   try {
     await program.parseAsync(argv, { from: 'user' })
     return typeof process.exitCode === 'number' ? process.exitCode : 0
@@ -179,5 +183,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`strata: ${msg.split('\n')[0]}\n`)
     if (process.env.STRATA_DEBUG && e instanceof Error) process.stderr.write(`${e.stack}\n`)
     return e instanceof StrataInputError ? 2 : 1
+  } finally {
+    process.exitCode = outer
   }
 }
