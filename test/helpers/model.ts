@@ -58,37 +58,67 @@ export function opArb(engine: Engine, keys = 12): fc.Arbitrary<Op> {
 
 type ModelRow = { dt: string; id: number; a: number | null; b: string | null; c: number | null }
 
+type Fold = { row: ModelRow | null; removed: boolean }
+
+/**
+ * Merges one record into a key's state by the engine's rule. For partial-update and
+ * aggregation a -D (with remove-record-on-delete) starts the key afresh rather than
+ * forgetting what follows, as Paimon's merge functions do.
+ */
+function mergeInto(engine: Engine, cur: ModelRow | null, op: Op | ModelRow, kind: Kind): Fold {
+  const row: ModelRow = { dt: op.dt, id: op.id, a: op.a, b: op.b, c: op.c }
+  const retract = kind === '-U' || kind === '-D'
+  switch (engine) {
+    case 'deduplicate':
+      return retract ? { row: null, removed: true } : { row, removed: false }
+    case 'first-row':
+      return retract || cur ? { row: cur, removed: false } : { row, removed: false }
+    case 'partial-update':
+      if (kind === '-D') return { row: null, removed: true }
+      return { row: cur ? { ...cur, a: op.a ?? cur.a, b: op.b ?? cur.b, c: op.c ?? cur.c } : row, removed: false }
+    case 'aggregation': {
+      if (kind === '-D') return { row: null, removed: true }
+      if (!cur) return { row, removed: false }
+      const sum = cur.a === null ? op.a : op.a === null ? cur.a : cur.a + op.a
+      const max = cur.c === null ? op.c : op.c === null ? cur.c : Math.max(cur.c, op.c)
+      return { row: { ...cur, a: sum, b: op.b ?? cur.b, c: max }, removed: false }
+    }
+  }
+}
+
 export class TableModel {
   readonly rows = new Map<string, ModelRow>()
   constructor(readonly engine: Engine) {}
 
-  apply(op: Op): void {
-    const k = `${op.dt}|${op.id}`
-    const cur = this.rows.get(k)
-    const row: ModelRow = { dt: op.dt, id: op.id, a: op.a, b: op.b, c: op.c }
-    const retract = op._kind === '-U' || op._kind === '-D'
-    switch (this.engine) {
-      case 'deduplicate':
-        if (retract) this.rows.delete(k)
-        else this.rows.set(k, row)
-        break
-      case 'first-row':
-        if (!retract && !cur) this.rows.set(k, row)
-        break
-      case 'partial-update':
-        if (op._kind === '-D') this.rows.delete(k)
-        else if (!cur) this.rows.set(k, row)
-        else this.rows.set(k, { ...cur, a: op.a ?? cur.a, b: op.b ?? cur.b, c: op.c ?? cur.c })
-        break
-      case 'aggregation':
-        if (op._kind === '-D') this.rows.delete(k)
-        else if (!cur) this.rows.set(k, row)
-        else {
-          const sum = cur.a === null ? op.a : op.a === null ? cur.a : cur.a + op.a
-          const max = cur.c === null ? op.c : op.c === null ? cur.c : Math.max(cur.c, op.c)
-          this.rows.set(k, { ...cur, a: sum, b: op.b ?? cur.b, c: max })
-        }
-        break
+  /**
+   * One commit. Paimon's writer first merges a batch's records of one key with the merge
+   * function (its write buffer), then readers merge that result with older files. For
+   * deduplicate and first-row that equals applying the records one by one; for
+   * partial-update and aggregation a -D followed by inserts in the same batch folds into
+   * one insert that is then merged with the older row (the delete does not reach it).
+   */
+  applyBatch(ops: Op[]): void {
+    const byKey = new Map<string, Op[]>()
+    for (const op of ops) {
+      const k = `${op.dt}|${op.id}`
+      byKey.set(k, [...(byKey.get(k) ?? []), op])
+    }
+    for (const [k, keyOps] of byKey) {
+      if (this.engine === 'deduplicate' || this.engine === 'first-row') {
+        let cur = this.rows.get(k) ?? null
+        for (const op of keyOps) cur = mergeInto(this.engine, cur, op, op._kind).row
+        if (cur) this.rows.set(k, cur)
+        else this.rows.delete(k)
+        continue
+      }
+      let batch: Fold = { row: null, removed: false }
+      for (const op of keyOps) batch = mergeInto(this.engine, batch.row, op, op._kind)
+      if (batch.row === null) {
+        if (batch.removed) this.rows.delete(k)
+        continue
+      }
+      const merged = mergeInto(this.engine, this.rows.get(k) ?? null, batch.row, '+I').row!
+      this.rows.set(k, merged)
     }
   }
 
