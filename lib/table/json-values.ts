@@ -66,28 +66,43 @@ function parseDecimal(text: string, p: number, s: number): bigint | null {
   return unscaled
 }
 
+const TIMESTAMP_RE = /^(-?\d{4,}-\d{2}-\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?$/
+
 /** 'YYYY-MM-DD[ T]HH:MM[:SS[.fffffffff]]' → micros since epoch, truncated to precision. */
 function parseTimestamp(text: string, precision: number): bigint | null {
-  const m = /^(-?\d{4,})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?$/.exec(text.trim())
+  const m = TIMESTAMP_RE.exec(text.trim())
   if (!m) return null
-  const [y, mo, d, h = '0', mi = '0', sec = '0'] = m.slice(1, 7)
-  if (+mo < 1 || +mo > 12 || +d < 1 || +d > 31 || +h > 23 || +mi > 59 || +sec > 59) return null
-  const day = daysFromCivil(+y, +mo, +d)
-  const check = new Date(day * 86_400_000)
-  if (check.getUTCDate() !== +d) return null
-  const frac = (m[7] ?? '').padEnd(6, '0').slice(0, 6)
+  const [, date, h = '0', mi = '0', sec = '0'] = m
+  if (+h > 23 || +mi > 59 || +sec > 59) return null
+  const day = parseDate(date)
+  if (day === null) return null
+  const frac = (m[5] ?? '').padEnd(6, '0').slice(0, 6)
   let micros = BigInt(day) * MICROS_PER_DAY + BigInt((+h * 3600 + +mi * 60 + +sec) * 1_000_000) + BigInt(frac || '0')
   const unit = 10n ** BigInt(6 - precision)
   micros -= ((micros % unit) + unit) % unit
   return micros
 }
 
+// Input batches repeat a few dates many times; remember them (bounded).
+const dateCache = new Map<string, number | null>()
+
 function parseDate(text: string): number | null {
+  const hit = dateCache.get(text)
+  if (hit !== undefined) return hit
   const m = /^(-?\d{4,})-(\d{2})-(\d{2})$/.exec(text.trim())
-  if (!m) return null
-  const day = daysFromCivil(+m[1], +m[2], +m[3])
-  if (+m[2] < 1 || +m[2] > 12 || new Date(day * 86_400_000).getUTCDate() !== +m[3]) return null
+  let day: number | null = null
+  if (m && +m[2] >= 1 && +m[2] <= 12 && +m[3] >= 1) {
+    day = daysFromCivil(+m[1], +m[2], +m[3])
+    if (new Date(day * 86_400_000).getUTCDate() !== +m[3]) day = null
+  }
+  if (dateCache.size > 10_000) dateCache.clear()
+  dateCache.set(text, day)
   return day
+}
+
+// a plain function, not a closure per call: this runs once per input value
+function badValue(field: DataField, v: unknown, where: string, what: string): StrataInputError {
+  return new StrataInputError(`${where}: field '${field.name}' (${typeName(field.type)}) expected ${what}, got ${describe(v)}`)
 }
 
 /** Converts one JSON value to the engine's Value for `field`, or throws naming the field. */
@@ -97,27 +112,26 @@ export function valueFromJson(field: DataField, v: unknown, where: string): Valu
     if (!t.nullable) throw new StrataInputError(`${where}: field '${field.name}' is NOT NULL but got ${v === null ? 'null' : 'no value'}`)
     return null
   }
-  const bad = (what: string) =>
-    new StrataInputError(`${where}: field '${field.name}' (${typeName(t)}) expected ${what}, got ${describe(v)}`)
+  const bad = badValue
   switch (t.root) {
     case 'BOOLEAN':
-      if (typeof v !== 'boolean') throw bad('true or false')
+      if (typeof v !== 'boolean') throw bad(field, v, where, 'true or false')
       return v
     case 'TINYINT':
     case 'SMALLINT':
     case 'INT': {
       const [lo, hi] = INT_RANGE[t.root]
-      if (typeof v !== 'number' || !Number.isInteger(v) || v < lo || v > hi) throw bad(`an integer in [${lo}, ${hi}]`)
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < lo || v > hi) throw bad(field, v, where, `an integer in [${lo}, ${hi}]`)
       return v
     }
     case 'BIGINT': {
       let b: bigint
       if (typeof v === 'number') {
-        if (!Number.isSafeInteger(v)) throw bad('an integer (write integers beyond 2^53 as a string of digits)')
+        if (!Number.isSafeInteger(v)) throw bad(field, v, where, 'an integer (write integers beyond 2^53 as a string of digits)')
         b = BigInt(v)
       } else if (typeof v === 'string' && /^-?\d+$/.test(v)) b = BigInt(v)
-      else throw bad('an integer')
-      if (b < LONG_MIN || b > LONG_MAX) throw bad('an integer in the 64-bit range')
+      else throw bad(field, v, where, 'an integer')
+      if (b < LONG_MIN || b > LONG_MAX) throw bad(field, v, where, 'an integer in the 64-bit range')
       return b
     }
     case 'FLOAT':
@@ -126,30 +140,30 @@ export function valueFromJson(field: DataField, v: unknown, where: string): Valu
       if (v === 'NaN') return NaN
       if (v === 'Infinity') return Infinity
       if (v === '-Infinity') return -Infinity
-      throw bad('a number')
+      throw bad(field, v, where, 'a number')
     case 'DECIMAL': {
-      if (typeof v !== 'number' && typeof v !== 'string') throw bad(`a decimal number with at most ${t.precision! - t.scale!} integer digits`)
+      if (typeof v !== 'number' && typeof v !== 'string') throw bad(field, v, where, `a decimal number with at most ${t.precision! - t.scale!} integer digits`)
       const d = parseDecimal(typeof v === 'number' ? String(v) : v, t.precision!, t.scale!)
-      if (d === null) throw bad(`a decimal number with at most ${t.precision! - t.scale!} integer digits`)
+      if (d === null) throw bad(field, v, where, `a decimal number with at most ${t.precision! - t.scale!} integer digits`)
       return d
     }
     case 'CHAR':
     case 'VARCHAR': {
-      if (typeof v !== 'string') throw bad('a string')
-      if (t.length! < MAX_LENGTH && [...v].length > t.length!) throw bad(`a string of at most ${t.length} characters`)
+      if (typeof v !== 'string') throw bad(field, v, where, 'a string')
+      if (t.length! < MAX_LENGTH && [...v].length > t.length!) throw bad(field, v, where, `a string of at most ${t.length} characters`)
       return v
     }
     case 'BINARY':
     case 'VARBINARY': {
-      if (typeof v !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(v)) throw bad('base64-encoded bytes')
+      if (typeof v !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(v)) throw bad(field, v, where, 'base64-encoded bytes')
       const bytes = new Uint8Array(Buffer.from(v, 'base64'))
-      if (t.length! < MAX_LENGTH && bytes.length > t.length!) throw bad(`at most ${t.length} bytes`)
+      if (t.length! < MAX_LENGTH && bytes.length > t.length!) throw bad(field, v, where, `at most ${t.length} bytes`)
       return bytes
     }
     case 'DATE': {
       if (typeof v === 'number' && Number.isInteger(v)) return v
       const d = typeof v === 'string' ? parseDate(v) : null
-      if (d === null) throw bad("a date 'YYYY-MM-DD' or an integer day count")
+      if (d === null) throw bad(field, v, where, "a date 'YYYY-MM-DD' or an integer day count")
       return d
     }
     case 'TIMESTAMP': {
@@ -159,7 +173,7 @@ export function valueFromJson(field: DataField, v: unknown, where: string): Valu
         return micros - (((micros % unit) + unit) % unit)
       }
       const ts = typeof v === 'string' ? parseTimestamp(v, t.precision!) : null
-      if (ts === null) throw bad("a timestamp 'YYYY-MM-DD HH:MM:SS[.ffffff]' or epoch milliseconds")
+      if (ts === null) throw bad(field, v, where, "a timestamp 'YYYY-MM-DD HH:MM:SS[.ffffff]' or epoch milliseconds")
       return ts
     }
   }
@@ -174,7 +188,7 @@ export function recordFromJson(view: SchemaView, obj: unknown, where: string): {
   }
   const rec = obj as Record<string, unknown>
   let kind: RowKind = RK.INSERT
-  for (const key of Object.keys(rec)) {
+  for (const key in rec) {
     if (key === '_kind') {
       const k = KIND_BY_TEXT[rec[key] as string]
       if (k === undefined) throw new StrataInputError(`${where}: field '_kind' expected one of "+I", "-U", "+U", "-D", got ${describe(rec[key])}`)
@@ -183,7 +197,9 @@ export function recordFromJson(view: SchemaView, obj: unknown, where: string): {
       throw new StrataInputError(`${where}: unknown column '${key}' (columns: ${view.fields.map((f) => f.name).join(', ')})`)
     }
   }
-  const row: Row = view.fields.map((f) => valueFromJson(f, rec[f.name], where))
+  const fields = view.fields
+  const row: Row = new Array(fields.length)
+  for (let i = 0; i < fields.length; i++) row[i] = valueFromJson(fields[i], rec[fields[i].name], where)
   return { kind, row }
 }
 

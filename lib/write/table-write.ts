@@ -7,13 +7,13 @@
 // committed, so it sees a larger id and wins; 2^31 snapshots and 2^32 rows per batch fit a
 // Java long.
 
-import { bucketOf } from '../format/bucket.ts'
+import { bucketFunction } from '../format/bucket.ts'
 import { serializeBinaryRow } from '../format/binary-row.ts'
 import { rowComparator } from '../format/compare.ts'
 import { DataFileWriter } from '../format/data-file.ts'
 import { bucketPath } from '../format/partition-path.ts'
 import { createMergeFunction, sequenceComparator } from '../lsm/merge-function.ts'
-import { type KeyValue, type ManifestEntry, type Row, FileKind, RowKind, StrataInputError, isRetract } from '../types.ts'
+import { type KeyValue, type ManifestEntry, type Row, type Value, FileKind, RowKind, StrataInputError, isRetract } from '../types.ts'
 import { BATCH_COMMIT_IDENTIFIER, type CommitResult } from '../commit/commit.ts'
 import { hex } from '../commit/manifests.ts'
 import { dataFileMeta, partitionStatsOf } from '../table/file-meta.ts'
@@ -95,16 +95,25 @@ export async function writeBatch(table: Table, records: WriteRecord[], opts: Wri
   const seqBase = sequenceBase(nextId)
   const partitionTypes = view.partitionFields.map((f) => f.type)
 
-  // group by (partition, bucket)
+  // group by (partition, bucket); plain loops, this runs once per input row
+  const bucketFn = bucketFunction(view.bucketKeyTypes, numBuckets)
+  const { partitionIndexes, bucketKeyIndexes, keyIndexes } = view
+  const bucketKey: Value[] = new Array(bucketKeyIndexes.length)
   const groups = new Map<string, { partitionValues: Row; bucket: number; kvs: KeyValue[] }>()
   for (let i = 0; i < records.length; i++) {
     const { kind, row } = records[i]
-    const partitionValues = view.partitionIndexes.map((j) => row[j])
-    const bucket = bucketOf(view.bucketKeyTypes, view.bucketKeyIndexes.map((j) => row[j]), numBuckets)
-    const gk = `${partitionValues.map((v) => (v instanceof Uint8Array ? hex(v) : String(v))).join('\u0000')}\u0001${bucket}`
+    for (let j = 0; j < bucketKeyIndexes.length; j++) bucketKey[j] = row[bucketKeyIndexes[j]]
+    const bucket = bucketFn(bucketKey)
+    let gk = String(bucket)
+    for (const j of partitionIndexes) {
+      const v = row[j]
+      gk += '\u0000' + (v instanceof Uint8Array ? hex(v) : String(v))
+    }
     let g = groups.get(gk)
-    if (!g) groups.set(gk, (g = { partitionValues, bucket, kvs: [] }))
-    g.kvs.push({ key: view.keyIndexes.map((j) => row[j]), seq: seqBase + BigInt(i), kind, value: row })
+    if (!g) groups.set(gk, (g = { partitionValues: partitionIndexes.map((j) => row[j]), bucket, kvs: [] }))
+    const key: Value[] = new Array(keyIndexes.length)
+    for (let j = 0; j < keyIndexes.length; j++) key[j] = row[keyIndexes[j]]
+    g.kvs.push({ key, seq: seqBase + BigInt(i), kind, value: row })
   }
 
   const keyCmp = rowComparator(view.keyTypes)
