@@ -49,7 +49,7 @@ export interface CommitRequest {
    */
   dedupAfterSnapshotId?: number
   /** Extra conflict check run against the live entries of the touched buckets. */
-  checkConflicts?: (live: ManifestEntry[], latest: Snapshot | null) => void
+  checkConflicts?: (live: ManifestEntry[], latest: Snapshot | null) => void | Promise<void>
   partitionStats: (entries: ManifestEntry[]) => SimpleStats
   schemaId: number
   maxRetries: number
@@ -107,7 +107,7 @@ export class FileStoreCommit {
             )
           }
         }
-        req.checkConflicts?.(live, latest)
+        await req.checkConflicts?.(live, latest)
       }
       if (!deltaMeta) {
         deltaMeta = await this.manifests.writeManifest(deltaEntries, req.partitionStats(deltaEntries), BigInt(req.schemaId))

@@ -9,8 +9,9 @@ import { bucketPath } from '../format/partition-path.ts'
 import { mergeSortedRuns } from '../lsm/merge-reader.ts'
 import { createMergeFunction, sequenceComparator } from '../lsm/merge-function.ts'
 import type { ObjectStore } from '../store/object-store.ts'
-import { type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, StrataInputError, isRetract } from '../types.ts'
+import { type IndexManifestEntry, type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, StrataInputError, isRetract } from '../types.ts'
 import { bucketIdentifier } from '../commit/manifests.ts'
+import { dvIndexByBucket, loadDeletionVectors, withoutDeleted } from '../lsm/bucket-state.ts'
 import { decodeKey } from '../table/file-meta.ts'
 import { valueFromJson } from '../table/json-values.ts'
 import type { SchemaView } from '../table/schema.ts'
@@ -33,12 +34,30 @@ export interface ScanOptions {
   /** value columns to return, in this order; default all */
   columns?: string[]
   filter?: KeyFilter
+  /** filled in as the read goes: what it opened and whether it merged */
+  stats?: ReadStats
+}
+
+/** What a read touched, for tests and metrics. */
+export interface ReadStats {
+  /** data files opened, by level */
+  filesOpened: number[]
+  /** splits read through a key merge (merge-on-read) */
+  mergedSplits: number
+  /** splits read file by file with deletion vectors and no merge */
+  deletionVectorSplits: number
+}
+
+export function newReadStats(): ReadStats {
+  return { filesOpened: [], mergedSplits: 0, deletionVectorSplits: 0 }
 }
 
 export interface ScanPlan {
   snapshot: Snapshot | null
   splits: Split[]
   columns: number[]
+  /** deletion-vector index entries by bucket identifier (deletion-vector tables) */
+  dvIndex: Map<string, IndexManifestEntry[]>
 }
 
 export function byteSourceOf(store: ObjectStore, key: string, size: number): ByteSource {
@@ -103,7 +122,7 @@ export async function planScan(table: Table, opts: ScanOptions = {}): Promise<Sc
     const latest = await table.snapshots.latestId()
     throw new StrataInputError(`--snapshot ${opts.snapshotId}: no such snapshot (retained snapshots: ${earliest === 0 ? 'none' : `${earliest}..${latest}`})`)
   }
-  if (!snapshot) return { snapshot: null, splits: [], columns }
+  if (!snapshot) return { snapshot: null, splits: [], columns, dvIndex: new Map() }
   const partTypes = view.partitionFields.map((f) => f.type)
   const partCache = new Map<string, Row>()
   const partitionValuesOf = (bytes: Uint8Array): Row => {
@@ -145,7 +164,8 @@ export async function planScan(table: Table, opts: ScanOptions = {}): Promise<Sc
     }
     s.files.push(e)
   }
-  return { snapshot, splits: [...splits.values()], columns }
+  const dvIndex = view.options.deletionVectors ? await dvIndexByBucket(table, snapshot) : new Map<string, IndexManifestEntry[]>()
+  return { snapshot, splits: [...splits.values()], columns, dvIndex }
 }
 
 /** Value columns a merge needs besides the projected ones. */
@@ -167,15 +187,51 @@ export function orderFiles(files: ManifestEntry[]): ManifestEntry[] {
   )
 }
 
-/** Merged records of one split, retracts included (callers drop them for reads). */
-export async function* readSplitRecords(table: Table, split: Split, valueColumns: string[]): AsyncGenerator<KeyValue[]> {
+function countOpen(stats: ReadStats | undefined, level: number): void {
+  if (!stats) return
+  while (stats.filesOpened.length <= level) stats.filesOpened.push(0)
+  stats.filesOpened[level]++
+}
+
+function openFile(table: Table, split: Split, e: ManifestEntry, stats?: ReadStats): Promise<DataFileReader> {
+  countOpen(stats, e.file.level)
+  return DataFileReader.open(byteSourceOf(table.store, `${split.path}/${e.file.fileName}`, Number(e.file.fileSize)), {
+    keyFields: table.view.keyFields,
+    valueFields: table.view.fields,
+  })
+}
+
+/**
+ * Records of one split, retracts included (callers drop them for reads).
+ * - Deletion-vector mode: level-0 files are skipped and every other file is read on its
+ *   own with its vector applied; no key merge (`deletion-vectors.merge-on-read` merges L0
+ *   in instead, for freshness).
+ * - Otherwise merge-on-read: a k-way merge of all the bucket's files.
+ */
+export async function* readSplitRecords(
+  table: Table,
+  split: Split,
+  valueColumns: string[],
+  dvIndex?: Map<string, IndexManifestEntry[]>,
+  stats?: ReadStats,
+): AsyncGenerator<KeyValue[]> {
   const view = table.view
-  const layout = { keyFields: view.keyFields, valueFields: view.fields }
+  const { deletionVectors, dvMergeOnRead } = view.options
+  const dvs = deletionVectors ? await loadDeletionVectors(table, dvIndex?.get(bucketIdentifier(split.partition, split.bucket))) : new Map()
+  if (deletionVectors && !dvMergeOnRead) {
+    if (stats) stats.deletionVectorSplits++
+    for (const e of split.files) {
+      if (e.file.level === 0) continue
+      const reader = await openFile(table, split, e, stats)
+      yield* withoutDeleted(reader.batches({ valueColumns }), dvs.get(e.file.fileName))
+    }
+    return
+  }
+  if (stats) stats.mergedSplits++
   const sources = split.files.map((e) =>
     (async function* () {
-      const key = `${split.path}/${e.file.fileName}`
-      const reader = await DataFileReader.open(byteSourceOf(table.store, key, Number(e.file.fileSize)), layout)
-      yield* reader.batches({ valueColumns })
+      const reader = await openFile(table, split, e, stats)
+      yield* withoutDeleted(reader.batches({ valueColumns }), dvs.get(e.file.fileName))
     })(),
   )
   yield* mergeSortedRuns(sources, {
@@ -191,7 +247,7 @@ export async function* scan(table: Table, opts: ScanOptions = {}): AsyncGenerato
   const filter = compileFilter(table.view, opts.filter)
   const valueColumns = valueColumnsToRead(table, plan.columns, opts.filter)
   for (const split of plan.splits) {
-    for await (const batch of readSplitRecords(table, split, valueColumns)) {
+    for await (const batch of readSplitRecords(table, split, valueColumns, plan.dvIndex, opts.stats)) {
       const rows: Row[] = []
       for (const kv of batch) {
         if (isRetract(kv.kind) || !filter.matches(kv.value)) continue
@@ -223,11 +279,13 @@ export async function lookup(table: Table, key: KeyFilter, opts: { snapshotId?: 
   const plan = await planScan(table, { snapshotId: opts.snapshotId, columns: opts.columns, filter: key })
   const keyCmp = rowComparator(view.keyTypes)
   const want = view.keyIndexes.map((i) => valueFromJson(view.fields[i], key[view.fields[i].name], '--key'))
-  const layout = { keyFields: view.keyFields, valueFields: view.fields }
+  const dvMode = view.options.deletionVectors && !view.options.dvMergeOnRead
   for (const split of plan.splits) {
+    const dvs = view.options.deletionVectors ? await loadDeletionVectors(table, plan.dvIndex.get(bucketIdentifier(split.partition, split.bucket))) : new Map()
     const found: KeyValue[] = []
     for (const e of split.files) {
-      const reader = await DataFileReader.open(byteSourceOf(table.store, `${split.path}/${e.file.fileName}`, Number(e.file.fileSize)), layout)
+      if (dvMode && e.file.level === 0) continue
+      const reader = await openFile(table, split, e)
       let pos = -1
       let base = 0
       for await (const batch of reader.batches({ valueColumns: [] })) {
@@ -245,8 +303,10 @@ export async function lookup(table: Table, key: KeyFilter, opts: { snapshotId?: 
         if (pos >= 0 || (batch.length && keyCmp(batch[batch.length - 1].key, want) > 0)) break
         base += batch.length
       }
-      if (pos < 0) continue
+      if (pos < 0 || dvs.get(e.file.fileName)?.isDeleted(pos)) continue
       for await (const batch of reader.batches({ rowStart: pos, rowEnd: pos + 1 })) found.push(...batch)
+      // in deletion-vector mode a key has at most one live row above level 0
+      if (dvMode) break
     }
     if (found.length === 0) continue
     found.sort(sequenceComparator(table.mergeConfig))

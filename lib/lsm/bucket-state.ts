@@ -1,0 +1,104 @@
+// What one (partition, bucket) holds at a snapshot: its live data files and, in
+// deletion-vector mode, the deletion vectors of those files (from the bucket's index file
+// named in the snapshot's index manifest; paimon-format.md §4.5, §8).
+
+import { deserializeBinaryRow } from '../format/binary-row.ts'
+import { type DeletionVector, DELETION_VECTORS_INDEX, deletionVectorReadLength, readDeletionVector } from '../format/deletion-vector.ts'
+import { bucketPath } from '../format/partition-path.ts'
+import { type IndexManifestEntry, type KeyValue, type ManifestEntry, type Row, type Snapshot } from '../types.ts'
+import { bucketIdentifier } from '../commit/manifests.ts'
+import { indexKey } from '../table/paths.ts'
+import type { Table } from '../table/table.ts'
+
+export interface BucketFiles {
+  partition: Uint8Array
+  partitionValues: Row
+  bucket: number
+  /** `k=v/…/bucket-N` */
+  path: string
+  files: ManifestEntry[]
+}
+
+/** The deletion-vector index entries of a snapshot, by bucket identifier. */
+export async function dvIndexByBucket(table: Table, snapshot: Snapshot | null): Promise<Map<string, IndexManifestEntry[]>> {
+  const out = new Map<string, IndexManifestEntry[]>()
+  if (!snapshot?.indexManifest) return out
+  for (const e of await table.manifests.readIndexManifest(snapshot.indexManifest)) {
+    if (e.indexType !== DELETION_VECTORS_INDEX) continue
+    const id = bucketIdentifier(e.partition, e.bucket)
+    const list = out.get(id)
+    if (list) list.push(e)
+    else out.set(id, [e])
+  }
+  return out
+}
+
+/**
+ * Loads the deletion vector of each named data file with one range read per vector, so a
+ * reader of one file fetches only that file's vector.
+ */
+export async function loadDeletionVectors(table: Table, indexEntries: IndexManifestEntry[] | undefined, only?: Set<string>): Promise<Map<string, DeletionVector>> {
+  const out = new Map<string, DeletionVector>()
+  if (!indexEntries) return out
+  const reads: Promise<void>[] = []
+  for (const e of indexEntries) {
+    for (const meta of e.dvRanges ?? []) {
+      if (only && !only.has(meta.dataFileName)) continue
+      reads.push(
+        (async () => {
+          const bytes = await table.store.getRange(indexKey(e.fileName), meta.offset, Math.min(Number(e.fileSize), meta.offset + deletionVectorReadLength(meta)))
+          out.set(meta.dataFileName, readDeletionVector(bytes, meta))
+        })(),
+      )
+    }
+  }
+  await Promise.all(reads)
+  return out
+}
+
+export function bucketDirOf(table: Table, partition: Uint8Array, bucket: number): { partitionValues: Row; path: string } {
+  const view = table.view
+  const partitionValues = deserializeBinaryRow(
+    view.partitionFields.map((f) => f.type),
+    partition,
+  )
+  return { partitionValues, path: bucketPath(view.partitionFields, partitionValues, bucket, view.options.partitionDefaultName) }
+}
+
+/** Live rows of a file with their physical row positions. */
+export interface PositionedBatch {
+  kvs: KeyValue[]
+  positions: number[]
+}
+
+/**
+ * Drops the rows a deletion vector marks, walking the sorted deleted positions alongside
+ * the rows (no per-row membership test), and reports each kept row's physical position.
+ */
+export async function* livePositioned(batches: AsyncIterable<KeyValue[]>, dv: DeletionVector | undefined): AsyncGenerator<PositionedBatch> {
+  const deleted = dv && dv.cardinality > 0 ? dv.sortedPositions() : null
+  let next = 0
+  let pos = 0
+  for await (const batch of batches) {
+    const kvs: KeyValue[] = []
+    const positions: number[] = []
+    for (let i = 0; i < batch.length; i++, pos++) {
+      if (deleted !== null && next < deleted.length && deleted[next] === pos) {
+        next++
+        continue
+      }
+      kvs.push(batch[i])
+      positions.push(pos)
+    }
+    if (kvs.length) yield { kvs, positions }
+  }
+}
+
+/** Live rows of a file: its rows minus those its deletion vector marks. */
+export async function* withoutDeleted(batches: AsyncIterable<KeyValue[]>, dv: DeletionVector | undefined): AsyncGenerator<KeyValue[]> {
+  if (!dv || dv.cardinality === 0) {
+    yield* batches
+    return
+  }
+  for await (const b of livePositioned(batches, dv)) yield b.kvs
+}
