@@ -1,0 +1,158 @@
+// Snapshot expiration (Paimon core:table/ExpireSnapshotsImpl.java for which snapshots go;
+// the file rule is Strata's own, see below).
+//
+// Which snapshots: the newest `snapshot.num-retained.min` always stay; past
+// `snapshot.num-retained.max` the oldest go whatever their age; in between a snapshot goes
+// only while it is older than `snapshot.time-retained`; at most `snapshot.expire.limit`
+// go per call; always oldest first, so the retained ids stay contiguous.
+//
+// Which files, and in what order — a snapshot that still exists must never point at a
+// missing object:
+//   1. candidates = (everything the expired snapshots reference) minus (everything any
+//      retained snapshot references: new earliest … latest, plus tags);
+//   2. delete `snapshot-N` of the expired ones, oldest first, then write `EARLIEST`;
+//   3. delete the candidates.
+// A crash after 2 leaves only unreferenced objects, which removeOrphanFiles deletes later.
+// Paimon instead walks each expired snapshot's delta (SnapshotDeletion) and deletes files
+// before the snapshot files; the set difference here is simpler to reason about and
+// compares objects by path, so a level upgrade (same file, new level) is never mistaken
+// for a removal.
+
+import type { Snapshot } from '../types.ts'
+import { StrataInputError } from '../types.ts'
+import { EARLIEST_KEY, snapshotKey } from '../table/paths.ts'
+import type { Table } from '../table/table.ts'
+import { referencesOf, taggedSnapshots } from './references.ts'
+
+export interface ExpireOptions {
+  /** epoch millis the retention time is measured from; default Date.now() */
+  now?: number
+  /** default `snapshot.num-retained.min` */
+  numRetainedMin?: number
+  /** default `snapshot.num-retained.max` */
+  numRetainedMax?: number
+  /** default `snapshot.time-retained` */
+  timeRetainedMs?: number
+  /** most snapshots expired by one call; default `snapshot.expire.limit` */
+  maxDeletes?: number
+}
+
+export interface ExpireResult {
+  /** ids of the snapshots removed, ascending */
+  expired: number[]
+  /** objects other than snapshot files deleted */
+  deletedFiles: number
+  /** earliest snapshot id after the call (0 when the table has none) */
+  earliest: number
+  latest: number
+}
+
+/**
+ * `snapshot.expire.limit` default in Paimon's CoreOptions (50 since 1.0; 10 before). The
+ * option is not in lib/table/options.ts yet, so only the raw value is honoured if present.
+ */
+export const DEFAULT_EXPIRE_LIMIT = 50
+
+/** Deletes in flight at once; S3 DeleteObject latency dominates, not bandwidth. */
+const DELETE_CONCURRENCY = 16
+
+function positiveInt(field: string, v: number): number {
+  if (!Number.isSafeInteger(v) || v < 1) throw new StrataInputError(`expire: ${field} = ${v}, expected an integer >= 1`)
+  return v
+}
+
+function resolve(table: Table, opts: ExpireOptions) {
+  const o = table.view.options
+  const rawLimit = o.raw['snapshot.expire.limit']
+  const retainMin = positiveInt('numRetainedMin', opts.numRetainedMin ?? o.snapshotNumRetainedMin)
+  const retainMax = positiveInt('numRetainedMax', opts.numRetainedMax ?? o.snapshotNumRetainedMax)
+  const maxDeletes = positiveInt('maxDeletes', opts.maxDeletes ?? (rawLimit !== undefined ? Number(rawLimit) : DEFAULT_EXPIRE_LIMIT))
+  const timeRetainedMs = opts.timeRetainedMs ?? o.snapshotTimeRetainedMs
+  if (!Number.isFinite(timeRetainedMs) || timeRetainedMs < 0) {
+    throw new StrataInputError(`expire: timeRetainedMs = ${timeRetainedMs}, expected a non-negative number of milliseconds`)
+  }
+  const now = opts.now ?? Date.now()
+  if (!Number.isFinite(now)) throw new StrataInputError(`expire: now = ${now}, expected epoch milliseconds`)
+  // Paimon's ExpireConfig refuses the same combination
+  if (retainMin > retainMax) {
+    throw new StrataInputError(`expire: numRetainedMin (${retainMin}) is greater than numRetainedMax (${retainMax}); expected min <= max`)
+  }
+  return { retainMin, retainMax, maxDeletes, olderThanMillis: now - timeRetainedMs }
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight. */
+export async function forEachLimited<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0
+  const worker = async () => {
+    while (next < items.length) await fn(items[next++])
+  }
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker))
+}
+
+/**
+ * The earliest snapshot that exists. The hint and the listing can both lag (a listing is
+ * allowed to be stale), so probe downwards: expiring from too high an id would leave older
+ * snapshots in place whose files step 3 deletes.
+ */
+async function trueEarliest(table: Table): Promise<number> {
+  let id = await table.snapshots.earliestId()
+  while (id > 1 && (await table.snapshots.exists(id - 1))) id--
+  return id
+}
+
+export async function expireSnapshots(table: Table, opts: ExpireOptions = {}): Promise<ExpireResult> {
+  const { retainMin, retainMax, maxDeletes, olderThanMillis } = resolve(table, opts)
+  const snapshots = table.snapshots
+  const latest = await snapshots.latestId()
+  if (latest === 0) return { expired: [], deletedFiles: 0, earliest: 0, latest: 0 }
+  const earliest = await trueEarliest(table)
+
+  // ExpireSnapshotsImpl.expire: [begin, end) is the range to expire
+  const min = Math.max(latest - retainMax + 1, earliest)
+  let end = Math.min(latest - retainMin + 1, earliest + maxDeletes)
+  for (let id = min; id < end; id++) {
+    const s = await snapshots.snapshot(id)
+    if (s && olderThanMillis <= s.timeMillis) {
+      end = id
+      break
+    }
+  }
+  if (end <= earliest) {
+    // nothing to expire; Paimon still writes a missing EARLIEST so later lookups skip the listing
+    if ((await table.store.head(EARLIEST_KEY)) === null) await snapshots.writeEarliestHint(earliest)
+    return { expired: [], deletedFiles: 0, earliest, latest }
+  }
+
+  const expired: Snapshot[] = []
+  for (let id = earliest; id < end; id++) {
+    const s = await snapshots.snapshot(id)
+    if (s) expired.push(s)
+  }
+  // Retained: every snapshot from the new earliest to the latest seen, and tags. A gap here
+  // means the table is not what this code assumes, so nothing is deleted.
+  const retained: Snapshot[] = []
+  for (let id = end; id <= latest; id++) {
+    const s = await snapshots.snapshot(id)
+    if (!s) throw new Error(`expire: snapshot ${id} is missing from ${table.uri} although ${end}..${latest} should all exist; nothing was expired`)
+    retained.push(s)
+  }
+  retained.push(...(await taggedSnapshots(table)))
+
+  // 1. candidates. A commit racing with this call lands on top of `latest`: what it adds is
+  // new, so no expired snapshot references it and it is never a candidate; what it keeps
+  // from `latest` (files, manifests, the index manifest) is referenced by `latest`, which
+  // is retained. So neither its new files nor the old ones it builds on can be deleted.
+  const keep = await referencesOf(table, retained, 'throw')
+  const candidates = [...(await referencesOf(table, expired, 'skip'))].filter((k) => !keep.has(k))
+
+  // 2. snapshot files, oldest first, so a crash midway still leaves a contiguous range
+  for (const s of expired) {
+    await table.store.delete(snapshotKey(s.id))
+    snapshots.forget(s.id)
+  }
+  await snapshots.writeEarliestHint(end)
+
+  // 3. objects only the expired snapshots used
+  await forEachLimited(candidates, DELETE_CONCURRENCY, (k) => table.store.delete(k))
+  return { expired: expired.map((s) => s.id), deletedFiles: candidates.length, earliest: end, latest }
+}

@@ -1,0 +1,160 @@
+// What objects a snapshot references, as keys relative to the table root. Snapshot
+// expiration and orphan cleanup both decide "still needed" from this one function, so they
+// can never disagree about a file (Paimon computes it twice: core:operation/FileDeletionBase
+// for expiration, core:operation/OrphanFilesClean collectWithoutDataFile for orphans).
+//
+// Physical files are named by path, not by manifest identity: a level upgrade is a DELETE and
+// an ADD of the same file name at another level (core:io/PojoDataFileMeta.java `upgrade`), so
+// two manifest identities can name one object.
+
+import { deserializeBinaryRow } from '../format/binary-row.ts'
+import { bucketPath } from '../format/partition-path.ts'
+import { parseSnapshot } from '../format/snapshot.ts'
+import { foldEntries, hex } from '../commit/manifests.ts'
+import { type ManifestEntry, type ManifestFileMeta, type Row, type Snapshot, FileKind } from '../types.ts'
+import { INDEX_DIR, MANIFEST_DIR, indexKey, manifestKey } from '../table/paths.ts'
+import type { Table } from '../table/table.ts'
+
+const decoder = new TextDecoder()
+
+/** `core:utils/FileStorePathFactory.java` statsFileFactory: `statistics/<name>`. */
+export const STATISTICS_DIR = 'statistics/'
+/** `core:utils/TagManager.java`: a tag is a snapshot JSON at `tag/tag-<name>`. */
+export const TAG_DIR = 'tag/'
+
+/** A manifest a snapshot names is missing from the store. */
+export class MissingReferenceError extends Error {
+  override name = 'MissingReferenceError'
+}
+
+/**
+ * `throw`: a missing manifest is an error (the snapshot is still needed, so it is corrupt).
+ * `skip`: contribute what can still be read (the snapshot is being expired, or was expired
+ * between listing and reading it).
+ */
+export type OnMissing = 'throw' | 'skip'
+
+/** Decodes partitions to bucket directories once per distinct partition. */
+export class BucketDirs {
+  private readonly partitions = new Map<string, Row>()
+
+  constructor(private readonly table: Table) {}
+
+  of(partition: Uint8Array, bucket: number): string {
+    const view = this.table.view
+    const k = hex(partition)
+    let values = this.partitions.get(k)
+    if (!values) {
+      values = deserializeBinaryRow(
+        view.partitionFields.map((f) => f.type),
+        partition,
+      )
+      this.partitions.set(k, values)
+    }
+    return bucketPath(view.partitionFields, values, bucket, view.options.partitionDefaultName)
+  }
+}
+
+/**
+ * Keys of a data file and its `_EXTRA_FILES` sidecars (same directory, paimon-format.md §1).
+ * A file with `_EXTERNAL_PATH` lives outside the table root, so it is neither referenced nor
+ * ever deleted here.
+ */
+export function dataFileKeys(dirs: BucketDirs, e: ManifestEntry): string[] {
+  if (e.file.externalPath) return []
+  const dir = dirs.of(e.partition, e.bucket)
+  return [`${dir}/${e.file.fileName}`, ...e.file.extraFiles.map((x) => `${dir}/${x}`)]
+}
+
+async function exists(table: Table, key: string): Promise<boolean> {
+  return (await table.store.head(key)) !== null
+}
+
+/** Runs `read`; when it fails because `key` is absent, applies `onMissing`. */
+async function readOr<T>(table: Table, key: string, read: () => Promise<T>, onMissing: OnMissing, owner: string): Promise<T | null> {
+  try {
+    return await read()
+  } catch (err) {
+    if (await exists(table, key)) throw err
+    if (onMissing === 'skip') return null
+    throw new MissingReferenceError(`${owner} references ${key}, which is missing from ${table.uri}`)
+  }
+}
+
+/** Every object key `snapshot` needs for a read of it (and of its changelog) to succeed. */
+export async function snapshotReferences(table: Table, snapshot: Snapshot, onMissing: OnMissing = 'throw', dirs = new BucketDirs(table)): Promise<Set<string>> {
+  const owner = `snapshot ${snapshot.id}`
+  const refs = new Set<string>()
+  const list = async (name: string): Promise<ManifestFileMeta[]> => {
+    const key = manifestKey(name)
+    refs.add(key)
+    return (await readOr(table, key, () => table.manifests.readList(name), onMissing, owner)) ?? []
+  }
+  const manifests = async (metas: ManifestFileMeta[]): Promise<ManifestEntry[][]> =>
+    Promise.all(
+      metas.map(async (m) => {
+        const key = manifestKey(m.fileName)
+        refs.add(key)
+        return (await readOr(table, key, () => table.manifests.readManifest(m.fileName), onMissing, owner)) ?? []
+      }),
+    )
+
+  // data files: live in base ∪ delta, folded in order (core:manifest/FileEntry.java)
+  const [base, delta] = await Promise.all([list(snapshot.baseManifestList), list(snapshot.deltaManifestList)])
+  const live = new Map<string, ManifestEntry>()
+  for (const entries of await manifests([...base, ...delta])) foldEntries(entries, live)
+  for (const e of live.values()) for (const k of dataFileKeys(dirs, e)) refs.add(k)
+
+  // changelog files are what the changelog manifests add (Strata writes none; Paimon may)
+  if (snapshot.changelogManifestList) {
+    for (const entries of await manifests(await list(snapshot.changelogManifestList))) {
+      for (const e of entries) if (e.kind === FileKind.ADD) for (const k of dataFileKeys(dirs, e)) refs.add(k)
+    }
+  }
+
+  // the index manifest is a full listing of the snapshot's index files (paimon-format.md §4.5)
+  if (snapshot.indexManifest) {
+    const key = manifestKey(snapshot.indexManifest)
+    refs.add(key)
+    const entries = (await readOr(table, key, () => table.manifests.readIndexManifest(snapshot.indexManifest), onMissing, owner)) ?? []
+    for (const e of entries) if (e.kind === FileKind.ADD && !e.externalPath) refs.add(indexKey(e.fileName))
+  }
+
+  if (snapshot.statistics) refs.add(`${STATISTICS_DIR}${snapshot.statistics}`)
+  return refs
+}
+
+/** Union of the references of several snapshots. */
+export async function referencesOf(table: Table, snapshots: Iterable<Snapshot>, onMissing: OnMissing = 'throw'): Promise<Set<string>> {
+  const dirs = new BucketDirs(table)
+  const all = new Set<string>()
+  for (const s of snapshots) for (const k of await snapshotReferences(table, s, onMissing, dirs)) all.add(k)
+  return all
+}
+
+/**
+ * Snapshots Paimon tags pin (`tag/tag-<name>`). Strata creates no tags, but a table shared
+ * with Paimon may have them, and Paimon's expiration and orphan cleanup keep what they
+ * reference (ExpireSnapshotsImpl taggedSnapshots), so Strata does too.
+ */
+export async function taggedSnapshots(table: Table): Promise<Snapshot[]> {
+  const out: Snapshot[] = []
+  for (const info of await table.store.list(TAG_DIR)) {
+    if (!/^tag\/tag-[^/]+$/.test(info.key)) continue
+    const bytes = await table.store.get(info.key)
+    if (bytes) out.push(parseSnapshot(decoder.decode(bytes)))
+  }
+  return out
+}
+
+/** True for keys in the directories whose files snapshots reference (manifest, index, data). */
+export function isSnapshotManagedKey(table: Table, key: string): boolean {
+  if (key.startsWith(MANIFEST_DIR) || key.startsWith(INDEX_DIR) || key.startsWith(STATISTICS_DIR)) return true
+  // a data directory: one `k=v` segment per partition key, then `bucket-N`, then the file
+  // (core:operation/OrphanFilesClean.java listPaimonFileDirs)
+  const segments = key.split('/')
+  const depth = table.view.partitionFields.length
+  if (segments.length !== depth + 2) return false
+  for (let i = 0; i < depth; i++) if (!segments[i].includes('=')) return false
+  return segments[depth].startsWith('bucket-')
+}
