@@ -10,8 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fileIdentifier } from '../lib/commit/manifests.ts'
 import { DataFileWriter } from '../lib/format/data-file.ts'
 import { type ExpireOptions, expireSnapshots } from '../lib/maintenance/expire.ts'
+import { removeOrphanFiles } from '../lib/maintenance/orphans.ts'
 import { snapshotReferences } from '../lib/maintenance/references.ts'
 import { planScan, readAll, readSplitRecords } from '../lib/read/table-read.ts'
+import type { ObjectStore } from '../lib/store/object-store.ts'
 import { dataFileMeta, partitionStatsOf } from '../lib/table/file-meta.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { EARLIEST_KEY, indexKey, manifestKey, snapshotKey } from '../lib/table/paths.ts'
@@ -100,6 +102,25 @@ async function expireAndCheck(table: Table, history: History, opts: ExpireOption
   expect(gone).toEqual([...res.expired.map(snapshotKey), ...onlyExpired].sort())
   if (res.expired.length) expect(listedAfter.has(EARLIEST_KEY)).toBe(true)
   return res
+}
+
+/** A store whose `crashAt`-th delete throws, recording the deletes it was asked for. */
+function crashingStore(inner: ObjectStore, crashAt: number, log: string[]): ObjectStore {
+  let n = 0
+  return {
+    uri: inner.uri,
+    get: (k) => inner.get(k),
+    getRange: (k, a, b) => inner.getRange(k, a, b),
+    head: (k) => inner.head(k),
+    put: (k, d) => inner.put(k, d),
+    putIfAbsent: (k, d) => inner.putIfAbsent(k, d),
+    list: (p) => inner.list(p),
+    async delete(k) {
+      if (++n >= crashAt) throw new Error('crash')
+      log.push(k)
+      await inner.delete(k)
+    },
+  }
 }
 
 function batches(engine: Engine, n: number, seed: number): Op[][] {
@@ -287,6 +308,43 @@ describe.each(bothStores())('snapshot expiration on $name', (stores) => {
     expect(await table.store.head(indexKey('index-fake-0'))).toBeNull()
     expect(await table.store.head(indexKey('index-fake-1'))).not.toBeNull()
     expect(sortRows(await readAll(await Table.open(table.store)))).toEqual(model.snapshot())
+  })
+
+  it('a crash at any delete leaves every remaining snapshot whole; orphan cleanup then finishes the job', async () => {
+    const { table, history } = await tableWith(stores.fresh(), 6, 31)
+    const store = table.store
+    const opts = { numRetainedMin: 2, timeRetainedMs: 0, now: Date.now() + DAY }
+    const order: string[][] = []
+    for (let crashAt = 1; ; crashAt++) {
+      const deletes: string[] = []
+      order.push(deletes)
+      const crashing = crashingStore(store, crashAt, deletes)
+      const done = await expireSnapshots(await Table.open(crashing), opts).then(
+        () => true,
+        (err: Error) => (expect(err.message).toBe('crash'), false),
+      )
+      // no existing snapshot points at a missing object, whatever the crash point
+      const fresh = await Table.open(store)
+      for (const id of range(await fresh.snapshots.earliestId(), await fresh.snapshots.latestId())) {
+        expect(sortRows(await readAll(fresh, { snapshotId: id }))).toEqual(history.get(id))
+        for (const k of await readerKeys(fresh, (await fresh.snapshots.snapshot(id))!)) expect(await store.head(k), `after crash at ${crashAt}: ${k}`).not.toBeNull()
+      }
+      if (done) break
+    }
+    expect(order.length).toBeGreaterThan(3)
+    // within each call every snapshot file goes before any object it referenced
+    for (const deletes of order) {
+      const firstObject = deletes.findIndex((k) => !k.startsWith('snapshot/'))
+      if (firstObject >= 0) expect(deletes.slice(firstObject).filter((k) => k.startsWith('snapshot/'))).toEqual([])
+    }
+    // what the crashes stranded is unreferenced, so orphan cleanup removes it; afterwards the
+    // table holds exactly what its snapshots need
+    await removeOrphanFiles(table, { olderThanMs: 0, now: Date.now() + DAY })
+    const latest = await table.snapshots.latestId()
+    const needed = new Set<string>()
+    for (const id of range(latest - 1, latest)) for (const k of await readerKeys(table, (await table.snapshots.snapshot(id))!)) needed.add(k)
+    const managed = (await store.list('')).map((o) => o.key).filter((k) => !k.startsWith('schema/') && !k.startsWith('snapshot/'))
+    expect(managed.sort()).toEqual([...needed].sort())
   })
 
   it('property: random interleavings of writes and expirations keep every retained snapshot whole', async () => {

@@ -22,7 +22,7 @@ import type { Snapshot } from '../types.ts'
 import { StrataInputError } from '../types.ts'
 import { EARLIEST_KEY, snapshotKey } from '../table/paths.ts'
 import type { Table } from '../table/table.ts'
-import { referencesOf, taggedSnapshots } from './references.ts'
+import { existingSnapshot, referencesOf, snapshotRange, taggedSnapshots } from './references.ts'
 
 export interface ExpireOptions {
   /** epoch millis the retention time is measured from; default Date.now() */
@@ -89,29 +89,17 @@ export async function forEachLimited<T>(items: T[], limit: number, fn: (item: T)
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker))
 }
 
-/**
- * The earliest snapshot that exists. The hint and the listing can both lag (a listing is
- * allowed to be stale), so probe downwards: expiring from too high an id would leave older
- * snapshots in place whose files step 3 deletes.
- */
-async function trueEarliest(table: Table): Promise<number> {
-  let id = await table.snapshots.earliestId()
-  while (id > 1 && (await table.snapshots.exists(id - 1))) id--
-  return id
-}
-
 export async function expireSnapshots(table: Table, opts: ExpireOptions = {}): Promise<ExpireResult> {
   const { retainMin, retainMax, maxDeletes, olderThanMillis } = resolve(table, opts)
   const snapshots = table.snapshots
-  const latest = await snapshots.latestId()
+  const { earliest, latest } = await snapshotRange(table)
   if (latest === 0) return { expired: [], deletedFiles: 0, earliest: 0, latest: 0 }
-  const earliest = await trueEarliest(table)
 
   // ExpireSnapshotsImpl.expire: [begin, end) is the range to expire
   const min = Math.max(latest - retainMax + 1, earliest)
   let end = Math.min(latest - retainMin + 1, earliest + maxDeletes)
   for (let id = min; id < end; id++) {
-    const s = await snapshots.snapshot(id)
+    const s = await existingSnapshot(table, id)
     if (s && olderThanMillis <= s.timeMillis) {
       end = id
       break
@@ -125,23 +113,25 @@ export async function expireSnapshots(table: Table, opts: ExpireOptions = {}): P
 
   const expired: Snapshot[] = []
   for (let id = earliest; id < end; id++) {
-    const s = await snapshots.snapshot(id)
+    const s = await existingSnapshot(table, id)
     if (s) expired.push(s)
   }
   // Retained: every snapshot from the new earliest to the latest seen, and tags. A gap here
   // means the table is not what this code assumes, so nothing is deleted.
   const retained: Snapshot[] = []
   for (let id = end; id <= latest; id++) {
-    const s = await snapshots.snapshot(id)
+    const s = await existingSnapshot(table, id)
     if (!s) throw new Error(`expire: snapshot ${id} is missing from ${table.uri} although ${end}..${latest} should all exist; nothing was expired`)
     retained.push(s)
   }
   retained.push(...(await taggedSnapshots(table)))
 
-  // 1. candidates. A commit racing with this call lands on top of `latest`: what it adds is
-  // new, so no expired snapshot references it and it is never a candidate; what it keeps
-  // from `latest` (files, manifests, the index manifest) is referenced by `latest`, which
-  // is retained. So neither its new files nor the old ones it builds on can be deleted.
+  // 1. candidates. A commit racing with this call can only land on top of `latest` (it
+  // re-reads the latest snapshot on every attempt, commit.ts): what it adds (data files,
+  // its delta manifest and lists, a merged base manifest) is new, so no expired snapshot
+  // references it and it is never a candidate; what it keeps from `latest` (live files,
+  // base manifests, the index manifest) is referenced by `latest`, which is retained. So
+  // neither its new files nor the old ones it builds on can be deleted.
   const keep = await referencesOf(table, retained, 'throw')
   const candidates = [...(await referencesOf(table, expired, 'skip'))].filter((k) => !keep.has(k))
 

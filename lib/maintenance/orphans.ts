@@ -14,7 +14,7 @@ import { StrataInputError } from '../types.ts'
 import { snapshotKey } from '../table/paths.ts'
 import type { Table } from '../table/table.ts'
 import { forEachLimited } from './expire.ts'
-import { BucketDirs, MissingReferenceError, isSnapshotManagedKey, snapshotReferences, taggedSnapshots } from './references.ts'
+import { BucketDirs, MissingReferenceError, existingSnapshot, isSnapshotManagedKey, snapshotRange, snapshotReferences, taggedSnapshots } from './references.ts'
 
 export interface OrphanOptions {
   /** only objects last modified more than this long before `now` go; default 1 day, as Paimon's `older_than` */
@@ -46,7 +46,7 @@ const DELETE_CONCURRENCY = 16
  */
 async function addSnapshots(table: Table, from: number, to: number, used: Set<string>, dirs: BucketDirs): Promise<void> {
   for (let id = from; id <= to; id++) {
-    const s = await table.snapshots.snapshot(id)
+    const s = await existingSnapshot(table, id)
     if (!s) continue
     let refs: Set<string>
     try {
@@ -75,9 +75,7 @@ export async function removeOrphanFiles(table: Table, opts: OrphanOptions = {}):
   const dirs = new BucketDirs(table)
   const used = new Set<string>()
   for (const tag of await taggedSnapshots(table)) for (const k of await snapshotReferences(table, tag, 'throw', dirs)) used.add(k)
-  let earliest = await table.snapshots.earliestId()
-  while (earliest > 1 && (await table.snapshots.exists(earliest - 1))) earliest--
-  let latest = await table.snapshots.latestId()
+  let { earliest, latest } = await snapshotRange(table)
   if (latest > 0) await addSnapshots(table, earliest, latest, used, dirs)
 
   const isCandidate = (key: string, lastModified: number) => isSnapshotManagedKey(table, key) && lastModified < cutoff && !used.has(key)

@@ -12,7 +12,7 @@ import { bucketPath } from '../format/partition-path.ts'
 import { parseSnapshot } from '../format/snapshot.ts'
 import { foldEntries, hex } from '../commit/manifests.ts'
 import { type ManifestEntry, type ManifestFileMeta, type Row, type Snapshot, FileKind } from '../types.ts'
-import { INDEX_DIR, MANIFEST_DIR, indexKey, manifestKey } from '../table/paths.ts'
+import { INDEX_DIR, MANIFEST_DIR, indexKey, manifestKey, snapshotKey } from '../table/paths.ts'
 import type { Table } from '../table/table.ts'
 
 const decoder = new TextDecoder()
@@ -79,6 +79,35 @@ async function readOr<T>(table: Table, key: string, read: () => Promise<T>, onMi
     if (onMissing === 'skip') return null
     throw new MissingReferenceError(`${owner} references ${key}, which is missing from ${table.uri}`)
   }
+}
+
+/**
+ * A snapshot that exists in the store now. SnapshotManager caches snapshot contents for the
+ * life of a handle, and another process may have expired one since, so existence is always
+ * asked of the store here (a long-lived maintenance handle would otherwise keep honouring
+ * snapshots that are gone, and keep their files forever).
+ */
+export async function existingSnapshot(table: Table, id: number): Promise<Snapshot | null> {
+  if ((await table.store.head(snapshotKey(id))) === null) {
+    table.snapshots.forget(id)
+    return null
+  }
+  return table.snapshots.snapshot(id)
+}
+
+/**
+ * The ids of the existing snapshots, `earliest..latest` (0..0 when none). The EARLIEST hint
+ * and a listing may both lag, so the result is probed against the store in both directions:
+ * starting too high would leave older snapshots whose files a cleanup then deletes.
+ */
+export async function snapshotRange(table: Table): Promise<{ earliest: number; latest: number }> {
+  const latest = await table.snapshots.latestId()
+  if (latest === 0) return { earliest: 0, latest: 0 }
+  const present = async (id: number) => (await table.store.head(snapshotKey(id))) !== null
+  let earliest = Math.max(1, Math.min(await table.snapshots.earliestId(), latest))
+  while (earliest < latest && !(await present(earliest))) earliest++
+  while (earliest > 1 && (await present(earliest - 1))) earliest--
+  return { earliest, latest }
 }
 
 /** Every object key `snapshot` needs for a read of it (and of its changelog) to succeed. */
