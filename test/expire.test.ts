@@ -361,7 +361,7 @@ describe.each(bothStores())('snapshot expiration on $name', (stores) => {
       },
     )
     await fc.assert(
-      fc.asyncProperty(fc.array(step, { minLength: 2, maxLength: stores.name === 's3' ? 8 : 12 }), async (steps) => {
+      fc.asyncProperty(fc.array(step, { minLength: 2, maxLength: stores.name === 's3' ? 6 : 10 }), async (steps) => {
         const table = await Table.create(stores.fresh(), schemaFor('deduplicate'))
         const model = new TableModel('deduplicate')
         const history: History = new Map()
@@ -371,7 +371,7 @@ describe.each(bothStores())('snapshot expiration on $name', (stores) => {
         }
         expect(sortRows(await readAll(await Table.open(table.store)))).toEqual(model.snapshot())
       }),
-      { numRuns: stores.name === 's3' ? 4 : 10 },
+      { numRuns: stores.name === 's3' ? 3 : 8 },
     )
   })
 })
