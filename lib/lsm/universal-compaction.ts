@@ -333,7 +333,8 @@ function runsOfUnit(files: LsmFile[]): LsmFile[][] {
  * - every older run left out stays above O: O = (level of the first older run left out) - 1,
  *   which must be >= 1, so that run must be at level >= 2; when no older run of the unit is
  *   left out, O is the unit's own output level (already below every run outside the unit);
- * - every newer run left out is at level 0 or below O.
+ * - every newer run left out is at level 0 or below O; this holds by itself, as O is at least
+ *   the level of every kept run and runs come in rising level order.
  * A newest-first prefix is such a segment only when the first run it leaves is at level >= 2.
  * When the cut falls among level-0 files (a writer backlog), only the oldest level-0 files can
  * rise to level >= 1: leaving an older level-0 file below newer data would let a dropped
@@ -372,7 +373,6 @@ export function limitInput(unit: CompactUnit, maxFiles: number, levels?: Levels)
     if (j === k) continue
     const outputLevel = k === n ? unit.outputLevel : level(k) - 1
     if (outputLevel < 1) continue
-    if (j > 0 && level(j - 1) !== 0 && level(j - 1) >= outputLevel) continue
     if (k - j < 2 && level(j) !== 0) continue
     const better =
       !best ||
