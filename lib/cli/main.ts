@@ -154,6 +154,63 @@ export function buildProgram(): Command {
       else out(formatStatus(status))
     })
 
+  program
+    .command('compact <table>')
+    .description('compact every bucket that needs it, or the named partition/bucket')
+    .option('--partition <k=v,…>', 'only this partition')
+    .option('--bucket <n>', 'only this bucket')
+    .option('--full', 'full compaction into the highest level')
+    .option('--json', 'one JSON line per compaction job')
+    .action(async (uri: string, o: { partition?: string; bucket?: string; full?: boolean; json?: boolean }) => {
+      const table = await Table.open(uri)
+      const { compactTable, parsePartitionSpec } = await import('../lsm/compact-table.ts')
+      let bucket: number | undefined
+      if (o.bucket !== undefined) {
+        bucket = Number(o.bucket)
+        if (!Number.isInteger(bucket) || bucket < 0 || bucket >= table.view.options.bucket) {
+          throw new StrataInputError(`--bucket: expected a bucket number in [0, ${table.view.options.bucket - 1}], got ${JSON.stringify(o.bucket)}`)
+        }
+      }
+      const progress = new Progress()
+      let jobs = 0
+      const results = await compactTable(table, {
+        partition: o.partition === undefined ? undefined : parsePartitionSpec(table, o.partition),
+        bucket,
+        full: o.full,
+        onBucket: (partition, b, r) => {
+          if (r.snapshotId === null) return
+          jobs++
+          progress.update(`compacted ${jobs} buckets`)
+          if (o.json) out(JSON.stringify({ partition, bucket: b, ...r }))
+        },
+      })
+      progress.done()
+      const done = results.filter((r) => r.snapshotId !== null)
+      if (!o.json) {
+        out(done.length === 0 ? 'nothing to compact' : `${done.length} compaction(s): ${done.reduce((n, r) => n + r.inputFiles, 0)} files in, ${done.reduce((n, r) => n + r.outputFiles, 0)} written, ${done.reduce((n, r) => n + r.upgradedFiles, 0)} upgraded; latest snapshot ${done[done.length - 1].snapshotId}`)
+      }
+    })
+
+  program
+    .command('expire <table>')
+    .description('expire old snapshots (snapshot.num-retained.*, snapshot.time-retained); --remove-orphans also deletes unreferenced files')
+    .option('--remove-orphans', 'also delete files no snapshot references')
+    .option('--older-than <duration>', 'only orphans older than this (default 1 d)', '1 d')
+    .action(async (uri: string, o: { removeOrphans?: boolean; olderThan: string }) => {
+      const table = await Table.open(uri)
+      const { expireSnapshots } = await import('../maintenance/expire.ts')
+      const r = await expireSnapshots(table)
+      out(r.expired.length ? `expired snapshots ${r.expired[0]}..${r.expired[r.expired.length - 1]} (${r.deletedFiles} files deleted); retained ${r.earliest}..${r.latest}` : `nothing to expire; retained ${r.earliest}..${r.latest}`)
+      if (o.removeOrphans) {
+        const { parseDuration } = await import('../table/options.ts')
+        const olderThanMs = parseDuration(o.olderThan)
+        if (olderThanMs === null) throw new StrataInputError(`--older-than: expected a duration such as '1 d' or '2 h', got ${JSON.stringify(o.olderThan)}`)
+        const { removeOrphanFiles } = await import('../maintenance/orphans.ts')
+        const res = await removeOrphanFiles(table, { olderThanMs })
+        out(`removed ${res.deleted.length} orphan file(s)`)
+      }
+    })
+
   return program
 }
 

@@ -3,6 +3,8 @@
 import { deserializeBinaryRow } from '../format/binary-row.ts'
 import { partitionPath } from '../format/partition-path.ts'
 import type { Table } from '../table/table.ts'
+import { bucketIdentifier } from '../commit/manifests.ts'
+import { dvIndexByBucket } from '../lsm/bucket-state.ts'
 
 export interface BucketStatus {
   partition: string
@@ -12,33 +14,65 @@ export interface BucketStatus {
   rowsPerLevel: number[]
   files: number
   rows: number
+  l0Files: number
+  /** L0 files count one each, every non-empty higher level one */
+  sortedRuns: number
+  /** rows marked deleted in this bucket's deletion vectors */
+  dvCardinality: number
+  /** deletion-vector mode: age of the oldest committed L0 file in ms (rows not yet visible to readers); null without L0 files or outside DV mode */
+  freshnessLagMs: number | null
+  /** sorted runs past num-sorted-run.stop-trigger */
+  backPressure: boolean
 }
 
 export interface TableStatus {
   table: string
   snapshot: { id: number; commitKind: string; timeMillis: number; totalRecordCount: number; schemaId: number } | null
+  deletionVectors: boolean
   buckets: BucketStatus[]
+  /** max over buckets, for a one-line summary */
+  maxL0Files: number
+  maxFreshnessLagMs: number | null
 }
 
-export async function tableStatus(table: Table): Promise<TableStatus> {
+export async function tableStatus(table: Table, now = Date.now()): Promise<TableStatus> {
   const snapshot = await table.snapshots.latest()
-  if (!snapshot) return { table: table.uri, snapshot: null, buckets: [] }
+  const dvMode = table.view.options.deletionVectors
+  if (!snapshot) return { table: table.uri, snapshot: null, deletionVectors: dvMode, buckets: [], maxL0Files: 0, maxFreshnessLagMs: null }
   const view = table.view
   const entries = await table.manifests.liveEntries(snapshot)
   const partTypes = view.partitionFields.map((f) => f.type)
   const byBucket = new Map<string, BucketStatus>()
+  const oldestL0 = new Map<string, number>()
+  const dvIndex = await dvIndexByBucket(table, snapshot)
   for (const e of entries) {
     const part = partitionPath(view.partitionFields, deserializeBinaryRow(partTypes, e.partition), view.options.partitionDefaultName).replace(/\/$/, '')
     const id = `${part}|${e.bucket}`
     let b = byBucket.get(id)
     if (!b) {
-      b = { partition: part, bucket: e.bucket, filesPerLevel: new Array(view.options.numLevels).fill(0), rowsPerLevel: new Array(view.options.numLevels).fill(0), files: 0, rows: 0 }
+      const dvCardinality = (dvIndex.get(bucketIdentifier(e.partition, e.bucket)) ?? [])
+        .flatMap((x) => x.dvRanges ?? [])
+        .reduce((n, m) => n + Number(m.cardinality ?? 0), 0)
+      b = {
+        partition: part, bucket: e.bucket, filesPerLevel: new Array(view.options.numLevels).fill(0), rowsPerLevel: new Array(view.options.numLevels).fill(0),
+        files: 0, rows: 0, l0Files: 0, sortedRuns: 0, dvCardinality, freshnessLagMs: null, backPressure: false,
+      }
       byBucket.set(id, b)
+    }
+    if (e.file.level === 0) {
+      b.l0Files++
+      const t = Number(e.file.creationTime ?? BigInt(snapshot.timeMillis))
+      oldestL0.set(id, Math.min(oldestL0.get(id) ?? Infinity, t))
     }
     b.filesPerLevel[e.file.level]++
     b.rowsPerLevel[e.file.level] += Number(e.file.rowCount)
     b.files++
     b.rows += Number(e.file.rowCount)
+  }
+  for (const [id, b] of byBucket) {
+    b.sortedRuns = b.l0Files + b.filesPerLevel.slice(1).filter((n) => n > 0).length
+    b.backPressure = b.sortedRuns > view.options.stopTrigger
+    if (dvMode && oldestL0.has(id)) b.freshnessLagMs = Math.max(0, now - oldestL0.get(id)!)
   }
   const buckets = [...byBucket.values()].sort((a, b) => (a.partition < b.partition ? -1 : a.partition > b.partition ? 1 : a.bucket - b.bucket))
   return {
@@ -50,7 +84,10 @@ export async function tableStatus(table: Table): Promise<TableStatus> {
       totalRecordCount: snapshot.totalRecordCount,
       schemaId: snapshot.schemaId,
     },
+    deletionVectors: dvMode,
     buckets,
+    maxL0Files: Math.max(0, ...buckets.map((b) => b.l0Files)),
+    maxFreshnessLagMs: buckets.some((b) => b.freshnessLagMs !== null) ? Math.max(...buckets.map((b) => b.freshnessLagMs ?? 0)) : null,
   }
 }
 
@@ -58,10 +95,11 @@ export function formatStatus(s: TableStatus): string {
   if (!s.snapshot) return `${s.table}: no snapshots yet`
   const lines = [
     `${s.table}: snapshot ${s.snapshot.id} (${s.snapshot.commitKind}, ${new Date(s.snapshot.timeMillis).toISOString()}), ${s.snapshot.totalRecordCount} records in live files`,
-    ['partition', 'bucket', 'files', 'rows', 'files per level (L0..)'].join('\t'),
+    ['partition', 'bucket', 'files', 'rows', 'files per level (L0..)', 'L0', 'runs', 'dv rows', ...(s.deletionVectors ? ['freshness lag'] : [])].join('\t'),
   ]
   for (const b of s.buckets) {
-    lines.push([b.partition || '-', b.bucket, b.files, b.rows, b.filesPerLevel.join('/')].join('\t'))
+    const lag = b.freshnessLagMs === null ? '-' : `${(b.freshnessLagMs / 1000).toFixed(1)} s`
+    lines.push([b.partition || '-', b.bucket, b.files, b.rows, b.filesPerLevel.join('/'), b.l0Files, `${b.sortedRuns}${b.backPressure ? ' (stop-trigger)' : ''}`, b.dvCardinality, ...(s.deletionVectors ? [lag] : [])].join('\t'))
   }
   return lines.join('\n')
 }

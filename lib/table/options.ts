@@ -43,6 +43,7 @@ export const OPTION_SPECS: OptionSpec[] = [
   { key: 'snapshot.num-retained.min', type: 'int', default: '10', min: 1, doc: 'Snapshots always kept by expiration.' },
   { key: 'snapshot.num-retained.max', type: 'int', default: '2147483647', min: 1, doc: 'Snapshots kept at most by expiration.' },
   { key: 'snapshot.time-retained', type: 'duration', default: '1 h', doc: 'Snapshots younger than this are kept by expiration.' },
+  { key: 'snapshot.expire.limit', type: 'int', default: '50', min: 1, doc: 'Most snapshots one expiration call removes.' },
   { key: 'partition.default-name', type: 'string', default: '__DEFAULT_PARTITION__', doc: 'Directory name of a null or blank partition value.' },
   { key: 'partition.legacy-name', type: 'boolean', default: 'true', values: ['true'], doc: 'Partition directory values as Java toString of the internal value; only true is supported.' },
   { key: 'primary-key.nullable', type: 'boolean', default: 'false', values: ['false'], doc: 'Primary key fields are NOT NULL; only false is supported.' },

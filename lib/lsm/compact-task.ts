@@ -1,0 +1,375 @@
+// Compaction of one (partition, bucket) as a library call: read the bucket's LSM shape
+// from the latest snapshot, pick with universal compaction (force-up-level-0 in
+// deletion-vector mode), rewrite by streaming merge, maintain deletion vectors, and commit
+// a COMPACT snapshot with design.md's conflict checks. The Lambda compactor wraps this.
+//
+// Deletion-vector mode (Paimon's LookupMergeTreeCompactRewriter): every key that rises out
+// of level 0 is looked up in the older levels the compaction does not rewrite; the row it
+// supersedes gets a bit in its file's deletion vector instead of a rewrite of that file.
+// Readers then skip level 0 and read every other file on its own, vector applied.
+
+import { rowComparator } from '../format/compare.ts'
+import { DataFileReader, DataFileWriter } from '../format/data-file.ts'
+import { type DeletionVector, DELETION_VECTORS_INDEX, deletionVectorOf, writeDeletionVectorFile } from '../format/deletion-vector.ts'
+import { type IndexManifestEntry, type KeyValue, type ManifestEntry, type Snapshot, CommitConflictError, FileKind, isRetract } from '../types.ts'
+import { bucketIdentifier, fileIdentifier } from '../commit/manifests.ts'
+import { byteSourceOf } from '../read/table-read.ts'
+import { dataFileMeta, decodeKey, partitionStatsOf } from '../table/file-meta.ts'
+import { FileNamer, indexKey } from '../table/paths.ts'
+import type { Table } from '../table/table.ts'
+import { commitUserFor } from '../write/table-write.ts'
+import { bucketDirOf, dvIndexByBucket, livePositioned, loadDeletionVectors, withoutDeleted } from './bucket-state.ts'
+import { type CompactStep, type CompactUnit, type LsmFile, Levels, compactionFileSize, limitInput, needsBackPressure, pickCompaction, pickFullCompaction, planCompaction, shouldDropDelete } from './universal-compaction.ts'
+import { mergeSortedRuns } from './merge-reader.ts'
+import { createMergeFunction, sequenceComparator } from './merge-function.ts'
+import { BATCH_COMMIT_IDENTIFIER } from '../commit/commit.ts'
+
+export interface CompactBucketRequest {
+  partition: Uint8Array
+  bucket: number
+  /** compact everything into the highest level */
+  full?: boolean
+  /** cap on input files of this job (default `compaction.max.file-num`) */
+  maxInputFiles?: number
+  commitUser?: string
+  /** test hook: runs after the output is written, before the commit */
+  beforeCommit?: () => Promise<void> | void
+}
+
+export interface CompactBucketResult {
+  /** the COMPACT snapshot, or null when nothing needed doing */
+  snapshotId: number | null
+  /** the snapshot the compaction read */
+  baseSnapshotId: number
+  inputFiles: number
+  outputFiles: number
+  upgradedFiles: number
+  rowsIn: number
+  rowsOut: number
+  /** rows newly marked in deletion vectors */
+  rowsDeletedByVector: number
+  outputLevel: number | null
+  /** the bucket still needs compaction after this job (its input was capped) */
+  needsMore: boolean
+  /** sorted runs past `num-sorted-run.stop-trigger` before this job */
+  backPressure: boolean
+  retries: number
+}
+
+export function lsmFileOf(table: Table, e: ManifestEntry): LsmFile {
+  return {
+    name: e.file.fileName,
+    level: e.file.level,
+    size: Number(e.file.fileSize),
+    minKey: decodeKey(table.view, e.file.minKey),
+    maxKey: decodeKey(table.view, e.file.maxKey),
+    maxSequenceNumber: e.file.maxSequenceNumber,
+    rowCount: Number(e.file.rowCount),
+    deleteRowCount: e.file.deleteRowCount === null ? null : Number(e.file.deleteRowCount),
+    entry: e,
+  }
+}
+
+export async function bucketLevels(table: Table, snapshot: Snapshot | null, partition: Uint8Array, bucket: number): Promise<{ entries: ManifestEntry[]; levels: Levels }> {
+  const id = bucketIdentifier(partition, bucket)
+  const entries = snapshot ? await table.manifests.liveEntries(snapshot, (p, b) => b === bucket && bucketIdentifier(p, b) === id) : []
+  const levels = new Levels(
+    entries.map((e) => lsmFileOf(table, e)),
+    table.view.options.numLevels,
+    rowComparator(table.view.keyTypes),
+  )
+  return { entries, levels }
+}
+
+function entryOf(f: LsmFile): ManifestEntry {
+  return f.entry as ManifestEntry
+}
+
+/** Sequential reader over one sorted run's files (in key order), deletion vectors applied. */
+async function* readRun(table: Table, dir: string, files: LsmFile[], dvs: Map<string, DeletionVector>, valueColumns?: string[]): AsyncGenerator<KeyValue[]> {
+  const layout = { keyFields: table.view.keyFields, valueFields: table.view.fields }
+  for (const f of files) {
+    const e = entryOf(f)
+    const reader = await DataFileReader.open(byteSourceOf(table.store, `${dir}/${f.name}`, Number(e.file.fileSize)), layout)
+    yield* withoutDeleted(reader.batches({ valueColumns }), dvs.get(f.name))
+  }
+}
+
+/**
+ * Cursor over the live rows of one older level (a sorted run of files), for the lookup of
+ * rising keys. Skips files whose key range cannot hold the probe; advances monotonically.
+ */
+class LevelLookup {
+  private fileIdx = 0
+  private batch: KeyValue[] = []
+  private positions: number[] = []
+  private pos = 0
+  private iter: AsyncIterator<{ kvs: KeyValue[]; positions: number[] }> | null = null
+  private cmp: (a: unknown[], b: unknown[]) => number
+
+  constructor(
+    private readonly table: Table,
+    private readonly dir: string,
+    private readonly files: LsmFile[],
+    private readonly dvs: Map<string, DeletionVector>,
+    private readonly valueColumns: string[] | undefined,
+  ) {
+    this.cmp = rowComparator(table.view.keyTypes) as (a: unknown[], b: unknown[]) => number
+  }
+
+  /** The live record with this key in the level, with its file and row position. */
+  async find(key: unknown[]): Promise<{ kv: KeyValue; file: string; pos: number } | null> {
+    while (this.fileIdx < this.files.length) {
+      const f = this.files[this.fileIdx]
+      if (this.cmp(key, f.maxKey) > 0) {
+        this.nextFile()
+        continue
+      }
+      if (this.cmp(key, f.minKey) < 0) return null
+      if (!this.iter) {
+        const e = entryOf(f)
+        const reader = await DataFileReader.open(byteSourceOf(this.table.store, `${this.dir}/${f.name}`, Number(e.file.fileSize)), {
+          keyFields: this.table.view.keyFields,
+          valueFields: this.table.view.fields,
+        })
+        this.iter = livePositioned(reader.batches({ valueColumns: this.valueColumns }), this.dvs.get(f.name))[Symbol.asyncIterator]()
+      }
+      while (true) {
+        if (this.pos >= this.batch.length) {
+          const next = await this.iter.next()
+          if (next.done) {
+            this.nextFile()
+            break
+          }
+          this.batch = next.value.kvs
+          this.positions = next.value.positions
+          this.pos = 0
+        }
+        const c = this.cmp(this.batch[this.pos].key, key)
+        if (c < 0) {
+          this.pos++
+          continue
+        }
+        if (c === 0) return { kv: this.batch[this.pos], file: f.name, pos: this.positions[this.pos] }
+        return null
+      }
+    }
+    return null
+  }
+
+  private nextFile(): void {
+    this.fileIdx++
+    this.iter = null
+    this.batch = []
+    this.positions = []
+    this.pos = 0
+  }
+}
+
+export async function compactBucket(table: Table, req: CompactBucketRequest): Promise<CompactBucketResult> {
+  const view = table.view
+  const opts = view.options
+  const snapshot = await table.snapshots.latest()
+  const baseSnapshotId = snapshot?.id ?? 0
+  const { levels } = await bucketLevels(table, snapshot, req.partition, req.bucket)
+  const backPressure = needsBackPressure(levels, opts.stopTrigger)
+  const nothing: CompactBucketResult = {
+    snapshotId: null, baseSnapshotId, inputFiles: 0, outputFiles: 0, upgradedFiles: 0, rowsIn: 0, rowsOut: 0,
+    rowsDeletedByVector: 0, outputLevel: null, needsMore: false, backPressure, retries: 0,
+  }
+  const dvIndex = opts.deletionVectors ? (await dvIndexByBucket(table, snapshot)).get(bucketIdentifier(req.partition, req.bucket)) : undefined
+  const dvs = opts.deletionVectors ? await loadDeletionVectors(table, dvIndex) : new Map<string, DeletionVector>()
+  const hasDeletionVector = (f: LsmFile) => (dvs.get(f.name)?.cardinality ?? 0) > 0
+  const picked: CompactUnit | null = req.full
+    ? pickFullCompaction(levels, opts.numLevels, { hasDeletionVector })
+    : pickCompaction(levels, {
+        compactionTrigger: opts.compactionTrigger,
+        maxSizeAmplificationPercent: opts.maxSizeAmplificationPercent,
+        sizeRatio: opts.sizeRatio,
+        numLevels: opts.numLevels,
+        deletionVectors: opts.deletionVectors,
+      })
+  if (!picked) return nothing
+  const unit = limitInput(picked, req.maxInputFiles ?? opts.compactionMaxFileNum, levels)
+  const needsMore = unit.files.length < picked.files.length
+  const keyCmp = rowComparator(view.keyTypes)
+  const dropDelete = shouldDropDelete(unit.outputLevel, levels, opts.deletionVectors)
+  const { path: dir } = bucketDirOf(table, req.partition, req.bucket)
+  const steps: CompactStep[] = planCompaction(unit, {
+    keyComparator: keyCmp,
+    dropDelete,
+    deletionVectors: opts.deletionVectors,
+    minFileSize: compactionFileSize(opts.targetFileSize),
+    hasDeletionVector,
+  })
+  const inputNames = new Set(unit.files.map((f) => f.name))
+
+  const seqCmp = sequenceComparator(table.mergeConfig)
+  const namer = new FileNamer()
+  const written: string[] = []
+  const adds: ManifestEntry[] = []
+  const deletes: ManifestEntry[] = []
+  /** new deletion-vector marks, by data file */
+  const marks = new Map<string, number[]>()
+  let rowsIn = 0, rowsOut = 0, upgraded = 0, marked = 0
+  // deduplicate needs only the position of a superseded row; other engines merge its value
+  const lookupColumns = table.mergeConfig.engine === 'deduplicate' ? [] : undefined
+
+  try {
+    for (const step of steps) {
+      if (step.kind === 'upgrade') {
+        const e = entryOf(step.file)
+        deletes.push(e)
+        adds.push({ ...e, kind: FileKind.ADD, file: { ...e.file, level: step.outputLevel } })
+        upgraded++
+        continue
+      }
+      const sources = step.runs.map((run) => {
+        for (const f of run) rowsIn += f.rowCount
+        return readRun(table, dir, run, dvs)
+      })
+      for (const run of step.runs) for (const f of run) deletes.push(entryOf(f))
+      // older levels not rewritten by this job, newest first, for deletion-vector lookups
+      // (a pick is a newest-first prefix of the runs, so every run it leaves is older and
+      // sits above the output level)
+      const lookups = opts.deletionVectors
+        ? levels
+            .levelSortedRuns()
+            .filter((r) => r.level > step.outputLevel && !r.run.files.some((f) => inputNames.has(f.name)))
+            .map((r) => new LevelLookup(table, dir, r.run.files, dvs, lookupColumns))
+        : []
+      let writer: DataFileWriter | null = null
+      const flush = async () => {
+        if (!writer || writer.rowCount === 0) return
+        const { bytes, stats } = writer.finish()
+        const fileName = namer.next(opts.dataFilePrefix, '.parquet')
+        await table.store.put(`${dir}/${fileName}`, bytes)
+        written.push(`${dir}/${fileName}`)
+        adds.push({
+          kind: FileKind.ADD,
+          partition: req.partition,
+          bucket: req.bucket,
+          totalBuckets: opts.bucket,
+          file: dataFileMeta(view, fileName, bytes.length, stats, step.outputLevel, 1),
+        })
+        rowsOut += stats.rowCount
+        writer = null
+      }
+      const mf = createMergeFunction(table.mergeConfig)
+      for await (const batch of mergeSortedRuns(sources, { keyComparator: keyCmp, sequenceComparator: seqCmp, mergeFunction: createMergeFunction(table.mergeConfig) })) {
+        for (let kv of batch) {
+          if (lookups.length) {
+            let old: { kv: KeyValue; file: string; pos: number } | null = null
+            for (const l of lookups) {
+              old = await l.find(kv.key)
+              if (old) break
+            }
+            if (old) {
+              const group = [old.kv, kv].sort(seqCmp)
+              mf.reset()
+              for (const r of group) mf.add(r)
+              const merged = mf.result()
+              // the older row stands unchanged (first-row): keep it, write nothing
+              if (merged && merged.seq === old.kv.seq && merged.kind === old.kv.kind) continue
+              let m = marks.get(old.file)
+              if (!m) marks.set(old.file, (m = []))
+              m.push(old.pos)
+              marked++
+              if (!merged) continue
+              kv = merged
+            }
+          }
+          if (step.dropDelete && isRetract(kv.kind)) continue
+          writer ??= new DataFileWriter({ keyFields: view.keyFields, valueFields: view.fields }, { compression: opts.fileCompression })
+          writer.write(kv)
+          if (writer.estimatedSize >= opts.targetFileSize) await flush()
+        }
+      }
+      await flush()
+    }
+
+    // the bucket's deletion vectors after this job: rewritten files drop theirs, marked
+    // files gain bits; one new index file holds them all (one per bucket per change)
+    let indexReplacements: { partition: Uint8Array; bucket: number; entries: IndexManifestEntry[]; indexType: string }[] | undefined
+    if (opts.deletionVectors) {
+      const deletedNames = new Set(deletes.map((d) => d.file.fileName))
+      const upgradedNames = new Set(adds.filter((a) => deletedNames.has(a.file.fileName)).map((a) => a.file.fileName))
+      const next = new Map<string, DeletionVector>()
+      for (const [name, dv] of dvs) if (!deletedNames.has(name) || upgradedNames.has(name)) next.set(name, dv)
+      for (const [name, positions] of marks) {
+        const add = deletionVectorOf(positions.sort((a, b) => a - b), opts.bitmap64)
+        const cur = next.get(name)
+        next.set(name, cur ? cur.merge(add) : add)
+      }
+      const changed = marks.size > 0 || [...dvs.keys()].some((n) => !next.has(n))
+      if (changed) {
+        const entries: IndexManifestEntry[] = []
+        if (next.size > 0) {
+          const { bytes, metas } = writeDeletionVectorFile(new Map([...next].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))), opts.bitmap64)
+          const fileName = namer.next('index-')
+          await table.store.put(indexKey(fileName), bytes)
+          written.push(indexKey(fileName))
+          entries.push({
+            kind: FileKind.ADD,
+            partition: req.partition,
+            bucket: req.bucket,
+            indexType: DELETION_VECTORS_INDEX,
+            fileName,
+            fileSize: BigInt(bytes.length),
+            rowCount: BigInt(metas.length),
+            dvRanges: metas,
+            externalPath: null,
+          })
+        }
+        indexReplacements = [{ partition: req.partition, bucket: req.bucket, entries, indexType: DELETION_VECTORS_INDEX }]
+      }
+    }
+
+    await req.beforeCommit?.()
+    const baseIndexNames = (dvIndex ?? []).map((e) => e.fileName).sort().join(',')
+    const markedFiles = [...marks.keys()]
+    const result = await table.committer.commit({
+      kind: 'COMPACT',
+      adds,
+      deletes,
+      indexReplacements,
+      commitUser: req.commitUser ?? commitUserFor(table),
+      commitIdentifier: BATCH_COMMIT_IDENTIFIER,
+      partitionStats: (entries) => partitionStatsOf(view, entries),
+      schemaId: view.schema.id,
+      maxRetries: opts.commitMaxRetries,
+      checkConflicts: async (live, latest) => {
+        // the files we marked must still be live, and nobody changed this bucket's vectors
+        const liveNames = new Set(live.filter((e) => e.bucket === req.bucket && bucketIdentifier(e.partition, e.bucket) === bucketIdentifier(req.partition, req.bucket)).map((e) => e.file.fileName))
+        for (const f of markedFiles) {
+          if (!liveNames.has(f)) throw new CommitConflictError(`commit conflict: ${f} got deletion-vector marks but was removed by a concurrent compaction`)
+        }
+        if (opts.deletionVectors) {
+          const now = ((await dvIndexByBucket(table, latest)).get(bucketIdentifier(req.partition, req.bucket)) ?? []).map((e) => e.fileName).sort().join(',')
+          if (now !== baseIndexNames) throw new CommitConflictError(`commit conflict: the deletion vectors of bucket ${req.bucket} changed since snapshot ${baseSnapshotId}`)
+        }
+        checkLevelsAfter(table, live, deletes, adds, req)
+      },
+    })
+    return {
+      snapshotId: result.snapshotId, baseSnapshotId, inputFiles: unit.files.length, outputFiles: adds.length - upgraded, upgradedFiles: upgraded,
+      rowsIn, rowsOut, rowsDeletedByVector: marked, outputLevel: unit.outputLevel, needsMore, backPressure, retries: result.retries,
+    }
+  } catch (e) {
+    // nothing was committed: remove what this attempt wrote, so it changes nothing
+    await Promise.all(written.map((k) => table.store.delete(k).catch(() => undefined)))
+    throw e
+  }
+}
+
+/** After applying the change, level >= 1 files of the bucket must not overlap (design.md). */
+function checkLevelsAfter(table: Table, live: ManifestEntry[], deletes: ManifestEntry[], adds: ManifestEntry[], req: CompactBucketRequest): void {
+  const id = bucketIdentifier(req.partition, req.bucket)
+  const gone = new Set(deletes.map(fileIdentifier))
+  const after = [...live.filter((e) => bucketIdentifier(e.partition, e.bucket) === id && !gone.has(fileIdentifier(e))), ...adds]
+  try {
+    new Levels(after.map((e) => lsmFileOf(table, e)), table.view.options.numLevels, rowComparator(table.view.keyTypes))
+  } catch (e) {
+    throw new CommitConflictError(`commit conflict: ${(e as Error).message}`)
+  }
+}
