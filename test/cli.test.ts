@@ -115,6 +115,55 @@ describe('strata CLI round trip', () => {
   })
 })
 
+describe('strata compact, status and expire on a deletion-vector table', () => {
+  it('L0 rows are invisible until compaction; status shows L0, runs, vectors and freshness lag', async () => {
+    const file = join(dir, 'dv.json')
+    writeFileSync(file, JSON.stringify({ ...SCHEMA, options: { bucket: '2', 'deletion-vectors.enabled': 'true', 'snapshot.num-retained.min': '1', 'snapshot.time-retained': '0 s' } }))
+    const dv = join(dir, 'dv')
+    expect((await strata(['create', dv, '--schema', file])).code).toBe(0)
+    const rows = Array.from({ length: 40 }, (_, i) => ({ dt: '2024-05-01', id: i, name: `n${i}` }))
+    expect((await strata(['write', dv, '-'], lines(...rows))).code).toBe(0)
+    // deletion-vector readers skip level 0: nothing is visible before compaction
+    expect((await strata(['read', dv, '--json'])).stdout).toBe('')
+    let status = JSON.parse((await strata(['status', dv, '--json'])).stdout)
+    expect(status.deletionVectors).toBe(true)
+    expect(status.maxL0Files).toBe(1)
+    expect(status.buckets.every((b: { l0Files: number; freshnessLagMs: number }) => b.l0Files === 1 && b.freshnessLagMs >= 0)).toBe(true)
+
+    let r = await strata(['compact', dv])
+    expect(r.code).toBe(0)
+    expect(r.stdout).toMatch(/^2 compaction\(s\): 2 files in, 0 written, 2 upgraded; latest snapshot 3\n$/)
+    expect((await strata(['read', dv, '--json'])).stdout.trim().split('\n')).toHaveLength(40)
+
+    // an update and a delete: marked in deletion vectors of the compacted files
+    expect((await strata(['write', dv, '-'], lines({ dt: '2024-05-01', id: 1, name: 'new' }, { dt: '2024-05-01', id: 2, _kind: '-D' }))).code).toBe(0)
+    r = await strata(['compact', dv, '--json'])
+    const jobs = r.stdout.trim().split('\n').map((l) => JSON.parse(l))
+    expect(jobs.reduce((n: number, j: { rowsDeletedByVector: number }) => n + j.rowsDeletedByVector, 0)).toBe(2)
+    status = JSON.parse((await strata(['status', dv, '--json'])).stdout)
+    expect(status.maxL0Files).toBe(0)
+    expect(status.maxFreshnessLagMs).toBeNull()
+    expect(status.buckets.reduce((n: number, b: { dvCardinality: number }) => n + b.dvCardinality, 0)).toBe(2)
+    const read = (await strata(['read', dv, '--json'])).stdout.trim().split('\n').map((l) => JSON.parse(l))
+    expect(read).toHaveLength(39)
+    expect(read.find((x: { id: number }) => x.id === 1).name).toBe('new')
+
+    expect((await strata(['compact', dv])).stdout).toBe('nothing to compact\n')
+    r = await strata(['compact', dv, '--bucket', '7'])
+    expect(r.code).toBe(2)
+    expect(r.stderr.trim()).toBe('strata: --bucket: expected a bucket number in [0, 1], got "7"')
+    r = await strata(['compact', dv, '--partition', 'day=1'])
+    expect(r.stderr.trim()).toBe("strata: --partition: 'day' is not a partition key (partition keys: dt)")
+    r = await strata(['compact', dv, '--partition', 'dt=2024-05-01', '--full'])
+    expect(r.code).toBe(0)
+
+    r = await strata(['expire', dv, '--remove-orphans', '--older-than', '0 s'])
+    expect(r.code).toBe(0)
+    expect(r.stdout).toMatch(/^expired snapshots 1\.\.\d+ \(\d+ files deleted\); retained \d+\.\.\d+\nremoved \d+ orphan file\(s\)\n$/)
+    expect((await strata(['read', dv, '--json'])).stdout.trim().split('\n')).toHaveLength(39)
+  })
+})
+
 describe('bad input: a clear reason, a non-zero exit, the table unchanged', () => {
   const cases: [string, string, RegExp][] = [
     ['wrong type', lines({ dt: '2024-05-01', id: 'seven', name: 'x' }), /^strata: line 1: field 'id' \(BIGINT\) expected an integer, got "seven"$/],
