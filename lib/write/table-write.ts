@@ -61,20 +61,25 @@ export interface WriteOptions {
  * written instead of poisoning later reads.
  */
 function checkRetractsAccepted(table: Table, records: WriteRecord[]): void {
-  const engine = table.mergeConfig.engine
-  if (engine !== 'partial-update' && engine !== 'aggregation') return
-  const mf = createMergeFunction(table.mergeConfig)
   for (let i = 0; i < records.length; i++) {
-    const r = records[i]
-    if (!isRetract(r.kind)) continue
-    mf.reset()
-    mf.add({ key: [], seq: 0n, kind: RowKind.INSERT, value: r.row })
-    try {
-      mf.add({ key: [], seq: 1n, kind: r.kind, value: r.row })
-      mf.result()
-    } catch (e) {
-      throw new StrataInputError(`${r.where ?? `record ${i + 1}`}: ${(e as Error).message}`)
-    }
+    const refusal = refusedRetraction(table, records[i])
+    if (refusal) throw new StrataInputError(`${records[i].where ?? `record ${i + 1}`}: ${refusal}`)
+  }
+}
+
+/** Why the table's merge engine refuses this record (a retraction it cannot apply), or null. */
+export function refusedRetraction(table: Table, r: WriteRecord): string | null {
+  const engine = table.mergeConfig.engine
+  if ((engine !== 'partial-update' && engine !== 'aggregation') || !isRetract(r.kind)) return null
+  const mf = createMergeFunction(table.mergeConfig)
+  mf.reset()
+  mf.add({ key: [], seq: 0n, kind: RowKind.INSERT, value: r.row })
+  try {
+    mf.add({ key: [], seq: 1n, kind: r.kind, value: r.row })
+    mf.result()
+    return null
+  } catch (e) {
+    return (e as Error).message
   }
 }
 

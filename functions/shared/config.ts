@@ -1,0 +1,77 @@
+// Runtime configuration of the Lambda functions, from the environment: parsed once,
+// typed, and failing fast with a message that names the variable (style.md, Powertools).
+//
+// STRATA_TABLES: JSON object, table name → { "uri": "s3://bucket/prefix",
+//   "compactionQueueUrl": "https://sqs…/x.fifo" }. One writer may serve several tables;
+//   a record names its table with "_table" unless exactly one table is configured.
+// STRATA_REJECT_URI: where rejected records go, e.g. s3://bucket/rejects (default
+//   `<first table's bucket>/_rejects`).
+// STRATA_TABLE: for the compactor and maintenance functions, the one table they serve
+//   (its name in STRATA_TABLES); optional when only one table is configured.
+
+import { StrataInputError } from '../../lib/types.ts'
+
+export interface TableConfig {
+  name: string
+  uri: string
+  compactionQueueUrl?: string
+}
+
+export interface RuntimeConfig {
+  tables: Map<string, TableConfig>
+  rejectUri: string
+  /** the table a compactor/maintenance function serves */
+  table?: string
+  /** writer: how far back a redelivered batch looks for its own earlier commit */
+  dedupWindowMs: number
+  /** reader: most rows one response returns */
+  maxResultRows: number
+}
+
+export class ConfigError extends StrataInputError {
+  override name = 'ConfigError'
+}
+
+export function parseConfig(env: Record<string, string | undefined> = process.env): RuntimeConfig {
+  const raw = env.STRATA_TABLES
+  if (!raw) throw new ConfigError('environment variable STRATA_TABLES is not set; expected JSON like {"orders":{"uri":"s3://bucket/orders","compactionQueueUrl":"…"}}')
+  let obj: unknown
+  try {
+    obj = JSON.parse(raw)
+  } catch (e) {
+    throw new ConfigError(`environment variable STRATA_TABLES is not valid JSON (${(e as Error).message})`)
+  }
+  if (typeof obj !== 'object' || obj === null || Array.isArray(obj) || Object.keys(obj).length === 0) {
+    throw new ConfigError('environment variable STRATA_TABLES: expected a non-empty JSON object of table name → {"uri", "compactionQueueUrl"}')
+  }
+  const tables = new Map<string, TableConfig>()
+  for (const [name, v] of Object.entries(obj as Record<string, unknown>)) {
+    const t = v as Record<string, unknown>
+    if (typeof t?.uri !== 'string' || t.uri.length === 0) {
+      throw new ConfigError(`environment variable STRATA_TABLES: table '${name}' needs a "uri" string, got ${JSON.stringify(t?.uri)}`)
+    }
+    if (t.compactionQueueUrl !== undefined && typeof t.compactionQueueUrl !== 'string') {
+      throw new ConfigError(`environment variable STRATA_TABLES: table '${name}' "compactionQueueUrl" must be a string, got ${JSON.stringify(t.compactionQueueUrl)}`)
+    }
+    tables.set(name, { name, uri: t.uri, compactionQueueUrl: t.compactionQueueUrl as string | undefined })
+  }
+  const first = [...tables.values()][0]
+  const defaultReject = first.uri.startsWith('s3://') ? `s3://${first.uri.slice(5).split('/')[0]}/_rejects` : `${first.uri.replace(/\/+$/, '')}-rejects`
+  const table = env.STRATA_TABLE ?? (tables.size === 1 ? first.name : undefined)
+  if (table !== undefined && !tables.has(table)) {
+    throw new ConfigError(`environment variable STRATA_TABLE names '${table}', which is not in STRATA_TABLES (${[...tables.keys()].join(', ')})`)
+  }
+  const int = (name: string, def: number) => {
+    const v = env[name]
+    if (v === undefined || v === '') return def
+    if (!/^\d+$/.test(v)) throw new ConfigError(`environment variable ${name}: expected a non-negative integer, got ${JSON.stringify(v)}`)
+    return Number(v)
+  }
+  return {
+    tables,
+    rejectUri: env.STRATA_REJECT_URI ?? defaultReject,
+    table,
+    dedupWindowMs: int('STRATA_DEDUP_WINDOW_MS', 6 * 3600_000),
+    maxResultRows: int('STRATA_MAX_RESULT_ROWS', 1000),
+  }
+}

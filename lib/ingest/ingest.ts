@@ -1,0 +1,236 @@
+// The writer's work, independent of how records arrive (SQS, Kinesis, a test): validate
+// every record, send the bad ones to the reject location with their reason and source
+// position, commit the good ones per table as one APPEND snapshot, and enqueue one
+// compaction job per touched bucket. Idempotent under redelivery: a batch that already
+// committed (its process died before acking) is recognised and not written twice.
+
+import { createHash, randomUUID } from 'node:crypto'
+import { type CompactionJob, type JobQueue } from '../jobs/compaction-job.ts'
+import type { ObjectStore } from '../store/object-store.ts'
+import { recordFromJson } from '../table/json-values.ts'
+import type { Table } from '../table/table.ts'
+import { StrataInputError } from '../types.ts'
+import { type WriteRecord, refusedRetraction, writeBatch } from '../write/table-write.ts'
+import { bucketDirOf } from '../lsm/bucket-state.ts'
+
+export interface IngestRecord {
+  /** stable id of the record at its source, the same on every redelivery (SQS messageId, Kinesis sequence number) */
+  id: string
+  /** human-readable source position, stored with a rejected record */
+  source: string
+  /** the record: a JSON object with the table's columns, optional "_kind" and "_table" */
+  body: string
+}
+
+export interface IngestTarget {
+  table: Table
+  jobs: JobQueue | null
+}
+
+export interface IngestOptions {
+  /** resolves a table by name (a record's "_table", or `defaultTable`) */
+  resolve: (name: string) => Promise<IngestTarget | null>
+  defaultTable?: string
+  rejects: ObjectStore
+  /** commit user of this writer: fixed per deployment so redeliveries are recognised */
+  commitUser: string
+  /**
+   * Kinesis semantics: a failure at record k makes the source retry from k, so nothing
+   * after the first failed record may be committed.
+   */
+  orderedSource?: boolean
+  now?: () => number
+  /** test hook, called after the data files are written and before the snapshot is created */
+  beforeSnapshotCreate?: (table: string, id: number) => Promise<void> | void
+}
+
+export interface TableIngestResult {
+  table: string
+  snapshotId: number
+  rows: number
+  /** this batch had already committed in an earlier attempt */
+  deduplicated: boolean
+  jobs: number
+  retries: number
+}
+
+export interface IngestResult {
+  tables: TableIngestResult[]
+  rejected: number
+  /** ids the source must redeliver (partial batch response) */
+  failedIds: string[]
+}
+
+interface Rejection {
+  id: string
+  source: string
+  reason: string
+  record: string
+}
+
+/** 63-bit commit identifier from the batch's record ids, so a redelivery computes the same one. */
+export function batchIdentifier(table: string, ids: string[]): bigint {
+  const h = createHash('sha256').update(table).update('\u0000').update(ids.join('\u0000')).digest()
+  return h.readBigUInt64BE(0) & 0x7fffffffffffffffn
+}
+
+const MARKER_DIR = '_strata/commits/'
+/** A commit attempt cannot land after its Lambda died; 15 min timeout plus clock slack. */
+const MAX_ATTEMPT_MS = 20 * 60_000
+
+interface Marker {
+  startedAfter: number
+  startedAt: number
+}
+
+/**
+ * Idempotency across process deaths. Before committing, a batch creates a marker named by
+ * its commit identifier recording the latest snapshot it saw. A redelivered batch finds the
+ * marker and searches only the snapshots committed after that point while the earlier
+ * attempt could still have been running — a bounded walk, however long ago it was.
+ * Markers live under `_strata/`, outside Paimon's directories; maintenance removes old ones.
+ */
+async function earlierAttempt(table: Table, user: string, identifier: bigint, now: number): Promise<{ landed: number | null; existed: boolean }> {
+  const key = `${MARKER_DIR}${user}/${identifier.toString(16)}`
+  const latest = await table.snapshots.latestId()
+  const marker: Marker = { startedAfter: latest, startedAt: now }
+  const body = new TextEncoder().encode(JSON.stringify(marker))
+  if (await table.store.putIfAbsent(key, body)) return { landed: null, existed: false }
+  const prev = JSON.parse(new TextDecoder().decode((await table.store.get(key))!)) as Marker
+  for (let id = prev.startedAfter + 1; id <= latest; id++) {
+    const s = await table.snapshots.snapshot(id)
+    if (!s) continue
+    if (s.timeMillis > prev.startedAt + MAX_ATTEMPT_MS) break
+    if (s.commitUser === user && s.commitIdentifier === identifier) return { landed: id, existed: true }
+  }
+  await table.store.put(key, body)
+  return { landed: null, existed: true }
+}
+
+export const INGEST_MARKER_DIR = MARKER_DIR
+
+function jobOf(table: string, t: Table, partition: Uint8Array, bucket: number, snapshotId: number, now: number): CompactionJob {
+  const { path } = bucketDirOf(t, partition, bucket)
+  const part = path.slice(0, path.length - `bucket-${bucket}`.length).replace(/\/$/, '')
+  return { table, partition: part, partitionBytes: Buffer.from(partition).toString('base64'), bucket, snapshotId, enqueuedAt: now }
+}
+
+export async function ingest(records: IngestRecord[], opts: IngestOptions): Promise<IngestResult> {
+  const now = opts.now ?? Date.now
+  const rejections: Rejection[] = []
+  const byTable = new Map<string, { target: IngestTarget; records: WriteRecord[]; ids: string[] }>()
+  const failed: string[] = []
+  let cut = records.length
+  for (let i = 0; i < records.length; i++) {
+    const r = records[i]
+    let obj: Record<string, unknown>
+    try {
+      obj = JSON.parse(r.body)
+    } catch (e) {
+      rejections.push({ id: r.id, source: r.source, reason: `malformed JSON (${(e as Error).message})`, record: r.body })
+      continue
+    }
+    if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) {
+      rejections.push({ id: r.id, source: r.source, reason: 'expected a JSON object with the table\'s columns', record: r.body })
+      continue
+    }
+    const name = typeof obj._table === 'string' ? obj._table : opts.defaultTable
+    if (!name) {
+      rejections.push({ id: r.id, source: r.source, reason: "field '_table' is missing and this writer serves several tables", record: r.body })
+      continue
+    }
+    let entry = byTable.get(name)
+    if (!entry) {
+      const target = await opts.resolve(name)
+      if (!target) {
+        rejections.push({ id: r.id, source: r.source, reason: `field '_table': unknown table '${name}'`, record: r.body })
+        continue
+      }
+      byTable.set(name, (entry = { target, records: [], ids: [] }))
+    }
+    const { _table, ...columns } = obj
+    void _table
+    try {
+      const rec = { ...recordFromJson(entry.target.table.view, columns, r.source), where: r.source }
+      const refusal = refusedRetraction(entry.target.table, rec)
+      if (refusal) throw new StrataInputError(`${r.source}: ${refusal}`)
+      entry.records.push(rec)
+      entry.ids.push(r.id)
+    } catch (e) {
+      if (!(e instanceof StrataInputError)) throw e
+      rejections.push({ id: r.id, source: r.source, reason: e.message, record: r.body })
+    }
+  }
+
+  // rejects first: a record is acked only once it is either committed or stored as rejected
+  if (rejections.length) {
+    const day = new Date(now()).toISOString().slice(0, 10)
+    const key = `dt=${day}/${randomUUID()}.jsonl`
+    const body = rejections.map((x) => JSON.stringify({ reason: x.reason, source: x.source, id: x.id, record: x.record, rejectedAt: new Date(now()).toISOString() })).join('\n') + '\n'
+    try {
+      await opts.rejects.put(key, new TextEncoder().encode(body))
+    } catch {
+      for (const x of rejections) failed.push(x.id)
+      if (opts.orderedSource) cut = Math.min(cut, ...rejections.map((x) => records.findIndex((r) => r.id === x.id)))
+    }
+  }
+
+  const results: TableIngestResult[] = []
+  for (const [name, entry] of byTable) {
+    let recs = entry.records
+    let ids = entry.ids
+    if (cut < records.length) {
+      const allowed = new Set(records.slice(0, cut).map((r) => r.id))
+      const keep = ids.map((id) => allowed.has(id))
+      recs = recs.filter((_, i) => keep[i])
+      ids = ids.filter((_, i) => keep[i])
+      for (const id of entry.ids) if (!allowed.has(id)) failed.push(id)
+    }
+    if (recs.length === 0) continue
+    const table = entry.target.table
+    const identifier = batchIdentifier(name, ids)
+    try {
+      const prior = await earlierAttempt(table, opts.commitUser, identifier, now())
+      let snapshotId: number
+      let deduplicated = false
+      let retries = 0
+      let touched: { partition: Uint8Array; bucket: number }[]
+      if (prior.landed !== null) {
+        snapshotId = prior.landed
+        deduplicated = true
+        const s = (await table.snapshots.snapshot(snapshotId))!
+        touched = (await table.manifests.deltaEntries(s)).map((e) => ({ partition: e.partition, bucket: e.bucket }))
+      } else {
+        const startId = await table.snapshots.latestId()
+        const res = await writeBatch(table, recs, {
+          commitUser: opts.commitUser,
+          commitIdentifier: identifier,
+          dedupAfterSnapshotId: startId,
+          beforeSnapshotCreate: opts.beforeSnapshotCreate ? (id) => opts.beforeSnapshotCreate!(name, id) : undefined,
+        })
+        snapshotId = res.snapshotId
+        deduplicated = res.deduplicated
+        retries = res.retries
+        touched = res.buckets
+      }
+      const jobs = dedupeBuckets(touched).map((b) => jobOf(name, table, b.partition, b.bucket, snapshotId, now()))
+      if (entry.target.jobs && jobs.length) await entry.target.jobs.enqueue(jobs)
+      results.push({ table: name, snapshotId, rows: recs.length, deduplicated, jobs: jobs.length, retries })
+    } catch {
+      // storage or commit failure: the source redelivers these records; nothing of them
+      // was committed (a commit either lands whole or not at all)
+      failed.push(...ids)
+    }
+  }
+  return { tables: results, rejected: rejections.length, failedIds: failed }
+}
+
+function dedupeBuckets<T extends { partition: Uint8Array; bucket: number }>(xs: T[]): T[] {
+  const seen = new Set<string>()
+  return xs.filter((x) => {
+    const k = `${Buffer.from(x.partition).toString('hex')}|${x.bucket}`
+    if (seen.has(k)) return false
+    seen.add(k)
+    return true
+  })
+}

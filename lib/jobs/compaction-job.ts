@@ -1,0 +1,104 @@
+// Compaction jobs: the message a writer enqueues for each bucket it touched, and the queue
+// seam they travel through. On AWS the queue is SQS FIFO with MessageGroupId
+// `<table>/<partition>/<bucket>`, so SQS itself serializes each bucket's compactions while
+// different buckets run in parallel up to the compactor's concurrency
+// (`compaction.task-threads`, design.md).
+
+import { createHash } from 'node:crypto'
+import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs'
+import { StrataInputError } from '../types.ts'
+
+export interface CompactionJob {
+  /** table name as configured (not its URI) */
+  table: string
+  /** `k=v/…` partition path without trailing slash, '' when unpartitioned */
+  partition: string
+  /** the partition's serialized BinaryRow, base64 */
+  partitionBytes: string
+  bucket: number
+  /** the snapshot that made this job necessary */
+  snapshotId: number
+  /** set on a follow-up job enqueued by a compactor whose input was capped */
+  followUp?: boolean
+  /** epoch millis the job was enqueued (for queue-age metrics) */
+  enqueuedAt: number
+}
+
+export function messageGroupId(job: Pick<CompactionJob, 'table' | 'partition' | 'bucket'>): string {
+  // SQS allows 128 characters of alphanumerics and punctuation in a group id; hash long ones
+  const raw = `${job.table}/${job.partition}/${job.bucket}`
+  if (raw.length <= 128 && /^[\x21-\x7e]+$/.test(raw)) return raw
+  return `${job.table.slice(0, 40)}/${createHash('sha256').update(raw).digest('hex').slice(0, 64)}/${job.bucket}`
+}
+
+/**
+ * Deduplication id: one job per (bucket, snapshot), so a writer retrying its enqueue after
+ * a crash does not queue the same job twice within SQS's 5-minute window.
+ */
+export function deduplicationId(job: CompactionJob): string {
+  return createHash('sha256')
+    .update(`${messageGroupId(job)}#${job.snapshotId}${job.followUp ? '#follow-up' : ''}`)
+    .digest('hex')
+    .slice(0, 64)
+}
+
+export function encodeJob(job: CompactionJob): string {
+  return JSON.stringify(job)
+}
+
+export function decodeJob(body: string, where: string): CompactionJob {
+  let j: Partial<CompactionJob>
+  try {
+    j = JSON.parse(body)
+  } catch (e) {
+    throw new StrataInputError(`${where}: compaction job is not JSON (${(e as Error).message})`)
+  }
+  if (typeof j !== 'object' || j === null) throw new StrataInputError(`${where}: compaction job must be an object`)
+  for (const [k, t] of [['table', 'string'], ['partition', 'string'], ['partitionBytes', 'string'], ['bucket', 'number'], ['snapshotId', 'number']] as const) {
+    if (typeof j[k] !== t) throw new StrataInputError(`${where}: compaction job field '${k}' expected a ${t}, got ${JSON.stringify(j[k])}`)
+  }
+  return j as CompactionJob
+}
+
+/** Where jobs go. SQS in production and locally; tests may collect them in memory. */
+export interface JobQueue {
+  enqueue(jobs: CompactionJob[]): Promise<void>
+}
+
+/** SQS FIFO queue: batches of 10 (the SendMessageBatch limit), failures retried then thrown. */
+export class SqsJobQueue implements JobQueue {
+  constructor(
+    private readonly client: SQSClient,
+    private readonly queueUrl: string,
+  ) {}
+
+  async enqueue(jobs: CompactionJob[]): Promise<void> {
+    for (let i = 0; i < jobs.length; i += 10) {
+      let pending = jobs.slice(i, i + 10).map((job, j) => ({
+        Id: String(j),
+        MessageBody: encodeJob(job),
+        MessageGroupId: messageGroupId(job),
+        MessageDeduplicationId: deduplicationId(job),
+      }))
+      for (let attempt = 0; pending.length > 0; attempt++) {
+        const res = await this.client.send(new SendMessageBatchCommand({ QueueUrl: this.queueUrl, Entries: pending }))
+        const failed = new Set((res.Failed ?? []).map((f) => f.Id))
+        if (failed.size === 0) break
+        if (attempt >= 4) {
+          const f = res.Failed![0]
+          throw new Error(`enqueue of ${failed.size} compaction job(s) to ${this.queueUrl} failed: ${f.Code} ${f.Message ?? ''}`.trim())
+        }
+        pending = pending.filter((e) => failed.has(e.Id))
+        await new Promise((r) => setTimeout(r, 50 * 2 ** attempt))
+      }
+    }
+  }
+}
+
+/** In-memory queue for library users and tests that run no queue. */
+export class MemoryJobQueue implements JobQueue {
+  readonly jobs: CompactionJob[] = []
+  async enqueue(jobs: CompactionJob[]): Promise<void> {
+    this.jobs.push(...jobs)
+  }
+}
