@@ -1,0 +1,59 @@
+// What every handler shares within one execution environment: the parsed configuration,
+// table handles (opened once, reused while warm — their manifest and snapshot caches are
+// what makes a warm invocation cheap), AWS clients, and Powertools logger and metrics.
+
+import { SQSClient } from '@aws-sdk/client-sqs'
+import { Logger } from '@aws-lambda-powertools/logger'
+import { Metrics } from '@aws-lambda-powertools/metrics'
+import { type JobQueue, SqsJobQueue } from '../../lib/jobs/compaction-job.ts'
+import { openStore } from '../../lib/store/open-store.ts'
+import type { ObjectStore } from '../../lib/store/object-store.ts'
+import { Table } from '../../lib/table/table.ts'
+import { type RuntimeConfig, parseConfig } from './config.ts'
+
+export const NAMESPACE = 'Strata'
+
+let config: RuntimeConfig | null = null
+export function runtimeConfig(): RuntimeConfig {
+  config ??= parseConfig()
+  return config
+}
+
+/** Tests and the local runtime reload the configuration after changing the environment. */
+export function resetRuntime(): void {
+  config = null
+  tables.clear()
+  sqs = null
+}
+
+let sqs: SQSClient | null = null
+export function sqsClient(): SQSClient {
+  // endpoint from AWS_ENDPOINT_URL (SDK default), so LocalStack and the embedded backend work
+  sqs ??= new SQSClient({})
+  return sqs
+}
+
+const tables = new Map<string, Promise<{ table: Table; jobs: JobQueue | null }>>()
+
+/** The configured table by name, opened once per execution environment. */
+export function resolveTable(name: string): Promise<{ table: Table; jobs: JobQueue | null } | null> {
+  const cfg = runtimeConfig().tables.get(name)
+  if (!cfg) return Promise.resolve(null)
+  let t = tables.get(name)
+  if (!t) {
+    t = Table.open(cfg.uri).then((table) => ({ table, jobs: cfg.compactionQueueUrl ? new SqsJobQueue(sqsClient(), cfg.compactionQueueUrl) : null }))
+    // a failed open is not cached: the next invocation tries again
+    t.catch(() => tables.delete(name))
+    tables.set(name, t)
+  }
+  return t
+}
+
+export function rejectStore(): ObjectStore {
+  return openStore(runtimeConfig().rejectUri)
+}
+
+export const logger = new Logger({ serviceName: 'strata' })
+export function newMetrics(functionName: string): Metrics {
+  return new Metrics({ namespace: NAMESPACE, serviceName: 'strata', defaultDimensions: { function: functionName } })
+}

@@ -1,0 +1,65 @@
+// Writer function: ingest events from an SQS queue or a Kinesis stream → lib/ingest.
+// Bad records go to the reject location; the rest commit as one APPEND snapshot per
+// table; one compaction job per touched bucket goes to the table's FIFO queue. Failures
+// are reported per record (partial batch response), so nothing is lost or written twice.
+
+import middy from '@middy/core'
+import { MetricUnit } from '@aws-lambda-powertools/metrics'
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware'
+import type { Context, KinesisStreamEvent, SQSBatchResponse, SQSEvent } from 'aws-lambda'
+import { type IngestRecord, ingest } from '../lib/ingest/ingest.ts'
+import { logger, newMetrics, rejectStore, resolveTable, runtimeConfig } from './shared/runtime.ts'
+
+const metrics = newMetrics('writer')
+
+export type WriterEvent = SQSEvent | KinesisStreamEvent
+
+/** The records of either event kind, with their redelivery-stable ids. */
+export function recordsOf(event: WriterEvent): { records: IngestRecord[]; ordered: boolean } {
+  if (!event || !Array.isArray((event as { Records?: unknown }).Records)) {
+    throw new Error('writer: expected an SQS or Kinesis event with a Records array')
+  }
+  const recs = event.Records as (SQSEvent['Records'][number] | KinesisStreamEvent['Records'][number])[]
+  if (recs.length && 'kinesis' in recs[0]) {
+    return {
+      ordered: true,
+      records: (recs as KinesisStreamEvent['Records']).map((r) => ({
+        id: r.kinesis.sequenceNumber,
+        source: `${r.eventSourceARN}#${r.kinesis.partitionKey}@${r.kinesis.sequenceNumber}`,
+        body: Buffer.from(r.kinesis.data, 'base64').toString('utf8'),
+      })),
+    }
+  }
+  return {
+    ordered: false,
+    records: (recs as SQSEvent['Records']).map((r) => ({ id: r.messageId, source: `${r.eventSourceARN}#${r.messageId}`, body: r.body })),
+  }
+}
+
+export async function writerHandler(event: WriterEvent, context?: Context): Promise<SQSBatchResponse> {
+  const cfg = runtimeConfig()
+  const { records, ordered } = recordsOf(event)
+  const started = Date.now()
+  const res = await ingest(records, {
+    resolve: resolveTable,
+    defaultTable: cfg.tables.size === 1 ? [...cfg.tables.keys()][0] : undefined,
+    rejects: rejectStore(),
+    commitUser: `strata-writer-${process.env.AWS_LAMBDA_FUNCTION_NAME ?? 'local'}`,
+    orderedSource: ordered,
+  })
+  for (const t of res.tables) {
+    logger.info('committed', { table: t.table, snapshot: t.snapshotId, rows: t.rows, jobs: t.jobs, deduplicated: t.deduplicated, requestId: context?.awsRequestId })
+    metrics.addDimensions({ table: t.table })
+    metrics.addMetric('RowsWritten', MetricUnit.Count, t.rows)
+    metrics.addMetric('CommitRetries', MetricUnit.Count, t.retries)
+    metrics.addMetric('JobsEnqueued', MetricUnit.Count, t.jobs)
+  }
+  metrics.addMetric('RowsRejected', MetricUnit.Count, res.rejected)
+  metrics.addMetric('RecordsFailed', MetricUnit.Count, res.failedIds.length)
+  metrics.addMetric('WriteLatency', MetricUnit.Milliseconds, Date.now() - started)
+  if (res.rejected) logger.warn('rejected records', { count: res.rejected })
+  if (res.failedIds.length) logger.error('records to redeliver', { count: res.failedIds.length })
+  return { batchItemFailures: res.failedIds.map((itemIdentifier) => ({ itemIdentifier })) }
+}
+
+export const handler = middy(writerHandler).use(logMetrics(metrics))
