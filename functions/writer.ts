@@ -58,7 +58,7 @@ export async function writerHandler(event: WriterEvent, context?: Context): Prom
   metrics.addMetric('RecordsFailed', MetricUnit.Count, res.failedIds.length)
   metrics.addMetric('WriteLatency', MetricUnit.Milliseconds, Date.now() - started)
   if (res.rejected) logger.warn('rejected records', { count: res.rejected })
-  if (res.failedIds.length) logger.error('records to redeliver', { count: res.failedIds.length })
+  if (res.failedIds.length) logger.error('records to redeliver', { count: res.failedIds.length, errors: res.errors })
   return { batchItemFailures: res.failedIds.map((itemIdentifier) => ({ itemIdentifier })) }
 }
 

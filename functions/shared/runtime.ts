@@ -28,8 +28,10 @@ export function resetRuntime(): void {
 
 let sqs: SQSClient | null = null
 export function sqsClient(): SQSClient {
-  // endpoint from AWS_ENDPOINT_URL (SDK default), so LocalStack and the embedded backend work
-  sqs ??= new SQSClient({})
+  // A custom endpoint (AWS_ENDPOINT_URL: LocalStack, the embedded backend) must win over the
+  // host in a queue URL, which such servers fill with names like sqs.us-east-1.localhost.
+  const endpoint = process.env.AWS_ENDPOINT_URL_SQS ?? process.env.AWS_ENDPOINT_URL
+  sqs ??= new SQSClient(endpoint ? { endpoint, useQueueUrlAsEndpoint: false } : {})
   return sqs
 }
 

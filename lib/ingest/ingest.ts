@@ -59,6 +59,8 @@ export interface IngestResult {
   rejected: number
   /** ids the source must redeliver (partial batch response) */
   failedIds: string[]
+  /** why records failed, for the logs */
+  errors: { table: string; error: string }[]
 }
 
 interface Rejection {
@@ -120,6 +122,7 @@ export async function ingest(records: IngestRecord[], opts: IngestOptions): Prom
   const rejections: Rejection[] = []
   const byTable = new Map<string, { target: IngestTarget; records: WriteRecord[]; ids: string[] }>()
   const failed: string[] = []
+  const errors: { table: string; error: string }[] = []
   let cut = records.length
   for (let i = 0; i < records.length; i++) {
     const r = records[i]
@@ -169,7 +172,8 @@ export async function ingest(records: IngestRecord[], opts: IngestOptions): Prom
     const body = rejections.map((x) => JSON.stringify({ reason: x.reason, source: x.source, id: x.id, record: x.record, rejectedAt: new Date(now()).toISOString() })).join('\n') + '\n'
     try {
       await opts.rejects.put(key, new TextEncoder().encode(body))
-    } catch {
+    } catch (e) {
+      errors.push({ table: '', error: `reject location ${opts.rejects.uri}: ${(e as Error).message}` })
       for (const x of rejections) failed.push(x.id)
       if (opts.orderedSource) cut = Math.min(cut, ...rejections.map((x) => records.findIndex((r) => r.id === x.id)))
     }
@@ -216,13 +220,14 @@ export async function ingest(records: IngestRecord[], opts: IngestOptions): Prom
       const jobs = dedupeBuckets(touched).map((b) => jobOf(name, table, b.partition, b.bucket, snapshotId, now()))
       if (entry.target.jobs && jobs.length) await entry.target.jobs.enqueue(jobs)
       results.push({ table: name, snapshotId, rows: recs.length, deduplicated, jobs: jobs.length, retries })
-    } catch {
+    } catch (e) {
+      errors.push({ table: name, error: (e as Error).message })
       // storage or commit failure: the source redelivers these records; nothing of them
       // was committed (a commit either lands whole or not at all)
       failed.push(...ids)
     }
   }
-  return { tables: results, rejected: rejections.length, failedIds: failed }
+  return { tables: results, rejected: rejections.length, failedIds: failed, errors }
 }
 
 function dedupeBuckets<T extends { partition: Uint8Array; bucket: number }>(xs: T[]): T[] {

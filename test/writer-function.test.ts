@@ -1,0 +1,172 @@
+// The writer function against the embedded S3 + SQS backend: rejects, partial batches,
+// crashes before and after the commit, redelivery, Kinesis ordering, compaction jobs.
+
+import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { writerHandler } from '../functions/writer.ts'
+import { rejectStore, resolveTable } from '../functions/shared/runtime.ts'
+import { ingest } from '../lib/ingest/ingest.ts'
+import { readAll } from '../lib/read/table-read.ts'
+import { S3Store } from '../lib/store/s3-store.ts'
+import { Table } from '../lib/table/table.ts'
+import { type EmbeddedBackend, startEmbeddedBackend } from '../local/embedded.ts'
+import { kinesisEvent, sqsEvent, sqsRecord, useFunctionEnv } from './helpers/lambda.ts'
+import { sortRows } from './helpers/model.ts'
+
+let backend: EmbeddedBackend
+let sqs: SQSClient
+let queueUrl: string
+const BUCKET = 'writer-test'
+let n = 0
+
+const SCHEMA = {
+  fields: [
+    { name: 'dt', type: 'STRING' },
+    { name: 'id', type: 'INT' },
+    { name: 'qty', type: 'BIGINT' },
+    { name: 'note', type: 'STRING' },
+  ],
+  primaryKeys: ['dt', 'id'],
+  partitionKeys: ['dt'],
+  // aggregation (sum) makes a double write visible: the sums would double
+  options: { bucket: '2', 'merge-engine': 'aggregation', 'fields.qty.aggregate-function': 'sum', 'fields.note.aggregate-function': 'last_non_null_value' },
+}
+
+async function freshTable(): Promise<{ name: string; uri: string; table: Table }> {
+  const name = `t${n++}`
+  const uri = `s3://${BUCKET}/tables/${name}`
+  const table = await Table.create(new S3Store({ bucket: BUCKET, prefix: `tables/${name}`, client: backend.s3Client() }), SCHEMA)
+  useFunctionEnv(backend, { [name]: { uri, compactionQueueUrl: queueUrl } }, { STRATA_REJECT_URI: `s3://${BUCKET}/rejects/${name}` })
+  return { name, uri, table }
+}
+
+async function rejectsOf(name: string): Promise<{ reason: string; source: string; id: string; record: string }[]> {
+  const store = new S3Store({ bucket: BUCKET, prefix: `rejects/${name}`, client: backend.s3Client() })
+  const out = []
+  for (const o of await store.list('')) {
+    const text = new TextDecoder().decode((await store.get(o.key))!)
+    for (const line of text.trim().split('\n')) out.push(JSON.parse(line))
+  }
+  return out
+}
+
+const row = (dt: string, id: number, qty: number, note?: string) => JSON.stringify({ dt, id, qty, ...(note ? { note } : {}) })
+
+beforeAll(async () => {
+  backend = await startEmbeddedBackend()
+  await backend.createBucket(BUCKET)
+  sqs = new SQSClient({ endpoint: backend.endpoint, region: backend.region, credentials: backend.credentials, useQueueUrlAsEndpoint: false })
+  const q = await sqs.send(new CreateQueueCommand({ QueueName: 'compaction.fifo', Attributes: { FifoQueue: 'true' } }))
+  queueUrl = q.QueueUrl!
+})
+afterAll(async () => {
+  sqs.destroy()
+  await backend.stop()
+})
+
+describe('writer function', () => {
+  it('commits the good records of a mixed batch and writes every bad one, with its reason, to the reject location', async () => {
+    const { name, table } = await freshTable()
+    const good = [sqsRecord(row('2024-05-01', 1, 5)), sqsRecord(row('2024-05-01', 2, 7, 'x')), sqsRecord(row('2024-05-02', 3, 1))]
+    const bad = [
+      sqsRecord('{"dt": "2024-05-01", "id": '),
+      sqsRecord(JSON.stringify({ dt: '2024-05-01', id: 4, qty: 1, colour: 'red' })),
+      sqsRecord(JSON.stringify({ dt: '2024-05-01', id: null, qty: 1 })),
+      sqsRecord(JSON.stringify({ dt: '2024-05-01', id: 5, qty: 'many' })),
+      sqsRecord('[1,2]'),
+    ]
+    const res = await writerHandler(sqsEvent([good[0], bad[0], good[1], bad[1], bad[2], good[2], bad[3], bad[4]]))
+    expect(res.batchItemFailures).toEqual([])
+    expect(sortRows(await readAll(table))).toEqual([
+      ['2024-05-01', 1, 5n, null],
+      ['2024-05-01', 2, 7n, 'x'],
+      ['2024-05-02', 3, 1n, null],
+    ])
+    const rejects = await rejectsOf(name)
+    expect(rejects.map((r) => r.id).sort()).toEqual(bad.map((b) => b.messageId).sort())
+    const byId = new Map(rejects.map((r) => [r.id, r]))
+    expect(byId.get(bad[0].messageId)!.reason).toMatch(/^malformed JSON/)
+    expect(byId.get(bad[1].messageId)!.reason).toMatch(/unknown column 'colour'/)
+    expect(byId.get(bad[2].messageId)!.reason).toMatch(/field 'id' is NOT NULL but got null/)
+    expect(byId.get(bad[3].messageId)!.reason).toMatch(/field 'qty' \(BIGINT\) expected an integer, got "many"/)
+    for (const r of rejects) {
+      expect(r.source).toBe(`arn:aws:sqs:us-east-1:000000000000:ingest#${r.id}`)
+      expect(r.record).toBe(bad.find((b) => b.messageId === r.id)!.body)
+    }
+    // one compaction job per touched bucket, grouped by bucket
+    const got = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, MessageSystemAttributeNames: ['All'], WaitTimeSeconds: 0 }))
+    const groups = (got.Messages ?? []).map((m) => m.Attributes!.MessageGroupId!)
+    expect(groups.length).toBeGreaterThan(0)
+    for (const g of groups) expect(g).toMatch(new RegExp(`^${name}/dt=2024-05-0[12]/[01]$`))
+  })
+
+  it('a batch that died after writing files but before committing commits exactly once when redelivered', async () => {
+    const { name, table } = await freshTable()
+    const event = sqsEvent([sqsRecord(row('2024-05-01', 1, 10)), sqsRecord(row('2024-05-01', 2, 20))])
+    const records = event.Records.map((r) => ({ id: r.messageId, source: r.messageId, body: r.body }))
+    // the first attempt dies at the last moment: its data files are written, no snapshot
+    const first = await ingest(records, {
+      resolve: resolveTable,
+      defaultTable: name,
+      rejects: rejectStore(),
+      commitUser: 'strata-writer-local',
+      beforeSnapshotCreate: () => {
+        throw new Error('simulated crash before the snapshot is created')
+      },
+    })
+    expect(first.failedIds.sort()).toEqual(records.map((r) => r.id).sort())
+    expect(await table.snapshots.latestId()).toBe(0)
+    event.Records.forEach((r) => (r.attributes.ApproximateReceiveCount = '2'))
+    expect((await writerHandler(event)).batchItemFailures).toEqual([])
+    expect(sortRows(await readAll(table))).toEqual([
+      ['2024-05-01', 1, 10n, null],
+      ['2024-05-01', 2, 20n, null],
+    ])
+  })
+
+  it('a batch that committed but was not acked is recognised on redelivery and not written twice', async () => {
+    const { table } = await freshTable()
+    const event = sqsEvent([sqsRecord(row('2024-05-01', 1, 10)), sqsRecord(row('2024-05-01', 2, 20)), sqsRecord(row('2024-05-01', 1, 1))])
+    expect((await writerHandler(event)).batchItemFailures).toEqual([])
+    // another batch lands in between, then the first one is redelivered (twice)
+    expect((await writerHandler(sqsEvent([sqsRecord(row('2024-05-01', 2, 100))])))).toEqual({ batchItemFailures: [] })
+    for (const count of ['2', '3']) {
+      event.Records.forEach((r) => (r.attributes.ApproximateReceiveCount = count))
+      expect((await writerHandler(event)).batchItemFailures).toEqual([])
+    }
+    expect(sortRows(await readAll(table))).toEqual([
+      ['2024-05-01', 1, 11n, null],
+      ['2024-05-01', 2, 120n, null],
+    ])
+    expect(await table.snapshots.latestId()).toBe(2)
+  })
+
+  it('Kinesis: records decode from base64, and a redelivered batch is not written twice', async () => {
+    const { table } = await freshTable()
+    const event = kinesisEvent([row('2024-05-01', 1, 3), '{oops', row('2024-05-02', 9, 4)])
+    expect((await writerHandler(event)).batchItemFailures).toEqual([])
+    expect((await writerHandler(event)).batchItemFailures).toEqual([])
+    expect(sortRows(await readAll(table))).toEqual([
+      ['2024-05-01', 1, 3n, null],
+      ['2024-05-02', 9, 4n, null],
+    ])
+  })
+
+  it('Kinesis: when rejects cannot be stored, nothing at or after the first failed record is committed', async () => {
+    const { name, table } = await freshTable()
+    const records = [row('2024-05-01', 1, 1), '{bad', row('2024-05-01', 2, 2)].map((body, i) => ({ id: String(100 + i), source: `seq ${100 + i}`, body }))
+    // a reject store that fails: the one place a record can fail without a commit failing
+    const failing = { ...rejectStore(), put: async () => { throw new Error('S3 unavailable') } } as ReturnType<typeof rejectStore>
+    const res = await ingest(records, { resolve: resolveTable, defaultTable: name, rejects: failing, commitUser: 'w', orderedSource: true })
+    expect(res.failedIds.sort()).toEqual(['101', '102'])
+    expect(sortRows(await readAll(table))).toEqual([['2024-05-01', 1, 1n, null]])
+  })
+
+  it('a record naming an unknown table is rejected; the rest of the batch commits', async () => {
+    const { name, table } = await freshTable()
+    const res = await writerHandler(sqsEvent([sqsRecord(JSON.stringify({ _table: 'nope', dt: 'x', id: 1, qty: 1 })), sqsRecord(JSON.stringify({ _table: name, dt: 'x', id: 2, qty: 2 }))]))
+    expect(res.batchItemFailures).toEqual([])
+    expect(await readAll(table)).toEqual([['x', 2, 2n, null]])
+    expect((await rejectsOf(name)).map((r) => r.reason)).toEqual(["field '_table': unknown table 'nope'"])
+  })
+})
