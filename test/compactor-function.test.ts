@@ -1,0 +1,127 @@
+// The compactor function with hand-built FIFO events (the embedded SQS hands out one
+// message per group per receive, so several messages of one group in one event can only
+// be built by hand): coalescing, the FIFO partial-batch rule, follow-up jobs, redelivery.
+
+import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { compactorHandler } from '../functions/compactor.ts'
+import type { CompactionJob } from '../lib/jobs/compaction-job.ts'
+import { messageGroupId } from '../lib/jobs/compaction-job.ts'
+import { readAll } from '../lib/read/table-read.ts'
+import { S3Store } from '../lib/store/s3-store.ts'
+import { recordFromJson } from '../lib/table/json-values.ts'
+import { Table } from '../lib/table/table.ts'
+import { writeBatch } from '../lib/write/table-write.ts'
+import { type EmbeddedBackend, startEmbeddedBackend } from '../local/embedded.ts'
+import { sqsEvent, sqsRecord, useFunctionEnv } from './helpers/lambda.ts'
+import { TableModel, type Op, schemaFor, sortRows } from './helpers/model.ts'
+
+let backend: EmbeddedBackend
+let sqs: SQSClient
+const BUCKET = 'compactor-test'
+let n = 0
+
+beforeAll(async () => {
+  backend = await startEmbeddedBackend()
+  await backend.createBucket(BUCKET)
+  sqs = new SQSClient({ endpoint: backend.endpoint, region: backend.region, credentials: backend.credentials, useQueueUrlAsEndpoint: false })
+})
+afterAll(async () => {
+  sqs.destroy()
+  await backend.stop()
+})
+
+async function setup(options: Record<string, string>) {
+  const name = `t${n++}`
+  const table = await Table.create(new S3Store({ bucket: BUCKET, prefix: name, client: backend.s3Client() }), schemaFor('deduplicate', { 'deletion-vectors.enabled': 'true', ...options }))
+  const q = await sqs.send(new CreateQueueCommand({ QueueName: `${name}-compaction.fifo`, Attributes: { FifoQueue: 'true' } }))
+  useFunctionEnv(backend, { [name]: { uri: `s3://${BUCKET}/${name}`, compactionQueueUrl: q.QueueUrl! } })
+  return { name, table, queueUrl: q.QueueUrl! }
+}
+
+async function writeOps(table: Table, model: TableModel, ops: Op[]) {
+  const res = await writeBatch(table, ops.map((op) => recordFromJson(table.view, op, 'op')))
+  model.applyBatch(ops)
+  return res
+}
+
+function jobRecords(name: string, res: Awaited<ReturnType<typeof writeBatch>>) {
+  return res.buckets.map((b) => {
+    const job: CompactionJob = {
+      table: name,
+      partition: b.partitionPath.replace(/\/$/, ''),
+      partitionBytes: Buffer.from(b.partition).toString('base64'),
+      bucket: b.bucket,
+      snapshotId: res.snapshotId,
+      enqueuedAt: Date.now(),
+    }
+    return { job, record: sqsRecord(JSON.stringify(job), { groupId: messageGroupId(job), queue: 'compaction.fifo' }) }
+  })
+}
+
+const put = (ids: number[], a = 1): Op[] => ids.map((id) => ({ _kind: '+I', dt: '2024-05-01', id, a, b: null, c: null }))
+
+describe('compactor function', () => {
+  it('coalesces one bucket\'s jobs; at the first failure returns it and every later message', async () => {
+    const { name, table } = await setup({ bucket: '3' })
+    const model = new TableModel('deduplicate')
+    const r1 = await writeOps(table, model, put([1, 2, 3, 4, 5, 6, 7, 8, 9]))
+    const r2 = await writeOps(table, model, put([1, 2, 3, 4, 5, 6, 7, 8, 9], 2))
+    const [a1, b1, c1] = jobRecords(name, r1)
+    const [a2] = jobRecords(name, r2).filter((j) => j.job.bucket === a1.job.bucket)
+    const poison = sqsRecord(JSON.stringify({ ...b1.job, table: 'no-such-table' }), { groupId: messageGroupId(b1.job) })
+    // group A twice (coalesced), then B's poison job, then C: B and C must come back
+    const res = await compactorHandler(sqsEvent([a1.record, a2.record, poison, c1.record]))
+    expect(res.batchItemFailures.map((f) => f.itemIdentifier)).toEqual([poison.messageId, c1.record.messageId])
+    const snaps = await table.snapshots.listIds()
+    expect(snaps).toEqual([1, 2, 3]) // one COMPACT for group A, however many of its jobs came
+    expect((await table.snapshots.snapshot(3))!.commitKind).toBe('COMPACT')
+    // redelivered in order (B fixed), the rest completes
+    const again = await compactorHandler(sqsEvent([b1.record, c1.record]))
+    expect(again.batchItemFailures).toEqual([])
+    expect(sortRows(await readAll(table))).toEqual(model.snapshot())
+  })
+
+  it('a job for a bucket that needs nothing ends without a commit; redelivery is harmless', async () => {
+    const { name, table } = await setup({ bucket: '1' })
+    const model = new TableModel('deduplicate')
+    const res = await writeOps(table, model, put([1, 2, 3]))
+    const [j] = jobRecords(name, res)
+    expect((await compactorHandler(sqsEvent([j.record]))).batchItemFailures).toEqual([])
+    const after = await table.snapshots.latestId()
+    j.record.attributes.ApproximateReceiveCount = '2'
+    expect((await compactorHandler(sqsEvent([j.record]))).batchItemFailures).toEqual([])
+    expect(await table.snapshots.latestId()).toBe(after)
+    expect(sortRows(await readAll(table))).toEqual(model.snapshot())
+  })
+
+  it('a capped job enqueues a follow-up job for its bucket', async () => {
+    const { name, table, queueUrl } = await setup({ bucket: '1', 'compaction.max.file-num': '2', 'num-sorted-run.compaction-trigger': '10' })
+    const model = new TableModel('deduplicate')
+    let last
+    for (let i = 0; i < 5; i++) last = await writeOps(table, model, put([i, i + 1, i + 2], i))
+    const [j] = jobRecords(name, last!)
+    expect((await compactorHandler(sqsEvent([j.record]))).batchItemFailures).toEqual([])
+    // receive and delete, as the event-source mapping does after a successful invocation
+    const take = async () => {
+      const m = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, MessageSystemAttributeNames: ['All'], WaitTimeSeconds: 0 }))
+      for (const x of m.Messages ?? []) await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: x.ReceiptHandle! }))
+      return m
+    }
+    const got = await take()
+    expect(got.Messages).toHaveLength(1)
+    const follow = JSON.parse(got.Messages![0].Body!) as CompactionJob
+    expect(follow).toMatchObject({ table: name, bucket: j.job.bucket, followUp: true })
+    expect(got.Messages![0].Attributes!.MessageGroupId).toBe(messageGroupId(j.job))
+    // following the chain until the bucket is done makes every row visible
+    let next: CompactionJob | null = follow
+    for (let guard = 0; next && guard < 10; guard++) {
+      expect((await compactorHandler(sqsEvent([sqsRecord(JSON.stringify(next), { groupId: messageGroupId(next) })]))).batchItemFailures).toEqual([])
+      const m = await take()
+      next = m.Messages?.length ? (JSON.parse(m.Messages[m.Messages.length - 1].Body!) as CompactionJob) : null
+    }
+    const s = await table.snapshots.latest()
+    expect((await table.manifests.liveEntries(s!)).filter((e) => e.file.level === 0)).toHaveLength(0)
+    expect(sortRows(await readAll(table))).toEqual(model.snapshot())
+  })
+})
