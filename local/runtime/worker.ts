@@ -1,0 +1,116 @@
+// One execution environment's runtime, inside a worker thread: imports the handler module
+// once (the cold start), then serves invocations one at a time for as long as the thread
+// lives (warm starts), like the Node.js runtime interface client of a Lambda sandbox.
+// Events and results cross as JSON, as Lambda's invoke payloads do, so a handler sees the
+// same values it would in AWS (no Dates, Buffers or undefined fields surviving by accident).
+// An uncaught error or process.exit ends this thread only; the pool reports it and replaces it.
+import { isMainThread, parentPort, workerData } from 'node:worker_threads'
+import { pathToFileURL } from 'node:url'
+import type { Context } from 'aws-lambda'
+
+export interface WorkerInit {
+  handlerModule: string
+  exportName: string
+}
+
+/** The plain-data part of a Lambda Context; the worker adds the methods. */
+export type ContextData = Omit<Context, 'getRemainingTimeInMillis' | 'done' | 'fail' | 'succeed'>
+
+export interface ErrorInfo {
+  name: string
+  message: string
+  stack?: string
+}
+
+export type ToWorker = { type: 'invoke'; id: number; eventJson: string; context: ContextData; deadline: number }
+
+export type FromWorker =
+  | { type: 'ready' }
+  | { type: 'init-error'; error: ErrorInfo }
+  | { type: 'result'; id: number; ok: true; valueJson: string | undefined }
+  | { type: 'result'; id: number; ok: false; error: ErrorInfo }
+
+type Handler = (event: unknown, context: Context, callback: (error?: unknown, value?: unknown) => void) => unknown
+
+export function errorInfoOf(error: unknown): ErrorInfo {
+  if (error instanceof Error) {
+    const info: ErrorInfo = { name: error.name, message: error.message }
+    if (error.stack !== undefined) info.stack = error.stack
+    return info
+  }
+  return { name: 'Error', message: typeof error === 'string' ? error : safeString(error) }
+}
+
+function safeString(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value)
+  } catch {
+    return String(value)
+  }
+}
+
+async function serve(port: NonNullable<typeof parentPort>, init: WorkerInit): Promise<void> {
+  const post = (message: FromWorker) => port.postMessage(message)
+  let handler: Handler
+  try {
+    const module = (await import(pathToFileURL(init.handlerModule).href)) as Record<string, unknown>
+    const exported = module[init.exportName]
+    if (typeof exported !== 'function') {
+      // Lambda's Node runtime names this failure Runtime.HandlerNotFound.
+      post({
+        type: 'init-error',
+        error: { name: 'Runtime.HandlerNotFound', message: `${init.handlerModule} does not export a function named '${init.exportName}' (found ${typeof exported})` },
+      })
+      return
+    }
+    handler = exported as Handler
+  } catch (error) {
+    const info = errorInfoOf(error)
+    post({ type: 'init-error', error: { ...info, name: 'Runtime.ImportModuleError', message: `${info.name}: ${info.message}` } })
+    return
+  }
+  post({ type: 'ready' })
+
+  port.on('message', (message: ToWorker) => {
+    if (message.type !== 'invoke') return
+    void invoke(handler, message).then(post)
+  })
+}
+
+async function invoke(handler: Handler, message: ToWorker): Promise<FromWorker> {
+  const { id, deadline } = message
+  try {
+    const event: unknown = JSON.parse(message.eventJson)
+    const value = await new Promise<unknown>((resolve, reject) => {
+      const callback = (error?: unknown, result?: unknown) => (error === undefined || error === null ? resolve(result) : reject(error))
+      const context: Context = {
+        ...message.context,
+        getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+        done: callback,
+        fail: (error) => reject(error),
+        succeed: (result: unknown) => resolve(result),
+      }
+      const returned = handler(event, context, callback)
+      if (isThenable(returned)) returned.then(resolve, reject)
+      // A handler declaring no callback parameter answers with its return value.
+      else if (handler.length < 3) resolve(returned)
+    })
+    let valueJson: string | undefined
+    try {
+      valueJson = JSON.stringify(value)
+    } catch (error) {
+      return { type: 'result', id, ok: false, error: { name: 'Runtime.MarshalError', message: `Unable to stringify response body: ${errorInfoOf(error).message}` } }
+    }
+    return { type: 'result', id, ok: true, valueJson }
+  } catch (error) {
+    return { type: 'result', id, ok: false, error: errorInfoOf(error) }
+  }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function'
+}
+
+if (!isMainThread && parentPort !== null && (workerData as { strataExecutionEnvironment?: WorkerInit } | null)?.strataExecutionEnvironment) {
+  await serve(parentPort, (workerData as { strataExecutionEnvironment: WorkerInit }).strataExecutionEnvironment)
+}
