@@ -1,0 +1,373 @@
+// Compaction throughput of one bucket, side by side in one run (medians of --runs):
+// - full compaction of 1,000,000 rows in 5 sorted runs (5 level-0 files of 200k rows, each
+//   upserting a random 200k of 600k keys, 5% deletes), deletion vectors off and on;
+// - the deletion-vector common case: a compacted top level of 600k rows plus 4 new level-0
+//   runs of 100k rows, lifted by the force-up-level-0 pick with lookups into the top level;
+// - DuckDB doing the same merge (latest _SEQUENCE_NUMBER per key, deletes dropped, sorted,
+//   COPY to Parquet) on the very same 5 Parquet files;
+// - peak RSS against rows (1/4, 1/2, all of them in 5 runs) and against runs (10 runs).
+// Each job runs in a fresh child process on a fresh copy of a prebuilt table, so its
+// `maxRSS` is its own; local disk, and the embedded S3 backend unless --no-s3.
+//
+//   npx tsx bench/compaction.ts [--quick] [--runs 3] [--no-s3] [--profile]
+//
+// --quick divides every row count by 10. --profile also runs each local compaction once
+// under `node --cpu-prof` and prints where its CPU went.
+
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { compactBucket } from '../lib/lsm/compact-task.ts'
+import { LocalFileStore } from '../lib/store/local-store.ts'
+import { openStore } from '../lib/store/open-store.ts'
+import { S3Store } from '../lib/store/s3-store.ts'
+import { Table } from '../lib/table/table.ts'
+import type { EmbeddedBackend } from '../local/embedded.ts'
+import { parseBenchArgs } from './lib/args.ts'
+import { type ChildReport, reportToParent, runChild } from './lib/child.ts'
+import { clearStore, copyStore } from './lib/copy-store.ts'
+import { summarizeCpuProfile, type ProfileSummary } from './lib/cpu-profile.ts'
+import { type LoadPlan, NO_PARTITION, createBenchTable, loadBatches, loadCompactedBase } from './lib/dataset.ts'
+import { machineInfo, machineMarkdown } from './lib/machine.ts'
+import { copyWithIntTypeFix } from './lib/parquet-int-type-fix.ts'
+import { OUT_DIR, markdownTable, writeResults } from './lib/report.ts'
+import { count, median, rate } from './lib/stats.ts'
+
+const PACKAGES = ['hyparquet', 'hyparquet-writer', 'hyparquet-compressors', '@duckdb/node-api', '@duckdb/node-bindings', 'fauxqs', '@aws-sdk/client-s3', 'tsx']
+const DELETE_RATIO = 0.05
+const SEED = 20_260_501
+
+interface CompactReport extends ChildReport {
+  rowsIn: number
+  rowsOut: number
+  rowsDeletedByVector: number
+  inputFiles: number
+  outputFiles: number
+  outputLevel: number | null
+}
+
+interface DuckReport extends ChildReport {
+  rowsOut: number
+  threads: number
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child side
+
+async function childMain(argv: string[]): Promise<void> {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
+  const [job, ...rest] = argv
+  if (job === 'compact') {
+    const [uri, mode] = rest
+    const table = await Table.open(openStore(uri))
+    const t0 = performance.now()
+    const r = await compactBucket(table, { partition: NO_PARTITION, bucket: 0, full: mode === 'full' })
+    const seconds = (performance.now() - t0) / 1000
+    if (r.snapshotId === null) throw new Error(`compaction of ${uri} (${mode}) found nothing to do`)
+    reportToParent({ seconds, rowsIn: r.rowsIn, rowsOut: r.rowsOut, rowsDeletedByVector: r.rowsDeletedByVector, inputFiles: r.inputFiles, outputFiles: r.outputFiles, outputLevel: r.outputLevel })
+  } else if (job === 'idle') {
+    // what a compaction child holds before it compacts: modules loaded, table and snapshot read
+    const table = await Table.open(openStore(rest[0]))
+    await table.snapshots.latest()
+    reportToParent({ seconds: 0 })
+  } else if (job === 'duckdb') {
+    const [out, threads, ...files] = rest
+    reportToParent(await duckdbCompact(files, out, Number(threads)))
+  } else {
+    throw new Error(`unknown child job ${JSON.stringify(job)}`)
+  }
+}
+
+/**
+ * DuckDB's version of the merge: newest row per key by _SEQUENCE_NUMBER, keys whose newest
+ * row is a retract (-U 1, -D 3) dropped, sorted by key, written as one snappy Parquet file.
+ */
+export function duckdbSql(files: string[], out: string): string {
+  const list = files.map((f) => `'${f.replaceAll("'", "''")}'`).join(', ')
+  return `COPY (
+  SELECT * EXCLUDE (rn) FROM (
+    SELECT *, row_number() OVER (PARTITION BY _KEY_id ORDER BY _SEQUENCE_NUMBER DESC) AS rn
+    FROM read_parquet([${list}])
+  )
+  WHERE rn = 1 AND _VALUE_KIND NOT IN (1, 3)
+  ORDER BY _KEY_id
+) TO '${out.replaceAll("'", "''")}' (FORMAT parquet, COMPRESSION snappy)`
+}
+
+async function duckdbCompact(files: string[], out: string, threads: number): Promise<Omit<DuckReport, 'maxRssMb'>> {
+  const { DuckDBInstance } = await import('@duckdb/node-api')
+  const instance = await DuckDBInstance.create(':memory:', { threads: String(threads) })
+  const conn = await instance.connect()
+  const t0 = performance.now()
+  await conn.run(duckdbSql(files, out))
+  const seconds = (performance.now() - t0) / 1000
+  const counted = await conn.runAndReadAll(`SELECT count(*)::INTEGER AS n FROM read_parquet('${out.replaceAll("'", "''")}')`)
+  const rowsOut = Number(counted.getRowObjects()[0].n)
+  conn.closeSync()
+  instance.closeSync()
+  return { seconds, rowsOut, threads }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parent side
+
+type Store = 'local' | 's3'
+
+interface Fixture {
+  id: string
+  dir: string
+  rows: number
+  runs: number
+  deletionVectors: boolean
+  /** 'full': all runs are level 0; 'base': a compacted top level plus level-0 runs */
+  kind: 'full' | 'base'
+}
+
+interface CompactJob {
+  id: string
+  label: string
+  fixture: Fixture
+  store: Store
+  mode: 'full' | 'auto'
+}
+
+interface Env {
+  work: string
+  childEnv: NodeJS.ProcessEnv
+  s3: { store(prefix: string): S3Store; uri(prefix: string): string } | null
+}
+
+function plainPlan(rows: number, runs: number, keySpace: number): LoadPlan {
+  return { keySpace, batches: Array.from({ length: runs }, () => rows / runs), deleteRatio: DELETE_RATIO, seed: SEED }
+}
+
+async function buildFixture(work: string, id: string, spec: Omit<Fixture, 'id' | 'dir'>, plan: LoadPlan): Promise<Fixture> {
+  const dir = join(work, 'fixtures', id)
+  const t0 = performance.now()
+  const table = await createBenchTable(dir, { buckets: 1, deletionVectors: spec.deletionVectors })
+  if (spec.kind === 'full') await loadBatches(table, plan)
+  else await loadCompactedBase(table, plan)
+  process.stderr.write(`built ${id} in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`)
+  return { id, dir, ...spec }
+}
+
+/** The level-0 data files of a never-compacted fixture: the input DuckDB reads. */
+function dataFilesOf(f: Fixture): string[] {
+  const dir = join(f.dir, 'bucket-0')
+  return readdirSync(dir).filter((n) => n.endsWith('.parquet')).sort().map((n) => join(dir, n))
+}
+
+async function runCompactJob(env: Env, job: CompactJob, rep: number, nodeArgs: string[] = []): Promise<CompactReport> {
+  const name = `${job.id}-${job.store}-${rep}`
+  let uri: string
+  let cleanup: () => Promise<void>
+  if (job.store === 'local') {
+    const dir = join(env.work, 'runs', name)
+    cpSync(job.fixture.dir, dir, { recursive: true })
+    uri = dir
+    cleanup = async () => rmSync(dir, { recursive: true, force: true })
+  } else {
+    const s3 = env.s3!
+    const target = s3.store(name)
+    await copyStore(new LocalFileStore(job.fixture.dir), target)
+    uri = s3.uri(name)
+    cleanup = () => clearStore(target)
+  }
+  try {
+    return await runChild<CompactReport>(import.meta.filename, ['compact', uri, job.mode], { env: env.childEnv, nodeArgs })
+  } finally {
+    await cleanup()
+  }
+}
+
+async function idleRss(env: Env, fixture: Fixture, store: Store): Promise<number> {
+  const name = `idle-${store}`
+  let uri = fixture.dir
+  if (store === 's3') {
+    await copyStore(new LocalFileStore(fixture.dir), env.s3!.store(name))
+    uri = env.s3!.uri(name)
+  }
+  const r = await runChild<ChildReport>(import.meta.filename, ['idle', uri], { env: env.childEnv })
+  if (store === 's3') await clearStore(env.s3!.store(name))
+  return r.maxRssMb
+}
+
+interface Series<T> {
+  reports: T[]
+}
+
+function med<T extends ChildReport>(s: Series<T>, pick: (r: T) => number): number {
+  return median(s.reports.map(pick))
+}
+
+async function parentMain(argv: string[]): Promise<void> {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
+  const args = parseBenchArgs(argv, ['--quick', '--no-s3', '--profile'], ['--runs'])
+  const quick = args.has('--quick')
+  const runs = args.num('--runs', 3)
+  const withS3 = !args.has('--no-s3')
+  const scale = quick ? 10 : 1
+  const rows = 1_000_000 / scale
+  const machine = machineInfo(PACKAGES)
+  const work = mkdtempSync(join(tmpdir(), 'strata-bench-compaction-'))
+  mkdirSync(join(work, 'runs'), { recursive: true })
+
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' }
+  let backend: EmbeddedBackend | null = null
+  const env: Env = { work, childEnv, s3: null }
+  try {
+    if (withS3) {
+      const { startEmbeddedBackend } = await import('../local/embedded.ts')
+      backend = await startEmbeddedBackend()
+      await backend.createBucket('bench')
+      Object.assign(childEnv, {
+        AWS_ENDPOINT_URL: backend.endpoint,
+        AWS_REGION: backend.region,
+        AWS_ACCESS_KEY_ID: backend.credentials.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: backend.credentials.secretAccessKey,
+      })
+      const client = backend.s3Client()
+      env.s3 = { store: (prefix) => new S3Store({ bucket: 'bench', prefix, client }), uri: (prefix) => `s3://bench/${prefix}` }
+    }
+
+    // fixtures, built once; every job compacts a fresh copy
+    const keySpace = (rows * 3) / 5
+    const fullOff = await buildFixture(work, 'full-off', { rows, runs: 5, deletionVectors: false, kind: 'full' }, plainPlan(rows, 5, keySpace))
+    const fullOn = await buildFixture(work, 'full-on', { rows, runs: 5, deletionVectors: true, kind: 'full' }, plainPlan(rows, 5, keySpace))
+    const baseOn = await buildFixture(work, 'base-on', { rows, runs: 5, deletionVectors: true, kind: 'base' }, plainPlan((rows * 2) / 5, 4, keySpace))
+    const quarter = await buildFixture(work, 'full-off-quarter', { rows: rows / 4, runs: 5, deletionVectors: false, kind: 'full' }, plainPlan(rows / 4, 5, keySpace / 4))
+    const half = await buildFixture(work, 'full-off-half', { rows: rows / 2, runs: 5, deletionVectors: false, kind: 'full' }, plainPlan(rows / 2, 5, keySpace / 2))
+    const tenRuns = await buildFixture(work, 'full-off-10runs', { rows, runs: 10, deletionVectors: false, kind: 'full' }, plainPlan(rows, 10, keySpace))
+
+    const stores: Store[] = withS3 ? ['local', 's3'] : ['local']
+    const main: CompactJob[] = stores.flatMap((store) => [
+      { id: 'full-off', label: 'full compaction, deletion vectors off', fixture: fullOff, store, mode: 'full' as const },
+      { id: 'full-on', label: 'full compaction, deletion vectors on', fixture: fullOn, store, mode: 'full' as const },
+      { id: 'lift-on', label: 'deletion vectors on: 4 L0 runs lifted over a compacted top level (lookups)', fixture: baseOn, store, mode: 'auto' as const },
+    ])
+    const scaling: CompactJob[] = [quarter, half, tenRuns].map((f) => ({ id: f.id, label: `${f.rows} rows in ${f.runs} runs`, fixture: f, store: 'local' as const, mode: 'full' as const }))
+    const jobs = [...main, ...scaling]
+    const results = new Map<string, Series<CompactReport>>(jobs.map((j) => [`${j.id}/${j.store}`, { reports: [] }]))
+    const duck = new Map<number, Series<DuckReport>>([[machine.nproc, { reports: [] }], [1, { reports: [] }]])
+    const idle = new Map<Store, number[]>(stores.map((s) => [s, []]))
+    const inputFiles = dataFilesOf(fullOff)
+    const inputBytes = inputFiles.reduce((n, f) => n + statSync(f).size, 0)
+    // DuckDB reads a copy whose footer spells IntType.bitWidth as i8 (see parquet-int-type-fix.ts)
+    mkdirSync(join(work, 'duck-input'))
+    const duckFiles = inputFiles.map((f, i) => {
+      const dest = join(work, 'duck-input', `run-${i}.parquet`)
+      const fixed = copyWithIntTypeFix(f, dest)
+      if (fixed !== 1) throw new Error(`${f}: expected one INTEGER logical type (_VALUE_KIND) to re-encode, found ${fixed}`)
+      return dest
+    })
+
+    for (let rep = 0; rep < runs; rep++) {
+      for (const store of stores) idle.get(store)!.push(await idleRss(env, fullOff, store))
+      for (const job of jobs) {
+        const r = await runCompactJob(env, job, rep)
+        results.get(`${job.id}/${job.store}`)!.reports.push(r)
+        process.stderr.write(`run ${rep + 1}/${runs} ${job.id} ${job.store}: ${r.rowsIn} → ${r.rowsOut} rows, ${r.seconds.toFixed(2)} s, ${r.maxRssMb.toFixed(0)} MB\n`)
+      }
+      for (const [threads, series] of duck) {
+        const out = join(work, 'runs', `duckdb-${threads}-${rep}.parquet`)
+        const r = await runChild<DuckReport>(import.meta.filename, ['duckdb', out, String(threads), ...duckFiles], { env: childEnv })
+        rmSync(out, { force: true })
+        series.reports.push(r)
+        process.stderr.write(`run ${rep + 1}/${runs} duckdb threads=${threads}: ${r.rowsOut} rows, ${r.seconds.toFixed(2)} s, ${r.maxRssMb.toFixed(0)} MB\n`)
+      }
+    }
+
+    // the two engines must have produced the same rows
+    const strataOut = results.get('full-off/local')!.reports[0].rowsOut
+    for (const [threads, s] of duck) {
+      if (s.reports.some((r) => r.rowsOut !== strataOut)) throw new Error(`DuckDB (threads=${threads}) wrote ${s.reports.map((r) => r.rowsOut).join('/')} rows, Strata ${strataOut}`)
+    }
+    for (const store of stores) {
+      const on = results.get(`full-on/${store}`)!.reports[0].rowsOut
+      if (on !== strataOut) throw new Error(`full compaction wrote ${strataOut} rows without deletion vectors but ${on} with them (${store})`)
+    }
+
+    let profiles: Record<string, ProfileSummary> | undefined
+    if (args.has('--profile')) {
+      profiles = {}
+      const dir = join(OUT_DIR, 'profiles')
+      mkdirSync(dir, { recursive: true })
+      for (const job of main.filter((j) => j.store === 'local')) {
+        const name = `compaction-${job.id}${quick ? '-quick' : ''}.cpuprofile`
+        await runCompactJob(env, job, runs, ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-name', name])
+        profiles[job.id] = summarizeCpuProfile(join(dir, name))
+      }
+    }
+
+    // ----- report
+    const lines: string[] = []
+    const idleMb = Object.fromEntries(stores.map((s) => [s, median(idle.get(s)!)]))
+    lines.push(`\n### Compaction of one bucket, median of ${runs} runs\n`)
+    lines.push(
+      markdownTable(
+        ['job', 'store', 'rows in (sorted runs)', 'rows out', 'rows marked in DVs', 'seconds', 'rows in/s', 'peak RSS (MB)'],
+        main.map((j) => {
+          const s = results.get(`${j.id}/${j.store}`)!
+          const r = s.reports[0]
+          const secs = med(s, (x) => x.seconds)
+          const runsIn = j.mode === 'full' ? `${count(r.rowsIn)} (${j.fixture.runs})` : `${count(r.rowsIn)} (4 L0 runs; lookups in ${count(j.fixture.rows - r.rowsIn)} top-level rows)`
+          return [j.label, j.store === 's3' ? 'embedded S3' : 'local disk', runsIn, count(r.rowsOut), count(r.rowsDeletedByVector), secs.toFixed(2), rate(r.rowsIn, secs), med(s, (x) => x.maxRssMb).toFixed(0)]
+        }),
+      ),
+    )
+    lines.push(`\nIdle child (modules loaded, table opened, nothing compacted): ${stores.map((s) => `${idleMb[s].toFixed(0)} MB (${s})`).join(', ')}.`)
+
+    const strataSecs = med(results.get('full-off/local')!, (x) => x.seconds)
+    lines.push(`\n### Strata vs DuckDB on the same ${inputFiles.length} Parquet files (${(inputBytes / 2 ** 20).toFixed(1)} MiB, ${count(rows)} rows), local disk, median of ${runs} runs\n`)
+    lines.push(
+      markdownTable(
+        ['engine', 'threads', 'seconds', 'rows out', 'peak RSS (MB)', 'Strata time ÷ this'],
+        [
+          ['Strata `compactBucket` full, deletion vectors off', 1, strataSecs.toFixed(2), count(strataOut), med(results.get('full-off/local')!, (x) => x.maxRssMb).toFixed(0), '1.0'],
+          ...[...duck].map(([threads, s]) => {
+            const secs = med(s, (x) => x.seconds)
+            return [`DuckDB ${machine.packages['@duckdb/node-api']} window + COPY`, threads, secs.toFixed(2), count(s.reports[0].rowsOut), med(s, (x) => x.maxRssMb).toFixed(0), (strataSecs / secs).toFixed(1)]
+          }),
+        ],
+      ),
+    )
+
+    lines.push(`\n### Peak RSS against rows and sorted runs (full compaction, deletion vectors off, local disk), median of ${runs} runs\n`)
+    const scaleRows = [quarter, half, fullOff, tenRuns].map((f) => {
+      const s = results.get(`${f.id}/local`)!
+      const secs = med(s, (x) => x.seconds)
+      const rss = med(s, (x) => x.maxRssMb)
+      return [count(s.reports[0].rowsIn), f.runs, count(s.reports[0].rowsOut), secs.toFixed(2), rate(s.reports[0].rowsIn, secs), rss.toFixed(0), (rss - idleMb.local).toFixed(0)]
+    })
+    lines.push(markdownTable(['rows in', 'sorted runs', 'rows out', 'seconds', 'rows in/s', 'peak RSS (MB)', 'above idle child (MB)'], scaleRows))
+
+    if (profiles) {
+      for (const [id, p] of Object.entries(profiles)) {
+        lines.push(`\n### CPU profile of ${id} (one local run, ${p.totalMs} ms sampled): self time by file\n`)
+        lines.push(markdownTable(['file', 'ms', '%'], p.byFile.map((e) => [`\`${e.name}\``, e.ms, e.percent])))
+        lines.push(`\nby function\n`)
+        lines.push(markdownTable(['function', 'ms', '%'], p.byFunction.map((e) => [`\`${e.name}\``, e.ms, e.percent])))
+      }
+    }
+    lines.push(`\n${machineMarkdown(machine)}`)
+    console.log(lines.join('\n'))
+
+    const path = writeResults(quick ? 'compaction-quick' : 'compaction', {
+      machine,
+      params: { rows, runs, deleteRatio: DELETE_RATIO, seed: SEED, withS3, inputFiles: inputFiles.length, inputBytes },
+      duckdbSql: duckdbSql(['<5 level-0 files>'], '<out>'),
+      idleRssMb: idleMb,
+      compaction: jobs.map((j) => ({ id: j.id, label: j.label, store: j.store, mode: j.mode, fixtureRows: j.fixture.rows, fixtureRuns: j.fixture.runs, reports: results.get(`${j.id}/${j.store}`)!.reports })),
+      duckdb: [...duck].map(([threads, s]) => ({ threads, reports: s.reports })),
+      profiles,
+    })
+    process.stderr.write(`results: ${path}\n`)
+  } finally {
+    await backend?.stop()
+    rmSync(work, { recursive: true, force: true })
+  }
+}
+
+const argv = process.argv.slice(2)
+if (argv[0] === '--child') await childMain(argv.slice(1))
+else await parentMain(argv)

@@ -1,0 +1,45 @@
+// Every measurement runs in a fresh child process (the benchmark script itself with
+// `--child …`), so `process.resourceUsage().maxRSS` is that job's own peak and no heap or
+// page cache state of an earlier job leaks into it.
+
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
+
+export interface ChildReport {
+  seconds: number
+  /** peak resident set of the whole child process, MB (modules and table open included) */
+  maxRssMb: number
+}
+
+export interface RunChildOptions {
+  env?: NodeJS.ProcessEnv
+  /** node options before the script, e.g. `--cpu-prof` */
+  nodeArgs?: string[]
+}
+
+/**
+ * Runs `script --child ...args` under tsx and parses the last stdout line as JSON. Async on
+ * purpose: the embedded S3 backend serves the child from this process's event loop.
+ */
+export async function runChild<T extends ChildReport>(script: string, args: string[], opts: RunChildOptions = {}): Promise<T> {
+  const argv = [...(opts.nodeArgs ?? []), '--import', 'tsx', script, '--child', ...args]
+  let stdout: string
+  try {
+    ;({ stdout } = await promisify(execFile)(process.execPath, argv, { env: opts.env ?? process.env, encoding: 'utf8', maxBuffer: 16 << 20 }))
+  } catch (e) {
+    const err = e as Error & { stderr?: string }
+    throw new Error(`child ${args.join(' ')} failed: ${err.message}\n${err.stderr ?? ''}`)
+  }
+  const last = stdout.trim().split('\n').pop() ?? ''
+  try {
+    return JSON.parse(last) as T
+  } catch {
+    throw new Error(`child ${args.join(' ')} printed no JSON report; its last line was ${JSON.stringify(last)}`)
+  }
+}
+
+/** The child's side: one JSON line with the job's figures and the process's peak RSS. */
+export function reportToParent(fields: Record<string, unknown> & { seconds: number }): void {
+  const json = JSON.stringify({ ...fields, maxRssMb: process.resourceUsage().maxRSS / 1024 }, (_, v) => (typeof v === 'bigint' ? Number(v) : v))
+  process.stdout.write(json + '\n')
+}

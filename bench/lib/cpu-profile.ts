@@ -1,0 +1,66 @@
+// Summary of a V8 `.cpuprofile` (from `node --cpu-prof`): self time by function and by
+// source file, so a benchmark can say where compaction spends its CPU.
+
+import { readFileSync } from 'node:fs'
+
+interface ProfileNode {
+  id: number
+  callFrame: { functionName: string; url: string; lineNumber: number }
+  children?: number[]
+}
+
+interface CpuProfile {
+  nodes: ProfileNode[]
+  samples: number[]
+  timeDeltas: number[]
+}
+
+export interface ProfileEntry {
+  name: string
+  ms: number
+  percent: number
+}
+
+export interface ProfileSummary {
+  totalMs: number
+  byFunction: ProfileEntry[]
+  byFile: ProfileEntry[]
+}
+
+/** `lib/format/data-file.ts`, `hyparquet/src/…`, or the V8 pseudo-frame's name. */
+function fileOf(url: string, functionName: string): string {
+  if (url === '') return functionName || '(native)'
+  const path = url.replace(/^file:\/\//, '')
+  const nm = path.lastIndexOf('node_modules/')
+  if (nm >= 0) return path.slice(nm + 'node_modules/'.length)
+  const lib = path.search(/\/(lib|bench|local)\//)
+  if (lib >= 0) return path.slice(lib + 1)
+  return path.startsWith('node:') ? path : path.split('/').slice(-2).join('/')
+}
+
+export function summarizeCpuProfile(path: string, top = 15): ProfileSummary {
+  const profile = JSON.parse(readFileSync(path, 'utf8')) as CpuProfile
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]))
+  const self = new Map<number, number>()
+  let total = 0
+  for (let i = 0; i < profile.samples.length; i++) {
+    const dt = profile.timeDeltas[i] ?? 0
+    self.set(profile.samples[i], (self.get(profile.samples[i]) ?? 0) + dt)
+    total += dt
+  }
+  const fn = new Map<string, number>()
+  const file = new Map<string, number>()
+  for (const [id, us] of self) {
+    const { functionName, url, lineNumber } = byId.get(id)!.callFrame
+    const f = fileOf(url, functionName)
+    const name = url === '' ? f : `${functionName || '(anonymous)'} ${f}:${lineNumber + 1}`
+    fn.set(name, (fn.get(name) ?? 0) + us)
+    file.set(f, (file.get(f) ?? 0) + us)
+  }
+  const entries = (m: Map<string, number>) =>
+    [...m]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([name, us]) => ({ name, ms: Math.round(us / 1000), percent: Math.round((1000 * us) / total) / 10 }))
+  return { totalMs: Math.round(total / 1000), byFunction: entries(fn), byFile: entries(file) }
+}

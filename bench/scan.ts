@@ -1,0 +1,174 @@
+// Scan of the latest snapshot, deletion-vector mode against merge-on-read, side by side in
+// one run (medians of --runs). The same 1,000,000 records (a batch of all 600k keys, then 4
+// batches each upserting a random 100k of them; 5% deletes) go into a 4-bucket table three
+// ways:
+// - merge-on-read: deletion vectors off, 5 level-0 sorted runs per bucket, merged by key;
+// - deletion vectors: batch 1 fully compacted to the top level, batches 2-5 then compacted
+//   with lookups (force-up-level-0), so each bucket is a top-level file whose superseded
+//   rows are marked in its deletion vector plus one file of the newer rows; read file by
+//   file, vectors applied, no merge;
+// - fully compacted (deletion vectors on, one top-level file per bucket, no vectors): the floor.
+// Each scan is `scan()` from lib/read/table-read.ts counting rows, in a fresh child process;
+// local disk, and the embedded S3 backend unless --no-s3.
+//
+//   npx tsx bench/scan.ts [--quick] [--runs 3] [--no-s3]
+
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { compactTable } from '../lib/lsm/compact-table.ts'
+import { newReadStats, scan } from '../lib/read/table-read.ts'
+import { LocalFileStore } from '../lib/store/local-store.ts'
+import { openStore } from '../lib/store/open-store.ts'
+import { S3Store } from '../lib/store/s3-store.ts'
+import { Table } from '../lib/table/table.ts'
+import type { EmbeddedBackend } from '../local/embedded.ts'
+import { parseBenchArgs } from './lib/args.ts'
+import { type ChildReport, reportToParent, runChild } from './lib/child.ts'
+import { copyStore } from './lib/copy-store.ts'
+import { type LoadPlan, KeySampler, createBenchTable, loadBatches } from './lib/dataset.ts'
+import { machineInfo, machineMarkdown } from './lib/machine.ts'
+import { markdownTable, writeResults } from './lib/report.ts'
+import { count, median, rate } from './lib/stats.ts'
+
+const PACKAGES = ['hyparquet', 'hyparquet-writer', 'hyparquet-compressors', 'fauxqs', '@aws-sdk/client-s3', 'tsx']
+const BUCKETS = 4
+const RUNS_PER_BUCKET = 5
+const DELETE_RATIO = 0.05
+const SEED = 20_260_502
+
+interface ScanReport extends ChildReport {
+  rows: number
+  filesOpened: number[]
+  mergedSplits: number
+  deletionVectorSplits: number
+}
+
+async function childMain(argv: string[]): Promise<void> {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
+  const [job, uri, columns] = argv
+  if (job !== 'scan') throw new Error(`unknown child job ${JSON.stringify(job)}`)
+  const table = await Table.open(openStore(uri))
+  const stats = newReadStats()
+  const t0 = performance.now()
+  let rows = 0
+  for await (const batch of scan(table, { stats, columns: columns === 'all' ? undefined : columns.split(',') })) rows += batch.length
+  const seconds = (performance.now() - t0) / 1000
+  reportToParent({ seconds, rows, ...stats })
+}
+
+type Layout = 'mor' | 'dv' | 'full'
+
+const LAYOUTS: { id: Layout; label: string }[] = [
+  { id: 'mor', label: `merge-on-read, ${RUNS_PER_BUCKET} L0 runs per bucket` },
+  { id: 'dv', label: 'deletion vectors: top level + vectors, plus 1 compacted run' },
+  { id: 'full', label: 'fully compacted (1 file per bucket, no vectors)' },
+]
+
+async function buildLayout(dir: string, layout: Layout, plan: LoadPlan): Promise<void> {
+  const t0 = performance.now()
+  const table = await createBenchTable(dir, { buckets: BUCKETS, deletionVectors: layout !== 'mor' })
+  if (layout === 'dv') {
+    const sampler = new KeySampler(plan.keySpace, plan.seed)
+    await loadBatches(table, { ...plan, batches: plan.batches.slice(0, 1) }, sampler, 1)
+    await compactTable(table, { full: true })
+    await loadBatches(table, { ...plan, batches: plan.batches.slice(1) }, sampler, 2)
+    const lifted = await compactTable(table)
+    if (lifted.length !== BUCKETS || lifted.some((r) => r.rowsDeletedByVector === 0)) throw new Error(`expected every bucket to lift its L0 runs with deletion-vector marks, got ${JSON.stringify(lifted.map((r) => r.rowsDeletedByVector))}`)
+  } else {
+    await loadBatches(table, plan)
+    if (layout === 'full') await compactTable(table, { full: true })
+  }
+  process.stderr.write(`built ${layout} in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`)
+}
+
+async function parentMain(argv: string[]): Promise<void> {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
+  const args = parseBenchArgs(argv, ['--quick', '--no-s3'], ['--runs'])
+  const quick = args.has('--quick')
+  const runs = args.num('--runs', 3)
+  const withS3 = !args.has('--no-s3')
+  const records = 1_000_000 / (quick ? 10 : 1)
+  // the first batch writes every key and outweighs the other four together, so in
+  // deletion-vector mode the lift of batches 2-5 leaves it in place (size ratio) and marks it
+  const plan: LoadPlan = { keySpace: (records * 3) / 5, batches: [(records * 3) / 5, ...Array.from({ length: RUNS_PER_BUCKET - 1 }, () => records / 10)], deleteRatio: DELETE_RATIO, seed: SEED }
+  const machine = machineInfo(PACKAGES)
+  const work = mkdtempSync(join(tmpdir(), 'strata-bench-scan-'))
+  const childEnv: NodeJS.ProcessEnv = { ...process.env }
+  let backend: EmbeddedBackend | null = null
+  try {
+    const uris = new Map<string, string>()
+    for (const l of LAYOUTS) {
+      const dir = join(work, l.id)
+      await buildLayout(dir, l.id, plan)
+      uris.set(`${l.id}/local`, dir)
+    }
+    if (withS3) {
+      const { startEmbeddedBackend } = await import('../local/embedded.ts')
+      backend = await startEmbeddedBackend()
+      await backend.createBucket('bench')
+      Object.assign(childEnv, {
+        AWS_ENDPOINT_URL: backend.endpoint,
+        AWS_REGION: backend.region,
+        AWS_ACCESS_KEY_ID: backend.credentials.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: backend.credentials.secretAccessKey,
+      })
+      for (const l of LAYOUTS) {
+        await copyStore(new LocalFileStore(join(work, l.id)), new S3Store({ bucket: 'bench', prefix: l.id, client: backend.s3Client() }))
+        uris.set(`${l.id}/s3`, `s3://bench/${l.id}`)
+      }
+    }
+
+    const stores = withS3 ? ['local', 's3'] : ['local']
+    const projections = ['all', 'id']
+    const results = new Map<string, ScanReport[]>()
+    for (let rep = 0; rep < runs; rep++) {
+      for (const store of stores) {
+        for (const columns of projections) {
+          for (const l of LAYOUTS) {
+            const key = `${l.id}/${store}/${columns}`
+            const r = await runChild<ScanReport>(import.meta.filename, ['scan', uris.get(`${l.id}/${store}`)!, columns], { env: childEnv })
+            if (!results.has(key)) results.set(key, [])
+            results.get(key)!.push(r)
+            process.stderr.write(`run ${rep + 1}/${runs} ${key}: ${r.rows} rows, ${r.seconds.toFixed(2)} s, ${r.maxRssMb.toFixed(0)} MB\n`)
+          }
+        }
+      }
+    }
+    // the three layouts hold the same table
+    const expected = results.get('mor/local/all')![0].rows
+    for (const [key, rs] of results) {
+      if (rs.some((r) => r.rows !== expected)) throw new Error(`${key} scanned ${rs.map((r) => r.rows).join('/')} rows, merge-on-read ${expected}`)
+    }
+
+    const lines: string[] = [`\n### Scan of the latest snapshot, ${BUCKETS} buckets, ${count(records)} records written (${count(expected)} live rows), median of ${runs} runs\n`]
+    const rows: (string | number)[][] = []
+    for (const store of stores) {
+      for (const columns of projections) {
+        const morSecs = median(results.get(`mor/${store}/${columns}`)!.map((r) => r.seconds))
+        for (const l of LAYOUTS) {
+          const rs = results.get(`${l.id}/${store}/${columns}`)!
+          const secs = median(rs.map((r) => r.seconds))
+          const files = rs[0].filesOpened.map((n, level) => (n ? `L${level}×${n}` : '')).filter(Boolean).join(' ')
+          rows.push([l.label, store === 's3' ? 'embedded S3' : 'local disk', columns === 'all' ? 'all 5' : '`id`', files, secs.toFixed(2), rate(expected, secs), median(rs.map((r) => r.maxRssMb)).toFixed(0), (morSecs / secs).toFixed(2)])
+        }
+      }
+    }
+    lines.push(markdownTable(['layout', 'store', 'columns', 'files opened', 'seconds', 'rows/s', 'peak RSS (MB)', 'merge-on-read time ÷ this'], rows))
+    lines.push(`\n${machineMarkdown(machine)}`)
+    console.log(lines.join('\n'))
+    const path = writeResults(quick ? 'scan-quick' : 'scan', {
+      machine,
+      params: { records, buckets: BUCKETS, runsPerBucket: RUNS_PER_BUCKET, keySpace: plan.keySpace, deleteRatio: DELETE_RATIO, seed: SEED, runs, withS3, liveRows: expected },
+      scans: [...results].map(([key, reports]) => ({ key, reports })),
+    })
+    process.stderr.write(`results: ${path}\n`)
+  } finally {
+    await backend?.stop()
+    rmSync(work, { recursive: true, force: true })
+  }
+}
+
+const argv = process.argv.slice(2)
+if (argv[0] === '--child') await childMain(argv.slice(1))
+else await parentMain(argv)
