@@ -1,0 +1,178 @@
+// Maintenance function: on an EventBridge schedule, for the one table it serves
+// (STRATA_TABLE): expire snapshots by the table's `snapshot.*` options, remove orphan files,
+// delete the writer's idempotency markers once they are past the dedup window, and publish
+// the table's LSM shape and backlog as CloudWatch metrics (EMF).
+//
+// The steps are independent: one failing does not skip the others (metrics matter most when
+// something is wrong), and the invocation then fails so the schedule's error metric and
+// retries see it.
+
+import middy from '@middy/core'
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs'
+import { MetricUnit } from '@aws-lambda-powertools/metrics'
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware'
+import type { Context, ScheduledEvent } from 'aws-lambda'
+import { tableStatus } from '../lib/cli/status.ts'
+import { INGEST_MARKER_DIR } from '../lib/ingest/ingest.ts'
+import { type ExpireResult, expireSnapshots, forEachLimited } from '../lib/maintenance/expire.ts'
+import { DEFAULT_ORPHAN_OLDER_THAN_MS, removeOrphanFiles } from '../lib/maintenance/orphans.ts'
+import { snapshotRange } from '../lib/maintenance/references.ts'
+import type { Table } from '../lib/table/table.ts'
+import { ConfigError } from './shared/config.ts'
+import { logger, newMetrics, resolveTable, runtimeConfig, sqsClient } from './shared/runtime.ts'
+
+const metrics = newMetrics('maintenance')
+
+/** Marker deletes in flight at once, as expiration's deletes (S3 latency bound). */
+const DELETE_CONCURRENCY = 16
+
+export interface TableMetrics {
+  L0FileCountMax: number
+  L0FileCountAvg: number
+  /** ms, max over buckets; 0 when no bucket has L0 files readers cannot see yet */
+  FreshnessLag: number
+  SortedRunsMax: number
+  BackPressureBuckets: number
+  DeletionVectorRows: number
+  /** snapshots retained after expiration */
+  Snapshots: number
+  /** compaction jobs waiting or in flight; absent without a compaction queue */
+  QueuedJobs?: number
+}
+
+export interface MaintenanceSummary {
+  table: string
+  expired: ExpireResult | null
+  orphansDeleted: number | null
+  markersDeleted: number | null
+  metrics: TableMetrics | null
+  /** step → error message, for the steps that failed */
+  errors: Record<string, string>
+  /** step → milliseconds it took */
+  timings: Record<string, number>
+}
+
+export interface MaintenanceOptions {
+  /** epoch millis every age is measured from; default Date.now() */
+  now?: number
+  /** default STRATA_ORPHAN_OLDER_THAN_MS, else Paimon's one day */
+  orphanOlderThanMs?: number
+  /** default runtimeConfig().dedupWindowMs */
+  markerMaxAgeMs?: number
+}
+
+function orphanAgeFromEnv(): number {
+  const v = process.env.STRATA_ORPHAN_OLDER_THAN_MS
+  if (v === undefined || v === '') return DEFAULT_ORPHAN_OLDER_THAN_MS
+  if (!/^\d+$/.test(v)) throw new ConfigError(`environment variable STRATA_ORPHAN_OLDER_THAN_MS: expected a non-negative integer of milliseconds, got ${JSON.stringify(v)}`)
+  return Number(v)
+}
+
+/**
+ * Deletes ingest idempotency markers (lib/ingest/ingest.ts) last written before
+ * `now - maxAgeMs`. A batch redelivered after that is no longer recognised, which is why
+ * the age is the writer's own dedup window.
+ */
+export async function removeOldMarkers(table: Table, now: number, maxAgeMs: number): Promise<number> {
+  const cutoff = now - maxAgeMs
+  const old = (await table.store.list(INGEST_MARKER_DIR)).filter((o) => o.lastModified < cutoff)
+  await forEachLimited(old, DELETE_CONCURRENCY, (o) => table.store.delete(o.key))
+  return old.length
+}
+
+/** Messages on the queue, visible or received and not yet deleted. */
+async function queuedJobs(queueUrl: string): Promise<number> {
+  const res = await sqsClient().send(
+    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }),
+  )
+  const n = (k: string) => Number(res.Attributes?.[k as keyof typeof res.Attributes] ?? 0)
+  return n('ApproximateNumberOfMessages') + n('ApproximateNumberOfMessagesNotVisible')
+}
+
+export async function tableMetrics(table: Table, now: number, queueUrl?: string): Promise<TableMetrics> {
+  const status = await tableStatus(table, now)
+  const b = status.buckets
+  const { earliest, latest } = await snapshotRange(table)
+  const m: TableMetrics = {
+    L0FileCountMax: status.maxL0Files,
+    L0FileCountAvg: b.length ? b.reduce((n, x) => n + x.l0Files, 0) / b.length : 0,
+    FreshnessLag: status.maxFreshnessLagMs ?? 0,
+    SortedRunsMax: Math.max(0, ...b.map((x) => x.sortedRuns)),
+    BackPressureBuckets: b.filter((x) => x.backPressure).length,
+    DeletionVectorRows: b.reduce((n, x) => n + x.dvCardinality, 0),
+    Snapshots: latest === 0 ? 0 : latest - earliest + 1,
+  }
+  if (queueUrl) m.QueuedJobs = await queuedJobs(queueUrl)
+  return m
+}
+
+const UNITS: Record<keyof TableMetrics, (typeof MetricUnit)[keyof typeof MetricUnit]> = {
+  L0FileCountMax: MetricUnit.Count,
+  L0FileCountAvg: MetricUnit.Count,
+  FreshnessLag: MetricUnit.Milliseconds,
+  SortedRunsMax: MetricUnit.Count,
+  BackPressureBuckets: MetricUnit.Count,
+  DeletionVectorRows: MetricUnit.Count,
+  Snapshots: MetricUnit.Count,
+  QueuedJobs: MetricUnit.Count,
+}
+
+/** One maintenance pass over the configured table (no metrics published: the handler does). */
+export async function runMaintenance(opts: MaintenanceOptions = {}): Promise<MaintenanceSummary> {
+  const cfg = runtimeConfig()
+  const name = cfg.table
+  if (name === undefined) {
+    throw new ConfigError(`environment variable STRATA_TABLE is not set and STRATA_TABLES has ${cfg.tables.size} tables; name the table this maintenance function serves`)
+  }
+  const orphanOlderThanMs = opts.orphanOlderThanMs ?? orphanAgeFromEnv()
+  const markerMaxAgeMs = opts.markerMaxAgeMs ?? cfg.dedupWindowMs
+  const resolved = await resolveTable(name)
+  if (!resolved) throw new ConfigError(`maintenance: table '${name}' is not in STRATA_TABLES`)
+  const { table } = resolved
+  const now = opts.now ?? Date.now()
+  const summary: MaintenanceSummary = { table: name, expired: null, orphansDeleted: null, markersDeleted: null, metrics: null, errors: {}, timings: {} }
+  const step = async (what: string, fn: () => Promise<void>) => {
+    const started = Date.now()
+    try {
+      await fn()
+    } catch (err) {
+      summary.errors[what] = (err as Error).message
+      logger.error(`maintenance step failed: ${what}`, { table: name, error: err as Error })
+    }
+    summary.timings[what] = Date.now() - started
+  }
+
+  // Expiration first: a crash between its snapshot and file deletes leaves orphans, which
+  // the next step collects.
+  await step('Expire', async () => {
+    summary.expired = await expireSnapshots(table, { now })
+  })
+  await step('Orphans', async () => {
+    const r = await removeOrphanFiles(table, { now, olderThanMs: orphanOlderThanMs })
+    summary.orphansDeleted = r.deleted.length
+  })
+  await step('Markers', async () => {
+    summary.markersDeleted = await removeOldMarkers(table, now, markerMaxAgeMs)
+  })
+  await step('Metrics', async () => {
+    summary.metrics = await tableMetrics(table, now, cfg.tables.get(name)!.compactionQueueUrl)
+  })
+  return summary
+}
+
+export async function maintenanceHandler(event: ScheduledEvent | undefined, context?: Context): Promise<MaintenanceSummary> {
+  const summary = await runMaintenance()
+  const failed = Object.keys(summary.errors)
+  metrics.addDimensions({ table: summary.table })
+  if (summary.metrics) for (const [k, v] of Object.entries(summary.metrics) as [keyof TableMetrics, number][]) metrics.addMetric(k, UNITS[k], v)
+  if (summary.expired) metrics.addMetric('SnapshotsExpired', MetricUnit.Count, summary.expired.expired.length)
+  if (summary.orphansDeleted !== null) metrics.addMetric('OrphanFilesDeleted', MetricUnit.Count, summary.orphansDeleted)
+  if (summary.markersDeleted !== null) metrics.addMetric('MarkersDeleted', MetricUnit.Count, summary.markersDeleted)
+  for (const [what, ms] of Object.entries(summary.timings)) metrics.addMetric(`${what}Time`, MetricUnit.Milliseconds, ms)
+  metrics.addMetric('MaintenanceErrors', MetricUnit.Count, failed.length)
+  logger.info('maintenance', { ...summary, scheduledAt: event?.time, requestId: context?.awsRequestId })
+  if (failed.length) throw new Error(`maintenance of table '${summary.table}': ${failed.join(', ')} failed (${Object.values(summary.errors).join('; ')})`)
+  return summary
+}
+
+export const handler = middy(maintenanceHandler).use(logMetrics(metrics))

@@ -1,0 +1,349 @@
+// Reader function: scans, key lookups and table status over a Lambda Function URL
+// (AWS_IAM auth, payload format 2.0: GET with query parameters or POST with a JSON body,
+// base64 or not), or invoked directly with the request object as the event (the library
+// and CLI path). Either way the answer is `{statusCode, headers, body}`, the body JSON text
+// built here so BIGINT and DECIMAL values print digit for digit.
+//
+// Results are capped at `limit` rows (default and maximum STRATA_MAX_RESULT_ROWS) and at
+// about 5 MB of JSON, under the 6 MB a Function URL can return. Pages continue with an
+// opaque cursor that pins the snapshot, so every page reads one snapshot however many
+// commits land in between.
+
+import { createHash } from 'node:crypto'
+import middy from '@middy/core'
+import { MetricUnit } from '@aws-lambda-powertools/metrics'
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware'
+import type { Context } from 'aws-lambda'
+import { tableStatus } from '../lib/cli/status.ts'
+import { valueComparator } from '../lib/format/compare.ts'
+import { existingSnapshot } from '../lib/maintenance/references.ts'
+import { type KeyFilter, type ReadStats, lookup, newReadStats, planScan, readSplitRecords } from '../lib/read/table-read.ts'
+import { rowToJsonLine, valueFromJson } from '../lib/table/json-values.ts'
+import type { Table } from '../lib/table/table.ts'
+import { type Row, StrataInputError, isRetract } from '../lib/types.ts'
+import { ConfigError } from './shared/config.ts'
+import { HttpError, type HttpResponse, errorResponse, isFunctionUrlEvent, jsonResponse, parseJsonObject, requestOf } from './shared/http.ts'
+import { logger, newMetrics, resolveTable, runtimeConfig } from './shared/runtime.ts'
+
+const metrics = newMetrics('reader')
+
+/**
+ * A Function URL's buffered response is at most 6 MB; 5 MB of rows leaves room for the
+ * envelope and for a row that goes over the budget (a page always returns at least one).
+ */
+export const MAX_BODY_BYTES = 5 * 1024 * 1024
+
+export type ReadOp = 'scan' | 'lookup' | 'status'
+
+export interface ReaderRequest {
+  table: string
+  op: ReadOp
+  snapshotId?: number
+  columns?: string[]
+  /** scan: equality on partition and primary-key fields */
+  filter?: KeyFilter
+  /** lookup: the whole primary key */
+  key?: KeyFilter
+  limit?: number
+  cursor?: string
+}
+
+const OPS: ReadOp[] = ['scan', 'lookup', 'status']
+const FIELDS_OF: Record<ReadOp, string[]> = {
+  scan: ['table', 'op', 'snapshotId', 'columns', 'filter', 'limit', 'cursor'],
+  lookup: ['table', 'op', 'snapshotId', 'columns', 'key'],
+  status: ['table', 'op'],
+}
+const ALL_FIELDS = [...new Set(Object.values(FIELDS_OF).flat())]
+
+function describe(v: unknown): string {
+  const s = JSON.stringify(v)
+  return s === undefined ? String(v) : s.length > 60 ? `${s.slice(0, 57)}...` : s
+}
+
+function integerField(name: string, v: unknown, min: number, max: number, fromQuery: boolean): number {
+  const n = fromQuery && typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < min || n > max) {
+    throw new StrataInputError(`${name}: expected an integer in ${min}..${max}, got ${describe(v)}`)
+  }
+  return n
+}
+
+function objectField(name: string, v: unknown, fromQuery: boolean): KeyFilter {
+  if (fromQuery && typeof v === 'string') return parseJsonObject(v, name)
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new StrataInputError(`${name}: expected a JSON object of column → value, got ${describe(v)}`)
+  return v as KeyFilter
+}
+
+/**
+ * Validates a request: from a JSON body or direct invocation (typed values), or from query
+ * parameters (strings: `columns=a,b`, `filter`/`key` as JSON text). Unknown fields and
+ * fields the op does not use are errors, not silently ignored.
+ */
+export function parseReaderRequest(fields: Record<string, unknown>, { fromQuery = false, maxRows = runtimeConfig().maxResultRows } = {}): ReaderRequest {
+  for (const f of Object.keys(fields)) {
+    if (!ALL_FIELDS.includes(f)) throw new StrataInputError(`${f}: unknown request field (expected: ${ALL_FIELDS.join(', ')})`)
+  }
+  const { table, op } = fields
+  if (table === undefined || table === '') throw new StrataInputError('table: missing; expected the name of a configured table')
+  if (typeof table !== 'string') throw new StrataInputError(`table: expected a string, got ${describe(table)}`)
+  if (op === undefined) throw new StrataInputError(`op: missing; expected one of ${OPS.join(', ')}`)
+  if (!OPS.includes(op as ReadOp)) throw new StrataInputError(`op: expected one of ${OPS.join(', ')}, got ${describe(op)}`)
+  const req: ReaderRequest = { table, op: op as ReadOp }
+  for (const f of Object.keys(fields)) {
+    if (fields[f] !== undefined && !FIELDS_OF[req.op].includes(f)) throw new StrataInputError(`${f}: not used by op '${req.op}' (it takes ${FIELDS_OF[req.op].join(', ')})`)
+  }
+  if (fields.snapshotId !== undefined) req.snapshotId = integerField('snapshotId', fields.snapshotId, 1, Number.MAX_SAFE_INTEGER, fromQuery)
+  if (fields.limit !== undefined) req.limit = integerField('limit', fields.limit, 1, maxRows, fromQuery)
+  if (fields.columns !== undefined) {
+    const c = fromQuery && typeof fields.columns === 'string' ? fields.columns.split(',').map((s) => s.trim()) : fields.columns
+    if (!Array.isArray(c) || c.length === 0 || c.some((x) => typeof x !== 'string' || x === '')) {
+      throw new StrataInputError(`columns: expected a non-empty list of column names${fromQuery ? ' (columns=a,b)' : ''}, got ${describe(fields.columns)}`)
+    }
+    req.columns = c as string[]
+  }
+  if (fields.filter !== undefined) req.filter = objectField('filter', fields.filter, fromQuery)
+  if (fields.key !== undefined) req.key = objectField('key', fields.key, fromQuery)
+  if (req.op === 'lookup' && req.key === undefined) throw new StrataInputError('key: missing; op lookup needs the whole primary key, e.g. {"id": 7}')
+  if (fields.cursor !== undefined) {
+    if (typeof fields.cursor !== 'string' || fields.cursor === '') throw new StrataInputError(`cursor: expected the nextCursor string of an earlier page, got ${describe(fields.cursor)}`)
+    req.cursor = fields.cursor
+  }
+  return req
+}
+
+// --- cursor ---------------------------------------------------------------------------
+
+/**
+ * Where the next page starts: the pinned snapshot, a split index and how many result rows
+ * of that split earlier pages returned. The position is stable because a snapshot is
+ * immutable: planning the same snapshot with the same filter yields the same splits in the
+ * same order (the manifests fold in their list order, lib/read/table-read.ts planScan), and
+ * reading a split yields its rows in the same order (merge by key and sequence, or in DV
+ * mode the same files in manifest order with the same deletion vectors). `query` binds the
+ * cursor to the table and filter that produced that plan.
+ */
+interface Cursor {
+  v: 1
+  table: string
+  snapshotId: number
+  split: number
+  offset: number
+  query: string
+}
+
+function queryFingerprint(table: string, filter: KeyFilter | undefined): string {
+  const canonical = JSON.stringify([table, Object.entries(filter ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))])
+  return createHash('sha256').update(canonical).digest('base64url').slice(0, 16)
+}
+
+export function encodeCursor(c: Omit<Cursor, 'v'>): string {
+  return Buffer.from(JSON.stringify({ v: 1, ...c })).toString('base64url')
+}
+
+function decodeCursor(text: string): Cursor {
+  let c: Partial<Cursor> | null = null
+  try {
+    c = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Partial<Cursor>
+  } catch {
+    // falls through to the shape check
+  }
+  const nat = (x: unknown) => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0
+  if (!c || c.v !== 1 || typeof c.table !== 'string' || typeof c.query !== 'string' || !nat(c.snapshotId) || !nat(c.split) || !nat(c.offset)) {
+    throw new StrataInputError('cursor: not a cursor this reader issued; pass the nextCursor of the previous page unchanged')
+  }
+  return c as Cursor
+}
+
+// --- reads ----------------------------------------------------------------------------
+
+export interface ReadOutcome {
+  /** JSON text of the 200 response */
+  body: string
+  snapshotId: number | null
+  rows: number
+  stats: ReadStats | null
+}
+
+/** The snapshot exists in the store now (a warm handle's cache may outlive an expiration). */
+async function requireSnapshot(table: Table, id: number, field: 'snapshotId' | 'cursor'): Promise<void> {
+  if (await existingSnapshot(table, id)) return
+  const [earliest, latest] = [await table.snapshots.earliestId(), await table.snapshots.latestId()]
+  const retained = latest === 0 ? 'none' : `${earliest}..${latest}`
+  if (field === 'cursor') throw new HttpError(410, `cursor: snapshot ${id} of this scan has expired (retained snapshots: ${retained}); start the scan again without a cursor`)
+  throw new StrataInputError(`snapshotId: no snapshot ${id} (retained snapshots: ${retained})`)
+}
+
+/**
+ * A read whose snapshot was expired by maintenance while its files were being read fails
+ * on a missing object; that is answered 410 (start again), not 500.
+ */
+async function whilePinned<T>(table: Table, id: number | undefined, field: 'snapshotId' | 'cursor', read: () => Promise<T>): Promise<T> {
+  try {
+    return await read()
+  } catch (err) {
+    if (id === undefined || err instanceof StrataInputError || (await existingSnapshot(table, id).catch(() => true))) throw err
+    throw new HttpError(410, `${field}: snapshot ${id} expired while it was being read; start the read again${field === 'cursor' ? ' without a cursor' : ''}`)
+  }
+}
+
+/** The rows the filter keeps; planScan has already checked its fields and prunes partitions. */
+function filterMatcher(table: Table, filter: KeyFilter | undefined): (row: Row) => boolean {
+  const view = table.view
+  const checks = Object.entries(filter ?? {}).map(([name, json]) => {
+    const i = view.fieldIndex.get(name)!
+    return { i, want: valueFromJson(view.fields[i], json, 'filter'), cmp: valueComparator(view.fields[i].type) }
+  })
+  return (row) => checks.every((c) => c.cmp(row[c.i], c.want) === 0)
+}
+
+/** Value columns the split reads: as lib/read/table-read.ts scan chooses them. */
+function valueColumnsFor(table: Table, columns: number[], filter: KeyFilter | undefined): string[] {
+  const cfg = table.mergeConfig
+  if (cfg.engine !== 'deduplicate' && cfg.engine !== 'first-row') return table.view.fields.map((f) => f.name)
+  return [...new Set([...columns.map((i) => table.view.fields[i].name), ...Object.keys(filter ?? {}), ...cfg.sequenceFields])]
+}
+
+async function scanPage(table: Table, name: string, req: ReaderRequest, limit: number, maxBodyBytes: number): Promise<ReadOutcome> {
+  const query = queryFingerprint(name, req.filter)
+  let start = { split: 0, offset: 0 }
+  let snapshotId = req.snapshotId
+  if (req.cursor !== undefined) {
+    const c = decodeCursor(req.cursor)
+    if (c.table !== name || c.query !== query) throw new StrataInputError('cursor: was issued for another table or filter; pass the same table and filter as on the first page')
+    if (snapshotId !== undefined && snapshotId !== c.snapshotId) {
+      throw new StrataInputError(`snapshotId: ${snapshotId} differs from the cursor's snapshot ${c.snapshotId}; omit snapshotId when passing a cursor`)
+    }
+    await requireSnapshot(table, c.snapshotId, 'cursor')
+    snapshotId = c.snapshotId
+    start = c
+  } else if (snapshotId !== undefined) {
+    await requireSnapshot(table, snapshotId, 'snapshotId')
+  }
+  const stats = newReadStats()
+  const plan = await planScan(table, { snapshotId, columns: req.columns, filter: req.filter })
+  const matches = filterMatcher(table, req.filter)
+  const valueColumns = valueColumnsFor(table, plan.columns, req.filter)
+  const fields = table.view.fields
+  const rows: string[] = []
+  let bytes = 0
+  let next: Cursor | null = null
+  await whilePinned(table, plan.snapshot?.id, req.cursor !== undefined ? 'cursor' : 'snapshotId', async () => {
+    scan: for (let s = start.split; s < plan.splits.length; s++) {
+      const skip = s === start.split ? start.offset : 0
+      let seen = 0
+      for await (const batch of readSplitRecords(table, plan.splits[s], valueColumns, plan.dvIndex, stats)) {
+        for (const kv of batch) {
+          if (isRetract(kv.kind) || !matches(kv.value)) continue
+          if (seen++ < skip) continue
+          // the next row exists, so a cursor never leads to an empty page
+          if (rows.length >= limit) {
+            next = { v: 1, table: name, snapshotId: plan.snapshot!.id, split: s, offset: seen - 1, query }
+            break scan
+          }
+          const line = rowToJsonLine(fields, plan.columns, kv.value)
+          const size = Buffer.byteLength(line) + 1
+          if (rows.length > 0 && bytes + size > maxBodyBytes) {
+            next = { v: 1, table: name, snapshotId: plan.snapshot!.id, split: s, offset: seen - 1, query }
+            break scan
+          }
+          rows.push(line)
+          bytes += size
+        }
+      }
+    }
+  })
+  const id = plan.snapshot?.id ?? null
+  const cursor = next === null ? 'null' : JSON.stringify(encodeCursor(next))
+  return { body: `{"snapshotId":${id},"rows":[${rows.join(',')}],"nextCursor":${cursor}}`, snapshotId: id, rows: rows.length, stats }
+}
+
+async function lookupRow(table: Table, req: ReaderRequest): Promise<ReadOutcome> {
+  const view = table.view
+  const pk = view.schema.primaryKeys
+  const key = req.key!
+  for (const k of Object.keys(key)) {
+    if (!pk.includes(k)) throw new StrataInputError(`key: '${k}' is not a primary key field (primary key: [${pk.join(', ')}])`)
+  }
+  for (const k of pk) {
+    if (!(k in key)) throw new StrataInputError(`key: missing primary key field '${k}' (primary key: [${pk.join(', ')}])`)
+    valueFromJson(view.fields[view.fieldIndex.get(k)!], key[k], 'key')
+  }
+  const names = req.columns ?? view.fields.map((f) => f.name)
+  const fields = names.map((c) => {
+    const i = view.fieldIndex.get(c)
+    if (i === undefined) throw new StrataInputError(`columns: unknown column '${c}' (columns: ${view.fields.map((f) => f.name).join(', ')})`)
+    return view.fields[i]
+  })
+  let snapshotId = req.snapshotId
+  if (snapshotId !== undefined) await requireSnapshot(table, snapshotId, 'snapshotId')
+  else snapshotId = (await table.snapshots.latestId()) || undefined
+  const row = snapshotId === undefined ? null : await whilePinned(table, snapshotId, 'snapshotId', () => lookup(table, key, { snapshotId, columns: names }))
+  const text = row === null ? 'null' : rowToJsonLine(fields, fields.map((_, i) => i), row)
+  return { body: `{"snapshotId":${snapshotId ?? null},"row":${text}}`, snapshotId: snapshotId ?? null, rows: row === null ? 0 : 1, stats: null }
+}
+
+export interface ReadOptions {
+  /** JSON bytes of rows one scan page returns at most; default MAX_BODY_BYTES */
+  maxBodyBytes?: number
+}
+
+/** Runs a validated request against its table. Throws StrataInputError (400) or HttpError. */
+export async function executeRead(req: ReaderRequest, opts: ReadOptions = {}): Promise<ReadOutcome> {
+  const resolved = await resolveTable(req.table)
+  if (!resolved) throw new HttpError(404, `table: unknown table '${req.table}' (configured: ${[...runtimeConfig().tables.keys()].join(', ')})`)
+  const { table } = resolved
+  if (req.op === 'status') {
+    const status = await tableStatus(table)
+    return { body: JSON.stringify(status), snapshotId: status.snapshot?.id ?? null, rows: 0, stats: null }
+  }
+  if (req.op === 'lookup') return lookupRow(table, req)
+  return scanPage(table, req.table, req, req.limit ?? runtimeConfig().maxResultRows, opts.maxBodyBytes ?? MAX_BODY_BYTES)
+}
+
+/** A direct invocation's event: the request object, or its JSON text. */
+function directRequest(event: unknown): Record<string, unknown> {
+  if (typeof event === 'string') return parseJsonObject(event, 'event')
+  if (typeof event !== 'object' || event === null || Array.isArray(event)) throw new StrataInputError(`event: expected a Function URL event or a request object {"table", "op", ...}, got ${describe(event)}`)
+  return event as Record<string, unknown>
+}
+
+function statusOf(err: unknown): number {
+  if (err instanceof HttpError) return err.statusCode
+  if (err instanceof StrataInputError && !(err instanceof ConfigError)) return 400
+  return 500
+}
+
+export async function readerHandler(event: unknown, context?: Context): Promise<HttpResponse> {
+  const started = Date.now()
+  let req: ReaderRequest | null = null
+  try {
+    if (isFunctionUrlEvent(event)) {
+      const http = requestOf(event)
+      req = parseReaderRequest(http.fields, { fromQuery: http.method === 'GET' })
+    } else {
+      req = parseReaderRequest(directRequest(event))
+    }
+    const out = await executeRead(req, {})
+    const latency = Date.now() - started
+    const filesOpened = out.stats ? out.stats.filesOpened.reduce((a, b) => a + b, 0) : 0
+    metrics.addDimensions({ table: req.table })
+    metrics.addMetric('ReadLatency', MetricUnit.Milliseconds, latency)
+    metrics.addMetric('RowsReturned', MetricUnit.Count, out.rows)
+    if (out.stats) metrics.addMetric('FilesOpened', MetricUnit.Count, filesOpened)
+    logger.info('read', { table: req.table, op: req.op, snapshot: out.snapshotId, rows: out.rows, filesOpened, latencyMs: latency, requestId: context?.awsRequestId })
+    return jsonResponse(200, out.body)
+  } catch (err) {
+    const status = statusOf(err)
+    metrics.addMetric('ReadLatency', MetricUnit.Milliseconds, Date.now() - started)
+    // the reason names a field and may quote a value from the request, so it is not logged
+    if (status < 500) {
+      logger.info('read refused', { status, table: req?.table, op: req?.op, field: (err as Error).message.split(':')[0], requestId: context?.awsRequestId })
+      return errorResponse(status, (err as Error).message)
+    }
+    logger.error('read failed', { table: req?.table, op: req?.op, error: err as Error, requestId: context?.awsRequestId })
+    return errorResponse(500, `internal error; the function's logs have the details${context?.awsRequestId ? ` (request id ${context.awsRequestId})` : ''}`)
+  }
+}
+
+export const handler = middy(readerHandler).use(logMetrics(metrics))
