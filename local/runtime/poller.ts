@@ -165,6 +165,9 @@ export class EventSourcePoller {
     // Hand the slot from the receive to the invocation in one step, so pump() cannot overbook.
     this.receiving--
     this.invoking++
+    // The receive slot is free again: with room under the cap, the next batch is fetched
+    // while this one runs.
+    this.pump()
     try {
       await this.invoke(messages)
     } catch (error) {
