@@ -36,8 +36,6 @@ export interface TableMetrics {
   DeletionVectorRows: number
   /** snapshots retained after expiration */
   Snapshots: number
-  /** compaction jobs waiting or in flight; absent without a compaction queue */
-  QueuedJobs?: number
 }
 
 export interface MaintenanceSummary {
@@ -46,6 +44,8 @@ export interface MaintenanceSummary {
   orphansDeleted: number | null
   markersDeleted: number | null
   metrics: TableMetrics | null
+  /** compaction jobs waiting or in flight; null without a compaction queue */
+  queuedJobs: number | null
   /** step → error message, for the steps that failed */
   errors: Record<string, string>
   /** step → milliseconds it took */
@@ -81,7 +81,7 @@ export async function removeOldMarkers(table: Table, now: number, maxAgeMs: numb
 }
 
 /** Messages on the queue, visible or received and not yet deleted. */
-async function queuedJobs(queueUrl: string): Promise<number> {
+export async function queuedJobs(queueUrl: string): Promise<number> {
   const res = await sqsClient().send(
     new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }),
   )
@@ -89,11 +89,11 @@ async function queuedJobs(queueUrl: string): Promise<number> {
   return n('ApproximateNumberOfMessages') + n('ApproximateNumberOfMessagesNotVisible')
 }
 
-export async function tableMetrics(table: Table, now: number, queueUrl?: string): Promise<TableMetrics> {
+export async function tableMetrics(table: Table, now: number): Promise<TableMetrics> {
   const status = await tableStatus(table, now)
   const b = status.buckets
   const { earliest, latest } = await snapshotRange(table)
-  const m: TableMetrics = {
+  return {
     L0FileCountMax: status.maxL0Files,
     L0FileCountAvg: b.length ? b.reduce((n, x) => n + x.l0Files, 0) / b.length : 0,
     FreshnessLag: status.maxFreshnessLagMs ?? 0,
@@ -102,8 +102,6 @@ export async function tableMetrics(table: Table, now: number, queueUrl?: string)
     DeletionVectorRows: b.reduce((n, x) => n + x.dvCardinality, 0),
     Snapshots: latest === 0 ? 0 : latest - earliest + 1,
   }
-  if (queueUrl) m.QueuedJobs = await queuedJobs(queueUrl)
-  return m
 }
 
 const UNITS: Record<keyof TableMetrics, (typeof MetricUnit)[keyof typeof MetricUnit]> = {
@@ -114,7 +112,6 @@ const UNITS: Record<keyof TableMetrics, (typeof MetricUnit)[keyof typeof MetricU
   BackPressureBuckets: MetricUnit.Count,
   DeletionVectorRows: MetricUnit.Count,
   Snapshots: MetricUnit.Count,
-  QueuedJobs: MetricUnit.Count,
 }
 
 /** One maintenance pass over the configured table (no metrics published: the handler does). */
@@ -130,7 +127,7 @@ export async function runMaintenance(opts: MaintenanceOptions = {}): Promise<Mai
   if (!resolved) throw new ConfigError(`maintenance: table '${name}' is not in STRATA_TABLES`)
   const { table } = resolved
   const now = opts.now ?? Date.now()
-  const summary: MaintenanceSummary = { table: name, expired: null, orphansDeleted: null, markersDeleted: null, metrics: null, errors: {}, timings: {} }
+  const summary: MaintenanceSummary = { table: name, expired: null, orphansDeleted: null, markersDeleted: null, metrics: null, queuedJobs: null, errors: {}, timings: {} }
   const step = async (what: string, fn: () => Promise<void>) => {
     const started = Date.now()
     try {
@@ -155,16 +152,31 @@ export async function runMaintenance(opts: MaintenanceOptions = {}): Promise<Mai
     summary.markersDeleted = await removeOldMarkers(table, now, markerMaxAgeMs)
   })
   await step('Metrics', async () => {
-    summary.metrics = await tableMetrics(table, now, cfg.tables.get(name)!.compactionQueueUrl)
+    summary.metrics = await tableMetrics(table, now)
   })
+  const queueUrl = cfg.tables.get(name)!.compactionQueueUrl
+  if (queueUrl) {
+    await step('Queue', async () => {
+      summary.queuedJobs = await queuedJobs(queueUrl)
+    })
+  }
   return summary
 }
 
 export async function maintenanceHandler(event: ScheduledEvent | undefined, context?: Context): Promise<MaintenanceSummary> {
-  const summary = await runMaintenance()
+  let summary: MaintenanceSummary
+  try {
+    summary = await runMaintenance()
+  } catch (err) {
+    // a configuration or open failure: nothing ran, which an alarm on this metric catches
+    metrics.addMetric('MaintenanceErrors', MetricUnit.Count, 1)
+    logger.error('maintenance could not start', { error: err as Error, requestId: context?.awsRequestId })
+    throw err
+  }
   const failed = Object.keys(summary.errors)
   metrics.addDimensions({ table: summary.table })
   if (summary.metrics) for (const [k, v] of Object.entries(summary.metrics) as [keyof TableMetrics, number][]) metrics.addMetric(k, UNITS[k], v)
+  if (summary.queuedJobs !== null) metrics.addMetric('QueuedJobs', MetricUnit.Count, summary.queuedJobs)
   if (summary.expired) metrics.addMetric('SnapshotsExpired', MetricUnit.Count, summary.expired.expired.length)
   if (summary.orphansDeleted !== null) metrics.addMetric('OrphanFilesDeleted', MetricUnit.Count, summary.orphansDeleted)
   if (summary.markersDeleted !== null) metrics.addMetric('MarkersDeleted', MetricUnit.Count, summary.markersDeleted)
