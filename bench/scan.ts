@@ -24,7 +24,7 @@ import { S3Store } from '../lib/store/s3-store.ts'
 import { Table } from '../lib/table/table.ts'
 import type { EmbeddedBackend } from '../local/embedded.ts'
 import { parseBenchArgs } from './lib/args.ts'
-import { type ChildReport, reportToParent, runChild } from './lib/child.ts'
+import { type ChildReport, reportToParent, runChild, timed } from './lib/child.ts'
 import { copyStore } from './lib/copy-store.ts'
 import { type LoadPlan, KeySampler, createBenchTable, loadBatches } from './lib/dataset.ts'
 import { machineInfo, machineMarkdown } from './lib/machine.ts'
@@ -50,11 +50,12 @@ async function childMain(argv: string[]): Promise<void> {
   if (job !== 'scan') throw new Error(`unknown child job ${JSON.stringify(job)}`)
   const table = await Table.open(openStore(uri))
   const stats = newReadStats()
-  const t0 = performance.now()
-  let rows = 0
-  for await (const batch of scan(table, { stats, columns: columns === 'all' ? undefined : columns.split(',') })) rows += batch.length
-  const seconds = (performance.now() - t0) / 1000
-  reportToParent({ seconds, rows, ...stats })
+  const { value: rows, seconds, cpuSeconds } = await timed(async () => {
+    let n = 0
+    for await (const batch of scan(table, { stats, columns: columns === 'all' ? undefined : columns.split(',') })) n += batch.length
+    return n
+  })
+  reportToParent({ seconds, cpuSeconds, rows, ...stats })
 }
 
 type Layout = 'mor' | 'dv' | 'full'
@@ -130,7 +131,7 @@ async function parentMain(argv: string[]): Promise<void> {
             const r = await runChild<ScanReport>(import.meta.filename, ['scan', uris.get(`${l.id}/${store}`)!, columns], { env: childEnv })
             if (!results.has(key)) results.set(key, [])
             results.get(key)!.push(r)
-            process.stderr.write(`run ${rep + 1}/${runs} ${key}: ${r.rows} rows, ${r.seconds.toFixed(2)} s, ${r.maxRssMb.toFixed(0)} MB\n`)
+            process.stderr.write(`run ${rep + 1}/${runs} ${key}: ${r.rows} rows, ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s, load ${r.loadAvg.toFixed(1)}), ${r.maxRssMb.toFixed(0)} MB\n`)
           }
         }
       }
@@ -146,15 +147,17 @@ async function parentMain(argv: string[]): Promise<void> {
     for (const store of stores) {
       for (const columns of projections) {
         const morSecs = median(results.get(`mor/${store}/${columns}`)!.map((r) => r.seconds))
+        const morCpu = median(results.get(`mor/${store}/${columns}`)!.map((r) => r.cpuSeconds))
         for (const l of LAYOUTS) {
           const rs = results.get(`${l.id}/${store}/${columns}`)!
           const secs = median(rs.map((r) => r.seconds))
+          const cpu = median(rs.map((r) => r.cpuSeconds))
           const files = rs[0].filesOpened.map((n, level) => (n ? `L${level}×${n}` : '')).filter(Boolean).join(' ')
-          rows.push([l.label, store === 's3' ? 'embedded S3' : 'local disk', columns === 'all' ? 'all 5' : '`id`', files, secs.toFixed(2), rate(expected, secs), median(rs.map((r) => r.maxRssMb)).toFixed(0), (morSecs / secs).toFixed(2)])
+          rows.push([l.label, store === 's3' ? 'embedded S3' : 'local disk', columns === 'all' ? 'all 5' : '`id`', files, secs.toFixed(2), cpu.toFixed(2), rate(expected, secs), median(rs.map((r) => r.maxRssMb)).toFixed(0), (morSecs / secs).toFixed(2), (morCpu / cpu).toFixed(2)])
         }
       }
     }
-    lines.push(markdownTable(['layout', 'store', 'columns', 'files opened', 'seconds', 'rows/s', 'peak RSS (MB)', 'merge-on-read time ÷ this'], rows))
+    lines.push(markdownTable(['layout', 'store', 'columns', 'files opened', 'wall s', 'CPU s', 'rows/s (wall)', 'peak RSS (MB)', 'merge-on-read wall ÷ this', 'merge-on-read CPU ÷ this'], rows))
     lines.push(`\n${machineMarkdown(machine)}`)
     console.log(lines.join('\n'))
     const path = writeResults(quick ? 'scan-quick' : 'scan', {

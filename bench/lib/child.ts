@@ -3,12 +3,21 @@
 // page cache state of an earlier job leaks into it.
 
 import { execFile } from 'node:child_process'
+import { loadavg } from 'node:os'
 import { promisify } from 'node:util'
 
 export interface ChildReport {
+  /** wall-clock seconds of the measured job */
   seconds: number
+  /**
+   * user + system CPU seconds of the child during the job: less sensitive than wall time to
+   * other processes sharing the cores (and above it when the job runs threads, as DuckDB does)
+   */
+  cpuSeconds: number
   /** peak resident set of the whole child process, MB (modules and table open included) */
   maxRssMb: number
+  /** 1-minute load average when the job ended, to spot a run disturbed by other work */
+  loadAvg: number
 }
 
 export interface RunChildOptions {
@@ -38,8 +47,18 @@ export async function runChild<T extends ChildReport>(script: string, args: stri
   }
 }
 
+/** Runs the measured job, timing it in wall-clock and CPU seconds. */
+export async function timed<T>(job: () => Promise<T>): Promise<{ value: T; seconds: number; cpuSeconds: number }> {
+  const cpu0 = process.cpuUsage()
+  const t0 = performance.now()
+  const value = await job()
+  const seconds = (performance.now() - t0) / 1000
+  const cpu = process.cpuUsage(cpu0)
+  return { value, seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6 }
+}
+
 /** The child's side: one JSON line with the job's figures and the process's peak RSS. */
-export function reportToParent(fields: Record<string, unknown> & { seconds: number }): void {
-  const json = JSON.stringify({ ...fields, maxRssMb: process.resourceUsage().maxRSS / 1024 }, (_, v) => (typeof v === 'bigint' ? Number(v) : v))
+export function reportToParent(fields: Record<string, unknown> & { seconds: number; cpuSeconds: number }): void {
+  const json = JSON.stringify({ ...fields, maxRssMb: process.resourceUsage().maxRSS / 1024, loadAvg: loadavg()[0] }, (_, v) => (typeof v === 'bigint' ? Number(v) : v))
   process.stdout.write(json + '\n')
 }

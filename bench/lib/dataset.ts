@@ -17,6 +17,8 @@ export const NO_PARTITION: Uint8Array = serializeBinaryRow([], [])
 export interface TableShape {
   buckets: number
   deletionVectors: boolean
+  /** further table options, e.g. a smaller `target-file-size` */
+  options?: Record<string, string>
 }
 
 export function schemaInput(shape: TableShape): unknown {
@@ -35,6 +37,7 @@ export function schemaInput(shape: TableShape): unknown {
       'deletion-vectors.enabled': String(shape.deletionVectors),
       // above the benchmark's run counts, so only the compaction under test picks anything
       'num-sorted-run.compaction-trigger': '10',
+      ...shape.options,
     },
   }
 }

@@ -3,7 +3,7 @@
 
 import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { availableParallelism, cpus, totalmem } from 'node:os'
+import { availableParallelism, cpus, loadavg, totalmem } from 'node:os'
 import { join } from 'node:path'
 
 export interface MachineInfo {
@@ -15,6 +15,8 @@ export interface MachineInfo {
   packages: Record<string, string>
   gitCommit: string | null
   command: string
+  /** 1, 5 and 15-minute load averages when the benchmark started (other work on the cores) */
+  loadAvgAtStart: number[]
 }
 
 const ROOT = join(import.meta.dirname, '..', '..')
@@ -47,10 +49,11 @@ export function machineInfo(packages: string[]): MachineInfo {
     packages: Object.fromEntries(packages.map((p) => [p, packageVersion(p)])),
     gitCommit: gitCommit(),
     command: `npx tsx ${process.argv.slice(1).map((a) => a.replace(ROOT + '/', '')).join(' ')}`,
+    loadAvgAtStart: loadavg().map((x) => Math.round(x * 100) / 100),
   }
 }
 
 export function machineMarkdown(m: MachineInfo): string {
   const pk = Object.entries(m.packages).map(([k, v]) => `${k} ${v}`).join(', ')
-  return `Machine: ${m.nproc} cores (${m.cpuModel}), ${m.memoryGb} GB, ${m.platform}, Node ${m.node}; ${pk}; commit ${m.gitCommit ?? 'unknown'}.\nCommand: \`${m.command}\``
+  return `Machine: ${m.nproc} cores (${m.cpuModel}), ${m.memoryGb} GB, ${m.platform}, Node ${m.node}; ${pk}; commit ${m.gitCommit ?? 'unknown'}; load average at start ${m.loadAvgAtStart.join(', ')}.\nCommand: \`${m.command}\``
 }
