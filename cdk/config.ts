@@ -1,0 +1,360 @@
+// The deployment configuration: which tables the stack serves (name, schema, options), where
+// ingest events come from, and the knobs of the functions, bucket and alarms. Read from a
+// JSON file (cdk/strata.config.json unless `-c config=path`) or from the CDK context key
+// `strata`, and validated before any resource is built: an unknown key, an ill-typed value or
+// a table schema that `strata create` would refuse fails synth with a message that names the
+// field, the value and what was expected (style.md: a typo is an error, not a default).
+
+import { readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { coreOptions } from '../lib/table/options.ts'
+import { createSchema } from '../lib/table/schema.ts'
+import { type TableSchema, StrataInputError } from '../lib/types.ts'
+
+export class DeployConfigError extends StrataInputError {
+  override name = 'DeployConfigError'
+}
+
+export interface FunctionSettings {
+  memoryMb: number
+  timeoutSeconds: number
+}
+
+export interface SqsIngest {
+  type: 'sqs'
+  batchSize: number
+  maxBatchingWindowSeconds: number
+  /** event-source maxConcurrency of the writer (concurrent commits); undefined = no cap */
+  maxConcurrency?: number
+}
+
+export interface KinesisIngest {
+  type: 'kinesis'
+  streamArn: string
+  startingPosition: 'TRIM_HORIZON' | 'LATEST'
+  batchSize: number
+  maxBatchingWindowSeconds: number
+  parallelizationFactor: number
+  /** retries of a failing batch before its metadata goes to the on-failure queue */
+  retryAttempts: number
+  /** KMS key of a stream encrypted with a customer-managed key */
+  kmsKeyArn?: string
+}
+
+export type IngestConfig = SqsIngest | KinesisIngest
+
+export interface TableDeployConfig {
+  name: string
+  /** the schema JSON as written in the config, stored by the table-init resource */
+  schemaInput: Record<string, unknown>
+  /** the same, validated by createSchema */
+  schema: TableSchema
+  /** `compaction.task-threads` of the table: 1, N >= 2, or -1 */
+  taskThreads: number
+  compactor: FunctionSettings & { reservedConcurrency?: number }
+  alarms: { freshnessLagMinutes: number; l0FileCount: number }
+}
+
+export interface DeployConfig {
+  stackName: string
+  tables: TableDeployConfig[]
+  ingest: IngestConfig
+  bucket: {
+    rejectRetentionDays: number
+    versioned: boolean
+    noncurrentVersionRetentionDays: number
+    accessLogs: boolean
+    accessLogRetentionDays: number
+  }
+  functions: {
+    writer: FunctionSettings
+    reader: FunctionSettings & { maxResultRows: number }
+    maintenance: FunctionSettings & { scheduleMinutes: number }
+    logRetentionDays: number
+    logLevel: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR'
+  }
+  alarms: { topicArn?: string }
+}
+
+/** CloudWatch Logs accepts only these retention periods (RetentionDays in aws-cdk-lib). */
+export const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653]
+
+/** Most concurrent invocations an SQS event source can be capped at (Lambda's limit). */
+export const MAX_EVENT_SOURCE_CONCURRENCY = 1000
+
+const TABLE_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,62}$/
+const KINESIS_ARN = /^arn:aws[a-z-]*:kinesis:[a-z0-9-]+:\d{12}:stream\/[A-Za-z0-9_.-]{1,128}$/
+const KMS_ARN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:(key|alias)\/[A-Za-z0-9/_-]+$/
+const SNS_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/
+const STACK_NAME = /^[A-Za-z][A-Za-z0-9-]{0,127}$/
+
+/** Walks one object of the config, checking its keys and typing its values, naming paths. */
+class Section {
+  constructor(
+    private readonly obj: Record<string, unknown>,
+    private readonly path: string,
+    private readonly where: string,
+  ) {}
+
+  static of(value: unknown, path: string, where: string, keys: string[]): Section {
+    if (value === undefined) value = {}
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      throw new DeployConfigError(`${where}: ${path || 'the config'}: expected an object, got ${JSON.stringify(value)}`)
+    }
+    const obj = value as Record<string, unknown>
+    for (const k of Object.keys(obj)) {
+      if (!keys.includes(k)) {
+        throw new DeployConfigError(`${where}: unknown key '${path ? `${path}.` : ''}${k}'; expected one of ${keys.join(', ')}`)
+      }
+    }
+    return new Section(obj, path, where)
+  }
+
+  name(key: string): string {
+    return this.path ? `${this.path}.${key}` : key
+  }
+
+  raw(key: string): unknown {
+    return this.obj[key]
+  }
+
+  error(message: string): never {
+    throw new DeployConfigError(`${this.where}: ${message}`)
+  }
+
+  fail(key: string, expected: string): never {
+    throw new DeployConfigError(`${this.where}: ${this.name(key)}: invalid value ${JSON.stringify(this.obj[key])}, expected ${expected}`)
+  }
+
+  int(key: string, def: number | undefined, min: number, max: number): number {
+    const v = this.obj[key]
+    if (v === undefined) {
+      if (def === undefined) this.fail(key, `an integer in ${min}..${max} (required)`)
+      return def
+    }
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) this.fail(key, `an integer in ${min}..${max}`)
+    return v
+  }
+
+  optionalInt(key: string, min: number, max: number): number | undefined {
+    return this.obj[key] === undefined ? undefined : this.int(key, undefined, min, max)
+  }
+
+  bool(key: string, def: boolean): boolean {
+    const v = this.obj[key]
+    if (v === undefined) return def
+    if (typeof v !== 'boolean') this.fail(key, 'true or false')
+    return v
+  }
+
+  string(key: string, pattern: RegExp, what: string): string {
+    const v = this.obj[key]
+    if (typeof v !== 'string' || !pattern.test(v)) this.fail(key, what)
+    return v
+  }
+
+  optionalString(key: string, pattern: RegExp, what: string): string | undefined {
+    return this.obj[key] === undefined ? undefined : this.string(key, pattern, what)
+  }
+
+  oneOf<T extends string>(key: string, values: readonly T[], def: T): T {
+    const v = this.obj[key]
+    if (v === undefined) return def
+    if (typeof v !== 'string' || !values.includes(v as T)) this.fail(key, `one of ${values.join(', ')}`)
+    return v as T
+  }
+
+  section(key: string, keys: string[]): Section {
+    return Section.of(this.obj[key], this.name(key), this.where, keys)
+  }
+}
+
+function functionSettings(s: Section, memoryMb: number, timeoutSeconds: number, maxTimeout = 900): FunctionSettings {
+  return {
+    // Lambda: 128 MB to 10,240 MB of memory, timeouts up to 15 minutes
+    memoryMb: s.int('memoryMb', memoryMb, 128, 10240),
+    timeoutSeconds: s.int('timeoutSeconds', timeoutSeconds, 1, maxTimeout),
+  }
+}
+
+function ingestConfig(s: Section): IngestConfig {
+  const type = s.oneOf('type', ['sqs', 'kinesis'] as const, 'sqs')
+  return type === 'sqs' ? sqsIngest(s) : kinesisIngest(s)
+}
+
+const SQS_INGEST_KEYS = ['type', 'batchSize', 'maxBatchingWindowSeconds', 'maxConcurrency']
+const KINESIS_INGEST_KEYS = ['type', 'streamArn', 'startingPosition', 'batchSize', 'maxBatchingWindowSeconds', 'parallelizationFactor', 'retryAttempts', 'kmsKeyArn']
+
+function sqsIngest(s: Section): SqsIngest {
+  for (const k of KINESIS_INGEST_KEYS) {
+    if (!SQS_INGEST_KEYS.includes(k) && s.raw(k) !== undefined) {
+      s.error(`ingest.${k} applies to a Kinesis source only (ingest.type is "sqs")`)
+    }
+  }
+  // a batch of more than 10 SQS messages needs a batching window (Lambda's rule)
+  const batchSize = s.int('batchSize', 100, 1, 10000)
+  const window = s.int('maxBatchingWindowSeconds', batchSize > 10 ? 5 : 0, 0, 300)
+  if (batchSize > 10 && window < 1) s.fail('maxBatchingWindowSeconds', `at least 1 when ingest.batchSize (${batchSize}) is more than 10`)
+  return {
+    type: 'sqs',
+    batchSize,
+    maxBatchingWindowSeconds: window,
+    maxConcurrency: s.optionalInt('maxConcurrency', 2, MAX_EVENT_SOURCE_CONCURRENCY),
+  }
+}
+
+function kinesisIngest(s: Section): KinesisIngest {
+  if (s.raw('maxConcurrency') !== undefined) {
+    s.error('ingest.maxConcurrency applies to an SQS source only; a Kinesis source scales with its shards and ingest.parallelizationFactor')
+  }
+  return {
+    type: 'kinesis',
+    streamArn: s.string('streamArn', KINESIS_ARN, 'a Kinesis stream ARN like arn:aws:kinesis:eu-west-1:123456789012:stream/events'),
+    startingPosition: s.oneOf('startingPosition', ['TRIM_HORIZON', 'LATEST'] as const, 'TRIM_HORIZON'),
+    batchSize: s.int('batchSize', 500, 1, 10000),
+    maxBatchingWindowSeconds: s.int('maxBatchingWindowSeconds', 5, 0, 300),
+    parallelizationFactor: s.int('parallelizationFactor', 1, 1, 10),
+    retryAttempts: s.int('retryAttempts', 10, 0, 10000),
+    kmsKeyArn: s.optionalString('kmsKeyArn', KMS_ARN, 'a KMS key ARN like arn:aws:kms:eu-west-1:123456789012:key/…'),
+  }
+}
+
+function tableConfig(value: unknown, i: number, where: string): TableDeployConfig {
+  const s = Section.of(value, `tables[${i}]`, where, ['name', 'schema', 'compactor', 'alarms'])
+  const name = s.string('name', TABLE_NAME, 'a name of letters, digits, _ and - starting with a letter (at most 63 characters)')
+  let schema: TableSchema
+  try {
+    // the timestamp is fixed so that synth is deterministic; the table-init resource stores
+    // the schema with the time of the deployment that creates the table
+    schema = createSchema(s.raw('schema'), 0)
+  } catch (e) {
+    if (e instanceof StrataInputError) throw new DeployConfigError(`${where}: tables[${i}] ('${name}'): ${e.message}`)
+    throw e
+  }
+  const options = coreOptions(schema.options)
+  const taskThreads = options.compactionTaskThreads
+  if (taskThreads > MAX_EVENT_SOURCE_CONCURRENCY) {
+    throw new DeployConfigError(
+      `${where}: tables[${i}] ('${name}'): option 'compaction.task-threads': invalid value "${taskThreads}", expected -1 or 1..${MAX_EVENT_SOURCE_CONCURRENCY} (Lambda caps an SQS event source's maxConcurrency at ${MAX_EVENT_SOURCE_CONCURRENCY})`,
+    )
+  }
+  const cs = s.section('compactor', ['memoryMb', 'timeoutSeconds', 'reservedConcurrency'])
+  const compactor: TableDeployConfig['compactor'] = { ...functionSettings(cs, 3008, 900) }
+  const reserved = cs.optionalInt('reservedConcurrency', 1, 10000)
+  if (reserved !== undefined) {
+    if (taskThreads < 2) {
+      cs.fail('reservedConcurrency', `no value: it applies only when compaction.task-threads is N >= 2 (here ${taskThreads}, which sets ${taskThreads === 1 ? 'reserved concurrency 1' : 'no reserved concurrency'})`)
+    }
+    if (reserved < taskThreads) cs.fail('reservedConcurrency', `at least compaction.task-threads (${taskThreads}), or the event source's pollers are throttled`)
+    compactor.reservedConcurrency = reserved
+  }
+  const as = s.section('alarms', ['freshnessLagMinutes', 'l0FileCount'])
+  return {
+    name,
+    schemaInput: s.raw('schema') as Record<string, unknown>,
+    schema,
+    taskThreads,
+    compactor,
+    alarms: {
+      freshnessLagMinutes: as.int('freshnessLagMinutes', 30, 1, 10080),
+      // past the stop trigger a bucket is back-pressured (num-sorted-run.stop-trigger)
+      l0FileCount: as.int('l0FileCount', options.stopTrigger, 1, 100000),
+    },
+  }
+}
+
+/** Validates a parsed config object; `where` names its source in every error. */
+export function parseDeployConfig(value: unknown, where = 'strata config'): DeployConfig {
+  const top = Section.of(value, '', where, ['stackName', 'tables', 'ingest', 'bucket', 'functions', 'alarms'])
+  const rawTables = top.raw('tables')
+  if (!Array.isArray(rawTables) || rawTables.length === 0) {
+    top.fail('tables', 'a non-empty array of {"name", "schema"}')
+  }
+  const tables = (rawTables as unknown[]).map((t, i) => tableConfig(t, i, where))
+  const seen = new Set<string>()
+  for (const [i, t] of tables.entries()) {
+    // table names become construct ids (`page_views` → TablePageViews): compare them as such
+    const key = t.name.toLowerCase().replace(/[-_]/g, '')
+    if (seen.has(key)) throw new DeployConfigError(`${where}: tables[${i}].name: '${t.name}' clashes with another table's name (names must differ in more than case, '-' and '_')`)
+    seen.add(key)
+  }
+  const ingest = ingestConfig(top.section('ingest', [...new Set([...SQS_INGEST_KEYS, ...KINESIS_INGEST_KEYS])]))
+  const b = top.section('bucket', ['rejectRetentionDays', 'versioned', 'noncurrentVersionRetentionDays', 'accessLogs', 'accessLogRetentionDays'])
+  const f = top.section('functions', ['writer', 'reader', 'maintenance', 'logRetentionDays', 'logLevel'])
+  const reader = f.section('reader', ['memoryMb', 'timeoutSeconds', 'maxResultRows'])
+  const maintenance = f.section('maintenance', ['memoryMb', 'timeoutSeconds', 'scheduleMinutes'])
+  const logRetentionDays = f.int('logRetentionDays', 30, 1, 3653)
+  if (!LOG_RETENTION_DAYS.includes(logRetentionDays)) f.fail('logRetentionDays', `one of ${LOG_RETENTION_DAYS.join(', ')} (CloudWatch Logs retention periods)`)
+  const maintenanceTimeout = maintenance.int('timeoutSeconds', 300, 1, 900)
+  const scheduleMinutes = maintenance.int('scheduleMinutes', 15, 1, 1440)
+  if (maintenanceTimeout >= scheduleMinutes * 60) {
+    // so that two runs of one table's maintenance never overlap
+    maintenance.fail('timeoutSeconds', `less than functions.maintenance.scheduleMinutes × 60 (${scheduleMinutes * 60})`)
+  }
+  const a = top.section('alarms', ['topicArn'])
+  const config: DeployConfig = {
+    stackName: top.raw('stackName') === undefined ? 'Strata' : top.string('stackName', STACK_NAME, 'a CloudFormation stack name (letters, digits and -, starting with a letter)'),
+    tables,
+    ingest,
+    bucket: {
+      rejectRetentionDays: b.int('rejectRetentionDays', 30, 1, 36500),
+      versioned: b.bool('versioned', false),
+      noncurrentVersionRetentionDays: b.int('noncurrentVersionRetentionDays', 7, 1, 36500),
+      accessLogs: b.bool('accessLogs', true),
+      accessLogRetentionDays: b.int('accessLogRetentionDays', 90, 1, 36500),
+    },
+    functions: {
+      writer: functionSettings(f.section('writer', ['memoryMb', 'timeoutSeconds']), 1024, 120),
+      reader: { ...functionSettings(reader, 1024, 30), maxResultRows: reader.int('maxResultRows', 1000, 1, 1_000_000) },
+      maintenance: { ...functionSettings(maintenance, 1024, 300), scheduleMinutes },
+      logRetentionDays,
+      logLevel: f.oneOf('logLevel', ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const, 'INFO'),
+    },
+    alarms: { topicArn: a.optionalString('topicArn', SNS_ARN, 'an SNS topic ARN like arn:aws:sns:eu-west-1:123456789012:alarms') },
+  }
+  return config
+}
+
+/** Reads and validates a config file. */
+export function loadDeployConfig(path: string): DeployConfig {
+  const abs = resolve(path)
+  let text: string
+  try {
+    text = readFileSync(abs, 'utf8')
+  } catch (e) {
+    throw new DeployConfigError(`strata config ${path}: cannot read it (${(e as Error).message}); pass another file with -c config=path`)
+  }
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (e) {
+    throw new DeployConfigError(`strata config ${path}: not valid JSON (${(e as Error).message})`)
+  }
+  return parseDeployConfig(json, `strata config ${path}`)
+}
+
+export const DEFAULT_CONFIG_PATH = 'cdk/strata.config.json'
+
+/**
+ * The config from CDK context: `strata` (an object, or a JSON string as `-c strata='{…}'`
+ * passes it) wins; otherwise the file named by `config`, else cdk/strata.config.json.
+ */
+export function configFromContext(get: (key: string) => unknown): DeployConfig {
+  const inline = get('strata')
+  if (inline !== undefined) {
+    let value = inline
+    if (typeof inline === 'string') {
+      try {
+        value = JSON.parse(inline)
+      } catch (e) {
+        throw new DeployConfigError(`strata config (context 'strata'): not valid JSON (${(e as Error).message})`)
+      }
+    }
+    return parseDeployConfig(value, "strata config (context 'strata')")
+  }
+  const path = get('config')
+  if (path !== undefined && (typeof path !== 'string' || path === '')) {
+    throw new DeployConfigError(`context 'config': expected a file path, got ${JSON.stringify(path)}`)
+  }
+  return loadDeployConfig((path as string | undefined) ?? DEFAULT_CONFIG_PATH)
+}

@@ -1,0 +1,162 @@
+// Alarms and the dashboard. Alarms: every DLQ not empty (a message there outlived its
+// retries), and per table freshness lag over its limit and level-0 file count past its
+// stop trigger (compaction is falling behind the writers). The dashboard adds what the
+// runbook in docs/operations.md ("Readers lag behind the writers") looks at.
+
+import { Duration } from 'aws-cdk-lib'
+import {
+  Alarm,
+  AlarmStatusWidget,
+  ComparisonOperator,
+  Dashboard,
+  GraphWidget,
+  type IMetric,
+  MathExpression,
+  Metric,
+  TextWidget,
+  TreatMissingData,
+} from 'aws-cdk-lib/aws-cloudwatch'
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions'
+import { Topic } from 'aws-cdk-lib/aws-sns'
+import type { Queue } from 'aws-cdk-lib/aws-sqs'
+import { Construct } from 'constructs'
+import type { DeployConfig } from '../config.ts'
+import { METRICS_NAMESPACE, functionDimensions, tableDimensions } from '../metrics.ts'
+import type { StrataFunction } from './strata-function.ts'
+import type { TableResources } from './table-resources.ts'
+
+export interface MonitoringProps {
+  config: DeployConfig
+  tables: TableResources[]
+  writer: StrataFunction
+  reader: StrataFunction
+  ingestQueue?: Queue
+  /** the ingest DLQ, or the Kinesis mapping's on-failure queue */
+  ingestDeadLetters: Queue
+}
+
+const FIVE_MINUTES = Duration.minutes(5)
+
+function strataMetric(metricName: string, dimensionsMap: Record<string, string>, statistic: string, period: Duration, label?: string): Metric {
+  return new Metric({ namespace: METRICS_NAMESPACE, metricName, dimensionsMap, statistic, period, label })
+}
+
+/** Every series of a metric, whatever dimension set an invocation published it under. */
+function allSeries(metricName: string, fn: string, statistic: string, label: string): MathExpression {
+  return new MathExpression({
+    expression: `SUM(SEARCH('Namespace="${METRICS_NAMESPACE}" MetricName="${metricName}" function="${fn}"', '${statistic}', 300))`,
+    usingMetrics: {},
+    label,
+    period: FIVE_MINUTES,
+  })
+}
+
+export class Monitoring extends Construct {
+  readonly alarms: Alarm[] = []
+  readonly dashboard: Dashboard
+
+  constructor(scope: Construct, id: string, props: MonitoringProps) {
+    super(scope, id)
+    const { config, tables } = props
+    const topic = config.alarms.topicArn ? Topic.fromTopicArn(this, 'AlarmTopic', config.alarms.topicArn) : undefined
+    const add = (alarm: Alarm) => {
+      if (topic) {
+        alarm.addAlarmAction(new SnsAction(topic))
+        alarm.addOkAction(new SnsAction(topic))
+      }
+      this.alarms.push(alarm)
+      return alarm
+    }
+    const dlqAlarm = (id: string, queue: Queue, what: string) =>
+      add(
+        new Alarm(this, id, {
+          alarmDescription: `${what} has messages: they failed every retry. See docs/operations.md, "Dead-letter queues".`,
+          metric: queue.metricApproximateNumberOfMessagesVisible({ period: FIVE_MINUTES, statistic: 'Maximum' }),
+          threshold: 1,
+          comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: TreatMissingData.NOT_BREACHING,
+        }),
+      )
+    dlqAlarm('IngestDeadLettersAlarm', props.ingestDeadLetters, config.ingest.type === 'sqs' ? 'The ingest DLQ' : 'The Kinesis on-failure queue')
+
+    // maintenance publishes table metrics once per run, so one period is one run
+    const schedule = Duration.minutes(config.functions.maintenance.scheduleMinutes)
+    for (const t of tables) {
+      dlqAlarm(`${t.node.id}DeadLettersAlarm`, t.deadLetters, `The compaction DLQ of table '${t.name}'`)
+      const dims = tableDimensions('maintenance', t.name)
+      const cfg = config.tables.find((c) => c.name === t.name)!
+      add(
+        new Alarm(this, `${t.node.id}FreshnessLagAlarm`, {
+          alarmDescription: `Table '${t.name}': rows written more than ${cfg.alarms.freshnessLagMinutes} min ago are not yet visible to deletion-vector readers. Runbook: docs/operations.md, "Readers lag behind the writers".`,
+          metric: strataMetric('FreshnessLag', dims, 'Maximum', schedule),
+          threshold: cfg.alarms.freshnessLagMinutes * 60_000, // FreshnessLag is in milliseconds
+          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: TreatMissingData.MISSING,
+        }),
+      )
+      add(
+        new Alarm(this, `${t.node.id}L0FilesAlarm`, {
+          alarmDescription: `Table '${t.name}': a bucket has more than ${cfg.alarms.l0FileCount} level-0 files (back-pressure). Runbook: docs/operations.md, "Readers lag behind the writers".`,
+          metric: strataMetric('L0FileCountMax', dims, 'Maximum', schedule),
+          threshold: cfg.alarms.l0FileCount,
+          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: TreatMissingData.MISSING,
+        }),
+      )
+    }
+
+    const perTable = (metricName: string, fn: 'maintenance' | 'writer', statistic: string, period: Duration): IMetric[] =>
+      tables.map((t) => strataMetric(metricName, tableDimensions(fn, t.name), statistic, period, t.name))
+    const graph = (title: string, left: IMetric[], width = 8, right?: IMetric[]) => new GraphWidget({ title, left, right, width, height: 6 })
+    const compactor = (metricName: string, statistic: string, label: string) => strataMetric(metricName, functionDimensions('compactor'), statistic, FIVE_MINUTES, label)
+
+    this.dashboard = new Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(3) })
+    this.dashboard.addWidgets(
+      new TextWidget({
+        markdown: '## Strata\nFreshness lag is how long written rows stay invisible to deletion-vector readers. When it grows, see the runbook "Readers lag behind the writers" in docs/operations.md.',
+        width: 24,
+        height: 2,
+      }),
+    )
+    this.dashboard.addWidgets(new AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 24, height: 3 }))
+    this.dashboard.addWidgets(
+      graph('Freshness lag (ms, max)', perTable('FreshnessLag', 'maintenance', 'Maximum', schedule)),
+      graph('L0 files in the worst bucket', perTable('L0FileCountMax', 'maintenance', 'Maximum', schedule)),
+      graph('Queued compaction jobs', perTable('QueuedJobs', 'maintenance', 'Maximum', schedule)),
+    )
+    this.dashboard.addWidgets(
+      graph('Compactor busy (ms per 5 min, all tables)', [compactor('CompactorBusy', 'Sum', 'busy')]),
+      graph('Compaction time (ms)', [compactor('CompactionTime', 'Average', 'avg'), compactor('CompactionTime', 'Maximum', 'max')]),
+      graph('Compaction jobs and commit retries', [compactor('CompactionJobs', 'Sum', 'jobs')], 8, [
+        compactor('CommitRetries', 'Sum', 'compactor commit retries'),
+        allSeries('CommitRetries', 'writer', 'Sum', 'writer commit retries'),
+      ]),
+    )
+    this.dashboard.addWidgets(
+      graph('Rows written', perTable('RowsWritten', 'writer', 'Sum', FIVE_MINUTES)),
+      graph('Rows rejected', [allSeries('RowsRejected', 'writer', 'Sum', 'rejected')]),
+      graph(
+        'Dead-letter queues (messages)',
+        [props.ingestDeadLetters, ...tables.map((t) => t.deadLetters)].map((q, i) =>
+          q.metricApproximateNumberOfMessagesVisible({ period: FIVE_MINUTES, statistic: 'Maximum', label: i === 0 ? 'ingest' : tables[i - 1].name }),
+        ),
+      ),
+    )
+    const fns = [props.writer, ...tables.map((t) => t.compactor)]
+    const fnLabel = (i: number) => (i === 0 ? 'writer' : `compactor ${tables[i - 1].name}`)
+    this.dashboard.addWidgets(
+      graph('Throttles', fns.map((f, i) => f.fn.metricThrottles({ period: FIVE_MINUTES, label: fnLabel(i) }))),
+      graph('Errors', [...fns, props.reader].map((f, i) => f.fn.metricErrors({ period: FIVE_MINUTES, label: i === fns.length ? 'reader' : fnLabel(i) }))),
+      graph(
+        'Oldest message age (s)',
+        [
+          ...(props.ingestQueue ? [props.ingestQueue.metricApproximateAgeOfOldestMessage({ period: FIVE_MINUTES, statistic: 'Maximum', label: 'ingest' })] : []),
+          ...tables.map((t) => t.queue.metricApproximateAgeOfOldestMessage({ period: FIVE_MINUTES, statistic: 'Maximum', label: `compaction ${t.name}` })),
+        ],
+      ),
+    )
+  }
+}

@@ -1,0 +1,43 @@
+// S3 and SQS permissions by prefix and action, so each function gets only what it uses.
+//
+// s3:ListBucket is granted on the bucket without a prefix condition on purpose: S3 answers
+// a GetObject/HeadObject of a missing key with 404 only when the caller may list the
+// bucket, and 403 otherwise, and a prefix condition cannot be met by those requests (they
+// carry no s3:prefix). The commit protocol probes for absent keys all the time
+// (`snapshot-(N+1)` until absent), so a 403 there would break every commit. Listing shows
+// key names only; object contents stay scoped to each function's prefixes below.
+
+import { Effect, type IRole, PolicyStatement } from 'aws-cdk-lib/aws-iam'
+import type { CfnBucket, IBucket } from 'aws-cdk-lib/aws-s3'
+import type { IQueue } from 'aws-cdk-lib/aws-sqs'
+import { acknowledge, logicalIdOf } from '../nag.ts'
+
+export function allowList(role: IRole, bucket: IBucket): void {
+  role.addToPrincipalPolicy(new PolicyStatement({ effect: Effect.ALLOW, actions: ['s3:ListBucket'], resources: [bucket.bucketArn] }))
+}
+
+/**
+ * `actions` on the objects matching `keys` (each a key, or a prefix ending in `*`).
+ * s3:GetObject also covers HeadObject and ranged GETs; s3:PutObject covers conditional PUTs.
+ * Each prefix is a cdk-nag IAM5 finding, acknowledged here by name with the reason.
+ */
+export function allowObjects(role: IRole, bucket: IBucket, actions: string[], keys: string[]): void {
+  role.addToPrincipalPolicy(new PolicyStatement({ effect: Effect.ALLOW, actions, resources: keys.map((k) => bucket.arnForObjects(k)) }))
+  const bucketId = logicalIdOf(bucket.node.defaultChild as CfnBucket)
+  for (const key of keys.filter((k) => k.endsWith('*'))) {
+    acknowledge(
+      role,
+      `IAM5[Resource::<${bucketId}.Arn>/${key}]`,
+      `Prefix grant (${actions.join(', ')} on ${key}) inside the stack's bucket: Strata names its own files (data, manifest and index files with UUIDs, partition directories from row values), so the objects cannot be listed one by one; the prefix is the table's root, one of its subdirectories, or the reject prefix.`,
+    )
+  }
+}
+
+export function allowSend(role: IRole, queues: IQueue[]): void {
+  if (queues.length === 0) return
+  role.addToPrincipalPolicy(new PolicyStatement({ effect: Effect.ALLOW, actions: ['sqs:SendMessage'], resources: queues.map((q) => q.queueArn) }))
+}
+
+export function allowQueueAttributes(role: IRole, queues: IQueue[]): void {
+  role.addToPrincipalPolicy(new PolicyStatement({ effect: Effect.ALLOW, actions: ['sqs:GetQueueAttributes'], resources: queues.map((q) => q.queueArn) }))
+}

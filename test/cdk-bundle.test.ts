@@ -1,0 +1,338 @@
+// Each Lambda bundle exactly as the stack deploys it: synthesized once with bundling on, its
+// asset directory taken from the cloud assembly, copied to a directory of its own and loaded
+// by a fresh `node` (no tsx, no node_modules within reach), then handed a real-shaped event
+// against the embedded S3 + SQS backend with the environment the template gives that
+// function. The run goes table-init → writer → compactor → reader → maintenance over one
+// table, and checks the EMF each bundle prints against the alarms' metric dimensions.
+
+import { spawn } from 'node:child_process'
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { CreateQueueCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient, SendMessageBatchCommand } from '@aws-sdk/client-sqs'
+import { ListObjectsV2Command } from '@aws-sdk/client-s3'
+import { App } from 'aws-cdk-lib'
+import type { CfnElement } from 'aws-cdk-lib'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { buildApp } from '../cdk/app.ts'
+import { logicalIdOf } from '../cdk/nag.ts'
+import type { StrataStack } from '../cdk/stack.ts'
+import { readAll } from '../lib/read/table-read.ts'
+import { S3Store } from '../lib/store/s3-store.ts'
+import { Table } from '../lib/table/table.ts'
+import { type EmbeddedBackend, startEmbeddedBackend } from '../local/embedded.ts'
+import { sqsEventOf, sqsRecordOf } from '../local/runtime/sqs-event.ts'
+
+const BUCKET = 'strata-bundle-test'
+const TABLE = 'events'
+const SCHEMA = {
+  fields: [
+    { name: 'id', type: 'BIGINT' },
+    { name: 'name', type: 'STRING' },
+    { name: 'qty', type: 'INT' },
+  ],
+  primaryKeys: ['id'],
+  options: { bucket: '2', 'deletion-vectors.enabled': 'true', 'compaction.task-threads': '2' },
+}
+const CONFIG = { tables: [{ name: TABLE, schema: SCHEMA }] }
+
+type Resources = Record<string, { Type: string; Properties: Record<string, any> }>
+
+interface Deployed {
+  bundleDir: string
+  env: Record<string, string>
+}
+
+let backend: EmbeddedBackend
+let sqs: SQSClient
+let stack: StrataStack
+let resources: Resources
+let work: string
+let ingestQueue: { url: string; arn: string }
+let compactionQueue: { url: string; arn: string }
+const fns: Record<'tableInit' | 'writer' | 'compactor' | 'reader' | 'maintenance', Deployed> = {} as never
+
+/** Just the intrinsics the stack uses in function environments; anything else is a test failure. */
+function resolveValue(v: unknown, refs: Map<string, string>): string {
+  if (typeof v === 'string') return v
+  const o = v as Record<string, any>
+  if (o && typeof o.Ref === 'string') {
+    const r = refs.get(o.Ref)
+    if (r === undefined) throw new Error(`environment refers to ${o.Ref}, which the test does not stand in for`)
+    return r
+  }
+  if (o && Array.isArray(o['Fn::Join'])) return (o['Fn::Join'][1] as unknown[]).map((p) => resolveValue(p, refs)).join(o['Fn::Join'][0])
+  throw new Error(`unexpected intrinsic in a function environment: ${JSON.stringify(v)}`)
+}
+
+function deployed(fn: { node: { defaultChild?: unknown } }, assemblyDir: string, refs: Map<string, string>): Deployed {
+  const props = resources[logicalIdOf(fn.node.defaultChild as CfnElement)].Properties
+  const key = props.Code.S3Key as string
+  const src = join(assemblyDir, `asset.${key.replace(/\.zip$/, '')}`)
+  const bundleDir = mkdtempSync(join(work, 'bundle-'))
+  cpSync(src, bundleDir, { recursive: true })
+  const env = Object.fromEntries(Object.entries(props.Environment?.Variables ?? {}).map(([k, v]) => [k, resolveValue(v, refs)]))
+  return { bundleDir, env }
+}
+
+interface Run {
+  result: { ok: boolean; out?: any; error?: string }
+  emf: any[]
+  stdout: string
+  stderr: string
+}
+
+const RUNNER = `
+import { pathToFileURL } from 'node:url'
+const chunks = []
+for await (const c of process.stdin) chunks.push(c)
+const { event, context } = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+const mod = await import(pathToFileURL(process.argv[1]).href)
+let result
+try {
+  result = { ok: true, out: await mod.handler(event, { ...context, getRemainingTimeInMillis: () => 60000 }) }
+} catch (e) {
+  result = { ok: false, error: String((e && e.stack) || e) }
+}
+process.stdout.write('\\n@@RESULT@@' + JSON.stringify(result) + '\\n')
+`
+
+/** Runs one bundle's handler in a fresh node process with only the function's environment. */
+function invoke(fn: Deployed, name: string, event: unknown): Promise<Run> {
+  const entry = join(fn.bundleDir, 'index.mjs')
+  const env = {
+    ...fn.env,
+    AWS_ENDPOINT_URL: backend.endpoint,
+    AWS_REGION: backend.region,
+    AWS_ACCESS_KEY_ID: backend.credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: backend.credentials.secretAccessKey,
+    AWS_LAMBDA_FUNCTION_NAME: name,
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+  }
+  const context = { functionName: name, awsRequestId: `req-${name}`, functionVersion: '$LATEST', memoryLimitInMB: '1024', invokedFunctionArn: `arn:aws:lambda:us-east-1:000000000000:function:${name}` }
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--input-type=module', '-e', RUNNER, entry], { cwd: fn.bundleDir, env, stdio: ['pipe', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d) => (stdout += d))
+    child.stderr.on('data', (d) => (stderr += d))
+    child.on('error', reject)
+    child.on('close', () => {
+      const at = stdout.lastIndexOf('@@RESULT@@')
+      if (at < 0) return reject(new Error(`${name}: the bundle printed no result\nstdout: ${stdout}\nstderr: ${stderr}`))
+      const result = JSON.parse(stdout.slice(at + '@@RESULT@@'.length).trim())
+      const emf = stdout
+        .slice(0, at)
+        .split('\n')
+        .filter((l) => l.startsWith('{') && l.includes('"_aws"'))
+        .map((l) => JSON.parse(l))
+      resolve({ result, emf, stdout, stderr })
+    })
+    child.stdin.end(JSON.stringify({ event, context }))
+  })
+}
+
+/** The EMF records that carry `metric`, as {dimension names (sorted), values, unit}. */
+function published(run: Run, metric: string): { dimensions: string[]; values: Record<string, string>; unit: string }[] {
+  const out = []
+  for (const line of run.emf) {
+    for (const d of line._aws.CloudWatchMetrics) {
+      const m = d.Metrics.find((x: { Name: string }) => x.Name === metric)
+      if (!m) continue
+      for (const set of d.Dimensions as string[][]) {
+        out.push({ dimensions: [...set].sort(), values: Object.fromEntries(set.map((k) => [k, line[k]])), unit: m.Unit })
+      }
+    }
+  }
+  return out
+}
+
+async function createQueue(name: string, attributes: Record<string, string>): Promise<{ url: string; arn: string }> {
+  const q = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }))
+  const a = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: q.QueueUrl!, AttributeNames: ['QueueArn'] }))
+  return { url: q.QueueUrl!, arn: a.Attributes!.QueueArn! }
+}
+
+async function receiveAll(queue: { url: string; arn: string }) {
+  const out = []
+  for (let i = 0; i < 20; i++) {
+    const res = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queue.url, MaxNumberOfMessages: 10, MessageSystemAttributeNames: ['All'], WaitTimeSeconds: 0 }))
+    if (!res.Messages?.length) break
+    out.push(...res.Messages.map((m) => sqsRecordOf(m, queue.arn, backend.region)))
+  }
+  return out
+}
+
+function tableHandle(): Promise<Table> {
+  return Table.open(new S3Store({ bucket: BUCKET, prefix: `tables/${TABLE}`, client: backend.s3Client() }))
+}
+
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), 'strata-cdk-bundle-'))
+  const cdkJson = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'cdk.json'), 'utf8'))
+  const app = new App({ outdir: join(work, 'cdk.out'), context: { ...cdkJson.context, strata: CONFIG } })
+  stack = buildApp(app).stack
+  const assembly = app.synth()
+  resources = assembly.getStackByName(stack.stackName).template.Resources
+
+  backend = await startEmbeddedBackend()
+  await backend.createBucket(BUCKET)
+  sqs = new SQSClient({ endpoint: backend.endpoint, region: backend.region, credentials: backend.credentials, useQueueUrlAsEndpoint: false })
+  ingestQueue = await createQueue('ingest', {})
+  compactionQueue = await createQueue(`${TABLE}-compaction.fifo`, { FifoQueue: 'true' })
+  const table = stack.tables[0]
+  const refs = new Map([
+    [logicalIdOf(stack.storage.bucket.node.defaultChild as CfnElement), BUCKET],
+    [logicalIdOf(table.queue.node.defaultChild as CfnElement), compactionQueue.url],
+  ])
+  fns.tableInit = deployed(stack.tableInit.fn, assembly.directory, refs)
+  fns.writer = deployed(stack.writer.fn, assembly.directory, refs)
+  fns.compactor = deployed(table.compactor.fn, assembly.directory, refs)
+  fns.reader = deployed(stack.reader.fn, assembly.directory, refs)
+  fns.maintenance = deployed(table.maintenance.fn, assembly.directory, refs)
+}, 120_000)
+
+afterAll(async () => {
+  sqs?.destroy()
+  await backend?.stop()
+  if (work) rmSync(work, { recursive: true, force: true })
+})
+
+describe('bundled handlers (esbuild output of the stack)', () => {
+  it('are ES modules built for Lambda, with the require banner and nothing left to resolve', () => {
+    for (const [name, fn] of Object.entries(fns)) {
+      const code = readFileSync(join(fn.bundleDir, 'index.mjs'), 'utf8')
+      expect(code.startsWith("import { createRequire as __strataCreateRequire } from 'node:module'"), name).toBe(true)
+      expect(existsSync(join(fn.bundleDir, 'node_modules')), name).toBe(false)
+    }
+    expect(fns.writer.env.NODE_OPTIONS).toBe('--enable-source-maps')
+  })
+
+  it('table-init creates the table through the custom-resource protocol', async () => {
+    const responses: any[] = []
+    const server: Server = createServer((req, res) => {
+      let body = ''
+      req.on('data', (d) => (body += d))
+      req.on('end', () => {
+        responses.push({ method: req.method, contentType: req.headers['content-type'], body: JSON.parse(body) })
+        res.end()
+      })
+    })
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    try {
+      const customResource = resources[logicalIdOf(stack.tables[0].created.node.defaultChild as CfnElement)].Properties
+      const props = Object.fromEntries(Object.entries(customResource).map(([k, v]) => [k, k === 'ServiceToken' ? 'arn' : resolveValue(v, new Map([[logicalIdOf(stack.storage.bucket.node.defaultChild as CfnElement), BUCKET]]))]))
+      const event = (type: string) => ({
+        RequestType: type,
+        ResponseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/response`,
+        StackId: 'arn:aws:cloudformation:us-east-1:000000000000:stack/Strata/1',
+        RequestId: `r-${type}`,
+        LogicalResourceId: 'TableEvents',
+        ResourceType: 'Custom::StrataTable',
+        ResourceProperties: props,
+      })
+      const created = await invoke(fns.tableInit, 'table-init', event('Create'))
+      expect(created.result, created.stderr).toEqual({ ok: true })
+      expect(responses[0]).toMatchObject({ method: 'PUT', body: { Status: 'SUCCESS', PhysicalResourceId: `s3://${BUCKET}/tables/${TABLE}`, RequestId: 'r-Create' } })
+      const table = await tableHandle()
+      expect(table.schema.primaryKeys).toEqual(['id'])
+      expect(table.view.options.deletionVectors).toBe(true)
+
+      // a redeploy with the same schema succeeds; one that changes the bucket count fails, naming it
+      await invoke(fns.tableInit, 'table-init', event('Update'))
+      expect(responses[1].body.Status).toBe('SUCCESS')
+      const changed = { ...event('Update'), ResourceProperties: { ...props, Schema: JSON.stringify({ ...SCHEMA, options: { ...SCHEMA.options, bucket: '4' } }) } }
+      await invoke(fns.tableInit, 'table-init', changed)
+      expect(responses[2].body.Status).toBe('FAILED')
+      expect(responses[2].body.Reason).toContain('options.bucket: stored "2", configured "4"')
+      // compaction.task-threads is a deployment setting and may change
+      const rethreaded = { ...event('Update'), ResourceProperties: { ...props, Schema: JSON.stringify({ ...SCHEMA, options: { ...SCHEMA.options, 'compaction.task-threads': '-1' } }) } }
+      await invoke(fns.tableInit, 'table-init', rethreaded)
+      expect(responses[3].body.Status).toBe('SUCCESS')
+    } finally {
+      await new Promise((r) => server.close(r))
+    }
+  })
+
+  it('the writer bundle commits an SQS batch, rejects the bad record and enqueues compaction jobs', async () => {
+    const bodies = [
+      JSON.stringify({ id: 1, name: 'apple', qty: 3 }),
+      JSON.stringify({ id: 2, name: 'pear', qty: 5 }),
+      JSON.stringify({ id: 3, name: 'fig', qty: 7 }),
+      JSON.stringify({ id: 'four', name: 'bad', qty: 1 }),
+    ]
+    await sqs.send(new SendMessageBatchCommand({ QueueUrl: ingestQueue.url, Entries: bodies.map((b, i) => ({ Id: String(i), MessageBody: b })) }))
+    const records = await receiveAll(ingestQueue)
+    expect(records).toHaveLength(4)
+    const run = await invoke(fns.writer, 'strata-writer', sqsEventOf(records))
+    expect(run.result, run.stderr).toEqual({ ok: true, out: { batchItemFailures: [] } })
+
+    const table = await tableHandle()
+    const snapshot = await table.snapshots.snapshot(await table.snapshots.latestId())
+    expect(snapshot).toMatchObject({ commitKind: 'APPEND', deltaRecordCount: 3 })
+    const rejects = await backend.s3Client().send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: 'rejects/' }))
+    expect(rejects.KeyCount).toBe(1)
+
+    // the dashboard's per-table writer series are what the bundle publishes
+    expect(published(run, 'RowsWritten')).toEqual([{ dimensions: ['function', 'service', 'table'], values: { service: 'strata', function: 'writer', table: TABLE }, unit: 'Count' }])
+  })
+
+  it('the compactor bundle compacts the jobs, after which deletion-vector readers see the rows', async () => {
+    const jobs = await receiveAll(compactionQueue)
+    expect(jobs.length).toBeGreaterThan(0)
+    expect(jobs.every((j) => j.attributes.MessageGroupId?.startsWith(`${TABLE}/`))).toBe(true)
+    const run = await invoke(fns.compactor, 'strata-compactor', sqsEventOf(jobs))
+    expect(run.result, run.stderr).toEqual({ ok: true, out: { batchItemFailures: [] } })
+    // as the event source mapping does with a batch that reported no failures
+    await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: compactionQueue.url, Entries: jobs.map((j, i) => ({ Id: String(i), ReceiptHandle: j.receiptHandle })) }))
+
+    const table = await tableHandle()
+    const snapshot = await table.snapshots.snapshot(await table.snapshots.latestId())
+    expect(snapshot?.commitKind).toBe('COMPACT')
+    const rows = (await readAll(table)).map((r) => [Number(r[0]), r[1], r[2]]).sort((a, b) => (a[0] as number) - (b[0] as number))
+    expect(rows).toEqual([
+      [1, 'apple', 3],
+      [2, 'pear', 5],
+      [3, 'fig', 7],
+    ])
+    expect(published(run, 'CompactionTime')[0]).toEqual({ dimensions: ['function', 'service'], values: { service: 'strata', function: 'compactor' }, unit: 'Milliseconds' })
+  })
+
+  it('the reader bundle answers a Function URL scan', async () => {
+    const event = {
+      version: '2.0',
+      routeKey: '$default',
+      rawPath: '/',
+      rawQueryString: `table=${TABLE}&op=scan`,
+      queryStringParameters: { table: TABLE, op: 'scan' },
+      headers: { host: 'example.lambda-url.us-east-1.on.aws' },
+      requestContext: { http: { method: 'GET', path: '/', protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'test' }, requestId: 'r1', routeKey: '$default', stage: '$default', time: '', timeEpoch: 0, accountId: '000000000000', apiId: 'x', domainName: 'x', domainPrefix: 'x' },
+      isBase64Encoded: false,
+    }
+    const run = await invoke(fns.reader, 'strata-reader', event)
+    expect(run.result.ok, run.result.error ?? run.stderr).toBe(true)
+    expect(run.result.out.statusCode).toBe(200)
+    const body = JSON.parse(run.result.out.body)
+    expect(body.rows.map((r: { id: number }) => r.id).sort()).toEqual([1, 2, 3])
+    expect(body.nextCursor).toBeNull()
+  })
+
+  it('the maintenance bundle runs and publishes the series the alarms watch', async () => {
+    const run = await invoke(fns.maintenance, 'strata-maintenance', { 'detail-type': 'Scheduled Event', source: 'aws.events', time: new Date().toISOString(), detail: {} })
+    expect(run.result.ok, run.result.error ?? run.stderr).toBe(true)
+    expect(run.result.out).toMatchObject({ table: TABLE, errors: {}, queuedJobs: 0 })
+
+    const alarms = Object.values(resources).filter((r) => r.Type === 'AWS::CloudWatch::Alarm' && r.Properties.Namespace === 'Strata')
+    expect(alarms.map((a) => a.Properties.MetricName).sort()).toEqual(['FreshnessLag', 'L0FileCountMax'])
+    for (const alarm of alarms) {
+      const p = alarm.Properties
+      const watched = { dimensions: p.Dimensions.map((d: { Name: string }) => d.Name).sort(), values: Object.fromEntries(p.Dimensions.map((d: { Name: string; Value: string }) => [d.Name, d.Value])) }
+      const series = published(run, p.MetricName).map(({ dimensions, values }) => ({ dimensions, values }))
+      expect(series, p.MetricName).toContainEqual(watched)
+    }
+    expect(published(run, 'FreshnessLag')[0].unit).toBe('Milliseconds')
+    expect(published(run, 'QueuedJobs')).toHaveLength(1)
+  })
+})
