@@ -1,10 +1,11 @@
 // How every Lambda handler is bundled (esbuild, through NodejsFunction), kept in one place so
 // the bundle test builds exactly what the stack deploys.
 //
-// - ESM output (index.mjs): @middy/core 6 ships ES modules only and Powertools ships both;
-//   ESM keeps their module code as written. Some CommonJS code inside dependencies still
-//   calls `require` for Node built-ins, which an ES module does not define, so the banner
-//   creates one (the pattern the Powertools docs give for ESM bundles).
+// - ESM output (index.mjs): @middy/core 6 ships ES modules only (Powertools ships both);
+//   ESM keeps such code as written, where CommonJS output would have esbuild rewrite it and
+//   break any `import.meta`. CommonJS code inside dependencies may still call `require`
+//   for Node built-ins, which an ES module does not define, so the banner creates one (the
+//   pattern the Powertools docs give for ESM bundles).
 // - target node20: the code runs on Node 20 here and on nodejs22.x in Lambda (design.md,
 //   "Machine facts"), so the bundle uses nothing newer than Node 20.
 // - The AWS SDK is bundled, not taken from the Lambda runtime: the commit protocol relies on

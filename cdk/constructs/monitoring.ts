@@ -151,6 +151,12 @@ export class Monitoring extends Construct {
       graph('Throttles', fns.map((f, i) => f.fn.metricThrottles({ period: FIVE_MINUTES, label: fnLabel(i) }))),
       graph('Errors', [...fns, props.reader].map((f, i) => f.fn.metricErrors({ period: FIVE_MINUTES, label: i === fns.length ? 'reader' : fnLabel(i) }))),
       graph(
+        'Concurrent executions (max)',
+        fns.map((f, i) => f.fn.metric('ConcurrentExecutions', { period: FIVE_MINUTES, statistic: 'Maximum', label: fnLabel(i) })),
+      ),
+    )
+    this.dashboard.addWidgets(
+      graph(
         'Oldest message age (s)',
         [
           ...(props.ingestQueue ? [props.ingestQueue.metricApproximateAgeOfOldestMessage({ period: FIVE_MINUTES, statistic: 'Maximum', label: 'ingest' })] : []),
