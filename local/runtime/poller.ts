@@ -38,8 +38,14 @@ export interface PollerOptions {
   pool: ExecutionEnvironmentPool
   /** skips the GetQueueAttributes call that finds it */
   queueArn?: string
-  /** 1..10, default 10 */
+  /** 1..10, default 10; up to 10000 with a batching window (standard queues, as AWS allows) */
   batchSize?: number
+  /**
+   * MaximumBatchingWindowInSeconds, in ms: after the first message, keep receiving until the
+   * batch is full or the window has passed. Lets a writer commit hundreds of records at
+   * once instead of ten.
+   */
+  maxBatchingWindowMs?: number
   /** concurrent invocations at most (event-source maxConcurrency / reserved concurrency); null = unbounded; default null */
   maxConcurrency?: number | null
   /** long-poll wait, 0..20 s, default 1 */
@@ -73,6 +79,7 @@ export class EventSourcePoller {
   readonly stats: PollerStats = { invocations: 0, succeeded: 0, failedRecords: 0, crashes: 0 }
   private readonly opts: PollerOptions
   private readonly batchSize: number
+  private readonly windowMs: number
   private readonly cap: number
   private readonly maxReceives: number
   private readonly waitTimeSeconds: number
@@ -86,9 +93,15 @@ export class EventSourcePoller {
 
   constructor(opts: PollerOptions) {
     const batchSize = opts.batchSize ?? 10
-    if (!(Number.isInteger(batchSize) && batchSize >= 1 && batchSize <= 10)) {
-      throw new StrataInputError(`batchSize: expected an integer in [1, 10], got ${opts.batchSize}`)
+    const windowMs = opts.maxBatchingWindowMs ?? 0
+    const maxBatch = windowMs > 0 ? 10000 : 10
+    if (!(Number.isInteger(batchSize) && batchSize >= 1 && batchSize <= maxBatch)) {
+      throw new StrataInputError(`batchSize: expected an integer in [1, ${maxBatch}]${windowMs > 0 ? '' : ' (more needs maxBatchingWindowMs)'}, got ${opts.batchSize}`)
     }
+    if (!(Number.isFinite(windowMs) && windowMs >= 0 && windowMs <= 300_000)) {
+      throw new StrataInputError(`maxBatchingWindowMs: expected a number of ms in [0, 300000], got ${opts.maxBatchingWindowMs}`)
+    }
+    this.windowMs = windowMs
     const cap = opts.maxConcurrency ?? null
     if (cap !== null && !(Number.isInteger(cap) && cap >= 1)) {
       throw new StrataInputError(`maxConcurrency: expected null or an integer >= 1, got ${opts.maxConcurrency}`)
@@ -179,6 +192,19 @@ export class EventSourcePoller {
   }
 
   private async receive(): Promise<Message[]> {
+    const first = await this.receiveOnce(Math.min(10, this.batchSize), this.waitTimeSeconds)
+    if (this.windowMs === 0 || first.length === 0 || first.length >= this.batchSize) return first
+    const all = [...first]
+    const deadline = Date.now() + this.windowMs
+    while (all.length < this.batchSize && Date.now() < deadline && this.running) {
+      const more = await this.receiveOnce(Math.min(10, this.batchSize - all.length), 0)
+      if (more.length === 0) await sleep(Math.min(50, Math.max(0, deadline - Date.now())))
+      all.push(...more)
+    }
+    return all
+  }
+
+  private async receiveOnce(max: number, waitTimeSeconds: number): Promise<Message[]> {
     const { sqs, queueUrl } = this.opts
     if (this.queueArn === undefined) {
       const attributes = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }))
@@ -189,8 +215,8 @@ export class EventSourcePoller {
     const response = await sqs.send(
       new ReceiveMessageCommand({
         QueueUrl: queueUrl,
-        MaxNumberOfMessages: this.batchSize,
-        WaitTimeSeconds: this.waitTimeSeconds,
+        MaxNumberOfMessages: max,
+        WaitTimeSeconds: waitTimeSeconds,
         AttributeNames: ['All'],
         MessageSystemAttributeNames: ['All'],
         MessageAttributeNames: ['All'],
@@ -225,25 +251,28 @@ export class EventSourcePoller {
     }
   }
 
-  /** Deletes the records, returning the ids SQS confirmed. */
+  /** Deletes the records (DeleteMessageBatch takes 10 at a time), returning the ids SQS confirmed. */
   private async delete(records: SQSRecord[]): Promise<string[]> {
-    if (records.length === 0) return []
-    try {
-      const response = await this.opts.sqs.send(
-        new DeleteMessageBatchCommand({
-          QueueUrl: this.opts.queueUrl,
-          Entries: records.map((r, i) => ({ Id: `m${i}`, ReceiptHandle: r.receiptHandle })),
-        }),
-      )
-      for (const failure of response.Failed ?? []) {
-        this.onError(new Error(`DeleteMessageBatch entry ${failure.Id} failed: ${failure.Code}: ${failure.Message ?? ''}`))
+    const deleted: string[] = []
+    for (let i = 0; i < records.length; i += 10) {
+      const chunk = records.slice(i, i + 10)
+      try {
+        const response = await this.opts.sqs.send(
+          new DeleteMessageBatchCommand({
+            QueueUrl: this.opts.queueUrl,
+            Entries: chunk.map((r, j) => ({ Id: `m${j}`, ReceiptHandle: r.receiptHandle })),
+          }),
+        )
+        for (const failure of response.Failed ?? []) {
+          this.onError(new Error(`DeleteMessageBatch entry ${failure.Id} failed: ${failure.Code}: ${failure.Message ?? ''}`))
+        }
+        const ok = new Set((response.Successful ?? []).map((s) => s.Id))
+        deleted.push(...chunk.filter((_, j) => ok.has(`m${j}`)).map((r) => r.messageId))
+      } catch (error) {
+        this.onError(error)
       }
-      const ok = new Set((response.Successful ?? []).map((s) => s.Id))
-      return records.filter((_, i) => ok.has(`m${i}`)).map((r) => r.messageId)
-    } catch (error) {
-      this.onError(error)
-      return []
     }
+    return deleted
   }
 }
 

@@ -1,0 +1,190 @@
+// The local runtime (development only): the embedded S3 + SQS backend, the queues and
+// buckets a deployment would have, and event-source pollers driving the real handlers in
+// worker threads, as AWS would. Compactor concurrency per table comes from the table
+// option `compaction.task-threads`, mapped as the CDK stack maps it (design.md):
+// 1 → one at a time, N → at most N, -1 → no cap (one per active bucket).
+
+import { join } from 'node:path'
+import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient, SendMessageBatchCommand } from '@aws-sdk/client-sqs'
+import { S3Store } from '../../lib/store/s3-store.ts'
+import { Table } from '../../lib/table/table.ts'
+import { type EmbeddedBackend, type EmbeddedLatency, startEmbeddedBackend } from '../embedded.ts'
+import { ExecutionEnvironmentPool } from './execution-environment.ts'
+import { EventSourcePoller, type PollerOptions } from './poller.ts'
+
+const FUNCTIONS = join(import.meta.dirname, '..', '..', 'functions')
+
+export interface LocalTableSpec {
+  name: string
+  schema: unknown
+}
+
+export interface LocalRuntimeOptions {
+  tables: LocalTableSpec[]
+  bucket?: string
+  /** concurrent writer invocations (ingest event-source maxConcurrency) */
+  writerConcurrency?: number
+  /** writer batch size (up to 10000 with a batching window); default 500 */
+  writerBatchSize?: number
+  /** writer MaximumBatchingWindowInSeconds, in ms; default 1000 */
+  writerBatchingWindowMs?: number
+  /** SQS visibility timeout of every queue, seconds (AWS: ≥ 6× the function timeout) */
+  visibilityTimeoutSeconds?: number
+  maxReceiveCount?: number
+  /** handler modules, for tests that wrap the real ones */
+  writerModule?: string
+  compactorModule?: string
+  /** function timeout in ms (the worker is killed past it) */
+  timeoutMs?: number
+  latency?: EmbeddedLatency
+  onWriterInvocation?: PollerOptions['onInvocation']
+  onCompactorInvocation?: (table: string, info: Parameters<NonNullable<PollerOptions['onInvocation']>>[0]) => void
+  /** extra environment for the handlers */
+  env?: Record<string, string>
+}
+
+export interface LocalTable {
+  name: string
+  uri: string
+  table: Table
+  compactionQueueUrl: string
+  dlqUrl: string
+  taskThreads: number
+  poller: EventSourcePoller
+  pool: ExecutionEnvironmentPool
+}
+
+export interface LocalRuntime {
+  backend: EmbeddedBackend
+  sqs: SQSClient
+  bucket: string
+  ingestQueueUrl: string
+  ingestDlqUrl: string
+  tables: Map<string, LocalTable>
+  writer: EventSourcePoller
+  /** the handlers' environment (for running more functions against this runtime) */
+  env: Record<string, string>
+  /** sends JSON records to the ingest queue, 10 per SendMessageBatch */
+  send(bodies: string[]): Promise<void>
+  /** visible + in-flight messages of a queue (fauxqs counts are stale until a receive) */
+  queueDepth(url: string): Promise<number>
+  stop(): Promise<void>
+}
+
+async function createQueue(sqs: SQSClient, name: string, attributes: Record<string, string>): Promise<{ url: string; arn: string }> {
+  const q = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }))
+  const a = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: q.QueueUrl!, AttributeNames: ['QueueArn'] }))
+  return { url: q.QueueUrl!, arn: a.Attributes!.QueueArn! }
+}
+
+/** `compaction.task-threads` → the poller's concurrency cap (null = none). */
+export function compactorConcurrency(taskThreads: number): number | null {
+  return taskThreads === -1 ? null : taskThreads
+}
+
+export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<LocalRuntime> {
+  const backend = await startEmbeddedBackend({ latency: opts.latency })
+  const bucket = opts.bucket ?? 'strata-local'
+  await backend.createBucket(bucket)
+  const sqs = new SQSClient({ endpoint: backend.endpoint, region: backend.region, credentials: backend.credentials, useQueueUrlAsEndpoint: false })
+  const visibility = String(opts.visibilityTimeoutSeconds ?? 30)
+  const maxReceiveCount = String(opts.maxReceiveCount ?? 5)
+
+  const ingestDlq = await createQueue(sqs, 'strata-ingest-dlq', {})
+  const ingest = await createQueue(sqs, 'strata-ingest', {
+    VisibilityTimeout: visibility,
+    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: ingestDlq.arn, maxReceiveCount }),
+  })
+  const specs: { name: string; uri: string; table: Table; queue: { url: string; arn: string }; dlq: { url: string; arn: string } }[] = []
+  for (const t of opts.tables) {
+    const store = new S3Store({ bucket, prefix: `tables/${t.name}`, client: backend.s3Client() })
+    const table = await Table.create(store, t.schema)
+    const dlq = await createQueue(sqs, `strata-${t.name}-compaction-dlq.fifo`, { FifoQueue: 'true' })
+    const queue = await createQueue(sqs, `strata-${t.name}-compaction.fifo`, {
+      FifoQueue: 'true',
+      VisibilityTimeout: visibility,
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount }),
+    })
+    specs.push({ name: t.name, uri: `s3://${bucket}/tables/${t.name}`, table, queue, dlq })
+  }
+  const env: Record<string, string> = {
+    AWS_ENDPOINT_URL: backend.endpoint,
+    AWS_REGION: backend.region,
+    AWS_ACCESS_KEY_ID: backend.credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: backend.credentials.secretAccessKey,
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    POWERTOOLS_METRICS_DISABLED: 'true',
+    POWERTOOLS_LOG_LEVEL: 'SILENT',
+    STRATA_TABLES: JSON.stringify(Object.fromEntries(specs.map((s) => [s.name, { uri: s.uri, compactionQueueUrl: s.queue.url }]))),
+    STRATA_REJECT_URI: `s3://${bucket}/rejects`,
+    ...opts.env,
+  }
+
+  const writerPool = new ExecutionEnvironmentPool({
+    handlerModule: opts.writerModule ?? join(FUNCTIONS, 'writer.ts'),
+    env: { ...env, AWS_LAMBDA_FUNCTION_NAME: 'strata-writer' },
+    maxEnvironments: opts.writerConcurrency ?? 2,
+    timeoutMs: opts.timeoutMs,
+  })
+  const writer = new EventSourcePoller({
+    sqs,
+    queueUrl: ingest.url,
+    region: backend.region,
+    pool: writerPool,
+    batchSize: opts.writerBatchSize ?? 500,
+    maxBatchingWindowMs: opts.writerBatchingWindowMs ?? 1000,
+    maxConcurrency: opts.writerConcurrency ?? 2,
+    onInvocation: opts.onWriterInvocation,
+  })
+  const tables = new Map<string, LocalTable>()
+  for (const s of specs) {
+    const taskThreads = s.table.view.options.compactionTaskThreads
+    const cap = compactorConcurrency(taskThreads)
+    const pool = new ExecutionEnvironmentPool({
+      handlerModule: opts.compactorModule ?? join(FUNCTIONS, 'compactor.ts'),
+      env: { ...env, STRATA_TABLE: s.name, AWS_LAMBDA_FUNCTION_NAME: `strata-${s.name}-compactor` },
+      maxEnvironments: cap,
+      timeoutMs: opts.timeoutMs,
+    })
+    const poller = new EventSourcePoller({
+      sqs,
+      queueUrl: s.queue.url,
+      region: backend.region,
+      pool,
+      batchSize: 10,
+      maxConcurrency: cap,
+      onInvocation: opts.onCompactorInvocation ? (info) => opts.onCompactorInvocation!(s.name, info) : undefined,
+    })
+    tables.set(s.name, { name: s.name, uri: s.uri, table: s.table, compactionQueueUrl: s.queue.url, dlqUrl: s.dlq.url, taskThreads, poller, pool })
+  }
+  writer.start()
+  for (const t of tables.values()) t.poller.start()
+
+  return {
+    backend,
+    sqs,
+    bucket,
+    ingestQueueUrl: ingest.url,
+    ingestDlqUrl: ingestDlq.url,
+    tables,
+    writer,
+    env,
+    async send(bodies) {
+      for (let i = 0; i < bodies.length; i += 10) {
+        await sqs.send(new SendMessageBatchCommand({ QueueUrl: ingest.url, Entries: bodies.slice(i, i + 10).map((b, j) => ({ Id: String(j), MessageBody: b })) }))
+      }
+    },
+    async queueDepth(url) {
+      const a = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }))
+      return Number(a.Attributes?.ApproximateNumberOfMessages ?? 0) + Number(a.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0)
+    },
+    async stop() {
+      await writer.stop()
+      for (const t of tables.values()) await t.poller.stop()
+      await writerPool.close()
+      for (const t of tables.values()) await t.pool.close()
+      sqs.destroy()
+      await backend.stop()
+    },
+  }
+}
