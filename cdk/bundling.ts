@@ -15,7 +15,7 @@
 //   NODE_OPTIONS=--enable-source-maps) so stack traces name the TypeScript files.
 
 import { join } from 'node:path'
-import { type BundlingOptions, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs'
+import { type BundlingOptions, LogLevel, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs'
 
 export const REPO_ROOT = join(import.meta.dirname, '..')
 
@@ -33,6 +33,7 @@ export const BUNDLING: BundlingOptions = {
   sourcesContent: false,
   bundleAwsSDK: true,
   externalModules: [],
+  logLevel: LogLevel.WARNING,
 }
 
 /** The handler modules; each exports `handler`. */

@@ -10,7 +10,7 @@ import { Construct } from 'constructs'
 import type { DeployConfig } from './config.ts'
 import { IngestSource } from './constructs/ingest.ts'
 import { Monitoring } from './constructs/monitoring.ts'
-import { allowList, allowObjects, allowSend } from './constructs/permissions.ts'
+import { allowList, allowObjects, allowSend, denySchemaWrites } from './constructs/permissions.ts'
 import { REJECTS_PREFIX, StrataStorage } from './constructs/storage.ts'
 import { StrataFunction } from './constructs/strata-function.ts'
 import { TableResources } from './constructs/table-resources.ts'
@@ -61,6 +61,7 @@ export class StrataStack extends Stack {
     allowObjects(w, bucket, ['s3:DeleteObject'], this.tables.map((t) => `${t.prefix}manifest/*`))
     allowObjects(w, bucket, ['s3:PutObject'], [`${REJECTS_PREFIX}*`])
     allowSend(w, this.tables.map((t) => t.queue))
+    denySchemaWrites(w, bucket, this.tables.map((t) => t.prefix))
     for (const t of this.tables) this.writer.fn.node.addDependency(t.created)
     this.ingest.connect(this.writer.fn)
 

@@ -6,7 +6,7 @@
 // table, and checks the EMF each bundle prints against the alarms' metric dimensions.
 
 import { spawn } from 'node:child_process'
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -201,11 +201,12 @@ afterAll(async () => {
 })
 
 describe('bundled handlers (esbuild output of the stack)', () => {
-  it('are ES modules built for Lambda, with the require banner and nothing left to resolve', () => {
+  it('are single-file ES modules with the require banner and a source map', () => {
     for (const [name, fn] of Object.entries(fns)) {
       const code = readFileSync(join(fn.bundleDir, 'index.mjs'), 'utf8')
       expect(code.startsWith("import { createRequire as __strataCreateRequire } from 'node:module'"), name).toBe(true)
-      expect(existsSync(join(fn.bundleDir, 'node_modules')), name).toBe(false)
+      expect(code.trimEnd().endsWith('//# sourceMappingURL=index.mjs.map'), name).toBe(true)
+      expect(readdirSync(fn.bundleDir).sort(), name).toEqual(['index.mjs', 'index.mjs.map'])
     }
     expect(fns.writer.env.NODE_OPTIONS).toBe('--enable-source-maps')
   })

@@ -4,7 +4,9 @@
 // handlers' bundles are tested in cdk-bundle.test.ts); each configuration is synthesized
 // once and its template shared.
 
-import { readFileSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { App, type CfnElement, Stack, Validations } from 'aws-cdk-lib'
 import { Template } from 'aws-cdk-lib/assertions'
@@ -261,8 +263,7 @@ describe('least privilege', () => {
   function s3Grants(s: Synth, role: Parameters<typeof policyOf>[1]): { list: boolean; objects: Record<string, string[]> } {
     const objects: Record<string, string[]> = {}
     let list = false
-    for (const st of policyOf(s, role)) {
-      expect(st.Effect).toBe('Allow')
+    for (const st of policyOf(s, role).filter((x) => x.Effect === 'Allow')) {
       for (const a of actions(st).filter((x) => x.startsWith('s3:'))) {
         if (a === 's3:ListBucket') {
           expect(resourcesOf(st)).toEqual([{ 'Fn::GetAtt': [idOf(s.stack.storage.bucket), 'Arn'] }])
@@ -323,6 +324,21 @@ describe('least privilege', () => {
     const s = sqsStack.stack
     const keys = s.tables.map((t) => `/tables/${t.name}/schema/*`).sort()
     expect(s3Grants(sqsStack, s.tableInit.role)).toEqual({ list: true, objects: { 's3:GetObject': keys, 's3:PutObject': keys } })
+  })
+
+  it('writer, compactors and maintenance are denied writes to the schemas', () => {
+    const s = sqsStack.stack
+    const denied = (role: Parameters<typeof policyOf>[1]) =>
+      policyOf(sqsStack, role)
+        .filter((st) => st.Effect === 'Deny')
+        .map((st) => ({ actions: actions(st), keys: resourcesOf(st).map((r) => objectKeyOf(sqsStack, r)).sort() }))
+    const schemas = (ts: typeof s.tables) => ts.map((t) => `/tables/${t.name}/schema/*`).sort()
+    expect(denied(s.writer.role)).toEqual([{ actions: ['s3:DeleteObject', 's3:PutObject'], keys: schemas(s.tables) }])
+    for (const t of s.tables) {
+      expect(denied(t.compactor.role)).toEqual([{ actions: ['s3:DeleteObject', 's3:PutObject'], keys: schemas([t]) }])
+      expect(denied(t.maintenance.role)).toEqual([{ actions: ['s3:DeleteObject', 's3:PutObject'], keys: schemas([t]) }])
+    }
+    expect(denied(s.tableInit.role)).toEqual([])
   })
 
   it('logs: each role writes to its own log group only', () => {
@@ -517,6 +533,28 @@ describe('deployment config', () => {
     expect(configFromContext((k) => (k === 'config' ? join(ROOT, 'cdk', 'strata.config.json') : undefined)).tables[0].name).toBe('orders')
     expect(() => configFromContext((k) => (k === 'config' ? '/no/such/strata.json' : undefined))).toThrow(/strata config \/no\/such\/strata.json: cannot read it/)
     expect(() => configFromContext((k) => (k === 'strata' ? '{not json' : undefined))).toThrow(/context 'strata'\): not valid JSON/)
+  })
+
+  it("cdk.json's app command exits 1 with the message alone on a bad config", async () => {
+    const out = mkdtempSync(join(tmpdir(), 'strata-cdk-app-'))
+    const bad = join(out, 'bad.json')
+    writeFileSync(bad, JSON.stringify({ tables: [table({ 'compaction.task-threads': '-2' })] }))
+    try {
+      // as `cdk synth -c config=…` runs it: output directory and context in the environment
+      const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, ['--import', 'tsx', 'cdk/app.ts'], {
+          cwd: ROOT,
+          env: { ...process.env, CDK_OUTDIR: out, CDK_CONTEXT_JSON: JSON.stringify({ ...CDK_CONTEXT, config: bad }) },
+        })
+        let err = ''
+        child.stderr.on('data', (d) => (err += d))
+        child.on('close', (c) => resolve({ code: c, stderr: err }))
+      })
+      expect(code).toBe(1)
+      expect(stderr.trim()).toBe(`strata config ${bad}: tables[0] ('t'): option 'compaction.task-threads': invalid value "-2", expected -1 or an integer >= 1`)
+    } finally {
+      rmSync(out, { recursive: true, force: true })
+    }
   })
 
   it('a bad config fails synth with its message', () => {

@@ -33,6 +33,18 @@ export function allowObjects(role: IRole, bucket: IBucket, actions: string[], ke
   }
 }
 
+/**
+ * An explicit deny of writes and deletes under each table's `schema/`: only the table-init
+ * resource writes schemas, and no data, manifest or index file is ever named there
+ * (partition directories are `k=v`, bucket directories `bucket-N`), so a runtime function
+ * that tried would have a bug, and the deny makes it fail instead of rewriting the table.
+ */
+export function denySchemaWrites(role: IRole, bucket: IBucket, tablePrefixes: string[]): void {
+  role.addToPrincipalPolicy(
+    new PolicyStatement({ effect: Effect.DENY, actions: ['s3:PutObject', 's3:DeleteObject'], resources: tablePrefixes.map((p) => bucket.arnForObjects(`${p}schema/*`)) }),
+  )
+}
+
 export function allowSend(role: IRole, queues: IQueue[]): void {
   if (queues.length === 0) return
   role.addToPrincipalPolicy(new PolicyStatement({ effect: Effect.ALLOW, actions: ['sqs:SendMessage'], resources: queues.map((q) => q.queueArn) }))

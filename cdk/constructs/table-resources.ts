@@ -12,7 +12,7 @@ import { Construct } from 'constructs'
 import { type CompactorConcurrency, compactorConcurrency } from '../concurrency.ts'
 import type { DeployConfig, TableDeployConfig } from '../config.ts'
 import { DLQ_RETENTION, MAX_RECEIVE_COUNT, VISIBILITY_FACTOR } from './ingest.ts'
-import { allowList, allowObjects, allowQueueAttributes, allowSend } from './permissions.ts'
+import { allowList, allowObjects, allowQueueAttributes, allowSend, denySchemaWrites } from './permissions.ts'
 import { tablePrefix } from './storage.ts'
 import { StrataFunction } from './strata-function.ts'
 
@@ -98,6 +98,7 @@ export class TableResources extends Construct {
     allowList(this.compactor.role, bucket)
     allowObjects(this.compactor.role, bucket, ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], [`${this.prefix}*`])
     allowSend(this.compactor.role, [this.queue]) // follow-up jobs when an input cap left work
+    denySchemaWrites(this.compactor.role, bucket, [this.prefix])
     this.compactor.fn.node.addDependency(this.created)
 
     this.maintenance = new StrataFunction(this, 'Maintenance', {
@@ -113,6 +114,7 @@ export class TableResources extends Construct {
     // expiration moves the EARLIEST hint; it writes nothing else
     allowObjects(this.maintenance.role, bucket, ['s3:PutObject'], [`${this.prefix}snapshot/EARLIEST`])
     allowQueueAttributes(this.maintenance.role, [this.queue])
+    denySchemaWrites(this.maintenance.role, bucket, [this.prefix])
     this.maintenance.fn.node.addDependency(this.created)
     new Rule(this, 'Schedule', {
       description: `Strata maintenance of table '${table.name}'`,
