@@ -36,7 +36,12 @@ export function recordsOf(event: WriterEvent): { records: IngestRecord[]; ordere
   }
 }
 
-export async function writerHandler(event: WriterEvent, context?: Context): Promise<SQSBatchResponse> {
+/** Fault-injection points for tests of crash recovery (never set in production). */
+export interface WriterHooks {
+  beforeSnapshotCreate?: (table: string, snapshotId: number) => Promise<void> | void
+}
+
+export async function writerHandler(event: WriterEvent, context?: Context, hooks: WriterHooks = {}): Promise<SQSBatchResponse> {
   const cfg = runtimeConfig()
   const { records, ordered } = recordsOf(event)
   const started = Date.now()
@@ -46,6 +51,7 @@ export async function writerHandler(event: WriterEvent, context?: Context): Prom
     rejects: rejectStore(),
     commitUser: `strata-writer-${process.env.AWS_LAMBDA_FUNCTION_NAME ?? 'local'}`,
     orderedSource: ordered,
+    beforeSnapshotCreate: hooks.beforeSnapshotCreate,
   })
   for (const t of res.tables) {
     logger.info('committed', { table: t.table, snapshot: t.snapshotId, rows: t.rows, jobs: t.jobs, deduplicated: t.deduplicated, requestId: context?.awsRequestId })
@@ -62,4 +68,4 @@ export async function writerHandler(event: WriterEvent, context?: Context): Prom
   return { batchItemFailures: res.failedIds.map((itemIdentifier) => ({ itemIdentifier })) }
 }
 
-export const handler = middy(writerHandler).use(logMetrics(metrics))
+export const handler = middy((event: WriterEvent, context: Context) => writerHandler(event, context)).use(logMetrics(metrics))

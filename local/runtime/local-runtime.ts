@@ -28,6 +28,8 @@ export interface LocalRuntimeOptions {
   writerBatchSize?: number
   /** writer MaximumBatchingWindowInSeconds, in ms; default 1000 */
   writerBatchingWindowMs?: number
+  /** compactor batch size (FIFO: at most 10); default 10 */
+  compactorBatchSize?: number
   /** SQS visibility timeout of every queue, seconds (AWS: ≥ 6× the function timeout) */
   visibilityTimeoutSeconds?: number
   maxReceiveCount?: number
@@ -151,7 +153,7 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
       queueUrl: s.queue.url,
       region: backend.region,
       pool,
-      batchSize: 10,
+      batchSize: opts.compactorBatchSize ?? 10,
       maxConcurrency: cap,
       onInvocation: opts.onCompactorInvocation ? (info) => opts.onCompactorInvocation!(s.name, info) : undefined,
     })
