@@ -11,7 +11,7 @@
 // - The AWS SDK is bundled, not taken from the Lambda runtime: the commit protocol relies on
 //   PutObject's `IfNoneMatch` and the S3 client's behaviour on 409/412, so the version the
 //   tests ran against is the version that runs.
-// - Minified with an external source map (the functions run with
+// - Minified with a linked source map (the functions run with
 //   NODE_OPTIONS=--enable-source-maps) so stack traces name the TypeScript files.
 
 import { join } from 'node:path'
@@ -29,7 +29,8 @@ export const BUNDLING: BundlingOptions = {
   banner: ESM_REQUIRE_BANNER,
   minify: true,
   sourceMap: true,
-  sourceMapMode: SourceMapMode.EXTERNAL,
+  // a linked map: a separate file and the sourceMappingURL comment Node needs to find it
+  sourceMapMode: SourceMapMode.DEFAULT,
   sourcesContent: false,
   bundleAwsSDK: true,
   externalModules: [],
