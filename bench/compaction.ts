@@ -6,8 +6,9 @@
 // - DuckDB doing the same merge (latest _SEQUENCE_NUMBER per key, deletes dropped, sorted,
 //   COPY to Parquet) on the very same 5 Parquet files;
 // - peak RSS against rows (1/4, 1/2, all of them in 5 runs) and against runs (10 runs).
-// Each job runs in a fresh child process on a fresh copy of a prebuilt table, so its
-// `maxRSS` is its own; local disk, and the embedded S3 backend unless --no-s3.
+// Each job runs in a fresh child process on a fresh copy of a prebuilt table, and reports
+// its own peak RSS (VmHWM; bench/lib/child.ts says why not maxRSS); local disk, and the
+// embedded S3 backend unless --no-s3.
 //
 //   npx tsx bench/compaction.ts [--quick] [--runs 3] [--no-s3] [--profile]
 //
@@ -94,7 +95,7 @@ export function duckdbSql(files: string[], out: string): string {
 ) TO '${out.replaceAll("'", "''")}' (FORMAT parquet, COMPRESSION snappy)`
 }
 
-async function duckdbCompact(files: string[], out: string, threads: number): Promise<Omit<DuckReport, 'maxRssMb' | 'loadAvg'>> {
+async function duckdbCompact(files: string[], out: string, threads: number): Promise<Omit<DuckReport, 'peakRssMb' | 'maxRssMb' | 'loadAvg'>> {
   const { DuckDBInstance } = await import('@duckdb/node-api')
   const instance = await DuckDBInstance.create(':memory:', { threads: String(threads) })
   const conn = await instance.connect()
@@ -190,7 +191,7 @@ async function idleRss(env: Env, fixture: Fixture, store: Store): Promise<number
   }
   const r = await runChild<ChildReport>(import.meta.filename, ['idle', uri], { env: env.childEnv })
   if (store === 's3') await clearStore(env.s3!.store(name))
-  return r.maxRssMb
+  return r.peakRssMb
 }
 
 interface Series<T> {
@@ -281,14 +282,14 @@ async function parentMain(argv: string[]): Promise<void> {
       for (const job of jobs) {
         const r = await runCompactJob(env, job, rep)
         results.get(`${job.id}/${job.store}`)!.reports.push(r)
-        process.stderr.write(`run ${rep + 1}/${runs} ${job.id} ${job.store}: ${r.rowsIn} → ${r.rowsOut} rows, ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s, load ${r.loadAvg.toFixed(1)}), ${r.maxRssMb.toFixed(0)} MB\n`)
+        process.stderr.write(`run ${rep + 1}/${runs} ${job.id} ${job.store}: ${r.rowsIn} → ${r.rowsOut} rows, ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s, load ${r.loadAvg.toFixed(1)}), ${r.peakRssMb.toFixed(0)} MB\n`)
       }
       for (const [threads, series] of duck) {
         const out = join(work, 'runs', `duckdb-${threads}-${rep}.parquet`)
         const r = await runChild<DuckReport>(import.meta.filename, ['duckdb', out, String(threads), ...duckFiles], { env: childEnv })
         rmSync(out, { force: true })
         series.reports.push(r)
-        process.stderr.write(`run ${rep + 1}/${runs} duckdb threads=${threads}: ${r.rowsOut} rows, ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s, load ${r.loadAvg.toFixed(1)}), ${r.maxRssMb.toFixed(0)} MB\n`)
+        process.stderr.write(`run ${rep + 1}/${runs} duckdb threads=${threads}: ${r.rowsOut} rows, ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s, load ${r.loadAvg.toFixed(1)}), ${r.peakRssMb.toFixed(0)} MB\n`)
       }
     }
 
@@ -326,7 +327,7 @@ async function parentMain(argv: string[]): Promise<void> {
           const r = s.reports[0]
           const secs = med(s, (x) => x.seconds)
           const runsIn = j.mode === 'full' ? `${count(r.rowsIn)} (${j.fixture.runs})` : `${count(r.rowsIn)} (4 L0 runs; lookups in ${count(j.fixture.rows - r.rowsIn)} top-level rows)`
-          return [j.label, j.store === 's3' ? 'embedded S3' : 'local disk', j.fixture.targetFileSize ?? '128 mb', runsIn, `${count(r.rowsOut)} (${r.outputFiles})`, count(r.rowsDeletedByVector), secs.toFixed(2), med(s, (x) => x.cpuSeconds).toFixed(2), rate(r.rowsIn, secs), med(s, (x) => x.maxRssMb).toFixed(0)]
+          return [j.label, j.store === 's3' ? 'embedded S3' : 'local disk', j.fixture.targetFileSize ?? '128 mb', runsIn, `${count(r.rowsOut)} (${r.outputFiles})`, count(r.rowsDeletedByVector), secs.toFixed(2), med(s, (x) => x.cpuSeconds).toFixed(2), rate(r.rowsIn, secs), med(s, (x) => x.peakRssMb).toFixed(0)]
         }),
       ),
     )
@@ -339,11 +340,11 @@ async function parentMain(argv: string[]): Promise<void> {
       markdownTable(
         ['engine', 'threads', 'wall s', 'CPU s', 'rows out', 'peak RSS (MB)', 'Strata wall ÷ this', 'Strata CPU ÷ this'],
         [
-          ['Strata `compactBucket` full, deletion vectors off', 1, strataSecs.toFixed(2), strataCpu.toFixed(2), count(strataOut), med(results.get('full-off/local')!, (x) => x.maxRssMb).toFixed(0), '1.0', '1.0'],
+          ['Strata `compactBucket` full, deletion vectors off', 1, strataSecs.toFixed(2), strataCpu.toFixed(2), count(strataOut), med(results.get('full-off/local')!, (x) => x.peakRssMb).toFixed(0), '1.0', '1.0'],
           ...[...duck].map(([threads, s]) => {
             const secs = med(s, (x) => x.seconds)
             const cpu = med(s, (x) => x.cpuSeconds)
-            return [`DuckDB ${machine.packages['@duckdb/node-api']} window + COPY`, threads, secs.toFixed(2), cpu.toFixed(2), count(s.reports[0].rowsOut), med(s, (x) => x.maxRssMb).toFixed(0), (strataSecs / secs).toFixed(1), (strataCpu / cpu).toFixed(1)]
+            return [`DuckDB ${machine.packages['@duckdb/node-api']} window + COPY`, threads, secs.toFixed(2), cpu.toFixed(2), count(s.reports[0].rowsOut), med(s, (x) => x.peakRssMb).toFixed(0), (strataSecs / secs).toFixed(1), (strataCpu / cpu).toFixed(1)]
           }),
         ],
       ),
@@ -353,7 +354,7 @@ async function parentMain(argv: string[]): Promise<void> {
     const scaleRows = [quarter, half, fullOff, tenRuns].map((f) => {
       const s = results.get(`${f.id}/local`)!
       const secs = med(s, (x) => x.seconds)
-      const rss = med(s, (x) => x.maxRssMb)
+      const rss = med(s, (x) => x.peakRssMb)
       return [count(s.reports[0].rowsIn), f.runs, count(s.reports[0].rowsOut), secs.toFixed(2), med(s, (x) => x.cpuSeconds).toFixed(2), rate(s.reports[0].rowsIn, secs), rss.toFixed(0), (rss - idleMb.local).toFixed(0)]
     })
     lines.push(markdownTable(['rows in', 'sorted runs', 'rows out', 'wall s', 'CPU s', 'rows in/s (wall)', 'peak RSS (MB)', 'above idle child (MB)'], scaleRows))

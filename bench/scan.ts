@@ -131,7 +131,7 @@ async function parentMain(argv: string[]): Promise<void> {
             const r = await runChild<ScanReport>(import.meta.filename, ['scan', uris.get(`${l.id}/${store}`)!, columns], { env: childEnv })
             if (!results.has(key)) results.set(key, [])
             results.get(key)!.push(r)
-            process.stderr.write(`run ${rep + 1}/${runs} ${key}: ${r.rows} rows, ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s, load ${r.loadAvg.toFixed(1)}), ${r.maxRssMb.toFixed(0)} MB\n`)
+            process.stderr.write(`run ${rep + 1}/${runs} ${key}: ${r.rows} rows, ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s, load ${r.loadAvg.toFixed(1)}), ${r.peakRssMb.toFixed(0)} MB\n`)
           }
         }
       }
@@ -153,7 +153,7 @@ async function parentMain(argv: string[]): Promise<void> {
           const secs = median(rs.map((r) => r.seconds))
           const cpu = median(rs.map((r) => r.cpuSeconds))
           const files = rs[0].filesOpened.map((n, level) => (n ? `L${level}×${n}` : '')).filter(Boolean).join(' ')
-          rows.push([l.label, store === 's3' ? 'embedded S3' : 'local disk', columns === 'all' ? 'all 5' : '`id`', files, secs.toFixed(2), cpu.toFixed(2), rate(expected, secs), median(rs.map((r) => r.maxRssMb)).toFixed(0), (morSecs / secs).toFixed(2), (morCpu / cpu).toFixed(2)])
+          rows.push([l.label, store === 's3' ? 'embedded S3' : 'local disk', columns === 'all' ? 'all 5' : '`id`', files, secs.toFixed(2), cpu.toFixed(2), rate(expected, secs), median(rs.map((r) => r.peakRssMb)).toFixed(0), (morSecs / secs).toFixed(2), (morCpu / cpu).toFixed(2)])
         }
       }
     }

@@ -1,8 +1,14 @@
 // Every measurement runs in a fresh child process (the benchmark script itself with
-// `--child …`), so `process.resourceUsage().maxRSS` is that job's own peak and no heap or
-// page cache state of an earlier job leaks into it.
+// `--child …`), so no heap state of an earlier job leaks into it.
+//
+// Its peak RSS is read from /proc/self/status VmHWM, not `process.resourceUsage().maxRSS`:
+// on Linux, getrusage's ru_maxrss survives execve and starts from the high-water mark of the
+// forked copy of the parent, so a child spawned by a parent holding 800 MB reports at least
+// 800 MB however little it uses (checked here on Node 20: an idle child of a parent with an
+// 800 MB buffer reports maxRSS 804 MB, VmHWM 140 MB). VmHWM belongs to the exec'd image only.
 
 import { execFile } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { promisify } from 'node:util'
 
@@ -14,7 +20,9 @@ export interface ChildReport {
    * other processes sharing the cores (and above it when the job runs threads, as DuckDB does)
    */
   cpuSeconds: number
-  /** peak resident set of the whole child process, MB (modules and table open included) */
+  /** peak resident set of the child's own image (VmHWM), MB, modules and table open included */
+  peakRssMb: number
+  /** `process.resourceUsage().maxRSS` in MB, which includes the parent's RSS at fork (see above) */
   maxRssMb: number
   /** 1-minute load average when the job ended, to spot a run disturbed by other work */
   loadAvg: number
@@ -57,8 +65,20 @@ export async function timed<T>(job: () => Promise<T>): Promise<{ value: T; secon
   return { value, seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6 }
 }
 
+/** VmHWM of this process in MB; maxRSS where there is no /proc (not Linux). */
+export function peakRssMb(): number {
+  try {
+    const m = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'))
+    if (m) return Number(m[1]) / 1024
+  } catch {
+    // no procfs
+  }
+  return process.resourceUsage().maxRSS / 1024
+}
+
 /** The child's side: one JSON line with the job's figures and the process's peak RSS. */
 export function reportToParent(fields: Record<string, unknown> & { seconds: number; cpuSeconds: number }): void {
-  const json = JSON.stringify({ ...fields, maxRssMb: process.resourceUsage().maxRSS / 1024, loadAvg: loadavg()[0] }, (_, v) => (typeof v === 'bigint' ? Number(v) : v))
+  const report = { ...fields, peakRssMb: peakRssMb(), maxRssMb: process.resourceUsage().maxRSS / 1024, loadAvg: loadavg()[0] }
+  const json = JSON.stringify(report, (_, v) => (typeof v === 'bigint' ? Number(v) : v))
   process.stdout.write(json + '\n')
 }

@@ -129,8 +129,12 @@ export async function loadBatches(table: Table, plan: LoadPlan, sampler = new Ke
  * level, then `plan.batches` new level-0 runs on top.
  */
 export async function loadCompactedBase(table: Table, plan: LoadPlan): Promise<void> {
-  const all = Array.from({ length: plan.keySpace }, (_, i) => i)
-  await writeBatch(table, batchOf(all, 0, 0, () => 1))
+  // in slices, so no level-0 file outgrows the embedded backend's 11 MiB request limit
+  const slice = 200_000
+  for (let from = 0; from < plan.keySpace; from += slice) {
+    const keys = Array.from({ length: Math.min(slice, plan.keySpace - from) }, (_, i) => from + i)
+    await writeBatch(table, batchOf(keys, 0, 0, () => 1))
+  }
   for (let b = 0; b < table.view.options.bucket; b++) await compactBucket(table, { partition: NO_PARTITION, bucket: b, full: true })
   await loadBatches(table, plan)
 }
