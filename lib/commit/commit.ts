@@ -90,6 +90,8 @@ export class FileStoreCommit {
     let deltaMeta: ManifestFileMeta | null = null
     let deltaList: { name: string; size: number } | null = null
     let retries = 0
+    let liveSet = new Map<string, ManifestEntry>()
+    let liveAt = -1
     for (let attempt = 0; ; attempt++) {
       const latestId = await this.snapshots.latestId()
       const latest = latestId === 0 ? null : await this.snapshots.snapshot(latestId)
@@ -98,8 +100,20 @@ export class FileStoreCommit {
         if (landed !== null) return { snapshotId: landed, retries, deduplicated: true }
       }
       if (req.deletes.length > 0 || req.checkConflicts || req.indexReplacements?.length) {
-        const live = latest ? await this.manifests.liveEntries(latest, (p, b) => touched.has(bucketIdentifier(p, b))) : []
-        const liveIds = new Set(live.map(fileIdentifier))
+        // the touched buckets' live files, read once and then advanced by the deltas of
+        // the snapshots that landed since: a retry costs those deltas, not a full re-read
+        const inTouched = (p: Uint8Array, b: number) => touched.has(bucketIdentifier(p, b))
+        if (liveAt === -1) {
+          liveSet = new Map((latest ? await this.manifests.liveEntries(latest, inTouched) : []).map((e) => [fileIdentifier(e), e]))
+          liveAt = latestId
+        }
+        for (let id = liveAt + 1; id <= latestId; id++) {
+          const s = await this.snapshots.snapshot(id)
+          if (s) foldEntries((await this.manifests.deltaEntries(s)).filter((e) => inTouched(e.partition, e.bucket)), liveSet)
+        }
+        liveAt = latestId
+        const live = [...liveSet.values()]
+        const liveIds = new Set(liveSet.keys())
         for (const d of req.deletes) {
           if (!liveIds.has(fileIdentifier(d))) {
             throw new CommitConflictError(
