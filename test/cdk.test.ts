@@ -414,6 +414,7 @@ describe('alarms and dashboard', () => {
       const lag = mine.find((p) => p.MetricName === 'FreshnessLag')!
       const l0 = mine.find((p) => p.MetricName === 'L0FileCountMax')!
       expect(lag.Period).toBe(15 * 60)
+      expect(lag.TreatMissingData).toBe('ignore')
       if (t.name === 'page_views') {
         expect(lag.Threshold).toBe(5 * 60_000)
         expect(l0.Threshold).toBe(20)

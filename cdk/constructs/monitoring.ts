@@ -80,7 +80,8 @@ export class Monitoring extends Construct {
       )
     dlqAlarm('IngestDeadLettersAlarm', props.ingestDeadLetters, config.ingest.type === 'sqs' ? 'The ingest DLQ' : 'The Kinesis on-failure queue')
 
-    // maintenance publishes table metrics once per run, so one period is one run
+    // maintenance publishes table metrics once per run, so one period is one run; a run
+    // drifting across a period boundary leaves a period empty, which keeps the state
     const schedule = Duration.minutes(config.functions.maintenance.scheduleMinutes)
     for (const t of tables) {
       dlqAlarm(`${t.node.id}DeadLettersAlarm`, t.deadLetters, `The compaction DLQ of table '${t.name}'`)
@@ -93,7 +94,7 @@ export class Monitoring extends Construct {
           threshold: cfg.alarms.freshnessLagMinutes * 60_000, // FreshnessLag is in milliseconds
           comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
           evaluationPeriods: 1,
-          treatMissingData: TreatMissingData.MISSING,
+          treatMissingData: TreatMissingData.IGNORE,
         }),
       )
       add(
@@ -103,7 +104,7 @@ export class Monitoring extends Construct {
           threshold: cfg.alarms.l0FileCount,
           comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
           evaluationPeriods: 1,
-          treatMissingData: TreatMissingData.MISSING,
+          treatMissingData: TreatMissingData.IGNORE,
         }),
       )
     }
