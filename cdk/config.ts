@@ -169,11 +169,11 @@ class Section {
   }
 }
 
-function functionSettings(s: Section, memoryMb: number, timeoutSeconds: number, maxTimeout = 900): FunctionSettings {
+function functionSettings(s: Section, memoryMb: number, timeoutSeconds: number): FunctionSettings {
   return {
     // Lambda: 128 MB to 10,240 MB of memory, timeouts up to 15 minutes
     memoryMb: s.int('memoryMb', memoryMb, 128, 10240),
-    timeoutSeconds: s.int('timeoutSeconds', timeoutSeconds, 1, maxTimeout),
+    timeoutSeconds: s.int('timeoutSeconds', timeoutSeconds, 1, 900),
   }
 }
 
