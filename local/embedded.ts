@@ -23,8 +23,25 @@ export interface EmbeddedBackend {
   app: unknown
 }
 
-/** Server-side delay before each request is handled, in ms: fixed, or chosen per request. */
-export type EmbeddedLatency = number | ((request: { method: string; url: string }) => number)
+/**
+ * Server-side delay before each request is handled, in ms: fixed, chosen per request, or a
+ * transfer model with a bandwidth cap.
+ */
+export type EmbeddedLatency = number | ((request: { method: string; url: string }) => number) | TransferModel
+
+/**
+ * First-byte latency plus a per-request bandwidth cap, for benchmarks that need object-store
+ * I/O to cost what it costs on S3 (each request waits `firstByteMs`, then its request body
+ * and its response body each take `bytes / bytesPerSecond`; S3 serves one connection at
+ * tens of MB/s, and parallel requests each get their own cap, as on S3). A response sent as
+ * a stream is not slowed (fauxqs sends object bodies as buffers). `applies` picks the
+ * requests the model covers (e.g. S3 paths, not SQS's `POST /`); default: all.
+ */
+export interface TransferModel {
+  firstByteMs: number
+  bytesPerSecond?: number
+  applies?: (request: { method: string; url: string }) => boolean
+}
 
 const REGION = 'us-east-1'
 const CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' }
@@ -70,11 +87,35 @@ export async function startEmbeddedBackend(
 /** Marks the hook's own HEAD requests, which stand for no S3 round trip and get no latency. */
 const INTERNAL_HEADER = 'x-strata-internal-check'
 
+const pause = (ms: number) => (ms > 0 ? new Promise((r) => setTimeout(r, ms)) : undefined)
+
 function installLatency(app: FauxqsApp, latency: EmbeddedLatency): void {
+  if (typeof latency === 'object') return installTransferModel(app, latency)
   app.addHook('onRequest', async (request) => {
     if (request.headers[INTERNAL_HEADER] !== undefined) return
-    const ms = typeof latency === 'number' ? latency : latency({ method: request.method, url: request.url })
-    if (ms > 0) await new Promise((r) => setTimeout(r, ms))
+    await pause(typeof latency === 'number' ? latency : latency({ method: request.method, url: request.url }))
+  })
+}
+
+function installTransferModel(app: FauxqsApp, model: TransferModel): void {
+  const covered = (request: { method: string; url: string; headers: Record<string, unknown> }) =>
+    request.headers[INTERNAL_HEADER] === undefined && (model.applies?.({ method: request.method, url: request.url }) ?? true)
+  const bps = model.bytesPerSecond
+  app.addHook('onRequest', async (request) => {
+    if (covered(request)) await pause(model.firstByteMs)
+  })
+  if (bps === undefined) return
+  // registered before the conditional-write hook, so an upload's transfer time is spent
+  // before, not while, it holds its key's lock
+  app.addHook('preHandler', async (request) => {
+    const length = Number(request.headers['content-length'] ?? 0)
+    if (covered(request) && length > 0) await pause((1000 * length) / bps)
+  })
+  app.addHook('onSend', async (request, _reply, payload) => {
+    if (!covered(request)) return payload
+    const length = typeof payload === 'string' ? Buffer.byteLength(payload) : payload instanceof Uint8Array ? payload.length : 0
+    if (length > 0) await pause((1000 * length) / bps)
+    return payload
   })
 }
 
