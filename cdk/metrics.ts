@@ -9,12 +9,12 @@
 export const METRICS_NAMESPACE = 'Strata'
 export const METRICS_SERVICE = 'strata'
 
-/** {service, function, table}: maintenance (per table), writer and reader (per table read or written). */
-export function tableDimensions(fn: 'maintenance' | 'writer' | 'reader', table: string): Record<string, string> {
+/** {service, function, table}: maintenance and compactor (one table each), writer and reader (per table read or written). */
+export function tableDimensions(fn: 'maintenance' | 'writer' | 'reader' | 'compactor', table: string): Record<string, string> {
   return { service: METRICS_SERVICE, function: fn, table }
 }
 
-/** {service, function}: the compactor publishes without a table dimension. */
+/** {service, function}: metrics of an invocation that spans several tables (writer). */
 export function functionDimensions(fn: 'compactor' | 'writer'): Record<string, string> {
   return { service: METRICS_SERVICE, function: fn }
 }

@@ -9,13 +9,17 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics'
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware'
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda'
 import { processCompactionJobs } from '../lib/jobs/process-jobs.ts'
-import { logger, newMetrics, resolveTable } from './shared/runtime.ts'
+import { logger, newMetrics, resolveTable, runtimeConfig } from './shared/runtime.ts'
 
 const metrics = newMetrics('compactor')
 
 export async function compactorHandler(event: SQSEvent, context?: Context): Promise<SQSBatchResponse> {
   if (!event || !Array.isArray(event.Records)) throw new Error('compactor: expected an SQS event with a Records array')
   const started = Date.now()
+  // one compactor serves one table (its own queue and concurrency), so every metric of the
+  // invocation carries that table
+  const table = runtimeConfig().table
+  if (table) metrics.addDimensions({ table })
   const messages = event.Records.map((r) => ({ id: r.messageId, body: r.body, groupId: r.attributes?.MessageGroupId ?? r.messageId }))
   const res = await processCompactionJobs(messages, {
     resolve: resolveTable,

@@ -53,12 +53,21 @@ export async function writerHandler(event: WriterEvent, context?: Context, hooks
     orderedSource: ordered,
     beforeSnapshotCreate: hooks.beforeSnapshotCreate,
   })
+  // EMF dimensions apply to a whole flush: with one table (the usual case) every metric
+  // carries it; an invocation spanning several tables emits per-table single metrics
+  const single = res.tables.length === 1
+  if (single) metrics.addDimensions({ table: res.tables[0].table })
   for (const t of res.tables) {
     logger.info('committed', { table: t.table, snapshot: t.snapshotId, rows: t.rows, jobs: t.jobs, deduplicated: t.deduplicated, requestId: context?.awsRequestId })
-    metrics.addDimensions({ table: t.table })
-    metrics.addMetric('RowsWritten', MetricUnit.Count, t.rows)
-    metrics.addMetric('CommitRetries', MetricUnit.Count, t.retries)
-    metrics.addMetric('JobsEnqueued', MetricUnit.Count, t.jobs)
+    const emit = (name: string, value: number) => {
+      if (single) return metrics.addMetric(name, MetricUnit.Count, value)
+      const m = metrics.singleMetric()
+      m.addDimensions({ table: t.table })
+      m.addMetric(name, MetricUnit.Count, value)
+    }
+    emit('RowsWritten', t.rows)
+    emit('CommitRetries', t.retries)
+    emit('JobsEnqueued', t.jobs)
   }
   metrics.addMetric('RowsRejected', MetricUnit.Count, res.rejected)
   metrics.addMetric('RecordsFailed', MetricUnit.Count, res.failedIds.length)

@@ -9,7 +9,7 @@
 // must see exactly the rows written — none lost, none twice, each at its latest value.
 // A summary table and an SVG chart of freshness lag over time are written.
 //
-//   npm run demo -- [--rate 150] [--duration 25] [--buckets 16] [--task-threads 4] [--s3-latency-ms 10]
+//   npm run demo -- [--rate 100] [--duration 20] [--buckets 16] [--task-threads 4] [--s3-latency-ms 10]
 
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -24,8 +24,8 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true'
 
 const { values: flags } = parseArgs({
   options: {
-    rate: { type: 'string', default: '150' },
-    duration: { type: 'string', default: '25' },
+    rate: { type: 'string', default: '100' },
+    duration: { type: 'string', default: '20' },
     buckets: { type: 'string', default: '16' },
     'task-threads': { type: 'string', default: '4' },
     's3-latency-ms': { type: 'string', default: '10' },

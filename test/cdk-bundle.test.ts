@@ -298,7 +298,8 @@ describe('bundled handlers (esbuild output of the stack)', () => {
       [2, 'pear', 5],
       [3, 'fig', 7],
     ])
-    expect(published(run, 'CompactionTime')[0]).toEqual({ dimensions: ['function', 'service'], values: { service: 'strata', function: 'compactor' }, unit: 'Milliseconds' })
+    // one compactor serves one table, so its metrics carry the table dimension
+    expect(published(run, 'CompactionTime')[0]).toMatchObject({ values: { service: 'strata', function: 'compactor', table: TABLE }, unit: 'Milliseconds' })
   })
 
   it('the reader bundle answers a Function URL scan', async () => {

@@ -21,7 +21,7 @@ import { Topic } from 'aws-cdk-lib/aws-sns'
 import type { Queue } from 'aws-cdk-lib/aws-sqs'
 import { Construct } from 'constructs'
 import type { DeployConfig } from '../config.ts'
-import { METRICS_NAMESPACE, functionDimensions, tableDimensions } from '../metrics.ts'
+import { METRICS_NAMESPACE, tableDimensions } from '../metrics.ts'
 import type { StrataFunction } from './strata-function.ts'
 import type { TableResources } from './table-resources.ts'
 
@@ -109,10 +109,12 @@ export class Monitoring extends Construct {
       )
     }
 
-    const perTable = (metricName: string, fn: 'maintenance' | 'writer', statistic: string, period: Duration): IMetric[] =>
+    const perTable = (metricName: string, fn: 'maintenance' | 'writer' | 'compactor', statistic: string, period: Duration): IMetric[] =>
       tables.map((t) => strataMetric(metricName, tableDimensions(fn, t.name), statistic, period, t.name))
     const graph = (title: string, left: IMetric[], width = 8, right?: IMetric[]) => new GraphWidget({ title, left, right, width, height: 6 })
-    const compactor = (metricName: string, statistic: string, label: string) => strataMetric(metricName, functionDimensions('compactor'), statistic, FIVE_MINUTES, label)
+    // each compactor serves one table and publishes with its table dimension
+    const compactor = (metricName: string, statistic: string, label: string): IMetric[] =>
+      tables.map((t) => strataMetric(metricName, tableDimensions('compactor', t.name), statistic, FIVE_MINUTES, `${t.name} ${label}`))
 
     this.dashboard = new Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(3) })
     this.dashboard.addWidgets(
@@ -129,10 +131,10 @@ export class Monitoring extends Construct {
       graph('Queued compaction jobs', perTable('QueuedJobs', 'maintenance', 'Maximum', schedule)),
     )
     this.dashboard.addWidgets(
-      graph('Compactor busy (ms per 5 min, all tables)', [compactor('CompactorBusy', 'Sum', 'busy')]),
-      graph('Compaction time (ms)', [compactor('CompactionTime', 'Average', 'avg'), compactor('CompactionTime', 'Maximum', 'max')]),
-      graph('Compaction jobs and commit retries', [compactor('CompactionJobs', 'Sum', 'jobs')], 8, [
-        compactor('CommitRetries', 'Sum', 'compactor commit retries'),
+      graph('Compactor busy (ms per 5 min)', compactor('CompactorBusy', 'Sum', 'busy')),
+      graph('Compaction time (ms)', [...compactor('CompactionTime', 'Average', 'avg'), ...compactor('CompactionTime', 'Maximum', 'max')]),
+      graph('Compaction jobs and commit retries', compactor('CompactionJobs', 'Sum', 'jobs'), 8, [
+        ...compactor('CommitRetries', 'Sum', 'compactor commit retries'),
         allSeries('CommitRetries', 'writer', 'Sum', 'writer commit retries'),
       ]),
     )
