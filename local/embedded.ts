@@ -105,18 +105,29 @@ function installTransferModel(app: FauxqsApp, model: TransferModel): void {
     if (covered(request)) await pause(model.firstByteMs)
   })
   if (bps === undefined) return
-  // registered before the conditional-write hook, so an upload's transfer time is spent
-  // before, not while, it holds its key's lock
+  // Registered before the conditional-write hook, so an upload's transfer time is spent
+  // before, not while, it holds its key's lock. A download's time is spent here too, from
+  // the object's size: delaying in onSend instead makes fastify answer fauxqs's async
+  // handlers with an empty body.
   app.addHook('preHandler', async (request) => {
-    const length = Number(request.headers['content-length'] ?? 0)
-    if (covered(request) && length > 0) await pause((1000 * length) / bps)
-  })
-  app.addHook('onSend', async (request, _reply, payload) => {
-    if (!covered(request)) return payload
-    const length = typeof payload === 'string' ? Buffer.byteLength(payload) : payload instanceof Uint8Array ? payload.length : 0
+    if (!covered(request)) return
+    let length = Number(request.headers['content-length'] ?? 0)
+    if (request.method === 'GET' && request.routeOptions.url === '/:bucket/*' && ((request.params as { '*'?: string })['*'] ?? '') !== '') {
+      const head = await app.inject({ method: 'HEAD', url: request.url, headers: { [INTERNAL_HEADER]: '1' } })
+      length += rangeLength(headerValue(request.headers.range), Number(head.headers['content-length'] ?? 0))
+    }
     if (length > 0) await pause((1000 * length) / bps)
-    return payload
   })
+}
+
+/** Bytes a GET of an object of `size` bytes returns under an HTTP Range header (one range). */
+function rangeLength(range: string | undefined, size: number): number {
+  const m = range === undefined ? null : /^bytes=(\d*)-(\d*)$/.exec(range.trim())
+  if (!m) return size
+  if (m[1] === '') return Math.min(size, Number(m[2]))
+  const from = Number(m[1])
+  const to = m[2] === '' ? size - 1 : Math.min(size - 1, Number(m[2]))
+  return Math.max(0, to - from + 1)
 }
 
 /** Which object mutation a request is, per fauxqs's routing of `/:bucket/*`; null for others. */
