@@ -1,0 +1,300 @@
+// Freshness lag against `compaction.task-threads` on the local runtime (embedded S3 + SQS,
+// real writer and compactor handlers in worker threads behind event-source pollers), one
+// setting after another in one run, under the same fixed write load: a synthetic upstream
+// sends upserts over a key space hashed into 64 buckets of a deletion-vector table, so
+// every writer commit adds an L0 file to most buckets and enqueues a job per bucket.
+//
+// S3 is given a transfer model (local/embedded.ts TransferModel) so that a compaction is
+// bound by I/O round trips and by how many run at once, as on AWS, not by this machine's
+// two cores: every S3 request waits a first-byte latency, then its bodies move at a
+// per-request bandwidth cap. SQS requests get no added latency.
+//
+//   npx tsx bench/freshness.ts [--quick] [--seconds 60] [--rate 200]
+//
+// Reported per setting: freshness lag (tableStatus maxFreshnessLagMs: age of the oldest L0
+// file of any bucket, i.e. of rows deletion-vector readers cannot see yet), sampled every
+// second during the load, as p50/p99/max; peak L0 files of one bucket; compactor
+// invocations and their durations (the per-bucket compaction cost the simulation uses).
+
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { loadavg } from 'node:os'
+import { tableStatus } from '../lib/cli/status.ts'
+import { Table } from '../lib/table/table.ts'
+import { freshnessChart } from '../local/chart.ts'
+import type { TransferModel } from '../local/embedded.ts'
+import { startLocalRuntime } from '../local/runtime/local-runtime.ts'
+import { parseBenchArgs } from './lib/args.ts'
+import { machineInfo, machineMarkdown } from './lib/machine.ts'
+import { OUT_DIR, markdownTable, writeResults } from './lib/report.ts'
+import { seededRandom } from './lib/dataset.ts'
+
+export const BUCKETS = 64
+export const FIRST_BYTE_MS = 20
+export const BYTES_PER_SECOND = 50 * 2 ** 20
+const S3_BUCKET = 'strata-local'
+
+export const FULL_SETTINGS = [1, 2, 3, 4, 8, -1]
+export const QUICK_SETTINGS = [1, 4, -1]
+
+/** The S3 model of this benchmark: S3 paths only (SQS is `POST /` on the same server). */
+export function freshnessS3Model(): TransferModel {
+  return { firstByteMs: FIRST_BYTE_MS, bytesPerSecond: BYTES_PER_SECOND, applies: (r) => r.url.startsWith(`/${S3_BUCKET}/`) }
+}
+
+export interface LagSample {
+  t: number
+  lagMs: number
+  maxL0: number
+  totalL0: number
+  queued: number
+}
+
+export interface CompactorInvocation {
+  startedAt: number
+  durationMs: number
+  /** jobs (SQS messages) in the batch */
+  jobs: number
+  /** distinct message groups = buckets compacted by the invocation */
+  buckets: number
+}
+
+export interface FreshnessRun {
+  taskThreads: number
+  seconds: number
+  rowsSent: number
+  writerInvocations: number
+  compactorInvocations: number
+  compactorFailedRecords: number
+  dlq: number
+  samples: LagSample[]
+  lagP50Ms: number
+  lagP99Ms: number
+  lagMaxMs: number
+  peakL0PerBucket: number
+  invocations: CompactorInvocation[]
+  /** median invocation duration ÷ buckets in it */
+  perBucketCompactionMs: number
+  peakConcurrentCompactors: number
+  loadAvgEnd: number
+}
+
+export interface FreshnessResult {
+  params: { buckets: number; seconds: number; rate: number; settings: number[]; s3: { firstByteMs: number; bytesPerSecond: number }; writerConcurrency: number; writerBatchingWindowMs: number }
+  runs: FreshnessRun[]
+  /** least-squares fit over every invocation of every run: ms = perBucket·buckets + perJob·jobs */
+  compactionCostFit: { perBucketMs: number; perJobMs: number; invocations: number }
+}
+
+function pct(xs: number[], p: number): number {
+  if (xs.length === 0) return 0
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]
+}
+
+function schema(threads: number) {
+  return {
+    fields: [
+      { name: 'id', type: 'BIGINT' },
+      { name: 'customer', type: 'STRING' },
+      { name: 'amount', type: 'DECIMAL(10, 2)' },
+      { name: 'version', type: 'INT' },
+    ],
+    primaryKeys: ['id'],
+    partitionKeys: [],
+    options: { bucket: String(BUCKETS), 'deletion-vectors.enabled': 'true', 'compaction.task-threads': String(threads), 'sequence.field': 'version' },
+  }
+}
+
+const WRITER_CONCURRENCY = 2
+const WRITER_WINDOW_MS = 1000
+const KEY_SPACE = 200_000
+
+async function runSetting(threads: number, seconds: number, rate: number, seed: number, log: (s: string) => void): Promise<FreshnessRun> {
+  const invocations: CompactorInvocation[] = []
+  let running = 0
+  let peakRunning = 0
+  const rt = await startLocalRuntime({
+    tables: [{ name: 'bench', schema: schema(threads) }],
+    bucket: S3_BUCKET,
+    latency: freshnessS3Model(),
+    writerConcurrency: WRITER_CONCURRENCY,
+    writerBatchingWindowMs: WRITER_WINDOW_MS,
+    visibilityTimeoutSeconds: 120,
+    timeoutMs: 110_000,
+    onCompactorInvocation: (_t, info) => {
+      invocations.push({
+        startedAt: info.startedAt,
+        durationMs: info.endedAt - info.startedAt,
+        jobs: info.records.length,
+        buckets: new Set(info.records.map((r) => r.attributes.MessageGroupId)).size,
+      })
+    },
+  })
+  try {
+    const t = rt.tables.get('bench')!
+    const reader = await Table.open(t.table.store)
+    const random = seededRandom(seed)
+    const versions = new Map<number, number>()
+    const samples: LagSample[] = []
+    const start = Date.now()
+    let sent = 0
+    const sender = (async () => {
+      const tickMs = 100
+      const perTick = Math.max(1, Math.round(rate / 10))
+      for (let tick = 0; Date.now() - start < seconds * 1000; tick++) {
+        const wait = start + tick * tickMs - Date.now()
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait))
+        const bodies: string[] = []
+        for (let i = 0; i < perTick; i++) {
+          const id = Math.floor(random() * KEY_SPACE)
+          const version = (versions.get(id) ?? 0) + 1
+          versions.set(id, version)
+          bodies.push(JSON.stringify({ id, customer: `c${id % 97}`, amount: ((id + version) % 100000 / 100).toFixed(2), version }))
+        }
+        await rt.send(bodies)
+        sent += bodies.length
+      }
+    })()
+    // concurrency as the poller sees it (invocations in flight), sampled with the lag
+    const sampleOnce = async () => {
+      const st = await tableStatus(reader)
+      running = t.poller.inFlight
+      peakRunning = Math.max(peakRunning, running)
+      samples.push({
+        t: (Date.now() - start) / 1000,
+        lagMs: st.maxFreshnessLagMs ?? 0,
+        maxL0: st.maxL0Files,
+        totalL0: st.buckets.reduce((n, b) => n + b.l0Files, 0),
+        queued: await rt.queueDepth(t.compactionQueueUrl),
+      })
+    }
+    let sampling = false
+    const sampler = setInterval(() => {
+      if (sampling) return
+      sampling = true
+      void sampleOnce()
+        .catch(() => undefined)
+        .finally(() => (sampling = false))
+    }, 1000)
+    await sender
+    clearInterval(sampler)
+    const lags = samples.map((s) => s.lagMs)
+    const dlq = await rt.queueDepth(t.dlqUrl)
+    const perBucket = invocations.map((i) => i.durationMs / Math.max(1, i.buckets))
+    const run: FreshnessRun = {
+      taskThreads: threads,
+      seconds,
+      rowsSent: sent,
+      writerInvocations: rt.writer.stats.invocations,
+      compactorInvocations: invocations.length,
+      compactorFailedRecords: t.poller.stats.failedRecords,
+      dlq,
+      samples,
+      lagP50Ms: pct(lags, 50),
+      lagP99Ms: pct(lags, 99),
+      lagMaxMs: Math.max(0, ...lags),
+      peakL0PerBucket: Math.max(0, ...samples.map((s) => s.maxL0)),
+      invocations,
+      perBucketCompactionMs: pct(perBucket, 50),
+      peakConcurrentCompactors: peakRunning,
+      loadAvgEnd: loadavg()[0],
+    }
+    log(
+      `freshness task-threads ${threads}: lag p50 ${(run.lagP50Ms / 1000).toFixed(1)} s, p99 ${(run.lagP99Ms / 1000).toFixed(1)} s, max ${(run.lagMaxMs / 1000).toFixed(1)} s, peak L0/bucket ${run.peakL0PerBucket}, ${invocations.length} compactor invocations (${run.perBucketCompactionMs.toFixed(0)} ms/bucket), ${run.writerInvocations} writer invocations, load ${run.loadAvgEnd.toFixed(1)}`,
+    )
+    return run
+  } finally {
+    await rt.stop()
+  }
+}
+
+/** ms = a·buckets + b·jobs, least squares without intercept (2×2 normal equations). */
+function fitCost(invs: CompactorInvocation[]): FreshnessResult['compactionCostFit'] {
+  let sbb = 0, sbj = 0, sjj = 0, sby = 0, sjy = 0
+  for (const i of invs) {
+    sbb += i.buckets * i.buckets
+    sbj += i.buckets * i.jobs
+    sjj += i.jobs * i.jobs
+    sby += i.buckets * i.durationMs
+    sjy += i.jobs * i.durationMs
+  }
+  const det = sbb * sjj - sbj * sbj
+  if (invs.length < 2 || Math.abs(det) < 1e-9) {
+    const per = invs.length ? invs.reduce((n, i) => n + i.durationMs, 0) / Math.max(1, invs.reduce((n, i) => n + i.buckets, 0)) : NaN
+    return { perBucketMs: per, perJobMs: 0, invocations: invs.length }
+  }
+  let a = (sby * sjj - sjy * sbj) / det
+  let b = (sbb * sjy - sbj * sby) / det
+  if (b < 0) {
+    // more jobs cannot make an invocation cheaper; refit on buckets alone
+    a = sby / sbb
+    b = 0
+  }
+  return { perBucketMs: a, perJobMs: b, invocations: invs.length }
+}
+
+export async function runFreshness(opts: { quick: boolean; seconds?: number; rate?: number; settings?: number[]; log?: (s: string) => void }): Promise<FreshnessResult> {
+  const seconds = opts.seconds ?? (opts.quick ? 20 : 90)
+  const rate = opts.rate ?? 200
+  const settings = opts.settings ?? (opts.quick ? QUICK_SETTINGS : FULL_SETTINGS)
+  const log = opts.log ?? ((s) => process.stderr.write(s + '\n'))
+  const runs: FreshnessRun[] = []
+  for (const threads of settings) runs.push(await runSetting(threads, seconds, rate, 20_260_601, log))
+  return {
+    params: { buckets: BUCKETS, seconds, rate, settings, s3: { firstByteMs: FIRST_BYTE_MS, bytesPerSecond: BYTES_PER_SECOND }, writerConcurrency: WRITER_CONCURRENCY, writerBatchingWindowMs: WRITER_WINDOW_MS },
+    runs,
+    compactionCostFit: fitCost(runs.flatMap((r) => r.invocations)),
+  }
+}
+
+const label = (t: number) => (t === -1 ? '-1 (no cap)' : String(t))
+
+export function freshnessMarkdown(r: FreshnessResult): string {
+  const base = r.runs.find((x) => x.taskThreads === 1)
+  return markdownTable(
+    ['task-threads', 'rows sent', 'writer commits', 'compactor invocations', 'per-bucket compaction (ms, median)', 'peak concurrent compactors', 'lag p50 (s)', 'lag p99 (s)', 'lag max (s)', 'p50 vs 1 thread', 'peak L0 files per bucket', 'failed jobs / DLQ', 'load avg at end'],
+    r.runs.map((x) => [
+      label(x.taskThreads),
+      x.rowsSent,
+      x.writerInvocations,
+      x.compactorInvocations,
+      x.perBucketCompactionMs.toFixed(0),
+      x.peakConcurrentCompactors,
+      (x.lagP50Ms / 1000).toFixed(1),
+      (x.lagP99Ms / 1000).toFixed(1),
+      (x.lagMaxMs / 1000).toFixed(1),
+      base && x.lagP50Ms > 0 ? `${(base.lagP50Ms / x.lagP50Ms).toFixed(1)}× lower` : '-',
+      x.peakL0PerBucket,
+      `${x.compactorFailedRecords} / ${x.dlq}`,
+      x.loadAvgEnd.toFixed(1),
+    ]),
+  )
+}
+
+export function writeFreshnessChart(r: FreshnessResult, name: string): string {
+  mkdirSync(OUT_DIR, { recursive: true })
+  const path = join(OUT_DIR, name)
+  writeFileSync(
+    path,
+    freshnessChart(
+      r.runs.map((x) => ({ label: `task-threads ${label(x.taskThreads)}`, points: x.samples.map((s) => [s.t, s.lagMs / 1000] as [number, number]) })),
+      { title: `Freshness lag, ${r.params.buckets} buckets, ${r.params.rate} rows/s, S3 ${r.params.s3.firstByteMs} ms first byte` },
+    ),
+  )
+  return path
+}
+
+if (import.meta.filename === process.argv[1]) {
+  const args = parseBenchArgs(process.argv.slice(2), ['--quick'], ['--seconds', '--rate'])
+  const quick = args.has('--quick')
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
+  const machine = machineInfo(['fauxqs', '@aws-sdk/client-s3', '@aws-sdk/client-sqs', 'tsx'])
+  const r = await runFreshness({ quick, seconds: args.num('--seconds', quick ? 20 : 90), rate: args.num('--rate', 200) })
+  console.log(freshnessMarkdown(r))
+  console.log(`\ncompaction cost fit: ${r.compactionCostFit.perBucketMs.toFixed(0)} ms per bucket + ${r.compactionCostFit.perJobMs.toFixed(0)} ms per coalesced job (${r.compactionCostFit.invocations} invocations)`)
+  console.log(`chart: ${writeFreshnessChart(r, quick ? 'freshness-quick.svg' : 'freshness.svg')}`)
+  console.log(`\n${machineMarkdown(machine)}`)
+  const { samples: _s, ...rest } = r as FreshnessResult & { samples?: unknown }
+  process.stderr.write(`results: ${writeResults(quick ? 'freshness-quick' : 'freshness', { machine, ...rest })}\n`)
+}
