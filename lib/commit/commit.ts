@@ -153,7 +153,11 @@ export class FileStoreCommit {
         nextRowId: 0,
       }
       await req.beforeSnapshotCreate?.(id)
-      const created = await this.store.putIfAbsent(snapshotKey(id), new TextEncoder().encode(serializeSnapshot(snapshot)))
+      let created = await this.store.putIfAbsent(snapshotKey(id), new TextEncoder().encode(serializeSnapshot(snapshot)))
+      // "already exists" can be our own create: an SDK-level retry after a lost reply gets
+      // 412 for the object its first attempt wrote. Deleting this attempt's manifests then
+      // would break the snapshot that landed, so the uuid decides whose snapshot it is.
+      if (!created) created = (await this.snapshots.snapshot(id))?.uuid === snapshot.uuid
       if (created) {
         try {
           await this.snapshots.writeLatestHint(id)

@@ -212,6 +212,8 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
   /** new deletion-vector marks, by data file */
   const marks = new Map<string, number[]>()
   let rowsIn = 0, rowsOut = 0, upgraded = 0, marked = 0
+  const commitUser = req.commitUser ?? commitUserFor(table)
+  let commitStarted = false
   // deduplicate needs only the position of a superseded row; other engines merge its value
   const lookupColumns = table.mergeConfig.engine === 'deduplicate' ? [] : undefined
 
@@ -326,6 +328,7 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
     }
 
     await req.beforeCommit?.()
+    commitStarted = true
     const baseIndexNames = (dvIndex ?? []).map((e) => e.fileName).sort().join(',')
     const markedFiles = [...marks.keys()]
     const result = await table.committer.commit({
@@ -333,7 +336,7 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
       adds,
       deletes,
       indexReplacements,
-      commitUser: req.commitUser ?? commitUserFor(table),
+      commitUser,
       commitIdentifier: BATCH_COMMIT_IDENTIFIER,
       partitionStats: (entries) => partitionStatsOf(view, entries),
       schemaId: view.schema.id,
@@ -356,10 +359,40 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
       rowsIn, rowsOut, rowsDeletedByVector: marked, outputLevel: unit.outputLevel, needsMore, backPressure, retries: result.retries,
     }
   } catch (e) {
-    // nothing was committed: remove what this attempt wrote, so it changes nothing
-    await Promise.all(written.map((k) => table.store.delete(k).catch(() => undefined)))
+    // A commit that threw may still have landed: its snapshot write was applied and only
+    // the reply was lost (or a store-level retry then saw its own snapshot and reported a
+    // lost race, which ends in a conflict on the next attempt). Its output is then live, so
+    // it must not be deleted; found, the compaction succeeded. Unknown (the check failed
+    // too): leave the files to orphan cleanup rather than risk deleting live data.
+    const landed = commitStarted ? await landedCompaction(table, commitUser, baseSnapshotId, adds).catch(() => undefined) : null
+    if (landed === null) await Promise.all(written.map((k) => table.store.delete(k).catch(() => undefined)))
+    if (typeof landed === 'number') {
+      return {
+        snapshotId: landed, baseSnapshotId, inputFiles: unit.files.length, outputFiles: adds.length - upgraded, upgradedFiles: upgraded,
+        rowsIn, rowsOut, rowsDeletedByVector: marked, outputLevel: unit.outputLevel, needsMore, backPressure, retries: 0,
+      }
+    }
     throw e
   }
+}
+
+/**
+ * The id of the COMPACT snapshot this attempt committed, or null when none landed after
+ * the snapshot it read. Matched by commit user (one per attempt unless the caller fixes
+ * it) and, when it added files, by its first added file at its level (file names are
+ * random, so no other commit adds it).
+ */
+async function landedCompaction(table: Table, commitUser: string, baseSnapshotId: number, adds: ManifestEntry[]): Promise<number | null> {
+  const latest = await table.snapshots.latestId()
+  for (let id = baseSnapshotId + 1; id <= latest; id++) {
+    const s = await table.snapshots.snapshot(id)
+    if (!s || s.commitKind !== 'COMPACT' || s.commitUser !== commitUser) continue
+    if (adds.length === 0) return id
+    const probe = adds[0].file
+    const delta = await table.manifests.deltaEntries(s)
+    if (delta.some((d) => d.kind === FileKind.ADD && d.file.fileName === probe.fileName && d.file.level === probe.level)) return id
+  }
+  return null
 }
 
 /** After applying the change, level >= 1 files of the bucket must not overlap (design.md). */
