@@ -190,7 +190,10 @@ export function recordFromJson(view: SchemaView, obj: unknown, where: string): {
   let kind: RowKind = RK.INSERT
   for (const key in rec) {
     if (key === '_kind') {
-      const k = KIND_BY_TEXT[rec[key] as string]
+      // own keys of strings only: an object value would be coerced (a TypeError for
+      // {"toString": false}) and "constructor" would find Object.prototype's
+      const text = rec[key]
+      const k = typeof text === 'string' && Object.hasOwn(KIND_BY_TEXT, text) ? KIND_BY_TEXT[text] : undefined
       if (k === undefined) throw new StrataInputError(`${where}: field '_kind' expected one of "+I", "-U", "+U", "-D", got ${describe(rec[key])}`)
       kind = k
     } else if (!view.fieldIndex.has(key)) {
