@@ -72,6 +72,7 @@ export interface FreshnessRun {
   lagP99Ms: number
   lagMaxMs: number
   peakL0PerBucket: number
+  /** every invocation that started during the load, including those that ended after it */
   invocations: CompactorInvocation[]
   /** median invocation duration ÷ buckets in it */
   perBucketCompactionMs: number
@@ -131,6 +132,7 @@ async function runSetting(threads: number, seconds: number, rate: number, seed: 
       })
     },
   })
+  let stopped = false
   try {
     const t = rt.tables.get('bench')!
     const reader = await Table.open(t.table.store)
@@ -181,8 +183,7 @@ async function runSetting(threads: number, seconds: number, rate: number, seed: 
     clearInterval(sampler)
     const lags = samples.map((s) => s.lagMs)
     const dlq = await rt.queueDepth(t.dlqUrl)
-    const perBucket = invocations.map((i) => i.durationMs / Math.max(1, i.buckets))
-    const run: FreshnessRun = {
+        const run: FreshnessRun = {
       taskThreads: threads,
       seconds,
       rowsSent: sent,
@@ -196,16 +197,22 @@ async function runSetting(threads: number, seconds: number, rate: number, seed: 
       lagMaxMs: Math.max(0, ...lags),
       peakL0PerBucket: Math.max(0, ...samples.map((s) => s.maxL0)),
       invocations,
-      perBucketCompactionMs: pct(perBucket, 50),
+      perBucketCompactionMs: 0,
       peakConcurrentCompactors: peakRunning,
       loadAvgEnd: loadavg()[0],
     }
+    // the compactions in flight at the end of the load finish during stop(): count them too
+    await rt.stop()
+    stopped = true
+    run.compactorInvocations = invocations.length
+    run.compactorFailedRecords = t.poller.stats.failedRecords
+    run.perBucketCompactionMs = pct(invocations.map((i) => i.durationMs / Math.max(1, i.buckets)), 50)
     log(
       `freshness task-threads ${threads}: lag p50 ${(run.lagP50Ms / 1000).toFixed(1)} s, p99 ${(run.lagP99Ms / 1000).toFixed(1)} s, max ${(run.lagMaxMs / 1000).toFixed(1)} s, peak L0/bucket ${run.peakL0PerBucket}, ${invocations.length} compactor invocations (${run.perBucketCompactionMs.toFixed(0)} ms/bucket), ${run.writerInvocations} writer invocations, load ${run.loadAvgEnd.toFixed(1)}`,
     )
     return run
   } finally {
-    await rt.stop()
+    if (!stopped) await rt.stop()
   }
 }
 
@@ -253,7 +260,7 @@ const label = (t: number) => (t === -1 ? '-1 (no cap)' : String(t))
 export function freshnessMarkdown(r: FreshnessResult): string {
   const base = r.runs.find((x) => x.taskThreads === 1)
   return markdownTable(
-    ['task-threads', 'rows sent', 'writer commits', 'compactor invocations', 'per-bucket compaction (ms, median)', 'peak concurrent compactors', 'lag p50 (s)', 'lag p99 (s)', 'lag max (s)', 'p50 vs 1 thread', 'peak L0 files per bucket', 'failed jobs / DLQ', 'load avg at end'],
+    ['task-threads', 'rows sent', 'writer commits', 'compactor invocations', 'per-bucket compaction (ms, median)', 'peak concurrent compactors', 'lag p50 (s)', 'lag p99 (s)', 'lag max (s)', 'lag p50: 1 thread ÷ this', 'peak L0 files per bucket', 'failed jobs / DLQ', 'load avg at end'],
     r.runs.map((x) => [
       label(x.taskThreads),
       x.rowsSent,
@@ -264,7 +271,7 @@ export function freshnessMarkdown(r: FreshnessResult): string {
       (x.lagP50Ms / 1000).toFixed(1),
       (x.lagP99Ms / 1000).toFixed(1),
       (x.lagMaxMs / 1000).toFixed(1),
-      base && x.lagP50Ms > 0 ? `${(base.lagP50Ms / x.lagP50Ms).toFixed(1)}× lower` : '-',
+      base && x.lagP50Ms > 0 ? `${(base.lagP50Ms / x.lagP50Ms).toFixed(2)}×` : '-',
       x.peakL0PerBucket,
       `${x.compactorFailedRecords} / ${x.dlq}`,
       x.loadAvgEnd.toFixed(1),
