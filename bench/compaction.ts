@@ -361,7 +361,9 @@ async function parentMain(argv: string[]): Promise<void> {
 
     if (profiles) {
       for (const [id, p] of Object.entries(profiles)) {
-        lines.push(`\n### CPU profile of ${id} (one local run, ${p.totalMs} ms sampled): self time by file\n`)
+        lines.push(`\n### CPU profile of ${id} (one local run, ${p.totalMs} ms sampled, whole process): self time by category\n`)
+        lines.push(markdownTable(['category', 'ms', '%'], p.byCategory.map((e) => [e.name, e.ms, e.percent])))
+        lines.push(`\nby file\n`)
         lines.push(markdownTable(['file', 'ms', '%'], p.byFile.map((e) => [`\`${e.name}\``, e.ms, e.percent])))
         lines.push(`\nby function\n`)
         lines.push(markdownTable(['function', 'ms', '%'], p.byFunction.map((e) => [`\`${e.name}\``, e.ms, e.percent])))

@@ -23,8 +23,33 @@ export interface ProfileEntry {
 
 export interface ProfileSummary {
   totalMs: number
+  byCategory: ProfileEntry[]
   byFunction: ProfileEntry[]
   byFile: ProfileEntry[]
+}
+
+const WRITER_FUNCTIONS = new Set(['write', 'finish', '#flushRowGroup', '#storedKey', 'collect', 'codePointPrefix', 'truncatedMax', 'statsResult'])
+const READER_FUNCTIONS = new Set(['#records', '#readRows', 'batches', 'open', 'readDataFile'])
+
+/** What a frame's self time is spent on, in the terms a reading of a compaction needs. */
+export function categoryOf(file: string, functionName: string): string {
+  if (file === '(garbage collector)') return 'garbage collection'
+  if (file === '(idle)' || file === '(program)') return 'idle / VM'
+  if (/^node:internal\/(modules|deps\/cjs-module-lexer)|^tsx\/|^esbuild\//.test(file)) return 'module loading (before the timed job)'
+  if (file.startsWith('hyparquet-writer/') || functionName === 'encodeUtf8String' || (file === 'node:internal/encoding' && functionName === 'encode')) return 'Parquet encode (hyparquet-writer)'
+  if (/^hyparquet(-compressors)?\/|^wasm\//.test(file) || functionName === 'decodeUTF8' || (file === 'node:internal/encoding' && functionName === 'decode')) return 'Parquet decode (hyparquet)'
+  if (file === 'lib/format/data-file.ts') {
+    if (WRITER_FUNCTIONS.has(functionName)) return 'Strata data-file writer (Paimon stats, column buffers)'
+    if (READER_FUNCTIONS.has(functionName)) return 'Strata data-file reader (KeyValue assembly)'
+    return 'Strata data-file, other closures'
+  }
+  if (file === 'lib/format/parquet-types.ts') return 'Strata value encode/decode (parquet-types.ts)'
+  if (/^lib\/(lsm\/merge-reader|lsm\/merge-function|format\/compare)\.ts$/.test(file)) return 'merge (k-way merge, key compare, merge function)'
+  if (/^lib\/lsm\/(compact-task|bucket-state)\.ts$/.test(file)) return 'compaction loop, lookups, vector positions'
+  if (/^lib\/format\/(roaring|deletion-vector)\.ts$/.test(file)) return 'deletion vectors'
+  if (/^lib\/store\/|^node:(internal\/)?fs|^@aws-sdk\/|^@smithy\/|^node:internal\/(stream|http|net)/.test(file)) return 'store I/O'
+  if (/^lib\/(commit|format\/(avro|manifest|snapshot|binary-row))/.test(file)) return 'manifests, commit, binary rows'
+  return 'other'
 }
 
 /** `lib/format/data-file.ts`, `hyparquet/src/…`, or the V8 pseudo-frame's name. */
@@ -50,17 +75,20 @@ export function summarizeCpuProfile(path: string, top = 15): ProfileSummary {
   }
   const fn = new Map<string, number>()
   const file = new Map<string, number>()
+  const category = new Map<string, number>()
   for (const [id, us] of self) {
     const { functionName, url, lineNumber } = byId.get(id)!.callFrame
     const f = fileOf(url, functionName)
     const name = url === '' ? f : `${functionName || '(anonymous)'} ${f}:${lineNumber + 1}`
     fn.set(name, (fn.get(name) ?? 0) + us)
     file.set(f, (file.get(f) ?? 0) + us)
+    const c = categoryOf(f, functionName)
+    category.set(c, (category.get(c) ?? 0) + us)
   }
   const entries = (m: Map<string, number>) =>
     [...m]
       .sort((a, b) => b[1] - a[1])
       .slice(0, top)
       .map(([name, us]) => ({ name, ms: Math.round(us / 1000), percent: Math.round((1000 * us) / total) / 10 }))
-  return { totalMs: Math.round(total / 1000), byFunction: entries(fn), byFile: entries(file) }
+  return { totalMs: Math.round(total / 1000), byCategory: entries(category), byFunction: entries(fn), byFile: entries(file) }
 }
