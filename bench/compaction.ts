@@ -10,10 +10,11 @@
 // its own peak RSS (VmHWM; bench/lib/child.ts says why not maxRSS); local disk, and the
 // embedded S3 backend unless --no-s3.
 //
-//   npx tsx bench/compaction.ts [--quick] [--runs 3] [--no-s3] [--profile]
+//   npx tsx bench/compaction.ts [--quick] [--runs 3] [--no-s3] [--profile] [--heap-probe]
 //
 // --quick divides every row count by 10. --profile also runs each local compaction once
-// under `node --cpu-prof` and prints where its CPU went.
+// under `node --cpu-prof` and prints where its CPU went. --heap-probe finds, for the
+// rows/runs series, the smallest `--max-old-space-size` each compaction completes in.
 
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -194,6 +195,31 @@ async function idleRss(env: Env, fixture: Fixture, store: Store): Promise<number
   return r.peakRssMb
 }
 
+const HEAP_STEP_MB = 32
+
+interface HeapProbe {
+  fixture: Fixture
+  /** the largest cap tried that ran out of heap, null if the first cap sufficed */
+  failedAtMb: number | null
+  minOldSpaceMb: number
+  report: CompactReport
+}
+
+/** Tries --max-old-space-size from 64 MB up in steps until the compaction completes. */
+async function probeHeap(env: Env, job: CompactJob): Promise<HeapProbe> {
+  let failedAtMb: number | null = null
+  for (let cap = 64; cap <= 4096; cap += HEAP_STEP_MB) {
+    try {
+      const report = await runCompactJob(env, job, 0, [`--max-old-space-size=${cap}`])
+      return { fixture: job.fixture, failedAtMb, minOldSpaceMb: cap, report }
+    } catch (e) {
+      if (!/heap out of memory|Allocation failed/i.test((e as Error).message)) throw e
+      failedAtMb = cap
+    }
+  }
+  throw new Error(`${job.id}: no --max-old-space-size up to 4096 MB was enough`)
+}
+
 interface Series<T> {
   reports: T[]
 }
@@ -204,7 +230,7 @@ function med<T extends ChildReport>(s: Series<T>, pick: (r: T) => number): numbe
 
 async function parentMain(argv: string[]): Promise<void> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
-  const args = parseBenchArgs(argv, ['--quick', '--no-s3', '--profile'], ['--runs'])
+  const args = parseBenchArgs(argv, ['--quick', '--no-s3', '--profile', '--heap-probe'], ['--runs'])
   const quick = args.has('--quick')
   const runs = args.num('--runs', 3)
   const withS3 = !args.has('--no-s3')
@@ -303,6 +329,19 @@ async function parentMain(argv: string[]): Promise<void> {
       if (out !== strataOut) throw new Error(`full compaction ${j.id} (${j.store}) wrote ${out} rows, full-off on local disk ${strataOut}`)
     }
 
+    // Uncapped, V8 grows its heap lazily, so peak RSS shows headroom as much as need. The
+    // smallest --max-old-space-size a compaction completes under shows the need itself.
+    let heapProbe: HeapProbe[] | undefined
+    if (args.has('--heap-probe')) {
+      heapProbe = []
+      for (const f of [quarter, half, fullOff, tenRuns]) {
+        const job: CompactJob = { id: f.id, label: f.id, fixture: f, store: 'local', mode: 'full' }
+        heapProbe.push(await probeHeap(env, job))
+        const p = heapProbe[heapProbe.length - 1]
+        process.stderr.write(`heap probe ${f.id}: fails at ${p.failedAtMb ?? '-'} MB, completes at ${p.minOldSpaceMb} MB (${p.report.seconds.toFixed(2)} s, ${p.report.peakRssMb.toFixed(0)} MB RSS)\n`)
+      }
+    }
+
     let profiles: Record<string, ProfileSummary> | undefined
     if (args.has('--profile')) {
       profiles = {}
@@ -358,6 +397,15 @@ async function parentMain(argv: string[]): Promise<void> {
       return [count(s.reports[0].rowsIn), f.runs, count(s.reports[0].rowsOut), secs.toFixed(2), med(s, (x) => x.cpuSeconds).toFixed(2), rate(s.reports[0].rowsIn, secs), rss.toFixed(0), (rss - idleMb.local).toFixed(0)]
     })
     lines.push(markdownTable(['rows in', 'sorted runs', 'rows out', 'wall s', 'CPU s', 'rows in/s (wall)', 'peak RSS (MB)', 'above idle child (MB)'], scaleRows))
+    if (heapProbe) {
+      lines.push(`\n### Smallest old space the same compactions complete in (one run per cap, steps of ${HEAP_STEP_MB} MB)\n`)
+      lines.push(
+        markdownTable(
+          ['rows in', 'sorted runs', 'fails at --max-old-space-size', 'completes at', 'wall s there', 'peak RSS there (MB)'],
+          heapProbe.map((p) => [count(p.fixture.rows), p.fixture.runs, p.failedAtMb === null ? '-' : `${p.failedAtMb} MB`, `${p.minOldSpaceMb} MB`, p.report.seconds.toFixed(2), p.report.peakRssMb.toFixed(0)]),
+        ),
+      )
+    }
 
     if (profiles) {
       for (const [id, p] of Object.entries(profiles)) {
@@ -379,6 +427,7 @@ async function parentMain(argv: string[]): Promise<void> {
       idleRssMb: idleMb,
       compaction: jobs.map((j) => ({ id: j.id, label: j.label, store: j.store, mode: j.mode, fixtureRows: j.fixture.rows, fixtureRuns: j.fixture.runs, reports: results.get(`${j.id}/${j.store}`)!.reports })),
       duckdb: [...duck].map(([threads, s]) => ({ threads, reports: s.reports })),
+      heapProbe: heapProbe?.map((p) => ({ id: p.fixture.id, rows: p.fixture.rows, runs: p.fixture.runs, failedAtMb: p.failedAtMb, minOldSpaceMb: p.minOldSpaceMb, report: p.report })),
       profiles,
     })
     process.stderr.write(`results: ${path}\n`)
