@@ -31,7 +31,6 @@ import { clearStore, copyStore } from './lib/copy-store.ts'
 import { summarizeCpuProfile, type ProfileSummary } from './lib/cpu-profile.ts'
 import { type LoadPlan, NO_PARTITION, createBenchTable, loadBatches, loadCompactedBase } from './lib/dataset.ts'
 import { machineInfo, machineMarkdown } from './lib/machine.ts'
-import { copyWithIntTypeFix } from './lib/parquet-int-type-fix.ts'
 import { OUT_DIR, markdownTable, writeResults } from './lib/report.ts'
 import { count, median, rate } from './lib/stats.ts'
 
@@ -294,14 +293,8 @@ async function parentMain(argv: string[]): Promise<void> {
     const idle = new Map<Store, number[]>(stores.map((s) => [s, []]))
     const inputFiles = dataFilesOf(fullOff)
     const inputBytes = inputFiles.reduce((n, f) => n + statSync(f).size, 0)
-    // DuckDB reads a copy whose footer spells IntType.bitWidth as i8 (see parquet-int-type-fix.ts)
-    mkdirSync(join(work, 'duck-input'))
-    const duckFiles = inputFiles.map((f, i) => {
-      const dest = join(work, 'duck-input', `run-${i}.parquet`)
-      const fixed = copyWithIntTypeFix(f, dest)
-      if (fixed !== 1) throw new Error(`${f}: expected one INTEGER logical type (_VALUE_KIND) to re-encode, found ${fixed}`)
-      return dest
-    })
+    // DuckDB reads the same data files Strata compacts (no copy, no patch)
+    const duckFiles = inputFiles
 
     for (let rep = 0; rep < runs; rep++) {
       for (const store of stores) idle.get(store)!.push(await idleRss(env, fullOff, store))

@@ -52,10 +52,14 @@ export function parquetSchemaElement(name: string, fieldId: number, type: DataTy
   switch (type.root) {
     case 'BOOLEAN':
       return { ...base, type: 'BOOLEAN' }
+    // Only the legacy converted type: hyparquet-writer 0.17 encodes the IntType logical
+    // type's bitWidth as an i32 where the Parquet spec says i8, and readers that check the
+    // footer strictly (DuckDB; likely parquet-java) then reject the whole file. INT_8 and
+    // INT_16 say the same thing and every reader maps them to TINYINT/SMALLINT.
     case 'TINYINT':
-      return { ...base, type: 'INT32', converted_type: 'INT_8', logical_type: { type: 'INTEGER', bitWidth: 8, isSigned: true } }
+      return { ...base, type: 'INT32', converted_type: 'INT_8' }
     case 'SMALLINT':
-      return { ...base, type: 'INT32', converted_type: 'INT_16', logical_type: { type: 'INTEGER', bitWidth: 16, isSigned: true } }
+      return { ...base, type: 'INT32', converted_type: 'INT_16' }
     case 'INT':
       return { ...base, type: 'INT32' }
     case 'BIGINT':
