@@ -5,6 +5,7 @@
 // non-compact DECIMAL/TIMESTAMP keep Java's layout (§5.2), not pypaimon's.
 
 import { StrataInputError } from '../types.ts'
+import { typeLabel } from '../table/data-type.ts'
 import type { DataType, Value } from '../types.ts'
 
 // Paimon's DecimalType / TimestampType defaults, used when a type object omits them.
@@ -61,21 +62,6 @@ export function fixedPartSize(arity: number): number {
   return nullBitsSizeInBytes(arity) + 8 * arity
 }
 
-export function typeToString(type: DataType): string {
-  switch (type.root) {
-    case 'DECIMAL':
-      return `DECIMAL(${type.precision ?? DEFAULT_DECIMAL_PRECISION}, ${type.scale ?? DEFAULT_DECIMAL_SCALE})`
-    case 'TIMESTAMP':
-      return `TIMESTAMP(${type.precision ?? DEFAULT_TIMESTAMP_PRECISION})`
-    case 'CHAR':
-    case 'VARCHAR':
-    case 'BINARY':
-    case 'VARBINARY':
-      return type.length === undefined ? type.root : `${type.root}(${type.length})`
-    default:
-      return type.root
-  }
-}
 
 function kindOf(type: DataType, index: number): number {
   switch (type.root) {
@@ -158,7 +144,7 @@ function describe(v: unknown): string {
 
 function badValue(layout: RowLayout, i: number, v: unknown, expected: string): StrataInputError {
   return new StrataInputError(
-    `BinaryRow field ${i} (${typeToString(layout.types[i])}): got ${describe(v)}, expected ${expected}`,
+    `BinaryRow field ${i} (${typeLabel(layout.types[i])}): got ${describe(v)}, expected ${expected}`,
   )
 }
 
@@ -259,7 +245,7 @@ function encode(layout: RowLayout, values: Value[]): number {
   const { kinds, arity, nullBitsSize, fixedSize, decimalLimits } = layout
   if (values.length !== arity) {
     throw new StrataInputError(
-      `BinaryRow: got ${values.length} values for ${arity} fields (${layout.types.map(typeToString).join(', ')})`,
+      `BinaryRow: got ${values.length} values for ${arity} fields (${layout.types.map(typeLabel).join(', ')})`,
     )
   }
   if (utf8Lens.length < arity) utf8Lens = new Int32Array(Math.max(arity, utf8Lens.length * 2))
@@ -555,7 +541,7 @@ export function deserializeBinaryRow(types: DataType[], bytes: Uint8Array): Valu
   const arity = serializedArity(bytes)
   if (arity !== types.length) {
     throw corrupt(
-      `serialized row has arity ${arity}, expected ${types.length} (${types.map(typeToString).join(', ')})`,
+      `serialized row has arity ${arity}, expected ${types.length} (${types.map(typeLabel).join(', ')})`,
     )
   }
   return readBinaryRow(types, bytes.subarray(4))

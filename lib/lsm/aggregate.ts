@@ -8,6 +8,7 @@
 
 import { StrataInputError, type DataType, type TypeRoot, type Value } from '../types.ts'
 import { compareBytes, compareDoubles, compareStringsUtf8 } from '../format/compare.ts'
+import { formatDataType } from '../table/data-type.ts'
 
 /** The aggregate functions Strata implements, by their Paimon identifiers. */
 export const AGGREGATE_FUNCTIONS = [
@@ -43,31 +44,6 @@ const NOT_IMPLEMENTED = new Set(['hll_sketch', 'theta_sketch', 'rbm32', 'rbm64']
 
 const NUMERIC: ReadonlySet<TypeRoot> = new Set(['TINYINT', 'SMALLINT', 'INT', 'BIGINT', 'FLOAT', 'DOUBLE', 'DECIMAL'])
 
-/** Paimon's SQL spelling of a type (DataType.asSQLString), for messages. */
-export function typeToString(t: DataType): string {
-  let s: string
-  switch (t.root) {
-    case 'VARCHAR':
-      s = t.length === undefined || t.length === 2147483647 ? 'STRING' : `VARCHAR(${t.length})`
-      break
-    case 'VARBINARY':
-      s = t.length === undefined || t.length === 2147483647 ? 'BYTES' : `VARBINARY(${t.length})`
-      break
-    case 'CHAR':
-    case 'BINARY':
-      s = `${t.root}(${t.length ?? 1})`
-      break
-    case 'DECIMAL':
-      s = `DECIMAL(${t.precision ?? 10}, ${t.scale ?? 0})`
-      break
-    case 'TIMESTAMP':
-      s = `TIMESTAMP(${t.precision ?? 6})`
-      break
-    default:
-      s = t.root
-  }
-  return t.nullable ? s : `${s} NOT NULL`
-}
 
 /**
  * Checks that `value`, given under option `optionKey`, names an aggregate function Strata can
@@ -75,7 +51,7 @@ export function typeToString(t: DataType): string {
  * messages are quoted so a Paimon user recognises them.
  */
 export function resolveAggregateFunction(optionKey: string, value: string, field: string, type: DataType): AggregateFunctionName {
-  const bad = (why: string) => new StrataInputError(`Option '${optionKey}' = '${value}' is invalid for field '${field}' (${typeToString(type)}): ${why}`)
+  const bad = (why: string) => new StrataInputError(`Option '${optionKey}' = '${value}' is invalid for field '${field}' (${formatDataType(type)}): ${why}`)
   const name = ALIASES[value] ?? value
   if (value in NEED_MISSING_TYPE) {
     throw bad(`aggregate function '${value}' needs a ${NEED_MISSING_TYPE[value]} column and Strata has no ${NEED_MISSING_TYPE[value]} type`)
@@ -90,14 +66,14 @@ export function resolveAggregateFunction(optionKey: string, value: string, field
   switch (fn) {
     case 'sum':
     case 'product':
-      if (!NUMERIC.has(type.root)) throw bad(`Data type for ${fn} column must be 'NumericType' but was '${typeToString(type)}'.`)
+      if (!NUMERIC.has(type.root)) throw bad(`Data type for ${fn} column must be 'NumericType' but was '${formatDataType(type)}'.`)
       break
     case 'bool_and':
     case 'bool_or':
-      if (type.root !== 'BOOLEAN') throw bad(`Data type for ${fn === 'bool_and' ? 'bool and' : 'bool or'} column must be 'BooleanType' but was '${typeToString(type)}'.`)
+      if (type.root !== 'BOOLEAN') throw bad(`Data type for ${fn === 'bool_and' ? 'bool and' : 'bool or'} column must be 'BooleanType' but was '${formatDataType(type)}'.`)
       break
     case 'listagg':
-      if (type.root !== 'VARCHAR') throw bad(`Data type for list agg column must be 'VarCharType' but was '${typeToString(type)}'.`)
+      if (type.root !== 'VARCHAR') throw bad(`Data type for list agg column must be 'VarCharType' but was '${formatDataType(type)}'.`)
       break
     case 'min':
     case 'max':

@@ -91,25 +91,25 @@ function unsupported(text: string, where: string): StrataInputError {
   return new StrataInputError(`${where}: type ${JSON.stringify(text)} is not supported; expected one of ${SUPPORTED}, optionally followed by NOT NULL`)
 }
 
-/** Canonical Paimon spelling (`STRING NOT NULL`, `DECIMAL(10, 2)`, `TIMESTAMP(3)`). */
+/** Canonical Paimon spelling (`STRING NOT NULL`, `DECIMAL(10, 2)`, `TIMESTAMP(3)`); unset parameters take Paimon's defaults. */
 export function formatDataType(t: DataType): string {
   let s: string
   switch (t.root) {
     case 'VARCHAR':
-      s = t.length === MAX_LENGTH ? 'STRING' : `VARCHAR(${t.length})`
+      s = (t.length ?? MAX_LENGTH) === MAX_LENGTH ? 'STRING' : `VARCHAR(${t.length})`
       break
     case 'VARBINARY':
-      s = t.length === MAX_LENGTH ? 'BYTES' : `VARBINARY(${t.length})`
+      s = (t.length ?? MAX_LENGTH) === MAX_LENGTH ? 'BYTES' : `VARBINARY(${t.length})`
       break
     case 'CHAR':
     case 'BINARY':
-      s = `${t.root}(${t.length})`
+      s = `${t.root}(${t.length ?? 1})`
       break
     case 'DECIMAL':
-      s = `DECIMAL(${t.precision}, ${t.scale})`
+      s = `DECIMAL(${t.precision ?? 10}, ${t.scale ?? 0})`
       break
     case 'TIMESTAMP':
-      s = `TIMESTAMP(${t.precision})`
+      s = `TIMESTAMP(${t.precision ?? 6})`
       break
     default:
       s = t.root
@@ -127,4 +127,9 @@ export function isBinaryType(t: DataType): boolean {
 
 export function withNullable(t: DataType, nullable: boolean): DataType {
   return { ...t, nullable }
+}
+
+/** The type without its NOT NULL suffix, for messages. */
+export function typeLabel(t: DataType): string {
+  return formatDataType({ ...t, nullable: true })
 }

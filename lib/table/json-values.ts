@@ -3,7 +3,7 @@
 // timestamps print without going through a float).
 
 import { type DataField, type DataType, type Row, type RowKind, RowKind as RK, type Value, StrataInputError } from '../types.ts'
-import { MAX_LENGTH } from './data-type.ts'
+import { MAX_LENGTH, typeLabel } from './data-type.ts'
 import type { SchemaView } from './schema.ts'
 
 const INT_RANGE: Record<string, [number, number]> = {
@@ -20,23 +20,6 @@ function describe(v: unknown): string {
   return s === undefined ? String(v) : s.length > 60 ? s.slice(0, 57) + '...' : s
 }
 
-export function typeName(t: DataType): string {
-  switch (t.root) {
-    case 'VARCHAR':
-      return t.length === MAX_LENGTH ? 'STRING' : `VARCHAR(${t.length})`
-    case 'VARBINARY':
-      return t.length === MAX_LENGTH ? 'BYTES' : `VARBINARY(${t.length})`
-    case 'CHAR':
-    case 'BINARY':
-      return `${t.root}(${t.length})`
-    case 'DECIMAL':
-      return `DECIMAL(${t.precision}, ${t.scale})`
-    case 'TIMESTAMP':
-      return `TIMESTAMP(${t.precision})`
-    default:
-      return t.root
-  }
-}
 
 /** Days since 1970-01-01 of a proleptic Gregorian date. */
 export function daysFromCivil(y: number, m: number, d: number): number {
@@ -102,7 +85,7 @@ function parseDate(text: string): number | null {
 
 // a plain function, not a closure per call: this runs once per input value
 function badValue(field: DataField, v: unknown, where: string, what: string): StrataInputError {
-  return new StrataInputError(`${where}: field '${field.name}' (${typeName(field.type)}) expected ${what}, got ${describe(v)}`)
+  return new StrataInputError(`${where}: field '${field.name}' (${typeLabel(field.type)}) expected ${what}, got ${describe(v)}`)
 }
 
 /** Converts one JSON value to the engine's Value for `field`, or throws naming the field. */
