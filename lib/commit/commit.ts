@@ -17,7 +17,7 @@ import {
   FileKind,
 } from '../types.ts'
 import { snapshotKey } from '../table/paths.ts'
-import { type ManifestIO, bucketIdentifier, fileIdentifier, foldEntries, hex } from './manifests.ts'
+import { type ManifestIO, bucketIdentifier, fileIdentifier, foldEntries } from './manifests.ts'
 import type { SnapshotManager } from './snapshot-manager.ts'
 
 /** Paimon's batch commit identifier (BatchWriteBuilder.COMMIT_IDENTIFIER = Long.MAX_VALUE). */
@@ -216,4 +216,3 @@ export class FileStoreCommit {
   }
 }
 
-export { hex }
