@@ -11,6 +11,7 @@ import { createWriteStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { once } from 'node:events'
+import { peakRssMb } from './lib/child.ts'
 
 const args = process.argv.slice(2)
 const flag = (name: string, def: number) => {
@@ -46,7 +47,8 @@ async function child(mode: string, table: string, file: string): Promise<void> {
   const seconds = (performance.now() - t0) / 1000
   process.stdout.write = write
   if (code !== 0) throw new Error(`strata ${mode} exited ${code}`)
-  write(JSON.stringify({ seconds, lines, maxRssMb: process.resourceUsage().maxRSS / 1024 }) + '\n')
+  // VmHWM, not resourceUsage().maxRSS, which a child inherits from its parent's peak
+  write(JSON.stringify({ seconds, lines, maxRssMb: peakRssMb() }) + '\n')
 }
 
 async function makeInput(file: string, rows: number): Promise<void> {
