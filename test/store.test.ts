@@ -281,6 +281,31 @@ describe('LocalFileStore specifics', () => {
     await expect(store.getRange('dir', 0, 0)).rejects.toThrow(/no object 'dir'/)
   })
 
+  it('deleting the last object under a directory frees its name, like S3 (seed 1039619116 found this)', async () => {
+    const dir = await freshTempDir()
+    const store = new LocalFileStore(dir)
+    expect(await store.putIfAbsent('a/b/c', bytes('x'))).toBe(true)
+    await store.put('a/d', bytes('y'))
+    await store.delete('a/b/c')
+    expect(await readdir(join(dir, 'a'))).toEqual(['d']) // a/b is gone, a still holds d
+    await store.put('a/b', bytes('now an object'))
+    await store.delete('a/d')
+    await store.delete('a/b')
+    expect(await readdir(dir)).toEqual([])
+    await store.put('a', bytes('z'))
+    expect(text(await store.get('a'))).toBe('z')
+  })
+
+  it('an object where objects live under the same name, or the reverse, is refused with both named', async () => {
+    const store = new LocalFileStore(await freshTempDir())
+    await store.put('a/b', bytes('x'))
+    await expect(store.put('a', bytes('y'))).rejects.toThrow(/object key 'a' cannot be stored .* both an object and objects under it/)
+    await expect(store.putIfAbsent('a', bytes('y'))).rejects.toThrow(StrataInputError)
+    await expect(store.put('a/b/c', bytes('y'))).rejects.toThrow(/object key 'a\/b\/c' cannot be stored/)
+    expect((await store.list('')).map((o) => o.key)).toEqual(['a/b'])
+    expect(text(await store.get('a/b'))).toBe('x')
+  })
+
   it.each(['../escape', '/abs', 'a//b', 'a/./b', 'a/', '', 'a\\b', 'x/.tmp-1'])('rejects key %j', async (key) => {
     const store = new LocalFileStore(await freshTempDir())
     await expect(store.put(key, bytes('x'))).rejects.toThrow(StrataInputError)

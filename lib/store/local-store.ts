@@ -5,7 +5,7 @@
 // makes the create exclusive and atomic). Durability against power loss (fsync) is not a
 // goal here: this store serves local runs and tests, S3 serves production.
 import { randomUUID } from 'node:crypto'
-import { link, mkdir, open, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises'
+import { link, mkdir, open, readdir, readFile, rename, rmdir, stat, unlink, writeFile } from 'node:fs/promises'
 import { dirname, join, resolve, sep } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { StrataInputError } from '../types.ts'
@@ -71,31 +71,44 @@ export class LocalFileStore implements ObjectStore {
 
   async put(key: string, data: Uint8Array): Promise<void> {
     const target = this.path(key)
-    const temp = await this.writeTemp(target, data)
+    const temp = await this.writeTemp(key, target, data)
     try {
       await rename(temp, target)
     } catch (err) {
       await unlinkQuietly(temp)
-      throw err
+      throw this.explainConflict(key, err)
     }
   }
 
   async putIfAbsent(key: string, data: Uint8Array): Promise<boolean> {
     const target = this.path(key)
-    const temp = await this.writeTemp(target, data)
+    const temp = await this.writeTemp(key, target, data)
     try {
       await link(temp, target)
       return true
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false
-      throw err
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
+        if ((await stat(target)).isDirectory()) throw this.conflict(key, 'EISDIR')
+        return false
+      }
+      throw this.explainConflict(key, err)
     } finally {
       await unlinkQuietly(temp)
     }
   }
 
   async delete(key: string): Promise<void> {
-    await unlinkQuietly(this.path(key))
+    const target = this.path(key)
+    await unlinkQuietly(target)
+    // S3 has no directories: once a directory's last object is gone, remove it, so that the
+    // key naming it ('a' after 'a/b' was deleted) can become an object again.
+    for (let dir = dirname(target); dir !== this.root && dir.startsWith(this.root + sep); dir = dirname(dir)) {
+      try {
+        await rmdir(dir)
+      } catch {
+        break // not empty (ENOTEMPTY/EEXIST), already gone, or racing with a writer: stop
+      }
+    }
   }
 
   async list(prefix: string): Promise<ObjectInfo[]> {
@@ -137,12 +150,36 @@ export class LocalFileStore implements ObjectStore {
     )
   }
 
-  private async writeTemp(target: string, data: Uint8Array): Promise<string> {
+  private async writeTemp(key: string, target: string, data: Uint8Array): Promise<string> {
     const dir = dirname(target)
-    await mkdir(dir, { recursive: true })
     const temp = join(dir, `${TEMP_PREFIX}${randomUUID()}`)
-    await writeFile(temp, data, { flag: 'wx' })
-    return temp
+    // A concurrent delete may remove the directory between mkdir and the write (it prunes
+    // empty directories); make it again and retry.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await mkdir(dir, { recursive: true })
+        await writeFile(temp, data, { flag: 'wx' })
+        return temp
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code
+        if (code === 'ENOENT' && attempt < 5) continue
+        throw this.explainConflict(key, err)
+      }
+    }
+  }
+
+  /** A key that is a directory here, or runs through a file, gets an error naming both. */
+  private explainConflict(key: string, err: unknown): unknown {
+    const code = (err as NodeJS.ErrnoException).code
+    return code === 'EISDIR' || code === 'ENOTDIR' || code === 'EEXIST' ? this.conflict(key, code) : err
+  }
+
+  private conflict(key: string, code: string): StrataInputError {
+    return new StrataInputError(
+      `object key '${key}' cannot be stored in ${this.uri}: a local directory store cannot hold both an object ` +
+        `and objects under it ('${key}' and '${key}/...', or a parent of '${key}' is an object); expected keys ` +
+        `where no key is a '/'-prefix of another (${code})`,
+    )
   }
 
   /** Maps a key to its file, refusing keys that would escape the root or hide as temp files. */
