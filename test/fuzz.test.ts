@@ -99,6 +99,26 @@ describe('the CLI record parser (recordFromJson) on arbitrary JSON', () => {
   })
 })
 
+describe('values outside what the column stores (found by the fuzzer, seed -639260151)', () => {
+  it.each([
+    ['day', -2147483649, /field 'day' \(DATE\) expected .*32-bit range, got -2147483649/],
+    ['day', 2147483648, /field 'day' \(DATE\)/],
+    ['day', '9999999-01-01', /field 'day' \(DATE\)/],
+    ['ts', '99999999-01-01 00:00:00', /field 'ts' \(TIMESTAMP\(3\)\) expected .*64-bit microsecond range/],
+    ['ts', 2 ** 60, /field 'ts'/],
+  ])('%s = %j is refused naming the field and what fits', async (field, value, message) => {
+    const view = (await Table.create(new MemoryStore(), SCHEMA)).view
+    expect(() => recordFromJson(view, { ...VALID, [field]: value }, 'line 3')).toThrow(message)
+    expect(() => recordFromJson(view, { ...VALID, [field]: value }, 'line 3')).toThrow(StrataInputError)
+  })
+
+  it('the edges still fit', async () => {
+    const view = (await Table.create(new MemoryStore(), SCHEMA)).view
+    expect(recordFromJson(view, { ...VALID, day: -2147483648 }, 'x').row).toHaveLength(view.fields.length)
+    expect(recordFromJson(view, { ...VALID, day: 2147483647 }, 'x').row).toHaveLength(view.fields.length)
+  })
+})
+
 describe('a rejected CLI write commits nothing', () => {
   it('parsing every line first, then writeBatch: any bad line or refused -D leaves the object list unchanged', async () => {
     await fc.assert(

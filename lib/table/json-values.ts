@@ -144,19 +144,24 @@ export function valueFromJson(field: DataField, v: unknown, where: string): Valu
       return bytes
     }
     case 'DATE': {
-      if (typeof v === 'number' && Number.isInteger(v)) return v
-      const d = typeof v === 'string' ? parseDate(v) : null
-      if (d === null) throw bad(field, v, where, "a date 'YYYY-MM-DD' or an integer day count")
+      // stored as a 32-bit day count since 1970-01-01
+      const d = typeof v === 'number' && Number.isInteger(v) ? v : typeof v === 'string' ? parseDate(v) : null
+      if (d === null || d < -2147483648 || d > 2147483647) {
+        throw bad(field, v, where, "a date 'YYYY-MM-DD' or an integer day count in the 32-bit range")
+      }
       return d
     }
     case 'TIMESTAMP': {
-      if (typeof v === 'number' && Number.isInteger(v)) {
+      let ts: bigint | null = null
+      if (typeof v === 'number' && Number.isSafeInteger(v)) {
         const unit = 10n ** BigInt(6 - t.precision!)
         const micros = BigInt(v) * 1000n
-        return micros - (((micros % unit) + unit) % unit)
+        ts = micros - (((micros % unit) + unit) % unit)
+      } else if (typeof v === 'string') ts = parseTimestamp(v, t.precision!)
+      // stored as 64-bit microseconds since the epoch
+      if (ts === null || ts < LONG_MIN || ts > LONG_MAX) {
+        throw bad(field, v, where, "a timestamp 'YYYY-MM-DD HH:MM:SS[.ffffff]' or epoch milliseconds within the 64-bit microsecond range")
       }
-      const ts = typeof v === 'string' ? parseTimestamp(v, t.precision!) : null
-      if (ts === null) throw bad(field, v, where, "a timestamp 'YYYY-MM-DD HH:MM:SS[.ffffff]' or epoch milliseconds")
       return ts
     }
   }
