@@ -1,0 +1,430 @@
+// The batching committer (design.md "Commit protocol"; docs/benchmarks.md "Next step: the
+// batching committer"): one committer per table takes the commit messages of a FIFO batch,
+// in order, and folds them into as few snapshots as it can, so commit throughput no longer
+// collapses under many writers racing for `snapshot-N`.
+//
+// Folding:
+// - APPEND messages are concatenated into one APPEND snapshot, their ADD entries in FIFO
+//   order. The read path sorts a bucket's level-0 files by maxSequenceNumber with a stable
+//   sort and the merge sorts one key's records by sequence with a stable sort, so between
+//   equal sequence numbers the file listed later wins; files keep their manifest order
+//   across snapshots (base then delta, folded in order), so FIFO order of ADD entries makes
+//   an exact tie resolve to the later message. (Compaction orders level 0 by file name
+//   between equal maxSequenceNumbers, see lib/lsm/levels.ts compareLevel0, so a tie that
+//   survives to a compaction is not guaranteed FIFO there.)
+// - COMPACT messages follow in one COMPACT snapshot (more only when a message deletes a file
+//   an earlier message of the same snapshot added). Paimon snapshots have one kind, and
+//   incremental readers treat the two differently (APPEND deltas are new data, COMPACT
+//   deltas are rewrites of data already seen), so a mixed snapshot would be wrong for one of
+//   them. Landing the batch's APPENDs before its COMPACTs, instead of one snapshot per run of
+//   a kind in arrival order, bounds a batch to two snapshots, and is safe because the two
+//   commute: an APPEND only adds level-0 files under fresh names, and a COMPACT only deletes
+//   files that had landed before it was built and adds files at level >= 1 (or moves a file
+//   up), so neither reads or removes what the other adds.
+// - Each COMPACT message's checks (its deleted files and `requireLive` files still live, its
+//   bucket's index files as expected, no level >= 1 key-range overlap after applying it) run
+//   against the state as folded so far. A message that fails them is failed alone; the rest
+//   land. A failed COMPACT can be returned out of order because COMPACTs commute with
+//   everything after them (above).
+// - Idempotency per message: a snapshot holding one message carries that message's own
+//   commitUser and commitIdentifier; a snapshot folding several carries the committer's user
+//   and a fresh identifier, and `_strata/folded-commits/<identifier>.json` lists the
+//   (kind, commitUser, commitIdentifier) of every message it folded. The sidecar is written
+//   before the snapshot and is only read through a snapshot naming it, so a sidecar of a
+//   fold that never landed means nothing. A message whose identity landed after its
+//   `builtAfterSnapshotId` is acknowledged as a duplicate and not landed again.
+// - Each snapshot is created through FileStoreCommit, conditionally: a stray direct committer
+//   stays safe. A lost race retries inside FileStoreCommit with the folded checks re-run
+//   (checkConflicts); if they now fail, the batch is planned again from fresh state (what
+//   already landed is then found as duplicates).
+
+import { randomBytes } from 'node:crypto'
+import { rowComparator } from '../format/compare.ts'
+import { lsmFileOf } from '../lsm/compact-task.ts'
+import { Levels } from '../lsm/levels.ts'
+import { partitionStatsOf } from '../table/file-meta.ts'
+import type { Table } from '../table/table.ts'
+import { type IndexManifestEntry, type ManifestEntry, type Snapshot, CommitConflictError, StrataInputError } from '../types.ts'
+import type { CommitRequest, IndexReplacement } from './commit.ts'
+import { type CommitMessage, type ReceivedMessage, commitKeyOf, readSpilled } from './commit-message.ts'
+import { bucketIdentifier, fileIdentifier } from './manifests.ts'
+
+/** commitUser of snapshots that fold several messages */
+export const FOLDING_COMMIT_USER = 'strata-batching-committer'
+export const FOLDED_COMMITS_DIR = '_strata/folded-commits/'
+
+export function foldedCommitsKey(commitIdentifier: bigint): string {
+  return `${FOLDED_COMMITS_DIR}${commitIdentifier}.json`
+}
+
+/** One input of a fold: a decoded message, or a received body (a spilled one is read only if needed). */
+export type FoldInput = CommitMessage | ReceivedMessage
+
+export type FoldOutcome =
+  | { status: 'landed'; snapshotId: number }
+  /** an earlier delivery (or an earlier copy in this batch) already landed it */
+  | { status: 'duplicate'; snapshotId: number }
+  /** conflict: the message can never land as it is (its job must be redone from fresh state); other: may succeed on redelivery */
+  | { status: 'failed'; error: Error; conflict: boolean }
+
+export interface FoldResult {
+  /** one per input, in input order */
+  outcomes: FoldOutcome[]
+  /** snapshots created, in order */
+  snapshots: { id: number; kind: 'APPEND' | 'COMPACT'; messages: number }[]
+  /** lost races for `snapshot-N` (a direct committer got there first) */
+  retries: number
+  /** times the batch was planned again after a check failed at commit time */
+  replans: number
+}
+
+interface Item {
+  index: number
+  key: string
+  identity: { kind: 'APPEND' | 'COMPACT'; builtAfterSnapshotId: number }
+  /** a spilled body not read yet */
+  spilled?: string
+  message?: CommitMessage
+}
+
+/** The live files and index entries of some buckets, advanced message by message. */
+class FoldState {
+  readonly live: Map<string, ManifestEntry>
+  /** index entries by `bucketIdentifier|indexType` */
+  readonly index: Map<string, IndexManifestEntry[]>
+
+  constructor(live: ManifestEntry[], index: IndexManifestEntry[]) {
+    this.live = new Map(live.map((e) => [fileIdentifier(e), e]))
+    this.index = new Map()
+    for (const e of index) {
+      const k = `${bucketIdentifier(e.partition, e.bucket)}|${e.indexType}`
+      const list = this.index.get(k)
+      if (list) list.push(e)
+      else this.index.set(k, [e])
+    }
+  }
+
+  apply(m: CommitMessage): void {
+    for (const d of m.deletes) this.live.delete(fileIdentifier(d))
+    for (const a of m.adds) this.live.set(fileIdentifier(a), a)
+    for (const r of m.indexReplacements) this.index.set(`${bucketIdentifier(r.partition, r.bucket)}|${r.indexType}`, r.entries)
+  }
+}
+
+function bucketsOf(m: CommitMessage): Map<string, { partition: Uint8Array; bucket: number }> {
+  const out = new Map<string, { partition: Uint8Array; bucket: number }>()
+  for (const e of [...m.adds, ...m.deletes, ...m.indexReplacements, ...m.expectIndex]) out.set(bucketIdentifier(e.partition, e.bucket), { partition: e.partition, bucket: e.bucket })
+  return out
+}
+
+/**
+ * A COMPACT message's checks against the folded state (design.md "Commit protocol"); throws
+ * CommitConflictError naming what conflicts.
+ */
+export function checkCompactMessage(table: Table, m: CommitMessage, state: FoldStateLike): void {
+  const at = `COMPACT ${m.commitUser}/${m.commitIdentifier}`
+  for (const d of m.deletes) {
+    if (!state.live.has(fileIdentifier(d))) {
+      throw new CommitConflictError(`commit conflict (${at}): file ${d.file.fileName} (bucket ${d.bucket}, level ${d.file.level}) is no longer live; the compaction must be redone from fresh state`)
+    }
+  }
+  const buckets = bucketsOf(m)
+  if (m.requireLive.length) {
+    const liveNames = new Set<string>()
+    for (const e of state.live.values()) if (buckets.has(bucketIdentifier(e.partition, e.bucket))) liveNames.add(e.file.fileName)
+    for (const n of m.requireLive) {
+      if (!liveNames.has(n)) throw new CommitConflictError(`commit conflict (${at}): ${n} got deletion-vector marks but is no longer live`)
+    }
+  }
+  for (const x of m.expectIndex) {
+    const now = (state.index.get(`${bucketIdentifier(x.partition, x.bucket)}|${x.indexType}`) ?? []).map((e) => e.fileName).sort().join(',')
+    const want = [...x.fileNames].sort().join(',')
+    if (now !== want) throw new CommitConflictError(`commit conflict (${at}): the ${x.indexType} index files of bucket ${x.bucket} are [${now}], the compaction was built on [${want}]`)
+  }
+  const gone = new Set(m.deletes.map(fileIdentifier))
+  const keyCmp = rowComparator(table.view.keyTypes)
+  for (const [id] of buckets) {
+    const after = [...state.live.values()].filter((e) => bucketIdentifier(e.partition, e.bucket) === id && !gone.has(fileIdentifier(e)))
+    for (const a of m.adds) if (bucketIdentifier(a.partition, a.bucket) === id) after.push(a)
+    try {
+      new Levels(after.map((e) => lsmFileOf(table, e)), table.view.options.numLevels, keyCmp)
+    } catch (e) {
+      throw new CommitConflictError(`commit conflict (${at}): ${(e as Error).message}`)
+    }
+  }
+}
+
+export interface FoldStateLike {
+  live: Map<string, ManifestEntry>
+  index: Map<string, IndexManifestEntry[]>
+}
+
+/** Index replacements of several messages: per (bucket, index type) the last one wins, it being the complete new set. */
+function mergeReplacements(ms: CommitMessage[]): IndexReplacement[] {
+  const out = new Map<string, IndexReplacement>()
+  for (const m of ms) for (const r of m.indexReplacements) out.set(`${bucketIdentifier(r.partition, r.bucket)}|${r.indexType}`, r)
+  return [...out.values()]
+}
+
+/**
+ * A message as a direct FileStoreCommit request (what committing it alone, without the
+ * queue, means; used for comparisons and by a caller that wants to bypass the queue).
+ */
+export function requestFromMessage(table: Table, m: CommitMessage): CommitRequest {
+  const view = table.view
+  return {
+    kind: m.kind,
+    adds: m.adds,
+    deletes: m.deletes,
+    indexReplacements: m.indexReplacements.length ? m.indexReplacements : undefined,
+    commitUser: m.commitUser,
+    commitIdentifier: m.commitIdentifier,
+    dedupAfterSnapshotId: m.builtAfterSnapshotId,
+    checkConflicts:
+      m.kind === 'COMPACT'
+        ? async (live, latest) => checkCompactMessage(table, m, new FoldState(live, await indexOf(table, latest)))
+        : undefined,
+    partitionStats: (entries) => partitionStatsOf(view, entries),
+    schemaId: view.schema.id,
+    maxRetries: view.options.commitMaxRetries,
+  }
+}
+
+async function indexOf(table: Table, s: Snapshot | null): Promise<IndexManifestEntry[]> {
+  return s?.indexManifest ? table.manifests.readIndexManifest(s.indexManifest) : []
+}
+
+function randomIdentifier(): bigint {
+  // positive 63-bit, never Paimon's batch identifier (Long.MAX_VALUE)
+  const x = randomBytes(8).readBigUInt64BE() & 0x7fffffffffffffffn
+  return x === 0x7fffffffffffffffn ? 1n : x
+}
+
+const LANDED_CACHE_LIMIT = 10_000
+
+export interface BatchingCommitterOptions {
+  /** re-plans of one batch after a check failed at commit time, default 3 */
+  maxReplans?: number
+  /** test hook: after a snapshot's files are written, before it is created */
+  beforeSnapshotCreate?: (id: number) => Promise<void> | void
+}
+
+export class BatchingCommitter {
+  /** snapshot id → identities landed in it (immutable once created) */
+  private readonly landedIn = new Map<number, string[]>()
+
+  constructor(
+    readonly table: Table,
+    private readonly opts: BatchingCommitterOptions = {},
+  ) {}
+
+  /** The identities (commitKeyOf) a snapshot landed: its sidecar's list, or its own. */
+  async landedCommits(s: Snapshot): Promise<string[]> {
+    const hit = this.landedIn.get(s.id)
+    if (hit) return hit
+    let keys: string[]
+    if (s.commitUser === FOLDING_COMMIT_USER) {
+      const bytes = await this.table.store.get(foldedCommitsKey(s.commitIdentifier))
+      if (!bytes) throw new Error(`snapshot ${s.id} folds several commits but ${foldedCommitsKey(s.commitIdentifier)} is missing from ${this.table.store.uri}`)
+      keys = (JSON.parse(new TextDecoder().decode(bytes)) as { commits: [string, string, string][] }).commits.map(([kind, id, user]) => commitKeyOf({ kind, commitIdentifier: BigInt(id), commitUser: user }))
+    } else {
+      keys = [commitKeyOf({ kind: s.commitKind, commitUser: s.commitUser, commitIdentifier: s.commitIdentifier })]
+    }
+    if (this.landedIn.size >= LANDED_CACHE_LIMIT) this.landedIn.delete(this.landedIn.keys().next().value!)
+    this.landedIn.set(s.id, keys)
+    return keys
+  }
+
+  /** Folds the messages, in order, into as few snapshots as it can; see the file comment. */
+  async commit(inputs: FoldInput[]): Promise<FoldResult> {
+    const outcomes: (FoldOutcome | undefined)[] = new Array(inputs.length).fill(undefined)
+    const items: Item[] = inputs.map((x, index) => {
+      if ('inline' in x) {
+        if (x.inline) return { index, key: commitKeyOf(x.message), identity: x.message, message: x.message }
+        return { index, key: commitKeyOf(x.identity), identity: x.identity, spilled: x.key }
+      }
+      return { index, key: commitKeyOf(x), identity: x, message: x }
+    })
+    // a copy later in the batch is a duplicate of the first
+    const firstOf = new Map<string, number>()
+    const pending: Item[] = []
+    const copies: { item: Item; of: number }[] = []
+    for (const it of items) {
+      const f = firstOf.get(it.key)
+      if (f !== undefined) copies.push({ item: it, of: f })
+      else {
+        firstOf.set(it.key, it.index)
+        pending.push(it)
+      }
+    }
+    const result: FoldResult = { outcomes: [], snapshots: [], retries: 0, replans: 0 }
+    let todo = pending
+    for (let attempt = 0; todo.length > 0; attempt++) {
+      try {
+        todo = await this.foldOnce(todo, outcomes, result)
+      } catch (e) {
+        // a non-conflict error (the store failed): everything not settled may succeed on redelivery
+        for (const it of todo) outcomes[it.index] ??= { status: 'failed', error: e as Error, conflict: false }
+        break
+      }
+      if (todo.length === 0) break
+      result.replans++
+      if (attempt >= (this.opts.maxReplans ?? 3)) {
+        const error = new Error(`batching committer: the folded checks kept failing at commit time after ${attempt + 1} plans (a direct committer keeps changing the table); ${todo.length} message(s) not committed`)
+        for (const it of todo) outcomes[it.index] ??= { status: 'failed', error, conflict: false }
+        break
+      }
+    }
+    for (const { item, of } of copies) {
+      const o = outcomes[of]!
+      outcomes[item.index] = o.status === 'failed' ? o : { status: 'duplicate', snapshotId: o.snapshotId }
+    }
+    result.outcomes = outcomes as FoldOutcome[]
+    return result
+  }
+
+  /**
+   * One plan against the latest snapshot, then its commits. Returns the items to plan again
+   * (a group whose checks failed at commit time); settles every other item's outcome.
+   */
+  private async foldOnce(items: Item[], outcomes: (FoldOutcome | undefined)[], result: FoldResult): Promise<Item[]> {
+    const table = this.table
+    const latestId = await table.snapshots.latestId()
+    // duplicates: identities landed after the message was built
+    const lowest = Math.min(...items.map((it) => it.identity.builtAfterSnapshotId))
+    const landedAt = new Map<string, number>()
+    for (let id = latestId; id > lowest; id--) {
+      const s = await table.snapshots.snapshot(id)
+      if (!s) break // expired: nothing older to search
+      for (const k of await this.landedCommits(s)) if (!landedAt.has(k)) landedAt.set(k, id)
+    }
+    const live: Item[] = []
+    for (const it of items) {
+      const at = landedAt.get(it.key)
+      if (at !== undefined && at > it.identity.builtAfterSnapshotId) outcomes[it.index] = { status: 'duplicate', snapshotId: at }
+      else live.push(it)
+    }
+    // read spilled bodies now that they are needed; one that cannot be read fails alone
+    for (const it of live) {
+      if (it.message) continue
+      try {
+        it.message = await readSpilled(it.spilled!, table.store)
+        if (commitKeyOf(it.message) !== it.key) throw new StrataInputError(`commit message: spilled body ${it.spilled} is ${commitKeyOf(it.message)}, the pointer names ${it.key}`)
+      } catch (e) {
+        outcomes[it.index] = { status: 'failed', error: e as Error, conflict: false }
+      }
+    }
+    const ready = live.filter((it) => it.message && outcomes[it.index] === undefined)
+    for (const it of ready) {
+      const m = it.message!
+      if (m.schemaId !== table.view.schema.id) {
+        outcomes[it.index] = { status: 'failed', error: new StrataInputError(`commit message ${it.key}: schemaId ${m.schemaId}, expected the table's schema ${table.view.schema.id}`), conflict: true }
+      }
+    }
+    const appends = ready.filter((it) => it.message!.kind === 'APPEND' && outcomes[it.index] === undefined)
+    const compacts = ready.filter((it) => it.message!.kind === 'COMPACT' && outcomes[it.index] === undefined)
+
+    // plan the COMPACT messages against the state as folded so far
+    const groups: Item[][] = []
+    if (compacts.length) {
+      const touched = new Set<string>()
+      for (const it of compacts) for (const id of bucketsOf(it.message!).keys()) touched.add(id)
+      const latest = latestId === 0 ? null : await table.snapshots.snapshot(latestId)
+      const inTouched = (p: Uint8Array, b: number) => touched.has(bucketIdentifier(p, b))
+      const state = new FoldState(latest ? await table.manifests.liveEntries(latest, inTouched) : [], (await indexOf(table, latest)).filter((e) => inTouched(e.partition, e.bucket)))
+      for (const it of appends) state.apply(it.message!)
+      let group: Item[] = []
+      let addedInGroup = new Set<string>()
+      for (const it of compacts) {
+        const m = it.message!
+        try {
+          checkCompactMessage(table, m, state)
+        } catch (e) {
+          if (!(e instanceof CommitConflictError)) throw e
+          outcomes[it.index] = { status: 'failed', error: e, conflict: true }
+          continue
+        }
+        if (m.deletes.some((d) => addedInGroup.has(fileIdentifier(d)))) {
+          groups.push(group)
+          group = []
+          addedInGroup = new Set()
+        }
+        group.push(it)
+        for (const a of m.adds) addedInGroup.add(fileIdentifier(a))
+        state.apply(m)
+      }
+      if (group.length) groups.push(group)
+    }
+
+    if (appends.length) {
+      const r = await this.commitGroup('APPEND', appends)
+      result.retries += r.retries
+      result.snapshots.push({ id: r.snapshotId, kind: 'APPEND', messages: appends.length })
+      for (const it of appends) outcomes[it.index] = { status: 'landed', snapshotId: r.snapshotId }
+    }
+    for (let g = 0; g < groups.length; g++) {
+      try {
+        const r = await this.commitGroup('COMPACT', groups[g])
+        result.retries += r.retries
+        result.snapshots.push({ id: r.snapshotId, kind: 'COMPACT', messages: groups[g].length })
+        for (const it of groups[g]) outcomes[it.index] = { status: 'landed', snapshotId: r.snapshotId }
+      } catch (e) {
+        if (!(e instanceof CommitConflictError)) throw e
+        // the table changed under us (a direct committer): plan what is left again
+        return groups.slice(g).flat()
+      }
+    }
+    await this.deleteSpilled(ready.filter((it) => it.spilled && outcomes[it.index]?.status === 'landed'))
+    return []
+  }
+
+  private async commitGroup(kind: 'APPEND' | 'COMPACT', group: Item[]): Promise<{ snapshotId: number; retries: number }> {
+    const table = this.table
+    const view = table.view
+    const ms = group.map((it) => it.message!)
+    let commitUser = ms[0].commitUser
+    let commitIdentifier = ms[0].commitIdentifier
+    if (ms.length > 1) {
+      commitUser = FOLDING_COMMIT_USER
+      commitIdentifier = randomIdentifier()
+      const body = { commits: ms.map((m) => [m.kind, m.commitIdentifier.toString(), m.commitUser]) }
+      await table.store.put(foldedCommitsKey(commitIdentifier), new TextEncoder().encode(JSON.stringify(body)))
+    }
+    const replacements = mergeReplacements(ms)
+    const r = await table.committer.commit({
+      kind,
+      adds: ms.flatMap((m) => m.adds),
+      deletes: ms.flatMap((m) => m.deletes),
+      indexReplacements: replacements.length ? replacements : undefined,
+      commitUser,
+      commitIdentifier,
+      // on a lost race, the folded checks run again against the state that won
+      checkConflicts:
+        kind === 'COMPACT'
+          ? async (live, latest) => {
+              const state = new FoldState(live, await indexOf(table, latest))
+              for (const m of ms) {
+                checkCompactMessage(table, m, state)
+                state.apply(m)
+              }
+            }
+          : undefined,
+      partitionStats: (entries) => partitionStatsOf(view, entries),
+      schemaId: view.schema.id,
+      maxRetries: view.options.commitMaxRetries,
+      beforeSnapshotCreate: this.opts.beforeSnapshotCreate,
+    })
+    if (ms.length > 1) this.landedIn.set(r.snapshotId, ms.map(commitKeyOf))
+    return r
+  }
+
+  private async deleteSpilled(items: Item[]): Promise<void> {
+    for (const it of items) {
+      try {
+        await this.table.store.delete(it.spilled!)
+      } catch {
+        // a leftover body is harmless: a redelivered pointer is recognised by its identity
+      }
+    }
+  }
+}

@@ -1,0 +1,319 @@
+// Commit messages: a commit as data, for the batching committer (design.md "Commit
+// protocol"; docs/benchmarks.md "Next step: the batching committer"). A writer or compactor
+// writes its data and index files, then sends one of these to the table's FIFO queue instead
+// of creating `snapshot-N` itself. Everything a commit needs travels as data: the ADD/DELETE
+// manifest entries, index replacements and, for a compaction, the inputs of its conflict
+// checks (which FileStoreCommit takes as a closure).
+//
+// The JSON codec carries bigints as {"$bigint": "…"} and byte arrays as {"$bytes": base64}.
+// A body past SQS's 256 KiB limit is stored under `_strata/commit-messages/` and the queue
+// gets a pointer that still names the commit (user, identifier, kind), so a redelivery of a
+// message that already landed is recognised without reading the spilled body.
+
+import { randomUUID } from 'node:crypto'
+import type { ObjectStore } from '../store/object-store.ts'
+import { DELETION_VECTORS_INDEX } from '../format/deletion-vector.ts'
+import { dvIndexByBucket } from '../lsm/bucket-state.ts'
+import { type CompactBucketRequest, compactBucket } from '../lsm/compact-task.ts'
+import type { Table } from '../table/table.ts'
+import { type CommitKind, type IndexManifestEntry, type ManifestEntry, StrataInputError } from '../types.ts'
+import { type WriteOptions, type WriteRecord, writeBatch } from '../write/table-write.ts'
+import type { CommitRequest, FileStoreCommit, IndexReplacement } from './commit.ts'
+import { bucketIdentifier } from './manifests.ts'
+
+/** SQS's largest message (body plus attributes), 256 KiB. */
+export const SQS_MAX_MESSAGE_BYTES = 262_144
+/** Bodies above this go to S3; the margin leaves room for message attributes. */
+export const INLINE_LIMIT_BYTES = SQS_MAX_MESSAGE_BYTES - 4096
+export const COMMIT_MESSAGE_DIR = '_strata/commit-messages/'
+const VERSION = 1
+
+/** The bucket's index files a compaction's replacement was computed from. */
+export interface ExpectedIndex {
+  partition: Uint8Array
+  bucket: number
+  indexType: string
+  /** file names, any order; empty when the bucket had none */
+  fileNames: string[]
+}
+
+export type MessageKind = Extract<CommitKind, 'APPEND' | 'COMPACT'>
+
+export interface CommitMessage {
+  /** the table's name in STRATA_TABLES; checked by the committer function when present */
+  table?: string
+  kind: MessageKind
+  commitUser: string
+  commitIdentifier: bigint
+  /** the latest snapshot id when the message was built: it cannot have landed at or before it */
+  builtAfterSnapshotId: number
+  schemaId: number
+  adds: ManifestEntry[]
+  deletes: ManifestEntry[]
+  indexReplacements: IndexReplacement[]
+  /** COMPACT: data files (names, in the message's buckets) that must still be live, e.g. files given deletion-vector marks */
+  requireLive: string[]
+  /** COMPACT: the index files each replacement was computed from; a different current set is a conflict */
+  expectIndex: ExpectedIndex[]
+}
+
+/** What the queue carries: the message itself, or a pointer to its spilled body. */
+interface Envelope {
+  v: number
+  message?: unknown
+  pointer?: { key: string; kind: MessageKind; commitUser: string; commitIdentifier: string; builtAfterSnapshotId: number; table?: string }
+}
+
+/** The identity a commit lands under: one (user, identifier, kind) lands once. */
+export function commitKeyOf(m: { commitUser: string; commitIdentifier: bigint; kind: string }): string {
+  return `${m.kind}|${m.commitIdentifier}|${m.commitUser}`
+}
+
+function replacer(_key: string, v: unknown): unknown {
+  if (typeof v === 'bigint') return { $bigint: v.toString() }
+  if (v instanceof Uint8Array) return { $bytes: Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64') }
+  return v
+}
+
+function reviver(_key: string, v: unknown): unknown {
+  if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
+    const o = v as Record<string, unknown>
+    const keys = Object.keys(o)
+    if (keys.length === 1 && typeof o.$bigint === 'string') {
+      if (!/^-?\d+$/.test(o.$bigint)) throw new StrataInputError(`commit message: $bigint ${JSON.stringify(o.$bigint)}, expected an integer literal`)
+      return BigInt(o.$bigint)
+    }
+    if (keys.length === 1 && typeof o.$bytes === 'string') return new Uint8Array(Buffer.from(o.$bytes, 'base64'))
+  }
+  return v
+}
+
+/** The message as JSON text (no size check; see encodeCommitMessage). */
+export function commitMessageJson(m: CommitMessage): string {
+  validateCommitMessage(m, 'commit message')
+  return JSON.stringify({ v: VERSION, message: m } satisfies Envelope, replacer)
+}
+
+/**
+ * The SQS body for a message: inline when it fits, else spilled to
+ * `_strata/commit-messages/<uuid>.json` in the table's store with a pointer inline.
+ */
+export async function encodeCommitMessage(m: CommitMessage, store: ObjectStore, limitBytes = INLINE_LIMIT_BYTES): Promise<{ body: string; spilledKey?: string }> {
+  const json = commitMessageJson(m)
+  if (Buffer.byteLength(json) <= limitBytes) return { body: json }
+  const key = `${COMMIT_MESSAGE_DIR}${randomUUID()}.json`
+  await store.put(key, new TextEncoder().encode(json))
+  const pointer: Envelope = {
+    v: VERSION,
+    pointer: { key, kind: m.kind, commitUser: m.commitUser, commitIdentifier: m.commitIdentifier.toString(), builtAfterSnapshotId: m.builtAfterSnapshotId, ...(m.table !== undefined ? { table: m.table } : {}) },
+  }
+  return { body: JSON.stringify(pointer), spilledKey: key }
+}
+
+/** A received body: either the message, or (spilled) its identity and where its body is. */
+export type ReceivedMessage =
+  | { inline: true; message: CommitMessage }
+  | { inline: false; key: string; identity: Pick<CommitMessage, 'kind' | 'commitUser' | 'commitIdentifier' | 'builtAfterSnapshotId' | 'table'> }
+
+export function parseCommitMessageBody(body: string): ReceivedMessage {
+  let env: Envelope
+  try {
+    env = JSON.parse(body, reviver) as Envelope
+  } catch (e) {
+    if (e instanceof StrataInputError) throw e
+    throw new StrataInputError(`commit message: body is not JSON (${(e as Error).message}): ${body.slice(0, 80)}`)
+  }
+  if (env === null || typeof env !== 'object' || env.v !== VERSION) {
+    throw new StrataInputError(`commit message: field "v" is ${JSON.stringify((env as Envelope | null)?.v)}, expected ${VERSION}`)
+  }
+  if (env.pointer !== undefined) {
+    const p = env.pointer
+    if (typeof p?.key !== 'string' || !p.key.startsWith(COMMIT_MESSAGE_DIR)) {
+      throw new StrataInputError(`commit message: pointer.key is ${JSON.stringify(p?.key)}, expected a key under ${COMMIT_MESSAGE_DIR}`)
+    }
+    const identity = { kind: p.kind, commitUser: p.commitUser, commitIdentifier: bigintOf(p.commitIdentifier, 'pointer.commitIdentifier'), builtAfterSnapshotId: p.builtAfterSnapshotId, table: p.table }
+    checkIdentity(identity, 'commit message pointer')
+    return { inline: false, key: p.key, identity }
+  }
+  validateCommitMessage(env.message, 'commit message')
+  return { inline: true, message: env.message }
+}
+
+/** Decodes a body, reading a spilled message from the store. */
+export async function decodeCommitMessage(body: string, store: ObjectStore): Promise<CommitMessage> {
+  const r = parseCommitMessageBody(body)
+  if (r.inline) return r.message
+  return readSpilled(r.key, store)
+}
+
+export async function readSpilled(key: string, store: ObjectStore): Promise<CommitMessage> {
+  const bytes = await store.get(key)
+  if (!bytes) throw new Error(`commit message: spilled body ${key} is missing from ${store.uri}`)
+  const r = parseCommitMessageBody(new TextDecoder().decode(bytes))
+  if (!r.inline) throw new StrataInputError(`commit message: spilled body ${key} is itself a pointer`)
+  return r.message
+}
+
+function bigintOf(v: unknown, at: string): bigint {
+  if (typeof v === 'bigint') return v
+  if (typeof v === 'string' && /^-?\d+$/.test(v)) return BigInt(v)
+  throw new StrataInputError(`${at}: ${JSON.stringify(v)}, expected an integer`)
+}
+
+function fail(at: string, v: unknown, expected: string): never {
+  let shown: string
+  try {
+    shown = JSON.stringify(v, replacer) ?? String(v)
+  } catch {
+    shown = String(v)
+  }
+  throw new StrataInputError(`${at}: ${shown.length > 120 ? shown.slice(0, 120) + '…' : shown}, expected ${expected}`)
+}
+
+function checkIdentity(m: Record<string, unknown>, at: string): void {
+  if (m.kind !== 'APPEND' && m.kind !== 'COMPACT') fail(`${at}.kind`, m.kind, "'APPEND' or 'COMPACT'")
+  if (typeof m.commitUser !== 'string' || m.commitUser.length === 0) fail(`${at}.commitUser`, m.commitUser, 'a non-empty string')
+  if (typeof m.commitIdentifier !== 'bigint') fail(`${at}.commitIdentifier`, m.commitIdentifier, 'a bigint')
+  if (!Number.isSafeInteger(m.builtAfterSnapshotId) || (m.builtAfterSnapshotId as number) < 0) fail(`${at}.builtAfterSnapshotId`, m.builtAfterSnapshotId, 'a non-negative integer')
+  if (m.table !== undefined && typeof m.table !== 'string') fail(`${at}.table`, m.table, 'a string')
+}
+
+function checkEntry(e: unknown, at: string): void {
+  const x = e as ManifestEntry
+  if (x === null || typeof x !== 'object') fail(at, e, 'a manifest entry')
+  if (!(x.partition instanceof Uint8Array)) fail(`${at}.partition`, x.partition, 'bytes')
+  if (!Number.isInteger(x.bucket)) fail(`${at}.bucket`, x.bucket, 'an integer')
+  if (!Number.isInteger(x.totalBuckets)) fail(`${at}.totalBuckets`, x.totalBuckets, 'an integer')
+  const f = x.file
+  if (f === null || typeof f !== 'object') fail(`${at}.file`, f, 'a data file meta')
+  if (typeof f.fileName !== 'string' || f.fileName.length === 0) fail(`${at}.file.fileName`, f.fileName, 'a non-empty string')
+  if (!Number.isInteger(f.level) || f.level < 0) fail(`${at}.file.level`, f.level, 'an integer >= 0')
+  for (const k of ['fileSize', 'rowCount', 'minSequenceNumber', 'maxSequenceNumber', 'schemaId'] as const) {
+    if (typeof f[k] !== 'bigint') fail(`${at}.file.${k}`, f[k], 'a bigint')
+  }
+  for (const k of ['minKey', 'maxKey'] as const) if (!(f[k] instanceof Uint8Array)) fail(`${at}.file.${k}`, f[k], 'bytes')
+}
+
+function checkIndexEntry(e: unknown, at: string): void {
+  const x = e as IndexManifestEntry
+  if (x === null || typeof x !== 'object') fail(at, e, 'an index manifest entry')
+  if (!(x.partition instanceof Uint8Array)) fail(`${at}.partition`, x.partition, 'bytes')
+  if (!Number.isInteger(x.bucket)) fail(`${at}.bucket`, x.bucket, 'an integer')
+  if (typeof x.fileName !== 'string' || x.fileName.length === 0) fail(`${at}.fileName`, x.fileName, 'a non-empty string')
+  if (typeof x.indexType !== 'string') fail(`${at}.indexType`, x.indexType, 'a string')
+}
+
+/** Checks a decoded (or about-to-be-sent) message's shape; the error names the field. */
+export function validateCommitMessage(v: unknown, at = 'commit message'): asserts v is CommitMessage {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) fail(at, v, 'an object')
+  const m = v as Record<string, unknown>
+  checkIdentity(m, at)
+  if (!Number.isSafeInteger(m.schemaId) || (m.schemaId as number) < 0) fail(`${at}.schemaId`, m.schemaId, 'a non-negative integer')
+  for (const k of ['adds', 'deletes', 'indexReplacements', 'requireLive', 'expectIndex'] as const) {
+    if (!Array.isArray(m[k])) fail(`${at}.${k}`, m[k], 'an array')
+  }
+  const msg = m as unknown as CommitMessage
+  msg.adds.forEach((e, i) => checkEntry(e, `${at}.adds[${i}]`))
+  msg.deletes.forEach((e, i) => checkEntry(e, `${at}.deletes[${i}]`))
+  msg.indexReplacements.forEach((r, i) => {
+    const p = `${at}.indexReplacements[${i}]`
+    if (r === null || typeof r !== 'object') fail(p, r, 'an index replacement')
+    if (!(r.partition instanceof Uint8Array)) fail(`${p}.partition`, r.partition, 'bytes')
+    if (!Number.isInteger(r.bucket)) fail(`${p}.bucket`, r.bucket, 'an integer')
+    if (typeof r.indexType !== 'string') fail(`${p}.indexType`, r.indexType, 'a string')
+    if (!Array.isArray(r.entries)) fail(`${p}.entries`, r.entries, 'an array')
+    r.entries.forEach((e, j) => checkIndexEntry(e, `${p}.entries[${j}]`))
+  })
+  msg.requireLive.forEach((n, i) => {
+    if (typeof n !== 'string') fail(`${at}.requireLive[${i}]`, n, 'a file name')
+  })
+  msg.expectIndex.forEach((x, i) => {
+    const p = `${at}.expectIndex[${i}]`
+    if (x === null || typeof x !== 'object') fail(p, x, 'an expected index')
+    if (!(x.partition instanceof Uint8Array)) fail(`${p}.partition`, x.partition, 'bytes')
+    if (!Number.isInteger(x.bucket)) fail(`${p}.bucket`, x.bucket, 'an integer')
+    if (typeof x.indexType !== 'string') fail(`${p}.indexType`, x.indexType, 'a string')
+    if (!Array.isArray(x.fileNames) || x.fileNames.some((n) => typeof n !== 'string')) fail(`${p}.fileNames`, x.fileNames, 'an array of file names')
+  })
+  if (msg.kind === 'APPEND' && (msg.deletes.length || msg.indexReplacements.length || msg.requireLive.length || msg.expectIndex.length)) {
+    fail(`${at}.deletes`, `${msg.deletes.length} deletes, ${msg.indexReplacements.length} index replacements`, 'an APPEND to add files only (deletes and index changes are COMPACT)')
+  }
+}
+
+// ---- building messages from the commits the existing write and compaction paths make ----
+
+/**
+ * Runs `fn` (a writeBatch or compactBucket on `table`) with the table's committer replaced
+ * by one that records each commit request instead of creating a snapshot, so the same
+ * code that commits directly today produces commit messages. The recorded commit answers
+ * snapshot id -1. Not reentrant: one capture per Table handle at a time.
+ */
+export async function captureCommits<T>(table: Table, fn: () => Promise<T>): Promise<{ result: T; requests: CommitRequest[] }> {
+  const committer = table.committer
+  const own = Object.prototype.hasOwnProperty.call(committer, 'commit') ? committer.commit : undefined
+  const requests: CommitRequest[] = []
+  committer.commit = async (req) => {
+    requests.push(req)
+    return { snapshotId: -1, retries: 0, deduplicated: false }
+  }
+  try {
+    return { result: await fn(), requests }
+  } finally {
+    if (own) committer.commit = own
+    else delete (committer as Partial<FileStoreCommit>).commit
+  }
+}
+
+/**
+ * The message for a recorded request. `baseSnapshotId` is the snapshot the work was built
+ * on (a compaction's baseSnapshotId; for a write, the latest when it started): the index
+ * files the compaction's replacement was computed from are read from it, and the message
+ * cannot have landed at or before it.
+ */
+export async function commitMessageOf(table: Table, req: CommitRequest, baseSnapshotId: number, tableName?: string): Promise<CommitMessage> {
+  if (req.kind !== 'APPEND' && req.kind !== 'COMPACT') throw new StrataInputError(`commit request kind: ${JSON.stringify(req.kind)}, expected 'APPEND' or 'COMPACT' (the batching committer folds no other kind)`)
+  const indexReplacements = req.indexReplacements ?? []
+  const requireLive: string[] = []
+  const expectIndex: ExpectedIndex[] = []
+  if (req.kind === 'COMPACT') {
+    const added = new Set(req.adds.map((a) => a.file.fileName))
+    // a file that carries a vector in the new index must still be live (FileStoreCommit's
+    // compaction check: files given marks must not have been removed meanwhile)
+    for (const r of indexReplacements) for (const e of r.entries) for (const d of e.dvRanges ?? []) if (!added.has(d.dataFileName)) requireLive.push(d.dataFileName)
+    if (table.view.options.deletionVectors) {
+      const base = baseSnapshotId > 0 ? await table.snapshots.snapshot(baseSnapshotId) : null
+      const index = await dvIndexByBucket(table, base)
+      const buckets = new Map<string, { partition: Uint8Array; bucket: number }>()
+      for (const e of [...req.deletes, ...req.adds, ...indexReplacements]) buckets.set(bucketIdentifier(e.partition, e.bucket), { partition: e.partition, bucket: e.bucket })
+      for (const [id, b] of buckets) expectIndex.push({ ...b, indexType: DELETION_VECTORS_INDEX, fileNames: (index.get(id) ?? []).map((e) => e.fileName) })
+    }
+  }
+  const m: CommitMessage = {
+    ...(tableName !== undefined ? { table: tableName } : {}),
+    kind: req.kind,
+    commitUser: req.commitUser,
+    commitIdentifier: req.commitIdentifier,
+    builtAfterSnapshotId: Math.max(0, baseSnapshotId),
+    schemaId: req.schemaId,
+    adds: req.adds,
+    deletes: req.deletes,
+    indexReplacements,
+    requireLive: [...new Set(requireLive)],
+    expectIndex,
+  }
+  validateCommitMessage(m)
+  return m
+}
+
+/** writeBatch, with its commit turned into a message (null when the batch wrote nothing). */
+export async function writeMessage(table: Table, records: WriteRecord[], opts: WriteOptions & { table?: string } = {}): Promise<CommitMessage | null> {
+  const base = await table.snapshots.latestId()
+  const { requests } = await captureCommits(table, () => writeBatch(table, records, opts))
+  return requests.length ? commitMessageOf(table, requests[0], base, opts.table) : null
+}
+
+/** compactBucket, with its commit turned into a message (null when the bucket needs nothing). */
+export async function compactionMessage(table: Table, req: CompactBucketRequest, tableName?: string): Promise<CommitMessage | null> {
+  const { result, requests } = await captureCommits(table, () => compactBucket(table, req))
+  return requests.length ? commitMessageOf(table, requests[0], result.baseSnapshotId, tableName) : null
+}
