@@ -32,7 +32,13 @@ export function recordsOf(event: WriterEvent): { records: IngestRecord[]; ordere
   }
   return {
     ordered: false,
-    records: (recs as SQSEvent['Records']).map((r) => ({ id: r.messageId, source: `${r.eventSourceARN}#${r.messageId}`, body: r.body })),
+    records: (recs as SQSEvent['Records']).map((r) => ({
+      id: r.messageId,
+      source: `${r.eventSourceARN}#${r.messageId}`,
+      body: r.body,
+      receiveCount: Number(r.attributes?.ApproximateReceiveCount ?? 1),
+      firstReceivedAt: Number(r.attributes?.ApproximateFirstReceiveTimestamp ?? NaN),
+    })),
   }
 }
 
@@ -58,7 +64,7 @@ export async function writerHandler(event: WriterEvent, context?: Context, hooks
   const single = res.tables.length === 1
   if (single) metrics.addDimensions({ table: res.tables[0].table })
   for (const t of res.tables) {
-    logger.info('committed', { table: t.table, snapshot: t.snapshotId, rows: t.rows, jobs: t.jobs, deduplicated: t.deduplicated, requestId: context?.awsRequestId })
+    logger.info('committed', { table: t.table, snapshot: t.snapshotId, rows: t.rows, jobs: t.jobs, deduplicated: t.deduplicated, alreadyCommitted: t.alreadyCommitted, requestId: context?.awsRequestId })
     const emit = (name: string, value: number) => {
       if (single) return metrics.addMetric(name, MetricUnit.Count, value)
       const m = metrics.singleMetric()
@@ -68,6 +74,7 @@ export async function writerHandler(event: WriterEvent, context?: Context, hooks
     emit('RowsWritten', t.rows)
     emit('CommitRetries', t.retries)
     emit('JobsEnqueued', t.jobs)
+    emit('RecordsAlreadyCommitted', t.alreadyCommitted)
   }
   metrics.addMetric('RowsRejected', MetricUnit.Count, res.rejected)
   metrics.addMetric('RecordsFailed', MetricUnit.Count, res.failedIds.length)

@@ -20,6 +20,13 @@ export interface IngestRecord {
   source: string
   /** the record: a JSON object with the table's columns, optional "_kind" and "_table" */
   body: string
+  /**
+   * SQS redelivery facts (ApproximateReceiveCount, ApproximateFirstReceiveTimestamp). A
+   * record received more than once may have been committed by an earlier attempt in a
+   * different batch; such records are looked up one by one (see committedEarlier).
+   */
+  receiveCount?: number
+  firstReceivedAt?: number
 }
 
 export interface IngestTarget {
@@ -50,6 +57,8 @@ export interface TableIngestResult {
   rows: number
   /** this batch had already committed in an earlier attempt */
   deduplicated: boolean
+  /** redelivered records found committed by an earlier attempt of another batch, so not written again */
+  alreadyCommitted: number
   jobs: number
   retries: number
 }
@@ -83,6 +92,36 @@ const MAX_ATTEMPT_MS = 20 * 60_000
 interface Marker {
   startedAfter: number
   startedAt: number
+  /** the batch's record ids, so a per-record lookup can confirm a hash match */
+  ids?: string[]
+}
+
+/**
+ * Per-record index of attempts: zero-byte objects named
+ * `<MARKER_DIR><user>/r/<epoch minute>/<identifier hex>.<part>.<hash>.<hash>...`, one per
+ * INDEX_IDS_PER_KEY records, where each hash is the first 64 bits of SHA-256 of a record
+ * id. Written with the marker, before the commit; listed only when a batch holds
+ * redelivered records, over the minutes since their first receipt. A hash match is then
+ * confirmed against the full ids in the marker.
+ */
+const INDEX_DIR = 'r/'
+const INDEX_IDS_PER_KEY = 48
+const MINUTE_MS = 60_000
+/** writers' clocks may disagree: index minutes searched before a record's first receipt */
+const CLOCK_SLACK_MS = 2 * MINUTE_MS
+
+function idHash(id: string): string {
+  return createHash('sha256').update(id).digest('hex').slice(0, 16)
+}
+
+function indexKeys(user: string, identifier: bigint, ids: string[], now: number): string[] {
+  const dir = `${MARKER_DIR}${user}/${INDEX_DIR}${Math.floor(now / MINUTE_MS)}/`
+  const keys: string[] = []
+  for (let part = 0; part * INDEX_IDS_PER_KEY < ids.length; part++) {
+    const hashes = ids.slice(part * INDEX_IDS_PER_KEY, (part + 1) * INDEX_IDS_PER_KEY).map(idHash)
+    keys.push(`${dir}${identifier.toString(16)}.${part}.${hashes.join('.')}`)
+  }
+  return keys
 }
 
 /**
@@ -92,21 +131,85 @@ interface Marker {
  * attempt could still have been running — a bounded walk, however long ago it was.
  * Markers live under `_strata/`, outside Paimon's directories; maintenance removes old ones.
  */
-async function earlierAttempt(table: Table, user: string, identifier: bigint, now: number): Promise<{ landed: number | null; existed: boolean }> {
-  const key = `${MARKER_DIR}${user}/${identifier.toString(16)}`
+async function earlierAttempt(table: Table, user: string, identifier: bigint, ids: string[], now: number): Promise<{ landed: number | null; existed: boolean }> {
+  const key = markerKey(user, identifier)
   const latest = await table.snapshots.latestId()
-  const marker: Marker = { startedAfter: latest, startedAt: now }
+  const marker: Marker = { startedAfter: latest, startedAt: now, ids }
   const body = new TextEncoder().encode(JSON.stringify(marker))
+  // the index first: once the marker exists, so must the way to find it by record id
+  await Promise.all(indexKeys(user, identifier, ids, now).map((k) => table.store.put(k, new Uint8Array(0))))
   if (await table.store.putIfAbsent(key, body)) return { landed: null, existed: false }
-  const prev = JSON.parse(new TextDecoder().decode((await table.store.get(key))!)) as Marker
-  for (let id = prev.startedAfter + 1; id <= latest; id++) {
-    const s = await table.snapshots.snapshot(id)
-    if (!s) continue
-    if (s.timeMillis > prev.startedAt + MAX_ATTEMPT_MS) break
-    if (s.commitUser === user && s.commitIdentifier === identifier) return { landed: id, existed: true }
-  }
+  const prev = parseMarker(await table.store.get(key))
+  const landed = prev ? await landedSince(table, user, identifier, prev, latest) : null
+  if (landed !== null) return { landed, existed: true }
   await table.store.put(key, body)
   return { landed: null, existed: true }
+}
+
+function markerKey(user: string, identifier: bigint): string {
+  return `${MARKER_DIR}${user}/${identifier.toString(16)}`
+}
+
+function parseMarker(bytes: Uint8Array | null): Marker | null {
+  return bytes ? (JSON.parse(new TextDecoder().decode(bytes)) as Marker) : null
+}
+
+/** The snapshot an attempt recorded by `marker` landed as, searching only while it could have run. */
+async function landedSince(table: Table, user: string, identifier: bigint, marker: Marker, latest: number): Promise<number | null> {
+  for (let id = marker.startedAfter + 1; id <= latest; id++) {
+    const s = await table.snapshots.snapshot(id)
+    if (!s) continue
+    if (s.timeMillis > marker.startedAt + MAX_ATTEMPT_MS) break
+    if (s.commitUser === user && s.commitIdentifier === identifier) return id
+  }
+  return null
+}
+
+/**
+ * Redelivered records that an earlier attempt, in any batch, already committed: SQS may
+ * return a message whose ack was lost beside other messages, so the batch identifier
+ * differs and the batch-level check cannot see it. Returns record id → landed snapshot id.
+ * Costs nothing for first deliveries; for redeliveries, one LIST per minute since the
+ * earliest first receipt (plus pages), and for each hash match one marker GET and a
+ * bounded snapshot walk.
+ */
+async function committedEarlier(table: Table, user: string, records: { id: string; receiveCount?: number; firstReceivedAt?: number }[], now: number): Promise<Map<string, number>> {
+  const out = new Map<string, number>()
+  const again = records.filter((r) => (r.receiveCount ?? 1) > 1)
+  if (again.length === 0) return out
+  const since = Math.min(...again.map((r) => (Number.isFinite(r.firstReceivedAt) ? r.firstReceivedAt! : now - MAX_ATTEMPT_MS)))
+  const first = Math.floor((since - CLOCK_SLACK_MS) / MINUTE_MS)
+  const last = Math.floor((now + CLOCK_SLACK_MS) / MINUTE_MS)
+  const byHash = new Map(again.map((r) => [idHash(r.id), r.id]))
+  const candidates = new Map<string, Set<string>>() // identifier hex → record ids it may hold
+  const minutes = Array.from({ length: Math.max(0, last - first + 1) }, (_, i) => first + i)
+  const base = `${MARKER_DIR}${user}/${INDEX_DIR}`
+  for (let i = 0; i < minutes.length; i += 16) {
+    const listed = await Promise.all(minutes.slice(i, i + 16).map((m) => table.store.list(`${base}${m}/`)))
+    for (const o of listed.flat()) {
+      const [identifierHex, , ...hashes] = o.key.slice(o.key.lastIndexOf('/') + 1).split('.')
+      for (const h of hashes) {
+        const id = byHash.get(h)
+        if (id === undefined) continue
+        let set = candidates.get(identifierHex)
+        if (!set) candidates.set(identifierHex, (set = new Set()))
+        set.add(id)
+      }
+    }
+  }
+  if (candidates.size === 0) return out
+  const latest = await table.snapshots.latestId()
+  for (const [identifierHex, ids] of candidates) {
+    const identifier = BigInt(`0x${identifierHex}`)
+    const marker = parseMarker(await table.store.get(markerKey(user, identifier)))
+    if (!marker?.ids) continue
+    const held = new Set(marker.ids)
+    const confirmed = [...ids].filter((id) => held.has(id) && !out.has(id))
+    if (confirmed.length === 0) continue
+    const landed = await landedSince(table, user, identifier, marker, latest)
+    if (landed !== null) for (const id of confirmed) out.set(id, landed)
+  }
+  return out
 }
 
 export const INGEST_MARKER_DIR = MARKER_DIR
@@ -124,6 +227,7 @@ export async function ingest(records: IngestRecord[], opts: IngestOptions): Prom
   const failed: string[] = []
   const errors: { table: string; error: string }[] = []
   let cut = records.length
+  const byId = new Map(records.map((r) => [r.id, r]))
   for (let i = 0; i < records.length; i++) {
     const r = records[i]
     let obj: Record<string, unknown>
@@ -192,18 +296,27 @@ export async function ingest(records: IngestRecord[], opts: IngestOptions): Prom
     }
     if (recs.length === 0) continue
     const table = entry.target.table
-    const identifier = batchIdentifier(name, ids)
     try {
-      const prior = await earlierAttempt(table, opts.commitUser, identifier, now())
+      // redelivered records an earlier attempt of another batch committed: acknowledge, do not write
+      const earlier = await committedEarlier(table, opts.commitUser, ids.map((id) => byId.get(id)!), now())
+      const landedBefore = [...new Set(earlier.values())]
+      if (earlier.size) {
+        const keep = ids.map((id) => !earlier.has(id))
+        recs = recs.filter((_, i) => keep[i])
+        ids = ids.filter((_, i) => keep[i])
+      }
       let snapshotId: number
       let deduplicated = false
       let retries = 0
-      let touched: { partition: Uint8Array; bucket: number }[]
+      let touched: { partition: Uint8Array; bucket: number }[] = []
+      // the earlier attempts may have died before enqueueing their compaction jobs
+      for (const id of landedBefore) touched.push(...(await deltaBuckets(table, id)))
+      const identifier = batchIdentifier(name, ids)
+      const prior = recs.length ? await earlierAttempt(table, opts.commitUser, identifier, ids, now()) : { landed: Math.max(...landedBefore) }
       if (prior.landed !== null) {
         snapshotId = prior.landed
         deduplicated = true
-        const s = (await table.snapshots.snapshot(snapshotId))!
-        touched = (await table.manifests.deltaEntries(s)).map((e) => ({ partition: e.partition, bucket: e.bucket }))
+        if (recs.length) touched.push(...(await deltaBuckets(table, snapshotId)))
       } else {
         const startId = await table.snapshots.latestId()
         const res = await writeBatch(table, recs, {
@@ -215,11 +328,11 @@ export async function ingest(records: IngestRecord[], opts: IngestOptions): Prom
         snapshotId = res.snapshotId
         deduplicated = res.deduplicated
         retries = res.retries
-        touched = res.buckets
+        touched.push(...res.buckets)
       }
       const jobs = dedupeBuckets(touched).map((b) => jobOf(name, table, b.partition, b.bucket, snapshotId, now()))
       if (entry.target.jobs && jobs.length) await entry.target.jobs.enqueue(jobs)
-      results.push({ table: name, snapshotId, rows: recs.length, deduplicated, jobs: jobs.length, retries })
+      results.push({ table: name, snapshotId, rows: recs.length, deduplicated, alreadyCommitted: earlier.size, jobs: jobs.length, retries })
     } catch (e) {
       errors.push({ table: name, error: (e as Error).message })
       // storage or commit failure: the source redelivers these records; nothing of them
@@ -228,6 +341,12 @@ export async function ingest(records: IngestRecord[], opts: IngestOptions): Prom
     }
   }
   return { tables: results, rejected: rejections.length, failedIds: failed, errors }
+}
+
+async function deltaBuckets(table: Table, snapshotId: number): Promise<{ partition: Uint8Array; bucket: number }[]> {
+  const s = await table.snapshots.snapshot(snapshotId)
+  if (!s) return [] // expired since: its files were compacted or are going
+  return (await table.manifests.deltaEntries(s)).map((e) => ({ partition: e.partition, bucket: e.bucket }))
 }
 
 function dedupeBuckets<T extends { partition: Uint8Array; bucket: number }>(xs: T[]): T[] {

@@ -6,7 +6,7 @@ import type { KinesisStreamEvent, SQSEvent, SQSRecord } from 'aws-lambda'
 import type { EmbeddedBackend } from '../../local/embedded.ts'
 import { resetRuntime } from '../../functions/shared/runtime.ts'
 
-export function sqsRecord(body: string, opts: { messageId?: string; groupId?: string; receiveCount?: number; queue?: string } = {}): SQSRecord {
+export function sqsRecord(body: string, opts: { messageId?: string; groupId?: string; receiveCount?: number; firstReceivedAt?: number; queue?: string } = {}): SQSRecord {
   const now = String(Date.now())
   return {
     messageId: opts.messageId ?? randomUUID(),
@@ -16,7 +16,7 @@ export function sqsRecord(body: string, opts: { messageId?: string; groupId?: st
       ApproximateReceiveCount: String(opts.receiveCount ?? 1),
       SentTimestamp: now,
       SenderId: 'AIDATEST',
-      ApproximateFirstReceiveTimestamp: now,
+      ApproximateFirstReceiveTimestamp: opts.firstReceivedAt !== undefined ? String(opts.firstReceivedAt) : now,
       ...(opts.groupId ? { MessageGroupId: opts.groupId, MessageDeduplicationId: randomUUID(), SequenceNumber: '1' } : {}),
     },
     messageAttributes: {},
