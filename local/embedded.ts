@@ -23,6 +23,17 @@ export interface EmbeddedBackend {
   app: unknown
 }
 
+/** What startEmbeddedBackend returns: the backend plus server-side S3 fault injection. */
+export interface FaultableBackend extends EmbeddedBackend {
+  /**
+   * Makes the next `times` S3 requests that match answer an S3 error, server side (the
+   * client sees a real HTTP error response). Faults are matched in the order injected.
+   */
+  injectFault(fault: EmbeddedFault): EmbeddedFaultHandle
+  /** Drops every fault not yet used up. */
+  clearFaults(): void
+}
+
 /**
  * Server-side delay before each request is handled, in ms: fixed, chosen per request, or a
  * transfer model with a bandwidth cap.
@@ -43,15 +54,53 @@ export interface TransferModel {
   applies?: (request: { method: string; url: string }) => boolean
 }
 
+/** An S3 request as a fault sees it: `/:bucket/*` and `/:bucket` routes only (not SQS's `POST /`). */
+export interface FaultRequest {
+  method: string
+  bucket: string
+  /** object key, '' for bucket-level requests (ListObjectsV2, CreateBucket) */
+  key: string
+  query: Record<string, string | undefined>
+}
+
+export interface EmbeddedFault {
+  /** HTTP method ('GET', 'PUT', 'HEAD', 'POST', 'DELETE'); default any */
+  method?: string
+  /** the object key (without bucket): exactly this string, or matching this pattern; default any */
+  key?: string | RegExp
+  /** a further filter, e.g. on the query (`partNumber` marks UploadPart, `uploadId` a multipart call) */
+  where?: (request: FaultRequest) => boolean
+  /** HTTP status to answer, e.g. 503, 500, 403 */
+  status: number
+  /** S3 error code in the XML body, e.g. 'SlowDown', 'InternalError', 'AccessDenied' */
+  code: string
+  message?: string
+  /** matching requests that fail; default 1 (Infinity for all) */
+  times?: number
+  /**
+   * 'before' (default): answer instead of handling, so nothing applies. 'after': handle the
+   * request, then send the error instead of its reply: a lost reply, where a write applied
+   * but the client sees a failure.
+   */
+  when?: 'before' | 'after'
+}
+
+export interface EmbeddedFaultHandle {
+  /** requests this fault answered so far */
+  readonly hits: number
+}
+
 const REGION = 'us-east-1'
 const CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' }
 
 export async function startEmbeddedBackend(
   opts: { port?: number; latency?: EmbeddedLatency } = {},
-): Promise<EmbeddedBackend> {
+): Promise<FaultableBackend> {
   const { port = 0, latency } = opts
   const app = buildApp({ logger: false, defaultRegion: REGION })
   if (latency !== undefined) installLatency(app, latency)
+  // before the conditional-write hook, so a fault answered up front takes no key lock
+  const faults = installFaults(app)
   installConditionalWrites(app)
   await app.listen({ host: '127.0.0.1', port })
   const address = app.server.address()
@@ -76,6 +125,8 @@ export async function startEmbeddedBackend(
         throw new Error(`embedded backend: CreateBucket '${name}' answered HTTP ${res.statusCode}: ${res.body}`)
       }
     },
+    injectFault: (fault) => faults.inject(fault),
+    clearFaults: () => faults.clear(),
     async stop() {
       client?.destroy()
       client = undefined
@@ -118,6 +169,72 @@ function installTransferModel(app: FauxqsApp, model: TransferModel): void {
     }
     if (length > 0) await pause((1000 * length) / bps)
   })
+}
+
+interface ArmedFault {
+  fault: EmbeddedFault
+  left: number
+  hits: number
+}
+
+function installFaults(app: FauxqsApp): { inject(fault: EmbeddedFault): EmbeddedFaultHandle; clear(): void } {
+  let armed: ArmedFault[] = []
+  const lostReplies = new WeakMap<object, EmbeddedFault>()
+  const matches = (f: EmbeddedFault, r: FaultRequest) =>
+    (f.method === undefined || f.method.toUpperCase() === r.method) &&
+    (f.key === undefined || (typeof f.key === 'string' ? f.key === r.key : f.key.test(r.key))) &&
+    (f.where === undefined || f.where(r))
+
+  // preHandler runs after the body is read, so the client gets the error, not a reset.
+  app.addHook('preHandler', async (request, reply) => {
+    if (armed.length === 0 || request.headers[INTERNAL_HEADER] !== undefined) return
+    const route = request.routeOptions.url
+    if (route !== '/:bucket/*' && route !== '/:bucket') return
+    const params = request.params as { bucket: string; '*'?: string }
+    const r: FaultRequest = {
+      method: request.method,
+      bucket: params.bucket,
+      key: params['*'] ?? '',
+      query: { ...((request.query ?? {}) as Record<string, string | undefined>) },
+    }
+    const hit = armed.find((a) => a.left > 0 && matches(a.fault, r))
+    if (!hit) return
+    hit.left--
+    hit.hits++
+    armed = armed.filter((a) => a.left > 0)
+    if (hit.fault.when === 'after') {
+      lostReplies.set(request, hit.fault)
+      return
+    }
+    return sendS3Error(reply, hit.fault.status, hit.fault.code, hit.fault.message ?? `injected ${hit.fault.code}`)
+  })
+  app.addHook('onSend', async (request, reply, payload) => {
+    const fault = lostReplies.get(request)
+    if (!fault) return payload
+    lostReplies.delete(request)
+    reply.code(fault.status)
+    reply.removeHeader('etag')
+    reply.removeHeader('content-length')
+    reply.header('content-type', 'application/xml')
+    return s3ErrorBody(fault.code, fault.message ?? `injected ${fault.code} after the request applied`)
+  })
+
+  return {
+    inject(fault) {
+      const times = fault.times ?? 1
+      if (!(times >= 1)) throw new RangeError(`embedded backend: fault times = ${times}: expected a number >= 1`)
+      const a: ArmedFault = { fault, left: times, hits: 0 }
+      armed.push(a)
+      return {
+        get hits() {
+          return a.hits
+        },
+      }
+    },
+    clear() {
+      armed = []
+    },
+  }
 }
 
 /** Bytes a GET of an object of `size` bytes returns under an HTTP Range header (one range). */
@@ -231,7 +348,14 @@ function sendS3Error(
   message: string,
   condition?: string,
 ): unknown {
-  const body = [
+  reply.code(status)
+  reply.header('content-type', 'application/xml')
+  reply.send(s3ErrorBody(code, message, condition))
+  return reply
+}
+
+function s3ErrorBody(code: string, message: string, condition?: string): string {
+  return [
     '<?xml version="1.0" encoding="UTF-8"?>',
     '<Error>',
     `<Code>${code}</Code>`,
@@ -240,10 +364,6 @@ function sendS3Error(
     `<RequestId>${randomUUID().replaceAll('-', '').slice(0, 16).toUpperCase()}</RequestId>`,
     '</Error>',
   ].join('')
-  reply.code(status)
-  reply.header('content-type', 'application/xml')
-  reply.send(body)
-  return reply
 }
 
 function headerValue(value: string | string[] | undefined): string | undefined {

@@ -4,10 +4,11 @@
 
 import { SQSClient } from '@aws-sdk/client-sqs'
 import { Logger } from '@aws-lambda-powertools/logger'
-import { Metrics } from '@aws-lambda-powertools/metrics'
+import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics'
 import { type JobQueue, SqsJobQueue } from '../../lib/jobs/compaction-job.ts'
 import { openStore } from '../../lib/store/open-store.ts'
 import type { ObjectStore } from '../../lib/store/object-store.ts'
+import { takeS3RetryCounts } from '../../lib/store/s3-store.ts'
 import { Table } from '../../lib/table/table.ts'
 import { type RuntimeConfig, parseConfig } from './config.ts'
 
@@ -57,5 +58,19 @@ export function rejectStore(): ObjectStore {
 
 export const logger = new Logger({ serviceName: 'strata' })
 export function newMetrics(functionName: string): Metrics {
-  return new Metrics({ namespace: NAMESPACE, serviceName: 'strata', defaultDimensions: { function: functionName } })
+  return new HandlerMetrics({ namespace: NAMESPACE, serviceName: 'strata', defaultDimensions: { function: functionName } })
+}
+
+/**
+ * A handler's metrics, which on every flush (logMetrics after or on error) also publish the
+ * S3 retries and throttled attempts since the last flush. The counts are per process, so in
+ * Lambda they are the invocation's; only non-zero counts are published.
+ */
+class HandlerMetrics extends Metrics {
+  override publishStoredMetrics(): this {
+    const s3 = takeS3RetryCounts()
+    if (s3.retries > 0) this.addMetric('S3Retries', MetricUnit.Count, s3.retries)
+    if (s3.throttles > 0) this.addMetric('S3Throttles', MetricUnit.Count, s3.throttles)
+    return super.publishStoredMetrics()
+  }
 }
