@@ -136,9 +136,13 @@ async function earlierAttempt(table: Table, user: string, identifier: bigint, id
   const latest = await table.snapshots.latestId()
   const marker: Marker = { startedAfter: latest, startedAt: now, ids }
   const body = new TextEncoder().encode(JSON.stringify(marker))
-  // the index first: once the marker exists, so must the way to find it by record id
-  await Promise.all(indexKeys(user, identifier, ids, now).map((k) => table.store.put(k, new Uint8Array(0))))
-  if (await table.store.putIfAbsent(key, body)) return { landed: null, existed: false }
+  // the index and the marker in parallel: both are in place before the commit starts, which
+  // is all a later per-record lookup needs (an attempt that fails here commits nothing)
+  const [created] = await Promise.all([
+    table.store.putIfAbsent(key, body),
+    ...indexKeys(user, identifier, ids, now).map((k) => table.store.put(k, new Uint8Array(0))),
+  ])
+  if (created) return { landed: null, existed: false }
   const prev = parseMarker(await table.store.get(key))
   const landed = prev ? await landedSince(table, user, identifier, prev, latest) : null
   if (landed !== null) return { landed, existed: true }
