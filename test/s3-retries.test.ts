@@ -4,9 +4,12 @@
 // come from openStore('s3://...'), so the client and its retry settings are production's.
 
 import { randomBytes } from 'node:crypto'
+import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { newMetrics } from '../functions/shared/runtime.ts'
 import { openStore } from '../lib/store/open-store.ts'
+import { MemoryStore } from '../lib/store/memory-store.ts'
+import { RetryingStore } from '../lib/store/retrying-store.ts'
 import { S3_MAX_ATTEMPTS, S3Store, s3RetryCounts } from '../lib/store/s3-store.ts'
 import { type FaultRequest, type FaultableBackend, startEmbeddedBackend } from '../local/embedded.ts'
 
@@ -75,6 +78,33 @@ function delta(before: { retries: number; throttles: number }) {
   return { retries: now.retries - before.retries, throttles: now.throttles - before.throttles }
 }
 
+describe('the embedded backend fault hook', () => {
+  it("'before' answers the error and applies nothing; 'after' applies the write, then answers the error", async () => {
+    const raw = new S3Client({ endpoint: backend.endpoint, region: backend.region, credentials: backend.credentials, forcePathStyle: true, maxAttempts: 1 })
+    const status = (p: Promise<unknown>) =>
+      p.then(
+        () => 200,
+        (e: { $metadata?: { httpStatusCode?: number }; name?: string }) => `${e.$metadata?.httpStatusCode} ${e.name}`,
+      )
+    const put = (key: string) => raw.send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: enc.encode(key) }))
+    const get = (key: string) => raw.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }))
+    try {
+      const before = backend.injectFault({ method: 'PUT', key: 'hook/before', status: 503, code: 'SlowDown' })
+      const after = backend.injectFault({ method: 'PUT', key: /^hook\/aft/, status: 500, code: 'InternalError', when: 'after' })
+      expect(await status(put('hook/before'))).toBe('503 SlowDown')
+      expect(await status(get('hook/before'))).toBe('404 NoSuchKey')
+      expect(await status(put('hook/after'))).toBe('500 InternalError')
+      expect(await status(get('hook/after'))).toBe(200)
+      // each fault is used up after its one request
+      expect(await status(put('hook/before'))).toBe(200)
+      expect(await status(put('hook/after'))).toBe(200)
+      expect([before.hits, after.hits]).toEqual([1, 1])
+    } finally {
+      raw.destroy()
+    }
+  })
+})
+
 describe('transient S3 answers are retried by the SDK and counted', () => {
   it('503 SlowDown twice on a PUT: the put succeeds on the third attempt; 2 retries, 2 throttles', async () => {
     const store = freshStore()
@@ -126,6 +156,12 @@ describe('transient S3 answers are retried by the SDK and counted', () => {
     expect(await store.get('d')).toBeNull()
     expect(fault.hits).toBe(1)
     expect(delta(before).retries).toBe(0)
+  })
+
+  it('a RetryingStore refuses to wrap an S3Store (one retry layer), and still wraps other stores', () => {
+    const store = freshStore()
+    expect(() => new RetryingStore(store)).toThrow(/RetryingStore over S3Store s3:\/\/strata-retry-test\/case-\d+: the AWS SDK already retries/)
+    expect(new RetryingStore(new MemoryStore()).uri).toMatch(/^memory:/)
   })
 
   it(`exhausting the ${S3_MAX_ATTEMPTS} attempts gives an error naming the operation, the key and the attempts`, async () => {

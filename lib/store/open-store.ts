@@ -40,6 +40,8 @@ export function openStore(uri: string): ObjectStore {
       if (prefix.split('/').some((s, i, all) => s === '' && !(i === all.length - 1))) {
         throw new StrataInputError(`store URI '${uri}' has an empty segment in its S3 prefix: expected ${ACCEPTED}`)
       }
+      // Its client retries throttling and 5xx itself (the SDK's standard strategy, counted
+      // for the S3Retries/S3Throttles metrics); no RetryingStore goes on top.
       return new S3Store({ bucket, prefix })
     }
     case 'memory': {

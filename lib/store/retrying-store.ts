@@ -11,7 +11,13 @@
 // carry a random uuid; ingest markers a timestamp), so equal bytes cannot be another
 // writer's; a caller writing identical bytes from two writers would see both "win", which
 // for identical content is harmless.
+//
+// Not for an S3Store: the AWS SDK already retries every S3 request (s3-store.ts configures
+// and counts it, and applies the same own-write check to putIfAbsent), so a RetryingStore
+// on top would multiply the attempts (6 here × 5 there). The constructor refuses one. This
+// wrapper is for stores without a retry layer of their own, and for the fault sweeps.
 import type { ObjectInfo, ObjectStore } from './object-store.ts'
+import { S3Store } from './s3-store.ts'
 
 export interface RetryEvent {
   op: string
@@ -74,6 +80,11 @@ export class RetryingStore implements ObjectStore {
     readonly inner: ObjectStore,
     opts: RetryOptions = {},
   ) {
+    if (inner instanceof S3Store) {
+      throw new Error(
+        `RetryingStore over S3Store ${inner.uri}: the AWS SDK already retries S3 requests, so attempts would multiply; use the S3Store itself`,
+      )
+    }
     this.uri = inner.uri
     this.opts = opts
     this.maxAttempts = opts.maxAttempts ?? 6
