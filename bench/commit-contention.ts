@@ -6,7 +6,7 @@
 //
 //   npx tsx bench/commit-contention.ts [--quick] [--seconds 10] [--runs 3]
 //
-// Two commit paths, side by side in one run:
+// Three commit paths, side by side in one run:
 // - direct: every writeBatch commits its own snapshot (today's writer function);
 // - folded: a prototype of design.md's batching committer, in process. Each writer's
 //   commit request is handed to one committer that, whenever it is idle, folds every
@@ -14,9 +14,21 @@
 //   would sit behind a FIFO queue (one message group per table); the SQS hop is not
 //   measured here, and see docs/benchmarks.md for what it must also handle (idempotency per
 //   folded message, sequence numbers).
+// - queued: the deployable batching committer (lib/commit/batching-committer.ts) behind a
+//   real embedded SQS FIFO queue. Each writer writes its data file, turns its commit into a
+//   commit message and sends it; one committer loop receives batches of up to 10 and hands
+//   each to the committer function (functions/committer.ts), which folds it into one
+//   snapshot and answers with a partial batch response; the loop deletes what landed. A
+//   writer waits until its message is visible before its next batch (closed loop, as
+//   direct). The queue uses one message group per writer, not one per table: the embedded
+//   SQS (fauxqs) hands out a single message per group per receive, where SQS and Lambda's
+//   FIFO mapping give up to 10 of one group, so one group would measure fauxqs, not the
+//   design. The latency model covers SQS requests too.
 //
-// Reported: writer batches committed per second within the window, lost races (retries) per commit, commits
-// that gave up (CommitFailedError), and the latency of one writeBatch call. At the end the
+// Reported: writer batches committed per second within the window, snapshots per second, lost
+// races (retries) per commit, commits that gave up (CommitFailedError), the latency of one
+// writeBatch call, and commit-to-visible latency (direct and folded: the commit call; queued:
+// from sending the message to the committer's answer, its snapshot created). At the end the
 // table's latest snapshot id must equal the commits that returned, or the run fails.
 
 import { S3Store } from '../lib/store/s3-store.ts'
@@ -29,10 +41,16 @@ import { parseBenchArgs } from './lib/args.ts'
 import { machineInfo, machineMarkdown } from './lib/machine.ts'
 import { markdownTable, writeResults } from './lib/report.ts'
 import { median } from './lib/stats.ts'
+import { randomUUID } from 'node:crypto'
 import { loadavg } from 'node:os'
+import { CreateQueueCommand, DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs'
+import { committerHandler } from '../functions/committer.ts'
+import { resetRuntime } from '../functions/shared/runtime.ts'
+import { commitMessageOf, encodeCommitMessage } from '../lib/commit/commit-message.ts'
+import { sqsEventOf, sqsRecordOf } from '../local/runtime/sqs-event.ts'
 
 export const COMMITTERS = [1, 2, 4, 8, 16, 32]
-const PATHS: CommitPath[] = ['direct', 'folded']
+const PATHS: CommitPath[] = ['direct', 'folded', 'queued']
 /** S3 first-byte latency of small requests, tens of ms (the model the simulation uses) */
 export const REALISTIC_MS = 20
 const ROWS_PER_BATCH = 10
@@ -40,14 +58,14 @@ const ROWS_PER_BATCH = 10
 // gives the run goes to the commit path under test
 const BUCKETS = 1
 
-export type CommitPath = 'direct' | 'folded'
+export type CommitPath = 'direct' | 'folded' | 'queued'
 
 export interface ContentionPoint {
   path: CommitPath
   latencyMs: number
   /** snapshots created in the window (= commits for direct; fewer for folded) */
   snapshots: number
-  /** folded only: requests per snapshot and that snapshot's commit time */
+  /** folded and queued: requests per snapshot and that snapshot's commit time (queued: one committer invocation) */
   folds: { size: number; ms: number }[]
   committers: number
   run: number
@@ -62,6 +80,9 @@ export interface ContentionPoint {
   latencyP99Ms: number
   /** the commit alone (table.committer.commit, retries included), successful ones only */
   commitP50Ms: number
+  /** commit to visible: direct and folded the commit call; queued send to snapshot created */
+  visibleP50Ms: number
+  visibleP99Ms: number
   loadAvg: number
 }
 
@@ -76,6 +97,8 @@ export interface ContentionSummary {
   latencyP50Ms: number
   latencyP99Ms: number
   commitP50Ms: number
+  visibleP50Ms: number
+  visibleP99Ms: number
   /** commitsPerSecond ÷ the direct 1-committer figure at the same latency */
   speedup: number
 }
@@ -90,6 +113,10 @@ export interface ContentionResult {
   collapse: Record<number, { peakCommitsPerSecond: number; peakAt: number; at32: number; collapsed: boolean }>
   /** folded ÷ direct commits/s at 32 committers, per latency */
   foldedGainAt32: Record<number, number>
+  /** queued ÷ direct commits/s at 32 committers, per latency */
+  queuedGainAt32: Record<number, number>
+  /** per latency: fit of one queued committer invocation's time, ms = base + perCommit·messages */
+  queuedFit: Record<number, { baseMs: number; perCommitMs: number; snapshots: number }>
   /** per latency: least-squares fit of one folded snapshot's commit time, ms = base + perCommit·folded */
   foldFit: Record<number, { baseMs: number; perCommitMs: number; snapshots: number }>
 }
@@ -165,33 +192,126 @@ class FoldingCommitter {
   }
 }
 
+type Backend = Awaited<ReturnType<typeof startEmbeddedBackend>>
+
+/**
+ * The queued path: writers send commit messages to an SQS FIFO queue; one loop receives
+ * batches of up to 10 (as Lambda's FIFO event-source mapping does), invokes the committer
+ * function with them and deletes what landed. A writer's commit returns once the
+ * invocation holding its message has returned without naming it as failed.
+ */
+class QueuedCommitter {
+  private readonly waiting = new Map<string, { resolve: () => void; reject: (e: unknown) => void }>()
+  private stopped = false
+  private loop: Promise<void> | null = null
+  /** each committer invocation: messages in it and its time */
+  readonly folds: { size: number; ms: number }[] = []
+  snapshots = 0
+
+  private constructor(
+    private readonly sqs: SQSClient,
+    private readonly queueUrl: string,
+    private readonly queueArn: string,
+    private readonly region: string,
+  ) {}
+
+  static async start(backend: Backend, tableName: string, uri: string): Promise<QueuedCommitter> {
+    const sqs = new SQSClient({ endpoint: backend.endpoint, region: backend.region, credentials: backend.credentials, useQueueUrlAsEndpoint: false })
+    const q = await sqs.send(new CreateQueueCommand({ QueueName: `${tableName}-commits.fifo`, Attributes: { FifoQueue: 'true', VisibilityTimeout: '60' } }))
+    // the committer function's environment: it serves this one table
+    Object.assign(process.env, {
+      AWS_ENDPOINT_URL: backend.endpoint,
+      AWS_REGION: backend.region,
+      AWS_ACCESS_KEY_ID: backend.credentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: backend.credentials.secretAccessKey,
+      POWERTOOLS_METRICS_DISABLED: 'true',
+      POWERTOOLS_LOG_LEVEL: 'SILENT',
+      STRATA_TABLES: JSON.stringify({ [tableName]: { uri } }),
+      STRATA_TABLE: tableName,
+    })
+    resetRuntime()
+    const c = new QueuedCommitter(sqs, q.QueueUrl!, `arn:aws:sqs:${backend.region}:000000000000:${tableName}-commits.fifo`, backend.region)
+    c.loop = c.run()
+    return c
+  }
+
+  /** Sends one commit (its message group: the writer) and resolves once it is visible. */
+  async send(body: string, group: string): Promise<void> {
+    const sent = await this.sqs.send(new SendMessageCommand({ QueueUrl: this.queueUrl, MessageBody: body, MessageGroupId: group, MessageDeduplicationId: randomUUID() }))
+    return new Promise((resolve, reject) => this.waiting.set(sent.MessageId!, { resolve, reject }))
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      const got = await this.sqs.send(new ReceiveMessageCommand({ QueueUrl: this.queueUrl, MaxNumberOfMessages: 10, MessageSystemAttributeNames: ['All'], WaitTimeSeconds: 1 }))
+      const msgs = got.Messages ?? []
+      if (msgs.length === 0) continue
+      const t0 = performance.now()
+      const res = await committerHandler(sqsEventOf(msgs.map((m) => sqsRecordOf(m, this.queueArn, this.region))))
+      this.folds.push({ size: msgs.length, ms: performance.now() - t0 })
+      const failed = new Set(res.batchItemFailures.map((f) => f.itemIdentifier))
+      const done = msgs.filter((m) => !failed.has(m.MessageId!))
+      // the writers send APPEND messages only: an invocation that lands any creates one snapshot
+      if (done.length) this.snapshots++
+      for (const m of done) {
+        this.waiting.get(m.MessageId!)?.resolve()
+        this.waiting.delete(m.MessageId!)
+      }
+      // a failed message comes back after the visibility timeout, as on SQS
+      if (done.length) await this.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: this.queueUrl, Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }))
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true
+    await this.loop
+    for (const w of this.waiting.values()) w.reject(new Error('queued committer stopped with commits in flight'))
+    this.sqs.destroy()
+  }
+}
+
 async function onePoint(
-  client: ReturnType<Awaited<ReturnType<typeof startEmbeddedBackend>>['s3Client']>,
+  backend: Backend,
   bucket: string,
   prefix: string,
   path: CommitPath,
   committers: number,
   seconds: number,
 ): Promise<Omit<ContentionPoint, 'latencyMs' | 'run'>> {
+  const client = backend.s3Client()
   const store = () => new S3Store({ bucket, prefix, client })
   await Table.create(store(), SCHEMA)
   const handles = await Promise.all(Array.from({ length: committers }, () => Table.open(store())))
   const folder = path === 'folded' ? new FoldingCommitter(await Table.open(store())) : null
+  const queued = path === 'queued' ? await QueuedCommitter.start(backend, `q${prefix.replace(/[^a-zA-Z0-9]/g, '-')}`, `s3://${bucket}/${prefix}`) : null
+  const visibleMs: number[] = []
   let commits = 0
   let returned = 0
   let retries = 0
   let failures = 0
   const latencies: number[] = []
   const commitMs: number[] = []
-  for (const h of handles) {
+  handles.forEach((h, c) => {
     const inner = h.committer.commit.bind(h.committer)
     h.committer.commit = async (req) => {
       const t0 = performance.now()
-      const r = folder ? await folder.submit(req) : await inner(req)
+      let r: CommitResult
+      if (queued) {
+        // the writer saw snapshot (sequence base >> 32) - 1 when it started
+        const base = Number(req.adds[0].file.minSequenceNumber >> 32n) - 1
+        const { body } = await encodeCommitMessage(await commitMessageOf(h, req, base), h.store)
+        const t1 = performance.now()
+        await queued.send(body, `writer-${c}`)
+        visibleMs.push(performance.now() - t1)
+        r = { snapshotId: -1, retries: 0, deduplicated: false }
+      } else {
+        r = folder ? await folder.submit(req) : await inner(req)
+        visibleMs.push(performance.now() - t0)
+      }
       commitMs.push(performance.now() - t0)
       return r
     }
-  }
+  })
   const start = performance.now()
   const deadline = start + seconds * 1000
   const wallDeadline = Date.now() + seconds * 1000
@@ -216,8 +336,9 @@ async function onePoint(
       }
     }),
   )
+  await queued?.stop()
   const latest = await handles[0].snapshots.latestId()
-  const expectSnapshots = folder ? folder.snapshots : returned
+  const expectSnapshots = folder ? folder.snapshots : queued ? queued.snapshots : returned
   if (latest !== expectSnapshots) throw new Error(`contention ${path} ${committers} committers: ${expectSnapshots} snapshots committed but the latest is ${latest}; a commit was lost or doubled`)
   const total = (await handles[0].snapshots.latest())?.totalRecordCount ?? 0
   if (total !== returned * ROWS_PER_BATCH) throw new Error(`contention ${path} ${committers} committers: ${returned} batches of ${ROWS_PER_BATCH} returned but the table holds ${total} records`)
@@ -229,7 +350,7 @@ async function onePoint(
   return {
     path,
     snapshots,
-    folds: folder?.folds ?? [],
+    folds: folder?.folds ?? queued?.folds ?? [],
     committers,
     seconds,
     commits,
@@ -240,6 +361,8 @@ async function onePoint(
     latencyP50Ms: pct(latencies, 50),
     latencyP99Ms: pct(latencies, 99),
     commitP50Ms: pct(commitMs, 50),
+    visibleP50Ms: pct(visibleMs, 50),
+    visibleP99Ms: pct(visibleMs, 99),
     loadAvg: loadavg()[0],
   }
 }
@@ -263,9 +386,9 @@ export async function runContention(opts: { quick: boolean; seconds?: number; ru
       for (let run = 0; run < runs; run++) {
         for (const n of COMMITTERS) {
           for (const path of PATHS) {
-            const p = await onePoint(backend.s3Client(), 'contention', `l${latencyMs}/r${run}/${path}/n${n}`, path, n, seconds)
+            const p = await onePoint(backend, 'contention', `l${latencyMs}/r${run}/${path}/n${n}`, path, n, seconds)
             points.push({ latencyMs, run, ...p })
-            log(`contention ${path} ${latencyMs} ms, ${n} committers, run ${run + 1}/${runs}: ${p.commitsPerSecond.toFixed(1)} commits/s in ${(p.snapshots / seconds).toFixed(1)} snapshots/s, ${p.retriesPerCommit.toFixed(2)} retries/commit, ${p.failures} failed, commit p50 ${p.commitP50Ms.toFixed(0)} ms`)
+            log(`contention ${path} ${latencyMs} ms, ${n} committers, run ${run + 1}/${runs}: ${p.commitsPerSecond.toFixed(1)} commits/s in ${(p.snapshots / seconds).toFixed(1)} snapshots/s, ${p.retriesPerCommit.toFixed(2)} retries/commit, ${p.failures} failed, commit p50 ${p.commitP50Ms.toFixed(0)} ms, visible p50/p99 ${p.visibleP50Ms.toFixed(0)}/${p.visibleP99Ms.toFixed(0)} ms`)
           }
         }
       }
@@ -290,6 +413,8 @@ export async function runContention(opts: { quick: boolean; seconds?: number; ru
         latencyP50Ms: median(ps.map((p) => p.latencyP50Ms)),
         latencyP99Ms: median(ps.map((p) => p.latencyP99Ms)),
         commitP50Ms: median(ps.map((p) => p.commitP50Ms)),
+        visibleP50Ms: median(ps.map((p) => p.visibleP50Ms)),
+        visibleP99Ms: median(ps.map((p) => p.visibleP99Ms)),
         speedup: cps / base,
       })
     }
@@ -298,11 +423,15 @@ export async function runContention(opts: { quick: boolean; seconds?: number; ru
   const collapse: ContentionResult['collapse'] = {}
   const foldedGainAt32: Record<number, number> = {}
   const foldFit: ContentionResult['foldFit'] = {}
+  const queuedGainAt32: Record<number, number> = {}
+  const queuedFit: ContentionResult['queuedFit'] = {}
   for (const latencyMs of latencies) {
     const folds = points.filter((p) => p.path === 'folded' && p.latencyMs === latencyMs).flatMap((p) => p.folds)
     foldFit[latencyMs] = linearFit(folds)
     const at = (path: CommitPath) => summary.find((s) => s.path === path && s.latencyMs === latencyMs && s.committers === 32)!.commitsPerSecond
     foldedGainAt32[latencyMs] = at('folded') / at('direct')
+    queuedGainAt32[latencyMs] = at('queued') / at('direct')
+    queuedFit[latencyMs] = linearFit(points.filter((p) => p.path === 'queued' && p.latencyMs === latencyMs).flatMap((p) => p.folds))
     const rows = summary.filter((s) => s.path === 'direct' && s.latencyMs === latencyMs)
     singleCommitMs[latencyMs] = rows.find((s) => s.committers === 1)!.commitP50Ms
     const peak = rows.reduce((a, b) => (b.commitsPerSecond > a.commitsPerSecond ? b : a))
@@ -310,7 +439,7 @@ export async function runContention(opts: { quick: boolean; seconds?: number; ru
     // "collapse": more committers bring fewer commits than a smaller group had
     collapse[latencyMs] = { peakCommitsPerSecond: peak.commitsPerSecond, peakAt: peak.committers, at32, collapsed: at32 < 0.7 * peak.commitsPerSecond }
   }
-  return { params: { committers: COMMITTERS, latenciesMs: latencies, paths: PATHS, seconds, runs, rowsPerBatch: ROWS_PER_BATCH, buckets: BUCKETS }, points, summary, singleCommitMs, collapse, foldedGainAt32, foldFit }
+  return { params: { committers: COMMITTERS, latenciesMs: latencies, paths: PATHS, seconds, runs, rowsPerBatch: ROWS_PER_BATCH, buckets: BUCKETS }, points, summary, singleCommitMs, collapse, foldedGainAt32, foldFit, queuedGainAt32, queuedFit }
 }
 
 /** ms = base + perCommit·size by least squares; a negative slope (noise) is clamped to 0. */
@@ -337,8 +466,19 @@ export function contentionMarkdown(r: ContentionResult): string {
     s.commitP50Ms.toFixed(0),
     s.latencyP50Ms.toFixed(0),
     s.latencyP99Ms.toFixed(0),
+    s.visibleP50Ms.toFixed(0),
+    s.visibleP99Ms.toFixed(0),
   ])
-  return markdownTable(['commit path', 'S3 first-byte latency', 'committers', 'writer batches committed/s', 'snapshots/s', 'vs 1 committer', 'lost races per commit', 'gave up', 'commit p50 (ms)', 'writeBatch p50 (ms)', 'writeBatch p99 (ms)'], rows)
+  const table = markdownTable(['commit path', 'S3 first-byte latency', 'committers', 'writer batches committed/s', 'snapshots/s', 'vs 1 committer', 'lost races per commit', 'gave up', 'commit p50 (ms)', 'writeBatch p50 (ms)', 'writeBatch p99 (ms)', 'commit-to-visible p50 (ms)', 'commit-to-visible p99 (ms)'], rows)
+  const q = r.params.latenciesMs.map((l) => {
+    const fit = r.queuedFit[l]
+    return `${l} ms: ${r.queuedGainAt32[l].toFixed(1)}× direct at 32 writers; one committer invocation costs about ${fit.baseMs.toFixed(0)} ms + ${fit.perCommitMs.toFixed(1)} ms per message (fit over ${fit.snapshots} invocations)`
+  })
+  return [
+    table,
+    '',
+    `"Queued" is the batching committer as deployed (lib/commit/batching-committer.ts, functions/committer.ts): each writer writes its data file, sends its commit as a message to an embedded SQS FIFO queue and waits until it is visible; one committer loop receives up to 10 messages at a time, invokes the committer function with them (one folded APPEND snapshot per invocation, per-message idempotency records) and deletes what landed. Commit-to-visible is the commit call for direct and folded, and send-to-snapshot for queued. The queue has one message group per writer because the embedded SQS hands out one message per group per receive (SQS gives up to 10 of a group); the latency model covers SQS requests too. ${q.join('; ')}.`,
+  ].join('\n')
 }
 
 if (import.meta.filename === process.argv[1]) {
