@@ -230,9 +230,13 @@ export class BatchingCommitter {
     } else {
       keys = [commitKeyOf({ kind: s.commitKind, commitUser: s.commitUser, commitIdentifier: s.commitIdentifier })]
     }
-    if (this.landedIn.size >= LANDED_CACHE_LIMIT) this.landedIn.delete(this.landedIn.keys().next().value!)
-    this.landedIn.set(s.id, keys)
+    this.remember(s.id, keys)
     return keys
+  }
+
+  private remember(id: number, keys: string[]): void {
+    if (this.landedIn.size >= LANDED_CACHE_LIMIT) this.landedIn.delete(this.landedIn.keys().next().value!)
+    this.landedIn.set(id, keys)
   }
 
   /** Folds the messages, in order, into as few snapshots as it can; see the file comment. */
@@ -294,9 +298,14 @@ export class BatchingCommitter {
     const lowest = Math.min(...items.map((it) => it.identity.builtAfterSnapshotId))
     const landedAt = new Map<string, number>()
     for (let id = latestId; id > lowest; id--) {
-      const s = await table.snapshots.snapshot(id)
-      if (!s) break // expired: nothing older to search
-      for (const k of await this.landedCommits(s)) if (!landedAt.has(k)) landedAt.set(k, id)
+      // a warm committer knows what it landed itself without reading the snapshot
+      let keys = this.landedIn.get(id)
+      if (!keys) {
+        const s = await table.snapshots.snapshot(id)
+        if (!s) break // expired: nothing older to search
+        keys = await this.landedCommits(s)
+      }
+      for (const k of keys) if (!landedAt.has(k)) landedAt.set(k, id)
     }
     const live: Item[] = []
     for (const it of items) {
@@ -414,7 +423,7 @@ export class BatchingCommitter {
       maxRetries: view.options.commitMaxRetries,
       beforeSnapshotCreate: this.opts.beforeSnapshotCreate,
     })
-    if (ms.length > 1) this.landedIn.set(r.snapshotId, ms.map(commitKeyOf))
+    this.remember(r.snapshotId, ms.map(commitKeyOf))
     return r
   }
 
