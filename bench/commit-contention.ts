@@ -203,6 +203,7 @@ type Backend = Awaited<ReturnType<typeof startEmbeddedBackend>>
 class QueuedCommitter {
   private readonly waiting = new Map<string, { resolve: () => void; reject: (e: unknown) => void }>()
   private stopped = false
+  private readonly deletes: Promise<unknown>[] = []
   private loop: Promise<void> | null = null
   /** each committer invocation: messages in it and its time */
   readonly folds: { size: number; ms: number }[] = []
@@ -257,9 +258,12 @@ class QueuedCommitter {
         this.waiting.get(m.MessageId!)?.resolve()
         this.waiting.delete(m.MessageId!)
       }
-      // a failed message comes back after the visibility timeout, as on SQS
-      if (done.length) await this.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: this.queueUrl, Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }))
+      // a failed message comes back after the visibility timeout, as on SQS. The delete runs
+      // beside the next receive, as the event-source mapping's pollers do: a writer's next
+      // message (its group) comes only after it has written another data file
+      if (done.length) this.deletes.push(this.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: this.queueUrl, Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) })))
     }
+    await Promise.all(this.deletes)
   }
 
   async stop(): Promise<void> {

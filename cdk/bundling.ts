@@ -43,6 +43,7 @@ export const ENTRIES = {
   compactor: join(REPO_ROOT, 'functions', 'compactor.ts'),
   reader: join(REPO_ROOT, 'functions', 'reader.ts'),
   maintenance: join(REPO_ROOT, 'functions', 'maintenance.ts'),
+  committer: join(REPO_ROOT, 'functions', 'committer.ts'),
   tableInit: join(REPO_ROOT, 'cdk', 'handlers', 'table-init.ts'),
 } as const
 

@@ -52,6 +52,11 @@ export interface TableDeployConfig {
   /** `compaction.task-threads` of the table: 1, N >= 2, or -1 */
   taskThreads: number
   compactor: FunctionSettings & { reservedConcurrency?: number }
+  /**
+   * The batching committer (functions/committer.ts): a commit FIFO queue and a committer
+   * function for the table. Off by default; the writer and compactor do not send to it yet.
+   */
+  committer: FunctionSettings & { enabled: boolean }
   alarms: { freshnessLagMinutes: number; l0FileCount: number }
 }
 
@@ -220,7 +225,7 @@ function kinesisIngest(s: Section): KinesisIngest {
 }
 
 function tableConfig(value: unknown, i: number, where: string): TableDeployConfig {
-  const s = Section.of(value, `tables[${i}]`, where, ['name', 'schema', 'compactor', 'alarms'])
+  const s = Section.of(value, `tables[${i}]`, where, ['name', 'schema', 'compactor', 'committer', 'alarms'])
   const name = s.string('name', TABLE_NAME, 'a name of letters, digits, _ and - starting with a letter (at most 63 characters)')
   let schema: TableSchema
   try {
@@ -248,6 +253,8 @@ function tableConfig(value: unknown, i: number, where: string): TableDeployConfi
     if (reserved < taskThreads) cs.fail('reservedConcurrency', `at least compaction.task-threads (${taskThreads}), or the event source's pollers are throttled`)
     compactor.reservedConcurrency = reserved
   }
+  const ms = s.section('committer', ['enabled', 'memoryMb', 'timeoutSeconds'])
+  const committer = { enabled: ms.bool('enabled', false), ...functionSettings(ms, 1024, 60) }
   const as = s.section('alarms', ['freshnessLagMinutes', 'l0FileCount'])
   return {
     name,
@@ -255,6 +262,7 @@ function tableConfig(value: unknown, i: number, where: string): TableDeployConfi
     schema,
     taskThreads,
     compactor,
+    committer,
     alarms: {
       freshnessLagMinutes: as.int('freshnessLagMinutes', 30, 1, 10080),
       // past the stop trigger a bucket is back-pressured (num-sorted-run.stop-trigger)

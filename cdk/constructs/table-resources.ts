@@ -1,6 +1,7 @@
 // Everything one table has of its own: its compaction FIFO queue and FIFO DLQ, its
 // compactor (so its concurrency, mapped from `compaction.task-threads`, is its own), its
-// maintenance function on a schedule, and the custom resource that creates the table.
+// maintenance function on a schedule, the custom resource that creates the table, and,
+// with `committer.enabled`, its commit FIFO queue, DLQ and batching committer function.
 
 import { CustomResource, Duration, Stack } from 'aws-cdk-lib'
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events'
@@ -18,6 +19,9 @@ import { StrataFunction } from './strata-function.ts'
 
 /** Lambda's SQS FIFO event source takes at most 10 messages a batch. */
 export const COMPACTOR_BATCH_SIZE = 10
+export const COMMITTER_BATCH_SIZE = 10
+/** The one message group of a table's commit queue: its commits are folded in queue order. */
+export const COMMIT_MESSAGE_GROUP = 'table'
 
 export interface TableResourcesProps {
   table: TableDeployConfig
@@ -37,6 +41,10 @@ export class TableResources extends Construct {
   readonly deadLetters: Queue
   readonly compactor: StrataFunction
   readonly maintenance: StrataFunction
+  /** with `committer.enabled`: the commit FIFO queue (one message group per table), its DLQ and the committer */
+  readonly commitQueue?: Queue
+  readonly commitDeadLetters?: Queue
+  readonly committer?: StrataFunction
   readonly concurrency: CompactorConcurrency
   /** the Custom::StrataTable resource; functions that use the table depend on it */
   readonly created: CustomResource
@@ -100,6 +108,42 @@ export class TableResources extends Construct {
     allowSend(this.compactor.role, [this.queue]) // follow-up jobs when an input cap left work
     denySchemaWrites(this.compactor.role, bucket, [this.prefix])
     this.compactor.fn.node.addDependency(this.created)
+
+    if (table.committer.enabled) {
+      this.commitDeadLetters = new Queue(this, 'CommitDeadLetters', {
+        fifo: true,
+        encryption: QueueEncryption.SQS_MANAGED,
+        enforceSSL: true,
+        retentionPeriod: DLQ_RETENTION,
+      })
+      this.commitQueue = new Queue(this, 'CommitQueue', {
+        fifo: true,
+        // senders give each message its commit identity as deduplication id
+        contentBasedDeduplication: false,
+        visibilityTimeout: Duration.seconds(VISIBILITY_FACTOR * table.committer.timeoutSeconds),
+        retentionPeriod: Duration.days(4),
+        encryption: QueueEncryption.SQS_MANAGED,
+        enforceSSL: true,
+        deadLetterQueue: { queue: this.commitDeadLetters, maxReceiveCount: MAX_RECEIVE_COUNT },
+      })
+      this.committer = new StrataFunction(this, 'Committer', {
+        kind: 'committer',
+        description: `Folds the commit messages of table '${table.name}' into snapshots`,
+        settings: table.committer,
+        environment: { STRATA_TABLES: own, STRATA_TABLE: table.name },
+        logRetentionDays: fns.logRetentionDays,
+        logLevel: fns.logLevel,
+      })
+      // one message group per table: the FIFO event source runs at most one batch of a group
+      // at a time, so the table has one committer in flight without reserving concurrency
+      this.committer.fn.addEventSource(new SqsEventSource(this.commitQueue, { batchSize: COMMITTER_BATCH_SIZE, reportBatchItemFailures: true }))
+      allowList(this.committer.role, bucket)
+      // writes manifests, snapshots, LATEST and _strata/folded-commits/; deletes spilled
+      // messages under _strata/commit-messages/ and the manifests of a lost race
+      allowObjects(this.committer.role, bucket, ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], [`${this.prefix}*`])
+      denySchemaWrites(this.committer.role, bucket, [this.prefix])
+      this.committer.fn.node.addDependency(this.created)
+    }
 
     this.maintenance = new StrataFunction(this, 'Maintenance', {
       kind: 'maintenance',
