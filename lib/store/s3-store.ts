@@ -399,7 +399,8 @@ const counted = new WeakSet<S3Client>()
 // one inside it (finalizeRequest, low priority, after the retry middleware's high) sees
 // every attempt's error, already deserialized, and counts the throttled ones.
 function countRetries(client: S3Client): void {
-  if (counted.has(client)) return
+  // a stand-in client (a test's scripted send) has no middleware stack and no SDK retries
+  if (counted.has(client) || client.middlewareStack === undefined) return
   counted.add(client)
   client.middlewareStack.add(
     (next) => async (args) => {
