@@ -45,7 +45,7 @@ import { randomUUID } from 'node:crypto'
 import { loadavg } from 'node:os'
 import { CreateQueueCommand, DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs'
 import { committerHandler } from '../functions/committer.ts'
-import { resetRuntime } from '../functions/shared/runtime.ts'
+import { logger, resetRuntime } from '../functions/shared/runtime.ts'
 import { commitMessageOf, encodeCommitMessage } from '../lib/commit/commit-message.ts'
 import { sqsEventOf, sqsRecordOf } from '../local/runtime/sqs-event.ts'
 
@@ -231,6 +231,8 @@ class QueuedCommitter {
       STRATA_TABLE: tableName,
     })
     resetRuntime()
+    // the function's logger was built at import, before POWERTOOLS_LOG_LEVEL was set here
+    logger.setLogLevel('SILENT')
     const c = new QueuedCommitter(sqs, q.QueueUrl!, `arn:aws:sqs:${backend.region}:000000000000:${tableName}-commits.fifo`, backend.region)
     c.loop = c.run()
     return c
