@@ -50,6 +50,7 @@ describe('committer.enabled', () => {
     expect(q.FifoQueue).toBe(true)
     expect(q.SqsManagedSseEnabled).toBe(true)
     expect(q.VisibilityTimeout).toBeGreaterThanOrEqual(30)
+    expect(q.MessageRetentionPeriod).toBeLessThan(24 * 3600) // below orphan cleanup's default age
     expect(q.RedrivePolicy.deadLetterTargetArn).toEqual({ 'Fn::GetAtt': [idOf(t.commitDeadLetters!), 'Arn'] })
     expect(resources[idOf(t.commitDeadLetters!)].Properties.FifoQueue).toBe(true)
     const fn = resources[idOf(t.committer!.fn)].Properties

@@ -121,7 +121,9 @@ export class TableResources extends Construct {
         // senders give each message its commit identity as deduplication id
         contentBasedDeduplication: false,
         visibilityTimeout: Duration.seconds(VISIBILITY_FACTOR * table.committer.timeoutSeconds),
-        retentionPeriod: Duration.days(4),
+        // under orphan cleanup's default age (1 day): a message older than that may name
+        // data files that cleanup has already removed as unreferenced
+        retentionPeriod: Duration.hours(12),
         encryption: QueueEncryption.SQS_MANAGED,
         enforceSSL: true,
         deadLetterQueue: { queue: this.commitDeadLetters, maxReceiveCount: MAX_RECEIVE_COUNT },
