@@ -1,0 +1,1064 @@
+// The soak, as a function bench/soak.ts and test/soak.test.ts both run: the local runtime
+// (embedded S3 + SQS, real writer, compactor and maintenance handlers in worker threads)
+// under a steady write load while faults are injected one after another, then a drain and
+// a check of everything that must hold.
+//
+// Tables (deletion vectors on, so a row is visible only once compaction lifted it out of L0):
+// - orders: deduplicate engine ordered by `version` (sequence.field), upserts over a fixed key
+//   space, plus probe rows (ids from PROBE_BASE, one per probe) whose visibility a reader of
+//   the latest snapshot polls by point lookup: freshness lag = time from sending a probe to
+//   the first latest snapshot that shows it. The final state must equal the model exactly.
+// - totals: aggregation engine (sum of qty and of n = 1 per message), so a message applied
+//   twice shows as an excess and a lost one as a shortfall. A message SQS redelivered inside
+//   a different batch is the writer's known weak spot (docs/reliability.md); an excess that
+//   such messages can explain is reported as that gap, anything else fails.
+//
+// Faults (local/runtime/soak-control.ts): writer throw / exit at a random S3 write / exit
+// after commit before ack; compactor throw / exit at a random S3 write (mid-job) / exit
+// after commit before ack; compactor restart (every compactor environment killed at once).
+// One fault is armed at a time; the next comes a random 0.5–1.5 × `faultEverySeconds` after
+// the previous one fired.
+//
+// Lag at a sample = max(age of the oldest probe not yet visible, age of the oldest L0 file
+// of either table). A fault has recovered when, after the peak lag that followed it, the lag
+// is back under the threshold within `recoverWithinSeconds`.
+
+import { createHash } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { SendMessageBatchCommand } from '@aws-sdk/client-sqs'
+import { tableStatus } from '../../lib/cli/status.ts'
+import { removeOrphanFiles } from '../../lib/maintenance/orphans.ts'
+import { snapshotRange, snapshotReferences } from '../../lib/maintenance/references.ts'
+import { lookup, readAll } from '../../lib/read/table-read.ts'
+import { S3Store } from '../../lib/store/s3-store.ts'
+import { Table } from '../../lib/table/table.ts'
+import type { InvokeResult } from '../../local/runtime/execution-environment.ts'
+import { ExecutionEnvironmentPool } from '../../local/runtime/execution-environment.ts'
+import { type LocalRuntime, startLocalRuntime } from '../../local/runtime/local-runtime.ts'
+import { type ArmedFault, type FiredFault, type MemoryReport, SoakControl } from '../../local/runtime/soak-control.ts'
+import { seededRandom } from './dataset.ts'
+
+const RUNTIME = join(import.meta.dirname, '..', '..', 'local', 'runtime')
+const FUNCTIONS = join(import.meta.dirname, '..', '..', 'functions')
+export const PROBE_BASE = 1_000_000_000
+
+export const FAULT_KINDS = [
+  'writer-throw',
+  'writer-exit-at-write',
+  'writer-exit-after-commit',
+  'compactor-throw',
+  'compactor-exit-mid-job',
+  'compactor-exit-after-commit',
+  'compactor-restart',
+] as const
+export type FaultKind = (typeof FAULT_KINDS)[number]
+
+export interface SoakOptions {
+  /** length of the write load */
+  seconds: number
+  /** orders events per second (upserts; probes and totals messages come on top) */
+  rate: number
+  /** buckets of the orders table */
+  buckets: number
+  /** key space of the orders upserts */
+  keys: number
+  /** every n-th event also sends a totals message; 0 = no totals table */
+  totalsEvery: number
+  totalsKeys: number
+  totalsBuckets: number
+  faultEverySeconds: number
+  /** no fault before this */
+  warmupSeconds: number
+  /** no fault armed after this (default: seconds − recoverWithinSeconds) */
+  faultsUntilSeconds?: number
+  kinds: readonly FaultKind[]
+  visibilityTimeoutSeconds: number
+  timeoutMs: number
+  maxReceiveCount: number
+  taskThreads: number
+  writerConcurrency: number
+  writerBatchingWindowMs: number
+  s3LatencyMs: number
+  probeEveryMs: number
+  probeCheckMs: number
+  sampleEveryMs: number
+  windowSeconds: number
+  /** 0 = no maintenance runs */
+  maintenanceEverySeconds: number
+  snapshotRetainedSeconds: number
+  dedupWindowMs: number
+  orphanOlderThanMs: number
+  /** default: max(10 s, 2 × the p99 lag before the first fault) */
+  lagThresholdMs?: number
+  recoverWithinSeconds: number
+  drainTimeoutSeconds: number
+  /**
+   * lag recovery within the window and flat memory count as invariants (a long run on a
+   * quiet enough machine); false: reported only (tests on a shared machine)
+   */
+  strictTiming: boolean
+  seed: number
+  log?: (line: string) => void
+  /** runs once the runtime is up, before the load (e.g. to change one queue's attributes) */
+  afterStart?: (rt: LocalRuntime) => Promise<void>
+}
+
+export const SOAK_DEFAULTS: SoakOptions = {
+  seconds: 600,
+  rate: 40,
+  buckets: 16,
+  keys: 5000,
+  totalsEvery: 4,
+  totalsKeys: 40,
+  totalsBuckets: 4,
+  faultEverySeconds: 45,
+  warmupSeconds: 60,
+  kinds: FAULT_KINDS,
+  visibilityTimeoutSeconds: 30,
+  timeoutMs: 25_000,
+  maxReceiveCount: 5,
+  taskThreads: 4,
+  writerConcurrency: 2,
+  writerBatchingWindowMs: 1000,
+  s3LatencyMs: 5,
+  probeEveryMs: 1000,
+  probeCheckMs: 500,
+  sampleEveryMs: 1000,
+  windowSeconds: 60,
+  maintenanceEverySeconds: 20,
+  snapshotRetainedSeconds: 180,
+  dedupWindowMs: 240_000,
+  orphanOlderThanMs: 120_000,
+  recoverWithinSeconds: 90,
+  drainTimeoutSeconds: 240,
+  strictTiming: true,
+  seed: 20_260_601,
+}
+
+export interface Sample {
+  /** seconds since the load started */
+  t: number
+  rssMb: number
+  heapUsedMb: number
+  heapTotalMb: number
+  externalMb: number
+  /** V8 heaps of the environments that answered, summed per role */
+  writerHeapMb: number | null
+  compactorHeapMb: number | null
+  /** largest single environment heap, and how many environments answered */
+  maxEnvHeapMb: number | null
+  environments: number
+  ingestQueue: number
+  ordersJobs: number
+  totalsJobs: number
+  ordersL0: number
+  ordersMaxL0: number
+  totalsL0: number
+  /** age of the oldest L0 file of either table (ms) */
+  l0AgeMs: number
+  /** age of the oldest probe not yet visible (ms) */
+  probeAgeMs: number
+  lagMs: number
+  compactorEnvironments: number
+  /** every 10th sample */
+  storeObjects?: number
+  storeMb?: number
+  snapshotsRetained?: number
+  dlq?: number
+}
+
+export interface FaultRecord {
+  seq: number
+  kind: FaultKind
+  armedAt: number
+  /** seconds since the load started; null when nothing claimed it */
+  firedAt: number | null
+  /** what the handler logged; for a restart, one line per environment killed */
+  points: string[]
+  environmentsKilled?: number
+  peakLagMs: number | null
+  recovered: boolean | null
+  recoverySeconds: number | null
+}
+
+export interface WindowStats {
+  from: number
+  to: number
+  probes: number
+  probeLagP50Ms: number | null
+  probeLagP99Ms: number | null
+  probeLagMaxMs: number | null
+  l0AgeMaxMs: number
+  lagMaxMs: number
+  rssMedianMb: number
+  rssMaxMb: number
+  heapUsedMedianMb: number
+  maxEnvHeapMb: number | null
+  maxIngestQueue: number
+  maxJobs: number
+  faults: string[]
+}
+
+export interface Check {
+  name: string
+  ok: boolean
+  detail: string
+  /** informational: reported, does not fail the soak */
+  info?: boolean
+}
+
+export interface Durations {
+  p50: number | null
+  p99: number | null
+  max: number | null
+}
+
+export interface SoakResult {
+  params: Omit<SoakOptions, 'log'>
+  loadSeconds: number
+  drainSeconds: number
+  drained: boolean
+  wallSeconds: number
+  sent: { orders: number; probes: number; totals: number; messages: number }
+  distinctOrderKeys: number
+  writer: { invocations: number; succeeded: number; crashes: number; failedRecords: number; coldStarts: number; redeliveredRecords: number; failures: Record<string, number>; durationMs: Durations }
+  compactor: { invocations: number; succeeded: number; crashes: number; failedRecords: number; coldStarts: number; failures: Record<string, number>; durationMs: Durations }
+  maintenance: { runs: number; failed: number; errors: string[]; snapshotsExpired: number; orphansDeleted: number; markersDeleted: number }
+  faults: FaultRecord[]
+  faultCounts: Record<string, { armed: number; fired: number; recovered: number }>
+  lag: { thresholdMs: number; baselineP99Ms: number | null; probeP50Ms: number | null; probeP99Ms: number | null; probeMaxMs: number | null; unseenProbes: number; maxRecoverySeconds: number | null }
+  memory: {
+    fromSecond: number
+    rssSlopeMbPerMin: number | null
+    heapUsedSlopeMbPerMin: number | null
+    envHeapSlopeMbPerMin: number | null
+    firstWindowRssMb: number | null
+    lastWindowRssMb: number | null
+    storeMbFirst: number | null
+    storeMbLast: number | null
+    flat: boolean
+    criterion: string
+  }
+  totalsGap: { keys: number; excess: number; explainable: number; regroupedMessages: number; redeliveredMessages: number }
+  windows: WindowStats[]
+  samples: Sample[]
+  checks: Check[]
+  ok: boolean
+}
+
+function pct(xs: number[], p: number): number | null {
+  if (xs.length === 0) return null
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]
+}
+
+function durationsOf(xs: number[]): Durations {
+  const r = (v: number | null) => (v === null ? null : Math.round(v))
+  return { p50: r(pct(xs, 50)), p99: r(pct(xs, 99)), max: xs.length ? Math.round(Math.max(...xs)) : null }
+}
+
+/** Least-squares slope of y over x. */
+export function slope(points: [number, number][]): number | null {
+  if (points.length < 3) return null
+  const n = points.length
+  const mx = points.reduce((a, p) => a + p[0], 0) / n
+  const my = points.reduce((a, p) => a + p[1], 0) / n
+  let sxy = 0, sxx = 0
+  for (const [x, y] of points) {
+    sxy += (x - mx) * (y - my)
+    sxx += (x - mx) ** 2
+  }
+  return sxx === 0 ? null : sxy / sxx
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const mb = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10
+
+function ordersSchema(o: SoakOptions) {
+  return {
+    fields: [
+      { name: 'id', type: 'BIGINT' },
+      { name: 'customer', type: 'STRING' },
+      { name: 'amount', type: 'DECIMAL(10, 2)' },
+      { name: 'version', type: 'INT' },
+    ],
+    primaryKeys: ['id'],
+    partitionKeys: [],
+    options: {
+      bucket: String(o.buckets),
+      'deletion-vectors.enabled': 'true',
+      'compaction.task-threads': String(o.taskThreads),
+      'sequence.field': 'version',
+      ...retention(o),
+    },
+  }
+}
+
+function totalsSchema(o: SoakOptions) {
+  return {
+    fields: [
+      { name: 'customer', type: 'STRING' },
+      { name: 'qty', type: 'BIGINT' },
+      { name: 'n', type: 'BIGINT' },
+    ],
+    primaryKeys: ['customer'],
+    partitionKeys: [],
+    options: {
+      bucket: String(o.totalsBuckets),
+      'deletion-vectors.enabled': 'true',
+      'compaction.task-threads': String(Math.min(o.taskThreads, o.totalsBuckets)),
+      'merge-engine': 'aggregation',
+      'fields.qty.aggregate-function': 'sum',
+      'fields.n.aggregate-function': 'sum',
+      ...retention(o),
+    },
+  }
+}
+
+function retention(o: SoakOptions): Record<string, string> {
+  // expiration must keep up with a commit every few hundred ms (Paimon's limit of 50 per
+  // call would not at a 20 s schedule)
+  return { 'snapshot.time-retained': `${o.snapshotRetainedSeconds} s`, 'snapshot.num-retained.min': '10', 'snapshot.expire.limit': '2000' }
+}
+
+/** DECIMAL(10, 2) as sent, and as read back (the unscaled bigint) */
+const amountOf = (id: number, version: number) => (((id * 7 + version) % 100000) / 100).toFixed(2)
+const unscaledAmountOf = (id: number, version: number) => BigInt((id * 7 + version) % 100000)
+
+interface Delivery {
+  /** hash of the batch's message ids */
+  batch: string
+  receive: number
+  /** 'ok' or the error name of a failed invocation */
+  outcome: string
+  deleted: boolean
+  /** epoch ms the invocation started */
+  at: number
+}
+
+interface Probe {
+  id: number
+  sentAt: number
+  seenAt: number | null
+}
+
+export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakResult> {
+  const o: SoakOptions = { ...SOAK_DEFAULTS, ...partial }
+  const log = o.log ?? (() => {})
+  const faultsUntil = o.faultsUntilSeconds ?? o.seconds - o.recoverWithinSeconds
+  const wallStart = Date.now()
+  const random = seededRandom(o.seed)
+  const dir = mkdtempSync(join(tmpdir(), 'strata-soak-'))
+  const control = new SoakControl(dir, `strata-soak-${process.pid}-${Date.now()}`)
+  const tables: { name: string; schema: unknown }[] = [{ name: 'orders', schema: ordersSchema(o) }]
+  if (o.totalsEvery > 0) tables.push({ name: 'totals', schema: totalsSchema(o) })
+
+  // every delivery of every totals message (which batch, what became of it), for the report
+  // on an excess or a shortfall
+  const totalsMeta = new Map<string, { customer: string; qty: number; deliveries: Delivery[] }>()
+  let writerColdStarts = 0
+  let compactorColdStarts = 0
+  let redeliveredRecords = 0
+  /** failed invocations by error, per function: injected faults, and anything else */
+  const failures = { writer: new Map<string, number>(), compactor: new Map<string, number>() }
+  const durations = { writer: [] as number[], compactor: [] as number[] }
+  const noteFailure = (fn: 'writer' | 'compactor', result: InvokeResult) => {
+    durations[fn].push(result.durationMs)
+    if (result.ok) return
+    const key = `${result.error.name}: ${result.error.message.replace(/\d+/g, 'N').slice(0, 120)}`
+    failures[fn].set(key, (failures[fn].get(key) ?? 0) + 1)
+  }
+  const onWriter = (info: { records: { messageId: string; attributes: { ApproximateReceiveCount: string } }[]; result: InvokeResult; startedAt: number; deleted: string[] }) => {
+    if (info.result.coldStart) writerColdStarts++
+    noteFailure('writer', info.result)
+    const ids = info.records.map((r) => r.messageId).sort()
+    const signature = createHash('sha1').update(ids.join(',')).digest('hex').slice(0, 16)
+    for (const r of info.records) {
+      if (r.attributes.ApproximateReceiveCount !== '1') redeliveredRecords++
+      totalsMeta.get(r.messageId)?.deliveries.push({
+        batch: signature,
+        receive: Number(r.attributes.ApproximateReceiveCount),
+        outcome: info.result.ok ? 'ok' : info.result.error.name,
+        deleted: info.deleted.includes(r.messageId),
+        at: info.startedAt,
+      })
+    }
+  }
+  const rt: LocalRuntime = await startLocalRuntime({
+    tables,
+    writerModule: join(RUNTIME, 'soak-writer.ts'),
+    compactorModule: join(RUNTIME, 'soak-compactor.ts'),
+    writerConcurrency: o.writerConcurrency,
+    writerBatchingWindowMs: o.writerBatchingWindowMs,
+    visibilityTimeoutSeconds: o.visibilityTimeoutSeconds,
+    maxReceiveCount: o.maxReceiveCount,
+    timeoutMs: o.timeoutMs,
+    latency: o.s3LatencyMs > 0 ? { firstByteMs: o.s3LatencyMs, applies: (r) => r.url.startsWith('/strata-local/') } : undefined,
+    env: { ...control.env(), STRATA_DEDUP_WINDOW_MS: String(o.dedupWindowMs) },
+    onWriterInvocation: onWriter,
+    onCompactorInvocation: (_t, info) => {
+      if (info.result.coldStart) compactorColdStarts++
+      noteFailure('compactor', info.result)
+    },
+  })
+  const maintenancePools = new Map<string, ExecutionEnvironmentPool>()
+  let stopped = false
+  // the loops below end when these go false (also when the soak fails half-way)
+  let loadRunning = true
+  let probing = true
+  let maintaining = o.maintenanceEverySeconds > 0
+  let sampler: NodeJS.Timeout | undefined
+  try {
+    const orders = rt.tables.get('orders')!
+    const totals = rt.tables.get('totals')
+    for (const t of rt.tables.values()) {
+      maintenancePools.set(
+        t.name,
+        new ExecutionEnvironmentPool({
+          handlerModule: join(FUNCTIONS, 'maintenance.ts'),
+          env: { ...rt.env, STRATA_TABLE: t.name, AWS_LAMBDA_FUNCTION_NAME: `strata-${t.name}-maintenance`, STRATA_ORPHAN_OLDER_THAN_MS: String(o.orphanOlderThanMs) },
+          maxEnvironments: 1,
+          timeoutMs: 300_000,
+        }),
+      )
+    }
+    await o.afterStart?.(rt)
+    const ordersReader = await Table.open(orders.table.store)
+    const totalsReader = totals ? await Table.open(totals.table.store) : null
+    const bucketStore = new S3Store({ bucket: rt.bucket, client: rt.backend.s3Client() })
+
+    // ---- the model ----
+    const versions = new Map<number, number>()
+    const totalsModel = new Map<string, { qty: number; n: number }>()
+    const probes: Probe[] = []
+    const unseen = new Set<Probe>()
+    const sent = { orders: 0, probes: 0, totals: 0, messages: 0 }
+
+    const start = Date.now()
+    const now = () => (Date.now() - start) / 1000
+
+    /** SendMessageBatch, 10 at a time; returns the message ids in order. */
+    const send = async (bodies: string[]): Promise<string[]> => {
+      const ids: string[] = []
+      for (let i = 0; i < bodies.length; i += 10) {
+        let chunk = bodies.slice(i, i + 10).map((b, j) => ({ Id: String(j), MessageBody: b }))
+        const got = new Map<string, string>()
+        // entries SQS reports as failed were not sent and go again; a call that throws
+        // may have sent some, so it ends the soak rather than risk a second copy the model
+        // does not know of
+        for (let attempt = 0; chunk.length > 0; attempt++) {
+          if (attempt > 0) await sleep(100)
+          if (attempt > 20) throw new Error(`SendMessageBatch kept failing for entries ${chunk.map((c) => c.Id).join(', ')}`)
+          const res = await rt.sqs.send(new SendMessageBatchCommand({ QueueUrl: rt.ingestQueueUrl, Entries: chunk }))
+          for (const s of res.Successful ?? []) got.set(s.Id!, s.MessageId!)
+          chunk = chunk.filter((c) => !got.has(c.Id))
+        }
+        for (let j = 0; j < Math.min(10, bodies.length - i); j++) ids.push(got.get(String(j))!)
+      }
+      sent.messages += bodies.length
+      return ids
+    }
+
+    // ---- the load ----
+    const sender = (async () => {
+      const tickMs = 100
+      const perTick = o.rate / (1000 / tickMs)
+      let owed = 0
+      let events = 0
+      let nextProbeAt = 0
+      for (let tick = 0; Date.now() - start < o.seconds * 1000; tick++) {
+        const wait = start + tick * tickMs - Date.now()
+        if (wait > 0) await sleep(wait)
+        owed += perTick
+        const bodies: string[] = []
+        const totalsBodies: { customer: string; qty: number }[] = []
+        const probesNow: Probe[] = []
+        for (; owed >= 1; owed--) {
+          const id = Math.floor(random() * o.keys)
+          const version = (versions.get(id) ?? 0) + 1
+          versions.set(id, version)
+          bodies.push(JSON.stringify({ _table: 'orders', id, customer: `c${id % 97}`, amount: amountOf(id, version), version }))
+          sent.orders++
+          events++
+          if (o.totalsEvery > 0 && events % o.totalsEvery === 0) {
+            const customer = `k${Math.floor(random() * o.totalsKeys)}`
+            totalsBodies.push({ customer, qty: 1 + Math.floor(random() * 9) })
+          }
+        }
+        if (Date.now() - start >= nextProbeAt) {
+          nextProbeAt += o.probeEveryMs
+          const id = PROBE_BASE + probes.length
+          versions.set(id, 1)
+          const p: Probe = { id, sentAt: Date.now(), seenAt: null }
+          probesNow.push(p)
+          bodies.push(JSON.stringify({ _table: 'orders', id, customer: 'probe', amount: amountOf(id, 1), version: 1 }))
+          sent.probes++
+        }
+        const all = [...bodies, ...totalsBodies.map((x) => JSON.stringify({ _table: 'totals', customer: x.customer, qty: x.qty, n: 1 }))]
+        if (all.length === 0) continue
+        for (const p of probesNow) p.sentAt = Date.now()
+        const ids = await send(all)
+        for (const p of probesNow) {
+          probes.push(p)
+          unseen.add(p)
+        }
+        totalsBodies.forEach((x, i) => {
+          totalsMeta.set(ids[bodies.length + i], { ...x, deliveries: [] })
+          const m = totalsModel.get(x.customer) ?? { qty: 0, n: 0 }
+          m.qty += x.qty
+          m.n += 1
+          totalsModel.set(x.customer, m)
+          sent.totals++
+        })
+      }
+    })()
+
+    // ---- probe visibility ----
+    const prober = (async () => {
+      while (probing) {
+        await sleep(o.probeCheckMs)
+        if (unseen.size === 0) continue
+        try {
+          const snapshotId = await ordersReader.snapshots.latestId()
+          // the snapshot existed by now, so what it shows was visible by now
+          const at = Date.now()
+          if (snapshotId === 0) continue
+          const list = [...unseen]
+          for (let i = 0; i < list.length; i += 8) {
+            await Promise.all(
+              list.slice(i, i + 8).map(async (p) => {
+                const row = await lookup(ordersReader, { id: p.id }, { snapshotId, columns: ['version'] })
+                if (row !== null) {
+                  p.seenAt = Math.max(at, p.sentAt)
+                  unseen.delete(p)
+                }
+              }),
+            )
+          }
+        } catch {
+          // a snapshot expired under the lookup: the next round uses the newer one
+        }
+      }
+    })()
+
+    // ---- faults ----
+    const faults: FaultRecord[] = []
+    const bySeq = new Map<number, FaultRecord>()
+    const absorbFired = () => {
+      for (const f of control.newlyFired()) {
+        const rec = bySeq.get(f.seq)
+        if (!rec) continue
+        rec.points.push(`${f.kind === 'restart' ? 'restart' : f.role}: ${f.point}${f.records ? ` (${f.records} records)` : ''}`)
+        if (rec.firedAt === null) rec.firedAt = (f.at - start) / 1000
+        if (f.kind === 'restart') rec.environmentsKilled = (rec.environmentsKilled ?? 0) + 1
+      }
+    }
+    const faultLoop = (async () => {
+      let next = o.warmupSeconds
+      let cycle: FaultKind[] = []
+      let seq = 0
+      while (loadRunning) {
+        if (now() < next) {
+          await sleep(Math.min(500, (next - now()) * 1000))
+          continue
+        }
+        if (now() > faultsUntil || o.kinds.length === 0) break
+        if (cycle.length === 0) {
+          cycle = [...o.kinds]
+          for (let i = cycle.length - 1; i > 0; i--) {
+            const j = Math.floor(random() * (i + 1))
+            ;[cycle[i], cycle[j]] = [cycle[j], cycle[i]]
+          }
+        }
+        const kind = cycle.shift()!
+        const rec: FaultRecord = { seq: ++seq, kind, armedAt: now(), firedAt: null, points: [], peakLagMs: null, recovered: null, recoverySeconds: null }
+        faults.push(rec)
+        bySeq.set(rec.seq, rec)
+        if (kind === 'compactor-restart') {
+          control.restart('compactor', rec.seq)
+          rec.firedAt = now()
+          rec.environmentsKilled = 0
+          await sleep(1000)
+          absorbFired()
+        } else {
+          const [role, what] = kind.startsWith('writer') ? (['writer', kind.slice(7)] as const) : (['compactor', kind.slice(10)] as const)
+          const armed: ArmedFault = {
+            seq: rec.seq,
+            role,
+            kind: what === 'throw' ? 'throw' : what === 'exit-after-commit' ? 'exit-after-return' : 'exit-at-write',
+            share: random(),
+            landed: random() < 0.5,
+          }
+          control.arm(armed)
+          const deadline = Date.now() + 60_000
+          while (rec.firedAt === null && loadRunning) {
+            await sleep(200)
+            absorbFired()
+            if (Date.now() > deadline && control.disarm(armed)) break
+          }
+          if (rec.firedAt === null) control.disarm(armed)
+        }
+        log(`fault ${rec.seq} ${kind} at ${(rec.firedAt ?? now()).toFixed(1)} s: ${kind === 'compactor-restart' ? `${rec.environmentsKilled} environment(s) killed` : (rec.points[0] ?? 'not claimed')}`)
+        next = (rec.firedAt ?? now()) + o.faultEverySeconds * (0.5 + random())
+      }
+    })()
+
+    // ---- maintenance, as the schedule would run it ----
+    const maint = { runs: 0, failed: 0, errors: [] as string[], snapshotsExpired: 0, orphansDeleted: 0, markersDeleted: 0 }
+    const maintenanceLoop = (async () => {
+      let next = o.maintenanceEverySeconds
+      while (maintaining) {
+        if (now() < next) {
+          await sleep(Math.min(500, (next - now()) * 1000))
+          continue
+        }
+        next += o.maintenanceEverySeconds
+        for (const [name, pool] of maintenancePools) {
+          const r = await pool.invoke({ 'detail-type': 'Scheduled Event', source: 'aws.events', time: new Date().toISOString(), detail: {} })
+          maint.runs++
+          if (!r.ok) {
+            maint.failed++
+            if (maint.errors.length < 10) maint.errors.push(`${name} at ${now().toFixed(0)} s: ${r.error.name}: ${r.error.message}`)
+            continue
+          }
+          const v = r.value as { expired: { expired: number[] } | null; orphansDeleted: number | null; markersDeleted: number | null }
+          maint.snapshotsExpired += v.expired?.expired.length ?? 0
+          maint.orphansDeleted += v.orphansDeleted ?? 0
+          maint.markersDeleted += v.markersDeleted ?? 0
+        }
+      }
+    })()
+
+    // ---- samples ----
+    const samples: Sample[] = []
+    let sampling = false
+    let sampleCount = 0
+    const sampleOnce = async () => {
+      const t = now()
+      control.requestMemory()
+      const m = process.memoryUsage()
+      const [ost, tst] = await Promise.all([tableStatus(ordersReader), totalsReader ? tableStatus(totalsReader) : Promise.resolve(null)])
+      const [ingestQueue, ordersJobs, totalsJobs] = await Promise.all([
+        rt.queueDepth(rt.ingestQueueUrl),
+        rt.queueDepth(orders.compactionQueueUrl),
+        totals ? rt.queueDepth(totals.compactionQueueUrl) : Promise.resolve(0),
+      ])
+      const reports: MemoryReport[] = control.memoryReports(3 * o.sampleEveryMs)
+      const heapOf = (role: string) => {
+        const r = reports.filter((x) => x.role === role)
+        return r.length ? mb(r.reduce((a, x) => a + x.heapUsed, 0)) : null
+      }
+      let oldestUnseen = Infinity
+      for (const p of unseen) oldestUnseen = Math.min(oldestUnseen, p.sentAt)
+      const probeAgeMs = oldestUnseen === Infinity ? 0 : Date.now() - oldestUnseen
+      const l0AgeMs = Math.max(ost.maxFreshnessLagMs ?? 0, tst?.maxFreshnessLagMs ?? 0)
+      const s: Sample = {
+        t: Math.round(t * 10) / 10,
+        rssMb: mb(m.rss),
+        heapUsedMb: mb(m.heapUsed),
+        heapTotalMb: mb(m.heapTotal),
+        externalMb: mb(m.external),
+        writerHeapMb: heapOf('writer'),
+        compactorHeapMb: heapOf('compactor'),
+        maxEnvHeapMb: reports.length ? mb(Math.max(...reports.map((x) => x.heapUsed))) : null,
+        environments: reports.length,
+        ingestQueue,
+        ordersJobs,
+        totalsJobs,
+        ordersL0: ost.buckets.reduce((n, b) => n + b.l0Files, 0),
+        ordersMaxL0: ost.maxL0Files,
+        totalsL0: tst ? tst.buckets.reduce((n, b) => n + b.l0Files, 0) : 0,
+        l0AgeMs,
+        probeAgeMs,
+        lagMs: Math.max(l0AgeMs, probeAgeMs),
+        compactorEnvironments: [...rt.tables.values()].reduce((n, x) => n + x.pool.size, 0),
+      }
+      if (sampleCount++ % 10 === 0) {
+        const objects = await bucketStore.list('')
+        s.storeObjects = objects.length
+        s.storeMb = mb(objects.reduce((a, x) => a + x.size, 0))
+        s.snapshotsRetained = (await ordersReader.snapshots.latestId()) - (await ordersReader.snapshots.earliestId()) + 1
+        let dlq = await rt.queueDepth(rt.ingestDlqUrl)
+        for (const x of rt.tables.values()) dlq += await rt.queueDepth(x.dlqUrl)
+        s.dlq = dlq
+      }
+      samples.push(s)
+      absorbFired()
+      if (sampleCount % Math.max(1, Math.round(10_000 / o.sampleEveryMs)) === 1) {
+        log(
+          `${s.t.toFixed(0).padStart(4)} s | sent ${sent.orders} + ${sent.probes} probes + ${sent.totals} totals | lag ${(s.lagMs / 1000).toFixed(1)} s (probe ${(s.probeAgeMs / 1000).toFixed(1)}, L0 ${(s.l0AgeMs / 1000).toFixed(1)}) | L0 ${s.ordersL0}+${s.totalsL0} | queues ${s.ingestQueue}/${s.ordersJobs}/${s.totalsJobs} | rss ${s.rssMb} MB heap ${s.heapUsedMb} MB envs ${s.environments} (${s.maxEnvHeapMb ?? '-'} MB max) | faults ${faults.filter((f) => f.firedAt !== null).length}`,
+        )
+      }
+    }
+    sampler = setInterval(() => {
+      if (sampling) return
+      sampling = true
+      void sampleOnce()
+        .catch((e) => log(`sample failed: ${(e as Error).message}`))
+        .finally(() => (sampling = false))
+    }, o.sampleEveryMs)
+
+    await sender
+    const loadSeconds = now()
+    loadRunning = false
+    await faultLoop
+    maintaining = false
+    await maintenanceLoop
+    log(`load done at ${loadSeconds.toFixed(0)} s; draining`)
+
+    // ---- drain ----
+    const drainStart = Date.now()
+    let drained = false
+    const l0Of = async (tb: Table | null) => {
+      if (!tb) return 0
+      try {
+        return (await tableStatus(tb)).buckets.reduce((n, b) => n + b.l0Files, 0)
+      } catch {
+        return -1 // read raced an expiration: not known to be drained
+      }
+    }
+    while (Date.now() - drainStart < o.drainTimeoutSeconds * 1000) {
+      const idle = rt.writer.inFlight === 0 && [...rt.tables.values()].every((x) => x.poller.inFlight === 0)
+      const queues = (await rt.queueDepth(rt.ingestQueueUrl)) + (await rt.queueDepth(orders.compactionQueueUrl)) + (totals ? await rt.queueDepth(totals.compactionQueueUrl) : 0)
+      if (idle && queues === 0 && unseen.size === 0 && (await l0Of(ordersReader)) === 0 && (await l0Of(totalsReader)) === 0) {
+        drained = true
+        break
+      }
+      await sleep(500)
+    }
+    const drainSeconds = (Date.now() - drainStart) / 1000
+    clearInterval(sampler)
+    while (sampling) await sleep(50)
+    probing = false
+    await prober
+    absorbFired()
+    log(`drain ${drained ? 'done' : 'TIMED OUT'} in ${drainSeconds.toFixed(0)} s; checking`)
+
+    // ---- checks ----
+    const checks: Check[] = []
+    const check = (name: string, problems: string[], okDetail: string, info = false) =>
+      checks.push({ name, ok: problems.length === 0, detail: problems.length ? `${problems.length} problem(s): ${problems.slice(0, 8).join('; ')}` : okDetail, info })
+    check('drain', drained ? [] : [`not drained within ${o.drainTimeoutSeconds} s (queues, in-flight invocations, L0 files or unseen probes left)`], `queues empty, no L0 file left, in ${drainSeconds.toFixed(0)} s`)
+
+    const dlqProblems: string[] = []
+    const ingestDlq = await rt.queueDepth(rt.ingestDlqUrl)
+    if (ingestDlq) dlqProblems.push(`${ingestDlq} ingest message(s) in the dead-letter queue`)
+    for (const x of rt.tables.values()) {
+      const d = await rt.queueDepth(x.dlqUrl)
+      if (d) dlqProblems.push(`${d} ${x.name} compaction job(s) in the dead-letter queue`)
+    }
+    check('dead-letter queues empty', dlqProblems, 'no message dead-lettered')
+
+    const rejects = await bucketStore.list('rejects/')
+    check('nothing rejected', rejects.length ? [`${rejects.length} reject file(s)`] : [], 'no reject file')
+
+    const verifyOrders = async (what: string) => {
+      const table = await Table.open(orders.table.store)
+      const rows = await readAll(table)
+      const problems: string[] = []
+      const seen = new Set<number>()
+      for (const r of rows) {
+        const id = Number(r[0])
+        if (seen.has(id)) problems.push(`id ${id} read twice`)
+        seen.add(id)
+        const want = versions.get(id)
+        if (want === undefined) problems.push(`id ${id} read but never sent`)
+        else if (r[3] !== want) problems.push(`id ${id} at version ${r[3]}, expected ${want}`)
+        else if (r[2] !== unscaledAmountOf(id, want) || r[1] !== (id >= PROBE_BASE ? 'probe' : `c${id % 97}`)) problems.push(`id ${id}: columns ${JSON.stringify(r.map(String))} differ from what was sent`)
+      }
+      for (const id of versions.keys()) if (!seen.has(id)) problems.push(`id ${id} lost`)
+      check(`orders${what}: every key once, at its latest version`, problems, `${rows.length} rows = ${versions.size} keys sent (${sent.probes} probes), each once at its latest version`)
+    }
+    await verifyOrders('')
+
+    const gap = { keys: 0, excess: 0, explainable: 0, regroupedMessages: 0, redeliveredMessages: 0 }
+    const verifyTotals = async (what: string) => {
+      if (!totals) return
+      const table = await Table.open(totals.table.store)
+      const rows = await readAll(table)
+      const got = new Map(rows.map((r) => [String(r[0]), { qty: Number(r[1]), n: Number(r[2]) }]))
+      // the most each key could be over by: every delivery after the first may have been
+      // written again (in another batch: the known gap; concurrently with the first, when a
+      // visibility timeout ran out under a slow invocation)
+      const bound = new Map<string, { qty: number; n: number }>()
+      let regrouped = 0
+      let redelivered = 0
+      for (const m of totalsMeta.values()) {
+        if (new Set(m.deliveries.map((d) => d.batch)).size > 1) regrouped++
+        if (m.deliveries.length < 2) continue
+        redelivered++
+        const b = bound.get(m.customer) ?? { qty: 0, n: 0 }
+        b.qty += m.qty * (m.deliveries.length - 1)
+        b.n += m.deliveries.length - 1
+        bound.set(m.customer, b)
+      }
+      /** the key's messages with a delivery history worth reading (redelivered or failed first) */
+      const historyOf = (k: string) =>
+        [...totalsMeta.entries()]
+          .filter(([, m]) => m.customer === k)
+          .sort(([, a], [, b]) => b.deliveries.length - a.deliveries.length)
+          .slice(0, 3)
+          .map(([id, m]) => `${id.slice(0, 8)} qty ${m.qty}: ${m.deliveries.map((d) => `#${d.receive} batch ${d.batch.slice(0, 6)} ${d.outcome}${d.deleted ? ' deleted' : ''} @${((d.at - start) / 1000).toFixed(1)}s`).join(', ') || 'never delivered'}`)
+          .join('; ')
+      const problems: string[] = []
+      const gapNotes: string[] = []
+      let excessN = 0, gapKeys = 0
+      for (const [k, want] of totalsModel) {
+        const g = got.get(k)
+        if (!g) {
+          problems.push(`${k} lost (expected n=${want.n}) [${historyOf(k)}]`)
+          continue
+        }
+        const dq = g.qty - want.qty, dn = g.n - want.n
+        if (dq === 0 && dn === 0) continue
+        const b = bound.get(k) ?? { qty: 0, n: 0 }
+        if (dq < 0 || dn < 0) problems.push(`${k}: qty ${g.qty}/n ${g.n}, expected ${want.qty}/${want.n} (short: messages lost) [${historyOf(k)}]`)
+        else if (dq > b.qty || dn > b.n) problems.push(`${k}: qty ${g.qty}/n ${g.n}, expected ${want.qty}/${want.n}, more than redeliveries explain (≤ +${b.qty}/+${b.n}) [${historyOf(k)}]`)
+        else {
+          gapKeys++
+          excessN += dn
+          gapNotes.push(`${k} +${dn} message(s)`)
+        }
+      }
+      for (const k of got.keys()) if (!totalsModel.has(k)) problems.push(`${k} read but never sent`)
+      if (what === '') {
+        gap.keys = gapKeys
+        gap.excess = excessN
+        gap.explainable = [...bound.values()].reduce((a, b) => a + b.n, 0)
+        gap.regroupedMessages = regrouped
+        gap.redeliveredMessages = redelivered
+      }
+      check(
+        `totals${what}: no message lost, no excess beyond what redeliveries explain`,
+        problems,
+        gapKeys ? `${rows.length} keys; nothing short; an excess only where redeliveries explain it (below)` : `${rows.length} keys, sums of ${sent.totals} messages exact`,
+      )
+      if (what === '') {
+        checks.push({
+          name: 'totals: every redelivered message applied once (docs/reliability.md: the batch-regrouping gap)',
+          ok: gapKeys === 0,
+          info: true,
+          detail: `${gapKeys ? `${excessN} message(s) applied twice over ${gapKeys} key(s) (${gapNotes.slice(0, 6).join(', ')})` : 'no excess'}; ${redelivered} message(s) delivered more than once, ${regrouped} of them in more than one distinct batch`,
+        })
+      }
+    }
+    await verifyTotals('')
+
+    // every retained snapshot reads, and everything it references exists
+    const refProblems: string[] = []
+    const referenced = new Map<string, Set<string>>()
+    let snapshotsChecked = 0
+    for (const x of rt.tables.values()) {
+      const table = await Table.open(x.table.store)
+      const { earliest, latest } = await snapshotRange(table)
+      const keys = new Set<string>()
+      for (let id = earliest; id <= latest && latest > 0; id++) {
+        const s = await table.snapshots.snapshot(id)
+        if (!s) {
+          refProblems.push(`${x.name}: snapshot ${id} missing inside ${earliest}..${latest}`)
+          continue
+        }
+        snapshotsChecked++
+        try {
+          for (const k of await snapshotReferences(table, s, 'throw')) keys.add(k)
+        } catch (e) {
+          refProblems.push(`${x.name}: snapshot ${id}: ${(e as Error).message}`)
+        }
+      }
+      const list = [...keys]
+      for (let i = 0; i < list.length; i += 32) {
+        await Promise.all(
+          list.slice(i, i + 32).map(async (k) => {
+            if ((await x.table.store.head(k)) === null) refProblems.push(`${x.name}: a retained snapshot references missing ${k}`)
+          }),
+        )
+      }
+      referenced.set(x.name, keys)
+    }
+    check('no snapshot references a missing file', refProblems, `${snapshotsChecked} retained snapshots, ${[...referenced.values()].reduce((a, s) => a + s.size, 0)} referenced objects, all present`)
+
+    // what is not referenced is garbage orphan cleanup takes, and taking it loses nothing
+    const orphanProblems: string[] = []
+    let orphansAtEnd = 0
+    for (const x of rt.tables.values()) {
+      const table = await Table.open(x.table.store)
+      try {
+        orphansAtEnd += (await removeOrphanFiles(table, { olderThanMs: 0, now: Date.now() + 3_600_000 })).deleted.length
+      } catch (e) {
+        orphanProblems.push(`${x.name}: orphan cleanup failed: ${(e as Error).message}`)
+      }
+      const keys = referenced.get(x.name)!
+      for (const obj of await x.table.store.list('')) {
+        if (/^(schema|snapshot|_strata)\//.test(obj.key)) continue
+        if (!keys.has(obj.key)) orphanProblems.push(`${x.name}: ${obj.key} is neither referenced nor removed by orphan cleanup`)
+      }
+    }
+    check('orphan cleanup leaves only referenced files', orphanProblems, `${orphansAtEnd} unreferenced object(s) removed at the end (crashed writes, expired snapshots' leftovers)`)
+    await verifyOrders(' after orphan cleanup')
+    await verifyTotals(' after orphan cleanup')
+
+    const unseenProbes = unseen.size
+    check('every probe became visible', unseenProbes ? [`${unseenProbes} of ${probes.length} probes never visible`] : [], `${probes.length} probes`)
+
+    // ---- analysis ----
+    const loadSamples = samples.filter((s) => s.t <= loadSeconds)
+    const firstFault = faults.find((f) => f.firedAt !== null)?.firedAt ?? loadSeconds
+    const baselineLags = loadSamples.filter((s) => s.t >= Math.min(10, o.warmupSeconds / 2) && s.t < firstFault).map((s) => s.lagMs)
+    const baselineP99 = pct(baselineLags, 99)
+    const thresholdMs = o.lagThresholdMs ?? Math.max(10_000, 2 * (baselineP99 ?? 0))
+    for (const f of faults) {
+      if (f.firedAt === null) continue
+      const win = samples.filter((s) => s.t >= f.firedAt! && s.t <= f.firedAt! + o.recoverWithinSeconds)
+      if (win.length === 0) continue
+      let peakIdx = 0
+      win.forEach((s, i) => {
+        if (s.lagMs > win[peakIdx].lagMs) peakIdx = i
+      })
+      f.peakLagMs = win[peakIdx].lagMs
+      if (f.peakLagMs <= thresholdMs) {
+        f.recovered = true
+        f.recoverySeconds = 0
+        continue
+      }
+      const back = win.slice(peakIdx).find((s) => s.lagMs <= thresholdMs)
+      f.recovered = back !== undefined
+      f.recoverySeconds = back ? Math.round((back.t - f.firedAt) * 10) / 10 : null
+    }
+    const firedFaults = faults.filter((f) => f.firedAt !== null)
+    const notRecovered = firedFaults.filter((f) => f.recovered === false)
+    check(
+      `lag back under ${(thresholdMs / 1000).toFixed(0)} s within ${o.recoverWithinSeconds} s of each fault`,
+      notRecovered.map((f) => `fault ${f.seq} (${f.kind} at ${f.firedAt!.toFixed(0)} s): peak ${((f.peakLagMs ?? 0) / 1000).toFixed(1)} s, not back under the threshold in ${o.recoverWithinSeconds} s`),
+      `${firedFaults.length} faults, all recovered (slowest ${Math.max(0, ...firedFaults.map((f) => f.recoverySeconds ?? 0)).toFixed(0)} s)`,
+      !o.strictTiming,
+    )
+    const notFired = faults.filter((f) => f.firedAt === null)
+    check('every armed fault fired', notFired.map((f) => `fault ${f.seq} (${f.kind}) was never claimed`), `${faults.length} faults fired`, true)
+
+    const windows: WindowStats[] = []
+    for (let from = 0; from < loadSeconds + drainSeconds; from += o.windowSeconds) {
+      const to = from + o.windowSeconds
+      const ws = samples.filter((s) => s.t >= from && s.t < to)
+      if (ws.length === 0) continue
+      const ps = probes.filter((p) => (p.sentAt - start) / 1000 >= from && (p.sentAt - start) / 1000 < to)
+      const lags = ps.filter((p) => p.seenAt !== null).map((p) => p.seenAt! - p.sentAt)
+      const envHeaps = ws.map((s) => s.maxEnvHeapMb).filter((x): x is number => x !== null)
+      windows.push({
+        from,
+        to,
+        probes: ps.length,
+        probeLagP50Ms: pct(lags, 50),
+        probeLagP99Ms: pct(lags, 99),
+        probeLagMaxMs: lags.length ? Math.max(...lags) : null,
+        l0AgeMaxMs: Math.max(...ws.map((s) => s.l0AgeMs)),
+        lagMaxMs: Math.max(...ws.map((s) => s.lagMs)),
+        rssMedianMb: pct(ws.map((s) => s.rssMb), 50)!,
+        rssMaxMb: Math.max(...ws.map((s) => s.rssMb)),
+        heapUsedMedianMb: pct(ws.map((s) => s.heapUsedMb), 50)!,
+        maxEnvHeapMb: envHeaps.length ? Math.max(...envHeaps) : null,
+        maxIngestQueue: Math.max(...ws.map((s) => s.ingestQueue)),
+        maxJobs: Math.max(...ws.map((s) => s.ordersJobs + s.totalsJobs)),
+        faults: faults.filter((f) => f.firedAt !== null && f.firedAt >= from && f.firedAt < to).map((f) => f.kind),
+      })
+    }
+
+    // memory over the second half of the load (after retention and maintenance reached steady state)
+    const fromSecond = loadSeconds / 2
+    const half = loadSamples.filter((s) => s.t >= fromSecond)
+    const perMin = (pts: [number, number][]) => {
+      const k = slope(pts)
+      return k === null ? null : Math.round(k * 60 * 100) / 100
+    }
+    const rssSlope = perMin(half.map((s) => [s.t, s.rssMb]))
+    const heapSlope = perMin(half.map((s) => [s.t, s.heapUsedMb]))
+    const envSlope = perMin(half.filter((s) => s.writerHeapMb !== null || s.compactorHeapMb !== null).map((s) => [s.t, (s.writerHeapMb ?? 0) + (s.compactorHeapMb ?? 0)]))
+    const loadWindows = windows.filter((w) => w.to <= Math.ceil(loadSeconds / o.windowSeconds) * o.windowSeconds && w.from < loadSeconds)
+    const afterWarmup = loadWindows.filter((w) => w.from >= o.warmupSeconds)
+    const medianRss = pct(half.map((s) => s.rssMb), 50) ?? 0
+    const halfMinutes = (loadSeconds - fromSecond) / 60
+    const tolerance = Math.max(32, 0.1 * medianRss)
+    const growth = rssSlope === null ? null : rssSlope * halfMinutes
+    const stores = loadSamples.filter((s) => s.storeMb !== undefined)
+    const memory = {
+      fromSecond: Math.round(fromSecond),
+      rssSlopeMbPerMin: rssSlope,
+      heapUsedSlopeMbPerMin: heapSlope,
+      envHeapSlopeMbPerMin: envSlope,
+      firstWindowRssMb: afterWarmup[0]?.rssMedianMb ?? null,
+      lastWindowRssMb: afterWarmup.at(-1)?.rssMedianMb ?? null,
+      storeMbFirst: stores[0]?.storeMb ?? null,
+      storeMbLast: stores.at(-1)?.storeMb ?? null,
+      flat: growth !== null && growth <= tolerance,
+      criterion: `RSS growth the least-squares slope over the second half of the load projects (slope × ${halfMinutes.toFixed(1)} min) ≤ max(32 MB, 10% of that half's median RSS ${medianRss.toFixed(0)} MB) = ${tolerance.toFixed(0)} MB`,
+    }
+    checks.push({
+      name: 'memory flat',
+      ok: memory.flat,
+      info: !o.strictTiming,
+      detail: rssSlope === null ? 'too few samples' : `RSS slope ${rssSlope} MB/min over ${fromSecond.toFixed(0)}–${loadSeconds.toFixed(0)} s (projects ${growth!.toFixed(0)} MB; tolerance ${tolerance.toFixed(0)} MB); main heap ${heapSlope} MB/min; environments' heaps ${envSlope ?? '-'} MB/min`,
+    })
+
+    const probeLags = probes.filter((p) => p.seenAt !== null).map((p) => p.seenAt! - p.sentAt)
+    const faultCounts: SoakResult['faultCounts'] = {}
+    for (const f of faults) {
+      const c = (faultCounts[f.kind] ??= { armed: 0, fired: 0, recovered: 0 })
+      c.armed++
+      if (f.firedAt !== null) c.fired++
+      if (f.recovered) c.recovered++
+    }
+    const compStats = [...rt.tables.values()].map((x) => x.poller.stats)
+    const result: SoakResult = {
+      params: { ...o, log: undefined, afterStart: undefined } as Omit<SoakOptions, 'log'>,
+      loadSeconds: Math.round(loadSeconds),
+      drainSeconds: Math.round(drainSeconds),
+      drained,
+      wallSeconds: 0,
+      sent,
+      distinctOrderKeys: versions.size,
+      writer: { ...rt.writer.stats, coldStarts: writerColdStarts, redeliveredRecords, failures: Object.fromEntries(failures.writer), durationMs: durationsOf(durations.writer) },
+      compactor: {
+        invocations: compStats.reduce((a, s) => a + s.invocations, 0),
+        succeeded: compStats.reduce((a, s) => a + s.succeeded, 0),
+        crashes: compStats.reduce((a, s) => a + s.crashes, 0),
+        failedRecords: compStats.reduce((a, s) => a + s.failedRecords, 0),
+        coldStarts: compactorColdStarts,
+        failures: Object.fromEntries(failures.compactor),
+        durationMs: durationsOf(durations.compactor),
+      },
+      maintenance: maint,
+      faults,
+      faultCounts,
+      lag: {
+        thresholdMs,
+        baselineP99Ms: baselineP99,
+        probeP50Ms: pct(probeLags, 50),
+        probeP99Ms: pct(probeLags, 99),
+        probeMaxMs: probeLags.length ? Math.max(...probeLags) : null,
+        unseenProbes,
+        maxRecoverySeconds: firedFaults.length ? Math.max(...firedFaults.map((f) => f.recoverySeconds ?? Infinity)) : null,
+      },
+      memory,
+      totalsGap: gap,
+      windows,
+      samples,
+      checks,
+      ok: checks.every((c) => c.ok || c.info),
+    }
+    await rt.stop()
+    stopped = true
+    for (const p of maintenancePools.values()) await p.close()
+    result.wallSeconds = Math.round((Date.now() - wallStart) / 1000)
+    return result
+  } finally {
+    loadRunning = probing = maintaining = false
+    clearInterval(sampler)
+    if (!stopped) {
+      await rt.stop().catch(() => undefined)
+      for (const p of maintenancePools.values()) await p.close().catch(() => undefined)
+    }
+    control.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}

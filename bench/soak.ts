@@ -1,0 +1,139 @@
+// Soak: the local runtime (embedded S3 + SQS, real writer, compactor and maintenance
+// handlers in worker threads) under a steady write load for minutes while writer and
+// compactor invocations crash at random points and the compactor's environments are killed,
+// then a drain and the checks: nothing lost, nothing twice, no snapshot pointing at a
+// missing file, lag back under a threshold after each fault, memory flat. What is run and
+// measured: bench/lib/soak-run.ts. A short version runs in `npm test` (test/soak.test.ts).
+//
+//   npx tsx bench/soak.ts [--minutes 10] [--seconds N] [--rate 40] [--buckets 16] [--keys 5000]
+//     [--crash-every 45] [--warmup 60] [--visibility 30] [--task-threads 4] [--seed N]
+//     [--lag-threshold S] [--recover-within 90] [--maintenance-every 20] [--no-totals] [--no-s3-latency]
+//
+// Writes bench/out/soak.json (every sample, fault and check) and bench/out/soak-lag.svg,
+// prints a summary; exits 1 when an invariant failed.
+
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { freshnessChart } from '../local/chart.ts'
+import { parseBenchArgs } from './lib/args.ts'
+import { machineInfo, machineMarkdown } from './lib/machine.ts'
+import { OUT_DIR, markdownTable, writeResults } from './lib/report.ts'
+import { SOAK_DEFAULTS, type SoakResult, runSoak } from './lib/soak-run.ts'
+
+const s = (ms: number | null) => (ms === null ? '-' : (ms / 1000).toFixed(1))
+
+export function soakMarkdown(r: SoakResult): string {
+  const out: string[] = []
+  out.push(
+    `Load ${r.loadSeconds} s at ${r.params.rate} events/s (+1 probe/s${r.params.totalsEvery ? `, +1 totals message per ${r.params.totalsEvery} events` : ''}), ${r.params.buckets} buckets; drain ${r.drainSeconds} s; wall ${r.wallSeconds} s. ` +
+      `Sent ${r.sent.orders} upserts over ${r.distinctOrderKeys - r.sent.probes} keys, ${r.sent.probes} probes, ${r.sent.totals} totals messages (${r.sent.messages} SQS messages).`,
+  )
+  out.push(
+    `Writer: ${r.writer.invocations} invocations, ${r.writer.crashes} crashed, ${r.writer.failedRecords} records left for redelivery, ${r.writer.redeliveredRecords} redelivered records received, ${r.writer.coldStarts} cold starts. ` +
+      `Compactor: ${r.compactor.invocations} invocations, ${r.compactor.crashes} crashed, ${r.compactor.failedRecords} jobs returned, ${r.compactor.coldStarts} cold starts. ` +
+      `Maintenance: ${r.maintenance.runs} runs (${r.maintenance.failed} failed), ${r.maintenance.snapshotsExpired} snapshots expired, ${r.maintenance.orphansDeleted} orphans and ${r.maintenance.markersDeleted} ingest markers deleted.`,
+  )
+  const d = (x: SoakResult['writer']['durationMs']) => `${x.p50 ?? '-'} / ${x.p99 ?? '-'} / ${x.max ?? '-'} ms`
+  out.push(`Invocation durations p50 / p99 / max: writer ${d(r.writer.durationMs)}, compactor ${d(r.compactor.durationMs)}.`)
+  for (const [fn, f] of [['writer', r.writer.failures], ['compactor', r.compactor.failures]] as const) {
+    const e = Object.entries(f)
+    if (e.length) out.push(`Failed ${fn} invocations: ${e.map(([k, n]) => `${n}× ${k}`).join('; ')}.`)
+  }
+  out.push('')
+  out.push(
+    markdownTable(
+      ['fault', 'armed', 'fired', 'lag back under threshold', 'slowest recovery (s)', 'highest peak lag (s)'],
+      Object.entries(r.faultCounts).map(([kind, c]) => {
+        const fs = r.faults.filter((f) => f.kind === kind && f.firedAt !== null)
+        return [
+          kind,
+          c.armed,
+          c.fired,
+          `${c.recovered}/${c.fired}`,
+          fs.length ? Math.max(...fs.map((f) => f.recoverySeconds ?? Infinity)).toFixed(1) : '-',
+          fs.length ? s(Math.max(...fs.map((f) => f.peakLagMs ?? 0))) : '-',
+        ]
+      }),
+    ),
+  )
+  out.push('')
+  out.push(
+    markdownTable(
+      ['window (s)', 'faults', 'probe lag p50 / p99 / max (s)', 'max lag (s)', 'max L0 age (s)', 'RSS median / max (MB)', 'main heap (MB)', 'largest env heap (MB)', 'max ingest queue', 'max jobs queued'],
+      r.windows.map((w) => [
+        `${w.from}–${w.to}${w.from >= r.loadSeconds ? ' (drain)' : ''}`,
+        w.faults.length ? w.faults.join(', ') : '-',
+        `${s(w.probeLagP50Ms)} / ${s(w.probeLagP99Ms)} / ${s(w.probeLagMaxMs)}`,
+        s(w.lagMaxMs),
+        s(w.l0AgeMaxMs),
+        `${w.rssMedianMb.toFixed(0)} / ${w.rssMaxMb.toFixed(0)}`,
+        w.heapUsedMedianMb.toFixed(0),
+        w.maxEnvHeapMb === null ? '-' : w.maxEnvHeapMb.toFixed(0),
+        w.maxIngestQueue,
+        w.maxJobs,
+      ]),
+    ),
+  )
+  out.push('')
+  out.push(
+    `Lag: probes p50 ${s(r.lag.probeP50Ms)} s, p99 ${s(r.lag.probeP99Ms)} s, max ${s(r.lag.probeMaxMs)} s; threshold ${s(r.lag.thresholdMs)} s (baseline p99 before the first fault ${s(r.lag.baselineP99Ms)} s). ` +
+      `Memory over ${r.memory.fromSecond}–${r.loadSeconds} s: RSS ${r.memory.rssSlopeMbPerMin ?? '-'} MB/min, main heap ${r.memory.heapUsedSlopeMbPerMin ?? '-'} MB/min, environments' heaps ${r.memory.envHeapSlopeMbPerMin ?? '-'} MB/min; RSS first/last window after warm-up ${r.memory.firstWindowRssMb ?? '-'} / ${r.memory.lastWindowRssMb ?? '-'} MB; stored objects ${r.memory.storeMbFirst ?? '-'} → ${r.memory.storeMbLast ?? '-'} MB.`,
+  )
+  out.push('')
+  out.push(markdownTable(['check', 'result', 'detail'], r.checks.map((c) => [c.name, c.ok ? 'held' : c.info ? 'no (reported)' : '**FAILED**', c.detail.replaceAll('|', '\\|')])))
+  return out.join('\n')
+}
+
+if (import.meta.filename === process.argv[1]) {
+  const args = parseBenchArgs(
+    process.argv.slice(2),
+    ['--no-totals', '--no-s3-latency'],
+    ['--minutes', '--seconds', '--rate', '--buckets', '--keys', '--crash-every', '--warmup', '--visibility', '--task-threads', '--seed', '--lag-threshold', '--recover-within', '--maintenance-every'],
+  )
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
+  const machine = machineInfo(['fauxqs', '@aws-sdk/client-s3', '@aws-sdk/client-sqs', 'tsx'])
+  const seconds = args.num('--seconds', args.num('--minutes', 10) * 60)
+  const visibility = args.num('--visibility', SOAK_DEFAULTS.visibilityTimeoutSeconds)
+  const recoverWithin = args.num('--recover-within', SOAK_DEFAULTS.recoverWithinSeconds)
+  const lagThreshold = args.num('--lag-threshold', 0)
+  const r = await runSoak({
+    seconds,
+    rate: args.num('--rate', SOAK_DEFAULTS.rate),
+    buckets: args.num('--buckets', SOAK_DEFAULTS.buckets),
+    keys: args.num('--keys', SOAK_DEFAULTS.keys),
+    totalsEvery: args.has('--no-totals') ? 0 : SOAK_DEFAULTS.totalsEvery,
+    faultEverySeconds: args.num('--crash-every', SOAK_DEFAULTS.faultEverySeconds),
+    warmupSeconds: args.num('--warmup', Math.min(SOAK_DEFAULTS.warmupSeconds, Math.round(seconds / 5))),
+    visibilityTimeoutSeconds: visibility,
+    // the function timeout stays under the visibility timeout, as AWS requires
+    timeoutMs: Math.min(SOAK_DEFAULTS.timeoutMs, Math.round(visibility * 1000 * 0.8)),
+    taskThreads: args.num('--task-threads', SOAK_DEFAULTS.taskThreads),
+    seed: args.num('--seed', SOAK_DEFAULTS.seed),
+    lagThresholdMs: lagThreshold > 0 ? lagThreshold * 1000 : undefined,
+    recoverWithinSeconds: recoverWithin,
+    maintenanceEverySeconds: args.num('--maintenance-every', SOAK_DEFAULTS.maintenanceEverySeconds),
+    s3LatencyMs: args.has('--no-s3-latency') ? 0 : SOAK_DEFAULTS.s3LatencyMs,
+    log: (line) => process.stderr.write(line + '\n'),
+  })
+  console.log(soakMarkdown(r))
+  console.log(`\n${machineMarkdown(machine)}`)
+  mkdirSync(OUT_DIR, { recursive: true })
+  const svg = join(OUT_DIR, 'soak-lag.svg')
+  writeFileSync(
+    svg,
+    freshnessChart(
+      [
+        { label: 'oldest unseen probe', points: r.samples.map((x) => [x.t, x.probeAgeMs / 1000] as [number, number]) },
+        { label: 'oldest L0 file', points: r.samples.map((x) => [x.t, x.l0AgeMs / 1000] as [number, number]) },
+      ],
+      { title: `Soak: freshness lag under faults (${r.faults.filter((f) => f.firedAt !== null).length} faults)` },
+    ),
+  )
+  process.stderr.write(`results: ${writeResults('soak', { machine, ...r })}\nchart: ${svg}\n`)
+  const failed = r.checks.filter((c) => !c.ok && !c.info)
+  if (failed.length) {
+    process.stderr.write(`SOAK FAILED: ${failed.map((c) => c.name).join('; ')}\n`)
+    process.exit(1)
+  }
+  process.exit(0)
+}

@@ -1,0 +1,289 @@
+// Fault injection for the soak (bench/soak.ts, test/soak.test.ts), on both sides of the
+// worker-thread boundary. The soak process arms a fault by writing a file into a control
+// directory; the next invocation of the named function claims it with a rename (only one
+// rename of a file succeeds, so exactly one invocation gets each fault), appends what it did
+// to a log, and misbehaves:
+// - throw: the handler fails before doing anything (a function error; SQS redelivers);
+// - exit-at-write: the thread exits at the k-th S3 write of the invocation, before that
+//   write is sent or after it landed (k from the share the soak chose, scaled by the writes
+//   this environment's previous invocation made), so crashes fall anywhere from the first
+//   data file to the snapshot and the LATEST hint;
+// - exit-after-return: the handler finished (committed, jobs enqueued) and the thread exits
+//   before the poller can delete the messages: redelivery of work that is done.
+// Restarts and memory reports go over a BroadcastChannel every thread of the process shares:
+// on `restart` every environment of the role exits at once (busy ones mid-job), so the next
+// invocations cold-start; on `memory?` each one answers with its own V8 heap.
+//
+// The S3 write hook patches S3Store in the worker's own module instance; it stands for a
+// crash at an exact point of the write path, which a timer could hit only by chance.
+import { appendFileSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { getHeapStatistics } from 'node:v8'
+import { BroadcastChannel, isMainThread, threadId } from 'node:worker_threads'
+import { S3Store } from '../../lib/store/s3-store.ts'
+
+export const CONTROL_DIR_ENV = 'STRATA_SOAK_CONTROL_DIR'
+export const CHANNEL_ENV = 'STRATA_SOAK_CHANNEL'
+
+export type Role = 'writer' | 'compactor'
+export type CrashKind = 'throw' | 'exit-at-write' | 'exit-after-return'
+
+export interface ArmedFault {
+  seq: number
+  role: Role
+  kind: CrashKind
+  /** exit-at-write: position in [0, 1) of the write to die at, among the invocation's writes */
+  share?: number
+  /** exit-at-write: die after the write landed (else before it is sent) */
+  landed?: boolean
+}
+
+/** One line of the fired log. */
+export interface FiredFault {
+  seq: number
+  role: Role
+  kind: CrashKind | 'restart'
+  /** epoch ms */
+  at: number
+  threadId: number
+  /** where it struck, in words: "before write 3 of ~12 (PutObject s3://…/bucket-1/data-….parquet)" */
+  point: string
+  /** SQS records of the invocation it struck; 0 for an idle environment killed by a restart */
+  records: number
+}
+
+export type ControlMessage = { type: 'restart'; role: Role; seq: number } | { type: 'memory?'; seq: number }
+
+export interface MemoryReport {
+  type: 'memory'
+  seq: number
+  role: Role
+  threadId: number
+  /** V8 heap of this thread's isolate, bytes */
+  heapUsed: number
+  heapTotal: number
+  /** invocations this environment served */
+  invocations: number
+  /** ms since the environment imported the handler */
+  ageMs: number
+}
+
+const ARMED = 'armed'
+const CLAIMED = 'claimed'
+const FIRED_LOG = 'fired.jsonl'
+
+// ---- the soak process's side ----
+
+export class SoakControl {
+  readonly dir: string
+  readonly channelName: string
+  private readonly channel: BroadcastChannel
+  private readOffset = 0
+  private readonly reports = new Map<number, MemoryReport & { receivedAt: number }>()
+  private memorySeq = 0
+
+  constructor(dir: string, channelName: string) {
+    this.dir = dir
+    this.channelName = channelName
+    mkdirSync(join(dir, ARMED), { recursive: true })
+    mkdirSync(join(dir, CLAIMED), { recursive: true })
+    writeFileSync(join(dir, FIRED_LOG), '')
+    this.channel = new BroadcastChannel(channelName)
+    this.channel.onmessage = (event) => {
+      const m = (event as MessageEvent).data as MemoryReport | ControlMessage
+      if (m.type === 'memory') this.reports.set(m.threadId, { ...m, receivedAt: Date.now() })
+    }
+  }
+
+  /** The environment variables the wrapped handlers need. */
+  env(): Record<string, string> {
+    return { [CONTROL_DIR_ENV]: this.dir, [CHANNEL_ENV]: this.channelName }
+  }
+
+  arm(fault: ArmedFault): void {
+    const name = `${fault.role}-${String(fault.seq).padStart(6, '0')}.json`
+    const tmp = join(this.dir, `.${name}`)
+    writeFileSync(tmp, JSON.stringify(fault))
+    // appears whole: a worker never claims a half-written file
+    renameSync(tmp, join(this.dir, ARMED, name))
+  }
+
+  /** Takes back an armed fault nobody claimed; false when an invocation got it meanwhile. */
+  disarm(fault: ArmedFault): boolean {
+    const name = `${fault.role}-${String(fault.seq).padStart(6, '0')}.json`
+    try {
+      renameSync(join(this.dir, ARMED, name), join(this.dir, `.cancelled-${name}`))
+      return true
+    } catch {
+      return false
+    }
+  }
+
+  restart(role: Role, seq: number): void {
+    const m: ControlMessage = { type: 'restart', role, seq }
+    this.channel.postMessage(m)
+  }
+
+  /** Asks every environment for its heap; answers arrive as each thread gets to it. */
+  requestMemory(): void {
+    const m: ControlMessage = { type: 'memory?', seq: ++this.memorySeq }
+    this.channel.postMessage(m)
+  }
+
+  /** The latest report of each thread that answered within `maxAgeMs`. */
+  memoryReports(maxAgeMs: number): MemoryReport[] {
+    const now = Date.now()
+    for (const [id, r] of this.reports) if (now - r.receivedAt > maxAgeMs) this.reports.delete(id)
+    return [...this.reports.values()]
+  }
+
+  /** Log lines appended since the last call. */
+  newlyFired(): FiredFault[] {
+    const text = readFileSync(join(this.dir, FIRED_LOG), 'utf8')
+    const end = text.lastIndexOf('\n') + 1
+    const lines = text.slice(this.readOffset, end).split('\n').filter((l) => l !== '')
+    this.readOffset = end
+    return lines.map((l) => JSON.parse(l) as FiredFault)
+  }
+
+  close(): void {
+    this.channel.close()
+  }
+}
+
+// ---- the handlers' side (inside a worker thread) ----
+
+interface Current {
+  fault: ArmedFault
+  records: number
+  writes: number
+  /** the write to die at (1-based) */
+  target: number
+}
+
+let role: Role | null = null
+let current: Current | null = null
+let busy = 0
+let invocations = 0
+let writesThisInvocation = 0
+/** writes of this environment's previous invocation: the scale for exit-at-write */
+let writesLastInvocation = 0
+const loadedAt = Date.now()
+
+function controlDir(): string | undefined {
+  return process.env[CONTROL_DIR_ENV] || undefined
+}
+
+function logFired(f: Omit<FiredFault, 'at' | 'threadId'>): void {
+  const dir = controlDir()
+  if (!dir) return
+  const line: FiredFault = { ...f, at: Date.now(), threadId }
+  appendFileSync(join(dir, FIRED_LOG), JSON.stringify(line) + '\n')
+}
+
+function die(point: string): never {
+  const c = current!
+  logFired({ seq: c.fault.seq, role: c.fault.role, kind: c.fault.kind, point, records: c.records })
+  process.exit(1)
+}
+
+/**
+ * Sets up this environment for `r`: the restart/memory listener and the S3 write hook.
+ * Called once, at the top of a wrapper module.
+ */
+export function installSoakControl(r: Role): void {
+  if (isMainThread || role !== null) return
+  role = r
+  const name = process.env[CHANNEL_ENV]
+  if (name) {
+    const channel = new BroadcastChannel(name)
+    channel.unref()
+    channel.onmessage = (event) => {
+      const m = (event as MessageEvent).data as ControlMessage | MemoryReport
+      if (m.type === 'restart' && m.role === role) {
+        logFired({ seq: m.seq, role: m.role, kind: 'restart', point: busy > 0 ? 'busy: killed mid-invocation' : 'idle', records: current?.records ?? 0 })
+        process.exit(1)
+      }
+      if (m.type === 'memory?') {
+        const h = getHeapStatistics()
+        const report: MemoryReport = {
+          type: 'memory', seq: m.seq, role: role!, threadId, heapUsed: h.used_heap_size, heapTotal: h.total_heap_size, invocations, ageMs: Date.now() - loadedAt,
+        }
+        channel.postMessage(report)
+      }
+    }
+  }
+  const proto = S3Store.prototype as unknown as Record<'put' | 'putIfAbsent', (this: S3Store, key: string, data: Uint8Array) => Promise<unknown>>
+  for (const method of ['put', 'putIfAbsent'] as const) {
+    const original = proto[method]
+    proto[method] = async function (this: S3Store, key: string, data: Uint8Array) {
+      writesThisInvocation++
+      const c = current
+      if (c && c.fault.kind === 'exit-at-write' && ++c.writes === c.target) {
+        const what = `${method === 'put' ? 'PutObject' : 'PutObject If-None-Match'} ${this.uri}/${key}`
+        if (!c.fault.landed) die(`before write ${c.writes} of ~${writesLastInvocation || '?'} (${what})`)
+        const result = await original.call(this, key, data)
+        die(`after write ${c.writes} of ~${writesLastInvocation || '?'} landed (${what})`)
+        return result
+      }
+      return original.call(this, key, data)
+    }
+  }
+}
+
+/** The armed fault for this role, if any, now owned by this invocation. */
+function claim(r: Role): ArmedFault | null {
+  const dir = controlDir()
+  if (!dir) return null
+  let names: string[]
+  try {
+    names = readdirSync(join(dir, ARMED)).filter((n) => n.startsWith(`${r}-`)).sort()
+  } catch {
+    return null
+  }
+  for (const n of names) {
+    const to = join(dir, CLAIMED, `${n}.${threadId}`)
+    try {
+      renameSync(join(dir, ARMED, n), to)
+    } catch {
+      continue // another invocation got it
+    }
+    return JSON.parse(readFileSync(to, 'utf8')) as ArmedFault
+  }
+  return null
+}
+
+/**
+ * Runs `fn` (the real handler) as invocation of `r`, with this invocation's armed fault if
+ * it claims one.
+ */
+export async function withSoakFaults<T>(r: Role, records: number, fn: () => Promise<T>): Promise<T> {
+  busy++
+  invocations++
+  writesThisInvocation = 0
+  try {
+    const fault = claim(r)
+    if (fault) {
+      const scale = writesLastInvocation > 0 ? writesLastInvocation : r === 'writer' ? 20 : 6
+      current = { fault, records, writes: 0, target: 1 + Math.floor((fault.share ?? 0) * scale) }
+      if (fault.kind === 'throw') {
+        logFired({ seq: fault.seq, role: r, kind: 'throw', point: 'before the handler ran', records })
+        current = null
+        throw new Error(`soak: injected ${r} error (fault ${fault.seq})`)
+      }
+    }
+    const result = await fn()
+    if (current) {
+      const c = current
+      const point = c.fault.kind === 'exit-after-return'
+        ? `after the handler returned (${writesThisInvocation} writes), before the poller deleted the messages`
+        : `after the handler returned: only ${writesThisInvocation} writes, fewer than ${c.target}, before the poller deleted the messages`
+      die(point)
+    }
+    return result
+  } finally {
+    writesLastInvocation = writesThisInvocation
+    current = null
+    busy--
+  }
+}
