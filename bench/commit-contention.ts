@@ -303,8 +303,8 @@ async function onePoint(
       const t0 = performance.now()
       let r: CommitResult
       if (queued) {
-        // the writer saw snapshot (sequence base >> 32) - 1 when it started
-        const base = Number(req.adds[0].file.minSequenceNumber >> 32n) - 1
+        // the snapshot the writer built on: at latest the one before its commit began
+        const base = await h.snapshots.latestId()
         const { body } = await encodeCommitMessage(await commitMessageOf(h, req, base), h.store)
         const t1 = performance.now()
         await queued.send(body, `writer-${c}`)

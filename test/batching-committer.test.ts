@@ -19,6 +19,7 @@ import {
   validateCommitMessage,
   writeMessage,
 } from '../lib/commit/commit-message.ts'
+import { compactTable } from '../lib/lsm/compact-table.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import type { ObjectStore } from '../lib/store/object-store.ts'
 import { S3Store } from '../lib/store/s3-store.ts'
@@ -195,7 +196,7 @@ describe('batching committer', () => {
 
   // Merge-on-read only: a compaction orders level-0 files of equal maxSequenceNumber by file
   // name (lib/lsm/levels.ts compareLevel0), so such a tie is not kept FIFO through it.
-  it('equal sequence numbers for one key resolve to the later message (merge-on-read)', async () => {
+  it('two writers on the same latest snapshot: the later-started batch wins in either FIFO order; an exact tie reads the same before and after compaction', async () => {
     for (const order of [[0, 1], [1, 0]]) {
       const table = await newTable({ bucket: '1' })
       const committer = new BatchingCommitter(table)
@@ -203,11 +204,23 @@ describe('batching committer', () => {
       // two writers on the same latest snapshot, each writing key 7 as its first row
       const other = await Table.open(table.store)
       const ms = [(await writeMessage(table, records(table, put([7], 100))))!, (await writeMessage(other, records(other, put([7], 200))))!]
-      expect(ms[0].adds[0].file.maxSequenceNumber).toBe(ms[1].adds[0].file.maxSequenceNumber)
+      // sequence numbers come from the writer's clock, not the snapshot id: distinct ranges
+      expect(ms[1].adds[0].file.minSequenceNumber).toBeGreaterThan(ms[0].adds[0].file.maxSequenceNumber)
       const res = await committer.commit(order.map((i) => ms[i]))
       expect(res.snapshots).toHaveLength(1)
-      expect(await readAll(table)).toEqual([[DT, 7, order[1] === 0 ? 100 : 200, null, null]])
+      expect(await readAll(table)).toEqual([[DT, 7, 200, null, null]])
     }
+    // writers whose clocks read the same millisecond: an exact tie, settled by file order the
+    // same way by reads and by compaction
+    const table = await newTable({ bucket: '1' })
+    const other = await Table.open(table.store)
+    const base = 5n << 40n
+    const ms = [(await writeMessage(table, records(table, put([7], 100)), { sequenceBase: base }))!, (await writeMessage(other, records(other, put([7], 200)), { sequenceBase: base }))!]
+    expect(ms[0].adds[0].file.maxSequenceNumber).toBe(ms[1].adds[0].file.maxSequenceNumber)
+    await new BatchingCommitter(table).commit(ms)
+    const before = await readAll(await Table.open(table.store))
+    await compactTable(await Table.open(table.store), { full: true })
+    expect(await readAll(await Table.open(table.store))).toEqual(before)
   })
 
   it('redelivered messages, alone or mixed with new ones and copies, land once', async () => {

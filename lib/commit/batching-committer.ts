@@ -5,13 +5,11 @@
 //
 // Folding:
 // - APPEND messages are concatenated into one APPEND snapshot, their ADD entries in FIFO
-//   order. The read path sorts a bucket's level-0 files by maxSequenceNumber with a stable
-//   sort and the merge sorts one key's records by sequence with a stable sort, so between
-//   equal sequence numbers the file listed later wins; files keep their manifest order
-//   across snapshots (base then delta, folded in order), so FIFO order of ADD entries makes
-//   an exact tie resolve to the later message. (Compaction orders level 0 by file name
-//   between equal maxSequenceNumbers, see lib/lsm/levels.ts compareLevel0, so a tie that
-//   survives to a compaction is not guaranteed FIFO there.)
+//   order. Which of two folded writes of one key wins is decided by sequence numbers, which
+//   writers take from their clock (lib/write/table-write.ts sequenceBase), so the batch that
+//   started later wins whatever the FIFO order; an exact tie (two writers, one millisecond)
+//   is settled by file order, the same way by reads and compaction (orderFiles,
+//   compareLevel0).
 // - COMPACT messages follow in one COMPACT snapshot (more only when a message deletes a file
 //   an earlier message of the same snapshot added). Paimon snapshots have one kind, and
 //   incremental readers treat the two differently (APPEND deltas are new data, COMPACT

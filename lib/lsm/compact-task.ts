@@ -226,7 +226,9 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
         upgraded++
         continue
       }
-      const sources = step.runs.map((run) => {
+      // the runs come newest first; the merge takes sources oldest first (the later source
+      // wins a tie of sequence numbers), as the read path orders them (orderFiles)
+      const sources = [...step.runs].reverse().map((run) => {
         for (const f of run) rowsIn += f.rowCount
         return readRun(table, dir, run, dvs)
       })

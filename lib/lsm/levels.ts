@@ -44,7 +44,7 @@ export function sortedRun(level: number, files: LsmFile[]): SortedRun {
 }
 
 /** Paimon orders level 0 by maxSequenceNumber, newest first; names break ties between writers. */
-export function compareLevel0(a: LsmFile, b: LsmFile): number {
+export function compareLevel0(a: Pick<LsmFile, 'name' | 'maxSequenceNumber'>, b: Pick<LsmFile, 'name' | 'maxSequenceNumber'>): number {
   if (a.maxSequenceNumber !== b.maxSequenceNumber) return a.maxSequenceNumber > b.maxSequenceNumber ? -1 : 1
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0
 }

@@ -45,7 +45,9 @@ export interface MergeReaderOptions {
 }
 
 /**
- * Merges sorted sources into one sorted stream with one record per key. Records whose
+ * Merges sorted sources into one sorted stream with one record per key. Sources are given
+ * oldest first: records of one key with equal sequence numbers keep source order, so the
+ * later (newer) source's record is added last and wins. Records whose
  * merged result is null are dropped; retract results (-U/-D) are yielded, so the caller
  * decides (a top-level read drops them, a compaction to a non-top level keeps them).
  */

@@ -6,6 +6,7 @@ import { bucketOf } from '../format/bucket.ts'
 import { rowComparator } from '../format/compare.ts'
 import { type ByteSource, DataFileReader } from '../format/data-file.ts'
 import { bucketPath } from '../format/partition-path.ts'
+import { compareLevel0 } from '../lsm/levels.ts'
 import { mergeSortedRuns } from '../lsm/merge-reader.ts'
 import { createMergeFunction, sequenceComparator } from '../lsm/merge-function.ts'
 import type { ObjectStore } from '../store/object-store.ts'
@@ -178,13 +179,18 @@ function valueColumnsToRead(table: Table, columns: number[], filter?: KeyFilter)
   return [...need]
 }
 
-/** Sorted runs of a split, oldest first: level-0 files by sequence, then higher levels. */
+/**
+ * A split's files oldest first, the order mergeSortedRuns takes (on equal sequence numbers
+ * the later source wins): higher levels first, deepest first, then level 0 from oldest to
+ * newest by compareLevel0 — the same order compaction merges in, so a tie resolves the same
+ * way before and after a compaction.
+ */
 export function orderFiles(files: ManifestEntry[]): ManifestEntry[] {
-  return [...files].sort(
-    (a, b) =>
-      (a.file.level === 0 ? 0 : 1) - (b.file.level === 0 ? 0 : 1) ||
-      (a.file.level === 0 ? Number(a.file.maxSequenceNumber - b.file.maxSequenceNumber) : b.file.level - a.file.level),
-  )
+  const lsm = (e: ManifestEntry) => ({ name: e.file.fileName, maxSequenceNumber: e.file.maxSequenceNumber })
+  return [...files].sort((a, b) => {
+    if (a.file.level !== b.file.level) return a.file.level === 0 ? 1 : b.file.level === 0 ? -1 : b.file.level - a.file.level
+    return a.file.level === 0 ? compareLevel0(lsm(b), lsm(a)) : 0
+  })
 }
 
 function countOpen(stats: ReadStats | undefined, level: number): void {
@@ -228,7 +234,7 @@ export async function* readSplitRecords(
     return
   }
   if (stats) stats.mergedSplits++
-  const sources = split.files.map((e) =>
+  const sources = orderFiles(split.files).map((e) =>
     (async function* () {
       const reader = await openFile(table, split, e, stats)
       yield* withoutDeleted(reader.batches({ valueColumns }), dvs.get(e.file.fileName))
@@ -283,7 +289,8 @@ export async function lookup(table: Table, key: KeyFilter, opts: { snapshotId?: 
   for (const split of plan.splits) {
     const dvs = view.options.deletionVectors ? await loadDeletionVectors(table, plan.dvIndex.get(bucketIdentifier(split.partition, split.bucket))) : new Map()
     const found: KeyValue[] = []
-    for (const e of split.files) {
+    // merge-on-read: oldest first, so a sequence tie resolves as in scans and compaction
+    for (const e of dvMode ? split.files : orderFiles(split.files)) {
       if (dvMode && e.file.level === 0) continue
       const reader = await openFile(table, split, e)
       let pos = -1

@@ -52,6 +52,8 @@ export interface WriteOptions {
   dedupAfterSnapshotId?: number
   onProgress?: (done: number, total: number, phase: string) => void
   beforeSnapshotCreate?: (id: number) => Promise<void> | void
+  /** tests only: number the rows from this instead of sequenceBase() (to build exact ties) */
+  sequenceBase?: bigint
 }
 
 /**
@@ -83,9 +85,27 @@ export function refusedRetraction(table: Table, r: WriteRecord): string | null {
   }
 }
 
-/** Seq = next snapshot id << 32 | row index. */
-export function sequenceBase(nextSnapshotId: number): bigint {
-  return BigInt(nextSnapshotId) << 32n
+/** Low bits of a sequence number: the row's index in its batch (2^20 rows per millisecond). */
+export const SEQUENCE_ROW_BITS = 20n
+let lastSequenceEnd = 0n
+
+/**
+ * The first sequence number of a batch of `rows` rows: the writer's clock in milliseconds
+ * shifted past the row bits, and past every number this process handed out before, so a
+ * process's batches always ascend and a batch of more than 2^20 rows takes the next
+ * milliseconds too. Two batches that race for one snapshot (concurrent writers, or a
+ * committer folding several messages) get distinct ranges, ordered by when they started,
+ * where numbering from the next snapshot id gave both the same base and left ties for
+ * file order to settle. Clocks of different writers agree to well under the time a batch
+ * takes to write and commit, so a batch that started after another one committed numbers
+ * above it. 2^41 ms (year 2039) << 20 stays below 2^63; and above the `snapshot id << 32`
+ * numbering of earlier Strata versions for any table of fewer than 4·10^8 snapshots.
+ */
+export function sequenceBase(rows: number, nowMs: number = Date.now()): bigint {
+  const base = BigInt(Math.floor(nowMs)) << SEQUENCE_ROW_BITS
+  const start = base > lastSequenceEnd ? base : lastSequenceEnd
+  lastSequenceEnd = start + BigInt(Math.max(rows, 1))
+  return start
 }
 
 export function commitUserFor(table: Table): string {
@@ -97,7 +117,7 @@ export async function writeBatch(table: Table, records: WriteRecord[], opts: Wri
   const view = table.view
   const { bucket: numBuckets } = view.options
   const nextId = (await table.snapshots.latestId()) + 1
-  const seqBase = sequenceBase(nextId)
+  const seqBase = opts.sequenceBase ?? sequenceBase(records.length)
   const partitionTypes = view.partitionFields.map((f) => f.type)
 
   // group by (partition, bucket); plain loops, this runs once per input row
