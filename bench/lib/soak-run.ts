@@ -74,6 +74,13 @@ export interface SoakOptions {
   /** no fault armed after this (default: seconds − recoverWithinSeconds) */
   faultsUntilSeconds?: number
   kinds: readonly FaultKind[]
+  /** one writer fault and one compactor fault may be armed at once (else one fault at a time) */
+  parallelRoles: boolean
+  /**
+   * keep the load (and the faults) going past `seconds`, up to this many seconds, until every
+   * kind in `kinds` has struck once: a short run on a slow machine still covers them all
+   */
+  coverKindsWithinSeconds?: number
   visibilityTimeoutSeconds: number
   timeoutMs: number
   maxReceiveCount: number
@@ -95,6 +102,12 @@ export interface SoakOptions {
   recoverWithinSeconds: number
   drainTimeoutSeconds: number
   /**
+   * a key at an older version although its latest version was acknowledged (an older
+   * version committed later won the merge) is reported, not failed: a known engine bug
+   * pinned by test/soak.test.ts; a key whose latest version was never acknowledged fails
+   */
+  tolerateStaleVersions: boolean
+  /**
    * lag recovery within the window and flat memory count as invariants (a long run on a
    * quiet enough machine); false: reported only (tests on a shared machine)
    */
@@ -107,19 +120,22 @@ export interface SoakOptions {
 
 export const SOAK_DEFAULTS: SoakOptions = {
   seconds: 600,
-  rate: 40,
-  buckets: 16,
+  // sized for a shared 2-core machine: compaction keeps up between faults
+  rate: 20,
+  buckets: 8,
   keys: 5000,
   totalsEvery: 4,
   totalsKeys: 40,
-  totalsBuckets: 4,
-  faultEverySeconds: 45,
+  totalsBuckets: 2,
+  faultEverySeconds: 60,
   warmupSeconds: 60,
   kinds: FAULT_KINDS,
-  visibilityTimeoutSeconds: 30,
-  timeoutMs: 25_000,
+  parallelRoles: false,
+  // a crash heals when its messages come back: the visibility timeout bounds recovery
+  visibilityTimeoutSeconds: 40,
+  timeoutMs: 30_000,
   maxReceiveCount: 5,
-  taskThreads: 4,
+  taskThreads: 2,
   writerConcurrency: 2,
   writerBatchingWindowMs: 1000,
   s3LatencyMs: 5,
@@ -129,11 +145,14 @@ export const SOAK_DEFAULTS: SoakOptions = {
   windowSeconds: 60,
   maintenanceEverySeconds: 20,
   snapshotRetainedSeconds: 180,
-  dedupWindowMs: 240_000,
-  orphanOlderThanMs: 120_000,
-  recoverWithinSeconds: 90,
-  drainTimeoutSeconds: 240,
+  // longer than maxReceiveCount visibility timeouts, so a redelivery still finds its marker
+  dedupWindowMs: 300_000,
+  // longer than any invocation, so cleanup never takes files a running commit will reference
+  orphanOlderThanMs: 180_000,
+  recoverWithinSeconds: 150,
+  drainTimeoutSeconds: 300,
   strictTiming: true,
+  tolerateStaleVersions: false,
   seed: 20_260_601,
 }
 
@@ -177,6 +196,8 @@ export interface FaultRecord {
   firedAt: number | null
   /** what the handler logged; for a restart, one line per environment killed */
   points: string[]
+  /** restart: compactor environments alive when it was sent, and how many said they exited */
+  environmentsBefore?: number
   environmentsKilled?: number
   peakLagMs: number | null
   recovered: boolean | null
@@ -241,6 +262,8 @@ export interface SoakResult {
     flat: boolean
     criterion: string
   }
+  /** orders keys left at an older version after their latest was acknowledged (tolerateStaleVersions) */
+  staleVersions: number
   totalsGap: { keys: number; excess: number; explainable: number; regroupedMessages: number; redeliveredMessages: number }
   windows: WindowStats[]
   samples: Sample[]
@@ -370,11 +393,22 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     const key = `${result.error.name}: ${result.error.message.replace(/\d+/g, 'N').slice(0, 120)}`
     failures[fn].set(key, (failures[fn].get(key) ?? 0) + 1)
   }
+  // orders messages not yet acknowledged → (id, version); once the poller deleted one after a
+  // successful invocation (which the writer answers only after its commit), the highest
+  // acknowledged version per id
+  const ordersPending = new Map<string, [number, number]>()
+  const ackedVersion = new Map<number, number>()
   const onWriter = (info: { records: { messageId: string; attributes: { ApproximateReceiveCount: string } }[]; result: InvokeResult; startedAt: number; deleted: string[] }) => {
     if (info.result.coldStart) writerColdStarts++
     noteFailure('writer', info.result)
     const ids = info.records.map((r) => r.messageId).sort()
     const signature = createHash('sha1').update(ids.join(',')).digest('hex').slice(0, 16)
+    for (const id of info.deleted) {
+      const k = ordersPending.get(id)
+      if (!k) continue
+      ordersPending.delete(id)
+      ackedVersion.set(k[0], Math.max(ackedVersion.get(k[0]) ?? 0, k[1]))
+    }
     for (const r of info.records) {
       if (r.attributes.ApproximateReceiveCount !== '1') redeliveredRecords++
       totalsMeta.get(r.messageId)?.deliveries.push({
@@ -438,6 +472,10 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
 
     const start = Date.now()
     const now = () => (Date.now() - start) / 1000
+    const faults: FaultRecord[] = []
+    const allKindsFired = () => o.kinds.every((k) => faults.some((f) => f.kind === k && f.firedAt !== null))
+    /** still covering kinds: past `seconds`/`faultsUntil` but not past the cover limit */
+    const covering = () => o.coverKindsWithinSeconds !== undefined && now() < o.coverKindsWithinSeconds && !allKindsFired()
 
     /** SendMessageBatch, 10 at a time; returns the message ids in order. */
     const send = async (bodies: string[]): Promise<string[]> => {
@@ -468,11 +506,12 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       let owed = 0
       let events = 0
       let nextProbeAt = 0
-      for (let tick = 0; Date.now() - start < o.seconds * 1000; tick++) {
+      for (let tick = 0; Date.now() - start < o.seconds * 1000 || covering(); tick++) {
         const wait = start + tick * tickMs - Date.now()
         if (wait > 0) await sleep(wait)
         owed += perTick
         const bodies: string[] = []
+        const bodyKeys: [number, number][] = []
         const totalsBodies: { customer: string; qty: number }[] = []
         const probesNow: Probe[] = []
         for (; owed >= 1; owed--) {
@@ -480,6 +519,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
           const version = (versions.get(id) ?? 0) + 1
           versions.set(id, version)
           bodies.push(JSON.stringify({ _table: 'orders', id, customer: `c${id % 97}`, amount: amountOf(id, version), version }))
+          bodyKeys.push([id, version])
           sent.orders++
           events++
           if (o.totalsEvery > 0 && events % o.totalsEvery === 0) {
@@ -494,12 +534,14 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
           const p: Probe = { id, sentAt: Date.now(), seenAt: null }
           probesNow.push(p)
           bodies.push(JSON.stringify({ _table: 'orders', id, customer: 'probe', amount: amountOf(id, 1), version: 1 }))
+          bodyKeys.push([id, 1])
           sent.probes++
         }
         const all = [...bodies, ...totalsBodies.map((x) => JSON.stringify({ _table: 'totals', customer: x.customer, qty: x.qty, n: 1 }))]
         if (all.length === 0) continue
         for (const p of probesNow) p.sentAt = Date.now()
         const ids = await send(all)
+        bodyKeys.forEach((k, i) => ordersPending.set(ids[i], k))
         for (const p of probesNow) {
           probes.push(p)
           unseen.add(p)
@@ -544,7 +586,6 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     })()
 
     // ---- faults ----
-    const faults: FaultRecord[] = []
     const bySeq = new Map<number, FaultRecord>()
     const absorbFired = () => {
       for (const f of control.newlyFired()) {
@@ -555,18 +596,19 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
         if (f.kind === 'restart') rec.environmentsKilled = (rec.environmentsKilled ?? 0) + 1
       }
     }
-    const faultLoop = (async () => {
+    let seq = 0
+    const faultLane = async (kinds: readonly FaultKind[]) => {
       let next = o.warmupSeconds
       let cycle: FaultKind[] = []
-      let seq = 0
       while (loadRunning) {
         if (now() < next) {
           await sleep(Math.min(500, (next - now()) * 1000))
           continue
         }
-        if (now() > faultsUntil || o.kinds.length === 0) break
+        if (kinds.length === 0 || (now() > faultsUntil && !covering())) break
+        if (o.coverKindsWithinSeconds !== undefined && now() > faultsUntil && kinds.every((k) => faults.some((f) => f.kind === k && f.firedAt !== null))) break
         if (cycle.length === 0) {
-          cycle = [...o.kinds]
+          cycle = [...kinds]
           for (let i = cycle.length - 1; i > 0; i--) {
             const j = Math.floor(random() * (i + 1))
             ;[cycle[i], cycle[j]] = [cycle[j], cycle[i]]
@@ -577,11 +619,20 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
         faults.push(rec)
         bySeq.set(rec.seq, rec)
         if (kind === 'compactor-restart') {
-          control.restart('compactor', rec.seq)
-          rec.firedAt = now()
+          // a restart needs environments to kill: wait for a warm one (one that answers the
+          // memory requests; an environment still importing its handler cannot hear a restart)
+          const warm = () => control.memoryReports(3 * o.sampleEveryMs).filter((m) => m.role === 'compactor').length
+          const deadline = Date.now() + 60_000
+          while (warm() === 0 && loadRunning && Date.now() < deadline) await sleep(200)
+          rec.environmentsBefore = [...rt.tables.values()].reduce((n, x) => n + x.pool.size, 0)
+          const postedAt = now()
           rec.environmentsKilled = 0
-          await sleep(1000)
-          absorbFired()
+          control.restart('compactor', rec.seq)
+          for (let i = 0; i < 15 && rec.environmentsKilled === 0; i++) {
+            await sleep(200)
+            absorbFired()
+          }
+          rec.firedAt = rec.environmentsKilled > 0 ? postedAt : null
         } else {
           const [role, what] = kind.startsWith('writer') ? (['writer', kind.slice(7)] as const) : (['compactor', kind.slice(10)] as const)
           const armed: ArmedFault = {
@@ -600,10 +651,15 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
           }
           if (rec.firedAt === null) control.disarm(armed)
         }
+        // not struck (nothing claimed it, no environment heard it): it comes again next
+        if (rec.firedAt === null && loadRunning) cycle.unshift(kind)
         log(`fault ${rec.seq} ${kind} at ${(rec.firedAt ?? now()).toFixed(1)} s: ${kind === 'compactor-restart' ? `${rec.environmentsKilled} environment(s) killed` : (rec.points[0] ?? 'not claimed')}`)
         next = (rec.firedAt ?? now()) + o.faultEverySeconds * (0.5 + random())
       }
-    })()
+    }
+    const faultLoop = o.parallelRoles
+      ? Promise.all([faultLane(o.kinds.filter((k) => k.startsWith('writer'))), faultLane(o.kinds.filter((k) => k.startsWith('compactor')))])
+      : faultLane(o.kinds)
 
     // ---- maintenance, as the schedule would run it ----
     const maint = { runs: 0, failed: 0, errors: [] as string[], snapshotsExpired: 0, orphansDeleted: 0, markersDeleted: 0 }
@@ -758,6 +814,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       const table = await Table.open(orders.table.store)
       const rows = await readAll(table)
       const problems: string[] = []
+      const stale: string[] = []
       const seen = new Set<number>()
       for (const r of rows) {
         const id = Number(r[0])
@@ -765,12 +822,27 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
         seen.add(id)
         const want = versions.get(id)
         if (want === undefined) problems.push(`id ${id} read but never sent`)
-        else if (r[3] !== want) problems.push(`id ${id} at version ${r[3]}, expected ${want}`)
+        else if (r[3] !== want) {
+          // the latest version was acknowledged, so committed: an older version written
+          // after it won the merge, not a lost message
+          if (ackedVersion.get(id) === want && o.tolerateStaleVersions) stale.push(`id ${id} at version ${r[3]}, expected ${want}`)
+          else problems.push(`id ${id} at version ${r[3]}, expected ${want}${ackedVersion.get(id) === want ? ' (the latest was acknowledged: an older version written later won)' : ` (the latest acknowledged: ${ackedVersion.get(id) ?? 'none'})`}`)
+        }
         else if (r[2] !== unscaledAmountOf(id, want) || r[1] !== (id >= PROBE_BASE ? 'probe' : `c${id % 97}`)) problems.push(`id ${id}: columns ${JSON.stringify(r.map(String))} differ from what was sent`)
       }
       for (const id of versions.keys()) if (!seen.has(id)) problems.push(`id ${id} lost`)
-      check(`orders${what}: every key once, at its latest version`, problems, `${rows.length} rows = ${versions.size} keys sent (${sent.probes} probes), each once at its latest version`)
+      check(`orders${what}: every key once, at its latest version`, problems, `${rows.length} rows = ${versions.size} keys sent (${sent.probes} probes), each once at its latest version${stale.length ? ', except the stale ones below' : ''}`)
+      if (what === '' && o.tolerateStaleVersions) {
+        staleVersions = stale.length
+        checks.push({
+          name: 'orders: the highest version wins when an older one is committed after it (sequence.field with deletion vectors)',
+          ok: stale.length === 0,
+          info: true,
+          detail: stale.length ? `${stale.length} key(s) at an older version although the latest was acknowledged: ${stale.slice(0, 6).join('; ')}` : 'held',
+        })
+      }
     }
+    let staleVersions = 0
     await verifyOrders('')
 
     const gap = { keys: 0, excess: 0, explainable: 0, regroupedMessages: 0, redeliveredMessages: 0 }
@@ -1041,6 +1113,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       },
       memory,
       totalsGap: gap,
+      staleVersions,
       windows,
       samples,
       checks,

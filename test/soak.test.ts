@@ -1,0 +1,109 @@
+// The soak, short (bench/soak.ts runs it for minutes): the local runtime under a steady
+// write load while every fault kind strikes at least once — writer and compactor throwing,
+// exiting at a random S3 write (mid-commit, mid-compaction) or after committing and before
+// the ack, and every compactor environment killed at once. Afterwards the pipeline must
+// drain and the tables must hold exactly what was sent: the deduplicate table every key once
+// at its latest version, the aggregation table no message short (an excess is allowed only
+// where a message was delivered more than once, and is reported), every probe visible, no
+// dead-lettered message, no retained snapshot pointing at a missing file, nothing left that
+// orphan cleanup does not take. No wall-clock figure is asserted: lag recovery and memory
+// are measured and reported by the bench, here only "eventually everything is visible".
+//
+// The visibility timeout is shorter than the function timeout on purpose, so a crash
+// heals in seconds; a slow invocation on a loaded machine may then see its messages
+// delivered again while it runs, which the checks allow for (it is SQS behaviour too).
+// Crashes at a chosen S3 write come from a hook in the handlers' worker threads
+// (local/runtime/soak-control.ts): no real fault stops a thread at an exact write.
+
+import { describe, expect, it } from 'vitest'
+import { FAULT_KINDS, runSoak } from '../bench/lib/soak-run.ts'
+import { compactTable } from '../lib/lsm/compact-table.ts'
+import { readAll } from '../lib/read/table-read.ts'
+import { MemoryStore } from '../lib/store/memory-store.ts'
+import { recordFromJson } from '../lib/table/json-values.ts'
+import { Table } from '../lib/table/table.ts'
+import { writeBatch } from '../lib/write/table-write.ts'
+
+describe('soak (short)', () => {
+  it('under load with writer crashes, compactor crashes and restarts: drains, nothing lost or twice, every probe visible, no dangling file', async () => {
+    const r = await runSoak({
+      // 12 s of load at least; longer, up to 35 s, until every fault kind has struck
+      seconds: 12,
+      coverKindsWithinSeconds: 35,
+      rate: 15,
+      buckets: 4,
+      keys: 300,
+      totalsEvery: 3,
+      totalsKeys: 12,
+      totalsBuckets: 2,
+      warmupSeconds: 2,
+      faultEverySeconds: 1,
+      faultsUntilSeconds: 10,
+      parallelRoles: true,
+      kinds: FAULT_KINDS,
+      visibilityTimeoutSeconds: 6,
+      timeoutMs: 60_000,
+      maxReceiveCount: 50,
+      taskThreads: 2,
+      writerBatchingWindowMs: 500,
+      s3LatencyMs: 0,
+      probeEveryMs: 500,
+      sampleEveryMs: 1000,
+      windowSeconds: 5,
+      // expiration and marker cleanup run during the load; orphan cleanup only takes what no
+      // running invocation can still commit
+      maintenanceEverySeconds: 5,
+      snapshotRetainedSeconds: 8,
+      dedupWindowMs: 60_000,
+      orphanOlderThanMs: 60_000,
+      recoverWithinSeconds: 15,
+      drainTimeoutSeconds: 120,
+      strictTiming: false,
+      // a key left at an older version although its latest was acknowledged is the engine
+      // bug pinned below, reported in r.staleVersions; a latest version never acknowledged fails
+      tolerateStaleVersions: true,
+    })
+    const failed = r.checks.filter((c) => !c.ok && !c.info).map((c) => `${c.name}: ${c.detail}`)
+    expect(failed, failed.join('\n')).toEqual([])
+    expect(r.drained).toBe(true)
+    expect(r.lag.unseenProbes).toBe(0)
+    expect(r.sent.probes).toBeGreaterThan(20)
+    // the run covered what it claims: every fault kind struck, crashes were seen by the pollers
+    const fired = Object.fromEntries(FAULT_KINDS.map((k) => [k, r.faultCounts[k]?.fired ?? 0]))
+    const missing = Object.entries(fired).filter(([, n]) => n === 0).map(([k]) => k)
+    expect(missing, `fault kinds that never struck: ${missing.join(', ')}`).toEqual([])
+    expect(r.writer.crashes).toBeGreaterThan(0)
+    expect(r.compactor.crashes).toBeGreaterThan(0)
+    expect(r.faults.filter((f) => f.kind === 'compactor-restart').reduce((n, f) => n + (f.environmentsKilled ?? 0), 0)).toBeGreaterThan(0)
+    expect(r.maintenance.runs).toBeGreaterThan(0)
+    expect(r.maintenance.failed).toBe(0)
+  }, 180_000)
+
+  // Found by the soak: a redelivered older version committed after a newer one wins once
+  // compaction lifts it out of L0, so a reader of the latest snapshot sees the older row.
+  // Shrunk from a random sequence: two keys, one compaction, then the older version of one.
+  // Kept failing on purpose until lib/lsm fixes it (then drop `.fails` and
+  // `tolerateStaleVersions` above).
+  it.fails('deduplicate with sequence.field and deletion vectors: an older version written after a compaction does not win', async () => {
+    const table = await Table.create(new MemoryStore(), {
+      fields: [
+        { name: 'id', type: 'BIGINT' },
+        { name: 'version', type: 'INT' },
+      ],
+      primaryKeys: ['id'],
+      partitionKeys: [],
+      options: { bucket: '1', 'deletion-vectors.enabled': 'true', 'sequence.field': 'version' },
+    })
+    const write = (id: number, version: number) => writeBatch(table, [recordFromJson(table.view, { id, version }, 'record 0')])
+    await write(0, 6)
+    await write(4, 9)
+    await compactTable(table)
+    await write(0, 2)
+    await compactTable(table)
+    expect((await readAll(table)).map((r) => [Number(r[0]), r[1]] as [number, unknown]).sort((a, b) => a[0] - b[0])).toEqual([
+      [0, 6],
+      [4, 9],
+    ])
+  })
+})
+
