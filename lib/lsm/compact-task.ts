@@ -214,8 +214,9 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
   let rowsIn = 0, rowsOut = 0, upgraded = 0, marked = 0
   const commitUser = req.commitUser ?? commitUserFor(table)
   let commitStarted = false
-  // deduplicate needs only the position of a superseded row; other engines merge its value
-  const lookupColumns = table.mergeConfig.engine === 'deduplicate' ? [] : undefined
+  // deduplicate needs the position of a superseded row and, with `sequence.field`, the
+  // fields that decide which version wins; other engines merge its whole value
+  const lookupColumns = table.mergeConfig.engine === 'deduplicate' ? [...table.mergeConfig.sequenceFields] : undefined
 
   try {
     for (const step of steps) {
