@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto'
+import { mkdtemp } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import {
@@ -238,7 +240,10 @@ describe('ExecutionEnvironmentPool', () => {
   it('runs invocations in parallel threads up to maxEnvironments and queues the rest', async () => {
     const pool = probe({ maxEnvironments: 2 })
     try {
-      const pending = [0, 1, 2, 3].map(() => pool.invoke({ op: 'spin', ms: 250 }))
+      // the first two meet in a directory while blocking their threads: they can only both
+      // arrive if they run at once on two threads; the other two queue behind them
+      const dir = await mkdtemp(join(tmpdir(), 'strata-rendezvous-'))
+      const pending = [0, 1, 2, 3].map((i) => pool.invoke(i < 2 ? { op: 'rendezvous', dir, parties: 2 } : { op: 'spin', ms: 20 }))
       expect(pool.size).toBe(2)
       expect(pool.busy).toBe(2)
       const results = await Promise.all(pending)
@@ -247,9 +252,9 @@ describe('ExecutionEnvironmentPool', () => {
       expect(new Set(infos.map((i) => i.threadId)).size).toBe(2)
       expect(results.filter((r) => r.coldStart)).toHaveLength(2)
       expect(pool.busy).toBe(0)
-      // Two CPU-bound spins overlapping in time ran on two threads, not the test's own.
-      const [a, b] = infos.filter((_, i) => results[i].coldStart)
-      expect(a.startedAt < b.endedAt && b.startedAt < a.endedAt).toBe(true)
+      // The two blocking calls met, so they ran at the same time on two threads.
+      expect(infos.slice(0, 2).map((i) => i.met)).toEqual([true, true])
+      expect(results.slice(0, 2).map((r) => r.coldStart)).toEqual([true, true])
       // Within one environment the invocations ran one after the other.
       for (const env of new Set(results.map((r) => r.environmentId))) {
         const mine = infos.filter((_, i) => results[i].environmentId === env).sort((x, y) => x.startedAt - y.startedAt)
