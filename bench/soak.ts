@@ -49,8 +49,8 @@ export function soakMarkdown(r: SoakResult): string {
           kind,
           c.armed,
           c.fired,
-          `${c.recovered}/${c.fired}`,
-          fs.length ? Math.max(...fs.map((f) => f.recoverySeconds ?? Infinity)).toFixed(1) : '-',
+          `${c.recovered}/${c.fired}${c.overlapped ? ` (${c.overlapped} overlapped by the next fault)` : ''}`,
+          fs.some((f) => f.recoverySeconds !== null) ? Math.max(...fs.map((f) => f.recoverySeconds ?? 0)).toFixed(1) : '-',
           fs.length ? s(Math.max(...fs.map((f) => f.peakLagMs ?? 0))) : '-',
         ]
       }),

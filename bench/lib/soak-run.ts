@@ -186,6 +186,9 @@ export interface Sample {
   storeMb?: number
   snapshotsRetained?: number
   dlq?: number
+  /** the orders reader's decoded-manifest cache: entries, and manifest lists */
+  readerCachedManifestEntries?: number
+  readerCachedManifestLists?: number
 }
 
 export interface FaultRecord {
@@ -248,7 +251,8 @@ export interface SoakResult {
   compactor: { invocations: number; succeeded: number; crashes: number; failedRecords: number; coldStarts: number; failures: Record<string, number>; durationMs: Durations }
   maintenance: { runs: number; failed: number; errors: string[]; snapshotsExpired: number; orphansDeleted: number; markersDeleted: number }
   faults: FaultRecord[]
-  faultCounts: Record<string, { armed: number; fired: number; recovered: number }>
+  /** overlapped: the next fault struck before the lag was back (judged with that one) */
+  faultCounts: Record<string, { armed: number; fired: number; recovered: number; overlapped: number }>
   lag: { thresholdMs: number; baselineP99Ms: number | null; probeP50Ms: number | null; probeP99Ms: number | null; probeMaxMs: number | null; unseenProbes: number; maxRecoverySeconds: number | null }
   memory: {
     fromSecond: number
@@ -280,6 +284,43 @@ function pct(xs: number[], p: number): number | null {
 function durationsOf(xs: number[]): Durations {
   const r = (v: number | null) => (v === null ? null : Math.round(v))
   return { p50: r(pct(xs, 50)), p99: r(pct(xs, 99)), max: xs.length ? Math.round(Math.max(...xs)) : null }
+}
+
+/**
+ * Per fault: the peak lag between its firing and the end of its window (`recoverWithin`
+ * seconds, cut short by the next fault, whose lag is its own), and whether the lag came back
+ * under the threshold after that peak inside the window. A window cut short before the lag
+ * came back leaves `recovered` null: the fault is judged together with the next one (the
+ * last fault of such a chain has a full window, so a lag that never comes back fails).
+ */
+export function faultRecovery(faults: FaultRecord[], samples: Sample[], thresholdMs: number, recoverWithinSeconds: number): void {
+  const fired = faults.filter((f) => f.firedAt !== null).sort((a, b) => a.firedAt! - b.firedAt!)
+  fired.forEach((f, i) => {
+    const next = fired[i + 1]?.firedAt ?? Infinity
+    const end = Math.min(f.firedAt! + recoverWithinSeconds, next)
+    const win = samples.filter((s) => s.t >= f.firedAt! && s.t <= end)
+    f.peakLagMs = null
+    f.recovered = null
+    f.recoverySeconds = null
+    if (win.length === 0) return
+    let peakIdx = 0
+    win.forEach((s, j) => {
+      if (s.lagMs > win[peakIdx].lagMs) peakIdx = j
+    })
+    f.peakLagMs = win[peakIdx].lagMs
+    if (f.peakLagMs <= thresholdMs) {
+      f.recovered = true
+      f.recoverySeconds = 0
+      return
+    }
+    const back = win.slice(peakIdx).find((s) => s.lagMs <= thresholdMs)
+    if (back) {
+      f.recovered = true
+      f.recoverySeconds = Math.round((back.t - f.firedAt!) * 10) / 10
+    } else if (end >= f.firedAt! + recoverWithinSeconds) {
+      f.recovered = false
+    }
+  })
 }
 
 /** Least-squares slope of y over x. */
@@ -739,6 +780,11 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
         let dlq = await rt.queueDepth(rt.ingestDlqUrl)
         for (const x of rt.tables.values()) dlq += await rt.queueDepth(x.dlqUrl)
         s.dlq = dlq
+        // diagnostic: what the long-lived reader handle caches (private fields of ManifestIO,
+        // read for this report only)
+        const io = ordersReader.manifests as unknown as { cachedEntries?: number; lists?: Map<string, unknown> }
+        s.readerCachedManifestEntries = io.cachedEntries
+        s.readerCachedManifestLists = io.lists?.size
       }
       samples.push(s)
       absorbFired()
@@ -971,6 +1017,12 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     await verifyOrders(' after orphan cleanup')
     await verifyTotals(' after orphan cleanup')
 
+    check(
+      'maintenance runs succeeded',
+      maint.errors,
+      `${maint.runs} runs: ${maint.snapshotsExpired} snapshots expired, ${maint.orphansDeleted} orphans and ${maint.markersDeleted} ingest markers deleted`,
+      true,
+    )
     const unseenProbes = unseen.size
     check('every probe became visible', unseenProbes ? [`${unseenProbes} of ${probes.length} probes never visible`] : [], `${probes.length} probes`)
 
@@ -980,30 +1032,14 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     const baselineLags = loadSamples.filter((s) => s.t >= Math.min(10, o.warmupSeconds / 2) && s.t < firstFault).map((s) => s.lagMs)
     const baselineP99 = pct(baselineLags, 99)
     const thresholdMs = o.lagThresholdMs ?? Math.max(10_000, 2 * (baselineP99 ?? 0))
-    for (const f of faults) {
-      if (f.firedAt === null) continue
-      const win = samples.filter((s) => s.t >= f.firedAt! && s.t <= f.firedAt! + o.recoverWithinSeconds)
-      if (win.length === 0) continue
-      let peakIdx = 0
-      win.forEach((s, i) => {
-        if (s.lagMs > win[peakIdx].lagMs) peakIdx = i
-      })
-      f.peakLagMs = win[peakIdx].lagMs
-      if (f.peakLagMs <= thresholdMs) {
-        f.recovered = true
-        f.recoverySeconds = 0
-        continue
-      }
-      const back = win.slice(peakIdx).find((s) => s.lagMs <= thresholdMs)
-      f.recovered = back !== undefined
-      f.recoverySeconds = back ? Math.round((back.t - f.firedAt) * 10) / 10 : null
-    }
+    faultRecovery(faults, samples, thresholdMs, o.recoverWithinSeconds)
     const firedFaults = faults.filter((f) => f.firedAt !== null)
     const notRecovered = firedFaults.filter((f) => f.recovered === false)
+    const overlapped = firedFaults.filter((f) => f.recovered === null)
     check(
-      `lag back under ${(thresholdMs / 1000).toFixed(0)} s within ${o.recoverWithinSeconds} s of each fault`,
+      `lag back under ${(thresholdMs / 1000).toFixed(0)} s within ${o.recoverWithinSeconds} s of each fault (or before the next one)`,
       notRecovered.map((f) => `fault ${f.seq} (${f.kind} at ${f.firedAt!.toFixed(0)} s): peak ${((f.peakLagMs ?? 0) / 1000).toFixed(1)} s, not back under the threshold in ${o.recoverWithinSeconds} s`),
-      `${firedFaults.length} faults, all recovered (slowest ${Math.max(0, ...firedFaults.map((f) => f.recoverySeconds ?? 0)).toFixed(0)} s)`,
+      `${firedFaults.length - overlapped.length} faults recovered (slowest ${Math.max(0, ...firedFaults.map((f) => f.recoverySeconds ?? 0)).toFixed(0)} s)${overlapped.length ? `; ${overlapped.length} not yet back when the next fault struck, judged with it` : ''}`,
       !o.strictTiming,
     )
     const notFired = faults.filter((f) => f.firedAt === null)
@@ -1075,10 +1111,11 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     const probeLags = probes.filter((p) => p.seenAt !== null).map((p) => p.seenAt! - p.sentAt)
     const faultCounts: SoakResult['faultCounts'] = {}
     for (const f of faults) {
-      const c = (faultCounts[f.kind] ??= { armed: 0, fired: 0, recovered: 0 })
+      const c = (faultCounts[f.kind] ??= { armed: 0, fired: 0, recovered: 0, overlapped: 0 })
       c.armed++
       if (f.firedAt !== null) c.fired++
       if (f.recovered) c.recovered++
+      if (f.firedAt !== null && f.recovered === null) c.overlapped++
     }
     const compStats = [...rt.tables.values()].map((x) => x.poller.stats)
     const result: SoakResult = {
