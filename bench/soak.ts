@@ -7,18 +7,20 @@
 //
 //   npx tsx bench/soak.ts [--minutes 10] [--seconds N] [--rate 40] [--buckets 16] [--keys 5000]
 //     [--crash-every 45] [--warmup 60] [--visibility 30] [--task-threads 4] [--seed N]
-//     [--lag-threshold S] [--recover-within 90] [--maintenance-every 20] [--no-totals] [--no-s3-latency]
+//     [--lag-threshold S] [--recover-within 150] [--maintenance-every 20] [--no-totals] [--no-s3-latency]
+//   npx tsx bench/soak.ts --reanalyze --lag-threshold S [--recover-within S]
+//     (fault recovery of the last run, bench/out/soak.json, under another threshold)
 //
 // Writes bench/out/soak.json (every sample, fault and check) and bench/out/soak-lag.svg,
 // prints a summary; exits 1 when an invariant failed.
 
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { freshnessChart } from '../local/chart.ts'
 import { parseBenchArgs } from './lib/args.ts'
 import { machineInfo, machineMarkdown } from './lib/machine.ts'
 import { OUT_DIR, markdownTable, writeResults } from './lib/report.ts'
-import { SOAK_DEFAULTS, type SoakResult, runSoak } from './lib/soak-run.ts'
+import { SOAK_DEFAULTS, type SoakResult, faultRecovery, runSoak } from './lib/soak-run.ts'
 
 const s = (ms: number | null) => (ms === null ? '-' : (ms / 1000).toFixed(1))
 
@@ -87,10 +89,24 @@ export function soakMarkdown(r: SoakResult): string {
 if (import.meta.filename === process.argv[1]) {
   const args = parseBenchArgs(
     process.argv.slice(2),
-    ['--no-totals', '--no-s3-latency'],
+    ['--no-totals', '--no-s3-latency', '--reanalyze'],
     ['--minutes', '--seconds', '--rate', '--buckets', '--keys', '--crash-every', '--warmup', '--visibility', '--task-threads', '--seed', '--lag-threshold', '--recover-within', '--maintenance-every'],
   )
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
+  if (args.has('--reanalyze')) {
+    const last = JSON.parse(readFileSync(join(OUT_DIR, 'soak.json'), 'utf8')) as SoakResult
+    const thresholdMs = args.num('--lag-threshold', last.lag.thresholdMs / 1000) * 1000
+    const within = args.num('--recover-within', last.params.recoverWithinSeconds)
+    faultRecovery(last.faults, last.samples, thresholdMs, within)
+    console.log(`fault recovery of bench/out/soak.json with lag threshold ${thresholdMs / 1000} s, window ${within} s (cut at the next fault):\n`)
+    console.log(
+      markdownTable(
+        ['fault', 'kind', 'fired (s)', 'peak lag (s)', 'back under threshold after (s)', 'where it struck'],
+        last.faults.map((f) => [f.seq, f.kind, f.firedAt?.toFixed(0) ?? 'never', s(f.peakLagMs), f.recovered === null ? 'next fault first' : f.recovered ? String(f.recoverySeconds) : '**no**', (f.points[0] ?? '').replace(/\(PutObject[^)]*\/([^/)]+)\)/, '($1)').replaceAll('|', '\\|')]),
+      ),
+    )
+    process.exit(last.faults.some((f) => f.recovered === false) ? 1 : 0)
+  }
   const machine = machineInfo(['fauxqs', '@aws-sdk/client-s3', '@aws-sdk/client-sqs', 'tsx'])
   const seconds = args.num('--seconds', args.num('--minutes', 10) * 60)
   const visibility = args.num('--visibility', SOAK_DEFAULTS.visibilityTimeoutSeconds)
