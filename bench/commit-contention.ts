@@ -214,13 +214,15 @@ class QueuedCommitter {
     private readonly queueUrl: string,
     private readonly queueArn: string,
     private readonly region: string,
+    private readonly savedEnv: Record<string, string | undefined>,
   ) {}
 
   static async start(backend: Backend, tableName: string, uri: string): Promise<QueuedCommitter> {
     const sqs = new SQSClient({ endpoint: backend.endpoint, region: backend.region, credentials: backend.credentials, useQueueUrlAsEndpoint: false })
     const q = await sqs.send(new CreateQueueCommand({ QueueName: `${tableName}-commits.fifo`, Attributes: { FifoQueue: 'true', VisibilityTimeout: '60' } }))
-    // the committer function's environment: it serves this one table
-    Object.assign(process.env, {
+    // the committer function's environment: it serves this one table (restored by stop(), so
+    // the benchmarks after this one in the same process do not run with it)
+    const env = {
       AWS_ENDPOINT_URL: backend.endpoint,
       AWS_REGION: backend.region,
       AWS_ACCESS_KEY_ID: backend.credentials.accessKeyId,
@@ -229,11 +231,13 @@ class QueuedCommitter {
       POWERTOOLS_LOG_LEVEL: 'SILENT',
       STRATA_TABLES: JSON.stringify({ [tableName]: { uri } }),
       STRATA_TABLE: tableName,
-    })
+    }
+    const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]))
+    Object.assign(process.env, env)
     resetRuntime()
     // the function's logger was built at import, before POWERTOOLS_LOG_LEVEL was set here
     logger.setLogLevel('SILENT')
-    const c = new QueuedCommitter(sqs, q.QueueUrl!, `arn:aws:sqs:${backend.region}:000000000000:${tableName}-commits.fifo`, backend.region)
+    const c = new QueuedCommitter(sqs, q.QueueUrl!, `arn:aws:sqs:${backend.region}:000000000000:${tableName}-commits.fifo`, backend.region, saved)
     c.loop = c.run()
     return c
   }
@@ -273,6 +277,11 @@ class QueuedCommitter {
     await this.loop
     for (const w of this.waiting.values()) w.reject(new Error('queued committer stopped with commits in flight'))
     this.sqs.destroy()
+    for (const [k, v] of Object.entries(this.savedEnv)) {
+      if (v === undefined) delete process.env[k]
+      else process.env[k] = v
+    }
+    resetRuntime()
   }
 }
 

@@ -183,7 +183,13 @@ async function runSetting(threads: number, seconds: number, rate: number, seed: 
     clearInterval(sampler)
     const lags = samples.map((s) => s.lagMs)
     const dlq = await rt.queueDepth(t.dlqUrl)
-        const run: FreshnessRun = {
+    // a run whose writes never landed has no L0 files and so reads as zero lag: refuse it
+    const writerFailed = rt.writer.stats.failedRecords + rt.writer.stats.crashes
+    const landed = (await tableStatus(reader)).snapshot?.id ?? null
+    if (writerFailed > 0 || landed === null) {
+      throw new Error(`freshness task-threads ${threads}: the writes did not land (${rt.writer.stats.failedRecords} failed writer records, ${rt.writer.stats.crashes} writer crashes, latest snapshot ${landed}); the lag of this run would mean nothing`)
+    }
+    const run: FreshnessRun = {
       taskThreads: threads,
       seconds,
       rowsSent: sent,

@@ -29,7 +29,7 @@ export async function committerHandler(event: SQSEvent, context?: Context): Prom
   if (!event || !Array.isArray(event.Records)) throw new Error('committer: expected an SQS event with a Records array')
   const name = runtimeConfig().table
   if (!name) throw new Error('committer: environment variable STRATA_TABLE must name the one table this committer serves (STRATA_TABLES has several)')
-  metrics.addDimensions({ table: name })
+  metrics.addDimension('table', name)
   const resolved = await resolveTable(name)
   if (!resolved) throw new Error(`committer: table '${name}' is not in STRATA_TABLES`)
   const { table } = resolved

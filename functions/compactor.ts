@@ -19,7 +19,7 @@ export async function compactorHandler(event: SQSEvent, context?: Context): Prom
   // one compactor serves one table (its own queue and concurrency), so every metric of the
   // invocation carries that table
   const table = runtimeConfig().table
-  if (table) metrics.addDimensions({ table })
+  if (table) metrics.addDimension('table', table)
   const messages = event.Records.map((r) => ({ id: r.messageId, body: r.body, groupId: r.attributes?.MessageGroupId ?? r.messageId }))
   const res = await processCompactionJobs(messages, {
     resolve: resolveTable,

@@ -174,7 +174,7 @@ export async function maintenanceHandler(event: ScheduledEvent | undefined, cont
     throw err
   }
   const failed = Object.keys(summary.errors)
-  metrics.addDimensions({ table: summary.table })
+  metrics.addDimension('table', summary.table)
   if (summary.metrics) for (const [k, v] of Object.entries(summary.metrics) as [keyof TableMetrics, number][]) metrics.addMetric(k, UNITS[k], v)
   if (summary.queuedJobs !== null) metrics.addMetric('QueuedJobs', MetricUnit.Count, summary.queuedJobs)
   if (summary.expired) metrics.addMetric('SnapshotsExpired', MetricUnit.Count, summary.expired.expired.length)

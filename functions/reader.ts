@@ -327,7 +327,7 @@ export async function readerHandler(event: unknown, context?: Context): Promise<
     const out = await executeRead(req, {})
     const latency = Date.now() - started
     const filesOpened = out.stats ? out.stats.filesOpened.reduce((a, b) => a + b, 0) : 0
-    metrics.addDimensions({ table: req.table })
+    metrics.addDimension('table', req.table)
     metrics.addMetric('ReadLatency', MetricUnit.Milliseconds, latency)
     metrics.addMetric('RowsReturned', MetricUnit.Count, out.rows)
     if (out.stats) metrics.addMetric('FilesOpened', MetricUnit.Count, filesOpened)

@@ -62,13 +62,13 @@ export async function writerHandler(event: WriterEvent, context?: Context, hooks
   // EMF dimensions apply to a whole flush: with one table (the usual case) every metric
   // carries it; an invocation spanning several tables emits per-table single metrics
   const single = res.tables.length === 1
-  if (single) metrics.addDimensions({ table: res.tables[0].table })
+  if (single) metrics.addDimension('table', res.tables[0].table)
   for (const t of res.tables) {
     logger.info('committed', { table: t.table, snapshot: t.snapshotId, rows: t.rows, jobs: t.jobs, deduplicated: t.deduplicated, alreadyCommitted: t.alreadyCommitted, requestId: context?.awsRequestId })
     const emit = (name: string, value: number) => {
       if (single) return metrics.addMetric(name, MetricUnit.Count, value)
       const m = metrics.singleMetric()
-      m.addDimensions({ table: t.table })
+      m.addDimension('table', t.table)
       m.addMetric(name, MetricUnit.Count, value)
     }
     emit('RowsWritten', t.rows)

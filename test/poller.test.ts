@@ -237,6 +237,24 @@ describe('ExecutionEnvironmentPool', () => {
     }
   })
 
+  it("keeps the host's function configuration (STRATA_*, AWS_*, POWERTOOLS_*) out of the sandbox, as Lambda does", async () => {
+    // a benchmark that set STRATA_TABLE for one in-process function once made every later
+    // writer in the same process fail its configuration check
+    const saved = process.env.STRATA_TABLE
+    process.env.STRATA_TABLE = 'from-host'
+    const pool = probe({ env: { PROBE_VALUE: 'from-env', AWS_REGION: 'eu-west-1' } })
+    try {
+      const info = valueOf(await pool.invoke({ op: 'info' }))
+      expect(info.hostTableEnv).toBeUndefined()
+      expect(info.hostPathEnv).toBe(process.env.PATH)
+      expect(info.env).toBe('from-env')
+    } finally {
+      if (saved === undefined) delete process.env.STRATA_TABLE
+      else process.env.STRATA_TABLE = saved
+      await pool.close()
+    }
+  })
+
   it('runs invocations in parallel threads up to maxEnvironments and queues the rest', async () => {
     const pool = probe({ maxEnvironments: 2 })
     try {

@@ -116,7 +116,10 @@ export class ExecutionEnvironmentPool {
     this.memoryLimitInMB = memory
     this.execArgv = opts.execArgv ?? []
     this.workerEnv = {
-      ...stringEntries(process.env),
+      // A Lambda sandbox's environment is its function's configuration, not its host's: the
+      // host process's Strata, Powertools and AWS variables (a benchmark's or test's own
+      // function config) stay out, so one run cannot leak its table or endpoint into the next.
+      ...hostEnvironment(process.env),
       // The reserved variables Lambda sets in every sandbox that handlers and Powertools read.
       AWS_REGION: this.region,
       AWS_DEFAULT_REGION: this.region,
@@ -321,8 +324,14 @@ export class ExecutionEnvironmentPool {
   }
 }
 
-function stringEntries(env: NodeJS.ProcessEnv): Record<string, string> {
+/** Prefixes of the variables a function's configuration sets, which a sandbox does not inherit. */
+const FUNCTION_CONFIG_PREFIXES = ['STRATA_', 'POWERTOOLS_', 'AWS_']
+
+export function hostEnvironment(env: NodeJS.ProcessEnv): Record<string, string> {
   const out: Record<string, string> = {}
-  for (const [key, value] of Object.entries(env)) if (value !== undefined) out[key] = value
+  for (const [key, value] of Object.entries(env)) {
+    if (value === undefined || FUNCTION_CONFIG_PREFIXES.some((p) => key.startsWith(p))) continue
+    out[key] = value
+  }
   return out
 }
