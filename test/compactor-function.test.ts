@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { compactorHandler } from '../functions/compactor.ts'
 import type { CompactionJob } from '../lib/jobs/compaction-job.ts'
 import { messageGroupId } from '../lib/jobs/compaction-job.ts'
+import { type JobOutcome, processCompactionJobs } from '../lib/jobs/process-jobs.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import { S3Store } from '../lib/store/s3-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
@@ -80,6 +81,79 @@ describe('compactor function', () => {
     const again = await compactorHandler(sqsEvent([b1.record, c1.record]))
     expect(again.batchItemFailures).toEqual([])
     expect(sortRows(await readAll(table))).toEqual(model.snapshot())
+  })
+
+  it('a compaction whose commit loses every race is retried from fresh state, not returned', async () => {
+    // commit.max-retries 0: one lost race ends the commit. The race is real: a store wrapper
+    // lets a writer commit land, through another table handle, just before the compaction's
+    // first snapshot create, which then finds its id taken.
+    const { name, table } = await setup({ bucket: '1', 'commit.max-retries': '0' })
+    const model = new TableModel('deduplicate')
+    await writeOps(table, model, put([1, 2, 3]))
+    const r2 = await writeOps(table, model, put([2, 3, 4], 2))
+    const [j] = jobRecords(name, r2)
+    const racingWriter = await Table.open(new S3Store({ bucket: BUCKET, prefix: name, client: backend.s3Client() }))
+    let races = 0
+    const inner = new S3Store({ bucket: BUCKET, prefix: name, client: backend.s3Client() })
+    const racing = new Proxy(inner, {
+      get(target, prop) {
+        if (prop === 'putIfAbsent') {
+          return async (key: string, body: Uint8Array) => {
+            if (key.startsWith('snapshot/snapshot-') && races === 0) {
+              races++
+              await writeOps(racingWriter, model, put([5], 3))
+            }
+            return target.putIfAbsent(key, body)
+          }
+        }
+        const v = Reflect.get(target, prop, target)
+        return typeof v === 'function' ? v.bind(target) : v
+      },
+    })
+    const compacting = await Table.open(racing)
+    const outcomes: JobOutcome[] = []
+    const res = await processCompactionJobs([{ id: j.record.messageId, body: j.record.body, groupId: messageGroupId(j.job) }], {
+      resolve: async () => ({ table: compacting, jobs: null }),
+      onOutcome: (o) => outcomes.push(o),
+    })
+    expect(races).toBe(1)
+    expect(res.errors).toEqual([])
+    expect(res.failedIds).toEqual([])
+    expect(outcomes).toHaveLength(1)
+    expect(outcomes[0].conflictRetries).toBe(1)
+    // snapshots: APPEND, APPEND, the racing APPEND, then the retried COMPACT
+    const latest = (await table.snapshots.snapshot((await table.snapshots.latestId())!))!
+    expect(latest.id).toBe(4)
+    expect(latest.commitKind).toBe('COMPACT')
+    expect(sortRows(await readAll(await Table.open(table.store)))).toEqual(model.snapshot())
+    // without the fresh-state retry the job goes back (and would hold its bucket's group)
+    const noRetry = await setup({ bucket: '1', 'commit.max-retries': '0' })
+    const m2 = new TableModel('deduplicate')
+    const w = await writeOps(noRetry.table, m2, put([1]))
+    const [k] = jobRecords(noRetry.name, w)
+    const other = await Table.open(new S3Store({ bucket: BUCKET, prefix: noRetry.name, client: backend.s3Client() }))
+    let raced = false
+    const lossy = new Proxy(noRetry.table.store, {
+      get(target, prop) {
+        if (prop === 'putIfAbsent') {
+          return async (key: string, body: Uint8Array) => {
+            if (key.startsWith('snapshot/snapshot-') && !raced) {
+              raced = true
+              await writeOps(other, m2, put([2]))
+            }
+            return target.putIfAbsent(key, body)
+          }
+        }
+        const v = Reflect.get(target, prop, target)
+        return typeof v === 'function' ? v.bind(target) : v
+      },
+    })
+    const refused = await processCompactionJobs([{ id: k.record.messageId, body: k.record.body, groupId: messageGroupId(k.job) }], {
+      resolve: async () => ({ table: await Table.open(lossy), jobs: null }),
+      maxConflictRetries: 0,
+    })
+    expect(refused.failedIds).toEqual([k.record.messageId])
+    expect(refused.errors[0].error).toMatch(/lost races/)
   })
 
   it('a job for a bucket that needs nothing ends without a commit; redelivery is harmless', async () => {

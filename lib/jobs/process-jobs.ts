@@ -6,6 +6,7 @@
 
 import { compactBucket, type CompactBucketResult } from '../lsm/compact-task.ts'
 import type { Table } from '../table/table.ts'
+import { CommitFailedError } from '../commit/commit.ts'
 import { CommitConflictError } from '../types.ts'
 import { type CompactionJob, type JobQueue, decodeJob } from './compaction-job.ts'
 
@@ -25,12 +26,19 @@ export interface JobOutcome {
   endedAt: number
   /** a follow-up job was enqueued */
   followUp: boolean
+  /** fresh-state retries after a commit conflict or a commit that lost every race */
   conflictRetries: number
 }
 
 export interface ProcessOptions {
   resolve: (table: string) => Promise<{ table: Table; jobs: JobQueue | null } | null>
-  /** fresh-state retries after a commit conflict before the message is returned */
+  /**
+   * Fresh-state retries of a bucket's compaction, after a commit conflict or a commit that
+   * lost every race for the next snapshot (commit.max-retries), before its message is
+   * returned. A returned message holds its bucket's later jobs until the visibility
+   * timeout, and the FIFO rule returns the rest of the batch with it, so a lost race is
+   * cheaper to retry here; default 3.
+   */
   maxConflictRetries?: number
   onStart?: (job: CompactionJob) => void
   onOutcome?: (o: JobOutcome) => void
@@ -72,7 +80,8 @@ export async function processCompactionJobs(messages: JobMessage[], opts: Proces
           result = await compactBucket(target.table, { partition, bucket: job.bucket })
           break
         } catch (e) {
-          if (!(e instanceof CommitConflictError) || conflictRetries >= (opts.maxConflictRetries ?? 3)) throw e
+          const retryable = e instanceof CommitConflictError || e instanceof CommitFailedError
+          if (!retryable || conflictRetries >= (opts.maxConflictRetries ?? 3)) throw e
           conflictRetries++
         }
       }
