@@ -300,4 +300,44 @@ describe('handler metrics', () => {
       else process.env.POWERTOOLS_METRICS_DISABLED = saved
     }
   })
+
+  it('setting a dimension again before a flush replaces it, without a warning, and keeps the others', () => {
+    const saved = process.env.POWERTOOLS_METRICS_DISABLED
+    process.env.POWERTOOLS_METRICS_DISABLED = 'false'
+    const out: string[] = []
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      out.push(String(chunk))
+      return true
+    })
+    // Powertools warns through its own Console on stderr
+    const errOut: string[] = []
+    const warn = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      errOut.push(String(chunk))
+      return true
+    })
+    const consoleWarn = vi.spyOn(console, 'warn').mockImplementation((...args: unknown[]) => void errOut.push(args.map(String).join(' ')))
+    try {
+      const metrics = newMetrics('test')
+      metrics.publishStoredMetrics()
+      out.length = 0
+      // two unflushed invocations of a raw handler, as tests and benchmarks call them
+      metrics.addDimension('stage', 'a')
+      metrics.addDimension('table', 'first')
+      metrics.addDimension('table', 'second')
+      metrics.addMetric('Work', 'Count', 1)
+      metrics.publishStoredMetrics()
+      const warnings = [...errOut, ...out].filter((m) => m.includes('already been added'))
+      const emf = out.flatMap((s) => s.split('\n')).filter((l) => l.includes('"_aws"')).map((l) => JSON.parse(l))
+      expect(warnings).toEqual([])
+      expect(emf).toHaveLength(1)
+      expect(emf[0]).toMatchObject({ table: 'second', stage: 'a', function: 'test', Work: 1 })
+      expect(emf[0]._aws.CloudWatchMetrics[0].Dimensions).toEqual([expect.arrayContaining(['function', 'stage', 'table'])])
+    } finally {
+      consoleWarn.mockRestore()
+      warn.mockRestore()
+      spy.mockRestore()
+      if (saved === undefined) delete process.env.POWERTOOLS_METRICS_DISABLED
+      else process.env.POWERTOOLS_METRICS_DISABLED = saved
+    }
+  })
 })

@@ -73,4 +73,25 @@ class HandlerMetrics extends Metrics {
     if (s3.throttles > 0) this.addMetric('S3Throttles', MetricUnit.Count, s3.throttles)
     return super.publishStoredMetrics()
   }
+
+  // Dimensions added since the last flush. A handler called without logMetrics (tests, the
+  // benchmarks' in-process calls) never flushes, so its next invocation sets `table` again;
+  // Powertools then warns on every call. Setting a dimension that is already there replaces
+  // it quietly instead.
+  private readonly dimensionsSet = new Map<string, string>()
+
+  override addDimension(name: string, value: string): this {
+    if (this.dimensionsSet.has(name)) {
+      const others = [...this.dimensionsSet].filter(([k]) => k !== name)
+      this.clearDimensions()
+      for (const [k, v] of others) this.addDimension(k, v)
+    }
+    this.dimensionsSet.set(name, value)
+    return super.addDimension(name, value)
+  }
+
+  override clearDimensions(): void {
+    this.dimensionsSet.clear()
+    super.clearDimensions()
+  }
 }
