@@ -1,11 +1,11 @@
 // Batch writer: validated rows → grouped by (partition, bucket) → sorted and merged per the
 // merge engine → one level-0 file per bucket → one APPEND snapshot.
 //
-// Sequence numbers (design.md "Sequence numbers without a single writer per bucket"): a
-// batch numbers its rows after the next snapshot id as seen at its start, so
-// `_SEQUENCE_NUMBER = id << 32 | row`. A later batch of the same key started after this one
-// committed, so it sees a larger id and wins; 2^31 snapshots and 2^32 rows per batch fit a
-// Java long.
+// Sequence numbers: a batch numbers its rows from the writer's clock,
+// `_SEQUENCE_NUMBER = (ms << 20) + row`, never below what this process handed out before
+// (see sequenceBase). A later batch of the same key, started after this one committed,
+// numbers above it and wins. docs/format.md says why this deviates from design.md's
+// `next snapshot id << 32`.
 
 import { bucketFunction } from '../format/bucket.ts'
 import { serializeBinaryRow } from '../format/binary-row.ts'
