@@ -9,6 +9,7 @@ import type { CompactionJob } from '../lib/jobs/compaction-job.ts'
 import { messageGroupId } from '../lib/jobs/compaction-job.ts'
 import { type JobOutcome, processCompactionJobs } from '../lib/jobs/process-jobs.ts'
 import { readAll } from '../lib/read/table-read.ts'
+import type { ObjectStore } from '../lib/store/object-store.ts'
 import { S3Store } from '../lib/store/s3-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { Table } from '../lib/table/table.ts'
@@ -60,6 +61,22 @@ function jobRecords(name: string, res: Awaited<ReturnType<typeof writeBatch>>) {
   })
 }
 
+/** The store, with `beforeSnapshotCreate` run before every snapshot create it forwards. */
+function racingStore<S extends ObjectStore>(inner: S, beforeSnapshotCreate: () => Promise<void>): S {
+  return new Proxy(inner, {
+    get(target, prop) {
+      if (prop === 'putIfAbsent') {
+        return async (key: string, body: Uint8Array) => {
+          if (key.startsWith('snapshot/snapshot-')) await beforeSnapshotCreate()
+          return target.putIfAbsent(key, body)
+        }
+      }
+      const v = Reflect.get(target, prop, target)
+      return typeof v === 'function' ? v.bind(target) : v
+    },
+  })
+}
+
 const put = (ids: number[], a = 1): Op[] => ids.map((id) => ({ _kind: '+I', dt: '2024-05-01', id, a, b: null, c: null }))
 
 describe('compactor function', () => {
@@ -94,21 +111,10 @@ describe('compactor function', () => {
     const [j] = jobRecords(name, r2)
     const racingWriter = await Table.open(new S3Store({ bucket: BUCKET, prefix: name, client: backend.s3Client() }))
     let races = 0
-    const inner = new S3Store({ bucket: BUCKET, prefix: name, client: backend.s3Client() })
-    const racing = new Proxy(inner, {
-      get(target, prop) {
-        if (prop === 'putIfAbsent') {
-          return async (key: string, body: Uint8Array) => {
-            if (key.startsWith('snapshot/snapshot-') && races === 0) {
-              races++
-              await writeOps(racingWriter, model, put([5], 3))
-            }
-            return target.putIfAbsent(key, body)
-          }
-        }
-        const v = Reflect.get(target, prop, target)
-        return typeof v === 'function' ? v.bind(target) : v
-      },
+    const racing = racingStore(new S3Store({ bucket: BUCKET, prefix: name, client: backend.s3Client() }), async () => {
+      if (races > 0) return
+      races++
+      await writeOps(racingWriter, model, put([5], 3))
     })
     const compacting = await Table.open(racing)
     const outcomes: JobOutcome[] = []
@@ -133,20 +139,9 @@ describe('compactor function', () => {
     const [k] = jobRecords(noRetry.name, w)
     const other = await Table.open(new S3Store({ bucket: BUCKET, prefix: noRetry.name, client: backend.s3Client() }))
     let raced = false
-    const lossy = new Proxy(noRetry.table.store, {
-      get(target, prop) {
-        if (prop === 'putIfAbsent') {
-          return async (key: string, body: Uint8Array) => {
-            if (key.startsWith('snapshot/snapshot-') && !raced) {
-              raced = true
-              await writeOps(other, m2, put([2]))
-            }
-            return target.putIfAbsent(key, body)
-          }
-        }
-        const v = Reflect.get(target, prop, target)
-        return typeof v === 'function' ? v.bind(target) : v
-      },
+    const lossy = racingStore(noRetry.table.store, async () => {
+      if (!raced) await writeOps(other, m2, put([2]))
+      raced = true
     })
     const refused = await processCompactionJobs([{ id: k.record.messageId, body: k.record.body, groupId: messageGroupId(k.job) }], {
       resolve: async () => ({ table: await Table.open(lossy), jobs: null }),
