@@ -9,6 +9,41 @@ import { buildApp } from 'fauxqs'
 
 type FauxqsApp = ReturnType<typeof buildApp>
 
+// FIFO receive order. fauxqs 1.9 walks a queue's message groups in insertion order and takes
+// the first unlocked ones, so a group that always has messages waiting never leaves the
+// front and the groups behind it starve once receivers keep up with the front: with a
+// compaction job per bucket per writer commit, some buckets were never compacted. Real SQS
+// serves other groups' older messages. Here a group that was just received from moves
+// behind the others, which serves groups round robin by their oldest waiting message.
+// SqsQueue is not exported; its module is reached through the package's own file URL,
+// which is the module instance buildApp uses.
+interface FauxqsFifoQueue {
+  fifoMessages: Map<string, unknown[]>
+  inflightMessages: Map<string, { message: { messageGroupId?: string } }>
+  dequeueFifo(...args: unknown[]): { ReceiptHandle: string }[]
+}
+const { SqsQueue } = (await import(new URL('./sqs/sqsStore.js', import.meta.resolve('fauxqs')).href)) as {
+  SqsQueue?: { prototype: FauxqsFifoQueue & { strataRoundRobin?: true } }
+}
+if (typeof SqsQueue?.prototype.dequeueFifo !== 'function') {
+  throw new Error('embedded backend: fauxqs SqsQueue.dequeueFifo not found; the FIFO fairness patch needs fauxqs 1.9.x (see package.json)')
+}
+if (!SqsQueue.prototype.strataRoundRobin) {
+  const dequeueFifo = SqsQueue.prototype.dequeueFifo
+  SqsQueue.prototype.dequeueFifo = function (this: FauxqsFifoQueue, ...args: unknown[]) {
+    const received = dequeueFifo.apply(this, args)
+    for (const r of received) {
+      const groupId = this.inflightMessages.get(r.ReceiptHandle)?.message.messageGroupId ?? '__default'
+      const waiting = this.fifoMessages.get(groupId)
+      if (waiting === undefined) continue
+      this.fifoMessages.delete(groupId)
+      this.fifoMessages.set(groupId, waiting)
+    }
+    return received
+  }
+  SqsQueue.prototype.strataRoundRobin = true
+}
+
 export interface EmbeddedBackend {
   /** http://127.0.0.1:<port>, for S3 (path-style) and SQS clients alike */
   endpoint: string

@@ -6,6 +6,7 @@ import {
   S3Client,
   UploadPartCommand,
 } from '@aws-sdk/client-s3'
+import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs'
 import { buildApp } from 'fauxqs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { selfTestConditionalWrites, startEmbeddedBackend, type EmbeddedBackend } from '../local/embedded.ts'
@@ -127,6 +128,29 @@ describe('embedded backend', () => {
     await call('SendMessage', { QueueUrl, MessageBody: 'compact bucket-0', MessageGroupId: 'bucket-0' })
     const received = await call('ReceiveMessage', { QueueUrl, MaxNumberOfMessages: 10 })
     expect((received.Messages as { Body: string }[]).map((m) => m.Body)).toEqual(['compact bucket-0'])
+  })
+
+  it('serves FIFO groups with a backlog round robin, not the first group forever', async () => {
+    const sqs = new SQSClient({ endpoint: backend.endpoint, region: backend.region, credentials: backend.credentials, useQueueUrlAsEndpoint: false })
+    try {
+      const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: 'backlog.fifo', Attributes: { FifoQueue: 'true', ContentBasedDeduplication: 'true' } }))
+      // three buckets with four jobs each, sent job by job as writer commits send them
+      for (let job = 0; job < 4; job++) {
+        for (const g of ['a', 'b', 'c']) await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: `${g}${job}`, MessageGroupId: g }))
+      }
+      const order: string[] = []
+      for (let i = 0; i < 12; i++) {
+        const r = await sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 1 }))
+        const m = r.Messages?.[0]
+        if (!m) break
+        order.push(m.Body!)
+        await sqs.send(new DeleteMessageCommand({ QueueUrl, ReceiptHandle: m.ReceiptHandle }))
+      }
+      // plain fauxqs 1.9 gives a0 a1 a2 a3 b0 …: group a first until it is empty
+      expect(order).toEqual(['a0', 'b0', 'c0', 'a1', 'b1', 'c1', 'a2', 'b2', 'c2', 'a3', 'b3', 'c3'])
+    } finally {
+      sqs.destroy()
+    }
   })
 })
 
