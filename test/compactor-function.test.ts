@@ -61,13 +61,20 @@ function jobRecords(name: string, res: Awaited<ReturnType<typeof writeBatch>>) {
   })
 }
 
-/** The store, with `beforeSnapshotCreate` run before every snapshot create it forwards. */
-function racingStore<S extends ObjectStore>(inner: S, beforeSnapshotCreate: () => Promise<void>): S {
-  return new Proxy(inner, {
+/**
+ * The store, with `race` run once, just before the first snapshot create it forwards, which
+ * then finds its id taken if `race` committed. `raced()` says whether it ran.
+ */
+function racingStore<S extends ObjectStore>(inner: S, race: () => Promise<unknown>): { store: S; raced: () => boolean } {
+  let raced = false
+  const store = new Proxy(inner, {
     get(target, prop) {
       if (prop === 'putIfAbsent') {
         return async (key: string, body: Uint8Array) => {
-          if (key.startsWith('snapshot/snapshot-')) await beforeSnapshotCreate()
+          if (!raced && key.startsWith('snapshot/snapshot-')) {
+            raced = true
+            await race()
+          }
           return target.putIfAbsent(key, body)
         }
       }
@@ -75,6 +82,7 @@ function racingStore<S extends ObjectStore>(inner: S, beforeSnapshotCreate: () =
       return typeof v === 'function' ? v.bind(target) : v
     },
   })
+  return { store, raced: () => raced }
 }
 
 const put = (ids: number[], a = 1): Op[] => ids.map((id) => ({ _kind: '+I', dt: '2024-05-01', id, a, b: null, c: null }))
@@ -110,19 +118,14 @@ describe('compactor function', () => {
     const r2 = await writeOps(table, model, put([2, 3, 4], 2))
     const [j] = jobRecords(name, r2)
     const racingWriter = await Table.open(new S3Store({ bucket: BUCKET, prefix: name, client: backend.s3Client() }))
-    let races = 0
-    const racing = racingStore(new S3Store({ bucket: BUCKET, prefix: name, client: backend.s3Client() }), async () => {
-      if (races > 0) return
-      races++
-      await writeOps(racingWriter, model, put([5], 3))
-    })
-    const compacting = await Table.open(racing)
+    const racing = racingStore(new S3Store({ bucket: BUCKET, prefix: name, client: backend.s3Client() }), () => writeOps(racingWriter, model, put([5], 3)))
+    const compacting = await Table.open(racing.store)
     const outcomes: JobOutcome[] = []
     const res = await processCompactionJobs([{ id: j.record.messageId, body: j.record.body, groupId: messageGroupId(j.job) }], {
       resolve: async () => ({ table: compacting, jobs: null }),
       onOutcome: (o) => outcomes.push(o),
     })
-    expect(races).toBe(1)
+    expect(racing.raced()).toBe(true)
     expect(res.errors).toEqual([])
     expect(res.failedIds).toEqual([])
     expect(outcomes).toHaveLength(1)
@@ -138,15 +141,12 @@ describe('compactor function', () => {
     const w = await writeOps(noRetry.table, m2, put([1]))
     const [k] = jobRecords(noRetry.name, w)
     const other = await Table.open(new S3Store({ bucket: BUCKET, prefix: noRetry.name, client: backend.s3Client() }))
-    let raced = false
-    const lossy = racingStore(noRetry.table.store, async () => {
-      if (!raced) await writeOps(other, m2, put([2]))
-      raced = true
-    })
+    const lossy = racingStore(noRetry.table.store, () => writeOps(other, m2, put([2])))
     const refused = await processCompactionJobs([{ id: k.record.messageId, body: k.record.body, groupId: messageGroupId(k.job) }], {
-      resolve: async () => ({ table: await Table.open(lossy), jobs: null }),
+      resolve: async () => ({ table: await Table.open(lossy.store), jobs: null }),
       maxConflictRetries: 0,
     })
+    expect(lossy.raced()).toBe(true)
     expect(refused.failedIds).toEqual([k.record.messageId])
     expect(refused.errors[0].error).toMatch(/lost races/)
   })

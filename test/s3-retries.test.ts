@@ -265,19 +265,41 @@ describe('multipart uploads', () => {
   })
 })
 
+/**
+ * Runs `body` with metrics publishing on and stdout/stderr captured (Powertools prints EMF
+ * on stdout and warns through its own Console on stderr); returns the EMF documents
+ * printed after the first flush of a fresh metrics object, and the warnings.
+ */
+async function captureMetrics(body: (metrics: ReturnType<typeof newMetrics>) => Promise<void> | void) {
+  const saved = process.env.POWERTOOLS_METRICS_DISABLED
+  process.env.POWERTOOLS_METRICS_DISABLED = 'false'
+  const out: string[] = []
+  const err: string[] = []
+  const capture = (into: string[]) => (chunk: string | Uint8Array) => (into.push(String(chunk)), true)
+  const stdout = vi.spyOn(process.stdout, 'write').mockImplementation(capture(out))
+  const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(capture(err))
+  try {
+    const metrics = newMetrics('test')
+    metrics.publishStoredMetrics() // drains what earlier tests counted
+    out.length = 0
+    err.length = 0
+    await body(metrics)
+  } finally {
+    stdout.mockRestore()
+    stderr.mockRestore()
+    if (saved === undefined) delete process.env.POWERTOOLS_METRICS_DISABLED
+    else process.env.POWERTOOLS_METRICS_DISABLED = saved
+  }
+  const lines = [...out, ...err].flatMap((s) => s.split('\n'))
+  return {
+    emf: lines.filter((l) => l.includes('"_aws"')).map((l) => JSON.parse(l)),
+    warnings: lines.filter((l) => l.includes('already been added')),
+  }
+}
+
 describe('handler metrics', () => {
   it('a handler flush publishes S3Retries and S3Throttles since the last flush, then none while there were none', async () => {
-    const saved = process.env.POWERTOOLS_METRICS_DISABLED
-    process.env.POWERTOOLS_METRICS_DISABLED = 'false'
-    const out: string[] = []
-    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-      out.push(String(chunk))
-      return true
-    })
-    try {
-      const metrics = newMetrics('test')
-      metrics.publishStoredMetrics() // drains what earlier tests counted
-      out.length = 0
+    const { emf } = await captureMetrics(async (metrics) => {
       const store = freshStore()
       backend.injectFault({ method: 'PUT', key: keyOf(store, 'm'), status: 503, code: 'SlowDown' })
       backend.injectFault({ method: 'GET', key: keyOf(store, 'm'), status: 500, code: 'InternalError' })
@@ -287,57 +309,27 @@ describe('handler metrics', () => {
       metrics.publishStoredMetrics()
       metrics.addMetric('Work', 'Count', 1)
       metrics.publishStoredMetrics()
-      const emf = out.flatMap((s) => s.split('\n')).filter((l) => l.includes('"_aws"')).map((l) => JSON.parse(l))
-      expect(emf).toHaveLength(2)
-      const names = (m: { _aws: { CloudWatchMetrics: { Metrics: { Name: string }[] }[] } }) =>
-        m._aws.CloudWatchMetrics[0].Metrics.map((x) => x.Name).sort()
-      expect(names(emf[0])).toEqual(['S3Retries', 'S3Throttles', 'Work'])
-      expect(emf[0]).toMatchObject({ S3Retries: 2, S3Throttles: 1, function: 'test' })
-      expect(names(emf[1])).toEqual(['Work'])
-    } finally {
-      spy.mockRestore()
-      if (saved === undefined) delete process.env.POWERTOOLS_METRICS_DISABLED
-      else process.env.POWERTOOLS_METRICS_DISABLED = saved
-    }
+    })
+    expect(emf).toHaveLength(2)
+    const names = (m: { _aws: { CloudWatchMetrics: { Metrics: { Name: string }[] }[] } }) =>
+      m._aws.CloudWatchMetrics[0].Metrics.map((x) => x.Name).sort()
+    expect(names(emf[0])).toEqual(['S3Retries', 'S3Throttles', 'Work'])
+    expect(emf[0]).toMatchObject({ S3Retries: 2, S3Throttles: 1, function: 'test' })
+    expect(names(emf[1])).toEqual(['Work'])
   })
 
-  it('setting a dimension again before a flush replaces it, without a warning, and keeps the others', () => {
-    const saved = process.env.POWERTOOLS_METRICS_DISABLED
-    process.env.POWERTOOLS_METRICS_DISABLED = 'false'
-    const out: string[] = []
-    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-      out.push(String(chunk))
-      return true
-    })
-    // Powertools warns through its own Console on stderr
-    const errOut: string[] = []
-    const warn = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
-      errOut.push(String(chunk))
-      return true
-    })
-    const consoleWarn = vi.spyOn(console, 'warn').mockImplementation((...args: unknown[]) => void errOut.push(args.map(String).join(' ')))
-    try {
-      const metrics = newMetrics('test')
-      metrics.publishStoredMetrics()
-      out.length = 0
+  it('setting a dimension again before a flush replaces it, without a warning, and keeps the others', async () => {
+    const { emf, warnings } = await captureMetrics((metrics) => {
       // two unflushed invocations of a raw handler, as tests and benchmarks call them
       metrics.addDimension('stage', 'a')
       metrics.addDimension('table', 'first')
       metrics.addDimension('table', 'second')
       metrics.addMetric('Work', 'Count', 1)
       metrics.publishStoredMetrics()
-      const warnings = [...errOut, ...out].filter((m) => m.includes('already been added'))
-      const emf = out.flatMap((s) => s.split('\n')).filter((l) => l.includes('"_aws"')).map((l) => JSON.parse(l))
-      expect(warnings).toEqual([])
-      expect(emf).toHaveLength(1)
-      expect(emf[0]).toMatchObject({ table: 'second', stage: 'a', function: 'test', Work: 1 })
-      expect(emf[0]._aws.CloudWatchMetrics[0].Dimensions).toEqual([expect.arrayContaining(['function', 'stage', 'table'])])
-    } finally {
-      consoleWarn.mockRestore()
-      warn.mockRestore()
-      spy.mockRestore()
-      if (saved === undefined) delete process.env.POWERTOOLS_METRICS_DISABLED
-      else process.env.POWERTOOLS_METRICS_DISABLED = saved
-    }
+    })
+    expect(warnings).toEqual([])
+    expect(emf).toHaveLength(1)
+    expect(emf[0]).toMatchObject({ table: 'second', stage: 'a', function: 'test', Work: 1 })
+    expect(emf[0]._aws.CloudWatchMetrics[0].Dimensions).toEqual([expect.arrayContaining(['function', 'stage', 'table'])])
   })
 })
