@@ -11,24 +11,31 @@
 // Each scan is `scan()` from lib/read/table-read.ts counting rows, in a fresh child process;
 // local disk, and the embedded S3 backend unless --no-s3.
 //
-//   npx tsx bench/scan.ts [--quick] [--runs 3] [--no-s3]
+// Point lookups (embedded S3 only): in a fresh child per layout, one reader handle opens the
+// table and looks up --lookups random keys of the key space (written, deleted or never
+// written alike) as the reader function does (latest snapshot id, then `lookup()`); an SDK
+// middleware counts every S3 request and the bytes it moved. The first lookup is reported
+// apart as the cold one (table open, snapshot, manifests), the others as a warm handle's.
+//
+//   npx tsx bench/scan.ts [--quick] [--runs 3] [--no-s3] [--lookups 200]
 
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { compactTable } from '../lib/lsm/compact-table.ts'
-import { newReadStats, scan } from '../lib/read/table-read.ts'
+import { lookup, newReadStats, scan } from '../lib/read/table-read.ts'
 import { LocalFileStore } from '../lib/store/local-store.ts'
 import { openStore } from '../lib/store/open-store.ts'
-import { S3Store } from '../lib/store/s3-store.ts'
+import { S3Store, clientFromEnvironment } from '../lib/store/s3-store.ts'
 import { Table } from '../lib/table/table.ts'
 import type { EmbeddedBackend } from '../local/embedded.ts'
 import { parseBenchArgs } from './lib/args.ts'
 import { type ChildReport, reportToParent, runChild, timed } from './lib/child.ts'
 import { copyStore } from './lib/copy-store.ts'
-import { type LoadPlan, KeySampler, createBenchTable, loadBatches } from './lib/dataset.ts'
+import { type LoadPlan, KeySampler, createBenchTable, loadBatches, seededRandom } from './lib/dataset.ts'
 import { machineInfo, machineMarkdown } from './lib/machine.ts'
 import { markdownTable, writeResults } from './lib/report.ts'
+import { type S3Traffic, S3RequestCounter } from './lib/s3-counter.ts'
 import { count, median, rate } from './lib/stats.ts'
 
 const PACKAGES = ['hyparquet', 'hyparquet-writer', 'hyparquet-compressors', 'fauxqs', '@aws-sdk/client-s3', 'tsx']
@@ -44,9 +51,54 @@ interface ScanReport extends ChildReport {
   deletionVectorSplits: number
 }
 
+interface LookupSample {
+  traffic: S3Traffic
+  ms: number
+}
+
+interface LookupReport extends ChildReport {
+  cold: LookupSample
+  warm: LookupSample[]
+  found: number
+  /** the rows found, one JSON text per key (null when absent), to compare the layouts */
+  digest: string
+}
+
+/** Keys to look up: uniform over the key space, so some were deleted and some never written. */
+function lookupKeys(keySpace: number, n: number, seed: number): number[] {
+  const random = seededRandom(seed)
+  return Array.from({ length: n }, () => Math.floor(random() * keySpace))
+}
+
+async function lookupChild(uri: string, keySpace: number, n: number, seed: number): Promise<void> {
+  const m = /^s3:\/\/([^/]+)\/(.+)$/.exec(uri)
+  if (!m) throw new Error(`lookup child needs an s3:// URI, got ${uri}`)
+  const client = clientFromEnvironment()
+  const counter = new S3RequestCounter(client)
+  const keys = lookupKeys(keySpace, n, seed)
+  const rows: unknown[] = []
+  let table: Table | null = null
+  const one = async (k: number): Promise<LookupSample> => {
+    const t0 = performance.now()
+    if (!table) table = await Table.open(new S3Store({ bucket: m[1], prefix: m[2], client }))
+    const snapshotId = await table.snapshots.latestId()
+    rows.push(await lookup(table, { id: k }, { snapshotId }))
+    return { ms: performance.now() - t0, traffic: counter.take() }
+  }
+  const { value, seconds, cpuSeconds } = await timed(async () => {
+    const cold = await one(keys[0])
+    const warm: LookupSample[] = []
+    for (const k of keys.slice(1)) warm.push(await one(k))
+    return { cold, warm }
+  })
+  const digest = JSON.stringify(rows, (_, v) => (typeof v === 'bigint' ? String(v) : v))
+  reportToParent({ seconds, cpuSeconds, ...value, found: rows.filter((r) => r !== null).length, digest })
+}
+
 async function childMain(argv: string[]): Promise<void> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
   const [job, uri, columns] = argv
+  if (job === 'lookup') return lookupChild(uri, Number(argv[2]), Number(argv[3]), Number(argv[4]))
   if (job !== 'scan') throw new Error(`unknown child job ${JSON.stringify(job)}`)
   const table = await Table.open(openStore(uri))
   const stats = newReadStats()
@@ -85,10 +137,11 @@ async function buildLayout(dir: string, layout: Layout, plan: LoadPlan): Promise
 
 async function parentMain(argv: string[]): Promise<void> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
-  const args = parseBenchArgs(argv, ['--quick', '--no-s3'], ['--runs'])
+  const args = parseBenchArgs(argv, ['--quick', '--no-s3'], ['--runs', '--lookups'])
   const quick = args.has('--quick')
   const runs = args.num('--runs', 3)
   const withS3 = !args.has('--no-s3')
+  const lookups = args.num('--lookups', quick ? 50 : 200)
   const records = 1_000_000 / (quick ? 10 : 1)
   // the first batch writes every key and outweighs the other four together, so in
   // deletion-vector mode the lift of batches 2-5 leaves it in place (size ratio) and marks it
@@ -158,18 +211,63 @@ async function parentMain(argv: string[]): Promise<void> {
       }
     }
     lines.push(markdownTable(['layout', 'store', 'columns', 'files opened', 'wall s', 'CPU s', 'rows/s (wall)', 'peak RSS (MB)', 'merge-on-read wall ÷ this', 'merge-on-read CPU ÷ this'], rows))
+    const lookupResults = withS3 ? await measureLookups(uris, childEnv, plan.keySpace, lookups) : []
+    if (lookupResults.length) lines.push(lookupMarkdown(lookupResults, lookups, plan.keySpace))
     lines.push(`\n${machineMarkdown(machine)}`)
     console.log(lines.join('\n'))
     const path = writeResults(quick ? 'scan-quick' : 'scan', {
       machine,
-      params: { records, buckets: BUCKETS, runsPerBucket: RUNS_PER_BUCKET, keySpace: plan.keySpace, deleteRatio: DELETE_RATIO, seed: SEED, runs, withS3, liveRows: expected },
+      params: { records, buckets: BUCKETS, runsPerBucket: RUNS_PER_BUCKET, keySpace: plan.keySpace, deleteRatio: DELETE_RATIO, seed: SEED, runs, withS3, liveRows: expected, lookups },
       scans: [...results].map(([key, reports]) => ({ key, reports })),
+      lookups: lookupResults.map(({ layout, report }) => ({ layout, cold: report.cold, warm: report.warm, found: report.found, seconds: report.seconds })),
     })
     process.stderr.write(`results: ${path}\n`)
   } finally {
     await backend?.stop()
     rmSync(work, { recursive: true, force: true })
   }
+}
+
+async function measureLookups(uris: Map<string, string>, env: NodeJS.ProcessEnv, keySpace: number, n: number): Promise<{ layout: (typeof LAYOUTS)[number]; report: LookupReport }[]> {
+  const out: { layout: (typeof LAYOUTS)[number]; report: LookupReport }[] = []
+  for (const l of LAYOUTS) {
+    const report = await runChild<LookupReport>(import.meta.filename, ['lookup', uris.get(`${l.id}/s3`)!, String(keySpace), String(n), String(SEED + 1)], { env })
+    process.stderr.write(`lookups ${l.id}: ${report.found}/${n} found, ${report.seconds.toFixed(2)} s\n`)
+    out.push({ layout: l, report })
+  }
+  // every layout holds the same table, so every lookup must answer the same
+  for (const { layout, report } of out.slice(1)) {
+    if (report.digest !== out[0].report.digest) throw new Error(`lookups on ${layout.id} answered differently from ${out[0].layout.id}`)
+  }
+  return out
+}
+
+function quantile(xs: number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))]
+}
+
+function lookupMarkdown(results: { layout: (typeof LAYOUTS)[number]; report: LookupReport }[], n: number, keySpace: number): string {
+  const kib = (b: number) => (b / 1024).toFixed(1)
+  const rows = results.map(({ layout, report }) => {
+    const req = report.warm.map((w) => w.traffic.requests)
+    const bytes = report.warm.map((w) => w.traffic.bytesIn)
+    const byCommand: Record<string, number> = {}
+    for (const w of report.warm) for (const [c, k] of Object.entries(w.traffic.byCommand)) byCommand[c] = (byCommand[c] ?? 0) + k
+    const mix = Object.entries(byCommand).map(([c, k]) => `${c.replace(/Command$/, '')} ${(k / report.warm.length).toFixed(1)}`).join(', ')
+    return [
+      layout.label,
+      `${median(req)} / ${quantile(req, 0.95)} / ${Math.max(...req)}`,
+      mix,
+      `${kib(median(bytes))} / ${kib(quantile(bytes, 0.95))} / ${kib(Math.max(...bytes))}`,
+      median(report.warm.map((w) => w.ms)).toFixed(1),
+      `${report.cold.traffic.requests} req, ${kib(report.cold.traffic.bytesIn)} KiB, ${report.cold.ms.toFixed(0)} ms`,
+    ]
+  })
+  return [
+    `\n### Point lookups on the embedded S3, ${count(n)} random keys of ${count(keySpace)} (${results[0].report.found} found), one reader handle per layout\n`,
+    markdownTable(['layout', 'S3 requests per warm lookup (median / p95 / max)', 'requests per warm lookup by call (mean)', 'KiB downloaded per warm lookup (median / p95 / max)', 'ms per warm lookup (median, no added latency)', 'first (cold) lookup: table open included'], rows),
+  ].join('\n')
 }
 
 const argv = process.argv.slice(2)

@@ -1,0 +1,53 @@
+// Counts the HTTP requests an S3 client sends and the bytes they move, per command, by a
+// middleware inside the SDK's retry layer (so a retried call counts each attempt, as S3
+// bills it). Bytes are the Content-Length of request and response bodies: for a ranged
+// GetObject, the length of the range.
+
+import type { S3Client } from '@aws-sdk/client-s3'
+
+export interface S3Traffic {
+  requests: number
+  /** response body bytes (downloaded) */
+  bytesIn: number
+  /** request body bytes (uploaded) */
+  bytesOut: number
+  /** requests per command name, e.g. { GetObjectCommand: 3, HeadObjectCommand: 1 } */
+  byCommand: Record<string, number>
+}
+
+const empty = (): S3Traffic => ({ requests: 0, bytesIn: 0, bytesOut: 0, byCommand: {} })
+
+function lengthOf(headers: Record<string, string> | undefined): number {
+  if (!headers) return 0
+  for (const [k, v] of Object.entries(headers)) if (k.toLowerCase() === 'content-length') return Number(v) || 0
+  return 0
+}
+
+export class S3RequestCounter {
+  private current = empty()
+
+  constructor(client: S3Client) {
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const req = args.request as { headers?: Record<string, string> }
+        this.current.requests++
+        this.current.bytesOut += lengthOf(req.headers)
+        const name = context.commandName ?? 'unknown'
+        this.current.byCommand[name] = (this.current.byCommand[name] ?? 0) + 1
+        const res = await next(args)
+        this.current.bytesIn += lengthOf((res.response as { headers?: Record<string, string> }).headers)
+        return res
+      },
+      // finalizeRequest at low priority runs after the retry middleware, once per attempt;
+      // a failed attempt still counts as a request, its bytes are not known
+      { step: 'finalizeRequest', priority: 'low', name: 'benchCountS3Traffic', override: true },
+    )
+  }
+
+  /** The traffic since the last take (or since the counter was made), resetting it. */
+  take(): S3Traffic {
+    const out = this.current
+    this.current = empty()
+    return out
+  }
+}
