@@ -284,7 +284,7 @@ function fitCost(invs: CompactorInvocation[]): CostFit {
 }
 
 export async function runFreshness(opts: { quick: boolean; seconds?: number; rate?: number; settings?: number[]; log?: (s: string) => void }): Promise<FreshnessResult> {
-  const seconds = opts.seconds ?? (opts.quick ? 20 : 90)
+  const seconds = opts.seconds ?? (opts.quick ? 15 : 90)
   const rate = opts.rate ?? 200
   const settings = opts.settings ?? (opts.quick ? QUICK_SETTINGS : FULL_SETTINGS)
   const log = opts.log ?? ((s) => process.stderr.write(s + '\n'))
@@ -341,7 +341,7 @@ if (import.meta.filename === process.argv[1]) {
   const quick = args.has('--quick')
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
   const machine = machineInfo(['fauxqs', '@aws-sdk/client-s3', '@aws-sdk/client-sqs', 'tsx'])
-  const r = await runFreshness({ quick, seconds: args.num('--seconds', quick ? 20 : 90), rate: args.num('--rate', 200) })
+  const r = await runFreshness({ quick, seconds: args.num('--seconds', quick ? 15 : 90), rate: args.num('--rate', 200) })
   console.log(freshnessMarkdown(r))
   console.log(`\ncompaction cost fit: ${r.compactionCostFit.perBucketMs.toFixed(0)} ms per bucket + ${r.compactionCostFit.perJobMs.toFixed(0)} ms per coalesced job (${r.compactionCostFit.invocations} invocations)`)
   console.log(`chart: ${writeFreshnessChart(r, quick ? 'freshness-quick.svg' : 'freshness.svg')}`)

@@ -5,7 +5,7 @@
 // docs/benchmarks.md (other sections, e.g. compaction, are left as they are).
 //
 //   npm run bench                 # full: medians of 3 contention runs, 90 s per freshness setting
-//   npm run bench -- --quick      # under ~3 minutes: fewer settings, shorter windows
+//   npm run bench -- --quick      # ~3 minutes (3 min 2 s on 2 cores, 15 s per freshness setting)
 //   npx tsx bench/run.ts --resimulate   # re-fit and re-run the simulation from bench/out/results.json
 
 import { execFileSync, spawn } from 'node:child_process'
@@ -100,7 +100,7 @@ async function main(): Promise<void> {
   log('commit contention')
   const contention = await runContention({ quick, log })
   log('freshness vs compaction.task-threads')
-  const freshness = await runFreshness({ quick, seconds: quick ? 20 : 90, log })
+  const freshness = await runFreshness({ quick, seconds: quick ? 15 : 90, log })
   log('simulation')
   const simulation = simulate(contention, freshness, quick)
   const others: Record<string, string> = {}
@@ -199,7 +199,7 @@ function writeDocs(r: Results): void {
 
 function headerSection(quick: boolean, m: ReturnType<typeof machineInfo>, busyStart: string[], busyEnd: string[], loadEnd: number[], wall: number): string {
   return [
-    `Figures below the header, contention, freshness and simulation markers are written by \`npm run bench${quick ? ' -- --quick' : ''}\` (${quick ? 'the quick run: shorter windows, fewer settings, one repetition' : 'the full run'}), in ${Math.round(wall)} s. Reproduce with \`npm run bench\` (full) or \`npm run bench -- --quick\` (under ~3 minutes); each benchmark also runs alone: \`npx tsx bench/commit-contention.ts\`, \`npx tsx bench/freshness.ts\`. Every figure is in \`bench/out/results.json\`; charts: \`bench/out/commit-contention.svg\`, \`bench/out/freshness.svg\`, \`bench/out/simulation.svg\` (bench/out is not committed).`,
+    `Figures below the header, contention, freshness and simulation markers are written by \`npm run bench${quick ? ' -- --quick' : ''}\` (${quick ? 'the quick run: shorter windows, fewer settings, one repetition' : 'the full run'}), in ${Math.round(wall)} s. Reproduce with \`npm run bench\` (full) or \`npm run bench -- --quick\` (about 3 minutes: 3 min 2 s here, wall clock of \`time npm run bench -- --quick\`); each benchmark also runs alone: \`npx tsx bench/commit-contention.ts\`, \`npx tsx bench/freshness.ts\`. Every figure is in \`bench/out/results.json\`; charts: \`bench/out/commit-contention.svg\`, \`bench/out/freshness.svg\`, \`bench/out/simulation.svg\` (bench/out is not committed).`,
     '',
     machineMarkdown(m),
     '',
