@@ -235,7 +235,6 @@ async function runSetting(threads: number, seconds: number, rate: number, seed: 
   }
 }
 
-/** ms = a·buckets + b·jobs, least squares without intercept (2×2 normal equations). */
 /**
  * The simulation's compaction cost: fitted on the task-threads 1 run when there is one. At
  * higher settings the compactors share this machine's cores with each other and the cost
@@ -259,6 +258,7 @@ export function compactionThroughput(run: FreshnessRun): number {
   return run.invocations.reduce((n, i) => n + i.buckets, 0) / Math.max(1e-3, (end - start) / 1000)
 }
 
+/** ms = a·buckets + b·jobs, least squares without intercept (2×2 normal equations). */
 function fitCost(invs: CompactorInvocation[]): CostFit {
   let sbb = 0, sbj = 0, sjj = 0, sby = 0, sjy = 0
   for (const i of invs) {

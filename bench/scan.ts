@@ -12,8 +12,8 @@
 // local disk, and the embedded S3 backend unless --no-s3.
 //
 // Point lookups (embedded S3 only): in a fresh child per layout, one reader handle opens the
-// table and looks up --lookups random keys of the key space (written, deleted or never
-// written alike) as the reader function does (latest snapshot id, then `lookup()`); an SDK
+// table and looks up --lookups random keys of the key space (the first batch writes every
+// key, so a key is either live or deleted) as the reader function does (latest snapshot id, then `lookup()`); an SDK
 // middleware counts every S3 request and the bytes it moved. The first lookup is reported
 // apart as the cold one (table open, snapshot, manifests), the others as a warm handle's.
 //
@@ -64,7 +64,7 @@ interface LookupReport extends ChildReport {
   digest: string
 }
 
-/** Keys to look up: uniform over the key space, so some were deleted and some never written. */
+/** Keys to look up: uniform over the key space, live and deleted ones alike. */
 function lookupKeys(keySpace: number, n: number, seed: number): number[] {
   const random = seededRandom(seed)
   return Array.from({ length: n }, () => Math.floor(random() * keySpace))
