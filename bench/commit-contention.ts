@@ -40,7 +40,7 @@ import { startEmbeddedBackend, type TransferModel } from '../local/embedded.ts'
 import { parseBenchArgs } from './lib/args.ts'
 import { machineInfo, machineMarkdown } from './lib/machine.ts'
 import { markdownTable, writeResults } from './lib/report.ts'
-import { median } from './lib/stats.ts'
+import { median, percentile } from './lib/stats.ts'
 import { randomUUID } from 'node:crypto'
 import { loadavg } from 'node:os'
 import { CreateQueueCommand, DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs'
@@ -121,11 +121,7 @@ export interface ContentionResult {
   foldFit: Record<number, { baseMs: number; perCommitMs: number; snapshots: number }>
 }
 
-function pct(xs: number[], p: number): number {
-  if (xs.length === 0) return NaN
-  const s = [...xs].sort((a, b) => a - b)
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]
-}
+const pct = (xs: number[], p: number): number => percentile(xs, p, NaN)
 
 const SCHEMA = {
   fields: [

@@ -28,6 +28,7 @@ import { parseBenchArgs } from './lib/args.ts'
 import { machineInfo, machineMarkdown } from './lib/machine.ts'
 import { OUT_DIR, markdownTable, writeResults } from './lib/report.ts'
 import { seededRandom } from './lib/dataset.ts'
+import { percentile } from './lib/stats.ts'
 
 export const BUCKETS = 64
 export const FIRST_BYTE_MS = 20
@@ -100,11 +101,7 @@ export interface CostFit {
   fittedOn?: number[]
 }
 
-function pct(xs: number[], p: number): number {
-  if (xs.length === 0) return 0
-  const s = [...xs].sort((a, b) => a - b)
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]
-}
+const pct = (xs: number[], p: number): number => percentile(xs, p, 0)
 
 function schema(threads: number) {
   return {
@@ -290,11 +287,12 @@ export async function runFreshness(opts: { quick: boolean; seconds?: number; rat
   const log = opts.log ?? ((s) => process.stderr.write(s + '\n'))
   const runs: FreshnessRun[] = []
   for (const threads of settings) runs.push(await runSetting(threads, seconds, rate, 20_260_601, log))
+  const fits = compactionCostFits(runs)
   return {
     params: { buckets: BUCKETS, seconds, rate, settings, s3: { firstByteMs: FIRST_BYTE_MS, bytesPerSecond: BYTES_PER_SECOND }, writerConcurrency: WRITER_CONCURRENCY, writerBatchingWindowMs: WRITER_WINDOW_MS },
     runs,
-    compactionCostFit: compactionCostFits(runs).uncontended,
-    compactionCostFitAllSettings: compactionCostFits(runs).all,
+    compactionCostFit: fits.uncontended,
+    compactionCostFitAllSettings: fits.all,
   }
 }
 
@@ -303,13 +301,14 @@ const label = (t: number) => (t === -1 ? '-1 (no cap)' : String(t))
 export function freshnessMarkdown(r: FreshnessResult): string {
   const base = r.runs.find((x) => x.taskThreads === 1)
   return markdownTable(
-    ['task-threads', 'rows sent', 'writer commits', 'compactor invocations', 'per-bucket compaction (ms, median)', 'buckets compacted/s', 'peak concurrent compactors', 'lag p50 (s)', 'lag p99 (s)', 'lag max (s)', 'lag p50: 1 thread ÷ this', 'peak L0 files per bucket', 'failed jobs / DLQ', 'load avg at end'],
+    ['task-threads', 'rows sent', 'writer commits', 'compactor invocations', 'per-bucket compaction (ms, median)', 'per-bucket compaction (ms, least squares)', 'buckets compacted/s', 'peak concurrent compactors', 'lag p50 (s)', 'lag p99 (s)', 'lag max (s)', 'lag p50: 1 thread ÷ this', 'peak L0 files per bucket', 'failed jobs / DLQ', 'load avg at end'],
     r.runs.map((x) => [
       label(x.taskThreads),
       x.rowsSent,
       x.writerInvocations,
       x.compactorInvocations,
       x.perBucketCompactionMs.toFixed(0),
+      fitCost(x.invocations).perBucketMs.toFixed(0),
       compactionThroughput(x).toFixed(2),
       x.peakConcurrentCompactors,
       (x.lagP50Ms / 1000).toFixed(1),

@@ -5,7 +5,7 @@
 // docs/benchmarks.md (other sections, e.g. compaction, are left as they are).
 //
 //   npm run bench                 # full: medians of 3 contention runs, 90 s per freshness setting
-//   npm run bench -- --quick      # ~3 minutes (3 min 2 s on 2 cores, 15 s per freshness setting)
+//   npm run bench -- --quick      # ~3 minutes: fewer settings, 15 s windows
 //   npx tsx bench/run.ts --resimulate   # re-fit and re-run the simulation from bench/out/results.json
 
 import { execFileSync, spawn } from 'node:child_process'
@@ -199,7 +199,7 @@ function writeDocs(r: Results): void {
 
 function headerSection(quick: boolean, m: ReturnType<typeof machineInfo>, busyStart: string[], busyEnd: string[], loadEnd: number[], wall: number): string {
   return [
-    `Figures below the header, contention, freshness and simulation markers are written by \`npm run bench${quick ? ' -- --quick' : ''}\` (${quick ? 'the quick run: shorter windows, fewer settings, one repetition' : 'the full run'}), in ${Math.round(wall)} s. Reproduce with \`npm run bench\` (full) or \`npm run bench -- --quick\` (about 3 minutes: 3 min 2 s here, wall clock of \`time npm run bench -- --quick\`); each benchmark also runs alone: \`npx tsx bench/commit-contention.ts\`, \`npx tsx bench/freshness.ts\`. Every figure is in \`bench/out/results.json\`; charts: \`bench/out/commit-contention.svg\`, \`bench/out/freshness.svg\`, \`bench/out/simulation.svg\` (bench/out is not committed).`,
+    `Figures below the header, contention, freshness and simulation markers are written by \`npm run bench${quick ? ' -- --quick' : ''}\` (${quick ? 'the quick run: shorter windows, fewer settings, one repetition' : 'the full run'}), in ${Math.round(wall)} s. Reproduce with \`npm run bench\` (full) or \`npm run bench -- --quick\` (about 3 minutes on 2 cores); each benchmark also runs alone: \`npx tsx bench/commit-contention.ts\`, \`npx tsx bench/freshness.ts\`. Every figure is in \`bench/out/results.json\`; charts: \`bench/out/commit-contention.svg\`, \`bench/out/freshness.svg\`, \`bench/out/simulation.svg\` (bench/out is not committed).`,
     '',
     machineMarkdown(m),
     '',
@@ -252,7 +252,7 @@ function freshnessSection(f: FreshnessResult): string {
     '',
     freshnessMarkdown(f),
     '',
-    `Per-bucket compaction cost (the simulation's input), least squares over the ${fit.invocations} compactor invocations of the task-threads ${fit.fittedOn?.join(', ') ?? 'all'} run, where one compactor ran at a time: ${fit.perBucketMs.toFixed(0)} ms per bucket compacted + ${fit.perJobMs.toFixed(0)} ms per coalesced job. ${f.compactionCostFitAllSettings ? `Fitted over every setting's ${f.compactionCostFitAllSettings.invocations} invocations it is ${f.compactionCostFitAllSettings.perBucketMs.toFixed(0)} ms: at higher settings the compactors share this machine's ${2} cores with each other and with the writers, which a Lambda invocation with its own CPU does not. ` : ''}"Buckets compacted/s" is the buckets of every compactor invocation divided by the time from the first invocation's start to the last one's end: the compaction throughput each setting reached. The lag of a setting that cannot keep up keeps growing for the whole window, so its p50/max depend on the window length (${f.params.seconds} s); compare settings, not absolute values. Worker threads share this machine's cores, so at high settings CPU, not S3 round trips, caps the gain.`,
+    `Per-bucket compaction cost (the simulation's input), least squares over the ${fit.invocations} compactor invocations of the task-threads ${fit.fittedOn?.join(', ') ?? 'all'} run, where one compactor ran at a time: ${fit.perBucketMs.toFixed(0)} ms per bucket compacted + ${fit.perJobMs.toFixed(0)} ms per coalesced job. ${f.compactionCostFitAllSettings ? `Fitted over every setting's ${f.compactionCostFitAllSettings.invocations} invocations it is ${f.compactionCostFitAllSettings.perBucketMs.toFixed(0)} ms: at higher settings the compactors share this machine's ${2} cores with each other and with the writers, which a Lambda invocation with its own CPU does not. ` : ''}The median of each invocation's ms per bucket and the least-squares cost per setting differ where a few long invocations (under CPU contention, the first ones of a window) carry most of the buckets. "Buckets compacted/s" is the buckets of every compactor invocation divided by the time from the first invocation's start to the last one's end: the compaction throughput each setting reached. The lag of a setting that cannot keep up keeps growing for the whole window, so its p50/max depend on the window length (${f.params.seconds} s); compare settings, not absolute values. Worker threads share this machine's cores, so at high settings CPU, not S3 round trips, caps the gain.`,
     '',
     (() => {
       const one = f.runs.find((r) => r.taskThreads === 1)

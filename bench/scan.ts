@@ -36,7 +36,7 @@ import { type LoadPlan, KeySampler, createBenchTable, loadBatches, seededRandom 
 import { machineInfo, machineMarkdown } from './lib/machine.ts'
 import { markdownTable, writeResults } from './lib/report.ts'
 import { type S3Traffic, S3RequestCounter } from './lib/s3-counter.ts'
-import { count, median, rate } from './lib/stats.ts'
+import { count, median, percentile, rate } from './lib/stats.ts'
 
 const PACKAGES = ['hyparquet', 'hyparquet-writer', 'hyparquet-compressors', 'fauxqs', '@aws-sdk/client-s3', 'tsx']
 const BUCKETS = 4
@@ -242,11 +242,6 @@ async function measureLookups(uris: Map<string, string>, env: NodeJS.ProcessEnv,
   return out
 }
 
-function quantile(xs: number[], q: number): number {
-  const s = [...xs].sort((a, b) => a - b)
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))]
-}
-
 function lookupMarkdown(results: { layout: (typeof LAYOUTS)[number]; report: LookupReport }[], n: number, keySpace: number): string {
   const kib = (b: number) => (b / 1024).toFixed(1)
   const rows = results.map(({ layout, report }) => {
@@ -257,9 +252,9 @@ function lookupMarkdown(results: { layout: (typeof LAYOUTS)[number]; report: Loo
     const mix = Object.entries(byCommand).map(([c, k]) => `${c.replace(/Command$/, '')} ${(k / report.warm.length).toFixed(1)}`).join(', ')
     return [
       layout.label,
-      `${median(req)} / ${quantile(req, 0.95)} / ${Math.max(...req)}`,
+      `${median(req)} / ${percentile(req, 95, NaN)} / ${Math.max(...req)}`,
       mix,
-      `${kib(median(bytes))} / ${kib(quantile(bytes, 0.95))} / ${kib(Math.max(...bytes))}`,
+      `${kib(median(bytes))} / ${kib(percentile(bytes, 95, NaN))} / ${kib(Math.max(...bytes))}`,
       median(report.warm.map((w) => w.ms)).toFixed(1),
       `${report.cold.traffic.requests} req, ${kib(report.cold.traffic.bytesIn)} KiB, ${report.cold.ms.toFixed(0)} ms`,
     ]

@@ -28,6 +28,7 @@
 
 import { seededRandom } from './lib/dataset.ts'
 import { markdownTable } from './lib/report.ts'
+import { percentile } from './lib/stats.ts'
 
 export interface SimCalibration {
   writerCommitsPerSecond: number
@@ -134,11 +135,7 @@ function directRate(curve: SimCalibration['directCurve'], n: number): number {
   return curve[curve.length - 1].commitsPerSecond
 }
 
-function pct(xs: number[], p: number): number {
-  if (xs.length === 0) return 0
-  const s = [...xs].sort((a, b) => a - b)
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]
-}
+const pct = (xs: number[], p: number): number => percentile(xs, p, 0)
 
 export function simulate(cal: SimCalibration, opts: SimOptions, path: SimPath, taskThreads: number): SimPoint {
   const random = seededRandom(opts.seed)

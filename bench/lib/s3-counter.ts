@@ -1,7 +1,7 @@
-// Counts the HTTP requests an S3 client sends and the bytes they move, per command, by a
-// middleware inside the SDK's retry layer (so a retried call counts each attempt, as S3
-// bills it). Bytes are the Content-Length of request and response bodies: for a ranged
-// GetObject, the length of the range.
+// Counts the HTTP requests an S3 client sends, per command, and the bytes they download, by
+// a middleware inside the SDK's retry layer (so a retried call counts each attempt, as S3
+// bills it). Bytes are the Content-Length of the responses: for a ranged GetObject, the
+// length of the range.
 
 import type { S3Client } from '@aws-sdk/client-s3'
 
@@ -9,13 +9,11 @@ export interface S3Traffic {
   requests: number
   /** response body bytes (downloaded) */
   bytesIn: number
-  /** request body bytes (uploaded) */
-  bytesOut: number
   /** requests per command name, e.g. { GetObjectCommand: 3, HeadObjectCommand: 1 } */
   byCommand: Record<string, number>
 }
 
-const empty = (): S3Traffic => ({ requests: 0, bytesIn: 0, bytesOut: 0, byCommand: {} })
+const empty = (): S3Traffic => ({ requests: 0, bytesIn: 0, byCommand: {} })
 
 function lengthOf(headers: Record<string, string> | undefined): number {
   if (!headers) return 0
@@ -29,9 +27,7 @@ export class S3RequestCounter {
   constructor(client: S3Client) {
     client.middlewareStack.add(
       (next, context) => async (args) => {
-        const req = args.request as { headers?: Record<string, string> }
         this.current.requests++
-        this.current.bytesOut += lengthOf(req.headers)
         const name = context.commandName ?? 'unknown'
         this.current.byCommand[name] = (this.current.byCommand[name] ?? 0) + 1
         const res = await next(args)

@@ -39,6 +39,7 @@ import { ExecutionEnvironmentPool } from '../../local/runtime/execution-environm
 import { type LocalRuntime, startLocalRuntime } from '../../local/runtime/local-runtime.ts'
 import { type ArmedFault, type FiredFault, type MemoryReport, SoakControl } from '../../local/runtime/soak-control.ts'
 import { seededRandom } from './dataset.ts'
+import { percentile } from './stats.ts'
 
 const RUNTIME = join(import.meta.dirname, '..', '..', 'local', 'runtime')
 const FUNCTIONS = join(import.meta.dirname, '..', '..', 'functions')
@@ -275,11 +276,7 @@ export interface SoakResult {
   ok: boolean
 }
 
-function pct(xs: number[], p: number): number | null {
-  if (xs.length === 0) return null
-  const s = [...xs].sort((a, b) => a - b)
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]
-}
+const pct = (xs: number[], p: number): number | null => percentile(xs, p, null)
 
 function durationsOf(xs: number[]): Durations {
   const r = (v: number | null) => (v === null ? null : Math.round(v))
