@@ -4,7 +4,7 @@
 
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { bucketIdentifier } from '../lib/commit/manifests.ts'
+import { bucketIdentifier } from '../lib/manifest/manifests.ts'
 import { CommitConflictError } from '../lib/types.ts'
 import { compactBucket } from '../lib/lsm/compact-task.ts'
 import { compactTable } from '../lib/lsm/compact-table.ts'

@@ -7,7 +7,7 @@
 
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { fileIdentifier } from '../lib/commit/manifests.ts'
+import { fileIdentifier } from '../lib/manifest/manifests.ts'
 import { DataFileWriter } from '../lib/format/data-file.ts'
 import { type ExpireOptions, expireSnapshots } from '../lib/maintenance/expire.ts'
 import { removeOrphanFiles } from '../lib/maintenance/orphans.ts'

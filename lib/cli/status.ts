@@ -3,8 +3,8 @@
 import { deserializeBinaryRow } from '../format/binary-row.ts'
 import { partitionPath } from '../format/partition-path.ts'
 import type { Table } from '../table/table.ts'
-import { bucketIdentifier } from '../commit/manifests.ts'
-import { dvIndexByBucket } from '../lsm/bucket-state.ts'
+import { bucketIdentifier } from '../manifest/manifests.ts'
+import { dvIndexByBucket } from '../manifest/bucket-state.ts'
 
 export interface BucketStatus {
   partition: string

@@ -45,7 +45,7 @@ import type { Table } from '../table/table.ts'
 import { type IndexManifestEntry, type ManifestEntry, type Snapshot, CommitConflictError, StrataInputError } from '../types.ts'
 import type { CommitRequest, IndexReplacement } from './commit.ts'
 import { type CommitMessage, type ReceivedMessage, commitKeyOf, readSpilled } from './commit-message.ts'
-import { bucketIdentifier, fileIdentifier } from './manifests.ts'
+import { bucketIdentifier, fileIdentifier } from '../manifest/manifests.ts'
 
 /** commitUser of snapshots that fold several messages */
 export const FOLDING_COMMIT_USER = 'strata-batching-committer'

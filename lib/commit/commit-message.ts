@@ -13,13 +13,13 @@
 import { randomUUID } from 'node:crypto'
 import type { ObjectStore } from '../store/object-store.ts'
 import { DELETION_VECTORS_INDEX } from '../format/deletion-vector.ts'
-import { dvIndexByBucket } from '../lsm/bucket-state.ts'
+import { dvIndexByBucket } from '../manifest/bucket-state.ts'
 import { type CompactBucketRequest, compactBucket } from '../lsm/compact-task.ts'
 import type { Table } from '../table/table.ts'
 import { type CommitKind, type IndexManifestEntry, type ManifestEntry, StrataInputError } from '../types.ts'
 import { type WriteOptions, type WriteRecord, writeBatch } from '../write/table-write.ts'
 import type { CommitRequest, FileStoreCommit, IndexReplacement } from './commit.ts'
-import { bucketIdentifier } from './manifests.ts'
+import { bucketIdentifier } from '../manifest/manifests.ts'
 
 /** SQS's largest message (body plus attributes), 256 KiB. */
 export const SQS_MAX_MESSAGE_BYTES = 262_144

@@ -17,8 +17,8 @@ import {
   FileKind,
 } from '../types.ts'
 import { snapshotKey } from '../table/paths.ts'
-import { type ManifestIO, bucketIdentifier, fileIdentifier, foldEntries } from './manifests.ts'
-import type { SnapshotManager } from './snapshot-manager.ts'
+import { type ManifestIO, bucketIdentifier, fileIdentifier, foldEntries } from '../manifest/manifests.ts'
+import type { SnapshotManager } from '../manifest/snapshot-manager.ts'
 
 /** Paimon's batch commit identifier (BatchWriteBuilder.COMMIT_IDENTIFIER = Long.MAX_VALUE). */
 export const BATCH_COMMIT_IDENTIFIER = 9223372036854775807n

@@ -11,7 +11,7 @@ import { recordFromJson } from '../table/json-values.ts'
 import type { Table } from '../table/table.ts'
 import { StrataInputError } from '../types.ts'
 import { type WriteRecord, refusedRetraction, writeBatch } from '../write/table-write.ts'
-import { bucketDirOf } from '../lsm/bucket-state.ts'
+import { bucketDirOf } from '../manifest/bucket-state.ts'
 
 export interface IngestRecord {
   /** stable id of the record at its source, the same on every redelivery (SQS messageId, Kinesis sequence number) */

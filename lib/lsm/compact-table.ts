@@ -1,7 +1,7 @@
 // Compaction across a table: every (partition, bucket) that needs it, or the ones named.
 
 import { deserializeBinaryRow } from '../format/binary-row.ts'
-import { bucketIdentifier } from '../commit/manifests.ts'
+import { bucketIdentifier } from '../manifest/manifests.ts'
 import { valueFromJson } from '../table/json-values.ts'
 import type { Table } from '../table/table.ts'
 import { type Row, StrataInputError } from '../types.ts'

@@ -10,7 +10,7 @@
 import { deserializeBinaryRow } from '../format/binary-row.ts'
 import { bucketPath } from '../format/partition-path.ts'
 import { parseSnapshot } from '../format/snapshot.ts'
-import { foldEntries, hex } from '../commit/manifests.ts'
+import { foldEntries, hex } from '../manifest/manifests.ts'
 import { type ManifestEntry, type ManifestFileMeta, type Row, type Snapshot, FileKind } from '../types.ts'
 import { INDEX_DIR, MANIFEST_DIR, indexKey, manifestKey, snapshotKey } from '../table/paths.ts'
 import type { Table } from '../table/table.ts'

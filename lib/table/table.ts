@@ -1,8 +1,8 @@
 // A table handle: its store, its latest schema, and the managers every operation shares.
 
 import { FileStoreCommit } from '../commit/commit.ts'
-import { ManifestIO } from '../commit/manifests.ts'
-import { SnapshotManager } from '../commit/snapshot-manager.ts'
+import { ManifestIO } from '../manifest/manifests.ts'
+import { SnapshotManager } from '../manifest/snapshot-manager.ts'
 import { type MergeEngineConfig, parseMergeEngineConfig } from '../lsm/merge-function.ts'
 import { openStore } from '../store/open-store.ts'
 import type { ObjectStore } from '../store/object-store.ts'

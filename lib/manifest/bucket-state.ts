@@ -6,7 +6,7 @@ import { deserializeBinaryRow } from '../format/binary-row.ts'
 import { type DeletionVector, DELETION_VECTORS_INDEX, deletionVectorReadLength, readDeletionVector } from '../format/deletion-vector.ts'
 import { bucketPath } from '../format/partition-path.ts'
 import { type IndexManifestEntry, type KeyValue, type ManifestEntry, type Row, type Snapshot } from '../types.ts'
-import { bucketIdentifier } from '../commit/manifests.ts'
+import { bucketIdentifier } from './manifests.ts'
 import { indexKey } from '../table/paths.ts'
 import type { Table } from '../table/table.ts'
 
