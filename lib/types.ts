@@ -215,4 +215,15 @@ export class StrataInputError extends Error {
 /** Error raised when a commit conflicts with a concurrent commit and must be retried from fresh state. */
 export class CommitConflictError extends Error {
   override name = 'CommitConflictError'
+  /**
+   * true when the request is known never to land (the direct committer refused it before
+   * creating any snapshot), so its data files may be deleted at once; otherwise (a queued
+   * commit) they are left to orphan cleanup
+   */
+  constructor(
+    message: string,
+    readonly landsNever = false,
+  ) {
+    super(message)
+  }
 }

@@ -2,7 +2,9 @@
 // typed, and failing fast with a message that names the variable (style.md, Powertools).
 //
 // STRATA_TABLES: JSON object, table name → { "uri": "s3://bucket/prefix",
-//   "compactionQueueUrl": "https://sqs…/x.fifo" }. One writer may serve several tables;
+//   "compactionQueueUrl": "https://sqs…/x.fifo", "commitQueueUrl": "https://sqs…/y.fifo" }.
+//   With commitQueueUrl, writers and compactors commit through the table's committer
+//   (lib/commit/queued-committer.ts); without it they create snapshots directly. One writer may serve several tables;
 //   a record names its table with "_table" unless exactly one table is configured.
 // STRATA_REJECT_URI: where rejected records go, e.g. s3://bucket/rejects (default
 //   `<first table's bucket>/_rejects`).
@@ -15,6 +17,7 @@ export interface TableConfig {
   name: string
   uri: string
   compactionQueueUrl?: string
+  commitQueueUrl?: string
 }
 
 export interface RuntimeConfig {
@@ -26,6 +29,10 @@ export interface RuntimeConfig {
   dedupWindowMs: number
   /** reader: most rows one response returns */
   maxResultRows: number
+  /** writer and compactor: how long to wait for the committer's receipt */
+  commitTimeoutMs: number
+  /** committer: most messages one invocation folds (the invoked batch plus what it drains) */
+  commitDrainMax: number
 }
 
 export class ConfigError extends StrataInputError {
@@ -53,7 +60,10 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
     if (t.compactionQueueUrl !== undefined && typeof t.compactionQueueUrl !== 'string') {
       throw new ConfigError(`environment variable STRATA_TABLES: table '${name}' "compactionQueueUrl" must be a string, got ${JSON.stringify(t.compactionQueueUrl)}`)
     }
-    tables.set(name, { name, uri: t.uri, compactionQueueUrl: t.compactionQueueUrl as string | undefined })
+    if (t.commitQueueUrl !== undefined && typeof t.commitQueueUrl !== 'string') {
+      throw new ConfigError(`environment variable STRATA_TABLES: table '${name}' "commitQueueUrl" must be a string, got ${JSON.stringify(t.commitQueueUrl)}`)
+    }
+    tables.set(name, { name, uri: t.uri, compactionQueueUrl: t.compactionQueueUrl as string | undefined, commitQueueUrl: t.commitQueueUrl as string | undefined })
   }
   const first = [...tables.values()][0]
   const defaultReject = first.uri.startsWith('s3://') ? `s3://${first.uri.slice(5).split('/')[0]}/_rejects` : `${first.uri.replace(/\/+$/, '')}-rejects`
@@ -73,5 +83,7 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
     table,
     dedupWindowMs: int('STRATA_DEDUP_WINDOW_MS', 6 * 3600_000),
     maxResultRows: int('STRATA_MAX_RESULT_ROWS', 1000),
+    commitTimeoutMs: int('STRATA_COMMIT_TIMEOUT_MS', 90_000),
+    commitDrainMax: Math.max(1, int('STRATA_COMMIT_DRAIN_MAX', 1000)),
   }
 }

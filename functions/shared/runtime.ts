@@ -6,6 +6,9 @@ import { SQSClient } from '@aws-sdk/client-sqs'
 import { Logger } from '@aws-lambda-powertools/logger'
 import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics'
 import { type JobQueue, SqsJobQueue } from '../../lib/jobs/compaction-job.ts'
+import type { Committer } from '../../lib/commit/committer.ts'
+import { SqsCommitQueue } from '../../lib/commit/commit-queue.ts'
+import { QueuedCommitter } from '../../lib/commit/queued-committer.ts'
 import { openStore } from '../../lib/store/open-store.ts'
 import type { ObjectStore } from '../../lib/store/object-store.ts'
 import { takeS3RetryCounts } from '../../lib/store/s3-store.ts'
@@ -36,15 +39,32 @@ export function sqsClient(): SQSClient {
   return sqs
 }
 
-const tables = new Map<string, Promise<{ table: Table; jobs: JobQueue | null }>>()
+export interface ResolvedTable {
+  table: Table
+  jobs: JobQueue | null
+  /** the table's committer (queued) when it has a commit queue, else the direct one */
+  committer: Committer
+  commitQueue: SqsCommitQueue | null
+}
+
+const tables = new Map<string, Promise<ResolvedTable>>()
 
 /** The configured table by name, opened once per execution environment. */
-export function resolveTable(name: string): Promise<{ table: Table; jobs: JobQueue | null } | null> {
-  const cfg = runtimeConfig().tables.get(name)
+export function resolveTable(name: string): Promise<ResolvedTable | null> {
+  const rc = runtimeConfig()
+  const cfg = rc.tables.get(name)
   if (!cfg) return Promise.resolve(null)
   let t = tables.get(name)
   if (!t) {
-    t = Table.open(cfg.uri).then((table) => ({ table, jobs: cfg.compactionQueueUrl ? new SqsJobQueue(sqsClient(), cfg.compactionQueueUrl) : null }))
+    t = Table.open(cfg.uri).then((table) => {
+      const commitQueue = cfg.commitQueueUrl ? new SqsCommitQueue(sqsClient(), cfg.commitQueueUrl) : null
+      return {
+        table,
+        jobs: cfg.compactionQueueUrl ? new SqsJobQueue(sqsClient(), cfg.compactionQueueUrl) : null,
+        committer: commitQueue ? new QueuedCommitter(table, commitQueue, { tableName: name, timeoutMs: rc.commitTimeoutMs }) : table.committer,
+        commitQueue,
+      }
+    })
     // a failed open is not cached: the next invocation tries again
     t.catch(() => tables.delete(name))
     tables.set(name, t)

@@ -37,23 +37,14 @@
 //   already landed is then found as duplicates).
 
 import { randomBytes } from 'node:crypto'
-import { rowComparator } from '../format/compare.ts'
-import { lsmFileOf } from '../lsm/compact-task.ts'
-import { Levels } from '../lsm/levels.ts'
 import { partitionStatsOf } from '../table/file-meta.ts'
 import type { Table } from '../table/table.ts'
-import { type IndexManifestEntry, type ManifestEntry, type Snapshot, CommitConflictError, StrataInputError } from '../types.ts'
-import type { CommitRequest, IndexReplacement } from './commit.ts'
-import { type CommitMessage, type ReceivedMessage, commitKeyOf, readSpilled } from './commit-message.ts'
+import { type IndexManifestEntry, type Snapshot, CommitConflictError, StrataInputError } from '../types.ts'
+import type { CommitRequest, IndexReplacement } from './committer.ts'
+import { type CommitMessage, type ReceivedMessage, readSpilled } from './commit-message.ts'
+import { CommitState, bucketsOf, checkCompaction } from './conflicts.ts'
+import { FOLDING_COMMIT_USER, commitKeyOf, foldedCommitsBody, foldedCommitsKey } from './landed.ts'
 import { bucketIdentifier, fileIdentifier } from '../manifest/manifests.ts'
-
-/** commitUser of snapshots that fold several messages */
-export const FOLDING_COMMIT_USER = 'strata-batching-committer'
-export const FOLDED_COMMITS_DIR = '_strata/folded-commits/'
-
-export function foldedCommitsKey(commitIdentifier: bigint): string {
-  return `${FOLDED_COMMITS_DIR}${commitIdentifier}.json`
-}
 
 /** One input of a fold: a decoded message, or a received body (a spilled one is read only if needed). */
 export type FoldInput = CommitMessage | ReceivedMessage
@@ -85,76 +76,9 @@ interface Item {
   message?: CommitMessage
 }
 
-/** The live files and index entries of some buckets, advanced message by message. */
-class FoldState {
-  readonly live: Map<string, ManifestEntry>
-  /** index entries by `bucketIdentifier|indexType` */
-  readonly index: Map<string, IndexManifestEntry[]>
-
-  constructor(live: ManifestEntry[], index: IndexManifestEntry[]) {
-    this.live = new Map(live.map((e) => [fileIdentifier(e), e]))
-    this.index = new Map()
-    for (const e of index) {
-      const k = `${bucketIdentifier(e.partition, e.bucket)}|${e.indexType}`
-      const list = this.index.get(k)
-      if (list) list.push(e)
-      else this.index.set(k, [e])
-    }
-  }
-
-  apply(m: CommitMessage): void {
-    for (const d of m.deletes) this.live.delete(fileIdentifier(d))
-    for (const a of m.adds) this.live.set(fileIdentifier(a), a)
-    for (const r of m.indexReplacements) this.index.set(`${bucketIdentifier(r.partition, r.bucket)}|${r.indexType}`, r.entries)
-  }
-}
-
-function bucketsOf(m: CommitMessage): Map<string, { partition: Uint8Array; bucket: number }> {
-  const out = new Map<string, { partition: Uint8Array; bucket: number }>()
-  for (const e of [...m.adds, ...m.deletes, ...m.indexReplacements, ...m.expectIndex]) out.set(bucketIdentifier(e.partition, e.bucket), { partition: e.partition, bucket: e.bucket })
-  return out
-}
-
-/**
- * A COMPACT message's checks against the folded state (design.md "Commit protocol"); throws
- * CommitConflictError naming what conflicts.
- */
-export function checkCompactMessage(table: Table, m: CommitMessage, state: FoldStateLike): void {
-  const at = `COMPACT ${m.commitUser}/${m.commitIdentifier}`
-  for (const d of m.deletes) {
-    if (!state.live.has(fileIdentifier(d))) {
-      throw new CommitConflictError(`commit conflict (${at}): file ${d.file.fileName} (bucket ${d.bucket}, level ${d.file.level}) is no longer live; the compaction must be redone from fresh state`)
-    }
-  }
-  const buckets = bucketsOf(m)
-  if (m.requireLive.length) {
-    const liveNames = new Set<string>()
-    for (const e of state.live.values()) if (buckets.has(bucketIdentifier(e.partition, e.bucket))) liveNames.add(e.file.fileName)
-    for (const n of m.requireLive) {
-      if (!liveNames.has(n)) throw new CommitConflictError(`commit conflict (${at}): ${n} got deletion-vector marks but is no longer live`)
-    }
-  }
-  for (const x of m.expectIndex) {
-    const now = (state.index.get(`${bucketIdentifier(x.partition, x.bucket)}|${x.indexType}`) ?? []).map((e) => e.fileName).sort().join(',')
-    const want = [...x.fileNames].sort().join(',')
-    if (now !== want) throw new CommitConflictError(`commit conflict (${at}): the ${x.indexType} index files of bucket ${x.bucket} are [${now}], the compaction was built on [${want}]`)
-  }
-  const gone = new Set(m.deletes.map(fileIdentifier))
-  const keyCmp = rowComparator(table.view.keyTypes)
-  for (const [id] of buckets) {
-    const after = [...state.live.values()].filter((e) => bucketIdentifier(e.partition, e.bucket) === id && !gone.has(fileIdentifier(e)))
-    for (const a of m.adds) if (bucketIdentifier(a.partition, a.bucket) === id) after.push(a)
-    try {
-      new Levels(after.map((e) => lsmFileOf(table, e)), table.view.options.numLevels, keyCmp)
-    } catch (e) {
-      throw new CommitConflictError(`commit conflict (${at}): ${(e as Error).message}`)
-    }
-  }
-}
-
-export interface FoldStateLike {
-  live: Map<string, ManifestEntry>
-  index: Map<string, IndexManifestEntry[]>
+/** A COMPACT message's checks against the folded state (lib/commit/conflicts.ts). */
+export function checkCompactMessage(table: Table, m: CommitMessage, state: CommitState): void {
+  checkCompaction(table.view, { ...m, label: `COMPACT ${m.commitUser}/${m.commitIdentifier}` }, state)
 }
 
 /** Index replacements of several messages: per (bucket, index type) the last one wins, it being the complete new set. */
@@ -177,11 +101,10 @@ export function requestFromMessage(table: Table, m: CommitMessage): CommitReques
     indexReplacements: m.indexReplacements.length ? m.indexReplacements : undefined,
     commitUser: m.commitUser,
     commitIdentifier: m.commitIdentifier,
-    dedupAfterSnapshotId: m.builtAfterSnapshotId,
-    checkConflicts:
-      m.kind === 'COMPACT'
-        ? async (live, latest) => checkCompactMessage(table, m, new FoldState(live, await indexOf(table, latest)))
-        : undefined,
+    baseSnapshotId: m.builtAfterSnapshotId,
+    dedup: true,
+    requireLive: m.requireLive,
+    expectIndex: m.expectIndex,
     partitionStats: (entries) => partitionStatsOf(view, entries),
     schemaId: view.schema.id,
     maxRetries: view.options.commitMaxRetries,
@@ -198,8 +121,6 @@ function randomIdentifier(): bigint {
   return x === 0x7fffffffffffffffn ? 1n : x
 }
 
-const LANDED_CACHE_LIMIT = 10_000
-
 export interface BatchingCommitterOptions {
   /** re-plans of one batch after a check failed at commit time, default 3 */
   maxReplans?: number
@@ -208,34 +129,10 @@ export interface BatchingCommitterOptions {
 }
 
 export class BatchingCommitter {
-  /** snapshot id → identities landed in it (immutable once created) */
-  private readonly landedIn = new Map<number, string[]>()
-
   constructor(
     readonly table: Table,
     private readonly opts: BatchingCommitterOptions = {},
   ) {}
-
-  /** The identities (commitKeyOf) a snapshot landed: its sidecar's list, or its own. */
-  async landedCommits(s: Snapshot): Promise<string[]> {
-    const hit = this.landedIn.get(s.id)
-    if (hit) return hit
-    let keys: string[]
-    if (s.commitUser === FOLDING_COMMIT_USER) {
-      const bytes = await this.table.store.get(foldedCommitsKey(s.commitIdentifier))
-      if (!bytes) throw new Error(`snapshot ${s.id} folds several commits but ${foldedCommitsKey(s.commitIdentifier)} is missing from ${this.table.store.uri}`)
-      keys = (JSON.parse(new TextDecoder().decode(bytes)) as { commits: [string, string, string][] }).commits.map(([kind, id, user]) => commitKeyOf({ kind, commitIdentifier: BigInt(id), commitUser: user }))
-    } else {
-      keys = [commitKeyOf({ kind: s.commitKind, commitUser: s.commitUser, commitIdentifier: s.commitIdentifier })]
-    }
-    this.remember(s.id, keys)
-    return keys
-  }
-
-  private remember(id: number, keys: string[]): void {
-    if (this.landedIn.size >= LANDED_CACHE_LIMIT) this.landedIn.delete(this.landedIn.keys().next().value!)
-    this.landedIn.set(id, keys)
-  }
 
   /** Folds the messages, in order, into as few snapshots as it can; see the file comment. */
   async commit(inputs: FoldInput[]): Promise<FoldResult> {
@@ -294,17 +191,8 @@ export class BatchingCommitter {
     const latestId = await table.snapshots.latestId()
     // duplicates: identities landed after the message was built
     const lowest = Math.min(...items.map((it) => it.identity.builtAfterSnapshotId))
-    const landedAt = new Map<string, number>()
-    for (let id = latestId; id > lowest; id--) {
-      // a warm committer knows what it landed itself without reading the snapshot
-      let keys = this.landedIn.get(id)
-      if (!keys) {
-        const s = await table.snapshots.snapshot(id)
-        if (!s) break // expired: nothing older to search
-        keys = await this.landedCommits(s)
-      }
-      for (const k of keys) if (!landedAt.has(k)) landedAt.set(k, id)
-    }
+    // a warm committer knows what it landed itself without reading the snapshot
+    const landedAt = await table.landed.landedBetween(lowest, latestId)
     const live: Item[] = []
     for (const it of items) {
       const at = landedAt.get(it.key)
@@ -338,7 +226,7 @@ export class BatchingCommitter {
       for (const it of compacts) for (const id of bucketsOf(it.message!).keys()) touched.add(id)
       const latest = latestId === 0 ? null : await table.snapshots.snapshot(latestId)
       const inTouched = (p: Uint8Array, b: number) => touched.has(bucketIdentifier(p, b))
-      const state = new FoldState(latest ? await table.manifests.liveEntries(latest, inTouched) : [], (await indexOf(table, latest)).filter((e) => inTouched(e.partition, e.bucket)))
+      const state = new CommitState(latest ? await table.manifests.liveEntries(latest, inTouched) : [], (await indexOf(table, latest)).filter((e) => inTouched(e.partition, e.bucket)))
       for (const it of appends) state.apply(it.message!)
       let group: Item[] = []
       let addedInGroup = new Set<string>()
@@ -394,8 +282,7 @@ export class BatchingCommitter {
     if (ms.length > 1) {
       commitUser = FOLDING_COMMIT_USER
       commitIdentifier = randomIdentifier()
-      const body = { commits: ms.map((m) => [m.kind, m.commitIdentifier.toString(), m.commitUser]) }
-      await table.store.put(foldedCommitsKey(commitIdentifier), new TextEncoder().encode(JSON.stringify(body)))
+      await table.store.put(foldedCommitsKey(commitIdentifier), foldedCommitsBody(ms))
     }
     const replacements = mergeReplacements(ms)
     const r = await table.committer.commit({
@@ -405,11 +292,11 @@ export class BatchingCommitter {
       indexReplacements: replacements.length ? replacements : undefined,
       commitUser,
       commitIdentifier,
+      baseSnapshotId: Math.min(...ms.map((m) => m.builtAfterSnapshotId)),
       // on a lost race, the folded checks run again against the state that won
       checkConflicts:
         kind === 'COMPACT'
-          ? async (live, latest) => {
-              const state = new FoldState(live, await indexOf(table, latest))
+          ? (state: CommitState) => {
               for (const m of ms) {
                 checkCompactMessage(table, m, state)
                 state.apply(m)
@@ -421,7 +308,7 @@ export class BatchingCommitter {
       maxRetries: view.options.commitMaxRetries,
       beforeSnapshotCreate: this.opts.beforeSnapshotCreate,
     })
-    this.remember(r.snapshotId, ms.map(commitKeyOf))
+    table.landed.remember(r.snapshotId, ms.map(commitKeyOf))
     return r
   }
 

@@ -1,9 +1,8 @@
-// Commit messages: a commit as data, for the batching committer (design.md "Commit
-// protocol"; docs/benchmarks.md "Next step: the batching committer"). A writer or compactor
-// writes its data and index files, then sends one of these to the table's FIFO queue instead
-// of creating `snapshot-N` itself. Everything a commit needs travels as data: the ADD/DELETE
-// manifest entries, index replacements and, for a compaction, the inputs of its conflict
-// checks (which FileStoreCommit takes as a closure).
+// Commit messages: a commit request as data, for the table's commit queue (docs/design.md
+// "How a commit travels"). A writer or compactor writes its data and index files, then sends
+// one of these instead of creating `snapshot-N` itself. Everything a commit needs travels as
+// data: the ADD/DELETE manifest entries, index replacements and, for a compaction, the
+// inputs of its conflict checks (lib/commit/conflicts.ts).
 //
 // The JSON codec carries bigints as {"$bigint": "…"} and byte arrays as {"$bytes": base64}.
 // A body past SQS's 256 KiB limit is stored under `_strata/commit-messages/` and the queue
@@ -12,14 +11,9 @@
 
 import { randomUUID } from 'node:crypto'
 import type { ObjectStore } from '../store/object-store.ts'
-import { DELETION_VECTORS_INDEX } from '../format/deletion-vector.ts'
-import { dvIndexByBucket } from '../manifest/bucket-state.ts'
-import { type CompactBucketRequest, compactBucket } from '../lsm/compact-task.ts'
-import type { Table } from '../table/table.ts'
 import { type CommitKind, type IndexManifestEntry, type ManifestEntry, StrataInputError } from '../types.ts'
-import { type WriteOptions, type WriteRecord, writeBatch } from '../write/table-write.ts'
-import type { CommitRequest, FileStoreCommit, IndexReplacement } from './commit.ts'
-import { bucketIdentifier } from '../manifest/manifests.ts'
+import type { CommitRequest, ExpectedIndex, IndexReplacement } from './committer.ts'
+import { commitKeyOf } from './landed.ts'
 
 /** SQS's largest message (body plus attributes), 256 KiB. */
 export const SQS_MAX_MESSAGE_BYTES = 262_144
@@ -27,15 +21,6 @@ export const SQS_MAX_MESSAGE_BYTES = 262_144
 export const INLINE_LIMIT_BYTES = SQS_MAX_MESSAGE_BYTES - 4096
 export const COMMIT_MESSAGE_DIR = '_strata/commit-messages/'
 const VERSION = 1
-
-/** The bucket's index files a compaction's replacement was computed from. */
-export interface ExpectedIndex {
-  partition: Uint8Array
-  bucket: number
-  indexType: string
-  /** file names, any order; empty when the bucket had none */
-  fileNames: string[]
-}
 
 export type MessageKind = Extract<CommitKind, 'APPEND' | 'COMPACT'>
 
@@ -62,11 +47,6 @@ interface Envelope {
   v: number
   message?: unknown
   pointer?: { key: string; kind: MessageKind; commitUser: string; commitIdentifier: string; builtAfterSnapshotId: number; table?: string }
-}
-
-/** The identity a commit lands under: one (user, identifier, kind) lands once. */
-export function commitKeyOf(m: { commitUser: string; commitIdentifier: bigint; kind: string }): string {
-  return `${m.kind}|${m.commitIdentifier}|${m.commitUser}`
 }
 
 function replacer(_key: string, v: unknown): unknown {
@@ -240,80 +220,26 @@ export function validateCommitMessage(v: unknown, at = 'commit message'): assert
   }
 }
 
-// ---- building messages from the commits the existing write and compaction paths make ----
-
 /**
- * Runs `fn` (a writeBatch or compactBucket on `table`) with the table's committer replaced
- * by one that records each commit request instead of creating a snapshot, so the same
- * code that commits directly today produces commit messages. The recorded commit answers
- * snapshot id -1. Not reentrant: one capture per Table handle at a time.
+ * A commit request as a message. `builtAfterSnapshotId` is the request's base: the message
+ * cannot have landed at or before it. The request's closures (partition stats, test hooks)
+ * stay behind; the folding committer computes its own stats.
  */
-export async function captureCommits<T>(table: Table, fn: () => Promise<T>): Promise<{ result: T; requests: CommitRequest[] }> {
-  const committer = table.committer
-  const own = Object.prototype.hasOwnProperty.call(committer, 'commit') ? committer.commit : undefined
-  const requests: CommitRequest[] = []
-  committer.commit = async (req) => {
-    requests.push(req)
-    return { snapshotId: -1, retries: 0, deduplicated: false }
-  }
-  try {
-    return { result: await fn(), requests }
-  } finally {
-    if (own) committer.commit = own
-    else delete (committer as Partial<FileStoreCommit>).commit
-  }
-}
-
-/**
- * The message for a recorded request. `baseSnapshotId` is the snapshot the work was built
- * on (a compaction's baseSnapshotId; for a write, the latest when it started): the index
- * files the compaction's replacement was computed from are read from it, and the message
- * cannot have landed at or before it.
- */
-export async function commitMessageOf(table: Table, req: CommitRequest, baseSnapshotId: number, tableName?: string): Promise<CommitMessage> {
+export function commitMessageOf(req: CommitRequest, tableName?: string): CommitMessage {
   if (req.kind !== 'APPEND' && req.kind !== 'COMPACT') throw new StrataInputError(`commit request kind: ${JSON.stringify(req.kind)}, expected 'APPEND' or 'COMPACT' (the batching committer folds no other kind)`)
-  const indexReplacements = req.indexReplacements ?? []
-  const requireLive: string[] = []
-  const expectIndex: ExpectedIndex[] = []
-  if (req.kind === 'COMPACT') {
-    const added = new Set(req.adds.map((a) => a.file.fileName))
-    // a file that carries a vector in the new index must still be live (FileStoreCommit's
-    // compaction check: files given marks must not have been removed meanwhile)
-    for (const r of indexReplacements) for (const e of r.entries) for (const d of e.dvRanges ?? []) if (!added.has(d.dataFileName)) requireLive.push(d.dataFileName)
-    if (table.view.options.deletionVectors) {
-      const base = baseSnapshotId > 0 ? await table.snapshots.snapshot(baseSnapshotId) : null
-      const index = await dvIndexByBucket(table, base)
-      const buckets = new Map<string, { partition: Uint8Array; bucket: number }>()
-      for (const e of [...req.deletes, ...req.adds, ...indexReplacements]) buckets.set(bucketIdentifier(e.partition, e.bucket), { partition: e.partition, bucket: e.bucket })
-      for (const [id, b] of buckets) expectIndex.push({ ...b, indexType: DELETION_VECTORS_INDEX, fileNames: (index.get(id) ?? []).map((e) => e.fileName) })
-    }
-  }
   const m: CommitMessage = {
     ...(tableName !== undefined ? { table: tableName } : {}),
     kind: req.kind,
     commitUser: req.commitUser,
     commitIdentifier: req.commitIdentifier,
-    builtAfterSnapshotId: Math.max(0, baseSnapshotId),
+    builtAfterSnapshotId: Math.max(0, req.baseSnapshotId),
     schemaId: req.schemaId,
     adds: req.adds,
     deletes: req.deletes,
-    indexReplacements,
-    requireLive: [...new Set(requireLive)],
-    expectIndex,
+    indexReplacements: req.indexReplacements ?? [],
+    requireLive: req.requireLive ?? [],
+    expectIndex: req.expectIndex ?? [],
   }
   validateCommitMessage(m)
   return m
-}
-
-/** writeBatch, with its commit turned into a message (null when the batch wrote nothing). */
-export async function writeMessage(table: Table, records: WriteRecord[], opts: WriteOptions & { table?: string } = {}): Promise<CommitMessage | null> {
-  const base = await table.snapshots.latestId()
-  const { requests } = await captureCommits(table, () => writeBatch(table, records, opts))
-  return requests.length ? commitMessageOf(table, requests[0], base, opts.table) : null
-}
-
-/** compactBucket, with its commit turned into a message (null when the bucket needs nothing). */
-export async function compactionMessage(table: Table, req: CompactBucketRequest, tableName?: string): Promise<CommitMessage | null> {
-  const { result, requests } = await captureCommits(table, () => compactBucket(table, req))
-  return requests.length ? commitMessageOf(table, requests[0], result.baseSnapshotId, tableName) : null
 }

@@ -6,67 +6,25 @@
 import { randomUUID } from 'node:crypto'
 import { serializeSnapshot } from '../format/snapshot.ts'
 import type { ObjectStore } from '../store/object-store.ts'
-import {
-  type CommitKind,
-  type IndexManifestEntry,
-  type ManifestEntry,
-  type ManifestFileMeta,
-  type SimpleStats,
-  type Snapshot,
-  CommitConflictError,
-  FileKind,
-} from '../types.ts'
+import { type ManifestEntry, type ManifestFileMeta, type Snapshot, CommitConflictError, FileKind } from '../types.ts'
 import { snapshotKey } from '../table/paths.ts'
+import type { SchemaView } from '../table/schema.ts'
 import { type ManifestIO, bucketIdentifier, fileIdentifier, foldEntries } from '../manifest/manifests.ts'
 import type { SnapshotManager } from '../manifest/snapshot-manager.ts'
-
-/** Paimon's batch commit identifier (BatchWriteBuilder.COMMIT_IDENTIFIER = Long.MAX_VALUE). */
-export const BATCH_COMMIT_IDENTIFIER = 9223372036854775807n
+import { type CommitRequest, type CommitResult, type Committer, CommitFailedError } from './committer.ts'
+import { CommitState, checkCompaction } from './conflicts.ts'
+import { type LandedCommits, commitKeyOf } from './landed.ts'
 
 /** `manifest.merge-min-count`: past this many base manifests, fold them into one. */
 const MANIFEST_MERGE_MIN_COUNT = 30
 
-export interface IndexReplacement {
-  partition: Uint8Array
-  bucket: number
-  /** the complete new set of index files of this (partition, bucket) and index type */
-  entries: IndexManifestEntry[]
-  indexType: string
-}
-
-export interface CommitRequest {
-  kind: CommitKind
-  /** ADD entries */
-  adds: ManifestEntry[]
-  /** DELETE entries; each must still be live in the snapshot the commit lands on */
-  deletes: ManifestEntry[]
-  indexReplacements?: IndexReplacement[]
-  commitUser: string
-  commitIdentifier: bigint
+/** The direct path's request: the port's, plus a check of its own for the folding committer. */
+export interface DirectCommitRequest extends CommitRequest {
   /**
-   * Idempotency window: when set, snapshots after this id are searched for one with the
-   * same commitUser and commitIdentifier and kind; if found, that commit already landed.
+   * Replaces the request's own conflict checks (checkCompaction for a COMPACT): run against
+   * the live entries and index of the touched buckets at every attempt.
    */
-  dedupAfterSnapshotId?: number
-  /** Extra conflict check run against the live entries of the touched buckets. */
-  checkConflicts?: (live: ManifestEntry[], latest: Snapshot | null) => void | Promise<void>
-  partitionStats: (entries: ManifestEntry[]) => SimpleStats
-  schemaId: number
-  maxRetries: number
-  /** test hook: called after the files are written and before the snapshot is created */
-  beforeSnapshotCreate?: (id: number) => Promise<void> | void
-}
-
-export interface CommitResult {
-  snapshotId: number
-  /** attempts that lost the race for `snapshot-N` */
-  retries: number
-  /** true when an earlier attempt of the same commit had already landed */
-  deduplicated: boolean
-}
-
-export class CommitFailedError extends Error {
-  override name = 'CommitFailedError'
+  checkConflicts?: (state: CommitState) => void | Promise<void>
 }
 
 function backoffMs(attempt: number): number {
@@ -76,14 +34,20 @@ function backoffMs(attempt: number): number {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-export class FileStoreCommit {
+/** The direct committer: creates `snapshot-N` itself (Paimon's FileStoreCommitImpl). */
+export class FileStoreCommit implements Committer {
   constructor(
     private readonly store: ObjectStore,
     private readonly snapshots: SnapshotManager,
     private readonly manifests: ManifestIO,
+    private readonly landed: LandedCommits,
+    private readonly view: SchemaView,
   ) {}
 
-  async commit(req: CommitRequest): Promise<CommitResult> {
+  async commit(req: DirectCommitRequest): Promise<CommitResult> {
+    const check =
+      req.checkConflicts ??
+      (req.kind === 'COMPACT' ? (state: CommitState) => checkCompaction(this.view, { ...req, label: `COMPACT ${req.commitUser}` }, state) : undefined)
     const touched = new Set([...req.adds, ...req.deletes].map((e) => bucketIdentifier(e.partition, e.bucket)))
     for (const r of req.indexReplacements ?? []) touched.add(bucketIdentifier(r.partition, r.bucket))
     const deltaEntries = [...req.deletes.map((e) => ({ ...e, kind: FileKind.DELETE })), ...req.adds.map((e) => ({ ...e, kind: FileKind.ADD }))]
@@ -92,17 +56,17 @@ export class FileStoreCommit {
     let retries = 0
     let liveSet = new Map<string, ManifestEntry>()
     let liveAt = -1
+    const inTouched = (p: Uint8Array, b: number) => touched.has(bucketIdentifier(p, b))
     for (let attempt = 0; ; attempt++) {
       const latestId = await this.snapshots.latestId()
       const latest = latestId === 0 ? null : await this.snapshots.snapshot(latestId)
-      if (req.dedupAfterSnapshotId !== undefined) {
-        const landed = await this.findLanded(req, req.dedupAfterSnapshotId, latestId)
+      if (req.dedup) {
+        const landed = await this.landed.find(commitKeyOf(req), req.baseSnapshotId, latestId)
         if (landed !== null) return { snapshotId: landed, retries, deduplicated: true }
       }
-      if (req.deletes.length > 0 || req.checkConflicts || req.indexReplacements?.length) {
+      if (req.deletes.length > 0 || check || req.indexReplacements?.length) {
         // the touched buckets' live files, read once and then advanced by the deltas of
         // the snapshots that landed since: a retry costs those deltas, not a full re-read
-        const inTouched = (p: Uint8Array, b: number) => touched.has(bucketIdentifier(p, b))
         if (liveAt === -1) {
           liveSet = new Map((latest ? await this.manifests.liveEntries(latest, inTouched) : []).map((e) => [fileIdentifier(e), e]))
           liveAt = latestId
@@ -112,16 +76,23 @@ export class FileStoreCommit {
           if (s) foldEntries((await this.manifests.deltaEntries(s)).filter((e) => inTouched(e.partition, e.bucket)), liveSet)
         }
         liveAt = latestId
-        const live = [...liveSet.values()]
-        const liveIds = new Set(liveSet.keys())
         for (const d of req.deletes) {
-          if (!liveIds.has(fileIdentifier(d))) {
+          if (!liveSet.has(fileIdentifier(d))) {
             throw new CommitConflictError(
               `commit conflict: file ${d.file.fileName} (bucket ${d.bucket}, level ${d.file.level}) was already removed by snapshot ${latestId} or earlier; the job must be retried from fresh state`,
+              true,
             )
           }
         }
-        await req.checkConflicts?.(live, latest)
+        if (check) {
+          const index = (latest?.indexManifest ? await this.manifests.readIndexManifest(latest.indexManifest) : []).filter((e) => inTouched(e.partition, e.bucket))
+          try {
+            await check(new CommitState(liveSet.values(), index))
+          } catch (e) {
+            if (e instanceof CommitConflictError) throw new CommitConflictError(e.message, true)
+            throw e
+          }
+        }
       }
       if (!deltaMeta) {
         deltaMeta = await this.manifests.writeManifest(deltaEntries, req.partitionStats(deltaEntries), BigInt(req.schemaId))
@@ -159,6 +130,7 @@ export class FileStoreCommit {
       // would break the snapshot that landed, so the uuid decides whose snapshot it is.
       if (!created) created = (await this.snapshots.snapshot(id))?.uuid === snapshot.uuid
       if (created) {
+        this.landed.remember(id, [commitKeyOf(req)])
         try {
           await this.snapshots.writeLatestHint(id)
         } catch {
@@ -178,20 +150,12 @@ export class FileStoreCommit {
     }
   }
 
-  private async findLanded(req: CommitRequest, afterId: number, latestId: number): Promise<number | null> {
-    for (let id = latestId; id > afterId; id--) {
-      const s = await this.snapshots.snapshot(id)
-      if (s && s.commitUser === req.commitUser && s.commitIdentifier === req.commitIdentifier && s.commitKind === req.kind) return id
-    }
-    return null
-  }
-
   /**
    * New base = previous base + previous delta (core:operation/FileStoreCommitImpl). Past
    * MANIFEST_MERGE_MIN_COUNT manifests they are folded into one, so a read of the snapshot
    * opens a bounded number of manifests however many commits came before.
    */
-  private async baseFor(latest: Snapshot, req: CommitRequest, written: string[]): Promise<ManifestFileMeta[]> {
+  private async baseFor(latest: Snapshot, req: DirectCommitRequest, written: string[]): Promise<ManifestFileMeta[]> {
     const metas = await this.manifests.dataManifests(latest)
     if (metas.length <= MANIFEST_MERGE_MIN_COUNT) return metas
     const live = foldEntries((await Promise.all(metas.map((m) => this.manifests.readManifest(m.fileName)))).flat())
@@ -203,7 +167,7 @@ export class FileStoreCommit {
   }
 
   /** The index manifest is a full listing; replacements swap one bucket's entries. */
-  private async indexFor(latest: Snapshot | null, req: CommitRequest, written: string[]): Promise<string | undefined> {
+  private async indexFor(latest: Snapshot | null, req: DirectCommitRequest, written: string[]): Promise<string | undefined> {
     if (!req.indexReplacements?.length) return latest?.indexManifest
     const replaced = new Set(req.indexReplacements.map((r) => `${bucketIdentifier(r.partition, r.bucket)}|${r.indexType}`))
     const previous = await this.manifests.readIndexManifest(latest?.indexManifest)

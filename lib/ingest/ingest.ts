@@ -6,6 +6,8 @@
 
 import { createHash, randomUUID } from 'node:crypto'
 import { type CompactionJob, type JobQueue } from '../jobs/compaction-job.ts'
+import type { Committer } from '../commit/committer.ts'
+import { commitKeyOf } from '../commit/landed.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import { recordFromJson } from '../table/json-values.ts'
 import type { Table } from '../table/table.ts'
@@ -32,6 +34,8 @@ export interface IngestRecord {
 export interface IngestTarget {
   table: Table
   jobs: JobQueue | null
+  /** where the batch's commit goes; default the table's direct committer */
+  committer?: Committer
 }
 
 export interface IngestOptions {
@@ -160,11 +164,15 @@ function parseMarker(bytes: Uint8Array | null): Marker | null {
 
 /** The snapshot an attempt recorded by `marker` landed as, searching only while it could have run. */
 async function landedSince(table: Table, user: string, identifier: bigint, marker: Marker, latest: number): Promise<number | null> {
+  // a folded snapshot lists the writer's commit in its sidecar (lib/commit/landed.ts); a
+  // commit that landed through the queue after its attempt stopped waiting is found by its
+  // receipt instead (lib/commit/queued-committer.ts), so the time bound here holds for both
+  const key = commitKeyOf({ kind: 'APPEND', commitUser: user, commitIdentifier: identifier })
   for (let id = marker.startedAfter + 1; id <= latest; id++) {
     const s = await table.snapshots.snapshot(id)
     if (!s) continue
     if (s.timeMillis > marker.startedAt + MAX_ATTEMPT_MS) break
-    if (s.commitUser === user && s.commitIdentifier === identifier) return id
+    if ((await table.landed.of(s)).includes(key)) return id
   }
   return null
 }
@@ -324,6 +332,7 @@ export async function ingest(records: IngestRecord[], opts: IngestOptions): Prom
       } else {
         const startId = await table.snapshots.latestId()
         const res = await writeBatch(table, recs, {
+          committer: entry.target.committer,
           commitUser: opts.commitUser,
           commitIdentifier: identifier,
           dedupAfterSnapshotId: startId,

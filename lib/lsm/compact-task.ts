@@ -22,7 +22,8 @@ import { bucketDirOf, dvIndexByBucket, livePositioned, loadDeletionVectors, with
 import { type CompactStep, type CompactUnit, type LsmFile, Levels, compactionFileSize, limitInput, needsBackPressure, pickCompaction, pickFullCompaction, planCompaction, shouldDropDelete } from './universal-compaction.ts'
 import { mergeSortedRuns } from './merge-reader.ts'
 import { createMergeFunction, sequenceComparator } from './merge-function.ts'
-import { BATCH_COMMIT_IDENTIFIER } from '../commit/commit.ts'
+import { BATCH_COMMIT_IDENTIFIER, type Committer, type ExpectedIndex } from '../commit/committer.ts'
+import { commitKeyOf } from '../commit/landed.ts'
 
 export interface CompactBucketRequest {
   partition: Uint8Array
@@ -31,7 +32,10 @@ export interface CompactBucketRequest {
   full?: boolean
   /** cap on input files of this job (default `compaction.max.file-num`) */
   maxInputFiles?: number
+  /** the commit's identity with COMPACT and Paimon's batch identifier: unique per compaction; default a fresh one */
   commitUser?: string
+  /** where the COMPACT commit goes; default the table's direct committer */
+  committer?: Committer
   /** test hook: runs after the output is written, before the commit */
   beforeCommit?: () => Promise<void> | void
 }
@@ -332,30 +336,28 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
 
     await req.beforeCommit?.()
     commitStarted = true
-    const baseIndexNames = (dvIndex ?? []).map((e) => e.fileName).sort().join(',')
-    const markedFiles = [...marks.keys()]
-    const result = await table.committer.commit({
+    // the conflict checks as data (lib/commit/conflicts.ts): a file that carries a vector in
+    // the new index must still be live, and the bucket's index must be the one it was built on
+    const added = new Set(adds.map((a) => a.file.fileName))
+    const requireLive = new Set<string>()
+    for (const r of indexReplacements ?? []) for (const e of r.entries) for (const d of e.dvRanges ?? []) if (!added.has(d.dataFileName)) requireLive.add(d.dataFileName)
+    for (const f of marks.keys()) requireLive.add(f)
+    const expectIndex: ExpectedIndex[] = opts.deletionVectors
+      ? [{ partition: req.partition, bucket: req.bucket, indexType: DELETION_VECTORS_INDEX, fileNames: (dvIndex ?? []).map((e) => e.fileName) }]
+      : []
+    const result = await (req.committer ?? table.committer).commit({
       kind: 'COMPACT',
       adds,
       deletes,
       indexReplacements,
       commitUser,
       commitIdentifier: BATCH_COMMIT_IDENTIFIER,
+      baseSnapshotId,
+      requireLive: [...requireLive],
+      expectIndex,
       partitionStats: (entries) => partitionStatsOf(view, entries),
       schemaId: view.schema.id,
       maxRetries: opts.commitMaxRetries,
-      checkConflicts: async (live, latest) => {
-        // the files we marked must still be live, and nobody changed this bucket's vectors
-        const liveNames = new Set(live.filter((e) => e.bucket === req.bucket && bucketIdentifier(e.partition, e.bucket) === bucketIdentifier(req.partition, req.bucket)).map((e) => e.file.fileName))
-        for (const f of markedFiles) {
-          if (!liveNames.has(f)) throw new CommitConflictError(`commit conflict: ${f} got deletion-vector marks but was removed by a concurrent compaction`)
-        }
-        if (opts.deletionVectors) {
-          const now = ((await dvIndexByBucket(table, latest)).get(bucketIdentifier(req.partition, req.bucket)) ?? []).map((e) => e.fileName).sort().join(',')
-          if (now !== baseIndexNames) throw new CommitConflictError(`commit conflict: the deletion vectors of bucket ${req.bucket} changed since snapshot ${baseSnapshotId}`)
-        }
-        checkLevelsAfter(table, live, deletes, adds, req)
-      },
     })
     return {
       snapshotId: result.snapshotId, baseSnapshotId, inputFiles: unit.files.length, outputFiles: adds.length - upgraded, upgradedFiles: upgraded,
@@ -365,10 +367,14 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
     // A commit that threw may still have landed: its snapshot write was applied and only
     // the reply was lost (or a store-level retry then saw its own snapshot and reported a
     // lost race, which ends in a conflict on the next attempt). Its output is then live, so
-    // it must not be deleted; found, the compaction succeeded. Unknown (the check failed
-    // too): leave the files to orphan cleanup rather than risk deleting live data.
-    const landed = commitStarted ? await landedCompaction(table, commitUser, baseSnapshotId, adds).catch(() => undefined) : null
-    if (landed === null) await Promise.all(written.map((k) => table.store.delete(k).catch(() => undefined)))
+    // it must not be deleted; found, the compaction succeeded. The output is deleted only
+    // when nothing was handed to a committer, or the committer says the request can never
+    // land (a queued commit that was not confirmed may still land later); otherwise it is
+    // left to orphan cleanup rather than risk deleting live data.
+    const key = commitKeyOf({ kind: 'COMPACT', commitUser, commitIdentifier: BATCH_COMMIT_IDENTIFIER })
+    const landed = commitStarted ? await table.landed.find(key, baseSnapshotId, await table.snapshots.latestId()).catch(() => undefined) : null
+    const never = !commitStarted || (e instanceof CommitConflictError && e.landsNever)
+    if (landed === null && never) await Promise.all(written.map((k) => table.store.delete(k).catch(() => undefined)))
     if (typeof landed === 'number') {
       return {
         snapshotId: landed, baseSnapshotId, inputFiles: unit.files.length, outputFiles: adds.length - upgraded, upgradedFiles: upgraded,
@@ -376,36 +382,5 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
       }
     }
     throw e
-  }
-}
-
-/**
- * The id of the COMPACT snapshot this attempt committed, or null when none landed after
- * the snapshot it read. Matched by commit user (one per attempt unless the caller fixes
- * it) and, when it added files, by its first added file at its level (file names are
- * random, so no other commit adds it).
- */
-async function landedCompaction(table: Table, commitUser: string, baseSnapshotId: number, adds: ManifestEntry[]): Promise<number | null> {
-  const latest = await table.snapshots.latestId()
-  for (let id = baseSnapshotId + 1; id <= latest; id++) {
-    const s = await table.snapshots.snapshot(id)
-    if (!s || s.commitKind !== 'COMPACT' || s.commitUser !== commitUser) continue
-    if (adds.length === 0) return id
-    const probe = adds[0].file
-    const delta = await table.manifests.deltaEntries(s)
-    if (delta.some((d) => d.kind === FileKind.ADD && d.file.fileName === probe.fileName && d.file.level === probe.level)) return id
-  }
-  return null
-}
-
-/** After applying the change, level >= 1 files of the bucket must not overlap (design.md). */
-function checkLevelsAfter(table: Table, live: ManifestEntry[], deletes: ManifestEntry[], adds: ManifestEntry[], req: CompactBucketRequest): void {
-  const id = bucketIdentifier(req.partition, req.bucket)
-  const gone = new Set(deletes.map(fileIdentifier))
-  const after = [...live.filter((e) => bucketIdentifier(e.partition, e.bucket) === id && !gone.has(fileIdentifier(e))), ...adds]
-  try {
-    new Levels(after.map((e) => lsmFileOf(table, e)), table.view.options.numLevels, rowComparator(table.view.keyTypes))
-  } catch (e) {
-    throw new CommitConflictError(`commit conflict: ${(e as Error).message}`)
   }
 }

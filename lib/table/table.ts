@@ -1,6 +1,7 @@
 // A table handle: its store, its latest schema, and the managers every operation shares.
 
 import { FileStoreCommit } from '../commit/commit.ts'
+import { LandedCommits } from '../commit/landed.ts'
 import { ManifestIO } from '../manifest/manifests.ts'
 import { SnapshotManager } from '../manifest/snapshot-manager.ts'
 import { type MergeEngineConfig, parseMergeEngineConfig } from '../lsm/merge-function.ts'
@@ -16,7 +17,10 @@ export class Table {
   readonly view: SchemaView
   readonly snapshots: SnapshotManager
   readonly manifests: ManifestIO
+  /** the direct committer; writes and compactions take another Committer as an option */
   readonly committer: FileStoreCommit
+  /** which commits the table's snapshots landed (idempotency checks) */
+  readonly landed: LandedCommits
   readonly mergeConfig: MergeEngineConfig
 
   private constructor(
@@ -27,7 +31,8 @@ export class Table {
     this.mergeConfig = parseMergeEngineConfig(schema.fields, schema.primaryKeys, schema.options)
     this.snapshots = new SnapshotManager(store)
     this.manifests = new ManifestIO(store, this.view.options.manifestCompression)
-    this.committer = new FileStoreCommit(store, this.snapshots, this.manifests)
+    this.landed = new LandedCommits(store, this.snapshots)
+    this.committer = new FileStoreCommit(store, this.snapshots, this.manifests, this.landed, this.view)
   }
 
   get uri(): string {

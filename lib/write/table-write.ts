@@ -1,11 +1,12 @@
 // Batch writer: validated rows → grouped by (partition, bucket) → sorted and merged per the
 // merge engine → one level-0 file per bucket → one APPEND snapshot.
 //
-// Sequence numbers: a batch numbers its rows from the writer's clock,
-// `_SEQUENCE_NUMBER = (ms << 20) + row`, never below what this process handed out before
-// (see sequenceBase). A later batch of the same key, started after this one committed,
-// numbers above it and wins. docs/format.md says why this deviates from design.md's
-// `next snapshot id << 32`.
+// Sequence numbers follow commit order, as Paimon's do: a batch numbers its rows from above
+// the highest sequence number of every bucket it touches in the snapshot it read at its
+// start (the true latest), so a batch that starts after another one committed numbers above
+// it whatever the writers' clocks say. Within that floor the writer's clock,
+// `(ms << 20) + row`, spaces batches that race (or are folded into one snapshot) so they do
+// not share a base. docs/format.md says how this deviates from Paimon's counter.
 
 import { bucketFunction } from '../format/bucket.ts'
 import { serializeBinaryRow } from '../format/binary-row.ts'
@@ -14,8 +15,8 @@ import { DataFileWriter } from '../format/data-file.ts'
 import { bucketPath } from '../format/partition-path.ts'
 import { createMergeFunction, sequenceComparator } from '../lsm/merge-function.ts'
 import { type KeyValue, type ManifestEntry, type Row, type Value, FileKind, RowKind, StrataInputError, isRetract } from '../types.ts'
-import { BATCH_COMMIT_IDENTIFIER, type CommitResult } from '../commit/commit.ts'
-import { hex } from '../manifest/manifests.ts'
+import { BATCH_COMMIT_IDENTIFIER, type CommitResult, type Committer } from '../commit/committer.ts'
+import { bucketIdentifier, hex } from '../manifest/manifests.ts'
 import { dataFileMeta, partitionStatsOf } from '../table/file-meta.ts'
 import { FileNamer } from '../table/paths.ts'
 import type { Table } from '../table/table.ts'
@@ -46,9 +47,14 @@ export interface WriteResult extends CommitResult {
 }
 
 export interface WriteOptions {
+  /** where the commit goes; default the table's direct committer */
+  committer?: Committer
   commitUser?: string
   commitIdentifier?: bigint
-  /** with commitUser/commitIdentifier: skip the commit if an earlier attempt already landed after this snapshot */
+  /**
+   * with commitUser/commitIdentifier: skip the commit if an earlier attempt already landed
+   * after this snapshot (the latest the caller saw before it checked for earlier attempts)
+   */
   dedupAfterSnapshotId?: number
   onProgress?: (done: number, total: number, phase: string) => void
   beforeSnapshotCreate?: (id: number) => Promise<void> | void
@@ -100,9 +106,12 @@ let lastSequenceEnd = 0n
  * takes to write and commit, so a batch that started after another one committed numbers
  * above it. 2^41 ms (year 2039) << 20 stays below 2^63; and above the `snapshot id << 32`
  * numbering of earlier Strata versions for any table of fewer than 4·10^8 snapshots.
+ * `floor` (one above the touched buckets' highest number) wins over the clock: a writer
+ * whose clock is behind an earlier writer's still numbers above what it read.
  */
-export function sequenceBase(rows: number, nowMs: number = Date.now()): bigint {
-  const base = BigInt(Math.floor(nowMs)) << SEQUENCE_ROW_BITS
+export function sequenceBase(rows: number, nowMs: number = Date.now(), floor = 0n): bigint {
+  let base = BigInt(Math.floor(nowMs)) << SEQUENCE_ROW_BITS
+  if (floor > base) base = floor
   const start = base > lastSequenceEnd ? base : lastSequenceEnd
   lastSequenceEnd = start + BigInt(Math.max(rows, 1))
   return start
@@ -116,15 +125,14 @@ export function commitUserFor(table: Table): string {
 export async function writeBatch(table: Table, records: WriteRecord[], opts: WriteOptions = {}): Promise<WriteResult> {
   const view = table.view
   const { bucket: numBuckets } = view.options
-  const nextId = (await table.snapshots.latestId()) + 1
-  const seqBase = opts.sequenceBase ?? sequenceBase(records.length)
+  const latestId = await table.snapshots.latestId()
   const partitionTypes = view.partitionFields.map((f) => f.type)
 
   // group by (partition, bucket); plain loops, this runs once per input row
   const bucketFn = bucketFunction(view.bucketKeyTypes, numBuckets)
   const { partitionIndexes, bucketKeyIndexes, keyIndexes } = view
   const bucketKey: Value[] = new Array(bucketKeyIndexes.length)
-  const groups = new Map<string, { partitionValues: Row; bucket: number; kvs: KeyValue[] }>()
+  const groups = new Map<string, { partitionValues: Row; partition: Uint8Array; bucket: number; kvs: KeyValue[]; rows: number[] }>()
   for (let i = 0; i < records.length; i++) {
     const { kind, row } = records[i]
     for (let j = 0; j < bucketKeyIndexes.length; j++) bucketKey[j] = row[bucketKeyIndexes[j]]
@@ -135,11 +143,17 @@ export async function writeBatch(table: Table, records: WriteRecord[], opts: Wri
       gk += '\u0000' + (v instanceof Uint8Array ? hex(v) : String(v))
     }
     let g = groups.get(gk)
-    if (!g) groups.set(gk, (g = { partitionValues: partitionIndexes.map((j) => row[j]), bucket, kvs: [] }))
+    if (!g) {
+      const partitionValues = partitionIndexes.map((j) => row[j])
+      groups.set(gk, (g = { partitionValues, partition: serializeBinaryRow(partitionTypes, partitionValues), bucket, kvs: [], rows: [] }))
+    }
     const key: Value[] = new Array(keyIndexes.length)
     for (let j = 0; j < keyIndexes.length; j++) key[j] = row[keyIndexes[j]]
-    g.kvs.push({ key, seq: seqBase + BigInt(i), kind, value: row })
+    g.kvs.push({ key, seq: 0n, kind, value: row })
+    g.rows.push(i)
   }
+  const seqBase = opts.sequenceBase ?? sequenceBase(records.length, Date.now(), await sequenceFloor(table, latestId, groups.values()))
+  for (const g of groups.values()) for (let k = 0; k < g.kvs.length; k++) g.kvs[k].seq = seqBase + BigInt(g.rows[k])
 
   const keyCmp = rowComparator(view.keyTypes)
   const seqCmp = sequenceComparator(table.mergeConfig)
@@ -169,7 +183,7 @@ export async function writeBatch(table: Table, records: WriteRecord[], opts: Wri
     const fileName = namer.next(view.options.dataFilePrefix, '.parquet')
     const dir = bucketPath(view.partitionFields, g.partitionValues, g.bucket, view.options.partitionDefaultName)
     await table.store.put(`${dir}/${fileName}`, bytes)
-    const partition = serializeBinaryRow(partitionTypes, g.partitionValues)
+    const partition = g.partition
     adds.push({
       kind: FileKind.ADD,
       partition,
@@ -191,19 +205,38 @@ export async function writeBatch(table: Table, records: WriteRecord[], opts: Wri
 
   if (adds.length === 0) {
     // Paimon skips empty commits: nothing to write, no snapshot
-    return { snapshotId: nextId - 1, retries: 0, deduplicated: false, buckets, rowsIn: records.length, rowsWritten }
+    return { snapshotId: latestId, retries: 0, deduplicated: false, buckets, rowsIn: records.length, rowsWritten }
   }
-  const result = await table.committer.commit({
+  const result = await (opts.committer ?? table.committer).commit({
     kind: 'APPEND',
     adds,
     deletes: [],
     commitUser: opts.commitUser ?? commitUserFor(table),
     commitIdentifier: opts.commitIdentifier ?? BATCH_COMMIT_IDENTIFIER,
-    dedupAfterSnapshotId: opts.dedupAfterSnapshotId,
+    baseSnapshotId: opts.dedupAfterSnapshotId ?? latestId,
+    dedup: opts.dedupAfterSnapshotId !== undefined,
     partitionStats: (entries) => partitionStatsOf(view, entries),
     schemaId: view.schema.id,
     maxRetries: view.options.commitMaxRetries,
     beforeSnapshotCreate: opts.beforeSnapshotCreate,
   })
   return { ...result, buckets, rowsIn: records.length, rowsWritten }
+}
+
+/**
+ * One above the highest sequence number of the touched buckets in the snapshot the batch
+ * read (0 when they hold nothing): the start no batch that follows a commit may go below.
+ */
+async function sequenceFloor(table: Table, latestId: number, groups: Iterable<{ partition: Uint8Array; bucket: number }>): Promise<bigint> {
+  if (latestId === 0) return 0n
+  const latest = await table.snapshots.snapshot(latestId)
+  if (!latest) return 0n
+  const touched = new Set<string>()
+  for (const g of groups) touched.add(bucketIdentifier(g.partition, g.bucket))
+  if (touched.size === 0) return 0n
+  let max = -1n
+  for (const e of await table.manifests.liveEntries(latest, (p, b) => touched.has(bucketIdentifier(p, b)))) {
+    if (e.file.maxSequenceNumber > max) max = e.file.maxSequenceNumber
+  }
+  return max + 1n
 }

@@ -1,6 +1,7 @@
 // The local runtime (development only): the embedded S3 + SQS backend, the queues and
 // buckets a deployment would have, and event-source pollers driving the real handlers in
-// worker threads, as AWS would. Compactor concurrency per table comes from the table
+// worker threads, as AWS would. Every table has a commit queue and a committer, as the CDK
+// stack deploys them: writers and compactors commit through it (docs/design.md). Compactor concurrency per table comes from the table
 // option `compaction.task-threads`, mapped as the CDK stack maps it (design.md):
 // 1 → one at a time, N → at most N, -1 → no cap (one per active bucket).
 
@@ -36,6 +37,10 @@ export interface LocalRuntimeOptions {
   /** handler modules, for tests that wrap the real ones */
   writerModule?: string
   compactorModule?: string
+  committerModule?: string
+  /** concurrent committer invocations per table; default 2, the event-source mapping's maxConcurrency in the stack */
+  committerConcurrency?: number
+  onCommitterInvocation?: (table: string, info: Parameters<NonNullable<PollerOptions['onInvocation']>>[0]) => void
   /** function timeout in ms (the worker is killed past it) */
   timeoutMs?: number
   latency?: EmbeddedLatency
@@ -51,9 +56,13 @@ export interface LocalTable {
   table: Table
   compactionQueueUrl: string
   dlqUrl: string
+  commitQueueUrl: string
+  commitDlqUrl: string
   taskThreads: number
   poller: EventSourcePoller
   pool: ExecutionEnvironmentPool
+  committerPoller: EventSourcePoller
+  committerPool: ExecutionEnvironmentPool
 }
 
 export interface LocalRuntime {
@@ -97,7 +106,8 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
     VisibilityTimeout: visibility,
     RedrivePolicy: JSON.stringify({ deadLetterTargetArn: ingestDlq.arn, maxReceiveCount }),
   })
-  const specs: { name: string; uri: string; table: Table; queue: { url: string; arn: string }; dlq: { url: string; arn: string } }[] = []
+  type Q = { url: string; arn: string }
+  const specs: { name: string; uri: string; table: Table; queue: Q; dlq: Q; commitQueue: Q; commitDlq: Q }[] = []
   for (const t of opts.tables) {
     const store = new S3Store({ bucket, prefix: `tables/${t.name}`, client: backend.s3Client() })
     const table = await Table.create(store, t.schema)
@@ -107,7 +117,13 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
       VisibilityTimeout: visibility,
       RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount }),
     })
-    specs.push({ name: t.name, uri: `s3://${bucket}/tables/${t.name}`, table, queue, dlq })
+    const commitDlq = await createQueue(sqs, `strata-${t.name}-commit-dlq.fifo`, { FifoQueue: 'true' })
+    const commitQueue = await createQueue(sqs, `strata-${t.name}-commit.fifo`, {
+      FifoQueue: 'true',
+      VisibilityTimeout: visibility,
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: commitDlq.arn, maxReceiveCount }),
+    })
+    specs.push({ name: t.name, uri: `s3://${bucket}/tables/${t.name}`, table, queue, dlq, commitQueue, commitDlq })
   }
   const env: Record<string, string> = {
     AWS_ENDPOINT_URL: backend.endpoint,
@@ -117,7 +133,7 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
     POWERTOOLS_METRICS_DISABLED: 'true',
     POWERTOOLS_LOG_LEVEL: 'SILENT',
-    STRATA_TABLES: JSON.stringify(Object.fromEntries(specs.map((s) => [s.name, { uri: s.uri, compactionQueueUrl: s.queue.url }]))),
+    STRATA_TABLES: JSON.stringify(Object.fromEntries(specs.map((s) => [s.name, { uri: s.uri, compactionQueueUrl: s.queue.url, commitQueueUrl: s.commitQueue.url }]))),
     STRATA_REJECT_URI: `s3://${bucket}/rejects`,
     ...opts.env,
   }
@@ -157,8 +173,28 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
       maxConcurrency: cap,
       onInvocation: opts.onCompactorInvocation ? (info) => opts.onCompactorInvocation!(s.name, info) : undefined,
     })
-    tables.set(s.name, { name: s.name, uri: s.uri, table: s.table, compactionQueueUrl: s.queue.url, dlqUrl: s.dlq.url, taskThreads, poller, pool })
+    const committers = opts.committerConcurrency ?? 2
+    const committerPool = new ExecutionEnvironmentPool({
+      handlerModule: opts.committerModule ?? join(FUNCTIONS, 'committer.ts'),
+      env: { ...env, STRATA_TABLE: s.name, AWS_LAMBDA_FUNCTION_NAME: `strata-${s.name}-committer` },
+      maxEnvironments: committers,
+      timeoutMs: opts.timeoutMs,
+    })
+    const committerPoller = new EventSourcePoller({
+      sqs,
+      queueUrl: s.commitQueue.url,
+      region: backend.region,
+      pool: committerPool,
+      batchSize: 10,
+      maxConcurrency: committers,
+      onInvocation: opts.onCommitterInvocation ? (info) => opts.onCommitterInvocation!(s.name, info) : undefined,
+    })
+    tables.set(s.name, {
+      name: s.name, uri: s.uri, table: s.table, compactionQueueUrl: s.queue.url, dlqUrl: s.dlq.url, commitQueueUrl: s.commitQueue.url, commitDlqUrl: s.commitDlq.url,
+      taskThreads, poller, pool, committerPoller, committerPool,
+    })
   }
+  for (const t of tables.values()) t.committerPoller.start()
   writer.start()
   for (const t of tables.values()) t.poller.start()
 
@@ -183,8 +219,10 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
     async stop() {
       await writer.stop()
       for (const t of tables.values()) await t.poller.stop()
+      for (const t of tables.values()) await t.committerPoller.stop()
       await writerPool.close()
       for (const t of tables.values()) await t.pool.close()
+      for (const t of tables.values()) await t.committerPool.close()
       sqs.destroy()
       await backend.stop()
     },

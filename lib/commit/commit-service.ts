@@ -1,0 +1,132 @@
+// What the committer function does with one invocation, independent of Lambda: take the
+// batch it was invoked with, drain the commit queue beyond it (an SQS event-source batch
+// holds at most 10 messages, too few per snapshot when a thousand buckets compact at once),
+// fold every message into as few snapshots as it can (batching-committer.ts), write each
+// settled message's receipt, and only then let the queue forget it.
+//
+// A message is settled when it landed, was a duplicate of one that landed, or conflicts (a
+// compaction whose inputs are gone: it can never land, and its receipt says so, so the
+// compactor redoes the job at once instead of waiting for a DLQ). Anything else (a store
+// failure, an unreadable spilled body) is not settled: a batch message is reported back to
+// the event source, a drained one is made visible again, and a redelivery is recognised if
+// it landed after all. Receipts are written before any deletion, so a crash at any step
+// leaves every message either on the queue or with its receipt written.
+
+import { StrataInputError } from '../types.ts'
+import { type BatchingCommitter, type FoldInput, type FoldOutcome } from './batching-committer.ts'
+import { parseCommitMessageBody } from './commit-message.ts'
+import type { DrainableCommitQueue, QueuedCommitMessage } from './commit-queue.ts'
+import { commitKeyOf } from './landed.ts'
+import { type CommitReceipt, writeReceipt } from './receipts.ts'
+
+export interface InvokedMessage {
+  id: string
+  body: string
+}
+
+export interface CommitServiceOptions {
+  /** the table this committer serves; a message naming another is refused */
+  tableName: string
+  /** drain beyond the invoked batch, up to `max` messages in all */
+  drain?: { queue: DrainableCommitQueue; max: number }
+  /** test hook: after the fold, before receipts (a crash here loses nothing) */
+  afterFold?: () => Promise<void> | void
+  /** test hook: after receipts, before drained messages are deleted */
+  afterReceipts?: () => Promise<void> | void
+}
+
+export interface CommitServiceResult {
+  /** ids of invoked messages not settled (the partial batch response) */
+  failedIds: string[]
+  received: number
+  drained: number
+  landed: number
+  duplicates: number
+  conflicts: number
+  failed: number
+  snapshots: number[]
+  retries: number
+  replans: number
+  errors: { id: string; error: string; conflict: boolean }[]
+}
+
+interface Entry {
+  id: string
+  drained?: QueuedCommitMessage
+  input?: FoldInput
+  identity?: string
+  outcome?: FoldOutcome
+  settled?: boolean
+}
+
+const RECEIPT_WRITES_AT_ONCE = 32
+
+export async function commitFromQueue(committer: BatchingCommitter, invoked: InvokedMessage[], opts: CommitServiceOptions): Promise<CommitServiceResult> {
+  const entries: Entry[] = invoked.map((m) => ({ id: m.id, ...parse(m.body, opts.tableName) }))
+  let drained = 0
+  if (opts.drain) {
+    while (entries.length < opts.drain.max) {
+      const got = await opts.drain.queue.receive(Math.min(10, opts.drain.max - entries.length))
+      if (got.length === 0) break
+      drained += got.length
+      for (const m of got) entries.push({ id: m.messageId, drained: m, ...parse(m.body, opts.tableName) })
+    }
+  }
+  const errors: CommitServiceResult['errors'] = []
+  for (const e of entries) if (e.outcome?.status === 'failed') errors.push({ id: e.id, error: e.outcome.error.message, conflict: false })
+  const folding = entries.filter((e) => e.input)
+  const res = folding.length ? await committer.commit(folding.map((e) => e.input!)) : null
+  res?.outcomes.forEach((o, i) => (folding[i].outcome = o))
+  await opts.afterFold?.()
+
+  // receipts first, then deletions: a crash in between redelivers messages whose receipts exist
+  const toSettle = entries.filter((e) => e.outcome && (e.outcome.status !== 'failed' || e.outcome.conflict))
+  for (let i = 0; i < toSettle.length; i += RECEIPT_WRITES_AT_ONCE) {
+    await Promise.all(
+      toSettle.slice(i, i + RECEIPT_WRITES_AT_ONCE).map(async (e) => {
+        const o = e.outcome!
+        const receipt: CommitReceipt = o.status === 'failed' ? { status: 'conflict', error: o.error.message } : { status: o.status, snapshotId: o.snapshotId }
+        try {
+          await writeReceipt(committer.table.store, e.identity!, receipt)
+          e.settled = true
+        } catch (err) {
+          errors.push({ id: e.id, error: `receipt not written: ${(err as Error).message}`, conflict: false })
+        }
+      }),
+    )
+  }
+  for (const e of entries) {
+    if (e.outcome?.status === 'failed' && folding.includes(e)) errors.push({ id: e.id, error: e.outcome.error.message, conflict: e.outcome.conflict })
+  }
+  await opts.afterReceipts?.()
+  const drainedSettled = entries.filter((e) => e.drained && e.settled).map((e) => e.drained!)
+  const drainedOpen = entries.filter((e) => e.drained && !e.settled).map((e) => e.drained!)
+  if (opts.drain && drainedSettled.length) await opts.drain.queue.delete(drainedSettled)
+  if (opts.drain && drainedOpen.length) await opts.drain.queue.release(drainedOpen).catch(() => undefined)
+
+  const count = (f: (e: Entry) => boolean) => entries.filter(f).length
+  return {
+    failedIds: entries.filter((e) => !e.drained && !e.settled).map((e) => e.id),
+    received: entries.length,
+    drained,
+    landed: count((e) => e.outcome?.status === 'landed'),
+    duplicates: count((e) => e.outcome?.status === 'duplicate'),
+    conflicts: count((e) => e.outcome?.status === 'failed' && e.outcome.conflict),
+    failed: count((e) => !e.settled),
+    snapshots: res?.snapshots.map((s) => s.id) ?? [],
+    retries: res?.retries ?? 0,
+    replans: res?.replans ?? 0,
+    errors,
+  }
+}
+
+function parse(body: string, tableName: string): Pick<Entry, 'input' | 'identity' | 'outcome'> {
+  try {
+    const m = parseCommitMessageBody(body)
+    const target = m.inline ? m.message.table : m.identity.table
+    if (target !== undefined && target !== tableName) throw new StrataInputError(`commit message names table '${target}', this committer serves '${tableName}'`)
+    return { input: m, identity: commitKeyOf(m.inline ? m.message : m.identity) }
+  } catch (e) {
+    return { outcome: { status: 'failed', error: e as Error, conflict: false } }
+  }
+}

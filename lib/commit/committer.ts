@@ -1,0 +1,87 @@
+// The commit port. Writers and compactors describe a commit as data (a CommitRequest) and
+// hand it to a Committer; two implementations meet here:
+// - FileStoreCommit (commit.ts): creates `snapshot-N` itself, conditionally, retrying lost
+//   races (the CLI, library users and tests without a queue);
+// - QueuedCommitter (queued-committer.ts): sends the request as a commit message to the
+//   table's commit queue and waits for the committer function, which folds every message
+//   waiting into one snapshot (batching-committer.ts), to write its receipt.
+// Both run the same conflict checks (conflicts.ts) and the same idempotency rule: one
+// (commitUser, commitIdentifier, kind) lands once after `baseSnapshotId`.
+
+import type { CommitKind, IndexManifestEntry, ManifestEntry, SimpleStats } from '../types.ts'
+
+/** Paimon's batch commit identifier (BatchWriteBuilder.COMMIT_IDENTIFIER = Long.MAX_VALUE). */
+export const BATCH_COMMIT_IDENTIFIER = 9223372036854775807n
+
+export interface IndexReplacement {
+  partition: Uint8Array
+  bucket: number
+  /** the complete new set of index files of this (partition, bucket) and index type */
+  entries: IndexManifestEntry[]
+  indexType: string
+}
+
+/** The index files of a bucket a compaction's replacement was computed from. */
+export interface ExpectedIndex {
+  partition: Uint8Array
+  bucket: number
+  indexType: string
+  /** file names, any order; empty when the bucket had none */
+  fileNames: string[]
+}
+
+export interface CommitRequest {
+  kind: CommitKind
+  /** ADD entries */
+  adds: ManifestEntry[]
+  /** DELETE entries; each must still be live in the snapshot the commit lands on */
+  deletes: ManifestEntry[]
+  indexReplacements?: IndexReplacement[]
+  commitUser: string
+  commitIdentifier: bigint
+  /**
+   * The latest snapshot when the work began (a compaction: the snapshot it read). The
+   * commit cannot have landed at or before it, so an earlier landing of the same identity
+   * is searched for only after it.
+   */
+  baseSnapshotId: number
+  /**
+   * Search for an earlier landing of this identity after `baseSnapshotId` before landing
+   * (a redelivered writer batch). The queued path always searches; the direct one only
+   * when asked, since a fresh identity cannot have landed.
+   */
+  dedup?: boolean
+  /** COMPACT: data files (of the request's buckets) that must still be live, e.g. files given deletion-vector marks */
+  requireLive?: string[]
+  /** COMPACT: the index files each replacement was computed from; a different current set is a conflict */
+  expectIndex?: ExpectedIndex[]
+  schemaId: number
+  /** partition stats of a manifest's entries (the direct path; the folding committer computes its own) */
+  partitionStats: (entries: ManifestEntry[]) => SimpleStats
+  maxRetries: number
+  /** test hook: called after the files are written and before the snapshot is created */
+  beforeSnapshotCreate?: (id: number) => Promise<void> | void
+}
+
+export interface CommitResult {
+  snapshotId: number
+  /** attempts that lost the race for `snapshot-N` */
+  retries: number
+  /** true when an earlier attempt of the same commit had already landed */
+  deduplicated: boolean
+}
+
+/** The commit did not land and may be retried (lost every race, or not confirmed in time). */
+export class CommitFailedError extends Error {
+  override name = 'CommitFailedError'
+}
+
+export interface Committer {
+  /**
+   * Lands the request as (part of) a snapshot and resolves once it is committed, or throws
+   * CommitConflictError (it can never land as it is: redo the work from fresh state) or
+   * CommitFailedError / a store error (nothing landed that the caller can count on; a retry
+   * of the same identity is recognised if it did).
+   */
+  commit(req: CommitRequest): Promise<CommitResult>
+}

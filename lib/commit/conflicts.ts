@@ -1,0 +1,94 @@
+// A compaction's conflict checks (design.md "Commit protocol"), as one function over data so
+// the direct committer and the folding committer decide alike. A compaction conflicts when
+// - a file it deletes is no longer live (another compaction took it);
+// - a file that carries a deletion vector in its new index (`requireLive`) is gone;
+// - its bucket's index files differ from those it was computed from (`expectIndex`);
+// - after applying it, a level >= 1 of one of its buckets would hold overlapping files.
+// Appends never conflict: they only add level-0 files under fresh names.
+
+import { bucketIdentifier, fileIdentifier } from '../manifest/manifests.ts'
+import { checkLevelsDisjoint } from '../manifest/level-check.ts'
+import type { SchemaView } from '../table/schema.ts'
+import { type IndexManifestEntry, type ManifestEntry, CommitConflictError } from '../types.ts'
+import type { ExpectedIndex, IndexReplacement } from './committer.ts'
+
+/** The live files and index entries of some buckets, as a commit sees them. */
+export class CommitState {
+  readonly live: Map<string, ManifestEntry>
+  /** index entries by `bucketIdentifier|indexType` */
+  readonly index: Map<string, IndexManifestEntry[]>
+
+  constructor(live: Iterable<ManifestEntry>, index: IndexManifestEntry[]) {
+    this.live = new Map()
+    for (const e of live) this.live.set(fileIdentifier(e), e)
+    this.index = new Map()
+    for (const e of index) {
+      const k = indexKeyOf(e.partition, e.bucket, e.indexType)
+      const list = this.index.get(k)
+      if (list) list.push(e)
+      else this.index.set(k, [e])
+    }
+  }
+
+  /** Applies a change that passed its checks, so the next one is checked against it. */
+  apply(c: Pick<ChangeToCheck, 'adds' | 'deletes' | 'indexReplacements'>): void {
+    for (const d of c.deletes) this.live.delete(fileIdentifier(d))
+    for (const a of c.adds) this.live.set(fileIdentifier(a), a)
+    for (const r of c.indexReplacements ?? []) this.index.set(indexKeyOf(r.partition, r.bucket, r.indexType), r.entries)
+  }
+}
+
+function indexKeyOf(partition: Uint8Array, bucket: number, indexType: string): string {
+  return `${bucketIdentifier(partition, bucket)}|${indexType}`
+}
+
+export interface ChangeToCheck {
+  adds: ManifestEntry[]
+  deletes: ManifestEntry[]
+  indexReplacements?: IndexReplacement[]
+  requireLive?: string[]
+  expectIndex?: ExpectedIndex[]
+  /** names the change in error messages */
+  label: string
+}
+
+export function bucketsOf(c: Pick<ChangeToCheck, 'adds' | 'deletes' | 'indexReplacements' | 'expectIndex'>): Map<string, { partition: Uint8Array; bucket: number }> {
+  const out = new Map<string, { partition: Uint8Array; bucket: number }>()
+  for (const e of [...c.adds, ...c.deletes, ...(c.indexReplacements ?? []), ...(c.expectIndex ?? [])]) {
+    out.set(bucketIdentifier(e.partition, e.bucket), { partition: e.partition, bucket: e.bucket })
+  }
+  return out
+}
+
+/** Throws CommitConflictError naming what conflicts; `state` holds at least the change's buckets. */
+export function checkCompaction(view: SchemaView, c: ChangeToCheck, state: CommitState): void {
+  const at = c.label
+  for (const d of c.deletes) {
+    if (!state.live.has(fileIdentifier(d))) {
+      throw new CommitConflictError(`commit conflict (${at}): file ${d.file.fileName} (bucket ${d.bucket}, level ${d.file.level}) is no longer live; the compaction must be redone from fresh state`)
+    }
+  }
+  const buckets = bucketsOf(c)
+  if (c.requireLive?.length) {
+    const liveNames = new Set<string>()
+    for (const e of state.live.values()) if (buckets.has(bucketIdentifier(e.partition, e.bucket))) liveNames.add(e.file.fileName)
+    for (const n of c.requireLive) {
+      if (!liveNames.has(n)) throw new CommitConflictError(`commit conflict (${at}): ${n} got deletion-vector marks but is no longer live`)
+    }
+  }
+  for (const x of c.expectIndex ?? []) {
+    const now = (state.index.get(indexKeyOf(x.partition, x.bucket, x.indexType)) ?? []).map((e) => e.fileName).sort().join(',')
+    const want = [...x.fileNames].sort().join(',')
+    if (now !== want) throw new CommitConflictError(`commit conflict (${at}): the ${x.indexType} index files of bucket ${x.bucket} are [${now}], the compaction was built on [${want}]`)
+  }
+  const gone = new Set(c.deletes.map(fileIdentifier))
+  for (const [id] of buckets) {
+    const after = [...state.live.values()].filter((e) => bucketIdentifier(e.partition, e.bucket) === id && !gone.has(fileIdentifier(e)))
+    for (const a of c.adds) if (bucketIdentifier(a.partition, a.bucket) === id) after.push(a)
+    try {
+      checkLevelsDisjoint(view, after)
+    } catch (e) {
+      throw new CommitConflictError(`commit conflict (${at}): ${(e as Error).message}`)
+    }
+  }
+}

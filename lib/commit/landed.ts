@@ -1,0 +1,98 @@
+// Which commits a snapshot landed. A snapshot of one commit carries that commit's own
+// commitUser and commitIdentifier; a snapshot that folds several (batching-committer.ts)
+// carries FOLDING_COMMIT_USER and a fresh identifier, and its sidecar
+// `_strata/folded-commits/<identifier>.json` lists the (kind, commitUser, commitIdentifier)
+// of every commit it folded. The sidecar is written before the snapshot and read only
+// through a snapshot that names it, so a sidecar of a fold that never landed means nothing.
+// Every idempotency check (a redelivered writer batch, a retried commit, a redelivered
+// commit message) asks this one place.
+
+import type { ObjectStore } from '../store/object-store.ts'
+import type { Snapshot } from '../types.ts'
+import type { SnapshotManager } from '../manifest/snapshot-manager.ts'
+
+/** commitUser of snapshots that fold several commits */
+export const FOLDING_COMMIT_USER = 'strata-batching-committer'
+export const FOLDED_COMMITS_DIR = '_strata/folded-commits/'
+
+export function foldedCommitsKey(commitIdentifier: bigint): string {
+  return `${FOLDED_COMMITS_DIR}${commitIdentifier}.json`
+}
+
+/** The identity a commit lands under: one (user, identifier, kind) lands once. */
+export function commitKeyOf(m: { commitUser: string; commitIdentifier: bigint; kind: string }): string {
+  return `${m.kind}|${m.commitIdentifier}|${m.commitUser}`
+}
+
+export function foldedCommitsBody(commits: { kind: string; commitUser: string; commitIdentifier: bigint }[]): Uint8Array {
+  return new TextEncoder().encode(JSON.stringify({ commits: commits.map((m) => [m.kind, m.commitIdentifier.toString(), m.commitUser]) }))
+}
+
+const CACHE_LIMIT = 10_000
+
+export class LandedCommits {
+  /** snapshot id → identities landed in it (immutable once created) */
+  private readonly cache = new Map<number, string[]>()
+
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly snapshots: SnapshotManager,
+  ) {}
+
+  /** The identities (commitKeyOf) a snapshot landed: its sidecar's list, or its own. */
+  async of(s: Snapshot): Promise<string[]> {
+    const hit = this.cache.get(s.id)
+    if (hit) return hit
+    let keys: string[]
+    if (s.commitUser === FOLDING_COMMIT_USER) {
+      const bytes = await this.store.get(foldedCommitsKey(s.commitIdentifier))
+      if (!bytes) throw new Error(`snapshot ${s.id} folds several commits but ${foldedCommitsKey(s.commitIdentifier)} is missing from ${this.store.uri}`)
+      keys = (JSON.parse(new TextDecoder().decode(bytes)) as { commits: [string, string, string][] }).commits.map(([kind, id, user]) => commitKeyOf({ kind, commitIdentifier: BigInt(id), commitUser: user }))
+    } else {
+      keys = [commitKeyOf({ kind: s.commitKind, commitUser: s.commitUser, commitIdentifier: s.commitIdentifier })]
+    }
+    this.remember(s.id, keys)
+    return keys
+  }
+
+  /** Records what a snapshot this process created landed (saves reading it back). */
+  remember(id: number, keys: string[]): void {
+    if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value!)
+    this.cache.set(id, keys)
+  }
+
+  /**
+   * Identity → the snapshot that landed it, for every identity landed in (afterId,
+   * latestId]. The walk goes newest first and ends at an expired snapshot (nothing older is
+   * left to search); `skip(snapshot)` leaves a snapshot out (e.g. past a time bound).
+   */
+  async landedBetween(afterId: number, latestId: number, skip?: (s: Snapshot) => boolean): Promise<Map<string, number>> {
+    const out = new Map<string, number>()
+    for (let id = latestId; id > afterId; id--) {
+      let keys = this.cache.get(id)
+      if (!keys) {
+        const s = await this.snapshots.snapshot(id)
+        if (!s) break
+        if (skip?.(s)) continue
+        keys = await this.of(s)
+      }
+      for (const k of keys) if (!out.has(k)) out.set(k, id)
+    }
+    return out
+  }
+
+  /** The snapshot in (afterId, latestId] that landed this identity, or null. */
+  async find(key: string, afterId: number, latestId: number, skip?: (s: Snapshot) => boolean): Promise<number | null> {
+    for (let id = latestId; id > afterId; id--) {
+      let keys = this.cache.get(id)
+      if (!keys) {
+        const s = await this.snapshots.snapshot(id)
+        if (!s) break
+        if (skip?.(s)) continue
+        keys = await this.of(s)
+      }
+      if (keys.includes(key)) return id
+    }
+    return null
+  }
+}
