@@ -34,7 +34,7 @@
 import { S3Store } from '../lib/store/s3-store.ts'
 import { Table } from '../lib/table/table.ts'
 import { RowKind } from '../lib/types.ts'
-import { CommitFailedError } from '../lib/commit/commit.ts'
+import { CommitFailedError } from '../lib/commit/committer.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 import { startEmbeddedBackend, type TransferModel } from '../local/embedded.ts'
 import { parseBenchArgs } from './lib/args.ts'

@@ -53,11 +53,11 @@ export interface TableDeployConfig {
   taskThreads: number
   compactor: FunctionSettings & { reservedConcurrency?: number }
   /**
-   * The batching committer (functions/committer.ts): a commit FIFO queue and a committer
-   * function for the table. Off by default; the writer and compactor do not send to it yet.
+   * The table's committer (functions/committer.ts), fed by its commit FIFO queue: the one
+   * path by which the table's writes and compactions become snapshots.
    */
-  committer: FunctionSettings & { enabled: boolean }
-  alarms: { freshnessLagMinutes: number; l0FileCount: number }
+  committer: FunctionSettings
+  alarms: { freshnessLagMinutes: number; l0FileCount: number; commitQueueAgeSeconds: number }
 }
 
 export interface DeployConfig {
@@ -84,6 +84,13 @@ export interface DeployConfig {
 /** CloudWatch Logs accepts only these retention periods (RetentionDays in aws-cdk-lib). */
 export const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653]
 
+/**
+ * How long a table's commit queue keeps a message: 12 h, under orphan cleanup's default age
+ * (1 day), since an older message may name data files that cleanup has already removed as
+ * unreferenced.
+ */
+export const COMMIT_QUEUE_RETENTION_SECONDS = 12 * 3600
+
 /** Most concurrent invocations an SQS event source can be capped at (Lambda's limit). */
 export const MAX_EVENT_SOURCE_CONCURRENCY = 1000
 
@@ -101,18 +108,23 @@ class Section {
     private readonly where: string,
   ) {}
 
-  static of(value: unknown, path: string, where: string, keys: string[]): Section {
+  /** `removed`: keys no longer accepted, each with why; one that is set fails naming its value. */
+  static of(value: unknown, path: string, where: string, keys: string[], removed: Record<string, string> = {}): Section {
     if (value === undefined) value = {}
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
       throw new DeployConfigError(`${where}: ${path || 'the config'}: expected an object, got ${JSON.stringify(value)}`)
     }
     const obj = value as Record<string, unknown>
+    const section = new Section(obj, path, where)
+    for (const [k, why] of Object.entries(removed)) {
+      if (obj[k] !== undefined) section.fail(k, `no value: ${why}`)
+    }
     for (const k of Object.keys(obj)) {
       if (!keys.includes(k)) {
         throw new DeployConfigError(`${where}: unknown key '${path ? `${path}.` : ''}${k}'; expected one of ${keys.join(', ')}`)
       }
     }
-    return new Section(obj, path, where)
+    return section
   }
 
   name(key: string): string {
@@ -169,8 +181,8 @@ class Section {
     return v as T
   }
 
-  section(key: string, keys: string[]): Section {
-    return Section.of(this.obj[key], this.name(key), this.where, keys)
+  section(key: string, keys: string[], removed: Record<string, string> = {}): Section {
+    return Section.of(this.obj[key], this.name(key), this.where, keys, removed)
   }
 }
 
@@ -253,9 +265,13 @@ function tableConfig(value: unknown, i: number, where: string): TableDeployConfi
     if (reserved < taskThreads) cs.fail('reservedConcurrency', `at least compaction.task-threads (${taskThreads}), or the event source's pollers are throttled`)
     compactor.reservedConcurrency = reserved
   }
-  const ms = s.section('committer', ['enabled', 'memoryMb', 'timeoutSeconds'])
-  const committer = { enabled: ms.bool('enabled', false), ...functionSettings(ms, 1024, 60) }
-  const as = s.section('alarms', ['freshnessLagMinutes', 'l0FileCount'])
+  // `enabled` switched the committer on while it was optional; a config that still sets it
+  // is refused by name rather than deployed with another meaning
+  const ms = s.section('committer', ['memoryMb', 'timeoutSeconds'], {
+    enabled: 'the key was removed, every table now commits through its committer (its commit queue and committer function are always deployed); delete the key',
+  })
+  const committer = functionSettings(ms, 1024, 60)
+  const as = s.section('alarms', ['freshnessLagMinutes', 'l0FileCount', 'commitQueueAgeSeconds'])
   return {
     name,
     schemaInput: s.raw('schema') as Record<string, unknown>,
@@ -267,6 +283,8 @@ function tableConfig(value: unknown, i: number, where: string): TableDeployConfi
       freshnessLagMinutes: as.int('freshnessLagMinutes', 30, 1, 10080),
       // past the stop trigger a bucket is back-pressured (num-sorted-run.stop-trigger)
       l0FileCount: as.int('l0FileCount', options.stopTrigger, 1, 100000),
+      // writers and compactors wait for their commit; at most the commit queue's retention
+      commitQueueAgeSeconds: as.int('commitQueueAgeSeconds', 60, 1, COMMIT_QUEUE_RETENTION_SECONDS),
     },
   }
 }

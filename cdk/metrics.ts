@@ -9,8 +9,8 @@
 export const METRICS_NAMESPACE = 'Strata'
 export const METRICS_SERVICE = 'strata'
 
-/** {service, function, table}: maintenance and compactor (one table each), writer and reader (per table read or written). */
-export function tableDimensions(fn: 'maintenance' | 'writer' | 'reader' | 'compactor', table: string): Record<string, string> {
+/** {service, function, table}: maintenance, compactor and committer (one table each), writer and reader (per table read or written). */
+export function tableDimensions(fn: 'maintenance' | 'writer' | 'reader' | 'compactor' | 'committer', table: string): Record<string, string> {
   return { service: METRICS_SERVICE, function: fn, table }
 }
 

@@ -1,6 +1,7 @@
 // The Strata stack: one bucket, the ingest source and the writer, a reader behind a
-// Function URL (AWS_IAM auth), per table its compaction queue, compactor and maintenance
-// function, the custom resource that creates the tables, alarms and a dashboard. Built
+// Function URL (AWS_IAM auth), per table its commit queue and committer, compaction queue,
+// compactor and maintenance function, the custom resource that creates the tables, alarms
+// and a dashboard. Built
 // from a validated DeployConfig (cdk/config.ts); nothing is looked up in an account, so
 // `cdk synth` runs offline.
 
@@ -13,7 +14,7 @@ import { Monitoring } from './constructs/monitoring.ts'
 import { allowList, allowObjects, allowSend, denySchemaWrites } from './constructs/permissions.ts'
 import { REJECTS_PREFIX, StrataStorage } from './constructs/storage.ts'
 import { StrataFunction } from './constructs/strata-function.ts'
-import { TableResources } from './constructs/table-resources.ts'
+import { COMMIT_RECEIPTS, TableResources } from './constructs/table-resources.ts'
 
 export class StrataStack extends Stack {
   readonly storage: StrataStorage
@@ -48,7 +49,7 @@ export class StrataStack extends Stack {
       description: `Writes ingest records to ${config.tables.map((t) => t.name).join(', ')}`,
       settings: fns.writer,
       environment: {
-        STRATA_TABLES: this.toJsonString(Object.fromEntries(this.tables.map((t) => [t.name, { uri: t.uri, compactionQueueUrl: t.queue.queueUrl }]))),
+        STRATA_TABLES: this.toJsonString(Object.fromEntries(this.tables.map((t) => [t.name, t.runtimeEntry()]))),
         STRATA_REJECT_URI: rejectUri,
       },
       logRetentionDays: fns.logRetentionDays,
@@ -56,11 +57,15 @@ export class StrataStack extends Stack {
     })
     const w = this.writer.role
     allowList(w, bucket)
+    // data files, ingest markers and spilled commit messages; reads the table's state and
+    // polls for the committer's receipt of its commit
     allowObjects(w, bucket, ['s3:GetObject', 's3:PutObject'], this.tables.map((t) => `${t.prefix}*`))
-    // a commit that loses its race deletes the manifests it wrote; nothing else is deleted
-    allowObjects(w, bucket, ['s3:DeleteObject'], this.tables.map((t) => `${t.prefix}manifest/*`))
+    // the writer commits through each table's committer and writes no manifests: the
+    // receipts it has read are all it deletes
+    allowObjects(w, bucket, ['s3:DeleteObject'], this.tables.map((t) => `${t.prefix}${COMMIT_RECEIPTS}*`))
     allowObjects(w, bucket, ['s3:PutObject'], [`${REJECTS_PREFIX}*`])
-    allowSend(w, this.tables.map((t) => t.queue))
+    // compaction jobs and commit messages
+    allowSend(w, this.tables.flatMap((t) => [t.queue, t.commitQueue]))
     denySchemaWrites(w, bucket, this.tables.map((t) => t.prefix))
     for (const t of this.tables) this.writer.fn.node.addDependency(t.created)
     this.ingest.connect(this.writer.fn)
@@ -100,6 +105,8 @@ export class StrataStack extends Stack {
       new CfnOutput(this, `${t.node.id}Uri`, { value: t.uri, description: `Location of table '${t.name}' (strata status <uri>)` })
       new CfnOutput(this, `${t.node.id}CompactionQueueUrl`, { value: t.queue.queueUrl })
       new CfnOutput(this, `${t.node.id}CompactionDeadLetterQueueUrl`, { value: t.deadLetters.queueUrl })
+      new CfnOutput(this, `${t.node.id}CommitQueueUrl`, { value: t.commitQueue.queueUrl })
+      new CfnOutput(this, `${t.node.id}CommitDeadLetterQueueUrl`, { value: t.commitDeadLetters.queueUrl })
     }
   }
 }

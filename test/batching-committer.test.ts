@@ -8,16 +8,17 @@ import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand, SendMe
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { committerHandler } from '../functions/committer.ts'
-import { BatchingCommitter, FOLDING_COMMIT_USER, foldedCommitsKey, requestFromMessage } from '../lib/commit/batching-committer.ts'
+import { BatchingCommitter, requestFromMessage } from '../lib/commit/batching-committer.ts'
+import { FOLDING_COMMIT_USER, commitKeyOf, foldedCommitsKey } from '../lib/commit/landed.ts'
+import { readReceipt } from '../lib/commit/receipts.ts'
+import { compactionMessage, writeMessage } from './helpers/commit.ts'
 import {
   type CommitMessage,
   COMMIT_MESSAGE_DIR,
-  compactionMessage,
   decodeCommitMessage,
   encodeCommitMessage,
   parseCommitMessageBody,
   validateCommitMessage,
-  writeMessage,
 } from '../lib/commit/commit-message.ts'
 import { compactTable } from '../lib/lsm/compact-table.ts'
 import { readAll } from '../lib/read/table-read.ts'
@@ -342,7 +343,7 @@ describe('committer function', () => {
     return { name, table }
   }
 
-  it('folds a batch; a poison message, another table\'s message and a conflict fail alone', async () => {
+  it('folds a batch; a poison message and another table\'s message fail alone; a conflict is settled with a conflict receipt', async () => {
     const { name, table } = await setup()
     const model = new TableModel('deduplicate')
     const body = async (m: CommitMessage) => (await encodeCommitMessage(m, table.store)).body
@@ -358,8 +359,11 @@ describe('committer function', () => {
     const conflict = sqsRecord(await body(c2), { groupId: name })
     const event = sqsEvent([await w(put([4], 4)), poison, sqsRecord(await body(c1), { groupId: name }), conflict, elsewhere, await w(put([5], 5))])
     const res = await committerHandler(event)
-    expect(res.batchItemFailures.map((f) => f.itemIdentifier)).toEqual([poison.messageId, conflict.messageId, elsewhere.messageId])
+    expect(res.batchItemFailures.map((f) => f.itemIdentifier)).toEqual([poison.messageId, elsewhere.messageId])
     expect(await table.snapshots.latestId()).toBe(3) // 1: the first two writes; 2: the next two; 3: c1
+    // the conflicting compaction is acknowledged: its receipt tells its compactor to redo the job
+    expect(await readReceipt(table.store, commitKeyOf(c2))).toEqual({ status: 'conflict', error: expect.stringMatching(/no longer live/) })
+    expect(await readReceipt(table.store, commitKeyOf(c1))).toEqual({ status: 'landed', snapshotId: 3 })
     expect(sortRows(await readAll(table))).toEqual(model.snapshot())
   })
 
@@ -394,9 +398,8 @@ describe('committer function', () => {
     expect(handled).toBe(sends.length)
     // 6 distinct messages, the copy acknowledged without a snapshot
     const ids = await table.snapshots.listIds()
-    const landed = new BatchingCommitter(table)
     let commits = 0
-    for (const id of ids) commits += (await landed.landedCommits((await table.snapshots.snapshot(id))!)).length
+    for (const id of ids) commits += (await table.landed.of((await table.snapshots.snapshot(id))!)).length
     expect(commits).toBe(6)
     expect(sortRows(await readAll(table))).toEqual(model.snapshot())
   })

@@ -3,7 +3,9 @@
 // by a fresh `node` (no tsx, no node_modules within reach), then handed a real-shaped event
 // against the embedded S3 + SQS backend with the environment the template gives that
 // function. The run goes table-init → writer → compactor → reader → maintenance over one
-// table, and checks the EMF each bundle prints against the alarms' metric dimensions.
+// table, and checks the EMF each bundle prints against the alarms' metric dimensions. While
+// the writer and the compactor run, the test stands in for the committer's event source:
+// what arrives on the commit queue goes to the committer bundle.
 
 import { spawn } from 'node:child_process'
 import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
@@ -52,7 +54,8 @@ let resources: Resources
 let work: string
 let ingestQueue: { url: string; arn: string }
 let compactionQueue: { url: string; arn: string }
-const fns: Record<'tableInit' | 'writer' | 'compactor' | 'reader' | 'maintenance', Deployed> = {} as never
+let commitQueue: { url: string; arn: string }
+const fns: Record<'tableInit' | 'writer' | 'compactor' | 'committer' | 'reader' | 'maintenance', Deployed> = {} as never
 
 /** Just the intrinsics the stack uses in function environments; anything else is a test failure. */
 function resolveValue(v: unknown, refs: Map<string, string>): string {
@@ -165,6 +168,48 @@ async function receiveAll(queue: { url: string; arn: string }) {
   return out
 }
 
+/**
+ * Awaits `during` (a writer or compactor run) while doing what the committer's event source
+ * would: commit messages that arrive go to the committer bundle in batches of at most 10,
+ * and the ones it did not report as failed are deleted.
+ */
+async function withCommitter<T>(during: Promise<T>): Promise<{ result: T; committerRuns: Run[] }> {
+  let done = false
+  const committerRuns: Run[] = []
+  const pump = (async () => {
+    while (!done) {
+      const res = await sqs.send(new ReceiveMessageCommand({ QueueUrl: commitQueue.url, MaxNumberOfMessages: 10, MessageSystemAttributeNames: ['All'], WaitTimeSeconds: 0 }))
+      const records = (res.Messages ?? []).map((m) => sqsRecordOf(m, commitQueue.arn, backend.region))
+      if (records.length === 0) {
+        await new Promise((r) => setTimeout(r, 50))
+        continue
+      }
+      const run = await invoke(fns.committer, 'strata-committer', sqsEventOf(records))
+      committerRuns.push(run)
+      if (!run.result.ok) continue // as Lambda does: the batch comes back after its visibility timeout
+      const failed = new Set((run.result.out?.batchItemFailures ?? []).map((f: { itemIdentifier: string }) => f.itemIdentifier))
+      const landed = records.filter((r) => !failed.has(r.messageId))
+      if (landed.length) await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: commitQueue.url, Entries: landed.map((r, i) => ({ Id: String(i), ReceiptHandle: r.receiptHandle })) }))
+    }
+  })()
+  try {
+    return { result: await during, committerRuns }
+  } finally {
+    done = true
+    await pump
+  }
+}
+
+/** After a writer or compactor run: it committed through the committer, which succeeded; no commit message or receipt is left. */
+async function expectCommitsSettled(committerRuns: Run[]): Promise<void> {
+  expect(committerRuns.length).toBeGreaterThan(0)
+  for (const run of committerRuns) expect(run.result, run.stderr).toMatchObject({ ok: true, out: { batchItemFailures: [] } })
+  const left = await sqs.send(new ReceiveMessageCommand({ QueueUrl: commitQueue.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }))
+  expect(left.Messages ?? []).toEqual([])
+  const receipts = await backend.s3Client().send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: `tables/${TABLE}/_strata/commit-receipts/` }))
+  expect(receipts.KeyCount).toBe(0)
+}
+
 function tableHandle(): Promise<Table> {
   return Table.open(new S3Store({ bucket: BUCKET, prefix: `tables/${TABLE}`, client: backend.s3Client() }))
 }
@@ -182,14 +227,17 @@ beforeAll(async () => {
   sqs = new SQSClient({ endpoint: backend.endpoint, region: backend.region, credentials: backend.credentials, useQueueUrlAsEndpoint: false })
   ingestQueue = await createQueue('ingest', {})
   compactionQueue = await createQueue(`${TABLE}-compaction.fifo`, { FifoQueue: 'true' })
+  commitQueue = await createQueue(`${TABLE}-commit.fifo`, { FifoQueue: 'true' })
   const table = stack.tables[0]
   const refs = new Map([
     [logicalIdOf(stack.storage.bucket.node.defaultChild as CfnElement), BUCKET],
     [logicalIdOf(table.queue.node.defaultChild as CfnElement), compactionQueue.url],
+    [logicalIdOf(table.commitQueue.node.defaultChild as CfnElement), commitQueue.url],
   ])
   fns.tableInit = deployed(stack.tableInit.fn, assembly.directory, refs)
   fns.writer = deployed(stack.writer.fn, assembly.directory, refs)
   fns.compactor = deployed(table.compactor.fn, assembly.directory, refs)
+  fns.committer = deployed(table.committer.fn, assembly.directory, refs)
   fns.reader = deployed(stack.reader.fn, assembly.directory, refs)
   fns.maintenance = deployed(table.maintenance.fn, assembly.directory, refs)
 }, 120_000)
@@ -209,6 +257,13 @@ describe('bundled handlers (esbuild output of the stack)', () => {
       expect(readdirSync(fn.bundleDir).sort(), name).toEqual(['index.mjs', 'index.mjs.map'])
     }
     expect(fns.writer.env.NODE_OPTIONS).toBe('--enable-source-maps')
+  })
+
+  it('writer, compactor and committer are given the commit queue of the table', () => {
+    for (const fn of [fns.writer, fns.compactor, fns.committer]) {
+      expect(JSON.parse(fn.env.STRATA_TABLES)[TABLE]).toEqual({ uri: `s3://${BUCKET}/tables/${TABLE}`, compactionQueueUrl: compactionQueue.url, commitQueueUrl: commitQueue.url })
+    }
+    expect(fns.committer.env.STRATA_TABLE).toBe(TABLE)
   })
 
   it('table-init creates the table through the custom-resource protocol', async () => {
@@ -267,8 +322,9 @@ describe('bundled handlers (esbuild output of the stack)', () => {
     await sqs.send(new SendMessageBatchCommand({ QueueUrl: ingestQueue.url, Entries: bodies.map((b, i) => ({ Id: String(i), MessageBody: b })) }))
     const records = await receiveAll(ingestQueue)
     expect(records).toHaveLength(4)
-    const run = await invoke(fns.writer, 'strata-writer', sqsEventOf(records))
+    const { result: run, committerRuns } = await withCommitter(invoke(fns.writer, 'strata-writer', sqsEventOf(records)))
     expect(run.result, run.stderr).toEqual({ ok: true, out: { batchItemFailures: [] } })
+    await expectCommitsSettled(committerRuns)
 
     const table = await tableHandle()
     const snapshot = await table.snapshots.snapshot(await table.snapshots.latestId())
@@ -276,16 +332,18 @@ describe('bundled handlers (esbuild output of the stack)', () => {
     const rejects = await backend.s3Client().send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: 'rejects/' }))
     expect(rejects.KeyCount).toBe(1)
 
-    // the dashboard's per-table writer series are what the bundle publishes
+    // the dashboard's per-table writer and committer series are what the bundles publish
     expect(published(run, 'RowsWritten')).toEqual([{ dimensions: ['function', 'service', 'table'], values: { service: 'strata', function: 'writer', table: TABLE }, unit: 'Count' }])
+    expect(published(committerRuns[0], 'CommitRetries')).toEqual([{ dimensions: ['function', 'service', 'table'], values: { service: 'strata', function: 'committer', table: TABLE }, unit: 'Count' }])
   })
 
   it('the compactor bundle compacts the jobs, after which deletion-vector readers see the rows', async () => {
     const jobs = await receiveAll(compactionQueue)
     expect(jobs.length).toBeGreaterThan(0)
     expect(jobs.every((j) => j.attributes.MessageGroupId?.startsWith(`${TABLE}/`))).toBe(true)
-    const run = await invoke(fns.compactor, 'strata-compactor', sqsEventOf(jobs))
+    const { result: run, committerRuns } = await withCommitter(invoke(fns.compactor, 'strata-compactor', sqsEventOf(jobs)))
     expect(run.result, run.stderr).toEqual({ ok: true, out: { batchItemFailures: [] } })
+    await expectCommitsSettled(committerRuns)
     // as the event source mapping does with a batch that reported no failures
     await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: compactionQueue.url, Entries: jobs.map((j, i) => ({ Id: String(i), ReceiptHandle: j.receiptHandle })) }))
 

@@ -1,6 +1,7 @@
 // The synthesized CloudFormation of the Strata stack: the compaction.task-threads mapping,
 // FIFO and event-source settings, IAM scoping, encryption and TLS, alarms and dashboard,
-// cdk-nag — plus the deployment config's validation. Bundling is skipped here (the
+// cdk-nag — plus the deployment config's validation. The commit path (commit queues,
+// committers, receipts) has its own file, cdk-committer.test.ts. Bundling is skipped here (the
 // handlers' bundles are tested in cdk-bundle.test.ts); each configuration is synthesized
 // once and its template shared.
 
@@ -195,7 +196,7 @@ describe('queues and event sources', () => {
 describe('functions', () => {
   it('are arm64 nodejs22.x ESM bundles with their own log groups', () => {
     const fns = ofType(sqsStack, 'AWS::Lambda::Function').map(([, r]) => r.Properties)
-    expect(fns).toHaveLength(1 + 1 + 1 + 2 * 4) // writer, reader, table-init, compactor + maintenance per table
+    expect(fns).toHaveLength(1 + 1 + 1 + 3 * 4) // writer, reader, table-init, committer + compactor + maintenance per table
     for (const p of fns) {
       expect(p.Runtime).toBe('nodejs22.x')
       expect(p.Architectures).toEqual(['arm64'])
@@ -223,12 +224,20 @@ describe('functions', () => {
     const s = sqsStack.stack
     for (const t of s.tables) {
       expect(env(s.writer.fn)).toContain(`\\"${t.name}\\":{\\"uri\\":\\"s3://`)
-      expect(env(s.writer.fn)).toContain(idOf(t.queue))
-      const own = sqsStack.resources[idOf(t.compactor.fn)].Properties.Environment.Variables
-      expect(own.STRATA_TABLE).toBe(t.name)
-      for (const other of s.tables.filter((x) => x !== t)) expect(JSON.stringify(own)).not.toContain(idOf(other.queue))
+      expect(env(s.writer.fn)).toContain(`\\"compactionQueueUrl\\":\\"",{"Ref":"${idOf(t.queue)}"}`)
+      expect(env(s.writer.fn)).toContain(`\\"commitQueueUrl\\":\\"",{"Ref":"${idOf(t.commitQueue)}"}`)
+      for (const fn of [t.compactor.fn, t.committer.fn, t.maintenance.fn]) {
+        const own = sqsStack.resources[idOf(fn)].Properties.Environment.Variables
+        expect(own.STRATA_TABLE).toBe(t.name)
+        expect(JSON.stringify(own)).toContain(`\\"commitQueueUrl\\":\\"",{"Ref":"${idOf(t.commitQueue)}"}`)
+        for (const other of s.tables.filter((x) => x !== t)) {
+          expect(JSON.stringify(own)).not.toContain(idOf(other.queue))
+          expect(JSON.stringify(own)).not.toContain(idOf(other.commitQueue))
+        }
+      }
     }
     expect(env(s.reader.fn)).not.toContain('compactionQueueUrl')
+    expect(env(s.reader.fn)).not.toContain('commitQueueUrl')
     expect(sqsStack.resources[idOf(s.reader.fn)].Properties.Environment.Variables.STRATA_MAX_RESULT_ROWS).toBe('1000')
   })
 
@@ -241,6 +250,7 @@ describe('functions', () => {
       expect(JSON.parse(cr.Properties.Schema)).toEqual(SQS_CONFIG.tables.find((x) => x.name === t.name)!.schema)
       expect(cr.Properties.TableUri).toEqual({ 'Fn::Join': ['', ['s3://', { Ref: idOf(s.storage.bucket) }, `/tables/${t.name}`]] })
       expect(sqsStack.resources[idOf(t.compactor.fn)].DependsOn).toContain(idOf(t.created))
+      expect(sqsStack.resources[idOf(t.committer.fn)].DependsOn).toContain(idOf(t.created))
       expect(sqsStack.resources[idOf(s.writer.fn)].DependsOn).toContain(idOf(t.created))
     }
   })
@@ -277,7 +287,7 @@ describe('least privilege', () => {
     return { list, objects }
   }
 
-  it('writer: reads and writes its tables, deletes only manifests, writes rejects, sends to the compaction queues', () => {
+  it('writer: reads and writes its tables, deletes only receipts, writes rejects, sends to the compaction and commit queues', () => {
     const s = sqsStack.stack
     const names = s.tables.map((t) => t.name).sort()
     expect(s3Grants(sqsStack, s.writer.role)).toEqual({
@@ -285,20 +295,24 @@ describe('least privilege', () => {
       objects: {
         's3:GetObject': names.map((n) => `/tables/${n}/*`),
         's3:PutObject': ['/rejects/*', ...names.map((n) => `/tables/${n}/*`)],
-        's3:DeleteObject': names.map((n) => `/tables/${n}/manifest/*`),
+        's3:DeleteObject': names.map((n) => `/tables/${n}/_strata/commit-receipts/*`),
       },
     })
     const send = policyOf(sqsStack, s.writer.role).filter((st) => actions(st).includes('sqs:SendMessage'))
-    expect(send.flatMap(resourcesOf).map((r: any) => `${r['Fn::GetAtt'][0]}.${r['Fn::GetAtt'][1]}`).sort()).toEqual(s.tables.map((t) => `${idOf(t.queue)}.Arn`).sort())
+    expect(send.flatMap(resourcesOf).map((r: any) => `${r['Fn::GetAtt'][0]}.${r['Fn::GetAtt'][1]}`).sort()).toEqual(s.tables.flatMap((t) => [`${idOf(t.queue)}.Arn`, `${idOf(t.commitQueue)}.Arn`]).sort())
   })
 
-  it('compactor: its own table prefix, and sends only to its own queue', () => {
+  it("compactor: its own table prefix, consumes its own queue, sends to it and to its table's commit queue", () => {
     for (const t of sqsStack.stack.tables) {
       const p = `/tables/${t.name}/*`
       expect(s3Grants(sqsStack, t.compactor.role)).toEqual({ list: true, objects: { 's3:GetObject': [p], 's3:PutObject': [p], 's3:DeleteObject': [p] } })
       const sqs = policyOf(sqsStack, t.compactor.role).filter((st) => actions(st).some((a) => a.startsWith('sqs:')))
-      expect(sqs.flatMap(resourcesOf)).toEqual(sqs.map(() => ({ 'Fn::GetAtt': [idOf(t.queue), 'Arn'] })))
-      expect(sqs.flatMap(actions)).toContain('sqs:SendMessage')
+      const send = sqs.filter((st) => actions(st).includes('sqs:SendMessage'))
+      expect(send).toHaveLength(1)
+      expect(send[0].Action).toBe('sqs:SendMessage')
+      expect(resourcesOf(send[0]).map((r: any) => r['Fn::GetAtt'][0]).sort()).toEqual([idOf(t.queue), idOf(t.commitQueue)].sort())
+      const rest = sqs.filter((st) => !send.includes(st))
+      expect(rest.flatMap(resourcesOf)).toEqual(rest.map(() => ({ 'Fn::GetAtt': [idOf(t.queue), 'Arn'] })))
     }
   })
 
@@ -326,7 +340,7 @@ describe('least privilege', () => {
     expect(s3Grants(sqsStack, s.tableInit.role)).toEqual({ list: true, objects: { 's3:GetObject': keys, 's3:PutObject': keys } })
   })
 
-  it('writer, compactors and maintenance are denied writes to the schemas', () => {
+  it('writer, committers, compactors and maintenance are denied writes to the schemas', () => {
     const s = sqsStack.stack
     const denied = (role: Parameters<typeof policyOf>[1]) =>
       policyOf(sqsStack, role)
@@ -335,6 +349,7 @@ describe('least privilege', () => {
     const schemas = (ts: typeof s.tables) => ts.map((t) => `/tables/${t.name}/schema/*`).sort()
     expect(denied(s.writer.role)).toEqual([{ actions: ['s3:DeleteObject', 's3:PutObject'], keys: schemas(s.tables) }])
     for (const t of s.tables) {
+      expect(denied(t.committer.role)).toEqual([{ actions: ['s3:DeleteObject', 's3:PutObject'], keys: schemas([t]) }])
       expect(denied(t.compactor.role)).toEqual([{ actions: ['s3:DeleteObject', 's3:PutObject'], keys: schemas([t]) }])
       expect(denied(t.maintenance.role)).toEqual([{ actions: ['s3:DeleteObject', 's3:PutObject'], keys: schemas([t]) }])
     }
@@ -342,7 +357,7 @@ describe('least privilege', () => {
   })
 
   it('logs: each role writes to its own log group only', () => {
-    for (const f of [sqsStack.stack.writer, sqsStack.stack.reader, ...sqsStack.stack.tables.map((t) => t.compactor)]) {
+    for (const f of [sqsStack.stack.writer, sqsStack.stack.reader, ...sqsStack.stack.tables.flatMap((t) => [t.compactor, t.committer])]) {
       const logs = policyOf(sqsStack, f.role).filter((st) => actions(st).some((a) => a.startsWith('logs:')))
       expect(logs.flatMap(resourcesOf)).toEqual([{ 'Fn::GetAtt': [idOf(f.logGroup), 'Arn'] }])
     }
@@ -398,12 +413,22 @@ describe('alarms and dashboard', () => {
 
   it('every DLQ has a depth alarm', () => {
     const s = sqsStack.stack
-    const dlqs = [s.ingest.deadLetters, ...s.tables.map((t) => t.deadLetters)]
+    const dlqs = [s.ingest.deadLetters, ...s.tables.flatMap((t) => [t.deadLetters, t.commitDeadLetters])]
     for (const q of dlqs) {
       const a = alarms(sqsStack).find((p) => p.Namespace === 'AWS/SQS' && p.Dimensions[0].Value['Fn::GetAtt'][0] === idOf(q))
       expect(a, idOf(q)).toMatchObject({ MetricName: 'ApproximateNumberOfMessagesVisible', Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold' })
     }
-    expect(alarms(sqsStack).filter((p) => p.Namespace === 'AWS/SQS')).toHaveLength(dlqs.length)
+    expect(alarms(sqsStack).filter((p) => p.MetricName === 'ApproximateNumberOfMessagesVisible')).toHaveLength(dlqs.length)
+    expect(dlqs).toHaveLength(1 + 2 * 4)
+  })
+
+  it('per table, the commit queue age and committer errors are alarmed', () => {
+    const s = sqsStack.stack
+    const age = alarms(sqsStack).filter((p) => p.MetricName === 'ApproximateAgeOfOldestMessage')
+    expect(age.map((p) => p.Dimensions[0].Value['Fn::GetAtt'][0]).sort()).toEqual(s.tables.map((t) => idOf(t.commitQueue)).sort())
+    expect(age.every((p) => p.Threshold === 60 && p.Period === 60 && p.Statistic === 'Maximum')).toBe(true)
+    const errors = alarms(sqsStack).filter((p) => p.Namespace === 'AWS/Lambda' && p.MetricName === 'Errors')
+    expect(errors.map((p) => p.Dimensions[0].Value.Ref).sort()).toEqual(s.tables.map((t) => idOf(t.committer.fn)).sort())
   })
 
   it('freshness lag and L0 file count alarms per table, on the maintenance series, with the configured limits', () => {
@@ -427,7 +452,7 @@ describe('alarms and dashboard', () => {
 
   it('alarms notify the configured topic', () => {
     const all = alarms(kinesisStack)
-    expect(all.length).toBe(4) // failed-batches queue, compaction DLQ, freshness, L0
+    expect(all.length).toBe(7) // failed-batches queue, compaction DLQ, commit DLQ, freshness, L0, commit age, committer errors
     for (const a of all) {
       expect(a.AlarmActions).toEqual(['arn:aws:sns:eu-west-1:123456789012:strata-alarms'])
       expect(a.OKActions).toEqual(['arn:aws:sns:eu-west-1:123456789012:strata-alarms'])
@@ -438,7 +463,7 @@ describe('alarms and dashboard', () => {
   it('the dashboard shows the runbook metrics', () => {
     const [, dash] = ofType(sqsStack, 'AWS::CloudWatch::Dashboard')[0]
     const body = JSON.stringify(dash.Properties.DashboardBody)
-    for (const m of ['FreshnessLag', 'L0FileCountMax', 'QueuedJobs', 'CompactorBusy', 'CompactionTime', 'CompactionJobs', 'RowsWritten', 'RowsRejected', 'CommitRetries', 'Throttles', 'ConcurrentExecutions', 'ApproximateNumberOfMessagesVisible']) {
+    for (const m of ['FreshnessLag', 'L0FileCountMax', 'QueuedJobs', 'CompactorBusy', 'CompactionTime', 'CompactionJobs', 'RowsWritten', 'RowsRejected', 'CommitRetries', 'Throttles', 'ConcurrentExecutions', 'ApproximateNumberOfMessagesVisible', 'ApproximateAgeOfOldestMessage', 'Duration']) {
       expect(body, m).toContain(m)
     }
   })
@@ -459,7 +484,7 @@ describe('cdk-nag AwsSolutions', () => {
     }
     expect(acks.length).toBeGreaterThan(0)
     for (const [id, reason] of acks) {
-      expect(id).toMatch(/AwsSolutions-(IAM5\[Resource::<StorageData[0-9A-F]{8}\.Arn>\/(tables\/[a-z_]+\/(schema\/|manifest\/)?|rejects\/)\*\]|L1|S1|SQS3)$/)
+      expect(id).toMatch(/AwsSolutions-(IAM5\[Resource::<StorageData[0-9A-F]{8}\.Arn>\/(tables\/[a-z_]+\/(schema\/|manifest\/|snapshot\/|_strata\/(commit-receipts|commit-messages|folded-commits)\/)?|rejects\/)\*\]|L1|S1|SQS3)$/)
       expect(reason.length, id).toBeGreaterThan(40)
     }
   })
@@ -499,7 +524,12 @@ describe('deployment config', () => {
       bucket: { rejectRetentionDays: 30, versioned: false, accessLogs: true },
       functions: { writer: { memoryMb: 1024, timeoutSeconds: 120 }, maintenance: { scheduleMinutes: 15 }, logRetentionDays: 30, logLevel: 'INFO' },
     })
-    expect(cfg.tables[0]).toMatchObject({ taskThreads: 1, compactor: { memoryMb: 3008, timeoutSeconds: 900 }, alarms: { freshnessLagMinutes: 30, l0FileCount: 8 } })
+    expect(cfg.tables[0]).toMatchObject({
+      taskThreads: 1,
+      compactor: { memoryMb: 3008, timeoutSeconds: 900 },
+      committer: { memoryMb: 1024, timeoutSeconds: 60 },
+      alarms: { freshnessLagMinutes: 30, l0FileCount: 8, commitQueueAgeSeconds: 60 },
+    })
   })
 
   it('a bad table option fails with the option named, as createSchema words it', () => {
@@ -525,6 +555,8 @@ describe('deployment config', () => {
     expect(bad({ tables: [table()], functions: { logRetentionDays: 10 } })).toMatch(/functions.logRetentionDays: invalid value 10, expected one of 1, 3, 5/)
     expect(bad({ tables: [table()], functions: { maintenance: { scheduleMinutes: 5, timeoutSeconds: 300 } } })).toMatch(/functions.maintenance.timeoutSeconds: invalid value 300, expected less than/)
     expect(bad({ tables: [table()], alarms: { topicArn: 'x' } })).toMatch(/alarms.topicArn: invalid value "x"/)
+    expect(bad({ tables: [table({}, { committer: { enabled: true } })] })).toMatch(/^cfg: tables\[0\]\.committer\.enabled: invalid value true, expected no value: .*every table now commits through its committer/)
+    expect(bad({ tables: [table({}, { alarms: { commitQueueAgeSeconds: 'soon' } })] })).toMatch(/tables\[0\]\.alarms\.commitQueueAgeSeconds: invalid value "soon", expected an integer in 1..43200/)
   })
 
   it('takes the config from context: inline JSON first, then the config file', () => {

@@ -280,7 +280,7 @@ describe.each(bothStores())('snapshot expiration on $name', (stores) => {
       const r = await table.committer.commit({
         kind: 'COMPACT', adds, deletes,
         indexReplacements: [{ partition: f1.partition, bucket: 0, indexType: 'DELETION_VECTORS', entries: [indexEntry(index)] }],
-        commitUser: 'compactor', commitIdentifier: 1n,
+        commitUser: 'compactor', commitIdentifier: 1n, baseSnapshotId: 0,
         partitionStats: (entries) => partitionStatsOf(view, entries),
         schemaId: 0, maxRetries: 3,
       })

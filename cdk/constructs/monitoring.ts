@@ -1,7 +1,10 @@
 // Alarms and the dashboard. Alarms: every DLQ not empty (a message there outlived its
-// retries), and per table freshness lag over its limit and level-0 file count past its
-// stop trigger (compaction is falling behind the writers). The dashboard adds what the
-// runbook in docs/operations.md ("Readers lag behind the writers") looks at.
+// retries); per table freshness lag over its limit and level-0 file count past its stop
+// trigger (compaction is falling behind the writers); and per table the commit path: the
+// oldest commit message older than its limit (writers and compactors wait for their
+// commits) and committer errors. The dashboard adds what the runbook in
+// docs/operations.md ("Readers lag behind the writers") looks at, and the commit queues
+// and committers.
 
 import { Duration } from 'aws-cdk-lib'
 import {
@@ -85,8 +88,29 @@ export class Monitoring extends Construct {
     const schedule = Duration.minutes(config.functions.maintenance.scheduleMinutes)
     for (const t of tables) {
       dlqAlarm(`${t.node.id}DeadLettersAlarm`, t.deadLetters, `The compaction DLQ of table '${t.name}'`)
+      dlqAlarm(`${t.node.id}CommitDeadLettersAlarm`, t.commitDeadLetters, `The commit DLQ of table '${t.name}'`)
       const dims = tableDimensions('maintenance', t.name)
       const cfg = config.tables.find((c) => c.name === t.name)!
+      add(
+        new Alarm(this, `${t.node.id}CommitQueueAgeAlarm`, {
+          alarmDescription: `Table '${t.name}': a commit message has waited more than ${cfg.alarms.commitQueueAgeSeconds} s on the commit queue; writers and compactors wait for their commits. See docs/operations.md, "Metrics and alarms".`,
+          metric: t.commitQueue.metricApproximateAgeOfOldestMessage({ period: Duration.minutes(1), statistic: 'Maximum' }),
+          threshold: cfg.alarms.commitQueueAgeSeconds,
+          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: TreatMissingData.NOT_BREACHING,
+        }),
+      )
+      add(
+        new Alarm(this, `${t.node.id}CommitterErrorsAlarm`, {
+          alarmDescription: `Table '${t.name}': committer invocations failed (not single messages: those are returned to the queue). See the committer's log and docs/operations.md, "Metrics and alarms".`,
+          metric: t.committer.fn.metricErrors({ period: FIVE_MINUTES, statistic: 'Sum' }),
+          threshold: 1,
+          comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: TreatMissingData.NOT_BREACHING,
+        }),
+      )
       add(
         new Alarm(this, `${t.node.id}FreshnessLagAlarm`, {
           alarmDescription: `Table '${t.name}': rows written more than ${cfg.alarms.freshnessLagMinutes} min ago are not yet visible to deletion-vector readers. Runbook: docs/operations.md, "Readers lag behind the writers".`,
@@ -109,7 +133,7 @@ export class Monitoring extends Construct {
       )
     }
 
-    const perTable = (metricName: string, fn: 'maintenance' | 'writer' | 'compactor', statistic: string, period: Duration): IMetric[] =>
+    const perTable = (metricName: string, fn: 'maintenance' | 'writer' | 'compactor' | 'committer', statistic: string, period: Duration): IMetric[] =>
       tables.map((t) => strataMetric(metricName, tableDimensions(fn, t.name), statistic, period, t.name))
     const graph = (title: string, left: IMetric[], width = 8, right?: IMetric[]) => new GraphWidget({ title, left, right, width, height: 6 })
     // each compactor serves one table and publishes with its table dimension
@@ -135,27 +159,56 @@ export class Monitoring extends Construct {
       graph('Compaction time (ms)', [...compactor('CompactionTime', 'Average', 'avg'), ...compactor('CompactionTime', 'Maximum', 'max')]),
       graph('Compaction jobs and commit retries', compactor('CompactionJobs', 'Sum', 'jobs'), 8, [
         ...compactor('CommitRetries', 'Sum', 'compactor commit retries'),
-        allSeries('CommitRetries', 'writer', 'Sum', 'writer commit retries'),
+        ...tables.map((t) => strataMetric('CommitRetries', tableDimensions('committer', t.name), 'Sum', FIVE_MINUTES, `${t.name} committer commit retries`)),
       ]),
+    )
+    this.dashboard.addWidgets(
+      graph(
+        'Commit queue (messages, max)',
+        tables.flatMap((t) => [
+          t.commitQueue.metricApproximateNumberOfMessagesVisible({ period: FIVE_MINUTES, statistic: 'Maximum', label: `${t.name} waiting` }),
+          t.commitQueue.metricApproximateNumberOfMessagesNotVisible({ period: FIVE_MINUTES, statistic: 'Maximum', label: `${t.name} in flight` }),
+        ]),
+      ),
+      graph(
+        'Oldest commit message (s)',
+        tables.map((t) => t.commitQueue.metricApproximateAgeOfOldestMessage({ period: Duration.minutes(1), statistic: 'Maximum', label: t.name })),
+      ),
+      graph(
+        'Committer duration (ms)',
+        tables.flatMap((t) => [
+          t.committer.fn.metricDuration({ period: FIVE_MINUTES, statistic: 'Average', label: `${t.name} avg` }),
+          t.committer.fn.metricDuration({ period: FIVE_MINUTES, statistic: 'Maximum', label: `${t.name} max` }),
+        ]),
+      ),
     )
     this.dashboard.addWidgets(
       graph('Rows written', perTable('RowsWritten', 'writer', 'Sum', FIVE_MINUTES)),
       graph('Rows rejected', [allSeries('RowsRejected', 'writer', 'Sum', 'rejected')]),
       graph(
         'Dead-letter queues (messages)',
-        [props.ingestDeadLetters, ...tables.map((t) => t.deadLetters)].map((q, i) =>
-          q.metricApproximateNumberOfMessagesVisible({ period: FIVE_MINUTES, statistic: 'Maximum', label: i === 0 ? 'ingest' : tables[i - 1].name }),
-        ),
+        [
+          props.ingestDeadLetters.metricApproximateNumberOfMessagesVisible({ period: FIVE_MINUTES, statistic: 'Maximum', label: 'ingest' }),
+          ...tables.flatMap((t) => [
+            t.deadLetters.metricApproximateNumberOfMessagesVisible({ period: FIVE_MINUTES, statistic: 'Maximum', label: `compaction ${t.name}` }),
+            t.commitDeadLetters.metricApproximateNumberOfMessagesVisible({ period: FIVE_MINUTES, statistic: 'Maximum', label: `commit ${t.name}` }),
+          ]),
+        ],
       ),
     )
-    const fns = [props.writer, ...tables.map((t) => t.compactor)]
-    const fnLabel = (i: number) => (i === 0 ? 'writer' : `compactor ${tables[i - 1].name}`)
+    const fns: [StrataFunction, string][] = [
+      [props.writer, 'writer'],
+      ...tables.flatMap((t): [StrataFunction, string][] => [
+        [t.committer, `committer ${t.name}`],
+        [t.compactor, `compactor ${t.name}`],
+      ]),
+    ]
     this.dashboard.addWidgets(
-      graph('Throttles', fns.map((f, i) => f.fn.metricThrottles({ period: FIVE_MINUTES, label: fnLabel(i) }))),
-      graph('Errors', [...fns, props.reader].map((f, i) => f.fn.metricErrors({ period: FIVE_MINUTES, label: i === fns.length ? 'reader' : fnLabel(i) }))),
+      graph('Throttles', fns.map(([f, label]) => f.fn.metricThrottles({ period: FIVE_MINUTES, label }))),
+      graph('Errors', [...fns, [props.reader, 'reader'] as const].map(([f, label]) => f.fn.metricErrors({ period: FIVE_MINUTES, label }))),
       graph(
         'Concurrent executions (max)',
-        fns.map((f, i) => f.fn.metric('ConcurrentExecutions', { period: FIVE_MINUTES, statistic: 'Maximum', label: fnLabel(i) })),
+        fns.map(([f, label]) => f.fn.metric('ConcurrentExecutions', { period: FIVE_MINUTES, statistic: 'Maximum', label })),
       ),
     )
     this.dashboard.addWidgets(

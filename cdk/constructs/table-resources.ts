@@ -1,7 +1,8 @@
-// Everything one table has of its own: its compaction FIFO queue and FIFO DLQ, its
-// compactor (so its concurrency, mapped from `compaction.task-threads`, is its own), its
-// maintenance function on a schedule, the custom resource that creates the table, and,
-// with `committer.enabled`, its commit FIFO queue, DLQ and batching committer function.
+// Everything one table has of its own: its commit FIFO queue, FIFO DLQ and committer (the
+// one path by which writes and compactions become snapshots), its compaction FIFO queue and
+// FIFO DLQ, its compactor (so its concurrency, mapped from `compaction.task-threads`, is its
+// own), its maintenance function on a schedule, and the custom resource that creates the
+// table.
 
 import { CustomResource, Duration, Stack } from 'aws-cdk-lib'
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events'
@@ -11,7 +12,7 @@ import type { Bucket } from 'aws-cdk-lib/aws-s3'
 import { DeduplicationScope, FifoThroughputLimit, Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs'
 import { Construct } from 'constructs'
 import { type CompactorConcurrency, compactorConcurrency } from '../concurrency.ts'
-import type { DeployConfig, TableDeployConfig } from '../config.ts'
+import { COMMIT_QUEUE_RETENTION_SECONDS, type DeployConfig, type TableDeployConfig } from '../config.ts'
 import { DLQ_RETENTION, MAX_RECEIVE_COUNT, VISIBILITY_FACTOR } from './ingest.ts'
 import { allowList, allowObjects, allowQueueAttributes, allowSend, denySchemaWrites } from './permissions.ts'
 import { tablePrefix } from './storage.ts'
@@ -20,8 +21,15 @@ import { StrataFunction } from './strata-function.ts'
 /** Lambda's SQS FIFO event source takes at most 10 messages a batch. */
 export const COMPACTOR_BATCH_SIZE = 10
 export const COMMITTER_BATCH_SIZE = 10
-/** The one message group of a table's commit queue: its commits are folded in queue order. */
-export const COMMIT_MESSAGE_GROUP = 'table'
+/** The smallest maxConcurrency an SQS event source takes (see the committer's mapping). */
+export const COMMITTER_MAX_CONCURRENCY = 2
+
+/** Where the committer writes the receipts that writers and compactors wait for, under a table's root. */
+export const COMMIT_RECEIPTS = '_strata/commit-receipts/'
+/** Where senders spill commit message bodies past SQS's 256 KiB, under a table's root. */
+export const COMMIT_MESSAGES = '_strata/commit-messages/'
+/** The committer's sidecars listing what a folded snapshot holds, under a table's root. */
+export const FOLDED_COMMITS = '_strata/folded-commits/'
 
 export interface TableResourcesProps {
   table: TableDeployConfig
@@ -41,10 +49,10 @@ export class TableResources extends Construct {
   readonly deadLetters: Queue
   readonly compactor: StrataFunction
   readonly maintenance: StrataFunction
-  /** with `committer.enabled`: the commit FIFO queue (one message group per table), its DLQ and the committer */
-  readonly commitQueue?: Queue
-  readonly commitDeadLetters?: Queue
-  readonly committer?: StrataFunction
+  /** the commit FIFO queue (a message group per commit), its DLQ and the committer */
+  readonly commitQueue: Queue
+  readonly commitDeadLetters: Queue
+  readonly committer: StrataFunction
   readonly concurrency: CompactorConcurrency
   /** the Custom::StrataTable resource; functions that use the table depend on it */
   readonly created: CustomResource
@@ -84,8 +92,65 @@ export class TableResources extends Construct {
       deadLetterQueue: { queue: this.deadLetters, maxReceiveCount: MAX_RECEIVE_COUNT },
     })
 
+    this.commitDeadLetters = new Queue(this, 'CommitDeadLetters', {
+      fifo: true,
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: DLQ_RETENTION,
+    })
+    this.commitQueue = new Queue(this, 'CommitQueue', {
+      fifo: true,
+      // senders set a deduplication id per send, derived from the commit's identity
+      contentBasedDeduplication: false,
+      // high-throughput FIFO: each commit message has a message group of its own (commit
+      // messages need no order among themselves), so the limits apply per message
+      deduplicationScope: DeduplicationScope.MESSAGE_GROUP,
+      fifoThroughputLimit: FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
+      visibilityTimeout: Duration.seconds(VISIBILITY_FACTOR * table.committer.timeoutSeconds),
+      // under orphan cleanup's default age (1 day): a message older than that may name
+      // data files that cleanup has already removed as unreferenced
+      retentionPeriod: Duration.seconds(COMMIT_QUEUE_RETENTION_SECONDS),
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      deadLetterQueue: { queue: this.commitDeadLetters, maxReceiveCount: MAX_RECEIVE_COUNT },
+    })
+
     const stack = Stack.of(this)
-    const own = stack.toJsonString({ [table.name]: { uri: this.uri, compactionQueueUrl: this.queue.queueUrl } })
+    const own = stack.toJsonString({ [table.name]: this.runtimeEntry() })
+
+    this.committer = new StrataFunction(this, 'Committer', {
+      kind: 'committer',
+      description: `Folds the commit messages of table '${table.name}' into snapshots`,
+      settings: table.committer,
+      environment: { STRATA_TABLES: own, STRATA_TABLE: table.name },
+      logRetentionDays: fns.logRetentionDays,
+      logLevel: fns.logLevel,
+    })
+    // maxConcurrency 2, the smallest the event source takes, rather than reserved concurrency
+    // 1: with a message group per commit the mapping runs several pollers, and a reserved
+    // concurrency below them makes Lambda throttle; throttled batches come back with higher
+    // receive counts and can reach the DLQ although nothing failed. Two committers racing
+    // for `snapshot-N` is safe: the snapshot is created conditionally.
+    // The mapping grants ReceiveMessage, DeleteMessage, ChangeMessageVisibility and
+    // GetQueueAttributes on the queue, which the committer also uses itself to drain it
+    // beyond the batch it was invoked with and to give back what it could not land.
+    this.committer.fn.addEventSource(
+      new SqsEventSource(this.commitQueue, {
+        batchSize: COMMITTER_BATCH_SIZE,
+        reportBatchItemFailures: true,
+        maxConcurrency: COMMITTER_MAX_CONCURRENCY,
+      }),
+    )
+    allowList(this.committer.role, bucket)
+    // reads the table's state and spilled message bodies
+    allowObjects(this.committer.role, bucket, ['s3:GetObject'], [`${this.prefix}*`])
+    // manifests, snapshots and LATEST, the folded-commits sidecars, the senders' receipts
+    allowObjects(this.committer.role, bucket, ['s3:PutObject'], [`${this.prefix}manifest/*`, `${this.prefix}snapshot/*`, `${this.prefix}${FOLDED_COMMITS}*`, `${this.prefix}${COMMIT_RECEIPTS}*`])
+    // spilled bodies once landed, and the manifests of a lost snapshot race
+    allowObjects(this.committer.role, bucket, ['s3:DeleteObject'], [`${this.prefix}manifest/*`, `${this.prefix}${COMMIT_MESSAGES}*`])
+    denySchemaWrites(this.committer.role, bucket, [this.prefix])
+    this.committer.fn.node.addDependency(this.created)
+
     this.concurrency = compactorConcurrency(table.taskThreads, table.compactor.reservedConcurrency)
     this.compactor = new StrataFunction(this, 'Compactor', {
       kind: 'compactor',
@@ -105,47 +170,10 @@ export class TableResources extends Construct {
     )
     allowList(this.compactor.role, bucket)
     allowObjects(this.compactor.role, bucket, ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], [`${this.prefix}*`])
-    allowSend(this.compactor.role, [this.queue]) // follow-up jobs when an input cap left work
+    // follow-up jobs when an input cap left work; commit messages
+    allowSend(this.compactor.role, [this.queue, this.commitQueue])
     denySchemaWrites(this.compactor.role, bucket, [this.prefix])
     this.compactor.fn.node.addDependency(this.created)
-
-    if (table.committer.enabled) {
-      this.commitDeadLetters = new Queue(this, 'CommitDeadLetters', {
-        fifo: true,
-        encryption: QueueEncryption.SQS_MANAGED,
-        enforceSSL: true,
-        retentionPeriod: DLQ_RETENTION,
-      })
-      this.commitQueue = new Queue(this, 'CommitQueue', {
-        fifo: true,
-        // senders give each message its commit identity as deduplication id
-        contentBasedDeduplication: false,
-        visibilityTimeout: Duration.seconds(VISIBILITY_FACTOR * table.committer.timeoutSeconds),
-        // under orphan cleanup's default age (1 day): a message older than that may name
-        // data files that cleanup has already removed as unreferenced
-        retentionPeriod: Duration.hours(12),
-        encryption: QueueEncryption.SQS_MANAGED,
-        enforceSSL: true,
-        deadLetterQueue: { queue: this.commitDeadLetters, maxReceiveCount: MAX_RECEIVE_COUNT },
-      })
-      this.committer = new StrataFunction(this, 'Committer', {
-        kind: 'committer',
-        description: `Folds the commit messages of table '${table.name}' into snapshots`,
-        settings: table.committer,
-        environment: { STRATA_TABLES: own, STRATA_TABLE: table.name },
-        logRetentionDays: fns.logRetentionDays,
-        logLevel: fns.logLevel,
-      })
-      // one message group per table: the FIFO event source runs at most one batch of a group
-      // at a time, so the table has one committer in flight without reserving concurrency
-      this.committer.fn.addEventSource(new SqsEventSource(this.commitQueue, { batchSize: COMMITTER_BATCH_SIZE, reportBatchItemFailures: true }))
-      allowList(this.committer.role, bucket)
-      // writes manifests, snapshots, LATEST and _strata/folded-commits/; deletes spilled
-      // messages under _strata/commit-messages/ and the manifests of a lost race
-      allowObjects(this.committer.role, bucket, ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], [`${this.prefix}*`])
-      denySchemaWrites(this.committer.role, bucket, [this.prefix])
-      this.committer.fn.node.addDependency(this.created)
-    }
 
     this.maintenance = new StrataFunction(this, 'Maintenance', {
       kind: 'maintenance',
@@ -168,5 +196,10 @@ export class TableResources extends Construct {
       // a missed run is made up by the next one
       targets: [new LambdaFunction(this.maintenance.fn, { retryAttempts: 2, maxEventAge: Duration.minutes(fns.maintenance.scheduleMinutes) })],
     })
+  }
+
+  /** The table's entry in STRATA_TABLES of the functions that write it or serve it. */
+  runtimeEntry(): { uri: string; compactionQueueUrl: string; commitQueueUrl: string } {
+    return { uri: this.uri, compactionQueueUrl: this.queue.queueUrl, commitQueueUrl: this.commitQueue.queueUrl }
   }
 }

@@ -27,8 +27,8 @@ export async function writeReceipt(store: ObjectStore, identity: string, r: Comm
 export async function readReceipt(store: ObjectStore, identity: string): Promise<CommitReceipt | null> {
   const bytes = await store.get(receiptKey(identity))
   if (!bytes) return null
-  const r = JSON.parse(new TextDecoder().decode(bytes)) as CommitReceipt & { identity?: string }
+  const { identity: named, ...r } = JSON.parse(new TextDecoder().decode(bytes)) as CommitReceipt & { identity?: string }
   // a hash collision is not expected; a receipt of another identity is not ours
-  if (r.identity !== identity) return null
-  return r
+  if (named !== identity) return null
+  return r as CommitReceipt
 }

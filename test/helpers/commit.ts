@@ -1,0 +1,31 @@
+// Commit messages from the real write and compaction paths: a Committer that records the
+// request it is handed instead of landing it (the port writeBatch and compactBucket take),
+// turned into the message the queued committer would send.
+
+import type { CommitRequest, CommitResult, Committer } from '../../lib/commit/committer.ts'
+import { type CommitMessage, commitMessageOf } from '../../lib/commit/commit-message.ts'
+import { type CompactBucketRequest, compactBucket } from '../../lib/lsm/compact-task.ts'
+import type { Table } from '../../lib/table/table.ts'
+import { type WriteOptions, type WriteRecord, writeBatch } from '../../lib/write/table-write.ts'
+
+export class RecordingCommitter implements Committer {
+  readonly requests: CommitRequest[] = []
+  async commit(req: CommitRequest): Promise<CommitResult> {
+    this.requests.push(req)
+    return { snapshotId: -1, retries: 0, deduplicated: false }
+  }
+}
+
+/** writeBatch, with its commit as a message (null when the batch wrote nothing). */
+export async function writeMessage(table: Table, records: WriteRecord[], opts: WriteOptions & { table?: string } = {}): Promise<CommitMessage | null> {
+  const rec = new RecordingCommitter()
+  await writeBatch(table, records, { ...opts, committer: rec })
+  return rec.requests.length ? commitMessageOf(rec.requests[0], opts.table) : null
+}
+
+/** compactBucket, with its commit as a message (null when the bucket needs nothing). */
+export async function compactionMessage(table: Table, req: CompactBucketRequest, tableName?: string): Promise<CommitMessage | null> {
+  const rec = new RecordingCommitter()
+  await compactBucket(table, { ...req, committer: rec })
+  return rec.requests.length ? commitMessageOf(rec.requests[0], tableName) : null
+}
