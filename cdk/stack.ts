@@ -1,9 +1,8 @@
 // The Strata stack: one bucket, the ingest source and the writer, a reader behind a
 // Function URL (AWS_IAM auth), per table its commit queue and committer, compaction queue,
 // compactor and maintenance function, the custom resource that creates the tables, alarms
-// and a dashboard. Built
-// from a validated DeployConfig (cdk/config.ts); nothing is looked up in an account, so
-// `cdk synth` runs offline.
+// and a dashboard. Built from a validated DeployConfig (cdk/config.ts); nothing is looked
+// up in an account, so `cdk synth` runs offline.
 
 import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib'
 import { FunctionUrlAuthType } from 'aws-cdk-lib/aws-lambda'

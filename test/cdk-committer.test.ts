@@ -172,6 +172,16 @@ describe('permissions of the commit path', () => {
   })
 })
 
+describe('receipts', () => {
+  it('left-behind receipts expire after a day, per table, and nothing else of the table does', () => {
+    const rules = resources[idOf(stack.storage.bucket)].Properties.LifecycleConfiguration.Rules as { Prefix?: string }[]
+    for (const name of ['orders', 'plain']) {
+      expect(rules).toContainEqual({ Id: `expire-commit-receipts-${name}`, Prefix: `tables/${name}/_strata/commit-receipts/`, ExpirationInDays: 1, Status: 'Enabled' })
+    }
+    expect(rules.filter((r) => r.Prefix?.startsWith('tables/')).map((r) => r.Prefix).sort()).toEqual(['tables/orders/_strata/commit-receipts/', 'tables/plain/_strata/commit-receipts/'])
+  })
+})
+
 describe('alarms and dashboard of the commit path', () => {
   const alarms = () => Object.values(resources).filter((r) => r.Type === 'AWS::CloudWatch::Alarm').map((r) => r.Properties)
   const on = (namespace: string, metric: string, dimension: { node: { defaultChild?: unknown } }) =>

@@ -26,6 +26,8 @@ export const COMMITTER_MAX_CONCURRENCY = 2
 
 /** Where the committer writes the receipts that writers and compactors wait for, under a table's root. */
 export const COMMIT_RECEIPTS = '_strata/commit-receipts/'
+/** Receipts left behind expire after this, past the commit queue's retention (12 h). */
+export const COMMIT_RECEIPT_RETENTION_DAYS = 1
 /** Where senders spill commit message bodies past SQS's 256 KiB, under a table's root. */
 export const COMMIT_MESSAGES = '_strata/commit-messages/'
 /** The committer's sidecars listing what a folded snapshot holds, under a table's root. */
@@ -113,6 +115,15 @@ export class TableResources extends Construct {
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       deadLetterQueue: { queue: this.commitDeadLetters, maxReceiveCount: MAX_RECEIVE_COUNT },
+    })
+
+    // a receipt is deleted by its sender once read; one left behind (its sender gave up
+    // waiting) only matters to a redelivery of that commit, which comes within the commit
+    // queue's retention
+    bucket.addLifecycleRule({
+      id: `expire-commit-receipts-${table.name}`,
+      prefix: `${this.prefix}${COMMIT_RECEIPTS}`,
+      expiration: Duration.days(COMMIT_RECEIPT_RETENTION_DAYS),
     })
 
     const stack = Stack.of(this)
