@@ -99,9 +99,14 @@ describe('compactor function', () => {
     // group A twice (coalesced), then B's poison job, then C: B and C must come back
     const res = await compactorHandler(sqsEvent([a1.record, a2.record, poison, c1.record]))
     expect(res.batchItemFailures.map((f) => f.itemIdentifier)).toEqual([poison.messageId, c1.record.messageId])
-    const snaps = await table.snapshots.listIds()
-    expect(snaps).toEqual([1, 2, 3]) // one COMPACT for group A, however many of its jobs came
-    expect((await table.snapshots.snapshot(3))!.commitKind).toBe('COMPACT')
+    // one COMPACT for group A, however many of its jobs came (C, compacted alongside the
+    // poison job, may have its own; it is returned anyway by the FIFO rule)
+    const compactsOfA: number[] = []
+    for (const id of await table.snapshots.listIds()) {
+      const s = (await table.snapshots.snapshot(id))!
+      if (s.commitKind === 'COMPACT' && (await table.manifests.deltaEntries(s)).some((e) => e.bucket === a1.job.bucket)) compactsOfA.push(id)
+    }
+    expect(compactsOfA).toHaveLength(1)
     // redelivered in order (B fixed), the rest completes
     const again = await compactorHandler(sqsEvent([b1.record, c1.record]))
     expect(again.batchItemFailures).toEqual([])

@@ -96,16 +96,11 @@ export async function processCompactionJobs(messages: JobMessage[], opts: Proces
       continue
     }
     // FIFO rule: the first failed (or never started) bucket's first message and every later
-    // message of the batch go back, in order; a later bucket that did compact is compacted
-    // again harmlessly (it starts from the latest snapshot)
+    // message of the batch go back, in order, as Powertools' FIFO processor returns them; a
+    // later bucket that did compact meanwhile is compacted again harmlessly (a job starts
+    // from the latest snapshot and ends without a commit when nothing is left to do)
     const from = firstIndex.get(groups[k][0])!
-    const failedIds = messages.slice(from).map((x) => x.id)
-    const done = new Set(outcomes.flatMap((o) => o.messageIds))
-    return {
-      outcomes,
-      failedIds: failedIds.filter((id) => !done.has(id)),
-      errors: r ? [{ id: messages[from].id, error: r.error.message }] : [],
-    }
+    return { outcomes, failedIds: messages.slice(from).map((x) => x.id), errors: r ? [{ id: messages[from].id, error: r.error.message }] : [] }
   }
   return { outcomes, failedIds: [], errors: [] }
 }
