@@ -59,7 +59,10 @@ export interface CommitRequest {
   /** partition stats of a manifest's entries (the direct path; the folding committer computes its own) */
   partitionStats: (entries: ManifestEntry[]) => SimpleStats
   maxRetries: number
-  /** test hook: called after the files are written and before the snapshot is created */
+  /**
+   * test hook: called after the files are written and before the snapshot is created (the
+   * direct path, with its id) or the message is sent (the queued path, with 0)
+   */
   beforeSnapshotCreate?: (id: number) => Promise<void> | void
 }
 

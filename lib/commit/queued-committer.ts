@@ -41,6 +41,7 @@ export class QueuedCommitter implements Committer {
       if (earlier && earlier.status !== 'conflict') return this.settle(identity, earlier, true)
     }
     const { body } = await encodeCommitMessage(message, store)
+    await req.beforeSnapshotCreate?.(0)
     await this.queue.send(body, identity)
     const deadline = Date.now() + (this.opts.timeoutMs ?? 120_000)
     let pause = this.opts.firstPollMs ?? 20
