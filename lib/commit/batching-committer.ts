@@ -1,15 +1,15 @@
-// The batching committer (design.md "Commit protocol"; docs/benchmarks.md "Next step: the
-// batching committer"): one committer per table takes the commit messages of a FIFO batch,
-// in order, and folds them into as few snapshots as it can, so commit throughput no longer
-// collapses under many writers racing for `snapshot-N`.
+// The batching committer (docs/design.md "How a commit travels"): the committer function
+// takes every commit message it holds (its batch and what it drained from the queue), in
+// order, and folds them into as few snapshots as it can, so commit throughput grows with
+// the number of senders instead of collapsing under them racing for `snapshot-N`.
 //
 // Folding:
 // - APPEND messages are concatenated into one APPEND snapshot, their ADD entries in FIFO
-//   order. Which of two folded writes of one key wins is decided by sequence numbers, which
-//   writers take from their clock (lib/write/table-write.ts sequenceBase), so the batch that
-//   started later wins whatever the FIFO order; an exact tie (two writers, one millisecond)
-//   is settled by file order, the same way by reads and compaction (orderFiles,
-//   compareLevel0).
+//   order. Which of two folded writes of one key wins is decided by sequence numbers
+//   (lib/write/table-write.ts sequenceBase: above what each writer read, then its clock), so
+//   the batch that started later wins whatever the queue order; an exact tie (two writers,
+//   one millisecond) is settled by file order, the same way by reads and compaction
+//   (orderFiles, compareLevel0).
 // - COMPACT messages follow in one COMPACT snapshot (more only when a message deletes a file
 //   an earlier message of the same snapshot added). Paimon snapshots have one kind, and
 //   incremental readers treat the two differently (APPEND deltas are new data, COMPACT
@@ -21,9 +21,8 @@
 //   up), so neither reads or removes what the other adds.
 // - Each COMPACT message's checks (its deleted files and `requireLive` files still live, its
 //   bucket's index files as expected, no level >= 1 key-range overlap after applying it) run
-//   against the state as folded so far. A message that fails them is failed alone; the rest
-//   land. A failed COMPACT can be returned out of order because COMPACTs commute with
-//   everything after them (above).
+//   against the state as folded so far (lib/commit/conflicts.ts). A message that fails them
+//   is failed alone, as a conflict; the rest land.
 // - Idempotency per message: a snapshot holding one message carries that message's own
 //   commitUser and commitIdentifier; a snapshot folding several carries the committer's user
 //   and a fresh identifier, and `_strata/folded-commits/<identifier>.json` lists the

@@ -1,4 +1,4 @@
-// The commit protocol (design.md "Commit protocol"; paimon-format.md §3.3, §9):
+// The direct committer (docs/design.md "How a commit travels"; docs/format.md):
 // everything a snapshot references is written first, then `snapshot-N` is created with an
 // atomic create-if-absent. Losing the race means another commit took N: re-read, re-check
 // conflicts, retry with backoff. A commit is idempotent by (commitUser, commitIdentifier).

@@ -1,4 +1,4 @@
-// A compaction's conflict checks (design.md "Commit protocol"), as one function over data so
+// A compaction's conflict checks (docs/design.md "How a commit travels"), as one function over data so
 // the direct committer and the folding committer decide alike. A compaction conflicts when
 // - a file it deletes is no longer live (another compaction took it);
 // - a file that carries a deletion vector in its new index (`requireLive`) is gone;
