@@ -69,6 +69,13 @@ interface RunResult {
   problems: string[]
   compactions: number
   drainSeconds: number
+  /** snapshots created, and the writer (APPEND) and compactor (COMPACT) commits they hold */
+  snapshots: number
+  appends: number
+  compacts: number
+  /** from the first event to the end of the drain */
+  seconds: number
+  compactorBusyMs: number
 }
 
 const tty = process.stdout.isTTY
@@ -184,24 +191,39 @@ async function runOnce(threads: number): Promise<RunResult> {
   for (const key of expected.keys()) if (!seen.has(key)) problems.push(`row ${key} lost`)
   const dlq = await rt.queueDepth(t.dlqUrl)
   if (dlq > 0) problems.push(`${dlq} compaction job(s) in the dead-letter queue`)
+  const commitDlq = await rt.queueDepth(t.commitDlqUrl)
+  if (commitDlq > 0) problems.push(`${commitDlq} commit message(s) in the commit dead-letter queue`)
+  // what the committer did: commits landed per snapshot (folded sidecars name each commit)
+  const snapshots = await reader.snapshots.latestId()
+  let appends = 0
+  let compacts = 0
+  for (let id = 1; id <= snapshots; id++) {
+    const snap = await reader.snapshots.snapshot(id)
+    if (!snap) continue
+    for (const k of await reader.landed.of(snap)) k.startsWith('COMPACT|') ? compacts++ : appends++
+  }
   await rt.stop()
   if (process.env.STRATA_DEMO_DEBUG) console.log(`jobs ${jobs}, invocations ${compactions}, avg invocation ${(busyMs / Math.max(1, compactions)).toFixed(0)} ms, writer invocations ${rt.writer.stats.invocations}`)
-  return { taskThreads: threads, samples, rowsSent: sent, expected: expected.size, read: rows.length, problems, compactions, drainSeconds }
+  return {
+    taskThreads: threads, samples, rowsSent: sent, expected: expected.size, read: rows.length, problems, compactions, drainSeconds,
+    snapshots, appends, compacts, seconds: (Date.now() - start) / 1000, compactorBusyMs: busyMs,
+  }
 }
 
 async function main(): Promise<number> {
   console.log(`Strata demo: ${rate} events/s for ${duration} s per run into a table with ${buckets} buckets and deletion vectors,`)
-  console.log(`embedded S3 + SQS on 127.0.0.1 (${latencyMs} ms per S3 request), writer and compactor handlers in worker threads.\n`)
+  console.log(`embedded S3 + SQS on 127.0.0.1 (${latencyMs} ms per S3 request), writer, compactor and committer handlers in worker threads.\n`)
   const configs = taskThreads === 1 ? [1] : [1, taskThreads]
   const results: RunResult[] = []
   for (const c of configs) results.push(await runOnce(c))
 
-  console.log('\n| compaction.task-threads | rows sent | distinct keys | read back | compactor invocations | freshness lag p50 / max (s) | peak L0 files | drain (s) |')
-  console.log('| --- | --- | --- | --- | --- | --- | --- | --- |')
+  console.log('\n| compaction.task-threads | rows sent | distinct keys | read back | compactor invocations | bucket compactions | commits per snapshot | freshness lag p50 / max (s) | peak L0 files | drain (s) |')
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
   for (const r of results) {
     const lags = r.samples.map((s) => s.lagMs / 1000)
-    console.log(`| ${r.taskThreads} | ${r.rowsSent} | ${r.expected} | ${r.read} | ${r.compactions} | ${percentile(lags, 50).toFixed(1)} / ${Math.max(0, ...lags).toFixed(1)} | ${Math.max(0, ...r.samples.map((s) => s.l0))} | ${r.drainSeconds.toFixed(1)} |`)
+    console.log(`| ${r.taskThreads} | ${r.rowsSent} | ${r.expected} | ${r.read} | ${r.compactions} | ${r.compacts} | ${((r.appends + r.compacts) / Math.max(1, r.snapshots)).toFixed(1)} | ${percentile(lags, 50).toFixed(1)} / ${Math.max(0, ...lags).toFixed(1)} | ${Math.max(0, ...r.samples.map((s) => s.l0))} | ${r.drainSeconds.toFixed(1)} |`)
   }
+  console.log('\n' + explain(results))
   mkdirSync(flags.out!, { recursive: true })
   const svg = join(flags.out!, 'demo-freshness.svg')
   writeFileSync(svg, freshnessChart(results.map((r) => ({ label: `task-threads ${r.taskThreads}`, points: r.samples.map((s) => [s.t, s.lagMs / 1000] as [number, number]) }))))
@@ -211,6 +233,28 @@ async function main(): Promise<number> {
   if (failed.length) return 1
   console.log('check passed: every run read back exactly the rows written — none lost, none twice, each at its latest version')
   return 0
+}
+
+/**
+ * Why the runs differ, from their own figures: how fast each compacted buckets, what one
+ * compactor invocation cost, and how many commits each snapshot folded (every commit goes
+ * through the table's committer, so compactors never race each other for a snapshot).
+ */
+function explain(results: RunResult[]): string {
+  const lines = results.map((r) => {
+    const lag = percentile(r.samples.map((s) => s.lagMs / 1000), 50)
+    return `task-threads ${r.taskThreads}: ${(r.compacts / r.seconds).toFixed(2)} bucket compactions/s (a compactor invocation took ${(r.compactorBusyMs / Math.max(1, r.compactions) / 1000).toFixed(2)} s on average), ${r.appends + r.compacts} commits in ${r.snapshots} snapshots (${((r.appends + r.compacts) / Math.max(1, r.snapshots)).toFixed(1)} per snapshot), lag p50 ${lag.toFixed(1)} s.`
+  })
+  if (results.length === 2) {
+    const [a, b] = results
+    const rate = (r: RunResult) => r.compacts / r.seconds
+    const lag = (r: RunResult) => percentile(r.samples.map((s) => s.lagMs / 1000), 50)
+    lines.push(
+      `With ${b.taskThreads} compactors the table compacted ${(rate(b) / Math.max(1e-9, rate(a))).toFixed(1)}× the buckets per second of 1 compactor, and its lag p50 was ${lag(b) <= lag(a) ? 'no worse' : 'worse'} (${lag(b).toFixed(1)} s against ${lag(a).toFixed(1)} s): ` +
+        `their commits are folded by the committer (${((b.appends + b.compacts) / Math.max(1, b.snapshots)).toFixed(1)} per snapshot), so more compactors add no commit races; what limits them here is the machine's CPU, which the writers, compactors, committer and embedded S3 share.`,
+    )
+  }
+  return lines.join('\n')
 }
 
 main().then(
