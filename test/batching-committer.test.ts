@@ -21,6 +21,7 @@ import {
   validateCommitMessage,
 } from '../lib/commit/commit-message.ts'
 import { compactTable } from '../lib/lsm/compact-table.ts'
+import { expireSnapshots } from '../lib/maintenance/expire.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import type { ObjectStore } from '../lib/store/object-store.ts'
 import { S3Store } from '../lib/store/s3-store.ts'
@@ -178,6 +179,23 @@ describe('batching committer', () => {
     expect([compact.commitKind, compact.commitUser]).toEqual(['COMPACT', c1.commitUser])
     expect(sortRows(await readAll(table))).toEqual(model.snapshot())
     expect((await table.manifests.liveEntries(compact)).filter((e) => e.file.level === 0)).toHaveLength(3)
+  })
+
+  it('expiring a folded snapshot deletes its list of folded commits; a retained one keeps it', async () => {
+    const table = await newTable({ bucket: '1', 'snapshot.num-retained.min': '1', 'snapshot.num-retained.max': '1' })
+    const committer = new BatchingCommitter(table)
+    const fold = async (a: number[], b: number[]) => {
+      const res = await committer.commit([(await writeMessage(table, records(table, put(a))))!, (await writeMessage(table, records(table, put(b))))!])
+      return (await table.snapshots.snapshot(res.snapshots[0].id))!
+    }
+    const first = await fold([1], [2])
+    const second = await fold([3], [4])
+    expect(first.commitUser).toBe(FOLDING_COMMIT_USER)
+    expect(await table.store.get(foldedCommitsKey(first.commitIdentifier))).not.toBeNull()
+    const res = await expireSnapshots(table)
+    expect(res.expired).toEqual([first.id])
+    expect(await table.store.get(foldedCommitsKey(first.commitIdentifier))).toBeNull()
+    expect(await table.store.get(foldedCommitsKey(second.commitIdentifier))).not.toBeNull()
   })
 
   it('a compaction that deletes what an earlier one in the batch added goes into a second COMPACT snapshot', async () => {

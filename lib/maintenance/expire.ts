@@ -21,6 +21,7 @@
 import type { Snapshot } from '../types.ts'
 import { StrataInputError } from '../types.ts'
 import { EARLIEST_KEY, snapshotKey } from '../table/paths.ts'
+import { FOLDING_COMMIT_USER, foldedCommitsKey } from '../commit/landed.ts'
 import type { Table } from '../table/table.ts'
 import { existingSnapshot, referencesOf, snapshotRange, taggedSnapshots } from './references.ts'
 
@@ -134,6 +135,9 @@ export async function expireSnapshots(table: Table, opts: ExpireOptions = {}): P
   // neither its new files nor the old ones it builds on can be deleted.
   const keep = await referencesOf(table, retained, 'throw')
   const candidates = [...(await referencesOf(table, expired, 'skip'))].filter((k) => !keep.has(k))
+  // a folded snapshot's list of the commits it holds (lib/commit/landed.ts) goes with it:
+  // idempotency checks stop at the first expired snapshot and never read it again
+  for (const s of expired) if (s.commitUser === FOLDING_COMMIT_USER) candidates.push(foldedCommitsKey(s.commitIdentifier))
 
   // 2. snapshot files, oldest first, so a crash midway still leaves a contiguous range
   for (const s of expired) {
