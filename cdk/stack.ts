@@ -13,7 +13,7 @@ import { Monitoring } from './constructs/monitoring.ts'
 import { allowList, allowObjects, allowSend, denySchemaWrites } from './constructs/permissions.ts'
 import { REJECTS_PREFIX, StrataStorage } from './constructs/storage.ts'
 import { StrataFunction } from './constructs/strata-function.ts'
-import { COMMIT_RECEIPTS, TableResources } from './constructs/table-resources.ts'
+import { COMMIT_RECEIPTS, TableResources, commitWaitMs } from './constructs/table-resources.ts'
 
 export class StrataStack extends Stack {
   readonly storage: StrataStorage
@@ -50,6 +50,7 @@ export class StrataStack extends Stack {
       environment: {
         STRATA_TABLES: this.toJsonString(Object.fromEntries(this.tables.map((t) => [t.name, t.runtimeEntry()]))),
         STRATA_REJECT_URI: rejectUri,
+        STRATA_COMMIT_TIMEOUT_MS: commitWaitMs(fns.writer.timeoutSeconds),
       },
       logRetentionDays: fns.logRetentionDays,
       logLevel: fns.logLevel,

@@ -126,6 +126,13 @@ describe('every table commits through its committer', () => {
     }
     expect(strataTables(stack.reader.fn)).toEqual({ orders: { uri: entryOf('orders').uri }, plain: { uri: entryOf('plain').uri } })
   })
+
+  it('tells writer and compactors to give up waiting for a receipt 10 s before their own timeout', () => {
+    const wait = (fn: { node: unknown }) => resources[idOf(fn as never)].Properties.Environment.Variables.STRATA_COMMIT_TIMEOUT_MS
+    const timeoutOf = (fn: { node: unknown }) => resources[idOf(fn as never)].Properties.Timeout as number
+    for (const fn of [stack.writer.fn, ...stack.tables.map((t) => t.compactor.fn)]) expect(wait(fn)).toBe(String((timeoutOf(fn) - 10) * 1000))
+    for (const t of stack.tables) expect(wait(t.committer.fn)).toBeUndefined()
+  })
 })
 
 describe('permissions of the commit path', () => {

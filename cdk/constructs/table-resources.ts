@@ -21,6 +21,15 @@ import { StrataFunction } from './strata-function.ts'
 /** Lambda's SQS FIFO event source takes at most 10 messages a batch. */
 export const COMPACTOR_BATCH_SIZE = 10
 export const COMMITTER_BATCH_SIZE = 10
+
+/**
+ * STRATA_COMMIT_TIMEOUT_MS of a function that waits for its commit receipt: its timeout less
+ * 10 s (at least 5 s), so a commit the committer is slow to confirm fails the invocation
+ * cleanly (its input is redelivered and recognised) instead of Lambda cutting it off.
+ */
+export function commitWaitMs(timeoutSeconds: number): string {
+  return String(Math.max(5, timeoutSeconds - 10) * 1000)
+}
 /** The smallest maxConcurrency an SQS event source takes (see the committer's mapping). */
 export const COMMITTER_MAX_CONCURRENCY = 2
 
@@ -167,7 +176,7 @@ export class TableResources extends Construct {
       kind: 'compactor',
       description: `Compacts table '${table.name}' (compaction.task-threads ${table.taskThreads})`,
       settings: table.compactor,
-      environment: { STRATA_TABLES: own, STRATA_TABLE: table.name },
+      environment: { STRATA_TABLES: own, STRATA_TABLE: table.name, STRATA_COMMIT_TIMEOUT_MS: commitWaitMs(table.compactor.timeoutSeconds) },
       logRetentionDays: fns.logRetentionDays,
       logLevel: fns.logLevel,
       reservedConcurrency: this.concurrency.reservedConcurrency,
