@@ -62,37 +62,33 @@ export class LandedCommits {
   }
 
   /**
-   * Identity → the snapshot that landed it, for every identity landed in (afterId,
-   * latestId]. The walk goes newest first and ends at an expired snapshot (nothing older is
-   * left to search); `skip(snapshot)` leaves a snapshot out (e.g. past a time bound).
+   * The identities landed by each snapshot in (afterId, latestId], newest first. The walk
+   * ends at an expired snapshot (nothing older is left to search); `skip(snapshot)` leaves
+   * a snapshot out (e.g. past a time bound).
    */
-  async landedBetween(afterId: number, latestId: number, skip?: (s: Snapshot) => boolean): Promise<Map<string, number>> {
-    const out = new Map<string, number>()
+  private async *walk(afterId: number, latestId: number, skip?: (s: Snapshot) => boolean): AsyncGenerator<[number, string[]]> {
     for (let id = latestId; id > afterId; id--) {
       let keys = this.cache.get(id)
       if (!keys) {
         const s = await this.snapshots.snapshot(id)
-        if (!s) break
+        if (!s) return
         if (skip?.(s)) continue
         keys = await this.of(s)
       }
-      for (const k of keys) if (!out.has(k)) out.set(k, id)
+      yield [id, keys]
     }
+  }
+
+  /** Identity → the snapshot that landed it, for every identity landed in (afterId, latestId]. */
+  async landedBetween(afterId: number, latestId: number, skip?: (s: Snapshot) => boolean): Promise<Map<string, number>> {
+    const out = new Map<string, number>()
+    for await (const [id, keys] of this.walk(afterId, latestId, skip)) for (const k of keys) if (!out.has(k)) out.set(k, id)
     return out
   }
 
   /** The snapshot in (afterId, latestId] that landed this identity, or null. */
   async find(key: string, afterId: number, latestId: number, skip?: (s: Snapshot) => boolean): Promise<number | null> {
-    for (let id = latestId; id > afterId; id--) {
-      let keys = this.cache.get(id)
-      if (!keys) {
-        const s = await this.snapshots.snapshot(id)
-        if (!s) break
-        if (skip?.(s)) continue
-        keys = await this.of(s)
-      }
-      if (keys.includes(key)) return id
-    }
+    for await (const [id, keys] of this.walk(afterId, latestId, skip)) if (keys.includes(key)) return id
     return null
   }
 }
