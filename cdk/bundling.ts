@@ -6,8 +6,8 @@
 //   break any `import.meta`. CommonJS code inside dependencies may still call `require`
 //   for Node built-ins, which an ES module does not define, so the banner creates one (the
 //   pattern the Powertools docs give for ESM bundles).
-// - target node20: the code runs on Node 20 here and on nodejs22.x in Lambda (design.md,
-//   "Machine facts"), so the bundle uses nothing newer than Node 20.
+// - target node20: the code runs on Node 20 here and on nodejs22.x in Lambda (docs/operations.md,
+//   "Deploy to AWS (the CDK stack)"), so the bundle uses nothing newer than Node 20.
 // - The AWS SDK is bundled, not taken from the Lambda runtime: the commit protocol relies on
 //   PutObject's `IfNoneMatch` and the S3 client's behaviour on 409/412, so the version the
 //   tests ran against is the version that runs.

@@ -1,6 +1,7 @@
-// `compaction.task-threads` → the compactor's Lambda concurrency (design.md, "Serverless
-// runtime"). One bucket never runs two compactions at once in any mode: the FIFO message
-// group of a bucket does that. This only sets how many buckets of a table compact at once.
+// `compaction.task-threads` → the compactor's Lambda concurrency (docs/operations.md,
+// "compaction.task-threads on Lambda"). One bucket never runs two compactions at once in
+// any mode: the FIFO message group of a bucket does that. This only sets how many buckets
+// of a table compact at once.
 //
 //   1      reserved concurrency 1: one compaction at a time per table, as Paimon's single
 //          compaction thread. (An SQS event source's maxConcurrency cannot be below 2.)

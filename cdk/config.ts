@@ -3,7 +3,7 @@
 // JSON file (cdk/strata.config.json unless `-c config=path`) or from the CDK context key
 // `strata`, and validated before any resource is built: an unknown key, an ill-typed value or
 // a table schema that `strata create` would refuse fails synth with a message that names the
-// field, the value and what was expected (style.md: a typo is an error, not a default).
+// field, the value and what was expected (a typo is an error, not a default).
 
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'

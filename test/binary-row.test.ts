@@ -22,8 +22,8 @@ const BIGINT = t('BIGINT')
 
 const utcMicros = (iso: string, extraMicros = 0n): bigint => BigInt(Date.parse(`${iso}Z`)) * 1000n + extraMicros
 
-describe('BinaryRow worked example (paimon-format.md §5.3)', () => {
-  it('encodes INT 5, "abc", "hello world!", BIGINT null as the documented 56 bytes', () => {
+describe('BinaryRow worked example (docs/format.md "BinaryRow layout")', () => {
+  it('encodes INT 5, "abc", "hello world!", BIGINT null as the 56 bytes Java writes', () => {
     const types = [INT, STRING, STRING, BIGINT]
     const body = writeBinaryRow(types, [5, 'abc', 'hello world!', null])
     expect(hex(body)).toBe(
@@ -39,7 +39,7 @@ describe('BinaryRow worked example (paimon-format.md §5.3)', () => {
   })
 })
 
-// paimon-format.md §5.4: Java InternalRowSerializer.toBinaryRow(...).hashCode(), from
+// Java InternalRowSerializer.toBinaryRow(...).hashCode(), from
 // apache/paimon paimon-python/pypaimon/tests/write/dynamic_bucket_test.py.
 const JAVA_VECTORS: { name: string; types: DataType[]; values: Value[]; hex: string; hash: number }[] = [
   { name: '"hello"', types: [STRING], values: ['hello'], hex: '0000000000000000 68656c6c6f000085', hash: 243722546 },
@@ -101,7 +101,7 @@ const JAVA_VECTORS: { name: string; types: DataType[]; values: Value[]; hex: str
   },
 ]
 
-describe('BinaryRow Java test vectors (§5.4)', () => {
+describe('BinaryRow Java test vectors', () => {
   for (const v of JAVA_VECTORS) {
     it(`${v.name}: bytes, Java hashCode and read-back`, () => {
       const body = writeBinaryRow(v.types, v.values)
@@ -112,8 +112,8 @@ describe('BinaryRow Java test vectors (§5.4)', () => {
   }
 })
 
-describe('serialized form with arity prefix (§5.5, §5.6)', () => {
-  it('partition dt = "2024-05-01" is the documented 36 bytes', () => {
+describe('serialized form with arity prefix', () => {
+  it('partition dt = "2024-05-01" is the 36 bytes Java writes', () => {
     const bytes = serializeBinaryRow([STRING], ['2024-05-01'])
     expect(hex(bytes)).toBe('00000001' + '0000000000000000' + '0a00000010000000' + '323032342d30352d3031000000000000')
     expect(deserializeBinaryRow([STRING], bytes)).toEqual(['2024-05-01'])
@@ -148,7 +148,7 @@ describe('serialized form with arity prefix (§5.5, §5.6)', () => {
   })
 })
 
-describe('slot encodings (§5.2)', () => {
+describe('slot encodings', () => {
   it('null non-compact DECIMAL keeps Java layout: 16 reserved zero bytes, slot = offset << 32', () => {
     const types = [t('DECIMAL', { precision: 25, scale: 2 })]
     expect(hex(writeBinaryRow(types, [null]))).toBe(

@@ -11,7 +11,7 @@ const INT: DataType = { root: 'INT', nullable: false }
 const BIGINT: DataType = { root: 'BIGINT', nullable: false }
 const STRING: DataType = { root: 'VARCHAR', nullable: false, length: 2147483647 }
 
-describe('Paimon murmur hash (paimon-format.md §6.2)', () => {
+describe('Paimon murmur hash (docs/format.md "Bucket function")', () => {
   // apache/paimon-cpp src/paimon/common/utils/murmurhash_utils_test.cpp, TestCompatibleWithJava
   const base = [3, 10, 20, 30, 40, 50, 67, 89, 111, 51, 33, 67, 70, 25, 48, 10]
   it('matches Java on word-aligned input', () => {
@@ -47,7 +47,7 @@ describe('Paimon murmur hash (paimon-format.md §6.2)', () => {
   })
 })
 
-describe('fixed-bucket function (§6.3)', () => {
+describe('fixed-bucket function', () => {
   // apache/paimon FixedBucketRowKeyExtractorTest#testBucket: row (5, 6, 7), 100 buckets.
   const cases: { key: number[]; hex: string; hash: number; bucket: number }[] = [
     { key: [5], hex: '0000000000000000 0500000000000000', hash: 260196596, bucket: 96 },
@@ -86,7 +86,7 @@ describe('fixed-bucket function (§6.3)', () => {
   })
 
   it("uses Java's truncating remainder for negative hashes", () => {
-    // "hello-java" hashes to -201703277 (§5.4): Java -201703277 % 10 = -7 → 7; a floor-mod would give 3.
+    // "hello-java" hashes to -201703277 (test/binary-row.test.ts): Java -201703277 % 10 = -7 → 7; a floor-mod would give 3.
     expect(bucketOfHash(-201703277, 10)).toBe(7)
     expect(bucketOf([STRING], ['hello-java'], 10)).toBe(7)
     expect(bucketOfHash(-2147483648, 3)).toBe(2)

@@ -104,7 +104,7 @@ function recordArb(layout: DataFileLayout): fc.Arbitrary<KeyValue> {
     .map(([value, seq, kind]) => ({ key: keyIndexes.map((i) => value[i]), seq, kind, value }))
 }
 
-// --- a brute-force model of the statistics (paimon-format.md §4.4) -----------------------------
+// --- a brute-force model of the statistics (docs/format.md "File statistics") ------------------
 
 const utf8 = new TextEncoder()
 

@@ -25,7 +25,7 @@ const meta = (
   cardinality: bigint | null,
 ): DeletionVectorMeta => ({ dataFileName, offset, length, cardinality })
 
-// paimon-format.md §8.4: the metas Paimon's DeletionVectorsIndexFileTest reads the fixtures with.
+// The metas Paimon's DeletionVectorsIndexFileTest reads the fixtures with (test/fixtures/README.md).
 const golden = [
   {
     file: 'paimon/dvindex-32',

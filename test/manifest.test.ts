@@ -235,7 +235,7 @@ const dvEntry = (): IndexManifestEntry => ({
   fileName: 'index-0b6f6a8e-2d35-4a57-9a0e-3c2f4d1e9b70-0',
   fileSize: 63n,
   rowCount: 2n,
-  // The two vectors of Paimon's dvindex-32 compatibility file (digest §8.4).
+  // The two vectors of Paimon's dvindex-32 compatibility file (test/fixtures/paimon/dvindex-32).
   dvRanges: [
     { dataFileName: 'data-a-0.parquet', offset: 1, length: 24, cardinality: 2n },
     { dataFileName: 'data-b-0.parquet', offset: 33, length: 22, cardinality: null },
@@ -259,7 +259,7 @@ const listMeta = (): ManifestFileMeta => ({
 // ---- tests ----
 
 describe('writer schemas', () => {
-  it('are exactly the Java schemas of the format digest §4.3–§4.5', () => {
+  it('are exactly the Java writer schemas (test/fixtures/avro/*.schema.json)', () => {
     expect(MANIFEST_FILE_META_SCHEMA).toStrictEqual(fixtureJson('manifest-file-meta.schema.json'))
     expect(MANIFEST_ENTRY_SCHEMA).toStrictEqual(fixtureJson('manifest-entry.schema.json'))
     expect(INDEX_MANIFEST_ENTRY_SCHEMA).toStrictEqual(fixtureJson('index-manifest-entry.schema.json'))
@@ -269,7 +269,7 @@ describe('writer schemas', () => {
     ['manifest list', 'manifest-file-meta.schema.json', () => writeManifestList([listMeta()], 'none')],
     ['manifest', 'manifest-entry.schema.json', () => writeManifestFile(sampleManifestEntries(1), 'deflate')],
     ['index manifest', 'index-manifest-entry.schema.json', () => writeIndexManifest([dvEntry()], 'none')],
-  ])('%s header embeds the digest schema as compact JSON (avsc reads the header)', async (_, name, write) => {
+  ])('%s header embeds the Java schema as compact JSON (avsc reads the header)', async (_, name, write) => {
     const expected = fixtureJson(name)
     const { schemaText } = await avscDecode(write())
     expect(JSON.parse(schemaText)).toStrictEqual(expected)
@@ -277,7 +277,7 @@ describe('writer schemas', () => {
     expect(schemaText).toBe(JSON.stringify(expected))
   })
 
-  it('keep the Java reader constraints of digest §4.2', () => {
+  it('keep the Java reader constraints (docs/format.md "Avro manifests")', () => {
     const top = MANIFEST_ENTRY_SCHEMA.fields
     expect(top.map((f) => f.name)).toEqual(['_VERSION', '_KIND', '_PARTITION', '_BUCKET', '_TOTAL_BUCKETS', '_FILE'])
     expect(top.every((f) => !Array.isArray(f.type))).toBe(true)
@@ -419,7 +419,7 @@ describe('round trips', () => {
     expect(typeof back[1].file.fileSize).toBe('bigint')
   })
 
-  it('the §4.7 example entry keeps its partition and key bytes', () => {
+  it('the sample APPEND entry keeps its partition and key bytes', () => {
     const [entry] = sampleManifestEntries(1)
     const [back] = readManifestFile(writeManifestFile([entry], 'snappy'))
     expect(Buffer.from(back.partition).toString('hex')).toBe(
@@ -499,7 +499,7 @@ describe('codecs', () => {
   })
 })
 
-describe('files written by pypaimon (other record names, fewer fields; digest §4.6)', () => {
+describe('files written by pypaimon (other record names, fewer fields)', () => {
   const stats = (name: string) => ({
     type: 'record',
     name,

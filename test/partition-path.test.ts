@@ -18,7 +18,7 @@ const STRING = t('VARCHAR', { length: 2147483647 })
 const field = (id: number, name: string, type: DataType): DataField => ({ id, name, type })
 const micros = (iso: string, extra = 0n): bigint => BigInt(Date.parse(`${iso}Z`)) * 1000n + extra
 
-// PartitionPathUtils.CHAR_TO_ESCAPE (paimon-format.md §1.1)
+// PartitionPathUtils.CHAR_TO_ESCAPE (docs/format.md "Directory and file names")
 const ESCAPED = new Set<number>([
   ...Array.from({ length: 0x20 }, (_, i) => i),
   ...Array.from('"#%\'*/:=?\\{}[]^', (c) => c.charCodeAt(0)),

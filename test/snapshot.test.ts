@@ -6,7 +6,7 @@ import type { Snapshot } from '../lib/types.ts'
 const LONG_MAX = 9223372036854775807n
 const LONG_MIN = -9223372036854775808n
 
-// Paimon format digest §3.1 (snapshot-1, APPEND), verbatim.
+// snapshot-1 (APPEND) as Java writes it; provenance in test/fixtures/README.md.
 const SNAPSHOT_1 = `{
   "version" : 3,
   "uuid" : "3f1c2a9e-5b7d-4e0a-9c51-8f2d6b1a7e43",
@@ -25,7 +25,7 @@ const SNAPSHOT_1 = `{
   "nextRowId" : 0
 }`
 
-// Paimon format digest §3.2 (snapshot-2, COMPACT), verbatim.
+// snapshot-2 (COMPACT) as Java writes it; provenance in test/fixtures/README.md.
 const SNAPSHOT_2 = `{
   "version" : 3,
   "uuid" : "0b6f6a8e-2d35-4a57-9a0e-3c2f4d1e9b70",
@@ -121,7 +121,7 @@ const FULL: Snapshot = {
 }
 
 describe('serializeSnapshot', () => {
-  it('writes the §3.1 and §3.2 examples character for character', () => {
+  it('writes the two example snapshots character for character', () => {
     expect(serializeSnapshot(snapshot1)).toBe(SNAPSHOT_1)
     expect(serializeSnapshot(snapshot2)).toBe(SNAPSHOT_2)
   })
@@ -184,7 +184,7 @@ describe('serializeSnapshot', () => {
 })
 
 describe('parseSnapshot', () => {
-  it('reads the §3.1 and §3.2 examples field for field', () => {
+  it('reads the two example snapshots field for field', () => {
     expect(parseSnapshot(SNAPSHOT_1)).toStrictEqual(snapshot1)
     expect(parseSnapshot(SNAPSHOT_2)).toStrictEqual(snapshot2)
   })

@@ -68,7 +68,7 @@ export class StrataFunction extends Construct {
     acknowledge(
       this.fn,
       'L1',
-      'Strata targets nodejs22.x: its code and bundles are tested on Node 20 and 22 (design.md, "Machine facts"); a newer Lambda runtime is adopted after the tests run on it.',
+      'Strata targets nodejs22.x: its code and bundles are tested on Node 20 and 22 (docs/operations.md, "Deploy to AWS (the CDK stack)"); a newer Lambda runtime is adopted after the tests run on it.',
     )
   }
 }

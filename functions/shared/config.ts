@@ -1,5 +1,5 @@
 // Runtime configuration of the Lambda functions, from the environment: parsed once,
-// typed, and failing fast with a message that names the variable (style.md, Powertools).
+// typed, and failing fast with a message that names the variable.
 //
 // STRATA_TABLES: JSON object, table name → { "uri": "s3://bucket/prefix",
 //   "compactionQueueUrl": "https://sqs…/x.fifo", "commitQueueUrl": "https://sqs…/y.fifo" }.

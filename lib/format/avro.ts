@@ -1,5 +1,5 @@
 // Avro object container files (Avro 1.11 spec, "Object Container Files") as Paimon writes
-// its manifest lists, manifests and index manifests (paimon-format digest §4.1).
+// its manifest lists, manifests and index manifests (docs/format.md "Avro manifests").
 //
 // avsc encodes and decodes the datums; the container (header, blocks, codecs) is framed
 // here so that reading and writing stay synchronous and the writer schema is embedded

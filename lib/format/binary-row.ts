@@ -1,8 +1,8 @@
 // Paimon BinaryRow: the byte form of partitions, keys, stats rows and bucket keys
 // (paimon-common data/BinaryRow.java, BinaryRowWriter.java, AbstractBinaryWriter.java;
-// paimon-format.md §5). Java compares and hashes these bytes raw (partition identity, manifest
+// docs/format.md "BinaryRow layout"). Java compares and hashes these bytes raw (partition identity, manifest
 // ADD/DELETE matching, bucket hashing), so every padding byte is written as zero and nulls of
-// non-compact DECIMAL/TIMESTAMP keep Java's layout (§5.2), not pypaimon's.
+// non-compact DECIMAL/TIMESTAMP keep Java's layout, not pypaimon's.
 
 import { StrataInputError } from '../types.ts'
 import { typeLabel } from '../table/data-type.ts'
@@ -519,7 +519,7 @@ export function readBinaryRow(types: DataType[], body: Uint8Array): Value[] {
 }
 
 /**
- * Manifest form (`SerializationUtils.serializeBinaryRow`, §5.5): int32 big-endian arity, then
+ * Manifest form (`SerializationUtils.serializeBinaryRow`): int32 big-endian arity, then
  * the row body.
  */
 export function serializeBinaryRow(types: DataType[], values: Value[]): Uint8Array {
@@ -547,7 +547,7 @@ export function deserializeBinaryRow(types: DataType[], bytes: Uint8Array): Valu
   return readBinaryRow(types, bytes.subarray(4))
 }
 
-/** `BinaryRow.EMPTY_ROW` serialized (§5.6): arity 0 and an 8-byte zero header. */
+/** `BinaryRow.EMPTY_ROW` serialized: arity 0 and an 8-byte zero header. */
 export const EMPTY_ROW_SERIALIZED: Uint8Array = new Uint8Array(12)
 
 /** `BinaryRow.EMPTY_ROW` body: 8 zero bytes. */

@@ -1,6 +1,6 @@
 // Paimon's fixed-bucket function (`bucket-function.type` = DEFAULT; paimon-core
 // bucket/DefaultBucketFunction.java, table/sink/FixedBucketRowKeyExtractor.java;
-// paimon-format.md §6): murmur hash of the bucket key's BinaryRow body, then
+// docs/format.md "Bucket function"): murmur hash of the bucket key's BinaryRow body, then
 // `Math.abs(hash % numBuckets)`. Readers recompute it to prune buckets, so a row written to
 // another bucket is invisible to key lookups.
 

@@ -1,4 +1,4 @@
-// Key order of data files, sorted runs and min/max stats (paimon-format.md §7.1): ascending,
+// Key order of data files, sorted runs and min/max stats (docs/format.md "Data files"): ascending,
 // nulls first, strings by unsigned UTF-8 bytes (BinaryString.compareTo), binaries by unsigned
 // bytes. Java checks sorted-run order on restore (SortedRun.validate), so this order must agree
 // with Java's on the bytes Strata writes.

@@ -1,8 +1,8 @@
-// Data files of primary-key tables: Parquet files of KeyValue records (paimon-format.md §7).
+// Data files of primary-key tables: Parquet files of KeyValue records (docs/format.md "Data files").
 // Columns, in the order Paimon's Java writer uses (`core:KeyValue.java` `schema`):
 //   _KEY_<k> for each trimmed primary-key field, _SEQUENCE_NUMBER, _VALUE_KIND, all table fields.
 // Readers (Java, pypaimon, this one) find columns by name, so only the names are load-bearing.
-// The writer also collects the per-file statistics a DataFileMeta carries (§4.4).
+// The writer also collects the per-file statistics a DataFileMeta carries (docs/format.md "File statistics").
 
 import zlib from 'node:zlib'
 import { parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet'
@@ -135,7 +135,7 @@ const DECOMPRESSORS: Compressors = {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Statistics (paimon-format.md §4.4; `TruncateSimpleColStatsCollector`)
+// Statistics (docs/format.md "File statistics"; `TruncateSimpleColStatsCollector`)
 
 type Compare = (a: Value, b: Value) => number
 

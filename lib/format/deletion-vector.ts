@@ -1,4 +1,4 @@
-// Paimon deletion vectors and their index files (paimon-format.md §8; paimon-core
+// Paimon deletion vectors and their index files (docs/format.md "Deletion-vector index files"; paimon-core
 // deletionvectors/DeletionFileWriter.java, BitmapDeletionVector.java, Bitmap64DeletionVector.java,
 // DeletionVector.read).
 //
@@ -114,7 +114,7 @@ function entryOf(dv: DeletionVector, bitmap64: boolean, dataFile: string): Uint8
 
 /**
  * One index file holding `vectors` (data file name → vector) in map order, each written in the
- * layout `bitmap64` selects, and the `DeletionVectorMeta` of each entry (§8.3).
+ * layout `bitmap64` selects, and the `DeletionVectorMeta` of each entry (docs/format.md "Deletion-vector index files").
  */
 export function writeDeletionVectorFile(
   vectors: Map<string, DeletionVector>,

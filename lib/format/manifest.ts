@@ -1,4 +1,4 @@
-// Paimon's three Avro manifest kinds (paimon-format digest §4.3–§4.5): manifest lists
+// Paimon's three Avro manifest kinds (docs/format.md "Avro manifests"): manifest lists
 // (ManifestFileMeta), manifests (ManifestEntry with DataFileMeta and SimpleStats) and
 // index manifests (IndexManifestEntry with DeletionVectorMeta).
 //
@@ -6,7 +6,7 @@
 // the field names, the ["null", T] unions and the six-field ManifestEntry top level that
 // core:manifest/ManifestAvroReader.java insists on. Readers go by field name, as Java's
 // FieldReaderFactory does, so files from pypaimon (other record names, fewer optional
-// fields; digest §4.6) read too: a missing optional field reads as null.
+// fields) read too: a missing optional field reads as null.
 
 import type {
   DataFileMeta,
@@ -42,7 +42,7 @@ function simpleStatsRecord(name: string) {
   }
 }
 
-/** Java's writer schema for manifest-list records (digest §4.3). */
+/** Java's writer schema for manifest-list records. */
 export const MANIFEST_FILE_META_SCHEMA = {
   type: 'record',
   name: 'record',
@@ -66,7 +66,7 @@ export const MANIFEST_FILE_META_SCHEMA = {
 
 const stringArray = { type: 'array', items: 'string' }
 
-/** Java's writer schema for manifest records (digest §4.4). */
+/** Java's writer schema for manifest records. */
 export const MANIFEST_ENTRY_SCHEMA = {
   type: 'record',
   name: 'record',
@@ -110,7 +110,7 @@ export const MANIFEST_ENTRY_SCHEMA = {
   ],
 }
 
-/** Java's writer schema for index-manifest records (digest §4.5). */
+/** Java's writer schema for index-manifest records. */
 export const INDEX_MANIFEST_ENTRY_SCHEMA = {
   type: 'record',
   name: 'record',
@@ -277,7 +277,7 @@ export function writeManifestList(
     _MAX_BUCKET: m.maxBucket,
     _MIN_LEVEL: m.minLevel,
     _MAX_LEVEL: m.maxLevel,
-    // Row ids exist only with row tracking (digest §4.3); null for primary-key tables.
+    // Row ids exist only with row tracking; null for primary-key tables.
     _MIN_ROW_ID: null,
     _MAX_ROW_ID: null,
   }))

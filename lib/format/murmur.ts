@@ -1,4 +1,4 @@
-// Paimon's Murmur3 variant (paimon-common utils/MurmurHashUtils.hashBytes; paimon-format.md §6.2).
+// Paimon's Murmur3 variant (paimon-common utils/MurmurHashUtils.hashBytes; docs/format.md "Bucket function").
 // It is murmur3_x86_32 over little-endian 4-byte words, except for the tail: each trailing byte
 // is sign-extended and mixed as a whole word of its own, so for lengths that are not a multiple
 // of 4 the result differs from the standard murmur3. BinaryRow sizes are multiples of 8, so

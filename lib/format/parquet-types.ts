@@ -1,4 +1,4 @@
-// Paimon data types ↔ Parquet columns (paimon-format.md §7.4, Paimon
+// Paimon data types ↔ Parquet columns (docs/format.md "Data files", Paimon
 // `format:parquet/ParquetSchemaConverter.java` `convertToParquetType`). Three concerns, one per
 // type root: the SchemaElement a column is written with, the checked physical value handed to
 // hyparquet-writer, and the decoder from what hyparquet returns for a column (read with its

@@ -1,4 +1,4 @@
-// Partition and bucket directory names (paimon-format.md §1.1). Java readers recompute a data
+// Partition and bucket directory names (docs/format.md "Directory and file names"). Java readers recompute a data
 // file's directory from the partition BinaryRow (DataFilePathFactory.toPath), so these strings
 // must match Java's exactly. Strata implements `partition.legacy-name=true` (Paimon's default,
 // InternalRowPartitionComputer): the value string is Java's `toString()` of the internal value,

@@ -1,6 +1,6 @@
 // Roaring bitmaps in the portable serialization of RoaringFormatSpec, 32-bit and the 64-bit
 // "array of 32-bit bitmaps" layout that Iceberg and Paimon use for deletion vectors
-// (paimon-format.md §8; paimon-common utils/RoaringBitmap32.java, OptimizedRoaringBitmap64.java).
+// (docs/format.md "Deletion-vector index files"; paimon-common utils/RoaringBitmap32.java, OptimizedRoaringBitmap64.java).
 //
 // Written here rather than taken from npm: `roaring` is a native addon (a platform binary per
 // install, awkward for Lambda bundles) and the WASM builds of CRoaring are 32-bit only, need an

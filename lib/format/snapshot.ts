@@ -1,5 +1,5 @@
-// Snapshot files (`snapshot/snapshot-N`) and the LATEST / EARLIEST hints (paimon-format
-// digest §3). Java writes snapshots with Jackson's default pretty printer
+// Snapshot files (`snapshot/snapshot-N`) and the LATEST / EARLIEST hints (docs/format.md
+// "Snapshots and hints"). Java writes snapshots with Jackson's default pretty printer
 // (api:utils/JsonSerdeUtil.java) in the field order of api:Snapshot.java, leaving out the
 // NON_NULL fields that are null; this module produces the same text.
 //

@@ -2,7 +2,7 @@
 // seam they travel through. On AWS the queue is SQS FIFO with MessageGroupId
 // `<table>/<partition>/<bucket>`, so SQS itself serializes each bucket's compactions while
 // different buckets run in parallel up to the compactor's concurrency
-// (`compaction.task-threads`, design.md).
+// (`compaction.task-threads`, docs/operations.md "compaction.task-threads on Lambda").
 
 import { createHash } from 'node:crypto'
 import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs'

@@ -1,7 +1,8 @@
 // Compaction of one (partition, bucket) as a library call: read the bucket's LSM shape
 // from the latest snapshot, pick with universal compaction (force-up-level-0 in
 // deletion-vector mode), rewrite by streaming merge, maintain deletion vectors, and commit
-// a COMPACT snapshot with design.md's conflict checks. The Lambda compactor wraps this.
+// a COMPACT snapshot with the conflict checks of docs/design.md "How a commit travels".
+// The Lambda compactor wraps this.
 //
 // Deletion-vector mode (Paimon's LookupMergeTreeCompactRewriter): every key that rises out
 // of level 0 is looked up in the older levels the compaction does not rewrite; the row it

@@ -56,7 +56,8 @@ export class BucketDirs {
 }
 
 /**
- * Keys of a data file and its `_EXTRA_FILES` sidecars (same directory, paimon-format.md §1).
+ * Keys of a data file and its `_EXTRA_FILES` sidecars (same directory, docs/format.md
+ * "Directory and file names").
  * A file with `_EXTERNAL_PATH` lives outside the table root, so it is neither referenced nor
  * ever deleted here.
  */
@@ -141,7 +142,7 @@ export async function snapshotReferences(table: Table, snapshot: Snapshot, onMis
     }
   }
 
-  // the index manifest is a full listing of the snapshot's index files (paimon-format.md §4.5)
+  // the index manifest is a full listing of the snapshot's index files (docs/format.md "Avro manifests")
   if (snapshot.indexManifest) {
     const key = manifestKey(snapshot.indexManifest)
     refs.add(key)

@@ -1,6 +1,7 @@
 // What one (partition, bucket) holds at a snapshot: its live data files and, in
 // deletion-vector mode, the deletion vectors of those files (from the bucket's index file
-// named in the snapshot's index manifest; paimon-format.md §4.5, §8).
+// named in the snapshot's index manifest; docs/format.md "Avro manifests" and
+// "Deletion-vector index files").
 
 import { deserializeBinaryRow } from '../format/binary-row.ts'
 import { type DeletionVector, DELETION_VECTORS_INDEX, deletionVectorReadLength, readDeletionVector } from '../format/deletion-vector.ts'

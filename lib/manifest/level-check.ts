@@ -1,4 +1,4 @@
-// The LSM shape rule a commit must keep (design.md "Commit protocol"): in every level >= 1
+// The LSM shape rule a commit must keep (docs/design.md "Compaction and deletion vectors"): in every level >= 1
 // of a bucket, the files' key ranges do not overlap (each such level is one sorted run).
 // Level 0 files overlap freely.
 

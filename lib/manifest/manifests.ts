@@ -1,6 +1,6 @@
 // Reading and writing a snapshot's manifests. A snapshot's files are base ∪ delta, folded
 // by file identifier: an ADD and a later DELETE of the same (partition, bucket, level, name)
-// cancel (core:manifest/FileEntry.java; paimon-format.md §9.2).
+// cancel (core:manifest/FileEntry.java; docs/format.md "Manifest folding by file identity").
 
 import type { ManifestCompression } from '../format/avro.ts'
 import {

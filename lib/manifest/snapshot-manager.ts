@@ -1,5 +1,5 @@
-// Finding and reading snapshots. `LATEST` and `EARLIEST` are hints only (paimon-format.md
-// §3.4): LATEST is trusted once `snapshot-(id+1)` is absent, otherwise we probe forward.
+// Finding and reading snapshots. `LATEST` and `EARLIEST` are hints only (docs/format.md
+// "Snapshots and hints"): LATEST is trusted once `snapshot-(id+1)` is absent, otherwise we probe forward.
 
 import { parseHint, parseSnapshot, serializeHint } from '../format/snapshot.ts'
 import type { ObjectStore } from '../store/object-store.ts'

@@ -1,5 +1,5 @@
 // Paimon type strings: parse the spellings a user writes in a schema file and print the
-// canonical form Paimon's SchemaSerializer writes (paimon-format.md §2, `asSQLString`).
+// canonical form Paimon's SchemaSerializer writes (docs/format.md "Schema files", `asSQLString`).
 
 import { type DataType, type TypeRoot, StrataInputError } from '../types.ts'
 

@@ -1,4 +1,4 @@
-// DataFileMeta and SimpleStats from a data file's decoded statistics (paimon-format.md §4.4).
+// DataFileMeta and SimpleStats from a data file's decoded statistics (docs/format.md "File statistics").
 
 import { deserializeBinaryRow, serializeBinaryRow } from '../format/binary-row.ts'
 import { compareValues } from '../format/compare.ts'

@@ -1,7 +1,7 @@
 // The one table of table options: Paimon's keys, types, defaults and a line of doc each,
 // parsed and validated in one place. An unknown key or an ill-typed value is an error that
-// names the key, the value and what was expected (style.md: a typo is an error, not a
-// silent default). Defaults are Paimon's (api:CoreOptions.java) unless the doc says why not.
+// names the key, the value and what was expected (a typo is an error, not a silent
+// default). Defaults are Paimon's (api:CoreOptions.java) unless the doc says why not.
 
 import { optionKeysOfMergeEngines } from '../lsm/merge-function.ts'
 import { StrataInputError } from '../types.ts'

@@ -1,4 +1,4 @@
-// Object keys of a table, relative to its root (paimon-format.md §1).
+// Object keys of a table, relative to its root (docs/format.md "Directory and file names").
 
 import { randomUUID } from 'node:crypto'
 

@@ -1,5 +1,5 @@
 // Table schemas: built from the user's schema JSON, stored as Paimon's `schema/schema-N`
-// (TableSchema version 3, paimon-format.md §2), and viewed as the field positions the
+// (TableSchema version 3, docs/format.md "Schema files"), and viewed as the field positions the
 // engine needs (partition, trimmed primary key, bucket key).
 
 import { type DataField, type DataType, type TableSchema, StrataInputError } from '../types.ts'

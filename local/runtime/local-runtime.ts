@@ -2,7 +2,8 @@
 // buckets a deployment would have, and event-source pollers driving the real handlers in
 // worker threads, as AWS would. Every table has a commit queue and a committer, as the CDK
 // stack deploys them: writers and compactors commit through it (docs/design.md). Compactor concurrency per table comes from the table
-// option `compaction.task-threads`, mapped as the CDK stack maps it (design.md):
+// option `compaction.task-threads`, mapped as the CDK stack maps it (docs/operations.md,
+// "compaction.task-threads on Lambda"):
 // 1 → one at a time, N → at most N, -1 → no cap (one per active bucket).
 
 import { join } from 'node:path'
