@@ -159,37 +159,24 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
   for (const s of specs) {
     const taskThreads = s.table.view.options.compactionTaskThreads
     const cap = compactorConcurrency(taskThreads)
-    const pool = new ExecutionEnvironmentPool({
-      handlerModule: opts.compactorModule ?? join(FUNCTIONS, 'compactor.ts'),
-      env: { ...env, STRATA_TABLE: s.name, AWS_LAMBDA_FUNCTION_NAME: `strata-${s.name}-compactor` },
-      maxEnvironments: cap,
-      timeoutMs: opts.timeoutMs,
-    })
-    const poller = new EventSourcePoller({
-      sqs,
-      queueUrl: s.queue.url,
-      region: backend.region,
-      pool,
-      batchSize: opts.compactorBatchSize ?? 10,
-      maxConcurrency: cap,
-      onInvocation: opts.onCompactorInvocation ? (info) => opts.onCompactorInvocation!(s.name, info) : undefined,
-    })
-    const committers = opts.committerConcurrency ?? 2
-    const committerPool = new ExecutionEnvironmentPool({
-      handlerModule: opts.committerModule ?? join(FUNCTIONS, 'committer.ts'),
-      env: { ...env, STRATA_TABLE: s.name, AWS_LAMBDA_FUNCTION_NAME: `strata-${s.name}-committer` },
-      maxEnvironments: committers,
-      timeoutMs: opts.timeoutMs,
-    })
-    const committerPoller = new EventSourcePoller({
-      sqs,
-      queueUrl: s.commitQueue.url,
-      region: backend.region,
-      pool: committerPool,
-      batchSize: 10,
-      maxConcurrency: committers,
-      onInvocation: opts.onCommitterInvocation ? (info) => opts.onCommitterInvocation!(s.name, info) : undefined,
-    })
+    // one table function: its execution environments behind an event source on its queue
+    const tableFunction = (kind: 'compactor' | 'committer', module: string, queueUrl: string, batchSize: number, concurrency: number | null, onInvocation?: LocalRuntimeOptions['onCompactorInvocation']) => {
+      const pool = new ExecutionEnvironmentPool({
+        handlerModule: module,
+        env: { ...env, STRATA_TABLE: s.name, AWS_LAMBDA_FUNCTION_NAME: `strata-${s.name}-${kind}` },
+        maxEnvironments: concurrency,
+        timeoutMs: opts.timeoutMs,
+      })
+      const poller = new EventSourcePoller({
+        sqs, queueUrl, region: backend.region, pool, batchSize, maxConcurrency: concurrency,
+        onInvocation: onInvocation ? (info) => onInvocation(s.name, info) : undefined,
+      })
+      return { pool, poller }
+    }
+    const { pool, poller } = tableFunction('compactor', opts.compactorModule ?? join(FUNCTIONS, 'compactor.ts'), s.queue.url, opts.compactorBatchSize ?? 10, cap, opts.onCompactorInvocation)
+    const committer = tableFunction('committer', opts.committerModule ?? join(FUNCTIONS, 'committer.ts'), s.commitQueue.url, 10, opts.committerConcurrency ?? 2, opts.onCommitterInvocation)
+    const committerPool = committer.pool
+    const committerPoller = committer.poller
     tables.set(s.name, {
       name: s.name, uri: s.uri, table: s.table, compactionQueueUrl: s.queue.url, dlqUrl: s.dlq.url, commitQueueUrl: s.commitQueue.url, commitDlqUrl: s.commitDlq.url,
       taskThreads, poller, pool, committerPoller, committerPool,
