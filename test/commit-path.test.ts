@@ -521,20 +521,17 @@ describe('concurrent writers and compactors through the folding committer (prope
 // ---------------------------------------------------------------------------------------
 
 describe('two committers at once', () => {
-  // BUG (lib/commit/batching-committer.ts commitGroup → lib/commit/commit.ts FileStoreCommit):
-  // the folded APPEND is created through FileStoreCommit without `dedup` and without a
-  // re-check, so when its `snapshot-N` create loses the race, the retry lands the group on
-  // top of whatever won, without asking whether the winner landed one of the group's
-  // identities. Two committers hold two messages of one identity at once when a writer
-  // batch is re-sent (its first attempt stopped waiting for the receipt; ingest.ts then
-  // writes the batch again under the same identity and QueuedCommitter sends a second
-  // message) while the first message is still being folded by another invocation (the
-  // committer's event source runs two at once), or when a message's visibility timeout
-  // runs out during a long fold. Committer A lands the first message; committer B, which
-  // planned before A landed (its duplicate check, landedBetween, ran at plan time), loses
-  // the race and lands the second: one identity in two snapshots, its rows written twice.
-  // On an aggregation table the sum counts the batch twice.
-  it.fails('a re-sent writer batch folded by two committers at once lands once', async () => {
+  // Two committers hold two messages of one identity at once when a writer batch is
+  // re-sent (its first attempt stopped waiting for the receipt; ingest.ts then writes the
+  // batch again under the same identity and QueuedCommitter sends a second message) while
+  // the first is still being folded by another invocation (the committer's event source
+  // runs two at once), or when a message's visibility timeout runs out during a long fold.
+  // Committer A lands the first message; committer B planned before A landed, so its
+  // plan-time duplicate check missed it; B's snapshot create then loses the race to A, and
+  // its retry must see that A landed the identity (commitGroup's recheck) and plan again,
+  // finding a duplicate. Without that, one identity lands in two snapshots and an
+  // aggregation table counts the batch twice (found by this test).
+  it('a re-sent writer batch folded by two committers at once lands once', async () => {
     const store = new MemoryStore({ uri: 'memory://two-committers' })
     const table = await Table.create(store, schemaFor('aggregation', { bucket: '1' }))
     const ops: Op[] = [{ _kind: '+I', dt: DT[0], id: 1, a: 5, b: null, c: null }]

@@ -251,20 +251,26 @@ export class BatchingCommitter {
     }
 
     if (appends.length) {
-      const r = await this.commitGroup('APPEND', appends)
-      result.retries += r.retries
-      result.snapshots.push({ id: r.snapshotId, kind: 'APPEND', messages: appends.length })
-      for (const it of appends) outcomes[it.index] = { status: 'landed', snapshotId: r.snapshotId }
+      try {
+        const r = await this.commitGroup('APPEND', appends, latestId)
+        result.retries += r.retries
+        result.snapshots.push({ id: r.snapshotId, kind: 'APPEND', messages: appends.length })
+        for (const it of appends) outcomes[it.index] = { status: 'landed', snapshotId: r.snapshotId }
+      } catch (e) {
+        if (!(e instanceof CommitConflictError)) throw e
+        // another committer landed one of these meanwhile: plan everything again
+        return [...appends, ...groups.flat()]
+      }
     }
     for (let g = 0; g < groups.length; g++) {
       try {
-        const r = await this.commitGroup('COMPACT', groups[g])
+        const r = await this.commitGroup('COMPACT', groups[g], latestId)
         result.retries += r.retries
         result.snapshots.push({ id: r.snapshotId, kind: 'COMPACT', messages: groups[g].length })
         for (const it of groups[g]) outcomes[it.index] = { status: 'landed', snapshotId: r.snapshotId }
       } catch (e) {
         if (!(e instanceof CommitConflictError)) throw e
-        // the table changed under us (a direct committer): plan what is left again
+        // the table changed under us (another committer): plan what is left again
         return groups.slice(g).flat()
       }
     }
@@ -272,7 +278,8 @@ export class BatchingCommitter {
     return []
   }
 
-  private async commitGroup(kind: 'APPEND' | 'COMPACT', group: Item[]): Promise<{ snapshotId: number; retries: number }> {
+  /** `plannedAt`: the latest snapshot when the group was planned (its duplicates checked). */
+  private async commitGroup(kind: 'APPEND' | 'COMPACT', group: Item[], plannedAt: number): Promise<{ snapshotId: number; retries: number }> {
     const table = this.table
     const view = table.view
     const ms = group.map((it) => it.message!)
@@ -292,6 +299,17 @@ export class BatchingCommitter {
       commitUser,
       commitIdentifier,
       baseSnapshotId: Math.min(...ms.map((m) => m.builtAfterSnapshotId)),
+      // a snapshot that landed since the plan (another committer's, the event source runs
+      // two) may hold a copy of one of these messages (a sender's retry, a redelivery):
+      // landing it again would apply it twice, so the batch is planned again instead
+      recheck: async (latestId) => {
+        if (latestId <= plannedAt) return
+        const landed = await table.landed.landedBetween(plannedAt, latestId)
+        for (const m of ms) {
+          const at = landed.get(commitKeyOf(m))
+          if (at !== undefined) throw new CommitConflictError(`commit ${commitKeyOf(m)} landed in snapshot ${at} while this fold was being made; planning again`)
+        }
+      },
       // on a lost race, the folded checks run again against the state that won
       checkConflicts:
         kind === 'COMPACT'

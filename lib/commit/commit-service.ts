@@ -101,7 +101,10 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
   await opts.afterReceipts?.()
   const drainedSettled = entries.filter((e) => e.drained && e.settled).map((e) => e.drained!)
   const drainedOpen = entries.filter((e) => e.drained && !e.settled).map((e) => e.drained!)
-  if (opts.drain && drainedSettled.length) await opts.drain.queue.delete(drainedSettled)
+  if (opts.drain && drainedSettled.length) {
+    // a settled message not deleted comes back and is recognised as landed: not a failure
+    await opts.drain.queue.delete(drainedSettled).catch((err) => errors.push({ id: '', error: (err as Error).message, conflict: false }))
+  }
   if (opts.drain && drainedOpen.length) await opts.drain.queue.release(drainedOpen).catch(() => undefined)
 
   const count = (f: (e: Entry) => boolean) => entries.filter(f).length

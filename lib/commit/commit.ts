@@ -25,6 +25,11 @@ export interface DirectCommitRequest extends CommitRequest {
    * the live entries and index of the touched buckets at every attempt.
    */
   checkConflicts?: (state: CommitState) => void | Promise<void>
+  /**
+   * Runs at every attempt with the latest snapshot id, before anything is written for it;
+   * throws (CommitConflictError) when the request must not land on that snapshot.
+   */
+  recheck?: (latestId: number) => Promise<void>
 }
 
 function backoffMs(attempt: number): number {
@@ -60,6 +65,7 @@ export class FileStoreCommit implements Committer {
     for (let attempt = 0; ; attempt++) {
       const latestId = await this.snapshots.latestId()
       const latest = latestId === 0 ? null : await this.snapshots.snapshot(latestId)
+      await req.recheck?.(latestId)
       if (req.dedup) {
         const landed = await this.landed.find(commitKeyOf(req), req.baseSnapshotId, latestId)
         if (landed !== null) return { snapshotId: landed, retries, deduplicated: true }
