@@ -3,7 +3,7 @@
 // trigger (compaction is falling behind the writers); and per table the commit path: the
 // oldest commit message older than its limit (writers and compactors wait for their
 // commits) and committer errors. The dashboard adds what the runbook in
-// docs/operations.md ("Readers lag behind the writers") looks at, and the commit queues
+// docs/operations.md ("Runbook: readers lag behind the writers") looks at, and the commit queues
 // and committers.
 
 import { Duration } from 'aws-cdk-lib'
@@ -113,7 +113,7 @@ export class Monitoring extends Construct {
       )
       add(
         new Alarm(this, `${t.node.id}FreshnessLagAlarm`, {
-          alarmDescription: `Table '${t.name}': rows written more than ${cfg.alarms.freshnessLagMinutes} min ago are not yet visible to deletion-vector readers. Runbook: docs/operations.md, "Readers lag behind the writers".`,
+          alarmDescription: `Table '${t.name}': rows written more than ${cfg.alarms.freshnessLagMinutes} min ago are not yet visible to deletion-vector readers. Runbook: docs/operations.md, "Runbook: readers lag behind the writers".`,
           metric: strataMetric('FreshnessLag', dims, 'Maximum', schedule),
           threshold: cfg.alarms.freshnessLagMinutes * 60_000, // FreshnessLag is in milliseconds
           comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
@@ -123,7 +123,7 @@ export class Monitoring extends Construct {
       )
       add(
         new Alarm(this, `${t.node.id}L0FilesAlarm`, {
-          alarmDescription: `Table '${t.name}': a bucket has more than ${cfg.alarms.l0FileCount} level-0 files (back-pressure). Runbook: docs/operations.md, "Readers lag behind the writers".`,
+          alarmDescription: `Table '${t.name}': a bucket has more than ${cfg.alarms.l0FileCount} level-0 files (back-pressure). Runbook: docs/operations.md, "Runbook: readers lag behind the writers".`,
           metric: strataMetric('L0FileCountMax', dims, 'Maximum', schedule),
           threshold: cfg.alarms.l0FileCount,
           comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
@@ -143,7 +143,7 @@ export class Monitoring extends Construct {
     this.dashboard = new Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(3) })
     this.dashboard.addWidgets(
       new TextWidget({
-        markdown: '## Strata\nFreshness lag is how long written rows stay invisible to deletion-vector readers. When it grows, see the runbook "Readers lag behind the writers" in docs/operations.md.',
+        markdown: '## Strata\nFreshness lag is how long written rows stay invisible to deletion-vector readers. When it grows, see the runbook "Runbook: readers lag behind the writers" in docs/operations.md.',
         width: 24,
         height: 2,
       }),
