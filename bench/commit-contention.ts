@@ -1,88 +1,160 @@
 // Commit contention on one table: N independent Table handles (as N writer invocations
 // would hold) each call writeBatch with a few rows in a loop for a fixed time, so every
-// iteration is one APPEND commit racing the others for `snapshot-N` (design.md "Commit
-// protocol": conditional create, retry with 10 ms·2^n ±20% backoff, commit.max-retries).
-// Run on the embedded S3, with and without a first-byte latency per request, N = 1..32.
+// iteration is one APPEND commit (design.md "Commit protocol"). Run on the embedded S3, with
+// and without a first-byte latency per request, N = 1..32.
 //
-//   npx tsx bench/commit-contention.ts [--quick] [--seconds 10] [--runs 3]
+//   npx tsx bench/commit-contention.ts [--quick] [--seconds 10] [--runs 3] [--writers 32]
+//                                      [--first-poll-ms 10] [--max-poll-ms 500] [--queued-only]
+//                                      [--in-process-backend] [--no-sweep | --sweep-only]
 //
 // Three commit paths, side by side in one run:
-// - direct: every writeBatch commits its own snapshot (today's writer function);
-// - folded: a prototype of design.md's batching committer, in process. Each writer's
-//   commit request is handed to one committer that, whenever it is idle, folds every
-//   request waiting into a single APPEND snapshot and answers all of them. The real one
-//   would sit behind a FIFO queue (one message group per table); the SQS hop is not
-//   measured here, and see docs/benchmarks.md for what it must also handle (idempotency per
-//   folded message, sequence numbers).
-// - queued: the deployable batching committer (lib/commit/batching-committer.ts) behind a
-//   real embedded SQS FIFO queue. Each writer writes its data file, turns its commit into a
-//   commit message and sends it; one committer loop receives batches of up to 10 and hands
-//   each to the committer function (functions/committer.ts), which folds it into one
-//   snapshot and answers with a partial batch response; the loop deletes what landed. A
-//   writer waits until its message is visible before its next batch (closed loop, as
-//   direct). The queue uses one message group per writer, not one per table: the embedded
-//   SQS (fauxqs) hands out a single message per group per receive, where SQS and Lambda's
-//   FIFO mapping give up to 10 of one group, so one group would measure fauxqs, not the
-//   design. The latency model covers SQS requests too.
+// - direct: every writeBatch creates its own snapshot through the table's FileStoreCommit,
+//   racing the others for `snapshot-N` (conditional create, retry with 10 ms·2^n ±20%
+//   backoff, commit.max-retries): what a table without a commit queue does.
+// - folded: an in-process prototype of folding, without the queue: each writer hands its
+//   commit request to one in-process committer that, whenever it is idle, folds every
+//   request waiting into one APPEND snapshot and answers all of them. No SQS hop, no
+//   receipts, no second committer: the ceiling of folding on this machine, so the gap to
+//   "queued" is what the deployed path's queue, receipts and polling cost.
+// - queued: the path the stack deploys. Each writer calls writeBatch with a QueuedCommitter
+//   (lib/commit/queued-committer.ts) on an SqsCommitQueue of a real embedded SQS FIFO queue
+//   (each message its own group): it writes its data file, sends its commit message and
+//   polls its receipt in S3. The committer side is the committer function
+//   (functions/committer.ts `handler`, wrapped by bench/lib/committer-probe.ts to report what
+//   each invocation did) in worker-thread execution environments behind the local
+//   event-source poller, at most 2 at once (the stack's maxConcurrency 2): each invocation
+//   gets up to 10 messages, drains the queue beyond them (STRATA_COMMIT_DRAIN_MAX, default
+//   1000), folds them, writes the receipts and deletes what it drained; the poller deletes
+//   the invoked batch. The latency model covers SQS requests too.
 //
-// Reported: writer batches committed per second within the window, snapshots per second, lost
-// races (retries) per commit, commits that gave up (CommitFailedError), the latency of one
-// writeBatch call, and commit-to-visible latency (direct and folded: the commit call; queued:
-// from sending the message to the committer's answer, its snapshot created). At the end the
-// table's latest snapshot id must equal the commits that returned, or the run fails.
+// Reported: writer batches committed per second within the window, snapshots per second,
+// lost races visible to callers (writeBatch retries and commits that gave up with
+// CommitFailedError), the latency of one writeBatch call and of its commit; for queued also
+// the committer side (invocations, messages per snapshot, lost races between the two
+// committers, where an invocation's time goes, its S3 requests) and the writer side of the
+// receipt (send to receipt read, how long a receipt waited for its poll). At the end the
+// table's latest snapshot id must equal the snapshots the committers made and its record
+// count the batches that returned, or the run fails.
 
+import { join } from 'node:path'
+import { loadavg } from 'node:os'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
+import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs'
 import { S3Store } from '../lib/store/s3-store.ts'
 import { Table } from '../lib/table/table.ts'
 import { RowKind } from '../lib/types.ts'
-import { CommitFailedError } from '../lib/commit/committer.ts'
+import { type CommitRequest, type CommitResult, type Committer, CommitFailedError } from '../lib/commit/committer.ts'
+import { SqsCommitQueue } from '../lib/commit/commit-queue.ts'
+import { QueuedCommitter } from '../lib/commit/queued-committer.ts'
+import { COMMIT_RECEIPT_DIR } from '../lib/commit/receipts.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
+import { compactBucket } from '../lib/lsm/compact-task.ts'
+import { bucketFunction } from '../lib/format/bucket.ts'
+import { serializeBinaryRow } from '../lib/format/binary-row.ts'
+import { commitMessageOf, encodeCommitMessage } from '../lib/commit/commit-message.ts'
+import { commitKeyOf } from '../lib/commit/landed.ts'
 import { startEmbeddedBackend, type TransferModel } from '../local/embedded.ts'
+import { ExecutionEnvironmentPool } from '../local/runtime/execution-environment.ts'
+import { EventSourcePoller } from '../local/runtime/poller.ts'
+import { sqsEventOf } from '../local/runtime/sqs-event.ts'
 import { parseBenchArgs } from './lib/args.ts'
+import { type BackendProcess, startBackendProcess } from './lib/backend-process.ts'
+import { type CommitterProbe, probeOf } from './lib/committer-probe.ts'
 import { machineInfo, machineMarkdown } from './lib/machine.ts'
 import { markdownTable, writeResults } from './lib/report.ts'
+import { S3RequestCounter } from './lib/s3-counter.ts'
 import { median, percentile } from './lib/stats.ts'
-import { randomUUID } from 'node:crypto'
-import { loadavg } from 'node:os'
-import { CreateQueueCommand, DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs'
-import { committerHandler } from '../functions/committer.ts'
-import { logger, resetRuntime } from '../functions/shared/runtime.ts'
-import { commitMessageOf, encodeCommitMessage } from '../lib/commit/commit-message.ts'
-import { sqsEventOf, sqsRecordOf } from '../local/runtime/sqs-event.ts'
 
 export const COMMITTERS = [1, 2, 4, 8, 16, 32]
 const PATHS: CommitPath[] = ['direct', 'folded', 'queued']
 /** S3 first-byte latency of small requests, tens of ms (the model the simulation uses) */
 export const REALISTIC_MS = 20
+/** the issue's target for the deployed path: at REALISTIC_MS and 32 writers */
+export const TARGET = { writers: 32, commitsPerSecond: 30 }
+/** concurrent committer invocations per table: the event-source mapping's maxConcurrency in the stack */
+export const COMMITTER_CONCURRENCY = 2
+/** the writers' first pause before polling a receipt (QueuedCommitter firstPollMs; deployed default 20) */
+export const FIRST_POLL_MS = 10
 const ROWS_PER_BATCH = 10
 // one bucket: each iteration writes one small data file, so the CPU this shared machine
 // gives the run goes to the commit path under test
 const BUCKETS = 1
+const PROBE_MODULE = join(import.meta.dirname, 'lib', 'committer-probe.ts')
 
 export type CommitPath = 'direct' | 'folded' | 'queued'
+
+/** The queued path of one point: committer side and the writers' side of the receipt. */
+export interface QueuedStats {
+  /** committer invocations with at least one message, in the window and after it */
+  invocations: number
+  snapshots: number
+  /** messages folded into those snapshots */
+  messages: number
+  messagesPerSnapshot: number
+  messagesPerInvocation: number
+  /** lost races for `snapshot-N` between the committers (inside their folds), and re-plans */
+  committerRetries: number
+  committerRetriesPerSnapshot: number
+  replans: number
+  /** per invocation, mean: drain receives and ms in them, fold ms, receipt writes ms, deletes ms, whole invocation ms */
+  drainReceives: number
+  receiveMs: number
+  foldMs: number
+  receiptsMs: number
+  deleteMs: number
+  invocationMs: number
+  invocationP99Ms: number
+  /** per invocation, mean S3 requests: by kind of key, and in all */
+  s3ByKey: Record<string, number>
+  s3Requests: number
+  /** per invocation, mean summed duration of its S3 requests (receipts overlap), ms */
+  s3Ms: number
+  /** one environment's idle time between two invocations while messages waited (poller delete + receive), median */
+  gapMs: number
+  /** writer side, per commit: SQS send ms, send start → receipt read, send → receipt written, receipt written → read */
+  sendP50Ms: number
+  sendToReceiptP50Ms: number
+  sendToReceiptP99Ms: number
+  sendToWrittenP50Ms: number
+  receiptWaitP50Ms: number
+  receiptWaitP99Ms: number
+  /** receipt GETs per commit, the successful one included */
+  pollsPerCommit: number
+}
 
 export interface ContentionPoint {
   path: CommitPath
   latencyMs: number
-  /** snapshots created in the window (= commits for direct; fewer for folded) */
+  /** snapshots created in the window (= commits for direct; fewer for folded and queued) */
   snapshots: number
-  /** folded and queued: requests per snapshot and that snapshot's commit time (queued: one committer invocation) */
+  /** folded: requests per snapshot and its commit time; queued: messages per committer invocation and its time */
   folds: { size: number; ms: number }[]
   committers: number
   run: number
   seconds: number
   commits: number
   commitsPerSecond: number
+  /** lost races the writers saw (writeBatch result.retries; a give-up counts commit.max-retries + 1) */
   retries: number
   retriesPerCommit: number
+  /** commits that gave up (CommitFailedError) */
   failures: number
   /** one writeBatch call, successful ones only */
   latencyP50Ms: number
   latencyP99Ms: number
-  /** the commit alone (table.committer.commit, retries included), successful ones only */
+  /** the commit call alone (direct: FileStoreCommit, retries included; folded: until answered; queued: encode, send, receipt), successful ones only */
   commitP50Ms: number
-  /** commit to visible: direct and folded the commit call; queued send to snapshot created */
-  visibleP50Ms: number
-  visibleP99Ms: number
+  commitP99Ms: number
+  /** writer-side S3 requests per commit (data file, latest snapshot, sequence floor; queued: receipt polls and delete) */
+  writerS3PerCommit: number
+  /**
+   * event-loop delay of this process during the window (mean / p99 ms): the embedded S3 and
+   * SQS server and the writers share it, so a busy loop slows every S3 request the
+   * committers send too
+   */
+  loopDelayMeanMs: number
+  loopDelayP99Ms: number
+  queued?: QueuedStats
   loadAvg: number
 }
 
@@ -97,14 +169,26 @@ export interface ContentionSummary {
   latencyP50Ms: number
   latencyP99Ms: number
   commitP50Ms: number
-  visibleP50Ms: number
-  visibleP99Ms: number
+  commitP99Ms: number
   /** commitsPerSecond ÷ the direct 1-committer figure at the same latency */
   speedup: number
+  /** queued: the median run's committer-side figures */
+  queued?: QueuedStats
+}
+
+export interface FoldFit {
+  baseMs: number
+  perCommitMs: number
+  snapshots: number
 }
 
 export interface ContentionResult {
-  params: { committers: number[]; latenciesMs: number[]; paths: CommitPath[]; seconds: number; runs: number; rowsPerBatch: number; buckets: number }
+  params: {
+    committers: number[]; latenciesMs: number[]; paths: CommitPath[]; seconds: number; runs: number; rowsPerBatch: number; buckets: number
+    committerConcurrency?: number; firstPollMs?: number; maxPollMs?: number
+    /** where the embedded S3 + SQS server ran (absent: in process, the runs before it moved) */
+    backend?: 'in process' | 'child process'
+  }
   points: ContentionPoint[]
   summary: ContentionSummary[]
   /** per latency: median commit (committer.commit) time with one committer, the serialized cost of a snapshot */
@@ -115,13 +199,22 @@ export interface ContentionResult {
   foldedGainAt32: Record<number, number>
   /** queued ÷ direct commits/s at 32 committers, per latency */
   queuedGainAt32: Record<number, number>
-  /** per latency: fit of one queued committer invocation's time, ms = base + perCommit·messages */
-  queuedFit: Record<number, { baseMs: number; perCommitMs: number; snapshots: number }>
-  /** per latency: least-squares fit of one folded snapshot's commit time, ms = base + perCommit·folded */
-  foldFit: Record<number, { baseMs: number; perCommitMs: number; snapshots: number }>
+  /** per latency: fit of one committer invocation's time (queued), ms = base + perCommit·messages */
+  queuedFit: Record<number, FoldFit>
+  /** per latency: median idle time of a committer environment between invocations at the most writers (queued) */
+  queuedGapMs?: Record<number, number>
+  /** per latency: median time from a receipt written to its sender reading it (queued, every point) */
+  receiptWaitMs?: Record<number, number>
+  /** per latency: least-squares fit of one folded snapshot's commit time (the in-process prototype) */
+  foldFit: Record<number, FoldFit>
+  /** one committer invocation folding k waiting messages, k up to hundreds (REALISTIC_MS) */
+  foldSweep?: FoldSweep
+  /** the issue's target at REALISTIC_MS and 32 writers, queued path */
+  target?: { writers: number; commitsPerSecond: number; measured: number; lostRacesVisible: number; met: boolean }
 }
 
 const pct = (xs: number[], p: number): number => percentile(xs, p, NaN)
+const mean = (xs: number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN)
 
 const SCHEMA = {
   fields: [
@@ -133,13 +226,9 @@ const SCHEMA = {
   options: { bucket: String(BUCKETS) },
 }
 
-type Committer = Table['committer']
-type CommitRequest = Parameters<Committer['commit']>[0]
-type CommitResult = Awaited<ReturnType<Committer['commit']>>
-
 /**
- * The folding committer prototype: requests queue up while a commit is in flight; the next
- * commit carries all of them (their ADD entries in one APPEND snapshot) and answers each.
+ * The folding prototype: requests queue up while a commit is in flight; the next commit
+ * carries all of them (their ADD entries in one APPEND snapshot) and answers each.
  */
 class FoldingCommitter {
   private waiting: { req: CommitRequest; resolve: (r: CommitResult) => void; reject: (e: unknown) => void }[] = []
@@ -151,7 +240,7 @@ class FoldingCommitter {
   constructor(private readonly table: Table) {}
 
   submit(req: CommitRequest): Promise<CommitResult> {
-    if (req.deletes.length || req.indexReplacements?.length || req.checkConflicts) throw new Error('the folding prototype takes APPEND commits only')
+    if (req.deletes.length || req.indexReplacements?.length) throw new Error('the folding prototype takes APPEND commits only')
     return new Promise((resolve, reject) => {
       this.waiting.push({ req, resolve, reject })
       void this.drain()
@@ -173,7 +262,8 @@ class FoldingCommitter {
             adds: batch.flatMap((b) => b.req.adds),
             commitUser: 'folding-committer',
             commitIdentifier: BigInt(this.snapshots + 1),
-            dedupAfterSnapshotId: undefined,
+            baseSnapshotId: Math.min(...batch.map((b) => b.req.baseSnapshotId)),
+            dedup: false,
           })
           this.snapshots++
           this.folds.push({ size: batch.length, ms: performance.now() - t0 })
@@ -188,97 +278,124 @@ class FoldingCommitter {
   }
 }
 
-type Backend = Awaited<ReturnType<typeof startEmbeddedBackend>>
+/** What the benchmark needs of a backend: in this process (local/embedded.ts) or in a child (bench/lib/backend-process.ts). */
+type Backend = BackendProcess
+
+/** One queued commit as its writer saw it. */
+interface QueuedCommitTrace {
+  sentAt: number
+  sendMs: number
+  /** receipt file name (hash of the identity) and when the GET that found it returned */
+  receipt: string | null
+  readAt: number
+  polls: number
+}
+
+/** The commit queue a writer sends to, timing its sends. */
+class TimedCommitQueue extends SqsCommitQueue {
+  lastSentAt = 0
+  lastSendMs = 0
+  override async send(body: string, identity: string): Promise<void> {
+    const t0 = Date.now()
+    await super.send(body, identity)
+    this.lastSentAt = t0
+    this.lastSendMs = Date.now() - t0
+  }
+}
 
 /**
- * The queued path: writers send commit messages to an SQS FIFO queue; one loop receives
- * batches of up to 10 (as Lambda's FIFO event-source mapping does), invokes the committer
- * function with them and deletes what landed. A writer's commit returns once the
- * invocation holding its message has returned without naming it as failed.
+ * The deployed committer side: a FIFO commit queue, the committer function in (at most
+ * COMMITTER_CONCURRENCY) execution environments, and the event-source poller that invokes
+ * them. The function's environment goes to its worker threads only, so this process's
+ * environment is never changed.
  */
-class QueuedCommitter {
-  private readonly waiting = new Map<string, { resolve: () => void; reject: (e: unknown) => void }>()
-  private stopped = false
-  private readonly deletes: Promise<unknown>[] = []
-  private loop: Promise<void> | null = null
-  /** each committer invocation: messages in it and its time */
-  readonly folds: { size: number; ms: number }[] = []
-  snapshots = 0
+class QueuedPath {
+  readonly invocations: { probe: CommitterProbe; environmentId: number | null; records: number; failed: number }[] = []
+  readonly errors: string[] = []
 
   private constructor(
-    private readonly sqs: SQSClient,
-    private readonly queueUrl: string,
-    private readonly queueArn: string,
-    private readonly region: string,
-    private readonly savedEnv: Record<string, string | undefined>,
+    readonly sqs: SQSClient,
+    readonly queueUrl: string,
+    readonly tableName: string,
+    private readonly pool: ExecutionEnvironmentPool,
+    private readonly poller: EventSourcePoller,
   ) {}
 
-  static async start(backend: Backend, tableName: string, uri: string): Promise<QueuedCommitter> {
+  /** `poll: false` starts no poller: the caller invokes the committer itself (invokeOnce) */
+  static async start(backend: Backend, tableName: string, uri: string, opts: { poll?: boolean } = {}): Promise<QueuedPath> {
     const sqs = new SQSClient({ endpoint: backend.endpoint, region: backend.region, credentials: backend.credentials, useQueueUrlAsEndpoint: false })
-    const q = await sqs.send(new CreateQueueCommand({ QueueName: `${tableName}-commits.fifo`, Attributes: { FifoQueue: 'true', VisibilityTimeout: '60' } }))
-    // the committer function's environment: it serves this one table (restored by stop(), so
-    // the benchmarks after this one in the same process do not run with it)
-    const env = {
-      AWS_ENDPOINT_URL: backend.endpoint,
-      AWS_REGION: backend.region,
-      AWS_ACCESS_KEY_ID: backend.credentials.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: backend.credentials.secretAccessKey,
-      POWERTOOLS_METRICS_DISABLED: 'true',
-      POWERTOOLS_LOG_LEVEL: 'SILENT',
-      STRATA_TABLES: JSON.stringify({ [tableName]: { uri } }),
-      STRATA_TABLE: tableName,
-    }
-    const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]))
-    Object.assign(process.env, env)
-    resetRuntime()
-    // the function's logger was built at import, before POWERTOOLS_LOG_LEVEL was set here
-    logger.setLogLevel('SILENT')
-    const c = new QueuedCommitter(sqs, q.QueueUrl!, `arn:aws:sqs:${backend.region}:000000000000:${tableName}-commits.fifo`, backend.region, saved)
-    c.loop = c.run()
-    return c
+    const q = await sqs.send(new CreateQueueCommand({ QueueName: `${tableName}-commit.fifo`, Attributes: { FifoQueue: 'true', VisibilityTimeout: '60' } }))
+    const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: q.QueueUrl!, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!
+    const pool = new ExecutionEnvironmentPool({
+      handlerModule: PROBE_MODULE,
+      env: {
+        AWS_ENDPOINT_URL: backend.endpoint,
+        AWS_REGION: backend.region,
+        AWS_ACCESS_KEY_ID: backend.credentials.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: backend.credentials.secretAccessKey,
+        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+        POWERTOOLS_METRICS_DISABLED: 'true',
+        POWERTOOLS_LOG_LEVEL: 'SILENT',
+        STRATA_TABLES: JSON.stringify({ [tableName]: { uri, commitQueueUrl: q.QueueUrl! } }),
+        STRATA_TABLE: tableName,
+        AWS_LAMBDA_FUNCTION_NAME: `strata-${tableName}-committer`,
+      },
+      maxEnvironments: COMMITTER_CONCURRENCY,
+      timeoutMs: 60_000,
+    })
+    // warm both environments (module import, table open) before the window: a cold start
+    // belongs to the first minutes of a deployment, not to its steady state
+    const warm = await Promise.all(Array.from({ length: COMMITTER_CONCURRENCY }, () => pool.invoke(sqsEventOf([]))))
+    for (const w of warm) if (!w.ok) throw new Error(`committer warm-up failed: ${w.error.name}: ${w.error.message}`)
+    const path: { self?: QueuedPath } = {}
+    const poller = new EventSourcePoller({
+      sqs,
+      queueUrl: q.QueueUrl!,
+      queueArn: arn,
+      region: backend.region,
+      pool,
+      batchSize: 10,
+      maxConcurrency: COMMITTER_CONCURRENCY,
+      onInvocation: (info) => {
+        const self = path.self!
+        if (!info.result.ok) {
+          self.errors.push(`${info.result.error.name}: ${info.result.error.message}`)
+          return
+        }
+        const probe = probeOf(info.result.value)
+        if (probe) self.invocations.push({ probe, environmentId: info.result.environmentId, records: info.records.length, failed: info.records.length - info.deleted.length })
+      },
+      onError: (e) => path.self!.errors.push(String(e)),
+    })
+    path.self = new QueuedPath(sqs, q.QueueUrl!, tableName, pool, poller)
+    if (opts.poll ?? true) poller.start()
+    return path.self
   }
 
-  /** Sends one commit (its message group: the writer) and resolves once it is visible. */
-  async send(body: string, group: string): Promise<void> {
-    const sent = await this.sqs.send(new SendMessageCommand({ QueueUrl: this.queueUrl, MessageBody: body, MessageGroupId: group, MessageDeduplicationId: randomUUID() }))
-    return new Promise((resolve, reject) => this.waiting.set(sent.MessageId!, { resolve, reject }))
+  /** One committer invocation with an empty batch: it drains the queue (up to STRATA_COMMIT_DRAIN_MAX) and folds what it got. */
+  async invokeOnce(): Promise<CommitterProbe> {
+    const r = await this.pool.invoke(sqsEventOf([]))
+    if (!r.ok) throw new Error(`committer invocation failed: ${r.error.name}: ${r.error.message}`)
+    const probe = probeOf(r.value)
+    if (!probe) throw new Error('committer invocation returned no probe')
+    return probe
   }
 
-  private async run(): Promise<void> {
-    while (!this.stopped) {
-      const got = await this.sqs.send(new ReceiveMessageCommand({ QueueUrl: this.queueUrl, MaxNumberOfMessages: 10, MessageSystemAttributeNames: ['All'], WaitTimeSeconds: 1 }))
-      const msgs = got.Messages ?? []
-      if (msgs.length === 0) continue
-      const t0 = performance.now()
-      const res = await committerHandler(sqsEventOf(msgs.map((m) => sqsRecordOf(m, this.queueArn, this.region))))
-      this.folds.push({ size: msgs.length, ms: performance.now() - t0 })
-      const failed = new Set(res.batchItemFailures.map((f) => f.itemIdentifier))
-      const done = msgs.filter((m) => !failed.has(m.MessageId!))
-      // the writers send APPEND messages only: an invocation that lands any creates one snapshot
-      if (done.length) this.snapshots++
-      for (const m of done) {
-        this.waiting.get(m.MessageId!)?.resolve()
-        this.waiting.delete(m.MessageId!)
-      }
-      // a failed message comes back after the visibility timeout, as on SQS. The delete runs
-      // beside the next receive, as the event-source mapping's pollers do: a writer's next
-      // message (its group) comes only after it has written another data file
-      if (done.length) this.deletes.push(this.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: this.queueUrl, Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) })))
-    }
-    await Promise.all(this.deletes)
+  committerFor(table: Table, firstPollMs: number, maxPollMs: number | undefined): { committer: QueuedCommitter; queue: TimedCommitQueue } {
+    const queue = new TimedCommitQueue(this.sqs, this.queueUrl)
+    return { queue, committer: new QueuedCommitter(table, queue, { tableName: this.tableName, firstPollMs, maxPollMs }) }
   }
 
   async stop(): Promise<void> {
-    this.stopped = true
-    await this.loop
-    for (const w of this.waiting.values()) w.reject(new Error('queued committer stopped with commits in flight'))
+    await this.poller.stop()
+    await this.pool.close()
     this.sqs.destroy()
-    for (const [k, v] of Object.entries(this.savedEnv)) {
-      if (v === undefined) delete process.env[k]
-      else process.env[k] = v
-    }
-    resetRuntime()
   }
+}
+
+interface PointOptions {
+  firstPollMs: number
+  maxPollMs?: number
 }
 
 async function onePoint(
@@ -288,41 +405,61 @@ async function onePoint(
   path: CommitPath,
   committers: number,
   seconds: number,
+  opts: PointOptions,
 ): Promise<Omit<ContentionPoint, 'latencyMs' | 'run'>> {
   const client = backend.s3Client()
-  const store = () => new S3Store({ bucket, prefix, client })
+  const counter = new S3RequestCounter(client)
+  // receipt GETs of each writer, timed (a wrapper on its store, the QueuedCommitter's polls go through it)
+  const polls: { t: number; key: string; hit: boolean }[][] = Array.from({ length: committers }, () => [])
+  const store = (c?: number) => {
+    const s = new S3Store({ bucket, prefix, client })
+    if (c !== undefined) {
+      const get = s.get.bind(s)
+      s.get = async (key: string) => {
+        const r = await get(key)
+        if (key.startsWith(COMMIT_RECEIPT_DIR)) polls[c].push({ t: Date.now(), key: key.slice(COMMIT_RECEIPT_DIR.length), hit: r !== null })
+        return r
+      }
+    }
+    return s
+  }
   await Table.create(store(), SCHEMA)
-  const handles = await Promise.all(Array.from({ length: committers }, () => Table.open(store())))
+  const handles = await Promise.all(Array.from({ length: committers }, (_, c) => Table.open(store(c))))
   const folder = path === 'folded' ? new FoldingCommitter(await Table.open(store())) : null
-  const queued = path === 'queued' ? await QueuedCommitter.start(backend, `q${prefix.replace(/[^a-zA-Z0-9]/g, '-')}`, `s3://${bucket}/${prefix}`) : null
-  const visibleMs: number[] = []
+  const queued = path === 'queued' ? await QueuedPath.start(backend, `q${prefix.replace(/[^a-zA-Z0-9]/g, '-')}`, `s3://${bucket}/${prefix}`) : null
+  const commitMs: number[] = []
+  const traces: QueuedCommitTrace[] = []
+  // every writer's committer, timed around its commit call
+  const committerOf = (table: Table, c: number): Committer => {
+    let inner: Committer
+    let queue: TimedCommitQueue | null = null
+    if (queued) ({ committer: inner, queue } = queued.committerFor(table, opts.firstPollMs, opts.maxPollMs))
+    else if (folder) inner = { commit: (req) => folder.submit(req) }
+    else inner = table.committer
+    return {
+      async commit(req) {
+        const t0 = performance.now()
+        const firstPoll = polls[c].length
+        const r = await inner.commit(req)
+        commitMs.push(performance.now() - t0)
+        if (queue) {
+          const mine = polls[c].slice(firstPoll)
+          const hit = mine.find((p) => p.hit)
+          traces.push({ sentAt: queue.lastSentAt, sendMs: queue.lastSendMs, receipt: hit?.key ?? null, readAt: hit?.t ?? NaN, polls: mine.length })
+        }
+        return r
+      },
+    }
+  }
+  const writerCommitters = handles.map((h, c) => committerOf(h, c))
+  counter.take()
+  const loop = monitorEventLoopDelay({ resolution: 10 })
+  loop.enable()
   let commits = 0
   let returned = 0
   let retries = 0
   let failures = 0
   const latencies: number[] = []
-  const commitMs: number[] = []
-  handles.forEach((h, c) => {
-    const inner = h.committer.commit.bind(h.committer)
-    h.committer.commit = async (req) => {
-      const t0 = performance.now()
-      let r: CommitResult
-      if (queued) {
-        // the snapshot the writer built on: at latest the one before its commit began
-        const base = await h.snapshots.latestId()
-        const { body } = await encodeCommitMessage(await commitMessageOf(h, req, base), h.store)
-        const t1 = performance.now()
-        await queued.send(body, `writer-${c}`)
-        visibleMs.push(performance.now() - t1)
-        r = { snapshotId: -1, retries: 0, deduplicated: false }
-      } else {
-        r = folder ? await folder.submit(req) : await inner(req)
-        visibleMs.push(performance.now() - t0)
-      }
-      commitMs.push(performance.now() - t0)
-      return r
-    }
-  })
   const start = performance.now()
   const deadline = start + seconds * 1000
   const wallDeadline = Date.now() + seconds * 1000
@@ -332,7 +469,7 @@ async function onePoint(
         const rows = Array.from({ length: ROWS_PER_BATCH }, (_, j) => ({ kind: RowKind.INSERT, row: [BigInt(c * 1_000_000 + i * ROWS_PER_BATCH + j), `c${c}-${i}`] }))
         const t0 = performance.now()
         try {
-          const r = await writeBatch(table, rows)
+          const r = await writeBatch(table, rows, { committer: writerCommitters[c] })
           returned++
           retries += r.retries
           if (performance.now() <= deadline) {
@@ -347,12 +484,20 @@ async function onePoint(
       }
     }),
   )
+  const writerS3 = counter.take().requests
+  loop.disable()
   await queued?.stop()
+  if (queued?.errors.length) throw new Error(`contention queued ${committers} writers: the committer side failed: ${queued.errors.slice(0, 3).join('; ')}`)
   const latest = await handles[0].snapshots.latestId()
-  const expectSnapshots = folder ? folder.snapshots : queued ? queued.snapshots : returned
+  const invs = queued?.invocations.filter((i) => i.probe.messages > 0) ?? []
+  const expectSnapshots = folder ? folder.snapshots : queued ? invs.reduce((n, i) => n + i.probe.snapshots, 0) : returned
   if (latest !== expectSnapshots) throw new Error(`contention ${path} ${committers} committers: ${expectSnapshots} snapshots committed but the latest is ${latest}; a commit was lost or doubled`)
   const total = (await handles[0].snapshots.latest())?.totalRecordCount ?? 0
   if (total !== returned * ROWS_PER_BATCH) throw new Error(`contention ${path} ${committers} committers: ${returned} batches of ${ROWS_PER_BATCH} returned but the table holds ${total} records`)
+  if (queued) {
+    const landed = invs.reduce((n, i) => n + i.probe.messages, 0)
+    if (landed !== returned) throw new Error(`contention queued ${committers} writers: the committers landed ${landed} messages but ${returned} writer batches returned`)
+  }
   let snapshots = 0
   for (let id = 1; id <= latest; id++) {
     const s = await handles[0].snapshots.snapshot(id)
@@ -361,7 +506,7 @@ async function onePoint(
   return {
     path,
     snapshots,
-    folds: folder?.folds ?? queued?.folds ?? [],
+    folds: folder?.folds ?? invs.map((i) => ({ size: i.probe.invoked + i.probe.drained, ms: i.probe.endedAt - i.probe.startedAt })),
     committers,
     seconds,
     commits,
@@ -372,10 +517,188 @@ async function onePoint(
     latencyP50Ms: pct(latencies, 50),
     latencyP99Ms: pct(latencies, 99),
     commitP50Ms: pct(commitMs, 50),
-    visibleP50Ms: pct(visibleMs, 50),
-    visibleP99Ms: pct(visibleMs, 99),
+    commitP99Ms: pct(commitMs, 99),
+    writerS3PerCommit: writerS3 / Math.max(1, returned + failures),
+    loopDelayMeanMs: loop.mean / 1e6,
+    loopDelayP99Ms: loop.percentile(99) / 1e6,
+    queued: queued ? queuedStats(queued, traces) : undefined,
     loadAvg: loadavg()[0],
   }
+}
+
+function queuedStats(q: QueuedPath, traces: QueuedCommitTrace[]): QueuedStats {
+  const invs = q.invocations.filter((i) => i.probe.messages > 0)
+  const ps = invs.map((i) => i.probe)
+  const sum = (f: (p: CommitterProbe) => number) => ps.reduce((n, p) => n + f(p), 0)
+  const snapshots = sum((p) => p.snapshots)
+  const messages = sum((p) => p.messages)
+  const s3ByKey: Record<string, number> = {}
+  for (const p of ps) for (const [k, v] of Object.entries(p.s3ByKey)) s3ByKey[k] = (s3ByKey[k] ?? 0) + v / ps.length
+  // idle gaps of one environment between two invocations that both carried messages
+  const gaps: number[] = []
+  const byEnv = new Map<number | null, CommitterProbe[]>()
+  for (const i of invs) byEnv.set(i.environmentId, [...(byEnv.get(i.environmentId) ?? []), i.probe])
+  for (const list of byEnv.values()) {
+    list.sort((a, b) => a.startedAt - b.startedAt)
+    for (let k = 1; k < list.length; k++) gaps.push(list[k].startedAt - list[k - 1].endedAt)
+  }
+  const written = new Map<string, number>()
+  for (const p of q.invocations) for (const [k, t] of Object.entries(p.probe.receipts)) written.set(k, t)
+  const found = traces.filter((t) => t.receipt !== null)
+  const writtenAt = (t: QueuedCommitTrace) => written.get(t.receipt!) ?? NaN
+  const ok = (xs: number[]) => xs.filter((x) => Number.isFinite(x))
+  return {
+    invocations: invs.length,
+    snapshots,
+    messages,
+    messagesPerSnapshot: messages / Math.max(1, snapshots),
+    messagesPerInvocation: mean(ps.map((p) => p.invoked + p.drained)),
+    committerRetries: sum((p) => p.retries),
+    committerRetriesPerSnapshot: sum((p) => p.retries) / Math.max(1, snapshots),
+    replans: sum((p) => p.replans),
+    drainReceives: mean(ps.map((p) => p.receives)),
+    receiveMs: mean(ps.map((p) => p.receiveMs)),
+    foldMs: mean(ps.map((p) => (p.foldEndedAt ?? 0) - (p.foldStartedAt ?? 0))),
+    receiptsMs: mean(ps.map((p) => p.receiptsMs)),
+    deleteMs: mean(ps.map((p) => p.deleteMs)),
+    invocationMs: mean(ps.map((p) => p.endedAt - p.startedAt)),
+    invocationP99Ms: pct(ps.map((p) => p.endedAt - p.startedAt), 99),
+    s3ByKey,
+    s3Requests: mean(ps.map((p) => Object.values(p.s3).reduce((a, b) => a + b, 0))),
+    s3Ms: mean(ps.map((p) => p.s3Ms)),
+    gapMs: pct(gaps, 50),
+    sendP50Ms: pct(traces.map((t) => t.sendMs), 50),
+    sendToReceiptP50Ms: pct(found.map((t) => t.readAt - t.sentAt), 50),
+    sendToReceiptP99Ms: pct(found.map((t) => t.readAt - t.sentAt), 99),
+    sendToWrittenP50Ms: pct(ok(found.map((t) => writtenAt(t) - t.sentAt)), 50),
+    receiptWaitP50Ms: pct(ok(found.map((t) => t.readAt - writtenAt(t))), 50),
+    receiptWaitP99Ms: pct(ok(found.map((t) => t.readAt - writtenAt(t))), 99),
+    pollsPerCommit: mean(traces.map((t) => t.polls)),
+  }
+}
+
+/** One fold of the sweep: `size` messages waiting, one committer invocation drains and folds them. */
+export interface SweepPoint {
+  kind: 'APPEND' | 'COMPACT'
+  size: number
+  /** the invocation: whole, and its parts */
+  ms: number
+  receiveMs: number
+  receives: number
+  foldMs: number
+  receiptsMs: number
+  deleteMs: number
+  snapshots: number
+  s3Requests: number
+}
+
+export interface FoldSweep {
+  latencyMs: number
+  points: SweepPoint[]
+  /** per kind: ms = base + perCommit·messages over the sweep's invocations */
+  fit: Record<'APPEND' | 'COMPACT', FoldFit>
+}
+
+export const SWEEP_SIZES = { quick: [1, 10, 50], full: [1, 10, 100, 300] }
+
+const SWEEP_SCHEMA = (buckets: number) => ({
+  fields: [
+    { name: 'id', type: 'BIGINT' },
+    { name: 'v', type: 'STRING' },
+  ],
+  primaryKeys: ['id'],
+  partitionKeys: [],
+  // as the freshness table: deletion vectors, so a compaction message carries index replacements too
+  options: { bucket: String(buckets), 'deletion-vectors.enabled': 'true' },
+})
+
+/** A committer that records the request instead of committing it: the message a writer or compactor would send. */
+function capturing(into: CommitRequest[]): Committer {
+  return {
+    async commit(req) {
+      into.push(req)
+      return { snapshotId: -1, retries: 0, deduplicated: false }
+    },
+  }
+}
+
+async function inBatches<T>(items: T[], atOnce: number, f: (x: T) => Promise<void>): Promise<void> {
+  for (let i = 0; i < items.length; i += atOnce) await Promise.all(items.slice(i, i + atOnce).map(f))
+}
+
+/**
+ * The fold cost beyond the contention points' small folds, without writers competing for
+ * the CPU: for each size k, k commit messages of one kind are made by the real write and
+ * compaction paths (writeBatch, compactBucket with a committer that only records the
+ * request), sent to the commit queue, and then one committer invocation drains and folds
+ * them all. APPEND: k writer batches of one bucket; COMPACT: k buckets of a deletion-vector
+ * table, each with two fresh L0 files, compacted from the same snapshot.
+ */
+async function foldSweep(backend: Backend, bucket: string, latencyMs: number, sizes: number[], log: (s: string) => void): Promise<FoldSweep> {
+  const points: SweepPoint[] = []
+  const client = backend.s3Client()
+  for (const kind of ['APPEND', 'COMPACT'] as const) {
+    const prefix = `l${latencyMs}/sweep/${kind.toLowerCase()}`
+    const buckets = kind === 'APPEND' ? 1 : Math.max(...sizes)
+    const store = new S3Store({ bucket, prefix, client })
+    const table = await Table.create(store, SWEEP_SCHEMA(buckets))
+    const name = `sweep-${kind.toLowerCase()}-l${latencyMs}`
+    const q = await QueuedPath.start(backend, name, `s3://${bucket}/${prefix}`, { poll: false })
+    const queue = new SqsCommitQueue(q.sqs, q.queueUrl)
+    let next = 0
+    const bucketOf = bucketFunction(table.view.bucketKeyTypes, buckets)
+    const rowsOf = (ids: number[]) => ids.map((id) => ({ kind: RowKind.INSERT, row: [BigInt(id), `v${id}`] }))
+    try {
+      for (const k of sizes) {
+        const reqs: CommitRequest[] = []
+        if (kind === 'APPEND') {
+          await inBatches(Array.from({ length: k }, (_, i) => i), 32, async () => {
+            const ids = Array.from({ length: ROWS_PER_BATCH }, () => next++)
+            await writeBatch(table, rowsOf(ids), { committer: capturing(reqs) })
+          })
+        } else {
+          // two batches of a row per bucket (committed directly), so every bucket has two L0 files to merge
+          for (let round = 0; round < 2; round++) {
+            const ids: number[] = []
+            const seen = new Set<number>()
+            while (seen.size < buckets) {
+              const id = next++
+              const b = bucketOf([BigInt(id)])
+              if (!seen.has(b)) {
+                seen.add(b)
+                ids.push(id)
+              }
+            }
+            await writeBatch(table, rowsOf(ids))
+          }
+          const partition = serializeBinaryRow([], [])
+          await inBatches(Array.from({ length: k }, (_, b) => b), 16, async (b) => {
+            await compactBucket(table, { partition, bucket: b, full: true, committer: capturing(reqs) })
+          })
+        }
+        await inBatches(reqs, 32, async (req) => {
+          const m = commitMessageOf(req, name)
+          const { body } = await encodeCommitMessage(m, store)
+          await queue.send(body, commitKeyOf(m))
+        })
+        const before = await table.snapshots.latestId()
+        const p = await q.invokeOnce()
+        if (p.messages !== reqs.length) throw new Error(`fold sweep ${kind} ${k}: the committer landed ${p.messages} of ${reqs.length} messages (drained ${p.drained})`)
+        const after = await table.snapshots.latestId()
+        if (after !== before + p.snapshots) throw new Error(`fold sweep ${kind} ${k}: ${p.snapshots} snapshots folded but the latest went from ${before} to ${after}`)
+        const point: SweepPoint = {
+          kind, size: reqs.length, ms: p.endedAt - p.startedAt, receiveMs: p.receiveMs, receives: p.receives, foldMs: (p.foldEndedAt ?? 0) - (p.foldStartedAt ?? 0),
+          receiptsMs: p.receiptsMs, deleteMs: p.deleteMs, snapshots: p.snapshots, s3Requests: Object.values(p.s3).reduce((a, b) => a + b, 0),
+        }
+        points.push(point)
+        log(`fold sweep ${latencyMs} ms, ${kind} × ${point.size}: invocation ${point.ms} ms (drain ${point.receiveMs} ms in ${point.receives} receives, fold ${point.foldMs}, receipts ${point.receiptsMs}, deletes ${point.deleteMs}), ${point.snapshots} snapshot(s), ${point.s3Requests} S3 requests`)
+      }
+    } finally {
+      await q.stop()
+    }
+  }
+  const fitOf = (kind: 'APPEND' | 'COMPACT') => linearFit(points.filter((p) => p.kind === kind))
+  return { latencyMs, points, fit: { APPEND: fitOf('APPEND'), COMPACT: fitOf('COMPACT') } }
 }
 
 /** The realistic latency model of this benchmark: S3 first-byte latency on every request. */
@@ -383,26 +706,53 @@ export function s3Latency(firstByteMs: number): TransferModel {
   return { firstByteMs }
 }
 
-export async function runContention(opts: { quick: boolean; seconds?: number; runs?: number; log?: (s: string) => void }): Promise<ContentionResult> {
-  const seconds = opts.seconds ?? (opts.quick ? 2 : 10)
+export interface ContentionOptions {
+  quick: boolean
+  seconds?: number
+  runs?: number
+  /** only these writer counts (default COMMITTERS) */
+  committers?: number[]
+  /** only these paths (default all three) */
+  paths?: CommitPath[]
+  firstPollMs?: number
+  maxPollMs?: number
+  /** run the embedded S3 + SQS server in this process (as before) instead of a child process of its own */
+  inProcessBackend?: boolean
+  /** the fold sweep at REALISTIC_MS (default on) */
+  sweep?: boolean
+  log?: (s: string) => void
+}
+
+export async function runContention(opts: ContentionOptions): Promise<ContentionResult> {
+  const seconds = opts.seconds ?? (opts.quick ? 4 : 10)
   const runs = opts.runs ?? (opts.quick ? 1 : 3)
+  const committerCounts = opts.committers ?? COMMITTERS
+  const paths = opts.paths ?? PATHS
+  const firstPollMs = opts.firstPollMs ?? FIRST_POLL_MS
   // --quick keeps the realistic latency model only
   const latencies = opts.quick ? [REALISTIC_MS] : [0, REALISTIC_MS]
   const log = opts.log ?? ((s) => process.stderr.write(s + '\n'))
   const points: ContentionPoint[] = []
+  let sweep: FoldSweep | undefined
   for (const latencyMs of latencies) {
-    const backend = await startEmbeddedBackend(latencyMs > 0 ? { latency: s3Latency(latencyMs) } : {})
+    const backend: Backend = opts.inProcessBackend ? await startEmbeddedBackend(latencyMs > 0 ? { latency: s3Latency(latencyMs) } : {}) : await startBackendProcess(latencyMs)
     try {
       await backend.createBucket('contention')
       for (let run = 0; run < runs; run++) {
-        for (const n of COMMITTERS) {
-          for (const path of PATHS) {
-            const p = await onePoint(backend, 'contention', `l${latencyMs}/r${run}/${path}/n${n}`, path, n, seconds)
+        for (const n of committerCounts) {
+          for (const path of paths) {
+            const p = await onePoint(backend, 'contention', `l${latencyMs}/r${run}/${path}/n${n}`, path, n, seconds, { firstPollMs, maxPollMs: opts.maxPollMs })
             points.push({ latencyMs, run, ...p })
-            log(`contention ${path} ${latencyMs} ms, ${n} committers, run ${run + 1}/${runs}: ${p.commitsPerSecond.toFixed(1)} commits/s in ${(p.snapshots / seconds).toFixed(1)} snapshots/s, ${p.retriesPerCommit.toFixed(2)} retries/commit, ${p.failures} failed, commit p50 ${p.commitP50Ms.toFixed(0)} ms, visible p50/p99 ${p.visibleP50Ms.toFixed(0)}/${p.visibleP99Ms.toFixed(0)} ms`)
+            const q = p.queued
+            log(
+              `contention ${path} ${latencyMs} ms, ${n} writers, run ${run + 1}/${runs}: ${p.commitsPerSecond.toFixed(1)} commits/s in ${(p.snapshots / seconds).toFixed(1)} snapshots/s, ${p.retriesPerCommit.toFixed(2)} lost races/commit seen by writers, ${p.failures} gave up, commit p50/p99 ${p.commitP50Ms.toFixed(0)}/${p.commitP99Ms.toFixed(0)} ms` +
+                (q ? `; ${q.messagesPerSnapshot.toFixed(1)} messages/snapshot, ${q.committerRetries} committer lost races, invocation ${q.invocationMs.toFixed(0)} ms (fold ${q.foldMs.toFixed(0)}, receipts ${q.receiptsMs.toFixed(0)}, drain ${q.receiveMs.toFixed(0)} in ${q.drainReceives.toFixed(1)} receives, deletes ${q.deleteMs.toFixed(0)}), send→receipt p50/p99 ${q.sendToReceiptP50Ms.toFixed(0)}/${q.sendToReceiptP99Ms.toFixed(0)} ms, receipt waited ${q.receiptWaitP50Ms.toFixed(0)} ms for its poll` : ''),
+            )
+            log(`  writer S3 requests/commit ${p.writerS3PerCommit.toFixed(1)}, event-loop delay mean/p99 ${p.loopDelayMeanMs.toFixed(0)}/${p.loopDelayP99Ms.toFixed(0)} ms, load ${p.loadAvg.toFixed(1)}` + (q ? `, committer S3 ${q.s3Requests.toFixed(1)} requests ${q.s3Ms.toFixed(0)} ms summed per invocation` : ''))
           }
         }
       }
+      if ((opts.sweep ?? true) && latencyMs === REALISTIC_MS) sweep = await foldSweep(backend, 'contention', latencyMs, opts.quick ? SWEEP_SIZES.quick : SWEEP_SIZES.full, log)
     } finally {
       await backend.stop()
     }
@@ -410,9 +760,11 @@ export async function runContention(opts: { quick: boolean; seconds?: number; ru
   const summary: ContentionSummary[] = []
   for (const latencyMs of latencies) {
     const base = median(points.filter((p) => p.path === 'direct' && p.latencyMs === latencyMs && p.committers === 1).map((p) => p.commitsPerSecond))
-    for (const path of PATHS) for (const n of COMMITTERS) {
+    for (const path of paths) for (const n of committerCounts) {
       const ps = points.filter((p) => p.path === path && p.latencyMs === latencyMs && p.committers === n)
       const cps = median(ps.map((p) => p.commitsPerSecond))
+      // the committer-side figures of the run whose commits/s is the median
+      const mid = [...ps].sort((a, b) => a.commitsPerSecond - b.commitsPerSecond)[Math.floor(ps.length / 2)]
       summary.push({
         path,
         latencyMs,
@@ -424,9 +776,9 @@ export async function runContention(opts: { quick: boolean; seconds?: number; ru
         latencyP50Ms: median(ps.map((p) => p.latencyP50Ms)),
         latencyP99Ms: median(ps.map((p) => p.latencyP99Ms)),
         commitP50Ms: median(ps.map((p) => p.commitP50Ms)),
-        visibleP50Ms: median(ps.map((p) => p.visibleP50Ms)),
-        visibleP99Ms: median(ps.map((p) => p.visibleP99Ms)),
+        commitP99Ms: median(ps.map((p) => p.commitP99Ms)),
         speedup: cps / base,
+        queued: mid?.queued,
       })
     }
   }
@@ -436,25 +788,40 @@ export async function runContention(opts: { quick: boolean; seconds?: number; ru
   const foldFit: ContentionResult['foldFit'] = {}
   const queuedGainAt32: Record<number, number> = {}
   const queuedFit: ContentionResult['queuedFit'] = {}
+  const queuedGapMs: Record<number, number> = {}
+  const receiptWaitMs: Record<number, number> = {}
+  const top = Math.max(...committerCounts)
   for (const latencyMs of latencies) {
-    const folds = points.filter((p) => p.path === 'folded' && p.latencyMs === latencyMs).flatMap((p) => p.folds)
-    foldFit[latencyMs] = linearFit(folds)
-    const at = (path: CommitPath) => summary.find((s) => s.path === path && s.latencyMs === latencyMs && s.committers === 32)!.commitsPerSecond
+    if (paths.length === 0) break
+    const at = (path: CommitPath) => summary.find((s) => s.path === path && s.latencyMs === latencyMs && s.committers === top)?.commitsPerSecond ?? NaN
+    foldFit[latencyMs] = linearFit(points.filter((p) => p.path === 'folded' && p.latencyMs === latencyMs).flatMap((p) => p.folds))
     foldedGainAt32[latencyMs] = at('folded') / at('direct')
     queuedGainAt32[latencyMs] = at('queued') / at('direct')
-    queuedFit[latencyMs] = linearFit(points.filter((p) => p.path === 'queued' && p.latencyMs === latencyMs).flatMap((p) => p.folds))
+    const qs = points.filter((p) => p.path === 'queued' && p.latencyMs === latencyMs)
+    queuedFit[latencyMs] = linearFit(qs.flatMap((p) => p.folds))
+    // the gap at the most writers, where messages are nearly always waiting: the poller's delete and next receive, not idleness
+    queuedGapMs[latencyMs] = summary.find((s) => s.path === 'queued' && s.latencyMs === latencyMs && s.committers === top)?.queued?.gapMs ?? NaN
+    receiptWaitMs[latencyMs] = median(qs.map((p) => p.queued!.receiptWaitP50Ms).filter((x) => Number.isFinite(x)))
     const rows = summary.filter((s) => s.path === 'direct' && s.latencyMs === latencyMs)
-    singleCommitMs[latencyMs] = rows.find((s) => s.committers === 1)!.commitP50Ms
+    if (rows.length === 0) continue
+    singleCommitMs[latencyMs] = (rows.find((s) => s.committers === 1) ?? rows[0]).commitP50Ms
     const peak = rows.reduce((a, b) => (b.commitsPerSecond > a.commitsPerSecond ? b : a))
-    const at32 = rows.find((s) => s.committers === 32)!.commitsPerSecond
+    const atTop = rows.find((s) => s.committers === top)!.commitsPerSecond
     // "collapse": more committers bring fewer commits than a smaller group had
-    collapse[latencyMs] = { peakCommitsPerSecond: peak.commitsPerSecond, peakAt: peak.committers, at32, collapsed: at32 < 0.7 * peak.commitsPerSecond }
+    collapse[latencyMs] = { peakCommitsPerSecond: peak.commitsPerSecond, peakAt: peak.committers, at32: atTop, collapsed: atTop < 0.7 * peak.commitsPerSecond }
   }
-  return { params: { committers: COMMITTERS, latenciesMs: latencies, paths: PATHS, seconds, runs, rowsPerBatch: ROWS_PER_BATCH, buckets: BUCKETS }, points, summary, singleCommitMs, collapse, foldedGainAt32, foldFit, queuedGainAt32, queuedFit }
+  const t = summary.find((s) => s.path === 'queued' && s.latencyMs === REALISTIC_MS && s.committers === TARGET.writers)
+  const target = t
+    ? { ...TARGET, measured: t.commitsPerSecond, lostRacesVisible: t.retriesPerCommit + t.failures, met: t.commitsPerSecond >= TARGET.commitsPerSecond && t.retriesPerCommit === 0 && t.failures === 0 }
+    : undefined
+  return {
+    params: { committers: committerCounts, latenciesMs: latencies, paths, seconds, runs, rowsPerBatch: ROWS_PER_BATCH, buckets: BUCKETS, committerConcurrency: COMMITTER_CONCURRENCY, firstPollMs, maxPollMs: opts.maxPollMs, backend: opts.inProcessBackend ? 'in process' : 'child process' },
+    points, summary, singleCommitMs, collapse, foldedGainAt32, foldFit, queuedGainAt32, queuedFit, queuedGapMs, receiptWaitMs, target, foldSweep: sweep,
+  }
 }
 
 /** ms = base + perCommit·size by least squares; a negative slope (noise) is clamped to 0. */
-function linearFit(xs: { size: number; ms: number }[]): { baseMs: number; perCommitMs: number; snapshots: number } {
+function linearFit(xs: { size: number; ms: number }[]): FoldFit {
   const n = xs.length
   if (n === 0) return { baseMs: NaN, perCommitMs: NaN, snapshots: 0 }
   const mx = xs.reduce((a, x) => a + x.size, 0) / n
@@ -463,6 +830,9 @@ function linearFit(xs: { size: number; ms: number }[]): { baseMs: number; perCom
   const slope = sxx > 0 ? Math.max(0, xs.reduce((a, x) => a + (x.size - mx) * (x.ms - my), 0) / sxx) : 0
   return { baseMs: my - slope * mx, perCommitMs: slope, snapshots: n }
 }
+
+const f0 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(0))
+const f1 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(1))
 
 export function contentionMarkdown(r: ContentionResult): string {
   const rows = r.summary.map((s) => [
@@ -474,30 +844,89 @@ export function contentionMarkdown(r: ContentionResult): string {
     `${s.speedup.toFixed(2)}×`,
     s.retriesPerCommit.toFixed(2),
     s.failures,
-    s.commitP50Ms.toFixed(0),
-    s.latencyP50Ms.toFixed(0),
-    s.latencyP99Ms.toFixed(0),
-    s.visibleP50Ms.toFixed(0),
-    s.visibleP99Ms.toFixed(0),
+    f0(s.commitP50Ms),
+    f0(s.commitP99Ms),
+    f0(s.latencyP50Ms),
+    f0(s.latencyP99Ms),
   ])
-  const table = markdownTable(['commit path', 'S3 first-byte latency', 'committers', 'writer batches committed/s', 'snapshots/s', 'vs 1 committer', 'lost races per commit', 'gave up', 'commit p50 (ms)', 'writeBatch p50 (ms)', 'writeBatch p99 (ms)', 'commit-to-visible p50 (ms)', 'commit-to-visible p99 (ms)'], rows)
-  const q = r.params.latenciesMs.map((l) => {
-    const fit = r.queuedFit[l]
-    return `${l} ms: ${r.queuedGainAt32[l].toFixed(1)}× direct at 32 writers; one committer invocation costs about ${fit.baseMs.toFixed(0)} ms + ${fit.perCommitMs.toFixed(1)} ms per message (fit over ${fit.snapshots} invocations)`
+  const table = markdownTable(['commit path', 'S3 first-byte latency', 'writers', 'writer batches committed/s', 'snapshots/s', 'vs 1 direct writer', 'lost races per commit (seen by writers)', 'gave up', 'commit p50 (ms)', 'commit p99 (ms)', 'writeBatch p50 (ms)', 'writeBatch p99 (ms)'], rows)
+  const queued = r.summary.filter((s) => s.path === 'queued' && s.queued)
+  const qtable = markdownTable(
+    ['S3 first-byte latency', 'writers', 'committer invocations', 'messages per invocation', 'messages per snapshot', 'committer lost races (per snapshot)', 'invocation mean / p99 (ms)', 'drain receives (ms)', 'fold (ms)', 'receipts (ms)', 'deletes (ms)', 'S3 requests per invocation', 'idle between invocations (ms)', 'send → receipt read p50 / p99 (ms)', 'send → receipt written p50 (ms)', 'receipt waited for its poll p50 / p99 (ms)', 'receipt polls per commit'],
+    queued.map((s) => {
+      const q = s.queued!
+      return [
+        s.latencyMs === 0 ? 'none' : `${s.latencyMs} ms`,
+        s.committers,
+        q.invocations,
+        f1(q.messagesPerInvocation),
+        f1(q.messagesPerSnapshot),
+        `${q.committerRetries} (${q.committerRetriesPerSnapshot.toFixed(2)})`,
+        `${f0(q.invocationMs)} / ${f0(q.invocationP99Ms)}`,
+        `${f1(q.drainReceives)} (${f0(q.receiveMs)})`,
+        f0(q.foldMs),
+        f0(q.receiptsMs),
+        f0(q.deleteMs),
+        `${f1(q.s3Requests)}: ${Object.entries(q.s3ByKey).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')}`,
+        f0(q.gapMs),
+        `${f0(q.sendToReceiptP50Ms)} / ${f0(q.sendToReceiptP99Ms)}`,
+        f0(q.sendToWrittenP50Ms),
+        `${f0(q.receiptWaitP50Ms)} / ${f0(q.receiptWaitP99Ms)}`,
+        f1(q.pollsPerCommit),
+      ]
+    }),
+  )
+  const fits = r.params.latenciesMs.filter((l) => r.queuedFit[l] && r.foldFit[l]).map((l) => {
+    const q = r.queuedFit[l]
+    const f = r.foldFit[l]
+    return `${l} ms: queued ${r.queuedGainAt32[l].toFixed(1)}× direct at ${Math.max(...r.params.committers)} writers, one committer invocation ≈ ${q.baseMs.toFixed(0)} ms + ${q.perCommitMs.toFixed(1)} ms per message (fit over ${q.snapshots} invocations); the in-process folding prototype ${r.foldedGainAt32[l].toFixed(1)}× direct, one snapshot ≈ ${f.baseMs.toFixed(0)} ms + ${f.perCommitMs.toFixed(1)} ms per request (fit over ${f.snapshots})`
   })
+  const t = r.target
+  const sw = r.foldSweep
+  const sweepPart = sw
+    ? [
+        '',
+        `Fold sweep (${sw.latencyMs} ms): k commit messages of one kind made by the real write and compaction paths wait on the queue; one committer invocation drains and folds them (no writers running, no second committer). APPEND: k writer batches; COMPACT: k buckets of a deletion-vector table compacted from the same snapshot.`,
+        '',
+        markdownTable(
+          ['kind', 'messages', 'invocation (ms)', 'drain receives (ms)', 'fold (ms)', 'receipts (ms)', 'deletes (ms)', 'snapshots', 'S3 requests'],
+          sw.points.map((p) => [p.kind, p.size, p.ms, `${p.receives} (${p.receiveMs})`, p.foldMs, p.receiptsMs, p.deleteMs, p.snapshots, p.s3Requests]),
+        ),
+        '',
+        `Fits: APPEND ≈ ${sw.fit.APPEND.baseMs.toFixed(0)} ms + ${sw.fit.APPEND.perCommitMs.toFixed(2)} ms per message; COMPACT ≈ ${sw.fit.COMPACT.baseMs.toFixed(0)} ms + ${sw.fit.COMPACT.perCommitMs.toFixed(2)} ms per message.`,
+      ]
+    : []
+  if (r.points.length === 0) return sweepPart.join('\n').trim()
   return [
     table,
     '',
-    `"Queued" is the batching committer as deployed (lib/commit/batching-committer.ts, functions/committer.ts): each writer writes its data file, sends its commit as a message to an embedded SQS FIFO queue and waits until it is visible; one committer loop receives up to 10 messages at a time, invokes the committer function with them (one folded APPEND snapshot per invocation, per-message idempotency records) and deletes what landed. Commit-to-visible is the commit call for direct and folded, and send-to-snapshot for queued. The queue has one message group per writer because the embedded SQS hands out one message per group per receive (SQS gives up to 10 of a group); the latency model covers SQS requests too. ${q.join('; ')}.`,
+    `The queued path's committer side (the median run of each point): an invocation's time is the drain receives beyond its batch, the fold (BatchingCommitter: latest snapshot, duplicate search, manifest, manifest list, conditional snapshot create, with lost races for \`snapshot-N\` against the other committer), the receipt writes (parallel) and the deletes of what it drained; "idle between invocations" is one environment's gap between two invocations that carried messages (the poller's delete of the invoked batch and its next receive). On the writer's side, "send → receipt read" is from sending the commit message to the receipt GET that found it, and "receipt waited for its poll" is from the receipt's PUT returning to that GET (QueuedCommitter's polls start at ${r.params.firstPollMs ?? 20} ms and grow ×1.5 to ${r.params.maxPollMs ?? 500} ms).`,
+    '',
+    qtable,
+    '',
+    `Fits: ${fits.join('; ')}.`,
+    ...sweepPart,
+    ...(t ? ['', `Target (${REALISTIC_MS} ms, ${t.writers} writers, queued): ≥ ${t.commitsPerSecond} commits/s with no lost race seen by a writer; measured ${t.measured.toFixed(1)} commits/s, ${t.lostRacesVisible} lost races seen by writers: **${t.met ? 'met' : 'not met'}**.`] : []),
   ].join('\n')
 }
 
 if (import.meta.filename === process.argv[1]) {
-  const args = parseBenchArgs(process.argv.slice(2), ['--quick'], ['--seconds', '--runs'])
+  const args = parseBenchArgs(process.argv.slice(2), ['--quick', '--queued-only', '--in-process-backend', '--sweep-only', '--no-sweep'], ['--seconds', '--runs', '--writers', '--first-poll-ms', '--max-poll-ms'])
   const quick = args.has('--quick')
-  const machine = machineInfo(['fauxqs', '@aws-sdk/client-s3', 'tsx'])
+  const machine = machineInfo(['fauxqs', '@aws-sdk/client-s3', '@aws-sdk/client-sqs', 'tsx'])
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
-  const r = await runContention({ quick, seconds: args.num('--seconds', quick ? 2 : 10), runs: args.num('--runs', quick ? 1 : 3) })
+  const writers = args.num('--writers', 0)
+  const r = await runContention({
+    quick,
+    seconds: args.num('--seconds', quick ? 4 : 10),
+    runs: args.num('--runs', quick ? 1 : 3),
+    committers: writers ? [writers] : undefined,
+    paths: args.has('--sweep-only') ? [] : args.has('--queued-only') ? ['queued'] : undefined,
+    sweep: !args.has('--no-sweep'),
+    inProcessBackend: args.has('--in-process-backend'),
+    firstPollMs: args.num('--first-poll-ms', FIRST_POLL_MS),
+    maxPollMs: args.num('--max-poll-ms', 0) || undefined,
+  })
   console.log(contentionMarkdown(r))
   console.log(`\n${machineMarkdown(machine)}`)
   process.stderr.write(`results: ${writeResults(quick ? 'commit-contention-quick' : 'commit-contention', { machine, ...r })}\n`)
