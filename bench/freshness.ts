@@ -9,12 +9,26 @@
 // two cores: every S3 request waits a first-byte latency, then its bodies move at a
 // per-request bandwidth cap. SQS requests get no added latency.
 //
-//   npx tsx bench/freshness.ts [--quick] [--seconds 60] [--rate 200]
+// Every table has a commit queue and a committer (as the stack deploys it), so writers and
+// compactors commit through the committer function (folding, receipts); the committer and
+// compactor run as bench/lib/committer-probe.ts and bench/lib/compactor-probe.ts, the real
+// handlers with a probe that reports what each invocation did.
+//
+//   npx tsx bench/freshness.ts [--quick] [--seconds 90] [--rate 200]
+//
+// --seconds is the load window of each setting (default 90, --quick 15): a setting's lag
+// settles only after its backlog of the first writer commits is worked off, so pick a window
+// long enough that the "lag steady" column says yes for the settings compared.
 //
 // Reported per setting: freshness lag (tableStatus maxFreshnessLagMs: age of the oldest L0
 // file of any bucket, i.e. of rows deletion-vector readers cannot see yet), sampled every
-// second during the load, as p50/p99/max; peak L0 files of one bucket; compactor
-// invocations and their durations (the per-bucket compaction cost the simulation uses).
+// second during the load, as p50/p99/max, and whether it stopped growing (lag p50 of the last
+// third of the window against the middle third); peak L0 files of one bucket; compactor
+// invocations and their durations (the per-bucket compaction cost the simulation uses, with
+// the time the compactions only waited for their commits taken out); lost races (the
+// compactions' commit retries and the committers' races for `snapshot-N`), recompactions
+// (process-jobs' fresh-state retries after a conflicting or failed commit), committer
+// invocations and messages per snapshot.
 
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -24,11 +38,16 @@ import { Table } from '../lib/table/table.ts'
 import { freshnessChart } from '../local/chart.ts'
 import type { TransferModel } from '../local/embedded.ts'
 import { startLocalRuntime } from '../local/runtime/local-runtime.ts'
+import { type CommitterProbe, probeOf } from './lib/committer-probe.ts'
+import { compactorProbeOf } from './lib/compactor-probe.ts'
 import { parseBenchArgs } from './lib/args.ts'
 import { machineInfo, machineMarkdown } from './lib/machine.ts'
 import { OUT_DIR, markdownTable, writeResults } from './lib/report.ts'
 import { seededRandom } from './lib/dataset.ts'
 import { percentile } from './lib/stats.ts'
+
+const COMMITTER_PROBE = join(import.meta.dirname, 'lib', 'committer-probe.ts')
+const COMPACTOR_PROBE = join(import.meta.dirname, 'lib', 'compactor-probe.ts')
 
 export const BUCKETS = 64
 export const FIRST_BYTE_MS = 20
@@ -58,6 +77,33 @@ export interface CompactorInvocation {
   jobs: number
   /** distinct message groups = buckets compacted by the invocation */
   buckets: number
+  /**
+   * time in which every compaction in flight only waited for its commit (send, fold,
+   * receipt); absent in results from before the commit queue
+   */
+  blockedOnCommitMs?: number
+  /** each finished compaction's wall time, commit included (CompactionTime) */
+  compactionMs?: number[]
+  /** each commit's time from send to receipt */
+  commitMs?: number[]
+  /** commit retries the compactions reported (result.retries) */
+  commitRetries?: number
+  /** process-jobs' fresh-state retries: a compaction redone after a conflicting or failed commit */
+  recompactions?: number
+  /** commits answered by a conflict receipt, and commits that failed otherwise */
+  commitConflicts?: number
+  commitFailures?: number
+}
+
+/** One committer invocation, as its probe saw it. */
+export interface CommitterInvocation {
+  startedAt: number
+  durationMs: number
+  messages: number
+  snapshots: number
+  retries: number
+  replans: number
+  drained: number
 }
 
 export interface FreshnessRun {
@@ -79,6 +125,24 @@ export interface FreshnessRun {
   perBucketCompactionMs: number
   peakConcurrentCompactors: number
   loadAvgEnd: number
+  /** lag p50 over the middle and the last third of the window; steady: the last is not above the middle (+20% and 2 s of slack) */
+  lagMidThirdP50Ms?: number
+  lagLastThirdP50Ms?: number
+  lagSteady?: boolean
+  /** median wall time of one bucket's compaction, its commit included (task-threads 1: one at a time per invocation slot) */
+  bucketCompactionP50Ms?: number
+  /** median time a compaction's commit took from send to receipt */
+  compactionCommitP50Ms?: number
+  /** lost races: the compactions' commit retries, and the committers' lost races for `snapshot-N` */
+  compactionRetries?: number
+  committerRetries?: number
+  recompactions?: number
+  commitConflicts?: number
+  committerInvocations?: number
+  committerSnapshots?: number
+  messagesPerSnapshot?: number
+  committerReplans?: number
+  committers?: CommitterInvocation[]
 }
 
 export interface FreshnessResult {
@@ -99,6 +163,8 @@ export interface CostFit {
   perJobMs: number
   invocations: number
   fittedOn?: number[]
+  /** the time compactions only waited for their commits was taken out (absent: results from before the commit queue) */
+  commitWaitExcluded?: boolean
 }
 
 const pct = (xs: number[], p: number): number => percentile(xs, p, 0)
@@ -123,9 +189,22 @@ const KEY_SPACE = 200_000
 
 async function runSetting(threads: number, seconds: number, rate: number, seed: number, log: (s: string) => void): Promise<FreshnessRun> {
   const invocations: CompactorInvocation[] = []
+  const committers: CommitterInvocation[] = []
+  let committerErrors = 0
   let running = 0
   let peakRunning = 0
   const rt = await startLocalRuntime({
+    compactorModule: COMPACTOR_PROBE,
+    committerModule: COMMITTER_PROBE,
+    onCommitterInvocation: (_t, info) => {
+      const p: CommitterProbe | null = info.result.ok ? probeOf(info.result.value) : null
+      if (!p) {
+        committerErrors++
+        return
+      }
+      if (p.invoked + p.drained === 0) return
+      committers.push({ startedAt: p.startedAt, durationMs: p.endedAt - p.startedAt, messages: p.messages, snapshots: p.snapshots, retries: p.retries, replans: p.replans, drained: p.drained })
+    },
     tables: [{ name: 'bench', schema: schema(threads) }],
     bucket: S3_BUCKET,
     latency: freshnessS3Model(),
@@ -134,11 +213,23 @@ async function runSetting(threads: number, seconds: number, rate: number, seed: 
     visibilityTimeoutSeconds: 120,
     timeoutMs: 110_000,
     onCompactorInvocation: (_t, info) => {
+      const p = info.result.ok ? compactorProbeOf(info.result.value) : null
       invocations.push({
         startedAt: info.startedAt,
         durationMs: info.endedAt - info.startedAt,
         jobs: info.records.length,
         buckets: new Set(info.records.map((r) => r.attributes.MessageGroupId)).size,
+        ...(p
+          ? {
+              blockedOnCommitMs: p.blockedOnCommitMs,
+              compactionMs: p.compactionMs,
+              commitMs: p.commitMs,
+              commitRetries: p.commitRetries,
+              recompactions: p.commitRetriesMetric - p.commitRetries,
+              commitConflicts: p.conflicts,
+              commitFailures: p.failedCommits,
+            }
+          : {}),
       })
     },
   })
@@ -223,12 +314,48 @@ async function runSetting(threads: number, seconds: number, rate: number, seed: 
     run.compactorInvocations = invocations.length
     run.compactorFailedRecords = t.poller.stats.failedRecords
     run.perBucketCompactionMs = pct(invocations.map((i) => i.durationMs / Math.max(1, i.buckets)), 50)
+    Object.assign(run, lagTrend(samples), commitFigures(invocations, committers))
+    if (committerErrors > 0) throw new Error(`freshness task-threads ${threads}: ${committerErrors} committer invocation(s) failed or were not the probe's`)
     log(
-      `freshness task-threads ${threads}: lag p50 ${(run.lagP50Ms / 1000).toFixed(1)} s, p99 ${(run.lagP99Ms / 1000).toFixed(1)} s, max ${(run.lagMaxMs / 1000).toFixed(1)} s, peak L0/bucket ${run.peakL0PerBucket}, ${invocations.length} compactor invocations (${run.perBucketCompactionMs.toFixed(0)} ms/bucket), ${run.writerInvocations} writer invocations, load ${run.loadAvgEnd.toFixed(1)}`,
+      `freshness task-threads ${threads}: lag p50 ${(run.lagP50Ms / 1000).toFixed(1)} s, p99 ${(run.lagP99Ms / 1000).toFixed(1)} s, max ${(run.lagMaxMs / 1000).toFixed(1)} s (middle third p50 ${(run.lagMidThirdP50Ms! / 1000).toFixed(1)} s, last third ${(run.lagLastThirdP50Ms! / 1000).toFixed(1)} s: ${run.lagSteady ? 'steady' : 'still growing'}), peak L0/bucket ${run.peakL0PerBucket}, ${invocations.length} compactor invocations (${run.perBucketCompactionMs.toFixed(0)} ms/bucket, one bucket p50 ${run.bucketCompactionP50Ms?.toFixed(0)} ms of which commit ${run.compactionCommitP50Ms?.toFixed(0)} ms), ${run.recompactions} recompactions, lost races ${run.compactionRetries} compaction + ${run.committerRetries} committer, ${run.committerInvocations} committer invocations (${run.messagesPerSnapshot?.toFixed(1)} messages/snapshot), ${run.writerInvocations} writer invocations, load ${run.loadAvgEnd.toFixed(1)}`,
     )
     return run
   } finally {
     if (!stopped) await rt.stop()
+  }
+}
+
+/**
+ * Whether the lag stopped growing: its p50 over the last third of the window against the
+ * middle third (the first third is the start-up backlog). A setting that cannot keep up
+ * grows about a second per second, so its last third is a third of the window above the
+ * middle; 20% and 2 s of slack absorb the sampling noise of a steady one.
+ */
+export function lagTrend(samples: LagSample[]): Pick<FreshnessRun, 'lagMidThirdP50Ms' | 'lagLastThirdP50Ms' | 'lagSteady'> {
+  const n = samples.length
+  const mid = samples.slice(Math.floor(n / 3), Math.floor((2 * n) / 3)).map((s) => s.lagMs)
+  const last = samples.slice(Math.floor((2 * n) / 3)).map((s) => s.lagMs)
+  const m = pct(mid, 50)
+  const l = pct(last, 50)
+  return { lagMidThirdP50Ms: m, lagLastThirdP50Ms: l, lagSteady: n >= 6 && l <= m * 1.2 + 2000 }
+}
+
+/** The commit side of a run: lost races, recompactions, committer folds. */
+function commitFigures(invs: CompactorInvocation[], committers: CommitterInvocation[]): Partial<FreshnessRun> {
+  const sum = (xs: (number | undefined)[]) => xs.reduce<number>((n, x) => n + (x ?? 0), 0)
+  const snapshots = sum(committers.map((c) => c.snapshots))
+  return {
+    bucketCompactionP50Ms: pct(invs.flatMap((i) => i.compactionMs ?? []), 50),
+    compactionCommitP50Ms: pct(invs.flatMap((i) => i.commitMs ?? []), 50),
+    compactionRetries: sum(invs.map((i) => i.commitRetries)),
+    recompactions: sum(invs.map((i) => i.recompactions)),
+    commitConflicts: sum(invs.map((i) => i.commitConflicts)),
+    committerRetries: sum(committers.map((c) => c.retries)),
+    committerReplans: sum(committers.map((c) => c.replans)),
+    committerInvocations: committers.length,
+    committerSnapshots: snapshots,
+    messagesPerSnapshot: sum(committers.map((c) => c.messages)) / Math.max(1, snapshots),
+    committers,
   }
 }
 
@@ -255,8 +382,18 @@ export function compactionThroughput(run: FreshnessRun): number {
   return run.invocations.reduce((n, i) => n + i.buckets, 0) / Math.max(1e-3, (end - start) / 1000)
 }
 
-/** ms = a·buckets + b·jobs, least squares without intercept (2×2 normal equations). */
-function fitCost(invs: CompactorInvocation[]): CostFit {
+/**
+ * ms = a·buckets + b·jobs, least squares without intercept (2×2 normal equations). ms is the
+ * invocation's time less the time it only waited for commits, where the probe measured it
+ * (the simulation models the commit path itself); older results carry the whole duration.
+ */
+export function fitCost(invs: CompactorInvocation[]): CostFit {
+  const withoutCommits = invs.length > 0 && invs.every((i) => i.blockedOnCommitMs !== undefined)
+  invs = invs.map((i) => ({ ...i, durationMs: i.durationMs - (withoutCommits ? i.blockedOnCommitMs! : 0) }))
+  return { ...fitRaw(invs), commitWaitExcluded: withoutCommits }
+}
+
+function fitRaw(invs: CompactorInvocation[]): CostFit {
   let sbb = 0, sbj = 0, sjj = 0, sby = 0, sjy = 0
   for (const i of invs) {
     sbb += i.buckets * i.buckets
@@ -300,8 +437,8 @@ const label = (t: number) => (t === -1 ? '-1 (no cap)' : String(t))
 
 export function freshnessMarkdown(r: FreshnessResult): string {
   const base = r.runs.find((x) => x.taskThreads === 1)
-  return markdownTable(
-    ['task-threads', 'rows sent', 'writer commits', 'compactor invocations', 'per-bucket compaction (ms, median)', 'per-bucket compaction (ms, least squares)', 'buckets compacted/s', 'peak concurrent compactors', 'lag p50 (s)', 'lag p99 (s)', 'lag max (s)', 'lag p50: 1 thread ÷ this', 'peak L0 files per bucket', 'failed jobs / DLQ', 'load avg at end'],
+  const lagTable = markdownTable(
+    ['task-threads', 'rows sent', 'writer commits', 'compactor invocations', 'per-bucket compaction (ms, median)', 'per-bucket compaction (ms, least squares)', 'buckets compacted/s', 'peak concurrent compactors', 'lag p50 (s)', 'lag p99 (s)', 'lag max (s)', 'lag p50 middle → last third (s)', 'lag steady', 'lag p50: 1 thread ÷ this', 'peak L0 files per bucket', 'failed jobs / DLQ', 'load avg at end'],
     r.runs.map((x) => [
       label(x.taskThreads),
       x.rowsSent,
@@ -314,12 +451,31 @@ export function freshnessMarkdown(r: FreshnessResult): string {
       (x.lagP50Ms / 1000).toFixed(1),
       (x.lagP99Ms / 1000).toFixed(1),
       (x.lagMaxMs / 1000).toFixed(1),
+      x.lagMidThirdP50Ms === undefined ? '-' : `${(x.lagMidThirdP50Ms / 1000).toFixed(1)} → ${(x.lagLastThirdP50Ms! / 1000).toFixed(1)}`,
+      x.lagSteady === undefined ? '-' : x.lagSteady ? 'yes' : '**no**',
       base && x.lagP50Ms > 0 ? `${(base.lagP50Ms / x.lagP50Ms).toFixed(2)}×` : '-',
       x.peakL0PerBucket,
       `${x.compactorFailedRecords} / ${x.dlq}`,
       x.loadAvgEnd.toFixed(1),
     ]),
   )
+  if (!r.runs.some((x) => x.committerInvocations !== undefined)) return lagTable
+  const commitTable = markdownTable(
+    ['task-threads', 'one bucket\'s compaction p50 (ms)', 'its commit, send → receipt p50 (ms)', 'lost races: compactions / committers', 'recompactions', 'conflict receipts', 'committer invocations', 'snapshots', 'messages per snapshot', 'committer re-plans'],
+    r.runs.map((x) => [
+      label(x.taskThreads),
+      x.bucketCompactionP50Ms?.toFixed(0) ?? '-',
+      x.compactionCommitP50Ms?.toFixed(0) ?? '-',
+      `${x.compactionRetries ?? '-'} / ${x.committerRetries ?? '-'}`,
+      x.recompactions ?? '-',
+      x.commitConflicts ?? '-',
+      x.committerInvocations ?? '-',
+      x.committerSnapshots ?? '-',
+      x.messagesPerSnapshot?.toFixed(1) ?? '-',
+      x.committerReplans ?? '-',
+    ]),
+  )
+  return `${lagTable}\n\nThe commit path per setting (writers and compactors commit through the table's committer):\n\n${commitTable}`
 }
 
 export function writeFreshnessChart(r: FreshnessResult, name: string): string {

@@ -1,0 +1,127 @@
+// The compactor function (functions/compactor.ts `handler`, the deployed export) with a
+// probe, for the local runtime's `compactorModule`: what one invocation's compactions did
+// with their commits, returned beside the partial batch response (the event-source poller
+// reads only `batchItemFailures`).
+//
+// Inside this worker thread only, it wraps QueuedCommitter.commit (each commit's time from
+// send to receipt, its outcome) and Metrics.addMetric (the handler's per-compaction metrics:
+// `CompactionTime` per bucket, `CommitRetries` = the compaction's result.retries + the
+// fresh-state retries process-jobs made after a conflict or a failed commit). No lib/ code
+// changes; the wrapped methods run unchanged.
+
+import { Metrics } from '@aws-lambda-powertools/metrics'
+import type { Context, SQSEvent } from 'aws-lambda'
+import { QueuedCommitter } from '../../lib/commit/queued-committer.ts'
+import { CommitConflictError } from '../../lib/types.ts'
+import { handler as compactorHandler } from '../../functions/compactor.ts'
+
+export interface CompactorProbe {
+  startedAt: number
+  endedAt: number
+  /** compactions that finished (one per bucket of the batch), each its wall time from start to commit landed */
+  compactionMs: number[]
+  /** commits sent through the commit queue; of them conflicting (a conflict receipt) and failed (CommitFailedError: no receipt in time; or another error) */
+  commits: number
+  conflicts: number
+  failedCommits: number
+  /** each commit's time from its call to its receipt read (landed or conflicting ones) */
+  commitMs: number[]
+  /** Σ retries the committer reported back (the compactions' result.retries; 0 through the queue, where the committer's races stay inside it) */
+  commitRetries: number
+  /** Σ `CommitRetries` metric: result.retries + process-jobs' fresh-state retries */
+  commitRetriesMetric: number
+  /**
+   * time when every compaction in flight was waiting in its commit (none was reading,
+   * merging or writing): what the invocation would not have spent with instant commits
+   */
+  blockedOnCommitMs: number
+}
+
+type Live = CompactorProbe & { commitSpans: [number, number][]; compactionSpans: [number, number][] }
+
+let current: Live | null = null
+
+function install(): void {
+  const commit = QueuedCommitter.prototype.commit
+  QueuedCommitter.prototype.commit = async function (this: QueuedCommitter, req) {
+    const p = current
+    const t0 = Date.now()
+    try {
+      const r = await commit.call(this, req)
+      if (p) p.commitRetries += r.retries
+      return r
+    } catch (e) {
+      if (p) {
+        if (e instanceof CommitConflictError) p.conflicts++
+        else p.failedCommits++
+      }
+      throw e
+    } finally {
+      if (p) {
+        const t1 = Date.now()
+        p.commits++
+        p.commitMs.push(t1 - t0)
+        p.commitSpans.push([t0, t1])
+      }
+    }
+  }
+  const addMetric = Metrics.prototype.addMetric
+  Metrics.prototype.addMetric = function (this: Metrics, name: string, unit: Parameters<Metrics['addMetric']>[1], value: number) {
+    const p = current
+    if (p && name === 'CommitRetries') p.commitRetriesMetric += value
+    if (p && name === 'CompactionTime') {
+      const now = Date.now()
+      p.compactionMs.push(value)
+      p.compactionSpans.push([now - value, now])
+    }
+    return addMetric.call(this, name, unit, value)
+  }
+}
+
+install()
+
+/** Length of the time covered by every compaction span in flight being inside a commit span. */
+function blockedOnCommit(compactions: [number, number][], commits: [number, number][]): number {
+  const events: [number, number, number][] = []
+  for (const [a, b] of compactions) events.push([a, 1, 0], [b, -1, 0])
+  for (const [a, b] of commits) events.push([a, 0, 1], [b, 0, -1])
+  // ends before starts at the same instant
+  events.sort((x, y) => x[0] - y[0] || x[1] + x[2] - (y[1] + y[2]))
+  let running = 0
+  let committing = 0
+  let last = 0
+  let blocked = 0
+  for (const [t, dr, dc] of events) {
+    if (running > 0 && committing >= running) blocked += t - last
+    running += dr
+    committing += dc
+    last = t
+  }
+  return blocked
+}
+
+export async function handler(event: SQSEvent, context: Context): Promise<unknown> {
+  const p: Live = {
+    startedAt: Date.now(), endedAt: 0, compactionMs: [], commits: 0, conflicts: 0, failedCommits: 0, commitMs: [], commitRetries: 0, commitRetriesMetric: 0,
+    blockedOnCommitMs: 0, commitSpans: [], compactionSpans: [],
+  }
+  current = p
+  try {
+    const res = (await compactorHandler(event, context)) as object
+    return { ...res, probe: done(p) }
+  } finally {
+    current = null
+  }
+}
+
+function done(p: Live): CompactorProbe {
+  p.endedAt = Date.now()
+  p.blockedOnCommitMs = blockedOnCommit(p.compactionSpans, p.commitSpans)
+  const { commitSpans: _c, compactionSpans: _s, ...out } = p
+  return out
+}
+
+/** The probe of an invocation result, if the compactor module was this one. */
+export function compactorProbeOf(value: unknown): CompactorProbe | null {
+  return (value as { probe?: CompactorProbe } | null)?.probe ?? null
+}
