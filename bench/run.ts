@@ -5,8 +5,12 @@
 // docs/benchmarks.md (other sections, e.g. compaction, are left as they are).
 //
 //   npm run bench                 # full: medians of 3 contention runs, 90 s per freshness setting
-//   npm run bench -- --quick      # ~3 minutes: fewer settings, 15 s windows
+//   npm run bench -- --quick      # ~4 minutes: fewer settings, 4 s contention and 15 s freshness windows
+//   npm run bench -- --freshness-seconds 300   # a longer load window per freshness setting (default 90, quick 15)
+//   npm run bench -- --contention-seconds 20   # a longer window per contention point (default 10, quick 4)
 //   npx tsx bench/run.ts --resimulate   # re-fit and re-run the simulation from bench/out/results.json
+//   add --no-docs to leave docs/benchmarks.md as it is (results.json and the charts only)
+//   npx tsx bench/run.ts --docs-only    # rewrite the generated sections of docs/benchmarks.md from bench/out/results.json
 
 import { execFileSync, spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
@@ -18,6 +22,7 @@ import { machineInfo, machineMarkdown } from './lib/machine.ts'
 import { OUT_DIR, markdownTable, writeResults } from './lib/report.ts'
 import { REALISTIC_MS, type ContentionResult, contentionMarkdown, runContention } from './commit-contention.ts'
 import { type FreshnessResult, compactionCostFits, compactionThroughput, freshnessMarkdown, runFreshness, writeFreshnessChart } from './freshness.ts'
+import { DEFAULT_BUCKETS_AT_ONCE } from '../lib/jobs/process-jobs.ts'
 import { type SimCalibration, type SimulationResult, runSimulation, simulationMarkdown } from './simulate.ts'
 
 const ROOT = join(import.meta.dirname, '..')
@@ -43,22 +48,66 @@ function busyProcesses(): string[] {
   }
 }
 
-function calibrate(c: ContentionResult, f: FreshnessResult): SimCalibration {
+/**
+ * The simulation's inputs from one run's measurements. The folded model is the deployed
+ * design, so its fold cost is the queued path's fit (one committer invocation of the
+ * deployed path); results from before that benchmark (no params.committerConcurrency) fall
+ * back to the in-process prototype's fit, one committer, no overheads, and say so.
+ */
+function calibrate(c: ContentionResult, f: FreshnessResult): { calibration: SimCalibration; notes: string[] } {
+  const notes: string[] = []
   const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
   const writerCommitsPerSecond = med(f.runs.map((r) => r.writerInvocations / r.seconds))
   const rowsPerCommit = med(f.runs.map((r) => r.rowsSent / Math.max(1, r.writerInvocations)))
   const direct = c.summary.filter((s) => s.path === 'direct' && s.latencyMs === REALISTIC_MS)
-  const fold = c.foldFit[REALISTIC_MS]
-  return {
-    writerCommitsPerSecond,
-    touchProbability: 1 - (1 - 1 / f.params.buckets) ** rowsPerCommit,
-    perBucketMs: f.compactionCostFit.perBucketMs,
-    perJobMs: f.compactionCostFit.perJobMs,
-    // a measured 0 would stall the model; the window is short, so floor it at one commit per window
-    directCurve: direct.map((s) => ({ committers: s.committers, commitsPerSecond: Math.max(s.commitsPerSecond, 1 / c.params.seconds) })),
-    foldBaseMs: fold.baseMs,
-    foldPerCommitMs: fold.perCommitMs,
+  const queued = c.queuedFit?.[REALISTIC_MS]
+  const deployed = c.params.committerConcurrency !== undefined && queued !== undefined && Number.isFinite(queued.baseMs)
+  let fold: Pick<SimCalibration, 'foldBaseMs' | 'foldPerCommitMs' | 'committers' | 'committerOverheadMs' | 'receiptWaitMs' | 'foldSource'>
+  if (deployed) {
+    // the base from the writers' runs (two committers racing, as deployed); the cost per
+    // message from the fold sweep's compaction messages when there is one: the simulation
+    // folds hundreds of messages, mostly compactions, far beyond the writers' folds of ≤ 32
+    const sweep = c.foldSweep?.fit.COMPACT
+    const perMessage = sweep && Number.isFinite(sweep.perCommitMs) ? sweep.perCommitMs : queued.perCommitMs
+    fold = {
+      foldBaseMs: queued.baseMs,
+      foldPerCommitMs: perMessage,
+      committers: c.params.committerConcurrency,
+      committerOverheadMs: finiteOr(c.queuedGapMs?.[REALISTIC_MS], 0),
+      receiptWaitMs: finiteOr(c.receiptWaitMs?.[REALISTIC_MS], 0),
+      foldSource: `base: the queued (deployed) path's fit over ${queued.snapshots} committer invocations at ${REALISTIC_MS} ms (${queued.baseMs.toFixed(0)} ms + ${queued.perCommitMs.toFixed(1)} ms per message); per message: ${sweep && Number.isFinite(sweep.perCommitMs) ? `the fold sweep's COMPACT fit (${sweep.baseMs.toFixed(0)} ms + ${sweep.perCommitMs.toFixed(2)} ms per message, folds of up to ${Math.max(...c.foldSweep!.points.map((p) => p.size))})` : 'the same fit (no fold sweep in these results)'}`,
+    }
+  } else {
+    const proto = c.foldFit[REALISTIC_MS]
+    fold = { foldBaseMs: proto.baseMs, foldPerCommitMs: proto.perCommitMs, committers: 1, committerOverheadMs: 0, receiptWaitMs: 0, foldSource: `FALLBACK: the in-process folding prototype's fit (${proto.snapshots} snapshots); these results predate the deployed-path contention benchmark` }
+    notes.push('results.json has no deployed-path contention figures (params.committerConcurrency): the folded model falls back to the in-process prototype\'s fold cost, one committer, no receipt wait; re-run `npm run bench` for the deployed path')
   }
+  const probed = f.compactionCostFit.commitWaitExcluded === true
+  if (!probed) notes.push('the freshness results carry no commit-wait figures (from before the commit queue): the compaction cost is the whole invocation time, one bucket at a time per compactor')
+  return {
+    calibration: {
+      writerCommitsPerSecond,
+      touchProbability: 1 - (1 - 1 / f.params.buckets) ** rowsPerCommit,
+      perBucketMs: f.compactionCostFit.perBucketMs,
+      perJobMs: f.compactionCostFit.perJobMs,
+      // a measured 0 would stall the model; the window is short, so floor it at one commit per window
+      directCurve: direct.map((s) => ({ committers: s.committers, commitsPerSecond: Math.max(s.commitsPerSecond, 1 / c.params.seconds) })),
+      // the compactor compacts this many buckets of its batch at once (lib/jobs/process-jobs.ts)
+      bucketsAtOnce: probed ? DEFAULT_BUCKETS_AT_ONCE : 1,
+      ...fold,
+    },
+    notes,
+  }
+}
+
+const finiteOr = (x: number | undefined, d: number) => (x !== undefined && Number.isFinite(x) ? x : d)
+
+/** One bucket's measured compaction time for the simulation's target: the task-threads 1 run's median, else the fit. */
+function bucketCompaction(f: FreshnessResult): { ms: number; source: string } {
+  const one = f.runs.find((r) => r.taskThreads === 1)
+  if (one?.bucketCompactionP50Ms) return { ms: one.bucketCompactionP50Ms, source: 'median of one bucket\'s compaction, its commit included, measured at task-threads 1' }
+  const fit = f.compactionCostFit
+  return { ms: fit.perBucketMs + fit.perJobMs, source: 'FALLBACK: the compaction cost fit for one bucket and one job (no per-bucket figures in these results)' }
 }
 
 function replaceSection(doc: string, name: string, body: string): string {
@@ -87,9 +136,9 @@ async function runOtherBenchmark(script: string, quick: boolean): Promise<string
 }
 
 async function main(): Promise<void> {
-  const args = parseBenchArgs(process.argv.slice(2), ['--quick', '--no-others', '--docs-only', '--resimulate'], [])
+  const args = parseBenchArgs(process.argv.slice(2), ['--quick', '--no-others', '--docs-only', '--resimulate', '--no-docs'], ['--freshness-seconds', '--contention-seconds'])
   if (args.has('--docs-only')) return writeDocs(JSON.parse(readFileSync(join(OUT_DIR, 'results.json'), 'utf8')) as Results)
-  if (args.has('--resimulate')) return resimulate()
+  if (args.has('--resimulate')) return resimulate(!args.has('--no-docs'))
   const quick = args.has('--quick')
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
   const started = Date.now()
@@ -98,9 +147,9 @@ async function main(): Promise<void> {
   log(`load average at start ${machine.loadAvgAtStart.join(', ')}; other busy processes: ${busyAtStart.join(', ') || 'none'}`)
 
   log('commit contention')
-  const contention = await runContention({ quick, log })
+  const contention = await runContention({ quick, seconds: args.num('--contention-seconds', quick ? 4 : 10), log })
   log('freshness vs compaction.task-threads')
-  const freshness = await runFreshness({ quick, seconds: quick ? 15 : 90, log })
+  const freshness = await runFreshness({ quick, seconds: args.num('--freshness-seconds', quick ? 15 : 90), log })
   log('simulation')
   const simulation = simulate(contention, freshness, quick)
   const others: Record<string, string> = {}
@@ -121,12 +170,22 @@ async function main(): Promise<void> {
     freshness,
     simulation,
   }
-  finish(results)
+  finish(results, !args.has('--no-docs'))
 }
 
 function simulate(contention: ContentionResult, freshness: FreshnessResult, quick: boolean): SimulationResult {
-  const calibration = calibrate(contention, freshness)
-  return runSimulation(calibration, { buckets: SIM_BUCKETS, lambdaConcurrency: LAMBDA_CONCURRENCY, seconds: quick ? 900 : 3600, warmupSeconds: quick ? 300 : 900, seed: SIM_SEED })
+  const { calibration, notes } = calibrate(contention, freshness)
+  for (const n of notes) log(`simulation: ${n}`)
+  const r = runSimulation(calibration, { buckets: SIM_BUCKETS, lambdaConcurrency: LAMBDA_CONCURRENCY, seconds: quick ? 900 : 3600, warmupSeconds: quick ? 300 : 900, seed: SIM_SEED }, undefined, bucketCompaction(freshness))
+  log(simulationSummary(r))
+  return { ...r, notes }
+}
+
+function simulationSummary(r: SimulationResult): string {
+  const folded = r.points.filter((p) => p.path === 'folded')
+  const lag = (s: number) => (s >= 120 ? `${(s / 60).toFixed(1)} min` : `${s.toFixed(1)} s`)
+  const t = r.targets
+  return `simulation, folded: ${folded.map((p) => `${p.taskThreads}: p50 ${lag(p.lagP50S)} p99 ${lag(p.lagP99S)}`).join('; ')}${t ? `; p50 never increases: ${t.p50NeverIncreases}; p99 at -1 ≤ 2 × ${lag(t.bucketCompactionS)}: ${t.p99WithinTwice}` : ''}`
 }
 
 /**
@@ -134,17 +193,17 @@ function simulate(contention: ContentionResult, freshness: FreshnessResult, quic
  * re-fitted by the current rule (compactionCostFits): for when the calibration, not the
  * measurement, changed. The header keeps the measured run's machine and wall time.
  */
-function resimulate(): void {
+function resimulate(docs: boolean): void {
   const r = JSON.parse(readFileSync(join(OUT_DIR, 'results.json'), 'utf8')) as Results
   const fits = compactionCostFits(r.freshness.runs)
   r.freshness.compactionCostFit = fits.uncontended
   r.freshness.compactionCostFitAllSettings = fits.all
   log(`re-fitted compaction cost: ${fits.uncontended.perBucketMs.toFixed(0)} ms per bucket (task-threads ${fits.uncontended.fittedOn?.join(', ')}), ${fits.all.perBucketMs.toFixed(0)} ms over every setting; simulating`)
   r.simulation = simulate(r.contention, r.freshness, r.mode === 'quick')
-  finish(r)
+  finish(r, docs)
 }
 
-function finish(r: Results): void {
+function finish(r: Results, docs = true): void {
   const { contention, freshness, simulation } = r
   mkdirSync(OUT_DIR, { recursive: true })
   const svgs = {
@@ -173,8 +232,8 @@ function finish(r: Results): void {
     ),
   }
   writeResults('results', { ...r, svgs })
-  writeDocs(r)
-  log(`wrote ${DOC}, ${join(OUT_DIR, 'results.json')} and ${Object.values(svgs).join(', ')} (measured in ${r.wallSeconds.toFixed(0)} s)`)
+  if (docs) writeDocs(r)
+  log(`wrote ${docs ? `${DOC}, ` : ''}${join(OUT_DIR, 'results.json')} and ${Object.values(svgs).join(', ')} (measured in ${r.wallSeconds.toFixed(0)} s)`)
 }
 
 interface Results {
@@ -199,7 +258,7 @@ function writeDocs(r: Results): void {
 
 function headerSection(quick: boolean, m: ReturnType<typeof machineInfo>, busyStart: string[], busyEnd: string[], loadEnd: number[], wall: number): string {
   return [
-    `Figures below the header, contention, freshness and simulation markers are written by \`npm run bench${quick ? ' -- --quick' : ''}\` (${quick ? 'the quick run: shorter windows, fewer settings, one repetition' : 'the full run'}), in ${Math.round(wall)} s. Reproduce with \`npm run bench\` (full) or \`npm run bench -- --quick\` (about 3 minutes on 2 cores); each benchmark also runs alone: \`npx tsx bench/commit-contention.ts\`, \`npx tsx bench/freshness.ts\`. Every figure is in \`bench/out/results.json\`; charts: \`bench/out/commit-contention.svg\`, \`bench/out/freshness.svg\`, \`bench/out/simulation.svg\` (bench/out is not committed).`,
+    `Figures below the header, contention, freshness and simulation markers are written by \`npm run bench${quick ? ' -- --quick' : ''}\` (${quick ? 'the quick run: shorter windows, fewer settings, one repetition' : 'the full run'}), in ${Math.round(wall)} s. Reproduce with \`npm run bench\` (full) or \`npm run bench -- --quick\` (about 4 minutes on 2 cores); each benchmark also runs alone: \`npx tsx bench/commit-contention.ts\`, \`npx tsx bench/freshness.ts\`. Every figure is in \`bench/out/results.json\`; charts: \`bench/out/commit-contention.svg\`, \`bench/out/freshness.svg\`, \`bench/out/simulation.svg\` (bench/out is not committed).`,
     '',
     machineMarkdown(m),
     '',
@@ -210,30 +269,44 @@ function headerSection(quick: boolean, m: ReturnType<typeof machineInfo>, busySt
 function contentionSection(c: ContentionResult): string {
   const lat = REALISTIC_MS
   const col = c.collapse[lat]
-  const d1 = c.summary.find((s) => s.path === 'direct' && s.latencyMs === lat && s.committers === 1)!
-  const d32 = c.summary.find((s) => s.path === 'direct' && s.latencyMs === lat && s.committers === 32)!
-  const f32 = c.summary.find((s) => s.path === 'folded' && s.latencyMs === lat && s.committers === 32)!
+  const top = Math.max(...c.params.committers)
+  const row = (path: string, n: number) => c.summary.find((s) => s.path === path && s.latencyMs === lat && s.committers === n)
+  const d1 = row('direct', 1)
+  const dTop = row('direct', top)
+  const fTop = row('folded', top)
+  const qTop = row('queued', top)
   const fold = c.foldFit[lat]
+  const qfit = c.queuedFit[lat]
+  const t = c.target
+  const deployed = c.params.committerConcurrency !== undefined
   return [
     '## Commit contention',
     '',
-    `N independent \`Table\` handles on one table each call \`writeBatch\` with ${c.params.rowsPerBatch} rows (one bucket) in a loop for ${c.params.seconds} s; every call is one APPEND commit racing the others for \`snapshot-N\` (conditional create, backoff 10 ms·2^n ±20%, \`commit.max-retries\` 10). Embedded S3 ${c.params.latenciesMs.map((l) => (l === 0 ? 'without added latency' : `with ${l} ms first-byte latency on every request`)).join(' and ')}; median of ${c.params.runs} run(s). "Folded" is an in-process prototype of the batching committer: writers hand their commit request to one committer, which folds every request waiting into one snapshot. At the end of every point the table's latest snapshot and total record count must equal what the committers were told, or the benchmark fails.`,
+    `N independent \`Table\` handles on one table (N writers) each call \`writeBatch\` with ${c.params.rowsPerBatch} rows (one bucket) in a loop for ${c.params.seconds} s, each waiting for its commit before the next batch. Embedded S3 and SQS ${c.params.latenciesMs.map((l) => (l === 0 ? 'without added latency' : `with ${l} ms first-byte latency on every request`)).join(' and ')}${c.params.backend === 'child process' ? ', served from a child process of its own (not the measuring process\'s event loop)' : ''}; median of ${c.params.runs} run(s). Three commit paths:`,
+    '',
+    '- **direct**: every batch creates its own snapshot through `FileStoreCommit`, racing the others for `snapshot-N` (conditional create, backoff 10 ms·2^n ±20%, `commit.max-retries` 10): a table without a commit queue.',
+    '- **folded**: an in-process prototype of folding without the queue: writers hand their commit request to one committer in the same process, which folds every request waiting into one snapshot. No SQS, no receipts, one committer: the ceiling of folding here.',
+    deployed
+      ? `- **queued**: the path the stack deploys. Each writer commits through a \`QueuedCommitter\` (lib/commit/queued-committer.ts) on a real embedded SQS FIFO queue (each message its own group), then polls its receipt in S3 (first poll after ${c.params.firstPollMs} ms, growing ×1.5 to ${c.params.maxPollMs ?? 500} ms). The committer function (functions/committer.ts) runs in worker-thread execution environments behind the local event-source poller, at most ${c.params.committerConcurrency} at once (the stack's maxConcurrency): each invocation gets up to 10 messages, drains the queue beyond them, folds everything into one snapshot, writes the receipts and deletes what it drained.`
+      : '- **queued**: (these results predate the deployed-path benchmark: one committer loop, no receipts.)',
+    '',
+    'At the end of every point the table\'s latest snapshot and total record count must equal what the committers and writers were told, or the benchmark fails.',
     '',
     contentionMarkdown(c),
     '',
-    col.collapsed
-      ? `**Direct commits collapse.** With ${lat} ms per S3 request, one committer lands ${d1.commitsPerSecond.toFixed(1)} commits/s (a commit takes ${c.singleCommitMs[lat].toFixed(0)} ms: about a dozen dependent S3 requests plus CPU); the peak is ${col.peakCommitsPerSecond.toFixed(1)}/s at ${col.peakAt} committer(s), and 32 committers land ${d32.commitsPerSecond.toFixed(1)}/s with ${d32.retriesPerCommit.toFixed(1)} lost races per commit. Every lost race redoes the read of the latest snapshot and rewrites the base manifest list, and the backoff grows, so adding committers lowers throughput instead of raising it. The folding prototype lands ${f32.commitsPerSecond.toFixed(1)} writer batches/s at 32 committers (${c.foldedGainAt32[lat].toFixed(1)}× direct) in ${f32.snapshotsPerSecond.toFixed(1)} snapshots/s; one folded snapshot costs about ${fold.baseMs.toFixed(0)} ms + ${fold.perCommitMs.toFixed(1)} ms per folded request (fit over ${fold.snapshots} snapshots).`
-      : `Direct commits did not collapse in this run: the peak was ${col.peakCommitsPerSecond.toFixed(1)} commits/s at ${col.peakAt} committers and 32 committers landed ${d32.commitsPerSecond.toFixed(1)}/s (${d32.retriesPerCommit.toFixed(1)} lost races per commit). The folding prototype landed ${f32.commitsPerSecond.toFixed(1)}/s at 32.`,
+    col && d1 && dTop
+      ? col.collapsed
+        ? `**Direct commits collapse.** With ${lat} ms per request, one writer lands ${d1.commitsPerSecond.toFixed(1)} commits/s (a commit takes ${c.singleCommitMs[lat].toFixed(0)} ms: about a dozen dependent S3 requests plus CPU); the peak is ${col.peakCommitsPerSecond.toFixed(1)}/s at ${col.peakAt} writer(s), and ${top} writers land ${dTop.commitsPerSecond.toFixed(1)}/s with ${dTop.retriesPerCommit.toFixed(1)} lost races per commit. Every lost race redoes the read of the latest snapshot and rewrites the base manifest list, and the backoff grows, so adding writers lowers throughput instead of raising it.`
+        : `Direct commits did not collapse in this run: the peak was ${col.peakCommitsPerSecond.toFixed(1)} commits/s at ${col.peakAt} writers and ${top} writers landed ${dTop.commitsPerSecond.toFixed(1)}/s (${dTop.retriesPerCommit.toFixed(1)} lost races per commit).`
+      : '',
     '',
-    '### The batching committer (design.md "Commit protocol")',
-    '',
-    'Built as `lib/commit/batching-committer.ts` (folding), `lib/commit/commit-message.ts` (commit messages as data, spilled to `_strata/commit-messages/` past the 256 KiB SQS limit) and `functions/committer.ts` (the SQS FIFO function, partial batch responses); the CDK stack adds its FIFO queue, DLQ and function per table with `committer.enabled` (off by default). The "queued" rows above run it:',
-    '',
-    '- A batch of messages folds into one APPEND snapshot (ADD entries in FIFO order) and, after it, one COMPACT snapshot (a second only when a compaction deletes a file an earlier one in the batch added); each compaction\'s checks (its deleted files still live, deletion-vector index unchanged, no level ≥ 1 overlap) run against the state as folded so far, and a message that fails them fails alone.',
-    '- Idempotency per folded message: a snapshot of one message carries its own commitUser and commitIdentifier; a folded one carries the committer\'s and a sidecar under `_strata/folded-commits/` lists every folded pair, so a redelivered message is acknowledged without landing twice.',
-    '- Sequence numbers come from the writer\'s clock (docs/format.md), so two folded batches never share a base; the later-started one wins whatever the FIFO order.',
-    '- The snapshot create stays conditional, so a stray direct committer stays safe (a lost race re-runs the folded checks).',
-    '- Not done: the writer and compactor functions still commit directly; switching them to send messages (with send permission on the queue) is the remaining step. The simulation below shows what folding buys at 1,024 buckets.',
+    [
+      fTop ? `The folding prototype lands ${fTop.commitsPerSecond.toFixed(1)} writer batches/s at ${top} writers (${c.foldedGainAt32[lat].toFixed(1)}× direct) in ${fTop.snapshotsPerSecond.toFixed(1)} snapshots/s; one folded snapshot costs about ${fold.baseMs.toFixed(0)} ms + ${fold.perCommitMs.toFixed(1)} ms per request (fit over ${fold.snapshots} snapshots).` : '',
+      qTop && qfit
+        ? `The deployed path lands ${qTop.commitsPerSecond.toFixed(1)}/s at ${top} writers (${c.queuedGainAt32[lat].toFixed(1)}× direct) in ${qTop.snapshotsPerSecond.toFixed(1)} snapshots/s, ${qTop.queued ? `${qTop.queued.messagesPerSnapshot.toFixed(1)} messages per snapshot, ${qTop.queued.committerRetries} lost races between its committers and ` : ''}${(qTop.retriesPerCommit + qTop.failures).toFixed(0)} seen by writers; one committer invocation costs about ${qfit.baseMs.toFixed(0)} ms + ${qfit.perCommitMs.toFixed(1)} ms per message (fit over ${qfit.snapshots} invocations), the simulation's fold cost.`
+        : '',
+    ].filter(Boolean).join(' '),
+    ...(t ? ['', `Target (${lat} ms, ${t.writers} writers, deployed path): at least ${t.commitsPerSecond} commits/s with no lost race seen by a writer: measured ${t.measured.toFixed(1)}/s, ${t.lostRacesVisible} seen, **${t.met ? 'met' : 'not met'}**.`] : []),
   ].join('\n')
 }
 
@@ -250,9 +323,15 @@ function freshnessSection(f: FreshnessResult): string {
     '',
     'Freshness lag is `tableStatus().maxFreshnessLagMs`: the age of the oldest L0 file of any bucket (rows deletion-vector readers cannot see yet), sampled every second during the load; "peak L0 files per bucket" is the most L0 files one bucket had at a sample.',
     '',
+    ...(f.runs.some((r) => r.committerInvocations !== undefined)
+      ? [
+          'Every table has a commit queue and a committer function (as deployed): writers and compactors commit through it and wait for their receipts, so a compaction\'s time includes its commit. "Lag steady" compares the lag p50 of the last third of the window with the middle third (steady: at most 20% + 2 s above); a setting that is not steady has not worked off its backlog, and its figures depend on the window. In the commit table, lost races are the compactions\' commit retries (0 through the queue: the committer absorbs its races) and the committers\' lost races for `snapshot-N` against each other; recompactions are compactions redone from fresh state after a conflicting or failed commit (process-jobs); messages per snapshot is what the committers folded.',
+          '',
+        ]
+      : []),
     freshnessMarkdown(f),
     '',
-    `Per-bucket compaction cost (the simulation's input), least squares over the ${fit.invocations} compactor invocations of the task-threads ${fit.fittedOn?.join(', ') ?? 'all'} run, where one compactor ran at a time: ${fit.perBucketMs.toFixed(0)} ms per bucket compacted + ${fit.perJobMs.toFixed(0)} ms per coalesced job. ${f.compactionCostFitAllSettings ? `Fitted over every setting's ${f.compactionCostFitAllSettings.invocations} invocations it is ${f.compactionCostFitAllSettings.perBucketMs.toFixed(0)} ms: at higher settings the compactors share this machine's ${2} cores with each other and with the writers, which a Lambda invocation with its own CPU does not. ` : ''}The median of each invocation's ms per bucket and the least-squares cost per setting differ where a few long invocations (under CPU contention, the first ones of a window) carry most of the buckets. "Buckets compacted/s" is the buckets of every compactor invocation divided by the time from the first invocation's start to the last one's end: the compaction throughput each setting reached. The lag of a setting that cannot keep up keeps growing for the whole window, so its p50/max depend on the window length (${f.params.seconds} s); compare settings, not absolute values. Worker threads share this machine's cores, so at high settings CPU, not S3 round trips, caps the gain.`,
+    `Per-bucket compaction cost (the simulation's input), least squares over the ${fit.invocations} compactor invocations of the task-threads ${fit.fittedOn?.join(', ') ?? 'all'} run, where one compactor ran at a time${fit.commitWaitExcluded ? ', less the time in which every compaction of an invocation only waited for its commit (the simulation models the commit path itself)' : ''}: ${fit.perBucketMs.toFixed(0)} ms per bucket compacted + ${fit.perJobMs.toFixed(0)} ms per coalesced job. ${f.compactionCostFitAllSettings ? `Fitted over every setting's ${f.compactionCostFitAllSettings.invocations} invocations it is ${f.compactionCostFitAllSettings.perBucketMs.toFixed(0)} ms: at higher settings the compactors share this machine's ${2} cores with each other and with the writers, which a Lambda invocation with its own CPU does not. ` : ''}The median of each invocation's ms per bucket and the least-squares cost per setting differ where a few long invocations (under CPU contention, the first ones of a window) carry most of the buckets. "Buckets compacted/s" is the buckets of every compactor invocation divided by the time from the first invocation's start to the last one's end: the compaction throughput each setting reached. The lag of a setting that cannot keep up keeps growing for the whole window, so its p50/max depend on the window length (${f.params.seconds} s); compare settings, not absolute values. Worker threads share this machine's cores, so at high settings CPU, not S3 round trips, caps the gain.`,
     '',
     (() => {
       const one = f.runs.find((r) => r.taskThreads === 1)
@@ -302,11 +381,12 @@ function simulationSection(s: SimulationResult, f: FreshnessResult): string {
     `A discrete-event model (bench/simulate.ts, seed ${s.options.seed}, ${s.options.seconds} simulated seconds after ${s.options.warmupSeconds} s warm-up, Lambda concurrency ${s.options.lambdaConcurrency}) of one table with ${s.options.buckets} buckets, calibrated with this run's measurements:`,
     '',
     `- write load as in the freshness run, per bucket: ${c.writerCommitsPerSecond.toFixed(2)} writer commits/s, each touching a bucket with probability ${c.touchProbability.toFixed(2)} (${f.params.rate} rows/s over ${f.params.buckets} buckets); the table-wide load therefore grows with the buckets;`,
-    `- compaction of one bucket: ${c.perBucketMs.toFixed(0)} ms + ${c.perJobMs.toFixed(0)} ms per coalesced job (≤ 10 per invocation, the FIFO batch), ±20% jitter (fitted on the freshness run's task-threads ${f.compactionCostFit.fittedOn?.join(', ') ?? ''} invocations, one compactor at a time${f.compactionCostFitAllSettings ? `; over every setting, CPU contention included, it is ${f.compactionCostFitAllSettings.perBucketMs.toFixed(0)} ms` : ''});`,
+    `- compaction of one bucket: ${c.perBucketMs.toFixed(0)} ms + ${c.perJobMs.toFixed(0)} ms per coalesced job (≤ 10 per invocation, the FIFO batch), ±20% jitter (fitted on the freshness run's task-threads ${f.compactionCostFit.fittedOn?.join(', ') ?? ''} invocations, one compactor at a time${f.compactionCostFitAllSettings ? `; over every setting, CPU contention included, it is ${f.compactionCostFitAllSettings.perBucketMs.toFixed(0)} ms` : ''}${f.compactionCostFit.commitWaitExcluded ? '; the time in which a compactor only waited for its commits is left out, the commit path is modelled below' : ''}); a compactor compacts up to ${c.bucketsAtOnce ?? 1} bucket(s) of its batch at once, so while that many wait for their commits it works on the next;`,
     `- direct commits: the commit path completes waiting commits at the rate the contention benchmark measured for that many concurrent committers at ${REALISTIC_MS} ms (${c.directCurve.map((d) => `${d.committers}: ${d.commitsPerSecond.toFixed(1)}/s`).join(', ')}); a compactor holds its slot until its commit lands;`,
-    `- folded commits: one snapshot per ${c.foldBaseMs.toFixed(0)} ms + ${c.foldPerCommitMs.toFixed(1)} ms per folded commit (the folding prototype's fit); a compactor frees its slot when it hands its commit over.`,
+    `- folded commits, the deployed design: writers and compactors send commit messages; ${c.committers ?? 1} committer invocation(s) at most, each folding every message waiting when it starts (up to ${c.drainMax ?? 1000}) at ${c.foldBaseMs.toFixed(0)} ms + ${c.foldPerCommitMs.toFixed(1)} ms per message (${c.foldSource ?? 'the folding prototype\'s fit'}), idle ${(c.committerOverheadMs ?? 0).toFixed(0)} ms between invocations (the poller's delete and next receive); a compactor keeps its slot and its bucket until its commit has landed and it has read its receipt ${(c.receiptWaitMs ?? 0).toFixed(0)} ms later (the measured poll wait).`,
+    ...(s.notes?.length ? ['', ...s.notes.map((n) => `**Calibration note**: ${n}.`)] : []),
     '',
-    'Not modelled, so the model is optimistic for both paths: compaction commits are heavier than appends (deletes, conflict checks, the index manifest is a full listing), cold starts, S3 per-prefix request limits, the SQS hop of the folded path.',
+    'Not modelled, so the model is optimistic for both paths: the direct path\'s compaction commits are heavier than the appends its curve was measured with (deletes, conflict checks, the index manifest is a full listing); folds larger than the fold sweep\'s (an extrapolation of its fit); cold starts; S3 per-prefix request rates (at -1 every compaction adds a receipt PUT and several receipt GETs under one prefix); writers waiting for their own receipts (the write load is open loop).',
     '',
     simulationMarkdown(s),
     '',
@@ -318,7 +398,7 @@ function simulationSection(s: SimulationResult, f: FreshnessResult): string {
       const folded = s.points.filter((p) => p.path === 'folded')
       const best = folded.reduce((a, b) => (b.lagP50S < a.lagP50S ? b : a))
       const steady = folded.find((p) => p.lagGrowthPerS <= 0.05)
-      return `With folded commits the lag keeps falling as slots are added: the lowest p50 is ${fmt(best)} at task-threads ${best.taskThreads} (${best.slots} slots, bottleneck: ${best.bottleneck}); the first setting whose lag stops growing is ${steady ? steady.taskThreads : 'none of them'}. The direct path's best p50 is ${fmt(s.points.filter((p) => p.path === 'direct').reduce((a, b) => (b.lagP50S < a.lagP50S ? b : a)))}.`
+      return `With folded commits the lowest p50 is ${fmt(best)} at task-threads ${best.taskThreads} (${best.slots} slots, bottleneck: ${best.bottleneck}); the first setting whose lag stops growing is ${steady ? steady.taskThreads : 'none of them'}. The direct path's best p50 is ${fmt(s.points.filter((p) => p.path === 'direct').reduce((a, b) => (b.lagP50S < a.lagP50S ? b : a)))}.`
     })(),
     '',
     '### The seed\'s headline, side by side',

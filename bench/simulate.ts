@@ -7,24 +7,37 @@
 //   probability touchProbability (both from the freshness run), adding an L0 file there
 //   when it lands and enqueuing one compaction job (FIFO, one message group per bucket).
 // - Compactors: `slots` concurrent invocations (task-threads; -1 = one per active bucket,
-//   capped by the account's Lambda concurrency). An invocation takes the oldest ready
-//   group, at most 10 of its jobs (the FIFO batch), all of its L0 files, and runs for
-//   perBucketMs + perJobMs·jobs (the freshness run's fit), ±20% seeded jitter; then it
-//   commits. One bucket never has two jobs in flight (FIFO group).
-// - The commit path: one table's snapshots are created one after another.
-//   direct: every writer batch and every compaction commits its own snapshot; with n
-//   commits waiting the path completes them at the rate the contention benchmark measured
-//   for n concurrent committers (the curve, so lost races and backoff are in it); the
-//   compactor holds its slot until its commit lands, as the Lambda function does.
-//   folded: a batching committer takes every waiting commit into one snapshot costing
-//   foldBaseMs + foldPerCommitMs·k (the contention benchmark's folding prototype); a
-//   compactor hands its commit over and frees its slot, the bucket stays busy until it lands.
+//   capped by the account's Lambda concurrency). A slot takes the oldest ready group, at
+//   most 10 of its jobs (the FIFO batch), all of its L0 files, and works for perBucketMs +
+//   perJobMs·jobs (the freshness run's fit), ±20% seeded jitter; then it commits. One
+//   bucket never has two jobs in flight (FIFO group). A slot has `bucketsAtOnce` lanes (the
+//   compactor compacts that many buckets of its batch at once): while up to that many of
+//   its buckets wait for their commits it works on the next one.
+// - The commit path:
+//   direct: every writer batch and every compaction commits its own snapshot, one after
+//   another; with n commits waiting the path completes them at the rate the contention
+//   benchmark measured for n concurrent committers (the curve, so lost races and backoff are
+//   in it); the compactor holds its slot until its commit lands.
+//   folded (the deployed design): writers and compactors send commit messages to the
+//   table's commit queue; `committers` committer invocations at most (the event-source
+//   mapping's maxConcurrency 2) each take every message waiting when they start (the
+//   invoked batch plus the drain, up to drainMax) and fold them, costing foldBaseMs +
+//   foldPerCommitMs·k: one committer invocation of the deployed path as the contention
+//   benchmark measured it, drain, fold, lost races against the other committer and
+//   receipts included (bench/run.ts: the base from the writers' runs, the cost per message
+//   from the fold sweep's compaction messages when there is one). Between two invocations a committer is idle for committerOverheadMs (the
+//   poller's delete and next receive). A compactor waits for its receipt: its slot, and its
+//   bucket's FIFO group, are held until its commit has landed and receiptWaitMs more (the
+//   sender's receipt poll).
 // - Freshness lag, sampled each simulated second after a warm-up: the age of the oldest L0
 //   file in any bucket, as tableStatus measures it. A setting that cannot keep up has a lag
 //   that grows one second per second from the start (its p50 is then about the middle of
 //   the simulated time); the "still growing" column says so.
-// Not modelled: compaction commits cost more than appends (deletes, the index manifest is
-// a full listing), cold starts, S3 throttling per prefix, SQS latency.
+// Not modelled: the direct path's compaction commits cost more than appends (deletes,
+// conflict checks, the index manifest is a full listing) while its curve is of appends;
+// folds beyond the sizes measured (an extrapolation of the fit); cold starts; S3 request
+// rates per prefix (receipts, polls); the SQS send; writers waiting for their receipts (the
+// write load is open loop).
 
 import { seededRandom } from './lib/dataset.ts'
 import { markdownTable } from './lib/report.ts'
@@ -37,8 +50,21 @@ export interface SimCalibration {
   perJobMs: number
   /** direct commits/s measured with n concurrent committers, n ascending */
   directCurve: { committers: number; commitsPerSecond: number }[]
+  /** folded: one committer invocation, ms = foldBaseMs + foldPerCommitMs·messages */
   foldBaseMs: number
   foldPerCommitMs: number
+  /** buckets one compactor invocation compacts at once (process-jobs' bucketsAtOnce; default 1) */
+  bucketsAtOnce?: number
+  /** folded: concurrent committer invocations (default 2) */
+  committers?: number
+  /** folded: messages one invocation folds at most (STRATA_COMMIT_DRAIN_MAX, default 1000) */
+  drainMax?: number
+  /** folded: a committer's idle time between invocations (default 0) */
+  committerOverheadMs?: number
+  /** folded: from a commit landing to its sender reading the receipt (default 0) */
+  receiptWaitMs?: number
+  /** where the fold cost came from, for the report */
+  foldSource?: string
 }
 
 export interface SimOptions {
@@ -62,10 +88,14 @@ export interface SimPoint {
   lagGrowthPerS: number
   compactionsPerSecond: number
   snapshotsPerSecond: number
-  /** share of time the commit path was busy */
+  /** share of time the commit path was busy (folded: mean share of its committers) */
   commitUtilization: number
+  /** folded: commit messages per snapshot */
+  messagesPerFold?: number
   /** share of time all compactor slots were busy */
   slotUtilization: number
+  /** bucket-time waiting for commits (and receipts) ÷ (that + slot-time working) */
+  slotCommitWaitShare?: number
   bottleneck: 'commit path' | 'compaction' | 'neither'
   peakL0PerBucket: number
 }
@@ -120,8 +150,14 @@ interface Bucket {
   ready: boolean
 }
 
-type Commit = { kind: 'writer'; touched: number[] } | { kind: 'compact'; bucket: number; takenUpTo: number }
-type Ev = { e: 'writer' } | { e: 'compacted'; bucket: number; takenUpTo: number } | { e: 'committed'; batch: Commit[] } | { e: 'sample' }
+type Commit = { kind: 'writer'; touched: number[] } | { kind: 'compact'; bucket: number; takenUpTo: number; slot: number }
+type Ev =
+  | { e: 'writer' }
+  | { e: 'compacted'; bucket: number; takenUpTo: number; slot: number }
+  | { e: 'committed'; batch: Commit[]; server: number }
+  | { e: 'serverReady'; server: number }
+  | { e: 'released'; bucket: number; slot: number }
+  | { e: 'sample' }
 
 function directRate(curve: SimCalibration['directCurve'], n: number): number {
   if (n <= curve[0].committers) return curve[0].commitsPerSecond
@@ -145,11 +181,25 @@ export function simulate(cal: SimCalibration, opts: SimOptions, path: SimPath, t
   let readyHead = 0
   const ev = new Events<Ev>()
   const commitQueue: Commit[] = []
-  let commitBusy = false
-  let freeSlots = slots
+  let commitHead = 0
+  // direct: one server (snapshots one after another, at the measured rate); folded: the committers
+  const servers = Array.from({ length: path === 'folded' ? Math.max(1, cal.committers ?? 2) : 1 }, () => ({ busy: false, ready: true }))
+  const drainMax = cal.drainMax ?? 1000
+  const overheadS = (cal.committerOverheadMs ?? 0) / 1000
+  const receiptWaitS = (cal.receiptWaitMs ?? 0) / 1000
+  // a compactor invocation compacts up to `lanes` buckets at once (process-jobs'
+  // bucketsAtOnce): its work is the fitted per-bucket cost one bucket after another (the fit
+  // is of whole invocations, so the overlap of the lanes' work is in it), while the lanes'
+  // waits for their commits overlap. A slot can start work when it is not working and fewer
+  // than `lanes` of its buckets wait for their commits.
+  const lanes = Math.max(1, cal.bucketsAtOnce ?? 1)
+  const slotState = Array.from({ length: slots }, () => ({ working: false, waiting: 0 }))
+  const available: number[] = Array.from({ length: slots }, (_, i) => slots - 1 - i)
   const end = opts.warmupSeconds + opts.seconds
   const lags: { t: number; lag: number }[] = []
-  let compactions = 0, snapshots = 0, commitBusyTime = 0, slotsFullTime = 0, lastT = 0, peakL0 = 0
+  let compactions = 0, snapshots = 0, folded = 0, commitBusyTime = 0, slotsFullTime = 0, lastT = 0, peakL0 = 0
+  // buckets waiting for their commit (and receipt) and slots working, and their time
+  let waitingBuckets = 0, workingSlots = 0, slotWaitTime = 0, slotWorkTime = 0
 
   const markReady = (b: number) => {
     const bk = buckets[b]
@@ -159,35 +209,61 @@ export function simulate(cal: SimCalibration, opts: SimOptions, path: SimPath, t
     }
   }
   const startCompactions = (t: number) => {
-    while (freeSlots > 0 && readyHead < readyQueue.length) {
+    while (available.length > 0 && readyHead < readyQueue.length) {
       const b = readyQueue[readyHead++]
       const bk = buckets[b]
       bk.ready = false
       const taken = Math.min(10, bk.jobs)
       bk.jobs -= taken
       bk.busy = true
-      freeSlots--
+      const slot = available.pop()!
+      slotState[slot].working = true
+      workingSlots++
       const ms = (cal.perBucketMs + cal.perJobMs * taken) * (0.8 + 0.4 * random())
-      ev.push(t + ms / 1000, { e: 'compacted', bucket: b, takenUpTo: bk.l0.length })
+      ev.push(t + ms / 1000, { e: 'compacted', bucket: b, takenUpTo: bk.l0.length, slot })
     }
     if (readyHead > 4096 && readyHead * 2 > readyQueue.length) {
       readyQueue.splice(0, readyHead)
       readyHead = 0
     }
   }
-  const startCommit = (t: number) => {
-    if (commitBusy || commitQueue.length === 0) return
-    commitBusy = true
-    let batch: Commit[]
-    let seconds: number
-    if (path === 'direct') {
-      seconds = 1 / directRate(cal.directCurve, commitQueue.length)
-      batch = [commitQueue.shift()!]
-    } else {
-      batch = commitQueue.splice(0, commitQueue.length)
-      seconds = (cal.foldBaseMs + cal.foldPerCommitMs * batch.length) / 1000
+  const waiting = () => commitQueue.length - commitHead
+  const take = (n: number): Commit[] => {
+    const batch = commitQueue.slice(commitHead, commitHead + n)
+    commitHead += n
+    if (commitHead > 4096 && commitHead * 2 > commitQueue.length) {
+      commitQueue.splice(0, commitHead)
+      commitHead = 0
     }
-    ev.push(t + seconds, { e: 'committed', batch })
+    return batch
+  }
+  const startCommit = (t: number) => {
+    for (let i = 0; i < servers.length && waiting() > 0; i++) {
+      const server = servers[i]
+      if (server.busy || !server.ready) continue
+      server.busy = true
+      let batch: Commit[]
+      let seconds: number
+      if (path === 'direct') {
+        seconds = 1 / directRate(cal.directCurve, waiting())
+        batch = take(1)
+      } else {
+        // every message waiting, the invoked batch and the drain beyond it
+        batch = take(Math.min(drainMax, waiting()))
+        seconds = (cal.foldBaseMs + cal.foldPerCommitMs * batch.length) / 1000
+      }
+      ev.push(t + seconds, { e: 'committed', batch, server: i })
+    }
+  }
+  const release = (t: number, bucket: number, slot: number) => {
+    const bk = buckets[bucket]
+    bk.busy = false
+    const st = slotState[slot]
+    st.waiting--
+    waitingBuckets--
+    if (!st.working && st.waiting === lanes - 1) available.push(slot)
+    markReady(bucket)
+    startCompactions(t)
   }
 
   ev.push(0, { e: 'writer' })
@@ -196,8 +272,11 @@ export function simulate(cal: SimCalibration, opts: SimOptions, path: SimPath, t
     const { t, v } = ev.pop()
     if (t > end) break
     if (t >= opts.warmupSeconds) {
-      if (commitBusy) commitBusyTime += t - lastT
-      if (freeSlots === 0) slotsFullTime += t - lastT
+      // a committer between invocations (the poller's delete and receive) is not free either
+      commitBusyTime += ((t - lastT) * servers.filter((x) => x.busy || !x.ready).length) / servers.length
+      if (available.length === 0) slotsFullTime += t - lastT
+      slotWaitTime += waitingBuckets * (t - lastT)
+      slotWorkTime += workingSlots * (t - lastT)
     }
     lastT = t
     if (v.e === 'writer') {
@@ -207,14 +286,20 @@ export function simulate(cal: SimCalibration, opts: SimOptions, path: SimPath, t
       startCommit(t)
       ev.push(t + 1 / cal.writerCommitsPerSecond, { e: 'writer' })
     } else if (v.e === 'compacted') {
-      commitQueue.push({ kind: 'compact', bucket: v.bucket, takenUpTo: v.takenUpTo })
-      // a folded commit is handed over: the invocation ends now
-      if (path === 'folded') freeSlots++
+      const st = slotState[v.slot]
+      st.working = false
+      workingSlots--
+      st.waiting++
+      waitingBuckets++
+      if (st.waiting < lanes) available.push(v.slot)
+      commitQueue.push({ kind: 'compact', bucket: v.bucket, takenUpTo: v.takenUpTo, slot: v.slot })
       startCommit(t)
       startCompactions(t)
     } else if (v.e === 'committed') {
-      commitBusy = false
+      const server = servers[v.server]
+      server.busy = false
       snapshots++
+      folded += v.batch.length
       for (const c of v.batch) {
         if (c.kind === 'writer') {
           for (const b of c.touched) {
@@ -225,16 +310,24 @@ export function simulate(cal: SimCalibration, opts: SimOptions, path: SimPath, t
             markReady(b)
           }
         } else {
-          const bk = buckets[c.bucket]
-          bk.l0.splice(0, c.takenUpTo)
-          bk.busy = false
+          buckets[c.bucket].l0.splice(0, c.takenUpTo)
           compactions++
-          if (path === 'direct') freeSlots++
-          markReady(c.bucket)
+          // the compactor returns once it has read its receipt (direct: at once)
+          if (path === 'folded' && receiptWaitS > 0) ev.push(t + receiptWaitS, { e: 'released', bucket: c.bucket, slot: c.slot })
+          else release(t, c.bucket, c.slot)
         }
+      }
+      if (path === 'folded' && overheadS > 0) {
+        server.ready = false
+        ev.push(t + overheadS, { e: 'serverReady', server: v.server })
       }
       startCommit(t)
       startCompactions(t)
+    } else if (v.e === 'serverReady') {
+      servers[v.server].ready = true
+      startCommit(t)
+    } else if (v.e === 'released') {
+      release(t, v.bucket, v.slot)
     } else {
       let oldest = Infinity
       for (const bk of buckets) if (bk.l0.length && bk.l0[0] < oldest) oldest = bk.l0[0]
@@ -260,36 +353,88 @@ export function simulate(cal: SimCalibration, opts: SimOptions, path: SimPath, t
     compactionsPerSecond: compactions / end,
     snapshotsPerSecond: snapshots / end,
     commitUtilization,
+    messagesPerFold: path === 'folded' ? folded / Math.max(1, snapshots) : undefined,
     slotUtilization,
-    // a folded commit path is always busy once loaded, yet each snapshot then carries more,
-    // so it limits only when the slots are not the limit; a direct one limits once saturated
+    // a folded commit path is busy much of the time once loaded, yet each snapshot then
+    // carries more, so it limits only when the slots are not the limit; a direct one limits
+    // once saturated
+    slotCommitWaitShare: slotWaitTime + slotWorkTime > 0 ? slotWaitTime / (slotWaitTime + slotWorkTime) : 0,
+    // slots that are all taken mostly by compactions waiting for their commits are the
+    // commit path's limit, not compaction's
     bottleneck:
       path === 'direct'
         ? commitUtilization > 0.95 ? 'commit path' : slotUtilization > 0.95 ? 'compaction' : 'neither'
-        : slotUtilization > 0.95 ? 'compaction' : commitUtilization > 0.95 ? 'commit path' : 'neither',
+        : slotUtilization > 0.95
+          ? slotWaitTime > slotWorkTime ? 'commit path' : 'compaction'
+          : commitUtilization > 0.95 ? 'commit path' : 'neither',
     peakL0PerBucket: peakL0,
   }
 }
 
-export const SIM_TASK_THREADS = [1, 2, 3, 4, 8, 16, 32, 64, 128, 256, 512, 1000, -1]
+export const SIM_TASK_THREADS = [1, 2, 3, 4, 8, 16, -1]
 
 export interface SimulationResult {
   calibration: SimCalibration
   options: SimOptions
   points: SimPoint[]
+  /** the issue's targets for the folded (deployed) path, when the run knew one bucket's compaction time */
+  targets?: SimTargets
+  /** calibration caveats (fallbacks for results that lack the figures) */
+  notes?: string[]
 }
 
-export function runSimulation(cal: SimCalibration, opts: SimOptions, taskThreads = SIM_TASK_THREADS): SimulationResult {
+/**
+ * The issue's targets for the deployed (folded) path: lag p50 never increases as
+ * task-threads grows from 1 to -1; at -1 lag p99 is at most twice one bucket's measured
+ * compaction time.
+ */
+export interface SimTargets {
+  /** task-threads in the order checked, with their lag p50 (s) */
+  p50s: { taskThreads: number; lagP50S: number }[]
+  p50NeverIncreases: boolean
+  /** the first step where it rose, if any */
+  firstIncrease?: { from: number; to: number }
+  /** one bucket's measured compaction time (s) and where it came from */
+  bucketCompactionS: number
+  bucketCompactionSource: string
+  p99AtNoCapS: number
+  p99WithinTwice: boolean
+  met: boolean
+}
+
+export function runSimulation(cal: SimCalibration, opts: SimOptions, taskThreads = SIM_TASK_THREADS, bucketCompaction?: { ms: number; source: string }): SimulationResult {
   const points: SimPoint[] = []
   for (const path of ['direct', 'folded'] as SimPath[]) for (const k of taskThreads) points.push(simulate(cal, opts, path, k))
-  return { calibration: cal, options: opts, points }
+  const r: SimulationResult = { calibration: cal, options: opts, points }
+  if (bucketCompaction && Number.isFinite(bucketCompaction.ms)) r.targets = simTargets(r, bucketCompaction.ms / 1000, bucketCompaction.source)
+  return r
+}
+
+export function simTargets(r: SimulationResult, bucketCompactionS: number, source: string): SimTargets {
+  // 1 … N ascending, then -1 (no cap) last
+  const folded = r.points.filter((p) => p.path === 'folded').sort((a, b) => (a.taskThreads === -1 ? Infinity : a.taskThreads) - (b.taskThreads === -1 ? Infinity : b.taskThreads))
+  let firstIncrease: SimTargets['firstIncrease']
+  for (let i = 1; i < folded.length && !firstIncrease; i++) if (folded[i].lagP50S > folded[i - 1].lagP50S) firstIncrease = { from: folded[i - 1].taskThreads, to: folded[i].taskThreads }
+  const noCap = folded.find((p) => p.taskThreads === -1)
+  const p99 = noCap?.lagP99S ?? NaN
+  const within = p99 <= 2 * bucketCompactionS
+  return {
+    p50s: folded.map((p) => ({ taskThreads: p.taskThreads, lagP50S: p.lagP50S })),
+    p50NeverIncreases: !firstIncrease,
+    firstIncrease,
+    bucketCompactionS,
+    bucketCompactionSource: source,
+    p99AtNoCapS: p99,
+    p99WithinTwice: within,
+    met: !firstIncrease && within,
+  }
 }
 
 const fmtLag = (s: number) => (s >= 120 ? `${(s / 60).toFixed(1)} min` : `${s.toFixed(1)} s`)
 
 export function simulationMarkdown(r: SimulationResult): string {
-  return markdownTable(
-    ['commit path', 'task-threads', 'compactor slots', 'lag p50', 'lag p99', 'lag max', 'lag still growing (s per s)', 'compactions/s', 'snapshots/s', 'commit path busy', 'all slots busy', 'bottleneck', 'peak L0 per bucket'],
+  const table = markdownTable(
+    ['commit path', 'task-threads', 'compactor slots', 'lag p50', 'lag p99', 'lag max', 'lag still growing (s per s)', 'compactions/s', 'snapshots/s', 'messages per snapshot', 'commit path busy', 'all slots busy', 'slot time waiting for commits', 'bottleneck', 'peak L0 per bucket'],
     r.points.map((p) => [
       p.path,
       p.taskThreads === -1 ? '-1' : p.taskThreads,
@@ -300,10 +445,20 @@ export function simulationMarkdown(r: SimulationResult): string {
       p.lagGrowthPerS > 0.05 ? p.lagGrowthPerS.toFixed(2) : 'no',
       p.compactionsPerSecond.toFixed(1),
       p.snapshotsPerSecond.toFixed(1),
+      p.messagesPerFold === undefined ? '-' : p.messagesPerFold.toFixed(1),
       `${Math.round(100 * p.commitUtilization)}%`,
       `${Math.round(100 * p.slotUtilization)}%`,
+      p.slotCommitWaitShare === undefined ? '-' : `${Math.round(100 * p.slotCommitWaitShare)}%`,
       p.bottleneck,
       p.peakL0PerBucket,
     ]),
   )
+  const t = r.targets
+  if (!t) return table
+  const inc = t.firstIncrease ? `no: it rises from task-threads ${t.firstIncrease.from} to ${t.firstIncrease.to === -1 ? '-1' : t.firstIncrease.to}` : 'yes'
+  return [
+    table,
+    '',
+    `Targets (folded, the deployed path): lag p50 never increases from task-threads 1 to -1 (${t.p50s.map((p) => `${p.taskThreads}: ${fmtLag(p.lagP50S)}`).join(', ')}): **${inc}**; at -1 lag p99 ${fmtLag(t.p99AtNoCapS)} ≤ 2 × one bucket's compaction (${fmtLag(t.bucketCompactionS)}, ${t.bucketCompactionSource}) = ${fmtLag(2 * t.bucketCompactionS)}: **${t.p99WithinTwice ? 'yes' : 'no'}**.`,
+  ].join('\n')
 }
