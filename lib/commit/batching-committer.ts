@@ -250,9 +250,12 @@ export class BatchingCommitter {
       if (group.length) groups.push(group)
     }
 
+    // the latest snapshot as this fold knows it: each snapshot it creates builds on the last
+    let at = latestId
     if (appends.length) {
       try {
-        const r = await this.commitGroup('APPEND', appends, latestId)
+        const r = await this.commitGroup('APPEND', appends, latestId, latestId)
+        at = r.snapshotId
         result.retries += r.retries
         result.snapshots.push({ id: r.snapshotId, kind: 'APPEND', messages: appends.length })
         for (const it of appends) outcomes[it.index] = { status: 'landed', snapshotId: r.snapshotId }
@@ -264,7 +267,8 @@ export class BatchingCommitter {
     }
     for (let g = 0; g < groups.length; g++) {
       try {
-        const r = await this.commitGroup('COMPACT', groups[g], latestId)
+        const r = await this.commitGroup('COMPACT', groups[g], latestId, at)
+        at = r.snapshotId
         result.retries += r.retries
         result.snapshots.push({ id: r.snapshotId, kind: 'COMPACT', messages: groups[g].length })
         for (const it of groups[g]) outcomes[it.index] = { status: 'landed', snapshotId: r.snapshotId }
@@ -278,17 +282,23 @@ export class BatchingCommitter {
     return []
   }
 
-  /** `plannedAt`: the latest snapshot when the group was planned (its duplicates checked). */
-  private async commitGroup(kind: 'APPEND' | 'COMPACT', group: Item[], plannedAt: number): Promise<{ snapshotId: number; retries: number }> {
+  /**
+   * `plannedAt`: the latest snapshot when the group was planned (its duplicates checked);
+   * `knownLatestId`: the latest snapshot as the fold knows it now.
+   */
+  private async commitGroup(kind: 'APPEND' | 'COMPACT', group: Item[], plannedAt: number, knownLatestId: number): Promise<{ snapshotId: number; retries: number }> {
     const table = this.table
     const view = table.view
     const ms = group.map((it) => it.message!)
     let commitUser = ms[0].commitUser
     let commitIdentifier = ms[0].commitIdentifier
+    let sidecar: Promise<void> | undefined
     if (ms.length > 1) {
       commitUser = FOLDING_COMMIT_USER
       commitIdentifier = randomIdentifier()
-      await table.store.put(foldedCommitsKey(commitIdentifier), foldedCommitsBody(ms))
+      // written alongside the manifests; the snapshot that names it waits for it
+      sidecar = table.store.put(foldedCommitsKey(commitIdentifier), foldedCommitsBody(ms))
+      sidecar.catch(() => undefined)
     }
     const replacements = mergeReplacements(ms)
     const r = await table.committer.commit({
@@ -298,6 +308,8 @@ export class BatchingCommitter {
       indexReplacements: replacements.length ? replacements : undefined,
       commitUser,
       commitIdentifier,
+      knownLatestId,
+      beforeCreate: sidecar,
       baseSnapshotId: Math.min(...ms.map((m) => m.builtAfterSnapshotId)),
       // a snapshot that landed since the plan (another committer's, the event source runs
       // two) may hold a copy of one of these messages (a sender's retry, a redelivery):

@@ -70,19 +70,25 @@ export class SqsCommitQueue implements CommitQueue, DrainableCommitQueue {
   }
 
   async delete(messages: QueuedCommitMessage[]): Promise<void> {
-    for (let i = 0; i < messages.length; i += 10) {
-      const chunk = messages.slice(i, i + 10)
+    const failed = (await Promise.all(chunks(messages).map(async (chunk) => {
       const res = await this.client.send(new DeleteMessageBatchCommand({ QueueUrl: this.queueUrl, Entries: chunk.map((m, j) => ({ Id: String(j), ReceiptHandle: m.receiptHandle })) }))
-      // a message not deleted comes back after its visibility timeout and is then
-      // recognised as landed; worth no more than a log line to the caller
-      if (res.Failed?.length) throw new Error(`commit queue: ${res.Failed.length} settled message(s) not deleted (${res.Failed[0].Code}); they will be redelivered and recognised as landed`)
-    }
+      return res.Failed ?? []
+    }))).flat()
+    // a message not deleted comes back after its visibility timeout and is then
+    // recognised as landed; worth no more than a log line to the caller
+    if (failed.length) throw new Error(`commit queue: ${failed.length} settled message(s) not deleted (${failed[0].Code}); they will be redelivered and recognised as landed`)
   }
 
   async release(messages: QueuedCommitMessage[]): Promise<void> {
-    for (let i = 0; i < messages.length; i += 10) {
-      const chunk = messages.slice(i, i + 10)
-      await this.client.send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: this.queueUrl, Entries: chunk.map((m, j) => ({ Id: String(j), ReceiptHandle: m.receiptHandle, VisibilityTimeout: 0 })) }))
-    }
+    await Promise.all(chunks(messages).map((chunk) =>
+      this.client.send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: this.queueUrl, Entries: chunk.map((m, j) => ({ Id: String(j), ReceiptHandle: m.receiptHandle, VisibilityTimeout: 0 })) })),
+    ))
   }
+}
+
+/** SQS batch calls take ten entries; a drained fold sends them all at once. */
+function chunks<T>(xs: T[]): T[][] {
+  const out: T[][] = []
+  for (let i = 0; i < xs.length; i += 10) out.push(xs.slice(i, i + 10))
+  return out
 }

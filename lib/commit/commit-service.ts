@@ -59,14 +59,20 @@ interface Entry {
   settled?: boolean
 }
 
-const RECEIPT_WRITES_AT_ONCE = 32
+const RECEIPT_WRITES_AT_ONCE = 64
+/** ReceiveMessage calls in flight while draining */
+const DRAIN_RECEIVES_AT_ONCE = 8
 
 export async function commitFromQueue(committer: BatchingCommitter, invoked: InvokedMessage[], opts: CommitServiceOptions): Promise<CommitServiceResult> {
   const entries: Entry[] = invoked.map((m) => ({ id: m.id, ...parse(m.body, opts.tableName) }))
   let drained = 0
   if (opts.drain) {
+    // several receives in flight at once: one at a time, a fold of hundreds of messages
+    // would spend a round trip per ten of them before it could start
     while (entries.length < opts.drain.max) {
-      const got = await opts.drain.queue.receive(Math.min(10, opts.drain.max - entries.length))
+      const room = opts.drain.max - entries.length
+      const calls = Math.min(DRAIN_RECEIVES_AT_ONCE, Math.ceil(room / 10))
+      const got = (await Promise.all(Array.from({ length: calls }, (_, k) => opts.drain!.queue.receive(Math.min(10, room - 10 * k))))).flat()
       if (got.length === 0) break
       drained += got.length
       for (const m of got) entries.push({ id: m.messageId, drained: m, ...parse(m.body, opts.tableName) })

@@ -30,6 +30,14 @@ export interface DirectCommitRequest extends CommitRequest {
    * throws (CommitConflictError) when the request must not land on that snapshot.
    */
   recheck?: (latestId: number) => Promise<void>
+  /**
+   * The latest snapshot id as the caller just read it: the first attempt builds on it
+   * without reading it again (a stale one only costs a lost race, the create being
+   * conditional).
+   */
+  knownLatestId?: number
+  /** resolves before the snapshot is created (the folding committer's sidecar, written alongside the manifests) */
+  beforeCreate?: Promise<unknown>
 }
 
 function backoffMs(attempt: number): number {
@@ -63,7 +71,7 @@ export class FileStoreCommit implements Committer {
     let liveAt = -1
     const inTouched = (p: Uint8Array, b: number) => touched.has(bucketIdentifier(p, b))
     for (let attempt = 0; ; attempt++) {
-      const latestId = await this.snapshots.latestId()
+      const latestId = attempt === 0 && req.knownLatestId !== undefined ? req.knownLatestId : await this.snapshots.latestId()
       const latest = latestId === 0 ? null : await this.snapshots.snapshot(latestId)
       await req.recheck?.(latestId)
       if (req.dedup) {
@@ -100,15 +108,24 @@ export class FileStoreCommit implements Committer {
           }
         }
       }
-      if (!deltaMeta) {
-        deltaMeta = await this.manifests.writeManifest(deltaEntries, req.partitionStats(deltaEntries), BigInt(req.schemaId))
-        deltaList = await this.manifests.writeList(deltaEntries.length ? [deltaMeta] : [])
-      }
+      // the delta (first attempt only), the base and the index manifest are independent:
+      // written at once, a snapshot costs the longest of them, not their sum
       const written: string[] = []
-      const baseMetas = latest ? await this.baseFor(latest, req, written) : []
-      const baseList = await this.manifests.writeList(baseMetas)
-      written.push(baseList.name)
-      const indexManifest = await this.indexFor(latest, req, written)
+      const [, baseList, indexManifest] = await Promise.all([
+        deltaMeta
+          ? undefined
+          : (async () => {
+              deltaMeta = await this.manifests.writeManifest(deltaEntries, req.partitionStats(deltaEntries), BigInt(req.schemaId))
+              deltaList = await this.manifests.writeList(deltaEntries.length ? [deltaMeta] : [])
+            })(),
+        (async () => {
+          const list = await this.manifests.writeList(latest ? await this.baseFor(latest, req, written) : [])
+          written.push(list.name)
+          return list
+        })(),
+        this.indexFor(latest, req, written),
+      ])
+      await req.beforeCreate
       const id = latestId + 1
       const deltaCount = deltaEntries.reduce((n, e) => n + (e.kind === FileKind.ADD ? 1 : -1) * Number(e.file.rowCount), 0)
       const snapshot: Snapshot = {
@@ -147,7 +164,7 @@ export class FileStoreCommit implements Committer {
       retries++
       for (const name of written) await this.manifests.deleteQuietly(name)
       if (retries > req.maxRetries) {
-        for (const name of [deltaMeta.fileName, deltaList!.name]) await this.manifests.deleteQuietly(name)
+        for (const name of [deltaMeta!.fileName, deltaList!.name]) await this.manifests.deleteQuietly(name)
         throw new CommitFailedError(
           `commit gave up after ${retries} lost races for the next snapshot (commit.max-retries = ${req.maxRetries}); nothing was committed`,
         )

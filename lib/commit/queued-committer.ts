@@ -17,7 +17,7 @@ export interface QueuedCommitterOptions {
   tableName?: string
   /** how long to wait for the receipt; default 120 s */
   timeoutMs?: number
-  /** first and largest pause between receipt polls; default 20 ms growing ×1.5 to 500 ms */
+  /** first and largest pause between receipt polls; default 20 ms growing ×1.5 to 100 ms */
   firstPollMs?: number
   maxPollMs?: number
 }
@@ -54,12 +54,13 @@ export class QueuedCommitter implements Committer {
           `commit ${identity} was sent to the commit queue but no receipt came within ${this.opts.timeoutMs ?? 120_000} ms; it may still land, and a retry of the same identity is recognised`,
         )
       }
-      pause = Math.min(this.opts.maxPollMs ?? 500, pause * 1.5)
+      pause = Math.min(this.opts.maxPollMs ?? 100, pause * 1.5)
     }
   }
 
   private async settle(identity: string, r: CommitReceipt, earlier: boolean): Promise<CommitResult> {
-    await this.table.store.delete(receiptKey(identity)).catch(() => undefined)
+    // not awaited: a receipt left behind is harmless (the lifecycle rule removes it)
+    void this.table.store.delete(receiptKey(identity)).catch(() => undefined)
     if (r.status === 'conflict') throw new CommitConflictError(r.error)
     return { snapshotId: r.snapshotId, retries: 0, deduplicated: earlier || r.status === 'duplicate' }
   }
