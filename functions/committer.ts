@@ -40,7 +40,7 @@ export async function committerHandler(event: SQSEvent, context?: Context, hooks
   const started = Date.now()
   const res = await commitFromQueue(
     committer,
-    event.Records.map((r) => ({ id: r.messageId, body: r.body })),
+    event.Records.map((r) => ({ id: r.messageId, body: r.body, receiptHandle: r.receiptHandle })),
     { tableName: name, drain: commitQueue ? { queue: commitQueue, max: cfg.commitDrainMax } : undefined, afterFold: hooks.afterFold, afterReceipts: hooks.afterReceipts },
   )
   for (const e of res.errors) logger.error(e.conflict ? 'commit message conflicts; its sender is told by its receipt' : 'commit message not landed', { messageId: e.id, error: e.error })

@@ -22,6 +22,7 @@ import {
 } from '../lib/commit/commit-message.ts'
 import { compactTable } from '../lib/lsm/compact-table.ts'
 import { expireSnapshots } from '../lib/maintenance/expire.ts'
+import { writeBatch } from '../lib/write/table-write.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import type { ObjectStore } from '../lib/store/object-store.ts'
 import { S3Store } from '../lib/store/s3-store.ts'
@@ -179,6 +180,23 @@ describe('batching committer', () => {
     expect([compact.commitKind, compact.commitUser]).toEqual(['COMPACT', c1.commitUser])
     expect(sortRows(await readAll(table))).toEqual(model.snapshot())
     expect((await table.manifests.liveEntries(compact)).filter((e) => e.file.level === 0)).toHaveLength(3)
+  })
+
+  it('a fold that keeps losing the race for snapshot-N to the other committer retries past commit.max-retries instead of giving its messages back', async () => {
+    const table = await newTable({ bucket: '1', 'commit.max-retries': '2' })
+    const other = await Table.open(table.store)
+    let raced = 0
+    // five times in a row another committer lands a snapshot just before this one creates its own
+    const committer = new BatchingCommitter(table, {
+      beforeSnapshotCreate: async () => {
+        if (raced < 5) await writeBatch(other, records(other, put([100 + raced++])))
+      },
+    })
+    const res = await committer.commit([(await writeMessage(table, records(table, put([1]))))!, (await writeMessage(table, records(table, put([2]))))!])
+    expect(raced).toBe(5)
+    expect(res.outcomes.map((o) => o.status)).toEqual(['landed', 'landed'])
+    expect(res.retries).toBe(5)
+    expect((await readAll(table)).map((r) => r[1]).sort((a, b) => Number(a) - Number(b))).toEqual([1, 2, 100, 101, 102, 103, 104])
   })
 
   it('expiring a folded snapshot deletes its list of folded commits; a retained one keeps it', async () => {

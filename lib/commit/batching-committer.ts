@@ -120,6 +120,11 @@ function randomIdentifier(): bigint {
   return x === 0x7fffffffffffffffn ? 1n : x
 }
 
+/** lost races a folded snapshot retries before the committer gives its messages back */
+const COMMITTER_MAX_RETRIES = 100
+/** a lost race costs a re-read and a base list; a long pause would only let the other committer win again */
+const COMMITTER_MAX_BACKOFF_MS = 200
+
 export interface BatchingCommitterOptions {
   /** re-plans of one batch after a check failed at commit time, default 3 */
   maxReplans?: number
@@ -334,7 +339,12 @@ export class BatchingCommitter {
           : undefined,
       partitionStats: (entries) => partitionStatsOf(view, entries),
       schemaId: view.schema.id,
-      maxRetries: view.options.commitMaxRetries,
+      // the only other committer of the table is the second invocation the event source
+      // runs: every race this one loses is a snapshot that one landed, so the table makes
+      // progress and giving up would only return the messages for a visibility timeout.
+      // Lost races are retried at a short pause, many times.
+      maxRetries: Math.max(COMMITTER_MAX_RETRIES, view.options.commitMaxRetries),
+      maxBackoffMs: COMMITTER_MAX_BACKOFF_MS,
       beforeSnapshotCreate: this.opts.beforeSnapshotCreate,
     })
     table.landed.remember(r.snapshotId, ms.map(commitKeyOf))

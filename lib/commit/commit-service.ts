@@ -22,6 +22,8 @@ import { type CommitReceipt, writeReceipt } from './receipts.ts'
 export interface InvokedMessage {
   id: string
   body: string
+  /** lets the committer give an unsettled message back at once instead of after its visibility timeout */
+  receiptHandle?: string
 }
 
 export interface CommitServiceOptions {
@@ -106,7 +108,13 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
   }
   await opts.afterReceipts?.()
   const drainedSettled = entries.filter((e) => e.drained && e.settled).map((e) => e.drained!)
-  const drainedOpen = entries.filter((e) => e.drained && !e.settled).map((e) => e.drained!)
+  // not settled: given back at once (the invoked ones are also named in the partial batch
+  // response, so the event source does not delete them), rather than after the visibility
+  // timeout, which would hold their senders that long
+  const invokedHandles = new Map(invoked.map((m) => [m.id, m.receiptHandle]))
+  const drainedOpen = entries
+    .filter((e) => !e.settled && (e.drained || invokedHandles.get(e.id)))
+    .map((e) => e.drained ?? { messageId: e.id, body: '', receiptHandle: invokedHandles.get(e.id)! })
   if (opts.drain && drainedSettled.length) {
     // a settled message not deleted comes back and is recognised as landed: not a failure
     await opts.drain.queue.delete(drainedSettled).catch((err) => errors.push({ id: '', error: (err as Error).message, conflict: false }))

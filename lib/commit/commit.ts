@@ -36,12 +36,14 @@ export interface DirectCommitRequest extends CommitRequest {
    * conditional).
    */
   knownLatestId?: number
+  /** largest pause between attempts (default 10 s, design.md's backoff) */
+  maxBackoffMs?: number
   /** resolves before the snapshot is created (the folding committer's sidecar, written alongside the manifests) */
   beforeCreate?: Promise<unknown>
 }
 
-function backoffMs(attempt: number): number {
-  const base = Math.min(10_000, 10 * 2 ** attempt)
+function backoffMs(attempt: number, capMs = 10_000): number {
+  const base = Math.min(capMs, 10 * 2 ** attempt)
   return base * (0.8 + Math.random() * 0.4)
 }
 
@@ -169,7 +171,7 @@ export class FileStoreCommit implements Committer {
           `commit gave up after ${retries} lost races for the next snapshot (commit.max-retries = ${req.maxRetries}); nothing was committed`,
         )
       }
-      await sleep(backoffMs(attempt))
+      await sleep(backoffMs(attempt, req.maxBackoffMs))
     }
   }
 
