@@ -262,7 +262,7 @@ function headerSection(quick: boolean, m: ReturnType<typeof machineInfo>, busySt
     '',
     machineMarkdown(m),
     '',
-    `**This machine was shared while the figures were taken**: load average ${m.loadAvgAtStart.join(', ')} at start and ${loadEnd.join(', ')} at the end on ${m.nproc} cores; other processes above 10% CPU at start: ${busyStart.join(', ') || 'none'}; at the end: ${busyEnd.join(', ') || 'none'} (other sessions running tests and type checks). Absolute times are therefore pessimistic and noisy; compare the ratios measured side by side within one run.`,
+    `**This machine was shared while the figures were taken**: load average ${m.loadAvgAtStart.join(', ')} at start and ${loadEnd.join(', ')} at the end on ${m.nproc} cores; other processes above 10% CPU at start: ${busyStart.join(', ') || 'none'}; at the end: ${busyEnd.join(', ') || 'none'} (the bench's own children among them). Absolute times are therefore pessimistic and noisy; compare the ratios measured side by side within one run.`,
   ].join('\n')
 }
 
