@@ -112,14 +112,14 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
   // response, so the event source does not delete them), rather than after the visibility
   // timeout, which would hold their senders that long
   const invokedHandles = new Map(invoked.map((m) => [m.id, m.receiptHandle]))
-  const drainedOpen = entries
+  const giveBack = entries
     .filter((e) => !e.settled && (e.drained || invokedHandles.get(e.id)))
     .map((e) => e.drained ?? { messageId: e.id, body: '', receiptHandle: invokedHandles.get(e.id)! })
   if (opts.drain && drainedSettled.length) {
     // a settled message not deleted comes back and is recognised as landed: not a failure
     await opts.drain.queue.delete(drainedSettled).catch((err) => errors.push({ id: '', error: (err as Error).message, conflict: false }))
   }
-  if (opts.drain && drainedOpen.length) await opts.drain.queue.release(drainedOpen).catch(() => undefined)
+  if (opts.drain && giveBack.length) await opts.drain.queue.release(giveBack).catch(() => undefined)
 
   const count = (f: (e: Entry) => boolean) => entries.filter(f).length
   return {
