@@ -59,6 +59,7 @@ import { EventSourcePoller } from '../local/runtime/poller.ts'
 import { sqsEventOf } from '../local/runtime/sqs-event.ts'
 import { parseBenchArgs } from './lib/args.ts'
 import { type BackendProcess, startBackendProcess } from './lib/backend-process.ts'
+import { handlerEnvironment } from '../local/runtime/local-runtime.ts'
 import { type CommitterProbe, probeOf } from './lib/committer-probe.ts'
 import { machineInfo, machineMarkdown } from './lib/machine.ts'
 import { markdownTable, writeResults } from './lib/report.ts'
@@ -329,14 +330,7 @@ class QueuedPath {
     const pool = new ExecutionEnvironmentPool({
       handlerModule: PROBE_MODULE,
       env: {
-        AWS_ENDPOINT_URL: backend.endpoint,
-        AWS_REGION: backend.region,
-        AWS_ACCESS_KEY_ID: backend.credentials.accessKeyId,
-        AWS_SECRET_ACCESS_KEY: backend.credentials.secretAccessKey,
-        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-        POWERTOOLS_METRICS_DISABLED: 'true',
-        POWERTOOLS_LOG_LEVEL: 'SILENT',
-        STRATA_TABLES: JSON.stringify({ [tableName]: { uri, commitQueueUrl: q.QueueUrl! } }),
+        ...handlerEnvironment(backend, { [tableName]: { uri, commitQueueUrl: q.QueueUrl! } }),
         STRATA_TABLE: tableName,
         AWS_LAMBDA_FUNCTION_NAME: `strata-${tableName}-committer`,
       },

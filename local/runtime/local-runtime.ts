@@ -89,6 +89,23 @@ async function createQueue(sqs: SQSClient, name: string, attributes: Record<stri
   return { url: q.QueueUrl!, arn: a.Attributes!.QueueArn! }
 }
 
+/**
+ * What every handler's environment holds on the local runtime: the embedded backend's
+ * endpoint and credentials, quiet Powertools, and the tables (STRATA_TABLES).
+ */
+export function handlerEnvironment(backend: Pick<EmbeddedBackend, 'endpoint' | 'region' | 'credentials'>, tables: Record<string, { uri: string; compactionQueueUrl?: string; commitQueueUrl?: string }>): Record<string, string> {
+  return {
+    AWS_ENDPOINT_URL: backend.endpoint,
+    AWS_REGION: backend.region,
+    AWS_ACCESS_KEY_ID: backend.credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: backend.credentials.secretAccessKey,
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    POWERTOOLS_METRICS_DISABLED: 'true',
+    POWERTOOLS_LOG_LEVEL: 'SILENT',
+    STRATA_TABLES: JSON.stringify(tables),
+  }
+}
+
 /** `compaction.task-threads` → the poller's concurrency cap (null = none). */
 export function compactorConcurrency(taskThreads: number): number | null {
   return taskThreads === -1 ? null : taskThreads
@@ -127,14 +144,7 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
     specs.push({ name: t.name, uri: `s3://${bucket}/tables/${t.name}`, table, queue, dlq, commitQueue, commitDlq })
   }
   const env: Record<string, string> = {
-    AWS_ENDPOINT_URL: backend.endpoint,
-    AWS_REGION: backend.region,
-    AWS_ACCESS_KEY_ID: backend.credentials.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: backend.credentials.secretAccessKey,
-    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-    POWERTOOLS_METRICS_DISABLED: 'true',
-    POWERTOOLS_LOG_LEVEL: 'SILENT',
-    STRATA_TABLES: JSON.stringify(Object.fromEntries(specs.map((s) => [s.name, { uri: s.uri, compactionQueueUrl: s.queue.url, commitQueueUrl: s.commitQueue.url }]))),
+    ...handlerEnvironment(backend, Object.fromEntries(specs.map((s) => [s.name, { uri: s.uri, compactionQueueUrl: s.queue.url, commitQueueUrl: s.commitQueue.url }]))),
     STRATA_REJECT_URI: `s3://${bucket}/rejects`,
     ...opts.env,
   }
