@@ -132,7 +132,7 @@ export async function writeBatch(table: Table, records: WriteRecord[], opts: Wri
   const bucketFn = bucketFunction(view.bucketKeyTypes, numBuckets)
   const { partitionIndexes, bucketKeyIndexes, keyIndexes } = view
   const bucketKey: Value[] = new Array(bucketKeyIndexes.length)
-  const groups = new Map<string, { partitionValues: Row; partition: Uint8Array; bucket: number; kvs: KeyValue[]; rows: number[] }>()
+  const groups = new Map<string, { partitionValues: Row; partition: Uint8Array; bucket: number; kvs: KeyValue[] }>()
   for (let i = 0; i < records.length; i++) {
     const { kind, row } = records[i]
     for (let j = 0; j < bucketKeyIndexes.length; j++) bucketKey[j] = row[bucketKeyIndexes[j]]
@@ -145,15 +145,15 @@ export async function writeBatch(table: Table, records: WriteRecord[], opts: Wri
     let g = groups.get(gk)
     if (!g) {
       const partitionValues = partitionIndexes.map((j) => row[j])
-      groups.set(gk, (g = { partitionValues, partition: serializeBinaryRow(partitionTypes, partitionValues), bucket, kvs: [], rows: [] }))
+      groups.set(gk, (g = { partitionValues, partition: serializeBinaryRow(partitionTypes, partitionValues), bucket, kvs: [] }))
     }
     const key: Value[] = new Array(keyIndexes.length)
     for (let j = 0; j < keyIndexes.length; j++) key[j] = row[keyIndexes[j]]
-    g.kvs.push({ key, seq: 0n, kind, value: row })
-    g.rows.push(i)
+    // the row's index in the batch; the base is added once it is known (below)
+    g.kvs.push({ key, seq: BigInt(i), kind, value: row })
   }
   const seqBase = opts.sequenceBase ?? sequenceBase(records.length, Date.now(), await sequenceFloor(table, latestId, groups.values()))
-  for (const g of groups.values()) for (let k = 0; k < g.kvs.length; k++) g.kvs[k].seq = seqBase + BigInt(g.rows[k])
+  for (const g of groups.values()) for (const kv of g.kvs) kv.seq += seqBase
 
   const keyCmp = rowComparator(view.keyTypes)
   const seqCmp = sequenceComparator(table.mergeConfig)
