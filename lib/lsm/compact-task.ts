@@ -342,7 +342,6 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
     const added = new Set(adds.map((a) => a.file.fileName))
     const requireLive = new Set<string>()
     for (const r of indexReplacements ?? []) for (const e of r.entries) for (const d of e.dvRanges ?? []) if (!added.has(d.dataFileName)) requireLive.add(d.dataFileName)
-    for (const f of marks.keys()) requireLive.add(f)
     const expectIndex: ExpectedIndex[] = opts.deletionVectors
       ? [{ partition: req.partition, bucket: req.bucket, indexType: DELETION_VECTORS_INDEX, fileNames: (dvIndex ?? []).map((e) => e.fileName) }]
       : []
