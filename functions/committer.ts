@@ -12,13 +12,9 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware'
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda'
 import { BatchingCommitter } from '../lib/commit/batching-committer.ts'
 import { type CommitServiceOptions, commitFromQueue } from '../lib/commit/commit-service.ts'
-import type { Table } from '../lib/table/table.ts'
 import { logger, newMetrics, resolveTable, runtimeConfig } from './shared/runtime.ts'
 
 const metrics = newMetrics('committer')
-
-/** One committer per table handle, kept while warm. */
-const committers = new WeakMap<Table, BatchingCommitter>()
 
 /** Fault-injection points for crash tests (never set in production). */
 export type CommitterHooks = Pick<CommitServiceOptions, 'afterFold' | 'afterReceipts'> & { beforeSnapshotCreate?: (id: number) => Promise<void> | void }
@@ -32,11 +28,9 @@ export async function committerHandler(event: SQSEvent, context?: Context, hooks
   const resolved = await resolveTable(name)
   if (!resolved) throw new Error(`committer: table '${name}' is not in STRATA_TABLES`)
   const { table, commitQueue } = resolved
-  let committer = committers.get(table)
-  if (!committer || hooks.beforeSnapshotCreate) {
-    committer = new BatchingCommitter(table, { beforeSnapshotCreate: hooks.beforeSnapshotCreate })
-    if (!hooks.beforeSnapshotCreate) committers.set(table, committer)
-  }
+  // holds no state of its own: what a warm committer knows (landed commits, manifests,
+  // snapshots) lives in the table handle, which resolveTable keeps while warm
+  const committer = new BatchingCommitter(table, { beforeSnapshotCreate: hooks.beforeSnapshotCreate })
   const started = Date.now()
   const res = await commitFromQueue(
     committer,
