@@ -11,17 +11,10 @@
 import { spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3'
-import { startEmbeddedBackend } from '../../local/embedded.ts'
+import { type EmbeddedBackend, startEmbeddedBackend } from '../../local/embedded.ts'
 
-export interface BackendProcess {
-  endpoint: string
-  region: string
-  credentials: { accessKeyId: string; secretAccessKey: string }
-  /** one shared S3 client on the endpoint; destroyed by stop() */
-  s3Client(): S3Client
-  createBucket(name: string): Promise<void>
-  stop(): Promise<void>
-}
+/** The embedded backend's interface, served from a child process (no server object here). */
+export type BackendProcess = Omit<EmbeddedBackend, 'app'>
 
 interface Ready {
   endpoint: string
