@@ -24,6 +24,7 @@ import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type CommitterHooks, committerHandler } from '../functions/committer.ts'
 import { resetRuntime } from '../functions/shared/runtime.ts'
+import { useFunctionEnv } from './helpers/lambda.ts'
 import { BatchingCommitter } from '../lib/commit/batching-committer.ts'
 import { BATCH_COMMIT_IDENTIFIER } from '../lib/commit/committer.ts'
 import { type CommitQueue, SqsCommitQueue } from '../lib/commit/commit-queue.ts'
@@ -234,19 +235,14 @@ describe('committer crashes at every step, on the embedded backend', () => {
     const store = s3Store(name)
     const table = await Table.create(store, schemaFor('deduplicate', { bucket: '2' }))
     const queue = await createCommitQueue(name, 1)
-    process.env = {
-      ...savedEnv,
-      AWS_ENDPOINT_URL: backend.endpoint,
-      AWS_REGION: backend.region,
-      AWS_ACCESS_KEY_ID: backend.credentials.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: backend.credentials.secretAccessKey,
-      POWERTOOLS_METRICS_DISABLED: 'true',
-      POWERTOOLS_LOG_LEVEL: 'SILENT',
-      STRATA_TABLES: JSON.stringify({ [name]: { uri: `s3://${BUCKET}/${name}`, commitQueueUrl: queue.url } }),
-      STRATA_TABLE: name,
-    }
-    resetRuntime()
+    process.env = { ...savedEnv }
+    useFunctionEnv(backend, { [name]: { uri: `s3://${BUCKET}/${name}`, commitQueueUrl: queue.url } }, { STRATA_TABLE: name })
     const sending = new CountingQueue(new SqsCommitQueue(sqs, queue.url))
+    // a sender: its own table handle, committing through the queue; resolves with the snapshot it was told
+    const viaQueue = async (fn: (t: Table, committer: QueuedCommitter) => Promise<{ snapshotId: number | null }>) => {
+      const t = await Table.open(store)
+      return (await fn(t, new QueuedCommitter(t, sending, { tableName: name, firstPollMs: 10, maxPollMs: 100 }))).snapshotId
+    }
     const model = new TableModel('deduplicate')
     /** identity → what its sender's commit resolved with (each sender records once) */
     const outcomes = new Map<string, { snapshotId: number | null; error?: string; resolutions: number }>()
@@ -309,11 +305,7 @@ describe('committer crashes at every step, on the embedded backend', () => {
         senders.push(
           record(
             identity,
-            (async () => {
-              const t = await Table.open(store)
-              const committer = new QueuedCommitter(t, sending, { tableName: name, firstPollMs: 10, maxPollMs: 100 })
-              return (await writeBatch(t, records(t, ops), { committer, commitUser: user })).snapshotId
-            })(),
+            viaQueue((t, committer) => writeBatch(t, records(t, ops), { committer, commitUser: user })),
           ),
         )
       }
@@ -331,11 +323,7 @@ describe('committer crashes at every step, on the embedded backend', () => {
         senders.push(
           record(
             identity,
-            (async () => {
-              const t = await Table.open(store)
-              const committer = new QueuedCommitter(t, sending, { tableName: name, firstPollMs: 10, maxPollMs: 100 })
-              return (await compactBucket(t, { ...target, full: true, committer, commitUser: user })).snapshotId
-            })(),
+            viaQueue((t, committer) => compactBucket(t, { ...target, full: true, committer, commitUser: user })),
           ),
         )
         expected++

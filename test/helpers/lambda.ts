@@ -53,7 +53,7 @@ export function kinesisEvent(bodies: string[], firstSeq = 1000n): KinesisStreamE
 }
 
 /** Points the functions at the backend and the given tables; resets their caches. */
-export function useFunctionEnv(backend: EmbeddedBackend, tables: Record<string, { uri: string; compactionQueueUrl?: string }>, extra: Record<string, string> = {}): void {
+export function useFunctionEnv(backend: EmbeddedBackend, tables: Record<string, { uri: string; compactionQueueUrl?: string; commitQueueUrl?: string }>, extra: Record<string, string> = {}): void {
   Object.assign(process.env, {
     AWS_ENDPOINT_URL: backend.endpoint,
     AWS_REGION: backend.region,
