@@ -38,6 +38,10 @@ export const OPTION_SPECS: OptionSpec[] = [
   { key: 'deletion-vectors.enabled', type: 'boolean', default: 'false', doc: 'Deletion-vector mode: compaction lifts all of L0 and marks superseded rows in deletion vectors; readers skip L0 and merge nothing.' },
   { key: 'deletion-vectors.bitmap64', type: 'boolean', default: 'false', doc: 'Write 64-bit (Iceberg-compatible) deletion vectors instead of 32-bit ones.' },
   { key: 'deletion-vectors.merge-on-read', type: 'boolean', default: 'false', doc: 'In deletion-vector mode, readers also merge L0 files in, for freshness at the cost of a merge.' },
+  { key: 'manifest.merge-min-count', type: 'int', default: '30', min: 2, doc: 'Manifests of one bucket group (see manifest.bucket-group-size) past which a commit merges them into one.' },
+  { key: 'manifest.target-file-size', type: 'memory', default: '8 mb', min: 1, doc: 'Target size of a merged manifest file; a merge rolls to a new file past it.' },
+  { key: 'manifest.bucket-group-size', type: 'int', default: '64', min: 1, doc: 'Strata only: buckets per manifest group. Every manifest Strata writes holds the entries of one group of consecutive buckets, so a job on one bucket decodes only its group\'s manifests, whatever the bucket count.' },
+  { key: 'io.max-concurrent-requests', type: 'int', default: '32', min: 1, doc: 'Strata only: object-store requests one operation keeps in flight at once (a writer\'s data files, a compaction\'s or read\'s input files, a commit\'s manifests).' },
   { key: 'commit.max-retries', type: 'int', default: '10', min: 0, doc: 'Attempts after a lost snapshot race before a commit gives up.' },
   { key: 'commit.user-prefix', type: 'string', doc: 'Prefix of generated commit users.' },
   { key: 'snapshot.num-retained.min', type: 'int', default: '10', min: 1, doc: 'Snapshots always kept by expiration.' },
@@ -178,6 +182,10 @@ export interface CoreOptions {
   bitmap64: boolean
   dvMergeOnRead: boolean
   commitMaxRetries: number
+  manifestMergeMinCount: number
+  manifestTargetFileSize: number
+  manifestBucketGroupSize: number
+  ioMaxConcurrentRequests: number
   commitUserPrefix: string | null
   snapshotNumRetainedMin: number
   snapshotNumRetainedMax: number
@@ -210,6 +218,10 @@ export function coreOptions(raw: Record<string, string>): CoreOptions {
     bitmap64: bool('deletion-vectors.bitmap64'),
     dvMergeOnRead: bool('deletion-vectors.merge-on-read'),
     commitMaxRetries: int('commit.max-retries'),
+    manifestMergeMinCount: int('manifest.merge-min-count'),
+    manifestTargetFileSize: parseMemorySize(get('manifest.target-file-size')!)!,
+    manifestBucketGroupSize: int('manifest.bucket-group-size'),
+    ioMaxConcurrentRequests: int('io.max-concurrent-requests'),
     commitUserPrefix: get('commit.user-prefix') ?? null,
     snapshotNumRetainedMin: int('snapshot.num-retained.min'),
     snapshotNumRetainedMax: int('snapshot.num-retained.max'),
