@@ -128,8 +128,8 @@ function batches(engine: Engine, n: number, seed: number): Op[][] {
 }
 
 /** Two partitions × two buckets, so data files sit in several directories. */
-async function tableWith(store: Parameters<typeof Table.create>[0], n: number, seed = 7) {
-  const table = await Table.create(store, schemaFor('deduplicate', { bucket: '2' }))
+async function tableWith(store: Parameters<typeof Table.create>[0], n: number, seed = 7, options: Record<string, string> = {}) {
+  const table = await Table.create(store, schemaFor('deduplicate', { bucket: '2', ...options }))
   const model = new TableModel('deduplicate')
   const history: History = new Map()
   for (const ops of batches('deduplicate', n, seed)) await commit(table, model, history, ops)
@@ -197,8 +197,9 @@ describe.each(bothStores())('snapshot expiration on $name', (stores) => {
   })
 
   it('manifest merges: old manifests folded into one are deleted once no retained snapshot names them', async () => {
-    // past manifest.merge-min-count (30) manifests the 32nd commit folds its base into one
-    const { table, history } = await tableWith(stores.fresh(), 32, 13)
+    // manifests are grouped by partition and bucket group; past manifest.merge-min-count
+    // manifests in one group (10 here, two partitions of ~16 commits each) a commit folds them
+    const { table, history } = await tableWith(stores.fresh(), 32, 13, { 'manifest.merge-min-count': '10' })
     const latest = await table.snapshots.latestId()
     const oldManifests = (await table.manifests.dataManifests((await table.snapshots.snapshot(20))!)).map((m) => m.fileName)
     expect(latest).toBe(32)

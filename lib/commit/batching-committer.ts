@@ -44,6 +44,7 @@ import { type CommitMessage, type ReceivedMessage, readSpilled } from './commit-
 import { CommitState, bucketsOf, checkCompaction } from './conflicts.ts'
 import { FOLDING_COMMIT_USER, commitKeyOf, foldedCommitsBody, foldedCommitsKey } from './landed.ts'
 import { bucketIdentifier, fileIdentifier } from '../manifest/manifests.ts'
+import { bucketsScope } from '../manifest/bucket-scope.ts'
 
 /** One input of a fold: a decoded message, or a received body (a spilled one is read only if needed). */
 export type FoldInput = CommitMessage | ReceivedMessage
@@ -226,11 +227,11 @@ export class BatchingCommitter {
     // plan the COMPACT messages against the state as folded so far
     const groups: Item[][] = []
     if (compacts.length) {
-      const touched = new Set<string>()
-      for (const it of compacts) for (const id of bucketsOf(it.message!).keys()) touched.add(id)
+      const touched = new Map<string, { partition: Uint8Array; bucket: number }>()
+      for (const it of compacts) for (const [id, pair] of bucketsOf(it.message!)) touched.set(id, pair)
       const latest = latestId === 0 ? null : await table.snapshots.snapshot(latestId)
       const inTouched = (p: Uint8Array, b: number) => touched.has(bucketIdentifier(p, b))
-      const state = new CommitState(latest ? await table.manifests.liveEntries(latest, inTouched) : [], (await indexOf(table, latest)).filter((e) => inTouched(e.partition, e.bucket)))
+      const state = new CommitState(latest ? await table.manifests.liveEntries(latest, bucketsScope(table.view, touched.values())) : [], (await indexOf(table, latest)).filter((e) => inTouched(e.partition, e.bucket)))
       for (const it of appends) state.apply(it.message!)
       let group: Item[] = []
       let addedInGroup = new Set<string>()

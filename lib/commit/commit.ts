@@ -9,14 +9,12 @@ import type { ObjectStore } from '../store/object-store.ts'
 import { type ManifestEntry, type ManifestFileMeta, type Snapshot, CommitConflictError, FileKind } from '../types.ts'
 import { snapshotKey } from '../table/paths.ts'
 import type { SchemaView } from '../table/schema.ts'
-import { type ManifestIO, bucketIdentifier, fileIdentifier, foldEntries } from '../manifest/manifests.ts'
+import { type ManifestIO, bucketIdentifier, fileIdentifier, foldEntries, hex } from '../manifest/manifests.ts'
 import type { SnapshotManager } from '../manifest/snapshot-manager.ts'
+import { bucketsScope } from '../manifest/bucket-scope.ts'
 import { type CommitRequest, type CommitResult, type Committer, CommitFailedError } from './committer.ts'
 import { CommitState, checkCompaction } from './conflicts.ts'
 import { type LandedCommits, commitKeyOf } from './landed.ts'
-
-/** `manifest.merge-min-count`: past this many base manifests, fold them into one. */
-const MANIFEST_MERGE_MIN_COUNT = 30
 
 /** The direct path's request: the port's, plus a check of its own for the folding committer. */
 export interface DirectCommitRequest extends CommitRequest {
@@ -63,10 +61,11 @@ export class FileStoreCommit implements Committer {
     const check =
       req.checkConflicts ??
       (req.kind === 'COMPACT' ? (state: CommitState) => checkCompaction(this.view, { ...req, label: `COMPACT ${req.commitUser}` }, state) : undefined)
-    const touched = new Set([...req.adds, ...req.deletes].map((e) => bucketIdentifier(e.partition, e.bucket)))
-    for (const r of req.indexReplacements ?? []) touched.add(bucketIdentifier(r.partition, r.bucket))
+    const touchedPairs = [...req.adds, ...req.deletes, ...(req.indexReplacements ?? [])]
+    const touched = new Set(touchedPairs.map((e) => bucketIdentifier(e.partition, e.bucket)))
+    const scope = bucketsScope(this.view, touchedPairs)
     const deltaEntries = [...req.deletes.map((e) => ({ ...e, kind: FileKind.DELETE })), ...req.adds.map((e) => ({ ...e, kind: FileKind.ADD }))]
-    let deltaMeta: ManifestFileMeta | null = null
+    let deltaMetas: ManifestFileMeta[] | null = null
     let deltaList: { name: string; size: number } | null = null
     let retries = 0
     let liveSet = new Map<string, ManifestEntry>()
@@ -84,7 +83,7 @@ export class FileStoreCommit implements Committer {
         // the touched buckets' live files, read once and then advanced by the deltas of
         // the snapshots that landed since: a retry costs those deltas, not a full re-read
         if (liveAt === -1) {
-          liveSet = new Map((latest ? await this.manifests.liveEntries(latest, inTouched) : []).map((e) => [fileIdentifier(e), e]))
+          liveSet = new Map((latest ? await this.manifests.liveEntries(latest, scope) : []).map((e) => [fileIdentifier(e), e]))
           liveAt = latestId
         }
         for (let id = liveAt + 1; id <= latestId; id++) {
@@ -114,11 +113,12 @@ export class FileStoreCommit implements Committer {
       // written at once, a snapshot costs the longest of them, not their sum
       const written: string[] = []
       const [, baseList, indexManifest] = await Promise.all([
-        deltaMeta
+        deltaMetas
           ? undefined
           : (async () => {
-              deltaMeta = await this.manifests.writeManifest(deltaEntries, req.partitionStats(deltaEntries), BigInt(req.schemaId))
-              deltaList = await this.manifests.writeList(deltaEntries.length ? [deltaMeta] : [])
+              // one manifest per bucket group, so a job on one bucket can skip the others
+              deltaMetas = await this.manifests.writeGrouped(deltaEntries, req.partitionStats, BigInt(req.schemaId))
+              deltaList = await this.manifests.writeList(deltaMetas)
             })(),
         (async () => {
           const list = await this.manifests.writeList(latest ? await this.baseFor(latest, req, written) : [])
@@ -164,9 +164,9 @@ export class FileStoreCommit implements Committer {
         return { snapshotId: id, retries, deduplicated: false }
       }
       retries++
-      for (const name of written) await this.manifests.deleteQuietly(name)
+      await Promise.all(written.map((name) => this.manifests.deleteQuietly(name)))
       if (retries > req.maxRetries) {
-        for (const name of [deltaMeta!.fileName, deltaList!.name]) await this.manifests.deleteQuietly(name)
+        await Promise.all([...deltaMetas!.map((m) => m.fileName), deltaList!.name].map((name) => this.manifests.deleteQuietly(name)))
         throw new CommitFailedError(
           `commit gave up after ${retries} lost races for the next snapshot (commit.max-retries = ${req.maxRetries}); nothing was committed`,
         )
@@ -176,19 +176,53 @@ export class FileStoreCommit implements Committer {
   }
 
   /**
-   * New base = previous base + previous delta (core:operation/FileStoreCommitImpl). Past
-   * MANIFEST_MERGE_MIN_COUNT manifests they are folded into one, so a read of the snapshot
-   * opens a bounded number of manifests however many commits came before.
+   * New base = previous base + previous delta (core:operation/FileStoreCommitImpl). Every
+   * manifest Strata writes holds one bucket group (docs/format.md "Manifest layout"), so a
+   * group's manifests hold every entry of its files, and folding them alone is exact: when
+   * one group has more than `manifest.merge-min-count` manifests, they are folded into one
+   * (rolled at `manifest.target-file-size`), and the other groups are left as they are. A
+   * manifest that spans groups (written before this layout, or by another writer) makes the
+   * first merge a full one, which leaves every manifest in one group.
    */
   private async baseFor(latest: Snapshot, req: DirectCommitRequest, written: string[]): Promise<ManifestFileMeta[]> {
     const metas = await this.manifests.dataManifests(latest)
-    if (metas.length <= MANIFEST_MERGE_MIN_COUNT) return metas
-    const live = foldEntries((await Promise.all(metas.map((m) => this.manifests.readManifest(m.fileName)))).flat())
+    const { manifestMergeMinCount: minCount, manifestTargetFileSize: target } = this.view.options
+    if (metas.length <= minCount) return metas
+    const groupOf = metas.map((m) => this.groupOfMeta(m))
+    const counts = new Map<string, number>()
+    for (const g of groupOf) if (g !== null) counts.set(g, (counts.get(g) ?? 0) + 1)
+    const full = groupOf.includes(null)
+    const merging = (g: string | null) => full || (g !== null && counts.get(g)! > minCount)
+    if (!full && ![...counts.values()].some((n) => n > minCount)) return metas
+
+    const toMerge = metas.filter((_, i) => merging(groupOf[i]))
+    const live = foldEntries((await Promise.all(toMerge.map((m) => this.manifests.readManifest(m.fileName)))).flat())
     const entries = [...live.values()]
-    if (entries.length === 0) return []
-    const merged = await this.manifests.writeManifest(entries, req.partitionStats(entries), BigInt(Math.max(...entries.map((e) => Number(e.file.schemaId)))))
-    written.push(merged.fileName)
-    return [merged]
+    const merged = entries.length
+      ? await this.manifests.writeGrouped(entries, req.partitionStats, BigInt(Math.max(...entries.map((e) => Number(e.file.schemaId)))), target)
+      : []
+    written.push(...merged.map((m) => m.fileName))
+    // merged groups first, then the manifests left as they were, in their order: groups
+    // share no file, so their relative order does not matter
+    return [...merged, ...metas.filter((_, i) => !merging(groupOf[i]))]
+  }
+
+  /**
+   * The bucket group a manifest holds, from its list record: null when it may span several
+   * (several partitions, or buckets of different groups).
+   */
+  private groupOfMeta(m: ManifestFileMeta): string | null {
+    if (m.minBucket === null || m.maxBucket === null) return null
+    const size = this.manifests.bucketGroupSize
+    if (Math.floor(m.minBucket / size) !== Math.floor(m.maxBucket / size)) return null
+    const { minValues, maxValues, nullCounts } = m.partitionStats
+    if (Buffer.compare(minValues, maxValues) !== 0) return null
+    // equal bounds hide a mix of nulls and one value: only all-null or no-null fields are one partition
+    if (nullCounts?.some((n) => n !== null && n > 0n) && this.view.partitionFields.length > 0) {
+      const allNull = m.numAddedFiles + m.numDeletedFiles
+      if (nullCounts.some((n) => n !== null && n > 0n && n !== allNull)) return null
+    }
+    return `${hex(minValues)}|${Math.floor(m.minBucket / size)}`
   }
 
   /** The index manifest is a full listing; replacements swap one bucket's entries. */

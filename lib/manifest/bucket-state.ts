@@ -47,7 +47,7 @@ export async function loadDeletionVectors(table: Table, indexEntries: IndexManif
       if (only && !only.has(meta.dataFileName)) continue
       reads.push(
         (async () => {
-          const bytes = await table.store.getRange(indexKey(e.fileName), meta.offset, Math.min(Number(e.fileSize), meta.offset + deletionVectorReadLength(meta)))
+          const bytes = await table.manifests.readImmutableRange(indexKey(e.fileName), meta.offset, Math.min(Number(e.fileSize), meta.offset + deletionVectorReadLength(meta)))
           out.set(meta.dataFileName, readDeletionVector(bytes, meta))
         })(),
       )

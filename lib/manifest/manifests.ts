@@ -11,9 +11,12 @@ import {
   writeManifestFile,
   writeManifestList,
 } from '../format/manifest.ts'
+import pLimit, { type LimitFunction } from 'p-limit'
 import type { ObjectStore } from '../store/object-store.ts'
 import { type IndexManifestEntry, type ManifestEntry, type ManifestFileMeta, type SimpleStats, type Snapshot, FileKind } from '../types.ts'
 import { FileNamer, manifestKey } from '../table/paths.ts'
+import type { BucketScope } from './bucket-scope.ts'
+import { ByteLru, DEFAULT_METADATA_CACHE_BYTES } from './byte-cache.ts'
 
 export function hex(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex')
@@ -40,60 +43,77 @@ export function foldEntries(entries: Iterable<ManifestEntry>, into = new Map<str
 }
 
 /**
- * Manifests are immutable, so decoded ones are cached per process (a warm Lambda or a CLI
- * process reads each at most once). The cache is bounded by entry count.
+ * Manifests, manifest lists and index manifests are immutable, so decoded ones are cached
+ * per table handle (a warm Lambda or a CLI process reads each at most once while it stays
+ * in the cache), bounded by stored bytes (byte-cache.ts).
  */
-const CACHE_LIMIT_ENTRIES = 2_000_000
+export interface ManifestIOOptions {
+  /** bound of the metadata cache, in stored bytes (default DEFAULT_METADATA_CACHE_BYTES) */
+  cacheBytes?: number
+  /** buckets per manifest group (manifest.bucket-group-size) */
+  bucketGroupSize?: number
+  /** requests in flight at once when writing several manifests (io.max-concurrent-requests) */
+  maxConcurrentRequests?: number
+}
+
+/** A legacy entry filter (no manifest pruning) or a scope that also prunes manifests. */
+export type EntryScope = BucketScope | ((partition: Uint8Array, bucket: number) => boolean)
 
 export class ManifestIO {
-  private readonly lists = new Map<string, ManifestFileMeta[]>()
-  private readonly manifests = new Map<string, ManifestEntry[]>()
-  private readonly indexManifests = new Map<string, IndexManifestEntry[]>()
-  private cachedEntries = 0
+  private readonly cache: ByteLru<unknown>
   private readonly namer = new FileNamer()
+  readonly bucketGroupSize: number
+  private readonly limit: LimitFunction
 
   constructor(
     private readonly store: ObjectStore,
     private readonly compression: ManifestCompression,
-  ) {}
-
-  private async load(name: string): Promise<Uint8Array> {
-    const bytes = await this.store.get(manifestKey(name))
-    if (!bytes) throw new Error(`manifest file ${manifestKey(name)} is missing from ${this.store.uri}`)
-    return bytes
+    opts: ManifestIOOptions = {},
+  ) {
+    this.cache = new ByteLru(opts.cacheBytes ?? DEFAULT_METADATA_CACHE_BYTES)
+    this.bucketGroupSize = opts.bucketGroupSize ?? 64
+    this.limit = pLimit(opts.maxConcurrentRequests ?? 32)
   }
 
-  async readList(name: string): Promise<ManifestFileMeta[]> {
-    let metas = this.lists.get(name)
-    if (!metas) {
-      metas = readManifestList(await this.load(name))
-      this.lists.set(name, metas)
-    }
-    return metas
+  /** Bytes the metadata cache holds now (for metrics and tests). */
+  get cachedBytes(): number {
+    return this.cache.bytes
   }
 
-  async readManifest(name: string): Promise<ManifestEntry[]> {
-    let entries = this.manifests.get(name)
-    if (!entries) {
-      entries = readManifestFile(await this.load(name))
-      if (this.cachedEntries + entries.length > CACHE_LIMIT_ENTRIES) {
-        this.manifests.clear()
-        this.cachedEntries = 0
-      }
-      this.manifests.set(name, entries)
-      this.cachedEntries += entries.length
-    }
-    return entries
+  private async cached<T>(key: string, decode: (bytes: Uint8Array) => T): Promise<T> {
+    const hit = this.cache.get(key) as T | undefined
+    if (hit !== undefined) return hit
+    const bytes = await this.store.get(key)
+    if (!bytes) throw new Error(`manifest file ${key} is missing from ${this.store.uri}`)
+    const value = decode(bytes)
+    this.cache.set(key, value, bytes.length)
+    return value
+  }
+
+  readList(name: string): Promise<ManifestFileMeta[]> {
+    return this.cached(manifestKey(name), readManifestList)
+  }
+
+  readManifest(name: string): Promise<ManifestEntry[]> {
+    return this.cached(manifestKey(name), readManifestFile)
   }
 
   async readIndexManifest(name: string | undefined): Promise<IndexManifestEntry[]> {
     if (!name) return []
-    let entries = this.indexManifests.get(name)
-    if (!entries) {
-      entries = readIndexManifest(await this.load(name))
-      this.indexManifests.set(name, entries)
-    }
-    return entries
+    return this.cached(manifestKey(name), readIndexManifest)
+  }
+
+  /**
+   * Bytes [start, end) of an immutable object outside manifest/ (a deletion-vector index
+   * file), through the same cache.
+   */
+  async readImmutableRange(key: string, start: number, end: number): Promise<Uint8Array> {
+    const k = `${key}@${start}-${end}`
+    const hit = this.cache.get(k) as Uint8Array | undefined
+    if (hit) return hit
+    const bytes = await this.store.getRange(key, start, end)
+    this.cache.set(k, bytes, bytes.length)
+    return bytes
   }
 
   /** Manifest metas of base then delta. */
@@ -102,13 +122,19 @@ export class ManifestIO {
     return [...base, ...delta]
   }
 
-  /** Live data files of a snapshot, optionally only those of some buckets. */
-  async liveEntries(s: Snapshot, filter?: (partition: Uint8Array, bucket: number) => boolean): Promise<ManifestEntry[]> {
+  /**
+   * Live data files of a snapshot, optionally only those a scope holds. A BucketScope also
+   * skips the manifests whose list records show they cannot hold its buckets.
+   */
+  async liveEntries(s: Snapshot, scope?: EntryScope): Promise<ManifestEntry[]> {
     const metas = await this.dataManifests(s)
-    const all = await Promise.all(metas.map((m) => this.readManifest(m.fileName)))
+    const pruning = typeof scope === 'object' ? scope : undefined
+    const holds = typeof scope === 'function' ? scope : scope?.holds
+    const wanted = pruning ? metas.filter((m) => pruning.mayHold(m)) : metas
+    const all = await Promise.all(wanted.map((m) => this.limit(() => this.readManifest(m.fileName))))
     const live = new Map<string, ManifestEntry>()
     for (const entries of all) {
-      foldEntries(filter ? entries.filter((e) => filter(e.partition, e.bucket)) : entries, live)
+      foldEntries(holds ? entries.filter((e) => holds(e.partition, e.bucket)) : entries, live)
     }
     return [...live.values()]
   }
@@ -116,15 +142,44 @@ export class ManifestIO {
   /** Only a snapshot's own changes. */
   async deltaEntries(s: Snapshot): Promise<ManifestEntry[]> {
     const metas = await this.readList(s.deltaManifestList)
-    return (await Promise.all(metas.map((m) => this.readManifest(m.fileName)))).flat()
+    return (await Promise.all(metas.map((m) => this.limit(() => this.readManifest(m.fileName))))).flat()
+  }
+
+  /**
+   * Writes entries as manifests of one bucket group each (docs/format.md "Manifest layout"),
+   * each rolled at `targetFileSize` when given, all at once; metas in group order.
+   */
+  async writeGrouped(entries: ManifestEntry[], partitionStats: (entries: ManifestEntry[]) => SimpleStats, schemaId: bigint, targetFileSize?: number): Promise<ManifestFileMeta[]> {
+    const groups = new Map<string, ManifestEntry[]>()
+    for (const e of entries) {
+      const g = this.groupOf(e.partition, e.bucket)
+      const list = groups.get(g)
+      if (list) list.push(e)
+      else groups.set(g, [e])
+    }
+    const keys = [...groups.keys()].sort()
+    const chunks: ManifestEntry[][] = []
+    for (const k of keys) {
+      const list = groups.get(k)!
+      // a merged group past the target size is split evenly by entry count
+      const encodedGuess = targetFileSize ? writeManifestFile(list, this.compression).length : 0
+      const parts = targetFileSize ? Math.max(1, Math.ceil(encodedGuess / targetFileSize)) : 1
+      const per = Math.ceil(list.length / parts)
+      for (let i = 0; i < list.length; i += per) chunks.push(list.slice(i, i + per))
+    }
+    return Promise.all(chunks.map((c) => this.limit(() => this.writeManifest(c, partitionStats(c), schemaId))))
+  }
+
+  /** The manifest group of a (partition, bucket): `partition-hex|bucket / bucket-group-size`. */
+  groupOf(partition: Uint8Array, bucket: number): string {
+    return `${hex(partition)}|${Math.floor(bucket / this.bucketGroupSize)}`
   }
 
   async writeManifest(entries: ManifestEntry[], partitionStats: SimpleStats, schemaId: bigint): Promise<ManifestFileMeta> {
     const fileName = this.namer.next('manifest-')
     const bytes = writeManifestFile(entries, this.compression)
     await this.store.put(manifestKey(fileName), bytes)
-    this.manifests.set(fileName, entries)
-    this.cachedEntries += entries.length
+    this.cache.set(manifestKey(fileName), entries, bytes.length)
     let minBucket = Infinity, maxBucket = -Infinity, minLevel = Infinity, maxLevel = -Infinity
     let added = 0n, deleted = 0n
     for (const e of entries) {
@@ -154,14 +209,15 @@ export class ManifestIO {
     const name = this.namer.next('manifest-list-')
     const bytes = writeManifestList(metas, this.compression)
     await this.store.put(manifestKey(name), bytes)
-    this.lists.set(name, metas)
+    this.cache.set(manifestKey(name), metas, bytes.length)
     return { name, size: bytes.length }
   }
 
   async writeIndex(entries: IndexManifestEntry[]): Promise<string> {
     const name = this.namer.next('index-manifest-')
-    await this.store.put(manifestKey(name), writeIndexManifest(entries, this.compression))
-    this.indexManifests.set(name, entries)
+    const bytes = writeIndexManifest(entries, this.compression)
+    await this.store.put(manifestKey(name), bytes)
+    this.cache.set(manifestKey(name), entries, bytes.length)
     return name
   }
 

@@ -13,6 +13,12 @@ import { type SchemaView, createSchema, describeSchema, parseSchema, serializeSc
 
 const decoder = new TextDecoder()
 
+/** What a process decides about a handle, as opposed to the table's own options. */
+export interface TableOpenOptions {
+  /** bound of the handle's metadata cache in stored bytes (lib/manifest/byte-cache.ts) */
+  metadataCacheBytes?: number
+}
+
 export class Table {
   readonly view: SchemaView
   readonly snapshots: SnapshotManager
@@ -26,11 +32,17 @@ export class Table {
   private constructor(
     readonly store: ObjectStore,
     readonly schema: TableSchema,
+    opts: TableOpenOptions = {},
   ) {
     this.view = describeSchema(schema)
     this.mergeConfig = parseMergeEngineConfig(schema.fields, schema.primaryKeys, schema.options)
     this.snapshots = new SnapshotManager(store)
-    this.manifests = new ManifestIO(store, this.view.options.manifestCompression)
+    const o = this.view.options
+    this.manifests = new ManifestIO(store, o.manifestCompression, {
+      cacheBytes: opts.metadataCacheBytes,
+      bucketGroupSize: o.manifestBucketGroupSize,
+      maxConcurrentRequests: o.ioMaxConcurrentRequests,
+    })
     this.landed = new LandedCommits(store, this.snapshots)
     this.committer = new FileStoreCommit(store, this.snapshots, this.manifests, this.landed, this.view)
   }
@@ -40,17 +52,17 @@ export class Table {
   }
 
   /** Creates a table from the user's schema JSON; refuses if one already exists there. */
-  static async create(store: ObjectStore | string, schemaInput: unknown): Promise<Table> {
+  static async create(store: ObjectStore | string, schemaInput: unknown, opts?: TableOpenOptions): Promise<Table> {
     const s = typeof store === 'string' ? openStore(store) : store
     const schema = createSchema(schemaInput)
     parseMergeEngineConfig(schema.fields, schema.primaryKeys, schema.options)
     const created = await s.putIfAbsent(schemaKey(0), new TextEncoder().encode(serializeSchema(schema)))
     if (!created) throw new StrataInputError(`table ${s.uri} already exists (it has ${schemaKey(0)})`)
-    return new Table(s, schema)
+    return new Table(s, schema, opts)
   }
 
   /** Opens the table with its latest schema. */
-  static async open(store: ObjectStore | string): Promise<Table> {
+  static async open(store: ObjectStore | string, opts?: TableOpenOptions): Promise<Table> {
     const s = typeof store === 'string' ? openStore(store) : store
     const infos = await s.list(SCHEMA_DIR)
     const ids = infos
@@ -61,6 +73,6 @@ export class Table {
     if (ids.length === 0) throw new StrataInputError(`no table at ${s.uri} (no ${SCHEMA_DIR}schema-N); create it with 'strata create'`)
     const id = ids[ids.length - 1]
     const bytes = await s.get(schemaKey(id))
-    return new Table(s, parseSchema(decoder.decode(bytes!), `${s.uri}/${schemaKey(id)}`))
+    return new Table(s, parseSchema(decoder.decode(bytes!), `${s.uri}/${schemaKey(id)}`), opts)
   }
 }
