@@ -116,12 +116,17 @@ export class FileStoreCommit implements Committer {
         deltaMetas
           ? undefined
           : (async () => {
-              // one manifest per bucket group, so a job on one bucket can skip the others
-              deltaMetas = await this.manifests.writeGrouped(deltaEntries, req.partitionStats, BigInt(req.schemaId))
-              deltaList = await this.manifests.writeList(deltaMetas)
+              // one manifest per bucket group, so a job on one bucket can skip the others;
+              // their list records are known before they are written, so the list goes at once
+              const prepared = this.manifests.groupedManifests(deltaEntries, req.partitionStats, BigInt(req.schemaId))
+              deltaMetas = prepared.map((p) => p.meta)
+              const [, list] = await Promise.all([this.manifests.putManifests(prepared), this.manifests.writeList(deltaMetas)])
+              deltaList = list
             })(),
         (async () => {
-          const list = await this.manifests.writeList(latest ? await this.baseFor(latest, req, written) : [])
+          // merged manifests and the list naming them are written at once
+          const base = latest ? await this.baseFor(latest, req, written) : { metas: [] }
+          const [list] = await Promise.all([this.manifests.writeList(base.metas), base.write])
           written.push(list.name)
           return list
         })(),
@@ -184,27 +189,25 @@ export class FileStoreCommit implements Committer {
    * manifest that spans groups (written before this layout, or by another writer) makes the
    * first merge a full one, which leaves every manifest in one group.
    */
-  private async baseFor(latest: Snapshot, req: DirectCommitRequest, written: string[]): Promise<ManifestFileMeta[]> {
+  private async baseFor(latest: Snapshot, req: DirectCommitRequest, written: string[]): Promise<{ metas: ManifestFileMeta[]; write?: Promise<void> }> {
     const metas = await this.manifests.dataManifests(latest)
     const { manifestMergeMinCount: minCount, manifestTargetFileSize: target } = this.view.options
-    if (metas.length <= minCount) return metas
+    if (metas.length <= minCount) return { metas }
     const groupOf = metas.map((m) => this.groupOfMeta(m))
     const counts = new Map<string, number>()
     for (const g of groupOf) if (g !== null) counts.set(g, (counts.get(g) ?? 0) + 1)
     const full = groupOf.includes(null)
     const merging = (g: string | null) => full || (g !== null && counts.get(g)! > minCount)
-    if (!full && ![...counts.values()].some((n) => n > minCount)) return metas
+    if (!full && ![...counts.values()].some((n) => n > minCount)) return { metas }
 
     const toMerge = metas.filter((_, i) => merging(groupOf[i]))
     const live = foldEntries((await Promise.all(toMerge.map((m) => this.manifests.readManifest(m.fileName)))).flat())
     const entries = [...live.values()]
-    const merged = entries.length
-      ? await this.manifests.writeGrouped(entries, req.partitionStats, BigInt(Math.max(...entries.map((e) => Number(e.file.schemaId)))), target)
-      : []
-    written.push(...merged.map((m) => m.fileName))
+    const prepared = entries.length ? this.manifests.groupedManifests(entries, req.partitionStats, BigInt(Math.max(...entries.map((e) => Number(e.file.schemaId)))), target) : []
+    written.push(...prepared.map((p) => p.meta.fileName))
     // merged groups first, then the manifests left as they were, in their order: groups
     // share no file, so their relative order does not matter
-    return [...merged, ...metas.filter((_, i) => !merging(groupOf[i]))]
+    return { metas: [...prepared.map((p) => p.meta), ...metas.filter((_, i) => !merging(groupOf[i]))], write: this.manifests.putManifests(prepared) }
   }
 
   /**

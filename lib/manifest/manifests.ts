@@ -56,6 +56,13 @@ export interface ManifestIOOptions {
   maxConcurrentRequests?: number
 }
 
+/** A manifest encoded and described, not written yet. */
+export interface PreparedManifest {
+  meta: ManifestFileMeta
+  bytes: Uint8Array
+  entries: ManifestEntry[]
+}
+
 /** A legacy entry filter (no manifest pruning) or a scope that also prunes manifests. */
 export type EntryScope = BucketScope | ((partition: Uint8Array, bucket: number) => boolean)
 
@@ -146,10 +153,12 @@ export class ManifestIO {
   }
 
   /**
-   * Writes entries as manifests of one bucket group each (docs/format.md "Manifest layout"),
-   * each rolled at `targetFileSize` when given, all at once; metas in group order.
+   * Encodes entries as manifests of one bucket group each (docs/format.md "Manifest
+   * layout"), each rolled at `targetFileSize` when given, in group order. Nothing is written
+   * yet: a manifest's list record is known before its PUT, so the manifests and the list
+   * naming them can be written at once (putManifests).
    */
-  async writeGrouped(entries: ManifestEntry[], partitionStats: (entries: ManifestEntry[]) => SimpleStats, schemaId: bigint, targetFileSize?: number): Promise<ManifestFileMeta[]> {
+  groupedManifests(entries: ManifestEntry[], partitionStats: (entries: ManifestEntry[]) => SimpleStats, schemaId: bigint, targetFileSize?: number): PreparedManifest[] {
     const groups = new Map<string, ManifestEntry[]>()
     for (const e of entries) {
       const g = this.groupOf(e.partition, e.bucket)
@@ -157,17 +166,41 @@ export class ManifestIO {
       if (list) list.push(e)
       else groups.set(g, [e])
     }
-    const keys = [...groups.keys()].sort()
-    const chunks: ManifestEntry[][] = []
-    for (const k of keys) {
+    const out: PreparedManifest[] = []
+    for (const k of [...groups.keys()].sort()) {
       const list = groups.get(k)!
+      const whole = this.prepareManifest(list, partitionStats(list), schemaId)
+      if (!targetFileSize || whole.bytes.length <= targetFileSize) {
+        out.push(whole)
+        continue
+      }
       // a merged group past the target size is split evenly by entry count
-      const encodedGuess = targetFileSize ? writeManifestFile(list, this.compression).length : 0
-      const parts = targetFileSize ? Math.max(1, Math.ceil(encodedGuess / targetFileSize)) : 1
-      const per = Math.ceil(list.length / parts)
-      for (let i = 0; i < list.length; i += per) chunks.push(list.slice(i, i + per))
+      const per = Math.ceil(list.length / Math.ceil(whole.bytes.length / targetFileSize))
+      for (let i = 0; i < list.length; i += per) {
+        const chunk = list.slice(i, i + per)
+        out.push(this.prepareManifest(chunk, partitionStats(chunk), schemaId))
+      }
     }
-    return Promise.all(chunks.map((c) => this.limit(() => this.writeManifest(c, partitionStats(c), schemaId))))
+    return out
+  }
+
+  /** Writes prepared manifests, at most io.max-concurrent-requests at once. */
+  async putManifests(prepared: PreparedManifest[]): Promise<void> {
+    await Promise.all(
+      prepared.map((p) =>
+        this.limit(async () => {
+          await this.store.put(manifestKey(p.meta.fileName), p.bytes)
+          this.cache.set(manifestKey(p.meta.fileName), p.entries, p.bytes.length)
+        }),
+      ),
+    )
+  }
+
+  /** groupedManifests, then putManifests. */
+  async writeGrouped(entries: ManifestEntry[], partitionStats: (entries: ManifestEntry[]) => SimpleStats, schemaId: bigint, targetFileSize?: number): Promise<ManifestFileMeta[]> {
+    const prepared = this.groupedManifests(entries, partitionStats, schemaId, targetFileSize)
+    await this.putManifests(prepared)
+    return prepared.map((p) => p.meta)
   }
 
   /** The manifest group of a (partition, bucket): `partition-hex|bucket / bucket-group-size`. */
@@ -176,10 +209,14 @@ export class ManifestIO {
   }
 
   async writeManifest(entries: ManifestEntry[], partitionStats: SimpleStats, schemaId: bigint): Promise<ManifestFileMeta> {
+    const prepared = this.prepareManifest(entries, partitionStats, schemaId)
+    await this.putManifests([prepared])
+    return prepared.meta
+  }
+
+  private prepareManifest(entries: ManifestEntry[], partitionStats: SimpleStats, schemaId: bigint): PreparedManifest {
     const fileName = this.namer.next('manifest-')
     const bytes = writeManifestFile(entries, this.compression)
-    await this.store.put(manifestKey(fileName), bytes)
-    this.cache.set(manifestKey(fileName), entries, bytes.length)
     let minBucket = Infinity, maxBucket = -Infinity, minLevel = Infinity, maxLevel = -Infinity
     let added = 0n, deleted = 0n
     for (const e of entries) {
@@ -191,7 +228,7 @@ export class ManifestIO {
       else deleted++
     }
     const empty = entries.length === 0
-    return {
+    const meta: ManifestFileMeta = {
       fileName,
       fileSize: BigInt(bytes.length),
       numAddedFiles: added,
@@ -203,6 +240,7 @@ export class ManifestIO {
       minLevel: empty ? null : minLevel,
       maxLevel: empty ? null : maxLevel,
     }
+    return { meta, bytes, entries }
   }
 
   async writeList(metas: ManifestFileMeta[]): Promise<{ name: string; size: number }> {
