@@ -56,7 +56,7 @@ export function resolveTable(name: string): Promise<ResolvedTable | null> {
   if (!cfg) return Promise.resolve(null)
   let t = tables.get(name)
   if (!t) {
-    t = Table.open(cfg.uri).then((table) => {
+    t = Table.open(cfg.uri, { metadataCacheBytes: rc.metadataCacheBytes }).then((table) => {
       const commitQueue = cfg.commitQueueUrl ? new SqsCommitQueue(sqsClient(), cfg.commitQueueUrl) : null
       return {
         table,
