@@ -36,6 +36,7 @@
 //   already landed is then found as duplicates).
 
 import { randomBytes } from 'node:crypto'
+import pLimit from 'p-limit'
 import { partitionStatsOf } from '../table/file-meta.ts'
 import type { Table } from '../table/table.ts'
 import { type IndexManifestEntry, type Snapshot, CommitConflictError, StrataInputError } from '../types.ts'
@@ -205,15 +206,21 @@ export class BatchingCommitter {
       else live.push(it)
     }
     // read spilled bodies now that they are needed; one that cannot be read fails alone
-    for (const it of live) {
-      if (it.message) continue
-      try {
-        it.message = await readSpilled(it.spilled!, table.store)
-        if (commitKeyOf(it.message) !== it.key) throw new StrataInputError(`commit message: spilled body ${it.spilled} is ${commitKeyOf(it.message)}, the pointer names ${it.key}`)
-      } catch (e) {
-        outcomes[it.index] = { status: 'failed', error: e as Error, conflict: false }
-      }
-    }
+    const limit = pLimit(table.view.options.ioMaxConcurrentRequests)
+    await Promise.all(
+      live
+        .filter((it) => !it.message)
+        .map((it) =>
+          limit(async () => {
+            try {
+              it.message = await readSpilled(it.spilled!, table.store)
+              if (commitKeyOf(it.message) !== it.key) throw new StrataInputError(`commit message: spilled body ${it.spilled} is ${commitKeyOf(it.message)}, the pointer names ${it.key}`)
+            } catch (e) {
+              outcomes[it.index] = { status: 'failed', error: e as Error, conflict: false }
+            }
+          }),
+        ),
+    )
     const ready = live.filter((it) => it.message && outcomes[it.index] === undefined)
     for (const it of ready) {
       const m = it.message!

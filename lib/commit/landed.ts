@@ -29,6 +29,8 @@ export function foldedCommitsBody(commits: { kind: string; commitUser: string; c
 }
 
 const CACHE_LIMIT = 10_000
+/** snapshots a walk reads at once */
+const WALK_CHUNK = 16
 
 export class LandedCommits {
   /** snapshot id → identities landed in it (immutable once created) */
@@ -67,15 +69,26 @@ export class LandedCommits {
    * a snapshot out (e.g. past a time bound).
    */
   private async *walk(afterId: number, latestId: number, skip?: (s: Snapshot) => boolean): AsyncGenerator<[number, string[]]> {
-    for (let id = latestId; id > afterId; id--) {
-      let keys = this.cache.get(id)
-      if (!keys) {
-        const s = await this.snapshots.snapshot(id)
-        if (!s) return
-        if (skip?.(s)) continue
-        keys = await this.of(s)
+    // a chunk of snapshots and their sidecars at once: one by one, a committer looking back
+    // over the other committer's snapshots would pay two round trips per snapshot
+    for (let top = latestId; top > afterId; top -= WALK_CHUNK) {
+      const ids: number[] = []
+      for (let id = top; id > Math.max(afterId, top - WALK_CHUNK); id--) ids.push(id)
+      const found = await Promise.all(
+        ids.map(async (id): Promise<string[] | null | 'skip'> => {
+          const hit = this.cache.get(id)
+          if (hit) return hit
+          const s = await this.snapshots.snapshot(id)
+          if (!s) return null
+          if (skip?.(s)) return 'skip'
+          return this.of(s)
+        }),
+      )
+      for (let i = 0; i < ids.length; i++) {
+        const keys = found[i]
+        if (keys === null) return
+        if (keys !== 'skip') yield [ids[i], keys]
       }
-      yield [id, keys]
     }
   }
 
