@@ -12,6 +12,7 @@
 // it landed after all. Receipts are written before any deletion, so a crash at any step
 // leaves every message either on the queue or with its receipt written.
 
+import pLimit from 'p-limit'
 import { StrataInputError } from '../types.ts'
 import { type BatchingCommitter, type FoldInput, type FoldOutcome } from './batching-committer.ts'
 import { parseCommitMessageBody } from './commit-message.ts'
@@ -89,9 +90,11 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
 
   // receipts first, then deletions: a crash in between redelivers messages whose receipts exist
   const toSettle = entries.filter((e) => e.outcome && (e.outcome.status !== 'failed' || e.outcome.conflict))
-  for (let i = 0; i < toSettle.length; i += RECEIPT_WRITES_AT_ONCE) {
-    await Promise.all(
-      toSettle.slice(i, i + RECEIPT_WRITES_AT_ONCE).map(async (e) => {
+  // a pool, not waves: one slow PUT holds one slot, not the next 63
+  const receiptSlot = pLimit(RECEIPT_WRITES_AT_ONCE)
+  await Promise.all(
+    toSettle.map((e) =>
+      receiptSlot(async () => {
         const o = e.outcome!
         const receipt: CommitReceipt = o.status === 'failed' ? { status: 'conflict', error: o.error.message } : { status: o.status, snapshotId: o.snapshotId }
         try {
@@ -101,8 +104,8 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
           errors.push({ id: e.id, error: `receipt not written: ${(err as Error).message}`, conflict: false })
         }
       }),
-    )
-  }
+    ),
+  )
   for (const e of entries) {
     if (e.outcome?.status === 'failed' && folding.includes(e)) errors.push({ id: e.id, error: e.outcome.error.message, conflict: e.outcome.conflict })
   }
