@@ -1,5 +1,7 @@
 // Finding and reading snapshots. `LATEST` and `EARLIEST` are hints only (docs/format.md
 // "Snapshots and hints"): LATEST is trusted once `snapshot-(id+1)` is absent, otherwise we probe forward.
+// Finding the latest is on every job's path, so its requests go out together where they
+// can (latest()).
 
 import { parseHint, parseSnapshot, serializeHint } from '../format/snapshot.ts'
 import type { ObjectStore } from '../store/object-store.ts'
@@ -29,21 +31,39 @@ export class SnapshotManager {
     return this.cache.has(id) || (await this.store.head(snapshotKey(id))) !== null
   }
 
-  /** The true latest snapshot id (0 when the table has none): hint, then probe forward. */
+  /** The true latest snapshot id (0 when the table has none); see latest(). */
   async latestId(): Promise<number> {
-    const hintBytes = await this.store.get(LATEST_KEY)
-    let id = hintBytes ? parseHint(decoder.decode(hintBytes)) : null
-    if (id === null || !(await this.exists(id))) {
-      const ids = await this.listIds()
-      id = ids.length ? ids[ids.length - 1] : 0
-    }
-    while (await this.exists(id + 1)) id++
-    return id
+    return (await this.latest())?.id ?? 0
   }
 
+  /**
+   * The true latest snapshot (null when the table has none), body included: callers that
+   * need the id and those that need the snapshot pay the same. Two dependent requests in
+   * the common case: GET LATEST, then GET `snapshot-N` and GET `snapshot-(N+1)` at once.
+   * The hint is believed once N+1 is absent; a present N+1 (a commit that has not rewritten
+   * LATEST yet, or a hint overwritten by a slower committer) moves the probe forward one
+   * snapshot per request. Probing with GET rather than HEAD costs the same round trip and
+   * brings the body of the snapshot that turns out to be the latest.
+   */
   async latest(): Promise<Snapshot | null> {
-    const id = await this.latestId()
-    return id === 0 ? null : this.snapshot(id)
+    const hintBytes = await this.store.get(LATEST_KEY)
+    let id = hintBytes ? parseHint(decoder.decode(hintBytes)) : null
+    let current: Snapshot | null = null
+    let next: Snapshot | null = null
+    if (id !== null) [current, next] = await Promise.all([this.snapshot(id), this.snapshot(id + 1)])
+    if (current === null) {
+      // no hint, or it names a snapshot that is gone (expired): the directory decides
+      const ids = await this.listIds()
+      if (ids.length === 0) return null
+      id = ids[ids.length - 1]
+      ;[current, next] = await Promise.all([this.snapshot(id), this.snapshot(id + 1)])
+    }
+    while (next !== null) {
+      current = next
+      id = id! + 1
+      next = await this.snapshot(id + 1)
+    }
+    return current
   }
 
   /** The earliest snapshot id still present (0 when none). */
