@@ -11,7 +11,7 @@ import { commitKeyOf } from '../commit/landed.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import { recordFromJson } from '../table/json-values.ts'
 import type { Table } from '../table/table.ts'
-import { StrataInputError } from '../types.ts'
+import { type Snapshot, StrataInputError } from '../types.ts'
 import { type WriteRecord, refusedRetraction, writeBatch } from '../write/table-write.ts'
 import { bucketDirOf } from '../manifest/bucket-state.ts'
 
@@ -135,9 +135,19 @@ function indexKeys(user: string, identifier: bigint, ids: string[], now: number)
  * attempt could still have been running — a bounded walk, however long ago it was.
  * Markers live under `_strata/`, outside Paimon's directories; maintenance removes old ones.
  */
-async function earlierAttempt(table: Table, user: string, identifier: bigint, ids: string[], now: number): Promise<{ landed: number | null; existed: boolean }> {
+async function earlierAttempt(
+  table: Table,
+  user: string,
+  identifier: bigint,
+  ids: string[],
+  now: number,
+): Promise<{ landed: number | null; existed: boolean; latestSnapshot: Snapshot | null }> {
   const key = markerKey(user, identifier)
-  const latest = await table.snapshots.latestId()
+  // the one lookup of the latest snapshot a writer batch makes: the marker records it, the
+  // search for earlier attempts ends at it, the commit's duplicate check starts after it,
+  // and the batch numbers its rows above it (writeBatch's baseSnapshot)
+  const latestSnapshot = await table.snapshots.latest()
+  const latest = latestSnapshot?.id ?? 0
   const marker: Marker = { startedAfter: latest, startedAt: now, ids }
   const body = new TextEncoder().encode(JSON.stringify(marker))
   // the index and the marker in parallel: both are in place before the commit starts, which
@@ -146,12 +156,12 @@ async function earlierAttempt(table: Table, user: string, identifier: bigint, id
     table.store.putIfAbsent(key, body),
     ...indexKeys(user, identifier, ids, now).map((k) => table.store.put(k, new Uint8Array(0))),
   ])
-  if (created) return { landed: null, existed: false }
+  if (created) return { landed: null, existed: false, latestSnapshot }
   const prev = parseMarker(await table.store.get(key))
   const landed = prev ? await landedSince(table, user, identifier, prev, latest) : null
-  if (landed !== null) return { landed, existed: true }
+  if (landed !== null) return { landed, existed: true, latestSnapshot }
   await table.store.put(key, body)
-  return { landed: null, existed: true }
+  return { landed: null, existed: true, latestSnapshot }
 }
 
 function markerKey(user: string, identifier: bigint): string {
@@ -324,18 +334,21 @@ export async function ingest(records: IngestRecord[], opts: IngestOptions): Prom
       // the earlier attempts may have died before enqueueing their compaction jobs
       for (const id of landedBefore) touched.push(...(await deltaBuckets(table, id)))
       const identifier = batchIdentifier(name, ids)
-      const prior = recs.length ? await earlierAttempt(table, opts.commitUser, identifier, ids, now()) : { landed: Math.max(...landedBefore) }
+      const prior = recs.length ? await earlierAttempt(table, opts.commitUser, identifier, ids, now()) : { landed: Math.max(...landedBefore), latestSnapshot: null }
       if (prior.landed !== null) {
         snapshotId = prior.landed
         deduplicated = true
         if (recs.length) touched.push(...(await deltaBuckets(table, snapshotId)))
       } else {
-        const startId = await table.snapshots.latestId()
+        // the snapshot earlierAttempt read: an attempt that landed after it is the commit's
+        // duplicate check to find, one that landed at or before it earlierAttempt's, so
+        // nothing falls between the two (a second lookup here would leave a gap)
         const res = await writeBatch(table, recs, {
           committer: entry.target.committer,
           commitUser: opts.commitUser,
           commitIdentifier: identifier,
-          dedupAfterSnapshotId: startId,
+          dedupAfterSnapshotId: prior.latestSnapshot?.id ?? 0,
+          baseSnapshot: prior.latestSnapshot,
           beforeSnapshotCreate: opts.beforeSnapshotCreate ? (id) => opts.beforeSnapshotCreate!(name, id) : undefined,
         })
         snapshotId = res.snapshotId

@@ -14,9 +14,10 @@ import { rowComparator } from '../format/compare.ts'
 import { DataFileWriter } from '../format/data-file.ts'
 import { bucketPath } from '../format/partition-path.ts'
 import { createMergeFunction, sequenceComparator } from '../lsm/merge-function.ts'
-import { type KeyValue, type ManifestEntry, type Row, type Value, FileKind, RowKind, StrataInputError, isRetract } from '../types.ts'
+import { type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, FileKind, RowKind, StrataInputError, isRetract } from '../types.ts'
 import { BATCH_COMMIT_IDENTIFIER, type CommitResult, type Committer } from '../commit/committer.ts'
 import { bucketIdentifier, hex } from '../manifest/manifests.ts'
+import { mapBounded } from '../store/bounded.ts'
 import { dataFileMeta, partitionStatsOf } from '../table/file-meta.ts'
 import { FileNamer } from '../table/paths.ts'
 import type { Table } from '../table/table.ts'
@@ -58,6 +59,12 @@ export interface WriteOptions {
   dedupAfterSnapshotId?: number
   onProgress?: (done: number, total: number, phase: string) => void
   beforeSnapshotCreate?: (id: number) => Promise<void> | void
+  /**
+   * The table's latest snapshot as the caller read it when the batch began (null: none),
+   * so the writer does not look it up again; the batch numbers its rows above it and,
+   * without dedupAfterSnapshotId, builds its commit on it. Default: looked up here.
+   */
+  baseSnapshot?: Snapshot | null
   /** tests only: number the rows from this instead of sequenceBase() (to build exact ties) */
   sequenceBase?: bigint
 }
@@ -125,7 +132,8 @@ export function commitUserFor(table: Table): string {
 export async function writeBatch(table: Table, records: WriteRecord[], opts: WriteOptions = {}): Promise<WriteResult> {
   const view = table.view
   const { bucket: numBuckets } = view.options
-  const latestId = await table.snapshots.latestId()
+  const latest = opts.baseSnapshot !== undefined ? opts.baseSnapshot : await table.snapshots.latest()
+  const latestId = latest?.id ?? 0
   const partitionTypes = view.partitionFields.map((f) => f.type)
 
   // group by (partition, bucket); plain loops, this runs once per input row
@@ -152,20 +160,21 @@ export async function writeBatch(table: Table, records: WriteRecord[], opts: Wri
     // the row's index in the batch; the base is added once it is known (below)
     g.kvs.push({ key, seq: BigInt(i), kind, value: row })
   }
-  const seqBase = opts.sequenceBase ?? sequenceBase(records.length, Date.now(), await sequenceFloor(table, latestId, groups.values()))
+  const seqBase = opts.sequenceBase ?? sequenceBase(records.length, Date.now(), await sequenceFloor(table, latest, groups.values()))
   for (const g of groups.values()) for (const kv of g.kvs) kv.seq += seqBase
 
   const keyCmp = rowComparator(view.keyTypes)
   const seqCmp = sequenceComparator(table.mergeConfig)
-  const mf = createMergeFunction(table.mergeConfig)
   checkRetractsAccepted(table, records)
   const namer = new FileNamer()
-  const adds: ManifestEntry[] = []
-  const buckets: TouchedBucket[] = []
-  let rowsWritten = 0
   let done = 0
-  for (const g of groups.values()) {
+  // One level-0 file per bucket, encoded and PUT by `io.max-concurrent-requests` workers at
+  // once: a batch touching hundreds of buckets costs a few round trips, not one per bucket,
+  // and no more encoded files are held than there are PUTs in flight (a worker encodes its
+  // next file only once its PUT is done). Results keep the groups' order.
+  const files = await mapBounded([...groups.values()], view.options.ioMaxConcurrentRequests, async (g) => {
     g.kvs.sort((a, b) => keyCmp(a.key, b.key) || seqCmp(a, b))
+    const mf = createMergeFunction(table.mergeConfig)
     const writer = new DataFileWriter({ keyFields: view.keyFields, valueFields: view.fields }, { compression: view.options.fileCompression })
     for (let i = 0; i < g.kvs.length; ) {
       let j = i + 1
@@ -177,22 +186,35 @@ export async function writeBatch(table: Table, records: WriteRecord[], opts: Wri
       if (merged) writer.write(merged)
       i = j
     }
-    done += g.kvs.length
-    if (writer.rowCount === 0) continue
+    const rows = g.kvs.length
+    g.kvs = []
+    if (writer.rowCount === 0) {
+      done += rows
+      return null
+    }
     const { bytes, stats } = writer.finish()
     const fileName = namer.next(view.options.dataFilePrefix, '.parquet')
     const dir = bucketPath(view.partitionFields, g.partitionValues, g.bucket, view.options.partitionDefaultName)
     await table.store.put(`${dir}/${fileName}`, bytes)
-    const partition = g.partition
+    done += rows
+    opts.onProgress?.(done, records.length, 'writing data files')
+    return { g, dir, fileName, size: bytes.length, stats }
+  })
+  const adds: ManifestEntry[] = []
+  const buckets: TouchedBucket[] = []
+  let rowsWritten = 0
+  for (const f of files) {
+    if (!f) continue
+    const { g, dir, fileName, stats } = f
     adds.push({
       kind: FileKind.ADD,
-      partition,
+      partition: g.partition,
       bucket: g.bucket,
       totalBuckets: numBuckets,
-      file: dataFileMeta(view, fileName, bytes.length, stats, 0, 0),
+      file: dataFileMeta(view, fileName, f.size, stats, 0, 0),
     })
     buckets.push({
-      partition,
+      partition: g.partition,
       partitionValues: g.partitionValues,
       partitionPath: dir.slice(0, dir.length - `bucket-${g.bucket}`.length),
       bucket: g.bucket,
@@ -200,7 +222,6 @@ export async function writeBatch(table: Table, records: WriteRecord[], opts: Wri
       rowCount: stats.rowCount,
     })
     rowsWritten += stats.rowCount
-    opts.onProgress?.(done, records.length, 'writing data files')
   }
 
   if (adds.length === 0) {
@@ -227,9 +248,7 @@ export async function writeBatch(table: Table, records: WriteRecord[], opts: Wri
  * One above the highest sequence number of the touched buckets in the snapshot the batch
  * read (0 when they hold nothing): the start no batch that follows a commit may go below.
  */
-async function sequenceFloor(table: Table, latestId: number, groups: Iterable<{ partition: Uint8Array; bucket: number }>): Promise<bigint> {
-  if (latestId === 0) return 0n
-  const latest = await table.snapshots.snapshot(latestId)
+async function sequenceFloor(table: Table, latest: Snapshot | null, groups: Iterable<{ partition: Uint8Array; bucket: number }>): Promise<bigint> {
   if (!latest) return 0n
   const touched = new Set<string>()
   for (const g of groups) touched.add(bucketIdentifier(g.partition, g.bucket))
