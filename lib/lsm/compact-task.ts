@@ -15,6 +15,8 @@ import { type DeletionVector, DELETION_VECTORS_INDEX, deletionVectorOf, writeDel
 import { type IndexManifestEntry, type KeyValue, type ManifestEntry, type Snapshot, CommitConflictError, FileKind, isRetract } from '../types.ts'
 import { bucketIdentifier, fileIdentifier } from '../manifest/manifests.ts'
 import { byteSourceOf } from '../read/table-read.ts'
+import { BoundedStore, Uploads, startedAhead } from '../store/bounded.ts'
+import type { ObjectStore } from '../store/object-store.ts'
 import { dataFileMeta, decodeKey, partitionStatsOf } from '../table/file-meta.ts'
 import { FileNamer, indexKey } from '../table/paths.ts'
 import type { Table } from '../table/table.ts'
@@ -25,6 +27,12 @@ import { mergeSortedRuns } from './merge-reader.ts'
 import { createMergeFunction, sequenceComparator } from './merge-function.ts'
 import { BATCH_COMMIT_IDENTIFIER, type Committer, type ExpectedIndex } from '../commit/committer.ts'
 import { commitKeyOf } from '../commit/landed.ts'
+
+/**
+ * Output bytes a compaction keeps uploading while it merges on: one file at the default
+ * `target-file-size` (128 MB) besides the one being built, several smaller ones.
+ */
+const UPLOAD_BYTES_IN_FLIGHT = 64 * 1024 * 1024
 
 export interface CompactBucketRequest {
   partition: Uint8Array
@@ -90,13 +98,35 @@ function entryOf(f: LsmFile): ManifestEntry {
   return f.entry as ManifestEntry
 }
 
-/** Sequential reader over one sorted run's files (in key order), deletion vectors applied. */
-async function* readRun(table: Table, dir: string, files: LsmFile[], dvs: Map<string, DeletionVector>, valueColumns?: string[]): AsyncGenerator<KeyValue[]> {
-  const layout = { keyFields: table.view.keyFields, valueFields: table.view.fields }
-  for (const f of files) {
-    const e = entryOf(f)
-    const reader = await DataFileReader.open(byteSourceOf(table.store, `${dir}/${f.name}`, Number(e.file.fileSize)), layout)
-    yield* withoutDeleted(reader.batches({ valueColumns }), dvs.get(f.name))
+function openInput(table: Table, io: ObjectStore, dir: string, f: LsmFile): Promise<DataFileReader> {
+  return DataFileReader.open(byteSourceOf(io, `${dir}/${f.name}`, Number(entryOf(f).file.fileSize)), {
+    keyFields: table.view.keyFields,
+    valueFields: table.view.fields,
+  })
+}
+
+/**
+ * Sequential reader over one sorted run's files (in key order), deletion vectors applied.
+ * Files are opened up to `ahead` before the one being read: each open is a footer GET, and
+ * a run of level-0 files packed together (non-overlapping ones, as sequential keys give)
+ * would otherwise wait one round trip per file. A job's inputs are capped
+ * (`compaction.max.file-num`), so the footers held ahead are too.
+ */
+async function* readRun(
+  table: Table,
+  io: ObjectStore,
+  dir: string,
+  files: LsmFile[],
+  dvs: Promise<Map<string, DeletionVector>>,
+  ahead: number,
+  valueColumns?: string[],
+): AsyncGenerator<KeyValue[]> {
+  const opens: (Promise<DataFileReader> | null)[] = []
+  for (let i = 0; i < files.length; i++) {
+    while (opens.length < files.length && opens.length < i + Math.max(1, ahead)) opens.push(startedAhead(openInput(table, io, dir, files[opens.length])))
+    const reader = await opens[i]!
+    opens[i] = null
+    yield* withoutDeleted(reader.batches({ valueColumns }), (await dvs).get(files[i].name))
   }
 }
 
@@ -110,16 +140,26 @@ class LevelLookup {
   private positions: number[] = []
   private pos = 0
   private iter: AsyncIterator<{ kvs: KeyValue[]; positions: number[] }> | null = null
+  /** the open of the file at fileIdx, started before its first probe */
+  private opening: Promise<DataFileReader> | null = null
   private cmp: (a: unknown[], b: unknown[]) => number
 
   constructor(
     private readonly table: Table,
+    private readonly io: ObjectStore,
     private readonly dir: string,
     private readonly files: LsmFile[],
-    private readonly dvs: Map<string, DeletionVector>,
+    private readonly dvs: Promise<Map<string, DeletionVector>>,
     private readonly valueColumns: string[] | undefined,
+    /** the smallest key the job can probe (its inputs' smallest) */
+    fromKey: unknown[],
   ) {
     this.cmp = rowComparator(table.view.keyTypes) as (a: unknown[], b: unknown[]) => number
+    // files wholly below every probe are skipped by find() anyway; skip them now and start
+    // opening the first file a probe can hit, so its footer arrives with the inputs' own
+    // instead of after the merge's first key
+    while (this.fileIdx < files.length && this.cmp(fromKey, files[this.fileIdx].maxKey) > 0) this.fileIdx++
+    if (this.fileIdx < files.length) this.opening = startedAhead(openInput(table, io, dir, files[this.fileIdx]))
   }
 
   /** The live record with this key in the level, with its file and row position. */
@@ -132,12 +172,9 @@ class LevelLookup {
       }
       if (this.cmp(key, f.minKey) < 0) return null
       if (!this.iter) {
-        const e = entryOf(f)
-        const reader = await DataFileReader.open(byteSourceOf(this.table.store, `${this.dir}/${f.name}`, Number(e.file.fileSize)), {
-          keyFields: this.table.view.keyFields,
-          valueFields: this.table.view.fields,
-        })
-        this.iter = livePositioned(reader.batches({ valueColumns: this.valueColumns }), this.dvs.get(f.name))[Symbol.asyncIterator]()
+        const reader = await (this.opening ?? openInput(this.table, this.io, this.dir, f))
+        this.opening = null
+        this.iter = livePositioned(reader.batches({ valueColumns: this.valueColumns }), (await this.dvs).get(f.name))[Symbol.asyncIterator]()
       }
       while (true) {
         if (this.pos >= this.batch.length) {
@@ -164,6 +201,7 @@ class LevelLookup {
 
   private nextFile(): void {
     this.fileIdx++
+    this.opening = null
     this.iter = null
     this.batch = []
     this.positions = []
@@ -176,15 +214,26 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
   const opts = view.options
   const snapshot = await table.snapshots.latest()
   const baseSnapshotId = snapshot?.id ?? 0
-  const { levels } = await bucketLevels(table, snapshot, req.partition, req.bucket)
+  // the bucket's files and its index entries are independent reads of the snapshot: at once
+  const [{ levels }, dvIndex] = await Promise.all([
+    bucketLevels(table, snapshot, req.partition, req.bucket),
+    opts.deletionVectors ? dvIndexByBucket(table, snapshot).then((m) => m.get(bucketIdentifier(req.partition, req.bucket))) : undefined,
+  ])
   const backPressure = needsBackPressure(levels, opts.stopTrigger)
   const nothing: CompactBucketResult = {
     snapshotId: null, baseSnapshotId, inputFiles: 0, outputFiles: 0, upgradedFiles: 0, rowsIn: 0, rowsOut: 0,
     rowsDeletedByVector: 0, outputLevel: null, needsMore: false, backPressure, retries: 0,
   }
-  const dvIndex = opts.deletionVectors ? (await dvIndexByBucket(table, snapshot)).get(bucketIdentifier(req.partition, req.bucket)) : undefined
-  const dvs = opts.deletionVectors ? await loadDeletionVectors(table, dvIndex) : new Map<string, DeletionVector>()
-  const hasDeletionVector = (f: LsmFile) => (dvs.get(f.name)?.cardinality ?? 0) > 0
+  // Which files carry a non-empty vector is in the index entries (each vector's
+  // cardinality), so picking and planning need not wait for the vectors themselves: they
+  // load while the inputs are opened. A vector recorded without a cardinality (another
+  // writer's) has to be read first to know.
+  const cardinality = new Map<string, bigint | null>()
+  for (const e of dvIndex ?? []) for (const m of e.dvRanges ?? []) cardinality.set(m.dataFileName, m.cardinality)
+  let dvsLoading: Promise<Map<string, DeletionVector>> | null = null
+  const loadDvs = () => (dvsLoading ??= startedAhead(opts.deletionVectors ? loadDeletionVectors(table, dvIndex) : Promise.resolve(new Map<string, DeletionVector>())))
+  const knownDvs = [...cardinality.values()].includes(null) ? await loadDvs() : null
+  const hasDeletionVector = (f: LsmFile) => (knownDvs ? (knownDvs.get(f.name)?.cardinality ?? 0) > 0 : (cardinality.get(f.name) ?? 0n) > 0n)
   const picked: CompactUnit | null = req.full
     ? pickFullCompaction(levels, opts.numLevels, { hasDeletionVector })
     : pickCompaction(levels, {
@@ -195,6 +244,7 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
         deletionVectors: opts.deletionVectors,
       })
   if (!picked) return nothing
+  const dvsPromise = loadDvs()
   const unit = limitInput(picked, req.maxInputFiles ?? opts.compactionMaxFileNum, levels)
   const needsMore = unit.files.length < picked.files.length
   const keyCmp = rowComparator(view.keyTypes)
@@ -211,6 +261,10 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
 
   const seqCmp = sequenceComparator(table.mergeConfig)
   const namer = new FileNamer()
+  // the job's data-file and index requests: inputs opened together, outputs PUT while the
+  // merge goes on, at most `io.max-concurrent-requests` in flight
+  const io = new BoundedStore(table.store, opts.ioMaxConcurrentRequests)
+  const uploads = new Uploads(io, UPLOAD_BYTES_IN_FLIGHT)
   const written: string[] = []
   const adds: ManifestEntry[] = []
   const deletes: ManifestEntry[] = []
@@ -236,25 +290,28 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
       // wins a tie of sequence numbers), as the read path orders them (orderFiles)
       const sources = [...step.runs].reverse().map((run) => {
         for (const f of run) rowsIn += f.rowCount
-        return readRun(table, dir, run, dvs)
+        return readRun(table, io, dir, run, dvsPromise, opts.ioMaxConcurrentRequests)
       })
       for (const run of step.runs) for (const f of run) deletes.push(entryOf(f))
       // older levels not rewritten by this job, newest first, for deletion-vector lookups
       // (a pick is a newest-first prefix of the runs, so every run it leaves is older and
       // sits above the output level)
+      const stepFiles = step.runs.flat()
+      const fromKey = stepFiles.reduce((min, f) => (keyCmp(f.minKey, min) < 0 ? f.minKey : min), stepFiles[0].minKey)
       const lookups = opts.deletionVectors
         ? levels
             .levelSortedRuns()
             .filter((r) => r.level > step.outputLevel && !r.run.files.some((f) => inputNames.has(f.name)))
-            .map((r) => new LevelLookup(table, dir, r.run.files, dvs, lookupColumns))
+            .map((r) => new LevelLookup(table, io, dir, r.run.files, dvsPromise, lookupColumns, fromKey))
         : []
       let writer: DataFileWriter | null = null
       const flush = async () => {
         if (!writer || writer.rowCount === 0) return
         const { bytes, stats } = writer.finish()
         const fileName = namer.next(opts.dataFilePrefix, '.parquet')
-        await table.store.put(`${dir}/${fileName}`, bytes)
         written.push(`${dir}/${fileName}`)
+        // the merge goes on while the file uploads; the commit waits for every upload
+        await uploads.put(`${dir}/${fileName}`, bytes)
         adds.push({
           kind: FileKind.ADD,
           partition: req.partition,
@@ -304,21 +361,23 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
     if (opts.deletionVectors) {
       const deletedNames = new Set(deletes.map((d) => d.file.fileName))
       const upgradedNames = new Set(adds.filter((a) => deletedNames.has(a.file.fileName)).map((a) => a.file.fileName))
+      const dvsNow = await dvsPromise
       const next = new Map<string, DeletionVector>()
-      for (const [name, dv] of dvs) if (!deletedNames.has(name) || upgradedNames.has(name)) next.set(name, dv)
+      for (const [name, dv] of dvsNow) if (!deletedNames.has(name) || upgradedNames.has(name)) next.set(name, dv)
       for (const [name, positions] of marks) {
         const add = deletionVectorOf(positions.sort((a, b) => a - b), opts.bitmap64)
         const cur = next.get(name)
         next.set(name, cur ? cur.merge(add) : add)
       }
-      const changed = marks.size > 0 || [...dvs.keys()].some((n) => !next.has(n))
+      const changed = marks.size > 0 || [...dvsNow.keys()].some((n) => !next.has(n))
       if (changed) {
         const entries: IndexManifestEntry[] = []
         if (next.size > 0) {
           const { bytes, metas } = writeDeletionVectorFile(new Map([...next].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))), opts.bitmap64)
           const fileName = namer.next('index-')
-          await table.store.put(indexKey(fileName), bytes)
           written.push(indexKey(fileName))
+          // independent of the last data files' uploads: it goes up beside them
+          await uploads.put(indexKey(fileName), bytes)
           entries.push({
             kind: FileKind.ADD,
             partition: req.partition,
@@ -335,6 +394,7 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
       }
     }
 
+    await uploads.done()
     await req.beforeCommit?.()
     commitStarted = true
     // the conflict checks as data (lib/commit/conflicts.ts): a file that carries a vector in
@@ -371,6 +431,8 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
     // when nothing was handed to a committer, or the committer says the request can never
     // land (a queued commit that was not confirmed may still land later); otherwise it is
     // left to orphan cleanup rather than risk deleting live data.
+    // an upload still in flight would land after the cleanup below deleted its key
+    await uploads.settled()
     const key = commitKeyOf({ kind: 'COMPACT', commitUser, commitIdentifier: BATCH_COMMIT_IDENTIFIER })
     const landed = commitStarted ? await table.landed.find(key, baseSnapshotId, await table.snapshots.latestId()).catch(() => undefined) : null
     const never = !commitStarted || (e instanceof CommitConflictError && e.landsNever)

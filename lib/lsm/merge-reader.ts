@@ -53,11 +53,11 @@ export interface MergeReaderOptions {
  */
 export async function* mergeSortedRuns(sources: RecordSource[], opts: MergeReaderOptions): AsyncGenerator<KeyValue[]> {
   const { keyComparator, sequenceComparator, mergeFunction, batchSize = 4096 } = opts
-  let live: Cursor[] = []
-  for (const s of sources) {
-    const c = new Cursor(s[Symbol.asyncIterator]())
-    if (await c.ready()) live.push(c)
-  }
+  // every source's first batch at once: a source's first read opens its file (a footer
+  // GET), so priming them one by one would cost one round trip per source
+  const cursors = sources.map((s) => new Cursor(s[Symbol.asyncIterator]()))
+  const ready = await Promise.all(cursors.map((c) => c.ready()))
+  let live = cursors.filter((_, i) => ready[i])
   let out: KeyValue[] = []
   const group: KeyValue[] = []
   while (live.length > 0) {
