@@ -17,7 +17,7 @@ import type { Context } from 'aws-lambda'
 import { tableStatus } from '../lib/cli/status.ts'
 import { valueComparator } from '../lib/format/compare.ts'
 import { existingSnapshot } from '../lib/maintenance/references.ts'
-import { type KeyFilter, type ReadStats, lookup, newReadStats, planScan, readSplitRecords } from '../lib/read/table-read.ts'
+import { type KeyFilter, type ReadStats, FileOpener, lookup, newReadStats, planScan, readSplitRecords } from '../lib/read/table-read.ts'
 import { rowToJsonLine, valueFromJson } from '../lib/table/json-values.ts'
 import type { Table } from '../lib/table/table.ts'
 import { type Row, StrataInputError, isRetract } from '../lib/types.ts'
@@ -228,11 +228,13 @@ async function scanPage(table: Table, name: string, req: ReaderRequest, limit: n
   const rows: string[] = []
   let bytes = 0
   let next: Cursor | null = null
+  // one opener over the page's splits: the next split's files open while this one is read
+  const opener = new FileOpener(table, plan.splits.slice(start.split), plan.dvIndex, stats)
   await whilePinned(table, plan.snapshot?.id, req.cursor !== undefined ? 'cursor' : 'snapshotId', async () => {
     scan: for (let s = start.split; s < plan.splits.length; s++) {
       const skip = s === start.split ? start.offset : 0
       let seen = 0
-      for await (const batch of readSplitRecords(table, plan.splits[s], valueColumns, plan.dvIndex, stats)) {
+      for await (const batch of readSplitRecords(table, plan.splits[s], valueColumns, plan.dvIndex, stats, opener)) {
         for (const kv of batch) {
           if (isRetract(kv.kind) || !matches(kv.value)) continue
           if (seen++ < skip) continue

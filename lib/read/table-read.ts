@@ -1,5 +1,7 @@
 // Reads of a snapshot: plan splits (one per partition and bucket), prune by partition,
 // bucket and key range, merge each bucket's sorted runs, drop retracts, project columns.
+// Data files are opened ahead of the read, at most `io.max-concurrent-requests` requests at
+// once (FileOpener), so a read does not wait one round trip per file.
 
 import { deserializeBinaryRow } from '../format/binary-row.ts'
 import { bucketOf } from '../format/bucket.ts'
@@ -9,7 +11,9 @@ import { bucketPath } from '../format/partition-path.ts'
 import { compareLevel0 } from '../lsm/levels.ts'
 import { mergeSortedRuns } from '../lsm/merge-reader.ts'
 import { createMergeFunction, sequenceComparator } from '../lsm/merge-function.ts'
+import { BoundedStore, mapBounded, startedAhead } from '../store/bounded.ts'
 import type { ObjectStore } from '../store/object-store.ts'
+import type { DeletionVector } from '../format/deletion-vector.ts'
 import { type IndexManifestEntry, type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, StrataInputError, isRetract } from '../types.ts'
 import { bucketIdentifier } from '../manifest/manifests.ts'
 import { dvIndexByBucket, loadDeletionVectors, withoutDeleted } from '../manifest/bucket-state.ts'
@@ -135,12 +139,16 @@ export async function planScan(table: Table, opts: ScanOptions = {}): Promise<Sc
   const partFilterIdx = [...filter.partition.keys()].map((i) => view.partitionIndexes.indexOf(i))
   const partFilterVals = [...filter.partition.values()]
   const partCmp = partFilterIdx.map((pi) => rowComparator([partTypes[pi]]))
-  const entries = await table.manifests.liveEntries(snapshot, (p, b) => {
-    if (filter.bucket !== null && b !== filter.bucket) return false
-    if (partFilterIdx.length === 0) return true
-    const pv = partitionValuesOf(p)
-    return partFilterIdx.every((pi, j) => partCmp[j]([pv[pi]], [partFilterVals[j]]) === 0)
-  })
+  // the data manifests and the index manifest are independent reads of the snapshot: at once
+  const [entries, dvIndex] = await Promise.all([
+    table.manifests.liveEntries(snapshot, (p, b) => {
+      if (filter.bucket !== null && b !== filter.bucket) return false
+      if (partFilterIdx.length === 0) return true
+      const pv = partitionValuesOf(p)
+      return partFilterIdx.every((pi, j) => partCmp[j]([pv[pi]], [partFilterVals[j]]) === 0)
+    }),
+    view.options.deletionVectors ? dvIndexByBucket(table, snapshot) : new Map<string, IndexManifestEntry[]>(),
+  ])
   const prefix = keyPrefix(view, filter)
   const prefixCmp = rowComparator(view.keyTypes.slice(0, prefix.length))
   const splits = new Map<string, Split>()
@@ -165,7 +173,6 @@ export async function planScan(table: Table, opts: ScanOptions = {}): Promise<Sc
     }
     s.files.push(e)
   }
-  const dvIndex = view.options.deletionVectors ? await dvIndexByBucket(table, snapshot) : new Map<string, IndexManifestEntry[]>()
   return { snapshot, splits: [...splits.values()], columns, dvIndex }
 }
 
@@ -199,12 +206,103 @@ function countOpen(stats: ReadStats | undefined, level: number): void {
   stats.filesOpened[level]++
 }
 
-function openFile(table: Table, split: Split, e: ManifestEntry, stats?: ReadStats): Promise<DataFileReader> {
+function openFile(table: Table, store: ObjectStore, split: Split, e: ManifestEntry, stats?: ReadStats): Promise<DataFileReader> {
   countOpen(stats, e.file.level)
-  return DataFileReader.open(byteSourceOf(table.store, `${split.path}/${e.file.fileName}`, Number(e.file.fileSize)), {
+  return DataFileReader.open(byteSourceOf(store, `${split.path}/${e.file.fileName}`, Number(e.file.fileSize)), {
     keyFields: table.view.keyFields,
     valueFields: table.view.fields,
   })
+}
+
+/** The files a read of the split opens, in the order it reads them. */
+function filesToRead(table: Table, split: Split): ManifestEntry[] {
+  const { deletionVectors, dvMergeOnRead } = table.view.options
+  if (deletionVectors && !dvMergeOnRead) return split.files.filter((e) => e.file.level !== 0)
+  return orderFiles(split.files)
+}
+
+/**
+ * Opens a plan's data files ahead of the reader. Every split is read file after file (or
+ * all its files at once, for a merge), and each open costs a footer GET, so a read that
+ * opened each file only when it got to it would wait one round trip per file. This opens
+ * files in the order the reads will take them, up to `io.max-concurrent-requests` ahead of
+ * the one being read (across splits too), and loads a split's deletion vectors along with
+ * its first file. Memory stays bounded: an opened file holds at most its footer read (512
+ * KiB) until it is read. Files opened ahead of a read that stops early (a page) are read
+ * for nothing; that is the price of not waiting for them.
+ */
+export class FileOpener {
+  private readonly io: BoundedStore
+  private readonly window: number
+  /** every file of every split, in read order */
+  private readonly queue: { split: Split; entry: ManifestEntry }[] = []
+  private readonly firstOf = new Map<Split, number>()
+  /** opens started and not yet taken */
+  private readonly ahead = new Map<ManifestEntry, Promise<DataFileReader>>()
+  private readonly dvs = new Map<Split, Promise<Map<string, DeletionVector>>>()
+  /** queue position of the next file to start opening */
+  private next = 0
+
+  constructor(
+    private readonly table: Table,
+    splits: Split[],
+    private readonly dvIndex?: Map<string, IndexManifestEntry[]>,
+    private readonly stats?: ReadStats,
+  ) {
+    this.window = table.view.options.ioMaxConcurrentRequests
+    this.io = new BoundedStore(table.store, this.window)
+    for (const split of splits) {
+      this.firstOf.set(split, this.queue.length)
+      for (const entry of filesToRead(table, split)) this.queue.push({ split, entry })
+    }
+  }
+
+  /** The split's deletion vectors (empty outside deletion-vector mode), loading them if not yet started. */
+  deletionVectors(split: Split): Promise<Map<string, DeletionVector>> {
+    let p = this.dvs.get(split)
+    if (!p) {
+      p = this.table.view.options.deletionVectors
+        ? startedAhead(loadDeletionVectors(this.table, this.dvIndex?.get(bucketIdentifier(split.partition, split.bucket))))
+        : Promise.resolve(new Map())
+      this.dvs.set(split, p)
+    }
+    return p
+  }
+
+  /** The files a read of the split opens, in order. */
+  files(split: Split): ManifestEntry[] {
+    const from = this.firstOf.get(split)
+    if (from === undefined) return filesToRead(this.table, split)
+    const out: ManifestEntry[] = []
+    for (let i = from; i < this.queue.length && this.queue[i].split === split; i++) out.push(this.queue[i].entry)
+    return out
+  }
+
+  /** The opened file, started ahead or now; then the window moves on past it. */
+  open(split: Split, entry: ManifestEntry): Promise<DataFileReader> {
+    let p = this.ahead.get(entry)
+    if (p) this.ahead.delete(entry)
+    else {
+      // a read that starts further on (a page after a cursor) skips what lies before it
+      const at = this.queue.findIndex((q, i) => i >= this.next && q.entry === entry)
+      if (at >= 0) this.next = at + 1
+      p = this.start(split, entry)
+    }
+    this.fill()
+    return p
+  }
+
+  private fill(): void {
+    while (this.ahead.size < this.window && this.next < this.queue.length) {
+      const { split, entry } = this.queue[this.next++]
+      this.ahead.set(entry, startedAhead(this.start(split, entry)))
+    }
+  }
+
+  private start(split: Split, entry: ManifestEntry): Promise<DataFileReader> {
+    this.deletionVectors(split)
+    return openFile(this.table, this.io, split, entry, this.stats)
+  }
 }
 
 /**
@@ -213,6 +311,8 @@ function openFile(table: Table, split: Split, e: ManifestEntry, stats?: ReadStat
  *   own with its vector applied; no key merge (`deletion-vectors.merge-on-read` merges L0
  *   in instead, for freshness).
  * - Otherwise merge-on-read: a k-way merge of all the bucket's files.
+ * Files are opened ahead by `opener` (one over the plan's splits lets a scan open the next
+ * split's files while it reads this one); without one, over this split alone.
  */
 export async function* readSplitRecords(
   table: Table,
@@ -220,24 +320,25 @@ export async function* readSplitRecords(
   valueColumns: string[],
   dvIndex?: Map<string, IndexManifestEntry[]>,
   stats?: ReadStats,
+  opener: FileOpener = new FileOpener(table, [split], dvIndex, stats),
 ): AsyncGenerator<KeyValue[]> {
   const view = table.view
   const { deletionVectors, dvMergeOnRead } = view.options
-  const dvs = deletionVectors ? await loadDeletionVectors(table, dvIndex?.get(bucketIdentifier(split.partition, split.bucket))) : new Map()
+  const files = opener.files(split)
+  const dvs = () => opener.deletionVectors(split)
   if (deletionVectors && !dvMergeOnRead) {
     if (stats) stats.deletionVectorSplits++
-    for (const e of split.files) {
-      if (e.file.level === 0) continue
-      const reader = await openFile(table, split, e, stats)
-      yield* withoutDeleted(reader.batches({ valueColumns }), dvs.get(e.file.fileName))
+    for (const e of files) {
+      const reader = await opener.open(split, e)
+      yield* withoutDeleted(reader.batches({ valueColumns }), (await dvs()).get(e.file.fileName))
     }
     return
   }
   if (stats) stats.mergedSplits++
-  const sources = orderFiles(split.files).map((e) =>
+  const sources = files.map((e) =>
     (async function* () {
-      const reader = await openFile(table, split, e, stats)
-      yield* withoutDeleted(reader.batches({ valueColumns }), dvs.get(e.file.fileName))
+      const reader = await opener.open(split, e)
+      yield* withoutDeleted(reader.batches({ valueColumns }), (await dvs()).get(e.file.fileName))
     })(),
   )
   yield* mergeSortedRuns(sources, {
@@ -252,8 +353,9 @@ export async function* scan(table: Table, opts: ScanOptions = {}): AsyncGenerato
   const plan = await planScan(table, opts)
   const filter = compileFilter(table.view, opts.filter)
   const valueColumns = valueColumnsToRead(table, plan.columns, opts.filter)
+  const opener = new FileOpener(table, plan.splits, plan.dvIndex, opts.stats)
   for (const split of plan.splits) {
-    for await (const batch of readSplitRecords(table, split, valueColumns, plan.dvIndex, opts.stats)) {
+    for await (const batch of readSplitRecords(table, split, valueColumns, plan.dvIndex, opts.stats, opener)) {
       const rows: Row[] = []
       for (const kv of batch) {
         if (isRetract(kv.kind) || !filter.matches(kv.value)) continue
@@ -286,13 +388,17 @@ export async function lookup(table: Table, key: KeyFilter, opts: { snapshotId?: 
   const keyCmp = rowComparator(view.keyTypes)
   const want = view.keyIndexes.map((i) => valueFromJson(view.fields[i], key[view.fields[i].name], '--key'))
   const dvMode = view.options.deletionVectors && !view.options.dvMergeOnRead
+  const io = new BoundedStore(table.store, view.options.ioMaxConcurrentRequests)
   for (const split of plan.splits) {
-    const dvs = view.options.deletionVectors ? await loadDeletionVectors(table, plan.dvIndex.get(bucketIdentifier(split.partition, split.bucket))) : new Map()
-    const found: KeyValue[] = []
     // merge-on-read: oldest first, so a sequence tie resolves as in scans and compaction
-    for (const e of dvMode ? split.files : orderFiles(split.files)) {
-      if (dvMode && e.file.level === 0) continue
-      const reader = await openFile(table, split, e)
+    const files = filesToRead(table, split)
+    const names = new Set(files.map((e) => e.file.fileName))
+    // the candidate files (those whose key range holds the key, planScan kept only them)
+    // are searched at once, each open → find → read the row, with their deletion vectors
+    // loading beside: a lookup costs the chain of one file, not of every level it passes
+    const dvs = startedAhead(view.options.deletionVectors ? loadDeletionVectors(table, plan.dvIndex.get(bucketIdentifier(split.partition, split.bucket)), names) : Promise.resolve(new Map()))
+    const rows = await mapBounded(files, view.options.ioMaxConcurrentRequests, async (e) => {
+      const reader = await openFile(table, io, split, e)
       let pos = -1
       let base = 0
       for await (const batch of reader.batches({ valueColumns: [] })) {
@@ -310,11 +416,13 @@ export async function lookup(table: Table, key: KeyFilter, opts: { snapshotId?: 
         if (pos >= 0 || (batch.length && keyCmp(batch[batch.length - 1].key, want) > 0)) break
         base += batch.length
       }
-      if (pos < 0 || dvs.get(e.file.fileName)?.isDeleted(pos)) continue
-      for await (const batch of reader.batches({ rowStart: pos, rowEnd: pos + 1 })) found.push(...batch)
-      // in deletion-vector mode a key has at most one live row above level 0
-      if (dvMode) break
-    }
+      if (pos < 0 || (await dvs).get(e.file.fileName)?.isDeleted(pos)) return []
+      const out: KeyValue[] = []
+      for await (const batch of reader.batches({ rowStart: pos, rowEnd: pos + 1 })) out.push(...batch)
+      return out
+    })
+    // in deletion-vector mode a key has at most one live row above level 0: the first found
+    const found: KeyValue[] = dvMode ? (rows.find((r) => r.length > 0) ?? []) : rows.flat()
     if (found.length === 0) continue
     found.sort(sequenceComparator(table.mergeConfig))
     const mf = createMergeFunction(table.mergeConfig)
