@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto'
 import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3'
 import { buildApp } from 'fauxqs'
+import { s3RequestHandlerOptions } from '../lib/store/s3-store.ts'
 
 type FauxqsApp = ReturnType<typeof buildApp>
 
@@ -151,7 +152,7 @@ export async function startEmbeddedBackend(
     credentials: { ...CREDENTIALS },
     app,
     s3Client() {
-      client ??= new S3Client({ endpoint, region: REGION, credentials: CREDENTIALS, forcePathStyle: true })
+      client ??= new S3Client({ endpoint, region: REGION, credentials: CREDENTIALS, forcePathStyle: true, requestHandler: s3RequestHandlerOptions() })
       return client
     },
     async createBucket(name) {

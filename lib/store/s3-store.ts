@@ -364,9 +364,29 @@ export function clientFromEnvironment(region?: string): S3Client {
     ...(process.env.AWS_RETRY_MODE ? {} : { retryMode: 'standard' }),
   }
   const endpoint = process.env.AWS_ENDPOINT_URL_S3 || process.env.AWS_ENDPOINT_URL || undefined
-  if (endpoint === undefined) return new S3Client({ ...retry, ...(region ? { region } : {}) })
+  const requestHandler = s3RequestHandlerOptions()
+  if (endpoint === undefined) return new S3Client({ ...retry, requestHandler, ...(region ? { region } : {}) })
   const resolvedRegion = region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1'
-  return new S3Client({ ...retry, region: resolvedRegion, endpoint, forcePathStyle: true })
+  return new S3Client({ ...retry, requestHandler, region: resolvedRegion, endpoint, forcePathStyle: true })
+}
+
+/**
+ * Sockets one S3 client keeps open per endpoint. The SDK's Node handler allows 50; a process
+ * runs several operations at once (a compactor four buckets, each up to
+ * `io.max-concurrent-requests` requests in flight), and a request beyond the pool waits for
+ * a socket, which would put back the serial chains the parallel paths remove.
+ */
+export const S3_MAX_SOCKETS = 256
+
+/**
+ * Options of the SDK's NodeHttpHandler for Strata's clients: a pool of S3_MAX_SOCKETS
+ * kept-alive sockets (a new TLS connection per request would cost more round trips than it
+ * saves). Passed as options, not as an agent, so the SDK keeps its own handling of
+ * `Expect: 100-continue`. Retries are not the handler's business and stay as configured.
+ */
+export function s3RequestHandlerOptions(): { httpAgent: { keepAlive: boolean; maxSockets: number }; httpsAgent: { keepAlive: boolean; maxSockets: number } } {
+  const agent = { keepAlive: true, maxSockets: S3_MAX_SOCKETS }
+  return { httpAgent: { ...agent }, httpsAgent: { ...agent } }
 }
 
 /** What the SDK's retry layer did, summed over every S3Store's client in this process. */
