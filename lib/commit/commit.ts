@@ -11,7 +11,7 @@ import { snapshotKey } from '../table/paths.ts'
 import type { SchemaView } from '../table/schema.ts'
 import { type ManifestIO, bucketIdentifier, fileIdentifier, foldEntries, hex } from '../manifest/manifests.ts'
 import type { SnapshotManager } from '../manifest/snapshot-manager.ts'
-import { bucketsScope } from '../manifest/bucket-scope.ts'
+import { type BucketScope, bucketsScope } from '../manifest/bucket-scope.ts'
 import { type CommitRequest, type CommitResult, type Committer, CommitFailedError } from './committer.ts'
 import { CommitState, checkCompaction } from './conflicts.ts'
 import { type LandedCommits, commitKeyOf } from './landed.ts'
@@ -72,24 +72,27 @@ export class FileStoreCommit implements Committer {
     let liveAt = -1
     const inTouched = (p: Uint8Array, b: number) => touched.has(bucketIdentifier(p, b))
     for (let attempt = 0; ; attempt++) {
-      const latestId = attempt === 0 && req.knownLatestId !== undefined ? req.knownLatestId : await this.snapshots.latestId()
-      const latest = latestId === 0 ? null : await this.snapshots.snapshot(latestId)
+      // first attempt: the id the caller knows, or a probe past the snapshot it built on
+      // (one round trip when nothing landed since; a stale guess only costs a lost race,
+      // the create being conditional)
+      const latest =
+        attempt === 0 && req.knownLatestId !== undefined
+          ? req.knownLatestId === 0 ? null : await this.snapshots.snapshot(req.knownLatestId)
+          : attempt === 0 && req.baseSnapshotId > 0
+            ? await this.snapshots.latestFrom(req.baseSnapshotId)
+            : await this.snapshots.latest()
+      const latestId = latest?.id ?? 0
       await req.recheck?.(latestId)
-      if (req.dedup) {
-        const landed = await this.landed.find(commitKeyOf(req), req.baseSnapshotId, latestId)
-        if (landed !== null) return { snapshotId: landed, retries, deduplicated: true }
-      }
-      if (req.deletes.length > 0 || check || req.indexReplacements?.length) {
-        // the touched buckets' live files, read once and then advanced by the deltas of
-        // the snapshots that landed since: a retry costs those deltas, not a full re-read
-        if (liveAt === -1) {
-          liveSet = new Map((latest ? await this.manifests.liveEntries(latest, scope) : []).map((e) => [fileIdentifier(e), e]))
-          liveAt = latestId
-        }
-        for (let id = liveAt + 1; id <= latestId; id++) {
-          const s = await this.snapshots.snapshot(id)
-          if (s) foldEntries((await this.manifests.deltaEntries(s)).filter((e) => inTouched(e.partition, e.bucket)), liveSet)
-        }
+      const needsState = req.deletes.length > 0 || check || req.indexReplacements?.length
+      // what this attempt checks depends only on the latest snapshot: read it all at once
+      const [landed, live, index] = await Promise.all([
+        req.dedup ? this.landed.find(commitKeyOf(req), req.baseSnapshotId, latestId) : null,
+        needsState ? this.advanceLive(latest, liveAt === -1 ? null : { live: liveSet, at: liveAt }, scope, inTouched) : null,
+        check && latest?.indexManifest ? this.manifests.readIndexManifest(latest.indexManifest) : [],
+      ])
+      if (landed !== null) return { snapshotId: landed, retries, deduplicated: true }
+      if (needsState) {
+        liveSet = live!
         liveAt = latestId
         for (const d of req.deletes) {
           if (!liveSet.has(fileIdentifier(d))) {
@@ -100,9 +103,8 @@ export class FileStoreCommit implements Committer {
           }
         }
         if (check) {
-          const index = (latest?.indexManifest ? await this.manifests.readIndexManifest(latest.indexManifest) : []).filter((e) => inTouched(e.partition, e.bucket))
           try {
-            await check(new CommitState(liveSet.values(), index))
+            await check(new CommitState(liveSet.values(), index.filter((e) => inTouched(e.partition, e.bucket))))
           } catch (e) {
             if (e instanceof CommitConflictError) throw new CommitConflictError(e.message, true)
             throw e
@@ -178,6 +180,26 @@ export class FileStoreCommit implements Committer {
       }
       await sleep(backoffMs(attempt, req.maxBackoffMs))
     }
+  }
+
+  /**
+   * The touched buckets' live files at `latest`: read once, then advanced by the deltas of
+   * the snapshots that landed since (read at once, folded in order), so a retry costs those
+   * deltas, not a full re-read.
+   */
+  private async advanceLive(latest: Snapshot | null, from: { live: Map<string, ManifestEntry>; at: number } | null, scope: BucketScope, inTouched: (p: Uint8Array, b: number) => boolean): Promise<Map<string, ManifestEntry>> {
+    if (!latest) return new Map()
+    if (!from) return new Map((await this.manifests.liveEntries(latest, scope)).map((e) => [fileIdentifier(e), e]))
+    const ids: number[] = []
+    for (let id = from.at + 1; id <= latest.id; id++) ids.push(id)
+    const deltas = await Promise.all(
+      ids.map(async (id) => {
+        const s = await this.snapshots.snapshot(id)
+        return s ? this.manifests.deltaEntries(s) : []
+      }),
+    )
+    for (const d of deltas) foldEntries(d.filter((e) => inTouched(e.partition, e.bucket)), from.live)
+    return from.live
   }
 
   /**

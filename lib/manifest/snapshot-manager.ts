@@ -66,6 +66,18 @@ export class SnapshotManager {
     return current
   }
 
+  /**
+   * The latest snapshot for a caller that knows a recent one: GET `snapshot-(known+1)` (and
+   * `snapshot-known`, usually cached) at once, one round trip when nothing landed since;
+   * otherwise the hint (latest()) is the quicker way forward.
+   */
+  async latestFrom(knownId: number): Promise<Snapshot | null> {
+    if (knownId <= 0) return this.latest()
+    const [current, next] = await Promise.all([this.snapshot(knownId), this.snapshot(knownId + 1)])
+    if (current !== null && next === null) return current
+    return this.latest()
+  }
+
   /** The earliest snapshot id still present (0 when none). */
   async earliestId(): Promise<number> {
     const hintBytes = await this.store.get(EARLIEST_KEY)

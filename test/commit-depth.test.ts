@@ -1,0 +1,60 @@
+// Issue 14: a commit's dependent round trips. Measured on a TracedStore
+// (test/helpers/traced-store.ts), which records which requests overlapped; never a clock.
+// A direct commit built on the latest snapshot is: a probe of the next snapshot id, its
+// manifests, lists and index manifest at once, the conditional snapshot create, the hint.
+
+import { describe, expect, it } from 'vitest'
+import { compactBucket } from '../lib/lsm/compact-task.ts'
+import { readAll } from '../lib/read/table-read.ts'
+import { MemoryStore } from '../lib/store/memory-store.ts'
+import { recordFromJson } from '../lib/table/json-values.ts'
+import { Table } from '../lib/table/table.ts'
+import { writeBatch } from '../lib/write/table-write.ts'
+import { TracedStore } from './helpers/traced-store.ts'
+
+function schema(options: Record<string, string>): unknown {
+  return { fields: [{ name: 'id', type: 'INT' }, { name: 'v', type: 'STRING' }], primaryKeys: ['id'], options }
+}
+
+const range = (n: number, from = 0) => Array.from({ length: n }, (_, i) => from + i)
+
+async function write(table: Table, ids: number[], v: string) {
+  return writeBatch(table, ids.map((id, i) => recordFromJson(table.view, { id, v: `${v}${id}` }, `row ${i}`)))
+}
+
+/** The dependent depth of the requests under `manifest/` and `snapshot/` after the data files. */
+function commitDepth(store: TracedStore): number {
+  const firstMeta = store.calls.findIndex((c) => c.op === 'put' && c.key.startsWith('manifest/'))
+  const dataDepth = Math.max(0, ...store.calls.slice(0, firstMeta).map((c) => c.depth))
+  return store.depth - dataDepth
+}
+
+describe('a commit’s dependent requests', () => {
+  it('a writer commit over many bucket groups writes its manifests and lists in one step: probe, metadata, create, hint', async () => {
+    const store = new TracedStore(new MemoryStore())
+    const table = await Table.create(store, schema({ bucket: '256', 'manifest.bucket-group-size': '16' }))
+    await write(table, range(300), 'a')
+    store.reset()
+    await write(table, range(300, 1000), 'b')
+    const manifestPuts = store.calls.filter((c) => c.op === 'put' && c.key.startsWith('manifest/manifest-') && !c.key.startsWith('manifest/manifest-list-'))
+    expect(manifestPuts.length).toBeGreaterThan(4) // one per bucket group
+    // manifests, delta list and base list all went out together
+    expect(new Set(store.calls.filter((c) => c.op === 'put' && c.key.startsWith('manifest/')).map((c) => c.depth)).size).toBe(1)
+    // after the data files: the metadata, the snapshot create, LATEST
+    expect(commitDepth(store)).toBeLessThanOrEqual(3)
+    expect((await readAll(await Table.open(store.inner))).length).toBe(600)
+  })
+
+  it('a compaction commit reads the latest state in one step after its probe, and lands it in three more (four in all)', async () => {
+    const store = new TracedStore(new MemoryStore())
+    const table = await Table.create(store, schema({ bucket: '1', 'deletion-vectors.enabled': 'true' }))
+    for (let c = 0; c < 3; c++) await write(table, range(50, c * 25), `c${c}`)
+    store.reset()
+    let before = 0
+    await compactBucket(table, { partition: new Uint8Array((await table.manifests.liveEntries((await table.snapshots.latest())!))[0].partition), bucket: 0, beforeCommit: () => void (before = store.depth) })
+    // the commit itself: a probe of snapshot N+1 (the live files and index manifest it checks
+    // are the ones the job read, cached); its metadata at once; the create; the hint
+    expect(store.depth - before).toBeLessThanOrEqual(4)
+    expect((await readAll(await Table.open(store.inner))).length).toBe(100)
+  })
+})
