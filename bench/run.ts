@@ -1,6 +1,6 @@
 // `npm run bench`: the commit-contention, freshness and simulation benchmarks in one run
 // (the simulation is calibrated with the other two's measurements), then, in the full run,
-// the compaction and scan benchmarks as child processes. Writes bench/out/results.json,
+// the compaction, scan and round-trips benchmarks as child processes. Writes bench/out/results.json,
 // bench/out/*.svg and the header, contention, freshness and simulation sections of
 // docs/benchmarks.md (other sections, e.g. compaction, are left as they are).
 //
@@ -154,7 +154,7 @@ async function main(): Promise<void> {
   const simulation = simulate(contention, freshness, quick)
   const others: Record<string, string> = {}
   if (!quick && !args.has('--no-others')) {
-    for (const script of ['compaction.ts', 'scan.ts']) {
+    for (const script of ['compaction.ts', 'scan.ts', 'round-trips.ts']) {
       log(`bench/${script}`)
       others[script] = await runOtherBenchmark(script, quick)
       writeFileSync(join(OUT_DIR, script.replace('.ts', '.md')), others[script])
