@@ -9,7 +9,7 @@ import { compactTable } from '../lib/lsm/compact-table.ts'
 import { ByteLru } from '../lib/manifest/byte-cache.ts'
 import { bucketsScope } from '../lib/manifest/bucket-scope.ts'
 import { fileIdentifier } from '../lib/manifest/manifests.ts'
-import { readAll } from '../lib/read/table-read.ts'
+import { lookup, readAll } from '../lib/read/table-read.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import type { ObjectStore } from '../lib/store/object-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
@@ -185,6 +185,29 @@ describe('manifest layout', () => {
     expect(base.length).toBeGreaterThan(1)
     const after = await readAll(await Table.open(t2.store))
     expect(after.length).toBe(before.length + 150)
+  })
+
+  it('a read filtered to one partition, and a lookup of one key, open only the manifests that can hold them', async () => {
+    const store = new RecordingStore(new MemoryStore())
+    const table = await Table.create(store, schema(128, { 'manifest.bucket-group-size': '8' }, true))
+    for (const p of ['a', 'b', 'c']) for (let c = 0; c < 3; c++) await write(table, Array.from({ length: 60 }, (_, i) => ({ p, k: c * 100 + i, v: `${p}${c}` })))
+    const manifestGets = () => store.gets.filter((k) => k.startsWith('manifest/manifest-') && !k.startsWith('manifest/manifest-list-')).length
+    const cold = () => Table.open(store)
+    const s = (await table.snapshots.latest())!
+    const all = (await table.manifests.dataManifests(s)).length
+
+    let t = await cold()
+    store.gets.length = 0
+    const rows = await readAll(t, { filter: { p: 'b' } })
+    expect(rows.length).toBe(180)
+    expect(rows.every((r) => r[0] === 'b')).toBe(true)
+    expect(manifestGets()).toBe(all / 3)
+
+    t = await cold()
+    store.gets.length = 0
+    expect(await lookup(t, { p: 'c', k: 205 })).toEqual(['c', 205, 'c2'])
+    expect(manifestGets()).toBeGreaterThan(0)
+    expect(manifestGets()).toBeLessThanOrEqual(3) // the key's group in its partition, one per commit
   })
 
   it('the metadata cache is bounded by bytes and evicts the least recently used', () => {

@@ -13,6 +13,7 @@ import { rowComparator } from '../format/compare.ts'
 import { DataFileReader, DataFileWriter } from '../format/data-file.ts'
 import { type DeletionVector, DELETION_VECTORS_INDEX, deletionVectorOf, writeDeletionVectorFile } from '../format/deletion-vector.ts'
 import { type IndexManifestEntry, type KeyValue, type ManifestEntry, type Snapshot, CommitConflictError, FileKind, isRetract } from '../types.ts'
+import { bucketsScope } from '../manifest/bucket-scope.ts'
 import { bucketIdentifier, fileIdentifier } from '../manifest/manifests.ts'
 import { byteSourceOf } from '../read/table-read.ts'
 import { BoundedStore, Uploads, startedAhead } from '../store/bounded.ts'
@@ -84,8 +85,8 @@ export function lsmFileOf(table: Table, e: ManifestEntry): LsmFile {
 }
 
 export async function bucketLevels(table: Table, snapshot: Snapshot | null, partition: Uint8Array, bucket: number): Promise<{ entries: ManifestEntry[]; levels: Levels }> {
-  const id = bucketIdentifier(partition, bucket)
-  const entries = snapshot ? await table.manifests.liveEntries(snapshot, (p, b) => b === bucket && bucketIdentifier(p, b) === id) : []
+  // only the manifests whose list records can hold this bucket are opened
+  const entries = snapshot ? await table.manifests.liveEntries(snapshot, bucketsScope(table.view, [{ partition, bucket }])) : []
   const levels = new Levels(
     entries.map((e) => lsmFileOf(table, e)),
     table.view.options.numLevels,

@@ -15,6 +15,7 @@ import { BoundedStore, mapBounded, startedAhead } from '../store/bounded.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import type { DeletionVector } from '../format/deletion-vector.ts'
 import { type IndexManifestEntry, type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, StrataInputError, isRetract } from '../types.ts'
+import { filteredScope } from '../manifest/bucket-scope.ts'
 import { bucketIdentifier } from '../manifest/manifests.ts'
 import { dvIndexByBucket, loadDeletionVectors, withoutDeleted } from '../manifest/bucket-state.ts'
 import { decodeKey } from '../table/file-meta.ts'
@@ -139,14 +140,18 @@ export async function planScan(table: Table, opts: ScanOptions = {}): Promise<Sc
   const partFilterIdx = [...filter.partition.keys()].map((i) => view.partitionIndexes.indexOf(i))
   const partFilterVals = [...filter.partition.values()]
   const partCmp = partFilterIdx.map((pi) => rowComparator([partTypes[pi]]))
+  // per partition field, the value the filter wants (undefined: any), so manifests whose
+  // partition statistics or bucket range exclude it are not opened
+  const wantedPartition: (Value | undefined)[] = view.partitionFields.map(() => undefined)
+  partFilterIdx.forEach((pi, j) => (wantedPartition[pi] = partFilterVals[j] as Value))
   // the data manifests and the index manifest are independent reads of the snapshot: at once
   const [entries, dvIndex] = await Promise.all([
-    table.manifests.liveEntries(snapshot, (p, b) => {
+    table.manifests.liveEntries(snapshot, filteredScope(view, filter.bucket, wantedPartition, (p, b) => {
       if (filter.bucket !== null && b !== filter.bucket) return false
       if (partFilterIdx.length === 0) return true
       const pv = partitionValuesOf(p)
       return partFilterIdx.every((pi, j) => partCmp[j]([pv[pi]], [partFilterVals[j]]) === 0)
-    }),
+    })),
     view.options.deletionVectors ? dvIndexByBucket(table, snapshot) : new Map<string, IndexManifestEntry[]>(),
   ])
   const prefix = keyPrefix(view, filter)

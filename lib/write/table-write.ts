@@ -16,6 +16,7 @@ import { bucketPath } from '../format/partition-path.ts'
 import { createMergeFunction, sequenceComparator } from '../lsm/merge-function.ts'
 import { type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, FileKind, RowKind, StrataInputError, isRetract } from '../types.ts'
 import { BATCH_COMMIT_IDENTIFIER, type CommitResult, type Committer } from '../commit/committer.ts'
+import { bucketsScope } from '../manifest/bucket-scope.ts'
 import { bucketIdentifier, hex } from '../manifest/manifests.ts'
 import { mapBounded } from '../store/bounded.ts'
 import { dataFileMeta, partitionStatsOf } from '../table/file-meta.ts'
@@ -250,11 +251,11 @@ export async function writeBatch(table: Table, records: WriteRecord[], opts: Wri
  */
 async function sequenceFloor(table: Table, latest: Snapshot | null, groups: Iterable<{ partition: Uint8Array; bucket: number }>): Promise<bigint> {
   if (!latest) return 0n
-  const touched = new Set<string>()
-  for (const g of groups) touched.add(bucketIdentifier(g.partition, g.bucket))
-  if (touched.size === 0) return 0n
+  const pairs = [...groups]
+  if (pairs.length === 0) return 0n
   let max = -1n
-  for (const e of await table.manifests.liveEntries(latest, (p, b) => touched.has(bucketIdentifier(p, b)))) {
+  // only the manifests of the touched buckets' groups are opened
+  for (const e of await table.manifests.liveEntries(latest, bucketsScope(table.view, pairs))) {
     if (e.file.maxSequenceNumber > max) max = e.file.maxSequenceNumber
   }
   return max + 1n
