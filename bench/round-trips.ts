@@ -699,6 +699,7 @@ interface ManifestRatio {
   l0Files: number
   latencyMs: number
   bytes: Record<number, number>
+  /** manifest bytes at the most buckets ÷ at the fewest */
   ratio: number
 }
 
@@ -709,10 +710,12 @@ function manifestRatios(ms: Measurement[]): ManifestRatio[] {
     for (const l0Files of [1, BACKLOG]) {
       for (const latencyMs of LATENCIES) {
         const at = cold.filter((m) => m.checkpoint === checkpoint && m.l0Files === l0Files && m.latencyMs === latencyMs)
+        if (at.length < 2) continue
         const bytes = Object.fromEntries(at.map((m) => [m.buckets, manifestBytes(m.trace)]))
-        const values = Object.values(bytes)
-        if (values.length < 2) continue
-        out.push({ checkpoint, l0Files, latencyMs, bytes, ratio: Math.max(...values) / Math.max(1, Math.min(...values)) })
+        // the most buckets against the fewest: the target is that a cold compaction's
+        // metadata does not grow with the bucket count (less at 1,024 meets it)
+        const counts = at.map((m) => m.buckets).sort((a, b) => a - b)
+        out.push({ checkpoint, l0Files, latencyMs, bytes, ratio: bytes[counts[counts.length - 1]] / Math.max(1, bytes[counts[0]]) })
       }
     }
   }
@@ -747,12 +750,12 @@ function markdown(ms: Measurement[], cli: CliResult[], cliRuns: number, machine:
   if (other.length) lines.push('', `Requests of other kinds (multipart uploads) in ${other.length} job(s), counted in "requests": ${other.map((m) => `${m.scenario} ${m.buckets}/${m.latencyMs} ms ${m.trace.byOp.other}`).join(', ')}.`)
 
   lines.push('', '### Metadata a cold compaction downloads and decodes', '')
-  lines.push('GETs of keys under `manifest/` by the cold compaction, by name prefix (`manifest-list-`, `manifest-`, `index-manifest-`); every one is decoded (Avro). GETs / KiB.', '')
+  lines.push(`GETs of keys under \`manifest/\` by the cold compaction, by name prefix (\`manifest-list-\`, \`manifest-\`, \`index-manifest-\`); every one is decoded (Avro). GETs / KiB. The target is that these bytes do not grow with the bucket count: at most ${TARGETS.coldManifestRatio}× the 64-bucket figure at 1,024 buckets (less meets it).`, '')
   const cold = ms.filter((m) => m.scenario === 'compaction, cold').sort((a, b) => a.checkpoint - b.checkpoint || (a.l0Files ?? 0) - (b.l0Files ?? 0) || a.latencyMs - b.latencyMs || a.buckets - b.buckets)
   const ratios = manifestRatios(ms)
   lines.push(
     markdownTable(
-      ['writer commits (checkpoint)', 'L0 files', 'latency ms', 'buckets', 'snapshot', 'manifest lists', 'manifest files', 'index manifests', 'manifest KiB', 'largest ÷ smallest, 64 vs 1,024', `target ≤ ${TARGETS.coldManifestRatio}×`],
+      ['writer commits (checkpoint)', 'L0 files', 'latency ms', 'buckets', 'snapshot', 'manifest lists', 'manifest files', 'index manifests', 'manifest KiB', '1,024 ÷ 64 buckets', `target ≤ ${TARGETS.coldManifestRatio}×`],
       cold.map((m) => {
         const md = m.trace.metadata
         const r = ratios.find((x) => x.checkpoint === m.checkpoint && x.l0Files === m.l0Files && x.latencyMs === m.latencyMs)
@@ -812,7 +815,7 @@ function markdown(ms: Measurement[], cli: CliResult[], cliRuns: number, machine:
   const wl = at20.filter((m) => m.scenario.startsWith('lookup, warm'))
   lines.push(`- Warm lookup depth ≤ ${TARGETS.warmLookupDepth}: ${list(wl, (m) => `${m.buckets} buckets/${m.writerCommits} commits${m.scenario.endsWith('later') ? ' (one commit later)' : ''}: ${m.trace.depth}`)}; ${yes(wl.every((m) => m.trace.depth <= TARGETS.warmLookupDepth))}.`)
   const cr = ratios.filter((r) => r.latencyMs === TARGET_MS)
-  lines.push(`- Cold compaction manifest bytes within ${TARGETS.coldManifestRatio}× between 64 and 1,024 buckets at the same commit count: ${cr.map((r) => `${r.checkpoint} commits/${r.l0Files} L0: ${Object.entries(r.bytes).map(([b, x]) => `${kib(x)} KiB at ${b}`).join(' vs ')} = ${r.ratio.toFixed(2)}×`).join('; ')}; ${yes(cr.every((r) => r.ratio <= TARGETS.coldManifestRatio))}.`)
+  lines.push(`- Cold compaction manifest bytes at 1,024 buckets ≤ ${TARGETS.coldManifestRatio}× those at 64, at the same commit count: ${cr.map((r) => `${r.checkpoint} commits/${r.l0Files} L0: ${Object.entries(r.bytes).map(([b, x]) => `${kib(x)} KiB at ${b}`).join(' vs ')} = ${r.ratio.toFixed(2)}×`).join('; ')}; ${yes(cr.every((r) => r.ratio <= TARGETS.coldManifestRatio))}.`)
 
   lines.push('', `Run: ${wallSeconds.toFixed(0)} s${quick ? ' (--quick)' : ''}. ${machineMarkdown(machine)}`, MARKERS.end)
   return lines.join('\n')
