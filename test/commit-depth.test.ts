@@ -57,4 +57,32 @@ describe('a commit’s dependent requests', () => {
     expect(store.depth - before).toBeLessThanOrEqual(4)
     expect((await readAll(await Table.open(store.inner))).length).toBe(100)
   })
+
+  it('a writer starts its data-file PUTs at once, reading the snapshot and its sequence floor beside them', async () => {
+    const store = new TracedStore(new MemoryStore())
+    const table = await Table.create(store, schema({ bucket: '8' }))
+    await write(table, range(50), 'a')
+    const fresh = await Table.open(store) // nothing cached: the floor needs the manifests
+    store.reset()
+    await write(fresh, range(50), 'b')
+    const dataPuts = store.calls.filter((c) => c.op === 'put' && c.key.startsWith('bucket-'))
+    expect(dataPuts.length).toBe(8)
+    expect(Math.min(...dataPuts.map((c) => c.depth))).toBe(1)
+    expect(store.calls.some((c) => c.key.startsWith('manifest/') && c.op === 'get')).toBe(true)
+  })
+
+  it('a batch numbered below the floor it read (an earlier writer\'s clock ran ahead) is numbered again above it, its first files deleted', async () => {
+    const store = new MemoryStore()
+    const table = await Table.create(store, schema({ bucket: '2' }))
+    // an earlier writer whose clock ran an hour ahead
+    const ahead = (BigInt(Date.now() + 3_600_000) << 20n)
+    await writeBatch(table, range(10).map((id) => recordFromJson(table.view, { id, v: 'early' }, 'r')), { sequenceBase: ahead })
+    await write(table, range(10), 'late')
+    const rows = await readAll(await Table.open(store))
+    expect([...rows].sort((a, b) => (a[0] as number) - (b[0] as number)).map((r) => r[1])).toEqual(range(10).map((id) => `late${id}`))
+    const live = new Set((await table.manifests.liveEntries((await table.snapshots.latest())!)).map((e) => e.file.fileName))
+    const stored = (await store.list('bucket-')).map((o) => o.key.split('/').pop()!)
+    expect(stored.sort()).toEqual([...live].sort())
+  })
 })
+

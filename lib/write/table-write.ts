@@ -133,8 +133,6 @@ export function commitUserFor(table: Table): string {
 export async function writeBatch(table: Table, records: WriteRecord[], opts: WriteOptions = {}): Promise<WriteResult> {
   const view = table.view
   const { bucket: numBuckets } = view.options
-  const latest = opts.baseSnapshot !== undefined ? opts.baseSnapshot : await table.snapshots.latest()
-  const latestId = latest?.id ?? 0
   const partitionTypes = view.partitionFields.map((f) => f.type)
 
   // group by (partition, bucket); plain loops, this runs once per input row
@@ -161,8 +159,17 @@ export async function writeBatch(table: Table, records: WriteRecord[], opts: Wri
     // the row's index in the batch; the base is added once it is known (below)
     g.kvs.push({ key, seq: BigInt(i), kind, value: row })
   }
-  const seqBase = opts.sequenceBase ?? sequenceBase(records.length, Date.now(), await sequenceFloor(table, latest, groups.values()))
-  for (const g of groups.values()) for (const kv of g.kvs) kv.seq += seqBase
+  // The snapshot this batch builds on and the sequence floor it sets are read while the
+  // files are encoded and written: the batch is numbered from the clock at once, and only
+  // if an earlier batch numbered above that clock (a writer whose clock ran ahead) are its
+  // files numbered again above the floor and written again. So a write's round trips are
+  // the longer of the two chains, not their sum.
+  const latestP = opts.baseSnapshot !== undefined ? Promise.resolve(opts.baseSnapshot) : table.snapshots.latest()
+  const groupList = [...groups.values()]
+  const floorP = opts.sequenceBase !== undefined ? Promise.resolve(0n) : latestP.then((l) => sequenceFloor(table, l, groupList))
+  floorP.catch(() => undefined) // awaited below; a write that fails first must not leave it unhandled
+  let seqBase = opts.sequenceBase ?? sequenceBase(records.length, Date.now())
+  for (const g of groupList) for (const kv of g.kvs) kv.seq += seqBase
 
   const keyCmp = rowComparator(view.keyTypes)
   const seqCmp = sequenceComparator(table.mergeConfig)
@@ -173,34 +180,46 @@ export async function writeBatch(table: Table, records: WriteRecord[], opts: Wri
   // once: a batch touching hundreds of buckets costs a few round trips, not one per bucket,
   // and no more encoded files are held than there are PUTs in flight (a worker encodes its
   // next file only once its PUT is done). Results keep the groups' order.
-  const files = await mapBounded([...groups.values()], view.options.ioMaxConcurrentRequests, async (g) => {
-    g.kvs.sort((a, b) => keyCmp(a.key, b.key) || seqCmp(a, b))
-    const mf = createMergeFunction(table.mergeConfig)
-    const writer = new DataFileWriter({ keyFields: view.keyFields, valueFields: view.fields }, { compression: view.options.fileCompression })
-    for (let i = 0; i < g.kvs.length; ) {
-      let j = i + 1
-      while (j < g.kvs.length && keyCmp(g.kvs[i].key, g.kvs[j].key) === 0) j++
-      // Paimon's write buffer merges with the table's merge function before flushing
-      mf.reset()
-      for (let k = i; k < j; k++) mf.add(g.kvs[k])
-      const merged = mf.result()
-      if (merged) writer.write(merged)
-      i = j
-    }
-    const rows = g.kvs.length
-    g.kvs = []
-    if (writer.rowCount === 0) {
+  const writeFiles = () =>
+    mapBounded(groupList, view.options.ioMaxConcurrentRequests, async (g) => {
+      g.kvs.sort((a, b) => keyCmp(a.key, b.key) || seqCmp(a, b))
+      const mf = createMergeFunction(table.mergeConfig)
+      const writer = new DataFileWriter({ keyFields: view.keyFields, valueFields: view.fields }, { compression: view.options.fileCompression })
+      for (let i = 0; i < g.kvs.length; ) {
+        let j = i + 1
+        while (j < g.kvs.length && keyCmp(g.kvs[i].key, g.kvs[j].key) === 0) j++
+        // Paimon's write buffer merges with the table's merge function before flushing
+        mf.reset()
+        for (let k = i; k < j; k++) mf.add(g.kvs[k])
+        const merged = mf.result()
+        if (merged) writer.write(merged)
+        i = j
+      }
+      const rows = g.kvs.length
+      if (writer.rowCount === 0) {
+        done += rows
+        return null
+      }
+      const { bytes, stats } = writer.finish()
+      const fileName = namer.next(view.options.dataFilePrefix, '.parquet')
+      const dir = bucketPath(view.partitionFields, g.partitionValues, g.bucket, view.options.partitionDefaultName)
+      await table.store.put(`${dir}/${fileName}`, bytes)
       done += rows
-      return null
-    }
-    const { bytes, stats } = writer.finish()
-    const fileName = namer.next(view.options.dataFilePrefix, '.parquet')
-    const dir = bucketPath(view.partitionFields, g.partitionValues, g.bucket, view.options.partitionDefaultName)
-    await table.store.put(`${dir}/${fileName}`, bytes)
-    done += rows
-    opts.onProgress?.(done, records.length, 'writing data files')
-    return { g, dir, fileName, size: bytes.length, stats }
-  })
+      opts.onProgress?.(done, records.length, 'writing data files')
+      return { g, dir, fileName, size: bytes.length, stats }
+    })
+  let files = await writeFiles()
+  const floor = await floorP
+  if (seqBase < floor) {
+    await Promise.all(files.map((f) => f && table.store.delete(`${f.dir}/${f.fileName}`).catch(() => undefined)))
+    const next = sequenceBase(records.length, Date.now(), floor)
+    for (const g of groupList) for (const kv of g.kvs) kv.seq += next - seqBase
+    seqBase = next
+    done = 0
+    files = await writeFiles()
+  }
+  const latest = await latestP
+  const latestId = latest?.id ?? 0
   const adds: ManifestEntry[] = []
   const buckets: TouchedBucket[] = []
   let rowsWritten = 0
