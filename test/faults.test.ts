@@ -426,6 +426,7 @@ describe('a fault at every storage call, then recovery by retry from fresh state
         faulty.inject({ at: faulty.count + k, kind })
         try {
           await run(t)
+          await t.snapshots.settleHints() // the LATEST rewrite goes on after the commit returns
         } catch (e) {
           bad.push(`k=${k} ${kind}: ${(e as Error).message}`)
           continue

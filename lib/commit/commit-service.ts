@@ -123,6 +123,8 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
     await opts.drain.queue.delete(drainedSettled).catch((err) => errors.push({ id: '', error: (err as Error).message, conflict: false }))
   }
   if (opts.drain && giveBack.length) await opts.drain.queue.release(giveBack).catch(() => undefined)
+  // the LATEST rewrites went out beside the receipts; done before the instance may freeze
+  await committer.table.snapshots.settleHints()
 
   const count = (f: (e: Entry) => boolean) => entries.filter(f).length
   return {

@@ -163,11 +163,8 @@ export class FileStoreCommit implements Committer {
       if (!created) created = (await this.snapshots.snapshot(id))?.uuid === snapshot.uuid
       if (created) {
         this.landed.remember(id, [commitKeyOf(req)])
-        try {
-          await this.snapshots.writeLatestHint(id)
-        } catch {
-          // LATEST is a hint; readers probe past it
-        }
+        // LATEST is a hint (readers probe past a stale one): rewritten without holding the commit
+        this.snapshots.hintLatest(id)
         return { snapshotId: id, retries, deduplicated: false }
       }
       retries++

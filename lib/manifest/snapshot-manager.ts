@@ -13,6 +13,8 @@ const decoder = new TextDecoder()
 export class SnapshotManager {
   /** Immutable once written, so a snapshot read once is cached for the life of the handle. */
   private readonly cache = new Map<number, Snapshot>()
+  private readonly pendingHints = new Set<Promise<void>>()
+  private hinted = 0
 
   constructor(private readonly store: ObjectStore) {}
 
@@ -99,6 +101,25 @@ export class SnapshotManager {
 
   async writeLatestHint(id: number): Promise<void> {
     await this.store.put(LATEST_KEY, new TextEncoder().encode(serializeHint(id)))
+  }
+
+  /**
+   * Starts rewriting LATEST without holding the caller: a commit is done once its snapshot
+   * exists, and the hint is only a shortcut (readers probe past a stale one). A hint older
+   * than one this handle already started is skipped; settleHints() waits for the rest.
+   */
+  hintLatest(id: number): void {
+    if (id <= this.hinted) return
+    this.hinted = id
+    const p: Promise<void> = this.writeLatestHint(id)
+      .catch(() => undefined)
+      .finally(() => this.pendingHints.delete(p))
+    this.pendingHints.add(p)
+  }
+
+  /** Waits for every LATEST rewrite hintLatest() started (before a function instance freezes). */
+  async settleHints(): Promise<void> {
+    await Promise.all([...this.pendingHints])
   }
 
   async writeEarliestHint(id: number): Promise<void> {
