@@ -79,7 +79,7 @@ export class ManifestIO {
   ) {
     this.cache = new ByteLru(opts.cacheBytes ?? DEFAULT_METADATA_CACHE_BYTES)
     this.bucketGroupSize = opts.bucketGroupSize ?? 64
-    this.limit = pLimit(opts.maxConcurrentRequests ?? 32)
+    this.limit = pLimit(opts.maxConcurrentRequests ?? 64)
   }
 
   /** Bytes the metadata cache holds now (for metrics and tests). */

@@ -41,7 +41,7 @@ export const OPTION_SPECS: OptionSpec[] = [
   { key: 'manifest.merge-min-count', type: 'int', default: '30', min: 2, doc: 'Manifests of one bucket group (see manifest.bucket-group-size) past which a commit merges them into one.' },
   { key: 'manifest.target-file-size', type: 'memory', default: '8 mb', min: 1, doc: 'Target size of a merged manifest file; a merge rolls to a new file past it.' },
   { key: 'manifest.bucket-group-size', type: 'int', default: '64', min: 1, doc: 'Strata only: buckets per manifest group. Every manifest Strata writes holds the entries of one group of consecutive buckets, so a job on one bucket decodes only its group\'s manifests, whatever the bucket count.' },
-  { key: 'io.max-concurrent-requests', type: 'int', default: '32', min: 1, doc: 'Strata only: object-store requests one operation keeps in flight at once (a writer\'s data files, a compaction\'s or read\'s input files, a commit\'s manifests).' },
+  { key: 'io.max-concurrent-requests', type: 'int', default: '64', min: 1, doc: 'Strata only: object-store requests one operation keeps in flight at once (a writer\'s data files, a compaction\'s or read\'s input files, a commit\'s manifests).' },
   { key: 'commit.max-retries', type: 'int', default: '10', min: 0, doc: 'Attempts after a lost snapshot race before a commit gives up.' },
   { key: 'commit.user-prefix', type: 'string', doc: 'Prefix of generated commit users.' },
   { key: 'snapshot.num-retained.min', type: 'int', default: '10', min: 1, doc: 'Snapshots always kept by expiration.' },
