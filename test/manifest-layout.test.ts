@@ -11,44 +11,12 @@ import { bucketsScope } from '../lib/manifest/bucket-scope.ts'
 import { fileIdentifier } from '../lib/manifest/manifests.ts'
 import { lookup, readAll } from '../lib/read/table-read.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
-import type { ObjectStore } from '../lib/store/object-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { manifestKey } from '../lib/table/paths.ts'
 import { Table } from '../lib/table/table.ts'
 import type { ManifestEntry, ManifestFileMeta } from '../lib/types.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
-
-/** A store that records the keys of every GET (the only fault-free wrapper this test needs). */
-class RecordingStore implements ObjectStore {
-  readonly gets: string[] = []
-  constructor(private readonly inner: ObjectStore) {}
-  get uri() {
-    return this.inner.uri
-  }
-  get(key: string) {
-    this.gets.push(key)
-    return this.inner.get(key)
-  }
-  getRange(key: string, start: number, end: number) {
-    this.gets.push(key)
-    return this.inner.getRange(key, start, end)
-  }
-  head(key: string) {
-    return this.inner.head(key)
-  }
-  put(key: string, data: Uint8Array) {
-    return this.inner.put(key, data)
-  }
-  putIfAbsent(key: string, data: Uint8Array) {
-    return this.inner.putIfAbsent(key, data)
-  }
-  delete(key: string) {
-    return this.inner.delete(key)
-  }
-  list(prefix: string) {
-    return this.inner.list(prefix)
-  }
-}
+import { TracedStore } from './helpers/traced-store.ts'
 
 function schema(buckets: number, extra: Record<string, string> = {}, partitioned = false): unknown {
   return {
@@ -64,6 +32,9 @@ function schema(buckets: number, extra: Record<string, string> = {}, partitioned
 }
 
 const ids = (entries: ManifestEntry[]) => entries.map(fileIdentifier).sort()
+
+/** Keys of the GETs a traced store saw since its last reset. */
+const gets = (store: TracedStore) => store.calls.filter((c) => c.op === 'get' || c.op === 'getRange').map((c) => c.key)
 
 async function write(table: Table, rows: Record<string, unknown>[]) {
   return writeBatch(
@@ -93,16 +64,16 @@ describe('manifest layout', () => {
     // the same in number; the table-wide listing is not
     const opened: Record<number, { pruned: number; all: number }> = {}
     for (const buckets of [64, 1024]) {
-      const store = new RecordingStore(new MemoryStore())
+      const store = new TracedStore(new MemoryStore())
       const table = await Table.create(store, schema(buckets, { 'manifest.merge-min-count': '10' }))
       for (let c = 0; c < 40; c++) await write(table, Array.from({ length: 300 }, (_, i) => ({ k: (c * 7919 + i * 104729) % 200_000, v: `c${c}` })))
       const cold = await Table.open(store)
       const s = (await cold.snapshots.latest())!
       const bucket = (await cold.manifests.deltaEntries(s))[0].bucket
       const pair = { partition: (await cold.manifests.deltaEntries(s))[0].partition, bucket }
-      store.gets.length = 0
+      store.reset()
       const pruned = await cold.manifests.liveEntries(s, bucketsScope(cold.view, [pair]))
-      const prunedGets = store.gets.filter((k) => k.startsWith('manifest/manifest-') && !k.startsWith('manifest/manifest-list-')).length
+      const prunedGets = gets(store).filter((k) => k.startsWith('manifest/manifest-') && !k.startsWith('manifest/manifest-list-')).length
       const all = await cold.manifests.liveEntries(s)
       expect(ids(pruned)).toEqual(ids(all.filter((e) => e.bucket === bucket)))
       expect(pruned.length).toBeGreaterThan(0)
@@ -188,23 +159,23 @@ describe('manifest layout', () => {
   })
 
   it('a read filtered to one partition, and a lookup of one key, open only the manifests that can hold them', async () => {
-    const store = new RecordingStore(new MemoryStore())
+    const store = new TracedStore(new MemoryStore())
     const table = await Table.create(store, schema(128, { 'manifest.bucket-group-size': '8' }, true))
     for (const p of ['a', 'b', 'c']) for (let c = 0; c < 3; c++) await write(table, Array.from({ length: 60 }, (_, i) => ({ p, k: c * 100 + i, v: `${p}${c}` })))
-    const manifestGets = () => store.gets.filter((k) => k.startsWith('manifest/manifest-') && !k.startsWith('manifest/manifest-list-')).length
+    const manifestGets = () => gets(store).filter((k) => k.startsWith('manifest/manifest-') && !k.startsWith('manifest/manifest-list-')).length
     const cold = () => Table.open(store)
     const s = (await table.snapshots.latest())!
     const all = (await table.manifests.dataManifests(s)).length
 
     let t = await cold()
-    store.gets.length = 0
+    store.reset()
     const rows = await readAll(t, { filter: { p: 'b' } })
     expect(rows.length).toBe(180)
     expect(rows.every((r) => r[0] === 'b')).toBe(true)
     expect(manifestGets()).toBe(all / 3)
 
     t = await cold()
-    store.gets.length = 0
+    store.reset()
     expect(await lookup(t, { p: 'c', k: 205 })).toEqual(['c', 205, 'c2'])
     expect(manifestGets()).toBeGreaterThan(0)
     expect(manifestGets()).toBeLessThanOrEqual(3) // the key's group in its partition, one per commit
@@ -226,10 +197,10 @@ describe('manifest layout', () => {
   })
 
   it('a warm handle re-reads no manifest it already holds, and a small cache bound makes it read again', async () => {
-    const store = new RecordingStore(new MemoryStore())
+    const store = new TracedStore(new MemoryStore())
     const table = await Table.create(store, schema(8))
     for (let c = 0; c < 5; c++) await write(table, [{ k: c, v: 'x' }])
-    const count = () => store.gets.filter((k) => k.startsWith(manifestKey(''))).length
+    const count = () => gets(store).filter((k) => k.startsWith(manifestKey(''))).length
     for (const cacheBytes of [32 * 1024 * 1024, 0]) {
       const t = await Table.open(store, { metadataCacheBytes: cacheBytes })
       const s = (await t.snapshots.latest())!
