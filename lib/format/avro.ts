@@ -104,6 +104,13 @@ export function writeAvroFile(
 
 /** Read an Avro object container file with its own writer schema; see top of file for values. */
 export function readAvroFile(bytes: Uint8Array): { schema: object; records: any[] } {
+  const records: any[] = []
+  const schemaJson = forEachBlock(bytes, (json) => ({ ...compiledFor(json), resolver: undefined }), (value, conv) => records.push(conv.fromAvro(value)))
+  return { schema: JSON.parse(schemaJson), records }
+}
+
+/** Walks an Avro container file: header, then every record of every block, decoded by `typeOf(schema)`. */
+function forEachBlock(bytes: Uint8Array, typeOf: (schemaJson: string) => { type: avro.Type; conv: Converter; resolver: any }, each: (value: any, conv: Converter) => void): string {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
   const src = new ByteSource(buf)
   if (buf.length < MAGIC.length || !MAGIC.every((b, i) => buf[i] === b)) {
@@ -129,9 +136,8 @@ export function readAvroFile(bytes: Uint8Array): { schema: object; records: any[
   if (!READ_CODECS.includes(codec)) {
     throw new Error(`Avro file uses codec '${codec}', expected one of ${READ_CODECS.join(', ')}`)
   }
-  const { type, conv } = compiledFor(schemaJson)
+  const { type, conv, resolver } = typeOf(schemaJson)
 
-  const records: any[] = []
   while (src.pos < buf.length) {
     const count = src.long()
     const size = src.long()
@@ -139,9 +145,9 @@ export function readAvroFile(bytes: Uint8Array): { schema: object; records: any[
     const data = decompressBlock(codec, src.take(size))
     let pos = 0
     for (let i = 0; i < count; i++) {
-      const { value, offset } = type.decode(data, pos)
+      const { value, offset } = type.decode(data, pos, resolver)
       if (offset < 0) throw new Error(`Avro file invalid (block ends inside record ${i} of ${count})`)
-      records.push(conv.fromAvro(value))
+      each(value, conv)
       pos = offset
     }
     if (pos !== data.length) {
@@ -149,7 +155,33 @@ export function readAvroFile(bytes: Uint8Array): { schema: object; records: any[
     }
     if (!src.take(SYNC_SIZE).equals(sync)) throw new Error('Avro file invalid (sync marker mismatch after block)')
   }
-  return { schema: JSON.parse(schemaJson), records }
+  return schemaJson
+}
+
+/**
+ * Records of an Avro file read through a projection of its writer schema: `project` gets
+ * the writer schema and returns a reader schema with fewer fields (same names), and avsc's
+ * schema resolution skips the rest without building them. Each record's values come back
+ * as readAvroFile would give them, for the fields kept.
+ */
+export function readAvroFileProjected(bytes: Uint8Array, projectionKey: string, project: (writerSchema: any) => any): any[] {
+  const records: any[] = []
+  forEachBlock(bytes, (schemaJson) => projectedFor(schemaJson, projectionKey, project), (value, conv) => records.push(conv.fromAvro(value)))
+  return records
+}
+
+const projectedCache = new Map<string, { type: avro.Type; conv: Converter; resolver: any }>()
+
+function projectedFor(schemaJson: string, key: string, project: (writerSchema: any) => any): { type: avro.Type; conv: Converter; resolver: any } {
+  const cacheKey = `${key}\u0000${schemaJson}`
+  let hit = projectedCache.get(cacheKey)
+  if (!hit) {
+    const writer = compiledFor(schemaJson).type
+    const { type, conv } = compiledFor(JSON.stringify(project(JSON.parse(schemaJson))))
+    hit = { type, conv, resolver: (type as any).createResolver(writer) }
+    projectedCache.set(cacheKey, hit)
+  }
+  return hit
 }
 
 // ---- codecs (Avro spec "Required Codecs" / "Optional Codecs") ----

@@ -6,6 +6,7 @@ import type { ManifestCompression } from '../format/avro.ts'
 import {
   readIndexManifest,
   readManifestFile,
+  readManifestSequences,
   readManifestList,
   writeIndexManifest,
   writeManifestFile,
@@ -87,13 +88,14 @@ export class ManifestIO {
     return this.cache.bytes
   }
 
-  private async cached<T>(key: string, decode: (bytes: Uint8Array) => T): Promise<T> {
-    const hit = this.cache.get(key) as T | undefined
+  /** `key`'s object, decoded and cached under `cacheKey` (the key itself unless a reduced decoding has its own). */
+  private async cached<T>(key: string, decode: (bytes: Uint8Array) => T, cacheKey = key): Promise<T> {
+    const hit = this.cache.get(cacheKey) as T | undefined
     if (hit !== undefined) return hit
     const bytes = await this.store.get(key)
     if (!bytes) throw new Error(`manifest file ${key} is missing from ${this.store.uri}`)
     const value = decode(bytes)
-    this.cache.set(key, value, bytes.length)
+    this.cache.set(cacheKey, value, bytes.length)
     return value
   }
 
@@ -144,6 +146,28 @@ export class ManifestIO {
       foldEntries(holds ? entries.filter((e) => holds(e.partition, e.bucket)) : entries, live)
     }
     return [...live.values()]
+  }
+
+  /**
+   * The highest sequence number any entry of the scope's buckets carries in a snapshot's
+   * manifests (-1 when none). ADDs of files deleted since count too: the answer is an upper
+   * bound of the live files' numbers, which is what a sequence floor needs. A manifest not
+   * decoded yet is read through a projection (partition, bucket, sequence number only).
+   */
+  async maxSequenceNumber(s: Snapshot, scope: BucketScope): Promise<bigint> {
+    const metas = (await this.dataManifests(s)).filter((m) => scope.mayHold(m))
+    const lists = await Promise.all(
+      metas.map((m) =>
+        this.limit(async () => {
+          const full = this.cache.get(manifestKey(m.fileName)) as ManifestEntry[] | undefined
+          if (full) return full.map((e) => ({ partition: e.partition, bucket: e.bucket, maxSequenceNumber: e.file.maxSequenceNumber }))
+          return this.cached(manifestKey(m.fileName), readManifestSequences, `${manifestKey(m.fileName)}#sequences`)
+        }),
+      ),
+    )
+    let max = -1n
+    for (const list of lists) for (const e of list) if (e.maxSequenceNumber > max && scope.holds(e.partition, e.bucket)) max = e.maxSequenceNumber
+    return max
   }
 
   /** Only a snapshot's own changes. */

@@ -267,15 +267,15 @@ export async function writeBatch(table: Table, records: WriteRecord[], opts: Wri
 /**
  * One above the highest sequence number of the touched buckets in the snapshot the batch
  * read (0 when they hold nothing): the start no batch that follows a commit may go below.
+ * Files those buckets held before and no longer do count too (the manifests still name
+ * them): a higher floor is as correct, and the manifests need not be folded.
  */
 async function sequenceFloor(table: Table, latest: Snapshot | null, groups: Iterable<{ partition: Uint8Array; bucket: number }>): Promise<bigint> {
   if (!latest) return 0n
   const pairs = [...groups]
   if (pairs.length === 0) return 0n
-  let max = -1n
-  // only the manifests of the touched buckets' groups are opened
-  for (const e of await table.manifests.liveEntries(latest, bucketsScope(table.view, pairs))) {
-    if (e.file.maxSequenceNumber > max) max = e.file.maxSequenceNumber
-  }
+  // only the manifests of the touched buckets' groups are opened, and of their entries
+  // only partition, bucket and sequence number are decoded
+  const max = await table.manifests.maxSequenceNumber(latest, bucketsScope(table.view, pairs))
   return max + 1n
 }
