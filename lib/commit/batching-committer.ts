@@ -234,11 +234,9 @@ export class BatchingCommitter {
     // plan the COMPACT messages against the state as folded so far
     const groups: Item[][] = []
     if (compacts.length) {
-      const touched = new Map<string, { partition: Uint8Array; bucket: number }>()
-      for (const it of compacts) for (const [id, pair] of bucketsOf(it.message!)) touched.set(id, pair)
+      const scope = bucketsScope(table.view, compacts.flatMap((it) => [...bucketsOf(it.message!).values()]))
       const latest = latestId === 0 ? null : await table.snapshots.snapshot(latestId)
-      const inTouched = (p: Uint8Array, b: number) => touched.has(bucketIdentifier(p, b))
-      const state = new CommitState(latest ? await table.manifests.liveEntries(latest, bucketsScope(table.view, touched.values())) : [], (await indexOf(table, latest)).filter((e) => inTouched(e.partition, e.bucket)))
+      const state = new CommitState(latest ? await table.manifests.liveEntries(latest, scope) : [], (await indexOf(table, latest)).filter((e) => scope.holds(e.partition, e.bucket)))
       for (const it of appends) state.apply(it.message!)
       let group: Item[] = []
       let addedInGroup = new Set<string>()

@@ -62,7 +62,6 @@ interface Entry {
   settled?: boolean
 }
 
-const RECEIPT_WRITES_AT_ONCE = 64
 /** ReceiveMessage calls in flight while draining */
 const DRAIN_RECEIVES_AT_ONCE = 8
 
@@ -90,8 +89,8 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
 
   // receipts first, then deletions: a crash in between redelivers messages whose receipts exist
   const toSettle = entries.filter((e) => e.outcome && (e.outcome.status !== 'failed' || e.outcome.conflict))
-  // a pool, not waves: one slow PUT holds one slot, not the next 63
-  const receiptSlot = pLimit(RECEIPT_WRITES_AT_ONCE)
+  // a pool of io.max-concurrent-requests, not waves: one slow PUT holds one slot, not the rest
+  const receiptSlot = pLimit(committer.table.view.options.ioMaxConcurrentRequests)
   await Promise.all(
     toSettle.map((e) =>
       receiptSlot(async () => {

@@ -61,16 +61,13 @@ export class FileStoreCommit implements Committer {
     const check =
       req.checkConflicts ??
       (req.kind === 'COMPACT' ? (state: CommitState) => checkCompaction(this.view, { ...req, label: `COMPACT ${req.commitUser}` }, state) : undefined)
-    const touchedPairs = [...req.adds, ...req.deletes, ...(req.indexReplacements ?? [])]
-    const touched = new Set(touchedPairs.map((e) => bucketIdentifier(e.partition, e.bucket)))
-    const scope = bucketsScope(this.view, touchedPairs)
+    const scope = bucketsScope(this.view, [...req.adds, ...req.deletes, ...(req.indexReplacements ?? [])])
     const deltaEntries = [...req.deletes.map((e) => ({ ...e, kind: FileKind.DELETE })), ...req.adds.map((e) => ({ ...e, kind: FileKind.ADD }))]
     let deltaMetas: ManifestFileMeta[] | null = null
     let deltaList: { name: string; size: number } | null = null
     let retries = 0
     let liveSet = new Map<string, ManifestEntry>()
     let liveAt = -1
-    const inTouched = (p: Uint8Array, b: number) => touched.has(bucketIdentifier(p, b))
     for (let attempt = 0; ; attempt++) {
       // first attempt: the id the caller knows, or a probe past the snapshot it built on
       // (one round trip when nothing landed since; a stale guess only costs a lost race,
@@ -87,7 +84,7 @@ export class FileStoreCommit implements Committer {
       // what this attempt checks depends only on the latest snapshot: read it all at once
       const [landed, live, index] = await Promise.all([
         req.dedup ? this.landed.find(commitKeyOf(req), req.baseSnapshotId, latestId) : null,
-        needsState ? this.advanceLive(latest, liveAt === -1 ? null : { live: liveSet, at: liveAt }, scope, inTouched) : null,
+        needsState ? this.advanceLive(latest, liveAt === -1 ? null : { live: liveSet, at: liveAt }, scope) : null,
         check && latest?.indexManifest ? this.manifests.readIndexManifest(latest.indexManifest) : [],
       ])
       if (landed !== null) return { snapshotId: landed, retries, deduplicated: true }
@@ -104,7 +101,7 @@ export class FileStoreCommit implements Committer {
         }
         if (check) {
           try {
-            await check(new CommitState(liveSet.values(), index.filter((e) => inTouched(e.partition, e.bucket))))
+            await check(new CommitState(liveSet.values(), index.filter((e) => scope.holds(e.partition, e.bucket))))
           } catch (e) {
             if (e instanceof CommitConflictError) throw new CommitConflictError(e.message, true)
             throw e
@@ -184,7 +181,7 @@ export class FileStoreCommit implements Committer {
    * the snapshots that landed since (read at once, folded in order), so a retry costs those
    * deltas, not a full re-read.
    */
-  private async advanceLive(latest: Snapshot | null, from: { live: Map<string, ManifestEntry>; at: number } | null, scope: BucketScope, inTouched: (p: Uint8Array, b: number) => boolean): Promise<Map<string, ManifestEntry>> {
+  private async advanceLive(latest: Snapshot | null, from: { live: Map<string, ManifestEntry>; at: number } | null, scope: BucketScope): Promise<Map<string, ManifestEntry>> {
     if (!latest) return new Map()
     if (!from) return new Map((await this.manifests.liveEntries(latest, scope)).map((e) => [fileIdentifier(e), e]))
     const ids: number[] = []
@@ -195,7 +192,7 @@ export class FileStoreCommit implements Committer {
         return s ? this.manifests.deltaEntries(s) : []
       }),
     )
-    for (const d of deltas) foldEntries(d.filter((e) => inTouched(e.partition, e.bucket)), from.live)
+    for (const d of deltas) foldEntries(d.filter((e) => scope.holds(e.partition, e.bucket)), from.live)
     return from.live
   }
 

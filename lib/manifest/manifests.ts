@@ -52,9 +52,9 @@ export interface ManifestIOOptions {
   /** bound of the metadata cache, in stored bytes (default DEFAULT_METADATA_CACHE_BYTES) */
   cacheBytes?: number
   /** buckets per manifest group (manifest.bucket-group-size) */
-  bucketGroupSize?: number
-  /** requests in flight at once when writing several manifests (io.max-concurrent-requests) */
-  maxConcurrentRequests?: number
+  bucketGroupSize: number
+  /** manifest reads and writes in flight at once (io.max-concurrent-requests) */
+  maxConcurrentRequests: number
 }
 
 /** A manifest encoded and described, not written yet. */
@@ -63,9 +63,6 @@ export interface PreparedManifest {
   bytes: Uint8Array
   entries: ManifestEntry[]
 }
-
-/** A legacy entry filter (no manifest pruning) or a scope that also prunes manifests. */
-export type EntryScope = BucketScope | ((partition: Uint8Array, bucket: number) => boolean)
 
 export class ManifestIO {
   private readonly cache: ByteLru<unknown>
@@ -76,16 +73,11 @@ export class ManifestIO {
   constructor(
     private readonly store: ObjectStore,
     private readonly compression: ManifestCompression,
-    opts: ManifestIOOptions = {},
+    opts: ManifestIOOptions,
   ) {
     this.cache = new ByteLru(opts.cacheBytes ?? DEFAULT_METADATA_CACHE_BYTES)
-    this.bucketGroupSize = opts.bucketGroupSize ?? 64
-    this.limit = pLimit(opts.maxConcurrentRequests ?? 64)
-  }
-
-  /** Bytes the metadata cache holds now (for metrics and tests). */
-  get cachedBytes(): number {
-    return this.cache.bytes
+    this.bucketGroupSize = opts.bucketGroupSize
+    this.limit = pLimit(opts.maxConcurrentRequests)
   }
 
   /** `key`'s object, decoded and cached under `cacheKey` (the key itself unless a reduced decoding has its own). */
@@ -132,18 +124,16 @@ export class ManifestIO {
   }
 
   /**
-   * Live data files of a snapshot, optionally only those a scope holds. A BucketScope also
-   * skips the manifests whose list records show they cannot hold its buckets.
+   * Live data files of a snapshot, or only those a scope holds: then the manifests whose
+   * list records show they cannot hold its buckets are not opened.
    */
-  async liveEntries(s: Snapshot, scope?: EntryScope): Promise<ManifestEntry[]> {
+  async liveEntries(s: Snapshot, scope?: BucketScope): Promise<ManifestEntry[]> {
     const metas = await this.dataManifests(s)
-    const pruning = typeof scope === 'object' ? scope : undefined
-    const holds = typeof scope === 'function' ? scope : scope?.holds
-    const wanted = pruning ? metas.filter((m) => pruning.mayHold(m)) : metas
+    const wanted = scope ? metas.filter((m) => scope.mayHold(m)) : metas
     const all = await Promise.all(wanted.map((m) => this.limit(() => this.readManifest(m.fileName))))
     const live = new Map<string, ManifestEntry>()
     for (const entries of all) {
-      foldEntries(holds ? entries.filter((e) => holds(e.partition, e.bucket)) : entries, live)
+      foldEntries(scope ? entries.filter((e) => scope.holds(e.partition, e.bucket)) : entries, live)
     }
     return [...live.values()]
   }
