@@ -4,7 +4,8 @@
 // inside the client's socket pool. Retries and throttle handling stay in the store below
 // (the SDK's retry strategy, or RetryingStore): a slot is held while its request retries.
 import pLimit, { type LimitFunction } from 'p-limit'
-import type { ObjectInfo, ObjectStore } from './object-store.ts'
+import { InterceptingStore, type StoreOp } from './intercepting-store.ts'
+import type { ObjectStore } from './object-store.ts'
 
 /**
  * `fn` over every item, at most `limit` running at once; results in item order. After the
@@ -41,38 +42,16 @@ const SKIPPED = Symbol('skipped') as never
  * once. It limits single requests (the leaves), never work that makes further requests
  * through it, so it cannot deadlock on itself.
  */
-export class BoundedStore implements ObjectStore {
-  readonly uri: string
+export class BoundedStore extends InterceptingStore {
   private readonly slot: LimitFunction
 
-  constructor(
-    readonly inner: ObjectStore,
-    limit: number,
-  ) {
-    this.uri = inner.uri
+  constructor(inner: ObjectStore, limit: number) {
+    super(inner)
     this.slot = pLimit(Math.max(1, limit))
   }
 
-  get(key: string): Promise<Uint8Array | null> {
-    return this.slot(() => this.inner.get(key))
-  }
-  getRange(key: string, start: number, end: number): Promise<Uint8Array> {
-    return this.slot(() => this.inner.getRange(key, start, end))
-  }
-  head(key: string): Promise<ObjectInfo | null> {
-    return this.slot(() => this.inner.head(key))
-  }
-  put(key: string, data: Uint8Array): Promise<void> {
-    return this.slot(() => this.inner.put(key, data))
-  }
-  putIfAbsent(key: string, data: Uint8Array): Promise<boolean> {
-    return this.slot(() => this.inner.putIfAbsent(key, data))
-  }
-  delete(key: string): Promise<void> {
-    return this.slot(() => this.inner.delete(key))
-  }
-  list(prefix: string): Promise<ObjectInfo[]> {
-    return this.slot(() => this.inner.list(prefix))
+  protected call<T>(_op: StoreOp, _key: string, run: () => Promise<T>): Promise<T> {
+    return this.slot(run)
   }
 }
 

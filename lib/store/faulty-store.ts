@@ -8,10 +8,11 @@
 //                connection reset after the server applied the request).
 // A timed-out request that is applied later is not modelled: 'lost-reply' stands for the
 // "applied but the caller does not know" half of that case.
-import type { ObjectInfo, ObjectStore } from './object-store.ts'
+import { InterceptingStore, type StoreOp } from './intercepting-store.ts'
+import type { ObjectStore } from './object-store.ts'
 
 export type FaultKind = 'error' | 'timeout' | 'lost-reply'
-export type StoreOp = 'get' | 'getRange' | 'head' | 'put' | 'putIfAbsent' | 'delete' | 'list'
+export type { StoreOp }
 export const STORE_OPS: readonly StoreOp[] = ['get', 'getRange', 'head', 'put', 'putIfAbsent', 'delete', 'list']
 /** Operations that change the store: a lost reply differs from an error only for these. */
 export const MUTATING_OPS: readonly StoreOp[] = ['put', 'putIfAbsent', 'delete']
@@ -66,8 +67,7 @@ interface LiveRule extends FaultRule {
   left: number
 }
 
-export class FaultyStore implements ObjectStore {
-  readonly uri: string
+export class FaultyStore extends InterceptingStore {
   /** every call made so far, in order */
   readonly calls: StoreCall[] = []
   /** faults raised so far */
@@ -75,11 +75,8 @@ export class FaultyStore implements ObjectStore {
   private rules: LiveRule[] = []
   private readonly timeoutMs: number
 
-  constructor(
-    readonly inner: ObjectStore,
-    { rules = [], timeoutMs = 5 }: FaultyStoreOptions = {},
-  ) {
-    this.uri = inner.uri
+  constructor(inner: ObjectStore, { rules = [], timeoutMs = 5 }: FaultyStoreOptions = {}) {
+    super(inner)
     this.timeoutMs = timeoutMs
     for (const r of rules) this.inject(r)
   }
@@ -100,29 +97,7 @@ export class FaultyStore implements ObjectStore {
     return this.calls.length
   }
 
-  get(key: string): Promise<Uint8Array | null> {
-    return this.call('get', key, () => this.inner.get(key))
-  }
-  getRange(key: string, start: number, end: number): Promise<Uint8Array> {
-    return this.call('getRange', key, () => this.inner.getRange(key, start, end))
-  }
-  head(key: string): Promise<ObjectInfo | null> {
-    return this.call('head', key, () => this.inner.head(key))
-  }
-  put(key: string, data: Uint8Array): Promise<void> {
-    return this.call('put', key, () => this.inner.put(key, data))
-  }
-  putIfAbsent(key: string, data: Uint8Array): Promise<boolean> {
-    return this.call('putIfAbsent', key, () => this.inner.putIfAbsent(key, data))
-  }
-  delete(key: string): Promise<void> {
-    return this.call('delete', key, () => this.inner.delete(key))
-  }
-  list(prefix: string): Promise<ObjectInfo[]> {
-    return this.call('list', prefix, () => this.inner.list(prefix))
-  }
-
-  private async call<T>(op: StoreOp, key: string, run: () => Promise<T>): Promise<T> {
+  protected async call<T>(op: StoreOp, key: string, run: () => Promise<T>): Promise<T> {
     const call: StoreCall = { n: this.calls.length + 1, op, key }
     this.calls.push(call)
     const kind = this.pick(call)

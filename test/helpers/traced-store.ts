@@ -4,8 +4,7 @@
 // before it answers, standing for the network's first-byte latency, so requests that a
 // caller starts together overlap here too, and requests it starts one after another do not.
 
-import type { ObjectInfo, ObjectStore } from '../../lib/store/object-store.ts'
-import type { StoreOp } from '../../lib/store/faulty-store.ts'
+import { InterceptingStore, type StoreOp } from '../../lib/store/intercepting-store.ts'
 
 export interface TracedCall {
   op: StoreOp
@@ -16,16 +15,11 @@ export interface TracedCall {
   concurrent: { op: StoreOp; key: string }[]
 }
 
-export class TracedStore implements ObjectStore {
-  readonly uri: string
+export class TracedStore extends InterceptingStore {
   calls: TracedCall[] = []
   private readonly live = new Set<{ op: StoreOp; key: string }>()
   /** depth of the deepest request answered so far (since the last reset) */
   private answered = 0
-
-  constructor(readonly inner: ObjectStore) {
-    this.uri = inner.uri
-  }
 
   /** Forgets what was recorded: depths count from here. */
   reset(): void {
@@ -49,29 +43,7 @@ export class TracedStore implements ObjectStore {
     return this.calls.filter(pred).length
   }
 
-  get(key: string): Promise<Uint8Array | null> {
-    return this.call('get', key, () => this.inner.get(key))
-  }
-  getRange(key: string, start: number, end: number): Promise<Uint8Array> {
-    return this.call('getRange', key, () => this.inner.getRange(key, start, end))
-  }
-  head(key: string): Promise<ObjectInfo | null> {
-    return this.call('head', key, () => this.inner.head(key))
-  }
-  put(key: string, data: Uint8Array): Promise<void> {
-    return this.call('put', key, () => this.inner.put(key, data))
-  }
-  putIfAbsent(key: string, data: Uint8Array): Promise<boolean> {
-    return this.call('putIfAbsent', key, () => this.inner.putIfAbsent(key, data))
-  }
-  delete(key: string): Promise<void> {
-    return this.call('delete', key, () => this.inner.delete(key))
-  }
-  list(prefix: string): Promise<ObjectInfo[]> {
-    return this.call('list', prefix, () => this.inner.list(prefix))
-  }
-
-  private async call<T>(op: StoreOp, key: string, run: () => Promise<T>): Promise<T> {
+  protected async call<T>(op: StoreOp, key: string, run: () => Promise<T>): Promise<T> {
     const me = { op, key }
     this.live.add(me)
     const depth = this.answered + 1
