@@ -146,18 +146,22 @@ export class ManifestIO {
    */
   async maxSequenceNumber(s: Snapshot, scope: BucketScope): Promise<bigint> {
     const metas = (await this.dataManifests(s)).filter((m) => scope.mayHold(m))
-    const lists = await Promise.all(
+    const maxes = await Promise.all(
       metas.map((m) =>
         this.limit(async () => {
+          // a manifest decoded in full already answers; otherwise only the three fields
           const full = this.cache.get(manifestKey(m.fileName)) as ManifestEntry[] | undefined
-          if (full) return full.map((e) => ({ partition: e.partition, bucket: e.bucket, maxSequenceNumber: e.file.maxSequenceNumber }))
-          return this.cached(manifestKey(m.fileName), readManifestSequences, `${manifestKey(m.fileName)}#sequences`)
+          const entries = full ?? (await this.cached(manifestKey(m.fileName), readManifestSequences, `${manifestKey(m.fileName)}#sequences`))
+          let max = -1n
+          for (const e of entries) {
+            const seq = 'file' in e ? e.file.maxSequenceNumber : e.maxSequenceNumber
+            if (seq > max && scope.holds(e.partition, e.bucket)) max = seq
+          }
+          return max
         }),
       ),
     )
-    let max = -1n
-    for (const list of lists) for (const e of list) if (e.maxSequenceNumber > max && scope.holds(e.partition, e.bucket)) max = e.maxSequenceNumber
-    return max
+    return maxes.reduce((a, b) => (b > a ? b : a), -1n)
   }
 
   /** Only a snapshot's own changes. */
