@@ -12,15 +12,20 @@ import type { SchemaView } from '../table/schema.ts'
 import { type IndexManifestEntry, type ManifestEntry, CommitConflictError } from '../types.ts'
 import type { ExpectedIndex, IndexReplacement } from './committer.ts'
 
-/** The live files and index entries of some buckets, as a commit sees them. */
+/**
+ * The live files and index entries of some buckets, as a commit sees them. Live files are
+ * kept per bucket, so a check touches only its own buckets' files: a fold checks hundreds
+ * of compactions against a state of hundreds of buckets, which a scan of every live file
+ * per check would make quadratic.
+ */
 export class CommitState {
-  readonly live: Map<string, ManifestEntry>
+  /** live files by bucketIdentifier, then by fileIdentifier */
+  private readonly byBucket = new Map<string, Map<string, ManifestEntry>>()
   /** index entries by `bucketIdentifier|indexType` */
   readonly index: Map<string, IndexManifestEntry[]>
 
   constructor(live: Iterable<ManifestEntry>, index: IndexManifestEntry[]) {
-    this.live = new Map()
-    for (const e of live) this.live.set(fileIdentifier(e), e)
+    for (const e of live) this.add(e)
     this.index = new Map()
     for (const e of index) {
       const k = indexKeyOf(e.partition, e.bucket, e.indexType)
@@ -30,11 +35,27 @@ export class CommitState {
     }
   }
 
+  /** The live files of one bucket (empty when it has none). */
+  liveIn(partition: Uint8Array, bucket: number): Map<string, ManifestEntry> {
+    return this.byBucket.get(bucketIdentifier(partition, bucket)) ?? new Map()
+  }
+
+  isLive(e: ManifestEntry): boolean {
+    return this.liveIn(e.partition, e.bucket).has(fileIdentifier(e))
+  }
+
   /** Applies a change that passed its checks, so the next one is checked against it. */
   apply(c: Pick<ChangeToCheck, 'adds' | 'deletes' | 'indexReplacements'>): void {
-    for (const d of c.deletes) this.live.delete(fileIdentifier(d))
-    for (const a of c.adds) this.live.set(fileIdentifier(a), a)
+    for (const d of c.deletes) this.byBucket.get(bucketIdentifier(d.partition, d.bucket))?.delete(fileIdentifier(d))
+    for (const a of c.adds) this.add(a)
     for (const r of c.indexReplacements ?? []) this.index.set(indexKeyOf(r.partition, r.bucket, r.indexType), r.entries)
+  }
+
+  private add(e: ManifestEntry): void {
+    const b = bucketIdentifier(e.partition, e.bucket)
+    let files = this.byBucket.get(b)
+    if (!files) this.byBucket.set(b, (files = new Map()))
+    files.set(fileIdentifier(e), e)
   }
 }
 
@@ -64,14 +85,14 @@ export function bucketsOf(c: Pick<ChangeToCheck, 'adds' | 'deletes' | 'indexRepl
 export function checkCompaction(view: SchemaView, c: ChangeToCheck, state: CommitState): void {
   const at = c.label
   for (const d of c.deletes) {
-    if (!state.live.has(fileIdentifier(d))) {
+    if (!state.isLive(d)) {
       throw new CommitConflictError(`commit conflict (${at}): file ${d.file.fileName} (bucket ${d.bucket}, level ${d.file.level}) is no longer live; the compaction must be redone from fresh state`)
     }
   }
   const buckets = bucketsOf(c)
   if (c.requireLive?.length) {
     const liveNames = new Set<string>()
-    for (const e of state.live.values()) if (buckets.has(bucketIdentifier(e.partition, e.bucket))) liveNames.add(e.file.fileName)
+    for (const { partition, bucket } of buckets.values()) for (const e of state.liveIn(partition, bucket).values()) liveNames.add(e.file.fileName)
     for (const n of c.requireLive) {
       if (!liveNames.has(n)) throw new CommitConflictError(`commit conflict (${at}): ${n} got deletion-vector marks but is no longer live`)
     }
@@ -82,8 +103,8 @@ export function checkCompaction(view: SchemaView, c: ChangeToCheck, state: Commi
     if (now !== want) throw new CommitConflictError(`commit conflict (${at}): the ${x.indexType} index files of bucket ${x.bucket} are [${now}], the compaction was built on [${want}]`)
   }
   const gone = new Set(c.deletes.map(fileIdentifier))
-  for (const [id] of buckets) {
-    const after = [...state.live.values()].filter((e) => bucketIdentifier(e.partition, e.bucket) === id && !gone.has(fileIdentifier(e)))
+  for (const [id, { partition, bucket }] of buckets) {
+    const after = [...state.liveIn(partition, bucket).entries()].filter(([f]) => !gone.has(f)).map(([, e]) => e)
     for (const a of c.adds) if (bucketIdentifier(a.partition, a.bucket) === id) after.push(a)
     try {
       checkLevelsDisjoint(view, after)
