@@ -552,7 +552,7 @@ function queuedStats(q: QueuedPath, traces: QueuedCommitTrace[]): QueuedStats {
     replans: sum((p) => p.replans),
     drainReceives: mean(ps.map((p) => p.receives)),
     receiveMs: mean(ps.map((p) => p.receiveMs)),
-    foldMs: mean(ps.map((p) => (p.foldEndedAt ?? 0) - (p.foldStartedAt ?? 0))),
+    foldMs: mean(ps.map((p) => p.foldMs)),
     receiptsMs: mean(ps.map((p) => p.receiptsMs)),
     deleteMs: mean(ps.map((p) => p.deleteMs)),
     invocationMs: mean(ps.map((p) => p.endedAt - p.startedAt)),
@@ -681,7 +681,7 @@ async function foldSweep(backend: Backend, bucket: string, latencyMs: number, si
         const after = await table.snapshots.latestId()
         if (after !== before + p.snapshots) throw new Error(`fold sweep ${kind} ${k}: ${p.snapshots} snapshots folded but the latest went from ${before} to ${after}`)
         const point: SweepPoint = {
-          kind, size: reqs.length, ms: p.endedAt - p.startedAt, receiveMs: p.receiveMs, receives: p.receives, foldMs: (p.foldEndedAt ?? 0) - (p.foldStartedAt ?? 0),
+          kind, size: reqs.length, ms: p.endedAt - p.startedAt, receiveMs: p.receiveMs, receives: p.receives, foldMs: p.foldMs,
           receiptsMs: p.receiptsMs, deleteMs: p.deleteMs, snapshots: p.snapshots, s3Requests: Object.values(p.s3).reduce((a, b) => a + b, 0),
         }
         points.push(point)

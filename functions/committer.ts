@@ -2,7 +2,8 @@
 // own group; the mapping's maxConcurrency 2 keeps the table's committers few). Adapts the
 // event to lib/commit/commit-service.ts, which drains the queue beyond the invoked batch,
 // folds every message into as few snapshots as it can, writes each settled message's
-// receipt and deletes what it drained; the partial batch response names the invoked
+// receipt and deletes what it drained, and folds further rounds while the queue has more
+// (STRATA_COMMIT_ROUNDS_MS); the partial batch response names the invoked
 // messages that were not settled (a store failure, an unreadable body), which the queue
 // redelivers and, past maxReceiveCount, moves to the DLQ.
 
@@ -15,6 +16,9 @@ import { type CommitServiceOptions, commitFromQueue } from '../lib/commit/commit
 import { logger, newMetrics, resolveTable, runtimeConfig } from './shared/runtime.ts'
 
 const metrics = newMetrics('committer')
+
+/** time left in an invocation below which it starts no new round */
+const ROUNDS_RESERVE_MS = 15_000
 
 /** Fault-injection points for crash tests (never set in production). */
 export type CommitterHooks = Pick<CommitServiceOptions, 'afterFold' | 'afterReceipts'> & { beforeSnapshotCreate?: (id: number) => Promise<void> | void }
@@ -32,18 +36,22 @@ export async function committerHandler(event: SQSEvent, context?: Context, hooks
   // snapshots) lives in the table handle, which resolveTable keeps while warm
   const committer = new BatchingCommitter(table, { beforeSnapshotCreate: hooks.beforeSnapshotCreate })
   const started = Date.now()
+  // more rounds while the queue has more, for at most STRATA_COMMIT_ROUNDS_MS, and never into
+  // the last ROUNDS_RESERVE_MS of the timeout (a round's fold and receipts must fit)
+  const moreRounds = () => Date.now() - started < cfg.commitRoundsMs && (context?.getRemainingTimeInMillis() ?? Infinity) > ROUNDS_RESERVE_MS
   const res = await commitFromQueue(
     committer,
     event.Records.map((r) => ({ id: r.messageId, body: r.body, receiptHandle: r.receiptHandle })),
-    { tableName: name, drain: commitQueue ? { queue: commitQueue, max: cfg.commitDrainMax } : undefined, afterFold: hooks.afterFold, afterReceipts: hooks.afterReceipts },
+    { tableName: name, drain: commitQueue ? { queue: commitQueue, max: cfg.commitDrainMax } : undefined, afterFold: hooks.afterFold, afterReceipts: hooks.afterReceipts, moreRounds },
   )
   for (const e of res.errors) logger.error(e.conflict ? 'commit message conflicts; its sender is told by its receipt' : 'commit message not landed', { messageId: e.id, error: e.error })
   logger.info('folded', {
     table: name, invoked: event.Records.length, drained: res.drained, landed: res.landed, duplicates: res.duplicates, conflicts: res.conflicts,
-    notSettled: res.failed, snapshots: res.snapshots, retries: res.retries, replans: res.replans, requestId: context?.awsRequestId,
+    notSettled: res.failed, snapshots: res.snapshots, rounds: res.rounds, retries: res.retries, replans: res.replans, requestId: context?.awsRequestId,
   })
   metrics.addMetric('CommitTime', MetricUnit.Milliseconds, Date.now() - started)
   metrics.addMetric('Snapshots', MetricUnit.Count, res.snapshots.length)
+  metrics.addMetric('FoldRounds', MetricUnit.Count, res.rounds)
   metrics.addMetric('CommitRetries', MetricUnit.Count, res.retries)
   metrics.addMetric('MessagesFolded', MetricUnit.Count, res.received)
   metrics.addMetric('MessagesDrained', MetricUnit.Count, res.drained)

@@ -7,6 +7,8 @@
 //      no identity lands twice, the table equals the model and every referenced file exists.
 //   2. Property: waves of concurrent writers and compactors through one committer loop
 //      (commitFromQueue draining the queue), deletion vectors on and off, against the model.
+//   4. Rounds: an invocation folds again while the previous round's receipts are written,
+//      and a crash in a later round leaves the earlier rounds settled.
 //   3. Two committers folding two messages of one identity at once (a writer batch re-sent
 //      while its first message is still held by another committer) land it twice: a known
 //      bug, see the test's comment.
@@ -30,6 +32,8 @@ import { BATCH_COMMIT_IDENTIFIER } from '../lib/commit/committer.ts'
 import { type CommitQueue, SqsCommitQueue } from '../lib/commit/commit-queue.ts'
 import { commitFromQueue } from '../lib/commit/commit-service.ts'
 import { commitKeyOf } from '../lib/commit/landed.ts'
+import { encodeCommitMessage } from '../lib/commit/commit-message.ts'
+import { readReceipt } from '../lib/commit/receipts.ts'
 import { QueuedCommitter } from '../lib/commit/queued-committer.ts'
 import { serializeBinaryRow } from '../lib/format/binary-row.ts'
 import { compactBucket } from '../lib/lsm/compact-task.ts'
@@ -399,7 +403,8 @@ describe('concurrent writers and compactors through the folding committer (prope
     const running = (async () => {
       while (!stopping) {
         try {
-          const res = await commitFromQueue(committer, [], { tableName, drain: { queue, max: 50 } })
+          // rounds on: the loop folds again while a round's receipts are written
+          const res = await commitFromQueue(committer, [], { tableName, drain: { queue, max: 50 }, moreRounds: () => true })
           for (const e of res.errors) if (!e.conflict) errors.push(e.error)
           if (res.received === 0) await sleep(10)
         } catch (e) {
@@ -545,4 +550,82 @@ describe('two committers at once', () => {
     expect.soft((await landedCounts(store)).get(commitKeyOf(m1))).toEqual({ count: 1, snapshotIds: [1] })
     expect.soft(await readAll(await Table.open(store))).toEqual([[DT[0], 1, 5, null, null]] as Row[])
   })
+})
+
+describe('committer rounds: the next fold while the last one\'s receipts are written', () => {
+  async function send(queue: SqsCommitQueue, table: Table, ids: number[]): Promise<string[]> {
+    const keys: string[] = []
+    for (const id of ids) {
+      const m = (await writeMessage(table, records(table, [{ _kind: '+I', dt: DT[0], id, a: id, b: null, c: null }]), { table: 'rounds' }))!
+      const { body } = await encodeCommitMessage(m, table.store)
+      await queue.send(body, commitKeyOf(m))
+      keys.push(commitKeyOf(m))
+    }
+    return keys
+  }
+
+  it('a second round folds messages that arrived during the first, before the first round\'s receipts are done; every sender gets its receipt', async () => {
+    const store = s3Store('rounds-overlap')
+    const table = await Table.create(store, schemaFor('deduplicate', { bucket: '1' }))
+    const q = await createCommitQueue('rounds-overlap', 30)
+    const queue = new SqsCommitQueue(sqs, q.url)
+    const first = await send(queue, table, [1, 2, 3])
+    let folds = 0
+    let secondFolded!: () => void
+    const secondFold = new Promise<void>((r) => (secondFolded = r))
+    let later: string[] = []
+    const res = await commitFromQueue(new BatchingCommitter(table), [], {
+      tableName: 'rounds',
+      drain: { queue, max: 50 },
+      moreRounds: () => true,
+      afterFold: async () => {
+        // messages arriving while the first snapshot was being made
+        if (++folds === 1) later = await send(queue, table, [4, 5])
+        else secondFolded()
+      },
+      // the first round's receipts are held until the second round has folded: rounds that
+      // ran one after another would never get there (the test would time out)
+      afterReceipts: () => (folds === 1 ? secondFold : undefined),
+    })
+    expect(res.rounds).toBe(2)
+    expect(res.landed).toBe(5)
+    expect(res.snapshots).toEqual([1, 2])
+    for (const k of [...first, ...later]) expect(await readReceipt(store, k)).toMatchObject({ status: 'landed' })
+    expect(await queueDepth(q.url)).toBe(0)
+  }, 60_000)
+
+  it('a crash in the second round leaves the first round settled; the second round\'s messages come back and land once', async () => {
+    const store = s3Store('rounds-crash')
+    const table = await Table.create(store, schemaFor('deduplicate', { bucket: '1' }))
+    const q = await createCommitQueue('rounds-crash', 2)
+    const queue = new SqsCommitQueue(sqs, q.url)
+    const first = await send(queue, table, [1, 2])
+    let folds = 0
+    let later: string[] = []
+    await expect(
+      commitFromQueue(new BatchingCommitter(table), [], {
+        tableName: 'rounds',
+        drain: { queue, max: 50 },
+        moreRounds: () => true,
+        afterFold: async () => {
+          if (++folds === 1) later = await send(queue, table, [3])
+          else throw new Error('injected: died after the second fold')
+        },
+      }),
+    ).rejects.toThrow(/second fold/)
+    for (const k of first) expect(await readReceipt(store, k)).toMatchObject({ status: 'landed', snapshotId: 1 })
+    expect(await readReceipt(store, later[0])).toBeNull()
+    // the second round's message is redelivered after its visibility timeout and recognised
+    let res: Awaited<ReturnType<typeof commitFromQueue>> | undefined
+    await until('the redelivered message', async () => {
+      res = await commitFromQueue(new BatchingCommitter(await Table.open(store)), [], { tableName: 'rounds', drain: { queue, max: 50 } })
+      return res.received > 0
+    }, 20_000)
+    expect(res).toMatchObject({ received: 1, duplicates: 1, landed: 0 })
+    expect(await readReceipt(store, later[0])).toEqual({ status: 'duplicate', snapshotId: 2 })
+    const counts = await landedCounts(store)
+    for (const k of [...first, ...later]) expect(counts.get(k)?.count).toBe(1)
+    expect(await readAll(await Table.open(store))).toHaveLength(3)
+    expect(await queueDepth(q.url)).toBe(0)
+  }, 60_000)
 })

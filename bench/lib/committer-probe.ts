@@ -25,9 +25,11 @@ export interface CommitterProbe {
   receives: number
   receiveMs: number
   drained: number
-  /** the fold (BatchingCommitter.commit): its start and end, snapshots created, messages in them */
+  /** the folds (BatchingCommitter.commit, one per round): the first one's start, the last one's end, their summed time, snapshots created, messages in them */
   foldStartedAt: number | null
   foldEndedAt: number | null
+  folds: number
+  foldMs: number
   snapshots: number
   messages: number
   /** lost races for `snapshot-N` inside the fold (the other committer got there first) */
@@ -119,10 +121,13 @@ function install(): void {
   const fold = BatchingCommitter.prototype.commit
   BatchingCommitter.prototype.commit = async function (this: BatchingCommitter, inputs) {
     const p = current
-    if (p) p.foldStartedAt = Date.now()
+    const t0 = Date.now()
+    if (p) p.foldStartedAt ??= t0
     const r = await fold.call(this, inputs)
     if (p) {
       p.foldEndedAt = Date.now()
+      p.folds++
+      p.foldMs += p.foldEndedAt - t0
       p.snapshots += r.snapshots.length
       p.messages += r.snapshots.reduce((n, s) => n + s.messages, 0)
       p.retries += r.retries
@@ -137,7 +142,7 @@ install()
 export async function handler(event: SQSEvent, context: Context): Promise<unknown> {
   const p: Live = {
     startedAt: Date.now(), endedAt: 0, invoked: event?.Records?.length ?? 0, receives: 0, receiveMs: 0, drained: 0,
-    foldStartedAt: null, foldEndedAt: null, snapshots: 0, messages: 0, retries: 0, replans: 0, deleteMs: 0,
+    foldStartedAt: null, foldEndedAt: null, folds: 0, foldMs: 0, snapshots: 0, messages: 0, retries: 0, replans: 0, deleteMs: 0,
     s3: {}, s3ByKey: {}, s3Ms: 0, receiptsMs: 0, receipts: {},
   }
   current = p

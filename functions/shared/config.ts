@@ -33,6 +33,8 @@ export interface RuntimeConfig {
   commitTimeoutMs: number
   /** committer: most messages one invocation folds (the invoked batch plus what it drains) */
   commitDrainMax: number
+  /** committer: how long one invocation keeps folding rounds while its queue has more (0: one round) */
+  commitRoundsMs: number
   /** every function: bound of a table handle's metadata cache, in stored bytes */
   metadataCacheBytes: number
 }
@@ -87,6 +89,7 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
     maxResultRows: int('STRATA_MAX_RESULT_ROWS', 1000),
     commitTimeoutMs: int('STRATA_COMMIT_TIMEOUT_MS', 90_000),
     commitDrainMax: Math.max(1, int('STRATA_COMMIT_DRAIN_MAX', 1000)),
+    commitRoundsMs: int('STRATA_COMMIT_ROUNDS_MS', 20_000),
     metadataCacheBytes: Math.max(0, int('STRATA_METADATA_CACHE_MB', 32)) * 1024 * 1024,
   }
 }

@@ -4,6 +4,12 @@
 // fold every message into as few snapshots as it can (batching-committer.ts), write each
 // settled message's receipt, and only then let the queue forget it.
 //
+// Rounds: while the caller allows (moreRounds) and the queue has more, the invocation drains
+// and folds again as soon as a snapshot has landed, while the previous round's receipts and
+// deletions are still being written. A snapshot then waits for the drain and the fold of the
+// messages before it, not also for hundreds of receipt PUTs; a sender still learns its
+// outcome only from its receipt.
+//
 // A message is settled when it landed, was a duplicate of one that landed, or conflicts (a
 // compaction whose inputs are gone: it can never land, and its receipt says so, so the
 // compactor redoes the job at once instead of waiting for a DLQ). Anything else (a store
@@ -36,6 +42,12 @@ export interface CommitServiceOptions {
   afterFold?: () => Promise<void> | void
   /** test hook: after receipts, before drained messages are deleted */
   afterReceipts?: () => Promise<void> | void
+  /**
+   * Asked after each round (drain, fold, then receipts and deletions in the background):
+   * true to drain and fold again while the last round's receipts are still being written.
+   * Rounds end when the drain finds nothing. Default: one round.
+   */
+  moreRounds?: () => boolean
 }
 
 export interface CommitServiceResult {
@@ -48,6 +60,8 @@ export interface CommitServiceResult {
   conflicts: number
   failed: number
   snapshots: number[]
+  /** drain-and-fold rounds the invocation ran */
+  rounds: number
   retries: number
   replans: number
   errors: { id: string; error: string; conflict: boolean }[]
@@ -66,31 +80,82 @@ interface Entry {
 const DRAIN_RECEIVES_AT_ONCE = 8
 
 export async function commitFromQueue(committer: BatchingCommitter, invoked: InvokedMessage[], opts: CommitServiceOptions): Promise<CommitServiceResult> {
-  const entries: Entry[] = invoked.map((m) => ({ id: m.id, ...parse(m.body, opts.tableName) }))
-  let drained = 0
-  if (opts.drain) {
-    // several receives in flight at once: one at a time, a fold of hundreds of messages
-    // would spend a round trip per ten of them before it could start
-    while (entries.length < opts.drain.max) {
-      const room = opts.drain.max - entries.length
-      const calls = Math.min(DRAIN_RECEIVES_AT_ONCE, Math.ceil(room / 10))
-      const got = (await Promise.all(Array.from({ length: calls }, (_, k) => opts.drain!.queue.receive(Math.min(10, room - 10 * k))))).flat()
-      if (got.length === 0) break
-      drained += got.length
-      for (const m of got) entries.push({ id: m.messageId, drained: m, ...parse(m.body, opts.tableName) })
+  const total: CommitServiceResult = { failedIds: [], received: 0, drained: 0, landed: 0, duplicates: 0, conflicts: 0, failed: 0, snapshots: [], rounds: 0, retries: 0, replans: 0, errors: [] }
+  const invokedHandles = new Map(invoked.map((m) => [m.id, m.receiptHandle]))
+  // one pool for every round's receipts, leaving a quarter of the store's requests to the
+  // next round's fold: its reads are on the critical path, the receipts only on their senders'
+  const ioMax = committer.table.view.options.ioMaxConcurrentRequests
+  const receiptSlot = pLimit(Math.max(1, Math.floor((ioMax * 3) / 4)))
+  const settling: Promise<void>[] = []
+  let settleError: unknown
+  let entries: Entry[] = invoked.map((m) => ({ id: m.id, ...parse(m.body, opts.tableName) }))
+  try {
+    for (;;) {
+      if (opts.drain) total.drained += await drainInto(entries, opts.drain, opts.tableName)
+      if (entries.length === 0) break
+      const folding = entries.filter((e) => e.input)
+      const res = folding.length ? await committer.commit(folding.map((e) => e.input!)) : null
+      res?.outcomes.forEach((o, i) => (folding[i].outcome = o))
+      await opts.afterFold?.()
+      total.received += entries.length
+      total.rounds++
+      if (res) {
+        total.snapshots.push(...res.snapshots.map((x) => x.id))
+        total.retries += res.retries
+        total.replans += res.replans
+      }
+      // the round's receipts and deletions go on while the next round drains and folds
+      const round = entries
+      settling.push(
+        settle(committer, round, folding, invokedHandles, receiptSlot, opts, total).catch((e) => {
+          settleError ??= e
+        }),
+      )
+      if (!opts.drain || settleError !== undefined || !(opts.moreRounds?.() ?? false)) break
+      entries = []
     }
+  } finally {
+    // every round started is settled (or has failed) before the invocation returns or fails
+    await Promise.all(settling)
+    // the LATEST rewrites went out beside the receipts; done before the instance may freeze
+    await committer.table.snapshots.settleHints()
   }
-  const errors: CommitServiceResult['errors'] = []
-  for (const e of entries) if (e.outcome?.status === 'failed') errors.push({ id: e.id, error: e.outcome.error.message, conflict: false })
-  const folding = entries.filter((e) => e.input)
-  const res = folding.length ? await committer.commit(folding.map((e) => e.input!)) : null
-  res?.outcomes.forEach((o, i) => (folding[i].outcome = o))
-  await opts.afterFold?.()
+  if (settleError !== undefined) throw settleError
+  return total
+}
 
-  // receipts first, then deletions: a crash in between redelivers messages whose receipts exist
+/** Receives beyond what `entries` holds, up to `drain.max` in all, until the queue has none; returns how many. */
+async function drainInto(entries: Entry[], drain: NonNullable<CommitServiceOptions['drain']>, tableName: string): Promise<number> {
+  let drained = 0
+  // several receives in flight at once: one at a time, a fold of hundreds of messages
+  // would spend a round trip per ten of them before it could start
+  while (entries.length < drain.max) {
+    const room = drain.max - entries.length
+    const calls = Math.min(DRAIN_RECEIVES_AT_ONCE, Math.ceil(room / 10))
+    const got = (await Promise.all(Array.from({ length: calls }, (_, k) => drain.queue.receive(Math.min(10, room - 10 * k))))).flat()
+    if (got.length === 0) break
+    drained += got.length
+    for (const m of got) entries.push({ id: m.messageId, drained: m, ...parse(m.body, tableName) })
+  }
+  return drained
+}
+
+/**
+ * One round's aftermath: receipts first, then deletions, so a crash in between redelivers
+ * messages whose receipts exist (recognised as landed). Unsettled messages are given back.
+ */
+async function settle(
+  committer: BatchingCommitter,
+  entries: Entry[],
+  folding: Entry[],
+  invokedHandles: Map<string, string | undefined>,
+  receiptSlot: ReturnType<typeof pLimit>,
+  opts: CommitServiceOptions,
+  total: CommitServiceResult,
+): Promise<void> {
+  const errors = total.errors
+  for (const e of entries) if (e.outcome?.status === 'failed' && !folding.includes(e)) errors.push({ id: e.id, error: e.outcome.error.message, conflict: false })
   const toSettle = entries.filter((e) => e.outcome && (e.outcome.status !== 'failed' || e.outcome.conflict))
-  // a pool of io.max-concurrent-requests, not waves: one slow PUT holds one slot, not the rest
-  const receiptSlot = pLimit(committer.table.view.options.ioMaxConcurrentRequests)
   await Promise.all(
     toSettle.map((e) =>
       receiptSlot(async () => {
@@ -105,15 +170,12 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
       }),
     ),
   )
-  for (const e of entries) {
-    if (e.outcome?.status === 'failed' && folding.includes(e)) errors.push({ id: e.id, error: e.outcome.error.message, conflict: e.outcome.conflict })
-  }
+  for (const e of folding) if (e.outcome?.status === 'failed') errors.push({ id: e.id, error: e.outcome.error.message, conflict: e.outcome.conflict })
   await opts.afterReceipts?.()
   const drainedSettled = entries.filter((e) => e.drained && e.settled).map((e) => e.drained!)
   // not settled: given back at once (the invoked ones are also named in the partial batch
   // response, so the event source does not delete them), rather than after the visibility
   // timeout, which would hold their senders that long
-  const invokedHandles = new Map(invoked.map((m) => [m.id, m.receiptHandle]))
   const giveBack = entries
     .filter((e) => !e.settled && (e.drained || invokedHandles.get(e.id)))
     .map((e) => e.drained ?? { messageId: e.id, body: '', receiptHandle: invokedHandles.get(e.id)! })
@@ -122,23 +184,12 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
     await opts.drain.queue.delete(drainedSettled).catch((err) => errors.push({ id: '', error: (err as Error).message, conflict: false }))
   }
   if (opts.drain && giveBack.length) await opts.drain.queue.release(giveBack).catch(() => undefined)
-  // the LATEST rewrites went out beside the receipts; done before the instance may freeze
-  await committer.table.snapshots.settleHints()
-
   const count = (f: (e: Entry) => boolean) => entries.filter(f).length
-  return {
-    failedIds: entries.filter((e) => !e.drained && !e.settled).map((e) => e.id),
-    received: entries.length,
-    drained,
-    landed: count((e) => e.outcome?.status === 'landed'),
-    duplicates: count((e) => e.outcome?.status === 'duplicate'),
-    conflicts: count((e) => e.outcome?.status === 'failed' && e.outcome.conflict),
-    failed: count((e) => !e.settled),
-    snapshots: res?.snapshots.map((s) => s.id) ?? [],
-    retries: res?.retries ?? 0,
-    replans: res?.replans ?? 0,
-    errors,
-  }
+  total.failedIds.push(...entries.filter((e) => !e.drained && !e.settled).map((e) => e.id))
+  total.landed += count((e) => e.outcome?.status === 'landed')
+  total.duplicates += count((e) => e.outcome?.status === 'duplicate')
+  total.conflicts += count((e) => e.outcome?.status === 'failed' && e.outcome.conflict)
+  total.failed += count((e) => !e.settled)
 }
 
 function parse(body: string, tableName: string): Pick<Entry, 'input' | 'identity' | 'outcome'> {
