@@ -577,9 +577,12 @@ export interface SweepPoint {
   size: number
   /** the invocation: whole, and its parts */
   ms: number
+  /** summed time of the drain's receives (several in flight at once, so more than their wall time) */
   receiveMs: number
   receives: number
   foldMs: number
+  /** from the invocation's start to its (first) fold's end: drain, parsing, fold; what the next snapshot waits for */
+  roundMs?: number
   receiptsMs: number
   deleteMs: number
   snapshots: number
@@ -591,6 +594,15 @@ export interface FoldSweep {
   points: SweepPoint[]
   /** per kind: ms = base + perCommit·messages over the sweep's invocations */
   fit: Record<'APPEND' | 'COMPACT', FoldFit>
+  /**
+   * per kind, the two halves of an invocation (commit-service rounds): `round` = drain
+   * receives + fold, what a committer spends before it can fold again; `settle` = receipts +
+   * deletes, which overlap the next round and only delay the senders
+   */
+  roundFit?: Record<'APPEND' | 'COMPACT', FoldFit>
+  settleFit?: Record<'APPEND' | 'COMPACT', FoldFit>
+  /** set when the sweep was measured alone, later than the rest of its results (bench/run.ts --latest-sweep) */
+  remeasured?: string
 }
 
 export const SWEEP_SIZES = { quick: [1, 10, 50], full: [1, 10, 100, 300] }
@@ -681,7 +693,7 @@ async function foldSweep(backend: Backend, bucket: string, latencyMs: number, si
         const after = await table.snapshots.latestId()
         if (after !== before + p.snapshots) throw new Error(`fold sweep ${kind} ${k}: ${p.snapshots} snapshots folded but the latest went from ${before} to ${after}`)
         const point: SweepPoint = {
-          kind, size: reqs.length, ms: p.endedAt - p.startedAt, receiveMs: p.receiveMs, receives: p.receives, foldMs: p.foldMs,
+          kind, size: reqs.length, ms: p.endedAt - p.startedAt, receiveMs: p.receiveMs, receives: p.receives, foldMs: p.foldMs, roundMs: (p.foldEndedAt ?? p.startedAt) - p.startedAt,
           receiptsMs: p.receiptsMs, deleteMs: p.deleteMs, snapshots: p.snapshots, s3Requests: Object.values(p.s3).reduce((a, b) => a + b, 0),
         }
         points.push(point)
@@ -691,8 +703,17 @@ async function foldSweep(backend: Backend, bucket: string, latencyMs: number, si
       await q.stop()
     }
   }
-  const fitOf = (kind: 'APPEND' | 'COMPACT') => linearFit(points.filter((p) => p.kind === kind))
-  return { latencyMs, points, fit: { APPEND: fitOf('APPEND'), COMPACT: fitOf('COMPACT') } }
+  const fitOf = (kind: 'APPEND' | 'COMPACT', ms: (p: SweepPoint) => number = (p) => p.ms) =>
+    linearFit(points.filter((p) => p.kind === kind).map((p) => ({ size: p.size, ms: ms(p) })))
+  const round = (p: SweepPoint) => p.roundMs ?? p.ms - p.receiptsMs - p.deleteMs
+  const settle = (p: SweepPoint) => p.receiptsMs + p.deleteMs
+  return {
+    latencyMs,
+    points,
+    fit: { APPEND: fitOf('APPEND'), COMPACT: fitOf('COMPACT') },
+    roundFit: { APPEND: fitOf('APPEND', round), COMPACT: fitOf('COMPACT', round) },
+    settleFit: { APPEND: fitOf('APPEND', settle), COMPACT: fitOf('COMPACT', settle) },
+  }
 }
 
 /** The realistic latency model of this benchmark: S3 first-byte latency on every request. */
@@ -880,14 +901,17 @@ export function contentionMarkdown(r: ContentionResult): string {
   const sweepPart = sw
     ? [
         '',
-        `Fold sweep (${sw.latencyMs} ms): k commit messages of one kind made by the real write and compaction paths wait on the queue; one committer invocation drains and folds them (no writers running, no second committer). APPEND: k writer batches; COMPACT: k buckets of a deletion-vector table compacted from the same snapshot.`,
+        `Fold sweep (${sw.latencyMs} ms${sw.remeasured ? `; ${sw.remeasured}` : ''}): k commit messages of one kind made by the real write and compaction paths wait on the queue; one committer invocation drains and folds them (no writers running, no second committer). APPEND: k writer batches; COMPACT: k buckets of a deletion-vector table compacted from the same snapshot.`,
         '',
         markdownTable(
-          ['kind', 'messages', 'invocation (ms)', 'drain receives (ms)', 'fold (ms)', 'receipts (ms)', 'deletes (ms)', 'snapshots', 'S3 requests'],
-          sw.points.map((p) => [p.kind, p.size, p.ms, `${p.receives} (${p.receiveMs})`, p.foldMs, p.receiptsMs, p.deleteMs, p.snapshots, p.s3Requests]),
+          ['kind', 'messages', 'invocation (ms)', 'round: start → fold end (ms)', 'drain receives (summed ms)', 'fold (ms)', 'receipts (ms)', 'deletes (ms)', 'snapshots', 'S3 requests'],
+          sw.points.map((p) => [p.kind, p.size, p.ms, p.roundMs ?? '-', `${p.receives} (${p.receiveMs})`, p.foldMs, p.receiptsMs, p.deleteMs, p.snapshots, p.s3Requests]),
         ),
         '',
-        `Fits: APPEND ≈ ${sw.fit.APPEND.baseMs.toFixed(0)} ms + ${sw.fit.APPEND.perCommitMs.toFixed(2)} ms per message; COMPACT ≈ ${sw.fit.COMPACT.baseMs.toFixed(0)} ms + ${sw.fit.COMPACT.perCommitMs.toFixed(2)} ms per message.`,
+        `Fits: APPEND ≈ ${sw.fit.APPEND.baseMs.toFixed(0)} ms + ${sw.fit.APPEND.perCommitMs.toFixed(2)} ms per message; COMPACT ≈ ${sw.fit.COMPACT.baseMs.toFixed(0)} ms + ${sw.fit.COMPACT.perCommitMs.toFixed(2)} ms per message.` +
+          (sw.roundFit && sw.settleFit
+            ? ` Split (the committer folds its next round while a round's receipts are written): a round (drain, parsing and fold) COMPACT ≈ ${sw.roundFit.COMPACT.baseMs.toFixed(0)} ms + ${sw.roundFit.COMPACT.perCommitMs.toFixed(2)} ms per message, APPEND ≈ ${sw.roundFit.APPEND.baseMs.toFixed(0)} ms + ${sw.roundFit.APPEND.perCommitMs.toFixed(2)} ms; its receipts and deletes COMPACT ≈ ${sw.settleFit.COMPACT.baseMs.toFixed(0)} ms + ${sw.settleFit.COMPACT.perCommitMs.toFixed(2)} ms per message.`
+            : ''),
       ]
     : []
   if (r.points.length === 0) return sweepPart.join('\n').trim()

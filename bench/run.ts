@@ -9,6 +9,8 @@
 //   npm run bench -- --freshness-seconds 300   # a longer load window per freshness setting (default 90, quick 15)
 //   npm run bench -- --contention-seconds 20   # a longer window per contention point (default 10, quick 4)
 //   npx tsx bench/run.ts --resimulate   # re-fit and re-run the simulation from bench/out/results.json
+//   npx tsx bench/run.ts --resimulate --latest-sweep   # … with the fold sweep of the last
+//                                       # `bench/commit-contention.ts --sweep-only` (bench/out/commit-contention.json)
 //   add --no-docs to leave docs/benchmarks.md as it is (results.json and the charts only)
 //   npx tsx bench/run.ts --docs-only    # rewrite the generated sections of docs/benchmarks.md from bench/out/results.json
 
@@ -62,20 +64,43 @@ function calibrate(c: ContentionResult, f: FreshnessResult): { calibration: SimC
   const direct = c.summary.filter((s) => s.path === 'direct' && s.latencyMs === REALISTIC_MS)
   const queued = c.queuedFit?.[REALISTIC_MS]
   const deployed = c.params.committerConcurrency !== undefined && queued !== undefined && Number.isFinite(queued.baseMs)
-  let fold: Pick<SimCalibration, 'foldBaseMs' | 'foldPerCommitMs' | 'committers' | 'committerOverheadMs' | 'receiptWaitMs' | 'foldSource'>
+  let fold: Pick<SimCalibration, 'foldBaseMs' | 'foldPerCommitMs' | 'committers' | 'committerOverheadMs' | 'receiptWaitMs' | 'receiptBaseMs' | 'receiptPerCommitMs' | 'foldSource'>
   if (deployed) {
-    // the base from the writers' runs (two committers racing, as deployed); the cost per
-    // message from the fold sweep's compaction messages when there is one: the simulation
-    // folds hundreds of messages, mostly compactions, far beyond the writers' folds of ≤ 32
-    const sweep = c.foldSweep?.fit.COMPACT
-    const perMessage = sweep && Number.isFinite(sweep.perCommitMs) ? sweep.perCommitMs : queued.perCommitMs
-    fold = {
-      foldBaseMs: queued.baseMs,
-      foldPerCommitMs: perMessage,
+    const base = {
       committers: c.params.committerConcurrency,
       committerOverheadMs: finiteOr(c.queuedGapMs?.[REALISTIC_MS], 0),
       receiptWaitMs: finiteOr(c.receiptWaitMs?.[REALISTIC_MS], 0),
-      foldSource: `base: the queued (deployed) path's fit over ${queued.snapshots} committer invocations at ${REALISTIC_MS} ms (${queued.baseMs.toFixed(0)} ms + ${queued.perCommitMs.toFixed(1)} ms per message); per message: ${sweep && Number.isFinite(sweep.perCommitMs) ? `the fold sweep's COMPACT fit (${sweep.baseMs.toFixed(0)} ms + ${sweep.perCommitMs.toFixed(2)} ms per message, folds of up to ${Math.max(...c.foldSweep!.points.map((p) => p.size))})` : 'the same fit (no fold sweep in these results)'}`,
+    }
+    const queuedText = `the queued (deployed) path's fit over ${queued.snapshots} committer invocations at ${REALISTIC_MS} ms (${queued.baseMs.toFixed(0)} ms + ${queued.perCommitMs.toFixed(1)} ms per message)`
+    const sw = c.foldSweep
+    const round = sw?.roundFit?.COMPACT
+    const settle = sw?.settleFit?.COMPACT
+    if (round && settle && Number.isFinite(round.perCommitMs) && Number.isFinite(settle.perCommitMs)) {
+      // committer rounds: a round is the drain and the fold; receipts and deletes overlap the
+      // next round. The round's base is the larger of the sweep's (one committer alone) and
+      // the writers' runs' invocation base less the sweep's receipts and deletes (two
+      // committers racing, as deployed); per message, the sweep's compaction messages: the
+      // simulation folds hundreds of them, far beyond the writers' folds of ≤ 32
+      const roundBase = Math.max(round.baseMs, queued.baseMs - settle.baseMs)
+      fold = {
+        ...base,
+        foldBaseMs: roundBase,
+        foldPerCommitMs: round.perCommitMs,
+        receiptBaseMs: settle.baseMs,
+        receiptPerCommitMs: settle.perCommitMs,
+        foldSource: `committer rounds: a round (drain + fold) ${roundBase.toFixed(0)} ms + ${round.perCommitMs.toFixed(2)} ms per message (the fold sweep's COMPACT round fit, ${round.baseMs.toFixed(0)} ms + ${round.perCommitMs.toFixed(2)} ms, its base raised to ${queuedText} less the sweep's receipts and deletes), receipts and deletes ${settle.baseMs.toFixed(0)} ms + ${settle.perCommitMs.toFixed(2)} ms per message overlapping the next round`,
+      }
+    } else {
+      // one round per invocation (results from before committer rounds): the base from the
+      // writers' runs, the cost per message from the fold sweep when there is one
+      const sweep = sw?.fit.COMPACT
+      const perMessage = sweep && Number.isFinite(sweep.perCommitMs) ? sweep.perCommitMs : queued.perCommitMs
+      fold = {
+        ...base,
+        foldBaseMs: queued.baseMs,
+        foldPerCommitMs: perMessage,
+        foldSource: `base: ${queuedText}; per message: ${sweep && Number.isFinite(sweep.perCommitMs) ? `the fold sweep's COMPACT fit (${sweep.baseMs.toFixed(0)} ms + ${sweep.perCommitMs.toFixed(2)} ms per message, folds of up to ${Math.max(...sw!.points.map((p) => p.size))})` : 'the same fit (no fold sweep in these results)'}`,
+      }
     }
   } else {
     const proto = c.foldFit[REALISTIC_MS]
@@ -136,9 +161,9 @@ async function runOtherBenchmark(script: string, quick: boolean): Promise<string
 }
 
 async function main(): Promise<void> {
-  const args = parseBenchArgs(process.argv.slice(2), ['--quick', '--no-others', '--docs-only', '--resimulate', '--no-docs'], ['--freshness-seconds', '--contention-seconds'])
+  const args = parseBenchArgs(process.argv.slice(2), ['--quick', '--no-others', '--docs-only', '--resimulate', '--latest-sweep', '--no-docs'], ['--freshness-seconds', '--contention-seconds'])
   if (args.has('--docs-only')) return writeDocs(JSON.parse(readFileSync(join(OUT_DIR, 'results.json'), 'utf8')) as Results)
-  if (args.has('--resimulate')) return resimulate(!args.has('--no-docs'))
+  if (args.has('--resimulate')) return resimulate(!args.has('--no-docs'), args.has('--latest-sweep'))
   const quick = args.has('--quick')
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
   const started = Date.now()
@@ -193,8 +218,16 @@ function simulationSummary(r: SimulationResult): string {
  * re-fitted by the current rule (compactionCostFits): for when the calibration, not the
  * measurement, changed. The header keeps the measured run's machine and wall time.
  */
-function resimulate(docs: boolean): void {
+function resimulate(docs: boolean, latestSweep: boolean): void {
   const r = JSON.parse(readFileSync(join(OUT_DIR, 'results.json'), 'utf8')) as Results
+  if (latestSweep) {
+    // the committer's costs changed since the full run: its fold sweep again, the rest as measured then
+    const c = JSON.parse(readFileSync(join(OUT_DIR, 'commit-contention.json'), 'utf8')) as ContentionResult & { machine?: { gitCommit?: string } }
+    if (!c.foldSweep) throw new Error('bench/out/commit-contention.json has no fold sweep; run `npx tsx bench/commit-contention.ts --sweep-only` first')
+    r.contention.foldSweep = { ...c.foldSweep, remeasured: `re-measured alone${c.machine?.gitCommit ? ` at ${c.machine.gitCommit}` : ''} with \`npx tsx bench/commit-contention.ts --sweep-only\`, after the rest of this section` }
+    r.simulationSweepFrom = `the fold sweep of \`npx tsx bench/commit-contention.ts --sweep-only\`${c.machine?.gitCommit ? ` at ${c.machine.gitCommit}` : ''}; every other input from the full run`
+    log(`simulating with ${r.simulationSweepFrom}`)
+  }
   const fits = compactionCostFits(r.freshness.runs)
   r.freshness.compactionCostFit = fits.uncontended
   r.freshness.compactionCostFitAllSettings = fits.all
@@ -243,6 +276,8 @@ interface Results {
   contention: ContentionResult
   freshness: FreshnessResult
   simulation: SimulationResult
+  /** set by --resimulate --latest-sweep: where the simulation's fold sweep came from */
+  simulationSweepFrom?: string
 }
 
 /** The doc sections from one run's results (`--docs-only` rewrites them from results.json). */
@@ -252,7 +287,7 @@ function writeDocs(r: Results): void {
   doc = replaceSection(doc, 'header', headerSection(r.mode === 'quick', m, m.busyProcessesAtStart, m.busyProcessesAtEnd, m.loadAvgAtEnd, r.wallSeconds))
   doc = replaceSection(doc, 'contention', contentionSection(r.contention))
   doc = replaceSection(doc, 'freshness', freshnessSection(r.freshness))
-  doc = replaceSection(doc, 'simulation', simulationSection(r.simulation, r.freshness))
+  doc = replaceSection(doc, 'simulation', simulationSection(r.simulation, r.freshness, r.simulationSweepFrom))
   writeFileSync(DOC, doc)
 }
 
@@ -356,7 +391,7 @@ function freshnessSection(f: FreshnessResult): string {
   ].join('\n')
 }
 
-function simulationSection(s: SimulationResult, f: FreshnessResult): string {
+function simulationSection(s: SimulationResult, f: FreshnessResult, sweepFrom?: string): string {
   const c = s.calibration
   const at = (path: string, k: number) => s.points.find((p) => p.path === path && p.taskThreads === k)
   const firstCommitBound = s.points.find((p) => p.path === 'direct' && p.bottleneck === 'commit path')
@@ -383,7 +418,8 @@ function simulationSection(s: SimulationResult, f: FreshnessResult): string {
     `- write load as in the freshness run, per bucket: ${c.writerCommitsPerSecond.toFixed(2)} writer commits/s, each touching a bucket with probability ${c.touchProbability.toFixed(2)} (${f.params.rate} rows/s over ${f.params.buckets} buckets); the table-wide load therefore grows with the buckets;`,
     `- compaction of one bucket: ${c.perBucketMs.toFixed(0)} ms + ${c.perJobMs.toFixed(0)} ms per coalesced job (≤ 10 per invocation, the FIFO batch), ±20% jitter (fitted on the freshness run's task-threads ${f.compactionCostFit.fittedOn?.join(', ') ?? ''} invocations, one compactor at a time${f.compactionCostFitAllSettings ? `; over every setting, CPU contention included, it is ${f.compactionCostFitAllSettings.perBucketMs.toFixed(0)} ms` : ''}${f.compactionCostFit.commitWaitExcluded ? '; the time in which a compactor only waited for its commits is left out, the commit path is modelled below' : ''}); a compactor compacts up to ${c.bucketsAtOnce ?? 1} bucket(s) of its batch at once, so while that many wait for their commits it works on the next;`,
     `- direct commits: the commit path completes waiting commits at the rate the contention benchmark measured for that many concurrent committers at ${REALISTIC_MS} ms (${c.directCurve.map((d) => `${d.committers}: ${d.commitsPerSecond.toFixed(1)}/s`).join(', ')}); a compactor holds its slot until its commit lands;`,
-    `- folded commits, the deployed design: writers and compactors send commit messages; ${c.committers ?? 1} committer invocation(s) at most, each folding every message waiting when it starts (up to ${c.drainMax ?? 1000}) at ${c.foldBaseMs.toFixed(0)} ms + ${c.foldPerCommitMs.toFixed(1)} ms per message (${c.foldSource ?? 'the folding prototype\'s fit'}), idle ${(c.committerOverheadMs ?? 0).toFixed(0)} ms between invocations (the poller's delete and next receive); a compactor keeps its slot and its bucket until its commit has landed and it has read its receipt ${(c.receiptWaitMs ?? 0).toFixed(0)} ms later (the measured poll wait).`,
+    `- folded commits, the deployed design: writers and compactors send commit messages; ${c.committers ?? 1} committer invocation(s) at most, each folding every message waiting when it starts (up to ${c.drainMax ?? 1000}) at ${c.foldBaseMs.toFixed(0)} ms + ${c.foldPerCommitMs.toFixed(2)} ms per message (${c.foldSource ?? 'the folding prototype\'s fit'})${c.receiptBaseMs !== undefined ? `; a committer that finds messages waiting after a round folds them at once, while that round's receipts and deletes (${c.receiptBaseMs.toFixed(0)} ms + ${(c.receiptPerCommitMs ?? 0).toFixed(2)} ms per message) are written` : ''}; idle ${(c.committerOverheadMs ?? 0).toFixed(0)} ms between invocations (the poller's delete and next receive); a compactor keeps its slot and its bucket until its commit has landed${c.receiptBaseMs !== undefined ? ', its receipt is written,' : ''} and it has read its receipt ${(c.receiptWaitMs ?? 0).toFixed(0)} ms later (the measured poll wait).`,
+    ...(sweepFrom ? ['', `**Re-simulated** with ${sweepFrom}.`] : []),
     ...(s.notes?.length ? ['', ...s.notes.map((n) => `**Calibration note**: ${n}.`)] : []),
     '',
     'Not modelled, so the model is optimistic for both paths: the direct path\'s compaction commits are heavier than the appends its curve was measured with (deletes, conflict checks, the index manifest is a full listing); folds larger than the fold sweep\'s (an extrapolation of its fit); cold starts; S3 per-prefix request rates (at -1 every compaction adds a receipt PUT and several receipt GETs under one prefix); writers waiting for their own receipts (the write load is open loop).',

@@ -22,12 +22,16 @@
 //   table's commit queue; `committers` committer invocations at most (the event-source
 //   mapping's maxConcurrency 2) each take every message waiting when they start (the
 //   invoked batch plus the drain, up to drainMax) and fold them, costing foldBaseMs +
-//   foldPerCommitMs·k: one committer invocation of the deployed path as the contention
-//   benchmark measured it, drain, fold, lost races against the other committer and
-//   receipts included (bench/run.ts: the base from the writers' runs, the cost per message
-//   from the fold sweep's compaction messages when there is one). Between two invocations a committer is idle for committerOverheadMs (the
-//   poller's delete and next receive). A compactor waits for its receipt: its slot, and its
-//   bucket's FIFO group, are held until its commit has landed and receiptWaitMs more (the
+//   foldPerCommitMs·k. With committer rounds (lib/commit/commit-service.ts, the deployed
+//   default) that is one round, the drain and the fold (bench/run.ts: the fold sweep's
+//   round fit, its base raised to the writers' runs' invocation base less the receipts, so
+//   lost races against the other committer stay in it); the round's receipts and deletes
+//   (receiptBaseMs + receiptPerCommitMs·k) overlap the next round and delay only the
+//   senders, and a committer that finds messages waiting folds them at once. Without rounds
+//   (older results) the fold cost is a whole invocation, receipts included. A committer that
+//   finds nothing waiting is idle for committerOverheadMs (the poller's delete and next
+//   receive). A compactor waits for its receipt: its slot, and its bucket's FIFO group, are
+//   held until its commit has landed, its receipt is written, and receiptWaitMs more (the
 //   sender's receipt poll).
 // - Freshness lag, sampled each simulated second after a warm-up: the age of the oldest L0
 //   file in any bucket, as tableStatus measures it. A setting that cannot keep up has a lag
@@ -63,6 +67,14 @@ export interface SimCalibration {
   committerOverheadMs?: number
   /** folded: from a commit landing to its sender reading the receipt (default 0) */
   receiptWaitMs?: number
+  /**
+   * folded, committer rounds: a fold's receipts and deletes take receiptBaseMs +
+   * receiptPerCommitMs·k after it lands; they overlap the committer's next round (so
+   * foldBaseMs/foldPerCommitMs are then a round's drain and fold only) and delay only the
+   * senders. Absent: receipts are inside the fold cost (one round per invocation).
+   */
+  receiptBaseMs?: number
+  receiptPerCommitMs?: number
   /** where the fold cost came from, for the report */
   foldSource?: string
 }
@@ -187,6 +199,8 @@ export function simulate(cal: SimCalibration, opts: SimOptions, path: SimPath, t
   const drainMax = cal.drainMax ?? 1000
   const overheadS = (cal.committerOverheadMs ?? 0) / 1000
   const receiptWaitS = (cal.receiptWaitMs ?? 0) / 1000
+  const rounds = cal.receiptBaseMs !== undefined && cal.receiptPerCommitMs !== undefined
+  const receiptsS = (k: number) => (rounds ? (cal.receiptBaseMs! + cal.receiptPerCommitMs! * k) / 1000 : 0)
   // a compactor invocation compacts up to `lanes` buckets at once (process-jobs'
   // bucketsAtOnce): its work is the fitted per-bucket cost one bucket after another (the fit
   // is of whole invocations, so the overlap of the lanes' work is in it), while the lanes'
@@ -312,12 +326,15 @@ export function simulate(cal: SimCalibration, opts: SimOptions, path: SimPath, t
         } else {
           buckets[c.bucket].l0.splice(0, c.takenUpTo)
           compactions++
-          // the compactor returns once it has read its receipt (direct: at once)
-          if (path === 'folded' && receiptWaitS > 0) ev.push(t + receiptWaitS, { e: 'released', bucket: c.bucket, slot: c.slot })
+          // the compactor returns once its receipt is written and it has read it (direct: at once)
+          const toRelease = receiptsS(v.batch.length) + receiptWaitS
+          if (path === 'folded' && toRelease > 0) ev.push(t + toRelease, { e: 'released', bucket: c.bucket, slot: c.slot })
           else release(t, c.bucket, c.slot)
         }
       }
-      if (path === 'folded' && overheadS > 0) {
+      // with rounds, a committer that finds messages waiting folds them at once; the poller's
+      // delete and next receive come only between invocations
+      if (path === 'folded' && overheadS > 0 && !(rounds && waiting() > 0)) {
         server.ready = false
         ev.push(t + overheadS, { e: 'serverReady', server: v.server })
       }
