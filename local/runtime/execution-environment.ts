@@ -3,11 +3,31 @@
 // handlers run on every core and module-level state (clients, caches) lives exactly as long
 // as it would in a warm Lambda sandbox. An invocation goes to an idle warm environment, or
 // starts a new one (a cold start) while fewer than `maxEnvironments` exist, or waits.
-// A timeout, an uncaught error or process.exit destroys that environment only; the next
-// invocation that needs one starts a fresh environment, as Lambda does after a sandbox reset.
+// A timeout, an uncaught error, process.exit or running out of memory destroys that
+// environment only; the next invocation that needs one starts a fresh environment, as Lambda
+// does after a sandbox reset.
+//
+// Memory. A Lambda function's memory size bounds its whole sandbox: the runtime, the JS heap
+// and everything else. An environment here is a thread in a shared process, so what can be
+// bounded is its V8 heap, through the Worker's resourceLimits, derived from the function's
+// memory M (MB) by workerResourceLimits():
+//   young generation  maxYoungGenerationSizeMb = M / 16, clamped to [8, 48] (48 is V8's own
+//                     default on 64-bit; smaller functions get smaller scavenge spaces)
+//   old generation    maxOldGenerationSizeMb    = M - 64 - young, where 64 MB is a fixed
+//                     allowance for the runtime outside the JS heap (the thread's Node
+//                     instance, libuv, stacks, compiled code), as Lambda's M covers its runtime
+//   code              codeRangeSizeMb           = M / 16, clamped to [16, 64]
+//   stack             stackSizeMb               = 4 (Node's default)
+// e.g. 128 MB → old 56, young 8; 256 MB → old 176, young 16; 1024 MB → old 912, young 48.
+// Importing any of Strata's handlers takes about 20 MB of heap. A thread that exceeds its
+// heap is terminated by Node (ERR_WORKER_OUT_OF_MEMORY): the invocation in flight fails with
+// Runtime.OutOfMemory ("Runtime exited with error: out of memory ..."), as Lambda reports a
+// sandbox killed for its memory, and the environment is replaced by a cold one.
+// Not counted: memory outside the V8 heap (Buffer and ArrayBuffer contents, native
+// allocations), which Lambda would count; a handler can exceed M that way here unnoticed.
 import { randomUUID } from 'node:crypto'
 import { basename, extname, isAbsolute } from 'node:path'
-import { Worker } from 'node:worker_threads'
+import { type ResourceLimits, Worker } from 'node:worker_threads'
 import type { Context } from 'aws-lambda'
 import { StrataInputError } from '../../lib/types.ts'
 import { errorInfoOf, type ContextData, type ErrorInfo, type FromWorker, type ToWorker, type WorkerInit } from './worker.ts'
@@ -31,7 +51,7 @@ export interface ExecutionEnvironmentPoolOptions {
   functionName?: string
   /** default: AWS_REGION, else us-east-1 */
   region?: string
-  /** reported in the context and AWS_LAMBDA_FUNCTION_MEMORY_SIZE; not enforced. Default 1024 */
+  /** reported in the context and AWS_LAMBDA_FUNCTION_MEMORY_SIZE, and enforced on the JS heap (workerResourceLimits). Default 1024 */
   memoryLimitInMB?: number
   /** Node options for the worker threads; default none (the parent's, e.g. tsx's own loader flags, are not inherited) */
   execArgv?: string[]
@@ -40,6 +60,21 @@ export interface ExecutionEnvironmentPoolOptions {
 /** Lambda's placeholder account for local ARNs, matching fauxqs's. */
 const ACCOUNT = '000000000000'
 const MAX_TIMEOUT_MS = 900_000
+
+/** Memory an environment needs outside its V8 heap, taken off the function's memory. */
+export const RUNTIME_ALLOWANCE_MB = 64
+
+/** The V8 limits of an environment's thread for a function of `memoryMb` (the rule in the file's comment). */
+export function workerResourceLimits(memoryMb: number): Required<ResourceLimits> {
+  const clamp = (x: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, Math.floor(x)))
+  const young = clamp(memoryMb / 16, 8, 48)
+  return {
+    maxYoungGenerationSizeMb: young,
+    maxOldGenerationSizeMb: memoryMb - RUNTIME_ALLOWANCE_MB - young,
+    codeRangeSizeMb: clamp(memoryMb / 16, 16, 64),
+    stackSizeMb: 4,
+  }
+}
 
 // Workers start from this CommonJS snippet because Node 20 cannot load a .ts entry and does
 // not apply `--import tsx` from a worker's execArgv before resolving its entry (checked on
@@ -82,6 +117,8 @@ export class ExecutionEnvironmentPool {
   private readonly functionName: string
   private readonly region: string
   private readonly memoryLimitInMB: number
+  /** the V8 limits every environment's thread runs under, from memoryLimitInMB */
+  readonly resourceLimits: Required<ResourceLimits>
   private readonly execArgv: string[]
   private readonly workerEnv: Record<string, string>
   private readonly environments: Environment[] = []
@@ -114,6 +151,7 @@ export class ExecutionEnvironmentPool {
     this.functionName = opts.functionName ?? basename(opts.handlerModule, extname(opts.handlerModule))
     this.region = opts.region ?? process.env.AWS_REGION ?? 'us-east-1'
     this.memoryLimitInMB = memory
+    this.resourceLimits = workerResourceLimits(memory)
     this.execArgv = opts.execArgv ?? []
     this.workerEnv = {
       // A Lambda sandbox's environment is its function's configuration, not its host's: the
@@ -221,6 +259,7 @@ export class ExecutionEnvironmentPool {
       workerData: { strataExecutionEnvironment: init },
       env: this.workerEnv,
       execArgv: this.execArgv,
+      resourceLimits: this.resourceLimits,
     })
     const environment: Environment = { id: this.nextEnvironmentId++, worker, ready: false, assigned: first }
     this.environments.push(environment)
@@ -300,14 +339,25 @@ export class ExecutionEnvironmentPool {
     environment.assigned = undefined
     if (current) clearTimeout(current.timer)
     const error: ErrorInfo =
-      environment.uncaught !== undefined
-        ? errorInfoOf(environment.uncaught)
-        : { name: 'Runtime.ExitError', message: `Runtime exited with error: exit status ${code}` }
+      (environment.uncaught as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY'
+        ? this.outOfMemory()
+        : environment.uncaught !== undefined
+          ? errorInfoOf(environment.uncaught)
+          : { name: 'Runtime.ExitError', message: `Runtime exited with error: exit status ${code}` }
     if (current) {
       current.pending.settle({ ok: false, error, durationMs: performance.now() - current.startedAt, crashed: true, coldStart: current.coldStart, environmentId: environment.id })
     }
     first?.settle({ ok: false, error, durationMs: 0, crashed: true, coldStart: true, environmentId: environment.id })
     if (wasListed) this.dispatch()
+  }
+
+  /** Node terminated the thread for exceeding its heap: Lambda's error type for a sandbox out of memory. */
+  private outOfMemory(): ErrorInfo {
+    const { maxOldGenerationSizeMb: old, maxYoungGenerationSizeMb: young } = this.resourceLimits
+    return {
+      name: 'Runtime.OutOfMemory',
+      message: `Runtime exited with error: out of memory (function memory ${this.memoryLimitInMB} MB: the execution environment's JS heap exceeded its limit of ${old} MB old generation + ${young} MB young generation)`,
+    }
   }
 
   /** Takes the environment out of service and terminates its thread. */

@@ -3,7 +3,8 @@
 // lives (warm starts), like the Node.js runtime interface client of a Lambda sandbox.
 // Events and results cross as JSON, as Lambda's invoke payloads do, so a handler sees the
 // same values it would in AWS (no Dates, Buffers or undefined fields surviving by accident).
-// An uncaught error or process.exit ends this thread only; the pool reports it and replaces it.
+// An uncaught error or process.exit ends this thread only, and so does exceeding the V8 heap
+// limits the pool starts it with (the function's memory); the pool reports it and replaces it.
 import { isMainThread, parentPort, workerData } from 'node:worker_threads'
 import { pathToFileURL } from 'node:url'
 import type { Context } from 'aws-lambda'
