@@ -1,8 +1,10 @@
-// Compactor function: SQS FIFO event source (batch ≤ 10, one message group per bucket).
-// Coalesces the jobs of each bucket, compacts, commits a COMPACT snapshot, enqueues a
-// follow-up when a job's input cap left work behind, and returns the first failure and
-// every later message (FIFO partial-batch rule). Concurrency across buckets is the
-// function's concurrency, mapped from `compaction.task-threads`.
+// Compactor function: SQS FIFO event source (batch ≤ 10, one message group per bucket, or
+// per table at task-threads 1). Adapts the event to lib/jobs/process-jobs.ts: coalesces the
+// jobs of each bucket, compacts, commits a COMPACT snapshot, enqueues a follow-up where the
+// bucket has level-0 files the job did not take; a failed bucket's messages go back alone
+// with a short, growing visibility backoff, and buckets not started when the remaining time
+// runs short go back at once. Concurrency across buckets is the function's concurrency,
+// mapped from `compaction.task-threads`.
 
 import middy from '@middy/core'
 import { MetricUnit } from '@aws-lambda-powertools/metrics'
@@ -20,9 +22,19 @@ export async function compactorHandler(event: SQSEvent, context?: Context): Prom
   // invocation carries that table
   const table = runtimeConfig().table
   if (table) metrics.addDimension('table', table)
-  const messages = event.Records.map((r) => ({ id: r.messageId, body: r.body, groupId: r.attributes?.MessageGroupId ?? r.messageId }))
+  const messages = event.Records.map((r) => ({
+    id: r.messageId,
+    body: r.body,
+    groupId: r.attributes?.MessageGroupId ?? r.messageId,
+    receiptHandle: r.receiptHandle,
+    receiveCount: Number(r.attributes?.ApproximateReceiveCount ?? 1),
+  }))
+  // this compactor's own queue: the one its table's jobs go to
+  const own = table ? await resolveTable(table) : null
   const res = await processCompactionJobs(messages, {
     resolve: resolveTable,
+    remainingMs: context ? () => context.getRemainingTimeInMillis() : undefined,
+    giveBack: own?.jobs?.giveBack ? (m) => own.jobs!.giveBack!(m) : undefined,
     onOutcome: (o) => {
       const r = o.result
       logger.info(r.snapshotId === null ? 'nothing to compact' : 'compacted', {
@@ -41,7 +53,10 @@ export async function compactorHandler(event: SQSEvent, context?: Context): Prom
   })
   // "compactor busy": milliseconds this invocation spent compacting
   metrics.addMetric('CompactorBusy', MetricUnit.Milliseconds, Date.now() - started)
-  for (const e of res.errors) logger.error('compaction failed; returning it and every later message', { messageId: e.id, error: e.error, returned: res.failedIds.length })
+  for (const e of res.errors) logger.error('compaction failed; its bucket\'s messages go back with a backoff, the other buckets go on', { messageId: e.id, error: e.error })
+  if (res.notStarted.length) logger.warn('remaining time ran short; buckets not started go back at once', { messages: res.notStarted.length, requestId: context?.awsRequestId })
+  metrics.addMetric('MessagesBackedOff', MetricUnit.Count, res.backoff.length)
+  metrics.addMetric('MessagesNotStarted', MetricUnit.Count, res.notStarted.length)
   return { batchItemFailures: res.failedIds.map((itemIdentifier) => ({ itemIdentifier })) }
 }
 

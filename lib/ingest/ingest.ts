@@ -6,6 +6,7 @@
 
 import { createHash, randomUUID } from 'node:crypto'
 import { type CompactionJob, type JobQueue } from '../jobs/compaction-job.ts'
+import { writerJobKeys } from '../jobs/coalesce.ts'
 import type { Committer } from '../commit/committer.ts'
 import { commitKeyOf } from '../commit/landed.ts'
 import type { ObjectStore } from '../store/object-store.ts'
@@ -14,6 +15,7 @@ import type { Table } from '../table/table.ts'
 import { type Snapshot, StrataInputError } from '../types.ts'
 import { type WriteRecord, refusedRetraction, writeBatch } from '../write/table-write.ts'
 import { bucketDirOf } from '../manifest/bucket-state.ts'
+import { bucketIdentifier } from '../manifest/manifests.ts'
 
 export interface IngestRecord {
   /** stable id of the record at its source, the same on every redelivery (SQS messageId, Kinesis sequence number) */
@@ -356,8 +358,16 @@ export async function ingest(records: IngestRecord[], opts: IngestOptions): Prom
         retries = res.retries
         touched.push(...res.buckets)
       }
-      const jobs = dedupeBuckets(touched).map((b) => jobOf(name, table, b.partition, b.bucket, snapshotId, now()))
-      if (entry.target.jobs && jobs.length) await entry.target.jobs.enqueue(jobs)
+      const buckets = dedupeBuckets(touched)
+      let jobs: CompactionJob[] = []
+      if (entry.target.jobs && buckets.length) {
+        // keyed so that writers landing while a bucket's job waits or runs share it (lib/jobs/coalesce.ts);
+        // files of an earlier attempt landed at or before the latest of these snapshots
+        const landedAt = Math.max(snapshotId, ...landedBefore)
+        const keys = await writerJobKeys(table, landedAt, buckets)
+        jobs = buckets.map((b) => ({ ...jobOf(name, table, b.partition, b.bucket, landedAt, now()), dedupKey: keys.get(bucketIdentifier(b.partition, b.bucket)) }))
+        await entry.target.jobs.enqueue(jobs)
+      }
       results.push({ table: name, snapshotId, rows: recs.length, deduplicated, alreadyCommitted: earlier.size, jobs: jobs.length, retries })
     } catch (e) {
       errors.push({ table: name, error: (e as Error).message })

@@ -1,20 +1,30 @@
 // The compactor's work for one batch of FIFO messages, independent of Lambda: coalesce the
-// jobs of each bucket, compact, commit, enqueue a follow-up where a job's input cap left
-// work behind, and apply the FIFO partial-batch rule — at the first failure, that message
-// and every later one go back (Powertools' SqsFifoPartialProcessor), so no bucket's jobs
-// are ever processed out of order.
+// jobs of each bucket, compact, commit, enqueue a follow-up where the bucket still has
+// level-0 files the job did not take (lib/jobs/coalesce.ts), and settle the batch:
+// - a bucket that fails fails alone: its messages go back, visible again after a short
+//   backoff that grows with their receive count (ChangeMessageVisibility), while the other
+//   buckets of the batch go on — Powertools' FIFO processor with skip-group-on-error, the
+//   group here being the bucket, so no bucket's jobs are ever processed out of order;
+// - when the invocation's remaining time runs short no new bucket starts: the buckets not
+//   started go back at once (visible again immediately), instead of the whole batch
+//   waiting out the queue's visibility timeout after a Lambda timeout.
 
 import { compactBucket, type CompactBucketResult } from '../lsm/compact-task.ts'
 import type { Table } from '../table/table.ts'
 import { type Committer, CommitFailedError } from '../commit/committer.ts'
 import { CommitConflictError } from '../types.ts'
-import { type CompactionJob, type JobQueue, decodeJob } from './compaction-job.ts'
+import { type CompactionJob, type GiveBack, type JobQueue, bucketKeyOf, decodeJob } from './compaction-job.ts'
+import { needsFollowUp } from './coalesce.ts'
 
 export interface JobMessage {
   id: string
   body: string
-  /** SQS MessageGroupId: `<table>/<partition>/<bucket>` */
+  /** SQS MessageGroupId: `<table>/<partition>/<bucket>`, or the table at task-threads 1 */
   groupId: string
+  /** to give the message back with a backoff (ChangeMessageVisibility) */
+  receiptHandle?: string
+  /** ApproximateReceiveCount: 1 on the first delivery */
+  receiveCount?: number
 }
 
 export interface JobOutcome {
@@ -42,14 +52,36 @@ export interface ProcessOptions {
   maxConflictRetries?: number
   /** buckets of the batch compacted at once (default DEFAULT_BUCKETS_AT_ONCE) */
   bucketsAtOnce?: number
+  /** the invocation's remaining time (Lambda's context.getRemainingTimeInMillis) */
+  remainingMs?: () => number
+  /**
+   * No bucket starts with less than this much time left, nor with less than twice the
+   * longest bucket of this invocation so far; default MIN_RESERVE_MS
+   */
+  reserveMs?: number
+  /** gives messages back to the queue with a delay; without it, failed messages wait out their visibility timeout */
+  giveBack?: (messages: GiveBack[]) => Promise<void>
   onStart?: (job: CompactionJob) => void
   onOutcome?: (o: JobOutcome) => void
 }
 
 export interface ProcessResult {
   outcomes: JobOutcome[]
+  /** messages returned: failed buckets' and those not started */
   failedIds: string[]
   errors: { id: string; error: string }[]
+  /** messages not started because the remaining time ran short */
+  notStarted: string[]
+  /** messages given back with a delay, and the delay (s) */
+  backoff: { id: string; delaySeconds: number }[]
+}
+
+/** Time an invocation keeps in hand before it stops starting buckets. */
+export const MIN_RESERVE_MS = 20_000
+
+/** Seconds a failed message stays invisible before its next try: 2 s, doubling per receive, at most 60 s. */
+export function retryDelaySeconds(receiveCount: number): number {
+  return Math.min(60, 2 ** Math.max(1, receiveCount))
 }
 
 /**
@@ -61,54 +93,68 @@ export interface ProcessResult {
 export const DEFAULT_BUCKETS_AT_ONCE = 4
 
 export async function processCompactionJobs(messages: JobMessage[], opts: ProcessOptions): Promise<ProcessResult> {
-  const byGroup = new Map<string, JobMessage[]>()
-  const firstIndex = new Map<string, number>()
-  messages.forEach((m, i) => {
-    const g = byGroup.get(m.groupId)
-    if (g) g.push(m)
-    else {
-      byGroup.set(m.groupId, [m])
-      firstIndex.set(m.groupId, i)
+  const errors: ProcessResult['errors'] = []
+  const failed = new Set<string>()
+  // a message that does not decode fails alone (after its receives it reaches the DLQ)
+  const byBucket = new Map<string, { jobs: CompactionJob[]; messages: JobMessage[] }>()
+  for (const m of messages) {
+    let job: CompactionJob
+    try {
+      job = decodeJob(m.body, `message ${m.id}`)
+    } catch (e) {
+      failed.add(m.id)
+      errors.push({ id: m.id, error: (e as Error).message })
+      continue
     }
-  })
-  const groups = [...byGroup.entries()]
-  const results: ({ ok: true; outcome: JobOutcome } | { ok: false; error: Error } | undefined)[] = new Array(groups.length)
+    const k = bucketKeyOf(job)
+    const g = byBucket.get(k)
+    if (g) (g.jobs.push(job), g.messages.push(m))
+    else byBucket.set(k, { jobs: [job], messages: [m] })
+  }
+  const buckets = [...byBucket.values()]
+  const outcomes: JobOutcome[] = []
+  const notStarted: string[] = []
   let next = 0
-  let stop = false
+  let longestMs = 0
+  const reserve = () => Math.max(opts.reserveMs ?? MIN_RESERVE_MS, 2 * longestMs)
   const worker = async () => {
-    while (!stop && next < groups.length) {
-      const k = next++
+    while (next < buckets.length) {
+      const b = buckets[next++]
+      if (opts.remainingMs && opts.remainingMs() < reserve()) {
+        for (const m of b.messages) notStarted.push(m.id)
+        continue
+      }
+      const t0 = Date.now()
       try {
-        results[k] = { ok: true, outcome: await compactGroup(groups[k][1], opts) }
+        outcomes.push(await compactGroup(b.jobs, b.messages, opts))
       } catch (e) {
-        results[k] = { ok: false, error: e as Error }
-        // FIFO rule: nothing after a failure needs doing (it all goes back); what already runs finishes
-        stop = true
+        // this bucket fails alone; the others of the batch go on
+        for (const m of b.messages) failed.add(m.id)
+        errors.push({ id: b.messages[0].id, error: (e as Error).message })
+      } finally {
+        longestMs = Math.max(longestMs, Date.now() - t0)
       }
     }
   }
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.bucketsAtOnce ?? DEFAULT_BUCKETS_AT_ONCE, groups.length)) }, worker))
-  const outcomes: JobOutcome[] = []
-  for (let k = 0; k < groups.length; k++) {
-    const r = results[k]
-    if (r?.ok) {
-      outcomes.push(r.outcome)
-      continue
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.bucketsAtOnce ?? DEFAULT_BUCKETS_AT_ONCE, buckets.length)) }, worker))
+  const backoff = messages.filter((m) => failed.has(m.id)).map((m) => ({ id: m.id, delaySeconds: retryDelaySeconds(m.receiveCount ?? 1) }))
+  const returned = [...backoff, ...notStarted.map((id) => ({ id, delaySeconds: 0 }))]
+  const handles = new Map(messages.map((m) => [m.id, m.receiptHandle]))
+  const givable = returned.filter((r) => handles.get(r.id))
+  if (opts.giveBack && givable.length) {
+    try {
+      await opts.giveBack(givable.map((r) => ({ receiptHandle: handles.get(r.id)!, delaySeconds: r.delaySeconds })))
+    } catch (e) {
+      // they still come back, after the queue's visibility timeout
+      errors.push({ id: givable[0].id, error: `giving messages back failed: ${(e as Error).message}` })
     }
-    // FIFO rule: the first failed (or never started) bucket's first message and every later
-    // message of the batch go back, in order, as Powertools' FIFO processor returns them; a
-    // later bucket that did compact meanwhile is compacted again harmlessly (a job starts
-    // from the latest snapshot and ends without a commit when nothing is left to do)
-    const from = firstIndex.get(groups[k][0])!
-    return { outcomes, failedIds: messages.slice(from).map((x) => x.id), errors: r ? [{ id: messages[from].id, error: r.error.message }] : [] }
   }
-  return { outcomes, failedIds: [], errors: [] }
+  return { outcomes, failedIds: messages.filter((m) => failed.has(m.id) || notStarted.includes(m.id)).map((m) => m.id), errors, notStarted, backoff }
 }
 
-async function compactGroup(group: JobMessage[], opts: ProcessOptions): Promise<JobOutcome> {
+async function compactGroup(jobs: CompactionJob[], group: JobMessage[], opts: ProcessOptions): Promise<JobOutcome> {
   // the newest job of a bucket stands for all of them: compaction works from the
   // latest snapshot, whatever snapshot each job names
-  const jobs = group.map((x) => decodeJob(x.body, `message ${x.id}`))
   const job = jobs.reduce((a, b) => (b.snapshotId > a.snapshotId ? b : a))
   const target = await opts.resolve(job.table)
   if (!target) throw new Error(`message ${group[0].id}: unknown table '${job.table}'`)
@@ -129,9 +175,15 @@ async function compactGroup(group: JobMessage[], opts: ProcessOptions): Promise<
   }
   const endedAt = Date.now()
   let followUp = false
-  if (result.needsMore && result.snapshotId !== null && target.jobs) {
-    await target.jobs.enqueue([{ ...job, snapshotId: result.snapshotId, followUp: true, enqueuedAt: endedAt }])
-    followUp = true
+  if (target.jobs) {
+    // the input cap left work behind, or level-0 files landed that the job did not see
+    // (their writers' jobs were coalesced into this one: lib/jobs/coalesce.ts)
+    const more = result.needsMore && result.snapshotId !== null ? result.snapshotId : null
+    const after = more ?? (await needsFollowUp(target.table, result.baseSnapshotId, result.snapshotId ?? 0, { partition, bucket: job.bucket }))
+    if (after !== null) {
+      await target.jobs.enqueue([{ ...job, snapshotId: after, followUp: true, enqueuedAt: endedAt, dedupKey: `after:${after}` }])
+      followUp = true
+    }
   }
   const outcome: JobOutcome = { job, messageIds: group.map((x) => x.id), result, startedAt, endedAt, followUp, conflictRetries }
   opts.onOutcome?.(outcome)

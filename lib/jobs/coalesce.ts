@@ -1,0 +1,76 @@
+// Compaction jobs coalesce (docs/design.md "Compaction jobs coalesce"): a bucket with a
+// queued or running job does not gain a new job for every writer commit.
+//
+// The mechanism is SQS FIFO content deduplication, keyed so that a writer's job is dropped
+// only when an earlier job is bound to take its files, or to leave a follow-up that will:
+// - A writer whose commit landed in snapshot S keys each touched bucket's job by the
+//   bucket's oldest level-0 file live in snapshot S-1 (`l0:<file>`), or, when the bucket
+//   had no level-0 file there, by S itself (`s:<S>`). Every writer that lands while that
+//   file is still level 0 computes the same key, so within SQS's 5-minute deduplication
+//   window they share the one job the first of them sent.
+// - Why no file is left without a job: take the job J sent under `l0:<f>`. If J reads a
+//   snapshot at or after S, it compacts S's files. If it read an earlier one and its
+//   commit C removed f, C came after S-1 (f was live there) and is not S (an APPEND), so
+//   C > S. If J left f, or found nothing to do, f is still level 0 when J ends. Either way
+//   the compactor, once its job is done, looks at the bucket's level 0 in the latest
+//   snapshot (at or after C, so after S) and enqueues a follow-up, under a key of its own,
+//   when it holds a file the job did not see (needsFollowUp). Under `s:<S>` the job is
+//   sent after S landed, so it reads S or later.
+// - A crashed compactor leaves its message on the queue: the redelivery compacts and
+//   checks again. A job sent more than 5 minutes after the first of its key is not
+//   deduplicated: at worst one more job per bucket per 5 minutes.
+
+import type { Table } from '../table/table.ts'
+import { bucketsScope } from '../manifest/bucket-scope.ts'
+import { bucketIdentifier } from '../manifest/manifests.ts'
+import type { ManifestEntry } from '../types.ts'
+
+export interface BucketRef {
+  partition: Uint8Array
+  bucket: number
+}
+
+/** Level-0 files of the buckets live in snapshot `id` (0: none), by bucketIdentifier, oldest first. */
+export async function levelZeroFiles(table: Table, id: number, buckets: BucketRef[]): Promise<Map<string, ManifestEntry[]>> {
+  const out = new Map<string, ManifestEntry[]>()
+  const snapshot = id > 0 ? await table.snapshots.snapshot(id) : null
+  if (!snapshot || buckets.length === 0) return out
+  for (const e of await table.manifests.liveEntries(snapshot, bucketsScope(table.view, buckets))) {
+    if (e.file.level !== 0) continue
+    const k = bucketIdentifier(e.partition, e.bucket)
+    const list = out.get(k)
+    if (list) list.push(e)
+    else out.set(k, [e])
+  }
+  // oldest first: lowest sequence numbers, then name (a tie is settled the same way everywhere)
+  for (const list of out.values()) {
+    list.sort((a, b) => (a.file.minSequenceNumber !== b.file.minSequenceNumber ? (a.file.minSequenceNumber < b.file.minSequenceNumber ? -1 : 1) : a.file.fileName < b.file.fileName ? -1 : a.file.fileName > b.file.fileName ? 1 : 0))
+  }
+  return out
+}
+
+/** The deduplication key of each bucket's job, for files that landed in snapshot `landedAt` or before. */
+export async function writerJobKeys(table: Table, landedAt: number, buckets: BucketRef[]): Promise<Map<string, string>> {
+  const l0 = await levelZeroFiles(table, landedAt - 1, buckets)
+  const out = new Map<string, string>()
+  for (const b of buckets) {
+    const k = bucketIdentifier(b.partition, b.bucket)
+    const oldest = l0.get(k)?.[0]
+    out.set(k, oldest ? `l0:${oldest.file.fileName}` : `s:${landedAt}`)
+  }
+  return out
+}
+
+/**
+ * After a compaction job of a bucket that read snapshot `baseSnapshotId`: the latest
+ * snapshot id when the bucket now has a level-0 file the job did not see (a follow-up job
+ * is needed, keyed by it), else null.
+ */
+export async function needsFollowUp(table: Table, baseSnapshotId: number, knownLatestId: number, b: BucketRef): Promise<number | null> {
+  const latest = await table.snapshots.latestFrom(Math.max(baseSnapshotId, knownLatestId))
+  if (!latest || latest.id === baseSnapshotId) return null
+  const k = bucketIdentifier(b.partition, b.bucket)
+  const [before, now] = await Promise.all([levelZeroFiles(table, baseSnapshotId, [b]), levelZeroFiles(table, latest.id, [b])])
+  const seen = new Set((before.get(k) ?? []).map((e) => e.file.fileName))
+  return (now.get(k) ?? []).some((e) => !seen.has(e.file.fileName)) ? latest.id : null
+}
