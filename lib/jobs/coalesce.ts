@@ -1,21 +1,25 @@
 // Compaction jobs coalesce (docs/design.md "Compaction jobs coalesce"): a bucket with a
 // queued or running job does not gain a new job for every writer commit.
 //
-// The mechanism is SQS FIFO content deduplication, keyed so that a writer's job is dropped
-// only when an earlier job is bound to take its files, or to leave a follow-up that will:
+// The mechanism is SQS FIFO deduplication, keyed so that a writer's job is dropped only
+// when an earlier job is bound to take its files, or to leave a follow-up that will:
 // - A writer whose commit landed in snapshot S keys each touched bucket's job by the
-//   bucket's oldest level-0 file live in snapshot S-1 (`l0:<file>`), or, when the bucket
-//   had no level-0 file there, by S itself (`s:<S>`). Every writer that lands while that
-//   file is still level 0 computes the same key, so within SQS's 5-minute deduplication
-//   window they share the one job the first of them sent.
-// - Why no file is left without a job: take the job J sent under `l0:<f>`. If J reads a
-//   snapshot at or after S, it compacts S's files. If it read an earlier one and its
-//   commit C removed f, C came after S-1 (f was live there) and is not S (an APPEND), so
-//   C > S. If J left f, or found nothing to do, f is still level 0 when J ends. Either way
-//   the compactor, once its job is done, looks at the bucket's level 0 in the latest
-//   snapshot (at or after C, so after S) and enqueues a follow-up, under a key of its own,
-//   when it holds a file the job did not see (needsFollowUp). Under `s:<S>` the job is
-//   sent after S landed, so it reads S or later.
+//   bucket's oldest level-0 file live in S (`l0:<file>`; its own file when the bucket had
+//   none). Every writer that lands while that file is still level 0 computes the same key,
+//   so within SQS's 5-minute deduplication window they share the one job the first sent.
+// - Why no file is left without a job. Take the job J sent under `l0:<f>`; J was sent after
+//   f landed. If J reads a snapshot at or after S, it compacts S's files. If it read an
+//   earlier one that held f, its compaction took f (a deletion-vector table's pick forces
+//   every level-0 file up; a capped pick enqueues a follow-up), so its commit C removed f,
+//   which was live in S: C > S. Once done, the compactor looks at the bucket's level 0 in
+//   the latest snapshot (at or after C) and enqueues a follow-up, under a key of its own,
+//   when it holds a file the job did not see (needsFollowUp): S's file is one. If J read a
+//   snapshot without f, f landed before J's check (J was sent after f landed), so the check
+//   sees f, unseen, and the follow-up takes over, by the same argument.
+// - That argument needs every compaction to take all the level-0 files it sees: true for
+//   deletion-vector tables (Paimon's force-up-level-0 pick), not for others, whose
+//   universal pick may leave level-0 runs below the trigger. Other tables key a job by the
+//   snapshot that made it (`s:<S>`): one job per writer commit, as before.
 // - A crashed compactor leaves its message on the queue: the redelivery compacts and
 //   checks again. A job sent more than 5 minutes after the first of its key is not
 //   deduplicated: at worst one more job per bucket per 5 minutes.
@@ -51,8 +55,8 @@ export async function levelZeroFiles(table: Table, id: number, buckets: BucketRe
 
 /** The deduplication key of each bucket's job, for files that landed in snapshot `landedAt` or before. */
 export async function writerJobKeys(table: Table, landedAt: number, buckets: BucketRef[]): Promise<Map<string, string>> {
-  const l0 = await levelZeroFiles(table, landedAt - 1, buckets)
   const out = new Map<string, string>()
+  const l0 = table.view.options.deletionVectors ? await levelZeroFiles(table, landedAt, buckets) : new Map<string, ManifestEntry[]>()
   for (const b of buckets) {
     const k = bucketIdentifier(b.partition, b.bucket)
     const oldest = l0.get(k)?.[0]

@@ -1,0 +1,246 @@
+// Compaction jobs coalesce (lib/jobs/coalesce.ts) and a failed bucket recovers in seconds
+// (lib/jobs/process-jobs.ts), on the embedded backend: a real SQS FIFO compaction queue
+// (content deduplication, message groups, ChangeMessageVisibility) and real S3.
+//   1. Property: writers and compactors interleave in any order, some writes landing while
+//      a compaction of their bucket runs (between its read and its commit). The queue never
+//      holds more than 2 jobs per bucket; once the queue is worked off no level-0 file is
+//      left without a job, and the table equals the model.
+//   2. A failing bucket's message comes back after its short backoff, not after the
+//      queue's visibility timeout; the other buckets of the batch are compacted.
+//   3. Buckets not started when the remaining time runs short come back at once.
+
+import { ChangeMessageVisibilityCommand, CreateQueueCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, type Message, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs'
+import fc from 'fast-check'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { CommitRequest, Committer } from '../lib/commit/committer.ts'
+import { writerJobKeys } from '../lib/jobs/coalesce.ts'
+import { type CompactionJob, SqsJobQueue, messageGroupId } from '../lib/jobs/compaction-job.ts'
+import { type JobMessage, type ProcessOptions, processCompactionJobs } from '../lib/jobs/process-jobs.ts'
+import { bucketIdentifier } from '../lib/manifest/manifests.ts'
+import { readAll } from '../lib/read/table-read.ts'
+import { S3Store } from '../lib/store/s3-store.ts'
+import { recordFromJson } from '../lib/table/json-values.ts'
+import { Table } from '../lib/table/table.ts'
+import { writeBatch } from '../lib/write/table-write.ts'
+import { type EmbeddedBackend, startEmbeddedBackend } from '../local/embedded.ts'
+import { type Op, TableModel, schemaFor, sortRows } from './helpers/model.ts'
+
+let backend: EmbeddedBackend
+let sqs: SQSClient
+const BUCKET = 'job-coalescing'
+let n = 0
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+beforeAll(async () => {
+  backend = await startEmbeddedBackend()
+  await backend.createBucket(BUCKET)
+  sqs = new SQSClient({ endpoint: backend.endpoint, region: backend.region, credentials: backend.credentials, useQueueUrlAsEndpoint: false })
+})
+afterAll(async () => {
+  sqs?.destroy()
+  await backend?.stop()
+})
+
+async function setup(options: Record<string, string>, visibilitySeconds = 30) {
+  const name = `t${n++}`
+  const table = await Table.create(new S3Store({ bucket: BUCKET, prefix: name, client: backend.s3Client() }), schemaFor('deduplicate', { 'deletion-vectors.enabled': 'true', ...options }))
+  const q = await sqs.send(new CreateQueueCommand({ QueueName: `${name}-compaction.fifo`, Attributes: { FifoQueue: 'true', VisibilityTimeout: String(visibilitySeconds) } }))
+  const jobs = new SqsJobQueue(sqs, q.QueueUrl!, { oneGroup: table.view.options.compactionTaskThreads === 1 })
+  return { name, table, url: q.QueueUrl!, jobs }
+}
+
+/** A writer as lib/ingest does it: commit, then one job per touched bucket, keyed to coalesce. */
+async function write(name: string, table: Table, jobs: SqsJobQueue, model: TableModel, ops: Op[]): Promise<void> {
+  const res = await writeBatch(table, ops.map((op, i) => recordFromJson(table.view, op, `op ${i}`)))
+  model.applyBatch(ops)
+  const keys = await writerJobKeys(table, res.snapshotId, res.buckets)
+  await jobs.enqueue(
+    res.buckets.map((b) => ({
+      table: name,
+      partition: b.partitionPath.replace(/\/$/, ''),
+      partitionBytes: Buffer.from(b.partition).toString('base64'),
+      bucket: b.bucket,
+      snapshotId: res.snapshotId,
+      enqueuedAt: Date.now(),
+      dedupKey: keys.get(bucketIdentifier(b.partition, b.bucket)),
+    })),
+  )
+}
+
+async function depth(url: string): Promise<number> {
+  const a = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }))
+  return Number(a.Attributes?.ApproximateNumberOfMessages ?? 0) + Number(a.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0)
+}
+
+async function receive(url: string): Promise<Message[]> {
+  const got = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, MessageSystemAttributeNames: ['All'], WaitTimeSeconds: 0 }))
+  return got.Messages ?? []
+}
+
+const jobMessage = (m: Message): JobMessage => ({
+  id: m.MessageId!,
+  body: m.Body!,
+  groupId: m.Attributes?.MessageGroupId ?? '',
+  receiptHandle: m.ReceiptHandle!,
+  receiveCount: Number(m.Attributes?.ApproximateReceiveCount ?? 1),
+})
+
+/** One compactor invocation, as the event source runs it: process the batch, delete what did not fail. */
+async function compactBatch(url: string, msgs: Message[], opts: ProcessOptions): Promise<Awaited<ReturnType<typeof processCompactionJobs>>> {
+  const res = await processCompactionJobs(msgs.map(jobMessage), opts)
+  const done = msgs.filter((m) => !res.failedIds.includes(m.MessageId!))
+  if (done.length) await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }))
+  return res
+}
+
+/** Jobs per bucket of the messages now visible (received and at once made visible again). */
+async function visibleJobsPerBucket(url: string): Promise<Map<number, number>> {
+  const out = new Map<number, number>()
+  const seen: Message[] = []
+  for (let i = 0; i < 20; i++) {
+    const got = await receive(url)
+    if (got.length === 0) break
+    seen.push(...got)
+  }
+  for (const m of seen) {
+    const b = (JSON.parse(m.Body!) as CompactionJob).bucket
+    out.set(b, (out.get(b) ?? 0) + 1)
+  }
+  for (const m of seen) await sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: 0 }))
+  return out
+}
+
+const put = (ids: number[], a: number): Op[] => ids.map((id) => ({ _kind: '+I', dt: '2024-05-01', id, a, b: null, c: null }))
+
+type Step = { kind: 'write'; ids: number[] } | { kind: 'compact' } | { kind: 'compact-racing-a-write'; ids: number[] }
+const stepArb: fc.Arbitrary<Step> = fc.oneof(
+  fc.record({ kind: fc.constant('write' as const), ids: fc.uniqueArray(fc.integer({ min: 0, max: 11 }), { minLength: 1, maxLength: 6 }) }),
+  fc.record({ kind: fc.constant('compact' as const) }),
+  fc.record({ kind: fc.constant('compact-racing-a-write' as const), ids: fc.uniqueArray(fc.integer({ min: 0, max: 11 }), { minLength: 1, maxLength: 6 }) }),
+)
+
+describe('compaction jobs coalesce', () => {
+  it('never more than 2 queued jobs per bucket; after the queue is worked off no level-0 file is left and the table equals the model', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(stepArb, { minLength: 3, maxLength: 14 }), fc.constantFrom('1', '-1'), async (steps, taskThreads) => {
+        const { name, table, url, jobs } = await setup({ bucket: '3', 'compaction.task-threads': taskThreads })
+        const model = new TableModel('deduplicate')
+        let version = 0
+        let pendingWrite: number[] | null = null
+        // a committer that lets a write land between the compaction's read and its commit
+        const racing: Committer = {
+          async commit(req: CommitRequest) {
+            if (pendingWrite) {
+              const ids = pendingWrite
+              pendingWrite = null
+              await write(name, table, jobs, model, put(ids, ++version))
+            }
+            return table.committer.commit(req)
+          },
+        }
+        const opts: ProcessOptions = { resolve: async () => ({ table, jobs, committer: racing }), giveBack: (m) => jobs.giveBack(m) }
+        for (const step of steps) {
+          if (step.kind === 'write') await write(name, table, jobs, model, put(step.ids, ++version))
+          else {
+            if (step.kind === 'compact-racing-a-write') pendingWrite = step.ids
+            const msgs = await receive(url)
+            if (msgs.length) {
+              const res = await compactBatch(url, msgs, opts)
+              expect(res.errors).toEqual([])
+            }
+            // a write that found no compaction to race lands now
+            if (pendingWrite) {
+              const ids: number[] = pendingWrite
+              pendingWrite = null
+              await write(name, table, jobs, model, put(ids, ++version))
+            }
+          }
+          for (const [bucket, k] of await visibleJobsPerBucket(url)) expect(k, `jobs queued for bucket ${bucket}`).toBeLessThanOrEqual(2)
+        }
+        // the event source works the queue off
+        for (let guard = 0; guard < 50 && (await depth(url)) > 0; guard++) {
+          const msgs = await receive(url)
+          if (msgs.length) await compactBatch(url, msgs, opts)
+        }
+        expect(await depth(url)).toBe(0)
+        const latest = await table.snapshots.latest()
+        const l0 = latest ? (await table.manifests.liveEntries(latest)).filter((e) => e.file.level === 0).map((e) => `bucket ${e.bucket}: ${e.file.fileName}`) : []
+        expect(l0, 'level-0 files left without a job').toEqual([])
+        expect(sortRows(await readAll(table))).toEqual(model.snapshot())
+      }),
+      { numRuns: 12 },
+    )
+  }, 240_000)
+
+  it('writers landing while a job waits share it: ten writes to one bucket, one job', async () => {
+    const { name, table, url, jobs } = await setup({ bucket: '1' })
+    const model = new TableModel('deduplicate')
+    for (let i = 0; i < 10; i++) await write(name, table, jobs, model, put([i], i))
+    expect(await depth(url)).toBe(1)
+  })
+})
+
+describe('a failed bucket recovers in seconds', () => {
+  it('its message comes back after a 2 s backoff, not the 30 s visibility timeout; the other buckets of the batch are compacted', async () => {
+    const { name, table, url, jobs } = await setup({ bucket: '3', 'compaction.task-threads': '-1' })
+    const model = new TableModel('deduplicate')
+    await write(name, table, jobs, model, put([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], 1))
+    const msgs = await receive(url)
+    expect(msgs.length).toBe(3)
+    const failing = (JSON.parse(msgs[1].Body!) as CompactionJob).bucket
+    let failures = 0
+    // a transient S3 failure of one bucket's compaction; mocked at the committer because the
+    // fault must hit that bucket only (the other buckets share the store)
+    const flaky: Committer = {
+      async commit(req: CommitRequest) {
+        if (req.adds.some((e) => e.bucket === failing) && failures++ === 0) throw new Error('injected: S3 503 Slow Down')
+        return table.committer.commit(req)
+      },
+    }
+    const opts: ProcessOptions = { resolve: async () => ({ table, jobs, committer: flaky }), giveBack: (m) => jobs.giveBack(m) }
+    const t0 = Date.now()
+    const res = await compactBatch(url, msgs, opts)
+    expect(res.failedIds).toEqual([msgs[1].MessageId])
+    expect(res.backoff).toEqual([{ id: msgs[1].MessageId, delaySeconds: 2 }])
+    expect(res.outcomes.map((o) => o.job.bucket).sort()).toEqual([0, 1, 2].filter((b) => b !== failing))
+    // invisible for its backoff, then back
+    expect(await receive(url)).toEqual([])
+    let again: Message[] = []
+    while (again.length === 0 && Date.now() - t0 < 20_000) {
+      await sleep(200)
+      again = await receive(url)
+    }
+    const recoveredMs = Date.now() - t0
+    expect(again.map((m) => m.MessageId)).toEqual([msgs[1].MessageId])
+    expect(recoveredMs).toBeGreaterThanOrEqual(1_500)
+    expect(recoveredMs).toBeLessThan(20_000)
+    expect(Number(again[0].Attributes?.ApproximateReceiveCount)).toBe(2)
+    const res2 = await compactBatch(url, again, opts)
+    expect(res2.failedIds).toEqual([])
+    const latest = await table.snapshots.latest()
+    expect((await table.manifests.liveEntries(latest!)).filter((e) => e.file.level === 0)).toEqual([])
+    expect(sortRows(await readAll(table))).toEqual(model.snapshot())
+  }, 60_000)
+
+  it('buckets not started when the remaining time runs short come back at once', async () => {
+    const { name, table, url, jobs } = await setup({ bucket: '3', 'compaction.task-threads': '-1' })
+    const model = new TableModel('deduplicate')
+    await write(name, table, jobs, model, put([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], 1))
+    const msgs = await receive(url)
+    expect(msgs.length).toBe(3)
+    // one bucket at a time; after the first, the invocation has 10 s left of a 20 s reserve
+    let started = 0
+    const res = await compactBatch(url, msgs, {
+      resolve: async () => ({ table, jobs, committer: table.committer }),
+      giveBack: (m) => jobs.giveBack(m),
+      bucketsAtOnce: 1,
+      remainingMs: () => (started++ === 0 ? 60_000 : 10_000),
+    })
+    expect(res.outcomes).toHaveLength(1)
+    expect(res.notStarted).toEqual([msgs[1].MessageId, msgs[2].MessageId])
+    // visible again at once: the next receive takes them
+    const again = await receive(url)
+    expect(again.map((m) => m.MessageId).sort()).toEqual([msgs[1].MessageId, msgs[2].MessageId].sort())
+    expect(messageGroupId(JSON.parse(again[0].Body!) as CompactionJob)).toContain(name)
+  }, 60_000)
+})
