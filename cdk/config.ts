@@ -10,6 +10,9 @@ import { resolve } from 'node:path'
 import { coreOptions } from '../lib/table/options.ts'
 import { createSchema } from '../lib/table/schema.ts'
 import { type TableSchema, StrataInputError } from '../lib/types.ts'
+import { DEFAULT_UNBOUNDED_MAX_CONCURRENCY, MAX_EVENT_SOURCE_CONCURRENCY, MIN_EVENT_SOURCE_CONCURRENCY } from './concurrency.ts'
+
+export { MAX_EVENT_SOURCE_CONCURRENCY }
 
 export class DeployConfigError extends StrataInputError {
   override name = 'DeployConfigError'
@@ -24,8 +27,8 @@ export interface SqsIngest {
   type: 'sqs'
   batchSize: number
   maxBatchingWindowSeconds: number
-  /** event-source maxConcurrency of the writer (concurrent commits); undefined = no cap */
-  maxConcurrency?: number
+  /** event-source maxConcurrency of the writer: concurrent writer invocations (default 8) */
+  maxConcurrency: number
 }
 
 export interface KinesisIngest {
@@ -51,7 +54,11 @@ export interface TableDeployConfig {
   schema: TableSchema
   /** `compaction.task-threads` of the table: 1, N >= 2, or -1 */
   taskThreads: number
-  compactor: FunctionSettings & { reservedConcurrency?: number }
+  compactor: FunctionSettings & {
+    reservedConcurrency?: number
+    /** the event source's maxConcurrency at task-threads -1 (default 100); undefined otherwise */
+    maxConcurrency?: number
+  }
   /**
    * The table's committer (functions/committer.ts), fed by its commit FIFO queue: the one
    * path by which the table's writes and compactions become snapshots.
@@ -78,7 +85,14 @@ export interface DeployConfig {
     logRetentionDays: number
     logLevel: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR'
   }
-  alarms: { topicArn?: string }
+  alarms: {
+    /** an existing SNS topic for every alarm; without it the stack creates an encrypted one */
+    topicArn?: string
+    /** an e-mail address subscribed to the topic the stack creates */
+    email?: string
+    /** ingest age alarm: oldest ingest message (SQS) or the writer's iterator age (Kinesis) */
+    ingestAgeSeconds: number
+  }
 }
 
 /** CloudWatch Logs accepts only these retention periods (RetentionDays in aws-cdk-lib). */
@@ -91,14 +105,34 @@ export const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 36
  */
 export const COMMIT_QUEUE_RETENTION_SECONDS = 12 * 3600
 
-/** Most concurrent invocations an SQS event source can be capped at (Lambda's limit). */
-export const MAX_EVENT_SOURCE_CONCURRENCY = 1000
+/**
+ * The compactor's timeout unless configured. A batch holds at most 10 buckets, compacted 4
+ * at once; a full compaction of a 1M-row bucket takes about 6 s of one core
+ * (docs/benchmarks.md), so even a batch of ten such buckets on the default 3008 MB (about
+ * 1.7 vCPUs) is well under a minute, and an ordinary incremental compaction is a fraction of
+ * a second. The compaction queue's visibility timeout is 6 × this (720 s).
+ */
+export const COMPACTOR_TIMEOUT_SECONDS = 120
+
+/**
+ * The writer's event-source maxConcurrency unless configured: every commit of a table goes
+ * through its one committer path (about 40 commits/s measured with 32 concurrent writers at
+ * 20 ms S3 latency, docs/benchmarks.md "Commit contention") and a writer commit touches many
+ * buckets, each of which becomes a compaction job; 8 writers leave that path and the
+ * compaction queues headroom instead of flooding them.
+ */
+export const WRITER_MAX_CONCURRENCY = 8
+
+/** The ingest age alarm's threshold unless configured. */
+export const INGEST_AGE_SECONDS = 300
 
 const TABLE_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,62}$/
 const KINESIS_ARN = /^arn:aws[a-z-]*:kinesis:[a-z0-9-]+:\d{12}:stream\/[A-Za-z0-9_.-]{1,128}$/
 const KMS_ARN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:(key|alias)\/[A-Za-z0-9/_-]+$/
 const SNS_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/
 const STACK_NAME = /^[A-Za-z][A-Za-z0-9-]{0,127}$/
+// one address, no display name or list; what SNS's email protocol takes
+const EMAIL = /^(?=.{3,254}$)[A-Za-z0-9.!#$%&'*+\/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/
 
 /** Walks one object of the config, checking its keys and typing its values, naming paths. */
 class Section {
@@ -216,7 +250,7 @@ function sqsIngest(s: Section): SqsIngest {
     type: 'sqs',
     batchSize,
     maxBatchingWindowSeconds: window,
-    maxConcurrency: s.optionalInt('maxConcurrency', 2, MAX_EVENT_SOURCE_CONCURRENCY),
+    maxConcurrency: s.int('maxConcurrency', WRITER_MAX_CONCURRENCY, MIN_EVENT_SOURCE_CONCURRENCY, MAX_EVENT_SOURCE_CONCURRENCY),
   }
 }
 
@@ -255,14 +289,24 @@ function tableConfig(value: unknown, i: number, where: string): TableDeployConfi
       `${where}: tables[${i}] ('${name}'): option 'compaction.task-threads': invalid value "${taskThreads}", expected -1 or 1..${MAX_EVENT_SOURCE_CONCURRENCY} (Lambda caps an SQS event source's maxConcurrency at ${MAX_EVENT_SOURCE_CONCURRENCY})`,
     )
   }
-  const cs = s.section('compactor', ['memoryMb', 'timeoutSeconds', 'reservedConcurrency'])
-  const compactor: TableDeployConfig['compactor'] = { ...functionSettings(cs, 3008, 900) }
+  const cs = s.section('compactor', ['memoryMb', 'timeoutSeconds', 'reservedConcurrency', 'maxConcurrency'])
+  const compactor: TableDeployConfig['compactor'] = { ...functionSettings(cs, 3008, COMPACTOR_TIMEOUT_SECONDS) }
+  if (cs.raw('maxConcurrency') !== undefined && taskThreads !== -1) {
+    cs.fail('maxConcurrency', `no value: it applies only when compaction.task-threads is -1 (here ${taskThreads}, where the event source's maxConcurrency is ${taskThreads === 1 ? `${MIN_EVENT_SOURCE_CONCURRENCY}, with one message group per table` : `task-threads, ${taskThreads}`})`)
+  }
+  if (taskThreads === -1) {
+    compactor.maxConcurrency = cs.int('maxConcurrency', DEFAULT_UNBOUNDED_MAX_CONCURRENCY, MIN_EVENT_SOURCE_CONCURRENCY, MAX_EVENT_SOURCE_CONCURRENCY)
+  }
   const reserved = cs.optionalInt('reservedConcurrency', 1, 10000)
   if (reserved !== undefined) {
-    if (taskThreads < 2) {
-      cs.fail('reservedConcurrency', `no value: it applies only when compaction.task-threads is N >= 2 (here ${taskThreads}, which sets ${taskThreads === 1 ? 'reserved concurrency 1' : 'no reserved concurrency'})`)
+    if (taskThreads === 1) {
+      cs.fail('reservedConcurrency', `no value: it applies only when compaction.task-threads is N >= 2 or -1 (here 1, which sets reserved concurrency 1)`)
     }
-    if (reserved < taskThreads) cs.fail('reservedConcurrency', `at least compaction.task-threads (${taskThreads}), or the event source's pollers are throttled`)
+    if (taskThreads === -1) {
+      if (reserved < compactor.maxConcurrency!) cs.fail('reservedConcurrency', `at least tables[${i}].compactor.maxConcurrency (${compactor.maxConcurrency}), or the event source's pollers are throttled`)
+    } else if (reserved < taskThreads) {
+      cs.fail('reservedConcurrency', `at least compaction.task-threads (${taskThreads}), or the event source's pollers are throttled`)
+    }
     compactor.reservedConcurrency = reserved
   }
   // `enabled` switched the committer on while it was optional; a config that still sets it
@@ -317,7 +361,12 @@ export function parseDeployConfig(value: unknown, where = 'strata config'): Depl
     // so that two runs of one table's maintenance never overlap
     maintenance.fail('timeoutSeconds', `less than functions.maintenance.scheduleMinutes × 60 (${scheduleMinutes * 60})`)
   }
-  const a = top.section('alarms', ['topicArn'])
+  const a = top.section('alarms', ['topicArn', 'email', 'ingestAgeSeconds'])
+  const topicArn = a.optionalString('topicArn', SNS_ARN, 'an SNS topic ARN like arn:aws:sns:eu-west-1:123456789012:alarms')
+  const email = a.optionalString('email', EMAIL, 'one e-mail address like ops@example.com')
+  if (email !== undefined && topicArn !== undefined) {
+    a.fail('email', 'no value when alarms.topicArn is set: subscribe the address to that topic where the topic is managed (the stack subscribes it only to the topic it creates)')
+  }
   const config: DeployConfig = {
     stackName: top.raw('stackName') === undefined ? 'Strata' : top.string('stackName', STACK_NAME, 'a CloudFormation stack name (letters, digits and -, starting with a letter)'),
     tables,
@@ -336,7 +385,12 @@ export function parseDeployConfig(value: unknown, where = 'strata config'): Depl
       logRetentionDays,
       logLevel: f.oneOf('logLevel', ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const, 'INFO'),
     },
-    alarms: { topicArn: a.optionalString('topicArn', SNS_ARN, 'an SNS topic ARN like arn:aws:sns:eu-west-1:123456789012:alarms') },
+    alarms: {
+      topicArn,
+      email,
+      // up to Kinesis's longest retention (365 days); SQS keeps messages at most 14 days
+      ingestAgeSeconds: a.int('ingestAgeSeconds', INGEST_AGE_SECONDS, 1, 365 * 86400),
+    },
   }
   return config
 }

@@ -1,7 +1,8 @@
 // The Strata stack: one bucket, the ingest source and the writer, a reader behind a
 // Function URL (AWS_IAM auth), per table its commit queue and committer, compaction queue,
 // compactor and maintenance function, the custom resource that creates the tables, alarms
-// and a dashboard. Built from a validated DeployConfig (cdk/config.ts); nothing is looked
+// on every function, queue and table (to the configured SNS topic, or an encrypted one the
+// stack creates) and a dashboard. Built from a validated DeployConfig (cdk/config.ts); nothing is looked
 // up in an account, so `cdk synth` runs offline.
 
 import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib'
@@ -90,6 +91,7 @@ export class StrataStack extends Stack {
       tables: this.tables,
       writer: this.writer,
       reader: this.reader,
+      tableInit: this.tableInit,
       ingestQueue: this.ingest.queue,
       ingestDeadLetters: this.ingest.deadLetters,
     })
@@ -97,6 +99,11 @@ export class StrataStack extends Stack {
     new CfnOutput(this, 'BucketName', { value: bucket.bucketName })
     new CfnOutput(this, 'ReaderUrl', { value: url.url, description: 'Function URL of the reader (SigV4-signed requests, service lambda)' })
     new CfnOutput(this, 'ReaderFunctionName', { value: this.reader.fn.functionName })
+    new CfnOutput(this, 'ReaderFunctionArn', {
+      value: this.reader.fn.functionArn,
+      description: 'Callers of the Function URL need lambda:InvokeFunctionUrl and lambda:InvokeFunction on this ARN (docs/operations.md)',
+    })
+    new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.topic.topicArn, description: 'Every alarm and OK notification goes here' })
     new CfnOutput(this, 'WriterFunctionName', { value: this.writer.fn.functionName })
     if (this.ingest.queue) new CfnOutput(this, 'IngestQueueUrl', { value: this.ingest.queue.queueUrl })
     new CfnOutput(this, 'IngestDeadLetterQueueUrl', { value: this.ingest.deadLetters.queueUrl })

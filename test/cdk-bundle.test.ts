@@ -261,7 +261,7 @@ describe('bundled handlers (esbuild output of the stack)', () => {
 
   it('writer, compactor and committer are given the commit queue of the table', () => {
     for (const fn of [fns.writer, fns.compactor, fns.committer]) {
-      expect(JSON.parse(fn.env.STRATA_TABLES)[TABLE]).toEqual({ uri: `s3://${BUCKET}/tables/${TABLE}`, compactionQueueUrl: compactionQueue.url, commitQueueUrl: commitQueue.url })
+      expect(JSON.parse(fn.env.STRATA_TABLES)[TABLE]).toEqual({ uri: `s3://${BUCKET}/tables/${TABLE}`, compactionQueueUrl: compactionQueue.url, commitQueueUrl: commitQueue.url, taskThreads: 2 })
     }
     expect(fns.committer.env.STRATA_TABLE).toBe(TABLE)
   })

@@ -69,13 +69,13 @@ const sqsActionsOn = (role: Parameters<typeof statementsOf>[0], queue: { node: {
     .filter((a) => a.startsWith('sqs:'))
     .sort()
 /** A function's STRATA_TABLES with each `{Ref: X}` written as `<X>`. */
-function strataTables(fn: { node: { defaultChild?: unknown } }): Record<string, Record<string, string>> {
+function strataTables(fn: { node: { defaultChild?: unknown } }): Record<string, Record<string, string | number>> {
   const render = (v: any): string => (typeof v === 'string' ? v : v.Ref ? `<${v.Ref}>` : v['Fn::Join'][1].map(render).join(v['Fn::Join'][0]))
   return JSON.parse(render(resources[idOf(fn)].Properties.Environment.Variables.STRATA_TABLES))
 }
 const entryOf = (name: string) => {
   const t = table(name)
-  return { uri: `s3://<${idOf(stack.storage.bucket)}>/tables/${name}`, compactionQueueUrl: `<${idOf(t.queue)}>`, commitQueueUrl: `<${idOf(t.commitQueue)}>` }
+  return { uri: `s3://<${idOf(stack.storage.bucket)}>/tables/${name}`, compactionQueueUrl: `<${idOf(t.queue)}>`, commitQueueUrl: `<${idOf(t.commitQueue)}>`, taskThreads: 1 }
 }
 
 beforeAll(() => {

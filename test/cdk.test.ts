@@ -106,8 +106,8 @@ describe('compaction.task-threads → compactor concurrency', () => {
     return { reserved: fn.ReservedConcurrentExecutions, maxConcurrency: esm.ScalingConfig?.MaximumConcurrency }
   }
 
-  it('1 → reserved concurrency 1 and no event-source cap (SQS maxConcurrency cannot be 1)', () => {
-    expect(mapping('one')).toEqual({ reserved: 1, maxConcurrency: undefined })
+  it('1 → reserved concurrency 1 and event-source maxConcurrency 2 (SQS maxConcurrency cannot be 1; one message group keeps one batch in flight)', () => {
+    expect(mapping('one')).toEqual({ reserved: 1, maxConcurrency: 2 })
   })
   it('N >= 2 → event-source maxConcurrency N and reserved concurrency N', () => {
     expect(mapping('three')).toEqual({ reserved: 3, maxConcurrency: 3 })
@@ -115,8 +115,8 @@ describe('compaction.task-threads → compactor concurrency', () => {
   it('N >= 2 with a configured reserve → that reserve (>= N)', () => {
     expect(mapping('page_views')).toEqual({ reserved: 6, maxConcurrency: 4 })
   })
-  it('-1 → neither', () => {
-    expect(mapping('unbounded')).toEqual({ reserved: undefined, maxConcurrency: undefined })
+  it('-1 → no reserved concurrency, event-source maxConcurrency capped at the default 100', () => {
+    expect(mapping('unbounded')).toEqual({ reserved: undefined, maxConcurrency: 100 })
   })
   it('each table has its own compactor, queue and DLQ', () => {
     const t = sqsStack.stack.tables
@@ -125,9 +125,16 @@ describe('compaction.task-threads → compactor concurrency', () => {
     expect(new Set(t.map((x) => idOf(x.deadLetters))).size).toBe(4)
   })
   it('the pure mapping refuses what the stack could not deploy', () => {
-    expect(compactorConcurrency(2)).toEqual({ maxConcurrency: 2, reservedConcurrency: 2 })
+    expect(compactorConcurrency(2)).toEqual({ maxConcurrency: 2, reservedConcurrency: 2, messageGroup: 'bucket' })
+    expect(compactorConcurrency(1)).toEqual({ maxConcurrency: 2, reservedConcurrency: 1, messageGroup: 'table' })
+    expect(compactorConcurrency(-1)).toEqual({ maxConcurrency: 100, reservedConcurrency: undefined, messageGroup: 'bucket' })
+    expect(compactorConcurrency(-1, { maxConcurrency: 40, reservedConcurrency: 50 })).toEqual({ maxConcurrency: 40, reservedConcurrency: 50, messageGroup: 'bucket' })
     expect(() => compactorConcurrency(0)).toThrow(/compaction.task-threads/)
-    expect(() => compactorConcurrency(5, 4)).toThrow(/below compaction.task-threads 5/)
+    expect(() => compactorConcurrency(5, { reservedConcurrency: 4 })).toThrow(/below compaction.task-threads 5/)
+    expect(() => compactorConcurrency(-1, { maxConcurrency: 40, reservedConcurrency: 39 })).toThrow(/reservedConcurrency 39 is below the event source's maxConcurrency 40/)
+    expect(() => compactorConcurrency(-1, { maxConcurrency: 1 })).toThrow(/expected an integer in 2..1000/)
+    expect(() => compactorConcurrency(3, { maxConcurrency: 10 })).toThrow(/applies only when compaction.task-threads is -1/)
+    expect(() => compactorConcurrency(1, { reservedConcurrency: 2 })).toThrow(/task-threads 1 sets reserved concurrency 1/)
   })
 })
 
@@ -425,10 +432,11 @@ describe('alarms and dashboard', () => {
   it('per table, the commit queue age and committer errors are alarmed', () => {
     const s = sqsStack.stack
     const age = alarms(sqsStack).filter((p) => p.MetricName === 'ApproximateAgeOfOldestMessage')
-    expect(age.map((p) => p.Dimensions[0].Value['Fn::GetAtt'][0]).sort()).toEqual(s.tables.map((t) => idOf(t.commitQueue)).sort())
-    expect(age.every((p) => p.Threshold === 60 && p.Period === 60 && p.Statistic === 'Maximum')).toBe(true)
+    const commitAge = age.filter((p) => p.Dimensions[0].Value['Fn::GetAtt'][0] !== idOf(s.ingest.queue!))
+    expect(commitAge.map((p) => p.Dimensions[0].Value['Fn::GetAtt'][0]).sort()).toEqual(s.tables.map((t) => idOf(t.commitQueue)).sort())
+    expect(commitAge.every((p) => p.Threshold === 60 && p.Period === 60 && p.Statistic === 'Maximum')).toBe(true)
     const errors = alarms(sqsStack).filter((p) => p.Namespace === 'AWS/Lambda' && p.MetricName === 'Errors')
-    expect(errors.map((p) => p.Dimensions[0].Value.Ref).sort()).toEqual(s.tables.map((t) => idOf(t.committer.fn)).sort())
+    expect(errors.map((p) => p.Dimensions[0].Value.Ref)).toEqual(expect.arrayContaining(s.tables.map((t) => idOf(t.committer.fn))))
   })
 
   it('freshness lag and L0 file count alarms per table, on the maintenance series, with the configured limits', () => {
@@ -439,7 +447,8 @@ describe('alarms and dashboard', () => {
       const lag = mine.find((p) => p.MetricName === 'FreshnessLag')!
       const l0 = mine.find((p) => p.MetricName === 'L0FileCountMax')!
       expect(lag.Period).toBe(15 * 60)
-      expect(lag.TreatMissingData).toBe('ignore')
+      expect(lag.TreatMissingData).toBe('breaching')
+      expect(l0.TreatMissingData).toBe('ignore')
       if (t.name === 'page_views') {
         expect(lag.Threshold).toBe(5 * 60_000)
         expect(l0.Threshold).toBe(20)
@@ -452,12 +461,15 @@ describe('alarms and dashboard', () => {
 
   it('alarms notify the configured topic', () => {
     const all = alarms(kinesisStack)
-    expect(all.length).toBe(7) // failed-batches queue, compaction DLQ, commit DLQ, freshness, L0, commit age, committer errors
+    // stack: failed-batches queue, iterator age, errors + throttles of writer, reader and
+    // table-init; the table: compaction DLQ, commit DLQ, commit age, freshness, L0, errors +
+    // throttles of compactor, committer and maintenance
+    expect(all.length).toBe(2 + 2 * 3 + 5 + 2 * 3)
     for (const a of all) {
       expect(a.AlarmActions).toEqual(['arn:aws:sns:eu-west-1:123456789012:strata-alarms'])
       expect(a.OKActions).toEqual(['arn:aws:sns:eu-west-1:123456789012:strata-alarms'])
     }
-    expect(alarms(sqsStack).every((a) => a.AlarmActions === undefined)).toBe(true)
+    expect(ofType(kinesisStack, 'AWS::SNS::Topic')).toEqual([])
   })
 
   it('the dashboard shows the runbook metrics', () => {
@@ -520,13 +532,13 @@ describe('deployment config', () => {
     const cfg = parseDeployConfig({ tables: [table()] })
     expect(cfg).toMatchObject({
       stackName: 'Strata',
-      ingest: { type: 'sqs', batchSize: 100, maxBatchingWindowSeconds: 5 },
+      ingest: { type: 'sqs', batchSize: 100, maxBatchingWindowSeconds: 5, maxConcurrency: 8 },
       bucket: { rejectRetentionDays: 30, versioned: false, accessLogs: true },
       functions: { writer: { memoryMb: 1024, timeoutSeconds: 120 }, maintenance: { scheduleMinutes: 15 }, logRetentionDays: 30, logLevel: 'INFO' },
     })
     expect(cfg.tables[0]).toMatchObject({
       taskThreads: 1,
-      compactor: { memoryMb: 3008, timeoutSeconds: 900 },
+      compactor: { memoryMb: 3008, timeoutSeconds: 120 },
       committer: { memoryMb: 1024, timeoutSeconds: 60 },
       alarms: { freshnessLagMinutes: 30, l0FileCount: 8, commitQueueAgeSeconds: 60 },
     })

@@ -71,6 +71,9 @@ export class IngestSource extends Construct {
           batchSize: cfg.batchSize,
           maxBatchingWindow: cfg.maxBatchingWindowSeconds ? Duration.seconds(cfg.maxBatchingWindowSeconds) : undefined,
           reportBatchItemFailures: true,
+          // at most this many writer invocations at once (default 8, WRITER_MAX_CONCURRENCY in
+          // cdk/config.ts): every commit goes through each table's committer, and each
+          // writer commit enqueues a compaction job per bucket it touched
           maxConcurrency: cfg.maxConcurrency,
         }),
       )
@@ -81,6 +84,7 @@ export class IngestSource extends Construct {
         startingPosition: cfg.startingPosition === 'LATEST' ? StartingPosition.LATEST : StartingPosition.TRIM_HORIZON,
         batchSize: cfg.batchSize,
         maxBatchingWindow: Duration.seconds(cfg.maxBatchingWindowSeconds),
+        // concurrency is shards × parallelizationFactor: Kinesis mappings take no maxConcurrency
         parallelizationFactor: cfg.parallelizationFactor,
         // the writer reports the first record it could not commit; Lambda retries from
         // there, in order. Bisecting would re-split batches the writer already cut.

@@ -1,12 +1,17 @@
-// Alarms and the dashboard. Alarms: every DLQ not empty (a message there outlived its
-// retries); per table freshness lag over its limit and level-0 file count past its stop
-// trigger (compaction is falling behind the writers); and per table the commit path: the
-// oldest commit message older than its limit (writers and compactors wait for their
-// commits) and committer errors. The dashboard adds what the runbook in
-// docs/operations.md ("Runbook: readers lag behind the writers") looks at, and the commit queues
-// and committers.
+// Alarms, the alarm topic and the dashboard. Alarms: every DLQ not empty (a message there
+// outlived its retries); the ingest source falling behind (the oldest ingest message, or the
+// writer's iterator age on Kinesis); Errors and Throttles of every function in the stack;
+// per table freshness lag over its limit — or not arriving, since only the maintenance
+// function publishes it — and level-0 file count past its stop trigger (compaction is
+// falling behind the writers); and per table the commit path: the oldest commit message
+// older than its limit (writers and compactors wait for their commits). Every alarm notifies
+// one SNS topic: the configured one, or one the stack creates, encrypted with a
+// customer-managed KMS key that CloudWatch may use (it cannot publish to a topic encrypted
+// with the AWS-managed SNS key) and refusing anything but TLS. The dashboard adds what the
+// runbook in docs/operations.md ("Runbook: readers lag behind the writers") looks at, and
+// the commit queues and committers.
 
-import { Duration } from 'aws-cdk-lib'
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib'
 import {
   Alarm,
   AlarmStatusWidget,
@@ -20,12 +25,15 @@ import {
   TreatMissingData,
 } from 'aws-cdk-lib/aws-cloudwatch'
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions'
-import { Topic } from 'aws-cdk-lib/aws-sns'
+import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam'
+import { Key } from 'aws-cdk-lib/aws-kms'
+import { type ITopic, Topic } from 'aws-cdk-lib/aws-sns'
+import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions'
 import type { Queue } from 'aws-cdk-lib/aws-sqs'
 import { Construct } from 'constructs'
 import type { DeployConfig } from '../config.ts'
 import { METRICS_NAMESPACE, tableDimensions } from '../metrics.ts'
-import type { StrataFunction } from './strata-function.ts'
+import { StrataFunction } from './strata-function.ts'
 import type { TableResources } from './table-resources.ts'
 
 export interface MonitoringProps {
@@ -33,12 +41,25 @@ export interface MonitoringProps {
   tables: TableResources[]
   writer: StrataFunction
   reader: StrataFunction
+  tableInit: StrataFunction
   ingestQueue?: Queue
   /** the ingest DLQ, or the Kinesis mapping's on-failure queue */
   ingestDeadLetters: Queue
 }
 
+/** A function of the stack as the alarms and the dashboard name it. */
+export interface WatchedFunction {
+  fn: StrataFunction
+  /** construct id prefix of its alarms: `Writer`, `TableOrdersCompactor`, … */
+  id: string
+  /** how alarm descriptions and the dashboard name it: `writer`, `compactor orders`, … */
+  label: string
+}
+
 const FIVE_MINUTES = Duration.minutes(5)
+const ONE_MINUTE = Duration.minutes(1)
+/** The most alarms one alarm status widget shows. */
+const ALARMS_PER_STATUS_WIDGET = 100
 
 function strataMetric(metricName: string, dimensionsMap: Record<string, string>, statistic: string, period: Duration, label?: string): Metric {
   return new Metric({ namespace: METRICS_NAMESPACE, metricName, dimensionsMap, statistic, period, label })
@@ -54,37 +75,170 @@ function allSeries(metricName: string, fn: string, statistic: string, label: str
   })
 }
 
+/**
+ * The stack's alarm topic: encrypted with a customer-managed key (rotated yearly) whose
+ * policy lets CloudWatch use it — CloudWatch encrypts what it publishes with the topic's key
+ * itself, and the AWS-managed `alias/aws/sns` key's policy cannot grant it that, so alarms
+ * to a topic under that key are dropped — and a topic policy that refuses publishing
+ * without TLS and lets CloudWatch alarms of this account publish (a topic policy replaces
+ * SNS's default one, which is what let same-account alarms publish before).
+ */
+function createAlarmTopic(scope: Construct, email: string | undefined): Topic {
+  const stack = Stack.of(scope)
+  const key = new Key(scope, 'AlarmTopicKey', {
+    description: `Encrypts the alarm topic of stack ${stack.stackName}`,
+    enableKeyRotation: true,
+    // the key protects alarm notifications in transit through SNS and nothing at rest:
+    // nothing is left to decrypt once the stack and its topic are gone
+    removalPolicy: RemovalPolicy.DESTROY,
+    pendingWindow: Duration.days(7),
+  })
+  // no aws:SourceArn/SourceAccount condition here: the key encrypts this one topic only, and
+  // publishing to it is what the topic policy below restricts to this account's alarms
+  key.addToResourcePolicy(
+    new PolicyStatement({
+      sid: 'AllowCloudWatchAlarmsToEncryptForTheTopic',
+      principals: [new ServicePrincipal('cloudwatch.amazonaws.com')],
+      actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+      resources: ['*'],
+    }),
+  )
+  const topic = new Topic(scope, 'AlarmTopic', {
+    displayName: `Strata alarms (${stack.stackName})`,
+    masterKey: key,
+    enforceSSL: true,
+  })
+  topic.addToResourcePolicy(
+    new PolicyStatement({
+      sid: 'AllowCloudWatchAlarmsOfThisAccount',
+      principals: [new ServicePrincipal('cloudwatch.amazonaws.com')],
+      actions: ['sns:Publish'],
+      resources: [topic.topicArn],
+      conditions: {
+        StringEquals: { 'aws:SourceAccount': stack.account },
+        ArnLike: { 'aws:SourceArn': `arn:${stack.partition}:cloudwatch:${stack.region}:${stack.account}:alarm:*` },
+      },
+    }),
+  )
+  if (email) topic.addSubscription(new EmailSubscription(email))
+  return topic
+}
+
 export class Monitoring extends Construct {
   readonly alarms: Alarm[] = []
   readonly dashboard: Dashboard
+  /** where every alarm and OK notification goes */
+  readonly topic: ITopic
+  /** the topic the stack created (undefined when `alarms.topicArn` names one) */
+  readonly createdTopic?: Topic
+  /** every function of the stack, each with an Errors and a Throttles alarm */
+  readonly functions: WatchedFunction[]
 
   constructor(scope: Construct, id: string, props: MonitoringProps) {
     super(scope, id)
     const { config, tables } = props
-    const topic = config.alarms.topicArn ? Topic.fromTopicArn(this, 'AlarmTopic', config.alarms.topicArn) : undefined
+    if (config.alarms.topicArn) {
+      this.topic = Topic.fromTopicArn(this, 'AlarmTopic', config.alarms.topicArn)
+    } else {
+      this.createdTopic = createAlarmTopic(this, config.alarms.email)
+      this.topic = this.createdTopic
+    }
+    const action = new SnsAction(this.topic)
     const add = (alarm: Alarm) => {
-      if (topic) {
-        alarm.addAlarmAction(new SnsAction(topic))
-        alarm.addOkAction(new SnsAction(topic))
-      }
+      alarm.addAlarmAction(action)
+      alarm.addOkAction(action)
       this.alarms.push(alarm)
       return alarm
     }
+    const atLeastOne = { threshold: 1, comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD, evaluationPeriods: 1 }
+
+    this.functions = [
+      { fn: props.writer, id: 'Writer', label: 'writer' },
+      { fn: props.reader, id: 'Reader', label: 'reader' },
+      { fn: props.tableInit, id: 'TableInit', label: 'table-init' },
+      ...tables.flatMap((t): WatchedFunction[] => [
+        { fn: t.compactor, id: `${t.node.id}Compactor`, label: `compactor ${t.name}` },
+        { fn: t.committer, id: `${t.node.id}Committer`, label: `committer ${t.name}` },
+        { fn: t.maintenance, id: `${t.node.id}Maintenance`, label: `maintenance ${t.name}` },
+      ]),
+    ]
+    // a function added to the stack without being listed here would go unwatched
+    const listed = new Set(this.functions.map((f) => f.fn))
+    const unlisted = Stack.of(this)
+      .node.findAll()
+      .filter((c): c is StrataFunction => c instanceof StrataFunction && !listed.has(c))
+    if (unlisted.length) throw new Error(`Monitoring: functions without alarms: ${unlisted.map((f) => f.node.path).join(', ')}`)
+
     const dlqAlarm = (id: string, queue: Queue, what: string) =>
       add(
         new Alarm(this, id, {
           alarmDescription: `${what} has messages: they failed every retry. See docs/operations.md, "Dead-letter queues".`,
           metric: queue.metricApproximateNumberOfMessagesVisible({ period: FIVE_MINUTES, statistic: 'Maximum' }),
-          threshold: 1,
-          comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-          evaluationPeriods: 1,
+          ...atLeastOne,
           treatMissingData: TreatMissingData.NOT_BREACHING,
         }),
       )
     dlqAlarm('IngestDeadLettersAlarm', props.ingestDeadLetters, config.ingest.type === 'sqs' ? 'The ingest DLQ' : 'The Kinesis on-failure queue')
 
-    // maintenance publishes table metrics once per run, so one period is one run; a run
-    // drifting across a period boundary leaves a period empty, which keeps the state
+    const ingestAge = config.alarms.ingestAgeSeconds
+    if (props.ingestQueue) {
+      add(
+        new Alarm(this, 'IngestAgeAlarm', {
+          alarmDescription: `The oldest message on the ingest queue is more than ${ingestAge} s old: the writers are not keeping up, or messages keep failing and coming back. See the writer's errors, throttles and log, and docs/operations.md, "Metrics and alarms".`,
+          metric: props.ingestQueue.metricApproximateAgeOfOldestMessage({ period: ONE_MINUTE, statistic: 'Maximum' }),
+          threshold: ingestAge,
+          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: TreatMissingData.NOT_BREACHING,
+        }),
+      )
+    } else {
+      add(
+        new Alarm(this, 'IngestAgeAlarm', {
+          alarmDescription: `The writer's Kinesis iterator age is more than ${ingestAge} s: the writer is behind the stream, or a batch keeps failing and is retried. See the writer's errors and log, and docs/operations.md, "Metrics and alarms".`,
+          metric: props.writer.fn.metric('IteratorAge', { period: ONE_MINUTE, statistic: 'Maximum' }),
+          threshold: ingestAge * 1000, // IteratorAge is in milliseconds
+          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: TreatMissingData.NOT_BREACHING,
+        }),
+      )
+    }
+
+    // Errors and Throttles of every function. Errors counts invocations that failed as a
+    // whole (a crash, the timeout, a thrown error); a record or job that fails alone goes back
+    // through the partial batch response and is not an error.
+    const errorsWhy: Partial<Record<StrataFunction['kind'], (label: string) => string>> = {
+      committer: (l) => `${l}: invocations failed (not single messages: those are returned to the queue). See the committer's log and docs/operations.md, "Metrics and alarms".`,
+      maintenance: (l) => `${l}: the maintenance run failed: snapshots are not expired, orphan files not removed, and the table's metrics may be missing (the freshness alarm fires when they stop). See its log and docs/operations.md, "Metrics and alarms".`,
+    }
+    for (const w of this.functions) {
+      const kind = w.fn.kind
+      add(
+        new Alarm(this, `${w.id}ErrorsAlarm`, {
+          alarmDescription:
+            errorsWhy[kind]?.(w.label) ??
+            `${w.label}: invocations failed as a whole (a crash, the timeout, a thrown error). See its log and docs/operations.md, "Metrics and alarms".`,
+          metric: w.fn.fn.metricErrors({ period: FIVE_MINUTES, statistic: 'Sum' }),
+          ...atLeastOne,
+          treatMissingData: TreatMissingData.NOT_BREACHING,
+        }),
+      )
+      add(
+        new Alarm(this, `${w.id}ThrottlesAlarm`, {
+          alarmDescription: `${w.label}: invocations were throttled. No function of the stack is meant to be (event sources are capped with maxConcurrency, docs/operations.md "compaction.task-threads on Lambda"): the account's concurrency is used up, or a reservation is below its event source's cap.`,
+          metric: w.fn.fn.metricThrottles({ period: FIVE_MINUTES, statistic: 'Sum' }),
+          ...atLeastOne,
+          treatMissingData: TreatMissingData.NOT_BREACHING,
+        }),
+      )
+    }
+
+    // Maintenance publishes the table metrics once per run, so one period is one run. Only
+    // the maintenance function publishes FreshnessLag, so a missing datapoint means a run
+    // that failed or never came: missing counts as breaching. A run that drifts across a
+    // period boundary leaves one period empty, so the alarm needs two periods in a row,
+    // breaching or empty, and a single drift never fires it.
     const schedule = Duration.minutes(config.functions.maintenance.scheduleMinutes)
     for (const t of tables) {
       dlqAlarm(`${t.node.id}DeadLettersAlarm`, t.deadLetters, `The compaction DLQ of table '${t.name}'`)
@@ -94,7 +248,7 @@ export class Monitoring extends Construct {
       add(
         new Alarm(this, `${t.node.id}CommitQueueAgeAlarm`, {
           alarmDescription: `Table '${t.name}': a commit message has waited more than ${cfg.alarms.commitQueueAgeSeconds} s on the commit queue; writers and compactors wait for their commits. See docs/operations.md, "Metrics and alarms".`,
-          metric: t.commitQueue.metricApproximateAgeOfOldestMessage({ period: Duration.minutes(1), statistic: 'Maximum' }),
+          metric: t.commitQueue.metricApproximateAgeOfOldestMessage({ period: ONE_MINUTE, statistic: 'Maximum' }),
           threshold: cfg.alarms.commitQueueAgeSeconds,
           comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
           evaluationPeriods: 1,
@@ -102,25 +256,18 @@ export class Monitoring extends Construct {
         }),
       )
       add(
-        new Alarm(this, `${t.node.id}CommitterErrorsAlarm`, {
-          alarmDescription: `Table '${t.name}': committer invocations failed (not single messages: those are returned to the queue). See the committer's log and docs/operations.md, "Metrics and alarms".`,
-          metric: t.committer.fn.metricErrors({ period: FIVE_MINUTES, statistic: 'Sum' }),
-          threshold: 1,
-          comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-          evaluationPeriods: 1,
-          treatMissingData: TreatMissingData.NOT_BREACHING,
-        }),
-      )
-      add(
         new Alarm(this, `${t.node.id}FreshnessLagAlarm`, {
-          alarmDescription: `Table '${t.name}': rows written more than ${cfg.alarms.freshnessLagMinutes} min ago are not yet visible to deletion-vector readers. Runbook: docs/operations.md, "Runbook: readers lag behind the writers".`,
+          alarmDescription: `Table '${t.name}': rows written more than ${cfg.alarms.freshnessLagMinutes} min ago are not yet visible to deletion-vector readers, or the maintenance function has published no FreshnessLag for two periods (it failed or did not run). Runbook: docs/operations.md, "Runbook: readers lag behind the writers".`,
           metric: strataMetric('FreshnessLag', dims, 'Maximum', schedule),
           threshold: cfg.alarms.freshnessLagMinutes * 60_000, // FreshnessLag is in milliseconds
           comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-          evaluationPeriods: 1,
-          treatMissingData: TreatMissingData.IGNORE,
+          evaluationPeriods: 2,
+          datapointsToAlarm: 2,
+          treatMissingData: TreatMissingData.BREACHING,
         }),
       )
+      // missing data keeps the state: the freshness alarm and the maintenance Errors alarm
+      // already say when the maintenance metrics stop
       add(
         new Alarm(this, `${t.node.id}L0FilesAlarm`, {
           alarmDescription: `Table '${t.name}': a bucket has more than ${cfg.alarms.l0FileCount} level-0 files (back-pressure). Runbook: docs/operations.md, "Runbook: readers lag behind the writers".`,
@@ -148,7 +295,11 @@ export class Monitoring extends Construct {
         height: 2,
       }),
     )
-    this.dashboard.addWidgets(new AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 24, height: 3 }))
+    for (let i = 0; i < this.alarms.length; i += ALARMS_PER_STATUS_WIDGET) {
+      const alarms = this.alarms.slice(i, i + ALARMS_PER_STATUS_WIDGET)
+      const title = this.alarms.length > ALARMS_PER_STATUS_WIDGET ? `Alarms (${i + 1}–${i + alarms.length} of ${this.alarms.length})` : 'Alarms'
+      this.dashboard.addWidgets(new AlarmStatusWidget({ title, alarms, width: 24, height: Math.min(12, 2 + Math.ceil(alarms.length / 6)) }))
+    }
     this.dashboard.addWidgets(
       graph('Freshness lag (ms, max)', perTable('FreshnessLag', 'maintenance', 'Maximum', schedule)),
       graph('L0 files in the worst bucket', perTable('L0FileCountMax', 'maintenance', 'Maximum', schedule)),
@@ -196,28 +347,36 @@ export class Monitoring extends Construct {
         ],
       ),
     )
-    const fns: [StrataFunction, string][] = [
-      [props.writer, 'writer'],
-      ...tables.flatMap((t): [StrataFunction, string][] => [
-        [t.committer, `committer ${t.name}`],
-        [t.compactor, `compactor ${t.name}`],
-      ]),
-    ]
+    const all = this.functions
     this.dashboard.addWidgets(
-      graph('Throttles', fns.map(([f, label]) => f.fn.metricThrottles({ period: FIVE_MINUTES, label }))),
-      graph('Errors', [...fns, [props.reader, 'reader'] as const].map(([f, label]) => f.fn.metricErrors({ period: FIVE_MINUTES, label }))),
+      graph('Throttles', all.map((w) => w.fn.fn.metricThrottles({ period: FIVE_MINUTES, statistic: 'Sum', label: w.label }))),
+      graph('Errors', all.map((w) => w.fn.fn.metricErrors({ period: FIVE_MINUTES, statistic: 'Sum', label: w.label }))),
       graph(
         'Concurrent executions (max)',
-        fns.map(([f, label]) => f.fn.metric('ConcurrentExecutions', { period: FIVE_MINUTES, statistic: 'Maximum', label })),
+        all.filter((w) => w.fn.kind !== 'tableInit').map((w) => w.fn.fn.metric('ConcurrentExecutions', { period: FIVE_MINUTES, statistic: 'Maximum', label: w.label })),
       ),
     )
     this.dashboard.addWidgets(
       graph(
         'Oldest message age (s)',
         [
-          ...(props.ingestQueue ? [props.ingestQueue.metricApproximateAgeOfOldestMessage({ period: FIVE_MINUTES, statistic: 'Maximum', label: 'ingest' })] : []),
+          ...(props.ingestQueue ? [props.ingestQueue.metricApproximateAgeOfOldestMessage({ period: ONE_MINUTE, statistic: 'Maximum', label: 'ingest' })] : []),
           ...tables.map((t) => t.queue.metricApproximateAgeOfOldestMessage({ period: FIVE_MINUTES, statistic: 'Maximum', label: `compaction ${t.name}` })),
         ],
+        8,
+        // a Kinesis source has no queue: the writer's iterator age is its ingest age
+        props.ingestQueue ? undefined : [props.writer.fn.metric('IteratorAge', { period: ONE_MINUTE, statistic: 'Maximum', label: 'writer iterator age (ms)' })],
+      ),
+      graph(
+        'Maintenance: failed runs and steps',
+        tables.flatMap((t) => [
+          t.maintenance.fn.metricErrors({ period: FIVE_MINUTES, statistic: 'Sum', label: `${t.name} failed runs` }),
+          strataMetric('MaintenanceErrors', tableDimensions('maintenance', t.name), 'Sum', schedule, `${t.name} failed steps`),
+        ]),
+      ),
+      graph(
+        'Invocations',
+        all.filter((w) => w.fn.kind !== 'tableInit').map((w) => w.fn.fn.metricInvocations({ period: FIVE_MINUTES, statistic: 'Sum', label: w.label })),
       ),
     )
   }

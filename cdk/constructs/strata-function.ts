@@ -29,12 +29,14 @@ export interface StrataFunctionProps {
 }
 
 export class StrataFunction extends Construct {
+  readonly kind: FunctionKind
   readonly fn: NodejsFunction
   readonly role: Role
   readonly logGroup: LogGroup
 
   constructor(scope: Construct, id: string, props: StrataFunctionProps) {
     super(scope, id)
+    this.kind = props.kind
     this.logGroup = new LogGroup(this, 'Logs', {
       retention: props.logRetentionDays as RetentionDays,
       removalPolicy: RemovalPolicy.RETAIN,

@@ -65,6 +65,8 @@ export class TableResources extends Construct {
   readonly commitDeadLetters: Queue
   readonly committer: StrataFunction
   readonly concurrency: CompactorConcurrency
+  /** `compaction.task-threads` as configured for the stack */
+  readonly taskThreads: number
   /** the Custom::StrataTable resource; functions that use the table depend on it */
   readonly created: CustomResource
 
@@ -73,6 +75,7 @@ export class TableResources extends Construct {
     const { table, config, bucket } = props
     const fns = config.functions
     this.name = table.name
+    this.taskThreads = table.taskThreads
     this.prefix = tablePrefix(table.name)
     this.uri = `s3://${bucket.bucketName}/${this.prefix.slice(0, -1)}`
 
@@ -171,7 +174,7 @@ export class TableResources extends Construct {
     denySchemaWrites(this.committer.role, bucket, [this.prefix])
     this.committer.fn.node.addDependency(this.created)
 
-    this.concurrency = compactorConcurrency(table.taskThreads, table.compactor.reservedConcurrency)
+    this.concurrency = compactorConcurrency(table.taskThreads, { reservedConcurrency: table.compactor.reservedConcurrency, maxConcurrency: table.compactor.maxConcurrency })
     this.compactor = new StrataFunction(this, 'Compactor', {
       kind: 'compactor',
       description: `Compacts table '${table.name}' (compaction.task-threads ${table.taskThreads})`,
@@ -181,6 +184,11 @@ export class TableResources extends Construct {
       logLevel: fns.logLevel,
       reservedConcurrency: this.concurrency.reservedConcurrency,
     })
+    // maxConcurrency is always set (cdk/concurrency.ts): 2 at task-threads 1, where one
+    // message group per table keeps a single batch in flight; N at N; the configured cap at -1.
+    // The mapping grants ReceiveMessage, DeleteMessage, ChangeMessageVisibility and
+    // GetQueueAttributes on the queue; the compactor also calls ChangeMessageVisibility itself
+    // to give a failed job back after a short backoff instead of the visibility timeout.
     this.compactor.fn.addEventSource(
       new SqsEventSource(this.queue, {
         batchSize: COMPACTOR_BATCH_SIZE,
@@ -218,8 +226,13 @@ export class TableResources extends Construct {
     })
   }
 
-  /** The table's entry in STRATA_TABLES of the functions that write it or serve it. */
-  runtimeEntry(): { uri: string; compactionQueueUrl: string; commitQueueUrl: string } {
-    return { uri: this.uri, compactionQueueUrl: this.queue.queueUrl, commitQueueUrl: this.commitQueue.queueUrl }
+  /**
+   * The table's entry in STRATA_TABLES of the functions that write it or serve it.
+   * `taskThreads` is the `compaction.task-threads` in force on AWS, the config's: the stored
+   * schema keeps the value the table was created with, and the message groups of its jobs
+   * (one per table at 1) must match the concurrency this stack deployed.
+   */
+  runtimeEntry(): { uri: string; compactionQueueUrl: string; commitQueueUrl: string; taskThreads: number } {
+    return { uri: this.uri, compactionQueueUrl: this.queue.queueUrl, commitQueueUrl: this.commitQueue.queueUrl, taskThreads: this.taskThreads }
   }
 }
