@@ -5,14 +5,16 @@
 // ingest queue and the table's FIFO compaction queue; a synthetic upstream sends orders
 // (new ones and updates) at a steady rate through the ingest queue; writer and compactor
 // handlers run in worker threads behind event-source pollers; a reader scans now and then.
-// Progress is shown live. At the end the upstream stops, the queues drain, and a reader
+// Progress is shown live: redrawn in place on a terminal, and as a plain line every 5 s when
+// stdout is not one (CI, a pipe, a file), so a long run never looks like a hang. At the end the upstream stops, the queues drain, and a reader
 // must see exactly the rows written — none lost, none twice, each at its latest value.
 // A summary table and an SVG chart of freshness lag over time are written.
 //
 //   npm run demo -- [--rate 100] [--duration 20] [--buckets 16] [--task-threads 4] [--s3-latency-ms 10]
 
 import { mkdirSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { readAll } from '../lib/read/table-read.ts'
 import { tableStatus } from '../lib/cli/status.ts'
@@ -20,36 +22,43 @@ import { Table } from '../lib/table/table.ts'
 import { type LocalRuntime, startLocalRuntime } from './runtime/local-runtime.ts'
 import { freshnessChart } from './chart.ts'
 
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true'
+interface DemoConfig {
+  rate: number
+  duration: number
+  buckets: number
+  taskThreads: number
+  latencyMs: number
+  out: string
+}
 
-const { values: flags } = parseArgs({
-  options: {
-    rate: { type: 'string', default: '100' },
-    duration: { type: 'string', default: '20' },
-    buckets: { type: 'string', default: '16' },
-    'task-threads': { type: 'string', default: '4' },
-    's3-latency-ms': { type: 'string', default: '10' },
-    out: { type: 'string', default: 'out' },
-  },
-})
-
-function num(name: keyof typeof flags, min: number): number {
-  const v = Number(flags[name])
-  if (!Number.isInteger(v) || v < min) {
-    process.stderr.write(`demo: --${name} expects an integer >= ${min}, got ${JSON.stringify(flags[name])}\n`)
+/** The demo's flags; exits with status 2 on a bad one. */
+function demoConfig(args: string[]): DemoConfig {
+  const { values: flags } = parseArgs({
+    args,
+    options: {
+      rate: { type: 'string', default: '100' },
+      duration: { type: 'string', default: '20' },
+      buckets: { type: 'string', default: '16' },
+      'task-threads': { type: 'string', default: '4' },
+      's3-latency-ms': { type: 'string', default: '10' },
+      out: { type: 'string', default: 'out' },
+    },
+  })
+  const num = (name: keyof typeof flags, min: number): number => {
+    const v = Number(flags[name])
+    if (!Number.isInteger(v) || v < min) {
+      process.stderr.write(`demo: --${name} expects an integer >= ${min}, got ${JSON.stringify(flags[name])}\n`)
+      process.exit(2)
+    }
+    return v
+  }
+  const taskThreads = Number(flags['task-threads'])
+  if (!(taskThreads === -1 || (Number.isInteger(taskThreads) && taskThreads >= 1))) {
+    process.stderr.write(`demo: --task-threads expects -1 or an integer >= 1, got ${JSON.stringify(flags['task-threads'])}\n`)
     process.exit(2)
   }
-  return v
+  return { rate: num('rate', 1), duration: num('duration', 1), buckets: num('buckets', 1), taskThreads, latencyMs: num('s3-latency-ms', 0), out: flags.out! }
 }
-const rate = num('rate', 1)
-const duration = num('duration', 1)
-const buckets = num('buckets', 1)
-const taskThreads = Number(flags['task-threads'])
-if (!(taskThreads === -1 || (Number.isInteger(taskThreads) && taskThreads >= 1))) {
-  process.stderr.write(`demo: --task-threads expects -1 or an integer >= 1, got ${JSON.stringify(flags['task-threads'])}\n`)
-  process.exit(2)
-}
-const latencyMs = num('s3-latency-ms', 0)
 
 interface Sample {
   t: number
@@ -78,12 +87,70 @@ interface RunResult {
   compactorBusyMs: number
 }
 
-const tty = process.stdout.isTTY
-function progress(line: string): void {
-  if (tty) process.stdout.write(`\r\x1b[2K${line}`)
+/** Where progress goes: process.stdout, or a test's stand-in. */
+export interface ProgressStream {
+  isTTY?: boolean
+  write(chunk: string): unknown
 }
 
-function schema(threads: number) {
+export interface ProgressReporter {
+  /** the run's latest progress line */
+  update(line: string): void
+  /** ends the progress display; no output after it */
+  stop(): void
+}
+
+/** How often a plain (non-terminal) progress line is printed. */
+export const PLAIN_PROGRESS_INTERVAL_MS = 5_000
+
+/**
+ * Shows a run's progress. On a terminal every update redraws one line in place and stop()
+ * ends it with a newline. Anywhere else (CI, a pipe, a file), where a redrawn line would be
+ * a pile of carriage returns, the latest line is printed as a plain line every `intervalMs`
+ * (from the first update on, even if no new update came, so a stalled run shows as the same
+ * figures rather than as silence), and stop() prints the final line if it changed since.
+ */
+export function progressReporter(stream: ProgressStream, intervalMs = PLAIN_PROGRESS_INTERVAL_MS): ProgressReporter {
+  let latest: string | undefined
+  let stopped = false
+  if (stream.isTTY) {
+    return {
+      update(line) {
+        if (stopped) return
+        latest = line
+        stream.write(`\r\x1b[2K${line}`)
+      },
+      stop() {
+        if (stopped) return
+        stopped = true
+        if (latest !== undefined) stream.write('\n')
+      },
+    }
+  }
+  let printed = true
+  const print = () => {
+    if (latest === undefined) return
+    stream.write(`${latest}\n`)
+    printed = true
+  }
+  const timer = setInterval(print, intervalMs)
+  timer.unref()
+  return {
+    update(line) {
+      if (stopped) return
+      latest = line
+      printed = false
+    },
+    stop() {
+      if (stopped) return
+      stopped = true
+      clearInterval(timer)
+      if (!printed) print()
+    },
+  }
+}
+
+function schema(buckets: number, threads: number) {
   return {
     fields: [
       { name: 'dt', type: 'STRING' },
@@ -106,12 +173,13 @@ function percentile(xs: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]
 }
 
-async function runOnce(threads: number): Promise<RunResult> {
+async function runOnce(cfg: DemoConfig, threads: number): Promise<RunResult> {
+  const { rate, duration, buckets, latencyMs } = cfg
   let compactions = 0
   let jobs = 0
   let busyMs = 0
   const rt: LocalRuntime = await startLocalRuntime({
-    tables: [{ name: 'orders', schema: schema(threads) }],
+    tables: [{ name: 'orders', schema: schema(buckets, threads) }],
     latency: latencyMs > 0 ? () => latencyMs : undefined,
     visibilityTimeoutSeconds: 60,
     onCompactorInvocation: (_t, info) => {
@@ -125,6 +193,7 @@ async function runOnce(threads: number): Promise<RunResult> {
   const expected = new Map<string, { customer: string; amount: string; version: number }>()
   const samples: Sample[] = []
   const start = Date.now()
+  const progress = progressReporter(process.stdout)
   let sent = 0
   let nextId = 1
   let visible: number | null = null
@@ -132,7 +201,7 @@ async function runOnce(threads: number): Promise<RunResult> {
     const st = await tableStatus(reader)
     const queued = await rt.queueDepth(t.compactionQueueUrl)
     samples.push({ t: (Date.now() - start) / 1000, lagMs: st.maxFreshnessLagMs ?? 0, l0: st.buckets.reduce((n, b) => n + b.l0Files, 0), queued, ingested: sent, visible })
-    progress(`task-threads ${String(threads).padStart(2)} | ${((Date.now() - start) / 1000).toFixed(0).padStart(3)} s | sent ${sent} rows | L0 files ${samples.at(-1)!.l0} | queued jobs ${queued} | freshness lag ${(samples.at(-1)!.lagMs / 1000).toFixed(1)} s | visible ${visible ?? '-'}`)
+    progress.update(`task-threads ${String(threads).padStart(2)} | ${((Date.now() - start) / 1000).toFixed(0).padStart(3)} s | sent ${sent} rows | L0 files ${samples.at(-1)!.l0} | queued jobs ${queued} | freshness lag ${(samples.at(-1)!.lagMs / 1000).toFixed(1)} s | visible ${visible ?? '-'}`)
   }
   // the synthetic upstream: every 100 ms, rate/10 events, a fifth of them updates
   const sender = (async () => {
@@ -175,7 +244,7 @@ async function runOnce(threads: number): Promise<RunResult> {
   clearInterval(sampler)
   clearInterval(readerLoop)
   await sample()
-  if (tty) process.stdout.write('\n')
+  progress.stop()
 
   const rows = await readAll(reader)
   const problems: string[] = []
@@ -210,12 +279,13 @@ async function runOnce(threads: number): Promise<RunResult> {
   }
 }
 
-async function main(): Promise<number> {
+async function main(cfg: DemoConfig): Promise<number> {
+  const { rate, duration, buckets, taskThreads, latencyMs } = cfg
   console.log(`Strata demo: ${rate} events/s for ${duration} s per run into a table with ${buckets} buckets and deletion vectors,`)
   console.log(`embedded S3 + SQS on 127.0.0.1 (${latencyMs} ms per S3 request), writer, compactor and committer handlers in worker threads.\n`)
   const configs = taskThreads === 1 ? [1] : [1, taskThreads]
   const results: RunResult[] = []
-  for (const c of configs) results.push(await runOnce(c))
+  for (const c of configs) results.push(await runOnce(cfg, c))
 
   console.log('\n| compaction.task-threads | rows sent | distinct keys | read back | compactor invocations | bucket compactions | commits per snapshot | freshness lag p50 / max (s) | peak L0 files | drain (s) |')
   console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
@@ -224,8 +294,8 @@ async function main(): Promise<number> {
     console.log(`| ${r.taskThreads} | ${r.rowsSent} | ${r.expected} | ${r.read} | ${r.compactions} | ${r.compacts} | ${((r.appends + r.compacts) / Math.max(1, r.snapshots)).toFixed(1)} | ${percentile(lags, 50).toFixed(1)} / ${Math.max(0, ...lags).toFixed(1)} | ${Math.max(0, ...r.samples.map((s) => s.l0))} | ${r.drainSeconds.toFixed(1)} |`)
   }
   console.log('\n' + explain(results))
-  mkdirSync(flags.out!, { recursive: true })
-  const svg = join(flags.out!, 'demo-freshness.svg')
+  mkdirSync(cfg.out, { recursive: true })
+  const svg = join(cfg.out, 'demo-freshness.svg')
   writeFileSync(svg, freshnessChart(results.map((r) => ({ label: `task-threads ${r.taskThreads}`, points: r.samples.map((s) => [s.t, s.lagMs / 1000] as [number, number]) }))))
   console.log(`\nfreshness lag over time: ${svg}`)
   const failed = results.filter((r) => r.problems.length)
@@ -257,10 +327,14 @@ function explain(results: RunResult[]): string {
   return lines.join('\n')
 }
 
-main().then(
-  (code) => process.exit(code),
-  (e) => {
-    process.stderr.write(`demo failed: ${(e as Error).stack ?? e}\n`)
-    process.exit(1)
-  },
-)
+// Run as a program (npm run demo), not when a test imports progressReporter.
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true'
+  main(demoConfig(process.argv.slice(2))).then(
+    (code) => process.exit(code),
+    (e) => {
+      process.stderr.write(`demo failed: ${(e as Error).stack ?? e}\n`)
+      process.exit(1)
+    },
+  )
+}
