@@ -375,7 +375,7 @@ describe('EventSourcePoller', () => {
     expect(log.every((info) => info.records.length <= 3 && info.result.ok)).toBe(true)
     expect(log.every((info) => info.records.every((r) => r.eventSourceARN === queue.arn && r.eventSource === 'aws:sqs'))).toBe(true)
     expect(log.flatMap((info) => info.deleted).sort()).toEqual([...ids].sort())
-    expect(poller.stats).toEqual({ invocations: log.length, succeeded: log.length, failedRecords: 0, crashes: 0 })
+    expect(poller.stats).toEqual({ invocations: log.length, succeeded: log.length, failedRecords: 0, crashes: 0, throttles: 0, throttledBatchesReturned: 0 })
     expect(await messagesLeft(queue)).toBe(0)
   })
 
@@ -441,7 +441,7 @@ describe('EventSourcePoller', () => {
         expect(retried.result.ok).toBe(true)
         expect(retried.records[0].attributes.ApproximateReceiveCount).toBe('2')
         expect(retried.deleted).toEqual([id])
-        expect(poller.stats).toEqual({ invocations: 2, succeeded: 1, failedRecords: 1, crashes: crashed ? 1 : 0 })
+        expect(poller.stats).toEqual({ invocations: 2, succeeded: 1, failedRecords: 1, crashes: crashed ? 1 : 0, throttles: 0, throttledBatchesReturned: 0 })
         expect(await messagesLeft(queue)).toBe(0)
       }),
     )
@@ -512,6 +512,32 @@ describe('EventSourcePoller', () => {
       expect(peakOverlap(runs)).toBe(Math.min(cap ?? GROUPS, GROUPS))
       expect(await messagesLeft(queue)).toBe(0)
     })
+
+    // Lambda's mapping with reserved concurrency 1 under maxConcurrency 2 (the smallest it
+    // takes): with several groups the second invocation is throttled, held and retried; with
+    // every message in one group only one batch is ever in flight, so nothing is throttled
+    it.each([
+      { groups: 3, throttled: true },
+      { groups: 1, throttled: false },
+    ])('reserved concurrency 1 under maxConcurrency 2, $groups group(s): one at a time, throttled: $throttled', async ({ groups, throttled }) => {
+      const queue = await createQueue({ fifo: true, visibilitySeconds: 30 })
+      const bodies: string[] = []
+      for (let k = 0; k < 6; k++) {
+        const g = `g${k % groups}`
+        bodies.push(`${g}-${k}`)
+        await sqs.send(new SendMessageBatchCommand({ QueueUrl: queue.url, Entries: [{ Id: 'm', MessageBody: `${g}-${k}`, MessageGroupId: g, MessageDeduplicationId: `${g}-${k}` }] }))
+      }
+      const { log, poller } = await pollUntil(
+        { queueUrl: queue.url, pool: timingPool, batchSize: 1, maxConcurrency: 2, reservedConcurrency: 1 },
+        (l) => deliveries(l).length >= 6,
+      )
+      const runs = log.map((info) => info.result.ok ? (info.result.value as TimingResult) : null).filter((r): r is TimingResult => r !== null)
+      expect(runs.flatMap((r) => r.bodies).sort()).toEqual([...bodies].sort())
+      expect(peakOverlap(runs)).toBe(1)
+      if (throttled) expect(poller.stats.throttles).toBeGreaterThan(0)
+      else expect(poller.stats.throttles).toBe(0)
+      expect(await messagesLeft(queue)).toBe(0)
+    }, 60_000)
   })
 })
 

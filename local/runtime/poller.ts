@@ -6,7 +6,13 @@
 // - a function error, timeout or crash deletes nothing: the messages reappear after the
 //   queue's visibility timeout, and the queue's RedrivePolicy moves them to its DLQ after
 //   maxReceiveCount receives (SQS's job, not the poller's);
-// - concurrency is capped by `maxConcurrency`, every invocation having its own receive.
+// - concurrency is capped by `maxConcurrency`, every invocation having its own receive;
+// - a function's reserved concurrency below that cap is not the poller's business on AWS:
+//   an invocation past it is throttled, and the mapping retries it with a growing pause
+//   while its batch stays in flight (its FIFO groups blocked), until the batch's
+//   visibility timeout returns the messages to the queue with one more receive counted.
+//   `reservedConcurrency` models exactly that, so a mapping that relies on throttling
+//   shows its cost here.
 //   On a FIFO queue SQS hands out a group's next message only once the previous one is
 //   deleted or visible again, so per-group serialization comes from the queue, never from
 //   here, and parallelism reaches min(active groups, cap).
@@ -46,8 +52,10 @@ export interface PollerOptions {
    * once instead of ten.
    */
   maxBatchingWindowMs?: number
-  /** concurrent invocations at most (event-source maxConcurrency / reserved concurrency); null = unbounded; default null */
+  /** concurrent invocations at most (event-source maxConcurrency); null = unbounded; default null */
   maxConcurrency?: number | null
+  /** the function's reserved concurrency: invocations past it are throttled (above); null = none; default null */
+  reservedConcurrency?: number | null
   /** long-poll wait, 0..20 s, default 1 */
   waitTimeSeconds?: number
   /** concurrent ReceiveMessage calls at most, default 5 (the pollers an AWS mapping starts with); never above maxConcurrency */
@@ -68,7 +76,15 @@ export interface PollerStats {
   failedRecords: number
   /** invocations whose execution environment was destroyed (crash or timeout) */
   crashes: number
+  /** invocation attempts refused by the reserved concurrency (each retried after a pause) */
+  throttles: number
+  /** batches whose throttled retries outlasted their visibility timeout (their messages went back to the queue) */
+  throttledBatchesReturned: number
 }
+
+/** First pause after a throttled invocation; it doubles up to THROTTLE_MAX_PAUSE_MS. */
+const THROTTLE_FIRST_PAUSE_MS = 1000
+const THROTTLE_MAX_PAUSE_MS = 8000
 
 /** After a failed receive, wait before trying again so an unreachable queue is not hammered. */
 const RECEIVE_RETRY_MS = 200
@@ -76,7 +92,7 @@ const RECEIVE_RETRY_MS = 200
 const EMPTY_SHORT_POLL_PAUSE_MS = 50
 
 export class EventSourcePoller {
-  readonly stats: PollerStats = { invocations: 0, succeeded: 0, failedRecords: 0, crashes: 0 }
+  readonly stats: PollerStats = { invocations: 0, succeeded: 0, failedRecords: 0, crashes: 0, throttles: 0, throttledBatchesReturned: 0 }
   private readonly opts: PollerOptions
   private readonly batchSize: number
   private readonly windowMs: number
@@ -86,6 +102,10 @@ export class EventSourcePoller {
   private readonly reportBatchItemFailures: boolean
   private readonly onError: (error: unknown) => void
   private queueArn: string | undefined
+  private visibilityTimeoutMs: number | undefined
+  private readonly reserved: number
+  /** invocations running in the function (the reserved concurrency counts these) */
+  private executing = 0
   private running = false
   private receiving = 0
   private invoking = 0
@@ -122,6 +142,11 @@ export class EventSourcePoller {
     this.reportBatchItemFailures = opts.reportBatchItemFailures ?? true
     this.onError = opts.onError ?? ((error) => console.warn(`event-source poller for ${opts.queueUrl}:`, error))
     this.queueArn = opts.queueArn
+    const reserved = opts.reservedConcurrency ?? null
+    if (reserved !== null && !(Number.isInteger(reserved) && reserved >= 1)) {
+      throw new StrataInputError(`reservedConcurrency: expected null or an integer >= 1, got ${opts.reservedConcurrency}`)
+    }
+    this.reserved = reserved ?? Infinity
   }
 
   /** invocations running now */
@@ -206,11 +231,12 @@ export class EventSourcePoller {
 
   private async receiveOnce(max: number, waitTimeSeconds: number): Promise<Message[]> {
     const { sqs, queueUrl } = this.opts
-    if (this.queueArn === undefined) {
-      const attributes = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }))
+    if (this.queueArn === undefined || (this.reserved !== Infinity && this.visibilityTimeoutMs === undefined)) {
+      const attributes = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn', 'VisibilityTimeout'] }))
       const arn = attributes.Attributes?.QueueArn
       if (arn === undefined) throw new Error(`GetQueueAttributes for ${queueUrl} returned no QueueArn`)
       this.queueArn = arn
+      this.visibilityTimeoutMs = Number(attributes.Attributes?.VisibilityTimeout ?? 30) * 1000
     }
     const response = await sqs.send(
       new ReceiveMessageCommand({
@@ -226,9 +252,26 @@ export class EventSourcePoller {
   }
 
   private async invoke(messages: Message[]): Promise<void> {
+    const receivedAt = Date.now()
     const records = messages.map((m) => sqsRecordOf(m, this.queueArn!, this.opts.region))
+    // throttled past the reserved concurrency: retried with a growing pause while the batch
+    // is in flight; once its visibility timeout has passed its messages are back on the queue
+    for (let pause = THROTTLE_FIRST_PAUSE_MS; this.executing >= this.reserved; pause = Math.min(THROTTLE_MAX_PAUSE_MS, pause * 2)) {
+      this.stats.throttles++
+      if (Date.now() + pause - receivedAt >= (this.visibilityTimeoutMs ?? 30_000)) {
+        this.stats.throttledBatchesReturned++
+        return
+      }
+      await sleep(pause)
+    }
+    this.executing++
     const startedAt = Date.now()
-    const result = await this.opts.pool.invoke(sqsEventOf(records))
+    let result: InvokeResult
+    try {
+      result = await this.opts.pool.invoke(sqsEventOf(records))
+    } finally {
+      this.executing--
+    }
     const endedAt = Date.now()
     this.stats.invocations++
     let keep: Set<string>
