@@ -6,7 +6,8 @@
 // that every DLQ is empty. Exits non-zero on the first failed check.
 //
 // LocalStack needs Docker, which the project machines do not have: this script is outside
-// `npm test` and CI and has not been run here.
+// `npm test` and CI and has not been run here. On an x86-64 host, LocalStack must run with
+// LAMBDA_IGNORE_ARCHITECTURE=1, since every function is arm64 (see scripts/deploy-local.sh).
 //
 //   npm run smoke:local          (after npm run deploy:local)
 //   env: AWS_ENDPOINT_URL (default http://localhost:4566), STRATA_SMOKE_TIMEOUT_S (300),
@@ -27,6 +28,11 @@ process.env.AWS_ACCESS_KEY_ID ??= 'test'
 process.env.AWS_SECRET_ACCESS_KEY ??= 'test'
 const REGION = process.env.AWS_REGION
 const TIMEOUT_MS = Number(process.env.STRATA_SMOKE_TIMEOUT_S ?? 300) * 1000
+
+// the commonest reason nothing happens at all: the functions are arm64 (docs/operations.md,
+// "LocalStack"), and LocalStack on an x86-64 host runs them as arm64 unless told otherwise
+const ARCH_HINT =
+  "if the writer or compactor never ran, look at LocalStack's log for Lambda start failures: on an x86-64 host LocalStack needs LAMBDA_IGNORE_ARCHITECTURE=1 to run Strata's arm64 functions (npm run deploy:local checks it)"
 
 function fail(message: string): never {
   console.error(`smoke-local: FAILED: ${message}`)
@@ -121,7 +127,7 @@ async function waitFor(what: string, check: () => Promise<string | null>): Promi
     }
     await new Promise((r) => setTimeout(r, 2000))
   }
-  fail(`${what}: not reached within ${TIMEOUT_MS / 1000} s (last: ${last})`)
+  fail(`${what}: not reached within ${TIMEOUT_MS / 1000} s (last: ${last}); ${ARCH_HINT}`)
 }
 
 /** A SigV4-signed GET (service lambda), as a Function URL with AWS_IAM auth requires. */
