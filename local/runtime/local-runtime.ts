@@ -13,6 +13,8 @@ import { Table } from '../../lib/table/table.ts'
 import { type EmbeddedBackend, type EmbeddedLatency, startEmbeddedBackend } from '../embedded.ts'
 import { ExecutionEnvironmentPool } from './execution-environment.ts'
 import { EventSourcePoller, type PollerOptions } from './poller.ts'
+// the stack's mapping of compaction.task-threads, so the local event sources behave as deployed
+import { compactorConcurrency } from '../../cdk/concurrency.ts'
 
 const FUNCTIONS = join(import.meta.dirname, '..', '..', 'functions')
 
@@ -106,10 +108,6 @@ export function handlerEnvironment(backend: Pick<EmbeddedBackend, 'endpoint' | '
   }
 }
 
-/** `compaction.task-threads` → the poller's concurrency cap (null = none). */
-export function compactorConcurrency(taskThreads: number): number | null {
-  return taskThreads === -1 ? null : taskThreads
-}
 
 export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<LocalRuntime> {
   const backend = await startEmbeddedBackend({ latency: opts.latency })
@@ -168,23 +166,25 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
   const tables = new Map<string, LocalTable>()
   for (const s of specs) {
     const taskThreads = s.table.view.options.compactionTaskThreads
+    // as deployed: the event source's maxConcurrency, and the function's reserved
+    // concurrency past which the local event source is throttled as Lambda's would be
     const cap = compactorConcurrency(taskThreads)
     // one table function: its execution environments behind an event source on its queue
-    const tableFunction = (kind: 'compactor' | 'committer', module: string, queueUrl: string, batchSize: number, concurrency: number | null, onInvocation?: LocalRuntimeOptions['onCompactorInvocation']) => {
+    const tableFunction = (kind: 'compactor' | 'committer', module: string, queueUrl: string, batchSize: number, concurrency: number, reserved: number | null, onInvocation?: LocalRuntimeOptions['onCompactorInvocation']) => {
       const pool = new ExecutionEnvironmentPool({
         handlerModule: module,
         env: { ...env, STRATA_TABLE: s.name, AWS_LAMBDA_FUNCTION_NAME: `strata-${s.name}-${kind}` },
-        maxEnvironments: concurrency,
+        maxEnvironments: reserved ?? concurrency,
         timeoutMs: opts.timeoutMs,
       })
       const poller = new EventSourcePoller({
-        sqs, queueUrl, region: backend.region, pool, batchSize, maxConcurrency: concurrency,
+        sqs, queueUrl, region: backend.region, pool, batchSize, maxConcurrency: concurrency, reservedConcurrency: reserved,
         onInvocation: onInvocation ? (info) => onInvocation(s.name, info) : undefined,
       })
       return { pool, poller }
     }
-    const { pool, poller } = tableFunction('compactor', opts.compactorModule ?? join(FUNCTIONS, 'compactor.ts'), s.queue.url, opts.compactorBatchSize ?? 10, cap, opts.onCompactorInvocation)
-    const committer = tableFunction('committer', opts.committerModule ?? join(FUNCTIONS, 'committer.ts'), s.commitQueue.url, 10, opts.committerConcurrency ?? 2, opts.onCommitterInvocation)
+    const { pool, poller } = tableFunction('compactor', opts.compactorModule ?? join(FUNCTIONS, 'compactor.ts'), s.queue.url, opts.compactorBatchSize ?? 10, cap.maxConcurrency, cap.reservedConcurrency ?? null, opts.onCompactorInvocation)
+    const committer = tableFunction('committer', opts.committerModule ?? join(FUNCTIONS, 'committer.ts'), s.commitQueue.url, 10, opts.committerConcurrency ?? 2, null, opts.onCommitterInvocation)
     const committerPool = committer.pool
     const committerPoller = committer.poller
     tables.set(s.name, {
