@@ -35,6 +35,9 @@ export function soakMarkdown(r: SoakResult): string {
       `Compactor: ${r.compactor.invocations} invocations, ${r.compactor.crashes} crashed, ${r.compactor.failedRecords} jobs returned, ${r.compactor.coldStarts} cold starts. ` +
       `Maintenance: ${r.maintenance.runs} runs (${r.maintenance.failed} failed), ${r.maintenance.snapshotsExpired} snapshots expired, ${r.maintenance.orphansDeleted} orphans and ${r.maintenance.markersDeleted} ingest markers deleted.`,
   )
+  out.push(
+    `Compaction jobs: ${r.jobs.delivered} received by compactors for ${r.jobs.bucketCompactions} bucket compactions that landed (${(r.jobs.delivered / Math.max(1, r.jobs.bucketCompactions)).toFixed(2)} jobs per compaction); compaction queue peak depth ${r.jobs.peakDepth.orders} (orders, ${r.params.buckets} buckets: ${r.jobs.peakPerBucket.orders.toFixed(2)} per bucket) and ${r.jobs.peakDepth.totals} (totals, ${r.params.totalsBuckets} buckets: ${r.jobs.peakPerBucket.totals.toFixed(2)} per bucket).`,
+  )
   const d = (x: SoakResult['writer']['durationMs']) => `${x.p50 ?? '-'} / ${x.p99 ?? '-'} / ${x.max ?? '-'} ms`
   out.push(`Invocation durations p50 / p99 / max: writer ${d(r.writer.durationMs)}, compactor ${d(r.compactor.durationMs)}.`)
   for (const [fn, f] of [['writer', r.writer.failures], ['compactor', r.compactor.failures]] as const) {

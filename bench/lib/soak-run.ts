@@ -251,6 +251,12 @@ export interface SoakResult {
   writer: { invocations: number; succeeded: number; crashes: number; failedRecords: number; coldStarts: number; redeliveredRecords: number; failures: Record<string, number>; durationMs: Durations }
   compactor: { invocations: number; succeeded: number; crashes: number; failedRecords: number; coldStarts: number; failures: Record<string, number>; durationMs: Durations }
   maintenance: { runs: number; failed: number; errors: string[]; snapshotsExpired: number; orphansDeleted: number; markersDeleted: number }
+  /**
+   * Compaction jobs (lib/jobs/coalesce.ts): messages the compactors received, bucket
+   * compactions that landed (distinct buckets of each COMPACT snapshot's delta), and the
+   * compaction queues' peak depth (visible + in flight), whole and per bucket of the table
+   */
+  jobs: { delivered: number; bucketCompactions: number; peakDepth: Record<string, number>; peakPerBucket: Record<string, number> }
   faults: FaultRecord[]
   /** overlapped: the next fault struck before the lag was back (judged with that one) */
   faultCounts: Record<string, { armed: number; fired: number; recovered: number; overlapped: number }>
@@ -458,6 +464,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       })
     }
   }
+  let jobsDelivered = 0
   const rt: LocalRuntime = await startLocalRuntime({
     tables,
     writerModule: join(RUNTIME, 'soak-writer.ts'),
@@ -472,6 +479,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     onWriterInvocation: onWriter,
     onCompactorInvocation: (_t, info) => {
       if (info.result.coldStart) compactorColdStarts++
+      jobsDelivered += info.records.length
       noteFailure('compactor', info.result)
     },
   })
@@ -727,6 +735,23 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
 
     // ---- samples ----
     const samples: Sample[] = []
+    const peakJobs = { orders: 0, totals: 0 }
+    // bucket compactions that landed: the distinct buckets of each new COMPACT snapshot
+    // (read as they appear, before maintenance expires them)
+    let bucketCompactions = 0
+    const seenUpTo = new Map<Table, number>()
+    const countCompactions = async () => {
+      for (const t of [ordersReader, totalsReader]) {
+        if (!t) continue
+        const latest = await t.snapshots.latestId()
+        for (let id = (seenUpTo.get(t) ?? 0) + 1; id <= latest; id++) {
+          const snap = await t.snapshots.snapshot(id)
+          if (snap?.commitKind !== 'COMPACT') continue
+          bucketCompactions += new Set((await t.manifests.deltaEntries(snap)).map((e) => `${Buffer.from(e.partition).toString('hex')}|${e.bucket}`)).size
+        }
+        seenUpTo.set(t, latest)
+      }
+    }
     let sampling = false
     let sampleCount = 0
     const sampleOnce = async () => {
@@ -739,6 +764,9 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
         rt.queueDepth(orders.compactionQueueUrl),
         totals ? rt.queueDepth(totals.compactionQueueUrl) : Promise.resolve(0),
       ])
+      peakJobs.orders = Math.max(peakJobs.orders, ordersJobs)
+      peakJobs.totals = Math.max(peakJobs.totals, totalsJobs)
+      await countCompactions()
       const reports: MemoryReport[] = control.memoryReports(3 * o.sampleEveryMs)
       const heapOf = (role: string) => {
         const r = reports.filter((x) => x.role === role)
@@ -1134,6 +1162,12 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
         durationMs: durationsOf(durations.compactor),
       },
       maintenance: maint,
+      jobs: {
+        delivered: jobsDelivered,
+        bucketCompactions,
+        peakDepth: { orders: peakJobs.orders, totals: peakJobs.totals },
+        peakPerBucket: { orders: peakJobs.orders / o.buckets, totals: totalsReader ? peakJobs.totals / o.totalsBuckets : 0 },
+      },
       faults,
       faultCounts,
       lag: {
