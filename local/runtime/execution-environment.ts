@@ -19,6 +19,7 @@
 //   code              codeRangeSizeMb           = M / 16, clamped to [16, 64]
 //   stack             stackSizeMb               = 4 (Node's default)
 // e.g. 128 MB → old 56, young 8; 256 MB → old 176, young 16; 1024 MB → old 912, young 48.
+// (V8's own heap_size_limit then reads 68, 200 and 960 MB: it counts young-generation headroom.)
 // Importing any of Strata's handlers takes about 20 MB of heap. A thread that exceeds its
 // heap is terminated by Node (ERR_WORKER_OUT_OF_MEMORY): the invocation in flight fails with
 // Runtime.OutOfMemory ("Runtime exited with error: out of memory ..."), as Lambda reports a
