@@ -18,6 +18,11 @@ export interface TableConfig {
   uri: string
   compactionQueueUrl?: string
   commitQueueUrl?: string
+  /**
+   * `compaction.task-threads` as deployed (the stack's concurrency mapping); when set it
+   * decides the jobs' message groups, else the stored schema's option does
+   */
+  taskThreads?: number
 }
 
 export interface RuntimeConfig {
@@ -67,7 +72,10 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
     if (t.commitQueueUrl !== undefined && typeof t.commitQueueUrl !== 'string') {
       throw new ConfigError(`environment variable STRATA_TABLES: table '${name}' "commitQueueUrl" must be a string, got ${JSON.stringify(t.commitQueueUrl)}`)
     }
-    tables.set(name, { name, uri: t.uri, compactionQueueUrl: t.compactionQueueUrl as string | undefined, commitQueueUrl: t.commitQueueUrl as string | undefined })
+    if (t.taskThreads !== undefined && !(Number.isInteger(t.taskThreads) && ((t.taskThreads as number) >= 1 || t.taskThreads === -1))) {
+      throw new ConfigError(`environment variable STRATA_TABLES: table '${name}' "taskThreads" must be -1 or an integer >= 1, got ${JSON.stringify(t.taskThreads)}`)
+    }
+    tables.set(name, { name, uri: t.uri, compactionQueueUrl: t.compactionQueueUrl as string | undefined, commitQueueUrl: t.commitQueueUrl as string | undefined, taskThreads: t.taskThreads as number | undefined })
   }
   const first = [...tables.values()][0]
   const defaultReject = first.uri.startsWith('s3://') ? `s3://${first.uri.slice(5).split('/')[0]}/_rejects` : `${first.uri.replace(/\/+$/, '')}-rejects`

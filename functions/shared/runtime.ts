@@ -60,8 +60,9 @@ export function resolveTable(name: string): Promise<ResolvedTable | null> {
       const commitQueue = cfg.commitQueueUrl ? new SqsCommitQueue(sqsClient(), cfg.commitQueueUrl) : null
       return {
         table,
-        // task-threads 1: the table's jobs share one message group (lib/jobs/compaction-job.ts)
-        jobs: cfg.compactionQueueUrl ? new SqsJobQueue(sqsClient(), cfg.compactionQueueUrl, { oneGroup: table.view.options.compactionTaskThreads === 1 }) : null,
+        // task-threads 1: the table's jobs share one message group (lib/jobs/compaction-job.ts);
+        // the deployed setting decides, as the stack's concurrency mapping follows it
+        jobs: cfg.compactionQueueUrl ? new SqsJobQueue(sqsClient(), cfg.compactionQueueUrl, { oneGroup: (cfg.taskThreads ?? table.view.options.compactionTaskThreads) === 1 }) : null,
         committer: commitQueue ? new QueuedCommitter(table, commitQueue, { tableName: name, timeoutMs: rc.commitTimeoutMs }) : table.committer,
         commitQueue,
       }

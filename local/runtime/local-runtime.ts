@@ -16,6 +16,9 @@ import { EventSourcePoller, type PollerOptions } from './poller.ts'
 // the stack's mapping of compaction.task-threads, so the local event sources behave as deployed
 import { compactorConcurrency } from '../../cdk/concurrency.ts'
 
+/** The stack's default function memory (cdk/config.ts), enforced on the worker threads as Lambda would. */
+const FUNCTION_MEMORY_MB = { writer: 1024, compactor: 3008, committer: 1024 } as const
+
 const FUNCTIONS = join(import.meta.dirname, '..', '..', 'functions')
 
 export interface LocalTableSpec {
@@ -95,7 +98,7 @@ async function createQueue(sqs: SQSClient, name: string, attributes: Record<stri
  * What every handler's environment holds on the local runtime: the embedded backend's
  * endpoint and credentials, quiet Powertools, and the tables (STRATA_TABLES).
  */
-export function handlerEnvironment(backend: Pick<EmbeddedBackend, 'endpoint' | 'region' | 'credentials'>, tables: Record<string, { uri: string; compactionQueueUrl?: string; commitQueueUrl?: string }>): Record<string, string> {
+export function handlerEnvironment(backend: Pick<EmbeddedBackend, 'endpoint' | 'region' | 'credentials'>, tables: Record<string, { uri: string; compactionQueueUrl?: string; commitQueueUrl?: string; taskThreads?: number }>): Record<string, string> {
   return {
     AWS_ENDPOINT_URL: backend.endpoint,
     AWS_REGION: backend.region,
@@ -142,7 +145,7 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
     specs.push({ name: t.name, uri: `s3://${bucket}/tables/${t.name}`, table, queue, dlq, commitQueue, commitDlq })
   }
   const env: Record<string, string> = {
-    ...handlerEnvironment(backend, Object.fromEntries(specs.map((s) => [s.name, { uri: s.uri, compactionQueueUrl: s.queue.url, commitQueueUrl: s.commitQueue.url }]))),
+    ...handlerEnvironment(backend, Object.fromEntries(specs.map((s) => [s.name, { uri: s.uri, compactionQueueUrl: s.queue.url, commitQueueUrl: s.commitQueue.url, taskThreads: s.table.view.options.compactionTaskThreads }]))),
     STRATA_REJECT_URI: `s3://${bucket}/rejects`,
     ...opts.env,
   }
@@ -151,6 +154,7 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
     handlerModule: opts.writerModule ?? join(FUNCTIONS, 'writer.ts'),
     env: { ...env, AWS_LAMBDA_FUNCTION_NAME: 'strata-writer' },
     maxEnvironments: opts.writerConcurrency ?? 2,
+    memoryLimitInMB: FUNCTION_MEMORY_MB.writer,
     timeoutMs: opts.timeoutMs,
   })
   const writer = new EventSourcePoller({
@@ -175,6 +179,7 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
         handlerModule: module,
         env: { ...env, STRATA_TABLE: s.name, AWS_LAMBDA_FUNCTION_NAME: `strata-${s.name}-${kind}` },
         maxEnvironments: reserved ?? concurrency,
+        memoryLimitInMB: FUNCTION_MEMORY_MB[kind],
         timeoutMs: opts.timeoutMs,
       })
       const poller = new EventSourcePoller({
