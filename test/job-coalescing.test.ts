@@ -244,3 +244,40 @@ describe('a failed bucket recovers in seconds', () => {
     expect(messageGroupId(JSON.parse(again[0].Body!) as CompactionJob)).toContain(name)
   }, 60_000)
 })
+
+describe('merges at once', () => {
+  it('mergesAtOnce 1 (task-threads N): one merge at a time, while earlier buckets wait for their commits', async () => {
+    const { name, table, url, jobs } = await setup({ bucket: '3', 'compaction.task-threads': '-1' })
+    const model = new TableModel('deduplicate')
+    await write(name, table, jobs, model, put([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], 1))
+    const msgs = await receive(url)
+    expect(msgs.length).toBe(3)
+    const merges: { bucket: number; start: number; end: number }[] = []
+    const commits: { start: number; end: number }[] = []
+    const slowCommit: Committer = {
+      async commit(req: CommitRequest) {
+        const start = Date.now()
+        merges.find((m) => m.bucket === req.adds[0]?.bucket && m.end === 0)!.end = start
+        await sleep(400)
+        const r = await table.committer.commit(req)
+        commits.push({ start, end: Date.now() })
+        return r
+      },
+    }
+    const res = await compactBatch(url, msgs, {
+      resolve: async () => ({ table, jobs, committer: slowCommit }),
+      bucketsAtOnce: 3,
+      mergesAtOnce: 1,
+      onStart: (job) => merges.push({ bucket: job.bucket, start: Date.now(), end: 0 }),
+    })
+    expect(res.failedIds).toEqual([])
+    expect(merges).toHaveLength(3)
+    // a merge runs from its permit (onStart) to its commit request: never two at once
+    const byStart = [...merges].sort((a, b) => a.start - b.start)
+    for (let i = 1; i < byStart.length; i++) expect(byStart[i].start, `merge of bucket ${byStart[i].bucket} began before the previous one asked for its commit`).toBeGreaterThanOrEqual(byStart[i - 1].end)
+    // the commits overlap each other (lanes wait together), so the batch took less than 3 commit waits in a row
+    const overlapping = commits.some((a, i) => commits.some((b, j) => i !== j && a.start < b.end && b.start < a.end))
+    expect(overlapping).toBe(true)
+    expect(sortRows(await readAll(table))).toEqual(model.snapshot())
+  }, 60_000)
+})

@@ -50,8 +50,14 @@ export interface ProcessOptions {
    * cheaper to retry here; default 3.
    */
   maxConflictRetries?: number
-  /** buckets of the batch compacted at once (default DEFAULT_BUCKETS_AT_ONCE) */
+  /** buckets of the batch in flight at once, merging or waiting for their commits (default DEFAULT_BUCKETS_AT_ONCE) */
   bucketsAtOnce?: number
+  /**
+   * of those, merging at once (reading and writing files, up to the commit request); the
+   * rest wait for their commits. Default: bucketsAtOnce. 1 keeps `compaction.task-threads`
+   * N to N merges at once across N invocations.
+   */
+  mergesAtOnce?: number
   /** the invocation's remaining time (Lambda's context.getRemainingTimeInMillis) */
   remainingMs?: () => number
   /**
@@ -61,6 +67,7 @@ export interface ProcessOptions {
   reserveMs?: number
   /** gives messages back to the queue with a delay; without it, failed messages wait out their visibility timeout */
   giveBack?: (messages: GiveBack[]) => Promise<void>
+  /** a compaction attempt of the job's bucket starts merging (it holds a merge permit) */
   onStart?: (job: CompactionJob) => void
   onOutcome?: (o: JobOutcome) => void
 }
@@ -117,6 +124,7 @@ export async function processCompactionJobs(messages: JobMessage[], opts: Proces
   let next = 0
   let longestMs = 0
   const reserve = () => Math.max(opts.reserveMs ?? MIN_RESERVE_MS, 2 * longestMs)
+  const merging = new Semaphore(Math.max(1, opts.mergesAtOnce ?? opts.bucketsAtOnce ?? DEFAULT_BUCKETS_AT_ONCE))
   const worker = async () => {
     while (next < buckets.length) {
       const b = buckets[next++]
@@ -126,7 +134,7 @@ export async function processCompactionJobs(messages: JobMessage[], opts: Proces
       }
       const t0 = Date.now()
       try {
-        outcomes.push(await compactGroup(b.jobs, b.messages, opts))
+        outcomes.push(await compactGroup(b.jobs, b.messages, opts, merging))
       } catch (e) {
         // this bucket fails alone; the others of the batch go on
         for (const m of b.messages) failed.add(m.id)
@@ -152,25 +160,55 @@ export async function processCompactionJobs(messages: JobMessage[], opts: Proces
   return { outcomes, failedIds: messages.filter((m) => failed.has(m.id) || notStarted.includes(m.id)).map((m) => m.id), errors, notStarted, backoff }
 }
 
-async function compactGroup(jobs: CompactionJob[], group: JobMessage[], opts: ProcessOptions): Promise<JobOutcome> {
+/** Counts merges in flight: a compaction holds a permit from its start until it asks for its commit. */
+class Semaphore {
+  private free: number
+  private readonly waiting: (() => void)[] = []
+  constructor(permits: number) {
+    this.free = permits
+  }
+  async acquire(): Promise<() => void> {
+    if (this.free > 0) this.free--
+    else await new Promise<void>((r) => this.waiting.push(r))
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      const next = this.waiting.shift()
+      if (next) next()
+      else this.free++
+    }
+  }
+}
+
+async function compactGroup(jobs: CompactionJob[], group: JobMessage[], opts: ProcessOptions, merging: Semaphore): Promise<JobOutcome> {
   // the newest job of a bucket stands for all of them: compaction works from the
   // latest snapshot, whatever snapshot each job names
   const job = jobs.reduce((a, b) => (b.snapshotId > a.snapshotId ? b : a))
   const target = await opts.resolve(job.table)
   if (!target) throw new Error(`message ${group[0].id}: unknown table '${job.table}'`)
   const partition = new Uint8Array(Buffer.from(job.partitionBytes, 'base64'))
-  opts.onStart?.(job)
   const startedAt = Date.now()
   let result: CompactBucketResult
   let conflictRetries = 0
   for (;;) {
+    // the merge holds a permit until it asks for its commit; waiting for the commit does not
+    const release = await merging.acquire()
+    opts.onStart?.(job)
+    const committer = target.committer ?? target.table.committer
     try {
-      result = await compactBucket(target.table, { partition, bucket: job.bucket, committer: target.committer })
+      result = await compactBucket(target.table, {
+        partition,
+        bucket: job.bucket,
+        committer: { commit: (req) => (release(), committer.commit(req)) },
+      })
       break
     } catch (e) {
       const retryable = e instanceof CommitConflictError || e instanceof CommitFailedError
       if (!retryable || conflictRetries >= (opts.maxConflictRetries ?? 3)) throw e
       conflictRetries++
+    } finally {
+      release()
     }
   }
   const endedAt = Date.now()
