@@ -12,8 +12,10 @@
 //   earlier one that held f, its compaction took f (a deletion-vector table's pick forces
 //   every level-0 file up; a capped pick enqueues a follow-up), so its commit C removed f,
 //   which was live in S: C > S. Once done, the compactor looks at the bucket's level 0 in
-//   the latest snapshot (at or after C) and enqueues a follow-up, under a key of its own,
-//   when it holds a file the job did not see (needsFollowUp): S's file is one. If J read a
+//   the latest snapshot (at or after C) and enqueues a follow-up when it holds a file the
+//   job did not see (needsFollowUp): S's file is one. The follow-up is keyed `l0:<g>`, g
+//   the oldest such file: sent after g landed, like any job of that form, and the key the
+//   writers landing next compute, so they share it. If J read a
 //   snapshot without f, f landed before J's check (J was sent after f landed), so the check
 //   sees f, unseen, and the follow-up takes over, by the same argument.
 // - That argument needs every compaction to take all the level-0 files it sees: true for
@@ -66,15 +68,17 @@ export async function writerJobKeys(table: Table, landedAt: number, buckets: Buc
 }
 
 /**
- * After a compaction job of a bucket that read snapshot `baseSnapshotId`: the latest
- * snapshot id when the bucket now has a level-0 file the job did not see (a follow-up job
- * is needed, keyed by it), else null.
+ * After a compaction job of a bucket that read snapshot `baseSnapshotId`: when the bucket
+ * now has level-0 files the job did not see, the follow-up job's key, `l0:<the oldest of
+ * them>` (the key the writers landing from now on compute too, so the follow-up and their
+ * jobs are one message), and the latest snapshot id; else null.
  */
-export async function needsFollowUp(table: Table, baseSnapshotId: number, knownLatestId: number, b: BucketRef): Promise<number | null> {
+export async function needsFollowUp(table: Table, baseSnapshotId: number, knownLatestId: number, b: BucketRef): Promise<{ snapshotId: number; dedupKey: string } | null> {
   const latest = await table.snapshots.latestFrom(Math.max(baseSnapshotId, knownLatestId))
   if (!latest || latest.id === baseSnapshotId) return null
   const k = bucketIdentifier(b.partition, b.bucket)
   const [before, now] = await Promise.all([levelZeroFiles(table, baseSnapshotId, [b]), levelZeroFiles(table, latest.id, [b])])
   const seen = new Set((before.get(k) ?? []).map((e) => e.file.fileName))
-  return (now.get(k) ?? []).some((e) => !seen.has(e.file.fileName)) ? latest.id : null
+  const unseen = (now.get(k) ?? []).find((e) => !seen.has(e.file.fileName))
+  return unseen ? { snapshotId: latest.id, dedupKey: `l0:${unseen.file.fileName}` } : null
 }

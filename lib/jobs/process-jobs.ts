@@ -216,10 +216,12 @@ async function compactGroup(jobs: CompactionJob[], group: JobMessage[], opts: Pr
   if (target.jobs) {
     // the input cap left work behind, or level-0 files landed that the job did not see
     // (their writers' jobs were coalesced into this one: lib/jobs/coalesce.ts)
-    const more = result.needsMore && result.snapshotId !== null ? result.snapshotId : null
-    const after = more ?? (await needsFollowUp(target.table, result.baseSnapshotId, result.snapshotId ?? 0, { partition, bucket: job.bucket }))
-    if (after !== null) {
-      await target.jobs.enqueue([{ ...job, snapshotId: after, followUp: true, enqueuedAt: endedAt, dedupKey: `after:${after}` }])
+    const next =
+      result.needsMore && result.snapshotId !== null
+        ? { snapshotId: result.snapshotId, dedupKey: `more:${result.snapshotId}` }
+        : await needsFollowUp(target.table, result.baseSnapshotId, result.snapshotId ?? 0, { partition, bucket: job.bucket })
+    if (next !== null) {
+      await target.jobs.enqueue([{ ...job, snapshotId: next.snapshotId, followUp: true, enqueuedAt: endedAt, dedupKey: next.dedupKey }])
       followUp = true
     }
   }
