@@ -66,7 +66,6 @@ describe('a failed compaction recovers in seconds (local runtime)', () => {
       expect(failedRun, 'the injected failure returned bucket 2\'s message').toBeDefined()
       const retried = runs.find((r) => r.bucket === 2 && r.deleted)!
       const recoveryMs = retried.endedAt - failedRun!.endedAt
-      // eslint-disable-next-line no-console
       console.log(`compactor recovery: bucket 2 failed at +0, compacted again ${recoveryMs} ms later (${retried.invocation - failedRun!.invocation} invocation(s) later); batch of the failure: buckets ${runs.filter((r) => r.invocation === failedRun!.invocation).map((r) => r.bucket).join(', ')}`)
       expect(recoveryMs).toBeLessThan(60_000)
       // the failure's batch mates were compacted in that same invocation

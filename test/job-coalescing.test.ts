@@ -112,6 +112,16 @@ async function visibleJobsPerBucket(url: string): Promise<Map<number, number>> {
 
 const put = (ids: number[], a: number): Op[] => ids.map((id) => ({ _kind: '+I', dt: '2024-05-01', id, a, b: null, c: null }))
 
+/** A 3-bucket table (task-threads -1) after one write to every bucket, and the batch of its 3 jobs. */
+async function threeBucketBatch() {
+  const { name, table, url, jobs } = await setup({ bucket: '3', 'compaction.task-threads': '-1' })
+  const model = new TableModel('deduplicate')
+  await write(name, table, jobs, model, put([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], 1))
+  const msgs = await receive(url)
+  expect(msgs.length).toBe(3)
+  return { name, table, url, jobs, model, msgs }
+}
+
 type Step = { kind: 'write'; ids: number[] } | { kind: 'compact' } | { kind: 'compact-racing-a-write'; ids: number[] }
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant('write' as const), ids: fc.uniqueArray(fc.integer({ min: 0, max: 11 }), { minLength: 1, maxLength: 6 }) }),
@@ -182,11 +192,7 @@ describe('compaction jobs coalesce', () => {
 
 describe('a failed bucket recovers in seconds', () => {
   it('its message comes back after a 2 s backoff, not the 30 s visibility timeout; the other buckets of the batch are compacted', async () => {
-    const { name, table, url, jobs } = await setup({ bucket: '3', 'compaction.task-threads': '-1' })
-    const model = new TableModel('deduplicate')
-    await write(name, table, jobs, model, put([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], 1))
-    const msgs = await receive(url)
-    expect(msgs.length).toBe(3)
+    const { table, url, jobs, model, msgs } = await threeBucketBatch()
     const failing = (JSON.parse(msgs[1].Body!) as CompactionJob).bucket
     let failures = 0
     // a transient S3 failure of one bucket's compaction; mocked at the committer because the
@@ -223,11 +229,7 @@ describe('a failed bucket recovers in seconds', () => {
   }, 60_000)
 
   it('buckets not started when the remaining time runs short come back at once', async () => {
-    const { name, table, url, jobs } = await setup({ bucket: '3', 'compaction.task-threads': '-1' })
-    const model = new TableModel('deduplicate')
-    await write(name, table, jobs, model, put([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], 1))
-    const msgs = await receive(url)
-    expect(msgs.length).toBe(3)
+    const { name, table, url, jobs, msgs } = await threeBucketBatch()
     // one bucket at a time; after the first, the invocation has 10 s left of a 20 s reserve
     let started = 0
     const res = await compactBatch(url, msgs, {
@@ -247,11 +249,7 @@ describe('a failed bucket recovers in seconds', () => {
 
 describe('merges at once', () => {
   it('mergesAtOnce 1 (task-threads N): one merge at a time, while earlier buckets wait for their commits', async () => {
-    const { name, table, url, jobs } = await setup({ bucket: '3', 'compaction.task-threads': '-1' })
-    const model = new TableModel('deduplicate')
-    await write(name, table, jobs, model, put([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], 1))
-    const msgs = await receive(url)
-    expect(msgs.length).toBe(3)
+    const { table, url, jobs, model, msgs } = await threeBucketBatch()
     const merges: { bucket: number; start: number; end: number }[] = []
     const commits: { start: number; end: number }[] = []
     const slowCommit: Committer = {
