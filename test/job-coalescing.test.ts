@@ -247,6 +247,17 @@ describe('a failed bucket recovers in seconds', () => {
   }, 60_000)
 })
 
+describe('message groups', () => {
+  it('task-threads 1: every job of a table in one group, long table names included; otherwise one per bucket', () => {
+    for (const table of ['orders', `t${'x'.repeat(200)}`]) {
+      const jobs = [0, 1, 2].map((bucket) => ({ table, partition: 'dt=2024-05-01', bucket }))
+      expect(new Set(jobs.map((j) => messageGroupId(j, true))).size).toBe(1)
+      expect(new Set(jobs.map((j) => messageGroupId(j))).size).toBe(3)
+      for (const j of jobs) expect(messageGroupId(j, true).length).toBeLessThanOrEqual(128)
+    }
+  })
+})
+
 describe('merges at once', () => {
   it('mergesAtOnce 1 (task-threads N): one merge at a time, while earlier buckets wait for their commits', async () => {
     const { table, url, jobs, model, msgs } = await threeBucketBatch()

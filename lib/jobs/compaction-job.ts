@@ -37,7 +37,8 @@ export function messageGroupId(job: Pick<CompactionJob, 'table' | 'partition' | 
   // SQS allows 128 characters of alphanumerics and punctuation in a group id; hash long ones
   const raw = oneGroup ? job.table : `${job.table}/${job.partition}/${job.bucket}`
   if (raw.length <= 128 && /^[\x21-\x7e]+$/.test(raw)) return raw
-  return `${job.table.slice(0, 40)}/${createHash('sha256').update(raw).digest('hex').slice(0, 64)}/${job.bucket}`
+  const hashed = `${job.table.slice(0, 40)}/${createHash('sha256').update(raw).digest('hex').slice(0, 64)}`
+  return oneGroup ? hashed : `${hashed}/${job.bucket}`
 }
 
 /** The bucket a job is for, whatever its message group. */
