@@ -29,15 +29,11 @@ export async function compactorHandler(event: SQSEvent, context?: Context): Prom
     receiptHandle: r.receiptHandle,
     receiveCount: Number(r.attributes?.ApproximateReceiveCount ?? 1),
   }))
-  // this compactor's own queue: the one its table's jobs go to
+  // this compactor's own table: its queue and its task-threads
   const own = table ? await resolveTable(table) : null
-  // compaction.task-threads N means N merges at once: one per invocation, the invocation's
-  // other buckets waiting for their commits meanwhile; -1 lets each invocation merge
-  // several buckets of its batch at once
-  const taskThreads = (table ? runtimeConfig().tables.get(table)?.taskThreads : undefined) ?? own?.table.view.options.compactionTaskThreads ?? 1
   const res = await processCompactionJobs(messages, {
     resolve: resolveTable,
-    mergesAtOnce: taskThreads === -1 ? undefined : 1,
+    taskThreads: own?.taskThreads,
     remainingMs: context ? () => context.getRemainingTimeInMillis() : undefined,
     giveBack: own?.jobs?.giveBack ? (m) => own.jobs!.giveBack!(m) : undefined,
     onOutcome: (o) => {

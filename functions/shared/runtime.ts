@@ -45,6 +45,8 @@ export interface ResolvedTable {
   /** the table's committer (queued) when it has a commit queue, else the direct one */
   committer: Committer
   commitQueue: SqsCommitQueue | null
+  /** `compaction.task-threads` in force: the deployed value (STRATA_TABLES) if given, else the schema's */
+  taskThreads: number
 }
 
 const tables = new Map<string, Promise<ResolvedTable>>()
@@ -58,11 +60,13 @@ export function resolveTable(name: string): Promise<ResolvedTable | null> {
   if (!t) {
     t = Table.open(cfg.uri, { metadataCacheBytes: rc.metadataCacheBytes }).then((table) => {
       const commitQueue = cfg.commitQueueUrl ? new SqsCommitQueue(sqsClient(), cfg.commitQueueUrl) : null
+      // the deployed setting decides, as the stack's concurrency mapping follows it
+      const taskThreads = cfg.taskThreads ?? table.view.options.compactionTaskThreads
       return {
         table,
-        // task-threads 1: the table's jobs share one message group (lib/jobs/compaction-job.ts);
-        // the deployed setting decides, as the stack's concurrency mapping follows it
-        jobs: cfg.compactionQueueUrl ? new SqsJobQueue(sqsClient(), cfg.compactionQueueUrl, { oneGroup: (cfg.taskThreads ?? table.view.options.compactionTaskThreads) === 1 }) : null,
+        taskThreads,
+        // task-threads 1: the table's jobs share one message group (lib/jobs/compaction-job.ts)
+        jobs: cfg.compactionQueueUrl ? new SqsJobQueue(sqsClient(), cfg.compactionQueueUrl, { oneGroup: taskThreads === 1 }) : null,
         committer: commitQueue ? new QueuedCommitter(table, commitQueue, { tableName: name, timeoutMs: rc.commitTimeoutMs }) : table.committer,
         commitQueue,
       }

@@ -54,10 +54,12 @@ export interface ProcessOptions {
   bucketsAtOnce?: number
   /**
    * of those, merging at once (reading and writing files, up to the commit request); the
-   * rest wait for their commits. Default: bucketsAtOnce. 1 keeps `compaction.task-threads`
-   * N to N merges at once across N invocations.
+   * rest wait for their commits. Default: 1 when `taskThreads` is N >= 1, so N invocations
+   * merge N buckets at once; else bucketsAtOnce.
    */
   mergesAtOnce?: number
+  /** the table's `compaction.task-threads` (its compactor's concurrency) */
+  taskThreads?: number
   /** the invocation's remaining time (Lambda's context.getRemainingTimeInMillis) */
   remainingMs?: () => number
   /**
@@ -124,7 +126,10 @@ export async function processCompactionJobs(messages: JobMessage[], opts: Proces
   let next = 0
   let longestMs = 0
   const reserve = () => Math.max(opts.reserveMs ?? MIN_RESERVE_MS, 2 * longestMs)
-  const merging = new Semaphore(Math.max(1, opts.mergesAtOnce ?? opts.bucketsAtOnce ?? DEFAULT_BUCKETS_AT_ONCE))
+  // compaction.task-threads N means N merges at once: one per invocation, its other buckets
+  // waiting for their commits meanwhile; -1 lets each invocation merge several at once
+  const defaultMerges = opts.taskThreads !== undefined && opts.taskThreads !== -1 ? 1 : (opts.bucketsAtOnce ?? DEFAULT_BUCKETS_AT_ONCE)
+  const merging = new Semaphore(Math.max(1, opts.mergesAtOnce ?? defaultMerges))
   const worker = async () => {
     while (next < buckets.length) {
       const b = buckets[next++]
