@@ -1,4 +1,5 @@
-// Compaction jobs coalesce (docs/design.md "Compaction jobs coalesce"): a bucket with a
+// Compaction jobs coalesce (docs/design.md "Compaction jobs: failures, time and
+// coalescing"): a bucket with a
 // queued or running job does not gain a new job for every writer commit.
 //
 // The mechanism is SQS FIFO deduplication, keyed so that a writer's job is dropped only
@@ -15,9 +16,9 @@
 //   the latest snapshot (at or after C) and enqueues a follow-up when it holds a file the
 //   job did not see (needsFollowUp): S's file is one. The follow-up is keyed `l0:<g>`, g
 //   the oldest such file: sent after g landed, like any job of that form, and the key the
-//   writers landing next compute, so they share it. If J read a
-//   snapshot without f, f landed before J's check (J was sent after f landed), so the check
-//   sees f, unseen, and the follow-up takes over, by the same argument.
+//   writers landing next compute, so they share it. (J cannot have read a snapshot without
+//   f: it reads the latest when it starts, after it was sent.) A capped pick's follow-up
+//   (`more:<C>`) takes over the same way: it reads a snapshot after C.
 // - That argument needs every compaction to take all the level-0 files it sees: true for
 //   deletion-vector tables (Paimon's force-up-level-0 pick), not for others, whose
 //   universal pick may leave level-0 runs below the trigger. Other tables key a job by the
