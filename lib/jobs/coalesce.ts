@@ -1,6 +1,6 @@
 // Compaction jobs coalesce (docs/design.md "Compaction jobs: failures, time and
-// coalescing"): a bucket with a
-// queued or running job does not gain a new job for every writer commit.
+// coalescing"): a bucket with a queued or running job does not gain a new job for every
+// writer commit.
 //
 // The mechanism is SQS FIFO deduplication, keyed so that a writer's job is dropped only
 // when an earlier job is bound to take its files, or to leave a follow-up that will:
