@@ -20,6 +20,7 @@ type FauxqsApp = ReturnType<typeof buildApp>
 // which is the module instance buildApp uses.
 interface FauxqsFifoQueue {
   fifoMessages: Map<string, unknown[]>
+  fifoLockedGroups: Map<string, number>
   inflightMessages: Map<string, { message: { messageGroupId?: string } }>
   dequeueFifo(...args: unknown[]): { ReceiptHandle: string }[]
 }
@@ -29,18 +30,52 @@ const { SqsQueue } = (await import(new URL('./sqs/sqsStore.js', import.meta.reso
 if (typeof SqsQueue?.prototype.dequeueFifo !== 'function') {
   throw new Error('embedded backend: fauxqs SqsQueue.dequeueFifo not found; the FIFO fairness patch needs fauxqs 1.9.x (see package.json)')
 }
+// Messages per group per receive. fauxqs 1.9 takes one message of a group per receive and
+// locks the group; SQS returns as many messages of one group as it can (up to the receive's
+// maximum) before it moves to the next group, which is what lets a compactor coalesce a
+// bucket's waiting jobs, and a task-threads-1 table (one group) compact ten buckets per
+// batch. Here, after each message, the same group is offered again: it is put first and
+// unlocked for one more single-message receive, then its lock count is restored plus the
+// message taken.
 if (!SqsQueue.prototype.strataRoundRobin) {
   const dequeueFifo = SqsQueue.prototype.dequeueFifo
-  SqsQueue.prototype.dequeueFifo = function (this: FauxqsFifoQueue, ...args: unknown[]) {
+  const groupOf = (q: FauxqsFifoQueue, r: { ReceiptHandle: string }) => q.inflightMessages.get(r.ReceiptHandle)?.message.messageGroupId ?? '__default'
+  const roundRobin = function (this: FauxqsFifoQueue, ...args: unknown[]) {
     const received = dequeueFifo.apply(this, args)
     for (const r of received) {
-      const groupId = this.inflightMessages.get(r.ReceiptHandle)?.message.messageGroupId ?? '__default'
+      const groupId = groupOf(this, r)
       const waiting = this.fifoMessages.get(groupId)
       if (waiting === undefined) continue
       this.fifoMessages.delete(groupId)
       this.fifoMessages.set(groupId, waiting)
     }
     return received
+  }
+  SqsQueue.prototype.dequeueFifo = function (this: FauxqsFifoQueue, maxCount: unknown, ...rest: unknown[]) {
+    const count = Math.min(Number(maxCount) || 1, 10)
+    const out: { ReceiptHandle: string }[] = []
+    while (out.length < count) {
+      const first = roundRobin.call(this, 1, ...rest)
+      if (first.length === 0) break
+      out.push(...first)
+      const groupId = groupOf(this, first[0])
+      while (out.length < count && (this.fifoMessages.get(groupId)?.length ?? 0) > 0) {
+        const lock = this.fifoLockedGroups.get(groupId) ?? 0
+        const waiting = this.fifoMessages.get(groupId)!
+        const others = [...this.fifoMessages].filter(([g]) => g !== groupId)
+        this.fifoMessages.clear()
+        this.fifoMessages.set(groupId, waiting)
+        for (const [g, m] of others) this.fifoMessages.set(g, m)
+        this.fifoLockedGroups.delete(groupId)
+        const more = roundRobin.call(this, 1, ...rest)
+        const sameGroup = more.length > 0 && groupOf(this, more[0]) === groupId
+        // fauxqs locked the group it took from with count 1; the group's count is its in-flight messages
+        this.fifoLockedGroups.set(groupId, lock + (sameGroup ? 1 : 0))
+        out.push(...more)
+        if (!sameGroup) break
+      }
+    }
+    return out
   }
   SqsQueue.prototype.strataRoundRobin = true
 }

@@ -152,6 +152,21 @@ describe('embedded backend', () => {
       sqs.destroy()
     }
   })
+  it('a FIFO receive takes as many messages of one group as it can, then the next group, as SQS does; a group in flight gives none', async () => {
+    const sqs = new SQSClient({ endpoint: backend.endpoint, region: backend.region, credentials: backend.credentials, useQueueUrlAsEndpoint: false })
+    try {
+      const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: 'groups.fifo', Attributes: { FifoQueue: 'true', ContentBasedDeduplication: 'true' } }))
+      for (const body of ['a1', 'a2', 'a3', 'b1', 'b2', 'c1']) await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: body, MessageGroupId: body[0] }))
+      const bodies = async (max: number) => ((await sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: max }))).Messages ?? []).map((m) => m.Body)
+      // plain fauxqs 1.9 gives one message per group per receive: a1 b1 c1
+      expect(await bodies(4)).toEqual(['a1', 'a2', 'a3', 'b1'])
+      // a and b are in flight: b2 waits for b1
+      expect(await bodies(10)).toEqual(['c1'])
+      expect(await bodies(10)).toEqual([])
+    } finally {
+      sqs.destroy()
+    }
+  })
 })
 
 describe('selfTestConditionalWrites', () => {
