@@ -1,6 +1,6 @@
-// The compactor function with hand-built FIFO events (the embedded SQS hands out one
-// message per group per receive, so several messages of one group in one event can only
-// be built by hand): coalescing, a failed bucket failing alone, follow-up jobs, redelivery.
+// The compactor function with hand-built FIFO events (each test chooses exactly which
+// messages share a batch): coalescing, a failed bucket failing alone, follow-up jobs,
+// redelivery.
 
 import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
