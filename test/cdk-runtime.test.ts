@@ -7,18 +7,11 @@
 // or the one it is given, the e-mail subscription; the dashboard; cdk-nag. Bundling is
 // skipped (cdk-bundle.test.ts bundles the handlers).
 
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
-import { App, type CfnElement } from 'aws-cdk-lib'
-import { Template } from 'aws-cdk-lib/assertions'
 import { AwsSolutionsChecks } from 'cdk-nag'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { buildApp } from '../cdk/app.ts'
+import { type Synth, idOf, ofType, synth } from './helpers/cdk.ts'
 import { DeployConfigError, parseDeployConfig } from '../cdk/config.ts'
-import { logicalIdOf } from '../cdk/nag.ts'
-import type { StrataStack } from '../cdk/stack.ts'
 
-const CDK_CONTEXT = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'cdk.json'), 'utf8')).context
 
 const schema = (taskThreads: string) => ({
   fields: [
@@ -54,20 +47,6 @@ const KINESIS = {
   alarms: { ingestAgeSeconds: 120 },
 }
 
-interface Synth {
-  app: App
-  stack: StrataStack
-  resources: Record<string, { Type: string; Properties: Record<string, any>; DependsOn?: string[] }>
-}
-
-function synth(config: unknown): Synth {
-  const app = new App({ context: { ...CDK_CONTEXT, strata: config, 'aws:cdk:bundling-stacks': [] } })
-  const { stack } = buildApp(app)
-  return { app, stack, resources: Template.fromStack(stack).toJSON().Resources }
-}
-
-const idOf = (c: { node: { defaultChild?: unknown } }) => logicalIdOf(c.node.defaultChild as CfnElement)
-const ofType = (s: Synth, type: string) => Object.entries(s.resources).filter(([, r]) => r.Type === type)
 const alarms = (s: Synth): Record<string, any>[] => ofType(s, 'AWS::CloudWatch::Alarm').map(([id, r]) => ({ id, ...r.Properties }))
 /** The resource an alarm's first dimension points at (a Ref or a GetAtt), or its literal value. */
 const dimensionTarget = (a: Record<string, any>): string => {

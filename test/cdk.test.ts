@@ -6,24 +6,21 @@
 // once and its template shared.
 
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { App, type CfnElement, Stack, Validations } from 'aws-cdk-lib'
-import { Template } from 'aws-cdk-lib/assertions'
+import { App, Stack, Validations } from 'aws-cdk-lib'
 import { Queue } from 'aws-cdk-lib/aws-sqs'
 import { AwsSolutionsChecks } from 'cdk-nag'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../cdk/app.ts'
+import { CDK_CONTEXT, type Synth, idOf, ofType, synth } from './helpers/cdk.ts'
 import { compactorConcurrency } from '../cdk/concurrency.ts'
 import { DeployConfigError, configFromContext, loadDeployConfig, parseDeployConfig } from '../cdk/config.ts'
 import { schemaDifferences } from '../cdk/handlers/table-init.ts'
-import { logicalIdOf } from '../cdk/nag.ts'
-import type { StrataStack } from '../cdk/stack.ts'
 import { createSchema } from '../lib/table/schema.ts'
 
 const ROOT = join(import.meta.dirname, '..')
-const CDK_CONTEXT = JSON.parse(readFileSync(join(ROOT, 'cdk.json'), 'utf8')).context
 
 const schema = (options: Record<string, string> = {}) => ({
   fields: [
@@ -58,23 +55,6 @@ const KINESIS_CONFIG = {
   alarms: { topicArn: 'arn:aws:sns:eu-west-1:123456789012:strata-alarms' },
 }
 
-interface Synth {
-  app: App
-  stack: StrataStack
-  template: Template
-  resources: Record<string, { Type: string; Properties: Record<string, any>; DependsOn?: string[] }>
-}
-
-function synth(config: unknown): Synth {
-  // aws:cdk:bundling-stacks [] skips esbuild: these tests read the template only
-  const app = new App({ context: { ...CDK_CONTEXT, strata: config, 'aws:cdk:bundling-stacks': [] } })
-  const { stack } = buildApp(app)
-  const template = Template.fromStack(stack)
-  return { app, stack, template, resources: template.toJSON().Resources }
-}
-
-const idOf = (c: { node: { defaultChild?: unknown } }) => logicalIdOf(c.node.defaultChild as CfnElement)
-const ofType = (s: Synth, type: string) => Object.entries(s.resources).filter(([, r]) => r.Type === type)
 const policyOf = (s: Synth, role: { node: { findChild(id: string): unknown } }) => {
   const policy = (role.node.findChild('DefaultPolicy') as { node: { defaultChild?: unknown } })
   return s.resources[idOf(policy)].Properties.PolicyDocument.Statement as { Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown }[]
