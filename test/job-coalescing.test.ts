@@ -13,10 +13,9 @@ import { ChangeMessageVisibilityCommand, CreateQueueCommand, DeleteMessageBatchC
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { CommitRequest, Committer } from '../lib/commit/committer.ts'
-import { writerJobKeys } from '../lib/jobs/coalesce.ts'
+import { writerJobs } from '../lib/jobs/coalesce.ts'
 import { type CompactionJob, SqsJobQueue, messageGroupId } from '../lib/jobs/compaction-job.ts'
 import { type JobMessage, type ProcessOptions, processCompactionJobs } from '../lib/jobs/process-jobs.ts'
-import { bucketIdentifier } from '../lib/manifest/manifests.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import { S3Store } from '../lib/store/s3-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
@@ -49,22 +48,11 @@ async function setup(options: Record<string, string>, visibilitySeconds = 30) {
   return { name, table, url: q.QueueUrl!, jobs }
 }
 
-/** A writer as lib/ingest does it: commit, then one job per touched bucket, keyed to coalesce. */
+/** A writer as lib/ingest does it: commit, then its jobs (writerJobs), keyed to coalesce. */
 async function write(name: string, table: Table, jobs: SqsJobQueue, model: TableModel, ops: Op[]): Promise<void> {
   const res = await writeBatch(table, ops.map((op, i) => recordFromJson(table.view, op, `op ${i}`)))
   model.applyBatch(ops)
-  const keys = await writerJobKeys(table, res.snapshotId, res.buckets)
-  await jobs.enqueue(
-    res.buckets.map((b) => ({
-      table: name,
-      partition: b.partitionPath.replace(/\/$/, ''),
-      partitionBytes: Buffer.from(b.partition).toString('base64'),
-      bucket: b.bucket,
-      snapshotId: res.snapshotId,
-      enqueuedAt: Date.now(),
-      dedupKey: keys.get(bucketIdentifier(b.partition, b.bucket)),
-    })),
-  )
+  await jobs.enqueue(await writerJobs(name, table, res.snapshotId, res.buckets))
 }
 
 async function depth(url: string): Promise<number> {

@@ -6,7 +6,7 @@
 
 import { createHash, randomUUID } from 'node:crypto'
 import { type CompactionJob, type JobQueue } from '../jobs/compaction-job.ts'
-import { writerJobKeys } from '../jobs/coalesce.ts'
+import { writerJobs } from '../jobs/coalesce.ts'
 import type { Committer } from '../commit/committer.ts'
 import { commitKeyOf } from '../commit/landed.ts'
 import type { ObjectStore } from '../store/object-store.ts'
@@ -14,8 +14,6 @@ import { recordFromJson } from '../table/json-values.ts'
 import type { Table } from '../table/table.ts'
 import { type Snapshot, StrataInputError } from '../types.ts'
 import { type WriteRecord, refusedRetraction, writeBatch } from '../write/table-write.ts'
-import { bucketDirOf } from '../manifest/bucket-state.ts'
-import { bucketIdentifier } from '../manifest/manifests.ts'
 
 export interface IngestRecord {
   /** stable id of the record at its source, the same on every redelivery (SQS messageId, Kinesis sequence number) */
@@ -238,12 +236,6 @@ async function committedEarlier(table: Table, user: string, records: { id: strin
 
 export const INGEST_MARKER_DIR = MARKER_DIR
 
-function jobOf(table: string, t: Table, partition: Uint8Array, bucket: number, snapshotId: number, now: number): CompactionJob {
-  const { path } = bucketDirOf(t, partition, bucket)
-  const part = path.slice(0, path.length - `bucket-${bucket}`.length).replace(/\/$/, '')
-  return { table, partition: part, partitionBytes: Buffer.from(partition).toString('base64'), bucket, snapshotId, enqueuedAt: now }
-}
-
 export async function ingest(records: IngestRecord[], opts: IngestOptions): Promise<IngestResult> {
   const now = opts.now ?? Date.now
   const rejections: Rejection[] = []
@@ -363,9 +355,7 @@ export async function ingest(records: IngestRecord[], opts: IngestOptions): Prom
       if (entry.target.jobs && buckets.length) {
         // keyed so that writers landing while a bucket's job waits or runs share it (lib/jobs/coalesce.ts);
         // files of an earlier attempt landed at or before the latest of these snapshots
-        const landedAt = Math.max(snapshotId, ...landedBefore)
-        const keys = await writerJobKeys(table, landedAt, buckets)
-        jobs = buckets.map((b) => ({ ...jobOf(name, table, b.partition, b.bucket, landedAt, now()), dedupKey: keys.get(bucketIdentifier(b.partition, b.bucket)) }))
+        jobs = await writerJobs(name, table, Math.max(snapshotId, ...landedBefore), buckets, now())
         await entry.target.jobs.enqueue(jobs)
       }
       results.push({ table: name, snapshotId, rows: recs.length, deduplicated, alreadyCommitted: earlier.size, jobs: jobs.length, retries })

@@ -29,6 +29,8 @@
 
 import type { Table } from '../table/table.ts'
 import { bucketsScope } from '../manifest/bucket-scope.ts'
+import { bucketDirOf } from '../manifest/bucket-state.ts'
+import type { CompactionJob } from './compaction-job.ts'
 import { bucketIdentifier } from '../manifest/manifests.ts'
 import type { ManifestEntry } from '../types.ts'
 
@@ -66,6 +68,26 @@ export async function writerJobKeys(table: Table, landedAt: number, buckets: Buc
     out.set(k, oldest ? `l0:${oldest.file.fileName}` : `s:${landedAt}`)
   }
   return out
+}
+
+/**
+ * The jobs a writer enqueues for the buckets its files landed in (snapshot `landedAt` or
+ * before), keyed to coalesce (writerJobKeys).
+ */
+export async function writerJobs(tableName: string, table: Table, landedAt: number, buckets: BucketRef[], now = Date.now()): Promise<CompactionJob[]> {
+  const keys = await writerJobKeys(table, landedAt, buckets)
+  return buckets.map(({ partition, bucket }) => {
+    const { path } = bucketDirOf(table, partition, bucket)
+    return {
+      table: tableName,
+      partition: path.slice(0, path.length - `bucket-${bucket}`.length).replace(/\/$/, ''),
+      partitionBytes: Buffer.from(partition).toString('base64'),
+      bucket,
+      snapshotId: landedAt,
+      enqueuedAt: now,
+      dedupKey: keys.get(bucketIdentifier(partition, bucket)),
+    }
+  })
 }
 
 /**
