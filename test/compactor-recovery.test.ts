@@ -4,7 +4,7 @@
 // message comes back after its short backoff and is compacted again well within 60 s
 // (the queue's visibility timeout here is 720 s, as the stack sets for a 120 s compactor);
 // the other buckets, in the same batch or not, are compacted without waiting for it.
-// The measured recovery time is written to docs/reliability.md by hand.
+// The recovery time is printed, not asserted; docs/reliability.md records a measured one.
 
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -21,6 +21,7 @@ interface Run {
   endedAt: number
   deleted: boolean
   invocation: number
+  receiveCount: number
 }
 
 describe('a failed compaction recovers in seconds (local runtime)', () => {
@@ -47,7 +48,7 @@ describe('a failed compaction recovers in seconds (local runtime)', () => {
       onCompactorInvocation: (_t, info) => {
         const k = invocations++
         for (const r of info.records) {
-          runs.push({ bucket: (JSON.parse(r.body) as { bucket: number }).bucket, startedAt: info.startedAt, endedAt: info.endedAt, deleted: info.deleted.includes(r.messageId), invocation: k })
+          runs.push({ bucket: (JSON.parse(r.body) as { bucket: number }).bucket, startedAt: info.startedAt, endedAt: info.endedAt, deleted: info.deleted.includes(r.messageId), invocation: k, receiveCount: Number(r.attributes.ApproximateReceiveCount) })
         }
       },
     })
@@ -67,7 +68,10 @@ describe('a failed compaction recovers in seconds (local runtime)', () => {
       const retried = runs.find((r) => r.bucket === 2 && r.deleted)!
       const recoveryMs = retried.endedAt - failedRun!.endedAt
       console.log(`compactor recovery: bucket 2 failed at +0, compacted again ${recoveryMs} ms later (${retried.invocation - failedRun!.invocation} invocation(s) later); batch of the failure: buckets ${runs.filter((r) => r.invocation === failedRun!.invocation).map((r) => r.bucket).join(', ')}`)
-      expect(recoveryMs).toBeLessThan(60_000)
+      // its second delivery, from the 2 s backoff: waiting out the 720 s visibility timeout
+      // would run past this test's 90 s deadline (the time itself is reported, not asserted)
+      expect(failedRun!.receiveCount).toBe(1)
+      expect(retried.receiveCount).toBe(2)
       // the failure's batch mates were compacted in that same invocation
       for (const r of runs.filter((x) => x.invocation === failedRun!.invocation && x.bucket !== 2)) expect(r.deleted, `bucket ${r.bucket} in the failed batch`).toBe(true)
       // every other bucket finished its first compaction before bucket 2's retry started
