@@ -114,6 +114,9 @@ export const COMMIT_QUEUE_RETENTION_SECONDS = 12 * 3600
  */
 export const COMPACTOR_TIMEOUT_SECONDS = 120
 
+/** Each function's memory unless configured (the local runtime enforces the same on its worker threads). */
+export const DEFAULT_MEMORY_MB = { writer: 1024, reader: 1024, maintenance: 1024, compactor: 3008, committer: 1024 } as const
+
 /**
  * The writer's event-source maxConcurrency unless configured: every commit of a table goes
  * through its one committer path (about 40 commits/s measured with 32 concurrent writers at
@@ -290,7 +293,7 @@ function tableConfig(value: unknown, i: number, where: string): TableDeployConfi
     )
   }
   const cs = s.section('compactor', ['memoryMb', 'timeoutSeconds', 'reservedConcurrency', 'maxConcurrency'])
-  const compactor: TableDeployConfig['compactor'] = { ...functionSettings(cs, 3008, COMPACTOR_TIMEOUT_SECONDS) }
+  const compactor: TableDeployConfig['compactor'] = { ...functionSettings(cs, DEFAULT_MEMORY_MB.compactor, COMPACTOR_TIMEOUT_SECONDS) }
   if (cs.raw('maxConcurrency') !== undefined && taskThreads !== -1) {
     cs.fail('maxConcurrency', `no value: it applies only when compaction.task-threads is -1 (here ${taskThreads}, where the event source's maxConcurrency is ${taskThreads === 1 ? `${MIN_EVENT_SOURCE_CONCURRENCY}, with one message group per table` : `task-threads, ${taskThreads}`})`)
   }
@@ -314,7 +317,7 @@ function tableConfig(value: unknown, i: number, where: string): TableDeployConfi
   const ms = s.section('committer', ['memoryMb', 'timeoutSeconds'], {
     enabled: 'the key was removed, every table now commits through its committer (its commit queue and committer function are always deployed); delete the key',
   })
-  const committer = functionSettings(ms, 1024, 60)
+  const committer = functionSettings(ms, DEFAULT_MEMORY_MB.committer, 60)
   const as = s.section('alarms', ['freshnessLagMinutes', 'l0FileCount', 'commitQueueAgeSeconds'])
   return {
     name,
@@ -379,9 +382,9 @@ export function parseDeployConfig(value: unknown, where = 'strata config'): Depl
       accessLogRetentionDays: b.int('accessLogRetentionDays', 90, 1, 36500),
     },
     functions: {
-      writer: functionSettings(f.section('writer', ['memoryMb', 'timeoutSeconds']), 1024, 120),
-      reader: { ...functionSettings(reader, 1024, 30), maxResultRows: reader.int('maxResultRows', 1000, 1, 1_000_000) },
-      maintenance: { ...functionSettings(maintenance, 1024, 300), scheduleMinutes },
+      writer: functionSettings(f.section('writer', ['memoryMb', 'timeoutSeconds']), DEFAULT_MEMORY_MB.writer, 120),
+      reader: { ...functionSettings(reader, DEFAULT_MEMORY_MB.reader, 30), maxResultRows: reader.int('maxResultRows', 1000, 1, 1_000_000) },
+      maintenance: { ...functionSettings(maintenance, DEFAULT_MEMORY_MB.maintenance, 300), scheduleMinutes },
       logRetentionDays,
       logLevel: f.oneOf('logLevel', ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const, 'INFO'),
     },

@@ -16,8 +16,8 @@ import { EventSourcePoller, type PollerOptions } from './poller.ts'
 // the stack's mapping of compaction.task-threads, so the local event sources behave as deployed
 import { compactorConcurrency } from '../../cdk/concurrency.ts'
 
-/** The stack's default function memory (cdk/config.ts), enforced on the worker threads as Lambda would. */
-const FUNCTION_MEMORY_MB = { writer: 1024, compactor: 3008, committer: 1024 } as const
+// the stack's default function memory, enforced on the worker threads as Lambda would
+import { DEFAULT_MEMORY_MB as FUNCTION_MEMORY_MB } from '../../cdk/config.ts'
 
 const FUNCTIONS = join(import.meta.dirname, '..', '..', 'functions')
 
