@@ -53,6 +53,7 @@ export const OPTION_SPECS: OptionSpec[] = [
   { key: 'primary-key.nullable', type: 'boolean', default: 'false', values: ['false'], doc: 'Primary key fields are NOT NULL; only false is supported.' },
   { key: 'data-file.prefix', type: 'string', default: 'data-', doc: 'File name prefix of data files.' },
   { key: 'changelog-producer', type: 'enum', default: 'none', values: ['none'], doc: 'Strata produces no changelog files.' },
+  { key: 'write.max-row-size', type: 'memory', default: '4 mb', min: 1, doc: 'Strata only: largest row a write accepts, measured as its fields\' encoded bytes (strings as UTF-8, bytes raw, 8 per fixed-width value). A larger row is rejected with its key and size. The default keeps every row inside the reader function\'s 6 MB response limit, even as base64.' },
   { key: 'write-only', type: 'boolean', default: 'false', doc: 'Accepted for Paimon compatibility; Strata writers never compact inline.' },
   { key: 'path', type: 'string', doc: 'Table location as Paimon catalogs record it; informational.' },
 ]
@@ -192,6 +193,8 @@ export interface CoreOptions {
   snapshotTimeRetainedMs: number
   partitionDefaultName: string
   dataFilePrefix: string
+  /** write.max-row-size in bytes */
+  maxRowBytes: number
 }
 
 export function coreOptions(raw: Record<string, string>): CoreOptions {
@@ -228,5 +231,6 @@ export function coreOptions(raw: Record<string, string>): CoreOptions {
     snapshotTimeRetainedMs: parseDuration(get('snapshot.time-retained')!)!,
     partitionDefaultName: get('partition.default-name')!,
     dataFilePrefix: get('data-file.prefix')!,
+    maxRowBytes: parseMemorySize(get('write.max-row-size')!)!,
   }
 }
