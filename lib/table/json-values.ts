@@ -1,25 +1,49 @@
 // JSON in and out of table rows. Input is validated against the field's type with an error
-// naming the field, the value and what was expected; output is exact (bigints, decimals and
-// timestamps print without going through a float).
+// naming the field, the value and what was expected, and a value is stored exactly or
+// refused: nothing is rounded, clamped or replaced on the way in (docs/operations.md,
+// "Values in JSON lines"). Output is exact (bigints, decimals and timestamps print without
+// going through a float), and every stored value reads back in through its own text.
 
 import { type DataField, type DataType, type Row, type RowKind, RowKind as RK, type Value, StrataInputError } from '../types.ts'
 import { MAX_LENGTH, typeLabel } from './data-type.ts'
+import { JsonNumber, parseJsonLine } from './json-line.ts'
 import type { SchemaView } from './schema.ts'
 
-const INT_RANGE: Record<string, [number, number]> = {
-  TINYINT: [-128, 127],
-  SMALLINT: [-32768, 32767],
-  INT: [-2147483648, 2147483647],
+const INT_RANGE: Record<string, [bigint, bigint]> = {
+  TINYINT: [-128n, 127n],
+  SMALLINT: [-32768n, 32767n],
+  INT: [-2147483648n, 2147483647n],
 }
 const LONG_MIN = -(2n ** 63n)
 const LONG_MAX = 2n ** 63n - 1n
+/** digits of the largest 64-bit integer: no integer column holds a longer one */
+const LONG_DIGITS = 19
 const MICROS_PER_DAY = 86_400_000_000n
+const DESCRIBE_CHARS = 60
 
+/** A value as an error message shows it: short, whatever its size or depth. */
 function describe(v: unknown): string {
-  const s = JSON.stringify(v)
-  return s === undefined ? String(v) : s.length > 60 ? s.slice(0, 57) + '...' : s
+  const s = preview(v, DESCRIBE_CHARS + 1)
+  return s.length > DESCRIBE_CHARS ? s.slice(0, DESCRIBE_CHARS - 3) + '...' : s
 }
 
+/** JSON-like text of `v`, stopping once `budget` characters are produced (so never deep). */
+function preview(v: unknown, budget: number): string {
+  if (v instanceof JsonNumber) return v.text.slice(0, budget)
+  if (typeof v === 'string') return JSON.stringify(v.slice(0, budget))
+  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v)
+  if (v === null) return 'null'
+  if (typeof v !== 'object') return String(v)
+  const array = Array.isArray(v)
+  let out = array ? '[' : '{'
+  for (const k of array ? v.keys() : Object.keys(v)) {
+    if (out.length >= budget) break
+    if (out.length > 1) out += ','
+    if (!array) out += JSON.stringify(String(k).slice(0, budget)) + ':'
+    out += preview((v as Record<string, unknown>)[k as string], budget - out.length)
+  }
+  return out.length >= budget ? out : out + (array ? ']' : '}')
+}
 
 /** Days since 1970-01-01 of a proleptic Gregorian date. */
 export function daysFromCivil(y: number, m: number, d: number): number {
@@ -29,45 +53,81 @@ export function daysFromCivil(y: number, m: number, d: number): number {
   return Math.floor(date.getTime() / 86_400_000)
 }
 
-function parseDecimal(text: string, p: number, s: number): bigint | null {
-  const m = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/.exec(text.trim())
-  if (!m || (m[2] === '' && (m[3] ?? '') === '')) return null
-  const digits = (m[2] || '') + (m[3] ?? '')
-  const exp = (m[4] ? Number(m[4]) : 0) - (m[3] ?? '').length
-  // rescale to `s` fraction digits, rounding half up as BigDecimal.setScale(HALF_UP)
-  let unscaled = BigInt(digits || '0')
-  const shift = exp + s
-  if (shift >= 0) unscaled *= 10n ** BigInt(shift)
-  else {
-    const div = 10n ** BigInt(-shift)
-    const q = unscaled / div
-    const r = unscaled % div
-    unscaled = q + (r * 2n >= div ? 1n : 0n)
-  }
-  if (m[1] === '-') unscaled = -unscaled
-  if ((unscaled < 0n ? -unscaled : unscaled) >= 10n ** BigInt(p)) return null
-  return unscaled
+/**
+ * A decimal number split exactly: (negative ? -1 : 1) × digits × 10^exp, `digits` without
+ * leading or trailing zeros ('' for zero). The exponent is a plain number — huge or even
+ * infinite for `1e99999…` — so no power of ten is ever computed from it here.
+ */
+interface ExactNumber {
+  negative: boolean
+  digits: string
+  exp: number
 }
 
-const TIMESTAMP_RE = /^(-?\d{4,}-\d{2}-\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?$/
+const DECIMAL_TEXT = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/
 
-/** 'YYYY-MM-DD[ T]HH:MM[:SS[.fffffffff]]' → micros since epoch, truncated to precision. */
+function exactNumber(text: string): ExactNumber | null {
+  const m = DECIMAL_TEXT.exec(text)
+  if (!m || (m[2] === '' && (m[3] ?? '') === '')) return null
+  const frac = m[3] ?? ''
+  const all = m[2] + frac
+  let first = 0
+  while (first < all.length && all.charCodeAt(first) === 48) first++
+  let end = all.length
+  while (end > first && all.charCodeAt(end - 1) === 48) end--
+  if (first === end) return { negative: false, digits: '', exp: 0 }
+  const exp = (m[4] ? Number(m[4]) : 0) - frac.length + (all.length - end)
+  return { negative: m[1] === '-', digits: all.slice(first, end), exp }
+}
+
+/** Why a number does not fit `scale` fraction digits and `maxDigits` digits in all, or its scaled value. */
+function scaled(n: ExactNumber, scale: number, maxDigits: number): bigint | 'fraction' | 'size' {
+  if (n.digits === '') return 0n
+  // the last digit sits at 10^exp: below 10^-scale it would need rounding
+  const shift = n.exp + scale
+  if (shift < 0) return 'fraction'
+  // both bounds hold, so digits.length <= maxDigits and shift <= maxDigits: small powers only
+  if (n.digits.length + shift > maxDigits) return 'size'
+  const u = BigInt(n.digits) * 10n ** BigInt(shift)
+  return n.negative ? -u : u
+}
+
+/** The exact integer a JSON number denotes, or null (a fraction, or more digits than any integer column). */
+function exactInteger(n: ExactNumber | null): bigint | null {
+  if (!n) return null
+  const v = scaled(n, 0, LONG_DIGITS)
+  return typeof v === 'bigint' ? v : null
+}
+
+/** The text and nearest double of a JSON number (JsonNumber from parseJsonLine, number from JSON.parse). */
+function numberText(v: unknown): string | null {
+  if (v instanceof JsonNumber) return v.text
+  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : null
+  return null
+}
+
+const TIMESTAMP_RE = /^(-?\d{4,})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?$/
+
+/**
+ * 'YYYY-MM-DD[ T]HH:MM[:SS[.fffffffff]]' → micros since epoch; null if not a valid
+ * timestamp or if it has nonzero digits beyond `precision` (they would be cut off).
+ */
 function parseTimestamp(text: string, precision: number): bigint | null {
   const m = TIMESTAMP_RE.exec(text.trim())
   if (!m) return null
-  const [, date, h = '0', mi = '0', sec = '0'] = m
+  const [, y, mo, d, h = '0', mi = '0', sec = '0', frac = ''] = m
   if (+h > 23 || +mi > 59 || +sec > 59) return null
-  const day = parseDate(date)
+  if (/[1-9]/.test(frac.slice(precision))) return null
+  const day = parseDate(`${y}-${mo}-${d}`)
   if (day === null) return null
-  const frac = (m[5] ?? '').padEnd(6, '0').slice(0, 6)
-  let micros = BigInt(day) * MICROS_PER_DAY + BigInt((+h * 3600 + +mi * 60 + +sec) * 1_000_000) + BigInt(frac || '0')
-  const unit = 10n ** BigInt(6 - precision)
-  micros -= ((micros % unit) + unit) % unit
-  return micros
+  return BigInt(day) * MICROS_PER_DAY + BigInt((+h * 3600 + +mi * 60 + +sec) * 1_000_000) + BigInt(frac.padEnd(6, '0').slice(0, 6))
 }
 
-// Input batches repeat a few dates many times; remember them (bounded).
+// Input batches repeat a few dates many times; remember them (bounded, and only texts
+// short enough to be a date, so hostile input cannot fill it with large strings).
 const dateCache = new Map<string, number | null>()
+const DATE_CACHE_ENTRIES = 10_000
+const DATE_CACHE_TEXT = 16
 
 function parseDate(text: string): number | null {
   const hit = dateCache.get(text)
@@ -78,9 +138,36 @@ function parseDate(text: string): number | null {
     day = daysFromCivil(+m[1], +m[2], +m[3])
     if (new Date(day * 86_400_000).getUTCDate() !== +m[3]) day = null
   }
-  if (dateCache.size > 10_000) dateCache.clear()
-  dateCache.set(text, day)
+  if (text.length <= DATE_CACHE_TEXT) {
+    if (dateCache.size >= DATE_CACHE_ENTRIES) dateCache.clear()
+    dateCache.set(text, day)
+  }
   return day
+}
+
+const BASE64_TEXT = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
+
+/** The bytes of canonical base64 (padded, unused bits zero: what the reader prints), or null. */
+function base64Bytes(text: string): Uint8Array | null {
+  if (!BASE64_TEXT.test(text)) return null
+  const bytes = Buffer.from(text, 'base64')
+  // a last character with nonzero unused bits decodes the same as its canonical form
+  if (bytes.toString('base64') !== text) return null
+  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length)
+}
+
+/** Code points of a string, stopping once past `limit` (a string's length bounds them). */
+function exceedsCodePoints(s: string, limit: number): boolean {
+  if (s.length <= limit) return false
+  if (s.length > 2 * limit) return true
+  let n = 0
+  for (const _ of s) if (++n > limit) return true
+  return false
+}
+
+/** String.prototype.isWellFormed (Node 20 has it; the TypeScript lib in use does not declare it). */
+function isWellFormed(s: string): boolean {
+  return (s as string & { isWellFormed(): boolean }).isWellFormed()
 }
 
 // a plain function, not a closure per call: this runs once per input value
@@ -88,7 +175,11 @@ function badValue(field: DataField, v: unknown, where: string, what: string): St
   return new StrataInputError(`${where}: field '${field.name}' (${typeLabel(field.type)}) expected ${what}, got ${describe(v)}`)
 }
 
-/** Converts one JSON value to the engine's Value for `field`, or throws naming the field. */
+/**
+ * Converts one JSON value to the engine's Value for `field`, or throws naming the field.
+ * `v` is what parseJsonLine gives (numbers as JsonNumber, exact) or what JSON.parse gives
+ * (numbers as doubles: digits beyond a double's are already gone, so BIGINT asks for a string).
+ */
 export function valueFromJson(field: DataField, v: unknown, where: string): Value {
   const t = field.type
   if (v === null || v === undefined) {
@@ -104,63 +195,88 @@ export function valueFromJson(field: DataField, v: unknown, where: string): Valu
     case 'SMALLINT':
     case 'INT': {
       const [lo, hi] = INT_RANGE[t.root]
-      if (typeof v !== 'number' || !Number.isInteger(v) || v < lo || v > hi) throw bad(field, v, where, `an integer in [${lo}, ${hi}]`)
-      return v
+      const text = numberText(v)
+      const i = text === null ? null : exactInteger(exactNumber(text))
+      if (i === null || i < lo || i > hi) throw bad(field, v, where, `an integer in [${lo}, ${hi}]`)
+      return Number(i)
     }
     case 'BIGINT': {
-      let b: bigint
+      let b: bigint | null
       if (typeof v === 'number') {
         if (!Number.isSafeInteger(v)) throw bad(field, v, where, 'an integer (write integers beyond 2^53 as a string of digits)')
         b = BigInt(v)
-      } else if (typeof v === 'string' && /^-?\d+$/.test(v)) b = BigInt(v)
+      } else if (v instanceof JsonNumber) {
+        const n = exactNumber(v.text)!
+        if (n.digits !== '' && n.exp < 0) throw bad(field, v, where, 'an integer')
+        b = exactInteger(n)
+      } else if (typeof v === 'string' && /^-?\d+$/.test(v)) b = exactInteger(exactNumber(v))
       else throw bad(field, v, where, 'an integer')
-      if (b < LONG_MIN || b > LONG_MAX) throw bad(field, v, where, 'an integer in the 64-bit range')
+      if (b === null || b < LONG_MIN || b > LONG_MAX) throw bad(field, v, where, 'an integer in the 64-bit range')
       return b
     }
     case 'FLOAT':
-    case 'DOUBLE':
-      if (typeof v === 'number') return t.root === 'FLOAT' ? Math.fround(v) : v
+    case 'DOUBLE': {
+      // the non-finite values are written as strings (JSON has no literal for them)
       if (v === 'NaN') return NaN
       if (v === 'Infinity') return Infinity
       if (v === '-Infinity') return -Infinity
-      throw bad(field, v, where, 'a number')
+      const x = v instanceof JsonNumber ? v.value : typeof v === 'number' ? v : null
+      if (x === null) throw bad(field, v, where, 'a number')
+      // rounded to the nearest FLOAT or DOUBLE, as any binary float is; but a number beyond
+      // the type's range would become Infinity, which is a different value, not a rounding
+      const stored = t.root === 'FLOAT' ? Math.fround(x) : x
+      if (!Number.isFinite(stored)) {
+        throw bad(field, v, where, `a finite number within ${t.root} range (±${t.root === 'FLOAT' ? '3.4028235e38' : '1.7976931348623157e308'}; write "Infinity", "-Infinity" or "NaN" as strings)`)
+      }
+      return stored
+    }
     case 'DECIMAL': {
-      if (typeof v !== 'number' && typeof v !== 'string') throw bad(field, v, where, `a decimal number with at most ${t.precision! - t.scale!} integer digits`)
-      const d = parseDecimal(typeof v === 'number' ? String(v) : v, t.precision!, t.scale!)
-      if (d === null) throw bad(field, v, where, `a decimal number with at most ${t.precision! - t.scale!} integer digits`)
+      const p = t.precision!
+      const s = t.scale!
+      const text = typeof v === 'string' ? v.trim() : numberText(v)
+      const n = text === null ? null : exactNumber(text)
+      const d = n === null ? 'size' : scaled(n, s, p)
+      if (d === 'fraction') throw bad(field, v, where, `a decimal number with at most ${s} fraction digits (DECIMAL(${p}, ${s}) does not round)`)
+      if (d === 'size') throw bad(field, v, where, `a decimal number with at most ${p - s} integer digits`)
       return d
     }
     case 'CHAR':
     case 'VARCHAR': {
       if (typeof v !== 'string') throw bad(field, v, where, 'a string')
-      if (t.length! < MAX_LENGTH && [...v].length > t.length!) throw bad(field, v, where, `a string of at most ${t.length} characters`)
+      // UTF-8 has no encoding for half a surrogate pair: it would be stored as U+FFFD
+      if (!isWellFormed(v)) throw bad(field, v, where, 'a string of whole Unicode characters (it holds an unpaired surrogate)')
+      if (t.length! < MAX_LENGTH && exceedsCodePoints(v, t.length!)) throw bad(field, v, where, `a string of at most ${t.length} characters`)
       return v
     }
     case 'BINARY':
     case 'VARBINARY': {
-      if (typeof v !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(v)) throw bad(field, v, where, 'base64-encoded bytes')
-      const bytes = new Uint8Array(Buffer.from(v, 'base64'))
+      const bytes = typeof v === 'string' ? base64Bytes(v) : null
+      if (bytes === null) throw bad(field, v, where, "standard base64 with '=' padding (as the reader prints bytes)")
       if (t.length! < MAX_LENGTH && bytes.length > t.length!) throw bad(field, v, where, `at most ${t.length} bytes`)
       return bytes
     }
     case 'DATE': {
       // stored as a 32-bit day count since 1970-01-01
-      const d = typeof v === 'number' && Number.isInteger(v) ? v : typeof v === 'string' ? parseDate(v) : null
+      const text = numberText(v)
+      const d = text !== null ? exactInteger(exactNumber(text)) : typeof v === 'string' ? parseDate(v) : null
       if (d === null || d < -2147483648 || d > 2147483647) {
         throw bad(field, v, where, "a date 'YYYY-MM-DD' or an integer day count in the 32-bit range")
       }
-      return d
+      return Number(d)
     }
     case 'TIMESTAMP': {
+      // stored as 64-bit microseconds since the epoch, with `precision` fraction digits
+      const p = t.precision!
+      const text = numberText(v)
       let ts: bigint | null = null
-      if (typeof v === 'number' && Number.isSafeInteger(v)) {
-        const unit = 10n ** BigInt(6 - t.precision!)
-        const micros = BigInt(v) * 1000n
-        ts = micros - (((micros % unit) + unit) % unit)
-      } else if (typeof v === 'string') ts = parseTimestamp(v, t.precision!)
-      // stored as 64-bit microseconds since the epoch
+      if (text !== null) {
+        const ms = exactInteger(exactNumber(text))
+        if (ms !== null && (ms * 1000n) % 10n ** BigInt(6 - p) === 0n) ts = ms * 1000n
+      } else if (typeof v === 'string') ts = parseTimestamp(v, p)
       if (ts === null || ts < LONG_MIN || ts > LONG_MAX) {
-        throw bad(field, v, where, "a timestamp 'YYYY-MM-DD HH:MM:SS[.ffffff]' or epoch milliseconds within the 64-bit microsecond range")
+        const fraction = p > 0 ? `[.${'f'.repeat(p)}]` : ''
+        const multiple = p < 3 ? ` (a multiple of ${10 ** (3 - p)})` : ''
+        throw bad(field, v, where, `a timestamp 'YYYY-MM-DD HH:MM:SS${fraction}' or integer epoch milliseconds${multiple} within the 64-bit microsecond range`)
       }
       return ts
     }
@@ -190,8 +306,21 @@ export function recordFromJson(view: SchemaView, obj: unknown, where: string): {
   }
   const fields = view.fields
   const row: Row = new Array(fields.length)
-  for (let i = 0; i < fields.length; i++) row[i] = valueFromJson(fields[i], rec[fields[i].name], where)
+  for (let i = 0; i < fields.length; i++) {
+    // own keys only: an absent column named `toString` must not find Object.prototype's
+    const name = fields[i].name
+    row[i] = valueFromJson(fields[i], Object.hasOwn(rec, name) ? rec[name] : undefined, where)
+  }
   return { kind, row }
+}
+
+/**
+ * One input line → row kind and full row, through the strict parser (parseJsonLine): a key
+ * given twice is refused and number literals keep every digit. Throws a StrataInputError
+ * starting with `where` for anything else than a record of the table.
+ */
+export function recordFromJsonLine(view: SchemaView, line: string, where: string): { kind: RowKind; row: Row } {
+  return recordFromJson(view, parseJsonLine(line, where), where)
 }
 
 function pad(n: number | bigint, w: number): string {
@@ -230,7 +359,8 @@ export function valueToJson(t: DataType, v: Value): string {
       return formatDecimal(v as bigint, t.scale!)
     case 'FLOAT':
     case 'DOUBLE':
-      return Number.isFinite(v as number) ? JSON.stringify(v) : JSON.stringify(String(v))
+      // JSON.stringify(-0) is '0': the sign is part of the value
+      return Number.isFinite(v as number) ? (Object.is(v, -0) ? '-0' : JSON.stringify(v)) : JSON.stringify(String(v))
     case 'BINARY':
     case 'VARBINARY':
       return JSON.stringify(Buffer.from(v as Uint8Array).toString('base64'))
