@@ -106,7 +106,7 @@ function numberText(v: unknown): string | null {
   return null
 }
 
-const TIMESTAMP_RE = /^(-?\d{4,})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?$/
+const TIMESTAMP_RE = /^(-?\d{4,6})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?$/
 
 /**
  * 'YYYY-MM-DD[ T]HH:MM[:SS[.fffffffff]]' → micros since epoch; null if not a valid
@@ -124,7 +124,8 @@ function parseTimestamp(text: string, precision: number): bigint | null {
 }
 
 // Input batches repeat a few dates many times; remember them (bounded, and only texts
-// short enough to be a date, so hostile input cannot fill it with large strings).
+// short enough to be a date, so hostile input cannot fill it with large strings). Years
+// have at most 6 digits: JavaScript dates end at year 275760.
 const dateCache = new Map<string, number | null>()
 const DATE_CACHE_ENTRIES = 10_000
 const DATE_CACHE_TEXT = 16
@@ -132,7 +133,7 @@ const DATE_CACHE_TEXT = 16
 function parseDate(text: string): number | null {
   const hit = dateCache.get(text)
   if (hit !== undefined) return hit
-  const m = /^(-?\d{4,})-(\d{2})-(\d{2})$/.exec(text.trim())
+  const m = /^(-?\d{4,6})-(\d{2})-(\d{2})$/.exec(text.trim())
   let day: number | null = null
   if (m && +m[2] >= 1 && +m[2] <= 12 && +m[3] >= 1) {
     day = daysFromCivil(+m[1], +m[2], +m[3])
@@ -145,11 +146,12 @@ function parseDate(text: string): number | null {
   return day
 }
 
-const BASE64_TEXT = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
+// one flat character class: a repeated group would make the regex engine recurse per group
+const BASE64_TEXT = /^[A-Za-z0-9+/]*={0,2}$/
 
 /** The bytes of canonical base64 (padded, unused bits zero: what the reader prints), or null. */
 function base64Bytes(text: string): Uint8Array | null {
-  if (!BASE64_TEXT.test(text)) return null
+  if (text.length % 4 !== 0 || !BASE64_TEXT.test(text)) return null
   const bytes = Buffer.from(text, 'base64')
   // a last character with nonzero unused bits decodes the same as its canonical form
   if (bytes.toString('base64') !== text) return null

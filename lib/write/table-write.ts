@@ -12,7 +12,7 @@ import { bucketFunction } from '../format/bucket.ts'
 import { serializeBinaryRow } from '../format/binary-row.ts'
 import { rowComparator } from '../format/compare.ts'
 import { DataFileWriter } from '../format/data-file.ts'
-import { bucketPath } from '../format/partition-path.ts'
+import { bucketPath, partitionPath } from '../format/partition-path.ts'
 import { createMergeFunction, sequenceComparator } from '../lsm/merge-function.ts'
 import { type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, FileKind, RowKind, StrataInputError, isRetract } from '../types.ts'
 import { BATCH_COMMIT_IDENTIFIER, type CommitResult, type Committer } from '../commit/committer.ts'
@@ -20,7 +20,9 @@ import { bucketsScope } from '../manifest/bucket-scope.ts'
 import { bucketIdentifier, hex } from '../manifest/manifests.ts'
 import { mapBounded } from '../store/bounded.ts'
 import { dataFileMeta, partitionStatsOf } from '../table/file-meta.ts'
+import { rowToJsonLine } from '../table/json-values.ts'
 import { FileNamer } from '../table/paths.ts'
+import type { SchemaView } from '../table/schema.ts'
 import type { Table } from '../table/table.ts'
 import { randomUUID } from 'node:crypto'
 
@@ -99,6 +101,86 @@ export function refusedRetraction(table: Table, r: WriteRecord): string | null {
   }
 }
 
+/**
+ * The size of a row as `write.max-row-size` counts it: strings as UTF-8, bytes raw, 8 for
+ * every other non-null value (null counts nothing).
+ */
+export function rowSize(row: Row): number {
+  let size = 0
+  for (const v of row) size += valueSize(v)
+  return size
+}
+
+function valueSize(v: Value): number {
+  if (v === null) return 0
+  if (typeof v === 'string') return Buffer.byteLength(v, 'utf8')
+  if (v instanceof Uint8Array) return v.length
+  return 8
+}
+
+/** Longest key text an error message shows. */
+const KEY_TEXT_CHARS = 80
+
+/** Why a row is too large for the table (naming its key, size and largest field), or null. Runs once per input row. */
+export function oversizeRow(view: SchemaView, row: Row): string | null {
+  const limit = view.options.maxRowBytes
+  // a cheap upper bound first (a UTF-16 unit is at most 3 UTF-8 bytes): most rows end here
+  let bound = 0
+  for (const v of row) bound += typeof v === 'string' ? v.length * 3 : valueSize(v)
+  if (bound <= limit) return null
+  const size = rowSize(row)
+  if (size <= limit) return null
+  let largest = 0
+  for (let i = 1; i < row.length; i++) if (valueSize(row[i]) > valueSize(row[largest])) largest = i
+  const keyIndexes = view.schema.primaryKeys.map((k) => view.fieldIndex.get(k)!)
+  let key = rowToJsonLine(view.fields, keyIndexes, row)
+  if (key.length > KEY_TEXT_CHARS) key = key.slice(0, KEY_TEXT_CHARS - 3) + '...'
+  return `row of ${size} bytes is larger than write.max-row-size (${limit} bytes); key ${key}, largest field '${view.fields[largest].name}' (${valueSize(row[largest])} bytes)`
+}
+
+/**
+ * Local and HDFS file systems cap a file or directory name at 255 bytes, and a Paimon
+ * reader of a table copied there must find its partitions; S3 caps a whole key at 1,024
+ * bytes, of which the table's prefix, `bucket-N/` and a data file name need their share.
+ */
+const MAX_PARTITION_DIR_BYTES = 255
+const MAX_PARTITION_PATH_BYTES = 512
+
+/** Why the storage cannot hold a partition's directory (a value too long once escaped), or null. */
+export function unstorablePartition(view: SchemaView, partitionValues: Row): string | null {
+  if (view.partitionFields.length === 0) return null
+  let path: string
+  try {
+    path = partitionPath(view.partitionFields, partitionValues, view.options.partitionDefaultName)
+  } catch (e) {
+    if (e instanceof StrataInputError) return e.message
+    throw e
+  }
+  const dirs = path.slice(0, -1).split('/')
+  for (let i = 0; i < dirs.length; i++) {
+    const bytes = Buffer.byteLength(dirs[i], 'utf8')
+    if (bytes > MAX_PARTITION_DIR_BYTES) {
+      const shown = dirs[i].length > 40 ? dirs[i].slice(0, 37) + '...' : dirs[i]
+      return `partition field '${view.partitionFields[i].name}': directory name '${shown}' is ${bytes} bytes; a partition directory name (key=value, escaped) has at most ${MAX_PARTITION_DIR_BYTES}`
+    }
+  }
+  const total = Buffer.byteLength(path, 'utf8')
+  if (total > MAX_PARTITION_PATH_BYTES) {
+    return `partition path of ${total} bytes (fields ${view.partitionFields.map((f) => `'${f.name}'`).join(', ')}, escaped); a partition path has at most ${MAX_PARTITION_PATH_BYTES} bytes, so a data file's S3 key stays within 1024`
+  }
+  return null
+}
+
+/**
+ * Why a record cannot be written to the table — a row too large, a partition the storage
+ * cannot name, a retraction the merge engine refuses — or null. What writeBatch checks for
+ * each record, for a caller (the writer function) that rejects records one by one.
+ */
+export function refusedRecord(table: Table, r: WriteRecord): string | null {
+  const view = table.view
+  return oversizeRow(view, r.row) ?? unstorablePartition(view, view.partitionIndexes.map((j) => r.row[j])) ?? refusedRetraction(table, r)
+}
+
 /** Low bits of a sequence number: the row's index in its batch (2^20 rows per millisecond). */
 export const SEQUENCE_ROW_BITS = 20n
 let lastSequenceEnd = 0n
@@ -142,6 +224,8 @@ export async function writeBatch(table: Table, records: WriteRecord[], opts: Wri
   const groups = new Map<string, { partitionValues: Row; partition: Uint8Array; bucket: number; kvs: KeyValue[] }>()
   for (let i = 0; i < records.length; i++) {
     const { kind, row } = records[i]
+    const oversize = oversizeRow(view, row)
+    if (oversize) throw new StrataInputError(`${records[i].where ?? `record ${i + 1}`}: ${oversize}`)
     for (let j = 0; j < bucketKeyIndexes.length; j++) bucketKey[j] = row[bucketKeyIndexes[j]]
     const bucket = bucketFn(bucketKey)
     let gk = String(bucket)
@@ -152,6 +236,8 @@ export async function writeBatch(table: Table, records: WriteRecord[], opts: Wri
     let g = groups.get(gk)
     if (!g) {
       const partitionValues = partitionIndexes.map((j) => row[j])
+      const unstorable = unstorablePartition(view, partitionValues)
+      if (unstorable) throw new StrataInputError(`${records[i].where ?? `record ${i + 1}`}: ${unstorable}`)
       groups.set(gk, (g = { partitionValues, partition: serializeBinaryRow(partitionTypes, partitionValues), bucket, kvs: [] }))
     }
     const key: Value[] = new Array(keyIndexes.length)
