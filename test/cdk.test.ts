@@ -525,7 +525,7 @@ describe('deployment config', () => {
   })
 
   it('a bad table option fails with the option named, as createSchema words it', () => {
-    expect(bad({ tables: [table({ bucket: '0' })] })).toBe(`cfg: tables[0] ('t'): option 'bucket': invalid value "0", expected an integer >= 1`)
+    expect(bad({ tables: [table({ bucket: '0' })] })).toBe(`cfg: tables[0] ('t'): option 'bucket': invalid value "0", expected an integer in 1..32768`)
     expect(bad({ tables: [table({ 'compaction.task-threads': '0' })] })).toMatch(/option 'compaction.task-threads': invalid value "0", expected -1 or an integer >= 1/)
     expect(bad({ tables: [table({ 'compaction.task-threads': '1001' })] })).toMatch(/option 'compaction.task-threads': invalid value "1001", expected -1 or 1..1000/)
     expect(bad({ tables: [table({ 'no.such.option': 'x' })] })).toMatch(/option 'no.such.option' is unknown/)
@@ -584,7 +584,7 @@ describe('deployment config', () => {
 
   it('a bad config fails synth with its message', () => {
     const app = new App({ context: { strata: { tables: [table({ bucket: 'many' })] } } })
-    expect(() => buildApp(app)).toThrow(`strata config (context 'strata'): tables[0] ('t'): option 'bucket': invalid value "many", expected an integer >= 1`)
+    expect(() => buildApp(app)).toThrow(`strata config (context 'strata'): tables[0] ('t'): option 'bucket': invalid value "many", expected an integer in 1..32768`)
   })
 })
 

@@ -41,6 +41,7 @@ const SCHEMA = {
     'snapshot.num-retained.min': '1',
     'snapshot.num-retained.max': '3',
     // low, so the table shows back-pressure without dozens of commits
+    'num-sorted-run.compaction-trigger': '2',
     'num-sorted-run.stop-trigger': '2',
   },
 }

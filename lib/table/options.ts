@@ -15,22 +15,50 @@ export interface OptionSpec {
   default?: string
   values?: string[]
   min?: number
+  /** the largest value Strata creates a table with (a stored schema may hold more) */
+  max?: number
+  /** string options: the accepted spelling, and how a message describes it */
+  pattern?: { regex: RegExp; expected: string }
   doc: string
 }
 
 const KB = 1024
 const MB = 1024 * KB
 
+/**
+ * Most buckets per partition a new table may have. The format's bucket ids are 32-bit ints,
+ * but everything else scales with the count: a write spread over all buckets puts one data
+ * file and one compaction job per bucket (at 10 jobs per FIFO SendMessageBatch call, 32,768
+ * buckets are 3,277 calls, about 11 s at a FIFO queue's 300 calls/s), every job reads the
+ * index manifest, which has an entry per bucket with deletion vectors, and the manifest list
+ * holds up to merge-min-count records per bucket group. docs/operations.md "Table options".
+ */
+export const MAX_BUCKETS = 32768
+
+/**
+ * Most LSM levels a table may have. Level arrays are allocated per bucket (compaction, status)
+ * and universal compaction never fills more than compaction-trigger + 1 of them.
+ */
+export const MAX_LEVELS = 100
+
+/**
+ * A data-file.prefix that keeps every data file a plain name inside its bucket directory: no
+ * path separator, no '.' first (no '..', no hidden or '.tmp-' names), at most 64 characters
+ * (a data file's name then stays far below a file system's 255 bytes).
+ */
+const SAFE_PREFIX = /^(?:[A-Za-z0-9_-][A-Za-z0-9._-]{0,63})?$/
+const SAFE_PREFIX_TEXT = "at most 64 ASCII letters, digits, '-', '_' and '.', not starting with '.'"
+
 export const OPTION_SPECS: OptionSpec[] = [
-  { key: 'bucket', type: 'int', default: '1', min: 1, doc: 'Fixed number of buckets per partition. Strata supports fixed-bucket tables only (Paimon also has -1 dynamic and -2 postpone).' },
+  { key: 'bucket', type: 'int', default: '1', min: 1, max: MAX_BUCKETS, doc: 'Fixed number of buckets per partition, at most 32768. Strata supports fixed-bucket tables only (Paimon also has -1 dynamic and -2 postpone).' },
   { key: 'bucket-key', type: 'string', doc: 'Comma-separated bucket key fields, a subset of the primary key without partition keys; default the trimmed primary key.' },
   { key: 'file.format', type: 'enum', default: 'parquet', values: ['parquet'], doc: 'Data file format. Strata writes and reads Parquet only.' },
   { key: 'file.compression', type: 'enum', default: 'snappy', values: ['none', 'snappy', 'gzip', 'zstd'], doc: 'Parquet compression. Paimon defaults to zstd; Strata defaults to snappy because Node 20 has no zstd encoder (zstd works on Node >= 22.15, i.e. Lambda nodejs22.x).' },
   { key: 'manifest.compression', type: 'enum', default: 'deflate', values: ['none', 'deflate', 'snappy', 'zstd'], doc: 'Avro codec of manifests. Paimon defaults to zstd; Strata to deflate for the same reason as file.compression. Any codec is read.' },
   { key: 'target-file-size', type: 'memory', default: '128 mb', min: 1, doc: 'Target size of a data file; compaction output rolls to a new file past it.' },
-  { key: 'num-levels', type: 'int', min: 2, doc: 'Number of LSM levels; default num-sorted-run.compaction-trigger + 1.' },
-  { key: 'num-sorted-run.compaction-trigger', type: 'int', default: '5', min: 1, doc: 'Sorted-run count that triggers compaction (L0 files count one each, each higher level one).' },
-  { key: 'num-sorted-run.stop-trigger', type: 'int', min: 1, doc: 'Sorted-run count past which a bucket reports back-pressure; default compaction-trigger + 3.' },
+  { key: 'num-levels', type: 'int', min: 2, max: MAX_LEVELS, doc: 'Number of LSM levels, at most 100; default num-sorted-run.compaction-trigger + 1.' },
+  { key: 'num-sorted-run.compaction-trigger', type: 'int', default: '5', min: 1, max: MAX_LEVELS - 1, doc: 'Sorted-run count that triggers compaction (L0 files count one each, each higher level one), at most 99.' },
+  { key: 'num-sorted-run.stop-trigger', type: 'int', min: 1, doc: 'Sorted-run count past which a bucket reports back-pressure; default compaction-trigger + 3. Must not be below the compaction trigger.' },
   { key: 'compaction.max-size-amplification-percent', type: 'int', default: '200', min: 0, doc: 'Universal compaction: full compaction when (all runs but the oldest) / oldest exceeds this percentage.' },
   { key: 'compaction.size-ratio', type: 'int', default: '1', min: 0, doc: 'Universal compaction: percentage flexibility when comparing sorted-run sizes.' },
   { key: 'compaction.max.file-num', type: 'int', default: '50', min: 2, doc: 'Most input files one compaction job takes; a bucket that needs more gets a follow-up job.' },
@@ -45,13 +73,19 @@ export const OPTION_SPECS: OptionSpec[] = [
   { key: 'commit.max-retries', type: 'int', default: '10', min: 0, doc: 'Attempts after a lost snapshot race before a commit gives up.' },
   { key: 'commit.user-prefix', type: 'string', doc: 'Prefix of generated commit users.' },
   { key: 'snapshot.num-retained.min', type: 'int', default: '10', min: 1, doc: 'Snapshots always kept by expiration.' },
-  { key: 'snapshot.num-retained.max', type: 'int', default: '2147483647', min: 1, doc: 'Snapshots kept at most by expiration.' },
+  { key: 'snapshot.num-retained.max', type: 'int', default: '2147483647', min: 1, doc: 'Snapshots kept at most by expiration; not below snapshot.num-retained.min.' },
   { key: 'snapshot.time-retained', type: 'duration', default: '1 h', doc: 'Snapshots younger than this are kept by expiration.' },
   { key: 'snapshot.expire.limit', type: 'int', default: '50', min: 1, doc: 'Most snapshots one expiration call removes.' },
-  { key: 'partition.default-name', type: 'string', default: '__DEFAULT_PARTITION__', doc: 'Directory name of a null or blank partition value.' },
+  { key: 'partition.default-name', type: 'string', default: '__DEFAULT_PARTITION__', pattern: { regex: /^[^]+$/, expected: 'a non-empty string' }, doc: 'Directory name of a null or blank partition value; not empty.' },
   { key: 'partition.legacy-name', type: 'boolean', default: 'true', values: ['true'], doc: 'Partition directory values as Java toString of the internal value; only true is supported.' },
   { key: 'primary-key.nullable', type: 'boolean', default: 'false', values: ['false'], doc: 'Primary key fields are NOT NULL; only false is supported.' },
-  { key: 'data-file.prefix', type: 'string', default: 'data-', doc: 'File name prefix of data files.' },
+  {
+    key: 'data-file.prefix',
+    type: 'string',
+    default: 'data-',
+    pattern: { regex: SAFE_PREFIX, expected: SAFE_PREFIX_TEXT },
+    doc: "File name prefix of data files: at most 64 ASCII letters, digits, '-', '_' and '.', not starting with '.'.",
+  },
   { key: 'changelog-producer', type: 'enum', default: 'none', values: ['none'], doc: 'Strata produces no changelog files.' },
   { key: 'write.max-row-size', type: 'memory', default: '4 mb', min: 1, doc: 'Strata only: largest row a write accepts, measured as its fields\' encoded bytes (strings as UTF-8, bytes raw, 8 per fixed-width value). A larger row is rejected with its key and size. The default keeps every row inside the reader function\'s 6 MB response limit, even as base64.' },
   { key: 'write-only', type: 'boolean', default: 'false', doc: 'Accepted for Paimon compatibility; Strata writers never compact inline.' },
@@ -95,6 +129,7 @@ function expected(spec: OptionSpec): string {
   switch (spec.type) {
     case 'int':
     case 'long':
+      if (spec.min !== undefined && spec.max !== undefined) return `an integer in ${spec.min}..${spec.max}`
       return spec.min !== undefined ? `an integer >= ${spec.min}` : 'an integer'
     case 'boolean':
       return spec.values ? `${spec.values.join(' or ')}` : 'true or false'
@@ -105,11 +140,15 @@ function expected(spec: OptionSpec): string {
     case 'enum':
       return `one of ${spec.values!.join(', ')}`
     default:
-      return 'a string'
+      return spec.pattern?.expected ?? 'a string'
   }
 }
 
-function checkValue(spec: OptionSpec, raw: string): void {
+/**
+ * Checks one value against its spec. `typeOnly` (a stored schema): only that the value
+ * parses as its type, the ranges and allowed values being what Strata creates tables with.
+ */
+function checkValue(spec: OptionSpec, raw: string, typeOnly = false): void {
   const bad = () => new StrataInputError(`option '${spec.key}': invalid value ${JSON.stringify(raw)}, expected ${expected(spec)}`)
   switch (spec.type) {
     case 'int':
@@ -117,23 +156,31 @@ function checkValue(spec: OptionSpec, raw: string): void {
       if (!/^-?\d+$/.test(raw.trim())) throw bad()
       const n = Number(raw)
       if (spec.type === 'int' && (n > 2147483647 || n < -2147483648)) throw bad()
+      if (spec.type === 'long' && !Number.isSafeInteger(n)) throw bad()
+      if (typeOnly) break
       if (spec.min !== undefined && n < spec.min) throw bad()
+      if (spec.max !== undefined && n > spec.max) throw bad()
       break
     }
     case 'boolean':
       if (!['true', 'false'].includes(raw.trim().toLowerCase())) throw bad()
-      if (spec.values && !spec.values.includes(raw.trim().toLowerCase())) throw bad()
+      if (!typeOnly && spec.values && !spec.values.includes(raw.trim().toLowerCase())) throw bad()
       break
     case 'memory': {
       const n = parseMemorySize(raw)
-      if (n === null || (spec.min !== undefined && n < spec.min)) throw bad()
+      if (n === null || !Number.isSafeInteger(n) || (!typeOnly && spec.min !== undefined && n < spec.min)) throw bad()
       break
     }
-    case 'duration':
-      if (parseDuration(raw) === null) throw bad()
+    case 'duration': {
+      const n = parseDuration(raw)
+      if (n === null || !Number.isSafeInteger(n)) throw bad()
       break
+    }
     case 'enum':
-      if (!spec.values!.includes(raw.trim().toLowerCase())) throw bad()
+      if (!typeOnly && !spec.values!.includes(raw.trim().toLowerCase())) throw bad()
+      break
+    case 'string':
+      if (!typeOnly && spec.pattern && !spec.pattern.regex.test(raw)) throw bad()
       break
   }
 }
@@ -161,10 +208,49 @@ export function validateOptions(raw: unknown): Record<string, string> {
   if (cpt === 0 || cpt < -1) {
     throw new StrataInputError(`option 'compaction.task-threads': invalid value ${JSON.stringify(out['compaction.task-threads'])}, expected -1 or an integer >= 1`)
   }
+  checkCombinations(out)
   return out
 }
 
-/** Typed view of a table's options, defaults applied. */
+/**
+ * Options that are each valid but together make a table misbehave: refused at create. A
+ * stored schema with them is read as Paimon reads it (coreOptions).
+ */
+function checkCombinations(options: Record<string, string>): void {
+  const value = (key: string): number => Number(options[key] ?? SPEC_BY_KEY.get(key)!.default)
+  const atLeast = (key: string, floorKey: string, floor: number, why: string) => {
+    if (options[key] !== undefined && value(key) < floor) {
+      throw new StrataInputError(`option '${key}': invalid value ${JSON.stringify(options[key])}, expected an integer >= ${floorKey} (${floor}); ${why}`)
+    }
+  }
+  // Paimon refuses this pair too (SchemaValidation)
+  atLeast('snapshot.num-retained.max', 'snapshot.num-retained.min', value('snapshot.num-retained.min'), 'expiration could not keep the minimum')
+  // Paimon raises such a stop trigger to the compaction trigger; Strata refuses it, since the
+  // bucket would report back-pressure while no compaction is due
+  atLeast('num-sorted-run.stop-trigger', 'num-sorted-run.compaction-trigger', value('num-sorted-run.compaction-trigger'), 'a bucket would report back-pressure before any compaction is due')
+}
+
+/** Checks a stored schema's options: every value of a known key parses as its type (other tools' keys pass). */
+export function validateStoredOptions(options: Record<string, string>, where: string): void {
+  for (const [key, value] of Object.entries(options)) {
+    const spec = SPEC_BY_KEY.get(key)
+    if (!spec) continue
+    try {
+      checkValue(spec, value, true)
+    } catch (e) {
+      throw new StrataInputError(`${where}: ${(e as Error).message}`)
+    }
+  }
+}
+
+/**
+ * Typed view of a table's options, defaults applied. A stored schema (another tool may have
+ * written it) is read as Paimon reads it: the stop trigger is raised to the compaction
+ * trigger and the retained maximum to the minimum. A stored value Strata cannot use safely
+ * (a data-file.prefix outside the safe set, more than MAX_LEVELS levels) leaves the table
+ * readable: only reading that property throws, a StrataInputError naming the option, so
+ * writes or compactions that need it are refused before they write anything.
+ */
 export interface CoreOptions {
   raw: Record<string, string>
   bucket: number
@@ -203,7 +289,9 @@ export function coreOptions(raw: Record<string, string>): CoreOptions {
   const bool = (key: string): boolean => (get(key) ?? 'false').toLowerCase() === 'true'
   const trigger = int('num-sorted-run.compaction-trigger')
   const bucketKey = get('bucket-key')
-  return {
+  const stop = raw['num-sorted-run.stop-trigger'] ? Number(raw['num-sorted-run.stop-trigger']) : trigger + 3
+  const retainedMin = int('snapshot.num-retained.min')
+  const options: CoreOptions = {
     raw,
     bucket: int('bucket'),
     bucketKey: bucketKey ? bucketKey.split(',').map((s) => s.trim()) : null,
@@ -212,7 +300,7 @@ export function coreOptions(raw: Record<string, string>): CoreOptions {
     targetFileSize: parseMemorySize(get('target-file-size')!)!,
     numLevels: raw['num-levels'] ? Number(raw['num-levels']) : trigger + 1,
     compactionTrigger: trigger,
-    stopTrigger: raw['num-sorted-run.stop-trigger'] ? Number(raw['num-sorted-run.stop-trigger']) : trigger + 3,
+    stopTrigger: Math.max(trigger, stop),
     maxSizeAmplificationPercent: int('compaction.max-size-amplification-percent'),
     sizeRatio: int('compaction.size-ratio'),
     compactionMaxFileNum: int('compaction.max.file-num'),
@@ -226,11 +314,32 @@ export function coreOptions(raw: Record<string, string>): CoreOptions {
     manifestBucketGroupSize: int('manifest.bucket-group-size'),
     ioMaxConcurrentRequests: int('io.max-concurrent-requests'),
     commitUserPrefix: get('commit.user-prefix') ?? null,
-    snapshotNumRetainedMin: int('snapshot.num-retained.min'),
-    snapshotNumRetainedMax: int('snapshot.num-retained.max'),
+    snapshotNumRetainedMin: retainedMin,
+    snapshotNumRetainedMax: Math.max(retainedMin, int('snapshot.num-retained.max')),
     snapshotTimeRetainedMs: parseDuration(get('snapshot.time-retained')!)!,
     partitionDefaultName: get('partition.default-name')!,
     dataFilePrefix: get('data-file.prefix')!,
     maxRowBytes: parseMemorySize(get('write.max-row-size')!)!,
   }
+  if (!SAFE_PREFIX.test(options.dataFilePrefix)) {
+    refuseOnUse(options, 'dataFilePrefix', 'data-file.prefix', options.dataFilePrefix, `is not a safe file-name prefix (expected ${SAFE_PREFIX_TEXT})`, 'Strata does not write to it')
+  }
+  if (options.numLevels > MAX_LEVELS) {
+    const [key, problem] = raw['num-levels']
+      ? ['num-levels', `is over Strata's maximum of ${MAX_LEVELS} levels`]
+      : ['num-sorted-run.compaction-trigger', `makes ${options.numLevels} levels (the trigger + 1), over Strata's maximum of ${MAX_LEVELS}`]
+    refuseOnUse(options, 'numLevels', key, raw[key], problem, 'Strata neither compacts it nor shows its status')
+  }
+  return options
+}
+
+/** Makes reading `property` throw a StrataInputError that names the option and its stored value. */
+function refuseOnUse(options: CoreOptions, property: keyof CoreOptions, key: string, value: string, problem: string, consequence: string): void {
+  const message = `option '${key}': the stored value ${JSON.stringify(value)} ${problem}; this table can be read but ${consequence}`
+  Object.defineProperty(options, property, {
+    enumerable: true,
+    get() {
+      throw new StrataInputError(message)
+    },
+  })
 }

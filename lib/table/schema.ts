@@ -4,12 +4,33 @@
 
 import { type DataField, type DataType, type TableSchema, StrataInputError } from '../types.ts'
 import { formatDataType, parseDataType, withNullable } from './data-type.ts'
-import { type CoreOptions, coreOptions, validateOptions } from './options.ts'
+import { type CoreOptions, coreOptions, validateOptions, validateStoredOptions } from './options.ts'
 
 export const SCHEMA_VERSION = 3
 
-/** Names Paimon reserves for system fields (api:table/SpecialFields.java). */
-const RESERVED = new Set(['_SEQUENCE_NUMBER', '_VALUE_KIND', '_LEVEL', 'rowkind', '_ROW_ID'])
+/** Names Paimon reserves for system fields, besides the `_KEY_` prefix (api:table/SpecialFields.java). */
+const PAIMON_SYSTEM_NAMES = new Set(['_SEQUENCE_NUMBER', '_VALUE_KIND', '_LEVEL', 'rowkind', '_ROW_ID'])
+const KEY_FIELD_PREFIX = '_KEY_'
+
+/** Keys of Strata's JSON lines that are not columns: a field of that name could never be set. */
+const JSON_LINE_KEYS = new Map([
+  ['_kind', 'the row kind'],
+  ['_table', "the writer's table name"],
+])
+
+/** Paimon counts field ids from this one up as system fields (SpecialFields.SYSTEM_FIELD_ID_START). */
+const SYSTEM_FIELD_ID_START = Math.floor(2147483647 / 2)
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+
+function systemNameProblem(name: string): string | null {
+  if (PAIMON_SYSTEM_NAMES.has(name) || name.startsWith(KEY_FIELD_PREFIX)) {
+    return `'${name}' is a Paimon system field name (reserved: ${KEY_FIELD_PREFIX}*, ${[...PAIMON_SYSTEM_NAMES].join(', ')})`
+  }
+  // Parquet column names are UTF-8: a lone surrogate would not survive the round trip
+  if (LONE_SURROGATE.test(name)) return `${JSON.stringify(name)} is not well-formed Unicode (a lone surrogate)`
+  return null
+}
 
 export interface SchemaInput {
   fields: { name: string; type: string; description?: string }[]
@@ -52,8 +73,12 @@ export function createSchema(input: unknown, timeMillis = Date.now()): TableSche
       throw new StrataInputError(`${where}.name: expected a non-empty string, got ${JSON.stringify(name)}`)
     }
     if (names.has(name)) throw new StrataInputError(`${where}.name: field '${name}' is defined twice`)
-    if (RESERVED.has(name) || name.startsWith('_KEY_')) {
-      throw new StrataInputError(`${where}.name: '${name}' is a Paimon system field name (reserved: _KEY_*, ${[...RESERVED].join(', ')})`)
+    const problem = systemNameProblem(name)
+    if (problem) throw new StrataInputError(`${where}.name: ${problem}`)
+    if (JSON_LINE_KEYS.has(name)) {
+      throw new StrataInputError(
+        `${where}.name: '${name}' is a key of Strata's JSON lines (${JSON_LINE_KEYS.get(name)}), so no write could set the field; expected another name (reserved: ${[...JSON_LINE_KEYS.keys()].join(', ')})`,
+      )
     }
     names.add(name)
     let dataType = parseDataType(type, `${where}.type (field '${name}')`)
@@ -127,32 +152,96 @@ export function serializeSchema(s: TableSchema): string {
   return JSON.stringify(out, null, 2)
 }
 
+/**
+ * Reads a stored `schema/schema-N`, which another tool may have written. Anything Strata
+ * cannot read safely is a StrataInputError naming the file and the field; options are only
+ * checked to parse as their types (their ranges and cross-checks are create's; coreOptions
+ * reads odd stored values as Paimon does), and other tools' option keys pass.
+ */
 export function parseSchema(text: string, where: string): TableSchema {
-  let j: Record<string, any>
+  const fail = (field: string, problem: string): never => {
+    throw new StrataInputError(`${where}: '${field}': ${problem}`)
+  }
+  let j: unknown
   try {
     j = JSON.parse(text)
   } catch (e) {
-    throw new Error(`${where}: not valid JSON (${(e as Error).message})`)
+    throw new StrataInputError(`${where}: not valid JSON (${(e as Error).message})`)
   }
-  if (!Array.isArray(j.fields)) throw new Error(`${where}: missing 'fields'`)
-  const fields: DataField[] = j.fields.map((f: any, i: number) => {
-    if (typeof f.type !== 'string') throw new Error(`${where}: field ${i} ('${f.name}') has a nested type, which Strata does not support`)
-    const field: DataField = { id: f.id, name: f.name, type: parseDataType(f.type, `${where} field '${f.name}'`) }
-    if (f.description !== undefined) field.description = f.description
+  if (!isPlainObject(j)) throw new StrataInputError(`${where}: expected a JSON object (a Paimon TableSchema), got ${describe(j)}`)
+  const integer = (field: string, v: unknown, min: number, max: number): number =>
+    typeof v === 'number' && Number.isSafeInteger(v) && v >= min && v <= max ? v : fail(field, `expected an integer in ${min}..${max}, got ${describe(v)}`)
+  if (!Array.isArray(j.fields) || j.fields.length === 0) fail('fields', `expected a non-empty array of fields, got ${describe(j.fields)}`)
+  const names = new Set<string>()
+  const ids = new Set<number>()
+  const fields: DataField[] = (j.fields as unknown[]).map((f, i) => {
+    const at = `fields[${i}]`
+    if (!isPlainObject(f)) return fail(at, `expected an object with id, name and type, got ${describe(f)}`)
+    const id = integer(`${at}.id`, f.id, 0, SYSTEM_FIELD_ID_START - 1)
+    if (ids.has(id)) fail(`${at}.id`, `id ${id} is used twice`)
+    ids.add(id)
+    const name = typeof f.name === 'string' && f.name !== '' ? f.name : fail(`${at}.name`, `expected a non-empty string, got ${describe(f.name)}`)
+    if (names.has(name)) fail(`${at}.name`, `field '${name}' is defined twice`)
+    names.add(name)
+    const problem = systemNameProblem(name)
+    if (problem) fail(`${at}.name`, problem)
+    const typeAt = `${where}: '${at}.type' (field '${name}')`
+    if (typeof f.type !== 'string') throw new StrataInputError(`${typeAt}: a nested type, which Strata does not support`)
+    const field: DataField = { id, name, type: parseDataType(f.type, typeAt) }
+    if (f.description !== undefined) {
+      field.description = typeof f.description === 'string' ? f.description : fail(`${at}.description`, `expected a string, got ${describe(f.description)}`)
+    }
     return field
   })
-  const s: TableSchema = {
-    version: j.version ?? 1,
-    id: j.id,
-    fields,
-    highestFieldId: j.highestFieldId ?? Math.max(...fields.map((f) => f.id)),
-    partitionKeys: j.partitionKeys ?? [],
-    primaryKeys: j.primaryKeys ?? [],
-    options: j.options ?? {},
-    timeMillis: j.timeMillis ?? 0,
+  const keyList = (field: 'primaryKeys' | 'partitionKeys'): string[] => {
+    const v = j[field] ?? []
+    if (!Array.isArray(v)) return fail(field, `expected an array of field names, got ${describe(v)}`)
+    const seen = new Set<string>()
+    for (const k of v) {
+      if (typeof k !== 'string' || !names.has(k)) fail(field, `${describe(k)} is not a field (fields: ${[...names].join(', ')})`)
+      if (seen.has(k)) fail(field, `'${k}' is listed twice`)
+      seen.add(k)
+    }
+    return v as string[]
   }
-  if (j.comment !== undefined) s.comment = j.comment
+  const primaryKeys = keyList('primaryKeys')
+  const partitionKeys = keyList('partitionKeys')
+  if (primaryKeys.length === 0) fail('primaryKeys', 'Strata reads primary-key tables only, and this schema has no primary key')
+  for (const k of partitionKeys) {
+    if (!primaryKeys.includes(k)) fail('partitionKeys', `partition key '${k}' is not part of the primary key [${primaryKeys.join(', ')}]`)
+  }
+  if (primaryKeys.every((k) => partitionKeys.includes(k))) fail('primaryKeys', 'expected at least one field that is not a partition key')
+  const rawOptions = j.options ?? {}
+  if (!isPlainObject(rawOptions)) fail('options', `expected an object of string values, got ${describe(rawOptions)}`)
+  const options: Record<string, string> = {}
+  for (const [k, v] of Object.entries(rawOptions as Record<string, unknown>)) {
+    if (typeof v !== 'string') fail('options', `option '${k}' must be a string, got ${describe(v)}`)
+    Object.defineProperty(options, k, { value: v, enumerable: true, writable: true, configurable: true })
+  }
+  validateStoredOptions(options, where)
+  const maxId = Math.max(...fields.map((f) => f.id))
+  const s: TableSchema = {
+    version: j.version === undefined ? 1 : integer('version', j.version, 1, 2147483647),
+    id: j.id === undefined ? 0 : integer('id', j.id, 0, Number.MAX_SAFE_INTEGER),
+    fields,
+    highestFieldId: j.highestFieldId === undefined ? maxId : integer('highestFieldId', j.highestFieldId, 0, 2147483647),
+    partitionKeys,
+    primaryKeys,
+    options,
+    timeMillis: j.timeMillis === undefined ? 0 : integer('timeMillis', j.timeMillis, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER),
+  }
+  if (j.comment !== undefined && j.comment !== null) s.comment = typeof j.comment === 'string' ? j.comment : fail('comment', `expected a string, got ${describe(j.comment)}`)
   return s
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+function describe(v: unknown): string {
+  const text = JSON.stringify(v)
+  if (text === undefined) return String(v)
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text
 }
 
 /** Positions and types the engine uses for a schema, derived once per table open. */
