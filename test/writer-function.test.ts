@@ -32,10 +32,10 @@ const SCHEMA = {
   options: { bucket: '2', 'merge-engine': 'aggregation', 'fields.qty.aggregate-function': 'sum', 'fields.note.aggregate-function': 'last_non_null_value' },
 }
 
-async function freshTable(): Promise<{ name: string; uri: string; table: Table }> {
+async function freshTable(schema: object = SCHEMA): Promise<{ name: string; uri: string; table: Table }> {
   const name = `t${n++}`
   const uri = `s3://${BUCKET}/tables/${name}`
-  const table = await Table.create(new S3Store({ bucket: BUCKET, prefix: `tables/${name}`, client: backend.s3Client() }), SCHEMA)
+  const table = await Table.create(new S3Store({ bucket: BUCKET, prefix: `tables/${name}`, client: backend.s3Client() }), schema)
   useFunctionEnv(backend, { [name]: { uri, compactionQueueUrl: queueUrl } }, { STRATA_REJECT_URI: `s3://${BUCKET}/rejects/${name}` })
   return { name, uri, table }
 }
@@ -85,7 +85,7 @@ describe('writer function', () => {
     const rejects = await rejectsOf(name)
     expect(rejects.map((r) => r.id).sort()).toEqual(bad.map((b) => b.messageId).sort())
     const byId = new Map(rejects.map((r) => [r.id, r]))
-    expect(byId.get(bad[0].messageId)!.reason).toMatch(/^malformed JSON/)
+    expect(byId.get(bad[0].messageId)!.reason).toMatch(/: malformed JSON at character 28: expected a value, found the end of the line$/)
     expect(byId.get(bad[1].messageId)!.reason).toMatch(/unknown column 'colour'/)
     expect(byId.get(bad[2].messageId)!.reason).toMatch(/field 'id' is NOT NULL but got null/)
     expect(byId.get(bad[3].messageId)!.reason).toMatch(/field 'qty' \(BIGINT\) expected an integer, got "many"/)
@@ -164,6 +164,67 @@ describe('writer function', () => {
     const res = await ingest(records, { resolve: resolveTable, defaultTable: name, rejects: failing, commitUser: 'w', orderedSource: true })
     expect(res.failedIds.sort()).toEqual(['101', '102'])
     expect(sortRows(await readAll(table))).toEqual([['2024-05-01', 1, 1n, null]])
+  })
+
+  it('no single record fails a batch (issue 16): each hostile record is rejected alone with a reason naming its field; the rest commit', async () => {
+    const { name, table } = await freshTable({
+      fields: [
+        { name: 'dt', type: 'STRING' },
+        { name: 'id', type: 'INT' },
+        { name: 'price', type: 'DECIMAL(10, 2)' },
+        { name: 'x', type: 'DOUBLE' },
+        { name: 'raw', type: 'BYTES' },
+        { name: 'note', type: 'STRING' },
+      ],
+      primaryKeys: ['dt', 'id'],
+      partitionKeys: ['dt'],
+      options: { bucket: '2', 'write.max-row-size': '1 kb' },
+    })
+    const good = [
+      sqsRecord('{"dt":"2024-05-01","id":1,"price":"1.50","x":2.5,"raw":"AAEC"}'),
+      sqsRecord('{"dt":"2024-05-01","id":2,"price":12345678.99,"note":"ok"}'),
+      sqsRecord('{"dt":"2024-05-02","id":3,"price":"1.5e2"}'),
+    ]
+    // each bad record with the field (or position) its reason must name
+    const bad: [ReturnType<typeof sqsRecord>, RegExp][] = [
+      [sqsRecord('{"dt":"2024-05-01","id":4,"price":"1e400000000"}'), /field 'price' \(DECIMAL\(10, 2\)\) expected a decimal number with at most 8 integer digits, got "1e400000000"$/],
+      // a RangeError out of BigInt before the fix: it failed the whole batch
+      [sqsRecord('{"dt":"2024-05-01","id":5,"price":"1e9999999999"}'), /field 'price' \(DECIMAL\(10, 2\)\) expected a decimal number with at most 8 integer digits, got "1e9999999999"$/],
+      [sqsRecord('{"dt":"2024-05-01","id":6,"price":1e-9999999999}'), /field 'price' \(DECIMAL\(10, 2\)\) expected a decimal number with at most 2 fraction digits/],
+      [sqsRecord('{"dt":"2024-05-01","id":7,"price":"1.005"}'), /field 'price' .* at most 2 fraction digits .*got "1\.005"$/],
+      [sqsRecord('{"dt":"2024-05-01","id":8,"x":1e400}'), /field 'x' \(DOUBLE\) expected a finite number within DOUBLE range .*got 1e400$/],
+      [sqsRecord('{"dt":"2024-05-01","id":9,"raw":"A"}'), /field 'raw' \(BYTES\) expected standard base64 .*got "A"$/],
+      [sqsRecord('{"dt":"2024-05-01","id":10,"id":11}'), /malformed JSON at character 28: key "id" appears twice in one object$/],
+      [sqsRecord('{"dt":"2024-05-01","id":12,"x":' + '['.repeat(5000) + ']'.repeat(5000) + '}'), /malformed JSON at character \d+: objects and arrays nested deeper than 64 levels$/],
+      [sqsRecord('{"dt":"2024-05-01","id":13,"note":"' + 'n'.repeat(2000) + '"}'), /row of 2018 bytes is larger than write.max-row-size \(1024 bytes\); key \{"dt":"2024-05-01","id":13\}, largest field 'note' \(2000 bytes\)$/],
+      [sqsRecord(JSON.stringify({ dt: 'd'.repeat(300), id: 14 })), /partition field 'dt': directory name 'dt=d+\.\.\.' is 303 bytes/],
+      [sqsRecord('{"dt":"2024-05-01","id":15'), /malformed JSON at character 27/],
+    ]
+    const records = [good[0], ...bad.slice(0, 6).map(([r]) => r), good[1], ...bad.slice(6).map(([r]) => r), good[2]]
+    const res = await writerHandler(sqsEvent(records))
+    expect(res.batchItemFailures).toEqual([])
+    expect(sortRows(await readAll(table))).toEqual([
+      ['2024-05-01', 1, 150n, 2.5, new Uint8Array([0, 1, 2]), null],
+      ['2024-05-01', 2, 1234567899n, null, null, 'ok'],
+      ['2024-05-02', 3, 15000n, null, null, null],
+    ])
+    const rejects = new Map((await rejectsOf(name)).map((r) => [r.id, r]))
+    expect(rejects.size).toBe(bad.length)
+    for (const [r, reason] of bad) {
+      expect(rejects.get(r.messageId)!.reason).toMatch(reason)
+      expect(rejects.get(r.messageId)!.reason.startsWith(`arn:aws:sqs:us-east-1:000000000000:ingest#${r.messageId}: `)).toBe(true)
+      expect(rejects.get(r.messageId)!.record).toBe(r.body)
+    }
+  })
+
+  it('a table that cannot be opened fails only its own records (redelivered); the other table commits', async () => {
+    const { name, uri, table } = await freshTable()
+    // configured, but nothing was ever created there: opening it fails on every attempt
+    useFunctionEnv(backend, { [name]: { uri }, missing: { uri: `s3://${BUCKET}/tables/never-created` } }, { STRATA_REJECT_URI: `s3://${BUCKET}/rejects/${name}` })
+    const lost = [sqsRecord(JSON.stringify({ _table: 'missing', dt: 'x', id: 1, qty: 1 })), sqsRecord(JSON.stringify({ _table: 'missing', dt: 'x', id: 2, qty: 1 }))]
+    const res = await writerHandler(sqsEvent([lost[0], sqsRecord(JSON.stringify({ _table: name, dt: 'x', id: 3, qty: 3 })), lost[1]]))
+    expect(res.batchItemFailures.map((f) => f.itemIdentifier).sort()).toEqual(lost.map((r) => r.messageId).sort())
+    expect(await readAll(table)).toEqual([['x', 3, 3n, null]])
   })
 
   it('a record naming an unknown table is rejected; the rest of the batch commits', async () => {

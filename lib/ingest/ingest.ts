@@ -10,10 +10,11 @@ import { writerJobs } from '../jobs/coalesce.ts'
 import type { Committer } from '../commit/committer.ts'
 import { commitKeyOf } from '../commit/landed.ts'
 import type { ObjectStore } from '../store/object-store.ts'
+import { JsonNumber, parseJsonLine } from '../table/json-line.ts'
 import { recordFromJson } from '../table/json-values.ts'
 import type { Table } from '../table/table.ts'
 import { type Snapshot, StrataInputError } from '../types.ts'
-import { type WriteRecord, refusedRetraction, writeBatch } from '../write/table-write.ts'
+import { type WriteRecord, refusedRecord, writeBatch } from '../write/table-write.ts'
 
 export interface IngestRecord {
   /** stable id of the record at its source, the same on every redelivery (SQS messageId, Kinesis sequence number) */
@@ -236,6 +237,26 @@ async function committedEarlier(table: Table, user: string, records: { id: strin
 
 export const INGEST_MARKER_DIR = MARKER_DIR
 
+/** A record's table and columns: its body parsed strictly (parseJsonLine), `_table` taken out. */
+function route(r: IngestRecord, defaultTable: string | undefined): { name: string; columns: Record<string, unknown> } {
+  const obj = parseJsonLine(r.body, r.source)
+  if (typeof obj !== 'object' || obj === null || Array.isArray(obj) || obj instanceof JsonNumber) {
+    throw new StrataInputError(`${r.source}: expected a JSON object with the table's columns`)
+  }
+  const table = obj._table
+  if (table !== undefined && typeof table !== 'string') throw new StrataInputError(`${r.source}: field '_table' expected a table name (a string), got ${table instanceof JsonNumber ? table.text : JSON.stringify(table)?.slice(0, 60)}`)
+  const name = table ?? defaultTable
+  if (!name) throw new StrataInputError("field '_table' is missing and this writer serves several tables")
+  delete obj._table
+  return { name, columns: obj }
+}
+
+/** The reason stored with a rejected record: an input error's message, or what else went wrong reading it. */
+function rejectReason(r: IngestRecord, e: unknown): string {
+  if (e instanceof StrataInputError) return e.message
+  return `${r.source}: the record could not be read (${(e as Error)?.name ?? 'error'}: ${(e as Error)?.message ?? String(e)})`
+}
+
 export async function ingest(records: IngestRecord[], opts: IngestOptions): Promise<IngestResult> {
   const now = opts.now ?? Date.now
   const rejections: Rejection[] = []
@@ -244,44 +265,50 @@ export async function ingest(records: IngestRecord[], opts: IngestOptions): Prom
   const errors: { table: string; error: string }[] = []
   let cut = records.length
   const byId = new Map(records.map((r) => [r.id, r]))
+  // tables whose opening failed in this call: their records are redelivered, not retried one by one
+  const unopened = new Set<string>()
   for (let i = 0; i < records.length; i++) {
     const r = records[i]
-    let obj: Record<string, unknown>
+    const reject = (e: unknown) => rejections.push({ id: r.id, source: r.source, reason: rejectReason(r, e), record: r.body })
+    let routed: { name: string; columns: Record<string, unknown> }
     try {
-      obj = JSON.parse(r.body)
+      routed = route(r, opts.defaultTable)
     } catch (e) {
-      rejections.push({ id: r.id, source: r.source, reason: `malformed JSON (${(e as Error).message})`, record: r.body })
+      reject(e)
       continue
     }
-    if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) {
-      rejections.push({ id: r.id, source: r.source, reason: 'expected a JSON object with the table\'s columns', record: r.body })
-      continue
-    }
-    const name = typeof obj._table === 'string' ? obj._table : opts.defaultTable
-    if (!name) {
-      rejections.push({ id: r.id, source: r.source, reason: "field '_table' is missing and this writer serves several tables", record: r.body })
-      continue
-    }
+    const { name, columns } = routed
     let entry = byTable.get(name)
     if (!entry) {
-      const target = await opts.resolve(name)
+      let target: IngestTarget | null = null
+      try {
+        if (!unopened.has(name)) target = await opts.resolve(name)
+      } catch (e) {
+        unopened.add(name)
+        errors.push({ table: name, error: (e as Error).message })
+      }
+      if (unopened.has(name)) {
+        // the table could not be opened (storage): not the record's fault, so it comes again
+        failed.push(r.id)
+        if (opts.orderedSource) cut = Math.min(cut, i)
+        continue
+      }
       if (!target) {
         rejections.push({ id: r.id, source: r.source, reason: `field '_table': unknown table '${name}'`, record: r.body })
         continue
       }
       byTable.set(name, (entry = { target, records: [], ids: [] }))
     }
-    const { _table, ...columns } = obj
-    void _table
+    // any error reading one record rejects that record alone, whatever its kind: a batch
+    // that failed on one record would come back until the DLQ took the good ones with it
     try {
       const rec = { ...recordFromJson(entry.target.table.view, columns, r.source), where: r.source }
-      const refusal = refusedRetraction(entry.target.table, rec)
+      const refusal = refusedRecord(entry.target.table, rec)
       if (refusal) throw new StrataInputError(`${r.source}: ${refusal}`)
       entry.records.push(rec)
       entry.ids.push(r.id)
     } catch (e) {
-      if (!(e instanceof StrataInputError)) throw e
-      rejections.push({ id: r.id, source: r.source, reason: e.message, record: r.body })
+      reject(e)
     }
   }
 

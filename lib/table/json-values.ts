@@ -311,7 +311,15 @@ export function recordFromJson(view: SchemaView, obj: unknown, where: string): {
   for (let i = 0; i < fields.length; i++) {
     // own keys only: an absent column named `toString` must not find Object.prototype's
     const name = fields[i].name
-    row[i] = valueFromJson(fields[i], Object.hasOwn(rec, name) ? rec[name] : undefined, where)
+    const v = Object.hasOwn(rec, name) ? rec[name] : undefined
+    try {
+      row[i] = valueFromJson(fields[i], v, where)
+    } catch (e) {
+      if (e instanceof StrataInputError) throw e
+      // no value should get here (the fuzz tests look for one); if one does, it is still
+      // that field's input error, not a crash of the whole write
+      throw new StrataInputError(`${where}: field '${name}' (${typeLabel(fields[i].type)}) could not be read (${(e as Error)?.name}: ${(e as Error)?.message}), got ${describe(v)}`)
+    }
   }
   return { kind, row }
 }
