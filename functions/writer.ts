@@ -14,6 +14,19 @@ const metrics = newMetrics('writer')
 
 export type WriterEvent = SQSEvent | KinesisStreamEvent
 
+// fatal: bytes that are not UTF-8 would otherwise become U+FFFD inside a stored string
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+
+/** A Kinesis record's data as text; data that is not UTF-8 is kept (lossily) for the rejects, and marked. */
+function kinesisBody(data: string): { body: string; unreadable?: string } {
+  const bytes = Buffer.from(data, 'base64')
+  try {
+    return { body: utf8.decode(bytes) }
+  } catch {
+    return { body: bytes.toString('utf8'), unreadable: 'the record is not valid UTF-8 text' }
+  }
+}
+
 /** The records of either event kind, with their redelivery-stable ids. */
 export function recordsOf(event: WriterEvent): { records: IngestRecord[]; ordered: boolean } {
   if (!event || !Array.isArray((event as { Records?: unknown }).Records)) {
@@ -26,7 +39,7 @@ export function recordsOf(event: WriterEvent): { records: IngestRecord[]; ordere
       records: (recs as KinesisStreamEvent['Records']).map((r) => ({
         id: r.kinesis.sequenceNumber,
         source: `${r.eventSourceARN}#${r.kinesis.partitionKey}@${r.kinesis.sequenceNumber}`,
-        body: Buffer.from(r.kinesis.data, 'base64').toString('utf8'),
+        ...kinesisBody(r.kinesis.data),
       })),
     }
   }

@@ -156,6 +156,16 @@ describe('writer function', () => {
     ])
   })
 
+  it('Kinesis: data that is not UTF-8 is rejected, not stored with U+FFFD in place of its bytes', async () => {
+    const { name, table } = await freshTable()
+    const event = kinesisEvent([row('2024-05-01', 1, 3), row('2024-05-01', 2, 4)])
+    // the second record's note holds the byte 0xff, which no UTF-8 text contains
+    event.Records[1].kinesis.data = Buffer.concat([Buffer.from('{"dt":"2024-05-01","id":2,"qty":4,"note":"a'), Buffer.from([0xff]), Buffer.from('"}')]).toString('base64')
+    expect((await writerHandler(event)).batchItemFailures).toEqual([])
+    expect(await readAll(table)).toEqual([['2024-05-01', 1, 3n, null]])
+    expect((await rejectsOf(name)).map((r) => r.reason)).toEqual([`${event.Records[1].eventSourceARN}#pk-1@1001: the record is not valid UTF-8 text`])
+  })
+
   it('Kinesis: when rejects cannot be stored, nothing at or after the first failed record is committed', async () => {
     const { name, table } = await freshTable()
     const records = [row('2024-05-01', 1, 1), '{bad', row('2024-05-01', 2, 2)].map((body, i) => ({ id: String(100 + i), source: `seq ${100 + i}`, body }))

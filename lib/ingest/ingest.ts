@@ -23,6 +23,8 @@ export interface IngestRecord {
   source: string
   /** the record: a JSON object with the table's columns, optional "_kind" and "_table" */
   body: string
+  /** set when the source's bytes were not text (`body` then holds a lossy decoding): the record is rejected with this reason */
+  unreadable?: string
   /**
    * SQS redelivery facts (ApproximateReceiveCount, ApproximateFirstReceiveTimestamp). A
    * record received more than once may have been committed by an earlier attempt in a
@@ -239,6 +241,7 @@ export const INGEST_MARKER_DIR = MARKER_DIR
 
 /** A record's table and columns: its body parsed strictly (parseJsonLine), `_table` taken out. */
 function route(r: IngestRecord, defaultTable: string | undefined): { name: string; columns: Record<string, unknown> } {
+  if (r.unreadable) throw new StrataInputError(`${r.source}: ${r.unreadable}`)
   const obj = parseJsonLine(r.body, r.source)
   if (typeof obj !== 'object' || obj === null || Array.isArray(obj) || obj instanceof JsonNumber) {
     throw new StrataInputError(`${r.source}: expected a JSON object with the table's columns`)
