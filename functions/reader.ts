@@ -4,10 +4,11 @@
 // and CLI path). Either way the answer is `{statusCode, headers, body}`, the body JSON text
 // built here so BIGINT and DECIMAL values print digit for digit.
 //
-// Results are capped at `limit` rows (default and maximum STRATA_MAX_RESULT_ROWS) and at
-// about 5 MB of JSON, under the 6 MB a Function URL can return. Pages continue with an
-// opaque cursor that pins the snapshot, so every page reads one snapshot however many
-// commits land in between.
+// Results are capped at `limit` rows (default and maximum STRATA_MAX_RESULT_ROWS) and every
+// response fits Lambda's 6 MB (shared/response-size.ts): a page ends before the row that
+// would take it over, and a row too large to go out alone is answered 422, naming its key
+// and size, with a cursor that skips it. Pages continue with an opaque cursor that pins the
+// snapshot, so every page reads one snapshot however many commits land in between.
 
 import { createHash } from 'node:crypto'
 import middy from '@middy/core'
@@ -23,15 +24,12 @@ import type { Table } from '../lib/table/table.ts'
 import { type Row, StrataInputError, isRetract } from '../lib/types.ts'
 import { ConfigError } from './shared/config.ts'
 import { HttpError, type HttpResponse, errorResponse, isFunctionUrlEvent, jsonResponse, parseJsonObject, requestOf } from './shared/http.ts'
+import { MAX_RESPONSE_BYTES, ResponseTooLargeError, bytesInBody, responseBytes } from './shared/response-size.ts'
 import { logger, newMetrics, resolveTable, runtimeConfig } from './shared/runtime.ts'
 
 const metrics = newMetrics('reader')
 
-/**
- * A Function URL's buffered response is at most 6 MB; 5 MB of rows leaves room for the
- * envelope and for a row that goes over the budget (a page always returns at least one).
- */
-export const MAX_BODY_BYTES = 5 * 1024 * 1024
+const INSTEAD = 'request fewer columns (columns), or read it with the library or the CLI (strata read, strata lookup), which have no response limit'
 
 export type ReadOp = 'scan' | 'lookup' | 'status'
 
@@ -204,7 +202,26 @@ function valueColumnsFor(table: Table, columns: number[], filter: KeyFilter | un
   return [...new Set([...columns.map((i) => table.view.fields[i].name), ...Object.keys(filter ?? {}), ...cfg.sequenceFields])]
 }
 
-async function scanPage(table: Table, name: string, req: ReaderRequest, limit: number, maxBodyBytes: number): Promise<ReadOutcome> {
+/** The primary key of a scanned record as a JSON object, for messages: partition fields from the split, the rest from the key. */
+function primaryKeyText(table: Table, partitionValues: Row, key: Row): string {
+  const view = table.view
+  const names = view.schema.primaryKeys
+  const fields = names.map((n) => view.fields[view.fieldIndex.get(n)!])
+  const values = fields.map((f) => {
+    const p = view.partitionFields.indexOf(f)
+    return p >= 0 ? partitionValues[p] : key[view.keyFields.indexOf(f)]
+  })
+  return rowToJsonLine(fields, fields.map((_, i) => i), values)
+}
+
+function rowTooLarge(what: string, bytes: number, maxResponseBytes: number, details: Record<string, unknown> = {}): ResponseTooLargeError {
+  return new ResponseTooLargeError(
+    `row too large: ${what} takes ${bytes} bytes in a response, over the reader's limit of ${maxResponseBytes} bytes (a Lambda response is at most 6 MB); ${INSTEAD}`,
+    { rowBytes: bytes, maxResponseBytes, ...details },
+  )
+}
+
+async function scanPage(table: Table, name: string, req: ReaderRequest, limit: number, maxResponseBytes: number): Promise<ReadOutcome> {
   const query = queryFingerprint(name, req.filter)
   let start = { split: 0, offset: 0 }
   let snapshotId = req.snapshotId
@@ -225,9 +242,16 @@ async function scanPage(table: Table, name: string, req: ReaderRequest, limit: n
   const matches = filterMatcher(table, req.filter)
   const valueColumns = valueColumnsFor(table, plan.columns, req.filter)
   const fields = table.view.fields
+  const id = plan.snapshot?.id ?? null
+  const bodyOf = (rows: string[], cursor: string) => `{"snapshotId":${id},"rows":[${rows.join(',')}],"nextCursor":${cursor}}`
+  const cursorAt = (split: number, offset: number): Cursor => ({ v: 1, table: name, snapshotId: id ?? 0, split, offset, query })
+  // the response without rows, with the longest cursor this plan can issue
+  const longestCursor = JSON.stringify(encodeCursor(cursorAt(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)))
+  const budget = maxResponseBytes - responseBytes(jsonResponse(200, bodyOf([], longestCursor)))
   const rows: string[] = []
   let bytes = 0
   let next: Cursor | null = null
+  let tooLarge: { key: string; bytes: number } | null = null
   // one opener over the page's splits: the next split's files open while this one is read
   const opener = new FileOpener(table, plan.splits.slice(start.split), plan.dvIndex, stats)
   await whilePinned(table, plan.snapshot?.id, req.cursor !== undefined ? 'cursor' : 'snapshotId', async () => {
@@ -238,29 +262,36 @@ async function scanPage(table: Table, name: string, req: ReaderRequest, limit: n
         for (const kv of batch) {
           if (isRetract(kv.kind) || !matches(kv.value)) continue
           if (seen++ < skip) continue
-          // the next row exists, so a cursor never leads to an empty page
-          if (rows.length >= limit) {
-            next = { v: 1, table: name, snapshotId: plan.snapshot!.id, split: s, offset: seen - 1, query }
+          // the next row exists, so a cursor never leads to an empty page (nor skips to one)
+          if (rows.length >= limit || tooLarge) {
+            next = cursorAt(s, seen - 1)
             break scan
           }
           const line = rowToJsonLine(fields, plan.columns, kv.value)
-          const size = Buffer.byteLength(line) + 1
-          if (rows.length > 0 && bytes + size > maxBodyBytes) {
-            next = { v: 1, table: name, snapshotId: plan.snapshot!.id, split: s, offset: seen - 1, query }
+          const size = bytesInBody(line) + 1
+          if (bytes + size <= budget) {
+            rows.push(line)
+            bytes += size
+          } else if (rows.length > 0) {
+            next = cursorAt(s, seen - 1)
             break scan
+          } else {
+            // alone over the limit: look on for a row after it, for the cursor that skips it
+            tooLarge = { key: primaryKeyText(table, plan.splits[s].partitionValues, kv.key), bytes: size - 1 }
           }
-          rows.push(line)
-          bytes += size
         }
       }
     }
   })
-  const id = plan.snapshot?.id ?? null
+  if (tooLarge !== null) {
+    const { key, bytes: rowBytes } = tooLarge as { key: string; bytes: number }
+    throw rowTooLarge(`the row with primary key ${key}`, rowBytes, maxResponseBytes, { skipCursor: next === null ? null : encodeCursor(next) })
+  }
   const cursor = next === null ? 'null' : JSON.stringify(encodeCursor(next))
-  return { body: `{"snapshotId":${id},"rows":[${rows.join(',')}],"nextCursor":${cursor}}`, snapshotId: id, rows: rows.length, stats }
+  return { body: bodyOf(rows, cursor), snapshotId: id, rows: rows.length, stats }
 }
 
-async function lookupRow(table: Table, req: ReaderRequest): Promise<ReadOutcome> {
+async function lookupRow(table: Table, req: ReaderRequest, maxResponseBytes: number): Promise<ReadOutcome> {
   const view = table.view
   const pk = view.schema.primaryKeys
   const key = req.key!
@@ -282,12 +313,32 @@ async function lookupRow(table: Table, req: ReaderRequest): Promise<ReadOutcome>
   else snapshotId = (await table.snapshots.latestId()) || undefined
   const row = snapshotId === undefined ? null : await whilePinned(table, snapshotId, 'snapshotId', () => lookup(table, key, { snapshotId, columns: names }))
   const text = row === null ? 'null' : rowToJsonLine(fields, fields.map((_, i) => i), row)
-  return { body: `{"snapshotId":${snapshotId ?? null},"row":${text}}`, snapshotId: snapshotId ?? null, rows: row === null ? 0 : 1, stats: null }
+  const body = `{"snapshotId":${snapshotId ?? null},"row":${text}}`
+  const size = responseBytes(jsonResponse(200, body))
+  if (size > maxResponseBytes) {
+    const pkFields = pk.map((k) => view.fields[view.fieldIndex.get(k)!])
+    const keyText = rowToJsonLine(pkFields, pkFields.map((_, i) => i), pkFields.map((f) => valueFromJson(f, key[f.name], 'key')))
+    throw rowTooLarge(`the row with primary key ${keyText}`, size, maxResponseBytes)
+  }
+  return { body, snapshotId: snapshotId ?? null, rows: row === null ? 0 : 1, stats: null }
+}
+
+async function statusOfTable(table: Table, maxResponseBytes: number): Promise<ReadOutcome> {
+  const status = await tableStatus(table)
+  const body = JSON.stringify(status)
+  const size = responseBytes(jsonResponse(200, body))
+  if (size > maxResponseBytes) {
+    throw new ResponseTooLargeError(
+      `status too large: the table's status (${status.buckets.length} buckets) takes ${size} bytes, over the reader's limit of ${maxResponseBytes} bytes (a Lambda response is at most 6 MB); run 'strata status' against the table, or watch the maintenance function's metrics`,
+      { statusBytes: size, maxResponseBytes },
+    )
+  }
+  return { body, snapshotId: status.snapshot?.id ?? null, rows: 0, stats: null }
 }
 
 export interface ReadOptions {
-  /** JSON bytes of rows one scan page returns at most; default MAX_BODY_BYTES */
-  maxBodyBytes?: number
+  /** bytes of the serialized response (the payload Lambda counts) at most; default MAX_RESPONSE_BYTES */
+  maxResponseBytes?: number
 }
 
 /** Runs a validated request against its table. Throws StrataInputError (400) or HttpError. */
@@ -295,12 +346,10 @@ export async function executeRead(req: ReaderRequest, opts: ReadOptions = {}): P
   const resolved = await resolveTable(req.table)
   if (!resolved) throw new HttpError(404, `table: unknown table '${req.table}' (configured: ${[...runtimeConfig().tables.keys()].join(', ')})`)
   const { table } = resolved
-  if (req.op === 'status') {
-    const status = await tableStatus(table)
-    return { body: JSON.stringify(status), snapshotId: status.snapshot?.id ?? null, rows: 0, stats: null }
-  }
-  if (req.op === 'lookup') return lookupRow(table, req)
-  return scanPage(table, req.table, req, req.limit ?? runtimeConfig().maxResultRows, opts.maxBodyBytes ?? MAX_BODY_BYTES)
+  const maxResponseBytes = opts.maxResponseBytes ?? MAX_RESPONSE_BYTES
+  if (req.op === 'status') return statusOfTable(table, maxResponseBytes)
+  if (req.op === 'lookup') return lookupRow(table, req, maxResponseBytes)
+  return scanPage(table, req.table, req, req.limit ?? runtimeConfig().maxResultRows, maxResponseBytes)
 }
 
 /** A direct invocation's event: the request object, or its JSON text. */
@@ -341,7 +390,7 @@ export async function readerHandler(event: unknown, context?: Context): Promise<
     // the reason names a field and may quote a value from the request, so it is not logged
     if (status < 500) {
       logger.info('read refused', { status, table: req?.table, op: req?.op, field: (err as Error).message.split(':')[0], requestId: context?.awsRequestId })
-      return errorResponse(status, (err as Error).message)
+      return err instanceof ResponseTooLargeError ? err.response() : errorResponse(status, (err as Error).message)
     }
     logger.error('read failed', { table: req?.table, op: req?.op, error: err as Error, requestId: context?.awsRequestId })
     return errorResponse(500, `internal error; the function's logs have the details${context?.awsRequestId ? ` (request id ${context.awsRequestId})` : ''}`)

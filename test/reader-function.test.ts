@@ -13,6 +13,8 @@ vi.hoisted(() => {
 })
 
 import { executeRead, handler, parseReaderRequest } from '../functions/reader.ts'
+import { MAX_RESPONSE_BYTES, ResponseTooLargeError, responseBytes } from '../functions/shared/response-size.ts'
+import { jsonResponse } from '../functions/shared/http.ts'
 import { resetRuntime } from '../functions/shared/runtime.ts'
 import { expireSnapshots } from '../lib/maintenance/expire.ts'
 import { readAll } from '../lib/read/table-read.ts'
@@ -149,6 +151,7 @@ beforeAll(async () => {
       small: { uri: `s3://${BUCKET}/small` },
       broken: { uri: `s3://${BUCKET}/broken` },
       empty: { uri: `s3://${BUCKET}/empty` },
+      wide: { uri: `s3://${BUCKET}/wide` },
     }),
   })
   resetRuntime()
@@ -220,20 +223,19 @@ describe('scan', () => {
     expect(JSON.parse(bad.body).error).toMatch(/^cursor:/)
   })
 
-  it('property: any limit and byte budget give pages that concatenate to readAll', async () => {
+  it('property: any limit and response cap give pages within the cap that concatenate to readAll', async () => {
     const snapshotId = await orders.snapshots.latestId()
     const expected = expectedText(orders, await readAll(orders, { snapshotId }))
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 25, max: MAX_ROWS }), fc.integer({ min: 2_000, max: 40_000 }), async (limit, maxBodyBytes) => {
+      fc.asyncProperty(fc.integer({ min: 25, max: MAX_ROWS }), fc.integer({ min: 4_000, max: 40_000 }), async (limit, maxResponseBytes) => {
         const got: string[] = []
         let cursor: string | undefined
         do {
-          const out = await executeRead(parseReaderRequest({ table: 'orders', op: 'scan', snapshotId, limit, ...(cursor ? { cursor } : {}) }), { maxBodyBytes })
+          const out = await executeRead(parseReaderRequest({ table: 'orders', op: 'scan', snapshotId, limit, ...(cursor ? { cursor } : {}) }), { maxResponseBytes })
           const page = rowsText(out.body)
           expect(page.length).toBeGreaterThan(0)
           expect(page.length).toBeLessThanOrEqual(limit)
-          // over budget only when a single row is
-          if (page.length > 1) expect(page.reduce((n, r) => n + Buffer.byteLength(r) + 1, 0)).toBeLessThanOrEqual(maxBodyBytes)
+          expect(responseBytes(jsonResponse(200, out.body))).toBeLessThanOrEqual(maxResponseBytes)
           got.push(...page)
           cursor = JSON.parse(out.body).nextCursor ?? undefined
         } while (cursor)
@@ -241,10 +243,12 @@ describe('scan', () => {
       }),
       { numRuns: 6 },
     )
-    // a row larger than the whole budget still goes out, one per page
-    const tiny = await executeRead(parseReaderRequest({ table: 'orders', op: 'scan', snapshotId, limit: 3 }), { maxBodyBytes: 1 })
-    expect(rowsText(tiny.body)).toEqual(expected.slice(0, 1))
-    expect(JSON.parse(tiny.body).nextCursor).toEqual(expect.any(String))
+    // a cap no row fits under: the first row is refused, naming its key, with a cursor past it
+    const err = await executeRead(parseReaderRequest({ table: 'orders', op: 'scan', snapshotId, limit: 3 }), { maxResponseBytes: 1 }).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(ResponseTooLargeError)
+    const first = JSON.parse(expected[0])
+    expect((err as Error).message).toMatch(new RegExp(`^row too large: the row with primary key \\{"dt":"${first.dt}","id":${first.id}\\} takes \\d+ bytes in a response, over the reader's limit of 1 bytes`))
+    expect((err as ResponseTooLargeError).details.skipCursor).toEqual(expect.any(String))
   })
 
   it('an empty table scans to no rows and no snapshot', async () => {
@@ -371,7 +375,7 @@ describe('refusals', () => {
   it('an unknown table → 404', async () => {
     const res = await post({ table: 'nope', op: 'scan' })
     expect(res.statusCode).toBe(404)
-    expect(JSON.parse(res.body).error).toMatch(/^table: unknown table 'nope' \(configured: orders, small, broken, empty\)/)
+    expect(JSON.parse(res.body).error).toMatch(/^table: unknown table 'nope' \(configured: orders, small, broken, empty, wide\)/)
   })
 
   it('a cursor whose snapshot has expired → 410 naming the cursor', async () => {
@@ -397,6 +401,99 @@ describe('refusals', () => {
     const error = JSON.parse(res.body).error as string
     expect(error).toMatch(/^internal error; the function's logs have the details \(request id req-test\)$/)
     expect(error).not.toContain(file.fileName)
+  })
+})
+
+describe('response size', () => {
+  // Rows as big as a write with write.max-row-size raised (or another tool) can store. Each
+  // response is measured as Lambda measures it: the serialized {statusCode, headers, body}.
+  const A = 'a'.repeat(2_500_000)
+  const B = 'b'.repeat(2_500_000)
+  // 1.6 M quotes: 3.2 MB in the row's JSON, 6.4 MB once the body is a string in the payload
+  const QUOTES = '"'.repeat(1_600_000)
+  const C = 'c'.repeat(6_500_000)
+  let wide: Table
+
+  beforeAll(async () => {
+    wide = await Table.create(new S3Store({ bucket: BUCKET, prefix: 'wide', client: backend.s3Client() }), {
+      fields: [
+        { name: 'id', type: 'INT' },
+        { name: 'doc', type: 'STRING' },
+      ],
+      primaryKeys: ['id'],
+      options: { 'write.max-row-size': '64 mb' },
+    })
+    const rows = [
+      { id: 1, doc: A },
+      { id: 2, doc: B },
+      { id: 3, doc: QUOTES },
+      { id: 4, doc: 'small' },
+      { id: 5, doc: C },
+    ]
+    await writeBatch(wide, rows.map((o, i) => recordFromJson(wide.view, o, `row ${i}`)))
+  })
+
+  const fits = (res: Res) => expect(responseBytes(res)).toBeLessThanOrEqual(MAX_RESPONSE_BYTES)
+  /** what a row adds to the payload: its JSON, escaped once more as part of the body string */
+  const inPayload = (row: object) => Buffer.byteLength(JSON.stringify(JSON.stringify(row))) - 2
+
+  it('a page ends before the row that would take it over 6 MB; a row over it alone is a 422 naming its key, with a cursor past it', async () => {
+    const page1 = await post({ table: 'wide', op: 'scan' })
+    fits(page1)
+    expect(page1.statusCode).toBe(200)
+    expect(JSON.parse(page1.body).rows.map((r: { id: number }) => r.id)).toEqual([1, 2])
+    const cursor = JSON.parse(page1.body).nextCursor
+
+    const page2 = await post({ table: 'wide', op: 'scan', cursor })
+    fits(page2)
+    expect(page2.statusCode).toBe(422)
+    const refused = JSON.parse(page2.body)
+    const size3 = inPayload({ id: 3, doc: QUOTES })
+    expect(size3).toBe(6_400_023) // its JSON line alone is 3.2 MB
+    expect(refused.error).toBe(
+      `row too large: the row with primary key {"id":3} takes ${size3} bytes in a response, over the reader's limit of 6000000 bytes (a Lambda response is at most 6 MB); request fewer columns (columns), or read it with the library or the CLI (strata read, strata lookup), which have no response limit`,
+    )
+    expect(refused).toMatchObject({ rowBytes: size3, maxResponseBytes: MAX_RESPONSE_BYTES, skipCursor: expect.any(String) })
+
+    // the same cursor with fewer columns reads on
+    const narrow = await post({ table: 'wide', op: 'scan', cursor, columns: ['id'] })
+    fits(narrow)
+    expect(JSON.parse(narrow.body)).toEqual({ snapshotId: 1, rows: [{ id: 3 }, { id: 4 }, { id: 5 }], nextCursor: null })
+
+    // the skip cursor goes on after the row; the last row is too large alone, with nothing after it
+    const page3 = await post({ table: 'wide', op: 'scan', cursor: refused.skipCursor })
+    fits(page3)
+    expect(JSON.parse(page3.body).rows).toEqual([{ id: 4, doc: 'small' }])
+    const page4 = await post({ table: 'wide', op: 'scan', cursor: JSON.parse(page3.body).nextCursor })
+    fits(page4)
+    expect(page4.statusCode).toBe(422)
+    expect(JSON.parse(page4.body)).toMatchObject({ error: expect.stringContaining(`the row with primary key {"id":5} takes ${inPayload({ id: 5, doc: C })} bytes`), skipCursor: null })
+  })
+
+  it('a lookup of a row over the limit is a 422 naming its key; with fewer columns it answers', async () => {
+    const res = await post({ table: 'wide', op: 'lookup', key: { id: 5 } })
+    fits(res)
+    expect(res.statusCode).toBe(422)
+    expect(JSON.parse(res.body).error).toMatch(/^row too large: the row with primary key \{"id":5\} takes \d+ bytes in a response, over the reader's limit of 6000000 bytes/)
+    const narrow = await post({ table: 'wide', op: 'lookup', key: { id: 5 }, columns: ['id'] })
+    expect(JSON.parse(narrow.body)).toEqual({ snapshotId: 1, row: { id: 5 } })
+    const big = await post({ table: 'wide', op: 'lookup', key: { id: 1 } })
+    fits(big)
+    expect(big.statusCode).toBe(200)
+    expect(JSON.parse(big.body).row.doc).toBe(A)
+  })
+
+  it('a status over the limit is refused, not sent', async () => {
+    const err = await executeRead(parseReaderRequest({ table: 'orders', op: 'status' }), { maxResponseBytes: 500 }).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(ResponseTooLargeError)
+    expect((err as Error).message).toMatch(/^status too large: the table's status \(6 buckets\) takes \d+ bytes, over the reader's limit of 500 bytes/)
+  })
+
+  it('the refusal logs no data: only its first words', async () => {
+    stdout.length = 0
+    await post({ table: 'wide', op: 'lookup', key: { id: 5 } })
+    const logged = stdout.join('')
+    expect(logged).not.toContain('"id":5')
   })
 })
 
