@@ -10,6 +10,7 @@
 import type { ObjectStore } from '../store/object-store.ts'
 import type { Snapshot } from '../types.ts'
 import type { SnapshotManager } from '../manifest/snapshot-manager.ts'
+import { ByteLru, type CacheStats, approximateBytes } from '../manifest/byte-cache.ts'
 
 /** commitUser of snapshots that fold several commits */
 export const FOLDING_COMMIT_USER = 'strata-batching-committer'
@@ -28,13 +29,17 @@ export function foldedCommitsBody(commits: { kind: string; commitUser: string; c
   return new TextEncoder().encode(JSON.stringify({ commits: commits.map((m) => [m.kind, m.commitIdentifier.toString(), m.commitUser]) }))
 }
 
-const CACHE_LIMIT = 10_000
+/**
+ * Bound of a handle's cache of landed identities, in bytes of memory: a snapshot of one
+ * commit takes about 150 bytes, a fold of many commits about 100 bytes per commit.
+ */
+export const LANDED_CACHE_BYTES = 4 * 1024 * 1024
 /** snapshots a walk reads at once */
 const WALK_CHUNK = 16
 
 export class LandedCommits {
-  /** snapshot id → identities landed in it (immutable once created) */
-  private readonly cache = new Map<number, string[]>()
+  /** snapshot id → identities landed in it (immutable once created), the least recently used going first */
+  private readonly cache = new ByteLru<string[], number>(LANDED_CACHE_BYTES)
 
   constructor(
     private readonly store: ObjectStore,
@@ -59,8 +64,12 @@ export class LandedCommits {
 
   /** Records what a snapshot this process created landed (saves reading it back). */
   remember(id: number, keys: string[]): void {
-    if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value!)
-    this.cache.set(id, keys)
+    this.cache.set(id, keys, approximateBytes(keys))
+  }
+
+  /** What the cache holds now, in entries and bytes of memory. */
+  cacheStats(): CacheStats {
+    return this.cache.stats()
   }
 
   /**

@@ -172,6 +172,19 @@ export function readAvroFileProjected(bytes: Uint8Array, projectionKey: string, 
 
 const projectedCache = new Map<string, { type: avro.Type; conv: Converter; resolver: any }>()
 
+/**
+ * Compiled schemas kept per process, in each of the two caches. They are keyed by the writer
+ * schema a file embeds, a handful for Paimon's manifest formats; past the bound the oldest
+ * goes. One takes about 10–30 KiB (avsc's compiled type of a manifest schema measured 11 KiB,
+ * plus its converter and the schema text).
+ */
+export const MAX_COMPILED_SCHEMAS = 64
+
+function remember<V>(cache: Map<string, V>, key: string, value: V): void {
+  if (cache.size >= MAX_COMPILED_SCHEMAS) cache.delete(cache.keys().next().value!)
+  cache.set(key, value)
+}
+
 function projectedFor(schemaJson: string, key: string, project: (writerSchema: any) => any): { type: avro.Type; conv: Converter; resolver: any } {
   const cacheKey = `${key}\u0000${schemaJson}`
   let hit = projectedCache.get(cacheKey)
@@ -179,7 +192,7 @@ function projectedFor(schemaJson: string, key: string, project: (writerSchema: a
     const writer = compiledFor(schemaJson).type
     const { type, conv } = compiledFor(JSON.stringify(project(JSON.parse(schemaJson))))
     hit = { type, conv, resolver: (type as any).createResolver(writer) }
-    projectedCache.set(cacheKey, hit)
+    remember(projectedCache, cacheKey, hit)
   }
   return hit
 }
@@ -298,7 +311,7 @@ function compiledFor(schemaJson: string): { type: avro.Type; conv: Converter } {
       omitRecordMethods: true,
     })
     hit = { type, conv: converterFor(type, new Map()) }
-    compiledCache.set(schemaJson, hit)
+    remember(compiledCache, schemaJson, hit)
   }
   return hit
 }
@@ -534,4 +547,9 @@ function concat(parts: Uint8Array[]): Uint8Array {
     at += p.length
   }
   return out
+}
+
+/** Compiled schemas held now by both caches together (each holds at most MAX_COMPILED_SCHEMAS). */
+export function compiledSchemaCount(): number {
+  return compiledCache.size + projectedCache.size
 }

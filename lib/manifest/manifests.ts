@@ -17,7 +17,7 @@ import type { ObjectStore } from '../store/object-store.ts'
 import { type IndexManifestEntry, type ManifestEntry, type ManifestFileMeta, type SimpleStats, type Snapshot, FileKind } from '../types.ts'
 import { FileNamer, manifestKey } from '../table/paths.ts'
 import type { BucketScope } from './bucket-scope.ts'
-import { ByteLru, DEFAULT_METADATA_CACHE_BYTES } from './byte-cache.ts'
+import { ByteLru, type CacheStats, DEFAULT_METADATA_CACHE_BYTES, approximateBytes } from './byte-cache.ts'
 
 export function hex(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex')
@@ -46,10 +46,11 @@ export function foldEntries(entries: Iterable<ManifestEntry>, into = new Map<str
 /**
  * Manifests, manifest lists and index manifests are immutable, so decoded ones are cached
  * per table handle (a warm Lambda or a CLI process reads each at most once while it stays
- * in the cache), bounded by stored bytes (byte-cache.ts).
+ * in the cache), bounded by the memory the decoded objects take (byte-cache.ts). One this
+ * handle deletes leaves the cache with it.
  */
 export interface ManifestIOOptions {
-  /** bound of the metadata cache, in stored bytes (default DEFAULT_METADATA_CACHE_BYTES) */
+  /** bound of the metadata cache, in bytes of memory (default DEFAULT_METADATA_CACHE_BYTES) */
   cacheBytes?: number
   /** buckets per manifest group (manifest.bucket-group-size) */
   bucketGroupSize: number
@@ -87,8 +88,17 @@ export class ManifestIO {
     const bytes = await this.store.get(key)
     if (!bytes) throw new Error(`manifest file ${key} is missing from ${this.store.uri}`)
     const value = decode(bytes)
-    this.cache.set(cacheKey, value, bytes.length)
+    this.keep(cacheKey, value)
     return value
+  }
+
+  private keep(cacheKey: string, value: unknown): void {
+    this.cache.set(cacheKey, value, approximateBytes(value))
+  }
+
+  /** What the metadata cache holds now, in entries and bytes of memory. */
+  cacheStats(): CacheStats {
+    return this.cache.stats()
   }
 
   readList(name: string): Promise<ManifestFileMeta[]> {
@@ -112,8 +122,10 @@ export class ManifestIO {
     const k = `${key}@${start}-${end}`
     const hit = this.cache.get(k) as Uint8Array | undefined
     if (hit) return hit
-    const bytes = await this.store.getRange(key, start, end)
-    this.cache.set(k, bytes, bytes.length)
+    const got = await this.store.getRange(key, start, end)
+    // a range cut out of a larger response buffer would keep all of that buffer alive
+    const bytes = got.byteLength < got.buffer.byteLength ? got.slice() : got
+    this.keep(k, bytes)
     return bytes
   }
 
@@ -208,7 +220,7 @@ export class ManifestIO {
       prepared.map((p) =>
         this.limit(async () => {
           await this.store.put(manifestKey(p.meta.fileName), p.bytes)
-          this.cache.set(manifestKey(p.meta.fileName), p.entries, p.bytes.length)
+          this.keep(manifestKey(p.meta.fileName), p.entries)
         }),
       ),
     )
@@ -265,7 +277,7 @@ export class ManifestIO {
     const name = this.namer.next('manifest-list-')
     const bytes = writeManifestList(metas, this.compression)
     await this.store.put(manifestKey(name), bytes)
-    this.cache.set(manifestKey(name), metas, bytes.length)
+    this.keep(manifestKey(name), metas)
     return { name, size: bytes.length }
   }
 
@@ -273,13 +285,16 @@ export class ManifestIO {
     const name = this.namer.next('index-manifest-')
     const bytes = writeIndexManifest(entries, this.compression)
     await this.store.put(manifestKey(name), bytes)
-    this.cache.set(manifestKey(name), entries, bytes.length)
+    this.keep(manifestKey(name), entries)
     return name
   }
 
   async deleteQuietly(name: string): Promise<void> {
+    const key = manifestKey(name)
+    this.cache.delete(key)
+    this.cache.delete(`${key}#sequences`)
     try {
-      await this.store.delete(manifestKey(name))
+      await this.store.delete(key)
     } catch {
       // an orphan is harmless; orphan cleanup removes it later
     }

@@ -7,12 +7,16 @@ import { parseHint, parseSnapshot, serializeHint } from '../format/snapshot.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import type { Snapshot } from '../types.ts'
 import { EARLIEST_KEY, LATEST_KEY, SNAPSHOT_DIR, parseSnapshotId, snapshotKey } from '../table/paths.ts'
+import { ByteLru, type CacheStats, approximateBytes } from './byte-cache.ts'
 
 const decoder = new TextDecoder()
 
+/** Bound of a handle's snapshot cache, in bytes of memory (a decoded snapshot takes about 1–2 KiB). */
+export const SNAPSHOT_CACHE_BYTES = 1024 * 1024
+
 export class SnapshotManager {
-  /** Immutable once written, so a snapshot read once is cached for the life of the handle. */
-  private readonly cache = new Map<number, Snapshot>()
+  /** Immutable once written, so a snapshot read once is cached, the least recently used going first. */
+  private readonly cache = new ByteLru<Snapshot, number>(SNAPSHOT_CACHE_BYTES)
   private readonly pendingHints = new Set<Promise<void>>()
   private hinted = 0
 
@@ -24,13 +28,17 @@ export class SnapshotManager {
     const bytes = await this.store.get(snapshotKey(id))
     if (!bytes) return null
     const s = parseSnapshot(decoder.decode(bytes))
-    if (this.cache.size > 256) this.cache.delete(this.cache.keys().next().value!)
-    this.cache.set(id, s)
+    this.cache.set(id, s, approximateBytes(s))
     return s
   }
 
   async exists(id: number): Promise<boolean> {
-    return this.cache.has(id) || (await this.store.head(snapshotKey(id))) !== null
+    return this.cache.get(id) !== undefined || (await this.store.head(snapshotKey(id))) !== null
+  }
+
+  /** What the snapshot cache holds now, in entries and bytes of memory. */
+  cacheStats(): CacheStats {
+    return this.cache.stats()
   }
 
   /** The true latest snapshot id (0 when the table has none); see latest(). */
