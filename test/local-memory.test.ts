@@ -1,7 +1,8 @@
 // The local runtime enforces a function's memory as Lambda does: each execution environment's
 // thread runs under V8 limits derived from memoryLimitInMB; one that runs out of memory fails
 // the invocation in flight with Runtime.OutOfMemory and is replaced by a cold environment.
-// Real worker threads, no mocks.
+// Each environment reports its own memory (heap, external, arrayBuffers) on request, which
+// the soak samples. Real worker threads, no mocks.
 
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -10,6 +11,7 @@ import type { MemoryHogInfo } from './fixtures/handlers/memory-hog.ts'
 
 const HOG = join(import.meta.dirname, 'fixtures', 'handlers', 'memory-hog.ts')
 const PROBE = join(import.meta.dirname, 'fixtures', 'handlers', 'probe.ts')
+const RETAINER = join(import.meta.dirname, 'fixtures', 'handlers', 'retainer.ts')
 
 const valueOf = <T>(result: InvokeResult): T => {
   if (!result.ok) throw new Error(`invocation failed: ${result.error.name}: ${result.error.message}`)
@@ -96,5 +98,30 @@ describe('function memory on the local runtime', () => {
     expect(timedOut).toMatchObject({ ok: false, crashed: true, error: { name: 'Sandbox.Timedout' } })
     const after = await probe.invoke({ op: 'info' })
     expect(after).toMatchObject({ ok: true, coldStart: true })
+  })
+})
+
+describe("each environment's memory, as its thread reports it", () => {
+  it('gives heap and Buffer memory apart for every warm environment, and forgets an environment that exited', async () => {
+    const p = pool({ handlerModule: RETAINER, maxEnvironments: 2, memoryLimitInMB: 512 })
+    expect(await p.memory()).toEqual([])
+    const [a, b] = await Promise.all([p.invoke({ heapMb: 1 }), p.invoke({ heapMb: 1 })])
+    expect(a.environmentId).not.toBe(b.environmentId)
+    const before = new Map((await p.memory()).map((m) => [m.environmentId, m]))
+    expect([...before.keys()].sort()).toEqual([a.environmentId, b.environmentId].sort())
+    // one environment now keeps 32 MB on its heap and 24 MB in Buffers (held by its module, as a warm sandbox's caches)
+    const grown = await p.invoke({ heapMb: 32, bufferMb: 24 })
+    const after = new Map((await p.memory()).map((m) => [m.environmentId, m]))
+    const id = grown.environmentId!
+    const other = id === a.environmentId ? b.environmentId! : a.environmentId!
+    expect(after.get(id)!.heapUsed - before.get(id)!.heapUsed).toBeGreaterThanOrEqual(30 * 2 ** 20)
+    expect(after.get(id)!.arrayBuffers - before.get(id)!.arrayBuffers).toBeGreaterThanOrEqual(24 * 2 ** 20)
+    expect(after.get(id)!.external).toBeGreaterThanOrEqual(after.get(id)!.arrayBuffers)
+    // the other thread's figures are its own, not the process's
+    expect(after.get(other)!.arrayBuffers).toBeLessThan(8 * 2 ** 20)
+    expect(after.get(id)!.invocations).toBe(before.get(id)!.invocations + 1)
+    expect(after.get(id)!.stale).toBe(false)
+    await p.close()
+    expect(await p.memory()).toEqual([])
   })
 })

@@ -1,6 +1,8 @@
 // What every handler shares within one execution environment: the parsed configuration,
 // table handles (opened once, reused while warm — their manifest and snapshot caches are
 // what makes a warm invocation cheap), AWS clients, and Powertools logger and metrics.
+// Everything here is bounded: one handle per configured table (its caches bounded by bytes,
+// lib/manifest/byte-cache.ts), one SQS client, one reject store.
 
 import { SQSClient } from '@aws-sdk/client-sqs'
 import { Logger } from '@aws-lambda-powertools/logger'
@@ -28,6 +30,7 @@ export function resetRuntime(): void {
   config = null
   tables.clear()
   sqs = null
+  rejects = null
 }
 
 let sqs: SQSClient | null = null
@@ -78,8 +81,11 @@ export function resolveTable(name: string): Promise<ResolvedTable | null> {
   return t
 }
 
+let rejects: ObjectStore | null = null
+/** Where rejected records go, opened once per execution environment (its S3 client and sockets with it). */
 export function rejectStore(): ObjectStore {
-  return openStore(runtimeConfig().rejectUri)
+  rejects ??= openStore(runtimeConfig().rejectUri)
+  return rejects
 }
 
 export const logger = new Logger({ serviceName: 'strata' })

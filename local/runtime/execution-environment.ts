@@ -26,16 +26,27 @@
 // sandbox killed for its memory, and the environment is replaced by a cold one.
 // Not counted: memory outside the V8 heap (Buffer and ArrayBuffer contents, native
 // allocations), which Lambda would count; a handler can exceed M that way here unnoticed.
+// memory() asks every warm environment for its own heap, external and ArrayBuffer bytes
+// (the soak samples them), so growth there is at least seen.
 import { randomUUID } from 'node:crypto'
 import { basename, extname, isAbsolute } from 'node:path'
 import { type ResourceLimits, Worker } from 'node:worker_threads'
 import type { Context } from 'aws-lambda'
 import { StrataInputError } from '../../lib/types.ts'
-import { errorInfoOf, type ContextData, type ErrorInfo, type FromWorker, type ToWorker, type WorkerInit } from './worker.ts'
+import { errorInfoOf, type ContextData, type ErrorInfo, type FromWorker, type ThreadMemory, type ToWorker, type WorkerInit } from './worker.ts'
 
 export type InvokeResult =
   | { ok: true; value: unknown; durationMs: number; coldStart: boolean; environmentId: number }
   | { ok: false; error: ErrorInfo; durationMs: number; crashed: boolean; coldStart: boolean; environmentId: number | null }
+
+/** An environment's memory as its thread reported it (worker.ts ThreadMemory), with the pool's view of it. */
+export interface EnvironmentMemory extends ThreadMemory {
+  environmentId: number
+  /** invocations it served so far */
+  invocations: number
+  /** the thread did not answer in time (busy on the CPU): these are its last answered figures */
+  stale: boolean
+}
 
 export interface ExecutionEnvironmentPoolOptions {
   /** absolute path of a .ts (or .js) module exporting the handler */
@@ -108,6 +119,11 @@ interface Environment {
   assigned?: Pending
   current?: Running
   uncaught?: unknown
+  invocations: number
+  /** memory requests sent and not yet answered, by request id */
+  memoryRequests: Map<number, (memory: ThreadMemory | null) => void>
+  /** the thread's last answer to a memory request */
+  lastMemory?: ThreadMemory
 }
 
 export class ExecutionEnvironmentPool {
@@ -174,6 +190,40 @@ export class ExecutionEnvironmentPool {
   /** environments alive (starting, idle or busy) */
   get size(): number {
     return this.environments.length
+  }
+
+  /** environments that imported their handler (warm or busy) */
+  get ready(): number {
+    return this.environments.filter((e) => e.ready).length
+  }
+
+  /**
+   * The memory of every environment that has imported its handler, as each thread reports it
+   * (its own V8 heap, external and ArrayBuffer bytes). A thread that does not answer within
+   * `timeoutMs` (busy on the CPU) is given with its last answer, marked stale; one that never
+   * answered, or exited meanwhile, is left out.
+   */
+  async memory(timeoutMs = 1000): Promise<EnvironmentMemory[]> {
+    const answers = await Promise.all(
+      this.environments.filter((e) => e.ready).map(
+        (environment) =>
+          new Promise<EnvironmentMemory | null>((resolve) => {
+            const id = this.nextRequestId++
+            const timer = setTimeout(() => settle(null, true), timeoutMs)
+            const settle = (memory: ThreadMemory | null, timedOut = false) => {
+              clearTimeout(timer)
+              environment.memoryRequests.delete(id)
+              if (memory) environment.lastMemory = memory
+              const figures = memory ?? (timedOut ? environment.lastMemory : undefined)
+              resolve(figures ? { ...figures, environmentId: environment.id, invocations: environment.invocations, stale: memory === null } : null)
+            }
+            environment.memoryRequests.set(id, settle)
+            const message: ToWorker = { type: 'memory', id }
+            environment.worker.postMessage(message)
+          }),
+      ),
+    )
+    return answers.filter((m): m is EnvironmentMemory => m !== null)
   }
 
   /** environments starting for, or running, an invocation */
@@ -262,7 +312,7 @@ export class ExecutionEnvironmentPool {
       execArgv: this.execArgv,
       resourceLimits: this.resourceLimits,
     })
-    const environment: Environment = { id: this.nextEnvironmentId++, worker, ready: false, assigned: first }
+    const environment: Environment = { id: this.nextEnvironmentId++, worker, ready: false, assigned: first, invocations: 0, memoryRequests: new Map() }
     this.environments.push(environment)
     this.workers.add(worker)
     worker.on('message', (message: FromWorker) => this.onMessage(environment, message))
@@ -280,11 +330,16 @@ export class ExecutionEnvironmentPool {
     const timer = setTimeout(() => this.onTimeout(environment, requestId), this.timeoutMs)
     const startedAt = performance.now()
     environment.current = { pending, requestId, startedAt, coldStart, timer }
+    environment.invocations++
     const message: ToWorker = { type: 'invoke', id: requestId, eventJson: pending.eventJson, context: pending.context, deadline: Date.now() + this.timeoutMs }
     environment.worker.postMessage(message)
   }
 
   private onMessage(environment: Environment, message: FromWorker): void {
+    if (message.type === 'memory') {
+      environment.memoryRequests.get(message.id)?.(message.memory)
+      return
+    }
     if (message.type === 'ready') {
       environment.ready = true
       const first = environment.assigned
@@ -334,6 +389,7 @@ export class ExecutionEnvironmentPool {
 
   private onExit(environment: Environment, code: number): void {
     const wasListed = this.remove(environment)
+    for (const settle of [...environment.memoryRequests.values()]) settle(null)
     const current = environment.current
     const first = environment.assigned
     environment.current = undefined

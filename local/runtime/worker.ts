@@ -23,13 +23,24 @@ export interface ErrorInfo {
   stack?: string
 }
 
-export type ToWorker = { type: 'invoke'; id: number; eventJson: string; context: ContextData; deadline: number }
+export type ToWorker = { type: 'invoke'; id: number; eventJson: string; context: ContextData; deadline: number } | { type: 'memory'; id: number }
+
+/** One thread's memory as its own isolate sees it (process.memoryUsage() less the process-wide rss), bytes. */
+export interface ThreadMemory {
+  heapUsed: number
+  heapTotal: number
+  /** memory outside the V8 heap that this isolate's objects hold (Buffers, ArrayBuffers, native) */
+  external: number
+  /** the part of external held by ArrayBuffers (Buffers included) */
+  arrayBuffers: number
+}
 
 export type FromWorker =
   | { type: 'ready' }
   | { type: 'init-error'; error: ErrorInfo }
   | { type: 'result'; id: number; ok: true; valueJson: string | undefined }
   | { type: 'result'; id: number; ok: false; error: ErrorInfo }
+  | { type: 'memory'; id: number; memory: ThreadMemory }
 
 type Handler = (event: unknown, context: Context, callback: (error?: unknown, value?: unknown) => void) => unknown
 
@@ -73,12 +84,13 @@ async function serve(port: NonNullable<typeof parentPort>, init: WorkerInit): Pr
   post({ type: 'ready' })
 
   port.on('message', (message: ToWorker) => {
-    if (message.type !== 'invoke') return
+    // answered between invocations' steps, like any message: a thread busy on the CPU answers late
+    if (message.type === 'memory') return post({ type: 'memory', id: message.id, memory: threadMemory() })
     void invoke(handler, message).then(post)
   })
 }
 
-async function invoke(handler: Handler, message: ToWorker): Promise<FromWorker> {
+async function invoke(handler: Handler, message: Extract<ToWorker, { type: 'invoke' }>): Promise<FromWorker> {
   const { id, deadline } = message
   try {
     const event: unknown = JSON.parse(message.eventJson)
@@ -106,6 +118,11 @@ async function invoke(handler: Handler, message: ToWorker): Promise<FromWorker> 
   } catch (error) {
     return { type: 'result', id, ok: false, error: errorInfoOf(error) }
   }
+}
+
+function threadMemory(): ThreadMemory {
+  const { heapUsed, heapTotal, external, arrayBuffers } = process.memoryUsage()
+  return { heapUsed, heapTotal, external, arrayBuffers }
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
