@@ -107,6 +107,12 @@ describe('options refused at create', () => {
     expect(t.view.options.numLevels).toBe(MAX_LEVELS)
   })
 
+  it('write.max-row-size must leave room for the smallest row of the schema (8 bytes a field)', async () => {
+    expect(await refusal(schemaWith({ 'write.max-row-size': '1' }))).toMatch(/^option 'write\.max-row-size': invalid value "1", expected at least 24 bytes \(8 per field of this schema\)/)
+    const table = await Table.create(new MemoryStore(), schemaWith({ 'write.max-row-size': '24' }))
+    expect(await writeAndRead(table, [{ dt: '', id: 1, v: null }])).toHaveLength(1)
+  })
+
   it('partition.default-name must not be empty (a blank partition value could name no directory)', async () => {
     expect(await refusal(schemaWith({ 'partition.default-name': '' }))).toMatch(/^option 'partition\.default-name': invalid value "", expected a non-empty string/)
   })

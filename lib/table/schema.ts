@@ -128,7 +128,14 @@ export function createSchema(input: unknown, timeMillis = Date.now()): TableSche
     timeMillis,
   }
   if (typeof obj.comment === 'string') schema.comment = obj.comment
-  describeSchema(schema) // validates the bucket key and merge-engine options against the fields
+  const view = describeSchema(schema) // validates the bucket key and merge-engine options against the fields
+  // the smallest row (nulls, empty strings, fixed-width values) counts at most 8 bytes a field
+  const smallestRow = 8 * fields.length
+  if (options['write.max-row-size'] !== undefined && view.options.maxRowBytes < smallestRow) {
+    throw new StrataInputError(
+      `option 'write.max-row-size': invalid value ${JSON.stringify(options['write.max-row-size'])}, expected at least ${smallestRow} bytes (8 per field of this schema), or no row could be written`,
+    )
+  }
   return schema
 }
 
