@@ -267,6 +267,35 @@ describe('LocalFileStore specifics', () => {
     expect((await readdir(join(dir, 'snapshot'))).sort()).toEqual(['.tmp-crashed-writer', 'snapshot-1', 'snapshot-2'])
   })
 
+  it('shows the temp files of a crashed write through listLeftovers only, and deletes them through deleteLeftover', async () => {
+    const dir = await freshTempDir()
+    const store = new LocalFileStore(dir)
+    await store.put('manifest/m-1', bytes('m'))
+    await mkdir(join(dir, 'dt=1', 'bucket-0'), { recursive: true })
+    await writeFile(join(dir, 'manifest', '.tmp-a'), 'partial')
+    await writeFile(join(dir, 'dt=1', 'bucket-0', '.tmp-b'), 'partial data')
+    await writeFile(join(dir, '.tmp-c'), '')
+    expect((await store.list('')).map((o) => o.key)).toEqual(['manifest/m-1'])
+    const leftovers = await store.listLeftovers('')
+    expect(leftovers.map((o) => [o.key, o.size])).toEqual([
+      ['.tmp-c', 0],
+      ['dt=1/bucket-0/.tmp-b', 12],
+      ['manifest/.tmp-a', 7],
+    ])
+    expect((await store.listLeftovers('manifest/')).map((o) => o.key)).toEqual(['manifest/.tmp-a'])
+    expect(await store.listLeftovers('snapshot/')).toEqual([])
+    // a leftover key is not an object key, and an object key is not a leftover key
+    await expect(store.get('manifest/.tmp-a')).rejects.toThrow(StrataInputError)
+    await expect(store.deleteLeftover('manifest/m-1')).rejects.toThrow(/expected a key from listLeftovers/)
+    await expect(store.deleteLeftover('../x/.tmp-a')).rejects.toThrow(StrataInputError)
+    for (const o of leftovers) await store.deleteLeftover(o.key)
+    await store.deleteLeftover('manifest/.tmp-a') // already gone: not an error
+    expect(await store.listLeftovers('')).toEqual([])
+    // the emptied bucket directory went too, as after deleting its last object
+    expect((await readdir(dir)).sort()).toEqual(['manifest'])
+    expect(text(await store.get('manifest/m-1'))).toBe('m')
+  })
+
   it('lists nothing under a root that does not exist yet', async () => {
     const store = new LocalFileStore(join(await freshTempDir(), 'not', 'yet'))
     expect(await store.list('')).toEqual([])

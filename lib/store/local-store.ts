@@ -2,8 +2,10 @@
 // to a temp file in the target's directory first, so a reader never sees a partial object:
 // put renames over the target (rename(2) replaces atomically) and putIfAbsent hard-links
 // the temp file to the target (link(2) fails with EEXIST when the target exists, which
-// makes the create exclusive and atomic). Durability against power loss (fsync) is not a
-// goal here: this store serves local runs and tests, S3 serves production.
+// makes the create exclusive and atomic). A process that dies between writing the temp file
+// and removing it leaves the temp file behind: `list` never shows it, `listLeftovers` does,
+// so orphan cleanup can remove it once it is old. Durability against power loss (fsync) is
+// not a goal here: this store serves local runs and tests, S3 serves production.
 import { randomUUID } from 'node:crypto'
 import { link, mkdir, open, readdir, readFile, rename, rmdir, stat, unlink, writeFile } from 'node:fs/promises'
 import { dirname, join, resolve, sep } from 'node:path'
@@ -12,7 +14,7 @@ import { StrataInputError } from '../types.ts'
 import { checkRange } from './memory-store.ts'
 import type { ObjectInfo, ObjectStore } from './object-store.ts'
 
-/** File names starting with this are in-flight writes; list never reports them. */
+/** File names starting with this are in-flight (or crashed) writes; list never reports them. */
 const TEMP_PREFIX = '.tmp-'
 
 export class LocalFileStore implements ObjectStore {
@@ -98,7 +100,29 @@ export class LocalFileStore implements ObjectStore {
   }
 
   async delete(key: string): Promise<void> {
-    const target = this.path(key)
+    await this.unlinkAndPrune(this.path(key))
+  }
+
+  async list(prefix: string): Promise<ObjectInfo[]> {
+    return this.listWhere(prefix, false)
+  }
+
+  /** Temp files of writes that never finished, keyed by their path under the root. */
+  async listLeftovers(prefix: string): Promise<ObjectInfo[]> {
+    return this.listWhere(prefix, true)
+  }
+
+  async deleteLeftover(key: string): Promise<void> {
+    const slash = key.lastIndexOf('/')
+    const name = key.slice(slash + 1)
+    if (!name.startsWith(TEMP_PREFIX) || /[\\\0]/.test(name)) {
+      throw new StrataInputError(`leftover key '${key}' is not valid for ${this.uri}: expected a key from listLeftovers, whose last segment starts with '${TEMP_PREFIX}'`)
+    }
+    const dir = slash < 0 ? this.root : this.path(key.slice(0, slash))
+    await this.unlinkAndPrune(join(dir, name))
+  }
+
+  private async unlinkAndPrune(target: string): Promise<void> {
     await unlinkQuietly(target)
     // S3 has no directories: once a directory's last object is gone, remove it, so that the
     // key naming it ('a' after 'a/b' was deleted) can become an object again.
@@ -111,17 +135,18 @@ export class LocalFileStore implements ObjectStore {
     }
   }
 
-  async list(prefix: string): Promise<ObjectInfo[]> {
+  /** Objects (or, with `leftovers`, only temp files) whose key starts with `prefix`, in key order. */
+  private async listWhere(prefix: string, leftovers: boolean): Promise<ObjectInfo[]> {
     // Walk only the deepest directory the prefix names fully; a trailing partial segment
     // ("snapshot/snap") is matched by string prefix like S3 does.
     const slash = prefix.lastIndexOf('/')
     const dirKey = slash < 0 ? '' : prefix.slice(0, slash)
     const out: ObjectInfo[] = []
-    await this.walk(dirKey === '' ? this.root : this.path(dirKey), dirKey, prefix, out)
+    await this.walk(dirKey === '' ? this.root : this.path(dirKey), dirKey, prefix, leftovers, out)
     return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
   }
 
-  private async walk(dir: string, dirKey: string, prefix: string, out: ObjectInfo[]): Promise<void> {
+  private async walk(dir: string, dirKey: string, prefix: string, leftovers: boolean, out: ObjectInfo[]): Promise<void> {
     let entries
     try {
       entries = await readdir(dir, { withFileTypes: true })
@@ -131,14 +156,14 @@ export class LocalFileStore implements ObjectStore {
     }
     await Promise.all(
       entries.map(async (entry) => {
-        if (entry.name.startsWith(TEMP_PREFIX)) return
+        const temp = entry.name.startsWith(TEMP_PREFIX)
         const key = dirKey === '' ? entry.name : `${dirKey}/${entry.name}`
         if (entry.isDirectory()) {
           // Skip subtrees that cannot hold a key with this prefix.
-          if (key.startsWith(prefix) || prefix.startsWith(`${key}/`)) {
-            await this.walk(join(dir, entry.name), key, prefix, out)
+          if (!temp && (key.startsWith(prefix) || prefix.startsWith(`${key}/`))) {
+            await this.walk(join(dir, entry.name), key, prefix, leftovers, out)
           }
-        } else if (entry.isFile() && key.startsWith(prefix)) {
+        } else if (entry.isFile() && temp === leftovers && key.startsWith(prefix)) {
           try {
             const st = await stat(join(dir, entry.name))
             out.push({ key, size: st.size, lastModified: st.mtimeMs })

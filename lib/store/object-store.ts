@@ -25,12 +25,22 @@ export interface ObjectStore {
   /**
    * Atomic create-if-absent: writes and returns true when the key did not exist; returns
    * false, writing nothing, when it did. On S3 this is `PutObject` with `If-None-Match: *`
-   * (412 → false); on the local file system an exclusive create followed by a rename
-   * so a reader never sees a partial file.
+   * (412 → false); on the local file system the bytes go to a temp file first, which is
+   * then hard-linked to the key (link(2) fails when the key exists, so the create is
+   * exclusive and a reader never sees a partial file).
    */
   putIfAbsent(key: string, data: Uint8Array): Promise<boolean>
   /** Deletes an object; deleting a missing key is not an error. */
   delete(key: string): Promise<void>
   /** All objects whose key starts with `prefix`, in lexicographic key order. */
   list(prefix: string): Promise<ObjectInfo[]>
+  /**
+   * What writes that never finished left behind under `prefix`, which `list` never shows:
+   * on the local file system, the temp files of a process that died mid-write. Each `key`
+   * names the leftover for `deleteLeftover` only; it is never an object key. Stores whose
+   * writes leave nothing behind (S3, memory) do not implement it.
+   */
+  listLeftovers?(prefix: string): Promise<ObjectInfo[]>
+  /** Deletes a leftover that `listLeftovers` reported; a missing one is not an error. */
+  deleteLeftover?(key: string): Promise<void>
 }
