@@ -15,7 +15,7 @@ import type { Context, ScheduledEvent } from 'aws-lambda'
 import { tableStatus } from '../lib/cli/status.ts'
 import { INGEST_MARKER_DIR } from '../lib/ingest/ingest.ts'
 import { type ExpireResult, expireSnapshots, forEachLimited } from '../lib/maintenance/expire.ts'
-import { DEFAULT_ORPHAN_OLDER_THAN_MS, removeOrphanFiles } from '../lib/maintenance/orphans.ts'
+import { DEFAULT_ORPHAN_OLDER_THAN_MS, MIN_ORPHAN_OLDER_THAN_MS, checkOrphanAge, removeOrphanFiles } from '../lib/maintenance/orphans.ts'
 import { snapshotRange } from '../lib/maintenance/references.ts'
 import type { Table } from '../lib/table/table.ts'
 import { ConfigError } from './shared/config.ts'
@@ -55,7 +55,7 @@ export interface MaintenanceSummary {
 export interface MaintenanceOptions {
   /** epoch millis every age is measured from; default Date.now() */
   now?: number
-  /** default STRATA_ORPHAN_OLDER_THAN_MS, else Paimon's one day */
+  /** default STRATA_ORPHAN_OLDER_THAN_MS, else Paimon's one day; at least MIN_ORPHAN_OLDER_THAN_MS (13 h) */
   orphanOlderThanMs?: number
   /** default runtimeConfig().dedupWindowMs */
   markerMaxAgeMs?: number
@@ -64,8 +64,13 @@ export interface MaintenanceOptions {
 function orphanAgeFromEnv(): number {
   const v = process.env.STRATA_ORPHAN_OLDER_THAN_MS
   if (v === undefined || v === '') return DEFAULT_ORPHAN_OLDER_THAN_MS
-  if (!/^\d+$/.test(v)) throw new ConfigError(`environment variable STRATA_ORPHAN_OLDER_THAN_MS: expected a non-negative integer of milliseconds, got ${JSON.stringify(v)}`)
-  return Number(v)
+  const what = `environment variable STRATA_ORPHAN_OLDER_THAN_MS = ${JSON.stringify(v)}`
+  if (!/^\d+$/.test(v)) throw new ConfigError(`${what}: expected an integer number of milliseconds >= ${MIN_ORPHAN_OLDER_THAN_MS}`)
+  try {
+    return checkOrphanAge(Number(v), what)
+  } catch (err) {
+    throw new ConfigError((err as Error).message)
+  }
 }
 
 /**
@@ -121,7 +126,8 @@ export async function runMaintenance(opts: MaintenanceOptions = {}): Promise<Mai
   if (name === undefined) {
     throw new ConfigError(`environment variable STRATA_TABLE is not set and STRATA_TABLES has ${cfg.tables.size} tables; name the table this maintenance function serves`)
   }
-  const orphanOlderThanMs = opts.orphanOlderThanMs ?? orphanAgeFromEnv()
+  // every input is checked before the first step deletes anything
+  const orphanOlderThanMs = opts.orphanOlderThanMs === undefined ? orphanAgeFromEnv() : checkOrphanAge(opts.orphanOlderThanMs, `maintenance: orphanOlderThanMs = ${opts.orphanOlderThanMs}`)
   const markerMaxAgeMs = opts.markerMaxAgeMs ?? cfg.dedupWindowMs
   const resolved = await resolveTable(name)
   if (!resolved) throw new ConfigError(`maintenance: table '${name}' is not in STRATA_TABLES`)

@@ -10,7 +10,7 @@ import { compactBucket } from '../lib/lsm/compact-task.ts'
 import { compactTable } from '../lib/lsm/compact-table.ts'
 import { expireSnapshots } from '../lib/maintenance/expire.ts'
 import { referencesOf } from '../lib/maintenance/references.ts'
-import { removeOrphanFiles } from '../lib/maintenance/orphans.ts'
+import { MIN_ORPHAN_OLDER_THAN_MS, removeOrphanFiles } from '../lib/maintenance/orphans.ts'
 import { lookup, newReadStats, readAll } from '../lib/read/table-read.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { Table } from '../lib/table/table.ts'
@@ -237,7 +237,7 @@ describe('compaction on embedded S3', () => {
     expect(inner!.snapshotId).toBe(4)
     expect(await table.snapshots.latestId()).toBe(4)
     // the loser removed what it wrote: no object is left that no snapshot references
-    const orphans = await removeOrphanFiles(table, { olderThanMs: 0, now: Date.now() + 60_000, dryRun: true })
+    const orphans = await removeOrphanFiles(table, { olderThanMs: MIN_ORPHAN_OLDER_THAN_MS, now: Date.now() + MIN_ORPHAN_OLDER_THAN_MS + 60_000, dryRun: true })
     expect(orphans.deleted).toEqual([])
     expect(sortRows(await readAll(table))).toEqual(model.snapshot())
     const dv = (await table.manifests.readIndexManifest((await table.snapshots.latest())!.indexManifest)).filter(

@@ -13,7 +13,7 @@ import { MemoryJobQueue, type CompactionJob } from '../lib/jobs/compaction-job.t
 import { FaultyQueue } from '../lib/jobs/faulty-queue.ts'
 import { compactBucket } from '../lib/lsm/compact-task.ts'
 import { expireSnapshots } from '../lib/maintenance/expire.ts'
-import { removeOrphanFiles } from '../lib/maintenance/orphans.ts'
+import { MIN_ORPHAN_OLDER_THAN_MS, removeOrphanFiles } from '../lib/maintenance/orphans.ts'
 import { snapshotRange, snapshotReferences } from '../lib/maintenance/references.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import { type FaultKind, FaultyStore, InjectedFault } from '../lib/store/faulty-store.ts'
@@ -80,7 +80,7 @@ async function problems(store: ObjectStore, expected: unknown[][], label: string
     }
   }
   try {
-    await removeOrphanFiles(table, { olderThanMs: 0, now: FUTURE() })
+    await removeOrphanFiles(table, { olderThanMs: MIN_ORPHAN_OLDER_THAN_MS, now: FUTURE() + MIN_ORPHAN_OLDER_THAN_MS })
   } catch (e) {
     out.push(`${label}: orphan cleanup failed: ${(e as Error).message}`)
   }
@@ -333,13 +333,13 @@ describe('a fault at every storage call, then recovery by retry from fresh state
       throw new Error('simulated crash before the snapshot')
     }
     await expect(writeBatch(table, opsOf(800, 6).map((o) => recordFromJson(table.view, o, 'x')), { beforeSnapshotCreate: crash })).rejects.toThrow(/simulated/)
-    const orphansBefore = (await removeOrphanFiles(await Table.open(await copyOf(store)), { olderThanMs: 0, now: FUTURE(), dryRun: true })).deleted
+    const orphansBefore = (await removeOrphanFiles(await Table.open(await copyOf(store)), { olderThanMs: MIN_ORPHAN_OLDER_THAN_MS, now: FUTURE() + MIN_ORPHAN_OLDER_THAN_MS, dryRun: true })).deleted
     expect(orphansBefore.length).toBeGreaterThan(0)
     const s = await sweep({
       name: 'orphans',
       base: store,
       expected: model.snapshot(),
-      run: (t) => removeOrphanFiles(t, { olderThanMs: 0, now: FUTURE() }),
+      run: (t) => removeOrphanFiles(t, { olderThanMs: MIN_ORPHAN_OLDER_THAN_MS, now: FUTURE() + MIN_ORPHAN_OLDER_THAN_MS }),
     })
     report('orphans', s)
   })

@@ -1,6 +1,7 @@
 // The maintenance function against the embedded S3 + SQS backend: expiration by the
 // table's options, orphan cleanup and old ingest markers (ages made relative, since S3
-// objects cannot be back-dated: thresholds of 0 or an injected `now`), and the table
+// objects cannot be back-dated: a marker threshold of 0 or an injected `now`; orphan ages
+// below 13 h are refused), and the table
 // metrics as EMF, QueuedJobs included from a real FIFO queue.
 
 import { CreateQueueCommand, ReceiveMessageCommand, SQSClient, SendMessageCommand } from '@aws-sdk/client-sqs'
@@ -17,6 +18,7 @@ import { handler, runMaintenance } from '../functions/maintenance.ts'
 import { resetRuntime } from '../functions/shared/runtime.ts'
 import { INGEST_MARKER_DIR } from '../lib/ingest/ingest.ts'
 import { compactTable } from '../lib/lsm/compact-table.ts'
+import { MIN_ORPHAN_OLDER_THAN_MS } from '../lib/maintenance/orphans.ts'
 import { referencesOf } from '../lib/maintenance/references.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import { S3Store } from '../lib/store/s3-store.ts'
@@ -182,28 +184,6 @@ describe('maintenance handler', () => {
     expect(m.L0FileCountMax).toBe(summary.metrics!.L0FileCountMax)
   })
 
-  it('with zero ages removes unreferenced files and every marker, and nothing a snapshot needs', async () => {
-    useEnv({ STRATA_ORPHAN_OLDER_THAN_MS: '0', STRATA_DEDUP_WINDOW_MS: '0' })
-    await new Promise((r) => setTimeout(r, 5))
-    const before = await readAll(table)
-    const summary = await handler(scheduled, ctx)
-    expect(summary.errors).toEqual({})
-    expect(summary.expired!.expired).toEqual([])
-    expect(summary.orphansDeleted).toBe(ORPHANS.length)
-    expect(summary.markersDeleted).toBe(MARKERS.length)
-    for (const k of [...ORPHANS, ...MARKERS]) expect(await exists(k)).toBe(false)
-    for (const k of FOREIGN) expect(await exists(k)).toBe(true)
-    // every object the retained snapshots reference is still there
-    const retained = []
-    for (let id = 1; id <= (await table.snapshots.latestId()); id++) {
-      const s = await table.snapshots.snapshot(id)
-      if (s && (await exists(snapshotKey(id)))) retained.push(s)
-    }
-    expect(retained.length).toBe(3)
-    for (const k of await referencesOf(table, retained)) expect(await exists(k), k).toBe(true)
-    expect(await readAll(table)).toEqual(before)
-  })
-
   it('removes only the markers older than the dedup window (ages relative to an injected now)', async () => {
     useEnv()
     const [a, b] = [`${INGEST_MARKER_DIR}w/aa`, `${INGEST_MARKER_DIR}w/bb`]
@@ -218,7 +198,8 @@ describe('maintenance handler', () => {
     const window = 3_600_000
     // b is exactly as old as the window (kept), a older (removed)
     const summary = await runMaintenance({ now: bTime + window, markerMaxAgeMs: window })
-    expect(summary.markersDeleted).toBe(1)
+    // a and the markers written before it
+    expect(summary.markersDeleted).toBe(1 + MARKERS.length)
     // the same now puts all but the newest snapshot past `snapshot.time-retained` (1 h)
     expect(summary.expired!.expired.length).toBe(2)
     expect(summary.metrics!.Snapshots).toBe(1)
@@ -228,6 +209,48 @@ describe('maintenance handler', () => {
     const entries = await table.manifests.liveEntries((await table.snapshots.latest())!)
     const oldestL0 = Math.min(...entries.filter((e) => e.file.level === 0).map((e) => Number(e.file.creationTime)))
     expect(summary.metrics!.FreshnessLag).toBe(bTime + window - oldestL0)
+  })
+
+  it('refuses an orphan age below 13 h before any step runs, naming the variable or field', async () => {
+    const keys = async () => (await table.store.list('')).map((o) => o.key)
+    const before = await keys()
+    const latest = await table.snapshots.latestId()
+    for (const v of ['0', String(MIN_ORPHAN_OLDER_THAN_MS - 1)]) {
+      useEnv({ STRATA_ORPHAN_OLDER_THAN_MS: v, STRATA_DEDUP_WINDOW_MS: '0' })
+      stdout.length = 0
+      await expect(handler(scheduled, ctx)).rejects.toThrow(
+        new RegExp(`^environment variable STRATA_ORPHAN_OLDER_THAN_MS = "${v}": expected an orphan age of at least 13 h \\(46800000 ms\\)`),
+      )
+      expect(emfLines()[0].MaintenanceErrors).toBe(1)
+    }
+    useEnv({ STRATA_DEDUP_WINDOW_MS: '0' })
+    await expect(runMaintenance({ orphanOlderThanMs: 60_000, now: Date.now() + 2 * MIN_ORPHAN_OLDER_THAN_MS })).rejects.toThrow(/^maintenance: orphanOlderThanMs = 60000: expected an orphan age of at least 13 h/)
+    // nothing expired, no orphan and no marker deleted
+    expect(await keys()).toEqual(before)
+    expect(await table.snapshots.latestId()).toBe(latest)
+  })
+
+  it('at the smallest accepted ages (the clock moved past them) removes unreferenced files and every marker, and nothing a snapshot needs', async () => {
+    useEnv({ STRATA_ORPHAN_OLDER_THAN_MS: String(MIN_ORPHAN_OLDER_THAN_MS), STRATA_DEDUP_WINDOW_MS: '0' })
+    const markers = (await table.store.list(INGEST_MARKER_DIR)).length
+    expect(markers).toBeGreaterThan(0)
+    const before = await readAll(table)
+    const summary = await runMaintenance({ now: Date.now() + MIN_ORPHAN_OLDER_THAN_MS + 60_000 })
+    expect(summary.errors).toEqual({})
+    expect(summary.orphansDeleted).toBe(ORPHANS.length)
+    expect(summary.markersDeleted).toBe(markers)
+    for (const k of ORPHANS) expect(await exists(k)).toBe(false)
+    expect(await table.store.list(INGEST_MARKER_DIR)).toEqual([])
+    for (const k of FOREIGN) expect(await exists(k)).toBe(true)
+    // every object the retained snapshots reference is still there
+    const retained = []
+    for (let id = 1; id <= (await table.snapshots.latestId()); id++) {
+      const s = await table.snapshots.snapshot(id)
+      if (s && (await exists(snapshotKey(id)))) retained.push(s)
+    }
+    expect(retained.length).toBe(summary.metrics!.Snapshots)
+    for (const k of await referencesOf(table, retained)) expect(await exists(k), k).toBe(true)
+    expect(await readAll(table)).toEqual(before)
   })
 
   it('a failing step does not stop the others; the invocation then fails naming it', async () => {
@@ -250,6 +273,6 @@ describe('maintenance handler', () => {
     await expect(handler(scheduled, ctx)).rejects.toThrow(/environment variable STRATA_TABLE is not set/)
     expect(emfLines()[0].MaintenanceErrors).toBe(1)
     useEnv({ STRATA_ORPHAN_OLDER_THAN_MS: '1d' })
-    await expect(handler(scheduled, ctx)).rejects.toThrow(/environment variable STRATA_ORPHAN_OLDER_THAN_MS: expected a non-negative integer/)
+    await expect(handler(scheduled, ctx)).rejects.toThrow(/^environment variable STRATA_ORPHAN_OLDER_THAN_MS = "1d": expected an integer number of milliseconds >= 46800000$/)
   })
 })

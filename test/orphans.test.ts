@@ -1,15 +1,19 @@
 // Orphan-file cleanup on local disk and embedded S3: only old, unreferenced objects in the
 // snapshot-managed directories go; everything a snapshot or tag references stays, however
-// old; young objects stay; and after a crash inside expiration the cleanup removes exactly
-// what expiration left behind. "Old" is made with fs.utimes on the local store, and on S3
-// (where a client cannot set LastModified) by choosing `now` between the old and new writes.
+// old; young objects stay; a write in flight keeps its files even at the smallest age
+// accepted, and an age below it is refused before anything is deleted; after a crash inside
+// expiration the cleanup removes exactly what expiration left behind; on the local store,
+// old temp files of crashed writes go too. "Old" is made with fs.utimes on the local store,
+// and on S3 (where a client cannot set LastModified) by choosing `now` between the old and
+// new writes.
 
-import { utimes } from 'node:fs/promises'
+import { mkdir, utimes, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { expireSnapshots } from '../lib/maintenance/expire.ts'
-import { removeOrphanFiles } from '../lib/maintenance/orphans.ts'
+import { COMMIT_QUEUE_RETENTION_MS, DEFAULT_ORPHAN_OLDER_THAN_MS, LONGEST_COMMIT_DELAY_MS, MIN_ORPHAN_OLDER_THAN_MS, removeOrphanFiles } from '../lib/maintenance/orphans.ts'
+import { COMMIT_QUEUE_RETENTION_SECONDS, parseDeployConfig } from '../cdk/config.ts'
 import { planScan, readAll } from '../lib/read/table-read.ts'
 import { LocalFileStore } from '../lib/store/local-store.ts'
 import type { ObjectStore } from '../lib/store/object-store.ts'
@@ -22,6 +26,7 @@ import { type Op, TableModel, opArb, schemaFor, sortRows } from './helpers/model
 import { bothStores } from './helpers/stores.ts'
 
 const DAY = 86_400_000
+const MINUTE = 60_000
 const enc = new TextEncoder()
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -99,6 +104,59 @@ async function ageAllThenWrite(store: ObjectStore, young: string[]): Promise<num
     await sleep(100)
   }
 }
+
+/** Moves a local file's modification time to `ms` (epoch millis). */
+async function touchLocal(store: LocalFileStore, key: string, ms: number): Promise<void> {
+  const t = new Date(ms)
+  await utimes(join(store.root, ...key.split('/')), t, t)
+}
+
+/**
+ * Writes `ops` and, once the write's data files and manifests exist but before its snapshot
+ * does, runs `duringCommit` with the keys the write added and the earliest of their
+ * modification times; then lets the commit land and records it in the model.
+ */
+async function writeWhile(
+  table: Table,
+  model: TableModel,
+  history: History,
+  ops: Op[],
+  duringCommit: (written: string[], writtenAt: number) => Promise<void>,
+): Promise<void> {
+  const before = new Set((await table.store.list('')).map((o) => o.key))
+  let ran = false
+  const res = await writeBatch(table, ops.map((op, i) => recordFromJson(table.view, op, `op ${i}`)), {
+    beforeSnapshotCreate: async () => {
+      if (ran) return
+      ran = true
+      const written = (await table.store.list('')).filter((o) => !before.has(o.key))
+      await duringCommit(
+        written.map((o) => o.key),
+        Math.min(...written.map((o) => o.lastModified)),
+      )
+    },
+  })
+  expect(ran).toBe(true)
+  model.applyBatch(ops)
+  history.set(res.snapshotId, model.snapshot())
+}
+
+describe('the orphan age', () => {
+  it('has a floor above the longest commit delay the deployed stack allows, and a default above the floor', async () => {
+    // what the stack deploys: the commit queue's retention, and no function may run longer than Lambda's 15 min
+    expect(COMMIT_QUEUE_RETENTION_MS).toBe(COMMIT_QUEUE_RETENTION_SECONDS * 1000)
+    const schema = { fields: [{ name: 'id', type: 'INT' }], primaryKeys: ['id'], partitionKeys: [], options: { bucket: '1' } }
+    const config = (table: Record<string, unknown>, functions: Record<string, unknown> = {}) => () => parseDeployConfig({ tables: [{ name: 't', schema, ...table }], functions }, 'cfg')
+    expect(config({ compactor: { timeoutSeconds: 900 }, committer: { timeoutSeconds: 900 } }, { writer: { timeoutSeconds: 900 } })).not.toThrow()
+    expect(config({ compactor: { timeoutSeconds: 901 } })).toThrow(/timeoutSeconds/)
+    expect(config({ committer: { timeoutSeconds: 901 } })).toThrow(/timeoutSeconds/)
+    expect(config({}, { writer: { timeoutSeconds: 901 } })).toThrow(/timeoutSeconds/)
+    expect(LONGEST_COMMIT_DELAY_MS).toBe(15 * MINUTE + COMMIT_QUEUE_RETENTION_SECONDS * 1000 + 15 * MINUTE)
+    expect(MIN_ORPHAN_OLDER_THAN_MS).toBe(13 * 60 * MINUTE)
+    expect(MIN_ORPHAN_OLDER_THAN_MS).toBeGreaterThan(LONGEST_COMMIT_DELAY_MS)
+    expect(DEFAULT_ORPHAN_OLDER_THAN_MS).toBe(DAY)
+  })
+})
 
 describe.each(bothStores())('orphan cleanup on $name', (stores) => {
   beforeAll(() => stores.setup())
@@ -195,9 +253,88 @@ describe.each(bothStores())('orphan cleanup on $name', (stores) => {
     await checkIntact(table.store, history)
   })
 
+  it('a write in flight keeps its files at the smallest accepted age, at the latest its commit can land; the commit lands and every read succeeds', async () => {
+    const { table, model, history } = await setup(stores.fresh(), 3, 9)
+    const store = table.store
+    const ops = fc.sample(fc.array(opArb('deduplicate'), { minLength: 4, maxLength: 8 }), { numRuns: 1, seed: 10 })[0]
+    let deleted: string[] = []
+    await writeWhile(table, model, history, ops, async (written, writtenAt) => {
+      expect(written.some((k) => k.endsWith('.parquet'))).toBe(true)
+      expect(written.some((k) => k.startsWith('manifest/'))).toBe(true)
+      // the clock as late as the commit may land; the cutoff is then 30 min before the write
+      const now = writtenAt + LONGEST_COMMIT_DELAY_MS
+      const older = now - MIN_ORPHAN_OLDER_THAN_MS - 1
+      const strays = ['dt=2024-05-01/bucket-0/data-stray-1.parquet', 'manifest/manifest-stray-1']
+      if (store instanceof LocalFileStore) {
+        // an orphan (and a crashed write's temp file) just older than the cutoff goes: the
+        // cleanup is not idle at this clock
+        for (const k of strays) {
+          await store.put(k, enc.encode('stray'))
+          await touchLocal(store, k, older)
+        }
+        await writeFile(join(store.root, 'manifest', '.tmp-crashed'), 'partial')
+        await touchLocal(store, 'manifest/.tmp-crashed', older)
+      }
+      deleted = (await removeOrphanFiles(await Table.open(store), { olderThanMs: MIN_ORPHAN_OLDER_THAN_MS, now })).deleted
+      for (const k of written) expect(await store.head(k), k).not.toBeNull()
+      if (store instanceof LocalFileStore) expect(deleted).toEqual([...strays.sort(), 'manifest/.tmp-crashed'])
+      else expect(deleted).toEqual([])
+    })
+    await checkIntact(store, history)
+    expect(sortRows(await readAll(await Table.open(store)))).toEqual(model.snapshot())
+  })
+
+  it('refuses an age below the floor while a write is in flight, deleting nothing; the write then lands intact', async () => {
+    const { table, model, history } = await setup(stores.fresh(), 2, 11)
+    const ops = fc.sample(fc.array(opArb('deduplicate'), { minLength: 2, maxLength: 6 }), { numRuns: 1, seed: 12 })[0]
+    await writeWhile(table, model, history, ops, async (written) => {
+      const keys = (await table.store.list('')).map((o) => o.key)
+      for (const olderThanMs of [0, MIN_ORPHAN_OLDER_THAN_MS - 1]) {
+        await expect(removeOrphanFiles(await Table.open(table.store), { olderThanMs, now: Date.now() + MINUTE })).rejects.toThrow(
+          new RegExp(`^remove orphan files: olderThanMs = ${olderThanMs}: expected an orphan age of at least 13 h \\(46800000 ms\\): a commit can land up to 12 h 30 min after its files were written`),
+        )
+      }
+      expect((await table.store.list('')).map((o) => o.key)).toEqual(keys)
+      expect(written.length).toBeGreaterThan(0)
+    })
+    await checkIntact(table.store, history)
+  })
+
   it('refuses bad options, naming the field', async () => {
     const { table } = await setup(stores.fresh(), 1, 1)
-    await expect(removeOrphanFiles(table, { olderThanMs: -1 })).rejects.toThrow(/olderThanMs = -1, expected a non-negative/)
+    await expect(removeOrphanFiles(table, { olderThanMs: -1 })).rejects.toThrow(/olderThanMs = -1: expected an orphan age of at least 13 h/)
+    await expect(removeOrphanFiles(table, { olderThanMs: Number.NaN })).rejects.toThrow(/olderThanMs = NaN: expected an orphan age/)
     await expect(removeOrphanFiles(table, { now: Number.NaN })).rejects.toThrow(/now = NaN/)
+  })
+})
+
+describe('orphan cleanup of crashed writes\' temp files on the local store', () => {
+  const stores = bothStores()[0]
+  beforeAll(() => stores.setup())
+  afterAll(() => stores.teardown())
+
+  it('removes old temp files anywhere under the table, keeps young ones, and lists neither as objects', async () => {
+    const { table, history } = await setup(stores.fresh(), 2, 13)
+    const store = table.store as LocalFileStore
+    const now = Date.now()
+    const old = ['manifest/.tmp-old-1', 'dt=2024-05-01/bucket-0/.tmp-old-2', 'snapshot/.tmp-old-3', '.tmp-old-4']
+    const young = ['manifest/.tmp-young-1', 'snapshot/.tmp-young-2']
+    for (const k of [...old, ...young]) {
+      await mkdir(join(store.root, ...k.split('/').slice(0, -1)), { recursive: true })
+      await writeFile(join(store.root, ...k.split('/')), 'partial')
+    }
+    for (const k of old) await touchLocal(store, k, now - MIN_ORPHAN_OLDER_THAN_MS - 1)
+    for (const k of young) await touchLocal(store, k, now - MIN_ORPHAN_OLDER_THAN_MS + MINUTE)
+    const objects = await store.list('')
+    expect(objects.some((o) => o.key.includes('.tmp-'))).toBe(false)
+
+    const dry = await removeOrphanFiles(table, { olderThanMs: MIN_ORPHAN_OLDER_THAN_MS, now, dryRun: true })
+    expect(dry.deleted).toEqual([...old].sort())
+    expect((await store.listLeftovers('')).length).toBe(old.length + young.length)
+    const res = await removeOrphanFiles(table, { olderThanMs: MIN_ORPHAN_OLDER_THAN_MS, now })
+    expect(res).toEqual(dry)
+    expect((await store.listLeftovers('')).map((o) => o.key)).toEqual([...young].sort())
+    expect(await store.list('')).toEqual(objects)
+    await checkIntact(store, history)
   })
 })

@@ -18,6 +18,7 @@
 import { describe, expect, it } from 'vitest'
 import { FAULT_KINDS, runSoak } from '../bench/lib/soak-run.ts'
 import { compactTable } from '../lib/lsm/compact-table.ts'
+import { MIN_ORPHAN_OLDER_THAN_MS } from '../lib/maintenance/orphans.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
@@ -50,12 +51,13 @@ describe('soak (short)', () => {
       probeEveryMs: 500,
       sampleEveryMs: 1000,
       windowSeconds: 5,
-      // expiration and marker cleanup run during the load; orphan cleanup only takes what no
-      // running invocation can still commit
+      // expiration and marker cleanup run during the load; orphan cleanup runs at the smallest
+      // age it accepts, so it takes nothing younger than a commit can wait (the end of the run
+      // moves its clock past that and checks what it takes)
       maintenanceEverySeconds: 5,
       snapshotRetainedSeconds: 8,
       dedupWindowMs: 60_000,
-      orphanOlderThanMs: 60_000,
+      orphanOlderThanMs: MIN_ORPHAN_OLDER_THAN_MS,
       recoverWithinSeconds: 15,
       drainTimeoutSeconds: 120,
       strictTiming: false,

@@ -29,7 +29,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs'
 import { tableStatus } from '../../lib/cli/status.ts'
-import { removeOrphanFiles } from '../../lib/maintenance/orphans.ts'
+import { MIN_ORPHAN_OLDER_THAN_MS, removeOrphanFiles } from '../../lib/maintenance/orphans.ts'
 import { snapshotRange, snapshotReferences } from '../../lib/maintenance/references.ts'
 import { lookup, readAll } from '../../lib/read/table-read.ts'
 import { S3Store } from '../../lib/store/s3-store.ts'
@@ -148,8 +148,8 @@ export const SOAK_DEFAULTS: SoakOptions = {
   snapshotRetainedSeconds: 180,
   // longer than maxReceiveCount visibility timeouts, so a redelivery still finds its marker
   dedupWindowMs: 300_000,
-  // longer than any invocation, so cleanup never takes files a running commit will reference
-  orphanOlderThanMs: 180_000,
+  // the smallest age cleanup accepts (longer than a commit can wait), so during the run it takes nothing
+  orphanOlderThanMs: MIN_ORPHAN_OLDER_THAN_MS,
   recoverWithinSeconds: 150,
   drainTimeoutSeconds: 300,
   strictTiming: true,
@@ -1028,7 +1028,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     for (const x of rt.tables.values()) {
       const table = await Table.open(x.table.store)
       try {
-        orphansAtEnd += (await removeOrphanFiles(table, { olderThanMs: 0, now: Date.now() + 3_600_000 })).deleted.length
+        orphansAtEnd += (await removeOrphanFiles(table, { olderThanMs: MIN_ORPHAN_OLDER_THAN_MS, now: Date.now() + MIN_ORPHAN_OLDER_THAN_MS + 3_600_000 })).deleted.length
       } catch (e) {
         orphanProblems.push(`${x.name}: orphan cleanup failed: ${(e as Error).message}`)
       }

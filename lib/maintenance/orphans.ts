@@ -8,7 +8,13 @@
 // Never deleted: schema/ and snapshot/ (their own life cycle), anything outside the managed
 // directories (tag/, branch/, consumer/ or foreign files: Paimon lists only its file
 // directories too), and anything younger than `olderThanMs`, because a writer may have
-// written it and not committed yet.
+// written it and not committed yet. Also deleted, anywhere under the table, when older than
+// `olderThanMs`: what writes that never finished left in the store (the local store's temp
+// files, ObjectStore.listLeftovers), which no snapshot can reference.
+//
+// Safe by construction: an age below MIN_ORPHAN_OLDER_THAN_MS is refused, and that floor is
+// longer than any file can wait for the commit that references it (LONGEST_COMMIT_DELAY_MS),
+// so a file old enough to go can no longer be committed.
 
 import { StrataInputError } from '../types.ts'
 import { snapshotKey } from '../table/paths.ts'
@@ -17,7 +23,7 @@ import { forEachLimited } from './expire.ts'
 import { BucketDirs, MissingReferenceError, existingSnapshot, isSnapshotManagedKey, snapshotRange, snapshotReferences, taggedSnapshots } from './references.ts'
 
 export interface OrphanOptions {
-  /** only objects last modified more than this long before `now` go; default 1 day, as Paimon's `older_than` */
+  /** only objects last modified more than this long before `now` go; default 1 day, as Paimon's `older_than`; at least MIN_ORPHAN_OLDER_THAN_MS */
   olderThanMs?: number
   /** epoch millis; default Date.now() */
   now?: number
@@ -26,14 +32,64 @@ export interface OrphanOptions {
 }
 
 export interface OrphanResult {
-  /** keys deleted (or, with dryRun, that would be), in key order */
+  /** keys deleted (or, with dryRun, that would be): objects in key order, then leftovers of unfinished writes (ObjectStore.listLeftovers) */
   deleted: string[]
   /** objects listed and left in place */
   kept: number
 }
 
+const MINUTE = 60_000
+const HOUR = 60 * MINUTE
+const DAY = 24 * HOUR
+/** Lambda's longest invocation. */
+const LONGEST_INVOCATION_MS = 15 * MINUTE
+
 /** Paimon's remove_orphan_files default `older_than`: now minus one day. */
-export const DEFAULT_ORPHAN_OLDER_THAN_MS = 24 * 60 * 60 * 1000
+export const DEFAULT_ORPHAN_OLDER_THAN_MS = DAY
+
+/** How long a table's commit queue keeps a message, as cdk/config.ts deploys it (test/orphans.test.ts checks they agree). */
+export const COMMIT_QUEUE_RETENTION_MS = 12 * HOUR
+
+/**
+ * The longest a file can exist before the commit that references it lands. Deployed, a
+ * writer or compactor writes its files within one invocation (at most 15 min, Lambda's
+ * limit) and then sends its commit message. Its sender stops waiting for the receipt after
+ * STRATA_COMMIT_TIMEOUT_MS, but the message stays on the table's commit queue for up to the
+ * queue's retention (12 h) and lands whenever a committer takes it, within that committer's
+ * invocation (at most 15 min). A direct commit (the CLI, a table without a commit queue)
+ * lands within the run that wrote its files, its retries included.
+ */
+export const LONGEST_COMMIT_DELAY_MS = LONGEST_INVOCATION_MS + COMMIT_QUEUE_RETENTION_MS + LONGEST_INVOCATION_MS
+
+/**
+ * The smallest `olderThanMs` accepted: the longest commit delay plus 30 minutes for the
+ * difference between the clock that stamps an object (S3's) and the cleanup's own.
+ */
+export const MIN_ORPHAN_OLDER_THAN_MS = LONGEST_COMMIT_DELAY_MS + 30 * MINUTE
+
+/** "1 d", "13 h", "12 h 30 min", "1500 ms": a duration for messages. */
+export function formatAge(ms: number): string {
+  if (ms % MINUTE !== 0) return `${ms} ms`
+  if (ms !== 0 && ms % DAY === 0) return `${ms / DAY} d`
+  const hours = Math.floor(ms / HOUR)
+  const minutes = (ms % HOUR) / MINUTE
+  return [hours ? `${hours} h` : '', minutes || !hours ? `${minutes} min` : ''].filter(Boolean).join(' ')
+}
+
+/**
+ * Checks an orphan age before anything runs; `what` names the input and its value as the
+ * caller's user wrote it (an option, an environment variable, a field).
+ */
+export function checkOrphanAge(olderThanMs: number, what: string): number {
+  if (!Number.isFinite(olderThanMs) || olderThanMs < MIN_ORPHAN_OLDER_THAN_MS) {
+    throw new StrataInputError(
+      `${what}: expected an orphan age of at least ${formatAge(MIN_ORPHAN_OLDER_THAN_MS)} (${MIN_ORPHAN_OLDER_THAN_MS} ms): ` +
+        `a commit can land up to ${formatAge(LONGEST_COMMIT_DELAY_MS)} after its files were written (the commit queue keeps a message ${formatAge(COMMIT_QUEUE_RETENTION_MS)}), ` +
+        `so a younger unreferenced file may still become part of a snapshot`,
+    )
+  }
+  return olderThanMs
+}
 
 const DELETE_CONCURRENCY = 16
 
@@ -60,10 +116,7 @@ async function addSnapshots(table: Table, from: number, to: number, used: Set<st
 }
 
 export async function removeOrphanFiles(table: Table, opts: OrphanOptions = {}): Promise<OrphanResult> {
-  const olderThanMs = opts.olderThanMs ?? DEFAULT_ORPHAN_OLDER_THAN_MS
-  if (!Number.isFinite(olderThanMs) || olderThanMs < 0) {
-    throw new StrataInputError(`remove orphan files: olderThanMs = ${olderThanMs}, expected a non-negative number of milliseconds`)
-  }
+  const olderThanMs = checkOrphanAge(opts.olderThanMs ?? DEFAULT_ORPHAN_OLDER_THAN_MS, `remove orphan files: olderThanMs = ${opts.olderThanMs}`)
   const now = opts.now ?? Date.now()
   if (!Number.isFinite(now)) throw new StrataInputError(`remove orphan files: now = ${now}, expected epoch milliseconds`)
   const cutoff = now - olderThanMs
@@ -87,6 +140,13 @@ export async function removeOrphanFiles(table: Table, opts: OrphanOptions = {}):
     candidates = candidates.filter((o) => !used.has(o.key))
   }
 
-  if (!opts.dryRun) await forEachLimited(candidates, DELETE_CONCURRENCY, (o) => table.store.delete(o.key))
-  return { deleted: candidates.map((o) => o.key), kept: objects.length - candidates.length }
+  // no key of an object ever names a leftover, so no snapshot can reference one
+  const store = table.store
+  const leftovers = store.listLeftovers && store.deleteLeftover ? (await store.listLeftovers('')).filter((o) => o.lastModified < cutoff) : []
+
+  if (!opts.dryRun) {
+    await forEachLimited(candidates, DELETE_CONCURRENCY, (o) => store.delete(o.key))
+    await forEachLimited(leftovers, DELETE_CONCURRENCY, (o) => store.deleteLeftover!(o.key))
+  }
+  return { deleted: [...candidates, ...leftovers].map((o) => o.key), kept: objects.length - candidates.length }
 }
