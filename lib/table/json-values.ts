@@ -5,6 +5,7 @@
 // going through a float), and every stored value reads back in through its own text.
 
 import { type DataField, type DataType, type Row, type RowKind, RowKind as RK, type Value, StrataInputError } from '../types.ts'
+import { civilFromDays } from '../format/partition-path.ts'
 import { MAX_LENGTH, typeLabel } from './data-type.ts'
 import { JsonNumber, parseJsonLine } from './json-line.ts'
 import type { SchemaView } from './schema.ts'
@@ -45,12 +46,23 @@ function preview(v: unknown, budget: number): string {
   return out.length >= budget ? out : out + (array ? ']' : '}')
 }
 
-/** Days since 1970-01-01 of a proleptic Gregorian date. */
+/**
+ * Days since 1970-01-01 of a proleptic Gregorian date, for any year (integer arithmetic on
+ * 400-year eras, the inverse of civilFromDays; JavaScript's Date ends at year 275760, well
+ * inside the 32-bit day count a DATE holds).
+ */
 export function daysFromCivil(y: number, m: number, d: number): number {
-  // setUTCFullYear, unlike Date.UTC, does not map years 0..99 to 1900..1999
-  const date = new Date(0)
-  date.setUTCFullYear(y, m - 1, d)
-  return Math.floor(date.getTime() / 86_400_000)
+  const year = m <= 2 ? y - 1 : y
+  const era = Math.floor(year / 400)
+  const yoe = year - era * 400
+  const doy = Math.floor((153 * ((m + 9) % 12) + 2) / 5) + d - 1
+  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy
+  return era * 146097 + doe - 719468
+}
+
+function daysInMonth(y: number, m: number): number {
+  if (m !== 2) return m === 4 || m === 6 || m === 9 || m === 11 ? 30 : 31
+  return y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0) ? 29 : 28
 }
 
 /**
@@ -106,7 +118,7 @@ function numberText(v: unknown): string | null {
   return null
 }
 
-const TIMESTAMP_RE = /^(-?\d{4,6})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?$/
+const TIMESTAMP_RE = /^(-?\d{4,7})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?$/
 
 /**
  * 'YYYY-MM-DD[ T]HH:MM[:SS[.fffffffff]]' → micros since epoch; null if not a valid
@@ -125,7 +137,7 @@ function parseTimestamp(text: string, precision: number): bigint | null {
 
 // Input batches repeat a few dates many times; remember them (bounded, and only texts
 // short enough to be a date, so hostile input cannot fill it with large strings). Years
-// have at most 6 digits: JavaScript dates end at year 275760.
+// have at most 7 digits: the 32-bit day count of a DATE ends in year 5881580.
 const dateCache = new Map<string, number | null>()
 const DATE_CACHE_ENTRIES = 10_000
 const DATE_CACHE_TEXT = 16
@@ -133,12 +145,9 @@ const DATE_CACHE_TEXT = 16
 function parseDate(text: string): number | null {
   const hit = dateCache.get(text)
   if (hit !== undefined) return hit
-  const m = /^(-?\d{4,6})-(\d{2})-(\d{2})$/.exec(text.trim())
+  const m = /^(-?\d{4,7})-(\d{2})-(\d{2})$/.exec(text.trim())
   let day: number | null = null
-  if (m && +m[2] >= 1 && +m[2] <= 12 && +m[3] >= 1) {
-    day = daysFromCivil(+m[1], +m[2], +m[3])
-    if (new Date(day * 86_400_000).getUTCDate() !== +m[3]) day = null
-  }
+  if (m && +m[2] >= 1 && +m[2] <= 12 && +m[3] >= 1 && +m[3] <= daysInMonth(+m[1], +m[2])) day = daysFromCivil(+m[1], +m[2], +m[3])
   if (text.length <= DATE_CACHE_TEXT) {
     if (dateCache.size >= DATE_CACHE_ENTRIES) dateCache.clear()
     dateCache.set(text, day)
@@ -338,9 +347,9 @@ function pad(n: number | bigint, w: number): string {
 }
 
 export function formatDate(days: number): string {
-  const d = new Date(days * 86_400_000)
-  const y = d.getUTCFullYear()
-  return `${y < 0 ? '-' + pad(-y, 4) : pad(y, 4)}-${pad(d.getUTCMonth() + 1, 2)}-${pad(d.getUTCDate(), 2)}`
+  // integer calendar arithmetic: a Date would print NaN past year 275760
+  const { year: y, month, day } = civilFromDays(days)
+  return `${y < 0 ? '-' + pad(-y, 4) : pad(y, 4)}-${pad(month, 2)}-${pad(day, 2)}`
 }
 
 export function formatTimestamp(micros: bigint, precision: number): string {
