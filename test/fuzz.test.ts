@@ -44,14 +44,29 @@ const SCHEMA = {
 
 const VALID = { dt: '2024-05-01', id: 1, qty: 5, price: '12.34', x: 1.5, flag: true, day: '2024-05-01', ts: '2024-05-01 10:00:00.123', raw: 'AAEC', code: 'abc', small: 7 }
 
+/** Exponents that once hung or crashed the writer (issue 16), and their relatives. */
+const EXPONENTS = [
+  '1e400000000', '1e9999999999', '1E+400000000', '-1e400000000', '1e-400000000', '5e-9999999999', '0e99999999999', '1.5e-99999999999999999999',
+  `1e${'9'.repeat(400)}`, `-1e-${'9'.repeat(400)}`, `${'9'.repeat(400)}e-398`, '1234000e-5', '1.5e7', '1e18', '1e19', '-9.223372036854775808e18',
+]
+
+/** Huge and deep values, built once: megabyte strings and digits, nesting past any stack. */
+let deepArray: unknown = 1
+for (let i = 0; i < 100_000; i++) deepArray = [deepArray]
+const HUGE = ['x'.repeat(5_000_001), '9'.repeat(1_000_000), 'é'.repeat(2_200_000), Buffer.alloc(4_500_000).toString('base64')]
+
 /** Edge values a field may be given: wrong types, out of range, odd strings. */
 const nasty = fc.oneof(
   fc.jsonValue(),
   fc.constantFrom(
     '', ' ', 'NaN', 'Infinity', '-0', '1e400', '99999999999999999999999', '-9223372036854775809', '9223372036854775807',
     '2024-02-30', '0000-01-01', '9999-12-31 23:59:59.999999', '2024-05-01T10:00:00Z', '\u0000', '\ud800', 'é'.repeat(4),
-    '====', 'A', 'AAA=', '12.345', '-', '.', '1.', '+1', 2 ** 31, -(2 ** 31) - 1, 2 ** 53, 1e308, -1e-308, 128, -129, 0.5,
+    '====', 'A', 'AAA=', 'QR==', '12.345', '1.005', '-', '.', '1.', '+1', 2 ** 31, -(2 ** 31) - 1, 2 ** 53, 1e308, -1e-308, 128, -129, 0.5,
+    Infinity, -Infinity, 1e-320, 3.5e38, 700_000_000, 9e15, '5881580-07-11', '-5877641-06-23', '275760-09-14 00:00:00',
   ),
+  fc.constantFrom(...EXPONENTS),
+  fc.constantFrom(...EXPONENTS).map(Number),
+  fc.constantFrom(...HUGE),
 )
 
 /** A valid record with some fields replaced, dropped or added, and an odd `_kind`. */
@@ -72,6 +87,24 @@ const mutatedRecord = fc
 
 const anyRecordValue = fc.oneof(mutatedRecord, mutatedRecord, fc.jsonValue())
 
+/** A mutated record with, now and then, a value nested past any stack (not for JSON.stringify). */
+const anyParsedRecord = fc.oneof(
+  { weight: 8, arbitrary: anyRecordValue },
+  { weight: 1, arbitrary: fc.tuple(mutatedRecord, fc.constantFrom(...Object.keys(VALID), '_kind')).map(([r, k]) => ({ ...r, [k]: deepArray })) },
+  { weight: 1, arbitrary: fc.constant(deepArray) },
+)
+
+/**
+ * Record lines as text, for what an object cannot hold: a key given twice, number literals
+ * with exponents or more digits than a double keeps, nesting deeper than the parser allows.
+ */
+const hostileLine = fc.oneof(
+  fc.tuple(fc.constantFrom(...Object.keys(VALID), '_kind', '_table'), nasty).map(([k, v]) => JSON.stringify(VALID).replace(/}$/, `,${JSON.stringify(k)}:${JSON.stringify(v)}}`)),
+  fc.tuple(fc.constantFrom('qty', 'price', 'x', 'day', 'ts', 'small', 'id'), fc.constantFrom(...EXPONENTS)).map(([k, e]) => JSON.stringify({ ...VALID, [k]: 0 }).replace(`"${k}":0`, `"${k}":${e}`)),
+  fc.tuple(fc.constantFrom('qty', 'x', 'raw'), fc.integer({ min: 60, max: 5000 })).map(([k, depth]) => JSON.stringify({ ...VALID, [k]: 0 }).replace(`"${k}":0`, `"${k}":${'['.repeat(depth)}${']'.repeat(depth)}`)),
+  fc.constantFrom('{"dt":"2024-05-01","id":1,"id":2}', '{"dt":"2024-05-01","dt":"2024-05-01","id":1}', '{"dt":"2024-05-01","id":1,"_kind":"+I","_kind":"-D"}', '{"_table":"t","dt":"2024-05-01","id":1,"_table":"t"}'),
+)
+
 function expectInputError(e: unknown, where?: string): void {
   if (!(e instanceof StrataInputError)) throw new Error(`expected a StrataInputError, got ${(e as Error)?.name}: ${(e as Error)?.message}`, { cause: e })
   expect(e.message.length).toBeGreaterThan(10)
@@ -86,7 +119,7 @@ describe('the CLI record parser (recordFromJson) on arbitrary JSON', () => {
   it('returns a full row or throws a StrataInputError naming the record', async () => {
     const view = (await Table.create(new MemoryStore(), SCHEMA)).view
     fc.assert(
-      fc.property(anyRecordValue, (obj) => {
+      fc.property(anyParsedRecord, (obj) => {
         try {
           const { row } = recordFromJson(view, obj, 'line 7')
           expect(row).toHaveLength(view.fields.length)
@@ -122,7 +155,7 @@ describe('values outside what the column stores (found by the fuzzer, seed -6392
 describe('a rejected CLI write commits nothing', () => {
   it('parsing every line first, then writeBatch: any bad line or refused -D leaves the object list unchanged', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(anyRecordValue, { minLength: 1, maxLength: 6 }), async (objs) => {
+      fc.asyncProperty(fc.array(anyParsedRecord, { minLength: 1, maxLength: 6 }), async (objs) => {
         const store = new MemoryStore()
         const table = await Table.create(store, SCHEMA)
         const before = await keysOf(store)
@@ -145,7 +178,14 @@ describe('a rejected CLI write commits nothing', () => {
 
 describe('the writer (ingest) on arbitrary bodies', () => {
   it('never throws: each record is committed or rejected with a reason; an all-rejected batch writes nothing to the table', async () => {
-    const body = fc.oneof(fc.string(), fc.jsonValue().map((v) => JSON.stringify(v)), anyRecordValue.map((v) => JSON.stringify(v)), fc.constantFrom('', '{', 'null', '[]', '"x"', '{"_table": 5}', '{"_table": "nope"}'))
+    const body = fc.oneof(
+      fc.string(),
+      fc.jsonValue().map((v) => JSON.stringify(v)),
+      anyRecordValue.map((v) => JSON.stringify(v)),
+      hostileLine,
+      hostileLine,
+      fc.constantFrom('', '{', 'null', '[]', '"x"', '{"_table": 5}', '{"_table": "nope"}'),
+    )
     await fc.assert(
       fc.asyncProperty(fc.array(body, { minLength: 1, maxLength: 8 }), async (bodies) => {
         const store = new MemoryStore()
