@@ -157,7 +157,7 @@ describe('strata compact, status and expire on a deletion-vector table', () => {
     r = await strata(['compact', dv, '--partition', 'dt=2024-05-01', '--full'])
     expect(r.code).toBe(0)
 
-    r = await strata(['expire', dv, '--remove-orphans', '--older-than', '0 s'])
+    r = await strata(['expire', dv, '--remove-orphans', '--older-than', '13 h'])
     expect(r.code).toBe(0)
     expect(r.stdout).toMatch(/^expired snapshots 1\.\.\d+ \(\d+ files deleted\); retained \d+\.\.\d+\nremoved \d+ orphan file\(s\)\n$/)
     expect((await strata(['read', dv, '--json'])).stdout.trim().split('\n')).toHaveLength(39)
@@ -189,7 +189,7 @@ describe('bad input: a clear reason, a non-zero exit, the table unchanged', () =
 
   const schemaCases: [string, unknown, RegExp][] = [
     ['unknown option', { ...SCHEMA, options: { bucket: '4', 'bukcet-key': 'id' } }, /option 'bukcet-key' is unknown/],
-    ['ill-typed option', { ...SCHEMA, options: { bucket: 'four' } }, /option 'bucket': invalid value "four", expected an integer >= 1/],
+    ['ill-typed option', { ...SCHEMA, options: { bucket: 'four' } }, /option 'bucket': invalid value "four", expected an integer in 1\.\.32768/],
     ['partition key outside the primary key', { ...SCHEMA, primaryKeys: ['id'] }, /partition key 'dt' is not part of the primary key \[id\]/],
     ['unknown type', { ...SCHEMA, fields: [...SCHEMA.fields, { name: 'tags', type: 'ARRAY<STRING>' }] }, /field 'tags'\): type "ARRAY<STRING>" is not supported/],
     ['count aggregate (Paimon has none)', { ...SCHEMA, options: { 'merge-engine': 'aggregation', 'fields.name.aggregate-function': 'count' } }, /count/],
@@ -224,6 +224,7 @@ describe('bad input: a clear reason, a non-zero exit, the table unchanged', () =
     const r = await strata(['read', table, '--snapshot', '99'])
     expect(r.code).not.toBe(0)
     expect(r.stderr.trim()).toBe('strata: --snapshot 99: no such snapshot (retained snapshots: 1..2)')
+    expect(r.stdout).toBe('')
   })
 
   it('a missing table and a bad URI are named', async () => {

@@ -1,10 +1,14 @@
 // `strata`: the command-line face of the engine. Every failure exits non-zero with one line
-// saying why; input is validated whole before anything is written.
+// saying why; every option and input is validated before anything is written, deleted or
+// printed.
 
 import { createReadStream, readFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { Command, CommanderError } from 'commander'
 import { lookup, scan } from '../read/table-read.ts'
+import { expireSnapshots } from '../maintenance/expire.ts'
+import { DEFAULT_ORPHAN_OLDER_THAN_MS, MIN_ORPHAN_OLDER_THAN_MS, checkOrphanAge, formatAge, removeOrphanFiles } from '../maintenance/orphans.ts'
+import { parseDuration } from '../table/options.ts'
 import { tableStatus, formatStatus } from './status.ts'
 import { recordFromJson, rowToJsonLine, valueToText } from '../table/json-values.ts'
 import { Table } from '../table/table.ts'
@@ -59,12 +63,28 @@ async function readRecords(table: Table, source: string | undefined, progress: P
 
 function parseSnapshotOption(v: string | undefined): number | undefined {
   if (v === undefined) return undefined
-  if (!/^\d+$/.test(v) || Number(v) < 1) throw new StrataInputError(`--snapshot: expected a snapshot id >= 1, got ${JSON.stringify(v)}`)
+  if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)) || Number(v) < 1) throw new StrataInputError(`--snapshot: expected a snapshot id >= 1, got ${JSON.stringify(v)}`)
   return Number(v)
 }
 
-function parseColumns(v: string | undefined): string[] | undefined {
-  return v === undefined ? undefined : v.split(',').map((s) => s.trim()).filter(Boolean)
+/** `--columns a,b`: every name a column of the table, none empty. */
+function parseColumns(table: Table, v: string | undefined): string[] | undefined {
+  if (v === undefined) return undefined
+  const names = v.split(',').map((s) => s.trim())
+  const all = table.view.fields.map((f) => f.name).join(', ')
+  if (names.some((n) => n === '')) {
+    throw new StrataInputError(`--columns ${JSON.stringify(v)}: expected a comma-separated list of column names with none empty (columns: ${all})`)
+  }
+  const unknown = names.find((n) => !table.view.fieldIndex.has(n))
+  if (unknown !== undefined) throw new StrataInputError(`--columns ${JSON.stringify(v)}: unknown column '${unknown}' (columns: ${all})`)
+  return names
+}
+
+/** `--older-than`: a duration no shorter than orphan cleanup's floor. */
+function parseOrphanAge(v: string): number {
+  const ms = parseDuration(v)
+  if (ms === null) throw new StrataInputError(`--older-than ${JSON.stringify(v)}: expected a duration such as '1 d' or '13 h'`)
+  return checkOrphanAge(ms, `--older-than ${JSON.stringify(v)}`)
 }
 
 export function buildProgram(): Command {
@@ -106,18 +126,18 @@ export function buildProgram(): Command {
     .option('--filter <json>', 'equality filter on partition and primary-key fields, e.g. {"dt":"2024-05-01"}')
     .option('--json', 'one JSON object per line holding every selected column')
     .action(async (uri: string, o: { snapshot?: string; columns?: string; filter?: string; json?: boolean }) => {
-      const table = await Table.open(uri)
-      const columns = parseColumns(o.columns) ?? table.view.fields.map((f) => f.name)
+      const snapshotId = parseSnapshotOption(o.snapshot)
       const filter = o.filter === undefined ? undefined : parseJsonOption('--filter', o.filter)
-      const iter = scan(table, { snapshotId: parseSnapshotOption(o.snapshot), columns, filter })
-      const idx = columns.map((c) => table.view.fieldIndex.get(c)!)
-      const fields = idx.map((i) => table.view.fields[i])
+      const table = await Table.open(uri)
+      const columns = parseColumns(table, o.columns) ?? table.view.fields.map((f) => f.name)
+      const fields = columns.map((c) => table.view.fields[table.view.fieldIndex.get(c)!])
+      const iter = scan(table, { snapshotId, columns, filter })
+      // the scan checks the snapshot and the filter when it plans, on its first batch: take
+      // that batch before printing, so a refused read prints nothing on stdout
+      let next = await iter.next()
       if (!o.json) out(columns.join('\t'))
-      for await (const rows of iter) {
-        const lines: string[] = []
-        for (const r of rows) {
-          lines.push(o.json ? rowToJsonLine(fields, fields.map((_, j) => j), r) : r.map((v, j) => valueToText(fields[j].type, v)).join('\t'))
-        }
+      for (; !next.done; next = await iter.next()) {
+        const lines = next.value.map((r) => (o.json ? rowToJsonLine(fields, fields.map((_, j) => j), r) : r.map((v, j) => valueToText(fields[j].type, v)).join('\t')))
         process.stdout.write(lines.join('\n') + '\n')
       }
     })
@@ -129,9 +149,10 @@ export function buildProgram(): Command {
     .option('--snapshot <id>', 'snapshot id to read')
     .option('--json', 'print the row as one JSON object')
     .action(async (uri: string, o: { key: string; snapshot?: string; json?: boolean }) => {
-      const table = await Table.open(uri)
       const key = parseJsonOption('--key', o.key)
-      const row = await lookup(table, key, { snapshotId: parseSnapshotOption(o.snapshot) })
+      const snapshotId = parseSnapshotOption(o.snapshot)
+      const table = await Table.open(uri)
+      const row = await lookup(table, key, { snapshotId })
       const fields = table.view.fields
       if (!row) {
         if (o.json) out('null')
@@ -166,7 +187,7 @@ export function buildProgram(): Command {
       const { compactTable, parsePartitionSpec } = await import('../lsm/compact-table.ts')
       let bucket: number | undefined
       if (o.bucket !== undefined) {
-        bucket = Number(o.bucket)
+        bucket = /^\d+$/.test(o.bucket) ? Number(o.bucket) : Number.NaN
         if (!Number.isInteger(bucket) || bucket < 0 || bucket >= table.view.options.bucket) {
           throw new StrataInputError(`--bucket: expected a bucket number in [0, ${table.view.options.bucket - 1}], got ${JSON.stringify(o.bucket)}`)
         }
@@ -195,17 +216,15 @@ export function buildProgram(): Command {
     .command('expire <table>')
     .description('expire old snapshots (snapshot.num-retained.*, snapshot.time-retained); --remove-orphans also deletes unreferenced files')
     .option('--remove-orphans', 'also delete files no snapshot references')
-    .option('--older-than <duration>', 'only orphans older than this (default 1 d)', '1 d')
-    .action(async (uri: string, o: { removeOrphans?: boolean; olderThan: string }) => {
+    .option('--older-than <duration>', `with --remove-orphans: only orphans older than this (default ${formatAge(DEFAULT_ORPHAN_OLDER_THAN_MS)}, at least ${formatAge(MIN_ORPHAN_OLDER_THAN_MS)})`)
+    .action(async (uri: string, o: { removeOrphans?: boolean; olderThan?: string }) => {
+      // every option is checked before expiration deletes anything
+      if (o.olderThan !== undefined && !o.removeOrphans) throw new StrataInputError(`--older-than ${JSON.stringify(o.olderThan)}: applies only with --remove-orphans`)
+      const olderThanMs = o.olderThan === undefined ? DEFAULT_ORPHAN_OLDER_THAN_MS : parseOrphanAge(o.olderThan)
       const table = await Table.open(uri)
-      const { expireSnapshots } = await import('../maintenance/expire.ts')
       const r = await expireSnapshots(table)
       out(r.expired.length ? `expired snapshots ${r.expired[0]}..${r.expired[r.expired.length - 1]} (${r.deletedFiles} files deleted); retained ${r.earliest}..${r.latest}` : `nothing to expire; retained ${r.earliest}..${r.latest}`)
       if (o.removeOrphans) {
-        const { parseDuration } = await import('../table/options.ts')
-        const olderThanMs = parseDuration(o.olderThan)
-        if (olderThanMs === null) throw new StrataInputError(`--older-than: expected a duration such as '1 d' or '2 h', got ${JSON.stringify(o.olderThan)}`)
-        const { removeOrphanFiles } = await import('../maintenance/orphans.ts')
         const res = await removeOrphanFiles(table, { olderThanMs })
         out(`removed ${res.deleted.length} orphan file(s)`)
       }
