@@ -21,6 +21,7 @@ import { parseBenchArgs } from './lib/args.ts'
 import { machineInfo, machineMarkdown } from './lib/machine.ts'
 import { OUT_DIR, markdownTable, writeResults } from './lib/report.ts'
 import { SOAK_DEFAULTS, type SoakResult, faultRecovery, runSoak } from './lib/soak-run.ts'
+import { memoryDetail } from './lib/soak-memory.ts'
 
 const s = (ms: number | null) => (ms === null ? '-' : (ms / 1000).toFixed(1))
 
@@ -64,7 +65,7 @@ export function soakMarkdown(r: SoakResult): string {
   out.push('')
   out.push(
     markdownTable(
-      ['window (s)', 'faults', 'probe lag p50 / p99 / max (s)', 'max lag (s)', 'max L0 age (s)', 'RSS median / max (MB)', 'main heap (MB)', 'largest env heap (MB)', 'max ingest queue', 'max jobs queued'],
+      ['window (s)', 'faults', 'probe lag p50 / p99 / max (s)', 'max lag (s)', 'max L0 age (s)', 'RSS median / max (MB)', 'main heap (MB)', 'environments\' heaps (MB)', 'non-heap (MB)', 'max ingest queue', 'max jobs queued'],
       r.windows.map((w) => [
         `${w.from}–${w.to}${w.from >= r.loadSeconds ? ' (drain)' : ''}`,
         w.faults.length ? w.faults.join(', ') : '-',
@@ -72,8 +73,9 @@ export function soakMarkdown(r: SoakResult): string {
         s(w.lagMaxMs),
         s(w.l0AgeMaxMs),
         `${w.rssMedianMb.toFixed(0)} / ${w.rssMaxMb.toFixed(0)}`,
-        w.heapUsedMedianMb.toFixed(0),
-        w.maxEnvHeapMb === null ? '-' : w.maxEnvHeapMb.toFixed(0),
+        w.mainHeapMedianMb.toFixed(0),
+        w.envHeapMedianMb.toFixed(0),
+        w.nonHeapMedianMb.toFixed(0),
         w.maxIngestQueue,
         w.maxJobs,
       ]),
@@ -82,7 +84,7 @@ export function soakMarkdown(r: SoakResult): string {
   out.push('')
   out.push(
     `Lag: probes p50 ${s(r.lag.probeP50Ms)} s, p99 ${s(r.lag.probeP99Ms)} s, max ${s(r.lag.probeMaxMs)} s; threshold ${s(r.lag.thresholdMs)} s (baseline p99 before the first fault ${s(r.lag.baselineP99Ms)} s). ` +
-      `Memory over ${r.memory.fromSecond}–${r.loadSeconds} s: RSS ${r.memory.rssSlopeMbPerMin ?? '-'} MB/min, main heap ${r.memory.heapUsedSlopeMbPerMin ?? '-'} MB/min, environments' heaps ${r.memory.envHeapSlopeMbPerMin ?? '-'} MB/min; RSS first/last window after warm-up ${r.memory.firstWindowRssMb ?? '-'} / ${r.memory.lastWindowRssMb ?? '-'} MB; stored objects ${r.memory.storeMbFirst ?? '-'} → ${r.memory.storeMbLast ?? '-'} MB.`,
+      `Memory: ${memoryDetail(r.memory)}; stored objects ${r.memory.storeMbFirst ?? '-'} → ${r.memory.storeMbLast ?? '-'} MB.`,
   )
   out.push('')
   out.push(markdownTable(['check', 'result', 'detail'], r.checks.map((c) => [c.name, c.ok ? 'held' : c.info ? 'no (reported)' : '**FAILED**', c.detail.replaceAll('|', '\\|')])))

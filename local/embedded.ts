@@ -24,9 +24,43 @@ interface FauxqsFifoQueue {
   inflightMessages: Map<string, { message: { messageGroupId?: string } }>
   dequeueFifo(...args: unknown[]): { ReceiptHandle: string }[]
 }
-const { SqsQueue } = (await import(new URL('./sqs/sqsStore.js', import.meta.resolve('fauxqs')).href)) as {
-  SqsQueue?: { prototype: FauxqsFifoQueue & { strataRoundRobin?: true } }
+// The stores fauxqs keeps its state in, created here and handed to buildApp so that stats()
+// can count what they hold (their fields as fauxqs 1.9 names them).
+interface FauxqsQueueState extends FauxqsFifoQueue {
+  name: string
+  messages: unknown[]
+  delayedMessages: unknown[]
+  fifoDelayed: Map<string, unknown[]>
+  deduplicationCache: { size: number }
 }
+interface FauxqsSqsStore {
+  queues: Map<string, FauxqsQueueState>
+}
+interface FauxqsS3Store {
+  buckets: Map<string, Map<string, { body: Buffer }>>
+  multipartUploads: Map<string, { parts: Map<number, { body: Buffer }> }>
+  putObject(bucket: string, key: string, body: Buffer, ...rest: unknown[]): unknown
+}
+
+/**
+ * A stored body in an allocation of its own. fastify reads a request body with
+ * Buffer.concat, which serves anything under 4 KiB from Node's shared 8 KiB pool: a stored
+ * small object (a snapshot, a hint, a zero-byte marker) would keep a whole pool slab alive
+ * for as long as it is stored, about 3× the stored bytes in the soak.
+ */
+function ownAllocation(body: Buffer): Buffer {
+  if (body.byteLength === body.buffer.byteLength) return body
+  const own = Buffer.allocUnsafeSlow(body.byteLength)
+  body.copy(own)
+  return own
+}
+const fauxqsModule = (path: string) => import(new URL(path, import.meta.resolve('fauxqs')).href)
+const { SqsQueue, SqsStore } = (await fauxqsModule('./sqs/sqsStore.js')) as {
+  SqsQueue?: { prototype: FauxqsFifoQueue & { strataRoundRobin?: true } }
+  SqsStore: new () => FauxqsSqsStore
+}
+const { S3Store: FauxqsS3StoreClass } = (await fauxqsModule('./s3/s3Store.js')) as { S3Store: new () => FauxqsS3Store }
+const { SnsStore } = (await fauxqsModule('./sns/snsStore.js')) as { SnsStore: new () => unknown }
 if (typeof SqsQueue?.prototype.dequeueFifo !== 'function') {
   throw new Error('embedded backend: fauxqs SqsQueue.dequeueFifo not found; the FIFO fairness patch needs fauxqs 1.9.x (see package.json)')
 }
@@ -94,6 +128,36 @@ export interface EmbeddedBackend {
   app: unknown
 }
 
+/** The embedded backend's state, counted (EmbeddedBackend.stats()). */
+export interface EmbeddedStats {
+  s3: {
+    objects: number
+    /** the objects' sizes summed */
+    bytes: number
+    /**
+     * bytes of the ArrayBuffers the stored bodies keep alive, each counted once: more than
+     * `bytes` where a small body is a slice of a larger allocation (Node's 8 KiB Buffer pool)
+     */
+    retainedBytes: number
+    multipartUploads: number
+    multipartBytes: number
+  }
+  sqs: EmbeddedQueueStats[]
+}
+
+export interface EmbeddedQueueStats {
+  name: string
+  /** ready to receive (FIFO: summed over groups) */
+  visible: number
+  inflight: number
+  delayed: number
+  /** deduplication records kept (FIFO; fauxqs keeps at most 10,000 for 5 minutes) */
+  dedupRecords: number
+  /** FIFO message groups with messages waiting, and groups locked by messages in flight */
+  groups: number
+  lockedGroups: number
+}
+
 /** What startEmbeddedBackend returns: the backend plus server-side S3 fault injection. */
 export interface FaultableBackend extends EmbeddedBackend {
   /**
@@ -103,6 +167,8 @@ export interface FaultableBackend extends EmbeddedBackend {
   injectFault(fault: EmbeddedFault): EmbeddedFaultHandle
   /** Drops every fault not yet used up. */
   clearFaults(): void
+  /** what the backend holds now: objects and their bytes, and each queue's messages and records */
+  stats(): EmbeddedStats
 }
 
 /**
@@ -168,7 +234,11 @@ export async function startEmbeddedBackend(
   opts: { port?: number; latency?: EmbeddedLatency } = {},
 ): Promise<FaultableBackend> {
   const { port = 0, latency } = opts
-  const app = buildApp({ logger: false, defaultRegion: REGION })
+  const sqsStore = new SqsStore()
+  const s3Store = new FauxqsS3StoreClass()
+  const putObject = s3Store.putObject.bind(s3Store)
+  s3Store.putObject = (bucket, key, body, ...rest) => putObject(bucket, key, ownAllocation(body), ...rest)
+  const app = buildApp({ logger: false, defaultRegion: REGION, stores: { sqsStore, s3Store, snsStore: new SnsStore() } as never })
   if (latency !== undefined) installLatency(app, latency)
   // before the conditional-write hook, so a fault answered up front takes no key lock
   const faults = installFaults(app)
@@ -196,6 +266,7 @@ export async function startEmbeddedBackend(
         throw new Error(`embedded backend: CreateBucket '${name}' answered HTTP ${res.statusCode}: ${res.body}`)
       }
     },
+    stats: () => embeddedStats(sqsStore, s3Store),
     injectFault: (fault) => faults.inject(fault),
     clearFaults: () => faults.clear(),
     async stop() {
@@ -204,6 +275,36 @@ export async function startEmbeddedBackend(
       await app.close()
     },
   }
+}
+
+function embeddedStats(sqs: FauxqsSqsStore, s3: FauxqsS3Store): EmbeddedStats {
+  let objects = 0, bytes = 0, retainedBytes = 0
+  const buffers = new Set<ArrayBufferLike>()
+  const retain = (body: Buffer) => {
+    if (buffers.has(body.buffer)) return
+    buffers.add(body.buffer)
+    retainedBytes += body.buffer.byteLength
+  }
+  for (const bucket of s3.buckets.values()) {
+    for (const obj of bucket.values()) {
+      objects++
+      bytes += obj.body.length
+      retain(obj.body)
+    }
+  }
+  let multipartBytes = 0
+  for (const upload of s3.multipartUploads.values()) for (const part of upload.parts.values()) multipartBytes += part.body.length
+  const sum = (groups: Map<string, unknown[]>) => [...groups.values()].reduce((n, g) => n + g.length, 0)
+  const queues = [...sqs.queues.values()].map((q) => ({
+    name: q.name,
+    visible: q.messages.length + sum(q.fifoMessages),
+    inflight: q.inflightMessages.size,
+    delayed: q.delayedMessages.length + sum(q.fifoDelayed),
+    dedupRecords: q.deduplicationCache.size,
+    groups: q.fifoMessages.size,
+    lockedGroups: q.fifoLockedGroups.size,
+  }))
+  return { s3: { objects, bytes, retainedBytes, multipartUploads: s3.multipartUploads.size, multipartBytes }, sqs: queues }
 }
 
 /** Marks the hook's own HEAD requests, which stand for no S3 round trip and get no latency. */

@@ -37,8 +37,10 @@ import { Table } from '../../lib/table/table.ts'
 import type { InvokeResult } from '../../local/runtime/execution-environment.ts'
 import { ExecutionEnvironmentPool } from '../../local/runtime/execution-environment.ts'
 import { type LocalRuntime, startLocalRuntime } from '../../local/runtime/local-runtime.ts'
-import { type ArmedFault, type FiredFault, type MemoryReport, SoakControl } from '../../local/runtime/soak-control.ts'
+import { type ArmedFault, SoakControl } from '../../local/runtime/soak-control.ts'
+import type { EmbeddedStats } from '../../local/embedded.ts'
 import { seededRandom } from './dataset.ts'
+import { type MemorySample, type MemoryVerdict, type Role, mb, memoryDetail, memoryVerdict, sampleMemory } from './soak-memory.ts'
 import { percentile } from './stats.ts'
 
 const RUNTIME = join(import.meta.dirname, '..', '..', 'local', 'runtime')
@@ -113,6 +115,10 @@ export interface SoakOptions {
    * quiet enough machine); false: reported only (tests on a shared machine)
    */
   strictTiming: boolean
+  /** memory is flat when RSS grows at most this many MB per minute ... */
+  memoryLimitMbPerMin: number
+  /** ... from this second of the load on (default: half the load), after the caches filled */
+  memoryFromSeconds?: number
   seed: number
   log?: (line: string) => void
   /** runs once the runtime is up, before the load (e.g. to change one queue's attributes) */
@@ -153,6 +159,7 @@ export const SOAK_DEFAULTS: SoakOptions = {
   recoverWithinSeconds: 150,
   drainTimeoutSeconds: 300,
   strictTiming: true,
+  memoryLimitMbPerMin: 2,
   tolerateStaleVersions: false,
   seed: 20_260_601,
 }
@@ -161,15 +168,8 @@ export interface Sample {
   /** seconds since the load started */
   t: number
   rssMb: number
-  heapUsedMb: number
-  heapTotalMb: number
-  externalMb: number
-  /** V8 heaps of the environments that answered, summed per role */
-  writerHeapMb: number | null
-  compactorHeapMb: number | null
-  /** largest single environment heap, and how many environments answered */
-  maxEnvHeapMb: number | null
-  environments: number
+  /** the process taken apart: main heap, every environment's heap by role, non-heap (soak-memory.ts) */
+  memory: MemorySample
   ingestQueue: number
   ordersJobs: number
   totalsJobs: number
@@ -187,9 +187,11 @@ export interface Sample {
   storeMb?: number
   snapshotsRetained?: number
   dlq?: number
-  /** the orders reader's decoded-manifest cache: entries, and manifest lists */
-  readerCachedManifestEntries?: number
-  readerCachedManifestLists?: number
+  /** what the embedded S3 + SQS holds (objects, retained buffers, queue records) */
+  backend?: EmbeddedStats
+  /** the soak's own long-lived reader handle: its metadata cache, entries and MB charged */
+  readerCacheEntries?: number
+  readerCacheMb?: number
 }
 
 export interface FaultRecord {
@@ -219,8 +221,11 @@ export interface WindowStats {
   lagMaxMs: number
   rssMedianMb: number
   rssMaxMb: number
-  heapUsedMedianMb: number
-  maxEnvHeapMb: number | null
+  /** V8 heaps: the main thread's, and every environment's summed */
+  mainHeapMedianMb: number
+  envHeapMedianMb: number
+  /** RSS less every V8 heap (soak-memory.ts) */
+  nonHeapMedianMb: number
   maxIngestQueue: number
   maxJobs: number
   faults: string[]
@@ -261,18 +266,8 @@ export interface SoakResult {
   /** overlapped: the next fault struck before the lag was back (judged with that one) */
   faultCounts: Record<string, { armed: number; fired: number; recovered: number; overlapped: number }>
   lag: { thresholdMs: number; baselineP99Ms: number | null; probeP50Ms: number | null; probeP99Ms: number | null; probeMaxMs: number | null; unseenProbes: number; maxRecoverySeconds: number | null }
-  memory: {
-    fromSecond: number
-    rssSlopeMbPerMin: number | null
-    heapUsedSlopeMbPerMin: number | null
-    envHeapSlopeMbPerMin: number | null
-    firstWindowRssMb: number | null
-    lastWindowRssMb: number | null
-    storeMbFirst: number | null
-    storeMbLast: number | null
-    flat: boolean
-    criterion: string
-  }
+  /** memory slopes (soak-memory.ts), and the stored objects' MB at the first and last store sample */
+  memory: MemoryVerdict & { storeMbFirst: number | null; storeMbLast: number | null }
   /** orders keys left at an older version after their latest was acknowledged (tolerateStaleVersions) */
   staleVersions: number
   totalsGap: { keys: number; excess: number; explainable: number; regroupedMessages: number; redeliveredMessages: number }
@@ -326,22 +321,7 @@ export function faultRecovery(faults: FaultRecord[], samples: Sample[], threshol
   })
 }
 
-/** Least-squares slope of y over x. */
-export function slope(points: [number, number][]): number | null {
-  if (points.length < 3) return null
-  const n = points.length
-  const mx = points.reduce((a, p) => a + p[0], 0) / n
-  const my = points.reduce((a, p) => a + p[1], 0) / n
-  let sxy = 0, sxx = 0
-  for (const [x, y] of points) {
-    sxy += (x - mx) * (y - my)
-    sxx += (x - mx) ** 2
-  }
-  return sxx === 0 ? null : sxy / sxx
-}
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-const mb = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10
 
 function ordersSchema(o: SoakOptions) {
   return {
@@ -665,9 +645,9 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
         faults.push(rec)
         bySeq.set(rec.seq, rec)
         if (kind === 'compactor-restart') {
-          // a restart needs environments to kill: wait for a warm one (one that answers the
-          // memory requests; an environment still importing its handler cannot hear a restart)
-          const warm = () => control.memoryReports(3 * o.sampleEveryMs).filter((m) => m.role === 'compactor').length
+          // a restart needs environments to kill: wait for a warm one (one that imported its
+          // handler; an environment still importing it cannot hear a restart)
+          const warm = () => [...rt.tables.values()].reduce((n, x) => n + x.pool.ready, 0)
           const deadline = Date.now() + 60_000
           while (warm() === 0 && loadRunning && Date.now() < deadline) await sleep(200)
           rec.environmentsBefore = [...rt.tables.values()].reduce((n, x) => n + x.pool.size, 0)
@@ -754,10 +734,15 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     }
     let sampling = false
     let sampleCount = 0
+    // every function's environments, by role, for the memory samples
+    const pools: Record<Role, ExecutionEnvironmentPool[]> = {
+      writer: [rt.writerPool],
+      compactor: [...rt.tables.values()].map((x) => x.pool),
+      committer: [...rt.tables.values()].map((x) => x.committerPool),
+      maintenance: [...maintenancePools.values()],
+    }
     const sampleOnce = async () => {
       const t = now()
-      control.requestMemory()
-      const m = process.memoryUsage()
       const [ost, tst] = await Promise.all([tableStatus(ordersReader), totalsReader ? tableStatus(totalsReader) : Promise.resolve(null)])
       const [ingestQueue, ordersJobs, totalsJobs] = await Promise.all([
         rt.queueDepth(rt.ingestQueueUrl),
@@ -767,25 +752,15 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       peakJobs.orders = Math.max(peakJobs.orders, ordersJobs)
       peakJobs.totals = Math.max(peakJobs.totals, totalsJobs)
       await countCompactions()
-      const reports: MemoryReport[] = control.memoryReports(3 * o.sampleEveryMs)
-      const heapOf = (role: string) => {
-        const r = reports.filter((x) => x.role === role)
-        return r.length ? mb(r.reduce((a, x) => a + x.heapUsed, 0)) : null
-      }
+      const memory = await sampleMemory(pools)
       let oldestUnseen = Infinity
       for (const p of unseen) oldestUnseen = Math.min(oldestUnseen, p.sentAt)
       const probeAgeMs = oldestUnseen === Infinity ? 0 : Date.now() - oldestUnseen
       const l0AgeMs = Math.max(ost.maxFreshnessLagMs ?? 0, tst?.maxFreshnessLagMs ?? 0)
       const s: Sample = {
         t: Math.round(t * 10) / 10,
-        rssMb: mb(m.rss),
-        heapUsedMb: mb(m.heapUsed),
-        heapTotalMb: mb(m.heapTotal),
-        externalMb: mb(m.external),
-        writerHeapMb: heapOf('writer'),
-        compactorHeapMb: heapOf('compactor'),
-        maxEnvHeapMb: reports.length ? mb(Math.max(...reports.map((x) => x.heapUsed))) : null,
-        environments: reports.length,
+        rssMb: memory.rssMb,
+        memory,
         ingestQueue,
         ordersJobs,
         totalsJobs,
@@ -798,24 +773,23 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
         compactorEnvironments: [...rt.tables.values()].reduce((n, x) => n + x.pool.size, 0),
       }
       if (sampleCount++ % 10 === 0) {
-        const objects = await bucketStore.list('')
-        s.storeObjects = objects.length
-        s.storeMb = mb(objects.reduce((a, x) => a + x.size, 0))
+        const backend = rt.backend.stats()
+        s.backend = backend
+        s.storeObjects = backend.s3.objects
+        s.storeMb = mb(backend.s3.bytes)
         s.snapshotsRetained = (await ordersReader.snapshots.latestId()) - (await ordersReader.snapshots.earliestId()) + 1
         let dlq = await rt.queueDepth(rt.ingestDlqUrl)
         for (const x of rt.tables.values()) dlq += await rt.queueDepth(x.dlqUrl)
         s.dlq = dlq
-        // diagnostic: what the long-lived reader handle caches (private fields of ManifestIO,
-        // read for this report only)
-        const io = ordersReader.manifests as unknown as { cachedEntries?: number; lists?: Map<string, unknown> }
-        s.readerCachedManifestEntries = io.cachedEntries
-        s.readerCachedManifestLists = io.lists?.size
+        const cache = ordersReader.manifests.cacheStats()
+        s.readerCacheEntries = cache.entries
+        s.readerCacheMb = mb(cache.bytes)
       }
       samples.push(s)
       absorbFired()
       if (sampleCount % Math.max(1, Math.round(10_000 / o.sampleEveryMs)) === 1) {
         log(
-          `${s.t.toFixed(0).padStart(4)} s | sent ${sent.orders} + ${sent.probes} probes + ${sent.totals} totals | lag ${(s.lagMs / 1000).toFixed(1)} s (probe ${(s.probeAgeMs / 1000).toFixed(1)}, L0 ${(s.l0AgeMs / 1000).toFixed(1)}) | L0 ${s.ordersL0}+${s.totalsL0} | queues ${s.ingestQueue}/${s.ordersJobs}/${s.totalsJobs} | rss ${s.rssMb} MB heap ${s.heapUsedMb} MB envs ${s.environments} (${s.maxEnvHeapMb ?? '-'} MB max) | faults ${faults.filter((f) => f.firedAt !== null).length}`,
+          `${s.t.toFixed(0).padStart(4)} s | sent ${sent.orders} + ${sent.probes} probes + ${sent.totals} totals | lag ${(s.lagMs / 1000).toFixed(1)} s (probe ${(s.probeAgeMs / 1000).toFixed(1)}, L0 ${(s.l0AgeMs / 1000).toFixed(1)}) | L0 ${s.ordersL0}+${s.totalsL0} | queues ${s.ingestQueue}/${s.ordersJobs}/${s.totalsJobs} | rss ${s.rssMb} MB: heap ${s.memory.main.heapUsedMb} main + ${s.memory.envHeapUsedMb} in ${Object.values(s.memory.roles).reduce((n, r) => n + r.environments, 0)} envs, non-heap ${s.memory.nonHeapMb} (external ${s.memory.main.externalMb} main + ${s.memory.envExternalMb} envs) | faults ${faults.filter((f) => f.firedAt !== null).length}`,
         )
       }
     }
@@ -1077,7 +1051,6 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       if (ws.length === 0) continue
       const ps = probes.filter((p) => (p.sentAt - start) / 1000 >= from && (p.sentAt - start) / 1000 < to)
       const lags = ps.filter((p) => p.seenAt !== null).map((p) => p.seenAt! - p.sentAt)
-      const envHeaps = ws.map((s) => s.maxEnvHeapMb).filter((x): x is number => x !== null)
       windows.push({
         from,
         to,
@@ -1089,49 +1062,19 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
         lagMaxMs: Math.max(...ws.map((s) => s.lagMs)),
         rssMedianMb: pct(ws.map((s) => s.rssMb), 50)!,
         rssMaxMb: Math.max(...ws.map((s) => s.rssMb)),
-        heapUsedMedianMb: pct(ws.map((s) => s.heapUsedMb), 50)!,
-        maxEnvHeapMb: envHeaps.length ? Math.max(...envHeaps) : null,
+        mainHeapMedianMb: pct(ws.map((s) => s.memory.main.heapUsedMb), 50)!,
+        envHeapMedianMb: pct(ws.map((s) => s.memory.envHeapUsedMb), 50)!,
+        nonHeapMedianMb: pct(ws.map((s) => s.memory.nonHeapMb), 50)!,
         maxIngestQueue: Math.max(...ws.map((s) => s.ingestQueue)),
         maxJobs: Math.max(...ws.map((s) => s.ordersJobs + s.totalsJobs)),
         faults: faults.filter((f) => f.firedAt !== null && f.firedAt >= from && f.firedAt < to).map((f) => f.kind),
       })
     }
 
-    // memory over the second half of the load (after retention and maintenance reached steady state)
-    const fromSecond = loadSeconds / 2
-    const half = loadSamples.filter((s) => s.t >= fromSecond)
-    const perMin = (pts: [number, number][]) => {
-      const k = slope(pts)
-      return k === null ? null : Math.round(k * 60 * 100) / 100
-    }
-    const rssSlope = perMin(half.map((s) => [s.t, s.rssMb]))
-    const heapSlope = perMin(half.map((s) => [s.t, s.heapUsedMb]))
-    const envSlope = perMin(half.filter((s) => s.writerHeapMb !== null || s.compactorHeapMb !== null).map((s) => [s.t, (s.writerHeapMb ?? 0) + (s.compactorHeapMb ?? 0)]))
-    const loadWindows = windows.filter((w) => w.to <= Math.ceil(loadSeconds / o.windowSeconds) * o.windowSeconds && w.from < loadSeconds)
-    const afterWarmup = loadWindows.filter((w) => w.from >= o.warmupSeconds)
-    const medianRss = pct(half.map((s) => s.rssMb), 50) ?? 0
-    const halfMinutes = (loadSeconds - fromSecond) / 60
-    const tolerance = Math.max(32, 0.1 * medianRss)
-    const growth = rssSlope === null ? null : rssSlope * halfMinutes
+    // memory once the caches and retention reached their steady state (soak-memory.ts)
     const stores = loadSamples.filter((s) => s.storeMb !== undefined)
-    const memory = {
-      fromSecond: Math.round(fromSecond),
-      rssSlopeMbPerMin: rssSlope,
-      heapUsedSlopeMbPerMin: heapSlope,
-      envHeapSlopeMbPerMin: envSlope,
-      firstWindowRssMb: afterWarmup[0]?.rssMedianMb ?? null,
-      lastWindowRssMb: afterWarmup.at(-1)?.rssMedianMb ?? null,
-      storeMbFirst: stores[0]?.storeMb ?? null,
-      storeMbLast: stores.at(-1)?.storeMb ?? null,
-      flat: growth !== null && growth <= tolerance,
-      criterion: `RSS growth the least-squares slope over the second half of the load projects (slope × ${halfMinutes.toFixed(1)} min) ≤ max(32 MB, 10% of that half's median RSS ${medianRss.toFixed(0)} MB) = ${tolerance.toFixed(0)} MB`,
-    }
-    checks.push({
-      name: 'memory flat',
-      ok: memory.flat,
-      info: !o.strictTiming,
-      detail: rssSlope === null ? 'too few samples' : `RSS slope ${rssSlope} MB/min over ${fromSecond.toFixed(0)}–${loadSeconds.toFixed(0)} s (projects ${growth!.toFixed(0)} MB; tolerance ${tolerance.toFixed(0)} MB); main heap ${heapSlope} MB/min; environments' heaps ${envSlope ?? '-'} MB/min`,
-    })
+    const memory = { ...memoryVerdict(loadSamples, o.memoryFromSeconds ?? loadSeconds / 2, loadSeconds, o.memoryLimitMbPerMin), storeMbFirst: stores[0]?.storeMb ?? null, storeMbLast: stores.at(-1)?.storeMb ?? null }
+    checks.push({ name: 'memory flat', ok: memory.flat, info: !o.strictTiming, detail: memoryDetail(memory) })
 
     const probeLags = probes.filter((p) => p.seenAt !== null).map((p) => p.seenAt! - p.sentAt)
     const faultCounts: SoakResult['faultCounts'] = {}

@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient, SendMessageBatchCommand } from '@aws-sdk/client-sqs'
 import { S3Store } from '../../lib/store/s3-store.ts'
 import { Table } from '../../lib/table/table.ts'
-import { type EmbeddedBackend, type EmbeddedLatency, startEmbeddedBackend } from '../embedded.ts'
+import { type EmbeddedBackend, type EmbeddedLatency, type FaultableBackend, startEmbeddedBackend } from '../embedded.ts'
 import { ExecutionEnvironmentPool } from './execution-environment.ts'
 import { EventSourcePoller, type PollerOptions } from './poller.ts'
 // the stack's mapping of compaction.task-threads, so the local event sources behave as deployed
@@ -72,13 +72,14 @@ export interface LocalTable {
 }
 
 export interface LocalRuntime {
-  backend: EmbeddedBackend
+  backend: FaultableBackend
   sqs: SQSClient
   bucket: string
   ingestQueueUrl: string
   ingestDlqUrl: string
   tables: Map<string, LocalTable>
   writer: EventSourcePoller
+  writerPool: ExecutionEnvironmentPool
   /** the handlers' environment (for running more functions against this runtime) */
   env: Record<string, string>
   /** sends JSON records to the ingest queue, 10 per SendMessageBatch */
@@ -209,6 +210,7 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
     ingestDlqUrl: ingestDlq.url,
     tables,
     writer,
+    writerPool,
     env,
     async send(bodies) {
       for (let i = 0; i < bodies.length; i += 10) {

@@ -10,15 +10,14 @@
 //   data file to the snapshot and the LATEST hint;
 // - exit-after-return: the handler finished (committed, jobs enqueued) and the thread exits
 //   before the poller can delete the messages: redelivery of work that is done.
-// Restarts and memory reports go over a BroadcastChannel every thread of the process shares:
-// on `restart` every environment of the role exits at once (busy ones mid-job), so the next
-// invocations cold-start; on `memory?` each one answers with its own V8 heap.
+// Restarts go over a BroadcastChannel every thread of the process shares: on `restart` every
+// environment of the role exits at once (busy ones mid-job), so the next invocations
+// cold-start. (Each environment's memory is asked through its pool: ExecutionEnvironmentPool.memory().)
 //
 // The S3 write hook patches S3Store in the worker's own module instance; it stands for a
 // crash at an exact point of the write path, which a timer could hit only by chance.
 import { appendFileSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { getHeapStatistics } from 'node:v8'
 import { BroadcastChannel, isMainThread, threadId } from 'node:worker_threads'
 import { S3Store } from '../../lib/store/s3-store.ts'
 
@@ -52,21 +51,7 @@ export interface FiredFault {
   records: number
 }
 
-export type ControlMessage = { type: 'restart'; role: Role; seq: number } | { type: 'memory?'; seq: number }
-
-export interface MemoryReport {
-  type: 'memory'
-  seq: number
-  role: Role
-  threadId: number
-  /** V8 heap of this thread's isolate, bytes */
-  heapUsed: number
-  heapTotal: number
-  /** invocations this environment served */
-  invocations: number
-  /** ms since the environment imported the handler */
-  ageMs: number
-}
+export type ControlMessage = { type: 'restart'; role: Role; seq: number }
 
 const ARMED = 'armed'
 const CLAIMED = 'claimed'
@@ -79,8 +64,6 @@ export class SoakControl {
   readonly channelName: string
   private readonly channel: BroadcastChannel
   private readOffset = 0
-  private readonly reports = new Map<number, MemoryReport & { receivedAt: number }>()
-  private memorySeq = 0
 
   constructor(dir: string, channelName: string) {
     this.dir = dir
@@ -89,10 +72,6 @@ export class SoakControl {
     mkdirSync(join(dir, CLAIMED), { recursive: true })
     writeFileSync(join(dir, FIRED_LOG), '')
     this.channel = new BroadcastChannel(channelName)
-    this.channel.onmessage = (event) => {
-      const m = (event as MessageEvent).data as MemoryReport | ControlMessage
-      if (m.type === 'memory') this.reports.set(m.threadId, { ...m, receivedAt: Date.now() })
-    }
   }
 
   /** The environment variables the wrapped handlers need. */
@@ -124,19 +103,6 @@ export class SoakControl {
     this.channel.postMessage(m)
   }
 
-  /** Asks every environment for its heap; answers arrive as each thread gets to it. */
-  requestMemory(): void {
-    const m: ControlMessage = { type: 'memory?', seq: ++this.memorySeq }
-    this.channel.postMessage(m)
-  }
-
-  /** The latest report of each thread that answered within `maxAgeMs`. */
-  memoryReports(maxAgeMs: number): MemoryReport[] {
-    const now = Date.now()
-    for (const [id, r] of this.reports) if (now - r.receivedAt > maxAgeMs) this.reports.delete(id)
-    return [...this.reports.values()]
-  }
-
   /** Log lines appended since the last call. */
   newlyFired(): FiredFault[] {
     const text = readFileSync(join(this.dir, FIRED_LOG), 'utf8')
@@ -164,11 +130,9 @@ interface Current {
 let role: Role | null = null
 let current: Current | null = null
 let busy = 0
-let invocations = 0
 let writesThisInvocation = 0
 /** writes of this environment's previous invocation: the scale for exit-at-write */
 let writesLastInvocation = 0
-const loadedAt = Date.now()
 
 function controlDir(): string | undefined {
   return process.env[CONTROL_DIR_ENV] || undefined
@@ -188,7 +152,7 @@ function die(point: string): never {
 }
 
 /**
- * Sets up this environment for `r`: the restart/memory listener and the S3 write hook.
+ * Sets up this environment for `r`: the restart listener and the S3 write hook.
  * Called once, at the top of a wrapper module.
  */
 export function installSoakControl(r: Role): void {
@@ -199,17 +163,10 @@ export function installSoakControl(r: Role): void {
     const channel = new BroadcastChannel(name)
     channel.unref()
     channel.onmessage = (event) => {
-      const m = (event as MessageEvent).data as ControlMessage | MemoryReport
+      const m = (event as MessageEvent).data as ControlMessage
       if (m.type === 'restart' && m.role === role) {
         logFired({ seq: m.seq, role: m.role, kind: 'restart', point: busy > 0 ? 'busy: killed mid-invocation' : 'idle', records: current?.records ?? 0 })
         process.exit(1)
-      }
-      if (m.type === 'memory?') {
-        const h = getHeapStatistics()
-        const report: MemoryReport = {
-          type: 'memory', seq: m.seq, role: role!, threadId, heapUsed: h.used_heap_size, heapTotal: h.total_heap_size, invocations, ageMs: Date.now() - loadedAt,
-        }
-        channel.postMessage(report)
       }
     }
   }
@@ -259,7 +216,6 @@ function claim(r: Role): ArmedFault | null {
  */
 export async function withSoakFaults<T>(r: Role, records: number, fn: () => Promise<T>): Promise<T> {
   busy++
-  invocations++
   writesThisInvocation = 0
   try {
     const fault = claim(r)
