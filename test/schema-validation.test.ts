@@ -3,6 +3,7 @@
 // schemas (written by another tool) that hold such values, which still open for reading
 // where that is safe (docs/operations.md "Table options", docs/format.md "Schema files").
 
+import * as zlib from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { readAll } from '../lib/read/table-read.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
@@ -113,6 +114,36 @@ describe('options refused at create', () => {
     expect(await writeAndRead(table, [{ dt: '', id: 1, v: null }])).toHaveLength(1)
   })
 
+  it('partition key names leave room for a value in a 255-byte directory name and a 512-byte path', async () => {
+    const long = 'k'.repeat(254)
+    const fields = [{ name: long, type: 'STRING' }, ...FIELDS.slice(1)]
+    expect(await refusal({ fields, primaryKeys: [long, 'id'], partitionKeys: [long] })).toMatch(/^schema\.partitionKeys: partition key 'k{37}\.\.\.' is 254 bytes escaped; expected at most 253/)
+    // escaping counts: '/' is 3 bytes in a directory name
+    const slashes = '/'.repeat(90)
+    expect(await refusal({ fields: [{ name: slashes, type: 'STRING' }, ...FIELDS.slice(1)], primaryKeys: [slashes, 'id'], partitionKeys: [slashes] })).toMatch(/is 270 bytes escaped/)
+    const names = ['a', 'b', 'c'].map((c) => c.repeat(200))
+    const three = { fields: [...names.map((name) => ({ name, type: 'INT' })), { name: 'id', type: 'INT' }], primaryKeys: [...names, 'id'], partitionKeys: names }
+    expect(await refusal(three)).toMatch(/^schema\.partitionKeys: the partition key names take 609 bytes of a partition path; expected at most 512/)
+    expect(await refusal(schemaWith({ 'partition.default-name': 'd'.repeat(253) }))).toMatch(/^option 'partition\.default-name': invalid value of 253 bytes escaped, expected at most 252/)
+    const ok = 'k'.repeat(253)
+    const table = await Table.create(new MemoryStore(), { fields: [{ name: ok, type: 'INT' }, ...FIELDS.slice(1)], primaryKeys: [ok, 'id'], partitionKeys: [ok] })
+    expect(await writeAndRead(table, [{ [ok]: 1, id: 1, v: 'a' }])).toHaveLength(1)
+  })
+
+  it('zstd is accepted (Lambda runs Node 22); a Node without a zstd encoder refuses the write naming the option, nothing committed', async () => {
+    const writable = typeof (zlib as { zstdCompressSync?: unknown }).zstdCompressSync === 'function'
+    for (const option of ['file.compression', 'manifest.compression']) {
+      const table = await Table.create(new MemoryStore(), schemaWith({ [option]: 'zstd' }))
+      const result = await writeAndRead(table, [{ dt: 'd', id: 1, v: 'a' }]).catch((e: unknown) => e)
+      if (writable) expect(result).toHaveLength(1)
+      else {
+        expect(result).toBeInstanceOf(StrataInputError)
+        expect((result as Error).message).toMatch(new RegExp(`^${option.replace('.', '\\.')}:? .*zstd`))
+        expect(await table.snapshots.latestId()).toBe(0)
+      }
+    }
+  })
+
   it('partition.default-name must not be empty (a blank partition value could name no directory)', async () => {
     expect(await refusal(schemaWith({ 'partition.default-name': '' }))).toMatch(/^option 'partition\.default-name': invalid value "", expected a non-empty string/)
   })
@@ -207,6 +238,7 @@ describe('stored schemas written by another tool', () => {
     ['a primary key that is no field', '{"fields":[{"id":0,"name":"a","type":"INT"}],"primaryKeys":["b"]}', /'primaryKeys': "b" is not a field/],
     ['a partition key outside the primary key', '{"fields":[{"id":0,"name":"a","type":"INT"},{"id":1,"name":"b","type":"INT"}],"primaryKeys":["a"],"partitionKeys":["b"]}', /'partitionKeys': partition key 'b' is not part of the primary key/],
     ['an option that is not a string', '{"fields":[{"id":0,"name":"a","type":"INT"}],"primaryKeys":["a"],"options":{"bucket":4}}', /'options': option 'bucket' must be a string, got 4/],
+    ['an option below the minimum the code relies on', '{"fields":[{"id":0,"name":"a","type":"INT"}],"primaryKeys":["a"],"options":{"io.max-concurrent-requests":"0"}}', /option 'io\.max-concurrent-requests': invalid value "0", expected an integer >= 1/],
     ['an ill-typed option', '{"fields":[{"id":0,"name":"a","type":"INT"}],"primaryKeys":["a"],"options":{"bucket":"four"}}', /option 'bucket': invalid value "four", expected an integer/],
   ])('refused at open with the file and the field named: %s', (_, text, message) => {
     const err = (() => {

@@ -12,6 +12,7 @@ import avro from 'avsc'
 import { decompress as zstdDecompress } from 'fzstd'
 import { snappyUncompress } from 'hyparquet'
 import { snappyCompress } from 'hyparquet-writer/src/snappy.js'
+import { StrataInputError } from '../types.ts'
 
 /** Values of Paimon's `manifest.compression` option (api:CoreOptions.java, default `zstd`). */
 export type ManifestCompression = 'none' | 'zstd' | 'deflate' | 'snappy'
@@ -204,10 +205,10 @@ const READ_CODECS = ['null', 'deflate', 'snappy', 'zstandard']
 function avroCodecFor(compression: ManifestCompression): string {
   const codec = AVRO_CODEC_NAME[compression]
   if (codec === undefined) {
-    throw new Error(`manifest.compression: '${compression}', expected one of ${MANIFEST_COMPRESSIONS.join(', ')}`)
+    throw new StrataInputError(`manifest.compression: '${compression}', expected one of ${MANIFEST_COMPRESSIONS.join(', ')}`)
   }
   if (!canWriteCompression(compression)) {
-    throw new Error(
+    throw new StrataInputError(
       `manifest.compression: '${compression}' cannot be written on Node ${process.versions.node} ` +
         `(node:zlib has no zstd before Node 22.15); set manifest.compression to 'deflate'`,
     )

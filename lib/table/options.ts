@@ -145,10 +145,12 @@ function expected(spec: OptionSpec): string {
 }
 
 /**
- * Checks one value against its spec. `typeOnly` (a stored schema): only that the value
- * parses as its type, the ranges and allowed values being what Strata creates tables with.
+ * Checks one value against its spec. `stored` (a schema another tool may have written): the
+ * value must parse as its type and not be below the minimum the code relies on; the maximum,
+ * the allowed values and the spelling rules are what Strata creates tables with, and Paimon's
+ * bucket modes (-1 dynamic, -2 postpone) still read.
  */
-function checkValue(spec: OptionSpec, raw: string, typeOnly = false): void {
+function checkValue(spec: OptionSpec, raw: string, stored = false): void {
   const bad = () => new StrataInputError(`option '${spec.key}': invalid value ${JSON.stringify(raw)}, expected ${expected(spec)}`)
   switch (spec.type) {
     case 'int':
@@ -157,18 +159,17 @@ function checkValue(spec: OptionSpec, raw: string, typeOnly = false): void {
       const n = Number(raw)
       if (spec.type === 'int' && (n > 2147483647 || n < -2147483648)) throw bad()
       if (spec.type === 'long' && !Number.isSafeInteger(n)) throw bad()
-      if (typeOnly) break
-      if (spec.min !== undefined && n < spec.min) throw bad()
-      if (spec.max !== undefined && n > spec.max) throw bad()
+      if (spec.min !== undefined && n < spec.min && !(stored && spec.key === 'bucket')) throw bad()
+      if (!stored && spec.max !== undefined && n > spec.max) throw bad()
       break
     }
     case 'boolean':
       if (!['true', 'false'].includes(raw.trim().toLowerCase())) throw bad()
-      if (!typeOnly && spec.values && !spec.values.includes(raw.trim().toLowerCase())) throw bad()
+      if (!stored && spec.values && !spec.values.includes(raw.trim().toLowerCase())) throw bad()
       break
     case 'memory': {
       const n = parseMemorySize(raw)
-      if (n === null || !Number.isSafeInteger(n) || (!typeOnly && spec.min !== undefined && n < spec.min)) throw bad()
+      if (n === null || !Number.isSafeInteger(n) || (spec.min !== undefined && n < spec.min)) throw bad()
       break
     }
     case 'duration': {
@@ -177,10 +178,10 @@ function checkValue(spec: OptionSpec, raw: string, typeOnly = false): void {
       break
     }
     case 'enum':
-      if (!typeOnly && !spec.values!.includes(raw.trim().toLowerCase())) throw bad()
+      if (!stored && !spec.values!.includes(raw.trim().toLowerCase())) throw bad()
       break
     case 'string':
-      if (!typeOnly && spec.pattern && !spec.pattern.regex.test(raw)) throw bad()
+      if (!stored && spec.pattern && !spec.pattern.regex.test(raw)) throw bad()
       break
   }
 }
@@ -230,7 +231,7 @@ function checkCombinations(options: Record<string, string>): void {
   atLeast('num-sorted-run.stop-trigger', 'num-sorted-run.compaction-trigger', value('num-sorted-run.compaction-trigger'), 'a bucket would report back-pressure before any compaction is due')
 }
 
-/** Checks a stored schema's options: every value of a known key parses as its type (other tools' keys pass). */
+/** Checks a stored schema's options as checkValue's `stored` mode does (other tools' keys pass). */
 export function validateStoredOptions(options: Record<string, string>, where: string): void {
   for (const [key, value] of Object.entries(options)) {
     const spec = SPEC_BY_KEY.get(key)

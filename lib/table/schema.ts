@@ -3,6 +3,8 @@
 // engine needs (partition, trimmed primary key, bucket key).
 
 import { type DataField, type DataType, type TableSchema, StrataInputError } from '../types.ts'
+import { escapePathName } from '../format/partition-path.ts'
+import { parseMergeEngineConfig } from '../lsm/merge-function.ts'
 import { formatDataType, parseDataType, withNullable } from './data-type.ts'
 import { type CoreOptions, coreOptions, validateOptions, validateStoredOptions } from './options.ts'
 
@@ -117,6 +119,7 @@ export function createSchema(input: unknown, timeMillis = Date.now()): TableSche
     throw new StrataInputError('schema.primaryKeys: the primary key must have at least one field that is not a partition key')
   }
   const options = validateOptions(obj.options)
+  checkPartitionNames(partitionKeys, options)
   const schema: TableSchema = {
     version: SCHEMA_VERSION,
     id: 0,
@@ -137,6 +140,39 @@ export function createSchema(input: unknown, timeMillis = Date.now()): TableSche
     )
   }
   return schema
+}
+
+/**
+ * The writer refuses a partition directory name (`key=value`, escaped) over 255 bytes and a
+ * partition path over 512 (lib/write/table-write.ts, unstorablePartition). A table whose
+ * partition key names leave no room for a one-byte value, or for the default name of a
+ * blank value, could not store those rows: refused here.
+ */
+const MAX_PARTITION_DIR_BYTES = 255
+const MAX_PARTITION_PATH_BYTES = 512
+
+function checkPartitionNames(partitionKeys: string[], options: Record<string, string>): void {
+  const keyBytes = partitionKeys.map((k) => Buffer.byteLength(escapePathName(k)))
+  partitionKeys.forEach((k, i) => {
+    if (keyBytes[i] + 2 > MAX_PARTITION_DIR_BYTES) {
+      throw new StrataInputError(
+        `schema.partitionKeys: partition key '${k.length > 40 ? `${k.slice(0, 37)}...` : k}' is ${keyBytes[i]} bytes escaped; expected at most ${MAX_PARTITION_DIR_BYTES - 2}, so that its directory name (key=value) fits in ${MAX_PARTITION_DIR_BYTES} bytes`,
+      )
+    }
+  })
+  // key=v/ for each key, with a one-byte value
+  const shortestPath = keyBytes.reduce((sum, b) => sum + b + 3, 0)
+  if (shortestPath > MAX_PARTITION_PATH_BYTES) {
+    throw new StrataInputError(`schema.partitionKeys: the partition key names take ${shortestPath} bytes of a partition path; expected at most ${MAX_PARTITION_PATH_BYTES} with one-byte values`)
+  }
+  const defaultName = options['partition.default-name']
+  if (defaultName !== undefined && partitionKeys.length > 0) {
+    const room = MAX_PARTITION_DIR_BYTES - 1 - Math.max(...keyBytes)
+    const bytes = Buffer.byteLength(escapePathName(defaultName))
+    if (bytes > room) {
+      throw new StrataInputError(`option 'partition.default-name': invalid value of ${bytes} bytes escaped, expected at most ${room} (the directory name of a blank partition value, key=default, fits in ${MAX_PARTITION_DIR_BYTES} bytes)`)
+    }
+  }
 }
 
 /** Paimon's pretty-printed schema JSON (field order of api:schema/SchemaSerializer.java). */
@@ -161,9 +197,10 @@ export function serializeSchema(s: TableSchema): string {
 
 /**
  * Reads a stored `schema/schema-N`, which another tool may have written. Anything Strata
- * cannot read safely is a StrataInputError naming the file and the field; options are only
- * checked to parse as their types (their ranges and cross-checks are create's; coreOptions
- * reads odd stored values as Paimon does), and other tools' option keys pass.
+ * cannot read safely is a StrataInputError naming the file and the field; options must parse
+ * as their types and not go below the minimums the code relies on (the maximums and the
+ * cross-checks are create's; coreOptions reads odd stored values as Paimon does), and other
+ * tools' option keys pass.
  */
 export function parseSchema(text: string, where: string): TableSchema {
   const fail = (field: string, problem: string): never => {
@@ -238,6 +275,14 @@ export function parseSchema(text: string, where: string): TableSchema {
     timeMillis: j.timeMillis === undefined ? 0 : integer('timeMillis', j.timeMillis, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER),
   }
   if (j.comment !== undefined && j.comment !== null) s.comment = typeof j.comment === 'string' ? j.comment : fail('comment', `expected a string, got ${describe(j.comment)}`)
+  try {
+    // the bucket key and the merge engine's options, against the fields
+    describeSchema(s)
+    parseMergeEngineConfig(s.fields, s.primaryKeys, s.options)
+  } catch (e) {
+    if (e instanceof StrataInputError) throw new StrataInputError(`${where}: ${e.message}`)
+    throw e
+  }
   return s
 }
 
