@@ -18,6 +18,7 @@ import { type ExpireResult, expireSnapshots, forEachLimited } from '../lib/maint
 import { DEFAULT_ORPHAN_OLDER_THAN_MS, MIN_ORPHAN_OLDER_THAN_MS, checkOrphanAge, removeOrphanFiles } from '../lib/maintenance/orphans.ts'
 import { snapshotRange } from '../lib/maintenance/references.ts'
 import type { Table } from '../lib/table/table.ts'
+import { StrataInputError } from '../lib/types.ts'
 import { ConfigError } from './shared/config.ts'
 import { logger, newMetrics, resolveTable, runtimeConfig, sqsClient } from './shared/runtime.ts'
 
@@ -129,10 +130,12 @@ export async function runMaintenance(opts: MaintenanceOptions = {}): Promise<Mai
   // every input is checked before the first step deletes anything
   const orphanOlderThanMs = opts.orphanOlderThanMs === undefined ? orphanAgeFromEnv() : checkOrphanAge(opts.orphanOlderThanMs, `maintenance: orphanOlderThanMs = ${opts.orphanOlderThanMs}`)
   const markerMaxAgeMs = opts.markerMaxAgeMs ?? cfg.dedupWindowMs
+  if (!Number.isFinite(markerMaxAgeMs) || markerMaxAgeMs < 0) throw new StrataInputError(`maintenance: markerMaxAgeMs = ${markerMaxAgeMs}, expected a non-negative number of milliseconds`)
+  const now = opts.now ?? Date.now()
+  if (!Number.isFinite(now)) throw new StrataInputError(`maintenance: now = ${now}, expected epoch milliseconds`)
   const resolved = await resolveTable(name)
   if (!resolved) throw new ConfigError(`maintenance: table '${name}' is not in STRATA_TABLES`)
   const { table } = resolved
-  const now = opts.now ?? Date.now()
   const summary: MaintenanceSummary = { table: name, expired: null, orphansDeleted: null, markersDeleted: null, metrics: null, queuedJobs: null, errors: {}, timings: {} }
   const step = async (what: string, fn: () => Promise<void>) => {
     const started = Date.now()

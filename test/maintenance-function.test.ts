@@ -225,6 +225,8 @@ describe('maintenance handler', () => {
     }
     useEnv({ STRATA_DEDUP_WINDOW_MS: '0' })
     await expect(runMaintenance({ orphanOlderThanMs: 60_000, now: Date.now() + 2 * MIN_ORPHAN_OLDER_THAN_MS })).rejects.toThrow(/^maintenance: orphanOlderThanMs = 60000: expected an orphan age of at least 13 h/)
+    await expect(runMaintenance({ markerMaxAgeMs: -1, now: Date.now() + 2 * MIN_ORPHAN_OLDER_THAN_MS })).rejects.toThrow(/^maintenance: markerMaxAgeMs = -1, expected a non-negative number/)
+    await expect(runMaintenance({ now: Number.NaN })).rejects.toThrow(/^maintenance: now = NaN, expected epoch milliseconds$/)
     // nothing expired, no orphan and no marker deleted
     expect(await keys()).toEqual(before)
     expect(await table.snapshots.latestId()).toBe(latest)
