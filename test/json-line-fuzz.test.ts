@@ -267,6 +267,7 @@ describe(`generated JSON lines (${SECONDS} s; STRATA_FUZZ_SECONDS to change)`, (
         { numRuns: Number.MAX_SAFE_INTEGER, interruptAfterTimeLimit: SECONDS * 1000, seed: process.env.STRATA_FUZZ_SEED ? Number(process.env.STRATA_FUZZ_SEED) : undefined },
       )
       expect(runs).toBeGreaterThan(0)
+      console.info(`json-line fuzz: ${runs} lines in ${SECONDS} s`)
     },
     (SECONDS + 60) * 1000,
   )

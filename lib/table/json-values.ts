@@ -217,8 +217,8 @@ export function valueFromJson(field: DataField, v: unknown, where: string): Valu
         if (!Number.isSafeInteger(v)) throw bad(field, v, where, 'an integer (write integers beyond 2^53 as a string of digits)')
         b = BigInt(v)
       } else if (v instanceof JsonNumber) {
-        const n = exactNumber(v.text)!
-        if (n.digits !== '' && n.exp < 0) throw bad(field, v, where, 'an integer')
+        const n = exactNumber(v.text)
+        if (n && n.digits !== '' && n.exp < 0) throw bad(field, v, where, 'an integer')
         b = exactInteger(n)
       } else if (typeof v === 'string' && /^-?\d+$/.test(v)) b = exactInteger(exactNumber(v))
       else throw bad(field, v, where, 'an integer')
