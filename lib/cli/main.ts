@@ -10,7 +10,7 @@ import { expireSnapshots } from '../maintenance/expire.ts'
 import { DEFAULT_ORPHAN_OLDER_THAN_MS, MIN_ORPHAN_OLDER_THAN_MS, checkOrphanAge, formatAge, removeOrphanFiles } from '../maintenance/orphans.ts'
 import { parseDuration } from '../table/options.ts'
 import { tableStatus, formatStatus } from './status.ts'
-import { recordFromJson, rowToJsonLine, valueToText } from '../table/json-values.ts'
+import { recordFromJsonLine, rowToJsonLine, valueToText } from '../table/json-values.ts'
 import { Table } from '../table/table.ts'
 import { StrataInputError } from '../types.ts'
 import { type WriteRecord, writeBatch } from '../write/table-write.ts'
@@ -49,13 +49,8 @@ async function readRecords(table: Table, source: string | undefined, progress: P
   for await (const line of rl) {
     lineNo++
     if (line.trim() === '') continue
-    let obj: unknown
-    try {
-      obj = JSON.parse(line)
-    } catch (e) {
-      throw new StrataInputError(`line ${lineNo}: malformed JSON (${(e as Error).message})`)
-    }
-    records.push({ ...recordFromJson(table.view, obj, `line ${lineNo}`), where: `line ${lineNo}` })
+    // the strict line parser: exact number literals, no repeated key (lib/table/json-line.ts)
+    records.push({ ...recordFromJsonLine(table.view, line, `line ${lineNo}`), where: `line ${lineNo}` })
     if (lineNo % 10000 === 0) progress.update(`parsed ${lineNo} lines`)
   }
   return records
