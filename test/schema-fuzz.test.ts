@@ -100,6 +100,9 @@ async function expectReadsAfterCompaction(table: Table, row: unknown[]): Promise
   expect(await readAll(table)).toEqual([row])
 }
 
+/** How many inputs made a table, for the run's summary line. */
+const accepted = { create: 0, stored: 0 }
+
 async function checkCreate(text: string): Promise<void> {
   let input: unknown
   try {
@@ -116,6 +119,7 @@ async function checkCreate(text: string): Promise<void> {
     expect(await store.list('')).toEqual([])
     return
   }
+  accepted.create++
   try {
     await writeAndReadBack(table, false)
   } catch (e) {
@@ -143,6 +147,7 @@ async function checkStored(text: string): Promise<void> {
     expectNamedRefusal(e, STORED_NAMES)
     return
   }
+  accepted.stored++
   expect(await readAll(table)).toEqual([])
   let rec
   try {
@@ -188,11 +193,11 @@ describe('schema corpus (test/fuzz-corpus/schemas)', () => {
 
 // --- the grammar --------------------------------------------------------------------------
 
-/** Field names: ordinary, look-alikes of reserved ones, reserved ones, and odd strings. */
+/** Field names: mostly ordinary, then look-alikes of reserved ones, reserved ones, and odd strings. */
 const fieldName = fc.oneof(
-  { weight: 8, arbitrary: fc.constantFrom('id', 'dt', 'v', 'n', 'amount', 'ts') },
+  { weight: 12, arbitrary: fc.constantFrom('id', 'dt', 'v', 'n', 'amount', 'ts', 'region', 'qty') },
   {
-    weight: 4,
+    weight: 2,
     arbitrary: fc.constantFrom(
       '_kind', '_table', '_KIND', 'kind', '_KEY_id', '_key_id', '_SEQUENCE_NUMBER', '_VALUE_KIND', '_LEVEL', 'rowkind', '_ROW_ID',
       '__proto__', 'constructor', 'toString', 'a.b', 'a b', 'a,b', 'a/b', 'a=b', '%41', 'é', 'Ω', '\u0000', '\n', '\ud800', '\udc00x', '', ' ',
@@ -203,27 +208,36 @@ const fieldName = fc.oneof(
   { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 3 }) },
 )
 
-const typeArg = fc.oneof(
-  { weight: 6, arbitrary: fc.integer({ min: 0, max: 40 }) },
-  { weight: 1, arbitrary: fc.constantFrom(2147483647, 2147483648, 99999999999999999999, -1) },
-)
+/** An argument list: mostly in the type's range, sometimes at or past its edges. */
+function typeArgs(valid: fc.Arbitrary<number[]>): fc.Arbitrary<number[]> {
+  const edge: fc.Arbitrary<number> = fc.constantFrom(0, -1, 39, 2147483647, 2147483648, 99999999999999999999)
+  return fc.oneof({ weight: 8, arbitrary: valid }, { weight: 1, arbitrary: fc.array(edge, { minLength: 1, maxLength: 2 }) }, { weight: 1, arbitrary: fc.constant([] as number[]) })
+}
+
+const lengthArgs = typeArgs(fc.integer({ min: 1, max: 40 }).map((n) => [n]))
+const decimalArgs = typeArgs(fc.integer({ min: 1, max: 38 }).chain((p) => fc.oneof(fc.constant([p] as number[]), fc.integer({ min: 0, max: p }).map((sc) => [p, sc]))))
+const timestampArgs = typeArgs(fc.integer({ min: 0, max: 9 }).map((n) => [n]))
+const noArgs = fc.oneof({ weight: 9, arbitrary: fc.constant([] as number[]) }, { weight: 1, arbitrary: fc.array(fc.nat(40), { minLength: 1, maxLength: 2 }) })
 
 /** Type strings: Paimon's names with arguments, case and spacing variants, NOT NULL, and types Strata lacks. */
 const typeText = fc.oneof(
   {
     weight: 10,
     arbitrary: fc
-      .record({
-        base: fc.constantFrom('BOOLEAN', 'TINYINT', 'SMALLINT', 'INT', 'INTEGER', 'BIGINT', 'FLOAT', 'DOUBLE', 'DATE', 'STRING', 'BYTES', 'VARCHAR', 'CHAR', 'VARBINARY', 'BINARY', 'DECIMAL', 'NUMERIC', 'TIMESTAMP'),
-        args: fc.oneof(fc.constant([] as number[]), fc.array(typeArg, { minLength: 1, maxLength: 2 })),
-        nullability: fc.constantFrom('', '', ' NOT NULL', ' NULL', ' not null'),
-        lower: fc.boolean(),
-        spaces: fc.constantFrom('', ' ', '  '),
-      })
-      .map(({ base, args, nullability, lower, spaces }) => {
-        const text = `${base}${args.length ? `${spaces}(${args.join(`,${spaces}`)})` : ''}${nullability}`
-        return lower ? text.toLowerCase() : text
-      }),
+      .oneof(
+        fc.tuple(fc.constantFrom('BOOLEAN', 'TINYINT', 'SMALLINT', 'INT', 'INTEGER', 'BIGINT', 'FLOAT', 'DOUBLE', 'DATE', 'STRING', 'BYTES'), noArgs),
+        fc.tuple(fc.constantFrom('VARCHAR', 'CHAR', 'VARBINARY', 'BINARY'), lengthArgs),
+        fc.tuple(fc.constantFrom('DECIMAL', 'NUMERIC'), decimalArgs),
+        fc.tuple(fc.constant('TIMESTAMP'), timestampArgs),
+      )
+      .chain(([base, args]) =>
+        fc
+          .record({ nullability: fc.constantFrom('', '', ' NOT NULL', ' NULL', ' not null'), lower: fc.boolean(), spaces: fc.constantFrom('', ' ', '  ') })
+          .map(({ nullability, lower, spaces }) => {
+            const text = `${base}${args.length ? `${spaces}(${args.join(`,${spaces}`)})` : ''}${nullability}`
+            return lower ? text.toLowerCase() : text
+          }),
+      ),
   },
   {
     weight: 1,
@@ -278,28 +292,36 @@ function optionValue(key: string, names: string[]): fc.Arbitrary<string> {
 
 const OPTION_KEYS = [...OPTION_SPECS.map((s) => s.key), 'merge-engine', 'sequence.field', 'ignore-delete', 'partial-update.remove-record-on-delete']
 
-/** A schema from the grammar: fields, keys drawn mostly from the fields, options by kind. */
+/** A schema from the grammar: fields (names mostly unique), keys mostly as Paimon requires them, options by kind. */
 const grammarSchema = fc
-  .array(fieldDef, { minLength: 1, maxLength: 6 })
+  .oneof({ weight: 5, arbitrary: fc.uniqueArray(fieldDef, { minLength: 1, maxLength: 6, selector: (f) => f.name }) }, { weight: 1, arbitrary: fc.array(fieldDef, { minLength: 1, maxLength: 6 }) })
   .chain((fields) => {
     const names = fields.map((f) => f.name)
-    const keyName = fc.oneof({ weight: 8, arbitrary: fc.constantFrom(...names) }, { weight: 1, arbitrary: fieldName })
+    const anyName = fc.oneof({ weight: 8, arbitrary: fc.constantFrom(...names) }, { weight: 1, arbitrary: fieldName })
+    // a primary key, then partition keys among its fields but not all of them
+    const keys = fc.oneof(
+      {
+        weight: 5,
+        arbitrary: fc.shuffledSubarray(names, { minLength: 1 }).chain((pk) => fc.subarray(pk.slice(1)).map((part) => ({ primaryKeys: pk, partitionKeys: part }))),
+      },
+      { weight: 1, arbitrary: fc.record({ primaryKeys: fc.uniqueArray(anyName, { maxLength: 3 }), partitionKeys: fc.uniqueArray(anyName, { maxLength: 2 }) }) },
+    )
     const optionKey = fc.oneof(
       { weight: 6, arbitrary: fc.constantFrom(...OPTION_KEYS) },
       { weight: 2, arbitrary: fc.constantFrom(...names).map((n) => `fields.${n}.aggregate-function`) },
       { weight: 1, arbitrary: fc.string({ maxLength: 8 }) },
     )
     const option = optionKey.chain((k) => optionValue(k, names).map((v) => [k, v] as const))
-    return fc.record(
-      {
-        fields: fc.constant(fields),
-        primaryKeys: fc.uniqueArray(keyName, { minLength: 0, maxLength: 3 }),
-        partitionKeys: fc.uniqueArray(keyName, { maxLength: 2 }),
-        options: fc.array(option, { maxLength: 5 }).map((es) => Object.fromEntries(es)),
-        comment: fc.constantFrom('orders', ''),
-      },
-      { requiredKeys: ['fields', 'primaryKeys'] },
-    )
+    return fc
+      .record(
+        {
+          keys,
+          options: fc.array(option, { maxLength: 4 }).map((es) => Object.fromEntries(es)),
+          comment: fc.constantFrom('orders', ''),
+        },
+        { requiredKeys: ['keys'] },
+      )
+      .map(({ keys, ...rest }) => ({ fields, ...keys, ...rest }))
   })
 
 /** A JSON path into a value, and replacements: the mutations applied to a grammar schema. */
@@ -347,13 +369,13 @@ const mutation = fc.record({ at: fc.nat(), op: fc.nat(), junk: fc.oneof(fc.jsonV
 
 /** Created schemas: the grammar's, a few with mutations. */
 const createInput = fc.oneof(
-  { weight: 3, arbitrary: grammarSchema },
-  { weight: 2, arbitrary: fc.tuple(grammarSchema, fc.array(mutation, { minLength: 1, maxLength: 3 })).map(([s, m]) => mutate(s, m)) },
+  { weight: 4, arbitrary: grammarSchema },
+  { weight: 1, arbitrary: fc.tuple(grammarSchema, fc.array(mutation, { minLength: 1, maxLength: 3 })).map(([s, m]) => mutate(s, m)) },
 )
 
 /** Stored schema files: what a valid create stores, mutated as JSON or cut as text. */
 const storedInput = fc
-  .tuple(grammarSchema, fc.array(mutation, { maxLength: 3 }), fc.option(fc.nat(), { nil: undefined }))
+  .tuple(grammarSchema, fc.array(mutation, { maxLength: 2 }), fc.oneof({ weight: 6, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.nat() }))
   .map(([input, steps, cut]) => {
     let stored: Record<string, unknown>
     try {
@@ -381,6 +403,7 @@ describe(`schema fuzzing (${SECONDS} s; STRATA_FUZZ_SECONDS sets it)`, () => {
   const params = { numRuns: 1_000_000, interruptAfterTimeLimit: budgetMs, timeout: 5_000, markInterruptAsFailure: false, ...seed }
 
   it('created schemas from the grammar, mutated', { timeout: budgetMs + 30_000 }, async () => {
+    accepted.create = 0
     const stats = await fc.check(
       fc.asyncProperty(createInput, async (input) => {
         await checkCreate(JSON.stringify(input))
@@ -389,9 +412,11 @@ describe(`schema fuzzing (${SECONDS} s; STRATA_FUZZ_SECONDS sets it)`, () => {
     )
     if (stats.failed) throw failure(stats)
     expect(stats.numRuns).toBeGreaterThan(0)
+    console.info(`schema fuzzing: ${stats.numRuns} created schemas in ${budgetMs / 1000} s, ${accepted.create} made a table`)
   })
 
   it('stored schema files, mutated as JSON and cut as text', { timeout: budgetMs + 30_000 }, async () => {
+    accepted.stored = 0
     const stats = await fc.check(
       fc.asyncProperty(storedInput, async (text) => {
         await checkStored(text)
@@ -400,5 +425,6 @@ describe(`schema fuzzing (${SECONDS} s; STRATA_FUZZ_SECONDS sets it)`, () => {
     )
     if (stats.failed) throw failure(stats)
     expect(stats.numRuns).toBeGreaterThan(0)
+    console.info(`schema fuzzing: ${stats.numRuns} stored schema files in ${budgetMs / 1000} s, ${accepted.stored} opened`)
   })
 })
