@@ -71,7 +71,29 @@ if (typeof SqsQueue?.prototype.dequeueFifo !== 'function') {
 // batch. Here, after each message, the same group is offered again: it is put first and
 // unlocked for one more single-message receive, then its lock count is restored plus the
 // message taken.
+// Deduplication records. fauxqs keeps a FIFO queue's records (one per message sent) in a
+// count-bounded map of 10,000 with a 5-minute time-to-live that is checked only when the
+// same id is sent again, so expired records stay until the count pushes them out. SQS's
+// deduplication window is those 5 minutes: here each new record first drops the expired
+// ones at the front (the map is in insertion order), so what a queue keeps follows its
+// last 5 minutes of sends.
+interface DedupRecords {
+  keys(): IterableIterator<string>
+  expiresAt(key: string): number | undefined
+  delete(key: string): void
+}
 if (!SqsQueue.prototype.strataRoundRobin) {
+  const proto = SqsQueue.prototype as unknown as { deduplicationCache: DedupRecords; recordDeduplication(...args: unknown[]): unknown }
+  const recordDeduplication = proto.recordDeduplication
+  proto.recordDeduplication = function (this: { deduplicationCache: DedupRecords }, ...args: unknown[]) {
+    const records = this.deduplicationCache
+    const now = Date.now()
+    for (const key of records.keys()) {
+      if ((records.expiresAt(key) ?? Infinity) > now) break
+      records.delete(key)
+    }
+    return recordDeduplication.apply(this, args)
+  }
   const dequeueFifo = SqsQueue.prototype.dequeueFifo
   const groupOf = (q: FauxqsFifoQueue, r: { ReceiptHandle: string }) => q.inflightMessages.get(r.ReceiptHandle)?.message.messageGroupId ?? '__default'
   const roundRobin = function (this: FauxqsFifoQueue, ...args: unknown[]) {
@@ -141,6 +163,11 @@ export interface EmbeddedStats {
     retainedBytes: number
     multipartUploads: number
     multipartBytes: number
+    /**
+     * objects and bytes per directory, ids and hashes in it written `*`
+     * (`strata-local/tables/orders/_strata/commits/*`), the largest first
+     */
+    byDirectory: { directory: string; objects: number; bytes: number }[]
   }
   sqs: EmbeddedQueueStats[]
 }
@@ -285,11 +312,16 @@ function embeddedStats(sqs: FauxqsSqsStore, s3: FauxqsS3Store): EmbeddedStats {
     buffers.add(body.buffer)
     retainedBytes += body.buffer.byteLength
   }
-  for (const bucket of s3.buckets.values()) {
-    for (const obj of bucket.values()) {
+  const directories = new Map<string, { directory: string; objects: number; bytes: number }>()
+  for (const [name, bucket] of s3.buckets) {
+    for (const [key, obj] of bucket) {
       objects++
       bytes += obj.body.length
       retain(obj.body)
+      const directory = `${name}/${key.slice(0, key.lastIndexOf('/') + 1)}`.replace(/[0-9a-f]{8,}|\d+/g, '*')
+      const d = directories.get(directory) ?? directories.set(directory, { directory, objects: 0, bytes: 0 }).get(directory)!
+      d.objects++
+      d.bytes += obj.body.length
     }
   }
   let multipartBytes = 0
@@ -304,7 +336,8 @@ function embeddedStats(sqs: FauxqsSqsStore, s3: FauxqsS3Store): EmbeddedStats {
     groups: q.fifoMessages.size,
     lockedGroups: q.fifoLockedGroups.size,
   }))
-  return { s3: { objects, bytes, retainedBytes, multipartUploads: s3.multipartUploads.size, multipartBytes }, sqs: queues }
+  const byDirectory = [...directories.values()].sort((a, b) => b.bytes - a.bytes)
+  return { s3: { objects, bytes, retainedBytes, multipartUploads: s3.multipartUploads.size, multipartBytes, byDirectory }, sqs: queues }
 }
 
 /** Marks the hook's own HEAD requests, which stand for no S3 round trip and get no latency. */

@@ -8,7 +8,7 @@
 import { DeleteObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3'
 import { CreateQueueCommand, DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient, SendMessageBatchCommand } from '@aws-sdk/client-sqs'
 import fc from 'fast-check'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { LANDED_CACHE_BYTES } from '../lib/commit/landed.ts'
 import { MAX_COMPILED_SCHEMAS, compiledSchemaCount, readAvroFile, writeAvroFile } from '../lib/format/avro.ts'
 import { serializeSnapshot } from '../lib/format/snapshot.ts'
@@ -163,7 +163,7 @@ describe('process-wide caches', () => {
     }
   })
 
-  it('the embedded backend keeps each stored body in its own allocation, and no record of deleted objects or of messages received and deleted', async () => {
+  it('the embedded backend keeps each stored body in its own allocation, no record of deleted objects or of messages received and deleted, and deduplication records for 5 minutes', async () => {
     const backend = await startEmbeddedBackend()
     const sqs = new SQSClient({ endpoint: backend.endpoint, region: backend.region, credentials: backend.credentials })
     try {
@@ -186,8 +186,16 @@ describe('process-wide caches', () => {
       }
       const q = backend.stats().sqs.find((x) => x.name === 'bounds.fifo')!
       expect(q).toMatchObject({ visible: 0, inflight: 0, delayed: 0, groups: 0, lockedGroups: 0 })
-      // fauxqs's deduplication records: one per message sent in the last 5 minutes, at most 10,000
+      // deduplication records: one per message sent in the last 5 minutes (SQS's window) ...
       expect(q.dedupRecords).toBe(100)
+      // ... and none older: 6 minutes later, the next send leaves only its own
+      vi.setSystemTime(Date.now() + 6 * 60_000)
+      try {
+        await sqs.send(new SendMessageBatchCommand({ QueueUrl: url, Entries: [{ Id: '0', MessageBody: 'later', MessageGroupId: 'g0' }] }))
+      } finally {
+        vi.useRealTimers()
+      }
+      expect(backend.stats().sqs.find((x) => x.name === 'bounds.fifo')!.dedupRecords).toBe(1)
     } finally {
       sqs.destroy()
       await backend.stop()

@@ -46,6 +46,8 @@ import { percentile } from './stats.ts'
 const RUNTIME = join(import.meta.dirname, '..', '..', 'local', 'runtime')
 const FUNCTIONS = join(import.meta.dirname, '..', '..', 'functions')
 export const PROBE_BASE = 1_000_000_000
+/** metadata cache of the soak's own long-lived readers, MiB, unless metadataCacheMb sets both */
+const HARNESS_CACHE_MB = 4
 
 export const FAULT_KINDS = [
   'writer-throw',
@@ -119,6 +121,8 @@ export interface SoakOptions {
   memoryLimitMbPerMin: number
   /** ... from this second of the load on (default: half the load), after the caches filled */
   memoryFromSeconds?: number
+  /** STRATA_METADATA_CACHE_MB of every function (default: the functions' own default) */
+  metadataCacheMb?: number
   seed: number
   log?: (line: string) => void
   /** runs once the runtime is up, before the load (e.g. to change one queue's attributes) */
@@ -455,7 +459,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     maxReceiveCount: o.maxReceiveCount,
     timeoutMs: o.timeoutMs,
     latency: o.s3LatencyMs > 0 ? { firstByteMs: o.s3LatencyMs, applies: (r) => r.url.startsWith('/strata-local/') } : undefined,
-    env: { ...control.env(), STRATA_DEDUP_WINDOW_MS: String(o.dedupWindowMs) },
+    env: { ...control.env(), STRATA_DEDUP_WINDOW_MS: String(o.dedupWindowMs), ...(o.metadataCacheMb === undefined ? {} : { STRATA_METADATA_CACHE_MB: String(o.metadataCacheMb) }) },
     onWriterInvocation: onWriter,
     onCompactorInvocation: (_t, info) => {
       if (info.result.coldStart) compactorColdStarts++
@@ -485,8 +489,11 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       )
     }
     await o.afterStart?.(rt)
-    const ordersReader = await Table.open(orders.table.store)
-    const totalsReader = totals ? await Table.open(totals.table.store) : null
+    // the soak's own readers (probes, status, compaction count) live as long as the soak: their
+    // metadata caches are bounded like the functions' ones
+    const readerOpen = { metadataCacheBytes: (o.metadataCacheMb ?? HARNESS_CACHE_MB) * 2 ** 20 }
+    const ordersReader = await Table.open(orders.table.store, readerOpen)
+    const totalsReader = totals ? await Table.open(totals.table.store, readerOpen) : null
     const bucketStore = new S3Store({ bucket: rt.bucket, client: rt.backend.s3Client() })
 
     // ---- the model ----
@@ -774,7 +781,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       }
       if (sampleCount++ % 10 === 0) {
         const backend = rt.backend.stats()
-        s.backend = backend
+        s.backend = { ...backend, s3: { ...backend.s3, byDirectory: backend.s3.byDirectory.slice(0, 10) } }
         s.storeObjects = backend.s3.objects
         s.storeMb = mb(backend.s3.bytes)
         s.snapshotsRetained = (await ordersReader.snapshots.latestId()) - (await ordersReader.snapshots.earliestId()) + 1
