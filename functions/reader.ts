@@ -318,7 +318,7 @@ async function lookupRow(table: Table, req: ReaderRequest, maxResponseBytes: num
   if (size > maxResponseBytes) {
     const pkFields = pk.map((k) => view.fields[view.fieldIndex.get(k)!])
     const keyText = rowToJsonLine(pkFields, pkFields.map((_, i) => i), pkFields.map((f) => valueFromJson(f, key[f.name], 'key')))
-    throw rowTooLarge(`the row with primary key ${keyText}`, size, maxResponseBytes)
+    throw rowTooLarge(`the row with primary key ${keyText}`, bytesInBody(text), maxResponseBytes)
   }
   return { body, snapshotId: snapshotId ?? null, rows: row === null ? 0 : 1, stats: null }
 }

@@ -30,8 +30,9 @@ const MB = 1024 * KB
  * but everything else scales with the count: a write spread over all buckets puts one data
  * file and one compaction job per bucket (at 10 jobs per FIFO SendMessageBatch call, 32,768
  * buckets are 3,277 calls, about 11 s at a FIFO queue's 300 calls/s), every job reads the
- * index manifest, which has an entry per bucket with deletion vectors, and the manifest list
- * holds up to merge-min-count records per bucket group. docs/operations.md "Table options".
+ * index manifest, which has an entry per bucket with deletion vectors, and a scan plan reads
+ * a manifest list of up to merge-min-count records per bucket group and the manifests they
+ * name. docs/operations.md "Limits a new table is held to" has the figures.
  */
 export const MAX_BUCKETS = 32768
 
@@ -76,7 +77,7 @@ export const OPTION_SPECS: OptionSpec[] = [
   { key: 'snapshot.num-retained.max', type: 'int', default: '2147483647', min: 1, doc: 'Snapshots kept at most by expiration; not below snapshot.num-retained.min.' },
   { key: 'snapshot.time-retained', type: 'duration', default: '1 h', doc: 'Snapshots younger than this are kept by expiration.' },
   { key: 'snapshot.expire.limit', type: 'int', default: '50', min: 1, doc: 'Most snapshots one expiration call removes.' },
-  { key: 'partition.default-name', type: 'string', default: '__DEFAULT_PARTITION__', pattern: { regex: /^[^]+$/, expected: 'a non-empty string' }, doc: 'Directory name of a null or blank partition value; not empty.' },
+  { key: 'partition.default-name', type: 'string', default: '__DEFAULT_PARTITION__', pattern: { regex: /^[\s\S]+$/, expected: 'a non-empty string' }, doc: 'Directory name of a null or blank partition value; not empty.' },
   { key: 'partition.legacy-name', type: 'boolean', default: 'true', values: ['true'], doc: 'Partition directory values as Java toString of the internal value; only true is supported.' },
   { key: 'primary-key.nullable', type: 'boolean', default: 'false', values: ['false'], doc: 'Primary key fields are NOT NULL; only false is supported.' },
   {
