@@ -3,7 +3,6 @@
 // printed.
 
 import { createReadStream, readFileSync } from 'node:fs'
-import { createInterface } from 'node:readline'
 import { Command, CommanderError } from 'commander'
 import { lookup, scan } from '../read/table-read.ts'
 import { expireSnapshots } from '../maintenance/expire.ts'
@@ -43,17 +42,67 @@ async function readRecords(table: Table, source: string | undefined, progress: P
       input.once('error', (e: NodeJS.ErrnoException) => reject(new StrataInputError(`${source}: cannot read the file (${e.code ?? e.message})`)))
     })
   }
-  const rl = createInterface({ input, crlfDelay: Infinity })
   const records: WriteRecord[] = []
   let lineNo = 0
-  for await (const line of rl) {
+  for await (const bytes of byteLines(input)) {
     lineNo++
+    // a byte-order mark opens a file, not a record
+    const text = utf8Line(bytes, lineNo)
+    const line = lineNo === 1 && text.startsWith('\ufeff') ? text.slice(1) : text
     if (line.trim() === '') continue
     // the strict line parser: exact number literals, no repeated key (lib/table/json-line.ts)
     records.push({ ...recordFromJsonLine(table.view, line, `line ${lineNo}`), where: `line ${lineNo}` })
     if (lineNo % 10000 === 0) progress.update(`parsed ${lineNo} lines`)
   }
   return records
+}
+
+/** The input's lines as bytes, split at LF (a byte no multi-byte UTF-8 sequence contains); a CR before it is dropped. */
+async function* byteLines(input: AsyncIterable<Buffer | string>): AsyncGenerator<Buffer> {
+  // the pieces of the line not yet ended: a long line is joined once, not once per chunk
+  let pieces: Buffer[] = []
+  const line = (last: Buffer): Buffer => {
+    const whole = pieces.length ? Buffer.concat([...pieces, last]) : last
+    pieces = []
+    return whole.length && whole[whole.length - 1] === 0x0d ? whole.subarray(0, whole.length - 1) : whole
+  }
+  for await (const chunk of input) {
+    let buf = Buffer.from(chunk)
+    let nl: number
+    while ((nl = buf.indexOf(0x0a)) >= 0) {
+      yield line(buf.subarray(0, nl))
+      buf = buf.subarray(nl + 1)
+    }
+    if (buf.length) pieces.push(buf)
+  }
+  if (pieces.length) yield line(Buffer.alloc(0))
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+
+/** A line's text; bytes that are not UTF-8 are refused rather than replaced by U+FFFD. */
+function utf8Line(bytes: Buffer, lineNo: number): string {
+  try {
+    return strictUtf8.decode(bytes)
+  } catch {
+    const ok = validUtf8Prefix(bytes)
+    throw new StrataInputError(`line ${lineNo}: byte ${ok + 1} is not valid UTF-8 (0x${bytes[ok]?.toString(16).padStart(2, '0')}); expected UTF-8 text`)
+  }
+}
+
+/** How many leading bytes form valid UTF-8 (to name the first bad byte). */
+function validUtf8Prefix(b: Buffer): number {
+  let i = 0
+  while (i < b.length) {
+    const c = b[i]
+    const n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0
+    if (n === 0 || i + n > b.length) return i
+    for (let k = 1; k < n; k++) if ((b[i + k] & 0xc0) !== 0x80) return i
+    // overlong, surrogate and beyond-U+10FFFF forms
+    if ((c === 0xe0 && b[i + 1] < 0xa0) || (c === 0xed && b[i + 1] > 0x9f) || (c === 0xf0 && b[i + 1] < 0x90) || (c === 0xf4 && b[i + 1] > 0x8f)) return i
+    i += n
+  }
+  return i
 }
 
 function parseSnapshotOption(v: string | undefined): number | undefined {
