@@ -15,6 +15,15 @@ export const manifestKey = (name: string): string => `${MANIFEST_DIR}${name}`
 export const indexKey = (name: string): string => `${INDEX_DIR}${name}`
 
 /**
+ * Partition directories: local and HDFS file systems cap a file or directory name at 255
+ * bytes, and a Paimon reader of a table copied there must find its partitions; S3 caps a
+ * whole key at 1,024 bytes, of which the table's prefix, `bucket-N/` and a data file name
+ * need their share. The writer refuses values past these, the schema keys that leave no room.
+ */
+export const MAX_PARTITION_DIR_BYTES = 255
+export const MAX_PARTITION_PATH_BYTES = 512
+
+/**
  * Java names files `<prefix><uuid>-<counter>` with one uuid per writer and a counter from
  * 0 (core:utils/FileStorePathFactory.java); readers never parse either part. Strata keeps
  * that shape with one uuid per factory instance.

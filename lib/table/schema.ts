@@ -7,6 +7,7 @@ import { escapePathName } from '../format/partition-path.ts'
 import { parseMergeEngineConfig } from '../lsm/merge-function.ts'
 import { formatDataType, parseDataType, withNullable } from './data-type.ts'
 import { type CoreOptions, coreOptions, validateOptions, validateStoredOptions } from './options.ts'
+import { MAX_PARTITION_DIR_BYTES, MAX_PARTITION_PATH_BYTES } from './paths.ts'
 
 export const SCHEMA_VERSION = 3
 
@@ -143,14 +144,11 @@ export function createSchema(input: unknown, timeMillis = Date.now()): TableSche
 }
 
 /**
- * The writer refuses a partition directory name (`key=value`, escaped) over 255 bytes and a
- * partition path over 512 (lib/write/table-write.ts, unstorablePartition). A table whose
+ * The writer refuses a partition directory name (`key=value`, escaped) or path past the
+ * limits in paths.ts (lib/write/table-write.ts, unstorablePartition). A table whose
  * partition key names leave no room for a one-byte value, or for the default name of a
  * blank value, could not store those rows: refused here.
  */
-const MAX_PARTITION_DIR_BYTES = 255
-const MAX_PARTITION_PATH_BYTES = 512
-
 function checkPartitionNames(partitionKeys: string[], options: Record<string, string>): void {
   const keyBytes = partitionKeys.map((k) => Buffer.byteLength(escapePathName(k)))
   partitionKeys.forEach((k, i) => {

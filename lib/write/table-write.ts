@@ -21,7 +21,7 @@ import { bucketIdentifier, hex } from '../manifest/manifests.ts'
 import { mapBounded } from '../store/bounded.ts'
 import { dataFileMeta, partitionStatsOf } from '../table/file-meta.ts'
 import { rowToJsonLine } from '../table/json-values.ts'
-import { FileNamer } from '../table/paths.ts'
+import { FileNamer, MAX_PARTITION_DIR_BYTES, MAX_PARTITION_PATH_BYTES } from '../table/paths.ts'
 import type { SchemaView } from '../table/schema.ts'
 import type { Table } from '../table/table.ts'
 import { randomUUID } from 'node:crypto'
@@ -137,14 +137,6 @@ export function oversizeRow(view: SchemaView, row: Row): string | null {
   if (key.length > KEY_TEXT_CHARS) key = key.slice(0, KEY_TEXT_CHARS - 3) + '...'
   return `row of ${size} bytes is larger than write.max-row-size (${limit} bytes); key ${key}, largest field '${view.fields[largest].name}' (${valueSize(row[largest])} bytes)`
 }
-
-/**
- * Local and HDFS file systems cap a file or directory name at 255 bytes, and a Paimon
- * reader of a table copied there must find its partitions; S3 caps a whole key at 1,024
- * bytes, of which the table's prefix, `bucket-N/` and a data file name need their share.
- */
-const MAX_PARTITION_DIR_BYTES = 255
-const MAX_PARTITION_PATH_BYTES = 512
 
 /** Why the storage cannot hold a partition's directory (a value too long once escaped), or null. */
 export function unstorablePartition(view: SchemaView, partitionValues: Row): string | null {
