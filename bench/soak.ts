@@ -15,6 +15,7 @@
 // Writes bench/out/soak.json (every sample, fault and check) and bench/out/soak-lag.svg,
 // prints a summary; exits 1 when an invariant failed.
 
+import { spawnSync } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { freshnessChart } from '../local/chart.ts'
@@ -23,6 +24,9 @@ import { machineInfo, machineMarkdown } from './lib/machine.ts'
 import { OUT_DIR, markdownTable, writeResults } from './lib/report.ts'
 import { SOAK_DEFAULTS, type SoakResult, faultRecovery, runSoak } from './lib/soak-run.ts'
 import { memoryDetail } from './lib/soak-memory.ts'
+
+/** MALLOC_ARENA_MAX the soak runs under (see below) */
+const SOAK_ARENAS = 2
 
 const s = (ms: number | null) => (ms === null ? '-' : (ms / 1000).toFixed(1))
 
@@ -35,7 +39,8 @@ export function soakMarkdown(r: SoakResult): string {
   out.push(
     `Writer: ${r.writer.invocations} invocations, ${r.writer.crashes} crashed, ${r.writer.failedRecords} records left for redelivery, ${r.writer.redeliveredRecords} redelivered records received, ${r.writer.coldStarts} cold starts. ` +
       `Compactor: ${r.compactor.invocations} invocations, ${r.compactor.crashes} crashed, ${r.compactor.failedRecords} jobs returned, ${r.compactor.coldStarts} cold starts. ` +
-      `Maintenance: ${r.maintenance.runs} runs (${r.maintenance.failed} failed), ${r.maintenance.snapshotsExpired} snapshots expired, ${r.maintenance.orphansDeleted} orphans and ${r.maintenance.markersDeleted} ingest markers deleted.`,
+      `Maintenance: ${r.maintenance.runs} runs (${r.maintenance.failed} failed), ${r.maintenance.snapshotsExpired} snapshots expired, ${r.maintenance.orphansDeleted} orphans and ${r.maintenance.markersDeleted} ingest markers deleted; ` +
+      `steps (total / longest s): ${Object.entries(r.maintenance.stepSeconds ?? {}).map(([k, t]) => `${k} ${t.total} / ${t.max}`).join(', ') || '-'}.`,
   )
   out.push(
     `Compaction jobs: ${r.jobs.delivered} received by compactors for ${r.jobs.bucketCompactions} bucket compactions that landed (${(r.jobs.delivered / Math.max(1, r.jobs.bucketCompactions)).toFixed(2)} jobs per compaction); compaction queue peak depth ${r.jobs.peakDepth.orders} (orders, ${r.params.buckets} buckets: ${r.jobs.peakPerBucket.orders.toFixed(2)} per bucket) and ${r.jobs.peakDepth.totals} (totals, ${r.params.totalsBuckets} buckets: ${r.jobs.peakPerBucket.totals.toFixed(2)} per bucket).`,
@@ -99,6 +104,15 @@ if (import.meta.filename === process.argv[1]) {
     ['--minutes', '--seconds', '--rate', '--buckets', '--keys', '--crash-every', '--warmup', '--visibility', '--task-threads', '--seed', '--lag-threshold', '--recover-within', '--maintenance-every', '--cache-mb', '--memory-from'],
   )
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
+  // glibc gives every thread that allocates an arena of its own (up to 8 per core): with a
+  // dozen function environments as threads of this one process, memory one environment frees
+  // stays resident in its arena. Two arenas, as a Lambda sandbox (one process per function,
+  // one or two vCPUs) has about; read at process start, so the soak starts itself again with
+  // it. An explicit MALLOC_ARENA_MAX is kept.
+  if (process.platform === 'linux' && process.env.MALLOC_ARENA_MAX === undefined && !args.has('--reanalyze')) {
+    const child = spawnSync(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit', env: { ...process.env, MALLOC_ARENA_MAX: String(SOAK_ARENAS) } })
+    process.exit(child.status ?? 1)
+  }
   if (args.has('--reanalyze')) {
     const last = JSON.parse(readFileSync(join(OUT_DIR, 'soak.json'), 'utf8')) as SoakResult
     const thresholdMs = args.num('--lag-threshold', last.lag.thresholdMs / 1000) * 1000
@@ -140,7 +154,7 @@ if (import.meta.filename === process.argv[1]) {
     log: (line) => process.stderr.write(line + '\n'),
   })
   console.log(soakMarkdown(r))
-  console.log(`\n${machineMarkdown(machine)}`)
+  console.log(`\n${machineMarkdown(machine)}; MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? 'unset'}.`)
   mkdirSync(OUT_DIR, { recursive: true })
   const svg = join(OUT_DIR, 'soak-lag.svg')
   writeFileSync(

@@ -7,7 +7,10 @@
 //   committer, maintenance), as each thread reports them (ExecutionEnvironmentPool.memory());
 // - non-heap: RSS less every V8 heap's committed size (heapTotal), i.e. Buffers, native
 //   allocations, compiled code, thread stacks and whatever the C allocator keeps;
-// - from /proc/self/status (Linux): anonymous and file-backed RSS, and the thread count.
+// - from /proc/self/status (Linux): anonymous and file-backed RSS, and the thread count;
+// - from /proc/self/smaps (Linux): the resident part of the C allocator's arenas (glibc's
+//   main brk heap and its per-thread arenas, each a 64 MiB-aligned reservation of 64 MiB),
+//   where native allocations freed by one thread may stay resident.
 
 import { readFileSync } from 'node:fs'
 import type { EnvironmentMemory, ExecutionEnvironmentPool } from '../../local/runtime/execution-environment.ts'
@@ -32,6 +35,11 @@ export interface MemorySample {
   rssAnonMb: number | null
   rssFileMb: number | null
   threads: number | null
+  /**
+   * resident MB of glibc's malloc arenas (brk heap + per-thread arenas), from smaps; null off
+   * Linux and on samples that skip it (reading smaps of a large process takes ~0.4 s)
+   */
+  mallocArenasMb: number | null
   main: { heapUsedMb: number; heapTotalMb: number; externalMb: number; arrayBuffersMb: number }
   roles: Record<Role, RoleMemory>
   /** every environment's heap, summed */
@@ -58,6 +66,50 @@ function procStatus(): { rssAnonMb: number | null; rssFileMb: number | null; thr
   }
 }
 
+const ARENA_BYTES = 64 * 2 ** 20
+
+/**
+ * Resident MB of glibc's malloc arenas: the `[heap]` mapping (the main arena) and every run
+ * of unnamed mappings that starts on a 64 MiB boundary and spans exactly 64 MiB (a thread
+ * arena's reservation, its used part read-write and the rest inaccessible).
+ */
+export function mallocArenasMb(smaps: string): number {
+  const maps: { start: number; end: number; name: string; rssKb: number }[] = []
+  for (const line of smaps.split('\n')) {
+    const m = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$/.exec(line)
+    if (m) maps.push({ start: parseInt(m[1], 16), end: parseInt(m[2], 16), name: m[3].trim(), rssKb: 0 })
+    else if (line.startsWith('Rss:') && maps.length) maps[maps.length - 1].rssKb = Number(line.split(/\s+/)[1])
+  }
+  let kb = 0
+  for (let i = 0; i < maps.length; i++) {
+    const m = maps[i]
+    if (m.name === '[heap]') {
+      kb += m.rssKb
+      continue
+    }
+    if (m.name !== '' || m.start % ARENA_BYTES !== 0) continue
+    let span = 0, rss = 0, j = i
+    while (j < maps.length && maps[j].name === '' && maps[j].start === m.start + span && span < ARENA_BYTES) {
+      span += maps[j].end - maps[j].start
+      rss += maps[j].rssKb
+      j++
+    }
+    if (span === ARENA_BYTES) {
+      kb += rss
+      i = j - 1
+    }
+  }
+  return Math.round((kb / 1024) * 10) / 10
+}
+
+function arenas(): number | null {
+  try {
+    return mallocArenasMb(readFileSync('/proc/self/smaps', 'utf8'))
+  } catch {
+    return null
+  }
+}
+
 function roleMemory(ms: EnvironmentMemory[]): RoleMemory {
   const sum = (f: (m: EnvironmentMemory) => number) => mb(ms.reduce((a, m) => a + f(m), 0))
   return {
@@ -71,7 +123,7 @@ function roleMemory(ms: EnvironmentMemory[]): RoleMemory {
 }
 
 /** One sample of the whole process: main thread, every pool's environments, /proc. */
-export async function sampleMemory(pools: Record<Role, ExecutionEnvironmentPool[]>): Promise<MemorySample> {
+export async function sampleMemory(pools: Record<Role, ExecutionEnvironmentPool[]>, withArenas: boolean): Promise<MemorySample> {
   const perRole = await Promise.all(ROLES.map(async (r) => [r, roleMemory((await Promise.all(pools[r].map((p) => p.memory()))).flat())] as const))
   const roles = Object.fromEntries(perRole) as Record<Role, RoleMemory>
   const m = process.memoryUsage()
@@ -80,6 +132,7 @@ export async function sampleMemory(pools: Record<Role, ExecutionEnvironmentPool[
   return {
     rssMb: mb(m.rss),
     ...procStatus(),
+    mallocArenasMb: withArenas ? arenas() : null,
     main: { heapUsedMb: mb(m.heapUsed), heapTotalMb: mb(m.heapTotal), externalMb: mb(m.external), arrayBuffersMb: mb(m.arrayBuffers) },
     roles,
     envHeapUsedMb: mb(all.reduce((a, r) => a + r.heapUsedMb, 0) * 2 ** 20),
@@ -117,6 +170,8 @@ export interface MemoryVerdict {
     envHeap: number | null
     roles: Record<Role, number | null>
     nonHeap: number | null
+    /** the part of non-heap in glibc's malloc arenas (null off Linux) */
+    mallocArenas: number | null
     mainExternal: number | null
     envExternal: number | null
   }
@@ -132,10 +187,11 @@ export interface MemoryVerdict {
 /** Slopes of every part of the process over [from, to] and whether RSS stayed within the limit. */
 export function memoryVerdict(samples: { t: number; memory: MemorySample }[], fromSecond: number, toSecond: number, limitMbPerMin: number): MemoryVerdict {
   const range = samples.filter((s) => s.t >= fromSecond && s.t <= toSecond)
-  const perMin = (f: (m: MemorySample) => number) => {
-    const k = slope(range.map((s) => [s.t, f(s.memory)]))
+  const slopeOf = (points: [number, number][]) => {
+    const k = slope(points)
     return k === null ? null : Math.round(k * 60 * 100) / 100
   }
+  const perMin = (f: (m: MemorySample) => number) => slopeOf(range.map((s) => [s.t, f(s.memory)]))
   const medianOf = (xs: number[]) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] : null)
   const first = range.filter((s) => s.t < fromSecond + 60).map((s) => s.memory)
   const last = range.filter((s) => s.t > toSecond - 60).map((s) => s.memory)
@@ -150,6 +206,7 @@ export function memoryVerdict(samples: { t: number; memory: MemorySample }[], fr
       envHeap: perMin((m) => m.envHeapUsedMb),
       roles: Object.fromEntries(ROLES.map((r) => [r, perMin((m) => m.roles[r].heapUsedMb)])) as Record<Role, number | null>,
       nonHeap: perMin((m) => m.nonHeapMb),
+      mallocArenas: slopeOf(range.filter((s) => s.memory.mallocArenasMb !== null).map((s) => [s.t, s.memory.mallocArenasMb!])),
       mainExternal: perMin((m) => m.main.externalMb),
       envExternal: perMin((m) => m.envExternalMb),
     },
@@ -169,6 +226,6 @@ export function memoryDetail(v: MemoryVerdict): string {
   return (
     `RSS ${f(v.slopes.rss)} MB/min over ${v.fromSecond}–${v.toSecond} s (limit ${v.limitMbPerMin}; ${f(v.rssFirstMb)} → ${f(v.rssLastMb)} MB); ` +
     `heap: main ${f(v.slopes.mainHeap)}, environments ${f(v.slopes.envHeap)} (${roles}) MB/min; ` +
-    `non-heap ${f(v.slopes.nonHeap)} MB/min (${f(v.nonHeapFirstMb)} → ${f(v.nonHeapLastMb)} MB; external: main ${f(v.slopes.mainExternal)}, environments ${f(v.slopes.envExternal)} MB/min)`
+    `non-heap ${f(v.slopes.nonHeap)} MB/min (${f(v.nonHeapFirstMb)} → ${f(v.nonHeapLastMb)} MB; malloc arenas ${f(v.slopes.mallocArenas)}, external: main ${f(v.slopes.mainExternal)}, environments ${f(v.slopes.envExternal)} MB/min)`
   )
 }

@@ -164,6 +164,10 @@ export const SOAK_DEFAULTS: SoakOptions = {
   drainTimeoutSeconds: 300,
   strictTiming: true,
   memoryLimitMbPerMin: 2,
+  // a dozen function environments share this process: at 8 MiB each their metadata caches
+  // fill within the first minutes, so the slope after that shows whatever else grows (the
+  // bound itself: test/cache-bounds.test.ts)
+  metadataCacheMb: 8,
   tolerateStaleVersions: false,
   seed: 20_260_601,
 }
@@ -259,7 +263,8 @@ export interface SoakResult {
   distinctOrderKeys: number
   writer: { invocations: number; succeeded: number; crashes: number; failedRecords: number; coldStarts: number; redeliveredRecords: number; failures: Record<string, number>; durationMs: Durations }
   compactor: { invocations: number; succeeded: number; crashes: number; failedRecords: number; coldStarts: number; failures: Record<string, number>; durationMs: Durations }
-  maintenance: { runs: number; failed: number; errors: string[]; snapshotsExpired: number; orphansDeleted: number; markersDeleted: number }
+  /** stepSeconds: what the maintenance function's steps took (its summary's timings), summed and the longest */
+  maintenance: { runs: number; failed: number; errors: string[]; snapshotsExpired: number; orphansDeleted: number; markersDeleted: number; stepSeconds: Record<string, { total: number; max: number }> }
   /**
    * Compaction jobs (lib/jobs/coalesce.ts): messages the compactors received, bucket
    * compactions that landed (distinct buckets of each COMPACT snapshot's delta), and the
@@ -694,17 +699,18 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       ? Promise.all([faultLane(o.kinds.filter((k) => k.startsWith('writer'))), faultLane(o.kinds.filter((k) => k.startsWith('compactor')))])
       : faultLane(o.kinds)
 
-    // ---- maintenance, as the schedule would run it ----
-    const maint = { runs: 0, failed: 0, errors: [] as string[], snapshotsExpired: 0, orphansDeleted: 0, markersDeleted: 0 }
-    const maintenanceLoop = (async () => {
-      let next = o.maintenanceEverySeconds
-      while (maintaining) {
-        if (now() < next) {
-          await sleep(Math.min(500, (next - now()) * 1000))
-          continue
-        }
-        next += o.maintenanceEverySeconds
-        for (const [name, pool] of maintenancePools) {
+    // ---- maintenance, as the schedule would run it: each table's function on its own schedule ----
+    const maint: SoakResult['maintenance'] = { runs: 0, failed: 0, errors: [], snapshotsExpired: 0, orphansDeleted: 0, markersDeleted: 0, stepSeconds: {} }
+    const maintenanceLoop = Promise.all(
+      [...maintenancePools].map(async ([name, pool]) => {
+        let next = o.maintenanceEverySeconds
+        while (maintaining) {
+          if (now() < next) {
+            await sleep(Math.min(500, (next - now()) * 1000))
+            continue
+          }
+          // a run that outlasts the period starts the next one late, not twice
+          next = Math.max(next + o.maintenanceEverySeconds, now())
           const r = await pool.invoke({ 'detail-type': 'Scheduled Event', source: 'aws.events', time: new Date().toISOString(), detail: {} })
           maint.runs++
           if (!r.ok) {
@@ -712,13 +718,18 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
             if (maint.errors.length < 10) maint.errors.push(`${name} at ${now().toFixed(0)} s: ${r.error.name}: ${r.error.message}`)
             continue
           }
-          const v = r.value as { expired: { expired: number[] } | null; orphansDeleted: number | null; markersDeleted: number | null }
+          const v = r.value as { expired: { expired: number[] } | null; orphansDeleted: number | null; markersDeleted: number | null; timings?: Record<string, number> }
           maint.snapshotsExpired += v.expired?.expired.length ?? 0
           maint.orphansDeleted += v.orphansDeleted ?? 0
           maint.markersDeleted += v.markersDeleted ?? 0
+          for (const [step, ms] of Object.entries(v.timings ?? {})) {
+            const t = (maint.stepSeconds[step] ??= { total: 0, max: 0 })
+            t.total = Math.round((t.total + ms / 1000) * 10) / 10
+            t.max = Math.max(t.max, Math.round(ms / 100) / 10)
+          }
         }
-      }
-    })()
+      }),
+    )
 
     // ---- samples ----
     const samples: Sample[] = []
@@ -759,7 +770,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       peakJobs.orders = Math.max(peakJobs.orders, ordersJobs)
       peakJobs.totals = Math.max(peakJobs.totals, totalsJobs)
       await countCompactions()
-      const memory = await sampleMemory(pools)
+      const memory = await sampleMemory(pools, sampleCount % 10 === 0)
       let oldestUnseen = Infinity
       for (const p of unseen) oldestUnseen = Math.min(oldestUnseen, p.sentAt)
       const probeAgeMs = oldestUnseen === Infinity ? 0 : Date.now() - oldestUnseen
