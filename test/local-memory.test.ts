@@ -114,7 +114,8 @@ describe("each environment's memory, as its thread reports it", () => {
     const after = new Map((await p.memory()).map((m) => [m.environmentId, m]))
     const id = grown.environmentId!
     const other = id === a.environmentId ? b.environmentId! : a.environmentId!
-    expect(after.get(id)!.heapUsed - before.get(id)!.heapUsed).toBeGreaterThanOrEqual(30 * 2 ** 20)
+    // a margin below the 32 MB kept: garbage counted in `before` may be collected by `after` (a CI run saw +29.4 MB)
+    expect(after.get(id)!.heapUsed - before.get(id)!.heapUsed).toBeGreaterThanOrEqual(20 * 2 ** 20)
     expect(after.get(id)!.arrayBuffers - before.get(id)!.arrayBuffers).toBeGreaterThanOrEqual(24 * 2 ** 20)
     expect(after.get(id)!.external).toBeGreaterThanOrEqual(after.get(id)!.arrayBuffers)
     // the other thread's figures are its own, not the process's
