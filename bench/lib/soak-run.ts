@@ -48,6 +48,8 @@ const FUNCTIONS = join(import.meta.dirname, '..', '..', 'functions')
 export const PROBE_BASE = 1_000_000_000
 /** metadata cache of the soak's own long-lived readers, MiB, unless metadataCacheMb sets both */
 const HARNESS_CACHE_MB = 4
+/** metadata cache of the maintenance functions, MiB (see where they are started) */
+const MAINTENANCE_CACHE_MB = 64
 
 export const FAULT_KINDS = [
   'writer-throw',
@@ -487,7 +489,9 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
         t.name,
         new ExecutionEnvironmentPool({
           handlerModule: join(FUNCTIONS, 'maintenance.ts'),
-          env: { ...rt.env, STRATA_TABLE: t.name, AWS_LAMBDA_FUNCTION_NAME: `strata-${t.name}-maintenance`, STRATA_ORPHAN_OLDER_THAN_MS: String(o.orphanOlderThanMs) },
+          // expiration and orphan cleanup each read every retained snapshot's metadata, on
+          // every run: a cache that holds it keeps a run short enough for expiration to keep up
+          env: { ...rt.env, STRATA_TABLE: t.name, AWS_LAMBDA_FUNCTION_NAME: `strata-${t.name}-maintenance`, STRATA_ORPHAN_OLDER_THAN_MS: String(o.orphanOlderThanMs), STRATA_METADATA_CACHE_MB: String(MAINTENANCE_CACHE_MB) },
           maxEnvironments: 1,
           timeoutMs: 300_000,
         }),
