@@ -2,8 +2,12 @@
 // handlers in worker threads) under a steady write load for minutes while writer and
 // compactor invocations crash at random points and the compactor's environments are killed,
 // then a drain and the checks: nothing lost, nothing twice, no snapshot pointing at a
-// missing file, lag back under a threshold after each fault, memory flat. What is run and
-// measured: bench/lib/soak-run.ts. A short version runs in `npm test` (test/soak.test.ts).
+// missing file, lag back under a threshold after each fault, memory flat (RSS slope over the
+// second half of the load at most 2 MB/min, with the main thread's heap, every function
+// environment's heap and the non-heap rest reported apart: bench/lib/soak-memory.ts). What
+// is run and measured: bench/lib/soak-run.ts. A short version runs in `npm test`
+// (test/soak.test.ts). --cache-mb sets the functions' STRATA_METADATA_CACHE_MB (default 8);
+// --memory-from the second the memory slope starts at (default: half the load).
 //
 //   npx tsx bench/soak.ts [--minutes 10] [--seconds N] [--rate 40] [--buckets 16] [--keys 5000]
 //     [--crash-every 45] [--warmup 60] [--visibility 30] [--task-threads 4] [--seed N]
