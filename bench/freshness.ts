@@ -43,7 +43,7 @@ import { compactorProbeOf } from './lib/compactor-probe.ts'
 import { parseBenchArgs } from './lib/args.ts'
 import { machineInfo, machineMarkdown } from './lib/machine.ts'
 import { OUT_DIR, markdownTable, writeResults } from './lib/report.ts'
-import { seededRandom } from './lib/dataset.ts'
+import { ORDERS_FIELDS, seededRandom } from './lib/dataset.ts'
 import { percentile } from './lib/stats.ts'
 
 const COMMITTER_PROBE = join(import.meta.dirname, 'lib', 'committer-probe.ts')
@@ -171,12 +171,7 @@ const pct = (xs: number[], p: number): number => percentile(xs, p, 0)
 
 function schema(threads: number) {
   return {
-    fields: [
-      { name: 'id', type: 'BIGINT' },
-      { name: 'customer', type: 'STRING' },
-      { name: 'amount', type: 'DECIMAL(10, 2)' },
-      { name: 'version', type: 'INT' },
-    ],
+    fields: ORDERS_FIELDS,
     primaryKeys: ['id'],
     partitionKeys: [],
     options: { bucket: String(BUCKETS), 'deletion-vectors.enabled': 'true', 'compaction.task-threads': String(threads), 'sequence.field': 'version' },

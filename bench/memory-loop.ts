@@ -29,7 +29,7 @@ import { Table } from '../lib/table/table.ts'
 import { RowKind } from '../lib/types.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 import { parseBenchArgs } from './lib/args.ts'
-import { seededRandom } from './lib/dataset.ts'
+import { ORDERS_FIELDS, seededRandom } from './lib/dataset.ts'
 import { machineInfo, machineMarkdown } from './lib/machine.ts'
 import { markdownTable, writeResults } from './lib/report.ts'
 
@@ -71,12 +71,7 @@ const mb = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10
 
 function schema(buckets: number): unknown {
   return {
-    fields: [
-      { name: 'id', type: 'BIGINT' },
-      { name: 'customer', type: 'STRING' },
-      { name: 'amount', type: 'DECIMAL(10, 2)' },
-      { name: 'version', type: 'INT' },
-    ],
+    fields: ORDERS_FIELDS,
     primaryKeys: ['id'],
     partitionKeys: [],
     options: { bucket: String(buckets), 'deletion-vectors.enabled': 'true', 'sequence.field': 'version' },

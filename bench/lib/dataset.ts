@@ -14,6 +14,17 @@ import { type WriteRecord, writeBatch } from '../../lib/write/table-write.ts'
 /** The serialized empty partition of an unpartitioned table. */
 export const NO_PARTITION: Uint8Array = serializeBinaryRow([], [])
 
+/**
+ * The orders table of the freshness, soak and memory benchmarks: an upsert stream whose
+ * events carry their version, which the table orders by (`sequence.field: version`).
+ */
+export const ORDERS_FIELDS = [
+  { name: 'id', type: 'BIGINT' },
+  { name: 'customer', type: 'STRING' },
+  { name: 'amount', type: 'DECIMAL(10, 2)' },
+  { name: 'version', type: 'INT' },
+]
+
 export interface TableShape {
   buckets: number
   deletionVectors: boolean

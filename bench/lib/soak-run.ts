@@ -39,7 +39,7 @@ import { ExecutionEnvironmentPool } from '../../local/runtime/execution-environm
 import { type LocalRuntime, startLocalRuntime } from '../../local/runtime/local-runtime.ts'
 import { type ArmedFault, SoakControl } from '../../local/runtime/soak-control.ts'
 import type { EmbeddedStats } from '../../local/embedded.ts'
-import { seededRandom } from './dataset.ts'
+import { ORDERS_FIELDS, seededRandom } from './dataset.ts'
 import { type MemorySample, type MemoryVerdict, type Role, mb, memoryDetail, memoryVerdict, sampleMemory } from './soak-memory.ts'
 import { percentile } from './stats.ts'
 
@@ -336,12 +336,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 function ordersSchema(o: SoakOptions) {
   return {
-    fields: [
-      { name: 'id', type: 'BIGINT' },
-      { name: 'customer', type: 'STRING' },
-      { name: 'amount', type: 'DECIMAL(10, 2)' },
-      { name: 'version', type: 'INT' },
-    ],
+    fields: ORDERS_FIELDS,
     primaryKeys: ['id'],
     partitionKeys: [],
     options: {
