@@ -4,9 +4,10 @@
 // `main`, stdout and stderr captured), on real tables in a temp directory; test/cli.test.ts
 // runs it as a child process.
 
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileTree } from './helpers/file-tree.ts'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { main } from '../lib/cli/main.ts'
 
@@ -31,24 +32,8 @@ async function strata(args: string[]): Promise<Result> {
   }
 }
 
-/**
- * Every file under a directory with its size and mtime, to prove nothing changed; but the
- * LATEST hint: a commit rewrites it in the background after it returns
- * (lib/commit/commit.ts), so an in-process write's may land during the next command.
- */
-function tree(dir: string): string[] {
-  const out: string[] = []
-  const walk = (d: string) => {
-    for (const name of readdirSync(d)) {
-      const p = join(d, name)
-      const st = statSync(p)
-      if (st.isDirectory()) walk(p)
-      else if (name !== 'LATEST') out.push(`${p}:${st.size}:${st.mtimeMs}`)
-    }
-  }
-  walk(dir)
-  return out.sort()
-}
+/** Files and mtimes, to prove nothing changed; not the LATEST hint (see fileTree). */
+const tree = (dir: string): string[] => fileTree(dir, ['LATEST'])
 
 const SCHEMA = {
   fields: [

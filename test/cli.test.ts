@@ -2,10 +2,11 @@
 // bad input at every boundary: a clear one-line reason, a non-zero exit, the table unchanged.
 
 import { execFile } from 'node:child_process'
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
+import { fileTree } from './helpers/file-tree.ts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 const run = promisify(execFile)
@@ -31,20 +32,7 @@ async function strata(args: string[], input?: string): Promise<Result> {
   }
 }
 
-/** Every file under a directory with its size and mtime, to prove nothing changed. */
-function tree(dir: string): string[] {
-  const out: string[] = []
-  const walk = (d: string) => {
-    for (const name of readdirSync(d)) {
-      const p = join(d, name)
-      const st = statSync(p)
-      if (st.isDirectory()) walk(p)
-      else out.push(`${p}:${st.size}:${st.mtimeMs}`)
-    }
-  }
-  walk(dir)
-  return out.sort()
-}
+const tree = (dir: string): string[] => fileTree(dir)
 
 const SCHEMA = {
   fields: [
