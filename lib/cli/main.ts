@@ -67,7 +67,8 @@ async function* byteLines(input: AsyncIterable<Buffer | string>): AsyncGenerator
     return whole.length && whole[whole.length - 1] === 0x0d ? whole.subarray(0, whole.length - 1) : whole
   }
   for await (const chunk of input) {
-    let buf = Buffer.from(chunk)
+    // Buffer.from would copy a Buffer chunk; only a string needs converting
+    let buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk
     let nl: number
     while ((nl = buf.indexOf(0x0a)) >= 0) {
       yield line(buf.subarray(0, nl))
