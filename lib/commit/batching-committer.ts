@@ -194,7 +194,8 @@ export class BatchingCommitter {
    */
   private async foldOnce(items: Item[], outcomes: (FoldOutcome | undefined)[], result: FoldResult): Promise<Item[]> {
     const table = this.table
-    const latestId = await table.snapshots.latestId()
+    // a warm committer probes past the last snapshot it knows: one round trip when nothing else landed
+    const latestId = (await table.snapshots.latestFrom(table.snapshots.highestKnownId()))?.id ?? 0
     // duplicates: identities landed after the message was built
     const lowest = Math.min(...items.map((it) => it.identity.builtAfterSnapshotId))
     // a warm committer knows what it landed itself without reading the snapshot

@@ -1,22 +1,23 @@
 // What the committer function does with one invocation, independent of Lambda: take the
 // batch it was invoked with, drain the commit queue beyond it (an SQS event-source batch
 // holds at most 10 messages, too few per snapshot when a thousand buckets compact at once),
-// fold every message into as few snapshots as it can (batching-committer.ts), write each
-// settled message's receipt, and only then let the queue forget it.
+// fold every message into as few snapshots as it can (batching-committer.ts), and only then
+// let the queue forget the settled messages.
 //
-// Rounds: while the caller allows (moreRounds) and the queue has more, the invocation drains
-// and folds again as soon as a snapshot has landed, while the previous round's receipts and
-// deletions are still being written. A snapshot then waits for the drain and the fold of the
-// messages before it, not also for hundreds of receipt PUTs; a sender still learns its
-// outcome only from its receipt.
+// Rounds: while the caller allows (moreRounds), the invocation keeps receiving while a round
+// folds, and folds what it received as soon as that round's snapshot has landed; the
+// round's deletions go on meanwhile. A snapshot then waits for the fold of the messages
+// before it, not for the receives that collected it nor for the deletions of the last round.
 //
 // A message is settled when it landed, was a duplicate of one that landed, or conflicts (a
-// compaction whose inputs are gone: it can never land, and its receipt says so, so the
-// compactor redoes the job at once instead of waiting for a DLQ). Anything else (a store
-// failure, an unreadable spilled body) is not settled: a batch message is reported back to
-// the event source, a drained one is made visible again, and a redelivery is recognised if
-// it landed after all. Receipts are written before any deletion, so a crash at any step
-// leaves every message either on the queue or with its receipt written.
+// compaction whose inputs are gone: it can never land). Its sender learns a landing from
+// the snapshot chain itself (queued-committer.ts), so nothing is written per landed
+// message; a conflict gets a receipt object (receipts.ts), so its compactor redoes the job at
+// once instead of waiting for a DLQ. Anything else (a store failure, an unreadable spilled
+// body) is not settled: a batch message is reported back to the event source, a drained
+// one is made visible again, and a redelivery is recognised if it landed after all. The
+// snapshot (or the conflict receipt) exists before any deletion, so a crash at any step
+// leaves every message either on the queue or with its outcome readable.
 
 import pLimit from 'p-limit'
 import { StrataInputError } from '../types.ts'
@@ -40,12 +41,13 @@ export interface CommitServiceOptions {
   drain?: { queue: DrainableCommitQueue; max: number }
   /** test hook: after the fold, before receipts (a crash here loses nothing) */
   afterFold?: () => Promise<void> | void
-  /** test hook: after receipts, before drained messages are deleted */
+  /** test hook: after a round's conflict receipts, before its drained messages are deleted */
   afterReceipts?: () => Promise<void> | void
   /**
-   * Asked after each round (drain, fold, then receipts and deletions in the background):
-   * true to drain and fold again while the last round's receipts are still being written.
-   * Rounds end when the drain finds nothing. Default: one round.
+   * Asked after each round (fold, then receipts and deletions in the background): true to
+   * fold again what arrived meanwhile while the last round's deletions are still going on;
+   * its presence also lets a round receive the next one's messages while it folds. Rounds
+   * end when nothing arrived. Default: one round.
    */
   moreRounds?: () => boolean
 }
@@ -82,19 +84,31 @@ const DRAIN_RECEIVES_AT_ONCE = 8
 export async function commitFromQueue(committer: BatchingCommitter, invoked: InvokedMessage[], opts: CommitServiceOptions): Promise<CommitServiceResult> {
   const total: CommitServiceResult = { failedIds: [], received: 0, drained: 0, landed: 0, duplicates: 0, conflicts: 0, failed: 0, snapshots: [], rounds: 0, retries: 0, replans: 0, errors: [] }
   const invokedHandles = new Map(invoked.map((m) => [m.id, m.receiptHandle]))
-  // one pool for every round's receipts, leaving a quarter of the store's requests to the
-  // next round's fold: its reads are on the critical path, the receipts only on their senders'
+  // one pool for every round's conflict receipts, leaving a quarter of the store's requests
+  // to the next round's fold: its reads are on the critical path, the receipts only on their senders'
   const ioMax = committer.table.view.options.ioMaxConcurrentRequests
   const receiptSlot = pLimit(Math.max(1, Math.floor((ioMax * 3) / 4)))
   const settling: Promise<void>[] = []
   let settleError: unknown
   let entries: Entry[] = invoked.map((m) => ({ id: m.id, ...parse(m.body, opts.tableName) }))
+  // received while the last round folded, not folded yet: given back if the invocation stops
+  let next: Entry[] = []
   try {
+    if (opts.drain) total.drained += await drainInto(entries, opts.drain, opts.tableName)
     for (;;) {
-      if (opts.drain) total.drained += await drainInto(entries, opts.drain, opts.tableName)
       if (entries.length === 0) break
       const folding = entries.filter((e) => e.input)
-      const res = folding.length ? await committer.commit(folding.map((e) => e.input!)) : null
+      // the next round is collected while this one folds, so its receives are off the path
+      // of the snapshot after this one
+      let folded = false
+      const collecting = opts.drain && (opts.moreRounds?.() ?? false) ? collectWhile(next, opts.drain, opts.tableName, () => folded) : Promise.resolve(0)
+      let res: Awaited<ReturnType<BatchingCommitter['commit']>> | null
+      try {
+        res = folding.length ? await committer.commit(folding.map((e) => e.input!)) : null
+      } finally {
+        folded = true
+        total.drained += await collecting
+      }
       res?.outcomes.forEach((o, i) => (folding[i].outcome = o))
       await opts.afterFold?.()
       total.received += entries.length
@@ -104,7 +118,7 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
         total.retries += res.retries
         total.replans += res.replans
       }
-      // the round's receipts and deletions go on while the next round drains and folds
+      // the round's receipts and deletions go on while the next round folds
       const round = entries
       settling.push(
         settle(committer, round, folding, invokedHandles, receiptSlot, opts, total).catch((e) => {
@@ -112,16 +126,53 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
         }),
       )
       if (!opts.drain || settleError !== undefined || !(opts.moreRounds?.() ?? false)) break
-      entries = []
+      entries = next
+      next = []
+      // nothing arrived while it folded: one more look before the invocation ends
+      if (entries.length === 0) total.drained += await drainInto(entries, opts.drain, opts.tableName)
     }
   } finally {
+    // collected for a round that will not run: visible again at once for the next committer
+    const unfolded = next.filter((e) => e.drained).map((e) => e.drained!)
+    if (unfolded.length && opts.drain) await opts.drain.queue.release(unfolded).catch(() => undefined)
     // every round started is settled (or has failed) before the invocation returns or fails
     await Promise.all(settling)
-    // the LATEST rewrites went out beside the receipts; done before the instance may freeze
+    // the LATEST rewrites went out beside the deletions; done before the instance may freeze
     await committer.table.snapshots.settleHints()
   }
   if (settleError !== undefined) throw settleError
   return total
+}
+
+/** Pause after a receive that found nothing while a fold runs, so an idle queue costs a few receives per fold. */
+const COLLECT_IDLE_PAUSE_MS = 20
+
+/**
+ * Receives into `into` until `done()` (the fold it overlaps has ended) or `drain.max`
+ * messages; returns how many. The receives in flight when the fold ends are waited for
+ * (their messages are held), no new one starts. Starts with one receive at a time and
+ * widens while they come back full, so an idle queue is asked once per pause.
+ */
+async function collectWhile(into: Entry[], drain: NonNullable<CommitServiceOptions['drain']>, tableName: string, done: () => boolean): Promise<number> {
+  let collected = 0
+  let width = 1
+  while (!done() && into.length < drain.max) {
+    const room = drain.max - into.length
+    const calls = Math.min(width, DRAIN_RECEIVES_AT_ONCE, Math.ceil(room / 10))
+    let got: QueuedCommitMessage[]
+    try {
+      got = (await Promise.all(Array.from({ length: calls }, (_, k) => drain.queue.receive(Math.min(10, room - 10 * k))))).flat()
+    } catch {
+      // the next round's drain (or the next invocation) tries again
+      break
+    }
+    collected += got.length
+    for (const m of got) into.push({ id: m.messageId, drained: m, ...parse(m.body, tableName) })
+    if (got.length >= calls * 10) width = Math.min(DRAIN_RECEIVES_AT_ONCE, width * 2)
+    else width = 1
+    if (got.length === 0) await new Promise((r) => setTimeout(r, COLLECT_IDLE_PAUSE_MS))
+  }
+  return collected
 }
 
 /** Receives beyond what `entries` holds, up to `drain.max` in all, until the queue has none; returns how many. */
@@ -155,12 +206,14 @@ async function settle(
 ): Promise<void> {
   const errors = total.errors
   for (const e of entries) if (e.outcome?.status === 'failed' && !folding.includes(e)) errors.push({ id: e.id, error: e.outcome.error.message, conflict: false })
-  const toSettle = entries.filter((e) => e.outcome && (e.outcome.status !== 'failed' || e.outcome.conflict))
+  // landed and duplicate messages are settled by their snapshot; a conflict by its receipt
+  for (const e of entries) if (e.outcome && e.outcome.status !== 'failed') e.settled = true
+  const conflicts = entries.filter((e) => e.outcome?.status === 'failed' && e.outcome.conflict)
   await Promise.all(
-    toSettle.map((e) =>
+    conflicts.map((e) =>
       receiptSlot(async () => {
-        const o = e.outcome!
-        const receipt: CommitReceipt = o.status === 'failed' ? { status: 'conflict', error: o.error.message } : { status: o.status, snapshotId: o.snapshotId }
+        const o = e.outcome as Extract<FoldOutcome, { status: 'failed' }>
+        const receipt: CommitReceipt = { status: 'conflict', error: o.error.message }
         try {
           await writeReceipt(committer.table.store, e.identity!, receipt)
           e.settled = true

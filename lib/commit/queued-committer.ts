@@ -1,8 +1,15 @@
 // The queued committer: the Committer a writer or compactor uses when its table has a
 // commit queue (docs/design.md "How a commit travels"). It sends the request as a commit
-// message and resolves only once the committer function has landed it and written its
-// receipt, so a writer acknowledges its records, and a compactor its job, only after the
-// commit is in a snapshot.
+// message and resolves only once the committer function has landed it, so a writer
+// acknowledges its records, and a compactor its job, only after the commit is in a snapshot.
+//
+// How the sender learns the outcome: the snapshot chain is the receipt. Every snapshot
+// names the commits it landed (its own identity, or a folded snapshot's sidecar:
+// lib/commit/landed.ts), so the sender follows the snapshots after the one its work was
+// built on until one names its identity. The committer writes a receipt object only for a
+// message that can never land (a conflict: receipts.ts); the sender polls that key beside
+// the next snapshot. A committer that lands a round therefore pays no request per message
+// for its senders, and a sender learns of its landing as soon as the snapshot exists.
 
 import { CommitConflictError } from '../types.ts'
 import type { Table } from '../table/table.ts'
@@ -15,9 +22,9 @@ import { type CommitReceipt, readReceipt, receiptKey } from './receipts.ts'
 export interface QueuedCommitterOptions {
   /** the table's name in STRATA_TABLES, carried in the message for the committer to check */
   tableName?: string
-  /** how long to wait for the receipt; default 120 s */
+  /** how long to wait for the commit to land; default 120 s */
   timeoutMs?: number
-  /** first and largest pause between receipt polls; default 20 ms growing ×1.5 to 100 ms */
+  /** first and largest pause between polls; default 20 ms growing ×1.5 to 100 ms */
   firstPollMs?: number
   maxPollMs?: number
 }
@@ -32,26 +39,39 @@ export class QueuedCommitter implements Committer {
   ) {}
 
   async commit(req: CommitRequest): Promise<CommitResult> {
-    const store = this.table.store
+    const { store, snapshots, landed } = this.table
     const message = commitMessageOf(req, this.opts.tableName)
     const identity = commitKeyOf(message)
+    // the commit lands after the snapshot its work was built on, never at or before it
+    let known = req.baseSnapshotId
     if (req.dedup) {
       // an earlier attempt's message may have landed after that attempt stopped waiting
+      const latest = await snapshots.latestFrom(known)
+      const at = latest ? await landed.find(identity, known, latest.id) : null
+      if (at !== null) return { snapshotId: at, retries: 0, deduplicated: true }
       const earlier = await readReceipt(store, identity)
       if (earlier && earlier.status !== 'conflict') return this.settle(identity, earlier, true)
     }
     const { body } = await encodeCommitMessage(message, store)
     await req.beforeSnapshotCreate?.(0)
     await this.queue.send(body, identity)
-    const deadline = Date.now() + (this.opts.timeoutMs ?? 120_000)
+    const timeoutMs = this.opts.timeoutMs ?? 120_000
+    const deadline = Date.now() + timeoutMs
     let pause = this.opts.firstPollMs ?? 20
     for (;;) {
       await sleep(pause)
-      const r = await readReceipt(store, identity)
-      if (r) return this.settle(identity, r, false)
+      // one round trip when nothing landed: GET snapshot-(known+1) and the conflict receipt at once
+      const [latest, receipt] = await Promise.all([snapshots.latestFrom(known), readReceipt(store, identity)])
+      if (latest && latest.id > known) {
+        const at = await landed.find(identity, known, latest.id)
+        if (at !== null) return { snapshotId: at, retries: 0, deduplicated: false }
+        known = latest.id
+      }
+      // a conflict; or a landed receipt of a committer from before the snapshot chain was the receipt
+      if (receipt) return this.settle(identity, receipt, false)
       if (Date.now() >= deadline) {
         throw new CommitFailedError(
-          `commit ${identity} was sent to the commit queue but no receipt came within ${this.opts.timeoutMs ?? 120_000} ms; it may still land, and a retry of the same identity is recognised`,
+          `commit ${identity} was sent to the commit queue but had not landed after ${timeoutMs} ms (latest snapshot ${known}); it may still land, and a retry of the same identity is recognised`,
         )
       }
       pause = Math.min(this.opts.maxPollMs ?? 100, pause * 1.5)

@@ -1,10 +1,11 @@
-// Commit receipts: how a sender learns what became of its commit message. After a fold, the
-// committer writes one small object per settled message under `_strata/commit-receipts/`,
-// named by a hash of the message's identity, before it deletes the message from the queue.
-// The sender polls that key (one GET per poll), reads the outcome and deletes the receipt.
-// A receipt nobody read (its sender gave up waiting and its batch was redelivered) is what
-// tells the redelivered attempt that its first message landed after all; the stack's S3
-// lifecycle rule removes receipts after a day, past the commit queue's retention.
+// Conflict receipts: how a sender learns that its commit message can never land. A landing
+// needs no receipt (the sender finds its identity in the snapshot chain: queued-committer.ts);
+// a compaction whose inputs are gone creates no snapshot, so the committer writes one small
+// object under `_strata/commit-receipts/`, named by a hash of the message's identity,
+// before it deletes the message from the queue. The sender polls that key beside the next
+// snapshot, reads the conflict and deletes the receipt; the stack's S3 lifecycle rule
+// removes receipts nobody read after a day, past the commit queue's retention. Senders still
+// honour a landed or duplicate receipt, which committers before this scheme wrote.
 
 import { createHash } from 'node:crypto'
 import type { ObjectStore } from '../store/object-store.ts'

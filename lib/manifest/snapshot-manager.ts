@@ -19,6 +19,8 @@ export class SnapshotManager {
   private readonly cache = new ByteLru<Snapshot, number>(SNAPSHOT_CACHE_BYTES)
   private readonly pendingHints = new Set<Promise<void>>()
   private hinted = 0
+  /** the highest snapshot id this handle has read or been told of */
+  private highest = 0
 
   constructor(private readonly store: ObjectStore) {}
 
@@ -29,6 +31,7 @@ export class SnapshotManager {
     if (!bytes) return null
     const s = parseSnapshot(decoder.decode(bytes))
     this.cache.set(id, s, approximateBytes(s))
+    if (id > this.highest) this.highest = id
     return s
   }
 
@@ -76,6 +79,11 @@ export class SnapshotManager {
     return current
   }
 
+  /** The highest snapshot id this handle has read or created: a starting point for latestFrom(). */
+  highestKnownId(): number {
+    return this.highest
+  }
+
   /**
    * The latest snapshot for a caller that knows a recent one: GET `snapshot-(known+1)` (and
    * `snapshot-known`, usually cached) at once, one round trip when nothing landed since;
@@ -117,6 +125,7 @@ export class SnapshotManager {
    * than one this handle already started is skipped; settleHints() waits for the rest.
    */
   hintLatest(id: number): void {
+    if (id > this.highest) this.highest = id
     if (id <= this.hinted) return
     this.hinted = id
     const p: Promise<void> = this.writeLatestHint(id)
