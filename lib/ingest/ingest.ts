@@ -178,8 +178,9 @@ function parseMarker(bytes: Uint8Array | null): Marker | null {
 /** The snapshot an attempt recorded by `marker` landed as, searching only while it could have run. */
 async function landedSince(table: Table, user: string, identifier: bigint, marker: Marker, latest: number): Promise<number | null> {
   // a folded snapshot lists the writer's commit in its sidecar (lib/commit/landed.ts); a
-  // commit that landed through the queue after its attempt stopped waiting is found by its
-  // receipt instead (lib/commit/queued-committer.ts), so the time bound here holds for both
+  // commit that landed through the queue after its attempt stopped waiting, past this time
+  // bound, is found by the queued committer's own search from the batch's base snapshot
+  // (lib/commit/queued-committer.ts, dedup), so the bound holds for both
   const key = commitKeyOf({ kind: 'APPEND', commitUser: user, commitIdentifier: identifier })
   for (let id = marker.startedAfter + 1; id <= latest; id++) {
     const s = await table.snapshots.snapshot(id)
