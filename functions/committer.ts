@@ -1,9 +1,9 @@
 // Committer function: SQS FIFO event source on the table's commit queue (each message its
 // own group; the mapping's maxConcurrency 2 keeps the table's committers few). Adapts the
 // event to lib/commit/commit-service.ts, which drains the queue beyond the invoked batch,
-// folds every message into as few snapshots as it can, writes each settled message's
-// receipt and deletes what it drained, and folds further rounds while the queue has more
-// (STRATA_COMMIT_ROUNDS_MS); the partial batch response names the invoked
+// folds every message into as few snapshots as it can (their senders follow the snapshots;
+// a conflict gets a receipt), deletes what it settled, and folds further rounds, each
+// received while the last one folds, while the queue has more (STRATA_COMMIT_ROUNDS_MS); the partial batch response names the invoked
 // messages that were not settled (a store failure, an unreadable body), which the queue
 // redelivers and, past maxReceiveCount, moves to the DLQ.
 
@@ -37,7 +37,7 @@ export async function committerHandler(event: SQSEvent, context?: Context, hooks
   const committer = new BatchingCommitter(table, { beforeSnapshotCreate: hooks.beforeSnapshotCreate })
   const started = Date.now()
   // more rounds while the queue has more, for at most STRATA_COMMIT_ROUNDS_MS, and never into
-  // the last ROUNDS_RESERVE_MS of the timeout (a round's fold and receipts must fit)
+  // the last ROUNDS_RESERVE_MS of the timeout (a round's fold and deletions must fit)
   const moreRounds = () => Date.now() - started < cfg.commitRoundsMs && (context?.getRemainingTimeInMillis() ?? Infinity) > ROUNDS_RESERVE_MS
   const res = await commitFromQueue(
     committer,

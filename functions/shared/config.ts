@@ -34,7 +34,7 @@ export interface RuntimeConfig {
   dedupWindowMs: number
   /** reader: most rows one response returns */
   maxResultRows: number
-  /** writer and compactor: how long to wait for the committer's receipt */
+  /** writer and compactor: how long to wait for the committer to land a commit */
   commitTimeoutMs: number
   /** committer: most messages one invocation folds (the invoked batch plus what it drains) */
   commitDrainMax: number
