@@ -1,0 +1,383 @@
+package strata.interop;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.paimon.CoreOptions;
+import org.apache.paimon.Snapshot;
+import org.apache.paimon.data.GenericRow;
+import org.apache.paimon.data.InternalRow;
+import org.apache.paimon.disk.IOManager;
+import org.apache.paimon.fs.Path;
+import org.apache.paimon.fs.local.LocalFileIO;
+import org.apache.paimon.io.DataFileMeta;
+import org.apache.paimon.manifest.BucketEntry;
+import org.apache.paimon.manifest.ManifestEntry;
+import org.apache.paimon.reader.RecordReader;
+import org.apache.paimon.schema.Schema;
+import org.apache.paimon.schema.SchemaManager;
+import org.apache.paimon.table.FileStoreTable;
+import org.apache.paimon.table.FileStoreTableFactory;
+import org.apache.paimon.table.sink.BatchTableCommit;
+import org.apache.paimon.table.sink.BatchTableWrite;
+import org.apache.paimon.table.sink.BatchWriteBuilder;
+import org.apache.paimon.table.source.DataSplit;
+import org.apache.paimon.table.source.DeletionFile;
+import org.apache.paimon.table.source.ReadBuilder;
+import org.apache.paimon.table.source.Split;
+import org.apache.paimon.types.DataTypeJsonParser;
+import org.apache.paimon.types.RowType;
+
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.FileInputStream;
+import java.io.FileOutputStream;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.io.OutputStreamWriter;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * Apache Paimon's own reader, writer and compactor on a bare table directory, for Strata's
+ * interop tests (interop/README.md). Only Paimon's Java API: the table is opened with
+ * FileStoreTableFactory on a LocalFileIO, not through a catalog, because Strata writes a table
+ * directory and no catalog around it.
+ *
+ * <pre>
+ *   read    &lt;tableDir&gt; [--snapshot N] [--out F]        rows as JSON lines, ordered by primary key
+ *   meta    &lt;tableDir&gt; [--snapshot N] [--out F]        snapshots, files, options as one JSON object
+ *   write   &lt;tableDir&gt; [--schema JSON] [--in F] [--out F] JSON lines as one commit (creates the table if absent)
+ *   compact &lt;tableDir&gt; [--full] [--out F]              Paimon's compaction of every bucket, one commit
+ *   batch                                            commands from stdin, one JSON array of arguments a line
+ * </pre>
+ */
+public final class PaimonInterop {
+    private static final ObjectMapper MAPPER = new ObjectMapper();
+
+    private PaimonInterop() {}
+
+    public static void main(String[] args) throws Exception {
+        if (args.length == 0) {
+            System.err.println("usage: read|meta|write|compact <tableDir> …, or batch (see interop/README.md)");
+            System.exit(2);
+        }
+        if (args[0].equals("batch")) {
+            System.exit(batch());
+        }
+        try {
+            run(args, false);
+        } catch (Exception e) {
+            System.err.println("error: " + describe(e));
+            System.exit(1);
+        }
+    }
+
+    /**
+     * Runs one command a stdin line in this JVM (a JVM start and Paimon's class loading cost
+     * about a second, a read of a small table far less). Each command writes its data to its
+     * `--out` file; stdout gets one status line per command, and a failed command does not
+     * stop the ones after it, so a test learns which cell failed and why.
+     */
+    private static int batch() throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        PrintWriter status = new PrintWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), true);
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (line.isBlank()) continue;
+            ObjectNode result = MAPPER.createObjectNode();
+            try {
+                List<String> args = JsonValues.strings(MAPPER.readTree(line));
+                run(args.toArray(new String[0]), true);
+                result.put("ok", true);
+            } catch (Exception e) {
+                result.put("ok", false);
+                result.put("error", describe(e));
+            }
+            status.println(MAPPER.writeValueAsString(result));
+        }
+        return 0;
+    }
+
+    private static void run(String[] args, boolean inBatch) throws Exception {
+        Args a = new Args(args);
+        if (inBatch && a.out == null) throw new IllegalArgumentException("a batch command needs --out (stdout carries the status lines)");
+        try (OutputStream os = a.out == null ? nonClosing(System.out) : new FileOutputStream(a.out);
+                PrintWriter out = new PrintWriter(new OutputStreamWriter(os, StandardCharsets.UTF_8))) {
+            switch (a.command) {
+                case "read":
+                    read(a, out);
+                    break;
+                case "meta":
+                    meta(a, out);
+                    break;
+                case "write":
+                    write(a, out);
+                    break;
+                case "compact":
+                    compact(a, out);
+                    break;
+                default:
+                    throw new IllegalArgumentException("unknown command '" + a.command + "' (read, meta, write, compact, batch)");
+            }
+        }
+    }
+
+    private static FileStoreTable open(String dir) {
+        return FileStoreTableFactory.create(LocalFileIO.create(), path(dir));
+    }
+
+    /** Absolute, so the table's `path` option does not depend on the working directory. */
+    private static Path path(String dir) {
+        return new Path(new File(dir).getAbsolutePath());
+    }
+
+    /**
+     * The spill and lookup directory of a write: Paimon's lookup (deletion vectors, first-row,
+     * lookup changelog) keeps its local files there and refuses to run without one.
+     */
+    private static IOManager ioManager() {
+        return IOManager.create(System.getProperty("java.io.tmpdir"));
+    }
+
+    private static FileStoreTable atSnapshot(FileStoreTable table, Long snapshot) {
+        return snapshot == null ? table : table.copy(Collections.singletonMap(CoreOptions.SCAN_SNAPSHOT_ID.key(), snapshot.toString()));
+    }
+
+    /** Paimon's batch read (merged, retractions dropped), every column, ordered by primary key. */
+    private static void read(Args a, PrintWriter out) throws Exception {
+        FileStoreTable table = atSnapshot(open(a.table), a.snapshot);
+        RowType type = table.rowType();
+        List<String> keys = table.primaryKeys();
+        ReadBuilder rb = table.newReadBuilder();
+        List<Split> splits = rb.newScan().plan().splits();
+        List<Object[]> sortKeys = new ArrayList<>();
+        List<String> lines = new ArrayList<>();
+        try (RecordReader<InternalRow> reader = rb.newRead().createReader(splits)) {
+            // the reader reuses its row objects: each row is rendered before the next one
+            reader.forEachRemaining(row -> {
+                sortKeys.add(JsonValues.sortKey(type, keys, row));
+                lines.add(JsonValues.rowToJson(type, row).toString());
+            });
+        }
+        Integer[] order = new Integer[lines.size()];
+        for (int i = 0; i < order.length; i++) order[i] = i;
+        Arrays.sort(order, (x, y) -> JsonValues.compareKeys(sortKeys.get(x), sortKeys.get(y)));
+        for (int i : order) out.println(lines.get(i));
+    }
+
+    /** What Paimon sees: snapshots, the effective options, and one snapshot's files by level. */
+    private static void meta(Args a, PrintWriter out) throws Exception {
+        FileStoreTable base = open(a.table);
+        ObjectNode root = MAPPER.createObjectNode();
+        ArrayNode snapshots = root.putArray("snapshots");
+        Iterator<Snapshot> it = base.snapshotManager().snapshots();
+        while (it.hasNext()) {
+            Snapshot s = it.next();
+            ObjectNode n = snapshots.addObject();
+            n.put("id", s.id());
+            n.put("kind", s.commitKind().toString());
+            n.put("schemaId", s.schemaId());
+            n.put("totalRecordCount", s.totalRecordCount());
+            n.put("deltaRecordCount", s.deltaRecordCount());
+        }
+        Long latest = base.snapshotManager().latestSnapshotId();
+        Long id = a.snapshot != null ? a.snapshot : latest;
+        root.put("latestSnapshot", latest);
+        root.put("snapshot", id);
+        ObjectNode schema = root.putObject("schema");
+        schema.put("id", base.schema().id());
+        base.primaryKeys().forEach(schema.putArray("primaryKeys")::add);
+        base.partitionKeys().forEach(schema.putArray("partitionKeys")::add);
+        // the stored options, not the table's (which add the `path` it was opened with)
+        JsonValues.putAll(schema.putObject("options"), new SchemaManager(LocalFileIO.create(), path(a.table)).latest().orElseThrow().options());
+        // how Paimon interprets the options (a missing `bucket`, for one, is not 1)
+        CoreOptions co = base.coreOptions();
+        ObjectNode effective = root.putObject("effective");
+        effective.put("bucket", co.bucket());
+        effective.put("mergeEngine", co.mergeEngine().toString());
+        effective.put("deletionVectors", co.deletionVectorsEnabled());
+        effective.put("fileFormat", co.formatType());
+        ArrayNode files = root.putArray("files");
+        if (id != null) {
+            FileStoreTable table = atSnapshot(base, id);
+            // deletion vectors as the batch scan hands them to its readers, by data file
+            Map<String, Long> deleted = new HashMap<>();
+            for (DataSplit split : table.newReadBuilder().newScan().plan().splits().stream().map(DataSplit.class::cast).toList()) {
+                Optional<List<DeletionFile>> dvs = split.deletionFiles();
+                if (dvs.isEmpty()) continue;
+                for (int i = 0; i < split.dataFiles().size(); i++) {
+                    DeletionFile f = dvs.get().get(i);
+                    if (f != null) deleted.put(split.dataFiles().get(i).fileName(), f.cardinality());
+                }
+            }
+            RowType partitionType = table.schema().logicalPartitionType();
+            List<ObjectNode> entries = new ArrayList<>();
+            for (ManifestEntry e : table.store().newScan().withSnapshot(id).plan().files()) {
+                DataFileMeta f = e.file();
+                ObjectNode n = MAPPER.createObjectNode();
+                n.set("partition", JsonValues.partitionToJson(partitionType, e.partition()));
+                n.put("bucket", e.bucket());
+                n.put("level", f.level());
+                n.put("fileName", f.fileName());
+                n.put("rowCount", f.rowCount());
+                n.put("deleteRowCount", f.deleteRowCount().orElse(null));
+                n.put("minSequenceNumber", f.minSequenceNumber());
+                n.put("maxSequenceNumber", f.maxSequenceNumber());
+                n.put("deletionVectorCardinality", deleted.get(f.fileName()));
+                entries.add(n);
+            }
+            entries.sort(Comparator.comparing((ObjectNode n) -> n.get("partition").toString())
+                    .thenComparingInt(n -> n.get("bucket").asInt())
+                    .thenComparingInt(n -> n.get("level").asInt())
+                    .thenComparing(n -> n.get("fileName").asText()));
+            entries.forEach(files::add);
+        }
+        out.println(MAPPER.writeValueAsString(root));
+    }
+
+    /**
+     * Creates the table when the directory has no schema yet, then writes every input line as
+     * one batch commit. `--schema` is the JSON Strata's `create --schema` takes: fields (name,
+     * type as Paimon's SQL type string), primaryKeys, partitionKeys, options.
+     */
+    private static void write(Args a, PrintWriter out) throws Exception {
+        SchemaManager schemas = new SchemaManager(LocalFileIO.create(), path(a.table));
+        if (schemas.latest().isEmpty()) {
+            if (a.schema == null) throw new IllegalArgumentException("no table at " + a.table + " and no --schema to create one");
+            schemas.createTable(schemaFromJson(MAPPER.readTree(a.schema)));
+        }
+        FileStoreTable table = open(a.table);
+        RowType type = table.rowType();
+        List<GenericRow> rows = new ArrayList<>();
+        try (InputStream is = a.in == null ? System.in : new FileInputStream(a.in);
+                BufferedReader in = new BufferedReader(new InputStreamReader(is, StandardCharsets.UTF_8))) {
+            String line;
+            int n = 0;
+            while ((line = in.readLine()) != null) {
+                n++;
+                if (line.isBlank()) continue;
+                rows.add(JsonValues.rowFromJson(type, MAPPER.readTree(line), "line " + n));
+            }
+        }
+        BatchWriteBuilder wb = table.newBatchWriteBuilder();
+        try (IOManager io = ioManager(); BatchTableWrite w = wb.newWrite().withIOManager(io); BatchTableCommit c = wb.newCommit()) {
+            for (GenericRow row : rows) w.write(row);
+            c.commit(w.prepareCommit());
+        }
+        printLatest(table, out);
+    }
+
+    private static Schema schemaFromJson(JsonNode json) {
+        Schema.Builder b = Schema.newBuilder();
+        for (JsonNode f : json.get("fields")) {
+            JsonNode description = f.get("description");
+            b.column(f.get("name").asText(), DataTypeJsonParser.parseAtomicTypeSQLString(f.get("type").asText()),
+                    description == null ? null : description.asText());
+        }
+        b.primaryKey(JsonValues.strings(json.get("primaryKeys")));
+        b.partitionKeys(JsonValues.strings(json.get("partitionKeys")));
+        JsonNode options = json.get("options");
+        if (options != null) options.fields().forEachRemaining(e -> b.option(e.getKey(), e.getValue().asText()));
+        return b.build();
+    }
+
+    /**
+     * Paimon's compaction of every (partition, bucket) of the latest snapshot in one commit:
+     * `--full` rewrites each bucket into the top level, without it each bucket is compacted
+     * only if Paimon's universal compaction picks something.
+     */
+    private static void compact(Args a, PrintWriter out) throws Exception {
+        FileStoreTable table = open(a.table);
+        if (table.snapshotManager().latestSnapshotId() != null) {
+            List<BucketEntry> buckets = table.newSnapshotReader().bucketEntries();
+            BatchWriteBuilder wb = table.newBatchWriteBuilder();
+            try (IOManager io = ioManager(); BatchTableWrite w = wb.newWrite().withIOManager(io); BatchTableCommit c = wb.newCommit()) {
+                for (BucketEntry b : buckets) w.compact(b.partition(), b.bucket(), a.full);
+                c.commit(w.prepareCommit());
+            }
+        }
+        printLatest(table, out);
+    }
+
+    private static void printLatest(FileStoreTable table, PrintWriter out) throws Exception {
+        ObjectNode n = MAPPER.createObjectNode();
+        n.put("snapshot", table.snapshotManager().latestSnapshotId());
+        out.println(MAPPER.writeValueAsString(n));
+    }
+
+    private static String describe(Throwable e) {
+        StringBuilder s = new StringBuilder();
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (s.length() > 0) s.append(" / caused by: ");
+            s.append(t.getClass().getName()).append(": ").append(t.getMessage());
+            if (t.getCause() == t) break;
+        }
+        return s.toString();
+    }
+
+    private static OutputStream nonClosing(OutputStream os) {
+        return new java.io.FilterOutputStream(os) {
+            @Override
+            public void close() throws java.io.IOException {
+                flush();
+            }
+        };
+    }
+
+    /** The arguments of one command: the command, its table directory and its flags. */
+    private static final class Args {
+        final String command;
+        final String table;
+        Long snapshot;
+        String schema;
+        String in;
+        String out;
+        boolean full;
+
+        Args(String[] args) throws Exception {
+            command = args[0];
+            if (args.length < 2 || args[1].startsWith("--")) throw new IllegalArgumentException(command + ": expected a table directory");
+            table = args[1];
+            for (int i = 2; i < args.length; i++) {
+                String flag = args[i];
+                if (flag.equals("--full")) {
+                    full = true;
+                    continue;
+                }
+                if (i + 1 >= args.length) throw new IllegalArgumentException(flag + " needs a value");
+                String v = args[++i];
+                switch (flag) {
+                    case "--snapshot":
+                        snapshot = Long.parseLong(v);
+                        break;
+                    case "--schema":
+                        // inline JSON, or a file holding it
+                        schema = v.trim().startsWith("{") ? v : Files.readString(Paths.get(v));
+                        break;
+                    case "--in":
+                        in = v;
+                        break;
+                    case "--out":
+                        out = v;
+                        break;
+                    default:
+                        throw new IllegalArgumentException("unknown flag " + flag);
+                }
+            }
+        }
+    }
+}
