@@ -3,37 +3,50 @@
 // on an in-memory store, so what is measured is the committer's own work per message.
 // `npx tsx bench/fold-profile.ts [--quick]` (sizes 100, 300, 1000; --quick: 100); add `node --cpu-prof --import tsx`
 // to see where it goes.
+//
+// `--trace`: every store request waits 20 ms (the benchmarks' S3 first-byte latency) and
+// the second fold of a warm committer prints its requests with their start and end times,
+// so the chain of dependent round trips a round waits for can be read off.
 
 import { BatchingCommitter } from '../lib/commit/batching-committer.ts'
-import { commitMessageOf } from '../lib/commit/commit-message.ts'
+import { commitMessageOf, type CommitMessage } from '../lib/commit/commit-message.ts'
 import type { CommitRequest, Committer } from '../lib/commit/committer.ts'
 import { serializeBinaryRow } from '../lib/format/binary-row.ts'
 import { compactBucket } from '../lib/lsm/compact-task.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
+import { InterceptingStore, type StoreOp } from '../lib/store/intercepting-store.ts'
+import type { ObjectStore } from '../lib/store/object-store.ts'
 import { bucketFunction } from '../lib/format/bucket.ts'
 import { Table } from '../lib/table/table.ts'
 import { RowKind } from '../lib/types.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 import { parseBenchArgs } from './lib/args.ts'
 
-const args = parseBenchArgs(process.argv.slice(2), ['--quick'], [])
+const args = parseBenchArgs(process.argv.slice(2), ['--quick', '--trace'], [])
 const sizes = args.has('--quick') ? [100] : [100, 300, 1000]
+const LATENCY_MS = 20
 
-for (const k of sizes) {
-  const store = new MemoryStore()
-  const table = await Table.create(store, {
-    fields: [{ name: 'id', type: 'BIGINT' }, { name: 'v', type: 'STRING' }],
-    primaryKeys: ['id'],
-    partitionKeys: [],
-    options: { bucket: String(k), 'deletion-vectors.enabled': 'true' },
-  })
+/** A store whose requests each wait LATENCY_MS and, while `on`, are logged. */
+class TracedStore extends InterceptingStore {
+  on = false
+  readonly log: { op: StoreOp; key: string; t0: number; t1: number }[] = []
+  protected async call<T>(op: StoreOp, key: string, run: () => Promise<T>): Promise<T> {
+    const t0 = performance.now()
+    await new Promise((r) => setTimeout(r, LATENCY_MS))
+    const v = await run()
+    if (this.on) this.log.push({ op, key, t0, t1: performance.now() })
+    return v
+  }
+}
+
+/** Two fresh L0 files in each of k buckets, then each bucket's compaction as a commit message. */
+async function compactionMessages(table: Table, k: number, next: { id: number }): Promise<CommitMessage[]> {
   const bucketOf = bucketFunction(table.view.bucketKeyTypes, k)
-  let next = 0
   for (let round = 0; round < 2; round++) {
     const ids: number[] = []
     const seen = new Set<number>()
     while (seen.size < k) {
-      const id = next++
+      const id = next.id++
       const b = bucketOf([BigInt(id)])
       if (!seen.has(b)) (seen.add(b), ids.push(id))
     }
@@ -43,7 +56,38 @@ for (const k of sizes) {
   const capture: Committer = { async commit(req) { reqs.push(req); return { snapshotId: -1, retries: 0, deduplicated: false } } }
   const partition = serializeBinaryRow([], [])
   for (let b = 0; b < k; b++) await compactBucket(table, { partition, bucket: b, full: true, committer: capture })
-  const messages = reqs.map((r) => commitMessageOf(r, 't'))
+  return reqs.map((r) => commitMessageOf(r, 't'))
+}
+
+async function tableOf(store: ObjectStore, k: number): Promise<Table> {
+  return Table.create(store, {
+    fields: [{ name: 'id', type: 'BIGINT' }, { name: 'v', type: 'STRING' }],
+    primaryKeys: ['id'],
+    partitionKeys: [],
+    options: { bucket: String(k), 'deletion-vectors.enabled': 'true' },
+  })
+}
+
+for (const k of sizes) {
+  const next = { id: 0 }
+  if (args.has('--trace')) {
+    const store = new TracedStore(new MemoryStore())
+    const table = await tableOf(store, k)
+    const committer = new BatchingCommitter(table)
+    // the first fold warms the handle's caches, as a committer's earlier rounds do
+    await committer.commit(await compactionMessages(table, k, next))
+    const messages = await compactionMessages(table, k, next)
+    store.on = true
+    const t0 = performance.now()
+    const r = await committer.commit(messages)
+    const ms = performance.now() - t0
+    store.on = false
+    for (const l of store.log) console.log(`${(l.t0 - t0).toFixed(0).padStart(5)} → ${(l.t1 - t0).toFixed(0).padStart(5)} ms  ${l.op.padEnd(11)} ${l.key}`)
+    console.log(`COMPACT × ${k}, warm, ${LATENCY_MS} ms per request: fold ${ms.toFixed(0)} ms, ${store.log.length} requests, ${r.snapshots.length} snapshot(s)`)
+    continue
+  }
+  const table = await tableOf(new MemoryStore(), k)
+  const messages = await compactionMessages(table, k, next)
   const t0 = performance.now()
   const r = await new BatchingCommitter(table).commit(messages)
   const ms = performance.now() - t0
