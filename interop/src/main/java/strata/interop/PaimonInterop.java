@@ -103,7 +103,8 @@ public final class PaimonInterop {
                 List<String> args = JsonValues.strings(MAPPER.readTree(line));
                 run(args.toArray(new String[0]), true);
                 result.put("ok", true);
-            } catch (Exception e) {
+            } catch (Exception | LinkageError e) {
+                // a class Paimon could not load (a missing Hadoop class, say) fails that command only
                 result.put("ok", false);
                 result.put("error", describe(e));
             }

@@ -1,0 +1,126 @@
+// The Paimon interop harness (interop/) from a test: whether Java and Maven are here, building
+// the harness jar when its sources changed, running its commands in one JVM, and Strata's
+// rows in the harness's JSON rendering (interop/README.md) so both sides compare as text.
+
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { formatDate, formatDecimal, formatTimestamp } from '../../lib/table/json-values.ts'
+import type { DataField, Row, Value } from '../../lib/types.ts'
+
+export const ROOT = join(import.meta.dirname, '..', '..')
+export const INTEROP_DIR = join(ROOT, 'interop')
+export const JAR = join(INTEROP_DIR, 'target', 'strata-interop.jar')
+export const RUN_COMMAND = 'npx vitest run test/interop.test.ts (needs Java 17+ and Maven 3 on PATH)'
+
+/** The tools the suite needs that this machine lacks (empty when it can run). */
+export function missingTools(): string[] {
+  const missing: string[] = []
+  for (const [tool, arg] of [['java', '-version'], ['mvn', '-v']]) {
+    const r = spawnSync(tool, [arg], { encoding: 'utf8' })
+    if (r.error || r.status !== 0) missing.push(tool)
+  }
+  return missing
+}
+
+function newestMtime(path: string): number {
+  const st = statSync(path)
+  if (!st.isDirectory()) return st.mtimeMs
+  let newest = st.mtimeMs
+  for (const name of readdirSync(path)) newest = Math.max(newest, newestMtime(join(path, name)))
+  return newest
+}
+
+/**
+ * Builds the harness jar unless it is newer than the POM and every source file (Maven's
+ * ~/.m2 cache keeps a rebuild to about 20 s; the first one downloads Paimon and Hadoop).
+ */
+export function buildHarness(): { built: boolean; ms: number } {
+  const sources = Math.max(newestMtime(join(INTEROP_DIR, 'pom.xml')), newestMtime(join(INTEROP_DIR, 'src')))
+  if (existsSync(JAR) && statSync(JAR).mtimeMs > sources) return { built: false, ms: 0 }
+  const started = Date.now()
+  const r = spawnSync('mvn', ['-q', '-B', '-f', join(INTEROP_DIR, 'pom.xml'), 'package'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+  if (r.status !== 0) throw new Error(`the interop harness did not build (mvn -q -f interop/pom.xml package, exit ${r.status}):\n${r.stdout}\n${r.stderr}`)
+  return { built: true, ms: Date.now() - started }
+}
+
+/** One harness command's outcome: its data (the `--out` file) or Paimon's error. */
+export interface PaimonResult {
+  ok: boolean
+  error?: string
+  output: string
+}
+
+/**
+ * Runs harness commands (`read`, `meta`, `write`, `compact` with their arguments) in one JVM
+ * through its `batch` mode, in order; a failed command does not stop the others.
+ */
+export function paimonBatch(commands: string[][]): PaimonResult[] {
+  const dir = mkdtempSync(join(tmpdir(), 'strata-interop-out-'))
+  try {
+    const outs = commands.map((_, i) => join(dir, `out-${i}`))
+    const input = commands.map((c, i) => JSON.stringify([...c, '--out', outs[i]])).join('\n') + '\n'
+    // a short-lived JVM: the C1 compiler alone and the serial collector start fastest
+    const r = spawnSync('java', ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-jar', JAR, 'batch'], { input, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+    if (r.status !== 0) throw new Error(`the interop harness failed (exit ${r.status}):\n${r.stderr}`)
+    const statuses = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { ok: boolean; error?: string })
+    if (statuses.length !== commands.length) throw new Error(`the harness answered ${statuses.length} of ${commands.length} commands:\n${r.stderr}`)
+    return statuses.map((s, i) => ({ ...s, output: existsSync(outs[i]) ? readFileSync(outs[i], 'utf8') : '' }))
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** Rows of a harness `read`: one JSON object a line. */
+export function parseRows(output: string): Record<string, unknown>[] {
+  return output
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+}
+
+/** One Strata value as the harness renders Paimon's (interop/README.md). */
+export function renderValue(field: DataField, v: Value): unknown {
+  if (v === null) return null
+  const t = field.type
+  switch (t.root) {
+    case 'BIGINT':
+      return (v as bigint).toString()
+    case 'FLOAT':
+    case 'DOUBLE':
+      return Number.isFinite(v as number) ? v : String(v)
+    case 'DECIMAL':
+      return formatDecimal(v as bigint, t.scale!)
+    case 'BINARY':
+    case 'VARBINARY':
+      return Buffer.from(v as Uint8Array).toString('base64')
+    case 'DATE':
+      return formatDate(v as number)
+    case 'TIMESTAMP':
+      return formatTimestamp(v as bigint, t.precision!).replace(' ', 'T')
+    default:
+      return v
+  }
+}
+
+export function renderRow(fields: DataField[], row: Row): Record<string, unknown> {
+  return Object.fromEntries(fields.map((f, i) => [f.name, renderValue(f, row[i])]))
+}
+
+/** Rows in one order whatever the reader's: by the rendered primary key. */
+export function byKey(rows: Record<string, unknown>[], primaryKeys: string[]): Record<string, unknown>[] {
+  const key = (r: Record<string, unknown>) => JSON.stringify(primaryKeys.map((k) => r[k]))
+  return [...rows].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0))
+}
+
+/**
+ * Writes JSON lines to a file for the harness's `write --in`. JSON.stringify prints -0 as 0;
+ * the sign is part of a DOUBLE's value, so -0 is written as the literal -0.0.
+ */
+export function writeJsonLines(path: string, records: Record<string, unknown>[]): string {
+  const mark = '@negative zero@'
+  const line = (r: Record<string, unknown>) => JSON.stringify(r, (_, v) => (Object.is(v, -0) ? mark : v)).replaceAll(JSON.stringify(mark), '-0.0')
+  writeFileSync(path, records.map(line).join('\n') + '\n')
+  return path
+}
