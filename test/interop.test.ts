@@ -14,6 +14,7 @@ import { cpSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { tableStatus } from '../lib/cli/status.ts'
 import { compactTable } from '../lib/lsm/compact-table.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
@@ -217,6 +218,13 @@ const DIVERGENT: Record<string, string> = {
   // mode (CoreOptions.bucket() is -1, so Paimon's writer would assign buckets through a hash
   // index instead of hashing keys into bucket 0). The rows still read the same.
   [`${cellName({ family: MAIN, layout: DEFAULT_BUCKET })}: Paimon sees Strata's snapshots, options and files`]: 'default bucket: Paimon -1 (dynamic), Strata 1',
+  // Paimon 1.4.2's batch full compaction of a bucket whose level-5 file carries a vector
+  // removes that file but keeps the snapshot's previous index manifest, which still lists the
+  // index file with a 1-row vector for the removed file. Paimon applies vectors by data file
+  // name, so its scan hands none (0 rows deleted); `strata status` (tableStatus in
+  // lib/cli/status.ts) sums every vector of the bucket's index entries and reports 1. Reads
+  // agree (Strata also looks vectors up by file name); only the status count differs.
+  ["a vector Paimon keeps for a data file its full compaction removed: Strata's status does not count it"]: 'status dv rows: Paimon 0, Strata 1',
 }
 const cell = (name: string) => (name in DIVERGENT ? it.fails : it)
 
@@ -272,6 +280,7 @@ if (missing.length > 0 && !process.env.CI) {
     const cellsA = new Map<string, Cell>()
     const cellsB = new Map<string, Cell>()
     let continued: { dir: string; primaryKeys: string[]; strata: Rows; paimon?: PaimonResult } | null = null
+    const stale = { dir: '', meta: undefined as PaimonResult | undefined }
 
     beforeAll(async () => {
       buildHarness()
@@ -322,6 +331,17 @@ if (missing.length > 0 && !process.env.CI) {
         }
         ask(['meta', dir], (r) => (c.meta = r))
       }
+      // a vector Paimon keeps for a file its full compaction removed: two rows in bucket 0, one
+      // deleted (a vector on the level-5 file), then `compact --full`
+      stale.dir = join(root, 'b-stale-vector')
+      const staleSchema = { fields: [{ name: 'id', type: 'BIGINT' }, { name: 'v', type: 'STRING' }], primaryKeys: ['id'], options: { bucket: '1', 'deletion-vectors.enabled': 'true' } }
+      const staleWrites = [[{ id: 1, v: 'a' }, { id: 2, v: 'b' }], [{ _kind: '-D', id: 1 }]]
+      staleWrites.forEach((records, k) => {
+        const command = ['write', stale.dir, '--schema', JSON.stringify(staleSchema), '--in', writeJsonLines(`${stale.dir}-${k}.jsonl`, records)]
+        ask(command, (r) => expect(r.ok, r.error).toBe(true))
+      })
+      ask(['compact', stale.dir, '--full'], (r) => expect(r.ok, r.error).toBe(true))
+      ask(['meta', stale.dir], (r) => (stale.meta = r))
       paimonBatch(first).forEach((r, k) => onFirst[k](r))
 
       // the second JVM: Paimon reads each snapshot it made (B), and the table Strata continued
@@ -393,6 +413,27 @@ if (missing.length > 0 && !process.env.CI) {
           if (spec.layout.dv) expect(withDeletionVectors([...c.metas.values()]), 'Paimon wrote deletion vectors').toBeGreaterThan(0)
         })
       }
+      /** Rows deleted by vector: as Paimon's scan applies them, and as `strata status` reports them. */
+      const deletedByVector = async (dir: string, meta: PaimonResult | undefined) => {
+        expect(meta?.ok, meta?.error).toBe(true)
+        const paimon = (JSON.parse(meta!.output).files as Rec[]).reduce((n, f) => n + Number(f.deletionVectorCardinality ?? 0), 0)
+        const status = await tableStatus(await Table.open(dir))
+        return { paimon, strata: status.buckets.reduce((n, b) => n + b.dvCardinality, 0) }
+      }
+      for (const spec of B_CELLS.filter((s) => s.layout.dv)) {
+        const name = `${cellName(spec)}: Strata's status counts the rows Paimon's deletion vectors delete`
+        cell(name)(name, async () => {
+          const c = cellsB.get(cellName(spec))!
+          const { paimon, strata } = await deletedByVector(c.dir, c.meta)
+          expect(strata).toBe(paimon)
+        })
+      }
+      const staleName = "a vector Paimon keeps for a data file its full compaction removed: Strata's status does not count it"
+      cell(staleName)(staleName, async () => {
+        const { paimon, strata } = await deletedByVector(stale.dir, stale.meta)
+        expect(paimon).toBe(0)
+        expect(strata).toBe(paimon)
+      })
       const name = `${cellName(B_CELLS[CONTINUED])}: Strata continues the Paimon table (write, compact) and Paimon reads what Strata reads`
       cell(name)(name, () => {
         expect(byKey(paimonRows(continued!.paimon), continued!.primaryKeys)).toEqual(byKey(continued!.strata, continued!.primaryKeys))
