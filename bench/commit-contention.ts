@@ -4,7 +4,7 @@
 // and without a first-byte latency per request, N = 1..32.
 //
 //   npx tsx bench/commit-contention.ts [--quick] [--seconds 10] [--runs 3] [--writers 32]
-//                                      [--first-poll-ms 10] [--max-poll-ms 500] [--queued-only]
+//                                      [--first-poll-ms 10] [--max-poll-ms 100] [--queued-only]
 //                                      [--in-process-backend] [--no-sweep | --sweep-only]
 //
 // Three commit paths, side by side in one run:
@@ -14,27 +14,32 @@
 // - folded: an in-process prototype of folding, without the queue: each writer hands its
 //   commit request to one in-process committer that, whenever it is idle, folds every
 //   request waiting into one APPEND snapshot and answers all of them. No SQS hop, no
-//   receipts, no second committer: the ceiling of folding on this machine, so the gap to
-//   "queued" is what the deployed path's queue, receipts and polling cost.
+//   polling, no second committer: the ceiling of folding on this machine, so the gap to
+//   "queued" is what the deployed path's queue and the senders' polling cost.
 // - queued: the path the stack deploys. Each writer calls writeBatch with a QueuedCommitter
 //   (lib/commit/queued-committer.ts) on an SqsCommitQueue of a real embedded SQS FIFO queue
 //   (each message its own group): it writes its data file, sends its commit message and
-//   polls its receipt in S3. The committer side is the committer function
+//   follows the snapshot chain in S3 (probes `snapshot-(known+1)`, reads a folded
+//   snapshot's sidecar, and GETs its conflict receipt key beside each probe) until a
+//   snapshot names its commit. The committer side is the committer function
 //   (functions/committer.ts `handler`, wrapped by bench/lib/committer-probe.ts to report what
 //   each invocation did) in worker-thread execution environments behind the local
 //   event-source poller, at most 2 at once (the stack's maxConcurrency 2): each invocation
 //   gets up to 10 messages, drains the queue beyond them (STRATA_COMMIT_DRAIN_MAX, default
-//   1000), folds them, writes the receipts and deletes what it drained; the poller deletes
-//   the invoked batch. The latency model covers SQS requests too.
+//   1000), folds them, and keeps folding in rounds, receiving the next round's messages
+//   while a round folds; it writes a receipt only for a conflict and deletes what it
+//   drained; the poller deletes the invoked batch. The latency model covers SQS requests too.
 //
 // Reported: writer batches committed per second within the window, snapshots per second,
 // lost races visible to callers (writeBatch retries and commits that gave up with
 // CommitFailedError), the latency of one writeBatch call and of its commit; for queued also
-// the committer side (invocations, messages per snapshot, lost races between the two
-// committers, where an invocation's time goes, its S3 requests) and the writer side of the
-// receipt (send to receipt read, how long a receipt waited for its poll). At the end the
-// table's latest snapshot id must equal the snapshots the committers made and its record
-// count the batches that returned, or the run fails.
+// the committer side (invocations, rounds, messages per snapshot, lost races between the
+// two committers, where an invocation's time goes, its S3 requests) and the writer side of
+// learning the landing: send → the landing snapshot created (the probe's record of the
+// conditional create), send → the writer's commit() returned, and the difference (how long
+// the landing waited for the writer's poll), with the writer's GETs per commit. At the end
+// the table's latest snapshot id must equal the snapshots the committers made and its
+// record count the batches that returned, or the run fails.
 
 import { join } from 'node:path'
 import { loadavg } from 'node:os'
@@ -52,7 +57,8 @@ import { compactBucket } from '../lib/lsm/compact-task.ts'
 import { bucketFunction } from '../lib/format/bucket.ts'
 import { serializeBinaryRow } from '../lib/format/binary-row.ts'
 import { commitMessageOf, encodeCommitMessage } from '../lib/commit/commit-message.ts'
-import { commitKeyOf } from '../lib/commit/landed.ts'
+import { FOLDED_COMMITS_DIR, commitKeyOf } from '../lib/commit/landed.ts'
+import { LATEST_KEY, SNAPSHOT_DIR } from '../lib/table/paths.ts'
 import { startEmbeddedBackend, type TransferModel } from '../local/embedded.ts'
 import { ExecutionEnvironmentPool } from '../local/runtime/execution-environment.ts'
 import { EventSourcePoller } from '../local/runtime/poller.ts'
@@ -74,8 +80,10 @@ export const REALISTIC_MS = 20
 export const TARGET = { writers: 32, commitsPerSecond: 30 }
 /** concurrent committer invocations per table: the event-source mapping's maxConcurrency in the stack */
 export const COMMITTER_CONCURRENCY = 2
-/** the writers' first pause before polling a receipt (QueuedCommitter firstPollMs; deployed default 20) */
+/** the writers' first pause before probing the snapshot chain (QueuedCommitter firstPollMs; deployed default 20) */
 export const FIRST_POLL_MS = 10
+/** QueuedCommitter's largest pause between probes when not given one (lib/commit/queued-committer.ts maxPollMs) */
+const DEFAULT_MAX_POLL_MS = 100
 const ROWS_PER_BATCH = 10
 // one bucket: each iteration writes one small data file, so the CPU this shared machine
 // gives the run goes to the commit path under test
@@ -84,7 +92,11 @@ const PROBE_MODULE = join(import.meta.dirname, 'lib', 'committer-probe.ts')
 
 export type CommitPath = 'direct' | 'folded' | 'queued'
 
-/** The queued path of one point: committer side and the writers' side of the receipt. */
+/**
+ * The queued path of one point: committer side and the writers' side of learning the
+ * landing. The writer-side field names are those of the receipt era (bench/run.ts reads
+ * older results); what they measure is in ContentionResult.params.landingSeenFrom.
+ */
 export interface QueuedStats {
   /** committer invocations with at least one message, in the window and after it */
   invocations: number
@@ -97,7 +109,9 @@ export interface QueuedStats {
   committerRetries: number
   committerRetriesPerSnapshot: number
   replans: number
-  /** per invocation, mean: drain receives and ms in them, fold ms, receipt writes ms, deletes ms, whole invocation ms */
+  /** per invocation, mean: folds (rounds; absent in results before rounds were probed) */
+  rounds?: number
+  /** per invocation, mean: receives and summed ms in them, fold ms (all rounds), conflict receipt writes ms, deletes ms, whole invocation ms */
   drainReceives: number
   receiveMs: number
   foldMs: number
@@ -108,19 +122,27 @@ export interface QueuedStats {
   /** per invocation, mean S3 requests: by kind of key, and in all */
   s3ByKey: Record<string, number>
   s3Requests: number
-  /** per invocation, mean summed duration of its S3 requests (receipts overlap), ms */
+  /** per invocation, mean summed duration of its S3 requests (several overlap), ms */
   s3Ms: number
   /** one environment's idle time between two invocations while messages waited (poller delete + receive), median */
   gapMs: number
-  /** writer side, per commit: SQS send ms, send start → receipt read, send → receipt written, receipt written → read */
+  /**
+   * writer side, per commit: SQS send ms; send start → landing seen (commit() returned);
+   * send start → landed (the conditional create of the snapshot that landed it returned);
+   * landed → seen (how long the landing waited for the writer's poll). Results before the
+   * snapshot chain (no params.landingSeenFrom): the receipt GET that found it, the receipt
+   * PUT, and between them.
+   */
   sendP50Ms: number
   sendToReceiptP50Ms: number
   sendToReceiptP99Ms: number
   sendToWrittenP50Ms: number
   receiptWaitP50Ms: number
   receiptWaitP99Ms: number
-  /** receipt GETs per commit, the successful one included */
+  /** the writer's store GETs per commit while it waits (snapshot probes, sidecar reads, conflict receipt GETs); before the snapshot chain, receipt GETs */
   pollsPerCommit: number
+  /** those GETs by what they read, per commit (absent before the snapshot chain) */
+  pollsByKind?: Record<string, number>
 }
 
 export interface ContentionPoint {
@@ -143,10 +165,10 @@ export interface ContentionPoint {
   /** one writeBatch call, successful ones only */
   latencyP50Ms: number
   latencyP99Ms: number
-  /** the commit call alone (direct: FileStoreCommit, retries included; folded: until answered; queued: encode, send, receipt), successful ones only */
+  /** the commit call alone (direct: FileStoreCommit, retries included; folded: until answered; queued: encode, send, until its landing is seen), successful ones only */
   commitP50Ms: number
   commitP99Ms: number
-  /** writer-side S3 requests per commit (data file, latest snapshot, sequence floor; queued: receipt polls and delete) */
+  /** writer-side S3 requests per commit (data file, latest snapshot, sequence floor; queued: the snapshot probes, sidecar reads and conflict receipt GETs while it waits) */
   writerS3PerCommit: number
   /**
    * event-loop delay of this process during the window (mean / p99 ms): the embedded S3 and
@@ -156,6 +178,8 @@ export interface ContentionPoint {
   loopDelayMeanMs: number
   loopDelayP99Ms: number
   queued?: QueuedStats
+  /** queued: each round of every invocation, its messages and its fold plus that invocation's mean receive latency (ms) */
+  rounds?: { size: number; ms: number }[]
   loadAvg: number
 }
 
@@ -189,6 +213,8 @@ export interface ContentionResult {
     committerConcurrency?: number; firstPollMs?: number; maxPollMs?: number
     /** where the embedded S3 + SQS server ran (absent: in process, the runs before it moved) */
     backend?: 'in process' | 'child process'
+    /** how the queued path's senders learn of a landing; absent: a receipt per message (results before the snapshot chain) */
+    landingSeenFrom?: 'snapshot chain'
   }
   points: ContentionPoint[]
   summary: ContentionSummary[]
@@ -204,8 +230,18 @@ export interface ContentionResult {
   queuedFit: Record<number, FoldFit>
   /** per latency: median idle time of a committer environment between invocations at the most writers (queued) */
   queuedGapMs?: Record<number, number>
-  /** per latency: median time from a receipt written to its sender reading it (queued, every point) */
+  /**
+   * per latency, queued, median over every point: from the snapshot that landed a commit
+   * being created to its sender's commit() returning (the landing-seen wait); results
+   * before the snapshot chain: from a receipt written to its sender reading it
+   */
   receiptWaitMs?: Record<number, number>
+  /**
+   * per latency, queued: fit of a round (its fold plus its invocation's mean receive
+   * latency) against its messages, over every round of every point: two committers racing
+   * while the writers share this machine's cores with them
+   */
+  queuedRoundFit?: Record<number, FoldFit>
   /** per latency: least-squares fit of one folded snapshot's commit time (the in-process prototype) */
   foldFit: Record<number, FoldFit>
   /** one committer invocation folding k waiting messages, k up to hundreds (REALISTIC_MS) */
@@ -286,11 +322,20 @@ type Backend = BackendProcess
 interface QueuedCommitTrace {
   sentAt: number
   sendMs: number
-  /** receipt file name (hash of the identity) and when the GET that found it returned */
-  receipt: string | null
-  readAt: number
-  polls: number
+  /** the snapshot that landed it (commit()'s result) and when commit() returned */
+  snapshotId: number
+  seenAt: number
+  /** the writer's store GETs during commit(), by what they read */
+  polls: Record<string, number>
 }
+
+/** What a sender's GET reads while it waits for its landing. */
+const pollKind = (key: string): string =>
+  key.startsWith(COMMIT_RECEIPT_DIR) ? 'conflict receipt'
+  : key.startsWith(FOLDED_COMMITS_DIR) ? 'folded-commits sidecar'
+  : key === LATEST_KEY ? 'snapshot hint'
+  : key.startsWith(SNAPSHOT_DIR) ? 'snapshot'
+  : 'other'
 
 /** The commit queue a writer sends to, timing its sends. */
 class TimedCommitQueue extends SqsCommitQueue {
@@ -403,16 +448,17 @@ async function onePoint(
 ): Promise<Omit<ContentionPoint, 'latencyMs' | 'run'>> {
   const client = backend.s3Client()
   const counter = new S3RequestCounter(client)
-  // receipt GETs of each writer, timed (a wrapper on its store, the QueuedCommitter's polls go through it)
-  const polls: { t: number; key: string; hit: boolean }[][] = Array.from({ length: committers }, () => [])
+  // each writer's store GETs by kind of key (a wrapper on its store: the QueuedCommitter's
+  // snapshot probes, sidecar reads and conflict receipt GETs go through it)
+  const gets: Record<string, number>[] = Array.from({ length: committers }, () => ({}))
   const store = (c?: number) => {
     const s = new S3Store({ bucket, prefix, client })
     if (c !== undefined) {
       const get = s.get.bind(s)
-      s.get = async (key: string) => {
-        const r = await get(key)
-        if (key.startsWith(COMMIT_RECEIPT_DIR)) polls[c].push({ t: Date.now(), key: key.slice(COMMIT_RECEIPT_DIR.length), hit: r !== null })
-        return r
+      s.get = (key: string) => {
+        const k = pollKind(key)
+        gets[c][k] = (gets[c][k] ?? 0) + 1
+        return get(key)
       }
     }
     return s
@@ -433,13 +479,14 @@ async function onePoint(
     return {
       async commit(req) {
         const t0 = performance.now()
-        const firstPoll = polls[c].length
+        const before = { ...gets[c] }
         const r = await inner.commit(req)
+        const seenAt = Date.now()
         commitMs.push(performance.now() - t0)
         if (queue) {
-          const mine = polls[c].slice(firstPoll)
-          const hit = mine.find((p) => p.hit)
-          traces.push({ sentAt: queue.lastSentAt, sendMs: queue.lastSendMs, receipt: hit?.key ?? null, readAt: hit?.t ?? NaN, polls: mine.length })
+          // one commit at a time per writer, so every GET of its store meanwhile is this commit's
+          const polls = Object.fromEntries(Object.entries(gets[c]).map(([k, n]) => [k, n - (before[k] ?? 0)]).filter(([, n]) => (n as number) > 0))
+          traces.push({ sentAt: queue.lastSentAt, sendMs: queue.lastSendMs, snapshotId: r.snapshotId, seenAt, polls })
         }
         return r
       },
@@ -516,6 +563,7 @@ async function onePoint(
     loopDelayMeanMs: loop.mean / 1e6,
     loopDelayP99Ms: loop.percentile(99) / 1e6,
     queued: queued ? queuedStats(queued, traces) : undefined,
+    rounds: queued ? roundsOf(invs.map((i) => i.probe)) : undefined,
     loadAvg: loadavg()[0],
   }
 }
@@ -536,11 +584,13 @@ function queuedStats(q: QueuedPath, traces: QueuedCommitTrace[]): QueuedStats {
     list.sort((a, b) => a.startedAt - b.startedAt)
     for (let k = 1; k < list.length; k++) gaps.push(list[k].startedAt - list[k - 1].endedAt)
   }
-  const written = new Map<string, number>()
-  for (const p of q.invocations) for (const [k, t] of Object.entries(p.probe.receipts)) written.set(k, t)
-  const found = traces.filter((t) => t.receipt !== null)
-  const writtenAt = (t: QueuedCommitTrace) => written.get(t.receipt!) ?? NaN
+  // when each snapshot came to exist, whichever committer created it
+  const created = new Map<number, number>()
+  for (const i of q.invocations) for (const [id, t] of Object.entries(i.probe.snapshotsCreated ?? {})) created.set(Number(id), t)
+  const createdAt = (t: QueuedCommitTrace) => created.get(t.snapshotId) ?? NaN
   const ok = (xs: number[]) => xs.filter((x) => Number.isFinite(x))
+  const pollsByKind: Record<string, number> = {}
+  for (const t of traces) for (const [k, n] of Object.entries(t.polls)) pollsByKind[k] = (pollsByKind[k] ?? 0) + n / traces.length
   return {
     invocations: invs.length,
     snapshots,
@@ -550,6 +600,7 @@ function queuedStats(q: QueuedPath, traces: QueuedCommitTrace[]): QueuedStats {
     committerRetries: sum((p) => p.retries),
     committerRetriesPerSnapshot: sum((p) => p.retries) / Math.max(1, snapshots),
     replans: sum((p) => p.replans),
+    rounds: mean(ps.map((p) => p.folds)),
     drainReceives: mean(ps.map((p) => p.receives)),
     receiveMs: mean(ps.map((p) => p.receiveMs)),
     foldMs: mean(ps.map((p) => p.foldMs)),
@@ -562,13 +613,26 @@ function queuedStats(q: QueuedPath, traces: QueuedCommitTrace[]): QueuedStats {
     s3Ms: mean(ps.map((p) => p.s3Ms)),
     gapMs: pct(gaps, 50),
     sendP50Ms: pct(traces.map((t) => t.sendMs), 50),
-    sendToReceiptP50Ms: pct(found.map((t) => t.readAt - t.sentAt), 50),
-    sendToReceiptP99Ms: pct(found.map((t) => t.readAt - t.sentAt), 99),
-    sendToWrittenP50Ms: pct(ok(found.map((t) => writtenAt(t) - t.sentAt)), 50),
-    receiptWaitP50Ms: pct(ok(found.map((t) => t.readAt - writtenAt(t))), 50),
-    receiptWaitP99Ms: pct(ok(found.map((t) => t.readAt - writtenAt(t))), 99),
-    pollsPerCommit: mean(traces.map((t) => t.polls)),
+    sendToReceiptP50Ms: pct(traces.map((t) => t.seenAt - t.sentAt), 50),
+    sendToReceiptP99Ms: pct(traces.map((t) => t.seenAt - t.sentAt), 99),
+    sendToWrittenP50Ms: pct(ok(traces.map((t) => createdAt(t) - t.sentAt)), 50),
+    receiptWaitP50Ms: pct(ok(traces.map((t) => t.seenAt - createdAt(t))), 50),
+    receiptWaitP99Ms: pct(ok(traces.map((t) => t.seenAt - createdAt(t))), 99),
+    pollsPerCommit: mean(traces.map((t) => Object.values(t.polls).reduce((a, b) => a + b, 0))),
+    pollsByKind,
   }
+}
+
+/**
+ * Every round of these invocations as the next snapshot waits for it: its fold, plus its
+ * invocation's mean receive latency (the tail of the receive in flight when the fold ends,
+ * at most one receive; the messages were collected while the round before folded).
+ */
+function roundsOf(ps: CommitterProbe[]): { size: number; ms: number }[] {
+  return ps.flatMap((p) => {
+    const receive = p.receives ? p.receiveMs / p.receives : 0
+    return (p.rounds ?? []).map((r) => ({ size: r.size, ms: r.ms + receive }))
+  })
 }
 
 /** One fold of the sweep: `size` messages waiting, one committer invocation drains and folds them. */
@@ -577,12 +641,23 @@ export interface SweepPoint {
   size: number
   /** the invocation: whole, and its parts */
   ms: number
-  /** summed time of the drain's receives (several in flight at once, so more than their wall time) */
+  /**
+   * summed time of the invocation's receives (the first drain's several in flight at once,
+   * those during the fold, the last look), so more than their wall time; receiveMs ÷
+   * receives is one receive's mean latency
+   */
   receiveMs: number
   receives: number
   foldMs: number
-  /** from the invocation's start to its (first) fold's end: drain, parsing, fold; what the next snapshot waits for */
+  /** folds (rounds) the invocation made: 1 unless the first drain missed some messages */
+  folds?: number
+  /**
+   * from the invocation's start to its first fold's end: the first drain, parsing, the fold.
+   * What a cold invocation's first round costs; later rounds collect their messages while
+   * the round before folds
+   */
   roundMs?: number
+  /** S3 time of conflict receipt writes (none in the sweep; before the snapshot chain, every message's receipt) */
   receiptsMs: number
   deleteMs: number
   snapshots: number
@@ -595,12 +670,19 @@ export interface FoldSweep {
   /** per kind: ms = base + perCommit·messages over the sweep's invocations */
   fit: Record<'APPEND' | 'COMPACT', FoldFit>
   /**
-   * per kind, the two halves of an invocation (commit-service rounds): `round` = drain
-   * receives + fold, what a committer spends before it can fold again; `settle` = receipts +
-   * deletes, which overlap the next round and only delay the senders
+   * per kind, the parts of an invocation (commit-service rounds). With roundModel
+   * 'fold + one receive': `round` = a steady-state round, the fold plus one receive's mean
+   * latency (its messages were received while the round before folded, so only the tail of
+   * the receive in flight when that fold ended is on the path); `firstRound` = a cold
+   * invocation's first round, start → first fold end (the whole first drain); `settle` =
+   * deletes and conflict receipts, which overlap the next round and delay no one. Without
+   * roundModel (older results): `round` = start → fold end, `settle` = receipts + deletes,
+   * which held their senders.
    */
   roundFit?: Record<'APPEND' | 'COMPACT', FoldFit>
+  firstRoundFit?: Record<'APPEND' | 'COMPACT', FoldFit>
   settleFit?: Record<'APPEND' | 'COMPACT', FoldFit>
+  roundModel?: 'fold + one receive'
   /** set when the sweep was measured alone, later than the rest of its results (bench/run.ts --latest-sweep) */
   remeasured?: string
 }
@@ -693,11 +775,13 @@ async function foldSweep(backend: Backend, bucket: string, latencyMs: number, si
         const after = await table.snapshots.latestId()
         if (after !== before + p.snapshots) throw new Error(`fold sweep ${kind} ${k}: ${p.snapshots} snapshots folded but the latest went from ${before} to ${after}`)
         const point: SweepPoint = {
-          kind, size: reqs.length, ms: p.endedAt - p.startedAt, receiveMs: p.receiveMs, receives: p.receives, foldMs: p.foldMs, roundMs: (p.foldEndedAt ?? p.startedAt) - p.startedAt,
+          kind, size: reqs.length, ms: p.endedAt - p.startedAt, receiveMs: p.receiveMs, receives: p.receives, foldMs: p.foldMs, folds: p.folds,
+          roundMs: (p.firstFoldEndedAt ?? p.foldEndedAt ?? p.startedAt) - p.startedAt,
           receiptsMs: p.receiptsMs, deleteMs: p.deleteMs, snapshots: p.snapshots, s3Requests: Object.values(p.s3).reduce((a, b) => a + b, 0),
         }
         points.push(point)
-        log(`fold sweep ${latencyMs} ms, ${kind} × ${point.size}: invocation ${point.ms} ms (drain ${point.receiveMs} ms in ${point.receives} receives, fold ${point.foldMs}, receipts ${point.receiptsMs}, deletes ${point.deleteMs}), ${point.snapshots} snapshot(s), ${point.s3Requests} S3 requests`)
+        log(`fold sweep ${latencyMs} ms, ${kind} × ${point.size}: invocation ${point.ms} ms (${point.receives} receives, ${point.receiveMs} ms summed, ${f0(receiveMean(point))} ms each; ${point.folds} fold(s) ${point.foldMs} ms; first round start → fold end ${point.roundMs} ms; conflict receipts ${point.receiptsMs}, deletes ${point.deleteMs}), ${point.snapshots} snapshot(s), ${point.s3Requests} S3 requests`)
+        if (p.folds !== 1) log(`  the first drain missed messages: ${p.folds} folds; the round fit takes the invocation's folds together`)
       }
     } finally {
       await q.stop()
@@ -705,16 +789,25 @@ async function foldSweep(backend: Backend, bucket: string, latencyMs: number, si
   }
   const fitOf = (kind: 'APPEND' | 'COMPACT', ms: (p: SweepPoint) => number = (p) => p.ms) =>
     linearFit(points.filter((p) => p.kind === kind).map((p) => ({ size: p.size, ms: ms(p) })))
-  const round = (p: SweepPoint) => p.roundMs ?? p.ms - p.receiptsMs - p.deleteMs
+  // a steady-state round: the fold and the tail of the receive in flight when it ended (at most one receive)
+  const round = (p: SweepPoint) => p.foldMs + receiveMean(p)
+  const firstRound = (p: SweepPoint) => p.roundMs ?? p.ms - p.receiptsMs - p.deleteMs
+  // a round's aftermath, which delays no one: deletes of what it drained, conflict receipts (none here)
   const settle = (p: SweepPoint) => p.receiptsMs + p.deleteMs
+  const byKind = (ms: (p: SweepPoint) => number) => ({ APPEND: fitOf('APPEND', ms), COMPACT: fitOf('COMPACT', ms) })
   return {
     latencyMs,
     points,
-    fit: { APPEND: fitOf('APPEND'), COMPACT: fitOf('COMPACT') },
-    roundFit: { APPEND: fitOf('APPEND', round), COMPACT: fitOf('COMPACT', round) },
-    settleFit: { APPEND: fitOf('APPEND', settle), COMPACT: fitOf('COMPACT', settle) },
+    fit: byKind((p) => p.ms),
+    roundFit: byKind(round),
+    firstRoundFit: byKind(firstRound),
+    settleFit: byKind(settle),
+    roundModel: 'fold + one receive',
   }
 }
+
+/** One receive's mean latency in a sweep invocation. */
+const receiveMean = (p: SweepPoint): number => (p.receives ? p.receiveMs / p.receives : 0)
 
 /** The realistic latency model of this benchmark: S3 first-byte latency on every request. */
 export function s3Latency(firstByteMs: number): TransferModel {
@@ -761,7 +854,7 @@ export async function runContention(opts: ContentionOptions): Promise<Contention
             const q = p.queued
             log(
               `contention ${path} ${latencyMs} ms, ${n} writers, run ${run + 1}/${runs}: ${p.commitsPerSecond.toFixed(1)} commits/s in ${(p.snapshots / seconds).toFixed(1)} snapshots/s, ${p.retriesPerCommit.toFixed(2)} lost races/commit seen by writers, ${p.failures} gave up, commit p50/p99 ${p.commitP50Ms.toFixed(0)}/${p.commitP99Ms.toFixed(0)} ms` +
-                (q ? `; ${q.messagesPerSnapshot.toFixed(1)} messages/snapshot, ${q.committerRetries} committer lost races, invocation ${q.invocationMs.toFixed(0)} ms (fold ${q.foldMs.toFixed(0)}, receipts ${q.receiptsMs.toFixed(0)}, drain ${q.receiveMs.toFixed(0)} in ${q.drainReceives.toFixed(1)} receives, deletes ${q.deleteMs.toFixed(0)}), send→receipt p50/p99 ${q.sendToReceiptP50Ms.toFixed(0)}/${q.sendToReceiptP99Ms.toFixed(0)} ms, receipt waited ${q.receiptWaitP50Ms.toFixed(0)} ms for its poll` : ''),
+                (q ? `; ${q.messagesPerSnapshot.toFixed(1)} messages/snapshot, ${q.committerRetries} committer lost races, invocation ${q.invocationMs.toFixed(0)} ms (${f1(q.rounds)} rounds, fold ${q.foldMs.toFixed(0)}, conflict receipts ${q.receiptsMs.toFixed(0)}, receives ${q.receiveMs.toFixed(0)} in ${q.drainReceives.toFixed(1)}, deletes ${q.deleteMs.toFixed(0)}), send→landed p50 ${f0(q.sendToWrittenP50Ms)} ms, send→landing seen p50/p99 ${f0(q.sendToReceiptP50Ms)}/${f0(q.sendToReceiptP99Ms)} ms, landing seen ${f0(q.receiptWaitP50Ms)} ms after the snapshot, ${q.pollsPerCommit.toFixed(1)} GETs/commit while waiting` : ''),
             )
             log(`  writer S3 requests/commit ${p.writerS3PerCommit.toFixed(1)}, event-loop delay mean/p99 ${p.loopDelayMeanMs.toFixed(0)}/${p.loopDelayP99Ms.toFixed(0)} ms, load ${p.loadAvg.toFixed(1)}` + (q ? `, committer S3 ${q.s3Requests.toFixed(1)} requests ${q.s3Ms.toFixed(0)} ms summed per invocation` : ''))
           }
@@ -805,6 +898,7 @@ export async function runContention(opts: ContentionOptions): Promise<Contention
   const queuedFit: ContentionResult['queuedFit'] = {}
   const queuedGapMs: Record<number, number> = {}
   const receiptWaitMs: Record<number, number> = {}
+  const queuedRoundFit: Record<number, FoldFit> = {}
   const top = Math.max(...committerCounts)
   for (const latencyMs of latencies) {
     if (paths.length === 0) break
@@ -817,6 +911,7 @@ export async function runContention(opts: ContentionOptions): Promise<Contention
     // the gap at the most writers, where messages are nearly always waiting: the poller's delete and next receive, not idleness
     queuedGapMs[latencyMs] = summary.find((s) => s.path === 'queued' && s.latencyMs === latencyMs && s.committers === top)?.queued?.gapMs ?? NaN
     receiptWaitMs[latencyMs] = median(qs.map((p) => p.queued!.receiptWaitP50Ms).filter((x) => Number.isFinite(x)))
+    queuedRoundFit[latencyMs] = linearFit(qs.flatMap((p) => p.rounds ?? []))
     const rows = summary.filter((s) => s.path === 'direct' && s.latencyMs === latencyMs)
     if (rows.length === 0) continue
     singleCommitMs[latencyMs] = (rows.find((s) => s.committers === 1) ?? rows[0]).commitP50Ms
@@ -830,8 +925,11 @@ export async function runContention(opts: ContentionOptions): Promise<Contention
     ? { ...TARGET, measured: t.commitsPerSecond, lostRacesVisible: t.retriesPerCommit + t.failures, met: t.commitsPerSecond >= TARGET.commitsPerSecond && t.retriesPerCommit === 0 && t.failures === 0 }
     : undefined
   return {
-    params: { committers: committerCounts, latenciesMs: latencies, paths, seconds, runs, rowsPerBatch: ROWS_PER_BATCH, buckets: BUCKETS, committerConcurrency: COMMITTER_CONCURRENCY, firstPollMs, maxPollMs: opts.maxPollMs, backend: opts.inProcessBackend ? 'in process' : 'child process' },
-    points, summary, singleCommitMs, collapse, foldedGainAt32, foldFit, queuedGainAt32, queuedFit, queuedGapMs, receiptWaitMs, target, foldSweep: sweep,
+    params: {
+      committers: committerCounts, latenciesMs: latencies, paths, seconds, runs, rowsPerBatch: ROWS_PER_BATCH, buckets: BUCKETS, committerConcurrency: COMMITTER_CONCURRENCY,
+      firstPollMs, maxPollMs: opts.maxPollMs ?? DEFAULT_MAX_POLL_MS, backend: opts.inProcessBackend ? 'in process' : 'child process', landingSeenFrom: 'snapshot chain',
+    },
+    points, summary, singleCommitMs, collapse, foldedGainAt32, foldFit, queuedGainAt32, queuedFit, queuedGapMs, receiptWaitMs, queuedRoundFit, target, foldSweep: sweep,
   }
 }
 
@@ -848,6 +946,74 @@ function linearFit(xs: { size: number; ms: number }[]): FoldFit {
 
 const f0 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(0))
 const f1 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(1))
+
+/**
+ * How the queued path's sender-side figures are labelled and explained: from the snapshot
+ * chain (params.landingSeenFrom), or from a receipt per message (results before it).
+ */
+function senderWords(r: ContentionResult) {
+  const pauses = (first: number, max: number | undefined) => `start at ${first} ms and grow ×1.5 to ${max === undefined ? 'QueuedCommitter\'s default largest pause' : `${max} ms`}`
+  if (r.params.landingSeenFrom === 'snapshot chain') {
+    return {
+      seen: 'landing seen',
+      written: 'landed (snapshot created)',
+      wait: 'landing seen after the snapshot',
+      polls: 'GETs per commit while waiting',
+      receiptsColumn: 'conflict receipts (ms)',
+      committerText: `The queued path's committer side (the median run of each point): an invocation folds in rounds while messages keep arriving, and receives the next round's messages while a round folds (BatchingCommitter: the snapshot after the last one it knows, duplicate search, manifests, conditional snapshot create, with lost races for \`snapshot-N\` against the other committer); "receives" are the first drain's, those during the folds and the last look (their summed time: several overlap). The deletes of what a round drained go on behind the next round; a receipt is written only for a conflict (none here). "Idle between invocations" is one environment's gap between two invocations that carried messages (the poller's delete of the invoked batch and its next receive).`,
+      senderText: (first: number, max: number | undefined) =>
+        `On the writer's side, "landed" is when the conditional create of the snapshot that landed its commit returned (the committer's probe records it), "landing seen" when the writer's commit() returned, having found its commit in the snapshot chain, and "landing seen after the snapshot" the difference: the rest of its pause between probes, the probe's GET and, for a folded snapshot, the sidecar's GET (QueuedCommitter's pauses ${pauses(first, max)}). "GETs per commit while waiting" are the writer's store GETs during commit(): \`snapshot-(known+1)\` probes, sidecar reads and its conflict receipt GETs, one beside each probe.`,
+    }
+  }
+  return {
+    seen: 'receipt read',
+    written: 'receipt written',
+    wait: 'receipt waited for its poll',
+    polls: 'receipt polls per commit',
+    receiptsColumn: 'receipts (ms)',
+    committerText: `The queued path's committer side (the median run of each point; these results predate the snapshot chain: a receipt per settled message): an invocation's time is the drain receives beyond its batch, the fold (BatchingCommitter: latest snapshot, duplicate search, manifest, manifest list, conditional snapshot create, with lost races for \`snapshot-N\` against the other committer), the receipt writes (parallel) and the deletes of what it drained; "idle between invocations" is one environment's gap between two invocations that carried messages (the poller's delete of the invoked batch and its next receive).`,
+    senderText: (first: number, max: number | undefined) =>
+      `On the writer's side, "send → receipt read" is from sending the commit message to the receipt GET that found it, and "receipt waited for its poll" is from the receipt's PUT returning to that GET (QueuedCommitter's polls ${pauses(first, max)}).`,
+  }
+}
+
+/** The fold sweep's text and table (a sweep from before the snapshot chain keeps its own words). */
+function sweepMarkdown(sw: FoldSweep): string[] {
+  const fitText = (f: FoldFit, d = 2) => `${f.baseMs.toFixed(0)} ms + ${f.perCommitMs.toFixed(d)} ms per message`
+  const intro = `Fold sweep (${sw.latencyMs} ms${sw.remeasured ? `; ${sw.remeasured}` : ''}): k commit messages of one kind made by the real write and compaction paths wait on the queue; one committer invocation drains and folds them (no writers running, no second committer). APPEND: k writer batches; COMPACT: k buckets of a deletion-vector table compacted from the same snapshot.`
+  const whole = `Fits: a whole invocation APPEND ≈ ${fitText(sw.fit.APPEND)}; COMPACT ≈ ${fitText(sw.fit.COMPACT)}.`
+  if (sw.roundModel !== 'fold + one receive') {
+    return [
+      intro,
+      '',
+      markdownTable(
+        ['kind', 'messages', 'invocation (ms)', 'round: start → fold end (ms)', 'drain receives (summed ms)', 'fold (ms)', 'receipts (ms)', 'deletes (ms)', 'snapshots', 'S3 requests'],
+        sw.points.map((p) => [p.kind, p.size, p.ms, p.roundMs ?? '-', `${p.receives} (${p.receiveMs})`, p.foldMs, p.receiptsMs, p.deleteMs, p.snapshots, p.s3Requests]),
+      ),
+      '',
+      whole +
+        (sw.roundFit && sw.settleFit
+          ? ` Split (the committer folds its next round while a round's receipts are written): a round (drain, parsing and fold) COMPACT ≈ ${fitText(sw.roundFit.COMPACT)}, APPEND ≈ ${fitText(sw.roundFit.APPEND)}; its receipts and deletes COMPACT ≈ ${fitText(sw.settleFit.COMPACT)}.`
+          : ''),
+    ]
+  }
+  return [
+    intro,
+    '',
+    markdownTable(
+      ['kind', 'messages', 'invocation (ms)', 'a cold invocation\'s first round: start → fold end (ms)', 'receives (summed ms; mean each)', 'fold (ms)', 'steady round: fold + one receive (ms)', 'conflict receipts (ms)', 'deletes (ms)', 'snapshots', 'S3 requests'],
+      sw.points.map((p) => {
+        const receive = p.receives ? p.receiveMs / p.receives : 0
+        return [p.kind, p.size, p.ms, p.roundMs ?? '-', `${p.receives} (${p.receiveMs}; ${f0(receive)})`, p.foldMs, f0(p.foldMs + receive), p.receiptsMs, p.deleteMs, p.snapshots, p.s3Requests]
+      }),
+    ),
+    '',
+    whole +
+      (sw.roundFit && sw.firstRoundFit && sw.settleFit
+        ? ` In steady state a round's messages are received while the round before folds, so the next snapshot waits for a round's fold and the tail of the one receive in flight when it ends (counted here as a whole receive's mean latency): a round COMPACT ≈ ${fitText(sw.roundFit.COMPACT)}, APPEND ≈ ${fitText(sw.roundFit.APPEND)}. A cold invocation's first round (start → fold end: the whole first drain, parsing and the fold) COMPACT ≈ ${fitText(sw.firstRoundFit.COMPACT)}, APPEND ≈ ${fitText(sw.firstRoundFit.APPEND)}. After a round its deletes (and conflict receipts, none here) COMPACT ≈ ${fitText(sw.settleFit.COMPACT)} go on behind the next round and delay no sender.`
+        : ''),
+  ]
+}
 
 export function contentionMarkdown(r: ContentionResult): string {
   const rows = r.summary.map((s) => [
@@ -866,14 +1032,16 @@ export function contentionMarkdown(r: ContentionResult): string {
   ])
   const table = markdownTable(['commit path', 'S3 first-byte latency', 'writers', 'writer batches committed/s', 'snapshots/s', 'vs 1 direct writer', 'lost races per commit (seen by writers)', 'gave up', 'commit p50 (ms)', 'commit p99 (ms)', 'writeBatch p50 (ms)', 'writeBatch p99 (ms)'], rows)
   const queued = r.summary.filter((s) => s.path === 'queued' && s.queued)
+  const w = senderWords(r)
   const qtable = markdownTable(
-    ['S3 first-byte latency', 'writers', 'committer invocations', 'messages per invocation', 'messages per snapshot', 'committer lost races (per snapshot)', 'invocation mean / p99 (ms)', 'drain receives (ms)', 'fold (ms)', 'receipts (ms)', 'deletes (ms)', 'S3 requests per invocation', 'idle between invocations (ms)', 'send → receipt read p50 / p99 (ms)', 'send → receipt written p50 (ms)', 'receipt waited for its poll p50 / p99 (ms)', 'receipt polls per commit'],
+    ['S3 first-byte latency', 'writers', 'committer invocations', 'rounds per invocation', 'messages per invocation', 'messages per snapshot', 'committer lost races (per snapshot)', 'invocation mean / p99 (ms)', 'receives (summed ms)', 'fold, all rounds (ms)', w.receiptsColumn, 'deletes (ms)', 'S3 requests per invocation', 'idle between invocations (ms)', `send → ${w.seen} p50 / p99 (ms)`, `send → ${w.written} p50 (ms)`, `${w.wait} p50 / p99 (ms)`, w.polls],
     queued.map((s) => {
       const q = s.queued!
       return [
         s.latencyMs === 0 ? 'none' : `${s.latencyMs} ms`,
         s.committers,
         q.invocations,
+        f1(q.rounds),
         f1(q.messagesPerInvocation),
         f1(q.messagesPerSnapshot),
         `${q.committerRetries} (${q.committerRetriesPerSnapshot.toFixed(2)})`,
@@ -887,38 +1055,27 @@ export function contentionMarkdown(r: ContentionResult): string {
         `${f0(q.sendToReceiptP50Ms)} / ${f0(q.sendToReceiptP99Ms)}`,
         f0(q.sendToWrittenP50Ms),
         `${f0(q.receiptWaitP50Ms)} / ${f0(q.receiptWaitP99Ms)}`,
-        f1(q.pollsPerCommit),
+        `${f1(q.pollsPerCommit)}${q.pollsByKind ? `: ${Object.entries(q.pollsByKind).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')}` : ''}`,
       ]
     }),
   )
   const fits = r.params.latenciesMs.filter((l) => r.queuedFit[l] && r.foldFit[l]).map((l) => {
     const q = r.queuedFit[l]
     const f = r.foldFit[l]
-    return `${l} ms: queued ${r.queuedGainAt32[l].toFixed(1)}× direct at ${Math.max(...r.params.committers)} writers, one committer invocation ≈ ${q.baseMs.toFixed(0)} ms + ${q.perCommitMs.toFixed(1)} ms per message (fit over ${q.snapshots} invocations); the in-process folding prototype ${r.foldedGainAt32[l].toFixed(1)}× direct, one snapshot ≈ ${f.baseMs.toFixed(0)} ms + ${f.perCommitMs.toFixed(1)} ms per request (fit over ${f.snapshots})`
+    const rf = r.queuedRoundFit?.[l]
+    const round = rf && rf.snapshots > 0 ? `; one round (its fold plus one receive) ≈ ${rf.baseMs.toFixed(0)} ms + ${rf.perCommitMs.toFixed(1)} ms per message (fit over ${rf.snapshots} rounds)` : ''
+    return `${l} ms: queued ${r.queuedGainAt32[l].toFixed(1)}× direct at ${Math.max(...r.params.committers)} writers, one committer invocation ≈ ${q.baseMs.toFixed(0)} ms + ${q.perCommitMs.toFixed(1)} ms per message (fit over ${q.snapshots} invocations)${round}; the in-process folding prototype ${r.foldedGainAt32[l].toFixed(1)}× direct, one snapshot ≈ ${f.baseMs.toFixed(0)} ms + ${f.perCommitMs.toFixed(1)} ms per request (fit over ${f.snapshots})`
   })
   const t = r.target
   const sw = r.foldSweep
-  const sweepPart = sw
-    ? [
-        '',
-        `Fold sweep (${sw.latencyMs} ms${sw.remeasured ? `; ${sw.remeasured}` : ''}): k commit messages of one kind made by the real write and compaction paths wait on the queue; one committer invocation drains and folds them (no writers running, no second committer). APPEND: k writer batches; COMPACT: k buckets of a deletion-vector table compacted from the same snapshot.`,
-        '',
-        markdownTable(
-          ['kind', 'messages', 'invocation (ms)', 'round: start → fold end (ms)', 'drain receives (summed ms)', 'fold (ms)', 'receipts (ms)', 'deletes (ms)', 'snapshots', 'S3 requests'],
-          sw.points.map((p) => [p.kind, p.size, p.ms, p.roundMs ?? '-', `${p.receives} (${p.receiveMs})`, p.foldMs, p.receiptsMs, p.deleteMs, p.snapshots, p.s3Requests]),
-        ),
-        '',
-        `Fits: APPEND ≈ ${sw.fit.APPEND.baseMs.toFixed(0)} ms + ${sw.fit.APPEND.perCommitMs.toFixed(2)} ms per message; COMPACT ≈ ${sw.fit.COMPACT.baseMs.toFixed(0)} ms + ${sw.fit.COMPACT.perCommitMs.toFixed(2)} ms per message.` +
-          (sw.roundFit && sw.settleFit
-            ? ` Split (the committer folds its next round while a round's receipts are written): a round (drain, parsing and fold) COMPACT ≈ ${sw.roundFit.COMPACT.baseMs.toFixed(0)} ms + ${sw.roundFit.COMPACT.perCommitMs.toFixed(2)} ms per message, APPEND ≈ ${sw.roundFit.APPEND.baseMs.toFixed(0)} ms + ${sw.roundFit.APPEND.perCommitMs.toFixed(2)} ms; its receipts and deletes COMPACT ≈ ${sw.settleFit.COMPACT.baseMs.toFixed(0)} ms + ${sw.settleFit.COMPACT.perCommitMs.toFixed(2)} ms per message.`
-            : ''),
-      ]
-    : []
+  const sweepPart = sw ? ['', ...sweepMarkdown(sw)] : []
   if (r.points.length === 0) return sweepPart.join('\n').trim()
   return [
     table,
     '',
-    `The queued path's committer side (the median run of each point): an invocation's time is the drain receives beyond its batch, the fold (BatchingCommitter: latest snapshot, duplicate search, manifest, manifest list, conditional snapshot create, with lost races for \`snapshot-N\` against the other committer), the receipt writes (parallel) and the deletes of what it drained; "idle between invocations" is one environment's gap between two invocations that carried messages (the poller's delete of the invoked batch and its next receive). On the writer's side, "send → receipt read" is from sending the commit message to the receipt GET that found it, and "receipt waited for its poll" is from the receipt's PUT returning to that GET (QueuedCommitter's polls start at ${r.params.firstPollMs ?? 20} ms and grow ×1.5 to ${r.params.maxPollMs ?? 500} ms).`,
+    w.committerText,
+    '',
+    w.senderText(r.params.firstPollMs ?? 20, r.params.maxPollMs),
     '',
     qtable,
     '',

@@ -10,9 +10,10 @@
 // per-request bandwidth cap. SQS requests get no added latency.
 //
 // Every table has a commit queue and a committer (as the stack deploys it), so writers and
-// compactors commit through the committer function (folding, receipts); the committer and
-// compactor run as bench/lib/committer-probe.ts and bench/lib/compactor-probe.ts, the real
-// handlers with a probe that reports what each invocation did.
+// compactors commit through the committer function (folding; senders follow the snapshot
+// chain, a receipt only for a conflict); the committer and compactor run as
+// bench/lib/committer-probe.ts and bench/lib/compactor-probe.ts, the real handlers with a
+// probe that reports what each invocation did.
 //
 //   npx tsx bench/freshness.ts [--quick] [--seconds 90] [--rate 200]
 //
@@ -78,13 +79,13 @@ export interface CompactorInvocation {
   /** distinct message groups = buckets compacted by the invocation */
   buckets: number
   /**
-   * time in which every compaction in flight only waited for its commit (send, fold,
-   * receipt); absent in results from before the commit queue
+   * time in which every compaction in flight only waited for its commit (send, fold, its
+   * landing seen); absent in results from before the commit queue
    */
   blockedOnCommitMs?: number
   /** each finished compaction's wall time, commit included (CompactionTime) */
   compactionMs?: number[]
-  /** each commit's time from send to receipt */
+  /** each commit's time from its call to its return (landing seen, or a conflict) */
   commitMs?: number[]
   /** commit retries the compactions reported (result.retries) */
   commitRetries?: number
@@ -131,7 +132,7 @@ export interface FreshnessRun {
   lagSteady?: boolean
   /** median wall time of one bucket's compaction, its commit included (task-threads 1: one at a time per invocation slot) */
   bucketCompactionP50Ms?: number
-  /** median time a compaction's commit took from send to receipt */
+  /** median time a compaction's commit took from its call to its return */
   compactionCommitP50Ms?: number
   /** lost races: the compactions' commit retries, and the committers' lost races for `snapshot-N` */
   compactionRetries?: number
@@ -456,7 +457,7 @@ export function freshnessMarkdown(r: FreshnessResult): string {
   )
   if (!r.runs.some((x) => x.committerInvocations !== undefined)) return lagTable
   const commitTable = markdownTable(
-    ['task-threads', 'one bucket\'s compaction p50 (ms)', 'its commit, send → receipt p50 (ms)', 'lost races: compactions / committers', 'recompactions', 'conflict receipts', 'committer invocations', 'snapshots', 'messages per snapshot', 'committer re-plans'],
+    ['task-threads', 'one bucket\'s compaction p50 (ms)', 'its commit, call → returned p50 (ms)', 'lost races: compactions / committers', 'recompactions', 'conflict receipts', 'committer invocations', 'snapshots', 'messages per snapshot', 'committer re-plans'],
     r.runs.map((x) => [
       label(x.taskThreads),
       x.bucketCompactionP50Ms?.toFixed(0) ?? '-',

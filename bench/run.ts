@@ -52,9 +52,12 @@ function busyProcesses(): string[] {
 
 /**
  * The simulation's inputs from one run's measurements. The folded model is the deployed
- * design, so its fold cost is the queued path's fit (one committer invocation of the
- * deployed path); results from before that benchmark (no params.committerConcurrency) fall
- * back to the in-process prototype's fit, one committer, no overheads, and say so.
+ * design, so its costs are the deployed committer's: a round from the fold sweep (one
+ * committer invocation alone), the gap between invocations and the senders' landing-seen
+ * wait from the writers' runs. Results from before the rounds fit a round as drain + fold
+ * with per-message receipts; results from before the deployed-path benchmark (no
+ * params.committerConcurrency) fall back to the in-process prototype's fit, one committer,
+ * no overheads. Each fallback says so.
  */
 function calibrate(c: ContentionResult, f: FreshnessResult): { calibration: SimCalibration; notes: string[] } {
   const notes: string[] = []
@@ -64,7 +67,11 @@ function calibrate(c: ContentionResult, f: FreshnessResult): { calibration: SimC
   const direct = c.summary.filter((s) => s.path === 'direct' && s.latencyMs === REALISTIC_MS)
   const queued = c.queuedFit?.[REALISTIC_MS]
   const deployed = c.params.committerConcurrency !== undefined && queued !== undefined && Number.isFinite(queued.baseMs)
-  let fold: Pick<SimCalibration, 'foldBaseMs' | 'foldPerCommitMs' | 'committers' | 'committerOverheadMs' | 'receiptWaitMs' | 'receiptBaseMs' | 'receiptPerCommitMs' | 'foldSource'>
+  let fold: Pick<
+    SimCalibration,
+    | 'foldBaseMs' | 'foldPerCommitMs' | 'committers' | 'committerOverheadMs' | 'receiptWaitMs' | 'rounds' | 'firstRoundBaseMs' | 'firstRoundPerCommitMs'
+    | 'settleBaseMs' | 'settlePerCommitMs' | 'receiptBaseMs' | 'receiptPerCommitMs' | 'foldSource'
+  >
   if (deployed) {
     const base = {
       committers: c.params.committerConcurrency,
@@ -75,13 +82,19 @@ function calibrate(c: ContentionResult, f: FreshnessResult): { calibration: SimC
     const sw = c.foldSweep
     const round = sw?.roundFit?.COMPACT
     const settle = sw?.settleFit?.COMPACT
-    if (round && settle && Number.isFinite(round.perCommitMs) && Number.isFinite(settle.perCommitMs)) {
+    const first = sw?.firstRoundFit?.COMPACT
+    const finite = (f?: { baseMs: number; perCommitMs: number }) => f !== undefined && Number.isFinite(f.baseMs) && Number.isFinite(f.perCommitMs)
+    if (sw?.roundModel === 'fold + one receive' && finite(round) && finite(settle) && finite(first)) {
+      fold = { ...base, ...steadyRounds(c, round!, first!, settle!, notes) }
+    } else if (round && settle && Number.isFinite(round.perCommitMs) && Number.isFinite(settle.perCommitMs)) {
+      // a sweep from before the snapshot chain (a receipt per message), kept for its results.
       // committer rounds: a round is the drain and the fold; receipts and deletes overlap the
       // next round. The round's base is the larger of the sweep's (one committer alone) and
       // the writers' runs' invocation base less the sweep's receipts and deletes (two
       // committers racing, as deployed); per message, the sweep's compaction messages: the
       // simulation folds hundreds of them, far beyond the writers' folds of ≤ 32
       const roundBase = Math.max(round.baseMs, queued.baseMs - settle.baseMs)
+      notes.push('the fold sweep predates the snapshot chain: its round is drain + fold and each compactor is held until its round\'s receipts are written; re-run `npx tsx bench/commit-contention.ts --sweep-only` for the current committer')
       fold = {
         ...base,
         foldBaseMs: roundBase,
@@ -126,6 +139,40 @@ function calibrate(c: ContentionResult, f: FreshnessResult): { calibration: SimC
 }
 
 const finiteOr = (x: number | undefined, d: number) => (x !== undefined && Number.isFinite(x) ? x : d)
+
+type Fit = { baseMs: number; perCommitMs: number; snapshots: number }
+
+/**
+ * The committer as deployed since senders follow the snapshot chain: a round's messages
+ * are received while the round before folds, so a round costs its fold and the tail of one
+ * receive (the sweep's round fit); a cold invocation's first round costs the whole first
+ * drain and the fold (the sweep's first-round fit); deletes delay no one. The round is the
+ * sweep's, one committer alone on this machine: what a Lambda committer with its own CPU
+ * sees. The writers' runs measure rounds too, with two committers racing for `snapshot-N`
+ * and 32 writers and the S3/SQS backend on the same 2 cores; they are reported, not used.
+ */
+function steadyRounds(c: ContentionResult, round: Fit, first: Fit, settle: Fit, notes: string[]): Pick<SimCalibration, 'foldBaseMs' | 'foldPerCommitMs' | 'rounds' | 'firstRoundBaseMs' | 'firstRoundPerCommitMs' | 'settleBaseMs' | 'settlePerCommitMs' | 'foldSource'> {
+  const fit = (f: Fit, d = 2) => `${f.baseMs.toFixed(0)} ms + ${f.perCommitMs.toFixed(d)} ms per message`
+  const contended = c.queuedRoundFit?.[REALISTIC_MS]
+  const largest = Math.max(0, ...c.points.filter((p) => p.latencyMs === REALISTIC_MS).flatMap((p) => (p.rounds ?? []).map((r) => r.size)))
+  const contendedText =
+    contended && contended.snapshots > 0 && Number.isFinite(contended.baseMs)
+      ? `in the writers' runs at ${REALISTIC_MS} ms, where two committers race for \`snapshot-N\` and up to ${Math.max(...c.params.committers)} writers and the S3/SQS backend share this machine's cores, a round measured ${fit(contended, 1)} (fit over ${contended.snapshots} rounds of at most ${largest} messages, so its per-message cost says little); not used, since a Lambda committer has its own CPU, but the lost races it includes are not in the model`
+      : 'the writers\' runs of these results have no per-round figures'
+  if (c.params.landingSeenFrom !== 'snapshot chain') {
+    notes.push('the contention results predate the snapshot chain: the sender\'s wait is their receipt poll wait (receipt written → read), not the landing-seen wait; re-run `npm run bench` for it')
+  }
+  return {
+    rounds: true,
+    foldBaseMs: round.baseMs,
+    foldPerCommitMs: round.perCommitMs,
+    firstRoundBaseMs: first.baseMs,
+    firstRoundPerCommitMs: first.perCommitMs,
+    settleBaseMs: settle.baseMs,
+    settlePerCommitMs: settle.perCommitMs,
+    foldSource: `committer rounds, from the fold sweep's COMPACT fits (one committer invocation alone): a round, its messages received while the round before folded, costs its fold plus one receive, ${fit(round)}; a cold invocation's first round (the whole first drain, then the fold) ${fit(first)}; ${contendedText}. The round's deletes, ${fit(settle)}, go on behind the next round and delay no one`,
+  }
+}
 
 /** One bucket's measured compaction time for the simulation's target: the task-threads 1 run's median, else the fit. */
 function bucketCompaction(f: FreshnessResult): { ms: number; source: string } {
@@ -314,6 +361,10 @@ function contentionSection(c: ContentionResult): string {
   const qfit = c.queuedFit[lat]
   const t = c.target
   const deployed = c.params.committerConcurrency !== undefined
+  // senders learn of their landing from the snapshot chain (absent: a receipt per message)
+  const chain = c.params.landingSeenFrom === 'snapshot chain'
+  const rfit = c.queuedRoundFit?.[lat]
+  const sweepRound = c.foldSweep?.roundModel === 'fold + one receive' ? c.foldSweep.roundFit?.COMPACT : undefined
   return [
     '## Commit contention',
     '',
@@ -321,9 +372,11 @@ function contentionSection(c: ContentionResult): string {
     '',
     '- **direct**: every batch creates its own snapshot through `FileStoreCommit`, racing the others for `snapshot-N` (conditional create, backoff 10 ms·2^n ±20%, `commit.max-retries` 10): a table without a commit queue.',
     '- **folded**: an in-process prototype of folding without the queue: writers hand their commit request to one committer in the same process, which folds every request waiting into one snapshot. No SQS, no receipts, one committer: the ceiling of folding here.',
-    deployed
-      ? `- **queued**: the path the stack deploys. Each writer commits through a \`QueuedCommitter\` (lib/commit/queued-committer.ts) on a real embedded SQS FIFO queue (each message its own group), then polls its receipt in S3 (first poll after ${c.params.firstPollMs} ms, growing ×1.5 to ${c.params.maxPollMs ?? 500} ms). The committer function (functions/committer.ts) runs in worker-thread execution environments behind the local event-source poller, at most ${c.params.committerConcurrency} at once (the stack's maxConcurrency): each invocation gets up to 10 messages, drains the queue beyond them, folds everything into one snapshot, writes the receipts and deletes what it drained.`
-      : '- **queued**: (these results predate the deployed-path benchmark: one committer loop, no receipts.)',
+    !deployed
+      ? '- **queued**: (these results predate the deployed-path benchmark: one committer loop, no receipts.)'
+      : chain
+        ? `- **queued**: the path the stack deploys. Each writer commits through a \`QueuedCommitter\` (lib/commit/queued-committer.ts) on a real embedded SQS FIFO queue (each message its own group), then follows the snapshot chain in S3 until a snapshot names its commit: it probes \`snapshot-(known+1)\` (first after ${c.params.firstPollMs} ms, growing ×1.5 to ${c.params.maxPollMs ?? 100} ms), reads a folded snapshot's sidecar, and GETs its conflict receipt key beside each probe. The committer function (functions/committer.ts) runs in worker-thread execution environments behind the local event-source poller, at most ${c.params.committerConcurrency} at once (the stack's maxConcurrency): each invocation gets up to 10 messages, drains the queue beyond them and folds them, then folds in rounds what it received while the last round folded; it writes a receipt only for a conflict and deletes what it drained behind the next round.`
+        : `- **queued**: the path the stack deployed when these results were taken. Each writer commits through a \`QueuedCommitter\` (lib/commit/queued-committer.ts) on a real embedded SQS FIFO queue (each message its own group), then polls its receipt in S3 (first poll after ${c.params.firstPollMs} ms, growing ×1.5 to ${c.params.maxPollMs ?? 'QueuedCommitter\'s default'} ms). The committer function (functions/committer.ts) runs in worker-thread execution environments behind the local event-source poller, at most ${c.params.committerConcurrency} at once (the stack's maxConcurrency): each invocation gets up to 10 messages, drains the queue beyond them, folds everything into one snapshot, writes the receipts and deletes what it drained.`,
     '',
     'At the end of every point the table\'s latest snapshot and total record count must equal what the committers and writers were told, or the benchmark fails.',
     '',
@@ -338,7 +391,11 @@ function contentionSection(c: ContentionResult): string {
     [
       fTop ? `The folding prototype lands ${fTop.commitsPerSecond.toFixed(1)} writer batches/s at ${top} writers (${c.foldedGainAt32[lat].toFixed(1)}× direct) in ${fTop.snapshotsPerSecond.toFixed(1)} snapshots/s; one folded snapshot costs about ${fold.baseMs.toFixed(0)} ms + ${fold.perCommitMs.toFixed(1)} ms per request (fit over ${fold.snapshots} snapshots).` : '',
       qTop && qfit
-        ? `The deployed path lands ${qTop.commitsPerSecond.toFixed(1)}/s at ${top} writers (${c.queuedGainAt32[lat].toFixed(1)}× direct) in ${qTop.snapshotsPerSecond.toFixed(1)} snapshots/s, ${qTop.queued ? `${qTop.queued.messagesPerSnapshot.toFixed(1)} messages per snapshot, ${qTop.queued.committerRetries} lost races between its committers and ` : ''}${(qTop.retriesPerCommit + qTop.failures).toFixed(0)} seen by writers; one committer invocation costs about ${qfit.baseMs.toFixed(0)} ms + ${qfit.perCommitMs.toFixed(1)} ms per message (fit over ${qfit.snapshots} invocations), the simulation's fold cost.`
+        ? `The deployed path lands ${qTop.commitsPerSecond.toFixed(1)}/s at ${top} writers (${c.queuedGainAt32[lat].toFixed(1)}× direct) in ${qTop.snapshotsPerSecond.toFixed(1)} snapshots/s, ${qTop.queued ? `${qTop.queued.messagesPerSnapshot.toFixed(1)} messages per snapshot, ${qTop.queued.committerRetries} lost races between its committers and ` : ''}${(qTop.retriesPerCommit + qTop.failures).toFixed(0)} seen by writers; ${
+            chain && sweepRound
+              ? `one committer invocation costs about ${qfit.baseMs.toFixed(0)} ms + ${qfit.perCommitMs.toFixed(1)} ms per message (fit over ${qfit.snapshots} invocations, each of several rounds)${rfit && rfit.snapshots > 0 ? `, one round (its fold plus one receive) ${rfit.baseMs.toFixed(0)} ms + ${rfit.perCommitMs.toFixed(1)} ms per message (fit over ${rfit.snapshots} rounds)` : ''}. The simulation's round cost is the fold sweep's (${sweepRound.baseMs.toFixed(0)} ms + ${sweepRound.perCommitMs.toFixed(2)} ms per compaction message), one committer without writers competing for the CPU.`
+              : `one committer invocation costs about ${qfit.baseMs.toFixed(0)} ms + ${qfit.perCommitMs.toFixed(1)} ms per message (fit over ${qfit.snapshots} invocations), the simulation's fold cost.`
+          }`
         : '',
     ].filter(Boolean).join(' '),
     ...(t ? ['', `Target (${lat} ms, ${t.writers} writers, deployed path): at least ${t.commitsPerSecond} commits/s with no lost race seen by a writer: measured ${t.measured.toFixed(1)}/s, ${t.lostRacesVisible} seen, **${t.met ? 'met' : 'not met'}**.`] : []),
@@ -360,7 +417,7 @@ function freshnessSection(f: FreshnessResult): string {
     '',
     ...(f.runs.some((r) => r.committerInvocations !== undefined)
       ? [
-          'Every table has a commit queue and a committer function (as deployed): writers and compactors commit through it and wait for their receipts, so a compaction\'s time includes its commit. "Lag steady" compares the lag p50 of the last third of the window with the middle third (steady: at most 20% + 2 s above); a setting that is not steady has not worked off its backlog, and its figures depend on the window. In the commit table, lost races are the compactions\' commit retries (0 through the queue: the committer absorbs its races) and the committers\' lost races for `snapshot-N` against each other; recompactions are compactions redone from fresh state after a conflicting or failed commit (process-jobs); messages per snapshot is what the committers folded.',
+          'Every table has a commit queue and a committer function (as deployed): writers and compactors commit through it and wait until it has landed their commit, so a compaction\'s time includes its commit. "Lag steady" compares the lag p50 of the last third of the window with the middle third (steady: at most 20% + 2 s above); a setting that is not steady has not worked off its backlog, and its figures depend on the window. In the commit table, lost races are the compactions\' commit retries (0 through the queue: the committer absorbs its races) and the committers\' lost races for `snapshot-N` against each other; recompactions are compactions redone from fresh state after a conflicting or failed commit (process-jobs); messages per snapshot is what the committers folded.',
           '',
         ]
       : []),
@@ -391,6 +448,18 @@ function freshnessSection(f: FreshnessResult): string {
   ].join('\n')
 }
 
+/** The simulation's folded commit path in words, as its calibration models it. */
+function foldedBullet(c: SimCalibration): string {
+  const head = `- folded commits, the deployed design: writers and compactors send commit messages; ${c.committers ?? 1} committer invocation(s) at most`
+  const idle = `idle ${(c.committerOverheadMs ?? 0).toFixed(0)} ms between invocations (the poller's delete and next receive)`
+  if (c.rounds && c.receiptBaseMs === undefined) {
+    // the first round's cost is in foldSource when the calibration came from steadyRounds
+    const first = c.firstRoundBaseMs !== undefined && !c.foldSource ? `; a cold invocation's first round costs ${c.firstRoundBaseMs.toFixed(0)} ms + ${(c.firstRoundPerCommitMs ?? c.foldPerCommitMs).toFixed(2)} ms per message (its whole first drain)` : ''
+    return `${head}; each round folds every message waiting (up to ${c.drainMax ?? 1000}) at ${c.foldBaseMs.toFixed(0)} ms + ${c.foldPerCommitMs.toFixed(2)} ms per message, and a committer that finds messages waiting when its round has landed folds them at once${c.foldSource ? ` (${c.foldSource})` : ''}${first}; ${idle}. A compactor keeps its slot and its bucket until the snapshot that lands its commit exists and ${(c.receiptWaitMs ?? 0).toFixed(0)} ms more, the measured wait of a sender's probe of the snapshot chain for its landing; no receipt is written for a landing.`
+  }
+  return `${head}, each folding every message waiting when it starts (up to ${c.drainMax ?? 1000}) at ${c.foldBaseMs.toFixed(0)} ms + ${c.foldPerCommitMs.toFixed(2)} ms per message (${c.foldSource ?? 'the folding prototype\'s fit'})${c.receiptBaseMs !== undefined ? `; a committer that finds messages waiting after a round folds them at once, while that round's receipts and deletes (${c.receiptBaseMs.toFixed(0)} ms + ${(c.receiptPerCommitMs ?? 0).toFixed(2)} ms per message) are written` : ''}; ${idle}; a compactor keeps its slot and its bucket until its commit has landed${c.receiptBaseMs !== undefined ? ', its receipt is written,' : ''} and it has read its receipt ${(c.receiptWaitMs ?? 0).toFixed(0)} ms later (the measured poll wait).`
+}
+
 function simulationSection(s: SimulationResult, f: FreshnessResult, sweepFrom?: string): string {
   const c = s.calibration
   const at = (path: string, k: number) => s.points.find((p) => p.path === path && p.taskThreads === k)
@@ -418,11 +487,13 @@ function simulationSection(s: SimulationResult, f: FreshnessResult, sweepFrom?: 
     `- write load as in the freshness run, per bucket: ${c.writerCommitsPerSecond.toFixed(2)} writer commits/s, each touching a bucket with probability ${c.touchProbability.toFixed(2)} (${f.params.rate} rows/s over ${f.params.buckets} buckets); the table-wide load therefore grows with the buckets;`,
     `- compaction of one bucket: ${c.perBucketMs.toFixed(0)} ms + ${c.perJobMs.toFixed(0)} ms per coalesced job (≤ 10 per invocation, the FIFO batch), ±20% jitter (fitted on the freshness run's task-threads ${f.compactionCostFit.fittedOn?.join(', ') ?? ''} invocations, one compactor at a time${f.compactionCostFitAllSettings ? `; over every setting, CPU contention included, it is ${f.compactionCostFitAllSettings.perBucketMs.toFixed(0)} ms` : ''}${f.compactionCostFit.commitWaitExcluded ? '; the time in which a compactor only waited for its commits is left out, the commit path is modelled below' : ''}); a compactor compacts up to ${c.bucketsAtOnce ?? 1} bucket(s) of its batch at once, so while that many wait for their commits it works on the next;`,
     `- direct commits: the commit path completes waiting commits at the rate the contention benchmark measured for that many concurrent committers at ${REALISTIC_MS} ms (${c.directCurve.map((d) => `${d.committers}: ${d.commitsPerSecond.toFixed(1)}/s`).join(', ')}); a compactor holds its slot until its commit lands;`,
-    `- folded commits, the deployed design: writers and compactors send commit messages; ${c.committers ?? 1} committer invocation(s) at most, each folding every message waiting when it starts (up to ${c.drainMax ?? 1000}) at ${c.foldBaseMs.toFixed(0)} ms + ${c.foldPerCommitMs.toFixed(2)} ms per message (${c.foldSource ?? 'the folding prototype\'s fit'})${c.receiptBaseMs !== undefined ? `; a committer that finds messages waiting after a round folds them at once, while that round's receipts and deletes (${c.receiptBaseMs.toFixed(0)} ms + ${(c.receiptPerCommitMs ?? 0).toFixed(2)} ms per message) are written` : ''}; idle ${(c.committerOverheadMs ?? 0).toFixed(0)} ms between invocations (the poller's delete and next receive); a compactor keeps its slot and its bucket until its commit has landed${c.receiptBaseMs !== undefined ? ', its receipt is written,' : ''} and it has read its receipt ${(c.receiptWaitMs ?? 0).toFixed(0)} ms later (the measured poll wait).`,
+    foldedBullet(c),
     ...(sweepFrom ? ['', `**Re-simulated** with ${sweepFrom}.`] : []),
     ...(s.notes?.length ? ['', ...s.notes.map((n) => `**Calibration note**: ${n}.`)] : []),
     '',
-    'Not modelled, so the model is optimistic for both paths: the direct path\'s compaction commits are heavier than the appends its curve was measured with (deletes, conflict checks, the index manifest is a full listing); folds larger than the fold sweep\'s (an extrapolation of its fit); cold starts; S3 per-prefix request rates (at -1 every compaction adds a receipt PUT and several receipt GETs under one prefix); writers waiting for their own receipts (the write load is open loop).',
+    c.rounds
+      ? 'Not modelled, so the model is optimistic for both paths: the direct path\'s compaction commits are heavier than the appends its curve was measured with (deletes, conflict checks, the index manifest is a full listing); folds larger than the fold sweep\'s (an extrapolation of its fit); the lost races between the two committers (the round is measured with one); an invocation\'s rounds ending after `STRATA_COMMIT_ROUNDS_MS`; cold starts; S3 request rates per prefix and per key (at -1 every waiting compaction probes the same `snapshot-(N+1)` key and its own conflict receipt key every ≤ 100 ms, up to ~20 GETs per second each); writers waiting for their own landings (the write load is open loop).'
+      : 'Not modelled, so the model is optimistic for both paths: the direct path\'s compaction commits are heavier than the appends its curve was measured with (deletes, conflict checks, the index manifest is a full listing); folds larger than the fold sweep\'s (an extrapolation of its fit); cold starts; S3 per-prefix request rates (at -1 every compaction adds a receipt PUT and several receipt GETs under one prefix); writers waiting for their own receipts (the write load is open loop).',
     '',
     simulationMarkdown(s),
     '',

@@ -20,19 +20,24 @@
 //   in it); the compactor holds its slot until its commit lands.
 //   folded (the deployed design): writers and compactors send commit messages to the
 //   table's commit queue; `committers` committer invocations at most (the event-source
-//   mapping's maxConcurrency 2) each take every message waiting when they start (the
-//   invoked batch plus the drain, up to drainMax) and fold them, costing foldBaseMs +
-//   foldPerCommitMs·k. With committer rounds (lib/commit/commit-service.ts, the deployed
-//   default) that is one round, the drain and the fold (bench/run.ts: the fold sweep's
-//   round fit, its base raised to the writers' runs' invocation base less the receipts, so
-//   lost races against the other committer stay in it); the round's receipts and deletes
-//   (receiptBaseMs + receiptPerCommitMs·k) overlap the next round and delay only the
-//   senders, and a committer that finds messages waiting folds them at once. Without rounds
-//   (older results) the fold cost is a whole invocation, receipts included. A committer that
-//   finds nothing waiting is idle for committerOverheadMs (the poller's delete and next
-//   receive). A compactor waits for its receipt: its slot, and its bucket's FIFO group, are
-//   held until its commit has landed, its receipt is written, and receiptWaitMs more (the
-//   sender's receipt poll).
+//   mapping's maxConcurrency 2) each take every message waiting when a round starts (up
+//   to drainMax) and fold them into a snapshot. With committer rounds
+//   (lib/commit/commit-service.ts, the deployed default) a round's messages are received
+//   while the round before folds, so once it has landed the committer folds what arrived
+//   at once, and a round costs foldBaseMs + foldPerCommitMs·k: the fold plus the tail of
+//   one receive (bench/run.ts: the fold sweep's round fit, one committer alone, so lost
+//   races against the other committer are not in it). A committer whose round ends with
+//   nothing waiting ends its invocation: it is idle for committerOverheadMs (the poller's
+//   delete and next receive), and the next invocation's first round costs
+//   firstRoundBaseMs + firstRoundPerCommitMs·k (the whole first drain, then the fold). The
+//   deletes of a round's messages (and receipts, written only for conflicts, which the
+//   model has none of) go on behind the next round and delay no one. A compactor's sender
+//   follows the snapshot chain: its slot, and its bucket's FIFO group, are held until the
+//   snapshot that lands its commit exists and receiptWaitMs more (the measured wait of a
+//   sender's probe for a landing). Older calibrations (a receipt per message: receiptBaseMs
+//   set, no `rounds`) hold the compactor until its round's receipts are written too
+//   (receiptBaseMs + receiptPerCommitMs·k), then its receipt poll; without rounds at all
+//   the fold cost is a whole invocation.
 // - Freshness lag, sampled each simulated second after a warm-up: the age of the oldest L0
 //   file in any bucket, as tableStatus measures it. A setting that cannot keep up has a lag
 //   that grows one second per second from the start (its p50 is then about the middle of
@@ -40,8 +45,10 @@
 // Not modelled: the direct path's compaction commits cost more than appends (deletes,
 // conflict checks, the index manifest is a full listing) while its curve is of appends;
 // folds beyond the sizes measured (an extrapolation of the fit); cold starts; S3 request
-// rates per prefix (receipts, polls); the SQS send; writers waiting for their receipts (the
-// write load is open loop).
+// rates per prefix and key (every waiting sender probes the same `snapshot-(N+1)` key and
+// its own conflict receipt key every ≤ 100 ms); the lost races between the two committers;
+// the invocation's rounds ending after STRATA_COMMIT_ROUNDS_MS; the SQS send; writers
+// waiting for their landings (the write load is open loop).
 
 import { seededRandom } from './lib/dataset.ts'
 import { markdownTable } from './lib/report.ts'
@@ -65,13 +72,33 @@ export interface SimCalibration {
   drainMax?: number
   /** folded: a committer's idle time between invocations (default 0) */
   committerOverheadMs?: number
-  /** folded: from a commit landing to its sender reading the receipt (default 0) */
+  /**
+   * folded: from the snapshot that lands a commit existing to its sender seeing it (the
+   * measured landing-seen wait; older calibrations: from its receipt written to read);
+   * default 0
+   */
   receiptWaitMs?: number
   /**
-   * folded, committer rounds: a fold's receipts and deletes take receiptBaseMs +
-   * receiptPerCommitMs·k after it lands; they overlap the committer's next round (so
-   * foldBaseMs/foldPerCommitMs are then a round's drain and fold only) and delay only the
-   * senders. Absent: receipts are inside the fold cost (one round per invocation).
+   * folded, committer rounds: a committer that finds messages waiting when its round has
+   * landed folds them at once (foldBaseMs/foldPerCommitMs are then one steady-state
+   * round). Absent: rounds exactly when receiptBaseMs is given (older calibrations).
+   */
+  rounds?: boolean
+  /** folded, rounds: a cold invocation's first round (its whole first drain and the fold); absent: as any round */
+  firstRoundBaseMs?: number
+  firstRoundPerCommitMs?: number
+  /**
+   * folded, rounds: the committer's work after a round's snapshot (deletes of the drained
+   * messages, receipts of conflicts), settleBaseMs + settlePerCommitMs·k. It overlaps the
+   * next round and delays no sender, so the model only reports it.
+   */
+  settleBaseMs?: number
+  settlePerCommitMs?: number
+  /**
+   * folded, older calibrations (a receipt per settled message): a fold's receipts and
+   * deletes take receiptBaseMs + receiptPerCommitMs·k after it lands, overlap the next
+   * round and hold each compactor until written. Absent: nothing holds a sender beyond
+   * receiptWaitMs.
    */
   receiptBaseMs?: number
   receiptPerCommitMs?: number
@@ -194,13 +221,18 @@ export function simulate(cal: SimCalibration, opts: SimOptions, path: SimPath, t
   const ev = new Events<Ev>()
   const commitQueue: Commit[] = []
   let commitHead = 0
-  // direct: one server (snapshots one after another, at the measured rate); folded: the committers
-  const servers = Array.from({ length: path === 'folded' ? Math.max(1, cal.committers ?? 2) : 1 }, () => ({ busy: false, ready: true }))
+  // direct: one server (snapshots one after another, at the measured rate); folded: the
+  // committers, each `fresh` when its next round is an invocation's first
+  const servers = Array.from({ length: path === 'folded' ? Math.max(1, cal.committers ?? 2) : 1 }, () => ({ busy: false, ready: true, fresh: true }))
   const drainMax = cal.drainMax ?? 1000
   const overheadS = (cal.committerOverheadMs ?? 0) / 1000
   const receiptWaitS = (cal.receiptWaitMs ?? 0) / 1000
-  const rounds = cal.receiptBaseMs !== undefined && cal.receiptPerCommitMs !== undefined
-  const receiptsS = (k: number) => (rounds ? (cal.receiptBaseMs! + cal.receiptPerCommitMs! * k) / 1000 : 0)
+  const perMessageReceipts = cal.receiptBaseMs !== undefined && cal.receiptPerCommitMs !== undefined
+  const rounds = cal.rounds ?? perMessageReceipts
+  // only older calibrations hold a sender for its round's receipts
+  const receiptsS = (k: number) => (perMessageReceipts ? (cal.receiptBaseMs! + cal.receiptPerCommitMs! * k) / 1000 : 0)
+  const roundS = (k: number, fresh: boolean) =>
+    (rounds && fresh && cal.firstRoundBaseMs !== undefined ? cal.firstRoundBaseMs + (cal.firstRoundPerCommitMs ?? cal.foldPerCommitMs) * k : cal.foldBaseMs + cal.foldPerCommitMs * k) / 1000
   // a compactor invocation compacts up to `lanes` buckets at once (process-jobs'
   // bucketsAtOnce): its work is the fitted per-bucket cost one bucket after another (the fit
   // is of whole invocations, so the overlap of the lanes' work is in it), while the lanes'
@@ -251,8 +283,11 @@ export function simulate(cal: SimCalibration, opts: SimOptions, path: SimPath, t
     }
     return batch
   }
-  const startCommit = (t: number) => {
-    for (let i = 0; i < servers.length && waiting() > 0; i++) {
+  /** Starts a commit on each free server while commits wait, `first` (a committer continuing its rounds) before the others. */
+  const startCommit = (t: number, first?: number) => {
+    const order = first === undefined ? servers.map((_, i) => i) : [first, ...servers.map((_, i) => i).filter((i) => i !== first)]
+    for (const i of order) {
+      if (waiting() === 0) break
       const server = servers[i]
       if (server.busy || !server.ready) continue
       server.busy = true
@@ -262,9 +297,10 @@ export function simulate(cal: SimCalibration, opts: SimOptions, path: SimPath, t
         seconds = 1 / directRate(cal.directCurve, waiting())
         batch = take(1)
       } else {
-        // every message waiting, the invoked batch and the drain beyond it
+        // every message waiting: the invoked batch and the drain beyond it, or what the last round collected
         batch = take(Math.min(drainMax, waiting()))
-        seconds = (cal.foldBaseMs + cal.foldPerCommitMs * batch.length) / 1000
+        seconds = roundS(batch.length, server.fresh)
+        server.fresh = false
       }
       ev.push(t + seconds, { e: 'committed', batch, server: i })
     }
@@ -326,19 +362,23 @@ export function simulate(cal: SimCalibration, opts: SimOptions, path: SimPath, t
         } else {
           buckets[c.bucket].l0.splice(0, c.takenUpTo)
           compactions++
-          // the compactor returns once its receipt is written and it has read it (direct: at once)
+          // the compactor returns once its probe has found the snapshot (older calibrations:
+          // once its receipt is written and read); direct: at once
           const toRelease = receiptsS(v.batch.length) + receiptWaitS
           if (path === 'folded' && toRelease > 0) ev.push(t + toRelease, { e: 'released', bucket: c.bucket, slot: c.slot })
           else release(t, c.bucket, c.slot)
         }
       }
-      // with rounds, a committer that finds messages waiting folds them at once; the poller's
-      // delete and next receive come only between invocations
-      if (path === 'folded' && overheadS > 0 && !(rounds && waiting() > 0)) {
-        server.ready = false
-        ev.push(t + overheadS, { e: 'serverReady', server: v.server })
+      // with rounds, a committer that finds messages waiting folds them at once; otherwise its
+      // invocation ends: the poller's delete and next receive, then a first round
+      if (path === 'folded' && !(rounds && waiting() > 0)) {
+        server.fresh = true
+        if (overheadS > 0) {
+          server.ready = false
+          ev.push(t + overheadS, { e: 'serverReady', server: v.server })
+        }
       }
-      startCommit(t)
+      startCommit(t, v.server)
       startCompactions(t)
     } else if (v.e === 'serverReady') {
       servers[v.server].ready = true

@@ -4,10 +4,13 @@
 // reads only `batchItemFailures`, so the extra field changes nothing it does).
 //
 // The probe wraps, inside this worker thread only, the methods the committer calls:
-// SqsCommitQueue receive/delete/release (the drain beyond the invoked batch), the
-// BatchingCommitter's fold (snapshots, lost races for `snapshot-N`, re-plans), and every S3
-// request the worker sends (by operation and by what it touches). No lib/ code changes; the
-// wrapped methods run unchanged. Load it as `committerModule` (local runtime) or as the
+// SqsCommitQueue receive/delete/release (the drain beyond the invoked batch and the receives
+// that collect the next round while a round folds), the BatchingCommitter's fold (one per
+// round: snapshots, lost races for `snapshot-N`, re-plans), and every S3 request the worker
+// sends (by operation and by what it touches). It also records when each `snapshot-N`
+// conditional create succeeded: senders learn of a landing from the snapshot chain, so that
+// instant, not a receipt, is when a sender's poll can first see its commit. No lib/ code
+// changes; the wrapped methods run unchanged. Load it as `committerModule` (local runtime) or as the
 // handler module of an ExecutionEnvironmentPool.
 
 import { S3Client } from '@aws-sdk/client-s3'
@@ -21,15 +24,22 @@ export interface CommitterProbe {
   endedAt: number
   /** records of the invoked batch */
   invoked: number
-  /** drain receives beyond the batch (the last one empty, unless the drain cap stopped it) */
+  /**
+   * receives beyond the batch: the first drain, those that collect the next round while a
+   * round folds (one at a time while the queue is idle), and the last look before the
+   * invocation ends; receiveMs is their summed time (several overlap)
+   */
   receives: number
   receiveMs: number
   drained: number
-  /** the folds (BatchingCommitter.commit, one per round): the first one's start, the last one's end, their summed time, snapshots created, messages in them */
+  /** the folds (BatchingCommitter.commit, one per round): the first one's start, the first and the last one's end, their summed time, snapshots created, messages in them */
   foldStartedAt: number | null
+  firstFoldEndedAt?: number | null
   foldEndedAt: number | null
   folds: number
   foldMs: number
+  /** each fold (round): messages folded, its time (ms) */
+  rounds?: { size: number; ms: number }[]
   snapshots: number
   messages: number
   /** lost races for `snapshot-N` inside the fold (the other committer got there first) */
@@ -42,10 +52,20 @@ export interface CommitterProbe {
   s3ByKey: Record<string, number>
   /** summed duration of those requests (they overlap where the committer sends several at once), ms */
   s3Ms: number
-  /** S3 time spent writing receipts: from the first receipt PUT's start to the last one's end */
+  /**
+   * S3 time spent writing receipts, from the first receipt PUT's start to the last one's
+   * end: only conflicts get one since senders follow the snapshot chain (before that, every
+   * settled message did)
+   */
   receiptsMs: number
-  /** receipt key → Date.now() when its PUT completed (what the sender's poll can first see) */
+  /** receipt key → Date.now() when its PUT completed */
   receipts: Record<string, number>
+  /**
+   * snapshot id → Date.now() when its conditional create (PutObject If-None-Match) returned
+   * success: the snapshot exists from then on, so a sender's next probe can find it. Lost
+   * races (412) are not in it.
+   */
+  snapshotsCreated?: Record<number, number>
 }
 
 type Live = CommitterProbe & { receiptsFirstStart?: number }
@@ -64,9 +84,15 @@ const keyKind = (key: string | undefined): string => {
   return 'other'
 }
 
+/** N of a `…/snapshot/snapshot-N` key, else null. */
+const snapshotIdOf = (key: string | undefined): number | null => {
+  const m = key ? /(?:^|\/)snapshot\/snapshot-(\d+)$/.exec(key) : null
+  return m ? Number(m[1]) : null
+}
+
 function install(): void {
   const s3Send = S3Client.prototype.send
-  S3Client.prototype.send = function (this: S3Client, command: { constructor: { name: string }; input?: { Key?: string; Prefix?: string } }, ...rest: unknown[]) {
+  S3Client.prototype.send = function (this: S3Client, command: { constructor: { name: string }; input?: { Key?: string; Prefix?: string; IfNoneMatch?: string } }, ...rest: unknown[]) {
     const p = current
     if (!p) return (s3Send as (...a: unknown[]) => unknown).call(this, command, ...rest)
     const op = command.constructor.name.replace(/Command$/, '')
@@ -89,6 +115,13 @@ function install(): void {
           p.receiptsFirstStart ??= t0
           p.receiptsMs = t1 - p.receiptsFirstStart
         },
+        () => undefined,
+      )
+    }
+    const created = op === 'PutObject' && command.input?.IfNoneMatch ? snapshotIdOf(command.input.Key) : null
+    if (created !== null) {
+      void res.then(
+        () => (p.snapshotsCreated![created] = Date.now()),
         () => undefined,
       )
     }
@@ -126,8 +159,10 @@ function install(): void {
     const r = await fold.call(this, inputs)
     if (p) {
       p.foldEndedAt = Date.now()
+      p.firstFoldEndedAt ??= p.foldEndedAt
       p.folds++
       p.foldMs += p.foldEndedAt - t0
+      p.rounds!.push({ size: inputs.length, ms: p.foldEndedAt - t0 })
       p.snapshots += r.snapshots.length
       p.messages += r.snapshots.reduce((n, s) => n + s.messages, 0)
       p.retries += r.retries
@@ -142,8 +177,8 @@ install()
 export async function handler(event: SQSEvent, context: Context): Promise<unknown> {
   const p: Live = {
     startedAt: Date.now(), endedAt: 0, invoked: event?.Records?.length ?? 0, receives: 0, receiveMs: 0, drained: 0,
-    foldStartedAt: null, foldEndedAt: null, folds: 0, foldMs: 0, snapshots: 0, messages: 0, retries: 0, replans: 0, deleteMs: 0,
-    s3: {}, s3ByKey: {}, s3Ms: 0, receiptsMs: 0, receipts: {},
+    foldStartedAt: null, firstFoldEndedAt: null, foldEndedAt: null, folds: 0, foldMs: 0, rounds: [], snapshots: 0, messages: 0, retries: 0, replans: 0, deleteMs: 0,
+    s3: {}, s3ByKey: {}, s3Ms: 0, receiptsMs: 0, receipts: {}, snapshotsCreated: {},
   }
   current = p
   try {

@@ -4,7 +4,8 @@
 // reads only `batchItemFailures`).
 //
 // Inside this worker thread only, it wraps QueuedCommitter.commit (each commit's time from
-// send to receipt, its outcome) and Metrics.addMetric (the handler's per-compaction metrics:
+// its call until it returns, having seen its landing in the snapshot chain or its conflict
+// receipt; its outcome) and Metrics.addMetric (the handler's per-compaction metrics:
 // `CompactionTime` per bucket, `CommitRetries` = the compaction's result.retries + the
 // fresh-state retries process-jobs made after a conflict or a failed commit). No lib/ code
 // changes; the wrapped methods run unchanged.
@@ -20,11 +21,11 @@ export interface CompactorProbe {
   endedAt: number
   /** compactions that finished (one per bucket of the batch), each its wall time from start to commit landed */
   compactionMs: number[]
-  /** commits sent through the commit queue; of them conflicting (a conflict receipt) and failed (CommitFailedError: no receipt in time; or another error) */
+  /** commits sent through the commit queue; of them conflicting (a conflict receipt) and failed (CommitFailedError: not landed in time; or another error) */
   commits: number
   conflicts: number
   failedCommits: number
-  /** each commit's time from its call to its receipt read (landed or conflicting ones) */
+  /** each commit's time from its call to its return: its landing seen, or its conflict receipt read */
   commitMs: number[]
   /** Σ retries the committer reported back (the compactions' result.retries; 0 through the queue, where the committer's races stay inside it) */
   commitRetries: number
