@@ -257,12 +257,13 @@ public final class PaimonInterop {
      */
     private static void write(Args a, PrintWriter out) throws Exception {
         SchemaManager schemas = new SchemaManager(LocalFileIO.create(), path(a.table));
+        Schema create = null;
         if (schemas.latest().isEmpty()) {
             if (a.schema == null) throw new IllegalArgumentException("no table at " + a.table + " and no --schema to create one");
-            schemas.createTable(schemaFromJson(MAPPER.readTree(a.schema)));
+            create = schemaFromJson(MAPPER.readTree(a.schema));
         }
-        FileStoreTable table = open(a.table);
-        RowType type = table.rowType();
+        // every line is parsed before anything is created or written
+        RowType type = create != null ? create.rowType() : open(a.table).rowType();
         List<GenericRow> rows = new ArrayList<>();
         try (InputStream is = a.in == null ? System.in : new FileInputStream(a.in);
                 BufferedReader in = new BufferedReader(new InputStreamReader(is, StandardCharsets.UTF_8))) {
@@ -274,6 +275,8 @@ public final class PaimonInterop {
                 rows.add(JsonValues.rowFromJson(type, MAPPER.readTree(line), "line " + n));
             }
         }
+        if (create != null) schemas.createTable(create);
+        FileStoreTable table = open(a.table);
         BatchWriteBuilder wb = table.newBatchWriteBuilder();
         try (IOManager io = ioManager(); BatchTableWrite w = wb.newWrite().withIOManager(io); BatchTableCommit c = wb.newCommit()) {
             for (GenericRow row : rows) w.write(row);
