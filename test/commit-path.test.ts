@@ -698,3 +698,47 @@ describe('committer rounds: the next fold while the last one\'s deletions go on'
     expect(await queueDepth(q.url)).toBe(0)
   }, 60_000)
 })
+
+describe('a sender learns its outcome from the snapshot chain', () => {
+  /** A commit queue in memory: what a sender sent, for the test to hand to a committer. */
+  function memoryQueue(): CommitQueue & { sent: { id: string; body: string }[] } {
+    const sent: { id: string; body: string }[] = []
+    return { sent, async send(body) { sent.push({ id: `m${sent.length}`, body }) } }
+  }
+
+  it('a sender whose work is several snapshots old resolves with the snapshot that landed it; no receipt is written for a landing', async () => {
+    const store = new MemoryStore({ uri: 'memory://chain' })
+    const table = await Table.create(store, schemaFor('deduplicate', { bucket: '1' }))
+    const queue = memoryQueue()
+    const sender = await Table.open(store)
+    const base = await sender.snapshots.latestId()
+    // the sender's batch is built on `base`; five other commits land before its own
+    const sending = writeBatch(sender, records(sender, [{ _kind: '+I', dt: DT[0], id: 100, a: 1, b: null, c: null }]), {
+      committer: new QueuedCommitter(sender, queue, { tableName: 'chain', firstPollMs: 5, maxPollMs: 20, timeoutMs: 30_000 }),
+    })
+    await until('the message sent', () => queue.sent.length === 1)
+    for (let i = 0; i < 5; i++) await writeBatch(table, records(table, [{ _kind: '+I', dt: DT[0], id: i, a: i, b: null, c: null }]))
+    const res = await commitFromQueue(new BatchingCommitter(table), queue.sent, { tableName: 'chain' })
+    expect(res).toMatchObject({ landed: 1, snapshots: [base + 6] })
+    expect((await sending).snapshotId).toBe(base + 6)
+    expect(await store.list('_strata/commit-receipts/')).toEqual([])
+  })
+
+  it('concurrent reads of one snapshot share one GET', async () => {
+    const store = new MemoryStore({ uri: 'memory://single-flight' })
+    const table = await Table.create(store, schemaFor('deduplicate', { bucket: '1' }))
+    await writeBatch(table, records(table, [{ _kind: '+I', dt: DT[0], id: 1, a: 1, b: null, c: null }]))
+    let gets = 0
+    const counting: ObjectStore = Object.assign(Object.create(store) as ObjectStore, {
+      get: (key: string) => {
+        if (key.startsWith('snapshot/snapshot-')) gets++
+        return store.get(key)
+      },
+    })
+    const fresh = await Table.open(counting)
+    gets = 0
+    const [a, b, c, absent1, absent2] = await Promise.all([1, 1, 1, 2, 2].map((id) => fresh.snapshots.snapshot(id)))
+    expect([a?.id, b?.id, c?.id, absent1, absent2]).toEqual([1, 1, 1, null, null])
+    expect(gets).toBe(2)
+  })
+})

@@ -6,9 +6,10 @@
 // How the sender learns the outcome: the snapshot chain is the receipt. Every snapshot
 // names the commits it landed (its own identity, or a folded snapshot's sidecar:
 // lib/commit/landed.ts), so the sender follows the snapshots after the one its work was
-// built on until one names its identity. The committer writes a receipt object only for a
-// message that can never land (a conflict: receipts.ts); the sender polls that key beside
-// the next snapshot. A committer that lands a round therefore pays no request per message
+// built on until one names its identity: one GET of `snapshot-(known+1)` per poll while
+// nothing lands, then each new snapshot (and a folded one's sidecar) in turn. The committer
+// writes a receipt object only for a message that can never land (a conflict: receipts.ts);
+// the sender reads that key beside the probe on its first poll and every third after. A committer that lands a round therefore pays no request per message
 // for its senders, and a sender learns of its landing as soon as the snapshot exists.
 
 import { CommitConflictError } from '../types.ts'
@@ -30,6 +31,9 @@ export interface QueuedCommitterOptions {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** The conflict receipt is read on the first poll and every this many polls after it. */
+const RECEIPT_EVERY_POLLS = 3
 
 export class QueuedCommitter implements Committer {
   constructor(
@@ -58,20 +62,43 @@ export class QueuedCommitter implements Committer {
     const timeoutMs = this.opts.timeoutMs ?? 120_000
     const deadline = Date.now() + timeoutMs
     let pause = this.opts.firstPollMs ?? 20
-    for (;;) {
+    for (let poll = 1; ; poll++) {
       await sleep(pause)
-      // one round trip when nothing landed: GET snapshot-(known+1) and the conflict receipt at once
-      const [latest, receipt] = await Promise.all([snapshots.latestFrom(known), readReceipt(store, identity)])
-      if (latest && latest.id > known) {
-        const at = await landed.find(identity, known, latest.id)
-        if (at !== null) return { snapshotId: at, retries: 0, deduplicated: false }
-        known = latest.id
+      // conflicts are rare and create no snapshot: their receipt is asked every few polls
+      const receipt = poll % RECEIPT_EVERY_POLLS === 1 ? readReceipt(store, identity) : null
+      if (poll === 1) {
+        // the work may be several snapshots old: catch up in parallel chunks once
+        const latest = await snapshots.latestFrom(known)
+        if (latest && latest.id > known) {
+          const at = await landed.find(identity, known, latest.id)
+          if (at !== null) {
+            void receipt?.catch(() => undefined)
+            return { snapshotId: at, retries: 0, deduplicated: false }
+          }
+          known = latest.id
+        }
+      } else {
+        // one GET when nothing landed; each snapshot that did is read and checked in turn
+        for (;;) {
+          const next = await snapshots.snapshot(known + 1)
+          if (!next) break
+          if ((await landed.of(next)).includes(identity)) {
+            void receipt?.catch(() => undefined)
+            return { snapshotId: next.id, retries: 0, deduplicated: false }
+          }
+          known = next.id
+        }
       }
       // a conflict; or a landed receipt of a committer from before the snapshot chain was the receipt
-      if (receipt) return this.settle(identity, receipt, false)
+      const r = await receipt
+      if (r) return this.settle(identity, r, false)
       if (Date.now() >= deadline) {
+        // a snapshot expired before it was read would end the walk above: look from the top once
+        const latest = await snapshots.latestId()
+        const at = latest > known ? await landed.find(identity, known, latest) : null
+        if (at !== null) return { snapshotId: at, retries: 0, deduplicated: false }
         throw new CommitFailedError(
-          `commit ${identity} was sent to the commit queue but had not landed after ${timeoutMs} ms (latest snapshot ${known}); it may still land, and a retry of the same identity is recognised`,
+          `commit ${identity} was sent to the commit queue but had not landed after ${timeoutMs} ms (latest snapshot ${latest}); it may still land, and a retry of the same identity is recognised`,
         )
       }
       pause = Math.min(this.opts.maxPollMs ?? 100, pause * 1.5)

@@ -19,6 +19,8 @@ export class SnapshotManager {
   private readonly cache = new ByteLru<Snapshot, number>(SNAPSHOT_CACHE_BYTES)
   private readonly pendingHints = new Set<Promise<void>>()
   private hinted = 0
+  /** GETs of snapshot files in flight, by id */
+  private readonly reading = new Map<number, Promise<Snapshot | null>>()
   /** the highest snapshot id this handle has read or been told of */
   private highest = 0
 
@@ -27,6 +29,17 @@ export class SnapshotManager {
   async snapshot(id: number): Promise<Snapshot | null> {
     const hit = this.cache.get(id)
     if (hit) return hit
+    // callers asking for one id at once share one GET: the senders waiting on one handle
+    // (a compactor's lanes, a writer's tables) all probe the same next snapshot
+    let pending = this.reading.get(id)
+    if (!pending) {
+      pending = this.read(id).finally(() => this.reading.delete(id))
+      this.reading.set(id, pending)
+    }
+    return pending
+  }
+
+  private async read(id: number): Promise<Snapshot | null> {
     const bytes = await this.store.get(snapshotKey(id))
     if (!bytes) return null
     const s = parseSnapshot(decoder.decode(bytes))
