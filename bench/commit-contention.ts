@@ -20,7 +20,7 @@
 //   (lib/commit/queued-committer.ts) on an SqsCommitQueue of a real embedded SQS FIFO queue
 //   (each message its own group): it writes its data file, sends its commit message and
 //   follows the snapshot chain in S3 (probes `snapshot-(known+1)`, reads a folded
-//   snapshot's sidecar, and GETs its conflict receipt key beside each probe) until a
+//   snapshot's sidecar, and GETs its conflict receipt key on its first poll and every third after) until a
 //   snapshot names its commit. The committer side is the committer function
 //   (functions/committer.ts `handler`, wrapped by bench/lib/committer-probe.ts to report what
 //   each invocation did) in worker-thread execution environments behind the local

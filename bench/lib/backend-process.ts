@@ -1,6 +1,6 @@
 // The embedded S3 + SQS backend (local/embedded.ts) in a child process of its own, for
 // benchmarks whose measuring process is busy: in process, the server shares one event loop
-// with the code under test (32 writers encoding files and polling receipts), so every
+// with the code under test (32 writers encoding files and following the snapshot chain), so every
 // request the committers send waits for the writers' CPU too, and a busy writer loop adds
 // tens of ms to each S3 round trip on top of the modelled first-byte latency. S3 and SQS
 // are somewhere else in production; here they get their own event loop.
