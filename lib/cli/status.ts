@@ -45,13 +45,19 @@ export async function tableStatus(table: Table, now = Date.now()): Promise<Table
   const byBucket = new Map<string, BucketStatus>()
   const oldestL0 = new Map<string, number>()
   const dvIndex = await dvIndexByBucket(table, snapshot)
+  // a vector counts only for a file that is live: an index may still hold one for a file
+  // its compaction removed (Paimon keeps the last index after a full compaction), and
+  // readers match vectors to files by name
+  const liveFiles = new Set(entries.map((e) => `${bucketIdentifier(e.partition, e.bucket)}|${e.file.fileName}`))
   for (const e of entries) {
     const part = partitionPath(view.partitionFields, deserializeBinaryRow(partTypes, e.partition), view.options.partitionDefaultName).replace(/\/$/, '')
     const id = `${part}|${e.bucket}`
     let b = byBucket.get(id)
     if (!b) {
-      const dvCardinality = (dvIndex.get(bucketIdentifier(e.partition, e.bucket)) ?? [])
+      const bucketId = bucketIdentifier(e.partition, e.bucket)
+      const dvCardinality = (dvIndex.get(bucketId) ?? [])
         .flatMap((x) => x.dvRanges ?? [])
+        .filter((m) => liveFiles.has(`${bucketId}|${m.dataFileName}`))
         .reduce((n, m) => n + Number(m.cardinality ?? 0), 0)
       b = {
         partition: part, bucket: e.bucket, filesPerLevel: new Array(view.options.numLevels).fill(0), rowsPerLevel: new Array(view.options.numLevels).fill(0),
