@@ -100,13 +100,14 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
       const folding = entries.filter((e) => e.input)
       // the next round is collected while this one folds, so its receives are off the path
       // of the snapshot after this one
-      let folded = false
-      const collecting = opts.drain && (opts.moreRounds?.() ?? false) ? collectWhile(next, opts.drain, opts.tableName, () => folded) : Promise.resolve(0)
+      let foldEnded!: () => void
+      const foldEnd = new Promise<void>((r) => (foldEnded = r))
+      const collecting = opts.drain && (opts.moreRounds?.() ?? false) ? collectUntil(next, opts.drain, opts.tableName, foldEnd) : Promise.resolve(0)
       let res: Awaited<ReturnType<BatchingCommitter['commit']>> | null
       try {
         res = folding.length ? await committer.commit(folding.map((e) => e.input!)) : null
       } finally {
-        folded = true
+        foldEnded()
         total.drained += await collecting
       }
       res?.outcomes.forEach((o, i) => (folding[i].outcome = o))
@@ -148,29 +149,29 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
 const COLLECT_IDLE_PAUSE_MS = 20
 
 /**
- * Receives into `into` until `done()` (the fold it overlaps has ended) or `drain.max`
+ * Receives into `into` until `end` settles (the fold it overlaps has ended) or `drain.max`
  * messages; returns how many. The receives in flight when the fold ends are waited for
  * (their messages are held), no new one starts. Starts with one receive at a time and
  * widens while they come back full, so an idle queue is asked once per pause.
  */
-async function collectWhile(into: Entry[], drain: NonNullable<CommitServiceOptions['drain']>, tableName: string, done: () => boolean): Promise<number> {
+async function collectUntil(into: Entry[], drain: NonNullable<CommitServiceOptions['drain']>, tableName: string, end: Promise<void>): Promise<number> {
+  let ended = false
+  void end.then(() => (ended = true))
   let collected = 0
   let width = 1
-  while (!done() && into.length < drain.max) {
+  while (!ended && into.length < drain.max) {
     const room = drain.max - into.length
     const calls = Math.min(width, DRAIN_RECEIVES_AT_ONCE, Math.ceil(room / 10))
-    let got: QueuedCommitMessage[]
-    try {
-      got = (await Promise.all(Array.from({ length: calls }, (_, k) => drain.queue.receive(Math.min(10, room - 10 * k))))).flat()
-    } catch {
-      // the next round's drain (or the next invocation) tries again
-      break
-    }
+    const results = await Promise.allSettled(Array.from({ length: calls }, (_, k) => drain.queue.receive(Math.min(10, room - 10 * k))))
+    // what a receive that succeeded got is held now, whatever the others did
+    const got = results.flatMap((r) => (r.status === 'fulfilled' ? r.value : []))
     collected += got.length
     for (const m of got) into.push({ id: m.messageId, drained: m, ...parse(m.body, tableName) })
-    if (got.length >= calls * 10) width = Math.min(DRAIN_RECEIVES_AT_ONCE, width * 2)
-    else width = 1
-    if (got.length === 0) await new Promise((r) => setTimeout(r, COLLECT_IDLE_PAUSE_MS))
+    // a failed receive: the next round's drain (or the next invocation) tries again
+    if (results.some((r) => r.status === 'rejected')) break
+    width = got.length >= calls * 10 ? Math.min(DRAIN_RECEIVES_AT_ONCE, width * 2) : 1
+    // an idle queue is asked again after a pause, or not at all once the fold has ended
+    if (got.length === 0) await Promise.race([end, new Promise((r) => setTimeout(r, COLLECT_IDLE_PAUSE_MS))])
   }
   return collected
 }
