@@ -39,6 +39,7 @@ import { Table } from '../lib/table/table.ts'
 import { freshnessChart } from '../local/chart.ts'
 import type { TransferModel } from '../local/embedded.ts'
 import { startLocalRuntime } from '../local/runtime/local-runtime.ts'
+import { bucketKeyOf, decodeJob } from '../lib/jobs/compaction-job.ts'
 import { type CommitterProbe, probeOf } from './lib/committer-probe.ts'
 import { compactorProbeOf } from './lib/compactor-probe.ts'
 import { parseBenchArgs } from './lib/args.ts'
@@ -76,7 +77,7 @@ export interface CompactorInvocation {
   durationMs: number
   /** jobs (SQS messages) in the batch */
   jobs: number
-  /** distinct message groups = buckets compacted by the invocation */
+  /** distinct buckets of the invocation's jobs */
   buckets: number
   /**
    * time in which every compaction in flight only waited for its commit (send, fold, its
@@ -214,7 +215,9 @@ async function runSetting(threads: number, seconds: number, rate: number, seed: 
         startedAt: info.startedAt,
         durationMs: info.endedAt - info.startedAt,
         jobs: info.records.length,
-        buckets: new Set(info.records.map((r) => r.attributes.MessageGroupId)).size,
+        // the jobs' buckets, not their message groups: at task-threads 1 every job of the
+        // table shares one group, so a batch of ten buckets is one group
+        buckets: bucketsOf(info.records),
         ...(p
           ? {
               blockedOnCommitMs: p.blockedOnCommitMs,
@@ -353,6 +356,19 @@ function commitFigures(invs: CompactorInvocation[], committers: CommitterInvocat
     messagesPerSnapshot: sum(committers.map((c) => c.messages)) / Math.max(1, snapshots),
     committers,
   }
+}
+
+/** Distinct buckets of a compactor batch, from its jobs (a body that does not decode counts as its own). */
+function bucketsOf(records: { body: string; messageId: string }[]): number {
+  return new Set(
+    records.map((r) => {
+      try {
+        return bucketKeyOf(decodeJob(r.body, `message ${r.messageId}`))
+      } catch {
+        return `undecodable ${r.messageId}`
+      }
+    }),
+  ).size
 }
 
 /**
