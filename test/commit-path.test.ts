@@ -724,6 +724,31 @@ describe('a sender learns its outcome from the snapshot chain', () => {
     expect(await store.list('_strata/commit-receipts/')).toEqual([])
   })
 
+  it('latestFrom probes a snapshot or two forward without the hint, and finds the latest past more', async () => {
+    const store = new MemoryStore({ uri: 'memory://latest-from' })
+    const table = await Table.create(store, schemaFor('deduplicate', { bucket: '1' }))
+    const write = async (id: number) => writeBatch(table, records(table, [{ _kind: '+I', dt: DT[0], id, a: id, b: null, c: null }]))
+    await write(1)
+    const hints: string[] = []
+    const counting: ObjectStore = Object.assign(Object.create(store) as ObjectStore, {
+      get: (key: string) => {
+        if (key === 'snapshot/LATEST') hints.push(key)
+        return store.get(key)
+      },
+    })
+    const reader = await Table.open(counting)
+    expect((await reader.snapshots.latestFrom(1))?.id).toBe(1)
+    await write(2)
+    await write(3)
+    expect((await reader.snapshots.latestFrom(1))?.id).toBe(3)
+    expect(hints).toEqual([])
+    // LATEST can lag (it is rewritten after the commit returns): past the probes the answer must still be the true latest
+    for (let id = 4; id <= 8; id++) await write(id)
+    await store.put('snapshot/LATEST', new TextEncoder().encode('5'))
+    expect((await reader.snapshots.latestFrom(3))?.id).toBe(8)
+    expect(hints.length).toBeGreaterThan(0)
+  })
+
   it('concurrent reads of one snapshot share one GET', async () => {
     const store = new MemoryStore({ uri: 'memory://single-flight' })
     const table = await Table.create(store, schemaFor('deduplicate', { bucket: '1' }))

@@ -13,6 +13,8 @@ const decoder = new TextDecoder()
 
 /** Bound of a handle's snapshot cache, in bytes of memory (a decoded snapshot takes about 1–2 KiB). */
 export const SNAPSHOT_CACHE_BYTES = 1024 * 1024
+/** snapshots latestFrom() probes forward one by one before it asks the hint */
+const FORWARD_PROBES = 2
 
 export class SnapshotManager {
   /** Immutable once written, so a snapshot read once is cached, the least recently used going first. */
@@ -99,14 +101,21 @@ export class SnapshotManager {
 
   /**
    * The latest snapshot for a caller that knows a recent one: GET `snapshot-(known+1)` (and
-   * `snapshot-known`, usually cached) at once, one round trip when nothing landed since;
-   * otherwise the hint (latest()) is the quicker way forward.
+   * `snapshot-known`, usually cached) at once, one round trip when nothing landed since; a
+   * round trip more for each of the next FORWARD_PROBES snapshots that did; past those, the
+   * hint (latest()) is the quicker way forward.
    */
   async latestFrom(knownId: number): Promise<Snapshot | null> {
     if (knownId <= 0) return this.latest()
-    const [current, next] = await Promise.all([this.snapshot(knownId), this.snapshot(knownId + 1)])
-    if (current !== null && next === null) return current
-    return this.latest()
+    let [current, next] = await Promise.all([this.snapshot(knownId), this.snapshot(knownId + 1)])
+    if (current === null) return this.latest()
+    // a snapshot or two past the known one (the other committer's, a writer's) are quicker
+    // probed one by one than found through the hint, which is a round trip behind them
+    for (let step = 0; next !== null && step < FORWARD_PROBES; step++) {
+      current = next
+      next = await this.snapshot(current.id + 1)
+    }
+    return next === null ? current : this.latest()
   }
 
   /** The earliest snapshot id still present (0 when none). */
