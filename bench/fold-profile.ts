@@ -5,8 +5,9 @@
 // to see where it goes.
 //
 // `--trace`: every store request waits 20 ms (the benchmarks' S3 first-byte latency) and
-// the second fold of a warm committer prints its requests with their start and end times,
-// so the chain of dependent round trips a round waits for can be read off.
+// the second fold of a warm committer, on its own table handle after two writer commits
+// and the compactions it folds landed through another, prints its requests with their
+// start and end times, so the chain of dependent round trips a round waits for can be read off.
 
 import { BatchingCommitter } from '../lib/commit/batching-committer.ts'
 import { commitMessageOf, type CommitMessage } from '../lib/commit/commit-message.ts'
@@ -73,7 +74,10 @@ for (const k of sizes) {
   if (args.has('--trace')) {
     const store = new TracedStore(new MemoryStore())
     const table = await tableOf(store, k)
-    const committer = new BatchingCommitter(table)
+    // the committer's own handle, as in the committer function: what the writes and
+    // compactions of the other handle land is new to it, as another committer's and the
+    // writers' snapshots are to a committer between its rounds
+    const committer = new BatchingCommitter(await Table.open(store))
     // the first fold warms the handle's caches, as a committer's earlier rounds do
     await committer.commit(await compactionMessages(table, k, next))
     const messages = await compactionMessages(table, k, next)

@@ -13,8 +13,8 @@ const decoder = new TextDecoder()
 
 /** Bound of a handle's snapshot cache, in bytes of memory (a decoded snapshot takes about 1–2 KiB). */
 export const SNAPSHOT_CACHE_BYTES = 1024 * 1024
-/** snapshots latestFrom() probes forward one by one before it asks the hint */
-const FORWARD_PROBES = 2
+/** ids past the known one latestFrom() probes at once before it asks the hint */
+const FORWARD_PROBES = 3
 
 export class SnapshotManager {
   /** Immutable once written, so a snapshot read once is cached, the least recently used going first. */
@@ -100,22 +100,18 @@ export class SnapshotManager {
   }
 
   /**
-   * The latest snapshot for a caller that knows a recent one: GET `snapshot-(known+1)` (and
-   * `snapshot-known`, usually cached) at once, one round trip when nothing landed since; a
-   * round trip more for each of the next FORWARD_PROBES snapshots that did; past those, the
-   * hint (latest()) is the quicker way forward.
+   * The latest snapshot for a caller that knows a recent one: GETs `snapshot-known` (usually
+   * cached) and the next FORWARD_PROBES ids at once, so one round trip answers when up to
+   * FORWARD_PROBES - 1 snapshots landed since (the other committer's, a writer's); past
+   * those, the hint (latest()) is the quicker way forward. Snapshots are created in order,
+   * so the first absent id ends the chain.
    */
   async latestFrom(knownId: number): Promise<Snapshot | null> {
     if (knownId <= 0) return this.latest()
-    let [current, next] = await Promise.all([this.snapshot(knownId), this.snapshot(knownId + 1)])
-    if (current === null) return this.latest()
-    // a snapshot or two past the known one (the other committer's, a writer's) are quicker
-    // probed one by one than found through the hint, which is a round trip behind them
-    for (let step = 0; next !== null && step < FORWARD_PROBES; step++) {
-      current = next
-      next = await this.snapshot(current.id + 1)
-    }
-    return next === null ? current : this.latest()
+    const got = await Promise.all(Array.from({ length: FORWARD_PROBES + 1 }, (_, i) => this.snapshot(knownId + i)))
+    if (got[0] === null) return this.latest()
+    const firstAbsent = got.indexOf(null)
+    return firstAbsent > 0 ? got[firstAbsent - 1] : this.latest()
   }
 
   /** The earliest snapshot id still present (0 when none). */
