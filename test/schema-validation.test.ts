@@ -13,6 +13,7 @@ import { parseSchema } from '../lib/table/schema.ts'
 import { Table } from '../lib/table/table.ts'
 import { StrataInputError } from '../lib/types.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
+import { compactBucket } from '../lib/lsm/compact-task.ts'
 
 const FIELDS = [
   { name: 'dt', type: 'STRING' },
@@ -250,6 +251,45 @@ describe('stored schemas written by another tool', () => {
     })()
     expect(err).toBeInstanceOf(StrataInputError)
     expect((err as Error).message).toMatch(message)
+  })
+
+  // Paimon honours these on write and Strata cannot: writing would leave the table wrong for
+  // Paimon (a streaming consumer missing changelog, keys in the wrong bucket mode, files in a
+  // format or codec the table does not declare), so writes and compactions are refused at
+  // open, not only at create; reads go on
+  it.each([
+    ['changelog-producer lookup', (o: Record<string, string>) => (o['changelog-producer'] = 'lookup'), /option 'changelog-producer' is "lookup"; Strata writes only "none"/],
+    ['no bucket option (Paimon: dynamic bucket mode)', (o: Record<string, string>) => delete o.bucket, /option 'bucket' is not set, which Paimon reads as dynamic bucket mode \(bucket -1\)/],
+    ['bucket -1', (o: Record<string, string>) => (o.bucket = '-1'), /option 'bucket' is "-1" \(dynamic bucket mode\)/],
+    ['bucket -2', (o: Record<string, string>) => (o.bucket = '-2'), /option 'bucket' is "-2" \(postpone bucket mode\)/],
+    ['file.format orc', (o: Record<string, string>) => (o['file.format'] = 'orc'), /option 'file\.format' is "orc"; Strata writes only "parquet"/],
+    ['file.compression lz4', (o: Record<string, string>) => (o['file.compression'] = 'lz4'), /option 'file\.compression' is "lz4"/],
+  ])('a stored %s: the table opens and reads; writes and compactions are refused naming the option, nothing written', async (_, mutate, message) => {
+    const store = new MemoryStore()
+    const created = await Table.create(store, schemaWith({ bucket: '1' }))
+    await writeAndRead(created, [{ dt: 'd', id: 1, v: 'a' }])
+    const raw = JSON.parse(new TextDecoder().decode((await store.get('schema/schema-0'))!))
+    mutate(raw.options)
+    await store.put('schema/schema-0', new TextEncoder().encode(JSON.stringify(raw, null, 2)))
+    const table = await Table.open(store)
+    expect(await readAll(table)).toEqual([['d', 1, 'a']])
+    const before = (await store.list('')).map((o) => o.key)
+    const write = await writeAndRead(table, [{ dt: 'd', id: 2, v: 'b' }]).catch((e: unknown) => e)
+    expect(write).toBeInstanceOf(StrataInputError)
+    expect((write as Error).message).toMatch(/^write refused: table .* can be read but not written by Strata: /)
+    expect((write as Error).message).toMatch(message)
+    const partition = (await table.manifests.liveEntries((await table.snapshots.latest())!))[0].partition
+    const compact = await compactBucket(table, { partition, bucket: 0, full: true }).catch((e: unknown) => e)
+    expect(compact).toBeInstanceOf(StrataInputError)
+    expect((compact as Error).message).toMatch(message)
+    expect((await store.list('')).map((o) => o.key)).toEqual(before)
+  })
+
+  it('a table created without a bucket option stores bucket 1, so Paimon reads the bucket count it is written with', async () => {
+    const store = new MemoryStore()
+    await Table.create(store, schemaWith({}))
+    const raw = JSON.parse(new TextDecoder().decode((await store.get('schema/schema-0'))!))
+    expect(raw.options).toEqual({ bucket: '1' })
   })
 
   it("options other tools write (Paimon's dynamic bucket, unknown keys) do not stop a table from opening", () => {

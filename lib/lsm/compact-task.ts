@@ -28,6 +28,7 @@ import { mergeSortedRuns } from './merge-reader.ts'
 import { createMergeFunction, sequenceComparator } from './merge-function.ts'
 import { BATCH_COMMIT_IDENTIFIER, type Committer, type ExpectedIndex } from '../commit/committer.ts'
 import { commitKeyOf } from '../commit/landed.ts'
+import { assertWritable } from '../table/options.ts'
 
 /**
  * Output bytes a compaction keeps uploading while it merges on: one file at the default
@@ -213,6 +214,7 @@ class LevelLookup {
 export async function compactBucket(table: Table, req: CompactBucketRequest): Promise<CompactBucketResult> {
   const view = table.view
   const opts = view.options
+  assertWritable(opts, table.uri, `compaction of bucket ${req.bucket}`)
   const snapshot = await table.snapshots.latest()
   const baseSnapshotId = snapshot?.id ?? 0
   // the bucket's files and its index entries are independent reads of the snapshot: at once

@@ -246,6 +246,35 @@ export function validateStoredOptions(options: Record<string, string>, where: st
 }
 
 /**
+ * Why a table whose stored schema carries these options must not be written by Strata
+ * (empty when it may): an option Paimon would honour on write and Strata cannot — a
+ * changelog producer (a streaming consumer would silently miss Strata's writes), a file
+ * format or codec Strata does not write, or a bucket mode other than fixed buckets. A
+ * schema without `bucket` is dynamic bucket mode to Paimon (its default is -1), so Strata
+ * stores `bucket` explicitly at create. Such a table stays readable.
+ */
+export function unwritableReasons(raw: Record<string, string>): string[] {
+  const out: string[] = []
+  const bucket = raw.bucket
+  if (bucket === undefined) out.push("option 'bucket' is not set, which Paimon reads as dynamic bucket mode (bucket -1); Strata writes fixed-bucket tables only")
+  else if (Number(bucket) < 1) out.push(`option 'bucket' is ${JSON.stringify(bucket)} (${Number(bucket) === -2 ? 'postpone' : 'dynamic'} bucket mode); Strata writes fixed-bucket tables only (bucket >= 1)`)
+  for (const spec of OPTION_SPECS) {
+    const v = raw[spec.key]
+    if (v === undefined || !spec.values || spec.key === 'bucket') continue
+    if (!spec.values.includes(v.trim().toLowerCase())) out.push(`option '${spec.key}' is ${JSON.stringify(v)}; Strata writes only ${spec.values.map((x) => JSON.stringify(x)).join(' or ')}`)
+  }
+  return out
+}
+
+/**
+ * Refuses a write or compaction of a table Strata cannot write faithfully (unwritableReasons),
+ * before anything is written.
+ */
+export function assertWritable(options: CoreOptions, uri: string, action: string): void {
+  if (options.unwritable.length) throw new StrataInputError(`${action} refused: table ${uri} can be read but not written by Strata: ${options.unwritable.join('; ')}`)
+}
+
+/**
  * Typed view of a table's options, defaults applied. A stored schema (another tool may have
  * written it) is read as Paimon reads it: the stop trigger is raised to the compaction
  * trigger and the retained maximum to the minimum. A stored value Strata cannot use safely
@@ -283,6 +312,8 @@ export interface CoreOptions {
   dataFilePrefix: string
   /** write.max-row-size in bytes */
   maxRowBytes: number
+  /** why Strata must not write this table (unwritableReasons); empty when it may */
+  unwritable: string[]
 }
 
 export function coreOptions(raw: Record<string, string>): CoreOptions {
@@ -322,6 +353,7 @@ export function coreOptions(raw: Record<string, string>): CoreOptions {
     partitionDefaultName: get('partition.default-name')!,
     dataFilePrefix: get('data-file.prefix')!,
     maxRowBytes: parseMemorySize(get('write.max-row-size')!)!,
+    unwritable: unwritableReasons(raw),
   }
   if (!SAFE_PREFIX.test(options.dataFilePrefix)) {
     refuseOnUse(options, 'dataFilePrefix', 'data-file.prefix', options.dataFilePrefix, `is not a safe file-name prefix (expected ${SAFE_PREFIX_TEXT})`, 'Strata does not write to it')

@@ -120,6 +120,8 @@ export function createSchema(input: unknown, timeMillis = Date.now()): TableSche
     throw new StrataInputError('schema.primaryKeys: the primary key must have at least one field that is not a partition key')
   }
   const options = validateOptions(obj.options)
+  // stored explicitly: a schema without it is dynamic bucket mode to Paimon (unwritableReasons)
+  options.bucket ??= '1'
   checkPartitionNames(partitionKeys, options)
   const schema: TableSchema = {
     version: SCHEMA_VERSION,

@@ -25,6 +25,7 @@ import { FileNamer, MAX_PARTITION_DIR_BYTES, MAX_PARTITION_PATH_BYTES } from '..
 import type { SchemaView } from '../table/schema.ts'
 import type { Table } from '../table/table.ts'
 import { randomUUID } from 'node:crypto'
+import { assertWritable } from '../table/options.ts'
 
 export interface WriteRecord {
   kind: RowKind
@@ -206,6 +207,7 @@ export function commitUserFor(table: Table): string {
 
 export async function writeBatch(table: Table, records: WriteRecord[], opts: WriteOptions = {}): Promise<WriteResult> {
   const view = table.view
+  assertWritable(view.options, table.uri, 'write')
   const { bucket: numBuckets } = view.options
   const partitionTypes = view.partitionFields.map((f) => f.type)
 
