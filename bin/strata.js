@@ -6,6 +6,12 @@ import { register } from 'tsx/esm/api'
 // The SDK warns on every run that its 2027 releases need Node 22; Strata pins Node 20 for
 // development and runs nodejs22.x on Lambda, so the notice is noise here.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true'
+// a reader that stops early (`strata read … | head`) closes the pipe: end quietly, as Unix
+// tools do, instead of an unhandled EPIPE stack trace
+process.stdout.on('error', (e) => {
+  if (e.code === 'EPIPE') process.exit(0)
+  throw e
+})
 register()
 const { main } = await import('../lib/cli/main.ts')
 process.exitCode = await main(process.argv.slice(2))

@@ -215,6 +215,23 @@ describe('bad input: a clear reason, a non-zero exit, the table unchanged', () =
     expect(r.stdout).toBe('')
   })
 
+  it('a reader that closes the pipe early (strata read | head) ends the command quietly', async () => {
+    const big = join(dir, 'many')
+    writeFileSync(join(dir, 'many.json'), JSON.stringify(SCHEMA))
+    expect((await strata(['create', big, '--schema', join(dir, 'many.json')])).code).toBe(0)
+    const rows = Array.from({ length: 20_000 }, (_, i) => ({ dt: '2024-05-01', id: i, name: `n${i}` }))
+    expect((await strata(['write', big, '-'], lines(...rows))).code).toBe(0)
+    const { spawn } = await import('node:child_process')
+    const child = spawn(process.execPath, [BIN, 'read', big, '--json'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let stderr = ''
+    child.stderr.on('data', (d) => (stderr += d))
+    // the first chunk arrives, then the reader goes away, as `head` does
+    await new Promise<void>((r) => child.stdout.once('data', () => r()))
+    child.stdout.destroy()
+    const code = await new Promise<number | null>((r) => child.on('close', r))
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' })
+  })
+
   it('a missing table and a bad URI are named', async () => {
     let r = await strata(['read', join(dir, 'nope')])
     expect(r.stderr.trim()).toMatch(/^strata: no table at file:\/\/.*nope \(no schema\/schema-N\)/)
