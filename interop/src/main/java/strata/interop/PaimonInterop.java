@@ -10,7 +10,6 @@ import org.apache.paimon.data.GenericRow;
 import org.apache.paimon.data.InternalRow;
 import org.apache.paimon.disk.IOManager;
 import org.apache.paimon.fs.Path;
-import org.apache.paimon.fs.local.LocalFileIO;
 import org.apache.paimon.io.DataFileMeta;
 import org.apache.paimon.manifest.BucketEntry;
 import org.apache.paimon.manifest.ManifestEntry;
@@ -54,8 +53,9 @@ import java.util.Optional;
 /**
  * Apache Paimon's own reader, writer and compactor on a bare table directory, for Strata's
  * interop tests (interop/README.md). Only Paimon's Java API: the table is opened with
- * FileStoreTableFactory on a LocalFileIO, not through a catalog, because Strata writes a table
- * directory and no catalog around it.
+ * FileStoreTableFactory on Paimon's LocalFileIO (BufferedLocalFileIO buffers its single-byte
+ * reads), not through a catalog, because Strata writes a table directory and no catalog
+ * around it.
  *
  * <pre>
  *   read    &lt;tableDir&gt; [--snapshot N] [--out F]        rows as JSON lines, ordered by primary key
@@ -138,7 +138,7 @@ public final class PaimonInterop {
     }
 
     private static FileStoreTable open(String dir) {
-        return FileStoreTableFactory.create(LocalFileIO.create(), path(dir));
+        return FileStoreTableFactory.create(new BufferedLocalFileIO(), path(dir));
     }
 
     /** Absolute, so the table's `path` option does not depend on the working directory. */
@@ -204,7 +204,7 @@ public final class PaimonInterop {
         base.primaryKeys().forEach(schema.putArray("primaryKeys")::add);
         base.partitionKeys().forEach(schema.putArray("partitionKeys")::add);
         // the stored options, not the table's (which add the `path` it was opened with)
-        JsonValues.putAll(schema.putObject("options"), new SchemaManager(LocalFileIO.create(), path(a.table)).latest().orElseThrow().options());
+        JsonValues.putAll(schema.putObject("options"), new SchemaManager(new BufferedLocalFileIO(), path(a.table)).latest().orElseThrow().options());
         // how Paimon interprets the options (a missing `bucket`, for one, is not 1)
         CoreOptions co = base.coreOptions();
         ObjectNode effective = root.putObject("effective");
@@ -256,7 +256,7 @@ public final class PaimonInterop {
      * type as Paimon's SQL type string), primaryKeys, partitionKeys, options.
      */
     private static void write(Args a, PrintWriter out) throws Exception {
-        SchemaManager schemas = new SchemaManager(LocalFileIO.create(), path(a.table));
+        SchemaManager schemas = new SchemaManager(new BufferedLocalFileIO(), path(a.table));
         Schema create = null;
         if (schemas.latest().isEmpty()) {
             if (a.schema == null) throw new IllegalArgumentException("no table at " + a.table + " and no --schema to create one");
