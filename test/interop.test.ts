@@ -6,6 +6,8 @@
 //   Strata's read must return exactly Paimon's rows, and `strata status` must count the rows
 //   Paimon's deletion vectors delete. Then Strata writes and compacts one of those tables and
 //   Paimon reads it again.
+// - Merge engines: partial-update, aggregation and first-row tables, both ways, at every
+//   snapshot, with the issue's reproductions, and cells recording what Paimon refuses.
 // Both sides are rendered as the harness renders values (interop/README.md). A cell where
 // the two diverge is an `it.fails` naming the difference, so it fails once someone fixes it.
 // Without Java or Maven the file is skipped with one line saying how to run it, except under
@@ -209,12 +211,460 @@ const cellName = ({ family, layout }: CellSpec) =>
 const dirName = (prefix: string, { family, layout }: CellSpec) =>
   `${prefix}-${family === MAIN ? 'main' : 'more'}-${layout.partitioned ? 'part' : 'flat'}-${layout.dv ? 'dv' : 'nodv'}${layout.defaultBucket ? '-default-bucket' : ''}`
 
+// ---- the other merge engines: partial-update, aggregation, first-row ----
+// Each engine table is partitioned (as the main matrix), 2 buckets, and runs its own history
+// that exercises the engine: updates touching different columns, nulls, deletes and
+// retractions where the engine takes them. Paimon 1.4.2 refuses some row kinds; those are
+// fed only to the refusal cells further down:
+// - partial-update takes no -U/-D (IllegalArgumentException at the merge) unless
+//   `ignore-delete` or `partial-update.remove-record-on-delete`; with the latter a -D removes
+//   the row and a -U is skipped;
+// - aggregation takes -U/-D as retractions, but max, min and listagg cannot retract
+//   (UnsupportedOperationException) unless `fields.<f>.ignore-retract`, which Paimon refuses
+//   together with `aggregation.remove-record-on-delete` (under which a -D removes the row and a
+//   -U still retracts);
+// - first-row takes no -U/-D unless `ignore-delete` (its lookup compaction refuses the commit),
+//   and no deletion vectors at all (Paimon's SchemaValidation refuses `deletion-vectors.enabled`
+//   with first-row at create and at open).
+
+/** One step of an engine table's history: a commit of input records (with `_kind`), or a compaction. */
+type EngineStep = { write: Rec[] } | { compact: 'full' | 'minor' }
+
+interface EngineSpec {
+  /** test names start with it */
+  name: string
+  /** the table's directory under the run's root (A and B add a prefix) */
+  dir: string
+  schema: SchemaJson
+  steps: EngineStep[]
+  /** A: Strata writes and compacts, Paimon reads; B: Paimon writes and compacts, Strata reads */
+  directions: ('A' | 'B')[]
+  /** B: Strata continues Paimon's table with these commits and a compaction, and Paimon reads it again */
+  continuation?: { writes: Rec[][]; compact: 'full' | 'minor' }
+  /** the fewest rows the latest snapshot must have (a history that reads nothing proves nothing) */
+  minRows?: number
+  /** directions whose latest snapshot diverges: it gets a test of its own (in DIVERGENT) */
+  latestApart?: ('A' | 'B')[]
+}
+
+/**
+ * Paimon 1.4.2's batch scan skips level 0 of a first-row table (CoreOptions.batchScanSkipLevel0:
+ * deletion vectors or first-row) and reads the levels above without a merge; Strata merges
+ * level 0 in. A first-row table's snapshots with level-0 files therefore get tests of their own.
+ */
+const skipsLevel0 = (spec: EngineSpec) => spec.schema.options['merge-engine'] === 'first-row'
+/** Who reads and who wrote, in a direction. */
+const sides = (direction: 'A' | 'B') => (direction === 'A' ? { reader: 'Paimon', writer: 'Strata' } : { reader: 'Strata', writer: 'Paimon' })
+const level0TestName = (name: string, direction: 'A' | 'B') => {
+  const { reader, writer } = sides(direction)
+  return `${name}: ${reader} reads the snapshots ${writer} wrote with level-0 files as ${writer} does`
+}
+/** Same history, both writers: Paimon's read of the latest snapshot of Strata's table and of its own. */
+const sameHistoryTestName = (name: string) => `${name}: Paimon reads the same rows at the end from Strata's table and from its own (same history)`
+const latestTestName = (name: string, direction: 'A' | 'B') => {
+  const { reader, writer } = sides(direction)
+  return `${name}: ${reader} reads the latest snapshot ${writer} wrote as ${writer} does`
+}
+
+const day = (id: number) => (id % 3 === 0 ? '2024-05-01' : '2024-05-02')
+/** A record of a partitioned engine table: its kind, key and the value columns it sets (the others are null). */
+const rec = (kind: Op[0], id: number, values: Rec = {}): Rec => ({ _kind: kind, p: day(id), id, ...values })
+const partitionedSchema = (fields: [string, string][], options: Record<string, string>, dv: boolean): SchemaJson => ({
+  fields: [['p', 'STRING'], ['id', 'INT'], ...fields].map(([name, type]) => ({ name, type })),
+  primaryKeys: ['p', 'id'],
+  partitionKeys: ['p'],
+  options: { bucket: '2', 'deletion-vectors.enabled': String(dv), ...options },
+})
+/** The engine matrix's history shape: three commits, full compaction, a commit, minor compaction, a commit, full compaction. */
+const engineSteps = (w: Rec[][]): EngineStep[] => [{ write: w[0] }, { write: w[1] }, { write: w[2] }, { compact: 'full' }, { write: w[3] }, { compact: 'minor' }, { write: w[4] }, { compact: 'full' }]
+const dvName = (dv: boolean) => `partitioned, bucket 2, deletion vectors ${dv ? 'on' : 'off'}`
+
+/**
+ * partial-update: each commit sets some columns of some keys (null leaves a column as it is).
+ * With `remove`, -D removes a row (a later insert starts from nulls) and a -U is skipped.
+ * A -D here carries only its key, or carries values but is never followed by an insert of
+ * its key: where the -D's values end up is the divergence of the reproduction below.
+ */
+function partialUpdateHistory(remove: boolean): Rec[][] {
+  const ts = (id: number) => `2024-05-01 12:00:00.${String(id).padStart(3, '0')}`
+  return [
+    range(0, 19).map((id) => rec('+I', id, { a: id, b: `b${id}`, c: id % 4 === 0 ? null : id / 4, t: id % 2 ? null : ts(id) })),
+    [
+      ...range(0, 5).map((id) => rec('+U', id, { a: 100 + id })),
+      ...range(6, 9).map((id) => rec('+I', id, { b: `b${id} w2` })),
+      ...range(10, 11).map((id) => rec('+U', id, { c: -id })),
+      rec('+I', 20, { a: 20 }),
+      rec('+I', 21, { t: ts(21) }),
+    ],
+    [
+      ...range(0, 2).map((id) => rec('+I', id, { b: `b${id} w3`, t: '2024-06-01 00:00:00.000' })),
+      rec('+U', 3),
+      rec('+U', 4, { a: null, b: null }),
+      ...(remove
+        ? [
+            ...range(12, 14).map((id) => rec('-D', id)),
+            rec('-U', 15, { a: 15, b: 'b15', c: 3.75 }),
+            rec('+U', 15, { c: 0.5 }),
+            rec('-U', 16, { a: 16 }),
+            rec('+U', 16, { b: 'b16 w3' }),
+            rec('-D', 17, { a: 17, b: 'b17', c: 4.25 }),
+          ]
+        : []),
+    ],
+    [...(remove ? [rec('+I', 12, { b: 'b12 w4' }), rec('+I', 13, { c: 13 }), rec('-D', 6)] : []), ...range(0, 1).map((id) => rec('+U', id, { c: 1e300 })), rec('+I', 22, { t: ts(22) })],
+    [rec('+I', 6, { a: 600 }), ...range(7, 8).map((id) => rec('+U', id, { b: '' })), ...(remove ? [rec('-D', 20), rec('-D', 14), rec('+I', 23, { a: 23 })] : [rec('+I', 23, { a: 23 })])],
+  ]
+}
+const PU_FIELDS: [string, string][] = [
+  ['a', 'INT'],
+  ['b', 'STRING'],
+  ['c', 'DOUBLE'],
+  ['t', 'TIMESTAMP(3)'],
+]
+
+/**
+ * aggregation: sum (INT, BIGINT, DECIMAL), max, min, listagg and the default
+ * last_non_null_value. Without `remove`, max, min and listagg ignore retractions and the
+ * history retracts (-U/+U pairs, -D, and with `lone` a -D of a key with no row yet, which a
+ * later insert merges with); with `remove`, a -D removes the row and there is no -U. With
+ * deletion vectors the lone retraction is left out: Paimon's lookup compaction makes it a row
+ * of its own (the divergence of the cell loneRetraction(true) below).
+ */
+function aggregationHistory(remove: boolean, lone: boolean): Rec[][] {
+  const w1 = (id: number): Rec => ({ s: id, sb: String(id * 1_000_000_007), dsum: `${id}.25`, mx: id % 5, mn: id % 4 === 1 ? null : id / 2, lv: `v${id}`, la: `x${id}` })
+  return [
+    range(0, 19).map((id) => rec('+I', id, w1(id))),
+    [
+      ...range(0, 9).map((id) => rec('+I', id, { s: 1, sb: '-5', dsum: '0.10', mx: 3, mn: id % 3 === 0 ? null : -id, lv: id % 2 ? null : `w${id}`, la: id % 2 ? null : `y${id}` })),
+      rec('+I', 20, { s: null, mx: -7, la: 'z20' }),
+    ],
+    remove
+      ? [rec('-D', 13), rec('-D', 14), rec('-D', 50), rec('+I', 11, { s: 100, la: 'x11b' })]
+      : [
+          ...range(10, 12).flatMap((id) => [rec('-U', id, w1(id)), rec('+U', id, { s: 2 * id, sb: '7', dsum: '-1.00', mx: 99, mn: -99.5, lv: `u${id}`, la: `u${id}` })]),
+          rec('-D', 13, w1(13)),
+          rec('-D', 14, { s: 4, lv: null }),
+          ...(lone ? [rec('-D', 50, { s: 7, dsum: '1.50', lv: 'gone' })] : []),
+        ],
+    [rec('+I', 13, { s: 1000, la: 'back' }), rec('+I', 50, { s: 10, mx: 1 }), ...(remove ? [rec('-D', 51)] : lone ? [rec('-D', 51, { s: 7, sb: '7' })] : []), rec('+I', 0, { s: -1, mx: 100, mn: -1e300, la: '' })],
+    [rec('+I', 51, { s: 10, sb: '10', lv: 'new' }), ...range(1, 4).map((id) => rec('+I', id, { s: id, dsum: '0.01', la: `q${id}` })), ...(remove ? [rec('-D', 2)] : [rec('-U', 3, { s: 3, dsum: '0.01' })])],
+  ]
+}
+const AGG_FIELDS: [string, string][] = [
+  ['s', 'INT'],
+  ['sb', 'BIGINT'],
+  ['dsum', 'DECIMAL(10, 2)'],
+  ['mx', 'INT'],
+  ['mn', 'DOUBLE'],
+  ['lv', 'STRING'],
+  ['la', 'STRING'],
+]
+const AGG_OPTIONS: Record<string, string> = {
+  'merge-engine': 'aggregation',
+  'fields.s.aggregate-function': 'sum',
+  'fields.sb.aggregate-function': 'sum',
+  'fields.dsum.aggregate-function': 'sum',
+  'fields.mx.aggregate-function': 'max',
+  'fields.mn.aggregate-function': 'min',
+  'fields.la.aggregate-function': 'listagg',
+  'fields.la.list-agg-delimiter': '|',
+}
+const IGNORE_RETRACT: Record<string, string> = { 'fields.mx.ignore-retract': 'true', 'fields.mn.ignore-retract': 'true', 'fields.la.ignore-retract': 'true' }
+
+/** first-row: later versions of a key are ignored, new keys arrive; no -U/-D (Paimon refuses them). */
+function firstRowHistory(): Rec[][] {
+  return [
+    range(0, 19).map((id) => rec('+I', id, { a: id % 5 === 0 ? null : id, b: `b${id}` })),
+    [...range(0, 5).map((id) => rec('+U', id, { a: 100 + id, b: null })), ...range(20, 23).map((id) => rec('+I', id, { a: id, b: null }))],
+    [...range(6, 9).map((id) => rec('+I', id, { a: -id })), rec('+I', 24, { b: 'b24' }), rec('+I', 2, { a: 2 })],
+    [rec('+I', 25, { a: 25 }), ...range(10, 12).map((id) => rec('+U', id, { b: 'late' }))],
+    [rec('+I', 26, { a: 26 }), rec('+I', 0, { a: 0, b: 'late' })],
+  ]
+}
+const FR_FIELDS: [string, string][] = [
+  ['a', 'INT'],
+  ['b', 'STRING'],
+]
+
+const ENGINE_SPECS: EngineSpec[] = [
+  ...[false, true].flatMap((dv): EngineSpec[] => [
+    {
+      name: `partial-update, ${dvName(dv)}`,
+      dir: `pu-${dv ? 'dv' : 'nodv'}`,
+      schema: partitionedSchema(PU_FIELDS, { 'merge-engine': 'partial-update' }, dv),
+      steps: engineSteps(partialUpdateHistory(false)),
+      directions: ['A', 'B'],
+      minRows: 20,
+    },
+    {
+      name: `partial-update with remove-record-on-delete, ${dvName(dv)}`,
+      dir: `pu-remove-${dv ? 'dv' : 'nodv'}`,
+      schema: partitionedSchema(PU_FIELDS, { 'merge-engine': 'partial-update', 'partial-update.remove-record-on-delete': 'true' }, dv),
+      steps: engineSteps(partialUpdateHistory(true)),
+      directions: ['A', 'B'],
+      continuation: dv ? { writes: [[rec('-D', 0), rec('+I', 1, { a: -1 }), rec('+I', 30, { b: 'b30' })], [rec('+I', 0, { c: 0.25 })]], compact: 'minor' } : undefined,
+      minRows: 15,
+    },
+    {
+      name: `aggregation (sum, max, min, listagg, last_non_null_value; max, min and listagg ignore retractions), ${dvName(dv)}`,
+      dir: `agg-${dv ? 'dv' : 'nodv'}`,
+      schema: partitionedSchema(AGG_FIELDS, { ...AGG_OPTIONS, ...IGNORE_RETRACT }, dv),
+      steps: engineSteps(aggregationHistory(false, !dv)),
+      directions: ['A', 'B'],
+      continuation: dv ? undefined : { writes: [[rec('-U', 5, { s: 5 }), rec('+U', 5, { s: 50, la: 'c5' }), rec('-D', 6, { s: 1 }), rec('+I', 60, { s: 1 })]], compact: 'minor' },
+      minRows: 20,
+    },
+    {
+      name: `aggregation with remove-record-on-delete (sum, max, min, listagg, last_non_null_value), ${dvName(dv)}`,
+      dir: `agg-remove-${dv ? 'dv' : 'nodv'}`,
+      schema: partitionedSchema(AGG_FIELDS, { ...AGG_OPTIONS, 'aggregation.remove-record-on-delete': 'true' }, dv),
+      steps: engineSteps(aggregationHistory(true, true)),
+      directions: ['A', 'B'],
+      minRows: 20,
+    },
+  ]),
+  {
+    name: `first-row, ${dvName(false)}`,
+    dir: 'fr-nodv',
+    schema: partitionedSchema(FR_FIELDS, { 'merge-engine': 'first-row' }, false),
+    steps: engineSteps(firstRowHistory()),
+    directions: ['A', 'B'],
+    // a full compaction: Paimon would not see the new key in level 0 (the divergence above)
+    continuation: { writes: [[rec('+I', 0, { a: -100 }), rec('+I', 40, { a: 40 })]], compact: 'full' },
+    minRows: 20,
+  },
+  // first-row with deletion vectors on: Paimon refuses the table (a refusal cell below)
+]
+
+// Issue 17's reproductions and other small cells, unpartitioned with 1 bucket
+const flatSchema = (fields: [string, string][], options: Record<string, string>): SchemaJson => ({
+  fields: [['id', 'INT'], ...fields].map(([name, type]) => ({ name, type })),
+  primaryKeys: ['id'],
+  partitionKeys: [],
+  options: { bucket: '1', ...options },
+})
+const PU_REMOVE = { 'merge-engine': 'partial-update', 'partial-update.remove-record-on-delete': 'true' }
+const SUM_REMOVE = { 'merge-engine': 'aggregation', 'fields.v.aggregate-function': 'sum', 'aggregation.remove-record-on-delete': 'true' }
+const SUMS: [string, string][] = [
+  ['i8', 'TINYINT'],
+  ['i16', 'SMALLINT'],
+  ['i32', 'INT'],
+  ['i64', 'BIGINT'],
+]
+const REPRO_FIRST_ROW = 'issue 17, first-row: 3,000 rows, full compaction, 4 single-row writes of id 1, minor compaction'
+const reproPartialUpdate = (dValues: boolean) => `issue 17, partial-update with remove-record-on-delete: I(1,1,1), D${dValues ? '(1,1,1)' : ' with only its key'}, I(b=5)`
+const reproSum = (dValues: boolean) => `issue 17, aggregation sum with remove-record-on-delete: 10, -D${dValues ? ' 10' : ' with only its key'}, 5`
+const REPRO_OVERFLOW = 'issue 17, aggregation sum overflow: TINYINT, SMALLINT, INT and BIGINT sums past their range'
+const REPRO_LISTAGG = 'issue 17, aggregation listagg with empty and blank values (plain and distinct)'
+const loneRetraction = (dv: boolean) => `aggregation sum, deletion vectors ${dv ? 'on' : 'off'}: a -D of a key with no row, a full compaction, then an insert`
+
+const SMALL_SPECS: EngineSpec[] = [
+  {
+    name: REPRO_FIRST_ROW,
+    dir: 'repro-first-row',
+    schema: flatSchema([['v', 'STRING']], { 'merge-engine': 'first-row' }),
+    steps: [{ write: range(0, 2999).map((id) => ({ id, v: `v${id}` })) }, { compact: 'full' }, ...range(1, 4).map((k): EngineStep => ({ write: [{ id: 1, v: `w${k}` }] })), { compact: 'minor' }],
+    directions: ['A', 'B'],
+    minRows: 3000,
+    latestApart: ['A'],
+  },
+  ...[false, true].map(
+    (dValues): EngineSpec => ({
+      name: reproPartialUpdate(dValues),
+      dir: `repro-pu-${dValues ? 'd-values' : 'd-key'}`,
+      schema: flatSchema([['a', 'INT'], ['b', 'INT']], PU_REMOVE),
+      steps: [{ write: [{ id: 1, a: 1, b: 1 }] }, { write: [{ _kind: '-D', id: 1, ...(dValues ? { a: 1, b: 1 } : {}) }] }, { write: [{ id: 1, b: 5 }] }],
+      directions: ['A', 'B'],
+      latestApart: dValues ? ['A', 'B'] : [],
+    }),
+  ),
+  ...[false, true].map(
+    (dValues): EngineSpec => ({
+      name: reproSum(dValues),
+      dir: `repro-sum-${dValues ? 'd-values' : 'd-key'}`,
+      schema: flatSchema([['v', 'INT']], SUM_REMOVE),
+      steps: [{ write: [{ id: 1, v: 10 }] }, { write: [{ _kind: '-D', id: 1, ...(dValues ? { v: 10 } : {}) }] }, { write: [{ id: 1, v: 5 }] }],
+      directions: ['A', 'B'],
+      latestApart: dValues ? ['A', 'B'] : [],
+    }),
+  ),
+  {
+    name: REPRO_OVERFLOW,
+    dir: 'repro-overflow',
+    schema: flatSchema(SUMS, { 'merge-engine': 'aggregation', ...Object.fromEntries(SUMS.map(([f]) => [`fields.${f}.aggregate-function`, 'sum'])) }),
+    steps: [
+      { write: [{ id: 1, i8: 127, i16: 32767, i32: 2147483647, i64: '9223372036854775807' }, { id: 2, i8: -128, i16: -32768, i32: -2147483648, i64: '-9223372036854775808' }] },
+      { write: [{ id: 1, i8: 1, i16: 1, i32: 1, i64: 1 }, { id: 2, i8: -1, i16: -1, i32: -1, i64: -1 }] },
+      { compact: 'full' },
+      { write: [{ id: 1, i8: 127, i16: 32767, i32: 2147483647, i64: '9223372036854775807' }, { _kind: '-U', id: 2, i8: 1, i16: 1, i32: 1, i64: 1 }] },
+    ],
+    directions: ['A', 'B'],
+  },
+  {
+    name: REPRO_LISTAGG,
+    dir: 'repro-listagg',
+    schema: flatSchema(
+      [
+        ['la', 'STRING'],
+        ['ld', 'STRING'],
+      ],
+      { 'merge-engine': 'aggregation', 'fields.la.aggregate-function': 'listagg', 'fields.ld.aggregate-function': 'listagg', 'fields.ld.distinct': 'true' },
+    ),
+    steps: [
+      { write: [{ id: 1, la: 'a', ld: 'a, b' }, { id: 2, la: '', ld: '' }, { id: 3, la: ' ', ld: ' ' }] },
+      { write: [{ id: 1, la: '', ld: ',b' }, { id: 2, la: ' ', ld: ' ,c' }, { id: 3, la: '', ld: 'd' }] },
+      { write: [{ id: 1, la: ' ', ld: 'a, ,b' }, { id: 2, la: 'c', ld: 'c' }, { id: 3, la: null, ld: null }] },
+      { compact: 'full' },
+      { write: [{ id: 1, la: 'b', ld: '  ' }, { id: 3, la: '\t', ld: '\t, d' }] },
+    ],
+    directions: ['A', 'B'],
+  },
+  ...[false, true].map(
+    (dv): EngineSpec => ({
+      name: loneRetraction(dv),
+      dir: `lone-retraction-${dv ? 'dv' : 'nodv'}`,
+      schema: flatSchema([['v', 'INT']], { 'merge-engine': 'aggregation', 'fields.v.aggregate-function': 'sum', 'deletion-vectors.enabled': String(dv) }),
+      steps: [{ write: [{ id: 1, v: 1 }] }, { write: [{ _kind: '-D', id: 2, v: 7 }] }, { compact: 'full' }, { write: [{ id: 2, v: 10 }] }, { compact: 'full' }],
+      directions: ['A', 'B'],
+    }),
+  ),
+  {
+    name: 'first-row with ignore-delete: -D and -U are dropped',
+    dir: 'fr-ignore-delete',
+    schema: flatSchema([['v', 'STRING']], { 'merge-engine': 'first-row', 'ignore-delete': 'true' }),
+    steps: [
+      { write: range(0, 5).map((id) => ({ id, v: `v${id}` })) },
+      { write: [{ _kind: '-D', id: 0 }, { _kind: '-U', id: 1, v: 'v1' }, { _kind: '+U', id: 1, v: 'u1' }, { id: 6, v: 'v6' }] },
+      { compact: 'full' },
+      { write: [{ _kind: '-D', id: 6 }, { _kind: '-D', id: 7 }, { id: 7, v: 'v7' }] },
+      { compact: 'full' },
+    ],
+    directions: ['A', 'B'],
+  },
+]
+
+// Inputs and options Paimon 1.4.2 refuses: each runs in both (Strata on its own table, Paimon
+// on its own), and the cell asserts what each did.
+interface RefusalSpec {
+  name: string
+  dir: string
+  schema: SchemaJson
+  writes: Rec[][]
+  /** Paimon also reads the table Strata made of it */
+  paimonReadsStrata?: boolean
+}
+const FR_DELETE = 'first-row without ignore-delete: a -D of a live key'
+const FR_DV = 'first-row with deletion vectors'
+const FR_DELETE_AT_WRITE = `${FR_DELETE}: Strata refuses the -D at write, as Paimon does`
+const FR_DV_AT_CREATE = `${FR_DV}: Strata refuses to create the table, as Paimon does`
+const REFUSALS: RefusalSpec[] = [
+  {
+    name: 'partial-update without remove-record-on-delete: a -D of a live key',
+    dir: 'refuse-pu-delete',
+    schema: flatSchema([['a', 'INT']], { 'merge-engine': 'partial-update' }),
+    writes: [[{ id: 1, a: 1 }], [{ _kind: '-D', id: 1, a: 1 }]],
+  },
+  {
+    name: FR_DELETE,
+    dir: 'refuse-fr-delete',
+    schema: flatSchema([['a', 'INT']], { 'merge-engine': 'first-row' }),
+    writes: [[{ id: 1, a: 1 }], [{ _kind: '-D', id: 1, a: 1 }]],
+  },
+  {
+    name: 'aggregation max without ignore-retract: a -U of a live key',
+    dir: 'refuse-max-retract',
+    schema: flatSchema([['m', 'INT']], { 'merge-engine': 'aggregation', 'fields.m.aggregate-function': 'max' }),
+    writes: [[{ id: 1, m: 5 }], [{ _kind: '-U', id: 1, m: 5 }]],
+  },
+  {
+    name: FR_DV,
+    dir: 'refuse-fr-dv',
+    schema: flatSchema([['a', 'INT']], { 'merge-engine': 'first-row', 'deletion-vectors.enabled': 'true' }),
+    writes: [[{ id: 1, a: 1 }], [{ id: 1, a: 2 }, { id: 2, a: 2 }]],
+    paimonReadsStrata: true,
+  },
+  {
+    name: 'aggregation with remove-record-on-delete and a field that ignores retractions',
+    dir: 'refuse-agg-remove-ignore-retract',
+    schema: flatSchema([['s', 'INT']], { 'merge-engine': 'aggregation', 'fields.s.aggregate-function': 'sum', 'fields.s.ignore-retract': 'true', 'aggregation.remove-record-on-delete': 'true' }),
+    writes: [[{ id: 1, s: 1 }]],
+  },
+  {
+    name: 'partial-update with a sequence group',
+    dir: 'refuse-sequence-group',
+    schema: flatSchema([['a', 'INT'], ['g', 'INT']], { 'merge-engine': 'partial-update', 'fields.g.sequence-group': 'a' }),
+    writes: [[{ id: 1, a: 1, g: 2 }], [{ id: 1, a: 2, g: 1 }]],
+  },
+]
+
 /**
  * Cells where Strata and Paimon disagree, by test name, each with the exact difference. Such a
  * test runs as `it.fails`: it passes while the divergence is there and fails once it is fixed,
  * so whoever fixes it moves the entry out of this list.
  */
 const DIVERGENT: Record<string, string> = {
+  // First-row read rule. Paimon 1.4.2's batch scan skips level 0 of a first-row table
+  // (CoreOptions.batchScanSkipLevel0) and reads levels >= 1 without a merge; Strata merges
+  // level 0 in. Paimon's own writer compacts level 0 away in the commit after each write
+  // (lookup), Strata's leaves it until a compaction. So at a snapshot with level-0 files
+  // Strata returns keys that exist only there and Paimon does not:
+  // - Strata's table: snapshot 1 (the first write) Strata 20 rows, Paimon none; until the full
+  //   compaction ends Paimon returns only the compacted buckets' rows; after the last two
+  //   writes Strata also returns ids 25 and 26, Paimon not.
+  [level0TestName(`first-row, ${dvName(false)}`, 'A')]: 'first-row level 0: Strata reads it, Paimon skips it',
+  // - Paimon's table: each write is an APPEND snapshot (level 0) followed by Paimon's COMPACT;
+  //   at the APPEND snapshots Strata returns the write's new keys and Paimon does not
+  //   (snapshot 1: Strata 20 rows, Paimon none; 3: ids 20-23; 5: id 24; 8: id 25; 10: id 26).
+  [level0TestName(`first-row, ${dvName(false)}`, 'B')]: 'first-row level 0: Strata reads it, Paimon skips it',
+  // - the issue's reproduction: snapshot 1 (3,000 rows in level 0) Strata 3,000 rows, Paimon
+  //   none, both ways; at the four single-row writes both return id 1 as v1 (the level-0
+  //   versions lose to level 5 in Strata's merge and are skipped by Paimon).
+  [level0TestName(REPRO_FIRST_ROW, 'A')]: 'first-row level 0: Strata reads it, Paimon skips it',
+  [level0TestName(REPRO_FIRST_ROW, 'B')]: 'first-row level 0: Strata reads it, Paimon skips it',
+  // - with ignore-delete: Strata's table: snapshot 1 Strata ids 0-5, Paimon none; 2 Strata
+  //   also id 6, Paimon none; 4 Strata also id 7 (re-inserted after its -D), Paimon not.
+  //   Paimon's table: snapshot 1 Strata ids 0-5, Paimon none; 3 id 6; 6 id 7.
+  [level0TestName('first-row with ignore-delete: -D and -U are dropped', 'A')]: 'first-row level 0: Strata reads it, Paimon skips it',
+  [level0TestName('first-row with ignore-delete: -D and -U are dropped', 'B')]: 'first-row level 0: Strata reads it, Paimon skips it',
+  // The issue's first-row reproduction, after Strata's minor compaction: Strata's compaction
+  // merged the four level-0 writes of id 1 into one row ({"id":1,"v":"w1"}) in a level above
+  // 0 without looking id 1 up in level 5 (Paimon's first-row compaction always looks up and
+  // drops it). Paimon reads levels >= 1 without a merge: 3,001 rows, id 1 twice
+  // ({"id":1,"v":"v1"} and {"id":1,"v":"w1"}); Strata 3,000 rows, id 1 once as v1.
+  [latestTestName(REPRO_FIRST_ROW, 'A')]: 'first-row after a minor compaction: Paimon returns id 1 twice',
+  // partial-update with remove-record-on-delete, I(1,1,1), D(1,1,1), I(b=5): Paimon 1.4.2
+  // returns {"id":1,"a":1,"b":5}, Strata {"id":1,"a":null,"b":5}. Since 1.4.1 (apache/paimon
+  // #7645, "Fix initRow ... to set all fields including nullable ones") a -D under
+  // remove-record-on-delete restarts the row from the -D's own values; Strata restarts it from
+  // nulls, as Paimon 1.4.0 did. With a -D that carries only its key, both return a: null.
+  [latestTestName(reproPartialUpdate(true), 'A')]: 'partial-update -D with values: Paimon a = 1, Strata a = null',
+  [latestTestName(reproPartialUpdate(true), 'B')]: 'partial-update -D with values: Paimon a = 1, Strata a = null',
+  // aggregation sum with remove-record-on-delete, 10, -D 10, 5: Paimon 1.4.2 returns
+  // {"id":1,"v":15}, Strata {"id":1,"v":5}: the same change (#7645), the -D's value 10 is the
+  // sum the next insert adds to. With a -D that carries only its key, both return 5.
+  [latestTestName(reproSum(true), 'A')]: 'sum after -D with a value: Paimon 15, Strata 5',
+  [latestTestName(reproSum(true), 'B')]: 'sum after -D with a value: Paimon 15, Strata 5',
+  // Aggregation with deletion vectors, the same history written by each: +I(1, 1); -D(2, 7), a
+  // key with no row; full compaction; +I(2, 10); full compaction. Paimon's table ends with
+  // {"id":2,"v":3}, Strata's with {"id":2,"v":10} (both readers agree on each table). Paimon's
+  // lookup compaction in the -D's commit (LookupMergeFunction) hands the lone -D to
+  // AggregateMergeFunction directly, not through ReducerMergeFunctionWrapper, which would pass
+  // a lone retraction through: sum retracts 7 from nothing and the -D becomes a +I row
+  // {"id":2,"v":-7}, which Paimon's snapshots show from that commit on. Strata keeps the -D
+  // as a retraction, its full compaction drops it, and the insert starts from nothing. Without
+  // deletion vectors both keep the -D and drop it at the full compaction: both end with 10.
+  [sameHistoryTestName(loneRetraction(true))]: 'aggregation lone -D with deletion vectors: Paimon -7 then 3, Strata nothing then 10',
+  // A first-row table without ignore-delete: Paimon refuses a -D of a live key at write (its
+  // lookup compaction in the commit throws IllegalArgumentException "By default, First row
+  // merge engine can not accept DELETE/UPDATE_BEFORE records"); Strata's writeBatch checks
+  // retractions only for partial-update and aggregation, takes the -D, and every later read
+  // or compaction of that key then throws the same refusal.
+  [FR_DELETE_AT_WRITE]: 'first-row -D: Paimon refuses it at write, Strata writes it',
+  // First-row with deletion vectors: Paimon's SchemaValidation refuses the table at create
+  // and at open ("First row merge engine does not need deletion vectors because there is no
+  // deletion of old data in this merge engine"), so Paimon cannot read the table Strata
+  // creates, writes and compacts with these options.
+  [FR_DV_AT_CREATE]: 'first-row with deletion vectors: Paimon refuses it, Strata creates it',
 }
 const cell = (name: string) => (name in DIVERGENT ? it.fails : it)
 
@@ -252,6 +702,87 @@ function expectSameRows(c: Cell): void {
   }
   expect(c.strata.get(Math.max(...c.strata.keys()))!.length).toBeGreaterThan(10)
 }
+
+/** One engine table in one direction: each side's rows at every snapshot. */
+interface EngineRun {
+  spec: EngineSpec
+  dir: string
+  primaryKeys: string[]
+  /** Strata's rows by snapshot id */
+  strata: Map<number, Rows>
+  /** the harness's `read` of each snapshot */
+  paimon: Map<number, PaimonResult>
+  /** snapshots with files in level 0 (as Strata lists the manifests) */
+  level0: Set<number>
+  /** B: Paimon's write and compact commands, in order */
+  steps: (PaimonResult & { what: string })[]
+  meta?: PaimonResult
+  /** what Strata threw, if it did */
+  strataError?: unknown
+  continued?: { strata: Rows; paimon?: PaimonResult }
+}
+
+const newRun = (spec: EngineSpec, dir: string): EngineRun => ({ spec, dir, primaryKeys: spec.schema.primaryKeys, strata: new Map(), paimon: new Map(), level0: new Set(), steps: [] })
+
+/** Strata's rows, and whether level 0 has files, at every snapshot of the table. */
+async function readEverySnapshot(table: Table, run: EngineRun): Promise<void> {
+  for (const id of await table.snapshots.listIds()) {
+    run.strata.set(id, await strataRows(table, id))
+    if ((await table.manifests.liveEntries((await table.snapshots.snapshot(id))!)).some((e) => e.file.level === 0)) run.level0.add(id)
+  }
+}
+
+/** The given snapshots of an engine run read the same rows in both. */
+function expectSameEngineRows(run: EngineRun, snapshots: number[]): void {
+  expect(snapshots.length, 'snapshots compared').toBeGreaterThan(0)
+  for (const id of snapshots) {
+    expect(byKey(run.strata.get(id)!, run.primaryKeys), `snapshot ${id}: Strata's rows (expected: Paimon's)`).toEqual(byKey(paimonRows(run.paimon.get(id)), run.primaryKeys))
+  }
+}
+
+/** What one side did with a refusal cell's step: done, or the error it gave. */
+interface Outcome {
+  what: string
+  ok: boolean
+  error?: string
+  output?: string
+}
+interface RefusalRun {
+  strata: Outcome[]
+  paimon: Outcome[]
+  strataDir: string
+  paimonDir: string
+}
+
+/** Strata's rows of a table directory's latest snapshot. */
+async function latestRows(dir: string): Promise<Rows> {
+  const table = await Table.open(dir)
+  return strataRows(table, await table.snapshots.latestId())
+}
+
+async function strataOutcome(outcomes: Outcome[], what: string, action: () => Promise<unknown>): Promise<void> {
+  try {
+    const out = await action()
+    outcomes.push({ what, ok: true, output: Array.isArray(out) ? JSON.stringify(out) : undefined })
+  } catch (e) {
+    outcomes.push({ what, ok: false, error: (e as Error).message })
+  }
+}
+
+/** Harness commands for one JVM, each with what to do with its result. */
+class Batch {
+  private readonly commands: string[][] = []
+  private readonly then: ((r: PaimonResult) => void)[] = []
+  ask(command: string[], then: (r: PaimonResult) => void): void {
+    this.commands.push(command)
+    this.then.push(then)
+  }
+  run(): void {
+    if (this.commands.length) paimonBatch(this.commands).forEach((r, k) => this.then[k](r))
+  }
+}
+
+
 
 const missing = missingTools()
 
@@ -446,6 +977,262 @@ if (missing.length > 0 && !process.env.CI) {
       const name = `${cellName(B_CELLS[CONTINUED])}: Strata continues the Paimon table (write, compact) and Paimon reads what Strata reads`
       cell(name)(name, () => {
         expect(byKey(paimonRows(continued!.paimon), continued!.primaryKeys)).toEqual(byKey(continued!.strata, continued!.primaryKeys))
+      })
+    })
+
+    // ---- the other merge engines ----
+    describe('merge engines', () => {
+      const runsA = new Map<string, EngineRun>()
+      const runsB = new Map<string, EngineRun>()
+      const refusals = new Map<string, RefusalRun>()
+      const specsOf = (direction: 'A' | 'B') => [...ENGINE_SPECS, ...SMALL_SPECS].filter((s) => s.directions.includes(direction))
+
+      beforeAll(async () => {
+        // the first JVM: Paimon reads every snapshot Strata made (A), writes and compacts its
+        // own tables (B), and runs the refusal cells' writes
+        const first = new Batch()
+        for (const spec of specsOf('A')) {
+          const run = newRun(spec, join(root, `a-${spec.dir}`))
+          runsA.set(spec.name, run)
+          try {
+            const table = await Table.create(run.dir, spec.schema)
+            for (const step of spec.steps) {
+              if ('write' in step) await strataWrite(table, step.write)
+              else await compactTable(table, { full: step.compact === 'full' })
+            }
+            await readEverySnapshot(table, run)
+          } catch (e) {
+            run.strataError = e
+          }
+          for (const id of run.strata.keys()) first.ask(['read', run.dir, '--snapshot', String(id)], (r) => run.paimon.set(id, r))
+          first.ask(['meta', run.dir], (r) => (run.meta = r))
+        }
+        for (const spec of specsOf('B')) {
+          const run = newRun(spec, join(root, `b-${spec.dir}`))
+          runsB.set(spec.name, run)
+          spec.steps.forEach((step, k) => {
+            const command =
+              'write' in step
+                ? ['write', run.dir, '--schema', JSON.stringify(spec.schema), '--in', writeJsonLines(`${run.dir}-${k}.jsonl`, step.write)]
+                : ['compact', run.dir, ...(step.compact === 'full' ? ['--full'] : [])]
+            first.ask(command, (r) => run.steps.push({ what: `${command[0]} (step ${k})`, ...r }))
+          })
+        }
+        for (const spec of REFUSALS) {
+          const run: RefusalRun = { strata: [], paimon: [], strataDir: join(root, `a-${spec.dir}`), paimonDir: join(root, `b-${spec.dir}`) }
+          refusals.set(spec.name, run)
+          await strataOutcome(run.strata, 'create', () => Table.create(run.strataDir, spec.schema))
+          for (const [k, records] of spec.writes.entries()) await strataOutcome(run.strata, `write ${k + 1}`, async () => strataWrite(await Table.open(run.strataDir), records))
+          await strataOutcome(run.strata, 'read', async () => latestRows(run.strataDir))
+          spec.writes.forEach((records, k) => {
+            const command = ['write', run.paimonDir, '--schema', JSON.stringify(spec.schema), '--in', writeJsonLines(`${run.paimonDir}-${k}.jsonl`, records)]
+            first.ask(command, (r) => run.paimon.push({ what: `write ${k + 1}`, ...r }))
+          })
+          first.ask(['read', run.paimonDir], (r) => run.paimon.push({ what: 'read', ...r }))
+          if (spec.paimonReadsStrata) first.ask(['read', run.strataDir], (r) => run.paimon.push({ what: "read of Strata's table", ...r }))
+        }
+        first.run()
+
+        // Strata reads every snapshot Paimon made (B) and continues some of its tables; the
+        // second JVM reads the same snapshots and the continued tables
+        const second = new Batch()
+        for (const run of runsB.values()) {
+          if (run.steps.some((s) => !s.ok)) continue
+          try {
+            const table = await Table.open(run.dir)
+            await readEverySnapshot(table, run)
+            const continuation = run.spec.continuation
+            if (continuation) {
+              const dir = `${run.dir}-continued`
+              cpSync(run.dir, dir, { recursive: true })
+              const continued = await Table.open(dir)
+              for (const records of continuation.writes) await strataWrite(continued, records)
+              await compactTable(continued, { full: continuation.compact === 'full' })
+              const c: NonNullable<EngineRun['continued']> = { strata: await strataRows(continued, await continued.snapshots.latestId()) }
+              run.continued = c
+              second.ask(['read', dir], (r) => (c.paimon = r))
+            }
+          } catch (e) {
+            run.strataError = e
+          }
+          for (const id of run.strata.keys()) second.ask(['read', run.dir, '--snapshot', String(id)], (r) => run.paimon.set(id, r))
+        }
+        for (const run of refusals.values()) await strataOutcome(run.strata, "read of Paimon's table", () => latestRows(run.paimonDir))
+        second.run()
+      }, 15 * 60_000)
+
+      /** The row tests of one engine table in one direction. */
+      const rowTests = (spec: EngineSpec, direction: 'A' | 'B', runOf: () => EngineRun) => {
+        const { reader, writer } = sides(direction)
+        const apart = spec.latestApart?.includes(direction) ?? false
+        const ready = () => {
+          const run = runOf()
+          for (const s of run.steps) expect(s.ok, `Paimon's ${s.what}: ${s.error}`).toBe(true)
+          if (run.strataError) throw run.strataError
+          if (direction === 'A') {
+            expect(run.meta?.ok, run.meta?.error).toBe(true)
+            expect(JSON.parse(run.meta!.output).effective, "Paimon reads the table's engine and deletion-vector mode").toMatchObject({
+              mergeEngine: spec.schema.options['merge-engine'],
+              deletionVectors: spec.schema.options['deletion-vectors.enabled'] === 'true',
+            })
+          }
+          return run
+        }
+        const latestOf = (run: EngineRun) => Math.max(...run.strata.keys())
+        const scope = `every snapshot${skipsLevel0(spec) ? ' without level-0 files' : ''}${apart ? ' before the latest' : ''}`
+        const reads = `${spec.name}: ${reader} reads ${scope} ${writer} wrote and compacted as ${writer} does`
+        cell(reads)(reads, () => {
+          const run = ready()
+          expectSameEngineRows(
+            run,
+            [...run.strata.keys()].filter((id) => !(skipsLevel0(spec) && run.level0.has(id)) && !(apart && id === latestOf(run))),
+          )
+          // the history is not trivially empty
+          expect(run.strata.get(latestOf(run))!.length).toBeGreaterThanOrEqual(spec.minRows ?? 1)
+        })
+        if (skipsLevel0(spec)) {
+          // the situation: Paimon returns a subset of Strata's rows there, none while every file is in level 0
+          const situation = `${spec.name}: at snapshots ${writer} wrote with level-0 files, Paimon returns only rows Strata returns (none while every file is in level 0)`
+          cell(situation)(situation, () => {
+            const run = ready()
+            const firstId = Math.min(...run.strata.keys())
+            expect(run.level0.has(firstId)).toBe(true)
+            expect(run.strata.get(firstId)!.length).toBeGreaterThan(0)
+            expect(paimonRows(run.paimon.get(firstId))).toEqual([])
+            for (const id of run.level0) {
+              const strata = new Set(run.strata.get(id)!.map((r) => JSON.stringify(r)))
+              for (const row of paimonRows(run.paimon.get(id))) expect(strata.has(JSON.stringify(row)), `snapshot ${id}: ${JSON.stringify(row)}`).toBe(true)
+            }
+          })
+          const level0 = level0TestName(spec.name, direction)
+          cell(level0)(level0, () => {
+            const run = ready()
+            expectSameEngineRows(run, [...run.level0])
+          })
+        }
+        if (apart) {
+          const latest = latestTestName(spec.name, direction)
+          cell(latest)(latest, () => {
+            const run = ready()
+            expectSameEngineRows(run, [latestOf(run)])
+          })
+        }
+        if (direction === 'B' && spec.continuation) {
+          const continued = `${spec.name}: Strata continues the Paimon table (write, ${spec.continuation.compact} compaction) and Paimon reads what Strata reads`
+          cell(continued)(continued, () => {
+            const run = ready()
+            expect(byKey(paimonRows(run.continued?.paimon), run.primaryKeys)).toEqual(byKey(run.continued!.strata, run.primaryKeys))
+          })
+        }
+      }
+
+      describe("A: Paimon reads Strata's tables", () => {
+        for (const spec of specsOf('A')) rowTests(spec, 'A', () => runsA.get(spec.name)!)
+        // the situation of the reproduction's divergence (DIVERGENT): after the minor
+        // compaction the bucket has no level-0 file, id 1's four writes went to a level above 0
+        // and the 3,000 rows stay in level 5, neither file with delete rows, so Paimon's
+        // merge-free read of levels >= 1 returns id 1 from both
+        it(`${REPRO_FIRST_ROW}: after the minor compaction id 1 is live in level 5 and in a level-1-to-4 file, neither with delete rows`, () => {
+          const run = runsA.get(REPRO_FIRST_ROW)!
+          expect(run.meta?.ok, run.meta?.error).toBe(true)
+          const files = (JSON.parse(run.meta!.output).files as Rec[]).map((f) => ({ level: f.level, rowCount: f.rowCount, deleteRowCount: f.deleteRowCount }))
+          expect(files.sort((a, b) => Number(a.level) - Number(b.level))).toMatchObject([
+            { level: expect.toSatisfy((l: number) => l >= 1 && l <= 4), rowCount: 1, deleteRowCount: 0 },
+            { level: 5, rowCount: 3000, deleteRowCount: 0 },
+          ])
+          expect(run.strata.get(Math.max(...run.strata.keys()))!.filter((r) => r.id === 1)).toEqual([{ id: 1, v: 'v1' }])
+        })
+      })
+
+      describe("B: Strata reads Paimon's tables", () => {
+        for (const spec of specsOf('B')) rowTests(spec, 'B', () => runsB.get(spec.name)!)
+      })
+
+      describe('same history, both writers', () => {
+        // Both reads above can agree while the writers do not: here the reader is Paimon on both
+        // tables. The first-row reproduction is left out: Paimon's read of Strata's latest
+        // snapshot is that cell's divergence already.
+        for (const spec of specsOf('A').filter((s) => s.directions.includes('B') && s.name !== REPRO_FIRST_ROW)) {
+          const name = sameHistoryTestName(spec.name)
+          cell(name)(name, () => {
+            const [a, b] = [runsA.get(spec.name)!, runsB.get(spec.name)!]
+            for (const s of b.steps) expect(s.ok, `Paimon's ${s.what}: ${s.error}`).toBe(true)
+            if (a.strataError) throw a.strataError
+            const latest = (run: EngineRun) => paimonRows(run.paimon.get(Math.max(...run.strata.keys())))
+            expect(byKey(latest(a), a.primaryKeys), "Paimon's read of Strata's table (expected: of its own)").toEqual(byKey(latest(b), b.primaryKeys))
+          })
+        }
+      })
+
+      describe('refusals', () => {
+        const outcome = (list: Outcome[], what: string) => {
+          const o = list.find((x) => x.what === what)
+          if (!o) throw new Error(`no outcome '${what}'`)
+          return o
+        }
+        const refused = (o: Outcome, message: RegExp) => {
+          expect(o.ok, `${o.what} should have been refused`).toBe(false)
+          expect(o.error).toMatch(message)
+        }
+        const done = (o: Outcome) => expect(o.ok, `${o.what}: ${o.error}`).toBe(true)
+        const [puDelete, frDelete, maxRetract, frDv, removeIgnoreRetract, sequenceGroup] = REFUSALS.map((r) => r.name)
+        const PU_REFUSAL = /Partial update can not accept delete records/
+        it(`${puDelete}: Paimon takes the -D, then fails every read; Strata refuses the -D at write, and fails to read Paimon's table the same way`, () => {
+          const { strata, paimon } = refusals.get(puDelete)!
+          done(outcome(paimon, 'write 2'))
+          refused(outcome(paimon, 'read'), PU_REFUSAL)
+          refused(outcome(strata, 'write 2'), PU_REFUSAL)
+          expect(outcome(strata, 'read').output).toBe(JSON.stringify([{ id: 1, a: 1 }]))
+          refused(outcome(strata, "read of Paimon's table"), PU_REFUSAL)
+        })
+        const FR_REFUSAL = /First row merge engine can not accept DELETE\/UPDATE_BEFORE records/
+        it(`${frDelete}: Paimon refuses the -D at write (its lookup compaction merges it), and Strata reads Paimon's table as Paimon does`, () => {
+          const { strata, paimon } = refusals.get(frDelete)!
+          refused(outcome(paimon, 'write 2'), FR_REFUSAL)
+          expect(parseRows(outcome(paimon, 'read').output ?? '')).toEqual([{ id: 1, a: 1 }])
+          expect(outcome(strata, "read of Paimon's table").output).toBe(JSON.stringify([{ id: 1, a: 1 }]))
+        })
+        it(`${frDelete}: a Strata table that took the -D fails every read`, () => {
+          const { strata } = refusals.get(frDelete)!
+          refused(outcome(strata, 'read'), FR_REFUSAL)
+        })
+        cell(FR_DELETE_AT_WRITE)(FR_DELETE_AT_WRITE, () => {
+          expect(outcome(refusals.get(frDelete)!.strata, 'write 2').ok).toBe(false)
+        })
+        const MAX_REFUSAL = /Aggregate function 'max' does not support retraction/
+        it(`${maxRetract}: Paimon takes the -U, then fails every read; Strata refuses the -U at write, and fails to read Paimon's table the same way`, () => {
+          const { strata, paimon } = refusals.get(maxRetract)!
+          done(outcome(paimon, 'write 2'))
+          refused(outcome(paimon, 'read'), MAX_REFUSAL)
+          refused(outcome(strata, 'write 2'), MAX_REFUSAL)
+          expect(outcome(strata, 'read').output).toBe(JSON.stringify([{ id: 1, m: 5 }]))
+          refused(outcome(strata, "read of Paimon's table"), MAX_REFUSAL)
+        })
+        const FR_DV_REFUSAL = /First row merge engine does not need deletion vectors/
+        it(`${frDv}: Paimon refuses to create the table, and to read the one Strata made`, () => {
+          const { paimon } = refusals.get(frDv)!
+          refused(outcome(paimon, 'write 1'), FR_DV_REFUSAL)
+          refused(outcome(paimon, "read of Strata's table"), FR_DV_REFUSAL)
+        })
+        cell(FR_DV_AT_CREATE)(FR_DV_AT_CREATE, () => {
+          expect(outcome(refusals.get(frDv)!.strata, 'create').ok).toBe(false)
+        })
+        const CONFLICT = /aggregation\.remove-record-on-delete.*fields\.s\.ignore-retract.*conflicting behavior/
+        it(`${removeIgnoreRetract}: Paimon creates the table but refuses to write it; Strata refuses to create it, and to open Paimon's`, () => {
+          const { strata, paimon } = refusals.get(removeIgnoreRetract)!
+          refused(outcome(paimon, 'write 1'), CONFLICT)
+          refused(outcome(strata, 'create'), CONFLICT)
+          refused(outcome(strata, "read of Paimon's table"), CONFLICT)
+        })
+        const SEQUENCE_GROUPS = /sequence groups \(fields\.<field>\.sequence-group\) are not supported by Strata/
+        it(`${sequenceGroup}: Paimon writes and reads it; Strata refuses to create it, and to read Paimon's, naming sequence groups`, () => {
+          const { strata, paimon } = refusals.get(sequenceGroup)!
+          done(outcome(paimon, 'write 2'))
+          // the second write's sequence-group field is older, so `a` keeps the first write's value
+          expect(parseRows(outcome(paimon, 'read').output ?? '')).toEqual([{ id: 1, a: 1, g: 2 }])
+          refused(outcome(strata, 'create'), SEQUENCE_GROUPS)
+          refused(outcome(strata, "read of Paimon's table"), SEQUENCE_GROUPS)
+        })
       })
     })
   })
