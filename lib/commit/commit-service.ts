@@ -160,18 +160,13 @@ async function collectUntil(into: Entry[], drain: NonNullable<CommitServiceOptio
   let collected = 0
   let width = 1
   while (!ended && into.length < drain.max) {
-    const room = drain.max - into.length
-    const calls = Math.min(width, DRAIN_RECEIVES_AT_ONCE, Math.ceil(room / 10))
-    const results = await Promise.allSettled(Array.from({ length: calls }, (_, k) => drain.queue.receive(Math.min(10, room - 10 * k))))
-    // what a receive that succeeded got is held now, whatever the others did
-    const got = results.flatMap((r) => (r.status === 'fulfilled' ? r.value : []))
-    collected += got.length
-    for (const m of got) into.push({ id: m.messageId, drained: m, ...parse(m.body, tableName) })
+    const { got, calls, failure } = await receiveWave(into, drain, tableName, width)
+    collected += got
     // a failed receive: the next round's drain (or the next invocation) tries again
-    if (results.some((r) => r.status === 'rejected')) break
-    width = got.length >= calls * 10 ? Math.min(DRAIN_RECEIVES_AT_ONCE, width * 2) : 1
+    if (failure !== undefined) break
+    width = got >= calls * 10 ? Math.min(DRAIN_RECEIVES_AT_ONCE, width * 2) : 1
     // an idle queue is asked again after a pause, or not at all once the fold has ended
-    if (got.length === 0) await Promise.race([end, new Promise((r) => setTimeout(r, COLLECT_IDLE_PAUSE_MS))])
+    if (got === 0) await Promise.race([end, new Promise((r) => setTimeout(r, COLLECT_IDLE_PAUSE_MS))])
   }
   return collected
 }
@@ -182,14 +177,30 @@ async function drainInto(entries: Entry[], drain: NonNullable<CommitServiceOptio
   // several receives in flight at once: one at a time, a fold of hundreds of messages
   // would spend a round trip per ten of them before it could start
   while (entries.length < drain.max) {
-    const room = drain.max - entries.length
-    const calls = Math.min(DRAIN_RECEIVES_AT_ONCE, Math.ceil(room / 10))
-    const got = (await Promise.all(Array.from({ length: calls }, (_, k) => drain.queue.receive(Math.min(10, room - 10 * k))))).flat()
-    if (got.length === 0) break
-    drained += got.length
-    for (const m of got) entries.push({ id: m.messageId, drained: m, ...parse(m.body, tableName) })
+    const { got, failure } = await receiveWave(entries, drain, tableName, DRAIN_RECEIVES_AT_ONCE)
+    drained += got
+    if (failure !== undefined) throw failure
+    if (got === 0) break
   }
   return drained
+}
+
+/**
+ * Up to `width` receives at once, their messages parsed into `into` (up to `drain.max` in
+ * all). What a receive that succeeded got is kept even when another failed; the first
+ * failure is returned for the caller to decide.
+ */
+async function receiveWave(into: Entry[], drain: NonNullable<CommitServiceOptions['drain']>, tableName: string, width: number): Promise<{ got: number; calls: number; failure?: unknown }> {
+  const room = drain.max - into.length
+  const calls = Math.min(width, Math.ceil(room / 10))
+  const results = await Promise.allSettled(Array.from({ length: calls }, (_, k) => drain.queue.receive(Math.min(10, room - 10 * k))))
+  let got = 0
+  for (const r of results) {
+    if (r.status !== 'fulfilled') continue
+    got += r.value.length
+    for (const m of r.value) into.push({ id: m.messageId, drained: m, ...parse(m.body, tableName) })
+  }
+  return { got, calls, failure: results.find((r) => r.status === 'rejected')?.reason }
 }
 
 /**

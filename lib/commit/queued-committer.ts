@@ -9,8 +9,9 @@
 // built on until one names its identity: one GET of `snapshot-(known+1)` per poll while
 // nothing lands, then each new snapshot (and a folded one's sidecar) in turn. The committer
 // writes a receipt object only for a message that can never land (a conflict: receipts.ts);
-// the sender reads that key beside the probe on its first poll and every third after. A committer that lands a round therefore pays no request per message
-// for its senders, and a sender learns of its landing as soon as the snapshot exists.
+// the sender reads that key beside the probe on its first poll and every third after. A
+// committer that lands a round therefore pays no request per message for its senders, and a
+// sender learns of its landing as soon as the snapshot exists.
 
 import { CommitConflictError } from '../types.ts'
 import type { Table } from '../table/table.ts'
@@ -50,8 +51,7 @@ export class QueuedCommitter implements Committer {
     let known = req.baseSnapshotId
     if (req.dedup) {
       // an earlier attempt's message may have landed after that attempt stopped waiting
-      const latest = await snapshots.latestFrom(known)
-      const at = latest ? await landed.find(identity, known, latest.id) : null
+      const { at } = await this.catchUp(identity, known)
       if (at !== null) return { snapshotId: at, retries: 0, deduplicated: true }
       const earlier = await readReceipt(store, identity)
       if (earlier && earlier.status !== 'conflict') return this.settle(identity, earlier, true)
@@ -68,15 +68,12 @@ export class QueuedCommitter implements Committer {
       const receipt = poll % RECEIPT_EVERY_POLLS === 1 ? readReceipt(store, identity) : null
       if (poll === 1) {
         // the work may be several snapshots old: catch up in parallel chunks once
-        const latest = await snapshots.latestFrom(known)
-        if (latest && latest.id > known) {
-          const at = await landed.find(identity, known, latest.id)
-          if (at !== null) {
-            void receipt?.catch(() => undefined)
-            return { snapshotId: at, retries: 0, deduplicated: false }
-          }
-          known = latest.id
+        const { at, latest } = await this.catchUp(identity, known)
+        if (at !== null) {
+          void receipt?.catch(() => undefined)
+          return { snapshotId: at, retries: 0, deduplicated: false }
         }
+        known = latest
       } else {
         // one GET when nothing landed; each snapshot that did is read and checked in turn
         for (;;) {
@@ -94,8 +91,7 @@ export class QueuedCommitter implements Committer {
       if (r) return this.settle(identity, r, false)
       if (Date.now() >= deadline) {
         // a snapshot expired before it was read would end the walk above: look from the top once
-        const latest = await snapshots.latestId()
-        const at = latest > known ? await landed.find(identity, known, latest) : null
+        const { at, latest } = await this.catchUp(identity, known)
         if (at !== null) return { snapshotId: at, retries: 0, deduplicated: false }
         throw new CommitFailedError(
           `commit ${identity} was sent to the commit queue but had not landed after ${timeoutMs} ms (latest snapshot ${latest}); it may still land, and a retry of the same identity is recognised`,
@@ -103,6 +99,12 @@ export class QueuedCommitter implements Committer {
       }
       pause = Math.min(this.opts.maxPollMs ?? 100, pause * 1.5)
     }
+  }
+
+  /** Where `identity` landed after `known`, searching up to the latest snapshot (returned too). */
+  private async catchUp(identity: string, known: number): Promise<{ at: number | null; latest: number }> {
+    const latest = (await this.table.snapshots.latestFrom(known))?.id ?? known
+    return { at: latest > known ? await this.table.landed.find(identity, known, latest) : null, latest: Math.max(latest, known) }
   }
 
   private async settle(identity: string, r: CommitReceipt, earlier: boolean): Promise<CommitResult> {

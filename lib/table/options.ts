@@ -260,7 +260,7 @@ export function unwritableReasons(raw: Record<string, string>): string[] {
   else if (Number(bucket) < 1) out.push(`option 'bucket' is ${JSON.stringify(bucket)} (${Number(bucket) === -2 ? 'postpone' : 'dynamic'} bucket mode); Strata writes fixed-bucket tables only (bucket >= 1)`)
   for (const spec of OPTION_SPECS) {
     const v = raw[spec.key]
-    if (v === undefined || !spec.values || spec.key === 'bucket') continue
+    if (v === undefined || !spec.values) continue
     if (!spec.values.includes(v.trim().toLowerCase())) out.push(`option '${spec.key}' is ${JSON.stringify(v)}; Strata writes only ${spec.values.map((x) => JSON.stringify(x)).join(' or ')}`)
   }
   return out
