@@ -4,6 +4,11 @@
 // `npx tsx bench/fold-profile.ts [--quick]` (sizes 100, 300, 1000; --quick: 100); add `node --cpu-prof --import tsx`
 // to see where it goes.
 //
+// `--steady`: the committer's own previous snapshots, as in a committer's back-to-back
+// rounds: the writer batches go through the same committer (as APPEND messages) before each
+// compaction fold, so a fold finds nothing foreign; the third COMPACT fold is measured.
+// With `--trace` it prints that fold's requests.
+//
 // `--trace`: every store request waits 20 ms (the benchmarks' S3 first-byte latency) and
 // the second fold of a warm committer, on its own table handle after two writer commits
 // and the compactions it folds landed through another, prints its requests with their
@@ -23,7 +28,7 @@ import { RowKind } from '../lib/types.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 import { parseBenchArgs } from './lib/args.ts'
 
-const args = parseBenchArgs(process.argv.slice(2), ['--quick', '--trace'], [])
+const args = parseBenchArgs(process.argv.slice(2), ['--quick', '--trace', '--steady'], [])
 const sizes = args.has('--quick') ? [100] : [100, 300, 1000]
 const LATENCY_MS = 20
 
@@ -40,8 +45,12 @@ class TracedStore extends InterceptingStore {
   }
 }
 
-/** Two fresh L0 files in each of k buckets, then each bucket's compaction as a commit message. */
-async function compactionMessages(table: Table, k: number, next: { id: number }): Promise<CommitMessage[]> {
+/**
+ * Two fresh L0 files in each of k buckets, then each bucket's compaction as a commit message.
+ * With `via`, the writer batches are folded by that committer (as APPEND messages) instead
+ * of committed directly.
+ */
+async function compactionMessages(table: Table, k: number, next: { id: number }, via?: BatchingCommitter): Promise<CommitMessage[]> {
   const bucketOf = bucketFunction(table.view.bucketKeyTypes, k)
   for (let round = 0; round < 2; round++) {
     const ids: number[] = []
@@ -51,13 +60,24 @@ async function compactionMessages(table: Table, k: number, next: { id: number })
       const b = bucketOf([BigInt(id)])
       if (!seen.has(b)) (seen.add(b), ids.push(id))
     }
-    await writeBatch(table, ids.map((id) => ({ kind: RowKind.INSERT, row: [BigInt(id), `v${id}`] })))
+    const rows = ids.map((id) => ({ kind: RowKind.INSERT, row: [BigInt(id), `v${id}`] }))
+    if (!via) await writeBatch(table, rows)
+    else {
+      const appends: CommitRequest[] = []
+      await writeBatch(table, rows, { committer: capturing(appends) })
+      const r = await via.commit(appends.map((a) => commitMessageOf(a, 't')))
+      if (r.outcomes.some((o) => o.status !== 'landed')) throw new Error('steady: a writer batch did not land')
+    }
   }
   const reqs: CommitRequest[] = []
-  const capture: Committer = { async commit(req) { reqs.push(req); return { snapshotId: -1, retries: 0, deduplicated: false } } }
+  const capture = capturing(reqs)
   const partition = serializeBinaryRow([], [])
   for (let b = 0; b < k; b++) await compactBucket(table, { partition, bucket: b, full: true, committer: capture })
   return reqs.map((r) => commitMessageOf(r, 't'))
+}
+
+function capturing(into: CommitRequest[]): Committer {
+  return { async commit(req) { into.push(req); return { snapshotId: -1, retries: 0, deduplicated: false } } }
 }
 
 async function tableOf(store: ObjectStore, k: number): Promise<Table> {
@@ -71,6 +91,24 @@ async function tableOf(store: ObjectStore, k: number): Promise<Table> {
 
 for (const k of sizes) {
   const next = { id: 0 }
+  if (args.has('--steady')) {
+    const store: ObjectStore = args.has('--trace') ? new TracedStore(new MemoryStore()) : new MemoryStore()
+    const table = await tableOf(store, k)
+    const committer = new BatchingCommitter(await Table.open(store))
+    for (let i = 0; i < 2; i++) await committer.commit(await compactionMessages(table, k, next, committer))
+    const messages = await compactionMessages(table, k, next, committer)
+    if (store instanceof TracedStore) store.on = true
+    const t0 = performance.now()
+    const r = await committer.commit(messages)
+    const ms = performance.now() - t0
+    if (store instanceof TracedStore) {
+      store.on = false
+      for (const l of store.log) console.log(`${(l.t0 - t0).toFixed(0).padStart(5)} → ${(l.t1 - t0).toFixed(0).padStart(5)} ms  ${l.op.padEnd(11)} ${l.key}`)
+    }
+    const landed = r.outcomes.filter((o) => o.status === 'landed').length
+    console.log(`COMPACT × ${k}, steady (third fold, nothing foreign)${store instanceof TracedStore ? `, ${LATENCY_MS} ms per request` : ''}: fold ${ms.toFixed(0)} ms (${(ms / k).toFixed(2)} ms per message), ${landed} landed in ${r.snapshots.length} snapshot(s)`)
+    continue
+  }
   if (args.has('--trace')) {
     const store = new TracedStore(new MemoryStore())
     const table = await tableOf(store, k)

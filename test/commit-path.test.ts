@@ -638,6 +638,65 @@ describe('committer rounds: the next fold while the last one\'s deletions go on'
     expect(await queueDepth(q.url)).toBe(0)
   }, 60_000)
 
+  it('the next round does not wait for a receive still in flight when a fold ends: what it brings lands in the round after', async () => {
+    const store = s3Store('rounds-no-tail')
+    const table = await Table.create(store, schemaFor('deduplicate', { bucket: '1' }))
+    const q = await createCommitQueue('rounds-no-tail', 30)
+    const queue = new SqsCommitQueue(sqs, q.url)
+    // A receive that is slow to answer cannot be caused on demand on the loopback backend:
+    // this wrapper holds one real receive's answer (with the message it got) until released.
+    let received = 0
+    let holding = false
+    let held: { got: QueuedCommitMessage[]; release: () => void } | undefined
+    const slow = {
+      receive: async (max: number) => {
+        const got = await queue.receive(max)
+        if (holding && got.length > 0 && !held) {
+          holding = false
+          await new Promise<void>((release) => {
+            held = { got, release }
+            // never hang the suite: a round that waits for this receive gets it after 10 s
+            setTimeout(release, 10_000)
+          })
+        }
+        received += got.length
+        return got
+      },
+      delete: (m: QueuedCommitMessage[]) => queue.delete(m),
+      release: (m: QueuedCommitMessage[]) => queue.release(m),
+    }
+    const first = await send(queue, table, [1, 2])
+    let middle: string[] = []
+    let last: string[] = []
+    let creates = 0
+    let heldDuringSecondFold: boolean | undefined
+    const committer = new BatchingCommitter(table, {
+      beforeSnapshotCreate: async () => {
+        creates++
+        if (creates === 1) {
+          // during the first fold: one message collected, then one whose receive is still in flight when the fold ends
+          middle = await send(queue, table, [3])
+          await until('the middle message received during the first fold', () => received === 3, 20_000)
+          holding = true
+          last = await send(queue, table, [4])
+          await until('a receive holding the last message', () => held !== undefined, 20_000)
+        } else if (creates === 2) {
+          // the second round folds while that receive has not answered
+          heldDuringSecondFold = received === 3
+          held!.release()
+        }
+      },
+    })
+    const res = await commitFromQueue(committer, [], { tableName: 'rounds', drain: { queue: slow, max: 50 }, moreRounds: () => true })
+    expect(heldDuringSecondFold).toBe(true)
+    expect(res).toMatchObject({ rounds: 3, landed: 4, snapshots: [1, 2, 3] })
+    const counts = await landedCounts(store)
+    for (const k of first) expect(counts.get(k)).toEqual({ count: 1, snapshotIds: [1] })
+    expect(counts.get(middle[0])).toEqual({ count: 1, snapshotIds: [2] })
+    expect(counts.get(last[0])).toEqual({ count: 1, snapshotIds: [3] })
+    expect(await queueDepth(q.url)).toBe(0)
+  }, 60_000)
+
   it('messages received during the last round\'s fold are given back at once when no round follows', async () => {
     const store = s3Store('rounds-give-back')
     const table = await Table.create(store, schemaFor('deduplicate', { bucket: '1' }))

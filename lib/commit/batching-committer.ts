@@ -66,6 +66,8 @@ export interface FoldResult {
   retries: number
   /** times the batch was planned again after a check failed at commit time */
   replans: number
+  /** the store failed mid-fold: what was not settled failed with this error (a redelivery may land it) */
+  interrupted?: Error
 }
 
 interface Item {
@@ -170,6 +172,7 @@ export class BatchingCommitter {
       } catch (e) {
         // a non-conflict error (the store failed): everything not settled may succeed on redelivery
         for (const it of todo) outcomes[it.index] ??= { status: 'failed', error: e as Error, conflict: false }
+        result.interrupted = e as Error
         break
       }
       if (todo.length === 0) break

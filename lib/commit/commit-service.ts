@@ -5,9 +5,10 @@
 // let the queue forget the settled messages.
 //
 // Rounds: while the caller allows (moreRounds), the invocation keeps receiving while a round
-// folds, and folds what it received as soon as that round's snapshot has landed; the
-// round's deletions go on meanwhile. A snapshot then waits for the fold of the messages
-// before it, not for the receives that collected it nor for the deletions of the last round.
+// folds, and folds what it received as soon as that round's snapshot has landed, without
+// waiting for a receive still in flight (its messages go to the round after); the round's
+// deletions go on meanwhile. A snapshot then waits for the fold of the messages before it,
+// not for the receives that collected it nor for the deletions of the last round.
 //
 // A message is settled when it landed, was a duplicate of one that landed, or conflicts (a
 // compaction whose inputs are gone: it can never land). Its sender learns a landing from
@@ -91,8 +92,15 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
   const settling: Promise<void>[] = []
   let settleError: unknown
   let entries: Entry[] = invoked.map((m) => ({ id: m.id, ...parse(m.body, opts.tableName) }))
-  // received while the last round folded, not folded yet: given back if the invocation stops
-  let next: Entry[] = []
+  // received while the last round folded, not folded yet: given back if the invocation stops.
+  // One buffer for the invocation: a receive still in flight when its fold ended adds to it
+  // later, and its messages go to the round after the next.
+  const next: Entry[] = []
+  // collections whose fold has ended but whose last receives may still be in flight
+  const collections: Promise<number>[] = []
+  const awaitCollections = async () => {
+    for (const n of await Promise.all(collections.splice(0))) total.drained += n
+  }
   try {
     if (opts.drain) total.drained += await drainInto(entries, opts.drain, opts.tableName)
     for (;;) {
@@ -102,13 +110,14 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
       // of the snapshot after this one
       let foldEnded!: () => void
       const foldEnd = new Promise<void>((r) => (foldEnded = r))
-      const collecting = opts.drain && (opts.moreRounds?.() ?? false) ? collectUntil(next, opts.drain, opts.tableName, foldEnd) : Promise.resolve(0)
+      if (opts.drain && (opts.moreRounds?.() ?? false)) collections.push(collectUntil(next, opts.drain, opts.tableName, foldEnd))
       let res: Awaited<ReturnType<BatchingCommitter['commit']>> | null
       try {
         res = folding.length ? await committer.commit(folding.map((e) => e.input!)) : null
       } finally {
+        // the next round does not wait for the receive in flight: what it brings is folded
+        // in the round after
         foldEnded()
-        total.drained += await collecting
       }
       res?.outcomes.forEach((o, i) => (folding[i].outcome = o))
       await opts.afterFold?.()
@@ -126,13 +135,19 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
           settleError ??= e
         }),
       )
-      if (!opts.drain || settleError !== undefined || !(opts.moreRounds?.() ?? false)) break
-      entries = next
-      next = []
-      // nothing arrived while it folded: one more look before the invocation ends
-      if (entries.length === 0) total.drained += await drainInto(entries, opts.drain, opts.tableName)
+      // a store failure ends the rounds: its messages are given back, and folding them again
+      // at once would only raise their receive counts towards the DLQ
+      if (!opts.drain || settleError !== undefined || res?.interrupted || !(opts.moreRounds?.() ?? false)) break
+      entries = next.splice(0)
+      if (entries.length === 0) {
+        // nothing collected yet: what the receives in flight bring, else one more look before the invocation ends
+        await awaitCollections()
+        entries = next.splice(0)
+        if (entries.length === 0) total.drained += await drainInto(entries, opts.drain, opts.tableName)
+      }
     }
   } finally {
+    await awaitCollections()
     // collected for a round that will not run: visible again at once for the next committer
     const unfolded = next.filter((e) => e.drained).map((e) => e.drained!)
     if (unfolded.length && opts.drain) await opts.drain.queue.release(unfolded).catch(() => undefined)
@@ -149,9 +164,9 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
 const COLLECT_IDLE_PAUSE_MS = 20
 
 /**
- * Receives into `into` until `end` settles (the fold it overlaps has ended) or `drain.max`
- * messages; returns how many. The receives in flight when the fold ends are waited for
- * (their messages are held), no new one starts. Starts with one receive at a time and
+ * Receives into `into` until `end` settles (the fold it overlaps has ended) or `into` holds
+ * `drain.max` messages; returns how many. No receive starts after the fold has ended; those
+ * in flight then still add their messages to `into`, and the promise settles after them. Starts with one receive at a time and
  * widens while they come back full, so an idle queue is asked once per pause.
  */
 async function collectUntil(into: Entry[], drain: NonNullable<CommitServiceOptions['drain']>, tableName: string, end: Promise<void>): Promise<number> {
