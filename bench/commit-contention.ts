@@ -638,6 +638,12 @@ function roundsOf(ps: CommitterProbe[]): { size: number; ms: number }[] {
 /** One fold of the sweep: `size` messages waiting, one committer invocation drains and folds them. */
 export interface SweepPoint {
   kind: 'APPEND' | 'COMPACT'
+  /**
+   * COMPACT, roundModel 'fold': what the snapshot the fold builds on is to the committer:
+   * 'own' (it landed it: a round after its own round) or 'foreign' (another committer landed
+   * it after the committer's last round, as the second invocation the event source runs does)
+   */
+  after?: 'own' | 'foreign'
   size: number
   /** the invocation: whole, and its parts */
   ms: number
@@ -682,7 +688,13 @@ export interface FoldSweep {
   roundFit?: Record<'APPEND' | 'COMPACT', FoldFit>
   firstRoundFit?: Record<'APPEND' | 'COMPACT', FoldFit>
   settleFit?: Record<'APPEND' | 'COMPACT', FoldFit>
-  roundModel?: 'fold + one receive'
+  /**
+   * roundModel 'fold' (the next round no longer waits for the receive in flight): `round` =
+   * a fold after the committer's own snapshot, `foreignRound` = a fold after one snapshot
+   * another committer landed (its delta read first), COMPACT only
+   */
+  foreignRoundFit?: Record<'COMPACT', FoldFit>
+  roundModel?: 'fold + one receive' | 'fold'
   /** set when the sweep was measured alone, later than the rest of its results (bench/run.ts --latest-sweep) */
   remeasured?: string
 }
@@ -720,7 +732,11 @@ async function inBatches<T>(items: T[], atOnce: number, f: (x: T) => Promise<voi
  * compaction paths (writeBatch, compactBucket with a committer that only records the
  * request), sent to the commit queue, and then one committer invocation drains and folds
  * them all. APPEND: k writer batches of one bucket; COMPACT: k buckets of a deletion-vector
- * table, each with two fresh L0 files, compacted from the same snapshot.
+ * table, each with two fresh L0 files, compacted from the same snapshot. The two writer
+ * batches before a COMPACT fold go through the committer too (one invocation each), so the
+ * fold builds on its own snapshot ('own', a round after its own round), or the second one is
+ * committed directly ('foreign': a snapshot of another committer landed since its last
+ * round, as the second invocation the event source runs lands them).
  */
 async function foldSweep(backend: Backend, bucket: string, latencyMs: number, sizes: number[], log: (s: string) => void): Promise<FoldSweep> {
   const points: SweepPoint[] = []
@@ -736,8 +752,23 @@ async function foldSweep(backend: Backend, bucket: string, latencyMs: number, si
     let next = 0
     const bucketOf = bucketFunction(table.view.bucketKeyTypes, buckets)
     const rowsOf = (ids: number[]) => ids.map((id) => ({ kind: RowKind.INSERT, row: [BigInt(id), `v${id}`] }))
+    /** Sends the requests as commit messages and has one committer invocation fold them all. */
+    const fold = async (reqs: CommitRequest[], what: string): Promise<CommitterProbe> => {
+      await inBatches(reqs, 32, async (req) => {
+        const m = commitMessageOf(req, name)
+        const { body } = await encodeCommitMessage(m, store)
+        await queue.send(body, commitKeyOf(m))
+      })
+      const before = await table.snapshots.latestId()
+      const p = await q.invokeOnce()
+      if (p.messages !== reqs.length) throw new Error(`fold sweep ${what}: the committer landed ${p.messages} of ${reqs.length} messages (drained ${p.drained})`)
+      const after = await table.snapshots.latestId()
+      if (after !== before + p.snapshots) throw new Error(`fold sweep ${what}: ${p.snapshots} snapshots folded but the latest went from ${before} to ${after}`)
+      return p
+    }
+    const cases: { k: number; after?: 'own' | 'foreign' }[] = sizes.flatMap((k) => (kind === 'APPEND' ? [{ k }] : (['own', 'foreign'] as const).map((after) => ({ k, after }))))
     try {
-      for (const k of sizes) {
+      for (const { k, after } of cases) {
         const reqs: CommitRequest[] = []
         if (kind === 'APPEND') {
           await inBatches(Array.from({ length: k }, (_, i) => i), 32, async () => {
@@ -745,7 +776,8 @@ async function foldSweep(backend: Backend, bucket: string, latencyMs: number, si
             await writeBatch(table, rowsOf(ids), { committer: capturing(reqs) })
           })
         } else {
-          // two batches of a row per bucket (committed directly), so every bucket has two L0 files to merge
+          // two batches of a row per bucket, so every bucket has two L0 files to merge: folded
+          // by the committer, the second committed directly when the fold is to follow another committer's snapshot
           for (let round = 0; round < 2; round++) {
             const ids: number[] = []
             const seen = new Set<number>()
@@ -757,40 +789,37 @@ async function foldSweep(backend: Backend, bucket: string, latencyMs: number, si
                 ids.push(id)
               }
             }
-            await writeBatch(table, rowsOf(ids))
+            if (after === 'foreign' && round === 1) await writeBatch(table, rowsOf(ids))
+            else {
+              const appends: CommitRequest[] = []
+              await writeBatch(table, rowsOf(ids), { committer: capturing(appends) })
+              await fold(appends, `${kind} ${k}: the writer batch before it`)
+            }
           }
           const partition = serializeBinaryRow([], [])
           await inBatches(Array.from({ length: k }, (_, b) => b), 16, async (b) => {
             await compactBucket(table, { partition, bucket: b, full: true, committer: capturing(reqs) })
           })
         }
-        await inBatches(reqs, 32, async (req) => {
-          const m = commitMessageOf(req, name)
-          const { body } = await encodeCommitMessage(m, store)
-          await queue.send(body, commitKeyOf(m))
-        })
-        const before = await table.snapshots.latestId()
-        const p = await q.invokeOnce()
-        if (p.messages !== reqs.length) throw new Error(`fold sweep ${kind} ${k}: the committer landed ${p.messages} of ${reqs.length} messages (drained ${p.drained})`)
-        const after = await table.snapshots.latestId()
-        if (after !== before + p.snapshots) throw new Error(`fold sweep ${kind} ${k}: ${p.snapshots} snapshots folded but the latest went from ${before} to ${after}`)
+        const p = await fold(reqs, `${kind} ${k}${after ? ` after ${after}` : ''}`)
         const point: SweepPoint = {
-          kind, size: reqs.length, ms: p.endedAt - p.startedAt, receiveMs: p.receiveMs, receives: p.receives, foldMs: p.foldMs, folds: p.folds,
+          kind, after, size: reqs.length, ms: p.endedAt - p.startedAt, receiveMs: p.receiveMs, receives: p.receives, foldMs: p.foldMs, folds: p.folds,
           roundMs: (p.firstFoldEndedAt ?? p.foldEndedAt ?? p.startedAt) - p.startedAt,
           receiptsMs: p.receiptsMs, deleteMs: p.deleteMs, snapshots: p.snapshots, s3Requests: Object.values(p.s3).reduce((a, b) => a + b, 0),
         }
         points.push(point)
-        log(`fold sweep ${latencyMs} ms, ${kind} × ${point.size}: invocation ${point.ms} ms (${point.receives} receives, ${point.receiveMs} ms summed, ${f0(receiveMean(point))} ms each; ${point.folds} fold(s) ${point.foldMs} ms; first round start → fold end ${point.roundMs} ms; conflict receipts ${point.receiptsMs}, deletes ${point.deleteMs}), ${point.snapshots} snapshot(s), ${point.s3Requests} S3 requests`)
+        log(`fold sweep ${latencyMs} ms, ${kind} × ${point.size}${after ? ` after ${after === 'own' ? 'its own snapshot' : 'another committer\'s snapshot'}` : ''}: invocation ${point.ms} ms (${point.receives} receives, ${point.receiveMs} ms summed, ${f0(receiveMean(point))} ms each; ${point.folds} fold(s) ${point.foldMs} ms; first round start → fold end ${point.roundMs} ms; conflict receipts ${point.receiptsMs}, deletes ${point.deleteMs}), ${point.snapshots} snapshot(s), ${point.s3Requests} S3 requests`)
         if (p.folds !== 1) log(`  the first drain missed messages: ${p.folds} folds; the round fit takes the invocation's folds together`)
       }
     } finally {
       await q.stop()
     }
   }
-  const fitOf = (kind: 'APPEND' | 'COMPACT', ms: (p: SweepPoint) => number = (p) => p.ms) =>
-    linearFit(points.filter((p) => p.kind === kind).map((p) => ({ size: p.size, ms: ms(p) })))
-  // a steady-state round: the fold and the tail of the receive in flight when it ended (at most one receive)
-  const round = (p: SweepPoint) => p.foldMs + receiveMean(p)
+  // COMPACT: the folds after the committer's own snapshot, unless `after` says otherwise
+  const fitOf = (kind: 'APPEND' | 'COMPACT', ms: (p: SweepPoint) => number = (p) => p.ms, after: 'own' | 'foreign' = 'own') =>
+    linearFit(points.filter((p) => p.kind === kind && (kind === 'APPEND' || p.after === after)).map((p) => ({ size: p.size, ms: ms(p) })))
+  // a steady-state round: its fold (the next round no longer waits for the receive in flight)
+  const round = (p: SweepPoint) => p.foldMs
   const firstRound = (p: SweepPoint) => p.roundMs ?? p.ms - p.receiptsMs - p.deleteMs
   // a round's aftermath, which delays no one: deletes of what it drained, conflict receipts (none here)
   const settle = (p: SweepPoint) => p.receiptsMs + p.deleteMs
@@ -800,9 +829,10 @@ async function foldSweep(backend: Backend, bucket: string, latencyMs: number, si
     points,
     fit: byKind((p) => p.ms),
     roundFit: byKind(round),
+    foreignRoundFit: { COMPACT: fitOf('COMPACT', round, 'foreign') },
     firstRoundFit: byKind(firstRound),
     settleFit: byKind(settle),
-    roundModel: 'fold + one receive',
+    roundModel: 'fold',
   }
 }
 
@@ -982,7 +1012,7 @@ function sweepMarkdown(sw: FoldSweep): string[] {
   const fitText = (f: FoldFit, d = 2) => `${f.baseMs.toFixed(0)} ms + ${f.perCommitMs.toFixed(d)} ms per message`
   const intro = `Fold sweep (${sw.latencyMs} ms${sw.remeasured ? `; ${sw.remeasured}` : ''}): k commit messages of one kind made by the real write and compaction paths wait on the queue; one committer invocation drains and folds them (no writers running, no second committer). APPEND: k writer batches; COMPACT: k buckets of a deletion-vector table compacted from the same snapshot.`
   const whole = `Fits: a whole invocation APPEND ≈ ${fitText(sw.fit.APPEND)}; COMPACT ≈ ${fitText(sw.fit.COMPACT)}.`
-  if (sw.roundModel !== 'fold + one receive') {
+  if (sw.roundModel !== 'fold + one receive' && sw.roundModel !== 'fold') {
     return [
       intro,
       '',
@@ -994,6 +1024,22 @@ function sweepMarkdown(sw: FoldSweep): string[] {
       whole +
         (sw.roundFit && sw.settleFit
           ? ` Split (the committer folds its next round while a round's receipts are written): a round (drain, parsing and fold) COMPACT ≈ ${fitText(sw.roundFit.COMPACT)}, APPEND ≈ ${fitText(sw.roundFit.APPEND)}; its receipts and deletes COMPACT ≈ ${fitText(sw.settleFit.COMPACT)}.`
+          : ''),
+    ]
+  }
+  if (sw.roundModel === 'fold') {
+    const afterText = (p: SweepPoint) => (p.after === 'own' ? 'its own' : p.after === 'foreign' ? 'another committer\'s' : '-')
+    return [
+      `${intro} Before a COMPACT fold the committer folded the two writer batches itself ("its own": the fold follows its own round), or the second was committed directly ("another committer's": as when the second invocation the event source runs landed a snapshot since this committer's last round, whose delta the fold reads first).`,
+      '',
+      markdownTable(
+        ['kind', 'messages', 'snapshot the fold builds on', 'invocation (ms)', 'a cold invocation\'s first round: start → fold end (ms)', 'receives (summed ms; mean each)', 'fold = steady round (ms)', 'conflict receipts (ms)', 'deletes (ms)', 'snapshots', 'S3 requests'],
+        sw.points.map((p) => [p.kind, p.size, afterText(p), p.ms, p.roundMs ?? '-', `${p.receives} (${p.receiveMs}; ${f0(receiveMean(p))})`, p.foldMs, p.receiptsMs, p.deleteMs, p.snapshots, p.s3Requests]),
+      ),
+      '',
+      whole +
+        (sw.roundFit && sw.firstRoundFit && sw.settleFit && sw.foreignRoundFit
+          ? ` In steady state a round's messages are received while the round before folds, and the next round starts when a round's snapshot has landed, without waiting for the receive then in flight (its messages go to the round after), so a round costs its fold: COMPACT after its own snapshot ≈ ${fitText(sw.roundFit.COMPACT)}, after another committer's ≈ ${fitText(sw.foreignRoundFit.COMPACT)}; APPEND ≈ ${fitText(sw.roundFit.APPEND)}. A cold invocation's first round (start → fold end: the whole first drain, parsing and the fold) COMPACT ≈ ${fitText(sw.firstRoundFit.COMPACT)}, APPEND ≈ ${fitText(sw.firstRoundFit.APPEND)}. After a round its deletes (and conflict receipts, none here) COMPACT ≈ ${fitText(sw.settleFit.COMPACT)} go on behind the next round and delay no sender.`
           : ''),
     ]
   }

@@ -71,6 +71,7 @@ function calibrate(c: ContentionResult, f: FreshnessResult): { calibration: SimC
     SimCalibration,
     | 'foldBaseMs' | 'foldPerCommitMs' | 'committers' | 'committerOverheadMs' | 'receiptWaitMs' | 'rounds' | 'firstRoundBaseMs' | 'firstRoundPerCommitMs'
     | 'settleBaseMs' | 'settlePerCommitMs' | 'receiptBaseMs' | 'receiptPerCommitMs' | 'foldSource'
+    | 'foreignRoundBaseMs' | 'foreignRoundPerCommitMs' | 'lostRaceMs'
   >
   if (deployed) {
     const base = {
@@ -84,7 +85,10 @@ function calibrate(c: ContentionResult, f: FreshnessResult): { calibration: SimC
     const settle = sw?.settleFit?.COMPACT
     const first = sw?.firstRoundFit?.COMPACT
     const finite = (f?: { baseMs: number; perCommitMs: number }) => f !== undefined && Number.isFinite(f.baseMs) && Number.isFinite(f.perCommitMs)
-    if (sw?.roundModel === 'fold + one receive' && finite(round) && finite(settle) && finite(first)) {
+    const foreign = sw?.foreignRoundFit?.COMPACT
+    if (sw?.roundModel === 'fold' && finite(round) && finite(settle) && finite(first) && finite(foreign)) {
+      fold = { ...base, ...steadyRounds(c, round!, first!, settle!, notes, foreign!) }
+    } else if (sw?.roundModel === 'fold + one receive' && finite(round) && finite(settle) && finite(first)) {
       fold = { ...base, ...steadyRounds(c, round!, first!, settle!, notes) }
     } else if (round && settle && Number.isFinite(round.perCommitMs) && Number.isFinite(settle.perCommitMs)) {
       // a sweep from before the snapshot chain (a receipt per message), kept for its results.
@@ -144,14 +148,26 @@ type Fit = { baseMs: number; perCommitMs: number; snapshots: number }
 
 /**
  * The committer as deployed since senders follow the snapshot chain: a round's messages
- * are received while the round before folds, so a round costs its fold and the tail of one
- * receive (the sweep's round fit); a cold invocation's first round costs the whole first
- * drain and the fold (the sweep's first-round fit); deletes delay no one. The round is the
+ * are received while the round before folds, so a round costs its fold (the sweep's round
+ * fit; sweeps from before the next round stopped waiting for the receive in flight: its
+ * fold and the tail of one receive); a cold invocation's first round costs the whole first
+ * drain and the fold (the sweep's first-round fit); deletes delay no one. With `foreign`
+ * (sweeps that measure both): a round after the other committer's snapshot costs the
+ * sweep's fold after another committer's snapshot, and a lost race that round's base
+ * again (an approximation: the retry re-reads the winner's delta, rewrites the base list
+ * and creates again, about what such a fold does before its own work). The round is the
  * sweep's, one committer alone on this machine: what a Lambda committer with its own CPU
  * sees. The writers' runs measure rounds too, with two committers racing for `snapshot-N`
  * and 32 writers and the S3/SQS backend on the same 2 cores; they are reported, not used.
  */
-function steadyRounds(c: ContentionResult, round: Fit, first: Fit, settle: Fit, notes: string[]): Pick<SimCalibration, 'foldBaseMs' | 'foldPerCommitMs' | 'rounds' | 'firstRoundBaseMs' | 'firstRoundPerCommitMs' | 'settleBaseMs' | 'settlePerCommitMs' | 'foldSource'> {
+function steadyRounds(
+  c: ContentionResult,
+  round: Fit,
+  first: Fit,
+  settle: Fit,
+  notes: string[],
+  foreign?: Fit,
+): Pick<SimCalibration, 'foldBaseMs' | 'foldPerCommitMs' | 'rounds' | 'firstRoundBaseMs' | 'firstRoundPerCommitMs' | 'settleBaseMs' | 'settlePerCommitMs' | 'foldSource' | 'foreignRoundBaseMs' | 'foreignRoundPerCommitMs' | 'lostRaceMs'> {
   const fit = (f: Fit, d = 2) => `${f.baseMs.toFixed(0)} ms + ${f.perCommitMs.toFixed(d)} ms per message`
   const contended = c.queuedRoundFit?.[REALISTIC_MS]
   const largest = Math.max(0, ...c.points.filter((p) => p.latencyMs === REALISTIC_MS).flatMap((p) => (p.rounds ?? []).map((r) => r.size)))
@@ -162,7 +178,7 @@ function steadyRounds(c: ContentionResult, round: Fit, first: Fit, settle: Fit, 
   if (c.params.landingSeenFrom !== 'snapshot chain') {
     notes.push('the contention results predate the snapshot chain: the sender\'s wait is their receipt poll wait (receipt written → read), not the landing-seen wait; re-run `npm run bench` for it')
   }
-  return {
+  const common = {
     rounds: true,
     foldBaseMs: round.baseMs,
     foldPerCommitMs: round.perCommitMs,
@@ -170,6 +186,18 @@ function steadyRounds(c: ContentionResult, round: Fit, first: Fit, settle: Fit, 
     firstRoundPerCommitMs: first.perCommitMs,
     settleBaseMs: settle.baseMs,
     settlePerCommitMs: settle.perCommitMs,
+  }
+  if (foreign) {
+    return {
+      ...common,
+      foreignRoundBaseMs: foreign.baseMs,
+      foreignRoundPerCommitMs: foreign.perCommitMs,
+      lostRaceMs: foreign.baseMs,
+      foldSource: `committer rounds, from the fold sweep's COMPACT fits (one committer invocation alone): a round, its messages received while the round before folded, costs its fold, ${fit(round)} after the committer's own snapshot and ${fit(foreign)} after a snapshot of the other committer (its delta read first); a round during which the other committer landed a snapshot loses the race for \`snapshot-N\` and pays ${foreign.baseMs.toFixed(0)} ms more (re-read, base list, create again; that fold's base, an approximation); a cold invocation's first round (the whole first drain, then the fold) ${fit(first)}; ${contendedText}. The round's deletes, ${fit(settle)}, go on behind the next round and delay no one`,
+    }
+  }
+  return {
+    ...common,
     foldSource: `committer rounds, from the fold sweep's COMPACT fits (one committer invocation alone): a round, its messages received while the round before folded, costs its fold plus one receive, ${fit(round)}; a cold invocation's first round (the whole first drain, then the fold) ${fit(first)}; ${contendedText}. The round's deletes, ${fit(settle)}, go on behind the next round and delay no one`,
   }
 }
@@ -364,7 +392,8 @@ function contentionSection(c: ContentionResult): string {
   // senders learn of their landing from the snapshot chain (absent: a receipt per message)
   const chain = c.params.landingSeenFrom === 'snapshot chain'
   const rfit = c.queuedRoundFit?.[lat]
-  const sweepRound = c.foldSweep?.roundModel === 'fold + one receive' ? c.foldSweep.roundFit?.COMPACT : undefined
+  const sweepRound = c.foldSweep?.roundModel === 'fold + one receive' || c.foldSweep?.roundModel === 'fold' ? c.foldSweep.roundFit?.COMPACT : undefined
+  const sweepForeign = c.foldSweep?.roundModel === 'fold' ? c.foldSweep.foreignRoundFit?.COMPACT : undefined
   return [
     '## Commit contention',
     '',
@@ -393,7 +422,7 @@ function contentionSection(c: ContentionResult): string {
       qTop && qfit
         ? `The deployed path lands ${qTop.commitsPerSecond.toFixed(1)}/s at ${top} writers (${c.queuedGainAt32[lat].toFixed(1)}× direct) in ${qTop.snapshotsPerSecond.toFixed(1)} snapshots/s, ${qTop.queued ? `${qTop.queued.messagesPerSnapshot.toFixed(1)} messages per snapshot, ${qTop.queued.committerRetries} lost races between its committers and ` : ''}${(qTop.retriesPerCommit + qTop.failures).toFixed(0)} seen by writers; ${
             chain && sweepRound
-              ? `one committer invocation costs about ${qfit.baseMs.toFixed(0)} ms + ${qfit.perCommitMs.toFixed(1)} ms per message (fit over ${qfit.snapshots} invocations, each of several rounds)${rfit && rfit.snapshots > 0 ? `, one round (its fold plus one receive) ${rfit.baseMs.toFixed(0)} ms + ${rfit.perCommitMs.toFixed(1)} ms per message (fit over ${rfit.snapshots} rounds)` : ''}. The simulation's round cost is the fold sweep's (${sweepRound.baseMs.toFixed(0)} ms + ${sweepRound.perCommitMs.toFixed(2)} ms per compaction message), one committer without writers competing for the CPU.`
+              ? `one committer invocation costs about ${qfit.baseMs.toFixed(0)} ms + ${qfit.perCommitMs.toFixed(1)} ms per message (fit over ${qfit.snapshots} invocations, each of several rounds)${rfit && rfit.snapshots > 0 ? `, one round (its fold plus one receive) ${rfit.baseMs.toFixed(0)} ms + ${rfit.perCommitMs.toFixed(1)} ms per message (fit over ${rfit.snapshots} rounds)` : ''}. The simulation's round cost is the fold sweep's (${sweepRound.baseMs.toFixed(0)} ms + ${sweepRound.perCommitMs.toFixed(2)} ms per compaction message${sweepForeign ? `, ${sweepForeign.baseMs.toFixed(0)} ms + ${sweepForeign.perCommitMs.toFixed(2)} ms after the other committer's snapshot, whose lost races it models` : ''}), one committer without writers competing for the CPU.`
               : `one committer invocation costs about ${qfit.baseMs.toFixed(0)} ms + ${qfit.perCommitMs.toFixed(1)} ms per message (fit over ${qfit.snapshots} invocations), the simulation's fold cost.`
           }`
         : '',

@@ -24,9 +24,13 @@
 //   to drainMax) and fold them into a snapshot. With committer rounds
 //   (lib/commit/commit-service.ts, the deployed default) a round's messages are received
 //   while the round before folds, so once it has landed the committer folds what arrived
-//   at once, and a round costs foldBaseMs + foldPerCommitMs·k: the fold plus the tail of
-//   one receive (bench/run.ts: the fold sweep's round fit, one committer alone, so lost
-//   races against the other committer are not in it). A committer whose round ends with
+//   at once, and a round costs foldBaseMs + foldPerCommitMs·k (bench/run.ts: the fold
+//   sweep's round fit, a fold after the committer's own snapshot; older calibrations add
+//   the tail of one receive). A round that builds on a snapshot the other committer landed
+//   since this one's last round costs foreignRoundBaseMs + foreignRoundPerCommitMs·k (its
+//   delta is read first), and a round during which the other committer landed a snapshot
+//   has lost the race for `snapshot-N`: it pays lostRaceMs more (re-read, rewrite the base
+//   list, create again) and checks again. A committer whose round ends with
 //   nothing waiting ends its invocation: it is idle for committerOverheadMs (the poller's
 //   delete and next receive), and the next invocation's first round costs
 //   firstRoundBaseMs + firstRoundPerCommitMs·k (the whole first drain, then the fold). The
@@ -46,8 +50,8 @@
 // conflict checks, the index manifest is a full listing) while its curve is of appends;
 // folds beyond the sizes measured (an extrapolation of the fit); cold starts; S3 request
 // rates per prefix and key (every waiting sender probes the same `snapshot-(N+1)` key and
-// its own conflict receipt key every ≤ 100 ms); the lost races between the two committers;
-// the invocation's rounds ending after STRATA_COMMIT_ROUNDS_MS; the SQS send; writers
+// its own conflict receipt key every ≤ 100 ms); older calibrations: the lost races between
+// the two committers; the invocation's rounds ending after STRATA_COMMIT_ROUNDS_MS; the SQS send; writers
 // waiting for their landings (the write load is open loop).
 
 import { seededRandom } from './lib/dataset.ts'
@@ -84,6 +88,18 @@ export interface SimCalibration {
    * round). Absent: rounds exactly when receiptBaseMs is given (older calibrations).
    */
   rounds?: boolean
+  /**
+   * folded, rounds: a round that builds on a snapshot the other committer landed since this
+   * one's last round (its delta is read first); absent: as any round
+   */
+  foreignRoundBaseMs?: number
+  foreignRoundPerCommitMs?: number
+  /**
+   * folded: a round during which the other committer landed a snapshot loses the race for
+   * `snapshot-N` and pays this again (re-read the winner's delta, rewrite the base list,
+   * create again), then checks once more; absent: lost races are not modelled
+   */
+  lostRaceMs?: number
   /** folded, rounds: a cold invocation's first round (its whole first drain and the fold); absent: as any round */
   firstRoundBaseMs?: number
   firstRoundPerCommitMs?: number
@@ -131,6 +147,8 @@ export interface SimPoint {
   commitUtilization: number
   /** folded: commit messages per snapshot */
   messagesPerFold?: number
+  /** folded, with lostRaceMs: races for `snapshot-N` lost to the other committer, per snapshot */
+  lostRacesPerSnapshot?: number
   /** share of time all compactor slots were busy */
   slotUtilization: number
   /** bucket-time waiting for commits (and receipts) ÷ (that + slot-time working) */
@@ -223,7 +241,12 @@ export function simulate(cal: SimCalibration, opts: SimOptions, path: SimPath, t
   let commitHead = 0
   // direct: one server (snapshots one after another, at the measured rate); folded: the
   // committers, each `fresh` when its next round is an invocation's first
-  const servers = Array.from({ length: path === 'folded' ? Math.max(1, cal.committers ?? 2) : 1 }, () => ({ busy: false, ready: true, fresh: true }))
+  const servers = Array.from({ length: path === 'folded' ? Math.max(1, cal.committers ?? 2) : 1 }, () => ({ busy: false, ready: true, fresh: true, startedAt: 0, arrivalsAtStart: 0 }))
+  // folded: the last snapshot, when and by which committer (a round after another's reads its delta first)
+  let lastLand: { t: number; by: number } | null = null
+  let lostRaces = 0
+  // commit messages sent so far: a committer whose round saw some arrive keeps collecting
+  let arrivals = 0
   const drainMax = cal.drainMax ?? 1000
   const overheadS = (cal.committerOverheadMs ?? 0) / 1000
   const receiptWaitS = (cal.receiptWaitMs ?? 0) / 1000
@@ -231,8 +254,12 @@ export function simulate(cal: SimCalibration, opts: SimOptions, path: SimPath, t
   const rounds = cal.rounds ?? perMessageReceipts
   // only older calibrations hold a sender for its round's receipts
   const receiptsS = (k: number) => (perMessageReceipts ? (cal.receiptBaseMs! + cal.receiptPerCommitMs! * k) / 1000 : 0)
-  const roundS = (k: number, fresh: boolean) =>
-    (rounds && fresh && cal.firstRoundBaseMs !== undefined ? cal.firstRoundBaseMs + (cal.firstRoundPerCommitMs ?? cal.foldPerCommitMs) * k : cal.foldBaseMs + cal.foldPerCommitMs * k) / 1000
+  const roundS = (k: number, fresh: boolean, foreign: boolean) =>
+    (rounds && fresh && cal.firstRoundBaseMs !== undefined
+      ? cal.firstRoundBaseMs + (cal.firstRoundPerCommitMs ?? cal.foldPerCommitMs) * k
+      : rounds && foreign && cal.foreignRoundBaseMs !== undefined
+        ? cal.foreignRoundBaseMs + (cal.foreignRoundPerCommitMs ?? cal.foldPerCommitMs) * k
+        : cal.foldBaseMs + cal.foldPerCommitMs * k) / 1000
   // a compactor invocation compacts up to `lanes` buckets at once (process-jobs'
   // bucketsAtOnce): its work is the fitted per-bucket cost one bucket after another (the fit
   // is of whole invocations, so the overlap of the lanes' work is in it), while the lanes'
@@ -299,8 +326,10 @@ export function simulate(cal: SimCalibration, opts: SimOptions, path: SimPath, t
       } else {
         // every message waiting: the invoked batch and the drain beyond it, or what the last round collected
         batch = take(Math.min(drainMax, waiting()))
-        seconds = roundS(batch.length, server.fresh)
+        seconds = roundS(batch.length, server.fresh, lastLand !== null && lastLand.by !== i)
         server.fresh = false
+        server.startedAt = t
+        server.arrivalsAtStart = arrivals
       }
       ev.push(t + seconds, { e: 'committed', batch, server: i })
     }
@@ -333,6 +362,7 @@ export function simulate(cal: SimCalibration, opts: SimOptions, path: SimPath, t
       const touched: number[] = []
       for (let b = 0; b < opts.buckets; b++) if (random() < cal.touchProbability) touched.push(b)
       commitQueue.push({ kind: 'writer', touched })
+      arrivals++
       startCommit(t)
       ev.push(t + 1 / cal.writerCommitsPerSecond, { e: 'writer' })
     } else if (v.e === 'compacted') {
@@ -343,10 +373,19 @@ export function simulate(cal: SimCalibration, opts: SimOptions, path: SimPath, t
       waitingBuckets++
       if (st.waiting < lanes) available.push(v.slot)
       commitQueue.push({ kind: 'compact', bucket: v.bucket, takenUpTo: v.takenUpTo, slot: v.slot })
+      arrivals++
       startCommit(t)
       startCompactions(t)
     } else if (v.e === 'committed') {
       const server = servers[v.server]
+      if (path === 'folded' && cal.lostRaceMs !== undefined && lastLand !== null && lastLand.by !== v.server && lastLand.t > server.startedAt) {
+        // the other committer took snapshot-N while this round folded: it tries again on top of that one
+        lostRaces++
+        server.startedAt = t
+        ev.push(t + cal.lostRaceMs / 1000, v)
+        continue
+      }
+      if (path === 'folded') lastLand = { t, by: v.server }
       server.busy = false
       snapshots++
       folded += v.batch.length
@@ -369,9 +408,11 @@ export function simulate(cal: SimCalibration, opts: SimOptions, path: SimPath, t
           else release(t, c.bucket, c.slot)
         }
       }
-      // with rounds, a committer that finds messages waiting folds them at once; otherwise its
-      // invocation ends: the poller's delete and next receive, then a first round
-      if (path === 'folded' && !(rounds && waiting() > 0)) {
+      // with rounds, a committer that finds messages waiting folds them at once, and one that
+      // saw messages arrive during its round stays in its invocation (its receives got some of
+      // them; the model lets whichever committer is free first take what waits); otherwise
+      // its invocation ends: the poller's delete and next receive, then a first round
+      if (path === 'folded' && !(rounds && (waiting() > 0 || arrivals > server.arrivalsAtStart))) {
         server.fresh = true
         if (overheadS > 0) {
           server.ready = false
@@ -411,6 +452,7 @@ export function simulate(cal: SimCalibration, opts: SimOptions, path: SimPath, t
     snapshotsPerSecond: snapshots / end,
     commitUtilization,
     messagesPerFold: path === 'folded' ? folded / Math.max(1, snapshots) : undefined,
+    lostRacesPerSnapshot: path === 'folded' && cal.lostRaceMs !== undefined ? lostRaces / Math.max(1, snapshots) : undefined,
     slotUtilization,
     // a folded commit path is busy much of the time once loaded, yet each snapshot then
     // carries more, so it limits only when the slots are not the limit; a direct one limits
@@ -491,7 +533,7 @@ const fmtLag = (s: number) => (s >= 120 ? `${(s / 60).toFixed(1)} min` : `${s.to
 
 export function simulationMarkdown(r: SimulationResult): string {
   const table = markdownTable(
-    ['commit path', 'task-threads', 'compactor slots', 'lag p50', 'lag p99', 'lag max', 'lag still growing (s per s)', 'compactions/s', 'snapshots/s', 'messages per snapshot', 'commit path busy', 'all slots busy', 'slot time waiting for commits', 'bottleneck', 'peak L0 per bucket'],
+    ['commit path', 'task-threads', 'compactor slots', 'lag p50', 'lag p99', 'lag max', 'lag still growing (s per s)', 'compactions/s', 'snapshots/s', 'messages per snapshot', 'committer lost races per snapshot', 'commit path busy', 'all slots busy', 'slot time waiting for commits', 'bottleneck', 'peak L0 per bucket'],
     r.points.map((p) => [
       p.path,
       p.taskThreads === -1 ? '-1' : p.taskThreads,
@@ -503,6 +545,7 @@ export function simulationMarkdown(r: SimulationResult): string {
       p.compactionsPerSecond.toFixed(1),
       p.snapshotsPerSecond.toFixed(1),
       p.messagesPerFold === undefined ? '-' : p.messagesPerFold.toFixed(1),
+      p.lostRacesPerSnapshot === undefined ? '-' : p.lostRacesPerSnapshot.toFixed(2),
       `${Math.round(100 * p.commitUtilization)}%`,
       `${Math.round(100 * p.slotUtilization)}%`,
       p.slotCommitWaitShare === undefined ? '-' : `${Math.round(100 * p.slotCommitWaitShare)}%`,
