@@ -9,6 +9,10 @@
 // compaction fold, so a fold finds nothing foreign; the third COMPACT fold is measured.
 // With `--trace` it prints that fold's requests.
 //
+// `--s3` (with --steady): the store is S3 through the AWS SDK, on the embedded backend in a
+// child process with 20 ms first-byte latency, so the fold's own CPU (here, for --cpu-prof)
+// includes the SDK's, as in the committer function.
+//
 // `--trace`: every store request waits 20 ms (the benchmarks' S3 first-byte latency) and
 // the second fold of a warm committer, on its own table handle after two writer commits
 // and the compactions it folds landed through another, prints its requests with their
@@ -26,10 +30,14 @@ import { bucketFunction } from '../lib/format/bucket.ts'
 import { Table } from '../lib/table/table.ts'
 import { RowKind } from '../lib/types.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
+import { writeFileSync } from 'node:fs'
+import { Session } from 'node:inspector/promises'
 import { parseBenchArgs } from './lib/args.ts'
+import { startBackendProcess } from './lib/backend-process.ts'
+import { S3Store } from '../lib/store/s3-store.ts'
 
-const args = parseBenchArgs(process.argv.slice(2), ['--quick', '--trace', '--steady'], [])
-const sizes = args.has('--quick') ? [100] : [100, 300, 1000]
+const args = parseBenchArgs(process.argv.slice(2), ['--quick', '--trace', '--steady', '--s3'], [])
+const sizes = args.has('--quick') ? [100] : args.has('--trace') && args.has('--steady') ? [10, 100, 300, 1000] : [100, 300, 1000]
 const LATENCY_MS = 20
 
 /** A store whose requests each wait LATENCY_MS and, while `on`, are logged. */
@@ -92,21 +100,36 @@ async function tableOf(store: ObjectStore, k: number): Promise<Table> {
 for (const k of sizes) {
   const next = { id: 0 }
   if (args.has('--steady')) {
-    const store: ObjectStore = args.has('--trace') ? new TracedStore(new MemoryStore()) : new MemoryStore()
+    const backend = args.has('--s3') ? await startBackendProcess(LATENCY_MS) : undefined
+    if (backend) await backend.createBucket(`fold-${k}`)
+    const store: ObjectStore = backend ? new S3Store({ bucket: `fold-${k}`, prefix: 't', client: backend.s3Client() }) : args.has('--trace') ? new TracedStore(new MemoryStore()) : new MemoryStore()
     const table = await tableOf(store, k)
     const committer = new BatchingCommitter(await Table.open(store))
     for (let i = 0; i < 2; i++) await committer.commit(await compactionMessages(table, k, next, committer))
     const messages = await compactionMessages(table, k, next, committer)
     if (store instanceof TracedStore) store.on = true
+    // FOLD_PROFILE=<file>: a V8 CPU profile of the measured fold alone
+    const session = process.env.FOLD_PROFILE ? new Session() : undefined
+    if (session) {
+      session.connect()
+      await session.post('Profiler.enable')
+      await session.post('Profiler.start')
+    }
     const t0 = performance.now()
     const r = await committer.commit(messages)
     const ms = performance.now() - t0
+    if (session) {
+      const { profile } = await session.post('Profiler.stop')
+      writeFileSync(`${process.env.FOLD_PROFILE}-${k}.cpuprofile`, JSON.stringify(profile))
+      session.disconnect()
+    }
     if (store instanceof TracedStore) {
       store.on = false
       for (const l of store.log) console.log(`${(l.t0 - t0).toFixed(0).padStart(5)} → ${(l.t1 - t0).toFixed(0).padStart(5)} ms  ${l.op.padEnd(11)} ${l.key}`)
     }
     const landed = r.outcomes.filter((o) => o.status === 'landed').length
-    console.log(`COMPACT × ${k}, steady (third fold, nothing foreign)${store instanceof TracedStore ? `, ${LATENCY_MS} ms per request` : ''}: fold ${ms.toFixed(0)} ms (${(ms / k).toFixed(2)} ms per message), ${landed} landed in ${r.snapshots.length} snapshot(s)`)
+    await backend?.stop()
+    console.log(`COMPACT × ${k}, steady (third fold, nothing foreign)${store instanceof TracedStore || backend ? `, ${LATENCY_MS} ms per request${backend ? ', S3 on the embedded backend' : ''}` : ''}: fold ${ms.toFixed(0)} ms (${(ms / k).toFixed(2)} ms per message), ${landed} landed in ${r.snapshots.length} snapshot(s)`)
     continue
   }
   if (args.has('--trace')) {

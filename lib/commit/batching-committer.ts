@@ -269,10 +269,14 @@ export class BatchingCommitter {
 
     // the latest snapshot as this fold knows it: each snapshot it creates builds on the last
     let at = latestId
+    // while every snapshot of this fold landed on the one before without a lost race, the
+    // table at `at` is the plan's state, which its checks ran against
+    let exact = true
     if (appends.length) {
       try {
-        const r = await this.commitGroup('APPEND', appends, latestId, latestId)
+        const r = await this.commitGroup('APPEND', appends, latestId, latestId, latestId)
         at = r.snapshotId
+        exact = r.retries === 0
         result.retries += r.retries
         result.snapshots.push({ id: r.snapshotId, kind: 'APPEND', messages: appends.length })
         for (const it of appends) outcomes[it.index] = { status: 'landed', snapshotId: r.snapshotId }
@@ -284,8 +288,9 @@ export class BatchingCommitter {
     }
     for (let g = 0; g < groups.length; g++) {
       try {
-        const r = await this.commitGroup('COMPACT', groups[g], latestId, at)
+        const r = await this.commitGroup('COMPACT', groups[g], latestId, at, exact ? at : undefined)
         at = r.snapshotId
+        exact &&= r.retries === 0
         result.retries += r.retries
         result.snapshots.push({ id: r.snapshotId, kind: 'COMPACT', messages: groups[g].length })
         for (const it of groups[g]) outcomes[it.index] = { status: 'landed', snapshotId: r.snapshotId }
@@ -301,9 +306,11 @@ export class BatchingCommitter {
 
   /**
    * `plannedAt`: the latest snapshot when the group was planned (its duplicates checked);
-   * `knownLatestId`: the latest snapshot as the fold knows it now.
+   * `knownLatestId`: the latest snapshot as the fold knows it now; `checkedAt`: set when the
+   * table at that snapshot is exactly the state the group's checks passed against, so a
+   * first attempt on it need not read and check again.
    */
-  private async commitGroup(kind: 'APPEND' | 'COMPACT', group: Item[], plannedAt: number, knownLatestId: number): Promise<{ snapshotId: number; retries: number }> {
+  private async commitGroup(kind: 'APPEND' | 'COMPACT', group: Item[], plannedAt: number, knownLatestId: number, checkedAt?: number): Promise<{ snapshotId: number; retries: number }> {
     const table = this.table
     const view = table.view
     const ms = group.map((it) => it.message!)
@@ -326,6 +333,7 @@ export class BatchingCommitter {
       commitUser,
       commitIdentifier,
       knownLatestId,
+      checkedAt,
       beforeCreate: sidecar,
       baseSnapshotId: Math.min(...ms.map((m) => m.builtAfterSnapshotId)),
       // a snapshot that landed since the plan (another committer's, the event source runs
