@@ -6,8 +6,9 @@
 //
 //   npx tsx bench/simulate-what-if.ts [--seconds 900]
 //
-// The three costs: a round's base (fold and one receive: snapshot probe, manifest and
-// snapshot writes), a round's cost per commit message (the fold's reads, checks and
+// The three costs: a round's base (the fold: snapshot probe, manifest and snapshot writes;
+// a round after the other committer's snapshot, and a lost race, keep their measured excess
+// over it), a round's cost per commit message (the fold's reads, checks and
 // writes) and what holds a compactor after its snapshot: since senders follow the snapshot
 // chain, the wait until its probe sees the landing (the calibration's receiptWaitMs); in a
 // calibration from before it, its round's receipts per message (a compactor held its slot
@@ -38,8 +39,9 @@ const third = receipts
   : { label: 'landing seen after the snapshot (ms)', values: [cal.receiptWaitMs ?? 0, 20], set: (c: SimCalibration, v: number): SimCalibration => ({ ...c, receiptWaitMs: v }) }
 
 const rows: string[][] = []
-const bases = [cal.foldBaseMs, 150, 100]
-const perCommit = [cal.foldPerCommitMs, 0.5, 0.3, 0.15]
+// the measured costs, then cuts of a quarter and a half (older calibrations, far costlier: fixed steps)
+const bases = cal.foreignRoundBaseMs !== undefined ? [cal.foldBaseMs, 0.75 * cal.foldBaseMs, 0.5 * cal.foldBaseMs] : [cal.foldBaseMs, 150, 100]
+const perCommit = cal.foreignRoundBaseMs !== undefined ? [cal.foldPerCommitMs, 0.5 * cal.foldPerCommitMs, 0.25 * cal.foldPerCommitMs] : [cal.foldPerCommitMs, 0.5, 0.3, 0.15]
 for (const base of bases) {
   for (const per of perCommit) {
     for (const v of third.values) {
@@ -48,7 +50,16 @@ for (const base of bases) {
         cal.firstRoundBaseMs !== undefined
           ? { firstRoundBaseMs: Math.max(base, cal.firstRoundBaseMs - cal.foldBaseMs + base), firstRoundPerCommitMs: Math.max(per, (cal.firstRoundPerCommitMs ?? cal.foldPerCommitMs) - cal.foldPerCommitMs + per) }
           : {}
-      const p = simulate(third.set({ ...cal, ...first, foldBaseMs: base, foldPerCommitMs: per }, v), opts, 'folded', -1)
+      // so do a round after the other committer's snapshot and a lost race
+      const foreign =
+        cal.foreignRoundBaseMs !== undefined
+          ? {
+              foreignRoundBaseMs: Math.max(base, cal.foreignRoundBaseMs - cal.foldBaseMs + base),
+              foreignRoundPerCommitMs: Math.max(0, (cal.foreignRoundPerCommitMs ?? cal.foldPerCommitMs) - cal.foldPerCommitMs + per),
+              ...(cal.lostRaceMs !== undefined ? { lostRaceMs: Math.max(0, cal.lostRaceMs - cal.foldBaseMs + base) } : {}),
+            }
+          : {}
+      const p = simulate(third.set({ ...cal, ...first, ...foreign, foldBaseMs: base, foldPerCommitMs: per }, v), opts, 'folded', -1)
       rows.push([f(base, 0), f(per), f(v, receipts ? 2 : 0), f(p.lagP50S), f(p.lagP99S), f(p.messagesPerFold ?? 0, 0), f(p.commitUtilization)])
     }
   }
