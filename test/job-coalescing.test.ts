@@ -8,12 +8,16 @@
 //   2. A failing bucket's message comes back after its short backoff, not after the
 //      queue's visibility timeout; the other buckets of the batch are compacted.
 //   3. Buckets not started when the remaining time runs short come back at once.
+//   4. Without deletion vectors, a writer sends a job only for a bucket that needs
+//      compaction (property, against the sorted-run rules), and none is left needing one.
 
 import { ChangeMessageVisibilityCommand, CreateQueueCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, type Message, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { CommitRequest, Committer } from '../lib/commit/committer.ts'
 import { writerJobs } from '../lib/jobs/coalesce.ts'
+import { compactionNeeded } from '../lib/lsm/compact-task.ts'
+import type { ManifestEntry } from '../lib/types.ts'
 import { type CompactionJob, SqsJobQueue, messageGroupId } from '../lib/jobs/compaction-job.ts'
 import { type JobMessage, type ProcessOptions, processCompactionJobs } from '../lib/jobs/process-jobs.ts'
 import { readAll } from '../lib/read/table-read.ts'
@@ -117,6 +121,44 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant('compact-racing-a-write' as const), ids: fc.uniqueArray(fc.integer({ min: 0, max: 11 }), { minLength: 1, maxLength: 6 }) }),
 )
 
+/**
+ * Runs the steps: writes through `land`; compactions, one batch each, whose commit first
+ * lands a pending write (a write between the compaction's read and its commit); `afterStep`
+ * checks after each step. Then the event source works the queue off.
+ */
+async function runSteps(url: string, table: Table, jobs: SqsJobQueue, steps: Step[], land: (ids: number[]) => Promise<void>, afterStep?: () => Promise<void>): Promise<void> {
+  let pendingWrite: number[] | null = null
+  const landPending = async () => {
+    if (!pendingWrite) return
+    const ids = pendingWrite
+    pendingWrite = null
+    await land(ids)
+  }
+  const racing: Committer = {
+    async commit(req: CommitRequest) {
+      await landPending()
+      return table.committer.commit(req)
+    },
+  }
+  const opts: ProcessOptions = { resolve: async () => ({ table, jobs, committer: racing }), giveBack: (m) => jobs.giveBack(m) }
+  for (const step of steps) {
+    if (step.kind === 'write') await land(step.ids)
+    else {
+      if (step.kind === 'compact-racing-a-write') pendingWrite = step.ids
+      const msgs = await receive(url)
+      if (msgs.length) expect((await compactBatch(url, msgs, opts)).errors).toEqual([])
+      // a write that found no compaction to race lands now
+      await landPending()
+    }
+    await afterStep?.()
+  }
+  for (let guard = 0; guard < 50 && (await depth(url)) > 0; guard++) {
+    const msgs = await receive(url)
+    if (msgs.length) await compactBatch(url, msgs, opts)
+  }
+  expect(await depth(url)).toBe(0)
+}
+
 describe('compaction jobs coalesce', () => {
   it('never more than 2 queued jobs per bucket; after the queue is worked off no level-0 file is left and the table equals the model', async () => {
     await fc.assert(
@@ -124,43 +166,9 @@ describe('compaction jobs coalesce', () => {
         const { name, table, url, jobs } = await setup({ bucket: '3', 'compaction.task-threads': taskThreads })
         const model = new TableModel('deduplicate')
         let version = 0
-        let pendingWrite: number[] | null = null
-        // a committer that lets a write land between the compaction's read and its commit
-        const racing: Committer = {
-          async commit(req: CommitRequest) {
-            if (pendingWrite) {
-              const ids = pendingWrite
-              pendingWrite = null
-              await write(name, table, jobs, model, put(ids, ++version))
-            }
-            return table.committer.commit(req)
-          },
-        }
-        const opts: ProcessOptions = { resolve: async () => ({ table, jobs, committer: racing }), giveBack: (m) => jobs.giveBack(m) }
-        for (const step of steps) {
-          if (step.kind === 'write') await write(name, table, jobs, model, put(step.ids, ++version))
-          else {
-            if (step.kind === 'compact-racing-a-write') pendingWrite = step.ids
-            const msgs = await receive(url)
-            if (msgs.length) {
-              const res = await compactBatch(url, msgs, opts)
-              expect(res.errors).toEqual([])
-            }
-            // a write that found no compaction to race lands now
-            if (pendingWrite) {
-              const ids: number[] = pendingWrite
-              pendingWrite = null
-              await write(name, table, jobs, model, put(ids, ++version))
-            }
-          }
+        await runSteps(url, table, jobs, steps, (ids) => write(name, table, jobs, model, put(ids, ++version)), async () => {
           for (const [bucket, k] of await visibleJobsPerBucket(url)) expect(k, `jobs queued for bucket ${bucket}`).toBeLessThanOrEqual(2)
-        }
-        // the event source works the queue off
-        for (let guard = 0; guard < 50 && (await depth(url)) > 0; guard++) {
-          const msgs = await receive(url)
-          if (msgs.length) await compactBatch(url, msgs, opts)
-        }
-        expect(await depth(url)).toBe(0)
+        })
         const latest = await table.snapshots.latest()
         const l0 = latest ? (await table.manifests.liveEntries(latest)).filter((e) => e.file.level === 0).map((e) => `bucket ${e.bucket}: ${e.file.fileName}`) : []
         expect(l0, 'level-0 files left without a job').toEqual([])
@@ -176,6 +184,61 @@ describe('compaction jobs coalesce', () => {
     for (let i = 0; i < 10; i++) await write(name, table, jobs, model, put([i], i))
     expect(await depth(url)).toBe(1)
   })
+})
+
+describe('a table without deletion vectors: a job only for a bucket that needs compaction', () => {
+  const NON_DV = { bucket: '3', 'compaction.task-threads': '-1', 'deletion-vectors.enabled': 'false', 'num-sorted-run.compaction-trigger': '3' }
+
+  /** Sorted runs of every bucket in the latest snapshot: each level-0 file, and each level above that holds files. */
+  async function sortedRuns(table: Table): Promise<Map<number, number>> {
+    const latest = await table.snapshots.latest()
+    const levels = new Map<number, Set<string>>()
+    for (const e of latest ? await table.manifests.liveEntries(latest) : []) {
+      const set = levels.get(e.bucket) ?? new Set<string>()
+      set.add(e.file.level === 0 ? `0:${e.file.fileName}` : String(e.file.level))
+      levels.set(e.bucket, set)
+    }
+    return new Map([...levels].map(([b, set]) => [b, set.size]))
+  }
+
+  it('writes below the trigger send none; the one that reaches it sends one', async () => {
+    const { name, table, url, jobs } = await setup({ ...NON_DV, bucket: '1' })
+    const model = new TableModel('deduplicate')
+    await write(name, table, jobs, model, put([1], 1))
+    await write(name, table, jobs, model, put([2], 2))
+    expect(await depth(url)).toBe(0)
+    await write(name, table, jobs, model, put([3], 3))
+    expect(await depth(url)).toBe(1)
+  })
+
+  it('property: every job is for a bucket at the trigger or past it, every bucket past it gets one; once the queue is worked off none is left past it and the table equals the model', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(stepArb, { minLength: 3, maxLength: 14 }), async (steps) => {
+        const { name, table, url, jobs } = await setup(NON_DV)
+        const model = new TableModel('deduplicate')
+        let version = 0
+        const writeChecked = async (ids: number[]) => {
+          const before = await depth(url)
+          const res = await writeBatch(table, put(ids, ++version).map((op, i) => recordFromJson(table.view, op, `op ${i}`)))
+          model.applyBatch(put(ids, version))
+          const sent = await writerJobs(name, table, res.snapshotId, res.buckets)
+          const runs = await sortedRuns(table)
+          for (const j of sent) expect(runs.get(j.bucket), `bucket ${j.bucket} got a job`).toBeGreaterThanOrEqual(3)
+          for (const b of res.buckets) if ((runs.get(b.bucket) ?? 0) > 3) expect(sent.map((j) => j.bucket), `bucket ${b.bucket} has ${runs.get(b.bucket)} runs`).toContain(b.bucket)
+          await jobs.enqueue(sent)
+          expect(await depth(url)).toBeLessThanOrEqual(before + sent.length)
+        }
+        await runSteps(url, table, jobs, steps, writeChecked)
+        for (const [b, runs] of await sortedRuns(table)) expect(runs, `sorted runs left in bucket ${b}`).toBeLessThanOrEqual(3)
+        const latest = (await table.snapshots.latest())!
+        const byBucket = new Map<number, ManifestEntry[]>()
+        for (const e of await table.manifests.liveEntries(latest)) byBucket.set(e.bucket, [...(byBucket.get(e.bucket) ?? []), e])
+        for (const [b, files] of byBucket) expect(compactionNeeded(table, files), `bucket ${b} still needs compaction`).toBe(false)
+        expect(sortRows(await readAll(table))).toEqual(model.snapshot())
+      }),
+      { numRuns: 8 },
+    )
+  }, 240_000)
 })
 
 describe('a failed bucket recovers in seconds', () => {

@@ -21,8 +21,14 @@
 //   (`more:<C>`) takes over the same way: it reads a snapshot after C.
 // - That argument needs every compaction to take all the level-0 files it sees: true for
 //   deletion-vector tables (Paimon's force-up-level-0 pick), not for others, whose
-//   universal pick may leave level-0 runs below the trigger. Other tables key a job by the
-//   snapshot that made it (`s:<S>`): one job per writer commit, as before.
+//   universal pick may leave level-0 runs below the trigger, so a job keyed by a file it
+//   left would swallow the next writer's. Other tables key a job by the snapshot that made
+//   it (`s:<S>`, never shared), and a writer sends one only for a bucket that needs
+//   compaction in S, its own files included: the pick a job would make there is not empty
+//   (compactionNeeded: sorted runs past the trigger, size amplification or size ratio). A
+//   bucket below the trigger gets no job, and cannot need one until a writer's files make
+//   it need one, and that writer sends it. Their reads merge level 0 in, so no row waits
+//   for a job to be visible.
 // - A crashed compactor leaves its message on the queue: the redelivery compacts and
 //   checks again. A job sent more than 5 minutes after the first of its key is not
 //   deduplicated: at worst one more job per bucket per 5 minutes.
@@ -30,6 +36,7 @@
 import type { Table } from '../table/table.ts'
 import { bucketsScope } from '../manifest/bucket-scope.ts'
 import { bucketDirOf } from '../manifest/bucket-state.ts'
+import { compactionNeeded } from '../lsm/compact-task.ts'
 import type { CompactionJob } from './compaction-job.ts'
 import { bucketIdentifier } from '../manifest/manifests.ts'
 import type { ManifestEntry } from '../types.ts'
@@ -39,18 +46,24 @@ export interface BucketRef {
   bucket: number
 }
 
-/** Level-0 files of the buckets live in snapshot `id` (0: none), by bucketIdentifier, oldest first. */
-export async function levelZeroFiles(table: Table, id: number, buckets: BucketRef[]): Promise<Map<string, ManifestEntry[]>> {
+/** Files of the buckets live in snapshot `id` (0: none), by bucketIdentifier; `level0Only`: only level 0. */
+async function liveFilesByBucket(table: Table, id: number, buckets: BucketRef[], level0Only: boolean): Promise<Map<string, ManifestEntry[]>> {
   const out = new Map<string, ManifestEntry[]>()
   const snapshot = id > 0 ? await table.snapshots.snapshot(id) : null
   if (!snapshot || buckets.length === 0) return out
   for (const e of await table.manifests.liveEntries(snapshot, bucketsScope(table.view, buckets))) {
-    if (e.file.level !== 0) continue
+    if (level0Only && e.file.level !== 0) continue
     const k = bucketIdentifier(e.partition, e.bucket)
     const list = out.get(k)
     if (list) list.push(e)
     else out.set(k, [e])
   }
+  return out
+}
+
+/** Level-0 files of the buckets live in snapshot `id` (0: none), by bucketIdentifier, oldest first. */
+export async function levelZeroFiles(table: Table, id: number, buckets: BucketRef[]): Promise<Map<string, ManifestEntry[]>> {
+  const out = await liveFilesByBucket(table, id, buckets, true)
   // oldest first: lowest sequence numbers, then name (a tie is settled the same way everywhere)
   for (const list of out.values()) {
     list.sort((a, b) => (a.file.minSequenceNumber !== b.file.minSequenceNumber ? (a.file.minSequenceNumber < b.file.minSequenceNumber ? -1 : 1) : a.file.fileName < b.file.fileName ? -1 : a.file.fileName > b.file.fileName ? 1 : 0))
@@ -71,10 +84,23 @@ export async function writerJobKeys(table: Table, landedAt: number, buckets: Buc
 }
 
 /**
- * The jobs a writer enqueues for the buckets its files landed in (snapshot `landedAt` or
- * before), keyed to coalesce (writerJobKeys).
+ * The buckets of a table without deletion vectors that need compaction in snapshot `id`
+ * (see the file comment); a deletion-vector table's are all of them (each gets a job, keyed
+ * to coalesce).
  */
-export async function writerJobs(tableName: string, table: Table, landedAt: number, buckets: BucketRef[], now = Date.now()): Promise<CompactionJob[]> {
+export async function bucketsNeedingJobs(table: Table, id: number, buckets: BucketRef[]): Promise<BucketRef[]> {
+  if (table.view.options.deletionVectors) return buckets
+  const files = await liveFilesByBucket(table, id, buckets, false)
+  return buckets.filter((b) => compactionNeeded(table, files.get(bucketIdentifier(b.partition, b.bucket)) ?? []))
+}
+
+/**
+ * The jobs a writer enqueues for the buckets its files landed in (snapshot `landedAt` or
+ * before): every bucket of a deletion-vector table, keyed to coalesce (writerJobKeys); in
+ * other tables the buckets that need compaction.
+ */
+export async function writerJobs(tableName: string, table: Table, landedAt: number, touched: BucketRef[], now = Date.now()): Promise<CompactionJob[]> {
+  const buckets = await bucketsNeedingJobs(table, landedAt, touched)
   const keys = await writerJobKeys(table, landedAt, buckets)
   return buckets.map(({ partition, bucket }) => {
     const { path } = bucketDirOf(table, partition, bucket)
@@ -94,12 +120,20 @@ export async function writerJobs(tableName: string, table: Table, landedAt: numb
  * After a compaction job of a bucket that read snapshot `baseSnapshotId`: when the bucket
  * now has level-0 files the job did not see, the follow-up job's key, `l0:<the oldest of
  * them>` (the key the writers landing from now on compute too, so the follow-up and their
- * jobs are one message), and the latest snapshot id; else null.
+ * jobs are one message), and the latest snapshot id; else null. Without deletion vectors:
+ * a follow-up (`s:<latest>`) when the bucket still needs compaction in the latest snapshot.
  */
 export async function needsFollowUp(table: Table, baseSnapshotId: number, knownLatestId: number, b: BucketRef): Promise<{ snapshotId: number; dedupKey: string } | null> {
   const latest = await table.snapshots.latestFrom(Math.max(baseSnapshotId, knownLatestId))
-  if (!latest || latest.id === baseSnapshotId) return null
   const k = bucketIdentifier(b.partition, b.bucket)
+  if (!table.view.options.deletionVectors) {
+    // no writer's job was coalesced, but a universal pick can leave its bucket needing the
+    // next one (sorted runs at the trigger, then size amplification or size ratio)
+    if (!latest) return null
+    const files = await liveFilesByBucket(table, latest.id, [b], false)
+    return compactionNeeded(table, files.get(k) ?? []) ? { snapshotId: latest.id, dedupKey: `s:${latest.id}` } : null
+  }
+  if (!latest || latest.id === baseSnapshotId) return null
   const [before, now] = await Promise.all([levelZeroFiles(table, baseSnapshotId, [b]), levelZeroFiles(table, latest.id, [b])])
   const seen = new Set((before.get(k) ?? []).map((e) => e.file.fileName))
   const unseen = (now.get(k) ?? []).find((e) => !seen.has(e.file.fileName))

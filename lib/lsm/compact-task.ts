@@ -23,12 +23,12 @@ import { FileNamer, indexKey } from '../table/paths.ts'
 import type { Table } from '../table/table.ts'
 import { commitUserFor } from '../write/table-write.ts'
 import { bucketDirOf, dvIndexByBucket, livePositioned, loadDeletionVectors, withoutDeleted } from '../manifest/bucket-state.ts'
-import { type CompactStep, type CompactUnit, type LsmFile, Levels, compactionFileSize, limitInput, needsBackPressure, pickCompaction, pickFullCompaction, planCompaction, shouldDropDelete } from './universal-compaction.ts'
+import { type CompactOptions, type CompactStep, type CompactUnit, type LsmFile, Levels, compactionFileSize, limitInput, needsBackPressure, pickCompaction, pickFullCompaction, planCompaction, shouldDropDelete } from './universal-compaction.ts'
 import { mergeSortedRuns } from './merge-reader.ts'
 import { createMergeFunction, sequenceComparator } from './merge-function.ts'
 import { BATCH_COMMIT_IDENTIFIER, type Committer, type ExpectedIndex } from '../commit/committer.ts'
 import { commitKeyOf } from '../commit/landed.ts'
-import { assertWritable } from '../table/options.ts'
+import { type CoreOptions, assertWritable } from '../table/options.ts'
 
 /**
  * Output bytes a compaction keeps uploading while it merges on: one file at the default
@@ -94,6 +94,26 @@ export async function bucketLevels(table: Table, snapshot: Snapshot | null, part
     rowComparator(table.view.keyTypes),
   )
   return { entries, levels }
+}
+
+/** The options a bucket's compaction pick runs with (`pickCompaction`), from the table's. */
+export function pickOptionsOf(opts: CoreOptions): CompactOptions {
+  return {
+    compactionTrigger: opts.compactionTrigger,
+    maxSizeAmplificationPercent: opts.maxSizeAmplificationPercent,
+    sizeRatio: opts.sizeRatio,
+    numLevels: opts.numLevels,
+    deletionVectors: opts.deletionVectors,
+  }
+}
+
+/**
+ * Whether a bucket holding these live files has something to compact: the pick a compaction
+ * job of it would make (not a full compaction) is not empty.
+ */
+export function compactionNeeded(table: Table, entries: ManifestEntry[]): boolean {
+  const levels = new Levels(entries.map((e) => lsmFileOf(table, e)), table.view.options.numLevels, rowComparator(table.view.keyTypes))
+  return pickCompaction(levels, pickOptionsOf(table.view.options)) !== null
 }
 
 function entryOf(f: LsmFile): ManifestEntry {
@@ -239,13 +259,7 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
   const hasDeletionVector = (f: LsmFile) => (knownDvs ? (knownDvs.get(f.name)?.cardinality ?? 0) > 0 : (cardinality.get(f.name) ?? 0n) > 0n)
   const picked: CompactUnit | null = req.full
     ? pickFullCompaction(levels, opts.numLevels, { hasDeletionVector })
-    : pickCompaction(levels, {
-        compactionTrigger: opts.compactionTrigger,
-        maxSizeAmplificationPercent: opts.maxSizeAmplificationPercent,
-        sizeRatio: opts.sizeRatio,
-        numLevels: opts.numLevels,
-        deletionVectors: opts.deletionVectors,
-      })
+    : pickCompaction(levels, pickOptionsOf(opts))
   if (!picked) return nothing
   const dvsPromise = loadDvs()
   const unit = limitInput(picked, req.maxInputFiles ?? opts.compactionMaxFileNum, levels)
