@@ -145,7 +145,8 @@ describe('compaction on local disk', () => {
   beforeAll(() => stores.setup())
   afterAll(() => stores.teardown())
   for (const engine of ['deduplicate', 'partial-update', 'aggregation', 'first-row'] as Engine[]) {
-    for (const mode of ['mor', 'dv', 'dv+mor'] as Mode[]) runs(engine, mode, stores, 8)
+    // first-row with deletion vectors is refused at create, as Paimon refuses it
+    for (const mode of ['mor', 'dv', 'dv+mor'] as Mode[]) if (engine !== 'first-row' || mode === 'mor') runs(engine, mode, stores, 8)
   }
 })
 

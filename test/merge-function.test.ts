@@ -248,14 +248,17 @@ describe('partial-update', () => {
     const engine = createEngineMergeFunction(c)
     engine.add(rec(4, D, null, 1))
     engine.add(rec(5, UB, null, 1))
-    expect(engine.result()).toEqual({ key: [1], seq: 0n, kind: D, value: [1, null, null, null] })
+    // the first retraction still starts the row (Paimon's initRow, every field since 1.4.1)
+    expect(engine.result()).toEqual({ key: [1], seq: 0n, kind: D, value: [1, null, 1, null] })
   })
   it('with remove-record-on-delete: -D removes the row, -U is skipped', () => {
     const c = cfgOf({ 'merge-engine': 'partial-update', 'partial-update.remove-record-on-delete': 'true' })
     expect(merge(c, [rec(1, I, null, 1, 'a'), rec(2, D, null, null)])).toEqual({ key: [1], seq: 2n, kind: D, value: [1, null, null, null] })
     expect(merge(c, [rec(1, I, null, 1, 'a'), rec(2, D, null, null), rec(3, I, null, null, 'c')])).toEqual({ key: [1], seq: 3n, kind: I, value: [1, null, null, 'c'] })
     expect(merge(c, [rec(1, I, null, 1, 'a'), rec(2, UB, null, 1, 'a')])).toEqual({ key: [1], seq: 2n, kind: I, value: [1, null, 1, 'a'] })
-    expect(merge(c, [rec(1, UB, null, 1), rec(2, UB, null, 2)])).toEqual({ key: [1], seq: 2n, kind: D, value: [1, null, null, null] })
+    expect(merge(c, [rec(1, UB, null, 1), rec(2, UB, null, 2)])).toEqual({ key: [1], seq: 2n, kind: D, value: [1, null, 1, null] })
+    // a -D that carries values restarts the row from them (Paimon >= 1.4.1, apache/paimon#7645)
+    expect(merge(c, [rec(1, I, null, 1, 'a'), rec(2, D, null, 1, 'a'), rec(3, I, null, null, 'c')])).toEqual({ key: [1], seq: 3n, kind: I, value: [1, null, 1, 'c'] })
   })
   it('refuses null in a NOT NULL field', () => {
     const fields = [...FIELDS.slice(0, 3), field(3, 's', type('VARCHAR', false, { length: 10 }))]
@@ -279,8 +282,11 @@ describe('aggregation', () => {
   })
   it('with aggregation.remove-record-on-delete, -D removes the row and later records start over', () => {
     const c = cfgOf({ 'merge-engine': 'aggregation', 'fields.v.aggregate-function': 'sum', 'aggregation.remove-record-on-delete': 'true' })
-    expect(merge(c, [rec(1, I, null, 10), rec(2, D, null, 10)])).toEqual({ key: [1], seq: 2n, kind: D, value: [1, null, null, null] })
-    expect(merge(c, [rec(1, I, null, 10), rec(2, D, null, 10), rec(3, I, null, 5)])).toEqual({ key: [1], seq: 3n, kind: I, value: [1, null, 5, null] })
+    // the row restarts from the -D's values (Paimon >= 1.4.1): later records add to them
+    expect(merge(c, [rec(1, I, null, 10), rec(2, D, null, 10)])).toEqual({ key: [1], seq: 2n, kind: D, value: [1, null, 10, null] })
+    expect(merge(c, [rec(1, I, null, 10), rec(2, D, null, 10), rec(3, I, null, 5)])).toEqual({ key: [1], seq: 3n, kind: I, value: [1, null, 15, null] })
+    // a -D of the key alone starts over from nothing
+    expect(merge(c, [rec(1, I, null, 10), rec(2, D, null, null), rec(3, I, null, 5)])).toEqual({ key: [1], seq: 3n, kind: I, value: [1, null, 5, null] })
     // -U still retracts
     expect(merge(c, [rec(1, I, null, 10), rec(2, UB, null, 3)])?.value).toEqual([1, null, 7, null])
   })

@@ -308,12 +308,16 @@ export function sequenceComparator(cfg: MergeEngineConfig): (a: KeyValue, b: Key
   }
 }
 
-/** Non-nullable fields take their values from `value`; the rest stay null (Paimon's initRow). */
+/**
+ * Paimon's initRow, as of 1.4.1 (apache/paimon#7645): every field takes the retraction's
+ * value, nullable ones included (before, only the non-nullable ones did), so a row that a
+ * -D under remove-record-on-delete restarts starts from that -D's values; a non-nullable
+ * field must have one.
+ */
 function initRow(cfg: MergeEngineConfig, row: Row, kv: KeyValue): void {
   cfg.fields.forEach((f, i) => {
-    if (f.type.nullable) return
     const v = kv.value[i]
-    if (v === null) throw notNull(f, i, kv)
+    if (v === null && !f.type.nullable) throw notNull(f, i, kv)
     row[i] = v
   })
 }

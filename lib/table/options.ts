@@ -263,7 +263,22 @@ export function unwritableReasons(raw: Record<string, string>): string[] {
     if (v === undefined || !spec.values) continue
     if (!spec.values.includes(v.trim().toLowerCase())) out.push(`option '${spec.key}' is ${JSON.stringify(v)}; Strata writes only ${spec.values.map((x) => JSON.stringify(x)).join(' or ')}`)
   }
+  const firstRowDv = firstRowWithDeletionVectors(raw)
+  if (firstRowDv) out.push(firstRowDv)
   return out
+}
+
+/**
+ * Paimon's schema validation refuses a first-row table with deletion vectors, at create and
+ * at open (its rows are never deleted, so there is nothing for a vector to mark): Strata
+ * refuses to create or write one, and still reads one an older Strata made. null when the
+ * options are not that pair.
+ */
+export function firstRowWithDeletionVectors(raw: Record<string, string>): string | null {
+  const engine = raw['merge-engine']?.trim().toLowerCase()
+  const dv = raw['deletion-vectors.enabled']?.trim().toLowerCase()
+  if (engine !== 'first-row' || dv !== 'true') return null
+  return `option 'deletion-vectors.enabled' is ${JSON.stringify(raw['deletion-vectors.enabled'])} with 'merge-engine' = ${JSON.stringify(raw['merge-engine'])}: First row merge engine does not need deletion vectors because there is no deletion of old data in this merge engine (Paimon refuses such a table); expected 'deletion-vectors.enabled' = 'false'`
 }
 
 /**

@@ -74,10 +74,11 @@ export interface WriteOptions {
 }
 
 /**
- * Paimon refuses some retractions only when it merges (a partial-update table given a -D
- * without `ignore-delete`, an aggregate function that cannot retract). Strata asks the
- * merge function up front, so a refused record fails the whole batch before anything is
- * written instead of poisoning later reads.
+ * Paimon refuses some retractions when it merges (a partial-update table given a -D
+ * without `ignore-delete`, an aggregate function that cannot retract) or, for first-row,
+ * in the lookup compaction of the commit that writes them (a -D or -U without
+ * `ignore-delete`). Strata asks the merge function up front, so a refused record fails the
+ * whole batch before anything is written instead of poisoning later reads.
  */
 function checkRetractsAccepted(table: Table, records: WriteRecord[]): void {
   for (let i = 0; i < records.length; i++) {
@@ -89,7 +90,7 @@ function checkRetractsAccepted(table: Table, records: WriteRecord[]): void {
 /** Why the table's merge engine refuses this record (a retraction it cannot apply), or null. */
 export function refusedRetraction(table: Table, r: WriteRecord): string | null {
   const engine = table.mergeConfig.engine
-  if ((engine !== 'partial-update' && engine !== 'aggregation') || !isRetract(r.kind)) return null
+  if ((engine !== 'partial-update' && engine !== 'aggregation' && engine !== 'first-row') || !isRetract(r.kind)) return null
   const mf = createMergeFunction(table.mergeConfig)
   mf.reset()
   mf.add({ key: [], seq: 0n, kind: RowKind.INSERT, value: r.row })

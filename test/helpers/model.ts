@@ -42,10 +42,17 @@ export function schemaFor(engine: Engine, extra: Record<string, string> = {}): u
   }
 }
 
-/** Ops an engine accepts: retractions only where the test table's options allow them. */
+/**
+ * Ops an engine accepts: retractions only where the test table's options allow them. A -D
+ * of partial-update or aggregation carries only its key: under remove-record-on-delete a
+ * -D with values restarts its key's row from them until a compaction that drops deletes
+ * removes it (Paimon >= 1.4.1), which depends on compaction timing that this model does not
+ * follow; test/merge-function.test.ts and the interop suite pin that case.
+ */
 export function opArb(engine: Engine, keys = 12): fc.Arbitrary<Op> {
   const kinds: Kind[] =
     engine === 'deduplicate' ? ['+I', '+I', '+U', '-U', '-D'] : engine === 'first-row' ? ['+I', '+I', '-D'] : ['+I', '+I', '+U', '-D']
+  const keyOnlyDelete = engine === 'partial-update' || engine === 'aggregation'
   return fc.record({
     _kind: fc.constantFrom(...kinds),
     dt: fc.constantFrom('2024-05-01', '2024-05-02'),
@@ -53,7 +60,7 @@ export function opArb(engine: Engine, keys = 12): fc.Arbitrary<Op> {
     a: fc.option(fc.integer({ min: -1000, max: 1000 }), { nil: null }),
     b: fc.option(fc.string({ maxLength: 6 }), { nil: null }),
     c: fc.option(fc.integer({ min: -1_000_000, max: 1_000_000 }), { nil: null }),
-  })
+  }).map((op) => (keyOnlyDelete && op._kind === '-D' ? { ...op, a: null, b: null, c: null } : op))
 }
 
 type ModelRow = { dt: string; id: number; a: number | null; b: string | null; c: number | null }
