@@ -231,8 +231,9 @@ describe('batching committer', () => {
     expect(sortRows(await readAll(table))).toEqual(sortRows([[DT, 1, 1, null, null], [DT, 2, 2, null, null], [DT, 3, 2, null, null]]))
   })
 
-  // Merge-on-read only: a compaction orders level-0 files of equal maxSequenceNumber by file
-  // name (lib/lsm/levels.ts compareLevel0), so such a tie is not kept FIFO through it.
+  // Merge-on-read only: a compaction orders level-0 files of equal maxSequenceNumber by
+  // minSequenceNumber, creation time, then file name (lib/lsm/levels.ts compareLevel0, as
+  // Paimon), so such a tie is not kept FIFO through it.
   it('two writers on the same latest snapshot: the later-started batch wins in either FIFO order; an exact tie reads the same before and after compaction', async () => {
     for (const order of [[0, 1], [1, 0]]) {
       const table = await newTable({ bucket: '1' })

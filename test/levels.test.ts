@@ -31,6 +31,15 @@ describe('Levels', () => {
     expect(levels.level0.map((f) => f.name)).toEqual(['c', 'a', 'b', 'd'])
   })
 
+  it('breaks a tie of maxSequenceNumber as Paimon does: smaller minSequenceNumber, then earlier creation time, then file name first', () => {
+    const f = (name: string, min: bigint, creationTime: bigint | null) => file(0, 0, 9, { name, maxSequenceNumber: 9n, minSequenceNumber: min, creationTime })
+    const files = [f('e', 5n, 20n), f('a', 5n, 30n), f('d', 3n, 99n), f('c', 5n, 20n), f('b', 5n, null), f('z', 1n, 50n)]
+    const newer = file(0, 0, 9, { name: 'y', maxSequenceNumber: 10n, minSequenceNumber: 10n, creationTime: 1n })
+    const levels = new Levels([...files, newer], 3, cmp)
+    // a null creation time counts as 0 (earliest)
+    expect(levels.level0.map((x) => x.name)).toEqual(['y', 'z', 'd', 'b', 'c', 'e', 'a'])
+  })
+
   it('lists sorted runs as Paimon does: each level-0 file, then non-empty levels upwards', () => {
     const l0a = file(0, 0, 50, { maxSequenceNumber: 10n })
     const l0b = file(0, 5, 60, { maxSequenceNumber: 20n })

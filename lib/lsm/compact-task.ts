@@ -79,6 +79,8 @@ export function lsmFileOf(table: Table, e: ManifestEntry): LsmFile {
     minKey: decodeKey(table.view, e.file.minKey),
     maxKey: decodeKey(table.view, e.file.maxKey),
     maxSequenceNumber: e.file.maxSequenceNumber,
+    minSequenceNumber: e.file.minSequenceNumber,
+    creationTime: e.file.creationTime,
     rowCount: Number(e.file.rowCount),
     deleteRowCount: e.file.deleteRowCount === null ? null : Number(e.file.deleteRowCount),
     entry: e,

@@ -18,6 +18,10 @@ export interface LsmFile {
   minKey: Value[]
   maxKey: Value[]
   maxSequenceNumber: bigint
+  /** level-0 order only (compareLevel0); absent: not compared */
+  minSequenceNumber?: bigint
+  /** Paimon DataFileMeta.creationTime (ms), level-0 order only; absent: not compared, null: as 0 */
+  creationTime?: bigint | null
   rowCount: number
   /** Paimon DataFileMeta.deleteRowCount: retract rows (-U, -D) in the file; null when unknown */
   deleteRowCount: number | null
@@ -43,9 +47,23 @@ export function sortedRun(level: number, files: LsmFile[]): SortedRun {
   return { level, files, size }
 }
 
-/** Paimon orders level 0 by maxSequenceNumber, newest first; names break ties between writers. */
-export function compareLevel0(a: Pick<LsmFile, 'name' | 'maxSequenceNumber'>, b: Pick<LsmFile, 'name' | 'maxSequenceNumber'>): number {
+export type Level0Order = Pick<LsmFile, 'name' | 'maxSequenceNumber' | 'minSequenceNumber' | 'creationTime'>
+
+/**
+ * Paimon's level-0 order (mergetree/Levels.java), newest first: larger maxSequenceNumber
+ * first; on a tie (two writers), smaller minSequenceNumber first, then earlier creation
+ * time, then file name. A file earlier in this order wins a tie of sequence numbers.
+ */
+export function compareLevel0(a: Level0Order, b: Level0Order): number {
   if (a.maxSequenceNumber !== b.maxSequenceNumber) return a.maxSequenceNumber > b.maxSequenceNumber ? -1 : 1
+  if (a.minSequenceNumber !== undefined && b.minSequenceNumber !== undefined && a.minSequenceNumber !== b.minSequenceNumber) {
+    return a.minSequenceNumber < b.minSequenceNumber ? -1 : 1
+  }
+  if (a.creationTime !== undefined && b.creationTime !== undefined) {
+    const ta = a.creationTime ?? 0n
+    const tb = b.creationTime ?? 0n
+    if (ta !== tb) return ta < tb ? -1 : 1
+  }
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0
 }
 

@@ -198,7 +198,7 @@ function valueColumnsToRead(table: Table, columns: number[], filter?: KeyFilter)
  * way before and after a compaction.
  */
 export function orderFiles(files: ManifestEntry[]): ManifestEntry[] {
-  const lsm = (e: ManifestEntry) => ({ name: e.file.fileName, maxSequenceNumber: e.file.maxSequenceNumber })
+  const lsm = (e: ManifestEntry) => ({ name: e.file.fileName, maxSequenceNumber: e.file.maxSequenceNumber, minSequenceNumber: e.file.minSequenceNumber, creationTime: e.file.creationTime })
   return [...files].sort((a, b) => {
     if (a.file.level !== b.file.level) return a.file.level === 0 ? 1 : b.file.level === 0 ? -1 : b.file.level - a.file.level
     return a.file.level === 0 ? compareLevel0(lsm(b), lsm(a)) : 0
