@@ -20,6 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { tableStatus } from '../lib/cli/status.ts'
 import { compactTable } from '../lib/lsm/compact-table.ts'
 import { dvIndexByBucket } from '../lib/manifest/bucket-state.ts'
+import { expireSnapshots } from '../lib/maintenance/expire.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { Table } from '../lib/table/table.ts'
@@ -228,7 +229,8 @@ const dirName = (prefix: string, { family, layout }: CellSpec) =>
 //   with first-row at create and at open).
 
 /** One step of an engine table's history: a commit of input records (with `_kind`), or a compaction. */
-type EngineStep = { write: Rec[] } | { compact: 'full' | 'minor' }
+/** `expire`: keep the latest n snapshots (Strata's expireSnapshots, or Paimon's expiration) */
+type EngineStep = { write: Rec[] } | { compact: 'full' | 'minor' } | { expire: number }
 
 interface EngineSpec {
   /** test names start with it */
@@ -456,6 +458,7 @@ const reproPartialUpdate = (dValues: boolean) => `issue 17, partial-update with 
 const reproSum = (dValues: boolean) => `issue 17, aggregation sum with remove-record-on-delete: 10, -D${dValues ? ' 10' : ' with only its key'}, 5`
 const REPRO_OVERFLOW = 'issue 17, aggregation sum overflow: TINYINT, SMALLINT, INT and BIGINT sums past their range'
 const REPRO_LISTAGG = 'issue 17, aggregation listagg with empty and blank values (plain and distinct)'
+const expireSpec = (dv: boolean) => `deduplicate, deletion vectors ${dv ? 'on' : 'off'}, 2 buckets: commits, a full compaction, expire to the latest 2 snapshots, then more commits`
 const loneRetraction = (dv: boolean) => `aggregation sum, deletion vectors ${dv ? 'on' : 'off'}: a -D of a key with no row, a full compaction, then an insert`
 
 const SMALL_SPECS: EngineSpec[] = [
@@ -484,6 +487,28 @@ const SMALL_SPECS: EngineSpec[] = [
       schema: flatSchema([['v', 'INT']], SUM_REMOVE),
       steps: [{ write: [{ id: 1, v: 10 }] }, { write: [{ _kind: '-D', id: 1, ...(dValues ? { v: 10 } : {}) }] }, { write: [{ id: 1, v: 5 }] }],
       directions: ['A', 'B'],
+    }),
+  ),
+  // tables after expire: each side expires its own table (Strata's expireSnapshots,
+  // Paimon's snapshot expiration), and the other reads every snapshot left
+  ...[false, true].map(
+    (dv): EngineSpec => ({
+      name: expireSpec(dv),
+      dir: `expire-${dv ? 'dv' : 'mor'}`,
+      schema: flatSchema([['v', 'STRING']], { 'merge-engine': 'deduplicate', bucket: '2', 'deletion-vectors.enabled': String(dv) }),
+      steps: [
+        { write: range(0, 9).map((id) => ({ id, v: `a${id}` })) },
+        { write: [{ id: 1, v: 'b1' }, { _kind: '-D', id: 2 }] },
+        { write: [{ id: 3, v: 'c3' }] },
+        { compact: 'full' },
+        { write: [{ id: 4, v: 'd4' }, { id: 10, v: 'd10' }] },
+        { expire: 2 },
+        { write: [{ id: 5, v: 'e5' }, { _kind: '-D', id: 6 }] },
+        { compact: 'full' },
+      ],
+      directions: ['A', 'B'],
+      continuation: { writes: [[{ id: 7, v: 'f7' }]], compact: 'full' },
+      minRows: 9,
     }),
   ),
   {
@@ -972,6 +997,7 @@ if (missing.length > 0 && !process.env.CI) {
             const table = await Table.create(run.dir, spec.schema)
             for (const step of spec.steps) {
               if ('write' in step) await strataWrite(table, step.write)
+              else if ('expire' in step) await expireSnapshots(table, { numRetainedMin: step.expire, numRetainedMax: step.expire, timeRetainedMs: 0, maxDeletes: Number.MAX_SAFE_INTEGER })
               else await compactTable(table, { full: step.compact === 'full' })
             }
             await readEverySnapshot(table, run)
@@ -988,7 +1014,9 @@ if (missing.length > 0 && !process.env.CI) {
             const command =
               'write' in step
                 ? ['write', run.dir, '--schema', JSON.stringify(spec.schema), '--in', writeJsonLines(`${run.dir}-${k}.jsonl`, step.write)]
-                : ['compact', run.dir, ...(step.compact === 'full' ? ['--full'] : [])]
+                : 'expire' in step
+                  ? ['expire', run.dir, '--retain', String(step.expire)]
+                  : ['compact', run.dir, ...(step.compact === 'full' ? ['--full'] : [])]
             first.ask(command, (r) => run.steps.push({ what: `${command[0]} (step ${k})`, ...r }))
           })
         }
@@ -1116,6 +1144,27 @@ if (missing.length > 0 && !process.env.CI) {
           ])
           expect(run.strata.get(Math.max(...run.strata.keys()))!.filter((r) => r.id === 1)).toEqual([{ id: 1, v: 'v1' }])
         })
+      })
+
+      describe('after expire', () => {
+        for (const dv of [false, true]) {
+          it(`${expireSpec(dv)}: Paimon lists exactly the snapshots Strata kept, fewer than it made`, () => {
+            const run = runsA.get(expireSpec(dv))!
+            expect(run.meta?.ok, run.meta?.error).toBe(true)
+            const kept = [...run.strata.keys()].sort((a, b) => a - b)
+            expect((JSON.parse(run.meta!.output).snapshots as Rec[]).map((x) => x.id)).toEqual(kept)
+            // 7 commits made at least 7 snapshots; expire left the 2 latest, then 2 more commits
+            expect(kept[0]).toBeGreaterThan(1)
+            expect(kept.length).toBeLessThan(7)
+          })
+          it(`${expireSpec(dv)}: Strata lists exactly the snapshots Paimon kept`, async () => {
+            const run = runsB.get(expireSpec(dv))!
+            for (const st of run.steps) expect(st.ok, `Paimon's ${st.what}: ${st.error}`).toBe(true)
+            const kept = [...run.strata.keys()].sort((a, b) => a - b)
+            expect(kept[0]).toBeGreaterThan(1)
+            expect(await (await Table.open(run.dir)).snapshots.earliestId()).toBe(kept[0])
+          })
+        }
       })
 
       describe("B: Strata reads Paimon's tables", () => {

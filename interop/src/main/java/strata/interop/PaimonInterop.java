@@ -13,6 +13,7 @@ import org.apache.paimon.fs.Path;
 import org.apache.paimon.io.DataFileMeta;
 import org.apache.paimon.manifest.BucketEntry;
 import org.apache.paimon.manifest.ManifestEntry;
+import org.apache.paimon.options.ExpireConfig;
 import org.apache.paimon.reader.RecordReader;
 import org.apache.paimon.schema.Schema;
 import org.apache.paimon.schema.SchemaManager;
@@ -40,6 +41,7 @@ import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Paths;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -72,7 +74,7 @@ public final class PaimonInterop {
 
     public static void main(String[] args) throws Exception {
         if (args.length == 0) {
-            System.err.println("usage: read|meta|write|compact <tableDir> …, or batch (see interop/README.md)");
+            System.err.println("usage: read|meta|write|compact|expire <tableDir> …, or batch (see interop/README.md)");
             System.exit(2);
         }
         if (args[0].equals("batch")) {
@@ -131,8 +133,11 @@ public final class PaimonInterop {
                 case "compact":
                     compact(a, out);
                     break;
+                case "expire":
+                    expire(a, out);
+                    break;
                 default:
-                    throw new IllegalArgumentException("unknown command '" + a.command + "' (read, meta, write, compact, batch)");
+                    throw new IllegalArgumentException("unknown command '" + a.command + "' (read, meta, write, compact, expire, batch)");
             }
         }
     }
@@ -317,6 +322,26 @@ public final class PaimonInterop {
         printLatest(table, out);
     }
 
+    /**
+     * Paimon's snapshot expiration keeping the latest `--retain` snapshots (at least one),
+     * whatever their age, with no cap on how many one call removes; prints how many it removed.
+     */
+    private static void expire(Args a, PrintWriter out) throws Exception {
+        if (a.retain == null || a.retain < 1) throw new IllegalArgumentException("expire: expected --retain <snapshots to keep, at least 1>");
+        FileStoreTable table = open(a.table);
+        ExpireConfig config = ExpireConfig.builder()
+                .snapshotRetainMin(a.retain)
+                .snapshotRetainMax(a.retain)
+                .snapshotTimeRetain(Duration.ZERO)
+                .snapshotMaxDeletes(Integer.MAX_VALUE)
+                .build();
+        int expired = table.newExpireSnapshots().config(config).expire();
+        ObjectNode n = MAPPER.createObjectNode();
+        n.put("expired", expired);
+        n.put("snapshot", table.snapshotManager().latestSnapshotId());
+        out.println(MAPPER.writeValueAsString(n));
+    }
+
     private static void printLatest(FileStoreTable table, PrintWriter out) throws Exception {
         ObjectNode n = MAPPER.createObjectNode();
         n.put("snapshot", table.snapshotManager().latestSnapshotId());
@@ -351,6 +376,7 @@ public final class PaimonInterop {
         String in;
         String out;
         boolean full;
+        Integer retain;
 
         Args(String[] args) throws Exception {
             command = args[0];
@@ -377,6 +403,9 @@ public final class PaimonInterop {
                         break;
                     case "--out":
                         out = v;
+                        break;
+                    case "--retain":
+                        retain = Integer.parseInt(v);
                         break;
                     default:
                         throw new IllegalArgumentException("unknown flag " + flag);
