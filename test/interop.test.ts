@@ -617,6 +617,12 @@ const REFUSALS: RefusalSpec[] = [
     schema: flatSchema([['a', 'INT'], ['g', 'INT']], { 'merge-engine': 'partial-update', 'fields.g.sequence-group': 'a' }),
     writes: [[{ id: 1, a: 1, g: 2 }], [{ id: 1, a: 2, g: 1 }]],
   },
+  {
+    name: 'nested types (ARRAY, MAP) in a Paimon table',
+    dir: 'refuse-nested',
+    schema: flatSchema([['tags', 'ARRAY<INT>'], ['m', 'MAP<STRING, INT>']], {}),
+    writes: [[{ id: 1, tags: null, m: null }]],
+  },
 ]
 
 /**
@@ -1198,7 +1204,7 @@ if (missing.length > 0 && !process.env.CI) {
           expect(o.error).toMatch(message)
         }
         const done = (o: Outcome) => expect(o.ok, `${o.what}: ${o.error}`).toBe(true)
-        const [puDelete, frDelete, maxRetract, frDv, removeIgnoreRetract, sequenceGroup] = REFUSALS.map((r) => r.name)
+        const [puDelete, frDelete, maxRetract, frDv, removeIgnoreRetract, sequenceGroup, nested] = REFUSALS.map((r) => r.name)
         const PU_REFUSAL = /Partial update can not accept delete records/
         it(`${puDelete}: Paimon takes the -D, then fails every read; Strata refuses the -D at write, and fails to read Paimon's table the same way`, () => {
           const { strata, paimon } = refusals.get(puDelete)!
@@ -1243,6 +1249,14 @@ if (missing.length > 0 && !process.env.CI) {
           refused(outcome(paimon, 'write 1'), CONFLICT)
           refused(outcome(strata, 'create'), CONFLICT)
           refused(outcome(strata, "read of Paimon's table"), CONFLICT)
+        })
+        const NESTED = /'fields\[1\]\.type' \(field 'tags'\): ARRAY is a nested type, which Strata does not support yet/
+        it(`${nested}: Paimon writes and reads it; Strata refuses to create it, and to open Paimon's, naming the field and the nested type`, () => {
+          const { strata, paimon } = refusals.get(nested)!
+          done(outcome(paimon, 'write 1'))
+          expect(parseRows(outcome(paimon, 'read').output ?? '')).toEqual([{ id: 1, tags: null, m: null }])
+          refused(outcome(strata, 'create'), /schema\.fields\[1\]\.type \(field 'tags'\): ARRAY is a nested type/)
+          refused(outcome(strata, "read of Paimon's table"), NESTED)
         })
         const SEQUENCE_GROUPS = /sequence groups \(fields\.<field>\.sequence-group\) are not supported by Strata/
         it(`${sequenceGroup}: Paimon writes and reads it; Strata refuses to create it, and to read Paimon's, naming sequence groups`, () => {

@@ -21,8 +21,29 @@ const SIMPLE: Record<string, TypeRoot> = {
 const SUPPORTED =
   'BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p, s), STRING, VARCHAR(n), CHAR(n), BYTES, VARBINARY(n), BINARY(n), DATE, TIMESTAMP(p) with p <= 6'
 
+const NESTED_TYPES = ['ARRAY', 'MAP', 'MULTISET', 'ROW']
+
+/**
+ * The kind of a nested type (ARRAY, MAP, MULTISET, ROW) as a schema spells it: Paimon's
+ * JSON form in a stored schema (`{"type": "ARRAY", "element": "INT"}`) or SQL text
+ * (`ARRAY<INT>`); null for anything else.
+ */
+function nestedTypeKind(type: unknown): string | null {
+  const text = typeof type === 'string' ? type : typeof type === 'object' && type !== null && typeof (type as { type?: unknown }).type === 'string' ? (type as { type: string }).type : null
+  if (text === null) return null
+  const kind = text.trim().toUpperCase().split(/[\s<(]/)[0]
+  return NESTED_TYPES.includes(kind) ? kind : null
+}
+
+/** The refusal of a nested type, naming it. */
+function nestedTypeError(where: string, kind: string): StrataInputError {
+  return new StrataInputError(`${where}: ${kind} is a nested type, which Strata does not support yet; expected an atomic type: ${SUPPORTED}`)
+}
+
 /** Parses a Paimon type string such as `BIGINT NOT NULL`, `DECIMAL(10, 2)` or `VARCHAR(20)`. */
 export function parseDataType(text: unknown, where: string): DataType {
+  const nested = nestedTypeKind(text)
+  if (nested) throw nestedTypeError(where, nested)
   if (typeof text !== 'string') {
     throw new StrataInputError(`${where}: type must be a string such as "BIGINT NOT NULL", got ${JSON.stringify(text)}`)
   }

@@ -232,7 +232,6 @@ export function parseSchema(text: string, where: string): TableSchema {
     const problem = systemNameProblem(name)
     if (problem) fail(`${at}.name`, problem)
     const typeAt = `${where}: '${at}.type' (field '${name}')`
-    if (typeof f.type !== 'string') throw new StrataInputError(`${typeAt}: a nested type, which Strata does not support`)
     const field: DataField = { id, name, type: parseDataType(f.type, typeAt) }
     if (f.description !== undefined) {
       field.description = typeof f.description === 'string' ? f.description : fail(`${at}.description`, `expected a string, got ${describe(f.description)}`)

@@ -26,7 +26,9 @@ import org.apache.paimon.table.source.DataSplit;
 import org.apache.paimon.table.source.DeletionFile;
 import org.apache.paimon.table.source.ReadBuilder;
 import org.apache.paimon.table.source.Split;
+import org.apache.paimon.types.DataType;
 import org.apache.paimon.types.DataTypeJsonParser;
+import org.apache.paimon.types.DataTypes;
 import org.apache.paimon.types.RowType;
 
 import java.io.BufferedReader;
@@ -290,12 +292,33 @@ public final class PaimonInterop {
         printLatest(table, out);
     }
 
+    /**
+     * A type as SQL text: an atomic type, or ARRAY&lt;t&gt; / MAP&lt;k, v&gt; of them (nested
+     * types, so the suite can check how Strata refuses a table that has one).
+     */
+    private static DataType parseType(String text) {
+        String t = text.trim();
+        String upper = t.toUpperCase();
+        if (upper.startsWith("ARRAY<") && t.endsWith(">")) return DataTypes.ARRAY(parseType(t.substring(6, t.length() - 1)));
+        if (upper.startsWith("MAP<") && t.endsWith(">")) {
+            String inner = t.substring(4, t.length() - 1);
+            int depth = 0;
+            for (int i = 0; i < inner.length(); i++) {
+                char c = inner.charAt(i);
+                if (c == '<') depth++;
+                else if (c == '>') depth--;
+                else if (c == ',' && depth == 0) return DataTypes.MAP(parseType(inner.substring(0, i)), parseType(inner.substring(i + 1)));
+            }
+            throw new IllegalArgumentException("MAP type needs a key and a value type: " + text);
+        }
+        return DataTypeJsonParser.parseAtomicTypeSQLString(t);
+    }
+
     private static Schema schemaFromJson(JsonNode json) {
         Schema.Builder b = Schema.newBuilder();
         for (JsonNode f : json.get("fields")) {
             JsonNode description = f.get("description");
-            b.column(f.get("name").asText(), DataTypeJsonParser.parseAtomicTypeSQLString(f.get("type").asText()),
-                    description == null ? null : description.asText());
+            b.column(f.get("name").asText(), parseType(f.get("type").asText()), description == null ? null : description.asText());
         }
         b.primaryKey(JsonValues.strings(json.get("primaryKeys")));
         b.partitionKeys(JsonValues.strings(json.get("partitionKeys")));
