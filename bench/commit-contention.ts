@@ -5,7 +5,7 @@
 //
 //   npx tsx bench/commit-contention.ts [--quick] [--seconds 10] [--runs 3] [--writers 32]
 //                                      [--first-poll-ms 10] [--max-poll-ms 100] [--queued-only]
-//                                      [--in-process-backend] [--no-sweep | --sweep-only]
+//                                      [--in-process-backend] [--no-sweep | --sweep-only] [--no-lease]
 //
 // Three commit paths, side by side in one run:
 // - direct: every writeBatch creates its own snapshot through the table's FileStoreCommit,
@@ -211,6 +211,8 @@ export interface ContentionResult {
   params: {
     committers: number[]; latenciesMs: number[]; paths: CommitPath[]; seconds: number; runs: number; rowsPerBatch: number; buckets: number
     committerConcurrency?: number; firstPollMs?: number; maxPollMs?: number
+    /** the committer lease was on (one invocation folds at a time); absent in older results: off */
+    committerLease?: boolean
     /** where the embedded S3 + SQS server ran (absent: in process, the runs before it moved) */
     backend?: 'in process' | 'child process'
     /** how the queued path's senders learn of a landing; absent: a receipt per message (results before the snapshot chain) */
@@ -378,6 +380,8 @@ class QueuedPath {
         ...handlerEnvironment(backend, { [tableName]: { uri, commitQueueUrl: q.QueueUrl! } }),
         STRATA_TABLE: tableName,
         AWS_LAMBDA_FUNCTION_NAME: `strata-${tableName}-committer`,
+        // --no-lease: both invocations fold, as before the committer lease
+        ...(process.env.STRATA_COMMITTER_LEASE ? { STRATA_COMMITTER_LEASE: process.env.STRATA_COMMITTER_LEASE } : {}),
       },
       maxEnvironments: COMMITTER_CONCURRENCY,
       timeoutMs: 60_000,
@@ -961,7 +965,7 @@ export async function runContention(opts: ContentionOptions): Promise<Contention
     : undefined
   return {
     params: {
-      committers: committerCounts, latenciesMs: latencies, paths, seconds, runs, rowsPerBatch: ROWS_PER_BATCH, buckets: BUCKETS, committerConcurrency: COMMITTER_CONCURRENCY,
+      committers: committerCounts, latenciesMs: latencies, paths, seconds, runs, rowsPerBatch: ROWS_PER_BATCH, buckets: BUCKETS, committerConcurrency: COMMITTER_CONCURRENCY, committerLease: process.env.STRATA_COMMITTER_LEASE !== 'off',
       firstPollMs, maxPollMs: opts.maxPollMs ?? DEFAULT_MAX_POLL_MS, backend: opts.inProcessBackend ? 'in process' : 'child process', landingSeenFrom: 'snapshot chain',
     },
     points, summary, singleCommitMs, collapse, foldedGainAt32, foldFit, queuedGainAt32, queuedFit, queuedGapMs, receiptWaitMs, queuedRoundFit, target, foldSweep: sweep,
@@ -1137,7 +1141,8 @@ export function contentionMarkdown(r: ContentionResult): string {
 }
 
 if (import.meta.filename === process.argv[1]) {
-  const args = parseBenchArgs(process.argv.slice(2), ['--quick', '--queued-only', '--in-process-backend', '--sweep-only', '--no-sweep'], ['--seconds', '--runs', '--writers', '--first-poll-ms', '--max-poll-ms'])
+  const args = parseBenchArgs(process.argv.slice(2), ['--quick', '--queued-only', '--in-process-backend', '--sweep-only', '--no-sweep', '--no-lease'], ['--seconds', '--runs', '--writers', '--first-poll-ms', '--max-poll-ms'])
+  if (args.has('--no-lease')) process.env.STRATA_COMMITTER_LEASE = 'off'
   const quick = args.has('--quick')
   const machine = machineInfo(['fauxqs', '@aws-sdk/client-s3', '@aws-sdk/client-sqs', 'tsx'])
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'

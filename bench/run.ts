@@ -75,7 +75,10 @@ function calibrate(c: ContentionResult, f: FreshnessResult): { calibration: SimC
   >
   if (deployed) {
     const base = {
-      committers: c.params.committerConcurrency,
+      // with the committer lease one invocation folds at a time; the other forwards its
+      // batches (their extra hop is in the writers' measured commit times, not in the model)
+      committers: c.params.committerLease ? 1 : c.params.committerConcurrency,
+      committerLease: c.params.committerLease === true,
       committerOverheadMs: finiteOr(c.queuedGapMs?.[REALISTIC_MS], 0),
       receiptWaitMs: finiteOr(c.receiptWaitMs?.[REALISTIC_MS], 0),
     }
@@ -173,7 +176,7 @@ function steadyRounds(
   const largest = Math.max(0, ...c.points.filter((p) => p.latencyMs === REALISTIC_MS).flatMap((p) => (p.rounds ?? []).map((r) => r.size)))
   const contendedText =
     contended && contended.snapshots > 0 && Number.isFinite(contended.baseMs)
-      ? `in the writers' runs at ${REALISTIC_MS} ms, where two committers race for \`snapshot-N\` and up to ${Math.max(...c.params.committers)} writers and the S3/SQS backend share this machine's cores, a round measured ${fit(contended, 1)} (fit over ${contended.snapshots} rounds of at most ${largest} messages, so its per-message cost says little); not used, since a Lambda committer has its own CPU${foreign ? '' : ', but the lost races it includes are not in the model'}`
+      ? `in the writers' runs at ${REALISTIC_MS} ms, where ${c.params.committerLease ? 'two committer invocations share the lease' : 'two committers race for \`snapshot-N\`'} and up to ${Math.max(...c.params.committers)} writers and the S3/SQS backend share this machine's cores, a round measured ${fit(contended, 1)} (fit over ${contended.snapshots} rounds of at most ${largest} messages, so its per-message cost says little); not used, since a Lambda committer has its own CPU${foreign ? '' : ', but the lost races it includes are not in the model'}`
       : 'the writers\' runs of these results have no per-round figures'
   if (c.params.landingSeenFrom !== 'snapshot chain') {
     notes.push('the contention results predate the snapshot chain: the sender\'s wait is their receipt poll wait (receipt written → read), not the landing-seen wait; re-run `npm run bench` for it')
@@ -479,7 +482,9 @@ function freshnessSection(f: FreshnessResult): string {
 
 /** The simulation's folded commit path in words, as its calibration models it. */
 function foldedBullet(c: SimCalibration): string {
-  const head = `- folded commits, the deployed design: writers and compactors send commit messages; ${c.committers ?? 1} committer invocation(s) at most`
+  const head = c.committerLease
+    ? '- folded commits, the deployed design: writers and compactors send commit messages; one committer invocation folds at a time (the committer lease: the event source\'s second invocation forwards its batches to the queue, an extra hop not modelled)'
+    : `- folded commits, the deployed design: writers and compactors send commit messages; ${c.committers ?? 1} committer invocation(s) at most`
   const idle = `idle ${(c.committerOverheadMs ?? 0).toFixed(0)} ms between invocations (the poller's delete and next receive)`
   if (c.rounds && c.receiptBaseMs === undefined) {
     // the first round's cost is in foldSource when the calibration came from steadyRounds

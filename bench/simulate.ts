@@ -72,6 +72,8 @@ export interface SimCalibration {
   bucketsAtOnce?: number
   /** folded: concurrent committer invocations (default 2) */
   committers?: number
+  /** folded: the committer lease was deployed (committers is then 1), for the report */
+  committerLease?: boolean
   /** folded: messages one invocation folds at most (STRATA_COMMIT_DRAIN_MAX, default 1000) */
   drainMax?: number
   /** folded: a committer's idle time between invocations (default 0) */

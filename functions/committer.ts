@@ -12,7 +12,8 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics'
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware'
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda'
 import { BatchingCommitter } from '../lib/commit/batching-committer.ts'
-import { type CommitServiceOptions, commitFromQueue } from '../lib/commit/commit-service.ts'
+import { type CommitServiceOptions, commitFromQueue, forwardMessages } from '../lib/commit/commit-service.ts'
+import { CommitterLease } from '../lib/commit/committer-lease.ts'
 import { logger, newMetrics, resolveTable, runtimeConfig } from './shared/runtime.ts'
 
 const metrics = newMetrics('committer')
@@ -42,12 +43,19 @@ export async function committerHandler(event: SQSEvent, context?: Context, hooks
   const res = await commitFromQueue(
     committer,
     event.Records.map((r) => ({ id: r.messageId, body: r.body, receiptHandle: r.receiptHandle })),
-    { tableName: name, drain: commitQueue ? { queue: commitQueue, max: cfg.commitDrainMax } : undefined, afterFold: hooks.afterFold, afterReceipts: hooks.afterReceipts, moreRounds },
+    {
+      tableName: name,
+      drain: commitQueue ? { queue: commitQueue, max: cfg.commitDrainMax } : undefined,
+      afterFold: hooks.afterFold,
+      afterReceipts: hooks.afterReceipts,
+      moreRounds,
+      lease: commitQueue && cfg.committerLease ? { lease: new CommitterLease(table.store), forward: (msgs) => forwardMessages(commitQueue, msgs) } : undefined,
+    },
   )
   for (const e of res.errors) logger.error(e.conflict ? 'commit message conflicts; its sender is told by its receipt' : 'commit message not landed', { messageId: e.id, error: e.error })
   logger.info('folded', {
     table: name, invoked: event.Records.length, drained: res.drained, landed: res.landed, duplicates: res.duplicates, conflicts: res.conflicts,
-    notSettled: res.failed, snapshots: res.snapshots, rounds: res.rounds, retries: res.retries, replans: res.replans, requestId: context?.awsRequestId,
+    notSettled: res.failed, snapshots: res.snapshots, rounds: res.rounds, forwarded: res.forwarded, retries: res.retries, replans: res.replans, requestId: context?.awsRequestId,
   })
   metrics.addMetric('CommitTime', MetricUnit.Milliseconds, Date.now() - started)
   metrics.addMetric('Snapshots', MetricUnit.Count, res.snapshots.length)
@@ -59,6 +67,7 @@ export async function committerHandler(event: SQSEvent, context?: Context, hooks
   metrics.addMetric('MessagesDuplicate', MetricUnit.Count, res.duplicates)
   metrics.addMetric('MessagesConflict', MetricUnit.Count, res.conflicts)
   metrics.addMetric('MessagesFailed', MetricUnit.Count, res.failed)
+  metrics.addMetric('MessagesForwarded', MetricUnit.Count, res.forwarded)
   return { batchItemFailures: res.failedIds.map((itemIdentifier) => ({ itemIdentifier })) }
 }
 

@@ -136,21 +136,22 @@ describe('every table commits through its committer', () => {
 })
 
 describe('permissions of the commit path', () => {
-  it('the committer consumes its own queue (ChangeMessageVisibility included) and sends nothing', () => {
+  it('the committer consumes its own queue (ChangeMessageVisibility included) and sends only to it (forwarding its batch while another invocation holds the lease)', () => {
     for (const t of stack.tables) {
-      expect(sqsActionsOn(t.committer.role, t.commitQueue)).toEqual(['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:ReceiveMessage'])
+      expect(sqsActionsOn(t.committer.role, t.commitQueue)).toEqual(['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:ReceiveMessage', 'sqs:SendMessage'])
+      for (const other of stack.tables.filter((x) => x !== t)) expect(sqsActionsOn(t.committer.role, other.commitQueue)).toEqual([])
       const sqs = statementsOf(t.committer.role).filter((st) => actions(st).some((a) => a.startsWith('sqs:')))
       expect(sqs.flatMap(resourcesOf)).toEqual(sqs.map(() => arnOf(t.commitQueue)))
     }
   })
 
-  it("the committer reads its table, writes manifests, snapshots, sidecars and receipts, deletes spilled bodies and lost-race manifests, never the schema", () => {
+  it("the committer reads its table, writes manifests, snapshots, sidecars, receipts and its lease, deletes spilled bodies, lost-race manifests and its lease, never the schema", () => {
     for (const t of stack.tables) {
       const p = `/tables/${t.name}/`
       expect(s3Objects(t.committer.role)).toEqual({
         's3:GetObject': [`${p}*`],
-        's3:PutObject': [`${p}_strata/commit-receipts/*`, `${p}_strata/folded-commits/*`, `${p}manifest/*`, `${p}snapshot/*`],
-        's3:DeleteObject': [`${p}_strata/commit-messages/*`, `${p}manifest/*`],
+        's3:PutObject': [`${p}_strata/commit-receipts/*`, `${p}_strata/committer-lease.json`, `${p}_strata/folded-commits/*`, `${p}manifest/*`, `${p}snapshot/*`],
+        's3:DeleteObject': [`${p}_strata/commit-messages/*`, `${p}_strata/committer-lease.json`, `${p}manifest/*`],
       })
       const deny = statementsOf(t.committer.role).filter((st) => st.Effect === 'Deny')
       expect(deny.map((st) => ({ actions: actions(st), keys: resourcesOf(st).map((r) => r['Fn::Join'][1][1]) }))).toEqual([{ actions: ['s3:DeleteObject', 's3:PutObject'], keys: [`${p}schema/*`] }])

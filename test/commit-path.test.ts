@@ -30,7 +30,8 @@ import { useFunctionEnv } from './helpers/lambda.ts'
 import { BatchingCommitter } from '../lib/commit/batching-committer.ts'
 import { BATCH_COMMIT_IDENTIFIER } from '../lib/commit/committer.ts'
 import { type CommitQueue, type QueuedCommitMessage, SqsCommitQueue } from '../lib/commit/commit-queue.ts'
-import { commitFromQueue } from '../lib/commit/commit-service.ts'
+import { commitFromQueue, forwardMessages } from '../lib/commit/commit-service.ts'
+import { COMMITTER_LEASE_KEY, CommitterLease } from '../lib/commit/committer-lease.ts'
 import { commitKeyOf } from '../lib/commit/landed.ts'
 import { encodeCommitMessage } from '../lib/commit/commit-message.ts'
 import { readReceipt } from '../lib/commit/receipts.ts'
@@ -719,6 +720,90 @@ describe('committer rounds: the next fold while the last one\'s deletions go on'
     const again = await commitFromQueue(new BatchingCommitter(table), [], { tableName: 'rounds', drain: { queue, max: 50 } })
     expect(again).toMatchObject({ received: 1, landed: 1 })
     expect((await landedCounts(store)).get(later[0])).toEqual({ count: 1, snapshotIds: [2] })
+  }, 60_000)
+
+  it('the committer lease: held by one owner at a time, taken over once released or expired; a garbled lease is none', async () => {
+    const store = s3Store('lease-unit')
+    let now = 1_000_000
+    const a = new CommitterLease(store, 'a', 5_000, () => now)
+    const b = new CommitterLease(store, 'b', 5_000, () => now)
+    expect(await a.hold()).toBe(true)
+    expect(await b.hold()).toBe(false)
+    expect(await a.hold()).toBe(true) // renewed
+    await a.release()
+    expect(await store.get(COMMITTER_LEASE_KEY)).toBeNull()
+    expect(await b.hold()).toBe(true)
+    now += 5_001 // b's lease lapsed
+    expect(await a.hold()).toBe(true)
+    await b.release() // a holds it now: b's release leaves it
+    expect(await b.hold()).toBe(false)
+    await store.put(COMMITTER_LEASE_KEY, new TextEncoder().encode('{"owner": 7'))
+    expect(await b.hold()).toBe(true)
+  })
+
+  it('an invocation that finds another holding the lease forwards its batch as new messages and folds nothing; the holder lands them once, copies and redelivered originals included', async () => {
+    const store = s3Store('lease-forward')
+    const table = await Table.create(store, schemaFor('deduplicate', { bucket: '1' }))
+    const q = await createCommitQueue('lease-forward', 2)
+    const queue = new SqsCommitQueue(sqs, q.url)
+    const keys = await send(queue, table, [1, 2])
+    const holder = new CommitterLease(store, 'holder')
+    expect(await holder.hold()).toBe(true)
+    // the event source invokes the second committer with the two messages
+    const got = (await sqs.send(new ReceiveMessageCommand({ QueueUrl: q.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }))).Messages ?? []
+    expect(got).toHaveLength(2)
+    const invoked = got.map((m) => ({ id: m.MessageId!, body: m.Body!, receiptHandle: m.ReceiptHandle! }))
+    const second = await commitFromQueue(new BatchingCommitter(table), invoked, {
+      tableName: 'rounds',
+      drain: { queue, max: 50 },
+      moreRounds: () => true,
+      lease: { lease: new CommitterLease(store, 'second'), forward: (ms) => forwardMessages(queue, ms) },
+    })
+    expect(second).toMatchObject({ forwarded: 2, failedIds: [], rounds: 0, snapshots: [] })
+    expect(await table.snapshots.latestId()).toBe(0)
+    // the originals are not deleted (as if the invocation died before returning): they come
+    // back after their 2 s visibility timeout beside the two copies
+    expect(await queueDepth(q.url)).toBe(4)
+    await holder.release()
+    let landed = 0
+    await until('every message settled', async () => {
+      const r = await commitFromQueue(new BatchingCommitter(await Table.open(store)), [], { tableName: 'rounds', drain: { queue, max: 50 }, lease: { lease: new CommitterLease(store), forward: (ms) => forwardMessages(queue, ms) } })
+      landed += r.landed
+      return (await queueDepth(q.url)) === 0
+    }, 20_000)
+    expect(landed).toBe(2)
+    const counts = await landedCounts(store)
+    for (const k of keys) expect(counts.get(k)?.count).toBe(1)
+    expect(await store.get(COMMITTER_LEASE_KEY)).toBeNull()
+  }, 60_000)
+
+  it('a holder that finds another owner holding the lease at a renewal ends its rounds after that round; what arrives next stays on the queue for the other', async () => {
+    const store = s3Store('lease-renew')
+    const table = await Table.create(store, schemaFor('deduplicate', { bucket: '1' }))
+    const q = await createCommitQueue('lease-renew', 30)
+    const queue = new SqsCommitQueue(sqs, q.url)
+    await send(queue, table, [1, 2])
+    let folds = 0
+    let last: string[] = []
+    const res = await commitFromQueue(new BatchingCommitter(table), [], {
+      tableName: 'rounds',
+      drain: { queue, max: 50 },
+      moreRounds: () => true,
+      lease: { lease: new CommitterLease(store, 'first'), forward: (ms) => forwardMessages(queue, ms) },
+      afterFold: async () => {
+        folds++
+        if (folds === 1) {
+          await send(queue, table, [3])
+          // another invocation took the lease (the first one's lapsed, say)
+          await new CommitterLease(store, 'other', 60_000, () => Date.now() + 10_000).hold()
+        } else last = await send(queue, table, [4])
+      },
+    })
+    expect(res).toMatchObject({ rounds: 2, landed: 3 })
+    expect(await visibleCount(q.url)).toBe(1)
+    expect((await landedCounts(store)).get(last[0])).toBeUndefined()
+    // the other owner's lease is not released by the first
+    expect(JSON.parse(new TextDecoder().decode((await store.get(COMMITTER_LEASE_KEY))!)).owner).toBe('other')
   }, 60_000)
 
   it('a crash in the second round leaves the first round settled; the second round\'s messages come back and land once', async () => {

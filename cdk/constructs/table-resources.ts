@@ -15,6 +15,7 @@ import { type CompactorConcurrency, compactorConcurrency } from '../concurrency.
 import { COMMIT_QUEUE_RETENTION_SECONDS, type DeployConfig, type TableDeployConfig } from '../config.ts'
 import { DLQ_RETENTION, MAX_RECEIVE_COUNT, VISIBILITY_FACTOR } from './ingest.ts'
 import { allowList, allowObjects, allowQueueAttributes, allowSend, denySchemaWrites } from './permissions.ts'
+import { COMMITTER_LEASE_KEY } from '../../lib/commit/committer-lease.ts'
 import { tablePrefix } from './storage.ts'
 import { StrataFunction } from './strata-function.ts'
 
@@ -153,7 +154,8 @@ export class TableResources extends Construct {
     // 1: with a message group per commit the mapping runs several pollers, and a reserved
     // concurrency below them makes Lambda throttle; throttled batches come back with higher
     // receive counts and can reach the DLQ although nothing failed. Two committers racing
-    // for `snapshot-N` is safe: the snapshot is created conditionally.
+    // for `snapshot-N` is safe: the snapshot is created conditionally; the committer lease
+    // (lib/commit/committer-lease.ts) keeps one folding, the other forwarding its batch.
     // The mapping grants ReceiveMessage, DeleteMessage, ChangeMessageVisibility and
     // GetQueueAttributes on the queue, which the committer also uses itself to drain it
     // beyond the batch it was invoked with and to give back what it could not land.
@@ -167,10 +169,12 @@ export class TableResources extends Construct {
     allowList(this.committer.role, bucket)
     // reads the table's state and spilled message bodies
     allowObjects(this.committer.role, bucket, ['s3:GetObject'], [`${this.prefix}*`])
-    // manifests, snapshots and LATEST, the folded-commits sidecars, the senders' receipts
-    allowObjects(this.committer.role, bucket, ['s3:PutObject'], [`${this.prefix}manifest/*`, `${this.prefix}snapshot/*`, `${this.prefix}${FOLDED_COMMITS}*`, `${this.prefix}${COMMIT_RECEIPTS}*`])
-    // spilled bodies once landed, and the manifests of a lost snapshot race
-    allowObjects(this.committer.role, bucket, ['s3:DeleteObject'], [`${this.prefix}manifest/*`, `${this.prefix}${COMMIT_MESSAGES}*`])
+    // manifests, snapshots and LATEST, the folded-commits sidecars, the senders' receipts, the committer lease
+    allowObjects(this.committer.role, bucket, ['s3:PutObject'], [`${this.prefix}manifest/*`, `${this.prefix}snapshot/*`, `${this.prefix}${FOLDED_COMMITS}*`, `${this.prefix}${COMMIT_RECEIPTS}*`, `${this.prefix}${COMMITTER_LEASE_KEY}`])
+    // spilled bodies once landed, the manifests of a lost snapshot race, the lease when released
+    allowObjects(this.committer.role, bucket, ['s3:DeleteObject'], [`${this.prefix}manifest/*`, `${this.prefix}${COMMIT_MESSAGES}*`, `${this.prefix}${COMMITTER_LEASE_KEY}`])
+    // an invocation that finds another holding the lease forwards its batch to the queue
+    allowSend(this.committer.role, [this.commitQueue])
     denySchemaWrites(this.committer.role, bucket, [this.prefix])
     this.committer.fn.node.addDependency(this.created)
 

@@ -40,6 +40,8 @@ export interface RuntimeConfig {
   commitDrainMax: number
   /** committer: how long one invocation keeps folding rounds while its queue has more (0: one round) */
   commitRoundsMs: number
+  /** committer: one invocation folds at a time, the others forward their batches (lib/commit/committer-lease.ts); STRATA_COMMITTER_LEASE=off turns it off */
+  committerLease: boolean
   /** every function: bound of a table handle's metadata cache, in stored bytes */
   metadataCacheBytes: number
 }
@@ -89,6 +91,12 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
     if (!/^\d+$/.test(v)) throw new ConfigError(`environment variable ${name}: expected a non-negative integer, got ${JSON.stringify(v)}`)
     return Number(v)
   }
+  const onOff = (name: string, def: boolean) => {
+    const v = env[name]
+    if (v === undefined || v === '') return def
+    if (v !== 'on' && v !== 'off') throw new ConfigError(`environment variable ${name}: expected "on" or "off", got ${JSON.stringify(v)}`)
+    return v === 'on'
+  }
   return {
     tables,
     rejectUri: env.STRATA_REJECT_URI ?? defaultReject,
@@ -98,6 +106,7 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
     commitTimeoutMs: int('STRATA_COMMIT_TIMEOUT_MS', 90_000),
     commitDrainMax: Math.max(1, int('STRATA_COMMIT_DRAIN_MAX', 1000)),
     commitRoundsMs: int('STRATA_COMMIT_ROUNDS_MS', 20_000),
+    committerLease: onOff('STRATA_COMMITTER_LEASE', true),
     metadataCacheBytes: Math.max(0, int('STRATA_METADATA_CACHE_MB', 32)) * 1024 * 1024,
   }
 }

@@ -10,6 +10,10 @@
 // deletions go on meanwhile. A snapshot then waits for the fold of the messages before it,
 // not for the receives that collected it nor for the deletions of the last round.
 //
+// The committer lease (committer-lease.ts), when given, keeps one invocation folding: one
+// that finds another's lease forwards its batch to the queue as new messages and folds
+// nothing.
+//
 // A message is settled when it landed, was a duplicate of one that landed, or conflicts (a
 // compaction whose inputs are gone: it can never land). Its sender learns a landing from
 // the snapshot chain itself (queued-committer.ts), so nothing is written per landed
@@ -24,7 +28,8 @@ import pLimit from 'p-limit'
 import { StrataInputError } from '../types.ts'
 import { type BatchingCommitter, type FoldInput, type FoldOutcome } from './batching-committer.ts'
 import { parseCommitMessageBody } from './commit-message.ts'
-import type { DrainableCommitQueue, QueuedCommitMessage } from './commit-queue.ts'
+import type { CommitQueue, DrainableCommitQueue, QueuedCommitMessage } from './commit-queue.ts'
+import type { CommitterLease } from './committer-lease.ts'
 import { commitKeyOf } from './landed.ts'
 import { type CommitReceipt, writeReceipt } from './receipts.ts'
 
@@ -51,6 +56,14 @@ export interface CommitServiceOptions {
    * end when nothing arrived. Default: one round.
    */
   moreRounds?: () => boolean
+  /**
+   * The committer lease (committer-lease.ts): held before folding and renewed at each later
+   * round; when another invocation holds it, the invoked messages are handed to `forward`
+   * (which sends them to the commit queue as new messages and returns the ids it could not)
+   * and nothing is folded; a renewal that finds another holder ends the rounds. Absent: the
+   * invocation folds whatever else runs.
+   */
+  lease?: { lease: CommitterLease; forward: (messages: InvokedMessage[]) => Promise<string[]> }
 }
 
 export interface CommitServiceResult {
@@ -65,6 +78,8 @@ export interface CommitServiceResult {
   snapshots: number[]
   /** drain-and-fold rounds the invocation ran */
   rounds: number
+  /** invoked messages forwarded to the lease's holder (then nothing was folded) */
+  forwarded: number
   retries: number
   replans: number
   errors: { id: string; error: string; conflict: boolean }[]
@@ -83,7 +98,15 @@ interface Entry {
 const DRAIN_RECEIVES_AT_ONCE = 8
 
 export async function commitFromQueue(committer: BatchingCommitter, invoked: InvokedMessage[], opts: CommitServiceOptions): Promise<CommitServiceResult> {
-  const total: CommitServiceResult = { failedIds: [], received: 0, drained: 0, landed: 0, duplicates: 0, conflicts: 0, failed: 0, snapshots: [], rounds: 0, retries: 0, replans: 0, errors: [] }
+  const total: CommitServiceResult = { failedIds: [], received: 0, drained: 0, landed: 0, duplicates: 0, conflicts: 0, failed: 0, snapshots: [], rounds: 0, forwarded: 0, retries: 0, replans: 0, errors: [] }
+  // the lease is an optimisation: a store that cannot answer for it does not stop a fold
+  const holdLease = () => (opts.lease ? opts.lease.lease.hold().catch(() => true) : Promise.resolve(true))
+  if (!(await holdLease())) {
+    const notForwarded = await opts.lease!.forward(invoked)
+    total.forwarded = invoked.length - notForwarded.length
+    total.failedIds.push(...notForwarded)
+    return total
+  }
   const invokedHandles = new Map(invoked.map((m) => [m.id, m.receiptHandle]))
   // one pool for every round's conflict receipts, leaving a quarter of the store's requests
   // to the next round's fold: its reads are on the critical path, the receipts only on their senders'
@@ -105,6 +128,8 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
     if (opts.drain) total.drained += await drainInto(entries, opts.drain, opts.tableName)
     for (;;) {
       if (entries.length === 0) break
+      // renewed beside every fold after the first (the lease was just taken for that one)
+      const renewal = total.rounds > 0 ? holdLease() : Promise.resolve(true)
       const folding = entries.filter((e) => e.input)
       // the next round is collected while this one folds, so its receives are off the path
       // of the snapshot after this one
@@ -137,7 +162,9 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
       )
       // a store failure ends the rounds: its messages are given back, and folding them again
       // at once would only raise their receive counts towards the DLQ
-      if (!opts.drain || settleError !== undefined || res?.interrupted || !(opts.moreRounds?.() ?? false)) break
+      // and another invocation holding the lease ends them: it folds what arrives from now on
+      const stillHolding = await renewal
+      if (!opts.drain || settleError !== undefined || res?.interrupted || !stillHolding || !(opts.moreRounds?.() ?? false)) break
       entries = next.splice(0)
       if (entries.length === 0) {
         // nothing collected yet: what the receives in flight bring, else one more look before the invocation ends
@@ -155,9 +182,36 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
     await Promise.all(settling)
     // the LATEST rewrites went out beside the deletions; done before the instance may freeze
     await committer.table.snapshots.settleHints()
+    await opts.lease?.lease.release().catch(() => undefined)
   }
   if (settleError !== undefined) throw settleError
   return total
+}
+
+/**
+ * Sends invoked messages to the commit queue as new messages, for the lease's holder to
+ * fold (their receive counts start again; a crash before the invocation returns leaves the
+ * originals to be redelivered, then recognised as duplicates). Returns the ids not sent.
+ */
+export async function forwardMessages(queue: CommitQueue, messages: InvokedMessage[]): Promise<string[]> {
+  const failed: string[] = []
+  await Promise.all(
+    messages.map(async (m) => {
+      let identity = m.id
+      try {
+        const parsed = parseCommitMessageBody(m.body)
+        identity = commitKeyOf(parsed.inline ? parsed.message : parsed.identity)
+      } catch {
+        // an unreadable body is forwarded as it is: the holder settles it as any other
+      }
+      try {
+        await queue.send(m.body, identity)
+      } catch {
+        failed.push(m.id)
+      }
+    }),
+  )
+  return failed
 }
 
 /** Pause after a receive that found nothing while a fold runs, so an idle queue costs a few receives per fold. */
