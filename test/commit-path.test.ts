@@ -727,18 +727,24 @@ describe('committer rounds: the next fold while the last one\'s deletions go on'
     let now = 1_000_000
     const a = new CommitterLease(store, 'a', 5_000, () => now)
     const b = new CommitterLease(store, 'b', 5_000, () => now)
-    expect(await a.hold()).toBe(true)
-    expect(await b.hold()).toBe(false)
-    expect(await a.hold()).toBe(true) // renewed
+    // hold() answers after its GET; the PUT that takes the lease goes on behind it
+    const held = async (l: CommitterLease) => {
+      const r = await l.hold()
+      await l.flushed()
+      return r
+    }
+    expect(await held(a)).toBe(true)
+    expect(await held(b)).toBe(false)
+    expect(await held(a)).toBe(true) // renewed
     await a.release()
     expect(await store.get(COMMITTER_LEASE_KEY)).toBeNull()
-    expect(await b.hold()).toBe(true)
+    expect(await held(b)).toBe(true)
     now += 5_001 // b's lease lapsed
-    expect(await a.hold()).toBe(true)
+    expect(await held(a)).toBe(true)
     await b.release() // a holds it now: b's release leaves it
-    expect(await b.hold()).toBe(false)
+    expect(await held(b)).toBe(false)
     await store.put(COMMITTER_LEASE_KEY, new TextEncoder().encode('{"owner": 7'))
-    expect(await b.hold()).toBe(true)
+    expect(await held(b)).toBe(true)
   })
 
   it('an invocation that finds another holding the lease forwards its batch as new messages and folds nothing; the holder lands them once, copies and redelivered originals included', async () => {
@@ -749,6 +755,7 @@ describe('committer rounds: the next fold while the last one\'s deletions go on'
     const keys = await send(queue, table, [1, 2])
     const holder = new CommitterLease(store, 'holder')
     expect(await holder.hold()).toBe(true)
+    await holder.flushed()
     // the event source invokes the second committer with the two messages
     const got = (await sqs.send(new ReceiveMessageCommand({ QueueUrl: q.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }))).Messages ?? []
     expect(got).toHaveLength(2)
@@ -795,7 +802,9 @@ describe('committer rounds: the next fold while the last one\'s deletions go on'
         if (folds === 1) {
           await send(queue, table, [3])
           // another invocation took the lease (the first one's lapsed, say)
-          await new CommitterLease(store, 'other', 60_000, () => Date.now() + 10_000).hold()
+          const other = new CommitterLease(store, 'other', 60_000, () => Date.now() + 10_000)
+          await other.hold()
+          await other.flushed()
         } else last = await send(queue, table, [4])
       },
     })

@@ -34,6 +34,8 @@ interface LeaseRecord {
 
 export class CommitterLease {
   private held = false
+  /** the last PUT of the lease, not waited for by hold() */
+  private writing: Promise<void> = Promise.resolve()
 
   constructor(
     private readonly store: ObjectStore,
@@ -44,7 +46,9 @@ export class CommitterLease {
 
   /**
    * Takes or renews the lease unless another owner holds a live one. True when this owner
-   * holds it now.
+   * holds it now. One GET on the caller's path; the PUT that takes or renews the lease goes
+   * on behind it (an invocation's first fold does not wait for it; one that fails only
+   * leaves the lease to lapse).
    */
   async hold(): Promise<boolean> {
     const current = await this.read()
@@ -53,13 +57,19 @@ export class CommitterLease {
       return false
     }
     const record: LeaseRecord = { owner: this.owner, expiresAt: this.now() + this.ttlMs }
-    await this.store.put(COMMITTER_LEASE_KEY, new TextEncoder().encode(JSON.stringify(record)))
+    this.writing = this.writing.then(() => this.store.put(COMMITTER_LEASE_KEY, new TextEncoder().encode(JSON.stringify(record)))).catch(() => undefined)
     this.held = true
     return true
   }
 
+  /** Resolves once the last PUT of the lease has been answered (or failed). */
+  flushed(): Promise<void> {
+    return this.writing
+  }
+
   /** Gives the lease up if this owner holds it (another may have taken it meanwhile). */
   async release(): Promise<void> {
+    await this.writing
     if (!this.held) return
     this.held = false
     const current = await this.read()
