@@ -741,7 +741,10 @@ describe('committer rounds: the next fold while the last one\'s deletions go on'
     expect(await held(b)).toBe(true)
     now += 5_001 // b's lease lapsed
     expect(await held(a)).toBe(true)
-    await b.release() // a holds it now: b's release leaves it
+    // b still counts itself the holder: its release deletes a's lease, which a's next renewal takes again
+    await b.release()
+    expect(await store.get(COMMITTER_LEASE_KEY)).toBeNull()
+    expect(await held(a)).toBe(true)
     expect(await held(b)).toBe(false)
     await store.put(COMMITTER_LEASE_KEY, new TextEncoder().encode('{"owner": 7'))
     expect(await held(b)).toBe(true)

@@ -97,11 +97,18 @@ interface Entry {
 /** ReceiveMessage calls in flight while draining */
 const DRAIN_RECEIVES_AT_ONCE = 8
 
+/** Pause before an invocation that found the committer lease held looks once more. */
+const LEASE_RECHECK_MS = 20
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
+
 export async function commitFromQueue(committer: BatchingCommitter, invoked: InvokedMessage[], opts: CommitServiceOptions): Promise<CommitServiceResult> {
   const total: CommitServiceResult = { failedIds: [], received: 0, drained: 0, landed: 0, duplicates: 0, conflicts: 0, failed: 0, snapshots: [], rounds: 0, forwarded: 0, retries: 0, replans: 0, errors: [] }
   // the lease is an optimisation: a store that cannot answer for it does not stop a fold
   const holdLease = () => (opts.lease ? opts.lease.lease.hold().catch(() => true) : Promise.resolve(true))
-  if (!(await holdLease())) {
+  // a holder gives the lease up as its rounds end: one look again after a short pause, so
+  // that an invocation arriving as the other one ends folds instead of forwarding
+  if (!(await holdLease()) && !(await sleep(LEASE_RECHECK_MS).then(holdLease))) {
     const notForwarded = await opts.lease!.forward(invoked)
     total.forwarded = invoked.length - notForwarded.length
     total.failedIds.push(...notForwarded)
@@ -174,6 +181,9 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
       }
     }
   } finally {
+    // the last round's snapshot has landed (or it failed): the lease goes at once, for
+    // whichever invocation comes next
+    const releasing = opts.lease?.lease.release().catch(() => undefined)
     await awaitCollections()
     // collected for a round that will not run: visible again at once for the next committer
     const unfolded = next.filter((e) => e.drained).map((e) => e.drained!)
@@ -182,7 +192,7 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
     await Promise.all(settling)
     // the LATEST rewrites went out beside the deletions; done before the instance may freeze
     await committer.table.snapshots.settleHints()
-    await opts.lease?.lease.release().catch(() => undefined)
+    await releasing
   }
   if (settleError !== undefined) throw settleError
   return total

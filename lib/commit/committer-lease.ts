@@ -67,13 +67,16 @@ export class CommitterLease {
     return this.writing
   }
 
-  /** Gives the lease up if this owner holds it (another may have taken it meanwhile). */
+  /**
+   * Gives the lease up if this owner holds it: one DELETE, after its own last PUT. Should
+   * another have taken it over meanwhile (this one's had lapsed), that one's next renewal
+   * finds no lease and takes it again.
+   */
   async release(): Promise<void> {
     await this.writing
     if (!this.held) return
     this.held = false
-    const current = await this.read()
-    if (current?.owner === this.owner) await this.store.delete(COMMITTER_LEASE_KEY)
+    await this.store.delete(COMMITTER_LEASE_KEY)
   }
 
   private async read(): Promise<LeaseRecord | null> {
