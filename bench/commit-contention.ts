@@ -580,13 +580,25 @@ function queuedStats(q: QueuedPath, traces: QueuedCommitTrace[]): QueuedStats {
   const messages = sum((p) => p.messages)
   const s3ByKey: Record<string, number> = {}
   for (const p of ps) for (const [k, v] of Object.entries(p.s3ByKey)) s3ByKey[k] = (s3ByKey[k] ?? 0) + v / ps.length
-  // idle gaps of one environment between two invocations that both carried messages
+  // idle gaps between invocations that folded: with the committer lease one folds at a
+  // time, so the table's gap is from one folding invocation's end to the next one's start,
+  // whichever environment (per environment, the gap would include the other one's turn);
+  // without it, per environment, as before
   const gaps: number[] = []
-  const byEnv = new Map<number | null, CommitterProbe[]>()
-  for (const i of invs) byEnv.set(i.environmentId, [...(byEnv.get(i.environmentId) ?? []), i.probe])
-  for (const list of byEnv.values()) {
-    list.sort((a, b) => a.startedAt - b.startedAt)
-    for (let k = 1; k < list.length; k++) gaps.push(list[k].startedAt - list[k - 1].endedAt)
+  if (process.env.STRATA_COMMITTER_LEASE !== 'off') {
+    const list = invs.map((i) => i.probe).sort((a, b) => a.startedAt - b.startedAt)
+    let lastEnd = -Infinity
+    for (const p of list) {
+      if (p.startedAt > lastEnd && lastEnd > -Infinity) gaps.push(p.startedAt - lastEnd)
+      lastEnd = Math.max(lastEnd, p.endedAt)
+    }
+  } else {
+    const byEnv = new Map<number | null, CommitterProbe[]>()
+    for (const i of invs) byEnv.set(i.environmentId, [...(byEnv.get(i.environmentId) ?? []), i.probe])
+    for (const list of byEnv.values()) {
+      list.sort((a, b) => a.startedAt - b.startedAt)
+      for (let k = 1; k < list.length; k++) gaps.push(list[k].startedAt - list[k - 1].endedAt)
+    }
   }
   // when each snapshot came to exist, whichever committer created it
   const created = new Map<number, number>()
