@@ -1,11 +1,13 @@
 // Committer function: SQS FIFO event source on the table's commit queue (each message its
-// own group; the mapping's maxConcurrency 2 keeps the table's committers few). Adapts the
-// event to lib/commit/commit-service.ts, which drains the queue beyond the invoked batch,
-// folds every message into as few snapshots as it can (their senders follow the snapshots;
-// a conflict gets a receipt), deletes what it settled, and folds further rounds, each
-// received while the last one folds, while the queue has more (STRATA_COMMIT_ROUNDS_MS); the partial batch response names the invoked
-// messages that were not settled (a store failure, an unreadable body), which the queue
-// redelivers and, past maxReceiveCount, moves to the DLQ.
+// own group; the mapping's maxConcurrency 2 keeps the table's committers few, and the
+// committer lease keeps one folding: an invocation that finds the other holding it forwards
+// its batch, STRATA_COMMITTER_LEASE). Adapts the event to lib/commit/commit-service.ts,
+// which drains the queue beyond the invoked batch, folds every message into as few
+// snapshots as it can (their senders follow the snapshots; a conflict gets a receipt),
+// deletes what it settled, and folds further rounds, each received while the last one
+// folds, while the queue has more (STRATA_COMMIT_ROUNDS_MS); the partial batch response
+// names the invoked messages that were not settled or forwarded (a store failure, an
+// unreadable body), which the queue redelivers and, past maxReceiveCount, moves to the DLQ.
 
 import middy from '@middy/core'
 import { MetricUnit } from '@aws-lambda-powertools/metrics'
