@@ -20,7 +20,8 @@
 //   in it); the compactor holds its slot until its commit lands.
 //   folded (the deployed design): writers and compactors send commit messages to the
 //   table's commit queue; `committers` committer invocations at most (the event-source
-//   mapping's maxConcurrency 2) each take every message waiting when a round starts (up
+//   mapping's maxConcurrency 2; 1 with the committer lease, under which one folds and the
+//   other forwards its batches, a hop not modelled) each take every message waiting when a round starts (up
 //   to drainMax) and fold them into a snapshot. With committer rounds
 //   (lib/commit/commit-service.ts, the deployed default) a round's messages are received
 //   while the round before folds, so once it has landed the committer folds what arrived
