@@ -32,6 +32,7 @@ import type { CommitQueue, DrainableCommitQueue, QueuedCommitMessage } from './c
 import type { CommitterLease } from './committer-lease.ts'
 import { commitKeyOf } from './landed.ts'
 import { type CommitReceipt, writeReceipt } from './receipts.ts'
+import { setTimeout as sleep } from 'node:timers/promises'
 
 export interface InvokedMessage {
   id: string
@@ -100,7 +101,6 @@ const DRAIN_RECEIVES_AT_ONCE = 8
 /** Pause before an invocation that found the committer lease held looks once more. */
 const LEASE_RECHECK_MS = 20
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 export async function commitFromQueue(committer: BatchingCommitter, invoked: InvokedMessage[], opts: CommitServiceOptions): Promise<CommitServiceResult> {
   const total: CommitServiceResult = { failedIds: [], received: 0, drained: 0, landed: 0, duplicates: 0, conflicts: 0, failed: 0, snapshots: [], rounds: 0, forwarded: 0, retries: 0, replans: 0, errors: [] }

@@ -15,6 +15,7 @@ import { type BucketScope, bucketsScope } from '../manifest/bucket-scope.ts'
 import { type CommitRequest, type CommitResult, type Committer, CommitFailedError } from './committer.ts'
 import { CommitState, checkCompaction } from './conflicts.ts'
 import { type LandedCommits, commitKeyOf } from './landed.ts'
+import { setTimeout as sleep } from 'node:timers/promises'
 
 /** The direct path's request: the port's, plus a check of its own for the folding committer. */
 export interface DirectCommitRequest extends CommitRequest {
@@ -52,7 +53,6 @@ function backoffMs(attempt: number, capMs = 10_000): number {
   return base * (0.8 + Math.random() * 0.4)
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /** The direct committer: creates `snapshot-N` itself (Paimon's FileStoreCommitImpl). */
 export class FileStoreCommit implements Committer {

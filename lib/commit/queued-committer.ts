@@ -20,6 +20,7 @@ import { commitMessageOf, encodeCommitMessage } from './commit-message.ts'
 import type { CommitQueue } from './commit-queue.ts'
 import { commitKeyOf } from './landed.ts'
 import { type CommitReceipt, readReceipt, receiptKey } from './receipts.ts'
+import { setTimeout as sleep } from 'node:timers/promises'
 
 export interface QueuedCommitterOptions {
   /** the table's name in STRATA_TABLES, carried in the message for the committer to check */
@@ -31,7 +32,6 @@ export interface QueuedCommitterOptions {
   maxPollMs?: number
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /** The conflict receipt is read on the first poll and every this many polls after it. */
 const RECEIPT_EVERY_POLLS = 3
