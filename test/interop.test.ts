@@ -1205,15 +1205,17 @@ if (missing.length > 0 && !process.env.CI) {
         }
         const done = (o: Outcome) => expect(o.ok, `${o.what}: ${o.error}`).toBe(true)
         const [puDelete, frDelete, maxRetract, frDv, removeIgnoreRetract, sequenceGroup, nested] = REFUSALS.map((r) => r.name)
-        const PU_REFUSAL = /Partial update can not accept delete records/
-        it(`${puDelete}: Paimon takes the -D, then fails every read; Strata refuses the -D at write, and fails to read Paimon's table the same way`, () => {
-          const { strata, paimon } = refusals.get(puDelete)!
-          done(outcome(paimon, 'write 2'))
-          refused(outcome(paimon, 'read'), PU_REFUSAL)
-          refused(outcome(strata, 'write 2'), PU_REFUSAL)
-          expect(outcome(strata, 'read').output).toBe(JSON.stringify([{ id: 1, a: 1 }]))
-          refused(outcome(strata, "read of Paimon's table"), PU_REFUSAL)
-        })
+        /** Paimon takes the retraction and then fails every read; Strata refuses it at write (keeping `rows`) and fails to read Paimon's table the same way. */
+        const refusedAtMerge = (name: string, kind: string, refusal: RegExp, rows: Rec[]) =>
+          it(`${name}: Paimon takes the ${kind}, then fails every read; Strata refuses the ${kind} at write, and fails to read Paimon's table the same way`, () => {
+            const { strata, paimon } = refusals.get(name)!
+            done(outcome(paimon, 'write 2'))
+            refused(outcome(paimon, 'read'), refusal)
+            refused(outcome(strata, 'write 2'), refusal)
+            expect(outcome(strata, 'read').output).toBe(JSON.stringify(rows))
+            refused(outcome(strata, "read of Paimon's table"), refusal)
+          })
+        refusedAtMerge(puDelete, '-D', /Partial update can not accept delete records/, [{ id: 1, a: 1 }])
         const FR_REFUSAL = /First row merge engine can not accept DELETE\/UPDATE_BEFORE records/
         it(`${frDelete}: Paimon refuses the -D at write (its lookup compaction merges it), and Strata reads Paimon's table as Paimon does`, () => {
           const { strata, paimon } = refusals.get(frDelete)!
@@ -1227,15 +1229,7 @@ if (missing.length > 0 && !process.env.CI) {
           // nothing of the refused batch was written
           expect(outcome(strata, 'read').output).toBe(JSON.stringify([{ id: 1, a: 1 }]))
         })
-        const MAX_REFUSAL = /Aggregate function 'max' does not support retraction/
-        it(`${maxRetract}: Paimon takes the -U, then fails every read; Strata refuses the -U at write, and fails to read Paimon's table the same way`, () => {
-          const { strata, paimon } = refusals.get(maxRetract)!
-          done(outcome(paimon, 'write 2'))
-          refused(outcome(paimon, 'read'), MAX_REFUSAL)
-          refused(outcome(strata, 'write 2'), MAX_REFUSAL)
-          expect(outcome(strata, 'read').output).toBe(JSON.stringify([{ id: 1, m: 5 }]))
-          refused(outcome(strata, "read of Paimon's table"), MAX_REFUSAL)
-        })
+        refusedAtMerge(maxRetract, '-U', /Aggregate function 'max' does not support retraction/, [{ id: 1, m: 5 }])
         const FR_DV_REFUSAL = /First row merge engine does not need deletion vectors/
         it(`${frDv}: Paimon refuses to create the table`, () => {
           refused(outcome(refusals.get(frDv)!.paimon, 'write 1'), FR_DV_REFUSAL)
