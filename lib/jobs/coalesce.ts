@@ -14,25 +14,37 @@
 //   every level-0 file up; a capped pick enqueues a follow-up), so its commit C removed f,
 //   which was live in S: C > S. Once done, the compactor looks at the bucket's level 0 in
 //   the latest snapshot (at or after C) and enqueues a follow-up when it holds a file the
-//   job did not see (needsFollowUp): S's file is one. The follow-up is keyed `l0:<g>`, g
+//   job did not see (followUpOf): S's file is one. The follow-up is keyed `l0:<g>`, g
 //   the oldest such file: sent after g landed, like any job of that form, and the key the
 //   writers landing next compute, so they share it. (J cannot have read a snapshot without
 //   f: it reads the latest when it starts, after it was sent.) A capped pick's follow-up
 //   (`more:<C>`) takes over the same way: it reads a snapshot after C.
-// - That argument needs every compaction to take all the level-0 files it sees: true for
-//   deletion-vector tables (Paimon's force-up-level-0 pick), not for others, whose
-//   universal pick may leave level-0 runs below the trigger, so a job keyed by a file it
-//   left would swallow the next writer's. Other tables key a job by the snapshot that made
-//   it (`s:<S>`, never shared), and a writer sends one only for a bucket that needs
-//   compaction in S, its own files included: the pick a job would make there is not empty
-//   (compactionNeeded: sorted runs past the trigger, size amplification or size ratio). A
-//   bucket below the trigger gets no job, and cannot need one until a writer's files make
-//   it need one, and that writer sends it. Their reads merge level 0 in, so no row waits
-//   for a job to be visible.
+// - That argument needs every job that reads f to take it, or to leave work behind that
+//   will. Every pick that is not empty takes all of level 0 (picks are newest-first
+//   prefixes of the sorted runs and never output to level 0); a pick capped by the input
+//   limit (compaction.max.file-num) may not, and leaves the rest to its follow-up (in a
+//   deletion-vector table always, `more:<C>`; in others as below). What remains is a job
+//   that finds nothing to pick. A deletion-vector table's pick (Paimon's
+//   force-up-level-0) is never empty while level 0 holds a file. Other tables' universal
+//   pick is empty below the trigger, so there a writer sends a job only for a bucket that
+//   needs compaction in S, its own files included (compactionNeeded: the pick a job would
+//   make there is not empty), and a follow-up goes out only when the bucket still needs
+//   compaction in the latest snapshot, capped or not (a bucket below the trigger needs no job: their
+//   reads merge level 0 in). Their key also names the files above level 0
+//   (`l0:<f>@<digest>`), which every compaction that lands changes, capped or not. So a job
+//   J keyed k that reads R >= S with the key still k saw no compaction land between S and
+//   R, only newer level-0 runs added; adding a newer sorted run keeps a pick non-empty (run
+//   count and size amplification only grow; a size-ratio pick that the new run breaks
+//   falls back to the run-count pick, now past the trigger), so J compacts and changes the
+//   key, and the writers that shared k are in what J read or seen by its follow-up check.
+//   If the key had changed by R, no later writer computes k again. (Without the digest a
+//   capped compaction landing between S and R could leave f and nothing to pick, and a
+//   later writer keyed `l0:<f>` would be dropped as J's duplicate.)
 // - A crashed compactor leaves its message on the queue: the redelivery compacts and
 //   checks again. A job sent more than 5 minutes after the first of its key is not
 //   deduplicated: at worst one more job per bucket per 5 minutes.
 
+import { createHash } from 'node:crypto'
 import type { Table } from '../table/table.ts'
 import { bucketsScope } from '../manifest/bucket-scope.ts'
 import { bucketDirOf } from '../manifest/bucket-state.ts'
@@ -64,34 +76,44 @@ async function liveFilesByBucket(table: Table, id: number, buckets: BucketRef[],
 /** Level-0 files of the buckets live in snapshot `id` (0: none), by bucketIdentifier, oldest first. */
 export async function levelZeroFiles(table: Table, id: number, buckets: BucketRef[]): Promise<Map<string, ManifestEntry[]>> {
   const out = await liveFilesByBucket(table, id, buckets, true)
-  // oldest first: lowest sequence numbers, then name (a tie is settled the same way everywhere)
-  for (const list of out.values()) {
-    list.sort((a, b) => (a.file.minSequenceNumber !== b.file.minSequenceNumber ? (a.file.minSequenceNumber < b.file.minSequenceNumber ? -1 : 1) : a.file.fileName < b.file.fileName ? -1 : a.file.fileName > b.file.fileName ? 1 : 0))
-  }
+  for (const list of out.values()) list.sort(oldestFirst)
   return out
 }
 
-/** The deduplication key of each bucket's job, for files that landed in snapshot `landedAt` or before. */
-export async function writerJobKeys(table: Table, landedAt: number, buckets: BucketRef[]): Promise<Map<string, string>> {
-  const out = new Map<string, string>()
-  const l0 = table.view.options.deletionVectors ? await levelZeroFiles(table, landedAt, buckets) : new Map<string, ManifestEntry[]>()
-  for (const b of buckets) {
-    const k = bucketIdentifier(b.partition, b.bucket)
-    const oldest = l0.get(k)?.[0]
-    out.set(k, oldest ? `l0:${oldest.file.fileName}` : `s:${landedAt}`)
-  }
-  return out
+/** Oldest first: lowest sequence numbers, then name (a tie is settled the same way everywhere). */
+function oldestFirst(a: ManifestEntry, b: ManifestEntry): number {
+  if (a.file.minSequenceNumber !== b.file.minSequenceNumber) return a.file.minSequenceNumber < b.file.minSequenceNumber ? -1 : 1
+  return a.file.fileName < b.file.fileName ? -1 : a.file.fileName > b.file.fileName ? 1 : 0
 }
 
 /**
- * The buckets of a table without deletion vectors that need compaction in snapshot `id`
- * (see the file comment); a deletion-vector table's are all of them (each gets a job, keyed
- * to coalesce).
+ * The deduplication key of a job for a bucket holding these live files in snapshot `id`
+ * (see the file comment): `l0:<its oldest level-0 file>`, followed without deletion vectors
+ * by `@<a digest of its files above level 0>`; `s:<id>` when level 0 is empty.
  */
-export async function bucketsNeedingJobs(table: Table, id: number, buckets: BucketRef[]): Promise<BucketRef[]> {
-  if (table.view.options.deletionVectors) return buckets
-  const files = await liveFilesByBucket(table, id, buckets, false)
-  return buckets.filter((b) => compactionNeeded(table, files.get(bucketIdentifier(b.partition, b.bucket)) ?? []))
+export function jobKeyOf(table: Table, files: ManifestEntry[], id: number): string {
+  let oldest: ManifestEntry | undefined
+  for (const e of files) if (e.file.level === 0 && (!oldest || oldestFirst(e, oldest) < 0)) oldest = e
+  if (!oldest) return `s:${id}`
+  if (table.view.options.deletionVectors) return `l0:${oldest.file.fileName}`
+  const above = files.filter((e) => e.file.level > 0).map((e) => e.file.fileName).sort()
+  return `l0:${oldest.file.fileName}@${createHash('sha256').update(above.join('\n')).digest('base64url').slice(0, 16)}`
+}
+
+/**
+ * The buckets whose files landed in snapshot `id` that get a job, and each one's key: in a
+ * table without deletion vectors only those that need compaction in `id` (see the file
+ * comment); in a deletion-vector table all of them.
+ */
+export async function bucketsNeedingJobs(table: Table, id: number, buckets: BucketRef[]): Promise<{ bucket: BucketRef; dedupKey: string }[]> {
+  const dv = table.view.options.deletionVectors
+  const files = await liveFilesByBucket(table, id, buckets, dv)
+  const out: { bucket: BucketRef; dedupKey: string }[] = []
+  for (const b of buckets) {
+    const live = files.get(bucketIdentifier(b.partition, b.bucket)) ?? []
+    if (dv || compactionNeeded(table, live)) out.push({ bucket: b, dedupKey: jobKeyOf(table, live, id) })
+  }
+  return out
 }
 
 /**
@@ -100,9 +122,7 @@ export async function bucketsNeedingJobs(table: Table, id: number, buckets: Buck
  * other tables the buckets that need compaction.
  */
 export async function writerJobs(tableName: string, table: Table, landedAt: number, touched: BucketRef[], now = Date.now()): Promise<CompactionJob[]> {
-  const buckets = await bucketsNeedingJobs(table, landedAt, touched)
-  const keys = await writerJobKeys(table, landedAt, buckets)
-  return buckets.map(({ partition, bucket }) => {
+  return (await bucketsNeedingJobs(table, landedAt, touched)).map(({ bucket: { partition, bucket }, dedupKey }) => {
     const { path } = bucketDirOf(table, partition, bucket)
     return {
       table: tableName,
@@ -111,27 +131,42 @@ export async function writerJobs(tableName: string, table: Table, landedAt: numb
       bucket,
       snapshotId: landedAt,
       enqueuedAt: now,
-      dedupKey: keys.get(bucketIdentifier(partition, bucket)),
+      dedupKey,
     }
   })
 }
 
 /**
- * After a compaction job of a bucket that read snapshot `baseSnapshotId`: when the bucket
- * now has level-0 files the job did not see, the follow-up job's key, `l0:<the oldest of
- * them>` (the key the writers landing from now on compute too, so the follow-up and their
- * jobs are one message), and the latest snapshot id; else null. Without deletion vectors:
- * a follow-up (`s:<latest>`) when the bucket still needs compaction in the latest snapshot.
+ * The follow-up job a bucket gets after a compaction job that read snapshot
+ * `baseSnapshotId` and landed `snapshotId` (null: nothing to compact), or null.
+ * - Deletion vectors: a capped input (`needsMore`) always gets one (`more:<its snapshot>`);
+ *   otherwise one when the bucket now has level-0 files the job did not see, keyed
+ *   `l0:<the oldest of them>` (the key the writers landing from now on compute too, so the
+ *   follow-up and their jobs are one message).
+ * - Without: one when the bucket still needs compaction in the latest snapshot, capped or
+ *   not, keyed as a writer there would key it (jobKeyOf), so that the writers landing next
+ *   share it. `ownKeys`: the keys of the jobs just done; a follow-up never takes one of
+ *   them (SQS would drop it as their duplicate), which the argument in the file comment
+ *   says cannot happen, but costs nothing to rule out.
  */
-export async function needsFollowUp(table: Table, baseSnapshotId: number, knownLatestId: number, b: BucketRef): Promise<{ snapshotId: number; dedupKey: string } | null> {
+export async function followUpOf(
+  table: Table,
+  result: { baseSnapshotId: number; snapshotId: number | null; needsMore: boolean },
+  b: BucketRef,
+  ownKeys: (string | undefined)[] = [],
+): Promise<{ snapshotId: number; dedupKey: string } | null> {
+  const dv = table.view.options.deletionVectors
+  if (dv && result.needsMore && result.snapshotId !== null) return { snapshotId: result.snapshotId, dedupKey: `more:${result.snapshotId}` }
+  const baseSnapshotId = result.baseSnapshotId
+  const knownLatestId = result.snapshotId ?? 0
   const latest = await table.snapshots.latestFrom(Math.max(baseSnapshotId, knownLatestId))
   const k = bucketIdentifier(b.partition, b.bucket)
-  if (!table.view.options.deletionVectors) {
-    // no writer's job was coalesced, but a universal pick can leave its bucket needing the
-    // next one (sorted runs at the trigger, then size amplification or size ratio)
+  if (!dv) {
     if (!latest) return null
-    const files = await liveFilesByBucket(table, latest.id, [b], false)
-    return compactionNeeded(table, files.get(k) ?? []) ? { snapshotId: latest.id, dedupKey: `s:${latest.id}` } : null
+    const files = (await liveFilesByBucket(table, latest.id, [b], false)).get(k) ?? []
+    if (!compactionNeeded(table, files)) return null
+    const key = jobKeyOf(table, files, latest.id)
+    return { snapshotId: latest.id, dedupKey: ownKeys.includes(key) ? `s:${latest.id}` : key }
   }
   if (!latest || latest.id === baseSnapshotId) return null
   const [before, now] = await Promise.all([levelZeroFiles(table, baseSnapshotId, [b]), levelZeroFiles(table, latest.id, [b])])

@@ -14,7 +14,7 @@ import type { Table } from '../table/table.ts'
 import { type Committer, CommitFailedError } from '../commit/committer.ts'
 import { CommitConflictError } from '../types.ts'
 import { type CompactionJob, type GiveBack, type JobQueue, bucketKeyOf, decodeJob } from './compaction-job.ts'
-import { needsFollowUp } from './coalesce.ts'
+import { followUpOf } from './coalesce.ts'
 
 export interface JobMessage {
   id: string
@@ -221,10 +221,7 @@ async function compactGroup(jobs: CompactionJob[], group: JobMessage[], opts: Pr
   if (target.jobs) {
     // the input cap left work behind, or level-0 files landed that the job did not see
     // (their writers' jobs were coalesced into this one: lib/jobs/coalesce.ts)
-    const next =
-      result.needsMore && result.snapshotId !== null
-        ? { snapshotId: result.snapshotId, dedupKey: `more:${result.snapshotId}` }
-        : await needsFollowUp(target.table, result.baseSnapshotId, result.snapshotId ?? 0, { partition, bucket: job.bucket })
+    const next = await followUpOf(target.table, result, { partition, bucket: job.bucket }, jobs.map((j) => j.dedupKey))
     if (next !== null) {
       await target.jobs.enqueue([{ ...job, snapshotId: next.snapshotId, followUp: true, enqueuedAt: endedAt, dedupKey: next.dedupKey }])
       followUp = true
