@@ -5,41 +5,39 @@
 // The mechanism is SQS FIFO deduplication, keyed so that a writer's job is dropped only
 // when an earlier job is bound to take its files, or to leave a follow-up that will:
 // - A writer whose commit landed in snapshot S keys each touched bucket's job by the
-//   bucket's oldest level-0 file live in S (`l0:<file>`; its own file when the bucket had
-//   none). Every writer that lands while that file is still level 0 computes the same key,
-//   so within SQS's 5-minute deduplication window they share the one job the first sent.
-// - Why no file is left without a job. Take the job J sent under `l0:<f>`; J was sent after
-//   f landed. If J reads a snapshot at or after S, it compacts S's files. If it read an
-//   earlier one that held f, its compaction took f (a deletion-vector table's pick forces
-//   every level-0 file up; a capped pick enqueues a follow-up), so its commit C removed f,
-//   which was live in S: C > S. Once done, the compactor looks at the bucket's level 0 in
-//   the latest snapshot (at or after C) and enqueues a follow-up when it holds a file the
-//   job did not see (followUpOf): S's file is one. The follow-up is keyed `l0:<g>`, g
-//   the oldest such file: sent after g landed, like any job of that form, and the key the
-//   writers landing next compute, so they share it. (J cannot have read a snapshot without
-//   f: it reads the latest when it starts, after it was sent.) A capped pick's follow-up
-//   (`more:<C>`) takes over the same way: it reads a snapshot after C.
-// - That argument needs every job that reads f to take it, or to leave work behind that
-//   will. Every pick that is not empty takes all of level 0 (picks are newest-first
-//   prefixes of the sorted runs and never output to level 0); a pick capped by the input
-//   limit (compaction.max.file-num) may not, and leaves the rest to its follow-up (in a
-//   deletion-vector table always, `more:<C>`; in others as below). What remains is a job
-//   that finds nothing to pick. A deletion-vector table's pick (Paimon's
-//   force-up-level-0) is never empty while level 0 holds a file. Other tables' universal
-//   pick is empty below the trigger, so there a writer sends a job only for a bucket that
-//   needs compaction in S, its own files included (compactionNeeded: the pick a job would
-//   make there is not empty), and a follow-up goes out only when the bucket still needs
-//   compaction in the latest snapshot, capped or not (a bucket below the trigger needs no job: their
-//   reads merge level 0 in). Their key also names the files above level 0
-//   (`l0:<f>@<digest>`), which every compaction that lands changes, capped or not. So a job
-//   J keyed k that reads R >= S with the key still k saw no compaction land between S and
-//   R, only newer level-0 runs added; adding a newer sorted run keeps a pick non-empty (run
-//   count and size amplification only grow; a size-ratio pick that the new run breaks
-//   falls back to the run-count pick, now past the trigger), so J compacts and changes the
-//   key, and the writers that shared k are in what J read or seen by its follow-up check.
-//   If the key had changed by R, no later writer computes k again. (Without the digest a
-//   capped compaction landing between S and R could leave f and nothing to pick, and a
-//   later writer keyed `l0:<f>` would be dropped as J's duplicate.)
+//   bucket's files live in S (jobKeyOf): its oldest level-0 file f and a digest of its files
+//   above level 0, `l0:<f>@<digest>`. Every compaction that lands changes the key: it takes
+//   f or writes new files above level 0 (a compaction never outputs to level 0). Between
+//   two landed compactions the key stays put while writers add newer level-0 files, so
+//   every writer landing meanwhile computes the same key, and within SQS's 5-minute
+//   deduplication window they share the one job the first sent.
+// - Why no file is left without a job. Take a job J sent under key k (after S, where k was
+//   the bucket's key). J reads the latest snapshot R when it starts. If the key was still
+//   k at R, J reads every file of the writers that shared k and landed by R, and the
+//   others (landing after R, while k held) are in the latest snapshot after J's commit,
+//   which J's follow-up check looks at (followUpOf). If the key had changed by R, a
+//   compaction landed after S; no later writer computes k again, and the writers that
+//   shared k landed before that compaction's follow-up check, which sees them. What the
+//   argument needs from the follow-up check: it sends a job whenever the bucket has work
+//   for one, keyed as a writer landing there keys its job (the key the next writers
+//   compute, so they share it), and it never shares a key with a job that is done.
+// - When a bucket has work for a job. A deletion-vector table's readers skip level 0, so
+//   every level-0 file needs a job: its writers send one for every touched bucket, and the
+//   follow-up goes out when level 0 holds a file the job did not see, or the job's input
+//   was capped (compaction.max.file-num, which may leave level-0 files). Its pick (Paimon's
+//   force-up-level-0) is never empty while level 0 holds a file. Other tables' reads merge
+//   level 0 in, and their universal pick is empty below the trigger: their writers send a
+//   job only for a bucket that needs compaction in S, its own files included
+//   (compactionNeeded: the pick a job would make there is not empty), and the follow-up
+//   goes out when the bucket still needs compaction in the latest snapshot, capped or not.
+//   A job J keyed k, sent when the bucket needed compaction, that reads R with the key
+//   still k finds something to pick: only newer level-0 runs were added since, and a newer
+//   sorted run keeps a pick non-empty (run count and size amplification only grow; a
+//   size-ratio pick that the new run breaks falls back to the run-count pick, now past the
+//   trigger). So a job that does nothing never leaves its key behind for a writer to share.
+//   (Keyed by f alone, a capped compaction could land between S and R, leave f, and leave J
+//   nothing to pick; a later writer keyed by f would then be dropped as J's duplicate. The
+//   property test in test/job-coalescing.test.ts finds this with an input cap of 2.)
 // - A crashed compactor leaves its message on the queue: the redelivery compacts and
 //   checks again. A job sent more than 5 minutes after the first of its key is not
 //   deduplicated: at worst one more job per bucket per 5 minutes.
@@ -88,14 +86,13 @@ function oldestFirst(a: ManifestEntry, b: ManifestEntry): number {
 
 /**
  * The deduplication key of a job for a bucket holding these live files in snapshot `id`
- * (see the file comment): `l0:<its oldest level-0 file>`, followed without deletion vectors
- * by `@<a digest of its files above level 0>`; `s:<id>` when level 0 is empty.
+ * (see the file comment): `l0:<its oldest level-0 file>@<a digest of its files above level
+ * 0>`; `s:<id>` when level 0 is empty.
  */
-export function jobKeyOf(table: Table, files: ManifestEntry[], id: number): string {
+export function jobKeyOf(files: ManifestEntry[], id: number): string {
   let oldest: ManifestEntry | undefined
   for (const e of files) if (e.file.level === 0 && (!oldest || oldestFirst(e, oldest) < 0)) oldest = e
   if (!oldest) return `s:${id}`
-  if (table.view.options.deletionVectors) return `l0:${oldest.file.fileName}`
   const above = files.filter((e) => e.file.level > 0).map((e) => e.file.fileName).sort()
   return `l0:${oldest.file.fileName}@${createHash('sha256').update(above.join('\n')).digest('base64url').slice(0, 16)}`
 }
@@ -107,11 +104,11 @@ export function jobKeyOf(table: Table, files: ManifestEntry[], id: number): stri
  */
 export async function bucketsNeedingJobs(table: Table, id: number, buckets: BucketRef[]): Promise<{ bucket: BucketRef; dedupKey: string }[]> {
   const dv = table.view.options.deletionVectors
-  const files = await liveFilesByBucket(table, id, buckets, dv)
+  const files = await liveFilesByBucket(table, id, buckets, false)
   const out: { bucket: BucketRef; dedupKey: string }[] = []
   for (const b of buckets) {
     const live = files.get(bucketIdentifier(b.partition, b.bucket)) ?? []
-    if (dv || compactionNeeded(table, live)) out.push({ bucket: b, dedupKey: jobKeyOf(table, live, id) })
+    if (dv || compactionNeeded(table, live)) out.push({ bucket: b, dedupKey: jobKeyOf(live, id) })
   }
   return out
 }
@@ -138,16 +135,14 @@ export async function writerJobs(tableName: string, table: Table, landedAt: numb
 
 /**
  * The follow-up job a bucket gets after a compaction job that read snapshot
- * `baseSnapshotId` and landed `snapshotId` (null: nothing to compact), or null.
- * - Deletion vectors: a capped input (`needsMore`) always gets one (`more:<its snapshot>`);
- *   otherwise one when the bucket now has level-0 files the job did not see, keyed
- *   `l0:<the oldest of them>` (the key the writers landing from now on compute too, so the
- *   follow-up and their jobs are one message).
- * - Without: one when the bucket still needs compaction in the latest snapshot, capped or
- *   not, keyed as a writer there would key it (jobKeyOf), so that the writers landing next
- *   share it. `ownKeys`: the keys of the jobs just done; a follow-up never takes one of
- *   them (SQS would drop it as their duplicate), which the argument in the file comment
- *   says cannot happen, but costs nothing to rule out.
+ * `baseSnapshotId` and landed `snapshotId` (null: nothing to compact), or null: with
+ * deletion vectors when the job's input was capped (`needsMore`) or the bucket now has
+ * level-0 files the job did not see; without, when the bucket still needs compaction in the
+ * latest snapshot. It is keyed as a writer landing in the latest snapshot keys its job
+ * (jobKeyOf), so that the follow-up and the jobs of the writers landing next are one
+ * message. `ownKeys`: the keys of the jobs just done; a follow-up never takes one of them
+ * (SQS would drop it as their duplicate): the file comment argues it cannot happen but for
+ * a capped compaction whose output was empty, and ruling it out costs nothing.
  */
 export async function followUpOf(
   table: Table,
@@ -155,22 +150,19 @@ export async function followUpOf(
   b: BucketRef,
   ownKeys: (string | undefined)[] = [],
 ): Promise<{ snapshotId: number; dedupKey: string } | null> {
-  const dv = table.view.options.deletionVectors
-  if (dv && result.needsMore && result.snapshotId !== null) return { snapshotId: result.snapshotId, dedupKey: `more:${result.snapshotId}` }
-  const baseSnapshotId = result.baseSnapshotId
-  const knownLatestId = result.snapshotId ?? 0
-  const latest = await table.snapshots.latestFrom(Math.max(baseSnapshotId, knownLatestId))
+  const latest = await table.snapshots.latestFrom(Math.max(result.baseSnapshotId, result.snapshotId ?? 0))
+  if (!latest) return null
   const k = bucketIdentifier(b.partition, b.bucket)
-  if (!dv) {
-    if (!latest) return null
-    const files = (await liveFilesByBucket(table, latest.id, [b], false)).get(k) ?? []
-    if (!compactionNeeded(table, files)) return null
-    const key = jobKeyOf(table, files, latest.id)
-    return { snapshotId: latest.id, dedupKey: ownKeys.includes(key) ? `s:${latest.id}` : key }
+  const files = (await liveFilesByBucket(table, latest.id, [b], false)).get(k) ?? []
+  let due: boolean
+  if (!table.view.options.deletionVectors) due = compactionNeeded(table, files)
+  else if (result.needsMore && result.snapshotId !== null) due = true
+  else if (latest.id === result.baseSnapshotId) due = false
+  else {
+    const seen = new Set(((await levelZeroFiles(table, result.baseSnapshotId, [b])).get(k) ?? []).map((e) => e.file.fileName))
+    due = files.some((e) => e.file.level === 0 && !seen.has(e.file.fileName))
   }
-  if (!latest || latest.id === baseSnapshotId) return null
-  const [before, now] = await Promise.all([levelZeroFiles(table, baseSnapshotId, [b]), levelZeroFiles(table, latest.id, [b])])
-  const seen = new Set((before.get(k) ?? []).map((e) => e.file.fileName))
-  const unseen = (now.get(k) ?? []).find((e) => !seen.has(e.file.fileName))
-  return unseen ? { snapshotId: latest.id, dedupKey: `l0:${unseen.file.fileName}` } : null
+  if (!due) return null
+  const key = jobKeyOf(files, latest.id)
+  return { snapshotId: latest.id, dedupKey: ownKeys.includes(key) ? `more:${latest.id}` : key }
 }
