@@ -38,7 +38,7 @@ export async function compactorHandler(event: SQSEvent, context?: Context): Prom
     giveBack: own?.jobs?.giveBack ? (m) => own.jobs!.giveBack!(m) : undefined,
     onOutcome: (o) => {
       const r = o.result
-      logger.info(r.snapshotId === null ? 'nothing to compact' : 'compacted', {
+      logger.info(o.overtaken ? 'redelivered job overtaken by a landed compaction: follow-up check only' : r.snapshotId === null ? 'nothing to compact' : 'compacted', {
         table: o.job.table, partition: o.job.partition, bucket: o.job.bucket, snapshot: r.snapshotId,
         inputFiles: r.inputFiles, outputFiles: r.outputFiles, upgradedFiles: r.upgradedFiles, rowsIn: r.rowsIn, rowsOut: r.rowsOut,
         rowsDeletedByVector: r.rowsDeletedByVector, outputLevel: r.outputLevel, followUp: o.followUp, coalesced: o.messageIds.length, requestId: context?.awsRequestId,
@@ -50,6 +50,7 @@ export async function compactorHandler(event: SQSEvent, context?: Context): Prom
       metrics.addMetric('CommitRetries', MetricUnit.Count, r.retries + o.conflictRetries)
       metrics.addMetric('JobQueueAge', MetricUnit.Milliseconds, Math.max(0, o.startedAt - o.job.enqueuedAt))
       if (r.backPressure) metrics.addMetric('BackPressureBuckets', MetricUnit.Count, 1)
+      if (o.overtaken) metrics.addMetric('JobsOvertaken', MetricUnit.Count, 1)
     },
   })
   // "compactor busy": milliseconds this invocation spent compacting

@@ -8,7 +8,9 @@
 //   2. A failing bucket's message comes back after its short backoff, not after the
 //      queue's visibility timeout; the other buckets of the batch are compacted.
 //   3. Buckets not started when the remaining time runs short come back at once.
-//   4. Without deletion vectors, a writer sends a job only for a bucket that needs
+//   4. A compactor that dies after its commit landed: the redelivered job only makes the
+//      follow-up check, and the bucket never holds more than 2 jobs.
+//   5. Without deletion vectors, a writer sends a job only for a bucket that needs
 //      compaction (property, against the sorted-run rules), and none is left needing one.
 
 import { ChangeMessageVisibilityCommand, CreateQueueCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, type Message, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs'
@@ -16,7 +18,7 @@ import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { CommitRequest, Committer } from '../lib/commit/committer.ts'
 import { writerJobs } from '../lib/jobs/coalesce.ts'
-import { compactionNeeded } from '../lib/lsm/compact-task.ts'
+import { compactBucket, compactionNeeded } from '../lib/lsm/compact-task.ts'
 import type { ManifestEntry } from '../lib/types.ts'
 import { type CompactionJob, SqsJobQueue, messageGroupId } from '../lib/jobs/compaction-job.ts'
 import { type JobMessage, type ProcessOptions, processCompactionJobs } from '../lib/jobs/process-jobs.ts'
@@ -64,8 +66,8 @@ async function depth(url: string): Promise<number> {
   return Number(a.Attributes?.ApproximateNumberOfMessages ?? 0) + Number(a.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0)
 }
 
-async function receive(url: string): Promise<Message[]> {
-  const got = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, MessageSystemAttributeNames: ['All'], WaitTimeSeconds: 0 }))
+async function receive(url: string, max = 10): Promise<Message[]> {
+  const got = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: max, MessageSystemAttributeNames: ['All'], WaitTimeSeconds: 0 }))
   return got.Messages ?? []
 }
 
@@ -184,6 +186,60 @@ describe('compaction jobs coalesce', () => {
     const model = new TableModel('deduplicate')
     for (let i = 0; i < 10; i++) await write(name, table, jobs, model, put([i], i))
     expect(await depth(url)).toBe(1)
+  })
+})
+
+describe('a compactor that dies after its commit landed', () => {
+  it('its redelivered job is overtaken: the follow-up check only, sharing the queued job\'s key; never more than 2 jobs for the bucket', async () => {
+    const { name, table, url, jobs } = await setup({ bucket: '1', 'compaction.task-threads': '-1' })
+    const model = new TableModel('deduplicate')
+    await write(name, table, jobs, model, put([1], 1))
+    // the dying invocation: receives the job, its compaction lands, then it is gone before
+    // its follow-up check and before the event source deletes the message
+    const [dying] = await receive(url, 1)
+    const dyingJob = JSON.parse(dying.Body!) as CompactionJob
+    expect((await compactBucket(table, { partition: new Uint8Array(Buffer.from(dyingJob.partitionBytes, 'base64')), bucket: dyingJob.bucket })).snapshotId).not.toBeNull()
+    // a writer after that commit: a new key, queued behind the message in flight
+    await write(name, table, jobs, model, put([2], 2))
+    expect(await depth(url)).toBe(2)
+    // the visibility timeout passes; the redelivery comes alone, and a write races whatever
+    // commit it makes (with a compaction, its follow-up would be a third job)
+    await sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: dying.ReceiptHandle!, VisibilityTimeout: 0 }))
+    const again = await receive(url, 1)
+    expect(again.map((m) => [m.MessageId, m.Attributes?.ApproximateReceiveCount])).toEqual([[dying.MessageId, '2']])
+    let raced = false
+    const racing: Committer = {
+      async commit(req: CommitRequest) {
+        if (!raced) (raced = true, await write(name, table, jobs, model, put([3], 3)))
+        return table.committer.commit(req)
+      },
+    }
+    const opts: ProcessOptions = { resolve: async () => ({ table, jobs, committer: racing }), giveBack: (m) => jobs.giveBack(m) }
+    const res = await processCompactionJobs(again.map(jobMessage), opts)
+    expect(res.errors).toEqual([])
+    expect(res.outcomes.map((o) => [o.overtaken, o.result.snapshotId])).toEqual([[true, null]])
+    expect(await depth(url), 'jobs for the bucket, the redelivery still in flight').toBeLessThanOrEqual(2)
+    await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: [{ Id: '0', ReceiptHandle: again[0].ReceiptHandle! }] }))
+    expect(await depth(url)).toBe(1)
+    // the queued job compacts what is left
+    for (let guard = 0; guard < 10 && (await depth(url)) > 0; guard++) await compactBatch(url, await receive(url), opts)
+    if (!raced) await write(name, table, jobs, model, put([3], 3))
+    for (let guard = 0; guard < 10 && (await depth(url)) > 0; guard++) await compactBatch(url, await receive(url), opts)
+    const latest = await table.snapshots.latest()
+    expect((await table.manifests.liveEntries(latest!)).filter((e) => e.file.level === 0)).toEqual([])
+    expect(sortRows(await readAll(table))).toEqual(model.snapshot())
+  })
+
+  it('a redelivery whose compaction had not landed compacts', async () => {
+    const { name, table, url, jobs } = await setup({ bucket: '1', 'compaction.task-threads': '-1' })
+    const model = new TableModel('deduplicate')
+    await write(name, table, jobs, model, put([1], 1))
+    const [dying] = await receive(url, 1)
+    await sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: dying.ReceiptHandle!, VisibilityTimeout: 0 }))
+    const again = await receive(url, 1)
+    const res = await compactBatch(url, again, { resolve: async () => ({ table, jobs }) })
+    expect(res.outcomes.map((o) => [o.overtaken ?? false, o.result.snapshotId !== null])).toEqual([[false, true]])
+    expect(await depth(url)).toBe(0)
   })
 })
 

@@ -38,8 +38,14 @@
 //   (Keyed by f alone, a capped compaction could land between S and R, leave f, and leave J
 //   nothing to pick; a later writer keyed by f would then be dropped as J's duplicate. The
 //   property test in test/job-coalescing.test.ts finds this with an input cap of 2.)
-// - A crashed compactor leaves its message on the queue: the redelivery compacts and
-//   checks again. A job sent more than 5 minutes after the first of its key is not
+// - A compactor that dies after its commit landed leaves its message on the queue without
+//   the follow-up check, and the writers landing after its commit have sent a job under
+//   the new key, queued behind the message. The redelivery is then overtaken (overtakenAt:
+//   every job of it keyed `l0:`, none with the bucket's key now): it compacts nothing and
+//   makes the follow-up check the dead invocation owed, as a job that saw no file, so
+//   its follow-up and the queued job share the current key. Compacting instead would land
+//   another compaction, change the key again and leave three jobs for the bucket. A
+//   redelivery whose compaction had not landed finds its key unchanged and compacts. A job sent more than 5 minutes after the first of its key is not
 //   deduplicated: at worst one more job per bucket per 5 minutes.
 
 import { createHash } from 'node:crypto'
@@ -165,4 +171,18 @@ export async function followUpOf(
   if (!due) return null
   const key = jobKeyOf(files, latest.id)
   return { snapshotId: latest.id, dedupKey: ownKeys.includes(key) ? `more:${latest.id}` : key }
+}
+
+/**
+ * When every one of a bucket's redelivered jobs names a key the bucket's compactions have
+ * since changed (each keyed `l0:`, none equal to the bucket's key in the latest snapshot),
+ * the latest snapshot id; else null (see the file comment).
+ */
+export async function overtakenAt(table: Table, jobs: CompactionJob[], b: BucketRef): Promise<number | null> {
+  if (!jobs.every((j) => j.dedupKey?.startsWith('l0:'))) return null
+  const latest = await table.snapshots.latest()
+  if (!latest) return null
+  const files = (await liveFilesByBucket(table, latest.id, [b], false)).get(bucketIdentifier(b.partition, b.bucket)) ?? []
+  const now = jobKeyOf(files, latest.id)
+  return jobs.some((j) => j.dedupKey === now) ? null : latest.id
 }

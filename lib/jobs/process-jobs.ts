@@ -14,7 +14,7 @@ import type { Table } from '../table/table.ts'
 import { type Committer, CommitFailedError } from '../commit/committer.ts'
 import { CommitConflictError } from '../types.ts'
 import { type CompactionJob, type GiveBack, type JobQueue, bucketKeyOf, decodeJob } from './compaction-job.ts'
-import { followUpOf } from './coalesce.ts'
+import { followUpOf, overtakenAt } from './coalesce.ts'
 
 export interface JobMessage {
   id: string
@@ -38,6 +38,8 @@ export interface JobOutcome {
   followUp: boolean
   /** fresh-state retries after a commit conflict or a commit that lost every race */
   conflictRetries: number
+  /** redelivered jobs whose bucket was compacted since they were keyed: no compaction, only the follow-up check (lib/jobs/coalesce.ts) */
+  overtaken?: boolean
 }
 
 export interface ProcessOptions {
@@ -194,6 +196,21 @@ async function compactGroup(jobs: CompactionJob[], group: JobMessage[], opts: Pr
   if (!target) throw new Error(`message ${group[0].id}: unknown table '${job.table}'`)
   const partition = new Uint8Array(Buffer.from(job.partitionBytes, 'base64'))
   const startedAt = Date.now()
+  const bucketRef = { partition, bucket: job.bucket }
+  const ownKeys = jobs.map((j) => j.dedupKey)
+  // a redelivery after a compactor died past its commit: the follow-up check it owed, no compaction
+  const overtaken = target.jobs && group.every((m) => (m.receiveCount ?? 1) > 1) ? await overtakenAt(target.table, jobs, bucketRef) : null
+  if (overtaken !== null) {
+    const next = await followUpOf(target.table, { baseSnapshotId: 0, snapshotId: overtaken, needsMore: false }, bucketRef, ownKeys)
+    if (next !== null) await target.jobs!.enqueue([{ ...job, snapshotId: next.snapshotId, followUp: true, enqueuedAt: Date.now(), dedupKey: next.dedupKey }])
+    const result: CompactBucketResult = {
+      snapshotId: null, baseSnapshotId: overtaken, inputFiles: 0, outputFiles: 0, upgradedFiles: 0, rowsIn: 0, rowsOut: 0,
+      rowsDeletedByVector: 0, outputLevel: null, needsMore: false, backPressure: false, retries: 0,
+    }
+    const outcome: JobOutcome = { job, messageIds: group.map((x) => x.id), result, startedAt, endedAt: Date.now(), followUp: next !== null, conflictRetries: 0, overtaken: true }
+    opts.onOutcome?.(outcome)
+    return outcome
+  }
   let result: CompactBucketResult
   let conflictRetries = 0
   for (;;) {
@@ -221,7 +238,7 @@ async function compactGroup(jobs: CompactionJob[], group: JobMessage[], opts: Pr
   if (target.jobs) {
     // the input cap left work behind, or level-0 files landed that the job did not see
     // (their writers' jobs were coalesced into this one: lib/jobs/coalesce.ts)
-    const next = await followUpOf(target.table, result, { partition, bucket: job.bucket }, jobs.map((j) => j.dedupKey))
+    const next = await followUpOf(target.table, result, bucketRef, ownKeys)
     if (next !== null) {
       await target.jobs.enqueue([{ ...job, snapshotId: next.snapshotId, followUp: true, enqueuedAt: endedAt, dedupKey: next.dedupKey }])
       followUp = true
