@@ -36,6 +36,7 @@ export async function compactorHandler(event: SQSEvent, context?: Context): Prom
     taskThreads: own?.taskThreads,
     remainingMs: context ? () => context.getRemainingTimeInMillis() : undefined,
     giveBack: own?.jobs?.giveBack ? (m) => own.jobs!.giveBack!(m) : undefined,
+    discard: own?.jobs?.discard ? (h) => own.jobs!.discard!(h) : undefined,
     onOutcome: (o) => {
       const r = o.result
       logger.info(o.overtaken ? 'redelivered job overtaken by a landed compaction: follow-up check only' : r.snapshotId === null ? 'nothing to compact' : 'compacted', {

@@ -9,7 +9,8 @@
 //      queue's visibility timeout; the other buckets of the batch are compacted.
 //   3. Buckets not started when the remaining time runs short come back at once.
 //   4. A compactor that dies after its commit landed: the redelivered job only makes the
-//      follow-up check, and the bucket never holds more than 2 jobs.
+//      follow-up check, and the bucket never holds more than 2 jobs; a batch with two jobs
+//      of a bucket deletes the extra one before the follow-up goes out.
 //   5. Without deletion vectors, a writer sends a job only for a bucket that needs
 //      compaction (property, against the sorted-run rules), and none is left needing one.
 
@@ -142,7 +143,7 @@ async function runSteps(url: string, table: Table, jobs: SqsJobQueue, steps: Ste
       return table.committer.commit(req)
     },
   }
-  const opts: ProcessOptions = { resolve: async () => ({ table, jobs, committer: racing }), giveBack: (m) => jobs.giveBack(m) }
+  const opts: ProcessOptions = { resolve: async () => ({ table, jobs, committer: racing }), giveBack: (m) => jobs.giveBack(m), discard: (h) => jobs.discard(h) }
   for (const step of steps) {
     if (step.kind === 'write') await land(step.ids)
     else {
@@ -224,6 +225,40 @@ describe('a compactor that dies after its commit landed', () => {
     // the queued job compacts what is left
     for (let guard = 0; guard < 10 && (await depth(url)) > 0; guard++) await compactBatch(url, await receive(url), opts)
     if (!raced) await write(name, table, jobs, model, put([3], 3))
+    for (let guard = 0; guard < 10 && (await depth(url)) > 0; guard++) await compactBatch(url, await receive(url), opts)
+    const latest = await table.snapshots.latest()
+    expect((await table.manifests.liveEntries(latest!)).filter((e) => e.file.level === 0)).toEqual([])
+    expect(sortRows(await readAll(table))).toEqual(model.snapshot())
+  })
+
+  it('a batch holding two of the bucket\'s jobs: the extra one is deleted once the compaction is done, before the follow-up, so the bucket never has 3', async () => {
+    const { name, table, url, jobs } = await setup({ bucket: '1', 'compaction.task-threads': '-1' })
+    const model = new TableModel('deduplicate')
+    await write(name, table, jobs, model, put([1], 1))
+    const [dying] = await receive(url, 1)
+    const dyingJob = JSON.parse(dying.Body!) as CompactionJob
+    await compactBucket(table, { partition: new Uint8Array(Buffer.from(dyingJob.partitionBytes, 'base64')), bucket: dyingJob.bucket })
+    await write(name, table, jobs, model, put([2], 2))
+    await sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: dying.ReceiptHandle!, VisibilityTimeout: 0 }))
+    // the redelivery and the writer's job in one batch; a write lands during its compaction,
+    // so a follow-up goes out
+    const batch = await receive(url)
+    expect(batch.length).toBe(2)
+    let raced = false
+    const racing: Committer = {
+      async commit(req: CommitRequest) {
+        if (!raced) (raced = true, await write(name, table, jobs, model, put([3], 3)))
+        return table.committer.commit(req)
+      },
+    }
+    const opts: ProcessOptions = { resolve: async () => ({ table, jobs, committer: racing }), giveBack: (m) => jobs.giveBack(m), discard: (h) => jobs.discard(h) }
+    const res = await processCompactionJobs(batch.map(jobMessage), opts)
+    expect(res.errors).toEqual([])
+    expect(res.outcomes.map((o) => [o.result.snapshotId !== null, o.followUp])).toEqual([[true, true]])
+    expect(await depth(url), 'the kept message in flight and the follow-up').toBe(2)
+    // the event source deletes the whole batch, the discarded message included
+    await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: batch.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }))
+    expect(await depth(url)).toBe(1)
     for (let guard = 0; guard < 10 && (await depth(url)) > 0; guard++) await compactBatch(url, await receive(url), opts)
     const latest = await table.snapshots.latest()
     expect((await table.manifests.liveEntries(latest!)).filter((e) => e.file.level === 0)).toEqual([])

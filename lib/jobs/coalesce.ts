@@ -45,8 +45,9 @@
 //   makes the follow-up check the dead invocation owed, as a job that saw no file, so
 //   its follow-up and the queued job share the current key. Compacting instead would land
 //   another compaction, change the key again and leave three jobs for the bucket. A
-//   redelivery whose compaction had not landed finds its key unchanged and compacts. A job sent more than 5 minutes after the first of its key is not
-//   deduplicated: at worst one more job per bucket per 5 minutes.
+//   redelivery whose compaction had not landed finds its key unchanged and compacts.
+// - A job sent more than 5 minutes after the first of its key is not deduplicated: at
+//   worst one more job per bucket per 5 minutes.
 
 import { createHash } from 'node:crypto'
 import type { Table } from '../table/table.ts'
@@ -74,13 +75,6 @@ async function liveFilesByBucket(table: Table, id: number, buckets: BucketRef[],
     if (list) list.push(e)
     else out.set(k, [e])
   }
-  return out
-}
-
-/** Level-0 files of the buckets live in snapshot `id` (0: none), by bucketIdentifier, oldest first. */
-export async function levelZeroFiles(table: Table, id: number, buckets: BucketRef[]): Promise<Map<string, ManifestEntry[]>> {
-  const out = await liveFilesByBucket(table, id, buckets, true)
-  for (const list of out.values()) list.sort(oldestFirst)
   return out
 }
 
@@ -121,7 +115,7 @@ export async function bucketsNeedingJobs(table: Table, id: number, buckets: Buck
 
 /**
  * The jobs a writer enqueues for the buckets its files landed in (snapshot `landedAt` or
- * before): every bucket of a deletion-vector table, keyed to coalesce (writerJobKeys); in
+ * before): every bucket of a deletion-vector table, keyed to coalesce (jobKeyOf); in
  * other tables the buckets that need compaction.
  */
 export async function writerJobs(tableName: string, table: Table, landedAt: number, touched: BucketRef[], now = Date.now()): Promise<CompactionJob[]> {
@@ -165,7 +159,7 @@ export async function followUpOf(
   else if (result.needsMore && result.snapshotId !== null) due = true
   else if (latest.id === result.baseSnapshotId) due = false
   else {
-    const seen = new Set(((await levelZeroFiles(table, result.baseSnapshotId, [b])).get(k) ?? []).map((e) => e.file.fileName))
+    const seen = new Set(((await liveFilesByBucket(table, result.baseSnapshotId, [b], true)).get(k) ?? []).map((e) => e.file.fileName))
     due = files.some((e) => e.file.level === 0 && !seen.has(e.file.fileName))
   }
   if (!due) return null

@@ -8,7 +8,7 @@
 // at a time without relying on Lambda throttling the event source.
 
 import { createHash } from 'node:crypto'
-import { ChangeMessageVisibilityBatchCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs'
+import { ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs'
 import { StrataInputError } from '../types.ts'
 
 export interface CompactionJob {
@@ -90,6 +90,13 @@ export interface JobQueue {
    * bucket is retried in seconds instead of after the queue's visibility timeout.
    */
   giveBack?(messages: GiveBack[]): Promise<void>
+  /**
+   * Deletes received messages before the invocation ends (DeleteMessageBatch): a bucket's
+   * extra coalesced jobs, once its compaction has landed, so that they and its follow-up
+   * are never on the queue together. The event source's own delete of them afterwards
+   * succeeds as SQS's does for a message already deleted.
+   */
+  discard?(receiptHandles: string[]): Promise<void>
 }
 
 export interface SqsJobQueueOptions {
@@ -116,6 +123,15 @@ export class SqsJobQueue implements JobQueue {
       )
       const f = res.Failed?.[0]
       if (f) throw new Error(`ChangeMessageVisibility of ${res.Failed!.length} compaction message(s) on ${this.queueUrl} failed: ${f.Code} ${f.Message ?? ''}`.trim())
+    }
+  }
+
+  async discard(receiptHandles: string[]): Promise<void> {
+    for (let i = 0; i < receiptHandles.length; i += 10) {
+      const chunk = receiptHandles.slice(i, i + 10)
+      const res = await this.client.send(new DeleteMessageBatchCommand({ QueueUrl: this.queueUrl, Entries: chunk.map((h, j) => ({ Id: String(j), ReceiptHandle: h })) }))
+      const f = res.Failed?.[0]
+      if (f) throw new Error(`DeleteMessage of ${res.Failed!.length} compaction message(s) on ${this.queueUrl} failed: ${f.Code} ${f.Message ?? ''}`.trim())
     }
   }
 
@@ -146,10 +162,14 @@ export class SqsJobQueue implements JobQueue {
 export class MemoryJobQueue implements JobQueue {
   readonly jobs: CompactionJob[] = []
   readonly givenBack: GiveBack[] = []
+  readonly discarded: string[] = []
   async enqueue(jobs: CompactionJob[]): Promise<void> {
     this.jobs.push(...jobs)
   }
   async giveBack(messages: GiveBack[]): Promise<void> {
     this.givenBack.push(...messages)
+  }
+  async discard(receiptHandles: string[]): Promise<void> {
+    this.discarded.push(...receiptHandles)
   }
 }

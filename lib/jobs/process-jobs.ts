@@ -71,6 +71,12 @@ export interface ProcessOptions {
   reserveMs?: number
   /** gives messages back to the queue with a delay; without it, failed messages wait out their visibility timeout */
   giveBack?: (messages: GiveBack[]) => Promise<void>
+  /**
+   * deletes messages before the invocation ends: a bucket's extra coalesced jobs once its
+   * compaction is done, before its follow-up is sent (JobQueue.discard); without it they
+   * stay in flight until the invocation returns
+   */
+  discard?: (receiptHandles: string[]) => Promise<void>
   /** a compaction attempt of the job's bucket starts merging (it holds a merge permit) */
   onStart?: (job: CompactionJob) => void
   onOutcome?: (o: JobOutcome) => void
@@ -125,6 +131,8 @@ export async function processCompactionJobs(messages: JobMessage[], opts: Proces
   const buckets = [...byBucket.values()]
   const outcomes: JobOutcome[] = []
   const notStarted: string[] = []
+  // messages deleted during the invocation (a bucket's extra coalesced jobs)
+  const discarded = new Set<string>()
   let next = 0
   let longestMs = 0
   const reserve = () => Math.max(opts.reserveMs ?? MIN_RESERVE_MS, 2 * longestMs)
@@ -141,10 +149,10 @@ export async function processCompactionJobs(messages: JobMessage[], opts: Proces
       }
       const t0 = Date.now()
       try {
-        outcomes.push(await compactGroup(b.jobs, b.messages, opts, merging))
+        outcomes.push(await compactGroup(b.jobs, b.messages, opts, merging, discarded))
       } catch (e) {
         // this bucket fails alone; the others of the batch go on
-        for (const m of b.messages) failed.add(m.id)
+        for (const m of b.messages) if (!discarded.has(m.id)) failed.add(m.id)
         errors.push({ id: b.messages[0].id, error: (e as Error).message })
       } finally {
         longestMs = Math.max(longestMs, Date.now() - t0)
@@ -165,6 +173,23 @@ export async function processCompactionJobs(messages: JobMessage[], opts: Proces
     }
   }
   return { outcomes, failedIds: messages.filter((m) => failed.has(m.id) || notStarted.includes(m.id)).map((m) => m.id), errors, notStarted, backoff }
+}
+
+/**
+ * Once a bucket's compaction is done, deletes all but the last of its messages in the
+ * batch: the one kept answers for the job until the invocation ends (a crash before then
+ * redelivers it), and the follow-up about to be sent is then the bucket's second message,
+ * not its third. A failed delete only leaves them in flight until the invocation ends.
+ */
+async function discardExtras(group: JobMessage[], opts: ProcessOptions, discarded: Set<string>): Promise<void> {
+  const extras = group.slice(0, -1).filter((m) => m.receiptHandle)
+  if (!opts.discard || extras.length === 0) return
+  try {
+    await opts.discard(extras.map((m) => m.receiptHandle!))
+    for (const m of extras) discarded.add(m.id)
+  } catch {
+    // they go when the invocation returns, as without discard
+  }
 }
 
 /** Counts merges in flight: a compaction holds a permit from its start until it asks for its commit. */
@@ -188,7 +213,7 @@ class Semaphore {
   }
 }
 
-async function compactGroup(jobs: CompactionJob[], group: JobMessage[], opts: ProcessOptions, merging: Semaphore): Promise<JobOutcome> {
+async function compactGroup(jobs: CompactionJob[], group: JobMessage[], opts: ProcessOptions, merging: Semaphore, discarded: Set<string>): Promise<JobOutcome> {
   // the newest job of a bucket stands for all of them: compaction works from the
   // latest snapshot, whatever snapshot each job names
   const job = jobs.reduce((a, b) => (b.snapshotId > a.snapshotId ? b : a))
@@ -201,6 +226,7 @@ async function compactGroup(jobs: CompactionJob[], group: JobMessage[], opts: Pr
   // a redelivery after a compactor died past its commit: the follow-up check it owed, no compaction
   const overtaken = target.jobs && group.every((m) => (m.receiveCount ?? 1) > 1) ? await overtakenAt(target.table, jobs, bucketRef) : null
   if (overtaken !== null) {
+    await discardExtras(group, opts, discarded)
     const next = await followUpOf(target.table, { baseSnapshotId: 0, snapshotId: overtaken, needsMore: false }, bucketRef, ownKeys)
     if (next !== null) await target.jobs!.enqueue([{ ...job, snapshotId: next.snapshotId, followUp: true, enqueuedAt: Date.now(), dedupKey: next.dedupKey }])
     const result: CompactBucketResult = {
@@ -235,6 +261,7 @@ async function compactGroup(jobs: CompactionJob[], group: JobMessage[], opts: Pr
   }
   const endedAt = Date.now()
   let followUp = false
+  await discardExtras(group, opts, discarded)
   if (target.jobs) {
     // the input cap left work behind, or level-0 files landed that the job did not see
     // (their writers' jobs were coalesced into this one: lib/jobs/coalesce.ts)

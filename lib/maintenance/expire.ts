@@ -23,7 +23,7 @@ import { StrataInputError } from '../types.ts'
 import { EARLIEST_KEY, snapshotKey } from '../table/paths.ts'
 import { FOLDING_COMMIT_USER, foldedCommitsKey } from '../commit/landed.ts'
 import type { Table } from '../table/table.ts'
-import { existingSnapshot, referencesOf, snapshotRange, taggedSnapshots } from './references.ts'
+import { MissingReferenceError, existingSnapshot, rangeReferences, runReferences, snapshotRange, snapshotReferences, taggedSnapshots } from './references.ts'
 
 export interface ExpireOptions {
   /** epoch millis the retention time is measured from; default Date.now() */
@@ -119,22 +119,22 @@ export async function expireSnapshots(table: Table, opts: ExpireOptions = {}): P
   }
   // Retained: every snapshot from the new earliest to the latest seen, and tags. A gap here
   // means the table is not what this code assumes, so nothing is deleted.
-  const retained: Snapshot[] = []
-  for (let id = end; id <= latest; id++) {
-    const s = await existingSnapshot(table, id)
-    if (!s) throw new Error(`expire: snapshot ${id} is missing from ${table.uri} although ${end}..${latest} should all exist; nothing was expired`)
-    retained.push(s)
-  }
-  retained.push(...(await taggedSnapshots(table)))
-
+  //
   // 1. candidates. A commit racing with this call can only land on top of `latest` (it
   // re-reads the latest snapshot on every attempt, commit.ts): what it adds (data files,
   // its delta manifest and lists, a merged base manifest) is new, so no expired snapshot
   // references it and it is never a candidate; what it keeps from `latest` (live files,
   // base manifests, the index manifest) is referenced by `latest`, which is retained. So
   // neither its new files nor the old ones it builds on can be deleted.
-  const keep = await referencesOf(table, retained, 'throw')
-  const candidates = [...(await referencesOf(table, expired, 'skip'))].filter((k) => !keep.has(k))
+  let keep: Set<string>
+  try {
+    keep = await rangeReferences(table, end, latest, { onMissing: 'throw', missingSnapshot: 'throw' })
+  } catch (err) {
+    if (err instanceof MissingReferenceError) throw new MissingReferenceError(`expire: ${err.message}; nothing was expired`)
+    throw err
+  }
+  for (const tag of await taggedSnapshots(table)) for (const k of await snapshotReferences(table, tag, 'throw')) keep.add(k)
+  const candidates = [...(await runReferences(table, expired, { onMissing: 'skip', missingSnapshot: 'skip' }))].filter((k) => !keep.has(k))
   // a folded snapshot's list of the commits it holds (lib/commit/landed.ts) goes with it:
   // idempotency checks stop at the first expired snapshot and never read it again
   for (const s of expired) if (s.commitUser === FOLDING_COMMIT_USER) candidates.push(foldedCommitsKey(s.commitIdentifier))

@@ -17,10 +17,9 @@
 // so a file old enough to go can no longer be committed.
 
 import { StrataInputError } from '../types.ts'
-import { snapshotKey } from '../table/paths.ts'
 import type { Table } from '../table/table.ts'
 import { forEachLimited } from './expire.ts'
-import { BucketDirs, MissingReferenceError, existingSnapshot, isSnapshotManagedKey, snapshotRange, snapshotReferences, taggedSnapshots } from './references.ts'
+import { BucketDirs, isSnapshotManagedKey, rangeReferences, snapshotRange, snapshotReferences, taggedSnapshots } from './references.ts'
 
 export interface OrphanOptions {
   /** only objects last modified more than this long before `now` go; default 1 day, as Paimon's `older_than`; at least MIN_ORPHAN_OLDER_THAN_MS */
@@ -94,25 +93,14 @@ export function checkOrphanAge(olderThanMs: number, what: string): number {
 const DELETE_CONCURRENCY = 16
 
 /**
- * Adds the references of snapshots `from..to` to `used`. A snapshot expired while this runs
- * is skipped (Paimon does the same on FileNotFoundException): expiration deletes the
- * snapshot file before its objects, so a missing manifest with the snapshot file gone is
- * that race, while a missing manifest with the snapshot file present is corruption and
- * stops the cleanup before anything is deleted.
+ * Adds the references of snapshots `from..to` to `used` (rangeReferences). A snapshot
+ * expired while this runs is skipped (Paimon does the same on FileNotFoundException):
+ * expiration deletes the snapshot file before its objects, so a missing manifest with the
+ * snapshot file gone is that race, while a missing manifest with the snapshot file present
+ * is corruption and stops the cleanup before anything is deleted.
  */
 async function addSnapshots(table: Table, from: number, to: number, used: Set<string>, dirs: BucketDirs): Promise<void> {
-  for (let id = from; id <= to; id++) {
-    const s = await existingSnapshot(table, id)
-    if (!s) continue
-    let refs: Set<string>
-    try {
-      refs = await snapshotReferences(table, s, 'throw', dirs)
-    } catch (err) {
-      if (err instanceof MissingReferenceError && (await table.store.head(snapshotKey(id))) === null) continue
-      throw err
-    }
-    for (const k of refs) used.add(k)
-  }
+  await rangeReferences(table, from, to, { onMissing: 'throw', missingSnapshot: 'skip', dirs, into: used })
 }
 
 export async function removeOrphanFiles(table: Table, opts: OrphanOptions = {}): Promise<OrphanResult> {

@@ -113,32 +113,57 @@ export async function snapshotRange(table: Table): Promise<{ earliest: number; l
 
 /** Every object key `snapshot` needs for a read of it (and of its changelog) to succeed. */
 export async function snapshotReferences(table: Table, snapshot: Snapshot, onMissing: OnMissing = 'throw', dirs = new BucketDirs(table)): Promise<Set<string>> {
-  const owner = `snapshot ${snapshot.id}`
   const refs = new Set<string>()
+  await addReferences(table, snapshot, refs, { whole: true, onMissing, dirs, indexManifestsRead: new Set() })
+  return refs
+}
+
+interface AddOptions {
+  /** every data file live in the snapshot; else only those its delta adds */
+  whole: boolean
+  onMissing: OnMissing
+  dirs: BucketDirs
+  /** index manifests already expanded into `refs` (one is shared by every snapshot until the index changes) */
+  indexManifestsRead: Set<string>
+}
+
+/**
+ * Adds `snapshot`'s references to `refs`: its manifest lists, every manifest they name, its
+ * index manifest and the index files it lists, its statistics, the data files its changelog
+ * adds, and either every data file live in it (`whole`) or only those its delta adds.
+ */
+async function addReferences(table: Table, snapshot: Snapshot, refs: Set<string>, o: AddOptions): Promise<void> {
+  const owner = `snapshot ${snapshot.id}`
   const list = async (name: string): Promise<ManifestFileMeta[]> => {
     const key = manifestKey(name)
     refs.add(key)
-    return (await readOr(table, key, () => table.manifests.readList(name), onMissing, owner)) ?? []
+    return (await readOr(table, key, () => table.manifests.readList(name), o.onMissing, owner)) ?? []
   }
   const manifests = async (metas: ManifestFileMeta[]): Promise<ManifestEntry[][]> =>
     Promise.all(
       metas.map(async (m) => {
         const key = manifestKey(m.fileName)
         refs.add(key)
-        return (await readOr(table, key, () => table.manifests.readManifest(m.fileName), onMissing, owner)) ?? []
+        return (await readOr(table, key, () => table.manifests.readManifest(m.fileName), o.onMissing, owner)) ?? []
       }),
     )
 
-  // data files: live in base ∪ delta, folded in order (core:manifest/FileEntry.java)
   const [base, delta] = await Promise.all([list(snapshot.baseManifestList), list(snapshot.deltaManifestList)])
-  const live = new Map<string, ManifestEntry>()
-  for (const entries of await manifests([...base, ...delta])) foldEntries(entries, live)
-  for (const e of live.values()) for (const k of dataFileKeys(dirs, e)) refs.add(k)
+  if (o.whole) {
+    // data files: live in base ∪ delta, folded in order (core:manifest/FileEntry.java)
+    const live = new Map<string, ManifestEntry>()
+    for (const entries of await manifests([...base, ...delta])) foldEntries(entries, live)
+    for (const e of live.values()) for (const k of dataFileKeys(o.dirs, e)) refs.add(k)
+  } else {
+    // the base manifests hold what the snapshot before held (or a merge of it): named, not read
+    for (const m of base) refs.add(manifestKey(m.fileName))
+    for (const entries of await manifests(delta)) for (const e of entries) if (e.kind === FileKind.ADD) for (const k of dataFileKeys(o.dirs, e)) refs.add(k)
+  }
 
   // changelog files are what the changelog manifests add (Strata writes none; Paimon may)
   if (snapshot.changelogManifestList) {
     for (const entries of await manifests(await list(snapshot.changelogManifestList))) {
-      for (const e of entries) if (e.kind === FileKind.ADD) for (const k of dataFileKeys(dirs, e)) refs.add(k)
+      for (const e of entries) if (e.kind === FileKind.ADD) for (const k of dataFileKeys(o.dirs, e)) refs.add(k)
     }
   }
 
@@ -146,12 +171,14 @@ export async function snapshotReferences(table: Table, snapshot: Snapshot, onMis
   if (snapshot.indexManifest) {
     const key = manifestKey(snapshot.indexManifest)
     refs.add(key)
-    const entries = (await readOr(table, key, () => table.manifests.readIndexManifest(snapshot.indexManifest), onMissing, owner)) ?? []
-    for (const e of entries) if (e.kind === FileKind.ADD && !e.externalPath) refs.add(indexKey(e.fileName))
+    if (!o.indexManifestsRead.has(snapshot.indexManifest)) {
+      const entries = await readOr(table, key, () => table.manifests.readIndexManifest(snapshot.indexManifest), o.onMissing, owner)
+      for (const e of entries ?? []) if (e.kind === FileKind.ADD && !e.externalPath) refs.add(indexKey(e.fileName))
+      if (entries) o.indexManifestsRead.add(snapshot.indexManifest)
+    }
   }
 
   if (snapshot.statistics) refs.add(`${STATISTICS_DIR}${snapshot.statistics}`)
-  return refs
 }
 
 /** Union of the references of several snapshots. */
@@ -160,6 +187,66 @@ export async function referencesOf(table: Table, snapshots: Iterable<Snapshot>, 
   const all = new Set<string>()
   for (const s of snapshots) for (const k of await snapshotReferences(table, s, onMissing, dirs)) all.add(k)
   return all
+}
+
+export interface RangeOptions {
+  /** a manifest missing while its snapshot exists (see OnMissing) */
+  onMissing: OnMissing
+  /**
+   * a snapshot of the range missing, or gone while it is read: `throw`, or `skip` (an
+   * expiration racing the caller; the walk takes the next snapshot whole)
+   */
+  missingSnapshot: 'throw' | 'skip'
+  dirs?: BucketDirs
+  /** adds to this set rather than a new one */
+  into?: Set<string>
+}
+
+/**
+ * The union of the references of snapshots in id order (as referencesOf over them), read
+ * without folding each snapshot's live files: the data files live in snapshot s are those
+ * live in s − 1 plus those its delta adds, less those it deletes, so the data files live in
+ * any snapshot of an unbroken run of ids are those live in its first (read whole) plus
+ * those the later deltas add. A gap in the ids breaks the run: the next snapshot is read
+ * whole. The cost is one whole snapshot per run and, per later snapshot, its two manifest
+ * lists and its delta manifests, where referencesOf reads and folds every manifest of
+ * every snapshot. `snapshots` yields null for a snapshot found missing (a gap).
+ */
+export async function runReferences(table: Table, snapshots: AsyncIterable<Snapshot | null> | Iterable<Snapshot | null>, o: RangeOptions): Promise<Set<string>> {
+  const refs = o.into ?? new Set<string>()
+  const add: AddOptions = { whole: true, onMissing: o.onMissing, dirs: o.dirs ?? new BucketDirs(table), indexManifestsRead: new Set() }
+  let previous: number | null = null
+  for await (const s of snapshots) {
+    if (s === null || (previous !== null && s.id !== previous + 1)) add.whole = true
+    previous = s?.id ?? null
+    if (!s) continue
+    // a snapshot's references go in once it has been read through
+    const mine = new Set<string>()
+    try {
+      await addReferences(table, s, mine, add)
+    } catch (err) {
+      if (!(err instanceof MissingReferenceError) || o.missingSnapshot === 'throw' || (await exists(table, snapshotKey(s.id)))) throw err
+      // expired while it was read: a gap
+      add.whole = true
+      previous = null
+      continue
+    }
+    for (const k of mine) refs.add(k)
+    add.whole = false
+  }
+  return refs
+}
+
+/** runReferences over the snapshots `from..to` that exist now (see RangeOptions for a missing one). */
+export async function rangeReferences(table: Table, from: number, to: number, o: RangeOptions): Promise<Set<string>> {
+  async function* existing(): AsyncGenerator<Snapshot | null> {
+    for (let id = from; id <= to; id++) {
+      const s = await existingSnapshot(table, id)
+      if (!s && o.missingSnapshot === 'throw') throw new MissingReferenceError(`snapshot ${id} is missing from ${table.uri} although ${from}..${to} should all exist`)
+      yield s
+    }
+  }
+  return runReferences(table, existing(), o)
 }
 
 /**
