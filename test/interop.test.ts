@@ -21,6 +21,7 @@ import { tableStatus } from '../lib/cli/status.ts'
 import { compactTable } from '../lib/lsm/compact-table.ts'
 import { dvIndexByBucket } from '../lib/manifest/bucket-state.ts'
 import { expireSnapshots } from '../lib/maintenance/expire.ts'
+import { MIN_ORPHAN_OLDER_THAN_MS, removeOrphanFiles } from '../lib/maintenance/orphans.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { Table } from '../lib/table/table.ts'
@@ -1261,6 +1262,70 @@ if (missing.length > 0 && !process.env.CI) {
           refused(outcome(strata, 'create'), SEQUENCE_GROUPS)
           refused(outcome(strata, "read of Paimon's table"), SEQUENCE_GROUPS)
         })
+      })
+    })
+
+    describe('file locations Paimon can choose (item 3)', () => {
+      const schema = (options: Record<string, string>) =>
+        JSON.stringify({ fields: [{ name: 'id', type: 'INT' }, { name: 'v', type: 'STRING' }], primaryKeys: ['id'], options: { bucket: '1', ...options } })
+      let dir = ''
+      beforeAll(() => {
+        dir = mkdtempSync(join(tmpdir(), 'strata-interop-locations-'))
+      })
+      afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+      it("index-file-in-data-file-dir: Strata reads Paimon's deletion vectors from the bucket directory, writes its own there, and its orphan cleanup keeps them; Paimon reads Strata's continuation", async () => {
+        const t = join(dir, 'index-in-bucket-dir')
+        const lines = (name: string, recs: Rec[]) => writeJsonLines(join(dir, name), recs)
+        const [w1, c1, w2, w3, before] = paimonBatch([
+          ['write', t, '--schema', schema({ 'deletion-vectors.enabled': 'true', 'index-file-in-data-file-dir': 'true' }), '--in', lines('w1.jsonl', [{ id: 1, v: 'a' }, { id: 2, v: 'b' }, { id: 3, v: 'c' }])],
+          ['compact', t, '--full'],
+          ['write', t, '--in', lines('w2.jsonl', [{ id: 1, v: 'a2' }])],
+          ['write', t, '--in', lines('w3.jsonl', [{ _kind: '-D', id: 2, v: 'b' }])],
+          ['read', t],
+        ])
+        for (const r of [w1, c1, w2, w3]) expect(r.ok, r.error).toBe(true)
+        const table = await Table.open(t)
+        const snapshot = (await table.snapshots.latest())!
+        const index = [...(await dvIndexByBucket(table, snapshot)).values()].flat()
+        expect(index.length, "Paimon's deletion vectors").toBeGreaterThan(0)
+        expect(index.every((e) => e.externalPath === null)).toBe(true)
+        expect(await table.store.list('index/')).toEqual([])
+        expect(byKey(await strataRows(table, snapshot.id), ['id'])).toEqual(paimonRows(before))
+        // Strata continues: a write, a full compaction with deletion vectors of its own
+        await strataWrite(table, [{ id: 3, v: 'c2' }, { id: 4, v: 'd' }])
+        await compactTable(table, { full: false })
+        await strataWrite(table, [{ id: 1, v: 'a3' }])
+        await compactTable(table, { full: false })
+        expect(await table.store.list('index/'), 'Strata wrote no index file under index/').toEqual([])
+        const mine = [...(await dvIndexByBucket(table, await table.snapshots.latest())).values()].flat()
+        expect(mine.length).toBeGreaterThan(0)
+        for (const e of mine) expect(await table.store.head(`bucket-0/${e.fileName}`), e.fileName).not.toBeNull()
+        const expected = [
+          { id: 1, v: 'a3' },
+          { id: 3, v: 'c2' },
+          { id: 4, v: 'd' },
+        ]
+        expect(byKey(await strataRows(table, await table.snapshots.latestId()), ['id'])).toEqual(expected)
+        // orphan cleanup as if a day and more had passed: the index files in the bucket directory stay
+        const removed = await removeOrphanFiles(table, { now: Date.now() + 3 * MIN_ORPHAN_OLDER_THAN_MS })
+        expect(removed.deleted.filter((k) => k.includes('/index-'))).toEqual([])
+        const [after] = paimonBatch([['read', t]])
+        expect(paimonRows(after)).toEqual(expected)
+      })
+
+      it('data-file.external-paths outside the table: Strata refuses to read the files there and to write the table, naming the option', async () => {
+        const t = join(dir, 'external')
+        const ext = join(dir, 'elsewhere')
+        const [w1, read] = paimonBatch([
+          ['write', t, '--schema', schema({ 'data-file.external-paths': `file://${ext}`, 'data-file.external-paths.strategy': 'round-robin' }), '--in', writeJsonLines(join(dir, 'e1.jsonl'), [{ id: 1, v: 'a' }])],
+          ['read', t],
+        ])
+        expect(w1.ok, w1.error).toBe(true)
+        expect(paimonRows(read)).toEqual([{ id: 1, v: 'a' }])
+        const table = await Table.open(t)
+        await expect(readAll(table)).rejects.toThrow(/is stored at the external path "file:.*elsewhere\/bucket-0\/data-.*", outside the table at .*: external data paths \(option 'data-file.external-paths'\) are not supported by Strata yet/)
+        await expect(strataWrite(table, [{ id: 2, v: 'b' }])).rejects.toThrow(/option 'data-file.external-paths.strategy' is "round-robin"; Strata writes only "none"/)
       })
     })
   })

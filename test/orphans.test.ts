@@ -11,6 +11,8 @@ import { mkdir, utimes, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { compactTable } from '../lib/lsm/compact-table.ts'
+import { bucketDirOf } from '../lib/manifest/bucket-state.ts'
 import { expireSnapshots } from '../lib/maintenance/expire.ts'
 import { COMMIT_QUEUE_RETENTION_MS, DEFAULT_ORPHAN_OLDER_THAN_MS, LONGEST_COMMIT_DELAY_MS, MIN_ORPHAN_OLDER_THAN_MS, removeOrphanFiles } from '../lib/maintenance/orphans.ts'
 import { COMMIT_QUEUE_RETENTION_SECONDS, parseDeployConfig } from '../cdk/config.ts'
@@ -57,7 +59,9 @@ async function readerKeys(table: Table, s: Snapshot): Promise<Set<string>> {
   for (const split of plan.splits) for (const e of split.files) keys.add(`${split.path}/${e.file.fileName}`)
   if (s.indexManifest) {
     keys.add(manifestKey(s.indexManifest))
-    for (const e of await table.manifests.readIndexManifest(s.indexManifest)) keys.add(indexKey(e.fileName))
+    for (const e of await table.manifests.readIndexManifest(s.indexManifest)) {
+      keys.add(table.view.options.indexFileInDataFileDir ? `${bucketDirOf(table, e.partition, e.bucket).path}/${e.fileName}` : indexKey(e.fileName))
+    }
   }
   return keys
 }
@@ -199,6 +203,35 @@ describe.each(bothStores())('orphan cleanup on $name', (stores) => {
     await checkIntact(store, history)
     expect(sortRows(await readAll(await Table.open(store)))).toEqual(model.snapshot())
     expect((await removeOrphanFiles(table, { now })).deleted).toEqual([])
+  })
+
+  it('index-file-in-data-file-dir: deletion-vector index files live in the bucket directories, and old as they are, cleanup keeps every one a snapshot references', async () => {
+    const table = await Table.create(stores.fresh(), schemaFor('deduplicate', { bucket: '2', 'deletion-vectors.enabled': 'true', 'index-file-in-data-file-dir': 'true' }))
+    const model = new TableModel('deduplicate')
+    const history: History = new Map()
+    const put = (ids: number[], a: number): Op[] => ids.flatMap((id) => ['2024-05-01', '2024-05-02'].map((dt) => ({ _kind: '+I' as const, dt, id, a, b: null, c: null })))
+    await commit(table, model, history, put([1, 2, 3, 4, 5, 6], 1))
+    await compactTable(table, { full: true })
+    // updates of rows above level 0: their compaction marks the old rows in deletion vectors
+    for (const [ids, a] of [[[1, 2], 2], [[3], 3], [[1, 5], 4]] as const) {
+      await commit(table, model, history, put([...ids], a))
+      await compactTable(table, { full: false })
+    }
+    const keys = (await table.store.list('')).map((o) => o.key)
+    const inBuckets = keys.filter((k) => /^dt=[^/]+\/bucket-\d+\/index-/.test(k))
+    expect(inBuckets.length, 'index files in the bucket directories').toBeGreaterThan(0)
+    expect(keys.filter((k) => k.startsWith('index/'))).toEqual([])
+    const now = await ageAllThenWrite(table.store, ['notes/young'])
+    // what each snapshot reads (with deletion vectors on, a snapshot's level 0 is not read)
+    const ids = range(await table.snapshots.earliestId(), await table.snapshots.latestId())
+    const reads = new Map<number, Row[]>()
+    for (const id of ids) reads.set(id, sortRows(await readAll(table, { snapshotId: id })))
+    // nothing was an orphan; every snapshot reads as it did and finds every object it needs
+    expect((await removeOrphanFiles(table, { now })).deleted).toEqual([])
+    const fresh = await Table.open(table.store)
+    for (const id of ids) expect(sortRows(await readAll(fresh, { snapshotId: id })), `snapshot ${id}`).toEqual(reads.get(id))
+    for (const k of await keysOf(fresh, ids)) expect(await table.store.head(k), k).not.toBeNull()
+    expect(sortRows(await readAll(await Table.open(table.store)))).toEqual(model.snapshot())
   })
 
   it('after a crash between deleting snapshot files and their objects, removes exactly what expiration would have', async () => {

@@ -19,10 +19,10 @@ import { byteSourceOf } from '../read/table-read.ts'
 import { BoundedStore, Uploads, startedAhead } from '../store/bounded.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import { dataFileMeta, decodeKey, partitionStatsOf } from '../table/file-meta.ts'
-import { FileNamer, indexKey } from '../table/paths.ts'
+import { FileNamer } from '../table/paths.ts'
 import type { Table } from '../table/table.ts'
 import { commitUserFor } from '../write/table-write.ts'
-import { bucketDirOf, dvIndexByBucket, livePositioned, loadDeletionVectors, withoutDeleted } from '../manifest/bucket-state.ts'
+import { bucketDirOf, dataFileKey, dvIndexByBucket, indexFileKey, livePositioned, loadDeletionVectors, withoutDeleted } from '../manifest/bucket-state.ts'
 import { type CompactOptions, type CompactStep, type CompactUnit, type LsmFile, Levels, compactionFileSize, limitInput, needsBackPressure, pickCompaction, pickFullCompaction, planCompaction, shouldDropDelete } from './universal-compaction.ts'
 import { mergeSortedRuns } from './merge-reader.ts'
 import { createMergeFunction, sequenceComparator } from './merge-function.ts'
@@ -123,7 +123,7 @@ function entryOf(f: LsmFile): ManifestEntry {
 }
 
 function openInput(table: Table, io: ObjectStore, dir: string, f: LsmFile): Promise<DataFileReader> {
-  return DataFileReader.open(byteSourceOf(io, `${dir}/${f.name}`, Number(entryOf(f).file.fileSize)), {
+  return DataFileReader.open(byteSourceOf(io, dataFileKey(table, dir, entryOf(f).file), Number(entryOf(f).file.fileSize)), {
     keyFields: table.view.keyFields,
     valueFields: table.view.fields,
   })
@@ -394,9 +394,10 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
         if (next.size > 0) {
           const { bytes, metas } = writeDeletionVectorFile(new Map([...next].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))), opts.bitmap64)
           const fileName = namer.next('index-')
-          written.push(indexKey(fileName))
+          const key = indexFileKey(table, { fileName, partition: req.partition, bucket: req.bucket, externalPath: null }, () => dir)
+          written.push(key)
           // independent of the last data files' uploads: it goes up beside them
-          await uploads.put(indexKey(fileName), bytes)
+          await uploads.put(key, bytes)
           entries.push({
             kind: FileKind.ADD,
             partition: req.partition,

@@ -12,7 +12,8 @@ import { bucketPath } from '../format/partition-path.ts'
 import { parseSnapshot } from '../format/snapshot.ts'
 import { foldEntries, hex } from '../manifest/manifests.ts'
 import { type ManifestEntry, type ManifestFileMeta, type Row, type Snapshot, FileKind } from '../types.ts'
-import { INDEX_DIR, MANIFEST_DIR, indexKey, manifestKey, snapshotKey } from '../table/paths.ts'
+import { INDEX_DIR, MANIFEST_DIR, manifestKey, snapshotKey } from '../table/paths.ts'
+import { externalKey, indexFileKey } from '../manifest/bucket-state.ts'
 import type { Table } from '../table/table.ts'
 
 const decoder = new TextDecoder()
@@ -61,8 +62,18 @@ export class BucketDirs {
  * A file with `_EXTERNAL_PATH` lives outside the table root, so it is neither referenced nor
  * ever deleted here.
  */
-export function dataFileKeys(dirs: BucketDirs, e: ManifestEntry): string[] {
-  if (e.file.externalPath) return []
+export function dataFileKeys(table: Table, dirs: BucketDirs, e: ManifestEntry): string[] {
+  if (e.file.externalPath) {
+    // inside the table directory it is a key like any other; outside, never listed, never deleted
+    let key: string
+    try {
+      key = externalKey(table, e.file.externalPath, `data file ${e.file.fileName}`)
+    } catch {
+      return []
+    }
+    const dir = key.slice(0, key.lastIndexOf('/') + 1)
+    return [key, ...e.file.extraFiles.map((x) => `${dir}${x}`)]
+  }
   const dir = dirs.of(e.partition, e.bucket)
   return [`${dir}/${e.file.fileName}`, ...e.file.extraFiles.map((x) => `${dir}/${x}`)]
 }
@@ -153,17 +164,17 @@ async function addReferences(table: Table, snapshot: Snapshot, refs: Set<string>
     // data files: live in base ∪ delta, folded in order (core:manifest/FileEntry.java)
     const live = new Map<string, ManifestEntry>()
     for (const entries of await manifests([...base, ...delta])) foldEntries(entries, live)
-    for (const e of live.values()) for (const k of dataFileKeys(o.dirs, e)) refs.add(k)
+    for (const e of live.values()) for (const k of dataFileKeys(table, o.dirs, e)) refs.add(k)
   } else {
     // the base manifests hold what the snapshot before held (or a merge of it): named, not read
     for (const m of base) refs.add(manifestKey(m.fileName))
-    for (const entries of await manifests(delta)) for (const e of entries) if (e.kind === FileKind.ADD) for (const k of dataFileKeys(o.dirs, e)) refs.add(k)
+    for (const entries of await manifests(delta)) for (const e of entries) if (e.kind === FileKind.ADD) for (const k of dataFileKeys(table, o.dirs, e)) refs.add(k)
   }
 
   // changelog files are what the changelog manifests add (Strata writes none; Paimon may)
   if (snapshot.changelogManifestList) {
     for (const entries of await manifests(await list(snapshot.changelogManifestList))) {
-      for (const e of entries) if (e.kind === FileKind.ADD) for (const k of dataFileKeys(o.dirs, e)) refs.add(k)
+      for (const e of entries) if (e.kind === FileKind.ADD) for (const k of dataFileKeys(table, o.dirs, e)) refs.add(k)
     }
   }
 
@@ -173,7 +184,16 @@ async function addReferences(table: Table, snapshot: Snapshot, refs: Set<string>
     refs.add(key)
     if (!o.indexManifestsRead.has(snapshot.indexManifest)) {
       const entries = await readOr(table, key, () => table.manifests.readIndexManifest(snapshot.indexManifest), o.onMissing, owner)
-      for (const e of entries ?? []) if (e.kind === FileKind.ADD && !e.externalPath) refs.add(indexKey(e.fileName))
+      for (const e of entries ?? []) {
+        if (e.kind !== FileKind.ADD) continue
+        let key: string
+        try {
+          key = indexFileKey(table, e, (p, b) => o.dirs.of(p, b))
+        } catch {
+          continue // outside the table directory: never listed, never deleted
+        }
+        refs.add(key)
+      }
       if (entries) o.indexManifestsRead.add(snapshot.indexManifest)
     }
   }

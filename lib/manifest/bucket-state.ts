@@ -6,7 +6,7 @@
 import { deserializeBinaryRow } from '../format/binary-row.ts'
 import { type DeletionVector, DELETION_VECTORS_INDEX, deletionVectorReadLength, readDeletionVector } from '../format/deletion-vector.ts'
 import { bucketPath } from '../format/partition-path.ts'
-import { type IndexManifestEntry, type KeyValue, type ManifestEntry, type Row, type Snapshot } from '../types.ts'
+import { type DataFileMeta, type IndexManifestEntry, type KeyValue, type ManifestEntry, type Row, type Snapshot, StrataInputError } from '../types.ts'
 import { bucketIdentifier } from './manifests.ts'
 import { indexKey } from '../table/paths.ts'
 import type { Table } from '../table/table.ts'
@@ -47,7 +47,7 @@ export async function loadDeletionVectors(table: Table, indexEntries: IndexManif
       if (only && !only.has(meta.dataFileName)) continue
       reads.push(
         (async () => {
-          const bytes = await table.manifests.readImmutableRange(indexKey(e.fileName), meta.offset, Math.min(Number(e.fileSize), meta.offset + deletionVectorReadLength(meta)))
+          const bytes = await table.manifests.readImmutableRange(indexFileKey(table, e), meta.offset, Math.min(Number(e.fileSize), meta.offset + deletionVectorReadLength(meta)))
           out.set(meta.dataFileName, readDeletionVector(bytes, meta))
         })(),
       )
@@ -55,6 +55,37 @@ export async function loadDeletionVectors(table: Table, indexEntries: IndexManif
   }
   await Promise.all(reads)
   return out
+}
+
+/**
+ * The key, relative to the table root, of a file Paimon placed at an external path (a full
+ * URI: `data-file.external-paths`). Strata reads only through the table's own store, so a
+ * location outside the table directory is refused, naming the option.
+ */
+export function externalKey(table: Table, uri: string, what: string): string {
+  // Paimon writes local paths as `file:/…`, a table's URI is `file:///…`
+  const norm = (u: string) => u.replace(/^file:\/\/\//, 'file:/').replace(/\/+$/, '')
+  const root = `${norm(table.uri)}/`
+  const path = norm(uri)
+  if (path.startsWith(root) && !path.slice(root.length).split('/').includes('..')) return path.slice(root.length)
+  throw new StrataInputError(
+    `${what} is stored at the external path ${JSON.stringify(uri)}, outside the table at ${table.uri}: external data paths (option 'data-file.external-paths') are not supported by Strata yet`,
+  )
+}
+
+/** Where a live data file of the bucket directory `dir` is: `dir/<name>`, or its external path. */
+export function dataFileKey(table: Table, dir: string, file: DataFileMeta): string {
+  return file.externalPath ? externalKey(table, file.externalPath, `data file ${file.fileName}`) : `${dir}/${file.fileName}`
+}
+
+/**
+ * Where a deletion-vector index file is: its external path when it has one; in its bucket
+ * directory when the table sets `index-file-in-data-file-dir` (Paimon then records no path,
+ * the option says where); else under `index/`.
+ */
+export function indexFileKey(table: Table, e: Pick<IndexManifestEntry, 'fileName' | 'partition' | 'bucket' | 'externalPath'>, bucketDir = (partition: Uint8Array, bucket: number) => bucketDirOf(table, partition, bucket).path): string {
+  if (e.externalPath) return externalKey(table, e.externalPath, `index file ${e.fileName}`)
+  return table.view.options.indexFileInDataFileDir ? `${bucketDir(e.partition, e.bucket)}/${e.fileName}` : indexKey(e.fileName)
 }
 
 export function bucketDirOf(table: Table, partition: Uint8Array, bucket: number): { partitionValues: Row; path: string } {

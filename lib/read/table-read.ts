@@ -17,7 +17,7 @@ import type { DeletionVector } from '../format/deletion-vector.ts'
 import { type IndexManifestEntry, type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, StrataInputError, isRetract } from '../types.ts'
 import { filteredScope } from '../manifest/bucket-scope.ts'
 import { bucketIdentifier } from '../manifest/manifests.ts'
-import { dvIndexByBucket, loadDeletionVectors, withoutDeleted } from '../manifest/bucket-state.ts'
+import { dataFileKey, dvIndexByBucket, loadDeletionVectors, withoutDeleted } from '../manifest/bucket-state.ts'
 import { decodeKey } from '../table/file-meta.ts'
 import { valueFromJson } from '../table/json-values.ts'
 import type { SchemaView } from '../table/schema.ts'
@@ -213,7 +213,7 @@ function countOpen(stats: ReadStats | undefined, level: number): void {
 
 function openFile(table: Table, store: ObjectStore, split: Split, e: ManifestEntry, stats?: ReadStats): Promise<DataFileReader> {
   countOpen(stats, e.file.level)
-  return DataFileReader.open(byteSourceOf(store, `${split.path}/${e.file.fileName}`, Number(e.file.fileSize)), {
+  return DataFileReader.open(byteSourceOf(store, dataFileKey(table, split.path, e.file), Number(e.file.fileSize)), {
     keyFields: table.view.keyFields,
     valueFields: table.view.fields,
   })

@@ -67,6 +67,9 @@ export const OPTION_SPECS: OptionSpec[] = [
   { key: 'deletion-vectors.enabled', type: 'boolean', default: 'false', doc: 'Deletion-vector mode: compaction lifts all of L0 and marks superseded rows in deletion vectors; readers skip L0 and merge nothing.' },
   { key: 'deletion-vectors.bitmap64', type: 'boolean', default: 'false', doc: 'Write 64-bit (Iceberg-compatible) deletion vectors instead of 32-bit ones.' },
   { key: 'deletion-vectors.merge-on-read', type: 'boolean', default: 'false', doc: 'In deletion-vector mode, readers also merge L0 files in, for freshness at the cost of a merge.' },
+  { key: 'index-file-in-data-file-dir', type: 'boolean', default: 'false', doc: 'Deletion-vector index files live in their bucket directory instead of index/ (Paimon\'s option, which Paimon records nowhere else); Strata reads and writes them where it says.' },
+  { key: 'data-file.external-paths', type: 'string', doc: 'Locations outside the table where Paimon writes new data files. Strata reads a file stored at an external path only inside the table directory, and refuses the others naming this option; it writes none (see data-file.external-paths.strategy).' },
+  { key: 'data-file.external-paths.strategy', type: 'enum', default: 'none', values: ['none'], doc: 'How Paimon spreads new data files over data-file.external-paths; Strata writes only none (a table with another strategy stays readable).' },
   { key: 'manifest.merge-min-count', type: 'int', default: '30', min: 2, doc: 'Manifests of one bucket group (see manifest.bucket-group-size) past which a commit merges them into one.' },
   { key: 'manifest.target-file-size', type: 'memory', default: '8 mb', min: 1, doc: 'Target size of a merged manifest file; a merge rolls to a new file past it.' },
   { key: 'manifest.bucket-group-size', type: 'int', default: '64', min: 1, doc: 'Strata only: buckets per manifest group. Every manifest Strata writes holds the entries of one group of consecutive buckets, so a job on one bucket decodes only its group\'s manifests, whatever the bucket count.' },
@@ -314,6 +317,8 @@ export interface CoreOptions {
   deletionVectors: boolean
   bitmap64: boolean
   dvMergeOnRead: boolean
+  /** index-file-in-data-file-dir: deletion-vector index files in their bucket directory */
+  indexFileInDataFileDir: boolean
   commitMaxRetries: number
   manifestMergeMinCount: number
   manifestTargetFileSize: number
@@ -356,6 +361,7 @@ export function coreOptions(raw: Record<string, string>): CoreOptions {
     deletionVectors: bool('deletion-vectors.enabled'),
     bitmap64: bool('deletion-vectors.bitmap64'),
     dvMergeOnRead: bool('deletion-vectors.merge-on-read'),
+    indexFileInDataFileDir: bool('index-file-in-data-file-dir'),
     commitMaxRetries: int('commit.max-retries'),
     manifestMergeMinCount: int('manifest.merge-min-count'),
     manifestTargetFileSize: parseMemorySize(get('manifest.target-file-size')!)!,
