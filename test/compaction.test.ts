@@ -4,6 +4,7 @@
 
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { dvIndexByBucket } from '../lib/manifest/bucket-state.ts'
 import { bucketIdentifier } from '../lib/manifest/manifests.ts'
 import { CommitConflictError } from '../lib/types.ts'
 import { compactBucket } from '../lib/lsm/compact-task.ts'
@@ -19,11 +20,13 @@ import { writeBatch } from '../lib/write/table-write.ts'
 import { type Engine, type Op, TableModel, opArb, schemaFor, sortRows } from './helpers/model.ts'
 import { localStores, s3Stores } from './helpers/stores.ts'
 
-type Mode = 'mor' | 'dv' | 'dv+mor'
+type Mode = 'mor' | 'dv' | 'dv+mor' | 'dv, an index file per vector'
 const MODE_OPTIONS: Record<Mode, Record<string, string>> = {
   mor: {},
   dv: { 'deletion-vectors.enabled': 'true' },
   'dv+mor': { 'deletion-vectors.enabled': 'true', 'deletion-vectors.merge-on-read': 'true' },
+  // index files rolled at every vector (deletion-vector.index-file.target-size): a bucket holds several
+  'dv, an index file per vector': { 'deletion-vectors.enabled': 'true', 'deletion-vector.index-file.target-size': '1 b' },
 }
 
 type Step =
@@ -74,13 +77,14 @@ function runs(engine: Engine, mode: Mode, stores: ReturnType<typeof localStores>
           schemaFor(engine, { ...MODE_OPTIONS[mode], 'num-sorted-run.compaction-trigger': '3', 'snapshot.num-retained.min': '3', 'snapshot.time-retained': '0 ms' }),
         )
         const model = new TableModel(engine)
+        const skipsLevel0 = mode === 'dv' || mode === 'dv, an index file per vector'
         // expected read of each snapshot id; in plain deletion-vector mode only snapshots
         // whose buckets hold no level-0 file read as the model (L0 rows are invisible)
         const history = new Map<number, Row[]>()
         const record = async () => {
           const id = await table.snapshots.latestId()
           if (id === 0) return
-          if (mode === 'dv' && (await l0Count(table)) > 0) return
+          if (skipsLevel0 && (await l0Count(table)) > 0) return
           history.set(id, model.snapshot())
         }
         for (const step of steps) {
@@ -111,11 +115,11 @@ function runs(engine: Engine, mode: Mode, stores: ReturnType<typeof localStores>
             }
           }
           await record()
-          if (mode !== 'dv') {
+          if (!skipsLevel0) {
             expect(sortRows(await readAll(table))).toEqual(model.snapshot())
           }
         }
-        if (mode === 'dv') {
+        if (skipsLevel0) {
           // compaction makes everything visible; then a read opens no L0 file and merges nothing
           await compactAll(table)
           expect(await l0Count(table)).toBe(0)
@@ -124,6 +128,9 @@ function runs(engine: Engine, mode: Mode, stores: ReturnType<typeof localStores>
           expect(stats.filesOpened[0] ?? 0).toBe(0)
           expect(stats.mergedSplits).toBe(0)
           await record()
+          if (mode === 'dv, an index file per vector') {
+            for (const entries of (await dvIndexByBucket(table, await table.snapshots.latest())).values()) for (const e of entries) expect(e.dvRanges?.length).toBe(1)
+          }
         }
         const retained = new Set(await table.snapshots.listIds())
         for (const [id, rows] of history) {
@@ -148,6 +155,7 @@ describe('compaction on local disk', () => {
     // first-row with deletion vectors is refused at create, as Paimon refuses it
     for (const mode of ['mor', 'dv', 'dv+mor'] as Mode[]) if (engine !== 'first-row' || mode === 'mor') runs(engine, mode, stores, 8)
   }
+  runs('deduplicate', 'dv, an index file per vector', stores, 8)
 })
 
 describe('compaction rules, deterministic', () => {

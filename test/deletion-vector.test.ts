@@ -8,6 +8,7 @@ import {
   readDeletionVector,
   readDeletionVectors,
   writeDeletionVectorFile,
+  writeDeletionVectorFiles,
   type DeletionVector,
 } from '../lib/format/deletion-vector.ts'
 import { StrataInputError, type DeletionVectorMeta } from '../lib/types.ts'
@@ -259,6 +260,30 @@ describe('deletion-vector file properties', () => {
         })
       }),
       { numRuns: 60 },
+    )
+  })
+
+  it('rolls index files at the target size as Paimon does: each file closes once it reaches the target, so passes it by at most one vector; together they hold every vector, in order', () => {
+    fc.assert(
+      fc.property(fileVectors, fc.boolean(), fc.integer({ min: 1, max: 400 }), (lists, bitmap64, target) => {
+        const vectors = new Map(lists.map((ps, i) => [`data-${i}.parquet`, deletionVectorOf(ps, bitmap64)]))
+        const files = writeDeletionVectorFiles(vectors, bitmap64, target)
+        const entrySize = (m: DeletionVectorMeta) => (bitmap64 ? m.length : m.length + 8)
+        expect(files.flatMap((f) => f.metas.map((m) => m.dataFileName))).toEqual([...vectors.keys()])
+        files.forEach(({ bytes, metas }, k) => {
+          expect(metas.length).toBeGreaterThan(0)
+          const last = metas[metas.length - 1]
+          // every file but the last reached the target, and only with its last vector
+          if (k < files.length - 1) expect(bytes.length).toBeGreaterThanOrEqual(target)
+          if (metas.length > 1) expect(bytes.length - entrySize(last)).toBeLessThan(target)
+          const back = readDeletionVectors(bytes, metas)
+          for (const m of metas) expect(back.get(m.dataFileName)!.cardinality).toBe(vectors.get(m.dataFileName)!.cardinality)
+        })
+        // below the target, one file, byte for byte the unrolled one
+        const whole = writeDeletionVectorFile(vectors, bitmap64)
+        if (vectors.size > 0 && whole.bytes.length - entrySize(whole.metas[whole.metas.length - 1]) < target) expect(files.map((f) => Buffer.from(f.bytes).toString('hex'))).toEqual([Buffer.from(whole.bytes).toString('hex')])
+      }),
+      { numRuns: 100 },
     )
   })
 

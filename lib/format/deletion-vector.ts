@@ -145,6 +145,32 @@ export function writeDeletionVectorFile(
 }
 
 /**
+ * The vectors in index files rolled at `targetSize` bytes, as Paimon's index file writer
+ * rolls them (deletion-vector.index-file.target-size): a file takes the next vector, then
+ * closes once it has reached the target, so it passes the target by at most one vector.
+ */
+export function writeDeletionVectorFiles(
+  vectors: Map<string, DeletionVector>,
+  bitmap64: boolean,
+  targetSize: number,
+): { bytes: Uint8Array; metas: DeletionVectorMeta[] }[] {
+  const files: { bytes: Uint8Array; metas: DeletionVectorMeta[] }[] = []
+  let current = new Map<string, DeletionVector>()
+  let size = 1
+  for (const [name, dv] of vectors) {
+    current.set(name, dv)
+    size += entryOf(dv, bitmap64, name).length
+    if (size >= targetSize) {
+      files.push(writeDeletionVectorFile(current, bitmap64))
+      current = new Map()
+      size = 1
+    }
+  }
+  if (current.size > 0) files.push(writeDeletionVectorFile(current, bitmap64))
+  return files
+}
+
+/**
  * How many bytes from `meta.offset` a range read must fetch so that `readDeletionVector` has the
  * whole entry whichever layout it turns out to be (the meta does not say which): `length + 8`
  * covers a 32-bit entry exactly and a 64-bit one with 8 bytes to spare.

@@ -11,7 +11,7 @@
 
 import { rowComparator } from '../format/compare.ts'
 import { DataFileReader, DataFileWriter } from '../format/data-file.ts'
-import { type DeletionVector, DELETION_VECTORS_INDEX, deletionVectorOf, writeDeletionVectorFile } from '../format/deletion-vector.ts'
+import { type DeletionVector, DELETION_VECTORS_INDEX, deletionVectorOf, writeDeletionVectorFiles } from '../format/deletion-vector.ts'
 import { type IndexManifestEntry, type KeyValue, type ManifestEntry, type Snapshot, CommitConflictError, FileKind, isRetract } from '../types.ts'
 import { bucketsScope } from '../manifest/bucket-scope.ts'
 import { bucketIdentifier, fileIdentifier } from '../manifest/manifests.ts'
@@ -391,8 +391,8 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
       const changed = marks.size > 0 || [...dvsNow.keys()].some((n) => !next.has(n))
       if (changed) {
         const entries: IndexManifestEntry[] = []
-        if (next.size > 0) {
-          const { bytes, metas } = writeDeletionVectorFile(new Map([...next].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))), opts.bitmap64)
+        const sorted = new Map([...next].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+        for (const { bytes, metas } of writeDeletionVectorFiles(sorted, opts.bitmap64, opts.dvIndexFileTargetSize)) {
           const fileName = namer.next('index-')
           const key = indexFileKey(table, { fileName, partition: req.partition, bucket: req.bucket, externalPath: null }, () => dir)
           written.push(key)

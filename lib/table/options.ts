@@ -67,6 +67,7 @@ export const OPTION_SPECS: OptionSpec[] = [
   { key: 'deletion-vectors.enabled', type: 'boolean', default: 'false', doc: 'Deletion-vector mode: compaction lifts all of L0 and marks superseded rows in deletion vectors; readers skip L0 and merge nothing.' },
   { key: 'deletion-vectors.bitmap64', type: 'boolean', default: 'false', doc: 'Write 64-bit (Iceberg-compatible) deletion vectors instead of 32-bit ones.' },
   { key: 'deletion-vectors.merge-on-read', type: 'boolean', default: 'false', doc: 'In deletion-vector mode, readers also merge L0 files in, for freshness at the cost of a merge.' },
+  { key: 'deletion-vector.index-file.target-size', type: 'memory', default: '2 mb', min: 1, doc: 'Size at which a compaction closes a deletion-vector index file and starts the next (Paimon\'s rolling: a file passes it by at most one vector).' },
   { key: 'index-file-in-data-file-dir', type: 'boolean', default: 'false', doc: 'Deletion-vector index files live in their bucket directory instead of index/ (Paimon\'s option, which Paimon records nowhere else); Strata reads and writes them where it says.' },
   { key: 'data-file.external-paths', type: 'string', doc: 'Locations outside the table where Paimon writes new data files. Strata reads a file stored at an external path only inside the table directory, and refuses the others naming this option; it writes none (see data-file.external-paths.strategy).' },
   { key: 'data-file.external-paths.strategy', type: 'enum', default: 'none', values: ['none'], doc: 'How Paimon spreads new data files over data-file.external-paths; Strata writes only none (a table with another strategy stays readable).' },
@@ -319,6 +320,8 @@ export interface CoreOptions {
   dvMergeOnRead: boolean
   /** index-file-in-data-file-dir: deletion-vector index files in their bucket directory */
   indexFileInDataFileDir: boolean
+  /** deletion-vector.index-file.target-size in bytes */
+  dvIndexFileTargetSize: number
   commitMaxRetries: number
   manifestMergeMinCount: number
   manifestTargetFileSize: number
@@ -362,6 +365,7 @@ export function coreOptions(raw: Record<string, string>): CoreOptions {
     bitmap64: bool('deletion-vectors.bitmap64'),
     dvMergeOnRead: bool('deletion-vectors.merge-on-read'),
     indexFileInDataFileDir: bool('index-file-in-data-file-dir'),
+    dvIndexFileTargetSize: parseMemorySize(get('deletion-vector.index-file.target-size')!)!,
     commitMaxRetries: int('commit.max-retries'),
     manifestMergeMinCount: int('manifest.merge-min-count'),
     manifestTargetFileSize: parseMemorySize(get('manifest.target-file-size')!)!,
