@@ -174,7 +174,7 @@ describe('compactor function', () => {
   })
 
   it('a capped job enqueues a follow-up job for its bucket', async () => {
-    const { name, table, queueUrl } = await setup({ bucket: '1', 'compaction.max.file-num': '2', 'num-sorted-run.compaction-trigger': '10' })
+    const { name, table, queueUrl } = await setup({ bucket: '1', 'compaction.max-input-files': '2', 'num-sorted-run.compaction-trigger': '10' })
     const model = new TableModel('deduplicate')
     let last
     for (let i = 0; i < 5; i++) last = await writeOps(table, model, put([i, i + 1, i + 2], i))

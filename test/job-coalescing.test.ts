@@ -167,7 +167,7 @@ describe('compaction jobs coalesce', () => {
     await fc.assert(
       // an input cap of 2 files: capped picks leave level-0 files behind to their follow-ups
       fc.asyncProperty(fc.array(stepArb, { minLength: 3, maxLength: 14 }), fc.constantFrom('1', '-1'), fc.constantFrom('50', '2'), async (steps, taskThreads, maxFiles) => {
-        const { name, table, url, jobs } = await setup({ bucket: '3', 'compaction.task-threads': taskThreads, 'compaction.max.file-num': maxFiles })
+        const { name, table, url, jobs } = await setup({ bucket: '3', 'compaction.task-threads': taskThreads, 'compaction.max-input-files': maxFiles })
         const model = new TableModel('deduplicate')
         let version = 0
         await runSteps(url, table, jobs, steps, (ids) => write(name, table, jobs, model, put(ids, ++version)), async () => {
@@ -326,7 +326,7 @@ describe('a table without deletion vectors: a job only for a bucket that needs c
     await fc.assert(
       // an input cap of 2 files: capped picks leave level-0 files behind to their follow-ups
       fc.asyncProperty(fc.array(stepArb, { minLength: 3, maxLength: 14 }), fc.constantFrom('50', '2'), async (steps, maxFiles) => {
-        const { name, table, url, jobs } = await setup({ ...NON_DV, 'compaction.max.file-num': maxFiles })
+        const { name, table, url, jobs } = await setup({ ...NON_DV, 'compaction.max-input-files': maxFiles })
         const model = new TableModel('deduplicate')
         let version = 0
         const writeChecked = async (ids: number[]) => {

@@ -24,7 +24,7 @@
 // - When a bucket has work for a job. A deletion-vector table's readers skip level 0, so
 //   every level-0 file needs a job: its writers send one for every touched bucket, and the
 //   follow-up goes out when level 0 holds a file the job did not see, or the job's input
-//   was capped (compaction.max.file-num, which may leave level-0 files). Its pick (Paimon's
+//   was capped (compaction.max-input-files, which may leave level-0 files). Its pick (Paimon's
 //   force-up-level-0) is never empty while level 0 holds a file. Other tables' reads merge
 //   level 0 in, and their universal pick is empty below the trigger: their writers send a
 //   job only for a bucket that needs compaction in S, its own files included

@@ -41,7 +41,7 @@ export interface CompactBucketRequest {
   bucket: number
   /** compact everything into the highest level */
   full?: boolean
-  /** cap on input files of this job (default `compaction.max.file-num`) */
+  /** cap on input files of this job (default `compaction.max-input-files`) */
   maxInputFiles?: number
   /** the commit's identity with COMPACT and Paimon's batch identifier: unique per compaction; default a fresh one */
   commitUser?: string
@@ -134,7 +134,7 @@ function openInput(table: Table, io: ObjectStore, dir: string, f: LsmFile): Prom
  * Files are opened up to `ahead` before the one being read: each open is a footer GET, and
  * a run of level-0 files packed together (non-overlapping ones, as sequential keys give)
  * would otherwise wait one round trip per file. A job's inputs are capped
- * (`compaction.max.file-num`), so the footers held ahead are too.
+ * (`compaction.max-input-files`), so the footers held ahead are too.
  */
 async function* readRun(
   table: Table,
@@ -264,7 +264,7 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
     : pickCompaction(levels, pickOptionsOf(opts))
   if (!picked) return nothing
   const dvsPromise = loadDvs()
-  const unit = limitInput(picked, req.maxInputFiles ?? opts.compactionMaxFileNum, levels)
+  const unit = limitInput(picked, req.maxInputFiles ?? opts.compactionMaxInputFiles, levels)
   const needsMore = unit.files.length < picked.files.length
   const keyCmp = rowComparator(view.keyTypes)
   const dropDelete = shouldDropDelete(unit.outputLevel, levels, opts.deletionVectors)

@@ -324,7 +324,7 @@ function runsOfUnit(files: LsmFile[]): LsmFile[][] {
 }
 
 /**
- * Caps one job's input at `maxFiles` files (compaction.max.file-num; a Lambda job must end in
+ * Caps one job's input at `maxFiles` files (compaction.max-input-files; a Lambda job must end in
  * time); the bucket gets a follow-up job for the rest. Returns `unit` itself when it fits.
  *
  * The kept files are whole sorted runs forming one contiguous segment of the unit's runs in
@@ -352,7 +352,7 @@ function runsOfUnit(files: LsmFile[]): LsmFile[][] {
  */
 export function limitInput(unit: CompactUnit, maxFiles: number, levels?: Levels): CompactUnit {
   if (!Number.isInteger(maxFiles) || maxFiles < 1) {
-    throw new StrataInputError(`option 'compaction.max.file-num': invalid value ${maxFiles}, expected an integer >= 1`)
+    throw new StrataInputError(`option 'compaction.max-input-files': invalid value ${maxFiles}, expected an integer >= 1`)
   }
   if (unit.files.length <= maxFiles) return unit
   if (unit.fileRewrite) return { ...unit, files: unit.files.slice(0, maxFiles) }

@@ -62,7 +62,7 @@ export const OPTION_SPECS: OptionSpec[] = [
   { key: 'num-sorted-run.stop-trigger', type: 'int', min: 1, doc: 'Sorted-run count past which a bucket reports back-pressure; default compaction-trigger + 3. Must not be below the compaction trigger.' },
   { key: 'compaction.max-size-amplification-percent', type: 'int', default: '200', min: 0, doc: 'Universal compaction: full compaction when (all runs but the oldest) / oldest exceeds this percentage.' },
   { key: 'compaction.size-ratio', type: 'int', default: '1', min: 0, doc: 'Universal compaction: percentage flexibility when comparing sorted-run sizes.' },
-  { key: 'compaction.max.file-num', type: 'int', default: '50', min: 2, doc: 'Most input files one compaction job takes; a bucket that needs more gets a follow-up job.' },
+  { key: 'compaction.max-input-files', type: 'int', default: '50', min: 2, doc: 'Strata only: most input files one compaction job takes; a bucket that needs more gets a follow-up job. Was compaction.max.file-num (an append-table option Paimon removed), which a stored schema may still carry: it is read when this option is absent.' },
   { key: 'compaction.task-threads', type: 'int', default: '1', doc: 'Compactions running at once across the buckets of a table: 1 (Paimon today), N >= 2, or -1 for one per active bucket. One bucket never has two at once.' },
   { key: 'deletion-vectors.enabled', type: 'boolean', default: 'false', doc: 'Deletion-vector mode: compaction lifts all of L0 and marks superseded rows in deletion vectors; readers skip L0 and merge nothing.' },
   { key: 'deletion-vectors.bitmap64', type: 'boolean', default: 'false', doc: 'Write 64-bit (Iceberg-compatible) deletion vectors instead of 32-bit ones.' },
@@ -98,6 +98,9 @@ export const OPTION_SPECS: OptionSpec[] = [
 ]
 
 const SPEC_BY_KEY = new Map(OPTION_SPECS.map((s) => [s.key, s]))
+
+/** The job input cap's name before 'compaction.max-input-files' (read from stored schemas, refused at create). */
+const RENAMED_MAX_INPUT_FILES = 'compaction.max.file-num'
 
 /** Keys the merge engines understand (merge-engine, fields.<f>.aggregate-function, …). */
 const mergeKeys = optionKeysOfMergeEngines()
@@ -203,6 +206,9 @@ export function validateOptions(raw: unknown): Record<string, string> {
       throw new StrataInputError(`option '${key}': value must be a string, got ${JSON.stringify(value)}`)
     }
     const text = String(value)
+    if (key === RENAMED_MAX_INPUT_FILES) {
+      throw new StrataInputError(`option '${key}' (value ${JSON.stringify(text)}) is now 'compaction.max-input-files': Paimon removed '${key}', an append-table option, so Strata no longer writes its job input cap under that name`)
+    }
     const spec = SPEC_BY_KEY.get(key)
     if (spec) checkValue(spec, text)
     else if (!extraKeys.has(key) && !extraPatterns.some((p) => p.test(key))) {
@@ -313,7 +319,7 @@ export interface CoreOptions {
   stopTrigger: number
   maxSizeAmplificationPercent: number
   sizeRatio: number
-  compactionMaxFileNum: number
+  compactionMaxInputFiles: number
   compactionTaskThreads: number
   deletionVectors: boolean
   bitmap64: boolean
@@ -359,7 +365,8 @@ export function coreOptions(raw: Record<string, string>): CoreOptions {
     stopTrigger: Math.max(trigger, stop),
     maxSizeAmplificationPercent: int('compaction.max-size-amplification-percent'),
     sizeRatio: int('compaction.size-ratio'),
-    compactionMaxFileNum: int('compaction.max.file-num'),
+    // a schema an older Strata stored may carry the old name
+    compactionMaxInputFiles: Number(raw['compaction.max-input-files'] ?? raw[RENAMED_MAX_INPUT_FILES] ?? SPEC_BY_KEY.get('compaction.max-input-files')!.default),
     compactionTaskThreads: int('compaction.task-threads'),
     deletionVectors: bool('deletion-vectors.enabled'),
     bitmap64: bool('deletion-vectors.bitmap64'),
