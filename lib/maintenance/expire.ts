@@ -8,8 +8,9 @@
 //
 // Which files, and in what order — a snapshot that still exists must never point at a
 // missing object:
-//   1. candidates = (everything the expired snapshots reference) minus (everything any
-//      retained snapshot references: new earliest … latest, plus tags);
+//   1. candidates = (everything the expired snapshots reference) minus (everything the
+//      new earliest snapshot and the tags reference: an object's references form one
+//      unbroken run of snapshots, so a later snapshot adds nothing to that);
 //   2. delete `snapshot-N` of the expired ones, oldest first, then write `EARLIEST`;
 //   3. delete the candidates.
 // A crash after 2 leaves only unreferenced objects, which removeOrphanFiles deletes later.
@@ -23,7 +24,7 @@ import { StrataInputError } from '../types.ts'
 import { EARLIEST_KEY, snapshotKey } from '../table/paths.ts'
 import { FOLDING_COMMIT_USER, foldedCommitsKey } from '../commit/landed.ts'
 import type { Table } from '../table/table.ts'
-import { MissingReferenceError, existingSnapshot, rangeReferences, runReferences, snapshotRange, snapshotReferences, taggedSnapshots } from './references.ts'
+import { MissingReferenceError, existingSnapshot, runReferences, snapshotRange, snapshotReferences, taggedSnapshots } from './references.ts'
 
 export interface ExpireOptions {
   /** epoch millis the retention time is measured from; default Date.now() */
@@ -117,22 +118,22 @@ export async function expireSnapshots(table: Table, opts: ExpireOptions = {}): P
     const s = await existingSnapshot(table, id)
     if (s) expired.push(s)
   }
-  // Retained: every snapshot from the new earliest to the latest seen, and tags. A gap here
-  // means the table is not what this code assumes, so nothing is deleted.
+  // Retained: the new earliest (`end`) and every later snapshot, and tags.
   //
-  // 1. candidates. A commit racing with this call can only land on top of `latest` (it
-  // re-reads the latest snapshot on every attempt, commit.ts): what it adds (data files,
-  // its delta manifest and lists, a merged base manifest) is new, so no expired snapshot
-  // references it and it is never a candidate; what it keeps from `latest` (live files,
-  // base manifests, the index manifest) is referenced by `latest`, which is retained. So
-  // neither its new files nor the old ones it builds on can be deleted.
-  let keep: Set<string>
-  try {
-    keep = await rangeReferences(table, end, latest, { onMissing: 'throw', missingSnapshot: 'throw' })
-  } catch (err) {
-    if (err instanceof MissingReferenceError) throw new MissingReferenceError(`expire: ${err.message}; nothing was expired`)
-    throw err
-  }
+  // 1. candidates. Every object is referenced by one unbroken run of snapshots: a data file
+  // from the commit that adds it to the one that removes it (a level upgrade keeps it
+  // live), a manifest from the commit that writes it until a merge leaves it out of a base
+  // list, an index file until its bucket's vectors change; each snapshot builds on the one
+  // before and no name is ever written twice. So what an expired snapshot references and
+  // `end` does not, no later snapshot references either, and `end` stands for them all, as
+  // in Paimon's ExpireSnapshotsImpl: a call costs the expired snapshots and one more,
+  // however many are retained. A commit racing with this call can only land on top of
+  // `latest` (it re-reads the latest snapshot on every attempt, commit.ts): what it adds
+  // is new, so no expired snapshot references it; what it keeps from `latest` is, by the
+  // same run, referenced by `end` if an expired snapshot references it.
+  const first = await existingSnapshot(table, end)
+  if (!first) throw new MissingReferenceError(`expire: snapshot ${end}, the first to keep, is missing from ${table.uri}; nothing was expired`)
+  const keep = await snapshotReferences(table, first, 'throw')
   for (const tag of await taggedSnapshots(table)) for (const k of await snapshotReferences(table, tag, 'throw')) keep.add(k)
   const candidates = [...(await runReferences(table, expired, { onMissing: 'skip', missingSnapshot: 'skip' }))].filter((k) => !keep.has(k))
   // a folded snapshot's list of the commits it holds (lib/commit/landed.ts) goes with it:
