@@ -191,31 +191,48 @@ describe('compaction jobs coalesce', () => {
 })
 
 describe('a compactor that dies after its commit landed', () => {
-  it('its redelivered job is overtaken: the follow-up check only, sharing the queued job\'s key; never more than 2 jobs for the bucket', async () => {
+  /**
+   * A one-bucket table whose compactor received the first write's job, landed its
+   * compaction and died before its follow-up check and before the event source deleted the
+   * message; then a writer's job under the new key, and the visibility timeout passes. A
+   * write lands in the middle of the next compaction's commit (its follow-up would be a
+   * third job).
+   */
+  async function afterADeathPastItsCommit() {
     const { name, table, url, jobs } = await setup({ bucket: '1', 'compaction.task-threads': '-1' })
     const model = new TableModel('deduplicate')
     await write(name, table, jobs, model, put([1], 1))
-    // the dying invocation: receives the job, its compaction lands, then it is gone before
-    // its follow-up check and before the event source deletes the message
     const [dying] = await receive(url, 1)
     const dyingJob = JSON.parse(dying.Body!) as CompactionJob
     expect((await compactBucket(table, { partition: new Uint8Array(Buffer.from(dyingJob.partitionBytes, 'base64')), bucket: dyingJob.bucket })).snapshotId).not.toBeNull()
-    // a writer after that commit: a new key, queued behind the message in flight
     await write(name, table, jobs, model, put([2], 2))
     expect(await depth(url)).toBe(2)
-    // the visibility timeout passes; the redelivery comes alone, and a write races whatever
-    // commit it makes (with a compaction, its follow-up would be a third job)
     await sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: dying.ReceiptHandle!, VisibilityTimeout: 0 }))
-    const again = await receive(url, 1)
-    expect(again.map((m) => [m.MessageId, m.Attributes?.ApproximateReceiveCount])).toEqual([[dying.MessageId, '2']])
-    let raced = false
+    const state = { raced: false }
     const racing: Committer = {
       async commit(req: CommitRequest) {
-        if (!raced) (raced = true, await write(name, table, jobs, model, put([3], 3)))
+        if (!state.raced) (state.raced = true, await write(name, table, jobs, model, put([3], 3)))
         return table.committer.commit(req)
       },
     }
-    const opts: ProcessOptions = { resolve: async () => ({ table, jobs, committer: racing }), giveBack: (m) => jobs.giveBack(m) }
+    const opts: ProcessOptions = { resolve: async () => ({ table, jobs, committer: racing }), giveBack: (m) => jobs.giveBack(m), discard: (h) => jobs.discard(h) }
+    /** works the queue off (the pending write lands if no commit took it) and checks the end state */
+    const finish = async () => {
+      for (let guard = 0; guard < 10 && (await depth(url)) > 0; guard++) await compactBatch(url, await receive(url), opts)
+      if (!state.raced) await write(name, table, jobs, model, put([3], 3))
+      for (let guard = 0; guard < 10 && (await depth(url)) > 0; guard++) await compactBatch(url, await receive(url), opts)
+      const latest = await table.snapshots.latest()
+      expect((await table.manifests.liveEntries(latest!)).filter((e) => e.file.level === 0)).toEqual([])
+      expect(sortRows(await readAll(table))).toEqual(model.snapshot())
+    }
+    return { url, dying, opts, finish }
+  }
+
+  it('its redelivered job is overtaken: the follow-up check only, sharing the queued job\'s key; never more than 2 jobs for the bucket', async () => {
+    const { url, dying, opts, finish } = await afterADeathPastItsCommit()
+    // the redelivery comes alone
+    const again = await receive(url, 1)
+    expect(again.map((m) => [m.MessageId, m.Attributes?.ApproximateReceiveCount])).toEqual([[dying.MessageId, '2']])
     const res = await processCompactionJobs(again.map(jobMessage), opts)
     expect(res.errors).toEqual([])
     expect(res.outcomes.map((o) => [o.overtaken, o.result.snapshotId])).toEqual([[true, null]])
@@ -223,35 +240,14 @@ describe('a compactor that dies after its commit landed', () => {
     await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: [{ Id: '0', ReceiptHandle: again[0].ReceiptHandle! }] }))
     expect(await depth(url)).toBe(1)
     // the queued job compacts what is left
-    for (let guard = 0; guard < 10 && (await depth(url)) > 0; guard++) await compactBatch(url, await receive(url), opts)
-    if (!raced) await write(name, table, jobs, model, put([3], 3))
-    for (let guard = 0; guard < 10 && (await depth(url)) > 0; guard++) await compactBatch(url, await receive(url), opts)
-    const latest = await table.snapshots.latest()
-    expect((await table.manifests.liveEntries(latest!)).filter((e) => e.file.level === 0)).toEqual([])
-    expect(sortRows(await readAll(table))).toEqual(model.snapshot())
+    await finish()
   })
 
   it('a batch holding two of the bucket\'s jobs: the extra one is deleted once the compaction is done, before the follow-up, so the bucket never has 3', async () => {
-    const { name, table, url, jobs } = await setup({ bucket: '1', 'compaction.task-threads': '-1' })
-    const model = new TableModel('deduplicate')
-    await write(name, table, jobs, model, put([1], 1))
-    const [dying] = await receive(url, 1)
-    const dyingJob = JSON.parse(dying.Body!) as CompactionJob
-    await compactBucket(table, { partition: new Uint8Array(Buffer.from(dyingJob.partitionBytes, 'base64')), bucket: dyingJob.bucket })
-    await write(name, table, jobs, model, put([2], 2))
-    await sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: dying.ReceiptHandle!, VisibilityTimeout: 0 }))
-    // the redelivery and the writer's job in one batch; a write lands during its compaction,
-    // so a follow-up goes out
+    const { url, opts, finish } = await afterADeathPastItsCommit()
+    // the redelivery and the writer's job in one batch; the racing write makes a follow-up go out
     const batch = await receive(url)
     expect(batch.length).toBe(2)
-    let raced = false
-    const racing: Committer = {
-      async commit(req: CommitRequest) {
-        if (!raced) (raced = true, await write(name, table, jobs, model, put([3], 3)))
-        return table.committer.commit(req)
-      },
-    }
-    const opts: ProcessOptions = { resolve: async () => ({ table, jobs, committer: racing }), giveBack: (m) => jobs.giveBack(m), discard: (h) => jobs.discard(h) }
     const res = await processCompactionJobs(batch.map(jobMessage), opts)
     expect(res.errors).toEqual([])
     expect(res.outcomes.map((o) => [o.result.snapshotId !== null, o.followUp])).toEqual([[true, true]])
@@ -259,10 +255,7 @@ describe('a compactor that dies after its commit landed', () => {
     // the event source deletes the whole batch, the discarded message included
     await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: batch.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }))
     expect(await depth(url)).toBe(1)
-    for (let guard = 0; guard < 10 && (await depth(url)) > 0; guard++) await compactBatch(url, await receive(url), opts)
-    const latest = await table.snapshots.latest()
-    expect((await table.manifests.liveEntries(latest!)).filter((e) => e.file.level === 0)).toEqual([])
-    expect(sortRows(await readAll(table))).toEqual(model.snapshot())
+    await finish()
   })
 
   it('a redelivery whose compaction had not landed compacts', async () => {
