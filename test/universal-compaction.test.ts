@@ -407,7 +407,7 @@ describe('limitInput', () => {
     const unit: CompactUnit = { outputLevel: 5, files: fs, fileRewrite: true, maxLevel: 5 }
     expect(limitInput(unit, 2).files).toEqual(fs.slice(0, 2))
     expect(() => limitInput(unit, 0)).toThrow(StrataInputError)
-    expect(() => limitInput(unit, 0)).toThrow(/compaction\.max\.file-num/)
+    expect(() => limitInput(unit, 0)).toThrow(/compaction\.max-input-files/)
   })
 })
 
