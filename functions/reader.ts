@@ -18,6 +18,7 @@ import type { Context } from 'aws-lambda'
 import { tableStatus } from '../lib/cli/status.ts'
 import { valueComparator } from '../lib/format/compare.ts'
 import { existingSnapshot } from '../lib/maintenance/references.ts'
+import { valueColumnsForMerge } from '../lib/lsm/merge-function.ts'
 import { type KeyFilter, type ReadStats, FileOpener, lookup, newReadStats, planScan, readSplitRecords } from '../lib/read/table-read.ts'
 import { rowToJsonLine, valueFromJson } from '../lib/table/json-values.ts'
 import type { Table } from '../lib/table/table.ts'
@@ -197,9 +198,7 @@ function filterMatcher(table: Table, filter: KeyFilter | undefined): (row: Row) 
 
 /** Value columns the split reads: as lib/read/table-read.ts scan chooses them. */
 function valueColumnsFor(table: Table, columns: number[], filter: KeyFilter | undefined): string[] {
-  const cfg = table.mergeConfig
-  if (cfg.engine !== 'deduplicate' && cfg.engine !== 'first-row') return table.view.fields.map((f) => f.name)
-  return [...new Set([...columns.map((i) => table.view.fields[i].name), ...Object.keys(filter ?? {}), ...cfg.sequenceFields])]
+  return valueColumnsForMerge(table.mergeConfig, [...columns.map((i) => table.view.fields[i].name), ...Object.keys(filter ?? {})])
 }
 
 /** The primary key of a scanned record as a JSON object, for messages: partition fields from the split, the rest from the key. */

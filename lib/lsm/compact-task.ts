@@ -25,7 +25,7 @@ import { commitUserFor } from '../write/table-write.ts'
 import { bucketDirOf, dataFileKey, dvIndexByBucket, indexFileKey, livePositioned, loadDeletionVectors, withoutDeleted } from '../manifest/bucket-state.ts'
 import { type CompactOptions, type CompactStep, type CompactUnit, type LsmFile, Levels, compactionFileSize, limitInput, needsBackPressure, pickCompaction, pickFullCompaction, planCompaction, shouldDropDelete } from './universal-compaction.ts'
 import { mergeSortedRuns } from './merge-reader.ts'
-import { createMergeFunction, sequenceComparator } from './merge-function.ts'
+import { createMergeFunction, engineTraits, sequenceComparator } from './merge-function.ts'
 import { BATCH_COMMIT_IDENTIFIER, type Committer, type ExpectedIndex } from '../commit/committer.ts'
 import { commitKeyOf } from '../commit/landed.ts'
 import { type CoreOptions, assertWritable } from '../table/options.ts'
@@ -292,9 +292,9 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
   let rowsIn = 0, rowsOut = 0, upgraded = 0, marked = 0
   const commitUser = req.commitUser ?? commitUserFor(table)
   let commitStarted = false
-  // deduplicate needs the position of a superseded row and, with `sequence.field`, the
-  // fields that decide which version wins; other engines merge its whole value
-  const lookupColumns = table.mergeConfig.engine === 'deduplicate' ? [...table.mergeConfig.sequenceFields] : undefined
+  // an engine whose newer record replaces the older whole needs the superseded row's
+  // position and the `sequence.field` fields that decide; others merge its whole value
+  const lookupColumns = engineTraits(table.mergeConfig.engine).newerReplacesOlder ? [...table.mergeConfig.sequenceFields] : undefined
 
   try {
     for (const step of steps) {

@@ -40,6 +40,47 @@ export type MergeEngine = 'deduplicate' | 'partial-update' | 'aggregation' | 'fi
 
 const MERGE_ENGINES: readonly MergeEngine[] = ['deduplicate', 'partial-update', 'aggregation', 'first-row']
 
+/**
+ * What the rest of Strata needs to know of an engine besides its options and its merge
+ * function: one entry per engine, read through `engineTraits`, so that no module outside
+ * this one branches on an engine's name.
+ */
+export interface MergeEngineTraits {
+  /**
+   * A merge keeps one record whole (the newest for deduplicate, the oldest for first-row):
+   * it needs no value column besides those asked for and `sequence.field`.
+   */
+  readonly keepsOneRecord: boolean
+  /**
+   * The newer record replaces the older whole, decided by sequence number and
+   * `sequence.field` alone: a compaction's lookup of the older row needs its position and
+   * those fields, not its value.
+   */
+  readonly newerReplacesOlder: boolean
+  /** Its merge function may refuse a retraction, which a write then checks record by record. */
+  readonly mayRefuseRetractions: boolean
+}
+
+const ENGINE_TRAITS: Record<MergeEngine, MergeEngineTraits> = {
+  deduplicate: { keepsOneRecord: true, newerReplacesOlder: true, mayRefuseRetractions: false },
+  'first-row': { keepsOneRecord: true, newerReplacesOlder: false, mayRefuseRetractions: true },
+  'partial-update': { keepsOneRecord: false, newerReplacesOlder: false, mayRefuseRetractions: true },
+  aggregation: { keepsOneRecord: false, newerReplacesOlder: false, mayRefuseRetractions: true },
+}
+
+export function engineTraits(engine: MergeEngine): MergeEngineTraits {
+  return ENGINE_TRAITS[engine]
+}
+
+/**
+ * The value columns a merged read must fetch to return `wanted` (names): all of them when
+ * the engine merges values across records, else `wanted` and `sequence.field`.
+ */
+export function valueColumnsForMerge(cfg: MergeEngineConfig, wanted: Iterable<string>): string[] {
+  if (!ENGINE_TRAITS[cfg.engine].keepsOneRecord) return cfg.fields.map((f) => f.name)
+  return [...new Set([...wanted, ...cfg.sequenceFields])]
+}
+
 /** How the aggregation engine folds one field. */
 export interface FieldAggregation {
   function: AggregateFunctionName

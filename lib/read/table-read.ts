@@ -10,7 +10,7 @@ import { type ByteSource, DataFileReader } from '../format/data-file.ts'
 import { bucketPath } from '../format/partition-path.ts'
 import { compareLevel0 } from '../lsm/levels.ts'
 import { mergeSortedRuns } from '../lsm/merge-reader.ts'
-import { createMergeFunction, sequenceComparator } from '../lsm/merge-function.ts'
+import { createMergeFunction, sequenceComparator, valueColumnsForMerge } from '../lsm/merge-function.ts'
 import { BoundedStore, mapBounded, startedAhead } from '../store/bounded.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import type { DeletionVector } from '../format/deletion-vector.ts'
@@ -183,12 +183,7 @@ export async function planScan(table: Table, opts: ScanOptions = {}): Promise<Sc
 
 /** Value columns a merge needs besides the projected ones. */
 function valueColumnsToRead(table: Table, columns: number[], filter?: KeyFilter): string[] {
-  const cfg = table.mergeConfig
-  if (cfg.engine !== 'deduplicate' && cfg.engine !== 'first-row') return table.view.fields.map((f) => f.name)
-  const need = new Set(columns.map((i) => table.view.fields[i].name))
-  for (const f of Object.keys(filter ?? {})) need.add(f)
-  for (const f of cfg.sequenceFields) need.add(f)
-  return [...need]
+  return valueColumnsForMerge(table.mergeConfig, [...columns.map((i) => table.view.fields[i].name), ...Object.keys(filter ?? {})])
 }
 
 /**

@@ -13,7 +13,7 @@ import { serializeBinaryRow } from '../format/binary-row.ts'
 import { rowComparator } from '../format/compare.ts'
 import { DataFileWriter } from '../format/data-file.ts'
 import { bucketPath, partitionPath } from '../format/partition-path.ts'
-import { createMergeFunction, sequenceComparator } from '../lsm/merge-function.ts'
+import { createMergeFunction, engineTraits, sequenceComparator } from '../lsm/merge-function.ts'
 import { type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, FileKind, RowKind, StrataInputError, isRetract } from '../types.ts'
 import { BATCH_COMMIT_IDENTIFIER, type CommitResult, type Committer } from '../commit/committer.ts'
 import { bucketsScope } from '../manifest/bucket-scope.ts'
@@ -89,8 +89,7 @@ function checkRetractsAccepted(table: Table, records: WriteRecord[]): void {
 
 /** Why the table's merge engine refuses this record (a retraction it cannot apply), or null. */
 export function refusedRetraction(table: Table, r: WriteRecord): string | null {
-  const engine = table.mergeConfig.engine
-  if ((engine !== 'partial-update' && engine !== 'aggregation' && engine !== 'first-row') || !isRetract(r.kind)) return null
+  if (!engineTraits(table.mergeConfig.engine).mayRefuseRetractions || !isRetract(r.kind)) return null
   const mf = createMergeFunction(table.mergeConfig)
   mf.reset()
   mf.add({ key: [], seq: 0n, kind: RowKind.INSERT, value: r.row })
