@@ -77,7 +77,8 @@ function runs(engine: Engine, mode: Mode, stores: ReturnType<typeof localStores>
           schemaFor(engine, { ...MODE_OPTIONS[mode], 'num-sorted-run.compaction-trigger': '3', 'snapshot.num-retained.min': '3', 'snapshot.time-retained': '0 ms' }),
         )
         const model = new TableModel(engine)
-        const skipsLevel0 = mode === 'dv' || mode === 'dv, an index file per vector'
+        // reads skip level 0 with deletion vectors, and for first-row (as Paimon reads it)
+        const skipsLevel0 = mode === 'dv' || mode === 'dv, an index file per vector' || engine === 'first-row'
         // expected read of each snapshot id; in plain deletion-vector mode only snapshots
         // whose buckets hold no level-0 file read as the model (L0 rows are invisible)
         const history = new Map<number, Row[]>()
@@ -126,7 +127,8 @@ function runs(engine: Engine, mode: Mode, stores: ReturnType<typeof localStores>
           const stats = newReadStats()
           expect(sortRows(await readAll(table, { stats }))).toEqual(model.snapshot())
           expect(stats.filesOpened[0] ?? 0).toBe(0)
-          expect(stats.mergedSplits).toBe(0)
+          // first-row still merges the levels above 0 (they hold each key once, so it costs nothing)
+          if (mode !== 'mor') expect(stats.mergedSplits).toBe(0)
           await record()
           if (mode === 'dv, an index file per vector') {
             for (const entries of (await dvIndexByBucket(table, await table.snapshots.latest())).values()) for (const e of entries) expect(e.dvRanges?.length).toBe(1)

@@ -3,6 +3,7 @@
 
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { compactTable } from '../lib/lsm/compact-table.ts'
 import { lookup, readAll } from '../lib/read/table-read.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { Table } from '../lib/table/table.ts'
@@ -33,7 +34,14 @@ describe.each(bothStores())('table on $name', (stores) => {
           for (const ops of batches) {
             const res = await writeOps(table, ops)
             model.applyBatch(ops)
-            if (res.snapshotId > 0) history.set(res.snapshotId, model.snapshot())
+            // first-row is read as Paimon reads it, without level 0 (compactions look its keys
+            // up): a write shows once a compaction takes it up
+            if (engine === 'first-row') {
+              expect(sortRows(await readAll(table))).toEqual(history.size ? history.get(Math.max(...history.keys())) : [])
+              await compactTable(table, { full: false })
+            }
+            const landed = engine === 'first-row' ? await table.snapshots.latestId() : res.snapshotId
+            if (landed > 0) history.set(landed, model.snapshot())
             expect(sortRows(await readAll(table))).toEqual(model.snapshot())
           }
           // time travel: each retained snapshot still reads as the model did then

@@ -5,6 +5,7 @@ import { partitionPath } from '../format/partition-path.ts'
 import type { Table } from '../table/table.ts'
 import { bucketIdentifier } from '../manifest/manifests.ts'
 import { dvIndexByBucket } from '../manifest/bucket-state.ts'
+import { compactsWithLookup } from '../lsm/merge-function.ts'
 
 export interface BucketStatus {
   partition: string
@@ -29,6 +30,8 @@ export interface TableStatus {
   table: string
   snapshot: { id: number; commitKind: string; timeMillis: number; totalRecordCount: number; schemaId: number } | null
   deletionVectors: boolean
+  /** level 0 is read only once a compaction takes it up (deletion vectors, or first-row): freshness lag is counted */
+  levelZeroWaits: boolean
   buckets: BucketStatus[]
   /** max over buckets, for a one-line summary */
   maxL0Files: number
@@ -38,7 +41,9 @@ export interface TableStatus {
 export async function tableStatus(table: Table, now = Date.now()): Promise<TableStatus> {
   const snapshot = await table.snapshots.latest()
   const dvMode = table.view.options.deletionVectors
-  if (!snapshot) return { table: table.uri, snapshot: null, deletionVectors: dvMode, buckets: [], maxL0Files: 0, maxFreshnessLagMs: null }
+  // level 0 waits for a compaction to be read: with deletion vectors, and for first-row (Paimon's lookup engine)
+  const lagged = compactsWithLookup(table.mergeConfig.engine, dvMode)
+  if (!snapshot) return { table: table.uri, snapshot: null, deletionVectors: dvMode, levelZeroWaits: lagged, buckets: [], maxL0Files: 0, maxFreshnessLagMs: null }
   const view = table.view
   const entries = await table.manifests.liveEntries(snapshot)
   const partTypes = view.partitionFields.map((f) => f.type)
@@ -78,7 +83,7 @@ export async function tableStatus(table: Table, now = Date.now()): Promise<Table
   for (const [id, b] of byBucket) {
     b.sortedRuns = b.l0Files + b.filesPerLevel.slice(1).filter((n) => n > 0).length
     b.backPressure = b.sortedRuns > view.options.stopTrigger
-    if (dvMode && oldestL0.has(id)) b.freshnessLagMs = Math.max(0, now - oldestL0.get(id)!)
+    if (lagged && oldestL0.has(id)) b.freshnessLagMs = Math.max(0, now - oldestL0.get(id)!)
   }
   const buckets = [...byBucket.values()].sort((a, b) => (a.partition < b.partition ? -1 : a.partition > b.partition ? 1 : a.bucket - b.bucket))
   return {
@@ -91,6 +96,7 @@ export async function tableStatus(table: Table, now = Date.now()): Promise<Table
       schemaId: snapshot.schemaId,
     },
     deletionVectors: dvMode,
+    levelZeroWaits: lagged,
     buckets,
     maxL0Files: Math.max(0, ...buckets.map((b) => b.l0Files)),
     maxFreshnessLagMs: buckets.some((b) => b.freshnessLagMs !== null) ? Math.max(...buckets.map((b) => b.freshnessLagMs ?? 0)) : null,
@@ -101,11 +107,11 @@ export function formatStatus(s: TableStatus): string {
   if (!s.snapshot) return `${s.table}: no snapshots yet`
   const lines = [
     `${s.table}: snapshot ${s.snapshot.id} (${s.snapshot.commitKind}, ${new Date(s.snapshot.timeMillis).toISOString()}), ${s.snapshot.totalRecordCount} records in live files`,
-    ['partition', 'bucket', 'files', 'rows', 'files per level (L0..)', 'L0', 'runs', 'dv rows', ...(s.deletionVectors ? ['freshness lag'] : [])].join('\t'),
+    ['partition', 'bucket', 'files', 'rows', 'files per level (L0..)', 'L0', 'runs', 'dv rows', ...(s.levelZeroWaits ? ['freshness lag'] : [])].join('\t'),
   ]
   for (const b of s.buckets) {
     const lag = b.freshnessLagMs === null ? '-' : `${(b.freshnessLagMs / 1000).toFixed(1)} s`
-    lines.push([b.partition || '-', b.bucket, b.files, b.rows, b.filesPerLevel.join('/'), b.l0Files, `${b.sortedRuns}${b.backPressure ? ' (stop-trigger)' : ''}`, b.dvCardinality, ...(s.deletionVectors ? [lag] : [])].join('\t'))
+    lines.push([b.partition || '-', b.bucket, b.files, b.rows, b.filesPerLevel.join('/'), b.l0Files, `${b.sortedRuns}${b.backPressure ? ' (stop-trigger)' : ''}`, b.dvCardinality, ...(s.levelZeroWaits ? [lag] : [])].join('\t'))
   }
   return lines.join('\n')
 }

@@ -21,8 +21,9 @@
 //   argument needs from the follow-up check: it sends a job whenever the bucket has work
 //   for one, keyed as a writer landing there keys its job (the key the next writers
 //   compute, so they share it), and it never shares a key with a job that is done.
-// - When a bucket has work for a job. A deletion-vector table's readers skip level 0, so
-//   every level-0 file needs a job: its writers send one for every touched bucket, and the
+// - When a bucket has work for a job. A deletion-vector table's readers skip level 0 (so do
+//   a first-row table's, compacted with lookup like it: levelZeroWaits), so every level-0
+//   file needs a job: its writers send one for every touched bucket, and the
 //   follow-up goes out when level 0 holds a file the job did not see, or the job's input
 //   was capped (compaction.max-input-files, which may leave level-0 files). Its pick (Paimon's
 //   force-up-level-0) is never empty while level 0 holds a file. Other tables' reads merge
@@ -54,9 +55,19 @@ import type { Table } from '../table/table.ts'
 import { bucketsScope } from '../manifest/bucket-scope.ts'
 import { bucketDirOf } from '../manifest/bucket-state.ts'
 import { compactionNeeded } from '../lsm/compact-task.ts'
+import { compactsWithLookup } from '../lsm/merge-function.ts'
 import type { CompactionJob } from './compaction-job.ts'
 import { bucketIdentifier } from '../manifest/manifests.ts'
 import type { ManifestEntry } from '../types.ts'
+
+/**
+ * Every level-0 file waits for a job to be read: deletion-vector tables and first-row
+ * (whose compactions force level 0 up and look keys up, like deletion-vector ones; see
+ * compactsWithLookup). Their writers send a job for every bucket they touch.
+ */
+function levelZeroWaits(table: Table): boolean {
+  return compactsWithLookup(table.mergeConfig.engine, table.view.options.deletionVectors)
+}
 
 export interface BucketRef {
   partition: Uint8Array
@@ -103,7 +114,7 @@ export function jobKeyOf(files: ManifestEntry[], id: number): string {
  * comment); in a deletion-vector table all of them.
  */
 export async function bucketsNeedingJobs(table: Table, id: number, buckets: BucketRef[]): Promise<{ bucket: BucketRef; dedupKey: string }[]> {
-  const dv = table.view.options.deletionVectors
+  const dv = levelZeroWaits(table)
   const files = await liveFilesByBucket(table, id, buckets, false)
   const out: { bucket: BucketRef; dedupKey: string }[] = []
   for (const b of buckets) {
@@ -155,7 +166,7 @@ export async function followUpOf(
   const k = bucketIdentifier(b.partition, b.bucket)
   const files = (await liveFilesByBucket(table, latest.id, [b], false)).get(k) ?? []
   let due: boolean
-  if (!table.view.options.deletionVectors) due = compactionNeeded(table, files)
+  if (!levelZeroWaits(table)) due = compactionNeeded(table, files)
   else if (result.needsMore && result.snapshotId !== null) due = true
   else if (latest.id === result.baseSnapshotId) due = false
   else {

@@ -25,7 +25,7 @@ import { commitUserFor } from '../write/table-write.ts'
 import { bucketDirOf, dataFileKey, dvIndexByBucket, indexFileKey, livePositioned, loadDeletionVectors, withoutDeleted } from '../manifest/bucket-state.ts'
 import { type CompactOptions, type CompactStep, type CompactUnit, type LsmFile, Levels, compactionFileSize, limitInput, needsBackPressure, pickCompaction, pickFullCompaction, planCompaction, shouldDropDelete } from './universal-compaction.ts'
 import { mergeSortedRuns } from './merge-reader.ts'
-import { createMergeFunction, engineTraits, sequenceComparator } from './merge-function.ts'
+import { compactsWithLookup, createMergeFunction, engineTraits, sequenceComparator } from './merge-function.ts'
 import { BATCH_COMMIT_IDENTIFIER, type Committer, type ExpectedIndex } from '../commit/committer.ts'
 import { commitKeyOf } from '../commit/landed.ts'
 import { type CoreOptions, assertWritable } from '../table/options.ts'
@@ -99,13 +99,14 @@ export async function bucketLevels(table: Table, snapshot: Snapshot | null, part
 }
 
 /** The options a bucket's compaction pick runs with (`pickCompaction`), from the table's. */
-export function pickOptionsOf(opts: CoreOptions): CompactOptions {
+export function pickOptionsOf(table: Table): CompactOptions {
+  const opts = table.view.options
   return {
     compactionTrigger: opts.compactionTrigger,
     maxSizeAmplificationPercent: opts.maxSizeAmplificationPercent,
     sizeRatio: opts.sizeRatio,
     numLevels: opts.numLevels,
-    deletionVectors: opts.deletionVectors,
+    deletionVectors: compactsWithLookup(table.mergeConfig.engine, opts.deletionVectors),
   }
 }
 
@@ -115,7 +116,7 @@ export function pickOptionsOf(opts: CoreOptions): CompactOptions {
  */
 export function compactionNeeded(table: Table, entries: ManifestEntry[]): boolean {
   const levels = new Levels(entries.map((e) => lsmFileOf(table, e)), table.view.options.numLevels, rowComparator(table.view.keyTypes))
-  return pickCompaction(levels, pickOptionsOf(table.view.options)) !== null
+  return pickCompaction(levels, pickOptionsOf(table)) !== null
 }
 
 function entryOf(f: LsmFile): ManifestEntry {
@@ -261,7 +262,7 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
   const hasDeletionVector = (f: LsmFile) => (knownDvs ? (knownDvs.get(f.name)?.cardinality ?? 0) > 0 : (cardinality.get(f.name) ?? 0n) > 0n)
   const picked: CompactUnit | null = req.full
     ? pickFullCompaction(levels, opts.numLevels, { hasDeletionVector })
-    : pickCompaction(levels, pickOptionsOf(opts))
+    : pickCompaction(levels, pickOptionsOf(table))
   if (!picked) return nothing
   const dvsPromise = loadDvs()
   const unit = limitInput(picked, req.maxInputFiles ?? opts.compactionMaxInputFiles, levels)
@@ -269,10 +270,11 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
   const keyCmp = rowComparator(view.keyTypes)
   const dropDelete = shouldDropDelete(unit.outputLevel, levels, opts.deletionVectors)
   const { path: dir } = bucketDirOf(table, req.partition, req.bucket)
+  const lookup = compactsWithLookup(table.mergeConfig.engine, opts.deletionVectors)
   const steps: CompactStep[] = planCompaction(unit, {
     keyComparator: keyCmp,
     dropDelete,
-    deletionVectors: opts.deletionVectors,
+    deletionVectors: lookup,
     minFileSize: compactionFileSize(opts.targetFileSize),
     hasDeletionVector,
   })
@@ -317,7 +319,7 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
       // sits above the output level)
       const stepFiles = step.runs.flat()
       const fromKey = stepFiles.reduce((min, f) => (keyCmp(f.minKey, min) < 0 ? f.minKey : min), stepFiles[0].minKey)
-      const lookups = opts.deletionVectors
+      const lookups = lookup
         ? levels
             .levelSortedRuns()
             .filter((r) => r.level > step.outputLevel && !r.run.files.some((f) => inputNames.has(f.name)))

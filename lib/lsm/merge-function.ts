@@ -59,17 +59,41 @@ export interface MergeEngineTraits {
   readonly newerReplacesOlder: boolean
   /** Its merge function may refuse a retraction, which a write then checks record by record. */
   readonly mayRefuseRetractions: boolean
+  /**
+   * Paimon compacts the engine with lookup whatever the options (first-row): every
+   * compaction takes all of level 0 up and drops a rising key the older levels already hold,
+   * so the levels above 0 hold each key once, and its batch read skips level 0.
+   */
+  readonly lookupCompaction: boolean
 }
 
 const ENGINE_TRAITS: Record<MergeEngine, MergeEngineTraits> = {
-  deduplicate: { keepsOneRecord: true, newerReplacesOlder: true, mayRefuseRetractions: false },
-  'first-row': { keepsOneRecord: true, newerReplacesOlder: false, mayRefuseRetractions: true },
-  'partial-update': { keepsOneRecord: false, newerReplacesOlder: false, mayRefuseRetractions: true },
-  aggregation: { keepsOneRecord: false, newerReplacesOlder: false, mayRefuseRetractions: true },
+  deduplicate: { keepsOneRecord: true, newerReplacesOlder: true, mayRefuseRetractions: false, lookupCompaction: false },
+  'first-row': { keepsOneRecord: true, newerReplacesOlder: false, mayRefuseRetractions: true, lookupCompaction: true },
+  'partial-update': { keepsOneRecord: false, newerReplacesOlder: false, mayRefuseRetractions: true, lookupCompaction: false },
+  aggregation: { keepsOneRecord: false, newerReplacesOlder: false, mayRefuseRetractions: true, lookupCompaction: false },
 }
 
 export function engineTraits(engine: MergeEngine): MergeEngineTraits {
   return ENGINE_TRAITS[engine]
+}
+
+/**
+ * Compactions take all of level 0 up (Paimon's force-up-level-0 pick) and look each rising
+ * key up in the older levels: with deletion vectors (to mark the row it supersedes) or for
+ * an engine Paimon compacts with lookup (first-row: to drop the rising row).
+ */
+export function compactsWithLookup(engine: MergeEngine, deletionVectors: boolean): boolean {
+  return deletionVectors || ENGINE_TRAITS[engine].lookupCompaction
+}
+
+/**
+ * Reads skip level 0: with deletion vectors (unless `deletion-vectors.merge-on-read`), and
+ * for an engine Paimon compacts with lookup (its batch read skips level 0 too). Rows in
+ * level 0 become visible when a compaction takes them up.
+ */
+export function readsSkipLevel0(engine: MergeEngine, options: { deletionVectors: boolean; dvMergeOnRead: boolean }): boolean {
+  return (options.deletionVectors && !options.dvMergeOnRead) || ENGINE_TRAITS[engine].lookupCompaction
 }
 
 /**

@@ -35,7 +35,10 @@ export interface CompactOptions {
   sizeRatio: number
   /** num-levels (a bucket whose files sit higher widens it, as Levels does) */
   numLevels: number
-  /** deletion-vectors.enabled: pick with ForceUpLevel0Compaction (all of level 0, every time) */
+  /**
+   * deletion-vectors.enabled, or an engine compacted with lookup (first-row;
+   * compactsWithLookup): pick with ForceUpLevel0Compaction (all of level 0, every time)
+   */
   deletionVectors: boolean
 }
 
@@ -232,6 +235,7 @@ export interface PlanOptions {
   keyComparator: KeyComparator
   /** from shouldDropDelete */
   dropDelete: boolean
+  /** level-0 keys are looked up in the older levels (compactsWithLookup): such files are rewritten, not upgraded */
   deletionVectors: boolean
   /** compactionFileSize(target-file-size): smaller files are rewritten, not upgraded */
   minFileSize: number

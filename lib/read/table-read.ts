@@ -10,7 +10,7 @@ import { type ByteSource, DataFileReader } from '../format/data-file.ts'
 import { bucketPath } from '../format/partition-path.ts'
 import { compareLevel0 } from '../lsm/levels.ts'
 import { mergeSortedRuns } from '../lsm/merge-reader.ts'
-import { createMergeFunction, sequenceComparator, valueColumnsForMerge } from '../lsm/merge-function.ts'
+import { createMergeFunction, readsSkipLevel0, sequenceComparator, valueColumnsForMerge } from '../lsm/merge-function.ts'
 import { BoundedStore, mapBounded, startedAhead } from '../store/bounded.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import type { DeletionVector } from '../format/deletion-vector.ts'
@@ -218,7 +218,10 @@ function openFile(table: Table, store: ObjectStore, split: Split, e: ManifestEnt
 function filesToRead(table: Table, split: Split): ManifestEntry[] {
   const { deletionVectors, dvMergeOnRead } = table.view.options
   if (deletionVectors && !dvMergeOnRead) return split.files.filter((e) => e.file.level !== 0)
-  return orderFiles(split.files)
+  const ordered = orderFiles(split.files)
+  // first-row: Paimon's batch read skips level 0 (its compactions look keys up, so the
+  // levels above hold each key once); they are still merged, which costs nothing when they do
+  return readsSkipLevel0(table.mergeConfig.engine, table.view.options) ? ordered.filter((e) => e.file.level !== 0) : ordered
 }
 
 /**
