@@ -263,8 +263,8 @@ async function compactGroup(jobs: CompactionJob[], group: JobMessage[], opts: Pr
   let followUp = false
   await discardExtras(group, opts, discarded)
   if (target.jobs) {
-    // the input cap left work behind, or level-0 files landed that the job did not see
-    // (their writers' jobs were coalesced into this one: lib/jobs/coalesce.ts)
+    // the bucket still has work for a job (its writers' jobs may have been coalesced into
+    // this one): the follow-up, keyed as the next writers key theirs (lib/jobs/coalesce.ts)
     const next = await followUpOf(target.table, result, bucketRef, ownKeys)
     if (next !== null) {
       await target.jobs.enqueue([{ ...job, snapshotId: next.snapshotId, followUp: true, enqueuedAt: endedAt, dedupKey: next.dedupKey }])

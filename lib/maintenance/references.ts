@@ -59,8 +59,8 @@ export class BucketDirs {
 /**
  * Keys of a data file and its `_EXTRA_FILES` sidecars (same directory, docs/format.md
  * "Directory and file names").
- * A file with `_EXTERNAL_PATH` lives outside the table root, so it is neither referenced nor
- * ever deleted here.
+ * A file with `_EXTERNAL_PATH` is referenced by its key when that path lies inside the table
+ * directory; outside it is neither referenced nor ever deleted here.
  */
 export function dataFileKeys(table: Table, dirs: BucketDirs, e: ManifestEntry): string[] {
   if (e.file.externalPath) {
