@@ -632,16 +632,6 @@ const REFUSALS: RefusalSpec[] = [
  * so whoever fixes it moves the entry out of this list.
  */
 const DIVERGENT: Record<string, string> = {
-  // Aggregation with deletion vectors, the same history written by each: +I(1, 1); -D(2, 7), a
-  // key with no row; full compaction; +I(2, 10); full compaction. Paimon's table ends with
-  // {"id":2,"v":3}, Strata's with {"id":2,"v":10} (both readers agree on each table). Paimon's
-  // lookup compaction in the -D's commit (LookupMergeFunction) hands the lone -D to
-  // AggregateMergeFunction directly, not through ReducerMergeFunctionWrapper, which would pass
-  // a lone retraction through: sum retracts 7 from nothing and the -D becomes a +I row
-  // {"id":2,"v":-7}, which Paimon's snapshots show from that commit on. Strata keeps the -D
-  // as a retraction, its full compaction drops it, and the insert starts from nothing. Without
-  // deletion vectors both keep the -D and drop it at the full compaction: both end with 10.
-  [sameHistoryTestName(loneRetraction(true))]: 'aggregation lone -D with deletion vectors: Paimon -7 then 3, Strata nothing then 10',
 }
 const cell = (name: string) => (name in DIVERGENT ? it.fails : it)
 

@@ -25,7 +25,7 @@ import { commitUserFor } from '../write/table-write.ts'
 import { bucketDirOf, dataFileKey, dvIndexByBucket, indexFileKey, livePositioned, loadDeletionVectors, withoutDeleted } from '../manifest/bucket-state.ts'
 import { type CompactOptions, type CompactStep, type CompactUnit, type LsmFile, Levels, compactionFileSize, limitInput, needsBackPressure, pickCompaction, pickFullCompaction, planCompaction, shouldDropDelete } from './universal-compaction.ts'
 import { mergeSortedRuns } from './merge-reader.ts'
-import { compactsWithLookup, createMergeFunction, engineTraits, sequenceComparator } from './merge-function.ts'
+import { compactsWithLookup, createLookupMergeFunction, createMergeFunction, engineTraits, sequenceComparator } from './merge-function.ts'
 import { BATCH_COMMIT_IDENTIFIER, type Committer, type ExpectedIndex } from '../commit/committer.ts'
 import { commitKeyOf } from '../commit/landed.ts'
 import { type CoreOptions, assertWritable } from '../table/options.ts'
@@ -343,8 +343,12 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
         rowsOut += stats.rowCount
         writer = null
       }
-      const mf = createMergeFunction(table.mergeConfig)
-      for await (const batch of mergeSortedRuns(sources, { keyComparator: keyCmp, sequenceComparator: seqCmp, mergeFunction: createMergeFunction(table.mergeConfig) })) {
+      // records taken up from level 0 of a lookup table meet Paimon's lookup merge, as in
+      // Paimon's writer at their commit (createLookupMergeFunction)
+      const fromLevel0 = lookup && step.runs.some((run) => run.some((f) => f.level === 0))
+      const stepMerge = () => (fromLevel0 ? createLookupMergeFunction(table.mergeConfig) : createMergeFunction(table.mergeConfig))
+      const mf = stepMerge()
+      for await (const batch of mergeSortedRuns(sources, { keyComparator: keyCmp, sequenceComparator: seqCmp, mergeFunction: stepMerge() })) {
         for (let kv of batch) {
           if (lookups.length) {
             let old: { kv: KeyValue; file: string; pos: number } | null = null

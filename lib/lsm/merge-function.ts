@@ -605,6 +605,18 @@ class RowKindFilterMergeFunction implements MergeFunction {
   }
 }
 
+/**
+ * The merge of a lookup compaction's records (Paimon's LookupMergeFunction): row-kind filter,
+ * then the engine directly, without the reducer, so a key's lone retraction is merged too
+ * (an aggregation's lone -D of a key with no row becomes a row). Paimon's writer
+ * lookup-compacts every commit of such a table, so each record meets it once, on its way
+ * out of level 0; Strata's compactions use it for steps that take level-0 files up.
+ */
+export function createLookupMergeFunction(cfg: MergeEngineConfig): MergeFunction {
+  const engine = createEngineMergeFunction(cfg)
+  return cfg.ignoreDelete || cfg.ignoreUpdateBefore ? new RowKindFilterMergeFunction(engine, cfg.ignoreDelete, cfg.ignoreUpdateBefore) : engine
+}
+
 /** The merge function of a table: row-kind filter, then Paimon's reducer, then the engine. */
 export function createMergeFunction(cfg: MergeEngineConfig): MergeFunction {
   const reducer = new ReducerMergeFunction(createEngineMergeFunction(cfg))
