@@ -123,7 +123,8 @@ function entryOf(f: LsmFile): ManifestEntry {
   return f.entry as ManifestEntry
 }
 
-function openInput(table: Table, io: ObjectStore, dir: string, f: LsmFile): Promise<DataFileReader> {
+async function openInput(table: Table, io: ObjectStore, dir: string, f: LsmFile): Promise<DataFileReader> {
+  await table.checkFileSchema(f.name, entryOf(f).file.schemaId)
   return DataFileReader.open(byteSourceOf(io, dataFileKey(table, dir, entryOf(f).file), Number(entryOf(f).file.fileSize)), {
     keyFields: table.view.keyFields,
     valueFields: table.view.fields,

@@ -206,8 +206,9 @@ function countOpen(stats: ReadStats | undefined, level: number): void {
   stats.filesOpened[level]++
 }
 
-function openFile(table: Table, store: ObjectStore, split: Split, e: ManifestEntry, stats?: ReadStats): Promise<DataFileReader> {
+async function openFile(table: Table, store: ObjectStore, split: Split, e: ManifestEntry, stats?: ReadStats): Promise<DataFileReader> {
   countOpen(stats, e.file.level)
+  await table.checkFileSchema(e.file.fileName, e.file.schemaId)
   return DataFileReader.open(byteSourceOf(store, dataFileKey(table, split.path, e.file), Number(e.file.fileSize)), {
     keyFields: table.view.keyFields,
     valueFields: table.view.fields,

@@ -7,7 +7,8 @@ import { SnapshotManager } from '../manifest/snapshot-manager.ts'
 import { type MergeEngineConfig, parseMergeEngineConfig } from '../lsm/merge-function.ts'
 import { openStore } from '../store/open-store.ts'
 import type { ObjectStore } from '../store/object-store.ts'
-import { type TableSchema, StrataInputError } from '../types.ts'
+import { type DataField, type TableSchema, StrataInputError } from '../types.ts'
+import { formatDataType } from './data-type.ts'
 import { SCHEMA_DIR, schemaKey } from './paths.ts'
 import { type SchemaView, createSchema, describeSchema, parseSchema, serializeSchema } from './schema.ts'
 
@@ -51,6 +52,29 @@ export class Table {
     return this.store.uri
   }
 
+  /** The fields of each older schema a data file names, by schema id (read once per handle). */
+  private readonly olderFields = new Map<number, Promise<string | null>>()
+
+  /**
+   * Refuses a data file written under another schema whose fields differ from this one's
+   * (Paimon's schema evolution: an added, dropped, renamed or retyped column). A file of an
+   * older schema with the same fields (only options changed) reads as any other.
+   */
+  async checkFileSchema(fileName: string, schemaId: bigint | number): Promise<void> {
+    const id = Number(schemaId)
+    if (id === this.schema.id) return
+    let fields = this.olderFields.get(id)
+    if (!fields) {
+      fields = this.store.get(schemaKey(id)).then((b) => (b ? fieldsFingerprint(parseSchema(decoder.decode(b), `${this.uri}/${schemaKey(id)}`).fields) : null))
+      this.olderFields.set(id, fields)
+    }
+    const older = await fields
+    if (older === fieldsFingerprint(this.schema.fields)) return
+    throw new StrataInputError(
+      `data file ${fileName} was written under schema ${id}${older === null ? ` (missing from ${this.uri})` : ''}, whose fields differ from the table's schema ${this.schema.id}: reading files written before a column change needs schema evolution, which Strata does not support yet`,
+    )
+  }
+
   /** Creates a table from the user's schema JSON; refuses if one already exists there. */
   static async create(store: ObjectStore | string, schemaInput: unknown, opts?: TableOpenOptions): Promise<Table> {
     const s = typeof store === 'string' ? openStore(store) : store
@@ -75,4 +99,9 @@ export class Table {
     const bytes = await s.get(schemaKey(id))
     return new Table(s, parseSchema(decoder.decode(bytes!), `${s.uri}/${schemaKey(id)}`), opts)
   }
+}
+
+/** A schema's fields as the data files lay them out: id, name and type of each, in order. */
+function fieldsFingerprint(fields: readonly DataField[]): string {
+  return JSON.stringify(fields.map((f) => [f.id, f.name, formatDataType(f.type)]))
 }
