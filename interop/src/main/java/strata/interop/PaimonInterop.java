@@ -16,6 +16,7 @@ import org.apache.paimon.manifest.ManifestEntry;
 import org.apache.paimon.options.ExpireConfig;
 import org.apache.paimon.reader.RecordReader;
 import org.apache.paimon.schema.Schema;
+import org.apache.paimon.schema.SchemaChange;
 import org.apache.paimon.schema.SchemaManager;
 import org.apache.paimon.table.FileStoreTable;
 import org.apache.paimon.table.FileStoreTableFactory;
@@ -138,8 +139,11 @@ public final class PaimonInterop {
                 case "expire":
                     expire(a, out);
                     break;
+                case "add-column":
+                    addColumn(a, out);
+                    break;
                 default:
-                    throw new IllegalArgumentException("unknown command '" + a.command + "' (read, meta, write, compact, expire, batch)");
+                    throw new IllegalArgumentException("unknown command '" + a.command + "' (read, meta, write, compact, expire, add-column, batch)");
             }
         }
     }
@@ -365,6 +369,20 @@ public final class PaimonInterop {
         out.println(MAPPER.writeValueAsString(n));
     }
 
+    /**
+     * Paimon's ALTER TABLE ADD COLUMN (`--column NAME TYPE`, the type as `write --schema`
+     * spells it): a new schema version; files already written keep the older one. Prints the
+     * new schema id.
+     */
+    private static void addColumn(Args a, PrintWriter out) throws Exception {
+        if (a.column == null || a.column.length != 2) throw new IllegalArgumentException("add-column: expected --column <name> <type>");
+        SchemaManager schemas = new SchemaManager(new BufferedLocalFileIO(), path(a.table));
+        schemas.commitChanges(SchemaChange.addColumn(a.column[0], parseType(a.column[1])));
+        ObjectNode n = MAPPER.createObjectNode();
+        n.put("schema", schemas.latest().orElseThrow().id());
+        out.println(MAPPER.writeValueAsString(n));
+    }
+
     private static void printLatest(FileStoreTable table, PrintWriter out) throws Exception {
         ObjectNode n = MAPPER.createObjectNode();
         n.put("snapshot", table.snapshotManager().latestSnapshotId());
@@ -400,6 +418,7 @@ public final class PaimonInterop {
         String out;
         boolean full;
         Integer retain;
+        String[] column;
 
         Args(String[] args) throws Exception {
             command = args[0];
@@ -409,6 +428,11 @@ public final class PaimonInterop {
                 String flag = args[i];
                 if (flag.equals("--full")) {
                     full = true;
+                    continue;
+                }
+                if (flag.equals("--column")) {
+                    if (i + 2 >= args.length) throw new IllegalArgumentException("--column needs a name and a type");
+                    column = new String[] {args[++i], args[++i]};
                     continue;
                 }
                 if (i + 1 >= args.length) throw new IllegalArgumentException(flag + " needs a value");
