@@ -65,17 +65,41 @@ export interface MergeEngineTraits {
    * so the levels above 0 hold each key once, and its batch read skips level 0.
    */
   readonly lookupCompaction: boolean
+  /**
+   * Why Paimon's schema validation refuses the engine with deletion vectors (at create and
+   * at open), or null: Strata refuses to create or write such a table, and still reads one
+   * an older Strata made.
+   */
+  readonly refusesDeletionVectors: string | null
 }
 
 const ENGINE_TRAITS: Record<MergeEngine, MergeEngineTraits> = {
-  deduplicate: { keepsOneRecord: true, newerReplacesOlder: true, mayRefuseRetractions: false, lookupCompaction: false },
-  'first-row': { keepsOneRecord: true, newerReplacesOlder: false, mayRefuseRetractions: true, lookupCompaction: true },
-  'partial-update': { keepsOneRecord: false, newerReplacesOlder: false, mayRefuseRetractions: true, lookupCompaction: false },
-  aggregation: { keepsOneRecord: false, newerReplacesOlder: false, mayRefuseRetractions: true, lookupCompaction: false },
+  deduplicate: { keepsOneRecord: true, newerReplacesOlder: true, mayRefuseRetractions: false, lookupCompaction: false, refusesDeletionVectors: null },
+  'first-row': {
+    keepsOneRecord: true,
+    newerReplacesOlder: false,
+    mayRefuseRetractions: true,
+    lookupCompaction: true,
+    refusesDeletionVectors: 'First row merge engine does not need deletion vectors because there is no deletion of old data in this merge engine',
+  },
+  'partial-update': { keepsOneRecord: false, newerReplacesOlder: false, mayRefuseRetractions: true, lookupCompaction: false, refusesDeletionVectors: null },
+  aggregation: { keepsOneRecord: false, newerReplacesOlder: false, mayRefuseRetractions: true, lookupCompaction: false, refusesDeletionVectors: null },
 }
 
 export function engineTraits(engine: MergeEngine): MergeEngineTraits {
   return ENGINE_TRAITS[engine]
+}
+
+/**
+ * Raw table options that name an engine Paimon refuses with deletion vectors, and turn them
+ * on: the reason, naming both options; else null.
+ */
+export function deletionVectorsConflict(raw: Record<string, string>): string | null {
+  const name = raw['merge-engine']?.trim().toLowerCase()
+  const engine = MERGE_ENGINES.find((e) => e === name)
+  const why = engine ? ENGINE_TRAITS[engine].refusesDeletionVectors : null
+  if (!why || raw['deletion-vectors.enabled']?.trim().toLowerCase() !== 'true') return null
+  return `option 'deletion-vectors.enabled' is ${JSON.stringify(raw['deletion-vectors.enabled'])} with 'merge-engine' = ${JSON.stringify(raw['merge-engine'])}: ${why} (Paimon refuses such a table); expected 'deletion-vectors.enabled' = 'false'`
 }
 
 /**

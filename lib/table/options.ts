@@ -3,7 +3,7 @@
 // names the key, the value and what was expected (a typo is an error, not a silent
 // default). Defaults are Paimon's (api:CoreOptions.java) unless the doc says why not.
 
-import { optionKeysOfMergeEngines } from '../lsm/merge-function.ts'
+import { deletionVectorsConflict, optionKeysOfMergeEngines } from '../lsm/merge-function.ts'
 import { StrataInputError } from '../types.ts'
 
 export type OptionType = 'int' | 'long' | 'boolean' | 'string' | 'memory' | 'duration' | 'enum'
@@ -273,22 +273,9 @@ export function unwritableReasons(raw: Record<string, string>): string[] {
     if (v === undefined || !spec.values) continue
     if (!spec.values.includes(v.trim().toLowerCase())) out.push(`option '${spec.key}' is ${JSON.stringify(v)}; Strata writes only ${spec.values.map((x) => JSON.stringify(x)).join(' or ')}`)
   }
-  const firstRowDv = firstRowWithDeletionVectors(raw)
-  if (firstRowDv) out.push(firstRowDv)
+  const dvConflict = deletionVectorsConflict(raw)
+  if (dvConflict) out.push(dvConflict)
   return out
-}
-
-/**
- * Paimon's schema validation refuses a first-row table with deletion vectors, at create and
- * at open (its rows are never deleted, so there is nothing for a vector to mark): Strata
- * refuses to create or write one, and still reads one an older Strata made. null when the
- * options are not that pair.
- */
-export function firstRowWithDeletionVectors(raw: Record<string, string>): string | null {
-  const engine = raw['merge-engine']?.trim().toLowerCase()
-  const dv = raw['deletion-vectors.enabled']?.trim().toLowerCase()
-  if (engine !== 'first-row' || dv !== 'true') return null
-  return `option 'deletion-vectors.enabled' is ${JSON.stringify(raw['deletion-vectors.enabled'])} with 'merge-engine' = ${JSON.stringify(raw['merge-engine'])}: First row merge engine does not need deletion vectors because there is no deletion of old data in this merge engine (Paimon refuses such a table); expected 'deletion-vectors.enabled' = 'false'`
 }
 
 /**

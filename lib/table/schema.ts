@@ -6,7 +6,8 @@ import { type DataField, type DataType, type TableSchema, StrataInputError } fro
 import { escapePathName } from '../format/partition-path.ts'
 import { parseMergeEngineConfig } from '../lsm/merge-function.ts'
 import { formatDataType, parseDataType, withNullable } from './data-type.ts'
-import { type CoreOptions, coreOptions, firstRowWithDeletionVectors, validateOptions, validateStoredOptions } from './options.ts'
+import { type CoreOptions, coreOptions, validateOptions, validateStoredOptions } from './options.ts'
+import { deletionVectorsConflict } from '../lsm/merge-function.ts'
 import { MAX_PARTITION_DIR_BYTES, MAX_PARTITION_PATH_BYTES } from './paths.ts'
 
 export const SCHEMA_VERSION = 3
@@ -120,7 +121,7 @@ export function createSchema(input: unknown, timeMillis = Date.now()): TableSche
     throw new StrataInputError('schema.primaryKeys: the primary key must have at least one field that is not a partition key')
   }
   const options = validateOptions(obj.options)
-  const firstRowDv = firstRowWithDeletionVectors(options)
+  const firstRowDv = deletionVectorsConflict(options)
   if (firstRowDv) throw new StrataInputError(`schema.options: ${firstRowDv}`)
   // stored explicitly: a schema without it is dynamic bucket mode to Paimon (unwritableReasons)
   options.bucket ??= '1'
