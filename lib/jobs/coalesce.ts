@@ -109,24 +109,24 @@ export function jobKeyOf(files: ManifestEntry[], id: number): string {
 }
 
 /**
- * The buckets whose files landed in snapshot `id` that get a job, and each one's key: in a
- * table without deletion vectors only those that need compaction in `id` (see the file
- * comment); in a deletion-vector table all of them.
+ * The buckets whose files landed in snapshot `id` that get a job, and each one's key: all of
+ * them where level 0 waits for a job (deletion vectors, first-row: levelZeroWaits), else only
+ * those that need compaction in `id` (see the file comment).
  */
 export async function bucketsNeedingJobs(table: Table, id: number, buckets: BucketRef[]): Promise<{ bucket: BucketRef; dedupKey: string }[]> {
-  const dv = levelZeroWaits(table)
+  const waits = levelZeroWaits(table)
   const files = await liveFilesByBucket(table, id, buckets, false)
   const out: { bucket: BucketRef; dedupKey: string }[] = []
   for (const b of buckets) {
     const live = files.get(bucketIdentifier(b.partition, b.bucket)) ?? []
-    if (dv || compactionNeeded(table, live)) out.push({ bucket: b, dedupKey: jobKeyOf(live, id) })
+    if (waits || compactionNeeded(table, live)) out.push({ bucket: b, dedupKey: jobKeyOf(live, id) })
   }
   return out
 }
 
 /**
  * The jobs a writer enqueues for the buckets its files landed in (snapshot `landedAt` or
- * before): every bucket of a deletion-vector table, keyed to coalesce (jobKeyOf); in
+ * before), keyed to coalesce (jobKeyOf): every bucket where level 0 waits for a job, in
  * other tables the buckets that need compaction.
  */
 export async function writerJobs(tableName: string, table: Table, landedAt: number, touched: BucketRef[], now = Date.now()): Promise<CompactionJob[]> {
@@ -146,10 +146,10 @@ export async function writerJobs(tableName: string, table: Table, landedAt: numb
 
 /**
  * The follow-up job a bucket gets after a compaction job that read snapshot
- * `baseSnapshotId` and landed `snapshotId` (null: nothing to compact), or null: with
- * deletion vectors when the job's input was capped (`needsMore`) or the bucket now has
- * level-0 files the job did not see; without, when the bucket still needs compaction in the
- * latest snapshot. It is keyed as a writer landing in the latest snapshot keys its job
+ * `baseSnapshotId` and landed `snapshotId` (null: nothing to compact), or null: where level 0
+ * waits for a job (levelZeroWaits) when the job's input was capped (`needsMore`) or the
+ * bucket now has level-0 files the job did not see; elsewhere when the bucket still needs
+ * compaction in the latest snapshot. It is keyed as a writer landing in the latest snapshot keys its job
  * (jobKeyOf), so that the follow-up and the jobs of the writers landing next are one
  * message. `ownKeys`: the keys of the jobs just done; a follow-up never takes one of them
  * (SQS would drop it as their duplicate): the file comment argues it cannot happen but for
