@@ -171,6 +171,14 @@ async function createCommitQueue(name: string, visibilityTimeoutSeconds: number)
   return { url: q.QueueUrl!, arn: a.Attributes!.QueueArn! }
 }
 
+/** A one-bucket deduplicate table on the embedded S3 and its commit queue (visibility timeout in seconds). */
+async function oneBucketTableAndQueue(name: string, visibilitySeconds: number) {
+  const store = s3Store(name)
+  const table = await Table.create(store, schemaFor('deduplicate', { bucket: '1' }))
+  const q = await createCommitQueue(name, visibilitySeconds)
+  return { store, table, q, queue: new SqsCommitQueue(sqs, q.url) }
+}
+
 /** Messages receivable now (not in flight). */
 async function visibleCount(url: string): Promise<number> {
   const a = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages'] }))
@@ -572,10 +580,7 @@ describe('committer rounds: the next fold while the last one\'s deletions go on'
   }
 
   it('a second round folds messages that arrived during the first, before the first round\'s deletions are done; every message lands once', async () => {
-    const store = s3Store('rounds-overlap')
-    const table = await Table.create(store, schemaFor('deduplicate', { bucket: '1' }))
-    const q = await createCommitQueue('rounds-overlap', 30)
-    const queue = new SqsCommitQueue(sqs, q.url)
+    const { store, table, q, queue } = await oneBucketTableAndQueue('rounds-overlap', 30)
     const first = await send(queue, table, [1, 2, 3])
     let folds = 0
     let secondFolded!: () => void
@@ -604,10 +609,7 @@ describe('committer rounds: the next fold while the last one\'s deletions go on'
   }, 60_000)
 
   it('messages that arrive while a round folds are received during that fold and land in the next round', async () => {
-    const store = s3Store('rounds-collect')
-    const table = await Table.create(store, schemaFor('deduplicate', { bucket: '1' }))
-    const q = await createCommitQueue('rounds-collect', 30)
-    const queue = new SqsCommitQueue(sqs, q.url)
+    const { store, table, q, queue } = await oneBucketTableAndQueue('rounds-collect', 30)
     // counts what the committer received, and when
     let received = 0
     const counting = {
@@ -640,10 +642,7 @@ describe('committer rounds: the next fold while the last one\'s deletions go on'
   }, 60_000)
 
   it('the next round does not wait for a receive still in flight when a fold ends: what it brings lands in the round after', async () => {
-    const store = s3Store('rounds-no-tail')
-    const table = await Table.create(store, schemaFor('deduplicate', { bucket: '1' }))
-    const q = await createCommitQueue('rounds-no-tail', 30)
-    const queue = new SqsCommitQueue(sqs, q.url)
+    const { store, table, q, queue } = await oneBucketTableAndQueue('rounds-no-tail', 30)
     // A receive that is slow to answer cannot be caused on demand on the loopback backend:
     // this wrapper holds one real receive's answer (with the message it got) until released.
     let received = 0
@@ -699,11 +698,8 @@ describe('committer rounds: the next fold while the last one\'s deletions go on'
   }, 60_000)
 
   it('messages received during the last round\'s fold are given back at once when no round follows', async () => {
-    const store = s3Store('rounds-give-back')
-    const table = await Table.create(store, schemaFor('deduplicate', { bucket: '1' }))
     // a visibility timeout far past the test: only a release brings them back in time
-    const q = await createCommitQueue('rounds-give-back', 600)
-    const queue = new SqsCommitQueue(sqs, q.url)
+    const { store, table, q, queue } = await oneBucketTableAndQueue('rounds-give-back', 600)
     await send(queue, table, [1])
     let later: string[] = []
     let rounds = 0
@@ -751,10 +747,7 @@ describe('committer rounds: the next fold while the last one\'s deletions go on'
   })
 
   it('an invocation that finds another holding the lease forwards its batch as new messages and folds nothing; the holder lands them once, copies and redelivered originals included', async () => {
-    const store = s3Store('lease-forward')
-    const table = await Table.create(store, schemaFor('deduplicate', { bucket: '1' }))
-    const q = await createCommitQueue('lease-forward', 2)
-    const queue = new SqsCommitQueue(sqs, q.url)
+    const { store, table, q, queue } = await oneBucketTableAndQueue('lease-forward', 2)
     const keys = await send(queue, table, [1, 2])
     const holder = new CommitterLease(store, 'holder')
     expect(await holder.hold()).toBe(true)
@@ -788,10 +781,7 @@ describe('committer rounds: the next fold while the last one\'s deletions go on'
   }, 60_000)
 
   it('a holder that finds another owner holding the lease at a renewal ends its rounds after that round; what arrives next stays on the queue for the other', async () => {
-    const store = s3Store('lease-renew')
-    const table = await Table.create(store, schemaFor('deduplicate', { bucket: '1' }))
-    const q = await createCommitQueue('lease-renew', 30)
-    const queue = new SqsCommitQueue(sqs, q.url)
+    const { store, table, q, queue } = await oneBucketTableAndQueue('lease-renew', 30)
     await send(queue, table, [1, 2])
     let folds = 0
     let last: string[] = []
@@ -819,10 +809,7 @@ describe('committer rounds: the next fold while the last one\'s deletions go on'
   }, 60_000)
 
   it('a crash in the second round leaves the first round settled; the second round\'s messages come back and land once', async () => {
-    const store = s3Store('rounds-crash')
-    const table = await Table.create(store, schemaFor('deduplicate', { bucket: '1' }))
-    const q = await createCommitQueue('rounds-crash', 2)
-    const queue = new SqsCommitQueue(sqs, q.url)
+    const { store, table, q, queue } = await oneBucketTableAndQueue('rounds-crash', 2)
     const first = await send(queue, table, [1, 2])
     let folds = 0
     let later: string[] = []
