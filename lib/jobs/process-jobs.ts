@@ -175,6 +175,11 @@ export async function processCompactionJobs(messages: JobMessage[], opts: Proces
   return { outcomes, failedIds: messages.filter((m) => failed.has(m.id) || notStarted.includes(m.id)).map((m) => m.id), errors, notStarted, backoff }
 }
 
+/** Enqueues a bucket's follow-up job (followUpOf says when and under which key). */
+function sendFollowUp(jobs: JobQueue, job: CompactionJob, next: { snapshotId: number; dedupKey: string }, at: number): Promise<void> {
+  return jobs.enqueue([{ ...job, snapshotId: next.snapshotId, followUp: true, enqueuedAt: at, dedupKey: next.dedupKey }])
+}
+
 /**
  * Once a bucket's compaction is done, deletes all but the last of its messages in the
  * batch: the one kept answers for the job until the invocation ends (a crash before then
@@ -228,7 +233,7 @@ async function compactGroup(jobs: CompactionJob[], group: JobMessage[], opts: Pr
   if (overtaken !== null) {
     await discardExtras(group, opts, discarded)
     const next = await followUpOf(target.table, { baseSnapshotId: 0, snapshotId: overtaken, needsMore: false }, bucketRef, ownKeys)
-    if (next !== null) await target.jobs!.enqueue([{ ...job, snapshotId: next.snapshotId, followUp: true, enqueuedAt: Date.now(), dedupKey: next.dedupKey }])
+    if (next !== null) await sendFollowUp(target.jobs!, job, next, Date.now())
     const result: CompactBucketResult = {
       snapshotId: null, baseSnapshotId: overtaken, inputFiles: 0, outputFiles: 0, upgradedFiles: 0, rowsIn: 0, rowsOut: 0,
       rowsDeletedByVector: 0, outputLevel: null, needsMore: false, backPressure: false, retries: 0,
@@ -267,7 +272,7 @@ async function compactGroup(jobs: CompactionJob[], group: JobMessage[], opts: Pr
     // this one): the follow-up, keyed as the next writers key theirs (lib/jobs/coalesce.ts)
     const next = await followUpOf(target.table, result, bucketRef, ownKeys)
     if (next !== null) {
-      await target.jobs.enqueue([{ ...job, snapshotId: next.snapshotId, followUp: true, enqueuedAt: endedAt, dedupKey: next.dedupKey }])
+      await sendFollowUp(target.jobs, job, next, endedAt)
       followUp = true
     }
   }

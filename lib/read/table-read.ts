@@ -218,11 +218,11 @@ async function openFile(table: Table, store: ObjectStore, split: Split, e: Manif
 /** The files a read of the split opens, in the order it reads them. */
 function filesToRead(table: Table, split: Split): ManifestEntry[] {
   const { deletionVectors, dvMergeOnRead } = table.view.options
-  if (deletionVectors && !dvMergeOnRead) return split.files.filter((e) => e.file.level !== 0)
-  const ordered = orderFiles(split.files)
-  // first-row: Paimon's batch read skips level 0 (its compactions look keys up, so the
-  // levels above hold each key once); they are still merged, which costs nothing when they do
-  return readsSkipLevel0(table.mergeConfig.engine, table.view.options) ? ordered.filter((e) => e.file.level !== 0) : ordered
+  // a deletion-vector read merges nothing, so its files go in any order; a merge takes them oldest first
+  const files = deletionVectors && !dvMergeOnRead ? split.files : orderFiles(split.files)
+  // deletion vectors and first-row skip level 0 (first-row's levels above are still merged,
+  // which costs nothing when its lookup compactions left each key once)
+  return readsSkipLevel0(table.mergeConfig.engine, table.view.options) ? files.filter((e) => e.file.level !== 0) : files
 }
 
 /**
