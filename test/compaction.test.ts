@@ -14,6 +14,7 @@ import { referencesOf } from '../lib/maintenance/references.ts'
 import { MIN_ORPHAN_OLDER_THAN_MS, removeOrphanFiles } from '../lib/maintenance/orphans.ts'
 import { lookup, newReadStats, readAll } from '../lib/read/table-read.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
+import { MemoryStore } from '../lib/store/memory-store.ts'
 import { Table } from '../lib/table/table.ts'
 import type { Row } from '../lib/types.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
@@ -116,6 +117,9 @@ function runs(engine: Engine, mode: Mode, stores: ReturnType<typeof localStores>
             }
           }
           await record()
+          if (mode === 'dv, an index file per vector') {
+            for (const entries of (await dvIndexByBucket(table, await table.snapshots.latest())).values()) for (const e of entries) expect(e.dvRanges?.length).toBe(1)
+          }
           if (!skipsLevel0) {
             expect(sortRows(await readAll(table))).toEqual(model.snapshot())
           }
@@ -130,9 +134,6 @@ function runs(engine: Engine, mode: Mode, stores: ReturnType<typeof localStores>
           // first-row still merges the levels above 0 (they hold each key once, so it costs nothing)
           if (mode !== 'mor') expect(stats.mergedSplits).toBe(0)
           await record()
-          if (mode === 'dv, an index file per vector') {
-            for (const entries of (await dvIndexByBucket(table, await table.snapshots.latest())).values()) for (const e of entries) expect(e.dvRanges?.length).toBe(1)
-          }
         }
         const retained = new Set(await table.snapshots.listIds())
         for (const [id, rows] of history) {
@@ -323,5 +324,24 @@ describe('sequence.field with deletion vectors (the soak found older versions wi
       }),
       { numRuns: 60 },
     )
+  })
+})
+
+describe('deletion-vector index files rolled at deletion-vector.index-file.target-size', () => {
+  it('a compaction marking rows in two files writes two index files when the target is one byte, one when it is the default; reads are the same', async () => {
+    for (const [target, files] of [['1 b', 2], ['2 mb', 1]] as const) {
+      const table = await Table.create(new MemoryStore(), schemaFor('deduplicate', { bucket: '1', 'deletion-vectors.enabled': 'true', 'deletion-vector.index-file.target-size': target }))
+      const put = (ids: number[], a: number) => write(table, ids.map((id) => ({ _kind: '+I' as const, dt: '2024-05-01', id, a, b: null, c: null })))
+      await put([1, 2, 3, 7, 8, 9], 1)
+      await compactAll(table, true) // one file at the top level
+      await put([1, 7], 2)
+      await compactAll(table) // a file a level below; marks ids 1 and 7 in the top one
+      await put([1], 3)
+      await compactAll(table) // a file below that; marks id 1 in the level-below one: two files carry a vector
+      const index = [...(await dvIndexByBucket(table, await table.snapshots.latest())).values()].flat()
+      expect(index.flatMap((e) => e.dvRanges ?? []).length, `target ${target}: vectors`).toBe(2)
+      expect(index.length, `target ${target}: index files`).toBe(files)
+      expect(sortRows(await readAll(table)).map((r) => [r[1], r[2]])).toEqual([[1, 3], [2, 1], [3, 1], [7, 2], [8, 1], [9, 1]])
+    }
   })
 })
