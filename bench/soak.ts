@@ -11,7 +11,7 @@
 //
 //   npx tsx bench/soak.ts [--minutes 10] [--seconds N] [--rate 40] [--buckets 16] [--keys 5000]
 //     [--crash-every 45] [--warmup 60] [--visibility 30] [--task-threads 4] [--seed N]
-//     [--lag-threshold S] [--recover-within 150] [--maintenance-every 20] [--no-totals] [--no-s3-latency]
+//     [--lag-threshold S] [--recover-within 150] [--maintenance-every 20] [--orphans-every 300] [--no-totals] [--no-s3-latency]
 //     [--cache-mb MB] [--memory-from S]
 //   npx tsx bench/soak.ts --reanalyze --lag-threshold S [--recover-within S]
 //     (fault recovery of the last run, bench/out/soak.json, under another threshold)
@@ -105,7 +105,7 @@ if (import.meta.filename === process.argv[1]) {
   const args = parseBenchArgs(
     process.argv.slice(2),
     ['--no-totals', '--no-s3-latency', '--reanalyze'],
-    ['--minutes', '--seconds', '--rate', '--buckets', '--keys', '--crash-every', '--warmup', '--visibility', '--task-threads', '--seed', '--lag-threshold', '--recover-within', '--maintenance-every', '--cache-mb', '--memory-from'],
+    ['--minutes', '--seconds', '--rate', '--buckets', '--keys', '--crash-every', '--warmup', '--visibility', '--task-threads', '--seed', '--lag-threshold', '--recover-within', '--maintenance-every', '--orphans-every', '--cache-mb', '--memory-from'],
   )
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
   // glibc gives every thread that allocates an arena of its own (up to 8 per core): with a
@@ -152,6 +152,7 @@ if (import.meta.filename === process.argv[1]) {
     lagThresholdMs: lagThreshold > 0 ? lagThreshold * 1000 : undefined,
     recoverWithinSeconds: recoverWithin,
     maintenanceEverySeconds: args.num('--maintenance-every', SOAK_DEFAULTS.maintenanceEverySeconds),
+    orphansEverySeconds: args.num('--orphans-every', SOAK_DEFAULTS.orphansEverySeconds),
     metadataCacheMb: args.num('--cache-mb', 0) || SOAK_DEFAULTS.metadataCacheMb,
     memoryFromSeconds: args.num('--memory-from', 0) || SOAK_DEFAULTS.memoryFromSeconds,
     s3LatencyMs: args.has('--no-s3-latency') ? 0 : SOAK_DEFAULTS.s3LatencyMs,

@@ -81,7 +81,7 @@ export interface DeployConfig {
   functions: {
     writer: FunctionSettings
     reader: FunctionSettings & { maxResultRows: number }
-    maintenance: FunctionSettings & { scheduleMinutes: number }
+    maintenance: FunctionSettings & { scheduleMinutes: number; orphanScheduleHours: number }
     logRetentionDays: number
     logLevel: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR'
   }
@@ -355,11 +355,14 @@ export function parseDeployConfig(value: unknown, where = 'strata config'): Depl
   const b = top.section('bucket', ['rejectRetentionDays', 'versioned', 'noncurrentVersionRetentionDays', 'accessLogs', 'accessLogRetentionDays'])
   const f = top.section('functions', ['writer', 'reader', 'maintenance', 'logRetentionDays', 'logLevel'])
   const reader = f.section('reader', ['memoryMb', 'timeoutSeconds', 'maxResultRows'])
-  const maintenance = f.section('maintenance', ['memoryMb', 'timeoutSeconds', 'scheduleMinutes'])
+  const maintenance = f.section('maintenance', ['memoryMb', 'timeoutSeconds', 'scheduleMinutes', 'orphanScheduleHours'])
   const logRetentionDays = f.int('logRetentionDays', 30, 1, 3653)
   if (!LOG_RETENTION_DAYS.includes(logRetentionDays)) f.fail('logRetentionDays', `one of ${LOG_RETENTION_DAYS.join(', ')} (CloudWatch Logs retention periods)`)
   const maintenanceTimeout = maintenance.int('timeoutSeconds', 300, 1, 900)
   const scheduleMinutes = maintenance.int('scheduleMinutes', 15, 1, 1440)
+  // orphan cleanup deletes only files older than 13 h (1 day by default), so a run every few
+  // hours finds what one with every expiration would, a few hours later, at a fraction of the reads
+  const orphanScheduleHours = maintenance.int('orphanScheduleHours', 6, 1, 168)
   if (maintenanceTimeout >= scheduleMinutes * 60) {
     // so that two runs of one table's maintenance never overlap
     maintenance.fail('timeoutSeconds', `less than functions.maintenance.scheduleMinutes × 60 (${scheduleMinutes * 60})`)
@@ -384,7 +387,7 @@ export function parseDeployConfig(value: unknown, where = 'strata config'): Depl
     functions: {
       writer: functionSettings(f.section('writer', ['memoryMb', 'timeoutSeconds']), DEFAULT_MEMORY_MB.writer, 120),
       reader: { ...functionSettings(reader, DEFAULT_MEMORY_MB.reader, 30), maxResultRows: reader.int('maxResultRows', 1000, 1, 1_000_000) },
-      maintenance: { ...functionSettings(maintenance, DEFAULT_MEMORY_MB.maintenance, 300), scheduleMinutes },
+      maintenance: { ...functionSettings(maintenance, DEFAULT_MEMORY_MB.maintenance, 300), scheduleMinutes, orphanScheduleHours },
       logRetentionDays,
       logLevel: f.oneOf('logLevel', ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const, 'INFO'),
     },

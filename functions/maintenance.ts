@@ -1,7 +1,13 @@
-// Maintenance function: on an EventBridge schedule, for the one table it serves
-// (STRATA_TABLE): expire snapshots by the table's `snapshot.*` options, remove orphan files,
-// delete the writer's idempotency markers once they are past the dedup window, and publish
-// the table's LSM shape and backlog as CloudWatch metrics (EMF).
+// Maintenance function, for the one table it serves (STRATA_TABLE), on two EventBridge
+// schedules:
+// - every few minutes (a Scheduled Event): expire snapshots by the table's `snapshot.*`
+//   options, delete the writer's idempotency markers once they are past the dedup window,
+//   and publish the table's LSM shape and backlog as CloudWatch metrics (EMF);
+// - every few hours (the constant input `{"task": "remove-orphans"}`): remove orphan files.
+//   Orphan cleanup reads the references of every retained snapshot, so its cost grows with
+//   them, while it deletes only files older than 13 h at least; running it with every
+//   expiration spent most of maintenance's time re-reading the same snapshots. The two may
+//   overlap: cleanup skips a snapshot that expiration deletes under it (orphans.ts).
 //
 // The steps are independent: one failing does not skip the others (metrics matter most when
 // something is wrong), and the invocation then fails so the schedule's error metric and
@@ -15,7 +21,7 @@ import type { Context, ScheduledEvent } from 'aws-lambda'
 import { tableStatus } from '../lib/cli/status.ts'
 import { INGEST_MARKER_DIR } from '../lib/ingest/ingest.ts'
 import { type ExpireResult, expireSnapshots, forEachLimited } from '../lib/maintenance/expire.ts'
-import { DEFAULT_ORPHAN_OLDER_THAN_MS, MIN_ORPHAN_OLDER_THAN_MS, checkOrphanAge, removeOrphanFiles } from '../lib/maintenance/orphans.ts'
+import { DEFAULT_ORPHAN_OLDER_THAN_MS, MIN_ORPHAN_OLDER_THAN_MS, REMOVE_ORPHANS_TASK, checkOrphanAge, removeOrphanFiles } from '../lib/maintenance/orphans.ts'
 import { snapshotRange } from '../lib/maintenance/references.ts'
 import type { Table } from '../lib/table/table.ts'
 import { StrataInputError } from '../lib/types.ts'
@@ -53,7 +59,12 @@ export interface MaintenanceSummary {
   timings: Record<string, number>
 }
 
+/** What one invocation does: the frequent steps, or orphan cleanup alone. */
+export type MaintenanceTask = 'maintain' | typeof REMOVE_ORPHANS_TASK
+
 export interface MaintenanceOptions {
+  /** default 'maintain': Expire, Markers, Metrics, Queue; 'remove-orphans': Orphans */
+  task?: MaintenanceTask
   /** epoch millis every age is measured from; default Date.now() */
   now?: number
   /** default STRATA_ORPHAN_OLDER_THAN_MS, else Paimon's one day; at least MIN_ORPHAN_OLDER_THAN_MS (13 h) */
@@ -128,6 +139,9 @@ export async function runMaintenance(opts: MaintenanceOptions = {}): Promise<Mai
     throw new ConfigError(`environment variable STRATA_TABLE is not set and STRATA_TABLES has ${cfg.tables.size} tables; name the table this maintenance function serves`)
   }
   // every input is checked before the first step deletes anything
+  if (opts.task !== undefined && opts.task !== 'maintain' && opts.task !== REMOVE_ORPHANS_TASK) {
+    throw new StrataInputError(`maintenance: task = ${JSON.stringify(opts.task)}, expected "maintain" or "${REMOVE_ORPHANS_TASK}"`)
+  }
   const orphanOlderThanMs = opts.orphanOlderThanMs === undefined ? orphanAgeFromEnv() : checkOrphanAge(opts.orphanOlderThanMs, `maintenance: orphanOlderThanMs = ${opts.orphanOlderThanMs}`)
   const markerMaxAgeMs = opts.markerMaxAgeMs ?? cfg.dedupWindowMs
   if (!Number.isFinite(markerMaxAgeMs) || markerMaxAgeMs < 0) throw new StrataInputError(`maintenance: markerMaxAgeMs = ${markerMaxAgeMs}, expected a non-negative number of milliseconds`)
@@ -148,14 +162,18 @@ export async function runMaintenance(opts: MaintenanceOptions = {}): Promise<Mai
     summary.timings[what] = Date.now() - started
   }
 
-  // Expiration first: a crash between its snapshot and file deletes leaves orphans, which
-  // the next step collects.
+  if (opts.task === REMOVE_ORPHANS_TASK) {
+    await step('Orphans', async () => {
+      const r = await removeOrphanFiles(table, { now, olderThanMs: orphanOlderThanMs })
+      summary.orphansDeleted = r.deleted.length
+    })
+    return summary
+  }
+
+  // a crash between expiration's snapshot and file deletes leaves orphans, which the
+  // orphan task collects
   await step('Expire', async () => {
     summary.expired = await expireSnapshots(table, { now })
-  })
-  await step('Orphans', async () => {
-    const r = await removeOrphanFiles(table, { now, olderThanMs: orphanOlderThanMs })
-    summary.orphansDeleted = r.deleted.length
   })
   await step('Markers', async () => {
     summary.markersDeleted = await removeOldMarkers(table, now, markerMaxAgeMs)
@@ -172,10 +190,23 @@ export async function runMaintenance(opts: MaintenanceOptions = {}): Promise<Mai
   return summary
 }
 
-export async function maintenanceHandler(event: ScheduledEvent | undefined, context?: Context): Promise<MaintenanceSummary> {
+/** The orphan schedule's constant input (cdk/constructs/table-resources.ts). */
+export interface OrphanTaskEvent {
+  task: typeof REMOVE_ORPHANS_TASK
+}
+
+/** A Scheduled Event (or no event) is the frequent task; an object with `task` names its task. */
+export function taskOf(event: unknown): MaintenanceTask {
+  if (event === undefined || event === null || typeof event !== 'object' || !('task' in event)) return 'maintain'
+  const task = (event as { task: unknown }).task
+  if (task !== REMOVE_ORPHANS_TASK) throw new StrataInputError(`maintenance event: task = ${JSON.stringify(task)}, expected "${REMOVE_ORPHANS_TASK}" (or a Scheduled Event without task)`)
+  return task
+}
+
+export async function maintenanceHandler(event: ScheduledEvent | OrphanTaskEvent | undefined, context?: Context): Promise<MaintenanceSummary> {
   let summary: MaintenanceSummary
   try {
-    summary = await runMaintenance()
+    summary = await runMaintenance({ task: taskOf(event) })
   } catch (err) {
     // a configuration or open failure: nothing ran, which an alarm on this metric catches
     metrics.addMetric('MaintenanceErrors', MetricUnit.Count, 1)
@@ -191,7 +222,7 @@ export async function maintenanceHandler(event: ScheduledEvent | undefined, cont
   if (summary.markersDeleted !== null) metrics.addMetric('MarkersDeleted', MetricUnit.Count, summary.markersDeleted)
   for (const [what, ms] of Object.entries(summary.timings)) metrics.addMetric(`${what}Time`, MetricUnit.Milliseconds, ms)
   metrics.addMetric('MaintenanceErrors', MetricUnit.Count, failed.length)
-  logger.info('maintenance', { ...summary, scheduledAt: event?.time, requestId: context?.awsRequestId })
+  logger.info('maintenance', { ...summary, scheduledAt: event && 'time' in event ? event.time : undefined, requestId: context?.awsRequestId })
   if (failed.length) throw new Error(`maintenance of table '${summary.table}': ${failed.join(', ')} failed (${Object.values(summary.errors).join('; ')})`)
   return summary
 }

@@ -393,6 +393,10 @@ describe('bundled handlers (esbuild output of the stack)', () => {
       expect(series, p.MetricName).toContainEqual(watched)
     }
     expect(published(run, 'FreshnessLag')[0].unit).toBe('Milliseconds')
+    // the orphan schedule's input (its rule's constant) runs the cleanup alone
+    const orphans = await invoke(fns.maintenance, 'strata-maintenance', { task: 'remove-orphans' })
+    expect(orphans.result.ok, orphans.result.error ?? orphans.stderr).toBe(true)
+    expect(orphans.result.out).toMatchObject({ table: TABLE, errors: {}, orphansDeleted: 0, expired: null })
     expect(published(run, 'QueuedJobs')).toHaveLength(1)
   })
 })

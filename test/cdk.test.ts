@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { App, Stack, Validations } from 'aws-cdk-lib'
 import { Queue } from 'aws-cdk-lib/aws-sqs'
+import { Match } from 'aws-cdk-lib/assertions'
 import { AwsSolutionsChecks } from 'cdk-nag'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../cdk/app.ts'
@@ -197,13 +198,19 @@ describe('functions', () => {
     sqsStack.template.hasResourceProperties('AWS::Lambda::Url', { AuthType: 'AWS_IAM', TargetFunctionArn: { 'Fn::GetAtt': [idOf(sqsStack.stack.reader.fn), 'Arn'] } })
   })
 
-  it('each maintenance function runs on its own schedule', () => {
+  it('each maintenance function runs on its own schedule, and its orphan cleanup on another', () => {
     for (const t of kinesisStack.stack.tables) {
       kinesisStack.template.hasResourceProperties('AWS::Events::Rule', {
         ScheduleExpression: 'rate(30 minutes)',
-        Targets: [{ Arn: { 'Fn::GetAtt': [idOf(t.maintenance.fn), 'Arn'] } }],
+        Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [idOf(t.maintenance.fn), 'Arn'] }, Input: Match.absent() })],
+      })
+      kinesisStack.template.hasResourceProperties('AWS::Events::Rule', {
+        ScheduleExpression: 'rate(6 hours)',
+        Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [idOf(t.maintenance.fn), 'Arn'] }, Input: '{"task":"remove-orphans"}' })],
       })
     }
+    const rules = Object.values(kinesisStack.template.findResources('AWS::Events::Rule'))
+    expect(rules.length).toBe(2 * kinesisStack.stack.tables.length)
   })
 
   it('environments name the tables each function serves', () => {
@@ -514,7 +521,7 @@ describe('deployment config', () => {
       stackName: 'Strata',
       ingest: { type: 'sqs', batchSize: 100, maxBatchingWindowSeconds: 5, maxConcurrency: 8 },
       bucket: { rejectRetentionDays: 30, versioned: false, accessLogs: true },
-      functions: { writer: { memoryMb: 1024, timeoutSeconds: 120 }, maintenance: { scheduleMinutes: 15 }, logRetentionDays: 30, logLevel: 'INFO' },
+      functions: { writer: { memoryMb: 1024, timeoutSeconds: 120 }, maintenance: { scheduleMinutes: 15, orphanScheduleHours: 6 }, logRetentionDays: 30, logLevel: 'INFO' },
     })
     expect(cfg.tables[0]).toMatchObject({
       taskThreads: 1,
@@ -546,6 +553,7 @@ describe('deployment config', () => {
     expect(bad({ tables: [table()], ingest: { type: 'kafka' } })).toMatch(/ingest.type: invalid value "kafka", expected one of sqs, kinesis/)
     expect(bad({ tables: [table()], functions: { logRetentionDays: 10 } })).toMatch(/functions.logRetentionDays: invalid value 10, expected one of 1, 3, 5/)
     expect(bad({ tables: [table()], functions: { maintenance: { scheduleMinutes: 5, timeoutSeconds: 300 } } })).toMatch(/functions.maintenance.timeoutSeconds: invalid value 300, expected less than/)
+    expect(bad({ tables: [table()], functions: { maintenance: { orphanScheduleHours: 0 } } })).toMatch(/functions.maintenance.orphanScheduleHours: invalid value 0, expected an integer in 1..168/)
     expect(bad({ tables: [table()], alarms: { topicArn: 'x' } })).toMatch(/alarms.topicArn: invalid value "x"/)
     expect(bad({ tables: [table({}, { committer: { enabled: true } })] })).toMatch(/^cfg: tables\[0\]\.committer\.enabled: invalid value true, expected no value: .*every table now commits through its committer/)
     expect(bad({ tables: [table({}, { alarms: { commitQueueAgeSeconds: 'soon' } })] })).toMatch(/tables\[0\]\.alarms\.commitQueueAgeSeconds: invalid value "soon", expected an integer in 1..43200/)

@@ -1,5 +1,6 @@
 // The maintenance function against the embedded S3 + SQS backend: expiration by the
-// table's options, orphan cleanup and old ingest markers (ages made relative, since S3
+// table's options and old ingest markers on the frequent schedule, orphan cleanup on its own
+// task (ages made relative, since S3
 // objects cannot be back-dated: a marker threshold of 0 or an injected `now`; orphan ages
 // below 13 h are refused), and the table
 // metrics as EMF, QueuedJobs included from a real FIFO queue.
@@ -145,8 +146,9 @@ describe('maintenance handler', () => {
     expect(summary.expired!.expired).toEqual(Array.from({ length: latest - 3 }, (_, i) => i + 1))
     for (let id = 1; id <= latest; id++) expect(await exists(snapshotKey(id))).toBe(id > latest - 3)
     expect(await readAll(table)).toEqual(before)
-    // the default orphan age (one day) and dedup window (6 h) keep everything just written
-    expect(summary.orphansDeleted).toBe(0)
+    // orphan cleanup is the other schedule's task; the dedup window (6 h) keeps every marker
+    expect(summary.orphansDeleted).toBeNull()
+    expect(summary.timings.Orphans).toBeUndefined()
     expect(summary.markersDeleted).toBe(0)
     for (const k of [...ORPHANS, ...FOREIGN, ...MARKERS]) expect(await exists(k)).toBe(true)
 
@@ -232,15 +234,48 @@ describe('maintenance handler', () => {
     expect(await table.snapshots.latestId()).toBe(latest)
   })
 
+  it('the orphan task removes only orphans; a bad task is refused before anything runs', async () => {
+    useEnv({ STRATA_ORPHAN_OLDER_THAN_MS: String(MIN_ORPHAN_OLDER_THAN_MS), STRATA_DEDUP_WINDOW_MS: '0' })
+    const keys = async () => (await table.store.list('')).map((o) => o.key)
+    const before = await keys()
+    const latest = await table.snapshots.latestId()
+    for (const task of ['expire', 7, null]) {
+      stdout.length = 0
+      await expect(handler({ task } as never, ctx)).rejects.toThrow(
+        new RegExp(`^maintenance event: task = ${JSON.stringify(task)}, expected "remove-orphans" \\(or a Scheduled Event without task\\)$`),
+      )
+      expect(emfLines()[0].MaintenanceErrors).toBe(1)
+    }
+    await expect(runMaintenance({ task: 'orphans' as never })).rejects.toThrow(/^maintenance: task = "orphans", expected "maintain" or "remove-orphans"$/)
+    expect(await keys()).toEqual(before)
+    // the orphans are just written, so younger than any accepted age: the task deletes nothing
+    stdout.length = 0
+    const young = await handler({ task: 'remove-orphans' }, ctx)
+    expect(young).toMatchObject({ orphansDeleted: 0, expired: null, markersDeleted: null, metrics: null, queuedJobs: null, errors: {} })
+    expect(Object.keys(young.timings)).toEqual(['Orphans'])
+    expect(emfLines()[0].OrphanFilesDeleted).toBe(0)
+    // past the smallest accepted age the orphans go, and nothing else: no snapshot expires, no marker goes
+    const old = await runMaintenance({ task: 'remove-orphans', now: Date.now() + MIN_ORPHAN_OLDER_THAN_MS + 60_000 })
+    expect(old.orphansDeleted).toBe(ORPHANS.length)
+    expect(await keys()).toEqual(before.filter((k) => !ORPHANS.includes(k)))
+    expect(await table.snapshots.latestId()).toBe(latest)
+    for (const k of ORPHANS) await table.store.put(k, enc.encode('x'))
+  })
+
   it('at the smallest accepted ages (the clock moved past them) removes unreferenced files and every marker, and nothing a snapshot needs', async () => {
     useEnv({ STRATA_ORPHAN_OLDER_THAN_MS: String(MIN_ORPHAN_OLDER_THAN_MS), STRATA_DEDUP_WINDOW_MS: '0' })
     const markers = (await table.store.list(INGEST_MARKER_DIR)).length
     expect(markers).toBeGreaterThan(0)
     const before = await readAll(table)
-    const summary = await runMaintenance({ now: Date.now() + MIN_ORPHAN_OLDER_THAN_MS + 60_000 })
+    const now = Date.now() + MIN_ORPHAN_OLDER_THAN_MS + 60_000
+    const summary = await runMaintenance({ now })
     expect(summary.errors).toEqual({})
-    expect(summary.orphansDeleted).toBe(ORPHANS.length)
+    expect(summary.orphansDeleted).toBeNull()
     expect(summary.markersDeleted).toBe(markers)
+    for (const k of ORPHANS) expect(await exists(k)).toBe(true)
+    const orphans = await runMaintenance({ task: 'remove-orphans', now })
+    expect(orphans.errors).toEqual({})
+    expect(orphans.orphansDeleted).toBe(ORPHANS.length)
     for (const k of ORPHANS) expect(await exists(k)).toBe(false)
     expect(await table.store.list(INGEST_MARKER_DIR)).toEqual([])
     for (const k of FOREIGN) expect(await exists(k)).toBe(true)

@@ -55,6 +55,7 @@ describe('soak (short)', () => {
       // age it accepts, so it takes nothing younger than a commit can wait (the end of the run
       // moves its clock past that and checks what it takes)
       maintenanceEverySeconds: 5,
+      orphansEverySeconds: 6,
       snapshotRetainedSeconds: 8,
       dedupWindowMs: 60_000,
       orphanOlderThanMs: MIN_ORPHAN_OLDER_THAN_MS,
@@ -78,6 +79,9 @@ describe('soak (short)', () => {
     expect(r.compactor.crashes).toBeGreaterThan(0)
     expect(r.faults.filter((f) => f.kind === 'compactor-restart').reduce((n, f) => n + (f.environmentsKilled ?? 0), 0)).toBeGreaterThan(0)
     expect(r.maintenance.runs).toBeGreaterThan(0)
+    // both schedules ran: the frequent task (expiration) and the orphan task
+    expect(r.maintenance.stepSeconds.Expire).toBeDefined()
+    expect(r.maintenance.stepSeconds.Orphans).toBeDefined()
     expect(r.maintenance.failed).toBe(0)
   }, 180_000)
 

@@ -29,7 +29,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs'
 import { tableStatus } from '../../lib/cli/status.ts'
-import { MIN_ORPHAN_OLDER_THAN_MS, removeOrphanFiles } from '../../lib/maintenance/orphans.ts'
+import { MIN_ORPHAN_OLDER_THAN_MS, REMOVE_ORPHANS_TASK, removeOrphanFiles } from '../../lib/maintenance/orphans.ts'
 import { snapshotRange, snapshotReferences } from '../../lib/maintenance/references.ts'
 import { lookup, readAll } from '../../lib/read/table-read.ts'
 import { S3Store } from '../../lib/store/s3-store.ts'
@@ -48,8 +48,6 @@ const FUNCTIONS = join(import.meta.dirname, '..', '..', 'functions')
 export const PROBE_BASE = 1_000_000_000
 /** metadata cache of the soak's own long-lived readers, MiB, unless metadataCacheMb sets both */
 const HARNESS_CACHE_MB = 4
-/** metadata cache of the maintenance functions, MiB (see where they are started) */
-const MAINTENANCE_CACHE_MB = 64
 
 export const FAULT_KINDS = [
   'writer-throw',
@@ -101,6 +99,8 @@ export interface SoakOptions {
   windowSeconds: number
   /** 0 = no maintenance runs */
   maintenanceEverySeconds: number
+  /** the orphan task's period (the deployed orphan schedule, scaled down); 0 = never during the load */
+  orphansEverySeconds: number
   snapshotRetainedSeconds: number
   dedupWindowMs: number
   orphanOlderThanMs: number
@@ -157,6 +157,8 @@ export const SOAK_DEFAULTS: SoakOptions = {
   sampleEveryMs: 1000,
   windowSeconds: 60,
   maintenanceEverySeconds: 20,
+  // deployed: every 15 min and every 6 h; the same 1 : 24 would leave the soak one orphan run
+  orphansEverySeconds: 300,
   snapshotRetainedSeconds: 180,
   // longer than maxReceiveCount visibility timeouts, so a redelivery still finds its marker
   dedupWindowMs: 300_000,
@@ -484,9 +486,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
         t.name,
         new ExecutionEnvironmentPool({
           handlerModule: join(FUNCTIONS, 'maintenance.ts'),
-          // expiration and orphan cleanup each read every retained snapshot's metadata, on
-          // every run: a cache that holds it keeps a run short enough for expiration to keep up
-          env: { ...rt.env, STRATA_TABLE: t.name, AWS_LAMBDA_FUNCTION_NAME: `strata-${t.name}-maintenance`, STRATA_ORPHAN_OLDER_THAN_MS: String(o.orphanOlderThanMs), STRATA_METADATA_CACHE_MB: String(MAINTENANCE_CACHE_MB) },
+          env: { ...rt.env, STRATA_TABLE: t.name, AWS_LAMBDA_FUNCTION_NAME: `strata-${t.name}-maintenance`, STRATA_ORPHAN_OLDER_THAN_MS: String(o.orphanOlderThanMs) },
           maxEnvironments: 1,
           timeoutMs: 300_000,
         }),
@@ -703,14 +703,17 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     const maintenanceLoop = Promise.all(
       [...maintenancePools].map(async ([name, pool]) => {
         let next = o.maintenanceEverySeconds
+        let nextOrphans = o.orphansEverySeconds || Infinity
         while (maintaining) {
-          if (now() < next) {
-            await sleep(Math.min(500, (next - now()) * 1000))
+          const orphans = now() >= nextOrphans
+          if (now() < next && !orphans) {
+            await sleep(Math.min(500, (Math.min(next, nextOrphans) - now()) * 1000))
             continue
           }
           // a run that outlasts the period starts the next one late, not twice
-          next = Math.max(next + o.maintenanceEverySeconds, now())
-          const r = await pool.invoke({ 'detail-type': 'Scheduled Event', source: 'aws.events', time: new Date().toISOString(), detail: {} })
+          if (orphans) nextOrphans = Math.max(nextOrphans + o.orphansEverySeconds, now())
+          else next = Math.max(next + o.maintenanceEverySeconds, now())
+          const r = await pool.invoke(orphans ? { task: REMOVE_ORPHANS_TASK } : { 'detail-type': 'Scheduled Event', source: 'aws.events', time: new Date().toISOString(), detail: {} })
           maint.runs++
           if (!r.ok) {
             maint.failed++

@@ -5,7 +5,7 @@
 // table.
 
 import { CustomResource, Duration, Stack } from 'aws-cdk-lib'
-import { Rule, Schedule } from 'aws-cdk-lib/aws-events'
+import { Rule, RuleTargetInput, Schedule } from 'aws-cdk-lib/aws-events'
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets'
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources'
 import type { Bucket } from 'aws-cdk-lib/aws-s3'
@@ -16,6 +16,7 @@ import { COMMIT_QUEUE_RETENTION_SECONDS, type DeployConfig, type TableDeployConf
 import { DLQ_RETENTION, MAX_RECEIVE_COUNT, VISIBILITY_FACTOR } from './ingest.ts'
 import { allowList, allowObjects, allowQueueAttributes, allowSend, denySchemaWrites } from './permissions.ts'
 import { COMMITTER_LEASE_KEY } from '../../lib/commit/committer-lease.ts'
+import { REMOVE_ORPHANS_TASK } from '../../lib/maintenance/orphans.ts'
 import { tablePrefix } from './storage.ts'
 import { StrataFunction } from './strata-function.ts'
 
@@ -209,7 +210,7 @@ export class TableResources extends Construct {
 
     this.maintenance = new StrataFunction(this, 'Maintenance', {
       kind: 'maintenance',
-      description: `Expires snapshots, removes orphans and publishes metrics of table '${table.name}'`,
+      description: `Expires snapshots, removes orphan files and publishes metrics of table '${table.name}'`,
       settings: fns.maintenance,
       environment: { STRATA_TABLES: own, STRATA_TABLE: table.name },
       logRetentionDays: fns.logRetentionDays,
@@ -227,6 +228,17 @@ export class TableResources extends Construct {
       schedule: Schedule.rate(Duration.minutes(fns.maintenance.scheduleMinutes)),
       // a missed run is made up by the next one
       targets: [new LambdaFunction(this.maintenance.fn, { retryAttempts: 2, maxEventAge: Duration.minutes(fns.maintenance.scheduleMinutes) })],
+    })
+    new Rule(this, 'OrphanSchedule', {
+      description: `Strata orphan-file cleanup of table '${table.name}'`,
+      schedule: Schedule.rate(Duration.hours(fns.maintenance.orphanScheduleHours)),
+      targets: [
+        new LambdaFunction(this.maintenance.fn, {
+          event: RuleTargetInput.fromObject({ task: REMOVE_ORPHANS_TASK }),
+          retryAttempts: 2,
+          maxEventAge: Duration.hours(1),
+        }),
+      ],
     })
   }
 

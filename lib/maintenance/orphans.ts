@@ -93,6 +93,12 @@ export function checkOrphanAge(olderThanMs: number, what: string): number {
 const DELETE_CONCURRENCY = 16
 
 /**
+ * The task the maintenance function's orphan schedule names in its input: cleanup runs
+ * every few hours on its own schedule, apart from expiration.
+ */
+export const REMOVE_ORPHANS_TASK = 'remove-orphans'
+
+/**
  * Adds the references of snapshots `from..to` to `used` (rangeReferences). A snapshot
  * expired while this runs is skipped (Paimon does the same on FileNotFoundException):
  * expiration deletes the snapshot file before its objects, so a missing manifest with the
