@@ -112,9 +112,15 @@ if (import.meta.filename === process.argv[1]) {
   // dozen function environments as threads of this one process, memory one environment frees
   // stays resident in its arena. Two arenas, as a Lambda sandbox (one process per function,
   // one or two vCPUs) has about; read at process start, so the soak starts itself again with
-  // it. An explicit MALLOC_ARENA_MAX is kept.
-  if (process.platform === 'linux' && process.env.MALLOC_ARENA_MAX === undefined && !args.has('--reanalyze')) {
-    const child = spawnSync(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit', env: { ...process.env, MALLOC_ARENA_MAX: String(SOAK_ARENAS) } })
+  // it. An explicit MALLOC_ARENA_MAX is kept. And --expose-gc, for the memory check's settled
+  // samples (bench/lib/soak-memory.ts): V8 flags are process-wide, so every environment's
+  // isolate gets gc() too.
+  const needsArenas = process.platform === 'linux' && process.env.MALLOC_ARENA_MAX === undefined
+  const needsGc = typeof (globalThis as { gc?: unknown }).gc !== 'function'
+  if ((needsArenas || needsGc) && !args.has('--reanalyze')) {
+    const execArgv = needsGc ? [...process.execArgv, '--expose-gc'] : process.execArgv
+    const env = needsArenas ? { ...process.env, MALLOC_ARENA_MAX: String(SOAK_ARENAS) } : process.env
+    const child = spawnSync(process.execPath, [...execArgv, ...process.argv.slice(1)], { stdio: 'inherit', env })
     process.exit(child.status ?? 1)
   }
   if (args.has('--reanalyze')) {
@@ -159,7 +165,7 @@ if (import.meta.filename === process.argv[1]) {
     log: (line) => process.stderr.write(line + '\n'),
   })
   console.log(soakMarkdown(r))
-  console.log(`\n${machineMarkdown(machine)}; MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? 'unset'}.`)
+  console.log(`\n${machineMarkdown(machine)}; MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? 'unset'}; --expose-gc ${typeof (globalThis as { gc?: unknown }).gc === 'function' ? 'on' : 'off'}.`)
   mkdirSync(OUT_DIR, { recursive: true })
   const svg = join(OUT_DIR, 'soak-lag.svg')
   writeFileSync(

@@ -772,7 +772,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       peakJobs.orders = Math.max(peakJobs.orders, ordersJobs)
       peakJobs.totals = Math.max(peakJobs.totals, totalsJobs)
       await countCompactions()
-      const memory = await sampleMemory(pools, sampleCount % 10 === 0)
+      const memory = await sampleMemory(pools, sampleCount % 10 === 0, sampleCount % 10 === 0)
       let oldestUnseen = Infinity
       for (const p of unseen) oldestUnseen = Math.min(oldestUnseen, p.sentAt)
       const probeAgeMs = oldestUnseen === Infinity ? 0 : Date.now() - oldestUnseen

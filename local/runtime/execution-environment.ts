@@ -203,7 +203,8 @@ export class ExecutionEnvironmentPool {
    * `timeoutMs` (busy on the CPU) is given with its last answer, marked stale; one that never
    * answered, or exited meanwhile, is left out.
    */
-  async memory(timeoutMs = 1000): Promise<EnvironmentMemory[]> {
+  /** `collect`: each environment runs a full GC first (a no-op unless the process has --expose-gc) */
+  async memory(timeoutMs = 1000, collect = false): Promise<EnvironmentMemory[]> {
     const answers = await Promise.all(
       this.environments.filter((e) => e.ready).map(
         (environment) =>
@@ -218,7 +219,7 @@ export class ExecutionEnvironmentPool {
               resolve(figures ? { ...figures, environmentId: environment.id, invocations: environment.invocations, stale: memory === null } : null)
             }
             environment.memoryRequests.set(id, settle)
-            const message: ToWorker = { type: 'memory', id }
+            const message: ToWorker = { type: 'memory', id, collect }
             environment.worker.postMessage(message)
           }),
       ),

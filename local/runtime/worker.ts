@@ -23,7 +23,7 @@ export interface ErrorInfo {
   stack?: string
 }
 
-export type ToWorker = { type: 'invoke'; id: number; eventJson: string; context: ContextData; deadline: number } | { type: 'memory'; id: number }
+export type ToWorker = { type: 'invoke'; id: number; eventJson: string; context: ContextData; deadline: number } | { type: 'memory'; id: number; collect?: boolean }
 
 /** One thread's memory as its own isolate sees it (process.memoryUsage() less the process-wide rss), bytes. */
 export interface ThreadMemory {
@@ -85,7 +85,12 @@ async function serve(port: NonNullable<typeof parentPort>, init: WorkerInit): Pr
 
   port.on('message', (message: ToWorker) => {
     // answered between invocations' steps, like any message: a thread busy on the CPU answers late
-    if (message.type === 'memory') return post({ type: 'memory', id: message.id, memory: threadMemory() })
+    if (message.type === 'memory') {
+      // a full collection first, when asked and the process runs with --expose-gc (the soak's
+      // settled samples): the heap's committed size then follows its live data
+      if (message.collect) (globalThis as { gc?: () => void }).gc?.()
+      return post({ type: 'memory', id: message.id, memory: threadMemory() })
+    }
     void invoke(handler, message).then(post)
   })
 }
