@@ -1,0 +1,80 @@
+// The soak's memory verdict (bench/lib/soak-memory.ts): its slopes are taken over the
+// settled samples (every isolate collected first) when there are enough of them, so that
+// the GC timing of a dozen isolates cannot make a flat process look like it grows, or hide
+// growth; and the malloc-arena reading of /proc/self/smaps.
+
+import { describe, expect, it } from 'vitest'
+import { type MemorySample, ROLES, mallocArenasMb, memoryVerdict } from '../bench/lib/soak-memory.ts'
+
+function sample(t: number, rssMb: number, settled: boolean): { t: number; memory: MemorySample } {
+  const role = { environments: 1, heapUsedMb: 0, heapTotalMb: 0, externalMb: 0, arrayBuffersMb: 0, maxHeapMb: 0 }
+  return {
+    t,
+    memory: {
+      settled,
+      rssMb,
+      rssAnonMb: null,
+      rssFileMb: null,
+      threads: null,
+      mallocArenasMb: null,
+      main: { heapUsedMb: 0, heapTotalMb: 0, externalMb: 0, arrayBuffersMb: 0 },
+      roles: Object.fromEntries(ROLES.map((r) => [r, role])) as MemorySample['roles'],
+      envHeapUsedMb: 0,
+      envHeapTotalMb: 0,
+      envExternalMb: 0,
+      nonHeapMb: rssMb,
+    },
+  }
+}
+
+describe('memory verdict', () => {
+  // 1 Hz samples over 450–900 s; every tenth settled at a flat 1,000 MB, the others carrying
+  // uncollected garbage that piles up towards the end (as a lazily collected heap does)
+  const run = (settledMb: (t: number) => number) =>
+    Array.from({ length: 451 }, (_, i) => {
+      const t = 450 + i
+      return i % 10 === 0 ? sample(t, settledMb(t), true) : sample(t, settledMb(t) + (t - 450) * 0.5, false)
+    })
+
+  it('takes its slopes over the settled samples when there are at least 10', () => {
+    const flat = memoryVerdict(run(() => 1000), 450, 900, 2)
+    expect(flat.samples).toBe('settled')
+    expect(flat.slopes.rss).toBe(0)
+    expect(flat.flat).toBe(true)
+    expect(flat.criterion).toMatch(/over the 46 settled samples/)
+    // growth of the live data still shows: 3 MB/min
+    const growing = memoryVerdict(run((t) => 1000 + (t - 450) * 0.05), 450, 900, 2)
+    expect(growing.slopes.rss).toBeCloseTo(3, 5)
+    expect(growing.flat).toBe(false)
+  })
+
+  it('falls back to every sample without enough settled ones', () => {
+    const unsettled = run(() => 1000).map((s) => ({ ...s, memory: { ...s.memory, settled: false } }))
+    const v = memoryVerdict(unsettled, 450, 900, 2)
+    expect(v.samples).toBe('all')
+    // the garbage's 0.5 MB/s, diluted by the flat tenth
+    expect(v.slopes.rss).toBeGreaterThan(20)
+    expect(v.flat).toBe(false)
+    expect(v.criterion).toMatch(/over every sample$/)
+  })
+})
+
+describe('malloc arenas from smaps', () => {
+  const map = (start: number, end: number, name: string, rssKb: number) =>
+    `${start.toString(16)}-${end.toString(16)} rw-p 00000000 00:00 0 ${name}\nSize: ${(end - start) / 1024} kB\nRss: ${rssKb} kB\n`
+  const MiB = 2 ** 20
+
+  it('counts the brk heap and whole 64 MiB-aligned arena reservations, nothing else', () => {
+    const smaps = [
+      map(0x55_0000_0000, 0x55_0000_0000 + 8 * MiB, '[heap]', 4096),
+      // a thread arena: 3 MiB used, 61 MiB reserved, starting on a 64 MiB boundary
+      map(0x7f_0000_0000, 0x7f_0000_0000 + 3 * MiB, '', 2048),
+      map(0x7f_0000_0000 + 3 * MiB, 0x7f_0000_0000 + 64 * MiB, '', 0),
+      // an anonymous mapping that is not an arena (not aligned)
+      map(0x7f_1000_1000, 0x7f_1000_1000 + 64 * MiB, '', 9999),
+      // a file mapping
+      map(0x7f_2000_0000, 0x7f_2000_0000 + 64 * MiB, '/usr/lib/libc.so.6', 8888),
+    ].join('')
+    expect(mallocArenasMb(smaps)).toBe(6)
+  })
+})
