@@ -9,10 +9,11 @@ import { expireSnapshots } from '../maintenance/expire.ts'
 import { DEFAULT_ORPHAN_OLDER_THAN_MS, MIN_ORPHAN_OLDER_THAN_MS, checkOrphanAge, formatAge, removeOrphanFiles } from '../maintenance/orphans.ts'
 import { parseDuration } from '../table/options.ts'
 import { tableStatus, formatStatus } from './status.ts'
-import { recordFromJsonLine, rowToJsonLine, valueToText } from '../table/json-values.ts'
+import { rowToJsonLine, valueToText } from '../table/json-values.ts'
 import { Table } from '../table/table.ts'
 import { StrataInputError } from '../types.ts'
-import { type WriteRecord, writeBatch } from '../write/table-write.ts'
+import { jsonRecordReader } from '../write/json-record-reader.ts'
+import { BatchWriter, type WriteResult } from '../write/table-write.ts'
 import { Progress } from './progress.ts'
 
 function out(line: string): void {
@@ -33,50 +34,112 @@ async function readSchemaFile(path: string): Promise<unknown> {
   }
 }
 
-/** Parses and validates every line before anything is written. */
-async function readRecords(table: Table, source: string | undefined, progress: Progress): Promise<WriteRecord[]> {
-  const input = !source || source === '-' ? process.stdin : createReadStream(source)
+/**
+ * Streams the input's lines into a BatchWriter (per-bucket buffers flushed as level-0 files
+ * at write-buffer-size) and commits them as one snapshot. Lines are parsed as they arrive; a
+ * bad line fails the write, naming its line, before anything is committed, and the files
+ * written so far are deleted. Errors keep the precedence of a write that parsed every line
+ * first: a malformed line (JSON, UTF-8, a value of the wrong type) wins over a row too large
+ * or a partition the storage cannot name, which wins over a retraction the merge engine
+ * refuses.
+ */
+async function writeInput(table: Table, source: string | undefined, progress: Progress): Promise<WriteResult> {
+  const input = !source || source === '-' ? process.stdin : createReadStream(source, { highWaterMark: 1 << 20 })
   if (source && source !== '-') {
     await new Promise<void>((resolve, reject) => {
       input.once('open' as never, () => resolve())
       input.once('error', (e: NodeJS.ErrnoException) => reject(new StrataInputError(`${source}: cannot read the file (${e.code ?? e.message})`)))
     })
   }
-  const records: WriteRecord[] = []
+  const readRecord = jsonRecordReader(table.view)
+  const writer = new BatchWriter(table, { onProgress: (done, total, phase) => progress.update(`${phase}: ${done}/${total} rows`) })
   let lineNo = 0
-  for await (const bytes of byteLines(input)) {
+  const onLine = (text: string): void => {
     lineNo++
     // a byte-order mark opens a file, not a record
-    const text = utf8Line(bytes, lineNo)
     const line = lineNo === 1 && text.startsWith('\ufeff') ? text.slice(1) : text
-    if (line.trim() === '') continue
-    // the strict line parser: exact number literals, no repeated key (lib/table/json-line.ts)
-    records.push({ ...recordFromJsonLine(table.view, line, `line ${lineNo}`), where: `line ${lineNo}` })
-    if (lineNo % 10000 === 0) progress.update(`parsed ${lineNo} lines`)
+    if (line.trim() === '') return
+    const where = `line ${lineNo}`
+    // reads as the strict line parser does (exact number literals, no repeated key), with a
+    // fast path for plain lines (lib/write/json-record-reader.ts)
+    const { kind, row } = readRecord(line, where)
+    writer.add({ kind, row, where })
   }
-  return records
+  try {
+    for await (const lines of textLines(input, () => lineNo)) {
+      for (let i = 0; i < lines.length; i++) {
+        onLine(lines[i])
+        if (writer.full) await writer.flush()
+      }
+      progress.update(`parsed ${lineNo} lines`)
+    }
+    if (writer.records === 0) throw new StrataInputError(`${source ?? 'stdin'}: no records to write`)
+  } catch (e) {
+    await writer.abort()
+    throw e
+  }
+  return writer.finish()
 }
 
-/** The input's lines as bytes, split at LF (a byte no multi-byte UTF-8 sequence contains); a CR before it is dropped. */
-async function* byteLines(input: AsyncIterable<Buffer | string>): AsyncGenerator<Buffer> {
+/**
+ * The input's lines as text, a chunk's worth at a time: split at LF (a byte no multi-byte
+ * UTF-8 sequence contains), a CR before it dropped. The whole lines of a chunk are decoded at
+ * once; if they are not UTF-8, line by line, so the error names the first bad line and byte
+ * (`linesBefore` says how many lines came before the chunk).
+ */
+async function* textLines(input: AsyncIterable<Buffer | string>, linesBefore: () => number): AsyncGenerator<string[]> {
   // the pieces of the line not yet ended: a long line is joined once, not once per chunk
   let pieces: Buffer[] = []
-  const line = (last: Buffer): Buffer => {
-    const whole = pieces.length ? Buffer.concat([...pieces, last]) : last
-    pieces = []
-    return whole.length && whole[whole.length - 1] === 0x0d ? whole.subarray(0, whole.length - 1) : whole
-  }
   for await (const chunk of input) {
     // Buffer.from would copy a Buffer chunk; only a string needs converting
-    let buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk
-    let nl: number
-    while ((nl = buf.indexOf(0x0a)) >= 0) {
-      yield line(buf.subarray(0, nl))
-      buf = buf.subarray(nl + 1)
+    const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk
+    const last = buf.lastIndexOf(0x0a)
+    if (last < 0) {
+      if (buf.length) pieces.push(buf)
+      continue
     }
-    if (buf.length) pieces.push(buf)
+    const whole = pieces.length ? Buffer.concat([...pieces, buf.subarray(0, last + 1)]) : buf.subarray(0, last + 1)
+    pieces = last + 1 < buf.length ? [buf.subarray(last + 1)] : []
+    const { lines, error } = decodeLines(whole, linesBefore())
+    yield lines
+    if (error) throw error
   }
-  if (pieces.length) yield line(Buffer.alloc(0))
+  if (pieces.length) {
+    const { lines, error } = decodeLines(Buffer.concat([...pieces, Buffer.from([0x0a])]), linesBefore())
+    yield lines
+    if (error) throw error
+  }
+}
+
+/**
+ * Lines of `bytes` (each ended by LF), decoded; `before` lines came earlier in the input. When
+ * a line is not UTF-8, the lines before it and that line's error, to be thrown once those
+ * lines are taken (an earlier malformed line is still the one reported).
+ */
+function decodeLines(bytes: Buffer, before: number): { lines: string[]; error?: unknown } {
+  let lines: string[]
+  let error: unknown
+  try {
+    lines = strictUtf8.decode(bytes).split('\n')
+    lines.pop() // after the last LF
+  } catch {
+    lines = []
+    let from = 0
+    for (let nl = bytes.indexOf(0x0a); nl >= 0; nl = bytes.indexOf(0x0a, from)) {
+      try {
+        lines.push(utf8Line(bytes.subarray(from, nl), before + lines.length + 1))
+      } catch (e) {
+        error = e
+        break
+      }
+      from = nl + 1
+    }
+  }
+  for (let i = 0; i < lines.length; i++) {
+    const l = lines[i]
+    if (l.length && l.charCodeAt(l.length - 1) === 0x0d) lines[i] = l.slice(0, -1)
+  }
+  return { lines, error }
 }
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
@@ -156,9 +219,7 @@ export function buildProgram(): Command {
     .action(async (uri: string, file: string | undefined) => {
       const table = await Table.open(uri)
       const progress = new Progress()
-      const records = await readRecords(table, file, progress)
-      if (records.length === 0) throw new StrataInputError(`${file ?? 'stdin'}: no records to write`)
-      const res = await writeBatch(table, records, { onProgress: (d, t, phase) => progress.update(`${phase}: ${d}/${t} rows`) })
+      const res = await writeInput(table, file, progress)
       progress.done()
       out(String(res.snapshotId))
     })

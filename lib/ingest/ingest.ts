@@ -367,7 +367,12 @@ export async function ingest(records: IngestRecord[], opts: IngestOptions): Prom
       } else {
         // the snapshot earlierAttempt read: an attempt that landed after it is the commit's
         // duplicate check to find, one that landed at or before it earlierAttempt's, so
-        // nothing falls between the two (a second lookup here would leave a gap)
+        // nothing falls between the two (a second lookup here would leave a gap).
+        // writeBatch streams the records into per-bucket buffers bounded by the table's
+        // write-buffer-size (lib/write/table-write.ts BatchWriter), as `strata write` does; the
+        // parsed records themselves are held until here because the Kinesis cut and the
+        // redelivery check above decide which of them may be written, and they are bounded
+        // by the invocation's event (6 MB of record bodies at most on Lambda)
         const res = await writeBatch(table, recs, {
           committer: entry.target.committer,
           commitUser: opts.commitUser,

@@ -93,6 +93,7 @@ export const OPTION_SPECS: OptionSpec[] = [
   },
   { key: 'changelog-producer', type: 'enum', default: 'none', values: ['none'], doc: 'Strata produces no changelog files.' },
   { key: 'write.max-row-size', type: 'memory', default: '4 mb', min: 1, doc: 'Strata only: largest row a write accepts, measured as its fields\' encoded bytes (strings as UTF-8, bytes raw, 8 per fixed-width value). A larger row is rejected with its key and size. The default keeps every row inside the reader function\'s 6 MB response limit, even as base64.' },
+  { key: 'write-buffer-size', type: 'memory', default: '64 mb', min: 1, doc: 'Memory a write buffers before it sorts, merges and writes each buffered bucket as a level-0 file (Paimon\'s write buffer); a larger batch is written in several flushes, each merged on its own, and still commits as one snapshot. Counted as the buffered records\' estimated JavaScript heap, which is several times their encoded size, so the default is 64 mb where Paimon\'s (binary rows in managed memory) is 256 mb: a writer then stays within a small Lambda or a laptop whatever the batch size.' },
   { key: 'write-only', type: 'boolean', default: 'false', doc: 'Accepted for Paimon compatibility; Strata writers never compact inline.' },
   { key: 'path', type: 'string', doc: 'Table location as Paimon catalogs record it; informational.' },
 ]
@@ -328,6 +329,8 @@ export interface CoreOptions {
   dataFilePrefix: string
   /** write.max-row-size in bytes */
   maxRowBytes: number
+  /** write-buffer-size in bytes: buffered records' estimated memory before a write flushes */
+  writeBufferSize: number
   /** why Strata must not write this table (unwritableReasons); empty when it may */
   unwritable: string[]
 }
@@ -372,6 +375,7 @@ export function coreOptions(raw: Record<string, string>): CoreOptions {
     partitionDefaultName: get('partition.default-name')!,
     dataFilePrefix: get('data-file.prefix')!,
     maxRowBytes: parseMemorySize(get('write.max-row-size')!)!,
+    writeBufferSize: parseMemorySize(get('write-buffer-size')!)!,
     unwritable: unwritableReasons(raw),
   }
   if (!SAFE_PREFIX.test(options.dataFilePrefix)) {

@@ -1,5 +1,7 @@
-// Batch writer: validated rows → grouped by (partition, bucket) → sorted and merged per the
-// merge engine → one level-0 file per bucket → one APPEND snapshot.
+// Batch writer: records stream into per-(partition, bucket) buffers; when the buffer reaches
+// `write-buffer-size` each buffered bucket is sorted, merged per the merge engine and written
+// as a level-0 file; at the end every file of the batch lands in one APPEND snapshot
+// (BatchWriter below).
 //
 // Sequence numbers follow commit order, as Paimon's do: a batch numbers its rows from above
 // the highest sequence number of every bucket it touches in the snapshot it read at its
@@ -11,10 +13,10 @@
 import { bucketFunction } from '../format/bucket.ts'
 import { serializeBinaryRow } from '../format/binary-row.ts'
 import { rowComparator } from '../format/compare.ts'
-import { DataFileWriter } from '../format/data-file.ts'
+import { type DataFileStats, DataFileWriter } from '../format/data-file.ts'
 import { bucketPath, partitionPath } from '../format/partition-path.ts'
 import { createMergeFunction, engineTraits, sequenceComparator } from '../lsm/merge-function.ts'
-import { type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, FileKind, RowKind, StrataInputError, isRetract } from '../types.ts'
+import { type DataType, type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, FileKind, RowKind, StrataInputError, isRetract } from '../types.ts'
 import { BATCH_COMMIT_IDENTIFIER, type CommitResult, type Committer } from '../commit/committer.ts'
 import { bucketsScope } from '../manifest/bucket-scope.ts'
 import { bucketIdentifier, hex } from '../manifest/manifests.ts'
@@ -41,7 +43,10 @@ export interface TouchedBucket {
   /** `k=v/…/` or '' */
   partitionPath: string
   bucket: number
+  /** the bucket's last file of the batch */
   fileName: string
+  /** every level-0 file the batch wrote to the bucket, in flush order (one unless the batch outgrew write-buffer-size) */
+  fileNames: string[]
   rowCount: number
 }
 
@@ -71,23 +76,18 @@ export interface WriteOptions {
   baseSnapshot?: Snapshot | null
   /** tests only: number the rows from this instead of sequenceBase() (to build exact ties) */
   sequenceBase?: bigint
+  /** bytes of buffered records before a flush; default the table's `write-buffer-size` */
+  writeBufferSize?: number
 }
 
 /**
+ * Why the table's merge engine refuses this record (a retraction it cannot apply), or null.
  * Paimon refuses some retractions when it merges (a partial-update table given a -D
  * without `ignore-delete`, an aggregate function that cannot retract) or, for first-row,
  * in the lookup compaction of the commit that writes them (a -D or -U without
  * `ignore-delete`). Strata asks the merge function up front, so a refused record fails the
- * whole batch before anything is written instead of poisoning later reads.
+ * whole batch before anything stays written instead of poisoning later reads.
  */
-function checkRetractsAccepted(table: Table, records: WriteRecord[]): void {
-  for (let i = 0; i < records.length; i++) {
-    const refusal = refusedRetraction(table, records[i])
-    if (refusal) throw new StrataInputError(`${records[i].where ?? `record ${i + 1}`}: ${refusal}`)
-  }
-}
-
-/** Why the table's merge engine refuses this record (a retraction it cannot apply), or null. */
 export function refusedRetraction(table: Table, r: WriteRecord): string | null {
   if (!engineTraits(table.mergeConfig.engine).mayRefuseRetractions || !isRetract(r.kind)) return null
   const mf = createMergeFunction(table.mergeConfig)
@@ -205,143 +205,452 @@ export function commitUserFor(table: Table): string {
   return prefix ? `${prefix}_${randomUUID()}` : randomUUID()
 }
 
-export async function writeBatch(table: Table, records: WriteRecord[], opts: WriteOptions = {}): Promise<WriteResult> {
-  const view = table.view
-  assertWritable(view.options, table.uri, 'write')
-  const { bucket: numBuckets } = view.options
-  const partitionTypes = view.partitionFields.map((f) => f.type)
-
-  // group by (partition, bucket); plain loops, this runs once per input row
-  const bucketFn = bucketFunction(view.bucketKeyTypes, numBuckets)
-  const { partitionIndexes, bucketKeyIndexes, keyIndexes } = view
-  const bucketKey: Value[] = new Array(bucketKeyIndexes.length)
-  const groups = new Map<string, { partitionValues: Row; partition: Uint8Array; bucket: number; kvs: KeyValue[] }>()
-  for (let i = 0; i < records.length; i++) {
-    const { kind, row } = records[i]
-    const oversize = oversizeRow(view, row)
-    if (oversize) throw new StrataInputError(`${records[i].where ?? `record ${i + 1}`}: ${oversize}`)
-    for (let j = 0; j < bucketKeyIndexes.length; j++) bucketKey[j] = row[bucketKeyIndexes[j]]
-    const bucket = bucketFn(bucketKey)
-    let gk = String(bucket)
-    for (const j of partitionIndexes) {
-      const v = row[j]
-      gk += '\u0000' + (v instanceof Uint8Array ? hex(v) : String(v))
-    }
-    let g = groups.get(gk)
-    if (!g) {
-      const partitionValues = partitionIndexes.map((j) => row[j])
-      const unstorable = unstorablePartition(view, partitionValues)
-      if (unstorable) throw new StrataInputError(`${records[i].where ?? `record ${i + 1}`}: ${unstorable}`)
-      groups.set(gk, (g = { partitionValues, partition: serializeBinaryRow(partitionTypes, partitionValues), bucket, kvs: [] }))
-    }
-    const key: Value[] = new Array(keyIndexes.length)
-    for (let j = 0; j < keyIndexes.length; j++) key[j] = row[keyIndexes[j]]
-    // the row's index in the batch; the base is added once it is known (below)
-    g.kvs.push({ key, seq: BigInt(i), kind, value: row })
+/**
+ * How much memory a buffered record is charged against `write-buffer-size`: an estimate of
+ * what it holds in the JavaScript heap (its row array and record slots, strings by their
+ * characters, bigints, byte arrays), not its encoded size, since the buffer holds objects.
+ * Deterministic, so a test can tell where a batch's flushes fall.
+ */
+export function bufferedRecordBytes(row: Row): number {
+  let bytes = RECORD_OVERHEAD_BYTES + 8 * row.length
+  for (let i = 0; i < row.length; i++) {
+    const v = row[i]
+    if (v === null || typeof v === 'boolean') continue
+    if (typeof v === 'string') bytes += 16 + v.length
+    else if (typeof v === 'number') bytes += 16
+    else if (typeof v === 'bigint') bytes += 24
+    else if (v instanceof Uint8Array) bytes += 96 + v.length
   }
-  // The snapshot this batch builds on and the sequence floor it sets are read while the
-  // files are encoded and written: the batch is numbered from the clock at once, and only
-  // if an earlier batch numbered above that clock (a writer whose clock ran ahead) are its
-  // files numbered again above the floor and written again. So a write's round trips are
-  // the longer of the two chains, not their sum.
-  const latestP = opts.baseSnapshot !== undefined ? Promise.resolve(opts.baseSnapshot) : table.snapshots.latest()
-  const groupList = [...groups.values()]
-  const floorP = opts.sequenceBase !== undefined ? Promise.resolve(0n) : latestP.then((l) => sequenceFloor(table, l, groupList))
-  floorP.catch(() => undefined) // awaited below; a write that fails first must not leave it unhandled
-  let seqBase = opts.sequenceBase ?? sequenceBase(records.length, Date.now())
-  for (const g of groupList) for (const kv of g.kvs) kv.seq += seqBase
+  return bytes
+}
 
-  const keyCmp = rowComparator(view.keyTypes)
-  const seqCmp = sequenceComparator(table.mergeConfig)
-  checkRetractsAccepted(table, records)
-  const namer = new FileNamer()
-  let done = 0
-  // One level-0 file per bucket, encoded and PUT by `io.max-concurrent-requests` workers at
-  // once: a batch touching hundreds of buckets costs a few round trips, not one per bucket,
-  // and no more encoded files are held than there are PUTs in flight (a worker encodes its
-  // next file only once its PUT is done). Results keep the groups' order.
-  const writeFiles = () =>
-    mapBounded(groupList, view.options.ioMaxConcurrentRequests, async (g) => {
-      g.kvs.sort((a, b) => keyCmp(a.key, b.key) || seqCmp(a, b))
+/** Row array header, the record's slots in its group (row, kind, index) and its share of the key built at flush. */
+const RECORD_OVERHEAD_BYTES = 96
+
+/** The partition a record goes to: its values, encoded row and storability, checked once per distinct value. */
+interface PartitionSlot {
+  values: Row
+  bytes: Uint8Array
+  /** why the storage cannot hold it, or null */
+  unstorable: string | null
+  /** this sub-batch's groups by bucket */
+  groups: (Group | undefined)[]
+}
+
+/** One (partition, bucket) of the sub-batch being buffered: rows in arrival order. */
+interface Group {
+  slot: PartitionSlot
+  bucket: number
+  rows: Row[]
+  kinds: RowKind[]
+  /** each row's index in the batch (its sequence number is the flush's base plus this) */
+  index: number[]
+}
+
+interface WrittenFile {
+  partition: Uint8Array
+  partitionValues: Row
+  bucket: number
+  dir: string
+  fileName: string
+  size: number
+  stats: DataFileStats
+  /** rows of input that went into the file (before the merge) */
+  rowsIn: number
+}
+
+/** Input errors by precedence: a bad row or partition (1) before a retraction the engine refuses (2). */
+interface RecordedError {
+  rank: 1 | 2
+  error: StrataInputError
+}
+
+/**
+ * Streams one batch into per-bucket level-0 files and commits them as one APPEND snapshot.
+ *
+ * Records are buffered per (partition, bucket) until the buffered records' estimated memory
+ * (bufferedRecordBytes) reaches `write-buffer-size`; then every buffered bucket is sorted by
+ * key, merged with the table's merge function (one row per key) and written as a level-0
+ * file, and buffering starts afresh (Paimon's write buffer flushes a sorted run the same
+ * way). A batch that fits in the buffer is one file per bucket, as before; a larger one is
+ * written as consecutive sub-batches, each merged on its own, so a bucket gets one level-0
+ * file per flush. All files of the batch land in one snapshot: nothing is visible until it
+ * commits, and a failure before the commit deletes what was written.
+ *
+ * Memory: one buffer of records plus the files being encoded, whatever the batch's size.
+ *
+ * Sequence numbers are as writeBatch's always were: a record's is the batch's base plus its
+ * index in the batch (so later input wins), the base taken from the writer's clock
+ * (sequenceBase) and raised above the touched buckets' highest number in the snapshot the
+ * batch started from. A single flush numbers from the clock while that floor is read and
+ * writes again in the rare case it must rise; a batch that flushes early reads the floor of
+ * the buckets it flushes before encoding them, and the base only rises from one flush to the
+ * next, so numbers ascend in input order across the whole batch.
+ */
+export class BatchWriter {
+  readonly table: Table
+  readonly #opts: WriteOptions
+  readonly #view: SchemaView
+  readonly #bufferLimit: number
+  readonly #bucketFn: (values: Value[]) => number
+  readonly #bucketKey: Value[]
+  readonly #partitionTypes: DataType[]
+  readonly #slots = new Map<unknown, PartitionSlot>()
+  readonly #namer = new FileNamer()
+  readonly #latestP: Promise<Snapshot | null>
+  readonly #files: WrittenFile[] = []
+  readonly #refusesRetractions: boolean
+  /** buckets whose sequence floor has been read (`hex(partition)|bucket`) */
+  readonly #floorRead = new Set<string>()
+  #buffered: Group[] = []
+  #bufferedBytes = 0
+  #records = 0
+  #flushStart = 0
+  #error: RecordedError | null = null
+  /** the sequence number of batch index 0: numbers are #shift + index */
+  #shift: bigint
+  /** the end of this writer's last claim on the process's sequence range (lastSequenceEnd) */
+  #claimEnd = 0n
+  readonly #fixedBase: boolean
+  #finished = false
+
+  constructor(table: Table, opts: WriteOptions & { expectedRows?: number } = {}) {
+    const view = table.view
+    assertWritable(view.options, table.uri, 'write')
+    this.table = table
+    this.#opts = opts
+    this.#view = view
+    this.#bufferLimit = opts.writeBufferSize ?? view.options.writeBufferSize
+    this.#bucketFn = bucketFunction(view.bucketKeyTypes, view.options.bucket)
+    this.#bucketKey = new Array(view.bucketKeyIndexes.length)
+    this.#partitionTypes = view.partitionFields.map((f) => f.type)
+    this.#refusesRetractions = engineTraits(table.mergeConfig.engine).mayRefuseRetractions
+    this.#latestP = opts.baseSnapshot !== undefined ? Promise.resolve(opts.baseSnapshot) : table.snapshots.latest()
+    this.#latestP.catch(() => undefined) // awaited at the first flush; a batch that fails first must not leave it unhandled
+    this.#fixedBase = opts.sequenceBase !== undefined
+    if (opts.sequenceBase !== undefined) this.#shift = opts.sequenceBase
+    else {
+      this.#shift = sequenceBase(opts.expectedRows ?? 1, Date.now())
+      this.#claimEnd = lastSequenceEnd
+    }
+  }
+
+  /** Records accepted so far. */
+  get records(): number {
+    return this.#records
+  }
+
+  /** The buffer has reached write-buffer-size: call flush() before adding more. */
+  get full(): boolean {
+    return this.#bufferedBytes >= this.#bufferLimit
+  }
+
+  /** Level-0 files written so far. */
+  get filesWritten(): number {
+    return this.#files.length
+  }
+
+  /**
+   * Buffers one record. A record the table cannot take (a row too large, a partition the
+   * storage cannot name, a retraction the merge engine refuses) is not thrown at once: the
+   * batch stops buffering and finish() throws the first one by writeBatch's precedence
+   * (rows and partitions in input order, then refused retractions in input order), so a
+   * caller that reads input can still report an earlier-ranked error found further on.
+   */
+  add(r: WriteRecord): void {
+    if (this.#finished) throw new Error('BatchWriter.add after finish')
+    const index = this.#records++
+    if (this.#error?.rank === 1) return
+    const view = this.#view
+    const row = r.row
+    const oversize = oversizeRow(view, row)
+    if (oversize) return this.#record(1, `${r.where ?? `record ${index + 1}`}: ${oversize}`)
+    const slot = this.#slot(row)
+    if (slot.unstorable) return this.#record(1, `${r.where ?? `record ${index + 1}`}: ${slot.unstorable}`)
+    if (this.#refusesRetractions && isRetract(r.kind)) {
+      const refusal = refusedRetraction(this.table, r)
+      if (refusal) return this.#record(2, `${r.where ?? `record ${index + 1}`}: ${refusal}`)
+    }
+    if (this.#error) return
+    const bki = view.bucketKeyIndexes
+    const bucketKey = this.#bucketKey
+    for (let j = 0; j < bki.length; j++) bucketKey[j] = row[bki[j]]
+    const bucket = this.#bucketFn(bucketKey)
+    let g = slot.groups[bucket]
+    if (!g) {
+      slot.groups[bucket] = g = { slot, bucket, rows: [], kinds: [], index: [] }
+      this.#buffered.push(g)
+    }
+    g.rows.push(row)
+    g.kinds.push(r.kind)
+    g.index.push(index)
+    this.#bufferedBytes += bufferedRecordBytes(row)
+  }
+
+  #record(rank: 1 | 2, message: string): void {
+    if (!this.#error || rank < this.#error.rank) this.#error = { rank, error: new StrataInputError(message) }
+    // nothing buffered will be written
+    this.#dropBuffer()
+  }
+
+  #dropBuffer(): void {
+    for (const g of this.#buffered) g.slot.groups[g.bucket] = undefined
+    this.#buffered = []
+    this.#bufferedBytes = 0
+  }
+
+  /** The record's partition, looked up by its values (a Map key that tells null from 'null'). */
+  #slot(row: Row): PartitionSlot {
+    const pi = this.#view.partitionIndexes
+    let id: unknown
+    if (pi.length === 0) id = ''
+    else if (pi.length === 1) {
+      const v = row[pi[0]]
+      // a Map tells values apart as SameValueZero does: all but -0 from 0 (distinct partitions) and bytes by content
+      id = typeof v === 'object' && v !== null ? `b:${hex(v)}` : v === 0 && Object.is(v, -0) ? '-0' : v
+    } else {
+      let s = ''
+      for (const j of pi) {
+        const v = row[j]
+        s += v === null ? '\u0001' : `\u0002${typeof v}:${v instanceof Uint8Array ? hex(v) : Object.is(v, -0) ? '-0' : String(v)}\u0000`
+      }
+      id = s
+    }
+    let slot = this.#slots.get(id)
+    if (!slot) {
+      const values = pi.map((j) => row[j])
+      const unstorable = unstorablePartition(this.#view, values)
+      slot = { values, bytes: unstorable ? new Uint8Array(0) : serializeBinaryRow(this.#partitionTypes, values), unstorable, groups: [] }
+      this.#slots.set(id, slot)
+    }
+    return slot
+  }
+
+  /**
+   * Writes the buffered records as one sorted, merged level-0 file per buffered bucket. Their
+   * buckets' sequence floor is read first (once per bucket), so numbers never need changing
+   * after the files are written.
+   */
+  async flush(): Promise<void> {
+    if (this.#error || this.#buffered.length === 0) return
+    const groups = this.#buffered
+    const from = this.#flushStart
+    this.#buffered = []
+    this.#bufferedBytes = 0
+    this.#flushStart = this.#records
+    for (const g of groups) g.slot.groups[g.bucket] = undefined
+    if (!this.#fixedBase) {
+      const floor = await this.#floorOf(groups)
+      this.#raiseBase(from, this.#records, floor)
+    }
+    await this.#writeGroups(groups)
+  }
+
+  /** Raises the base so that numbers from batch index `from` on are at least `floor` and above other batches' claims in this process, then claims up to `to`. */
+  #raiseBase(from: number, to: number, floor: bigint): void {
+    let min = floor
+    // another batch of this process claimed numbers since this one last did, and these
+    // numbers reach past this one's claim: they go above the other's
+    if (lastSequenceEnd !== this.#claimEnd && this.#shift + BigInt(to) > this.#claimEnd && lastSequenceEnd > min) min = lastSequenceEnd
+    const start = this.#shift + BigInt(from)
+    if (start < min) this.#shift += min - start
+    const end = this.#shift + BigInt(Math.max(to, from + 1))
+    if (end > lastSequenceEnd) lastSequenceEnd = end
+    this.#claimEnd = lastSequenceEnd
+  }
+
+  /** The sequence floor of those of these buckets whose floor was not read yet (0 when none). */
+  async #floorOf(groups: Group[]): Promise<bigint> {
+    const fresh: Group[] = []
+    for (const g of groups) {
+      const id = `${hex(g.slot.bytes)}|${g.bucket}`
+      if (this.#floorRead.has(id)) continue
+      this.#floorRead.add(id)
+      fresh.push(g)
+    }
+    if (fresh.length === 0) return 0n
+    const latest = await this.#latestP
+    return sequenceFloor(this.table, latest, fresh.map((g) => ({ partition: g.slot.bytes, bucket: g.bucket })))
+  }
+
+  /**
+   * One level-0 file per group, encoded and PUT by `io.max-concurrent-requests` workers at
+   * once: a flush touching hundreds of buckets costs a few round trips, not one per bucket,
+   * and no more encoded files are held than there are PUTs in flight (a worker encodes its
+   * next file only once its PUT is done).
+   */
+  async #writeGroups(groups: Group[]): Promise<WrittenFile[]> {
+    const view = this.#view
+    const table = this.table
+    const keyIndexes = view.keyIndexes
+    const keyCmp = rowComparator(view.keyTypes)
+    const seqCmp = sequenceComparator(table.mergeConfig)
+    const shift = this.#shift
+    const written = await mapBounded(groups, view.options.ioMaxConcurrentRequests, async (g) => {
+      const n = g.rows.length
+      const kvs: KeyValue[] = new Array(n)
+      for (let i = 0; i < n; i++) {
+        const row = g.rows[i]
+        const key: Value[] = new Array(keyIndexes.length)
+        for (let j = 0; j < keyIndexes.length; j++) key[j] = row[keyIndexes[j]]
+        kvs[i] = { key, seq: shift + BigInt(g.index[i]), kind: g.kinds[i], value: row }
+      }
+      kvs.sort((a, b) => keyCmp(a.key, b.key) || seqCmp(a, b))
       const mf = createMergeFunction(table.mergeConfig)
       const writer = new DataFileWriter({ keyFields: view.keyFields, valueFields: view.fields }, { compression: view.options.fileCompression })
-      for (let i = 0; i < g.kvs.length; ) {
+      for (let i = 0; i < n; ) {
         let j = i + 1
-        while (j < g.kvs.length && keyCmp(g.kvs[i].key, g.kvs[j].key) === 0) j++
+        while (j < n && keyCmp(kvs[i].key, kvs[j].key) === 0) j++
         // Paimon's write buffer merges with the table's merge function before flushing
         mf.reset()
-        for (let k = i; k < j; k++) mf.add(g.kvs[k])
+        for (let k = i; k < j; k++) mf.add(kvs[k])
         const merged = mf.result()
         if (merged) writer.write(merged)
         i = j
       }
-      const rows = g.kvs.length
-      if (writer.rowCount === 0) {
-        done += rows
-        return null
-      }
+      if (writer.rowCount === 0) return null
       const { bytes, stats } = writer.finish()
-      const fileName = namer.next(view.options.dataFilePrefix, '.parquet')
-      const dir = bucketPath(view.partitionFields, g.partitionValues, g.bucket, view.options.partitionDefaultName)
+      const fileName = this.#namer.next(view.options.dataFilePrefix, '.parquet')
+      const dir = bucketPath(view.partitionFields, g.slot.values, g.bucket, view.options.partitionDefaultName)
       await table.store.put(`${dir}/${fileName}`, bytes)
-      done += rows
-      opts.onProgress?.(done, records.length, 'writing data files')
-      return { g, dir, fileName, size: bytes.length, stats }
+      const f: WrittenFile = { partition: g.slot.bytes, partitionValues: g.slot.values, bucket: g.bucket, dir, fileName, size: bytes.length, stats, rowsIn: n }
+      // recorded at once, so a failure elsewhere in the batch deletes it
+      this.#files.push(f)
+      return f
     })
-  let files = await writeFiles()
-  const floor = await floorP
-  if (seqBase < floor) {
-    await Promise.all(files.map((f) => f && table.store.delete(`${f.dir}/${f.fileName}`).catch(() => undefined)))
-    const next = sequenceBase(records.length, Date.now(), floor)
-    for (const g of groupList) for (const kv of g.kvs) kv.seq += next - seqBase
-    seqBase = next
-    done = 0
-    files = await writeFiles()
-  }
-  const latest = await latestP
-  const latestId = latest?.id ?? 0
-  const adds: ManifestEntry[] = []
-  const buckets: TouchedBucket[] = []
-  let rowsWritten = 0
-  for (const f of files) {
-    if (!f) continue
-    const { g, dir, fileName, stats } = f
-    adds.push({
-      kind: FileKind.ADD,
-      partition: g.partition,
-      bucket: g.bucket,
-      totalBuckets: numBuckets,
-      file: dataFileMeta(view, fileName, f.size, stats, 0, 0),
-    })
-    buckets.push({
-      partition: g.partition,
-      partitionValues: g.partitionValues,
-      partitionPath: dir.slice(0, dir.length - `bucket-${g.bucket}`.length),
-      bucket: g.bucket,
-      fileName,
-      rowCount: stats.rowCount,
-    })
-    rowsWritten += stats.rowCount
+    this.#opts.onProgress?.(this.#flushStart, this.#records, 'writing data files')
+    return written.filter((f): f is WrittenFile => f !== null)
   }
 
-  if (adds.length === 0) {
-    // Paimon skips empty commits: nothing to write, no snapshot
-    return { snapshotId: latestId, retries: 0, deduplicated: false, buckets, rowsIn: records.length, rowsWritten }
+  /**
+   * Writes what is buffered and commits every file of the batch as one APPEND snapshot; or
+   * throws the batch's first input error having written nothing that stays. An empty batch
+   * (every record merged away, or none) commits nothing, as Paimon skips empty commits.
+   */
+  async finish(): Promise<WriteResult> {
+    if (this.#finished) throw new Error('BatchWriter.finish called twice')
+    this.#finished = true
+    try {
+      if (this.#error) throw this.#error.error
+      await this.#finalFlush()
+    } catch (e) {
+      // nothing was committed: what this batch wrote goes
+      await this.abort()
+      throw e
+    }
+    const view = this.#view
+    const latest = await this.#latestP
+    const latestId = latest?.id ?? 0
+    const adds: ManifestEntry[] = []
+    const byBucket = new Map<string, TouchedBucket>()
+    const buckets: TouchedBucket[] = []
+    let rowsWritten = 0
+    for (const f of this.#files) {
+      adds.push({
+        kind: FileKind.ADD,
+        partition: f.partition,
+        bucket: f.bucket,
+        totalBuckets: view.options.bucket,
+        file: dataFileMeta(view, f.fileName, f.size, f.stats, 0, 0),
+      })
+      const id = `${hex(f.partition)}|${f.bucket}`
+      let b = byBucket.get(id)
+      if (!b) {
+        b = { partition: f.partition, partitionValues: f.partitionValues, partitionPath: f.dir.slice(0, f.dir.length - `bucket-${f.bucket}`.length), bucket: f.bucket, fileName: f.fileName, fileNames: [], rowCount: 0 }
+        byBucket.set(id, b)
+        buckets.push(b)
+      }
+      b.fileName = f.fileName
+      b.fileNames.push(f.fileName)
+      b.rowCount += f.stats.rowCount
+      rowsWritten += f.stats.rowCount
+    }
+    const rowsIn = this.#records
+    if (adds.length === 0) {
+      // Paimon skips empty commits: nothing to write, no snapshot
+      return { snapshotId: latestId, retries: 0, deduplicated: false, buckets, rowsIn, rowsWritten }
+    }
+    const opts = this.#opts
+    const result = await (opts.committer ?? this.table.committer).commit({
+      kind: 'APPEND',
+      adds,
+      deletes: [],
+      commitUser: opts.commitUser ?? commitUserFor(this.table),
+      commitIdentifier: opts.commitIdentifier ?? BATCH_COMMIT_IDENTIFIER,
+      baseSnapshotId: opts.dedupAfterSnapshotId ?? latestId,
+      dedup: opts.dedupAfterSnapshotId !== undefined,
+      partitionStats: (entries) => partitionStatsOf(view, entries),
+      schemaId: view.schema.id,
+      maxRetries: view.options.commitMaxRetries,
+      beforeSnapshotCreate: opts.beforeSnapshotCreate,
+    })
+    return { ...result, buckets, rowsIn, rowsWritten }
   }
-  const result = await (opts.committer ?? table.committer).commit({
-    kind: 'APPEND',
-    adds,
-    deletes: [],
-    commitUser: opts.commitUser ?? commitUserFor(table),
-    commitIdentifier: opts.commitIdentifier ?? BATCH_COMMIT_IDENTIFIER,
-    baseSnapshotId: opts.dedupAfterSnapshotId ?? latestId,
-    dedup: opts.dedupAfterSnapshotId !== undefined,
-    partitionStats: (entries) => partitionStatsOf(view, entries),
-    schemaId: view.schema.id,
-    maxRetries: view.options.commitMaxRetries,
-    beforeSnapshotCreate: opts.beforeSnapshotCreate,
-  })
-  return { ...result, buckets, rowsIn: records.length, rowsWritten }
+
+  /**
+   * The last flush. Its files are numbered from the current base while the floor of its
+   * new buckets is read, and written again above the floor in the rare case the floor is
+   * higher (a writer whose clock ran ahead committed to them): so a batch that fits in the
+   * buffer pays the longer of the two chains of round trips, not their sum.
+   */
+  async #finalFlush(): Promise<void> {
+    const groups = this.#buffered
+    if (groups.length === 0) return
+    const from = this.#flushStart
+    const to = this.#records
+    this.#buffered = []
+    this.#bufferedBytes = 0
+    this.#flushStart = to
+    for (const g of groups) g.slot.groups[g.bucket] = undefined
+    if (this.#fixedBase) {
+      await this.#writeGroups(groups)
+      return
+    }
+    this.#raiseBase(from, to, 0n)
+    const floorP = this.#floorOf(groups)
+    floorP.catch(() => undefined) // awaited below; a write that fails first must not leave it unhandled
+    let files = await this.#writeGroups(groups)
+    const floor = await floorP
+    if (this.#shift + BigInt(from) < floor) {
+      await Promise.all(files.map((f) => this.table.store.delete(`${f.dir}/${f.fileName}`).catch(() => undefined)))
+      const gone = new Set(files)
+      this.#files.splice(0, this.#files.length, ...this.#files.filter((f) => !gone.has(f)))
+      const next = sequenceBase(to - from, Date.now(), floor)
+      this.#shift = next - BigInt(from)
+      this.#claimEnd = lastSequenceEnd
+      files = await this.#writeGroups(groups)
+    }
+  }
+
+  /** Deletes every file this batch wrote (best effort); for a batch that will not commit. */
+  async abort(): Promise<void> {
+    this.#finished = true
+    this.#dropBuffer()
+    const files = this.#files.splice(0)
+    await mapBounded(files, this.#view.options.ioMaxConcurrentRequests, (f) => this.table.store.delete(`${f.dir}/${f.fileName}`).catch(() => undefined))
+  }
+}
+
+/** Writes a batch of records as one commit (BatchWriter over an array or iterable). */
+export async function writeBatch(table: Table, records: Iterable<WriteRecord> | AsyncIterable<WriteRecord>, opts: WriteOptions = {}): Promise<WriteResult> {
+  const w = new BatchWriter(table, { ...opts, expectedRows: Array.isArray(records) ? records.length : undefined })
+  try {
+    if (Symbol.asyncIterator in records) {
+      for await (const r of records) {
+        w.add(r)
+        if (w.full) await w.flush()
+      }
+    } else {
+      for (const r of records) {
+        w.add(r)
+        if (w.full) await w.flush()
+      }
+    }
+  } catch (e) {
+    await w.abort()
+    throw e
+  }
+  return w.finish()
 }
 
 /**

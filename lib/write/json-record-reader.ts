@@ -1,0 +1,294 @@
+// A faster reader of one JSON line as a record of a table, for bulk writes (`strata write`).
+// It takes the common shape only — one flat object of plain strings (no escapes), numbers,
+// booleans and nulls, every key a column or `_kind`, none repeated — and converts the common
+// values (integers, decimals without exponent) directly. Anything else, and every value it
+// cannot convert, goes to the strict reader (recordFromJsonLine in lib/table/json-values.ts),
+// which gives the result or the error: so a line reads exactly as the strict reader reads it,
+// error messages included (test/json-record-reader.test.ts compares the two on random lines).
+
+import { type DataField, type Row, RowKind, type Value } from '../types.ts'
+import { JsonNumber } from '../table/json-line.ts'
+import { daysFromCivil, recordFromJsonLine, valueFromJson } from '../table/json-values.ts'
+import type { SchemaView } from '../table/schema.ts'
+
+const KIND_BY_TEXT: Record<string, RowKind> = { '+I': RowKind.INSERT, '-U': RowKind.UPDATE_BEFORE, '+U': RowKind.UPDATE_AFTER, '-D': RowKind.DELETE }
+
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+const MINUS = 0x2d
+const ZERO = 0x30
+const NINE = 0x39
+
+/** A value of the common shape, before conversion: a string, a number's text (as JsonNumber), true/false/null. */
+type Plain = string | JsonNumber | boolean | null
+
+/** Thrown inside the fast path when a line leaves the common shape; never escapes. */
+const NOT_PLAIN = Symbol('not plain')
+
+/** Per-field conversion of a plain value; returns NOT_PLAIN to hand the line to the strict reader. */
+type Convert = (v: Plain | undefined, where: string) => Value | typeof NOT_PLAIN
+
+const INT_TEXT = /^(?:0|-?[1-9]\d{0,8})$/
+const LONG_TEXT = /^(?:0|-?[1-9]\d{0,17})$/
+const DECIMAL_PLAIN = /^(-?)(\d+)(?:\.(\d+))?$/
+const INT_BOUNDS: Record<string, [number, number]> = { TINYINT: [-128, 127], SMALLINT: [-32768, 32767], INT: [-2147483648, 2147483647] }
+
+function converter(field: DataField): Convert {
+  const t = field.type
+  // the strict conversion of one value (exported by json-values.ts); an error sends the line
+  // to the strict reader, which names it in its own order
+  const strict: Convert = (v, where) => {
+    try {
+      return valueFromJson(field, v, where)
+    } catch {
+      return NOT_PLAIN
+    }
+  }
+  switch (t.root) {
+    case 'TINYINT':
+    case 'SMALLINT':
+    case 'INT': {
+      const [lo, hi] = INT_BOUNDS[t.root]
+      return (v, where) => {
+        if (v instanceof JsonNumber && INT_TEXT.test(v.text)) {
+          const n = Number(v.text)
+          if (n >= lo && n <= hi) return n
+        }
+        return strict(v, where)
+      }
+    }
+    case 'BIGINT':
+      return (v, where) => (v instanceof JsonNumber && LONG_TEXT.test(v.text) ? BigInt(v.text) : strict(v, where))
+    case 'DECIMAL': {
+      const p = t.precision!
+      const s = t.scale!
+      const zeros = '0'.repeat(s)
+      return (v, where) => {
+        const text = v instanceof JsonNumber ? v.text : typeof v === 'string' ? v : null
+        const m = text === null ? null : DECIMAL_PLAIN.exec(text)
+        if (m) {
+          const frac = m[3] ?? ''
+          let int = m[2]
+          let first = 0
+          while (first < int.length - 1 && int.charCodeAt(first) === ZERO) first++
+          if (first) int = int.slice(first)
+          const intDigits = int === '0' ? 0 : int.length
+          // at most `scale` fraction digits and `precision` digits in all: the exact value, unscaled
+          if (frac.length <= s && intDigits + s <= p) {
+            const u = BigInt(int + frac + zeros.slice(frac.length))
+            return m[1] === '-' ? -u : u
+          }
+        }
+        return strict(v, where)
+      }
+    }
+    case 'TIMESTAMP': {
+      const precision = t.precision!
+      return (v, where) => {
+        if (typeof v === 'string') {
+          const micros = plainTimestamp(v, precision)
+          if (micros !== null) return micros
+        }
+        return strict(v, where)
+      }
+    }
+    default:
+      return strict
+  }
+}
+
+/** Value of the digit at `i`, or -1. */
+function digit(t: string, i: number): number {
+  const c = t.charCodeAt(i) - ZERO
+  return c >= 0 && c <= 9 ? c : -1
+}
+
+/** Value of the two digits at `i`, or -1. */
+function twoDigits(t: string, i: number): number {
+  const a = digit(t, i)
+  const b = digit(t, i + 1)
+  return a < 0 || b < 0 ? -1 : a * 10 + b
+}
+
+function daysInMonth(y: number, m: number): number {
+  if (m !== 2) return m === 4 || m === 6 || m === 9 || m === 11 ? 30 : 31
+  return y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0) ? 29 : 28
+}
+
+/**
+ * Microseconds since the epoch of 'YYYY-MM-DD HH:MM:SS[.ffffff]' (or 'T' for the space) with
+ * no nonzero digit beyond `precision`, as the strict reader computes them; null for any other
+ * text (the strict reader then decides).
+ */
+function plainTimestamp(t: string, precision: number): bigint | null {
+  const n = t.length
+  if (n < 19 || n > 26 || n === 20 || t.charCodeAt(4) !== MINUS || t.charCodeAt(7) !== MINUS || t.charCodeAt(13) !== 0x3a || t.charCodeAt(16) !== 0x3a) return null
+  const sep = t.charCodeAt(10)
+  if (sep !== 0x20 && sep !== 0x54) return null
+  const y = twoDigits(t, 0) * 100 + twoDigits(t, 2)
+  const m = twoDigits(t, 5)
+  const d = twoDigits(t, 8)
+  const h = twoDigits(t, 11)
+  const mi = twoDigits(t, 14)
+  const sec = twoDigits(t, 17)
+  if (t.charCodeAt(0) === MINUS || y < 0 || twoDigits(t, 0) < 0 || twoDigits(t, 2) < 0) return null
+  if (m < 1 || m > 12 || d < 1 || d > daysInMonth(y, m) || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59) return null
+  let micros = 0
+  if (n > 19) {
+    if (t.charCodeAt(19) !== 0x2e) return null
+    for (let i = 20, scale = 100000; i < n; i++, scale /= 10) {
+      const f = digit(t, i)
+      if (f < 0 || (f !== 0 && i - 20 >= precision)) return null
+      micros += f * scale
+    }
+  }
+  const seconds = daysFromCivil(y, m, d) * 86400 + h * 3600 + mi * 60 + sec
+  return BigInt(seconds) * 1_000_000n + BigInt(micros)
+}
+
+/**
+ * A reader of a table's JSON lines: `read(line, where)` returns what recordFromJsonLine returns
+ * for the line, or throws the StrataInputError it throws.
+ */
+export function jsonRecordReader(view: SchemaView): (line: string, where: string) => { kind: RowKind; row: Row } {
+  // a column named `_kind` is both the row kind and a value to the strict reader
+  if (view.fieldIndex.has('_kind')) return (line, where) => recordFromJsonLine(view, line, where)
+  const fields = view.fields
+  const n = fields.length
+  const converters = fields.map(converter)
+  const values: (Plain | undefined)[] = new Array(n)
+  const seen = new Uint8Array(n)
+  // keys usually come in the same order line after line: the k-th key of the last line is
+  // tried first, compared in place (no string made), for names that need no escaping
+  const KIND = n
+  const quoted = [...fields.map((f) => f.name), '_kind'].map((name) => (/["\\\u0000-\u001f]/.test(name) ? null : `"${name}"`))
+  const order: number[] = []
+
+  /** The plain values of a line of the common shape into `values`; the row kind; or NOT_PLAIN. */
+  function scan(text: string): RowKind | typeof NOT_PLAIN {
+    values.fill(undefined)
+    seen.fill(0)
+    let kind: RowKind = RowKind.INSERT
+    let kindSeen = false
+    let p = skipWs(text, 0)
+    if (text.charCodeAt(p) !== 0x7b) return NOT_PLAIN
+    p = skipWs(text, p + 1)
+    if (text.charCodeAt(p) === 0x7d) return NOT_PLAIN
+    for (let k = 0; ; k++) {
+      if (text.charCodeAt(p) !== QUOTE) return NOT_PLAIN
+      let field = k < order.length ? order[k] : -1
+      const q = field >= 0 ? quoted[field] : null
+      if (q !== null && text.startsWith(q, p)) p += q.length
+      else {
+        const keyEnd = plainStringEnd(text, p + 1)
+        if (keyEnd < 0) return NOT_PLAIN
+        const key = text.slice(p + 1, keyEnd)
+        field = key === '_kind' ? KIND : (view.fieldIndex.get(key) ?? -1)
+        if (field < 0) return NOT_PLAIN
+        order[k] = field
+        p = keyEnd + 1
+      }
+      p = skipWs(text, p)
+      if (text.charCodeAt(p) !== 0x3a) return NOT_PLAIN
+      p = skipWs(text, p + 1)
+      // the value
+      const c = text.charCodeAt(p)
+      let v: Plain
+      if (c === QUOTE) {
+        const end = plainStringEnd(text, p + 1)
+        if (end < 0) return NOT_PLAIN
+        v = text.slice(p + 1, end)
+        p = end + 1
+      } else if (c === MINUS || (c >= ZERO && c <= NINE)) {
+        const end = numberEnd(text, p)
+        if (end < 0) return NOT_PLAIN
+        v = new JsonNumber(text.slice(p, end))
+        p = end
+      } else if (text.startsWith('true', p)) {
+        v = true
+        p += 4
+      } else if (text.startsWith('false', p)) {
+        v = false
+        p += 5
+      } else if (text.startsWith('null', p)) {
+        v = null
+        p += 4
+      } else return NOT_PLAIN
+      if (field === KIND) {
+        if (kindSeen || typeof v !== 'string' || !Object.hasOwn(KIND_BY_TEXT, v)) return NOT_PLAIN
+        kindSeen = true
+        kind = KIND_BY_TEXT[v]
+      } else {
+        if (seen[field]) return NOT_PLAIN
+        seen[field] = 1
+        values[field] = v
+      }
+      p = skipWs(text, p)
+      const sep = text.charCodeAt(p)
+      if (sep === 0x7d) break
+      if (sep !== 0x2c) return NOT_PLAIN
+      p = skipWs(text, p + 1)
+    }
+    return skipWs(text, p + 1) === text.length ? kind : NOT_PLAIN
+  }
+
+  return (line, where) => {
+    const kind = scan(line)
+    if (kind !== NOT_PLAIN) {
+      const row: Row = new Array(n)
+      let i = 0
+      for (; i < n; i++) {
+        const v = converters[i](values[i], where)
+        if (v === NOT_PLAIN) break
+        row[i] = v
+      }
+      if (i === n) return { kind, row }
+    }
+    return recordFromJsonLine(view, line, where)
+  }
+}
+
+function skipWs(t: string, p: number): number {
+  for (;;) {
+    const c = t.charCodeAt(p)
+    if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) p++
+    else return p
+  }
+}
+
+/** Index of the closing quote of a string starting at `from` (after its opening quote) with no escape or control character; -1 otherwise. */
+function plainStringEnd(t: string, from: number): number {
+  const end = t.indexOf('"', from)
+  if (end < 0) return -1
+  for (let i = from; i < end; i++) {
+    const c = t.charCodeAt(i)
+    if (c < 0x20 || c === BACKSLASH) return -1
+  }
+  return end
+}
+
+/** End of a number at `p` in RFC 8259's grammar (as json-line.ts reads it); -1 if it is not one. */
+function numberEnd(t: string, p: number): number {
+  if (t.charCodeAt(p) === MINUS) p++
+  let c = t.charCodeAt(p)
+  if (c === ZERO) p++
+  else if (c > ZERO && c <= NINE) while ((c = t.charCodeAt(p)) >= ZERO && c <= NINE) p++
+  else return -1
+  if (t.charCodeAt(p) === 0x2e) {
+    p++
+    c = t.charCodeAt(p)
+    if (!(c >= ZERO && c <= NINE)) return -1
+    while ((c = t.charCodeAt(p)) >= ZERO && c <= NINE) p++
+  }
+  c = t.charCodeAt(p)
+  if (c === 0x65 || c === 0x45) {
+    p++
+    c = t.charCodeAt(p)
+    if (c === 0x2b || c === MINUS) p++
+    c = t.charCodeAt(p)
+    if (!(c >= ZERO && c <= NINE)) return -1
+    while ((c = t.charCodeAt(p)) >= ZERO && c <= NINE) p++
+  }
+  return p
+}
+
