@@ -176,7 +176,11 @@ describe('snapshot lookup', () => {
     const records = range(6).map((id) => ({ id: `m${id}`, source: `q#m${id}`, body: JSON.stringify({ id, v: 'b' }) }))
     const res = await ingest(records, { resolve: async () => ({ table, jobs: null, committer }), defaultTable: 't', rejects: new MemoryStore(), commitUser: 'w' })
     expect(res.errors).toEqual([])
-    expect(store.count((c) => c.key === LATEST_KEY)).toBe(1)
+    // the handle knows snapshot 1 (it wrote it): a probe of snapshot 2 and the body of 1, at
+    // once; no hint read
+    const lookups = store.calls.filter((c) => c.key === LATEST_KEY || c.key.startsWith('snapshot/'))
+    expect(lookups.map((c) => `${c.op} ${c.key}`).sort()).toEqual(['get snapshot/snapshot-1', 'get snapshot/snapshot-2'])
+    expect(new Set(lookups.map((c) => c.depth)).size).toBe(1)
     expect(committer.requests[0].baseSnapshotId).toBe(1)
   })
 })

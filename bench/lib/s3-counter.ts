@@ -11,9 +11,22 @@ export interface S3Traffic {
   bytesIn: number
   /** requests per command name, e.g. { GetObjectCommand: 3, HeadObjectCommand: 1 } */
   byCommand: Record<string, number>
+  /** requests per kind of object (objectKind), e.g. { snapshot: 1, data: 2 } */
+  byObject: Record<string, number>
 }
 
-const empty = (): S3Traffic => ({ requests: 0, bytesIn: 0, byCommand: {} })
+const empty = (): S3Traffic => ({ requests: 0, bytesIn: 0, byCommand: {}, byObject: {} })
+
+/** What a table's object key names: a snapshot (or hint), a manifest, a deletion-vector index, a data file, the schema. */
+export function objectKind(key: string | undefined): string {
+  if (key === undefined) return 'other'
+  if (/(^|\/)snapshot\//.test(key)) return 'snapshot'
+  if (/(^|\/)manifest\//.test(key)) return 'manifest'
+  if (/(^|\/)index\//.test(key) || /\/index-[^/]*$/.test(key)) return 'index'
+  if (/\.parquet$/.test(key)) return 'data'
+  if (/(^|\/)schema\//.test(key)) return 'schema'
+  return 'other'
+}
 
 function lengthOf(headers: Record<string, string> | undefined): number {
   if (!headers) return 0
@@ -30,6 +43,8 @@ export class S3RequestCounter {
         this.current.requests++
         const name = context.commandName ?? 'unknown'
         this.current.byCommand[name] = (this.current.byCommand[name] ?? 0) + 1
+        const kind = objectKind((args.input as { Key?: string }).Key)
+        this.current.byObject[kind] = (this.current.byObject[kind] ?? 0) + 1
         const res = await next(args)
         this.current.bytesIn += lengthOf((res.response as { headers?: Record<string, string> }).headers)
         return res

@@ -20,6 +20,9 @@ import {
   type PhysicalEncoder,
   type ValueDecoder,
 } from './parquet-types.ts'
+import type { DeletionVector } from './deletion-vector.ts'
+import { type ByteRange, type GroupIndex, type PageLocation, PrefetchedFile, STAT_PARSERS, chunkBytesFor, indexGroups, keyRows, mayHold, mergeRanges, pageRows, statKey } from './page-index.ts'
+import { type ByteLru, approximateBytes } from '../manifest/byte-cache.ts'
 
 export const KEY_FIELD_PREFIX = '_KEY_'
 /** `SpecialFields.KEY_FIELD_ID_START` = Integer.MAX_VALUE / 2; a `_KEY_` column's id is this + the field id. */
@@ -238,11 +241,15 @@ export interface DataFileWriterOptions {
   assertSorted?: boolean
 }
 
-// Row groups bound both the writer's buffer and a reader's decode unit (one group at a time);
-// 64k rows / 64 MiB keeps either well inside a small Lambda while giving pages of useful size.
+// Row groups are small, about 128 KiB of values before compression (roughly half that in a
+// file): a point lookup needs its row's value in every column, Parquet keeps a row group's
+// columns apart, and one S3 request reads one range, so a lookup reads from its key's page
+// to the end of the row group in one request (DataFileReader.lookup). The cost is a larger
+// footer, about 1% of the file, which a table handle caches. Pages of about 8 KiB let the
+// page index narrow reads inside a group. docs/format.md "Row groups, pages and the page index".
 const DEFAULT_ROW_GROUP_ROWS = 65536
-const DEFAULT_ROW_GROUP_BYTES = 64 * 1024 * 1024
-const DEFAULT_PAGE_SIZE = 1024 * 1024
+const DEFAULT_ROW_GROUP_BYTES = 128 * 1024
+const DEFAULT_PAGE_SIZE = 8 * 1024
 const INT64_MIN = -(2n ** 63n)
 const INT64_MAX = 2n ** 63n - 1n
 
@@ -418,7 +425,10 @@ export class DataFileWriter {
   #flushRowGroup(): void {
     if (this.#buffered === 0) return
     const buffers = this.#buffers
-    const columnData = this.#columns.map((c, i) => ({ name: c.name, data: buffers[i] }))
+    // key columns carry a ColumnIndex (page min/max) beside every column's OffsetIndex, so a
+    // lookup reads only the pages that can hold its key (docs/format.md "Row groups, pages and the page index")
+    const nk = this.#layout.keyFields.length
+    const columnData = this.#columns.map((c, i) => ({ name: c.name, data: buffers[i], columnIndex: i < nk }))
     // ByteWriter has no flush(), so this encodes synchronously
     void this.#parquet.write({ columnData, rowGroupSize: this.#buffered, pageSize: this.#pageSize })
     this.#buffers = this.#columns.map(() => [])
@@ -458,6 +468,10 @@ export interface DataFileReaderOptions {
    * from memory, which matters when each read is an S3 GET.
    */
   tailBytes?: number
+  /** footers of files opened before (a table handle's); a hit costs no request */
+  footerCache?: FooterCache
+  /** the file's key in the cache (its key in the store) */
+  cacheKey?: string
 }
 
 export interface DataFileBatchOptions {
@@ -469,6 +483,10 @@ export interface DataFileBatchOptions {
   rowEnd?: number
   /** most records per yielded batch; a row group is decoded at once and handed out in slices */
   batchRows?: number
+  /** the file's deletion vector: its rows are left out, and row groups or page runs it drops whole are not read */
+  deleted?: Pick<DeletionVector, 'cardinality' | 'isDeleted' | 'sortedPositions'>
+  /** filled in as the read goes */
+  stats?: DataFileReadStats
 }
 
 const DEFAULT_TAIL_BYTES = 512 * 1024
@@ -498,32 +516,99 @@ interface ReadColumn {
   decode: ValueDecoder
 }
 
+/**
+ * What a reader keeps of a data file between opens (data files are immutable): the parsed
+ * footer with the layout's columns found and checked, and the row groups' page index.
+ */
+export interface DataFileFooter {
+  /** the footer, with a schema that makes hyparquet return raw values */
+  metadata: FileMetaData
+  columns: ReadColumn[]
+  /** the file's own schema element of each layout column (its statistics are in these terms) */
+  elements: SchemaElement[]
+  groups: GroupIndex[]
+}
+
+/** A table handle's cache of data file footers, keyed by the file's key in the store. */
+export type FooterCache = ByteLru<DataFileFooter, string>
+
+/** What reads of data files decoded and skipped, for tests and metrics. */
+export interface DataFileReadStats {
+  /** rows handed to the Parquet decoder (it decodes whole pages around them) */
+  rowsDecoded: number
+  /** rows not decoded because a deletion vector drops every row of their row group or page run */
+  rowsSkipped: number
+  /** row groups not read at all for that reason */
+  rowGroupsSkipped: number
+}
+
+export function newDataFileReadStats(): DataFileReadStats {
+  return { rowsDecoded: 0, rowsSkipped: 0, rowGroupsSkipped: 0 }
+}
+
+/** A key found in a file: its position, and its record unless `live` refused the position. */
+export interface KeyLookupResult {
+  pos: number
+  record: KeyValue | null
+}
+
+export interface DataFileLookupOptions {
+  /** names of value fields to materialize; the others are null. Default: all */
+  valueColumns?: string[]
+  /** whether the row at this position counts (a deletion vector); a refused row's values are not read */
+  live?: (pos: number) => boolean | Promise<boolean>
+}
+
+/**
+ * A lookup fetches its key's page and everything after it to the end of the row group in one
+ * request when that is at most this many bytes (a Strata file's row group is smaller: see
+ * DEFAULT_ROW_GROUP_BYTES); otherwise the key pages, then the row's pages, separately.
+ */
+const LOOKUP_SPAN_BYTES = 128 * 1024
+/** the row's pages in all its columns as one request when they span at most this */
+const ROW_SPAN_BYTES = 128 * 1024
+/** ranges less than this apart share a request when they cannot all share one */
+const RANGE_GAP_BYTES = 16 * 1024
+/** a scan fetches consecutive row groups together, up to this many bytes at once */
+const SCAN_SPAN_BYTES = 4 * 1024 * 1024
+
 /** Reads one data file written by Strata, Paimon's Java writer or pypaimon. */
 export class DataFileReader {
   readonly #layout: DataFileLayout
   readonly #file: AsyncBuffer
+  readonly #footer: DataFileFooter
   readonly #metadata: FileMetaData
   readonly #columns: ReadColumn[]
+  #pageLocations: Record<string, PageLocation[]>[] | null = null
+  #keyEncoders: PhysicalEncoder[] | null = null
 
-  private constructor(layout: DataFileLayout, file: AsyncBuffer, metadata: FileMetaData, columns: ReadColumn[]) {
+  private constructor(layout: DataFileLayout, file: AsyncBuffer, footer: DataFileFooter) {
     this.#layout = layout
     this.#file = file
-    this.#metadata = metadata
-    this.#columns = columns
+    this.#footer = footer
+    this.#metadata = footer.metadata
+    this.#columns = footer.columns
   }
 
-  /** Reads the footer and checks that every column of the layout is there (by name) and readable as its type. */
+  /**
+   * Reads the footer and checks that every column of the layout is there (by name) and
+   * readable as its type; with a `footerCache`, a file opened before costs no request.
+   */
   static async open(src: ByteSource, layout: DataFileLayout, opts: DataFileReaderOptions = {}): Promise<DataFileReader> {
-    const { tailBytes = DEFAULT_TAIL_BYTES } = opts
+    const { tailBytes = DEFAULT_TAIL_BYTES, footerCache, cacheKey } = opts
     if (!Number.isSafeInteger(src.size) || src.size < 0) throw new StrataInputError(`ByteSource.size ${src.size} is not a byte count`)
     if (src.size < 12) throw new Error(`data file is ${src.size} bytes, too short for Parquet (magic + footer need 12)`)
+    if (footerCache && cacheKey !== undefined) {
+      const hit = footerCache.get(cacheKey)
+      if (hit) return new DataFileReader(layout, directBuffer(src), hit)
+    }
     const tailStart = Math.max(0, src.size - tailBytes)
     const tail = await src.read(tailStart, src.size)
     if (tail.length !== src.size - tailStart) throw new Error(`data file read [${tailStart}, ${src.size}) returned ${tail.length} bytes`)
     const file = cachedTail(src, tail, tailStart)
     let metadata: FileMetaData
     try {
-      metadata = await parquetMetadataAsync(file, { initialFetchSize: tailBytes } as Parameters<typeof parquetMetadataAsync>[1])
+      metadata = await parquetMetadataAsync(file, { initialFetchSize: tailBytes, parsers: STAT_PARSERS } as Parameters<typeof parquetMetadataAsync>[1])
     } catch (e) {
       throw new Error(`data file (${src.size} bytes) is not a readable Parquet file: ${(e as Error).message}`)
     }
@@ -533,6 +618,7 @@ export class DataFileReader {
       present.set(child.element.name, { element: child.element, group: child.children.length > 0 })
     }
     const columns: ReadColumn[] = []
+    const elements: SchemaElement[] = []
     const rawElements = new Map<SchemaElement, SchemaElement>()
     for (const spec of fileColumns(layout)) {
       const found = present.get(spec.name)
@@ -542,56 +628,187 @@ export class DataFileReader {
       }
       if (found.group) throw new Error(`data file column ${spec.name} is a nested group; expected a primitive ${spec.type.root} column`)
       columns.push({ spec, decode: valueDecoder(spec.name, spec.type, found.element) })
+      elements.push(found.element)
       rawElements.set(found.element, rawReadElement(found.element, spec.type))
     }
+    const chunkOf = columns.map((c) => {
+      const pos = metadata.row_groups[0]?.columns.findIndex((ch) => ch.meta_data?.path_in_schema.length === 1 && ch.meta_data.path_in_schema[0] === c.spec.name) ?? 0
+      if (pos < 0) throw new Error(`data file row group 0 has no column chunk ${c.spec.name}`)
+      return pos
+    })
+    const groups = await indexGroups(file, metadata, chunkOf, elements, layout.keyFields.length)
     const rawSchema = metadata.schema.map((element) => rawElements.get(element) ?? element)
-    return new DataFileReader(layout, file, { ...metadata, schema: rawSchema }, columns)
+    // what reads need of the footer: the chunks' places and encodings; their statistics (the
+    // key bounds are in `groups`) and the file's key/value metadata would only weigh on the cache
+    const row_groups = metadata.row_groups.map((rg) => ({
+      ...rg,
+      columns: rg.columns.map((ch) => (ch.meta_data ? { ...ch, meta_data: { ...ch.meta_data, statistics: undefined, encoding_stats: undefined, size_statistics: undefined } } : ch)),
+    }))
+    const footer: DataFileFooter = { metadata: { ...metadata, schema: rawSchema, row_groups, key_value_metadata: undefined }, columns, elements, groups }
+    if (footerCache && cacheKey !== undefined) footerCache.set(cacheKey, footer, approximateBytes(footer))
+    return new DataFileReader(layout, file, footer)
   }
 
   get rowCount(): number {
     return Number(this.#metadata.num_rows)
   }
 
-  /** Streams records in file order, one row group at a time, in slices of at most `batchRows`. */
+  /** The row groups' layout and page index (tests, benchmarks). */
+  get groups(): readonly GroupIndex[] {
+    return this.#footer.groups
+  }
+
+  #selected(valueColumns: string[] | undefined): number[] {
+    const { valueFields } = this.#layout
+    if (valueColumns === undefined) return valueFields.map((_, j) => j)
+    return valueColumns.map((name) => {
+      const j = valueFields.findIndex((f) => f.name === name)
+      if (j < 0) throw new StrataInputError(`valueColumns: ${JSON.stringify(name)} is not a field; fields are ${valueFields.map((f) => f.name).join(', ')}`)
+      return j
+    })
+  }
+
+  /**
+   * Streams records in file order, one row group at a time, in slices of at most `batchRows`.
+   * With `deleted`, the rows it marks are left out, and row groups (and runs of pages) whose
+   * rows it marks all are not read at all.
+   */
   async *batches(opts: DataFileBatchOptions = {}): AsyncIterable<KeyValue[]> {
-    const { valueFields, keyFields } = this.#layout
-    const { valueColumns, rowStart = 0, rowEnd = this.rowCount, batchRows = DEFAULT_BATCH_ROWS } = opts
+    const { keyFields } = this.#layout
+    const { valueColumns, rowStart = 0, rowEnd = this.rowCount, batchRows = DEFAULT_BATCH_ROWS, deleted, stats } = opts
     if (!Number.isSafeInteger(rowStart) || !Number.isSafeInteger(rowEnd) || rowStart < 0 || rowEnd < rowStart) {
       throw new StrataInputError(`data file rows [${rowStart}, ${rowEnd}): expected integers with 0 <= rowStart <= rowEnd`)
     }
     if (!Number.isSafeInteger(batchRows) || batchRows < 1) throw new StrataInputError(`batchRows ${batchRows} is not a positive integer`)
-    let selected: number[]
-    if (valueColumns === undefined) {
-      selected = valueFields.map((_, j) => j)
-    } else {
-      selected = valueColumns.map((name) => {
-        const j = valueFields.findIndex((f) => f.name === name)
-        if (j < 0) throw new StrataInputError(`valueColumns: ${JSON.stringify(name)} is not a field; fields are ${valueFields.map((f) => f.name).join(', ')}`)
-        return j
-      })
-    }
+    const selected = this.#selected(valueColumns)
     const nk = keyFields.length
-    const read = [...this.#columns.slice(0, nk + 2), ...selected.map((j) => this.#columns[nk + 2 + j])]
+    const readIdx = [...Array.from({ length: nk + 2 }, (_, i) => i), ...selected.map((j) => nk + 2 + j)]
+    const read = readIdx.map((i) => this.#columns[i])
     const end = Math.min(rowEnd, this.rowCount)
-
-    let groupStart = 0
-    for (const group of this.#metadata.row_groups) {
-      const groupEnd = groupStart + Number(group.num_rows)
-      const from = Math.max(groupStart, rowStart)
-      const to = Math.min(groupEnd, end)
-      if (from < to) {
-        const data = await this.#readRows(read, from, to)
-        for (let off = 0; off < to - from; off += batchRows) {
-          yield this.#records(data, nk, selected, off, Math.min(off + batchRows, to - from), from)
+    const dead = deleted && deleted.cardinality > 0 ? deleted.sortedPositions() : null
+    const groups = this.#footer.groups
+    const prefetched = new PrefetchedFile(this.#file)
+    const segmentsOf = (g: number): ByteRange[] => {
+      const group = groups[g]
+      const from = Math.max(group.rowStart, rowStart)
+      const to = Math.min(group.rowStart + group.rows, end)
+      if (from >= to) return []
+      return dead === null ? [[from, to]] : liveSegments(dead, from, to, minSkipRun(group, readIdx))
+    }
+    for (let g = 0; g < groups.length; g++) {
+      const group = groups[g]
+      if (group.rowStart >= end) break
+      const from = Math.max(group.rowStart, rowStart)
+      const to = Math.min(group.rowStart + group.rows, end)
+      if (from >= to) continue
+      const segments = segmentsOf(g)
+      if (stats) {
+        const live = segments.reduce((n, [s, e]) => n + e - s, 0)
+        stats.rowsSkipped += to - from - live
+        if (segments.length === 0) stats.rowGroupsSkipped++
+      }
+      if (segments.length === 0) continue
+      const need = groupBytes(group, readIdx, segments)
+      if (!need.every(([s, e]) => prefetched.covers(s, e))) {
+        // this group and, while the read goes on past it, the next ones, in as few requests
+        // as keep at least half of the fetched bytes needed
+        prefetched.clear()
+        const ranges = [...need]
+        let needed = sumRanges(need)
+        for (let k = g + 1; k < groups.length && groups[k].rowStart < end; k++) {
+          const more = groupBytes(groups[k], readIdx, segmentsOf(k))
+          const all = [...ranges, ...more]
+          const hull = hullSize(all)
+          const n = needed + sumRanges(more)
+          if (hull > SCAN_SPAN_BYTES || hull > 2 * n) break
+          ranges.push(...more)
+          needed = n
+        }
+        await prefetched.fetch(ranges, SCAN_SPAN_BYTES, RANGE_GAP_BYTES)
+      }
+      for (const [s, e] of segments) {
+        const data = await this.#readRows(read, s, e, prefetched)
+        if (stats) stats.rowsDecoded += e - s
+        for (let off = 0; off < e - s; off += batchRows) {
+          const batch = this.#records(data, nk, selected, off, Math.min(off + batchRows, e - s), s, dead === null ? undefined : deleted)
+          if (batch.length) yield batch
         }
       }
-      groupStart = groupEnd
-      if (groupStart >= end) break
     }
   }
 
+  /**
+   * Finds the row of `key` (the trimmed primary key, as `KeyValue.key`) and reads it. Row
+   * groups whose key statistics exclude the key are passed over, and within a group only the
+   * key columns' pages whose ColumnIndex bounds can hold it are read; then the row's pages
+   * in the other columns (OffsetIndex). A row group small enough is fetched from the key's
+   * page to its end in one request. Null when the file has no row of that key.
+   */
+  async lookup(key: Value[], keyCmp: (a: Value[], b: Value[]) => number, opts: DataFileLookupOptions = {}): Promise<KeyLookupResult | null> {
+    const nk = this.#layout.keyFields.length
+    if (!Array.isArray(key) || key.length !== nk) throw new StrataInputError(`lookup key: expected ${nk} values, got ${Array.isArray(key) ? key.length : typeof key}`)
+    const selected = this.#selected(opts.valueColumns)
+    const statKeys = this.#statKeys(key)
+    const keyIdx = Array.from({ length: nk }, (_, i) => i)
+    const rowIdx = [nk, nk + 1, ...selected.map((j) => nk + 2 + j)]
+    const prefetched = new PrefetchedFile(this.#file)
+    for (const group of this.#footer.groups) {
+      if (!statKeys.every((k, i) => mayHold(k, group.chunks[i].min, group.chunks[i].max))) continue
+      const rows = keyRows(group, statKeys)
+      if (rows === null) continue
+      const [lo, hi] = rows
+      const keyBytes = groupBytes(group, keyIdx, [[group.rowStart + lo, group.rowStart + hi]])
+      const spanStart = Math.min(...keyBytes.map((r) => r[0]))
+      const spanEnd = Math.max(...[...keyIdx, ...rowIdx].map((i) => group.chunks[i].end))
+      if (spanEnd - spanStart <= LOOKUP_SPAN_BYTES) await prefetched.fetch([[spanStart, spanEnd]], Infinity, 0)
+      else await prefetched.fetch(keyBytes, LOOKUP_SPAN_BYTES, RANGE_GAP_BYTES)
+      const keys = await this.#readRows(keyIdx.map((i) => this.#columns[i]), group.rowStart + lo, group.rowStart + hi, prefetched)
+      const at = (r: number): Value[] => keys.map((col) => col[r])
+      let a = 0
+      let b = hi - lo - 1
+      let found = -1
+      while (a <= b) {
+        const mid = (a + b) >> 1
+        const c = keyCmp(at(mid), key)
+        if (c === 0) {
+          found = mid
+          break
+        }
+        if (c < 0) a = mid + 1
+        else b = mid - 1
+      }
+      if (found < 0) {
+        // rows are sorted by key: past a larger key no later group holds it
+        if (hi > lo && keyCmp(at(hi - lo - 1), key) > 0) return null
+        continue
+      }
+      const pos = group.rowStart + lo + found
+      if (opts.live && !(await opts.live(pos))) return { pos, record: null }
+      await prefetched.fetch(groupBytes(group, rowIdx, [[pos, pos + 1]]), ROW_SPAN_BYTES, RANGE_GAP_BYTES)
+      const row = await this.#readRows(rowIdx.map((i) => this.#columns[i]), pos, pos + 1, prefetched)
+      const data = [...keys.map((col) => [col[found]]), ...row]
+      return { pos, record: this.#records(data, nk, selected, 0, 1, pos)[0] }
+    }
+    return null
+  }
+
+  /** The key's values in the terms of each key column's statistics (undefined: that column prunes nothing). */
+  #statKeys(key: Value[]): unknown[] {
+    const { keyFields } = this.#layout
+    this.#keyEncoders ??= keyFields.map((f, i) => physicalEncoder(this.#columns[i].spec.name, f.type))
+    return keyFields.map((f, i) => {
+      let physical: unknown
+      try {
+        physical = this.#keyEncoders![i](key[i])
+      } catch {
+        return undefined
+      }
+      return statKey(f.type, this.#footer.elements[i], physical)
+    })
+  }
+
   /** Decoded values of `columns` for rows [from, to), which lie inside one row group. */
-  async #readRows(columns: ReadColumn[], from: number, to: number): Promise<Value[][]> {
+  async #readRows(columns: ReadColumn[], from: number, to: number, file: AsyncBuffer = this.#file): Promise<Value[][]> {
     const n = to - from
     const out = columns.map(() => new Array<Value>(n))
     const filled = columns.map(() => 0)
@@ -609,8 +826,16 @@ export class DataFileReader {
       }
       if (hi > lo) filled[i] += hi - lo
     }
+    // the page locations let hyparquet read only the pages of [from, to) in each column
+    this.#pageLocations ??= this.#footer.groups.map((g) => {
+      const byName: Record<string, PageLocation[]> = {}
+      g.chunks.forEach((c, i) => {
+        if (c.pages) byName[this.#columns[i].spec.name] = c.pages
+      })
+      return byName
+    })
     await parquetRead({
-      file: this.#file,
+      file,
       metadata: this.#metadata,
       columns: columns.map((c) => c.spec.name),
       rowStart: from,
@@ -619,29 +844,106 @@ export class DataFileReader {
       parsers: RAW_PARSERS,
       compressors: DECOMPRESSORS,
       onChunk,
-    })
+      pageLocationsByGroup: this.#pageLocations,
+    } as Parameters<typeof parquetRead>[0])
     for (let i = 0; i < columns.length; i++) {
       if (filled[i] !== n) throw new Error(`data file column ${columns[i].spec.name}: decoded ${filled[i]} of rows [${from}, ${to})`)
     }
     return out
   }
 
-  #records(data: Value[][], nk: number, selected: number[], lo: number, hi: number, base: number): KeyValue[] {
+  #records(data: Value[][], nk: number, selected: number[], lo: number, hi: number, base: number, deleted?: DataFileBatchOptions['deleted']): KeyValue[] {
     const nv = this.#layout.valueFields.length
     const seqs = data[nk]
     const kinds = data[nk + 1]
-    const records = new Array<KeyValue>(hi - lo)
+    const records: KeyValue[] = []
     for (let r = lo; r < hi; r++) {
+      if (deleted && deleted.isDeleted(base + r)) continue
       const key = new Array<Value>(nk)
       for (let i = 0; i < nk; i++) key[i] = data[i][r]
       const kind = kinds[r] as number
       if (kind !== 0 && kind !== 1 && kind !== 2 && kind !== 3) throw new Error(`data file row ${base + r}: ${VALUE_KIND} ${String(kind)} is not a RowKind (0..3)`)
       const value = new Array<Value>(nv).fill(null)
       for (let s = 0; s < selected.length; s++) value[selected[s]] = data[nk + 2 + s][r]
-      records[r - lo] = { key, seq: seqs[r] as bigint, kind: kind as RowKind, value }
+      records.push({ key, seq: seqs[r] as bigint, kind: kind as RowKind, value })
     }
     return records
   }
+}
+
+function directBuffer(src: ByteSource): AsyncBuffer {
+  return {
+    byteLength: src.size,
+    async slice(start: number, end: number = src.size): Promise<ArrayBuffer> {
+      const bytes = await src.read(start, end)
+      if (bytes.length !== end - start) throw new Error(`data file read [${start}, ${end}) returned ${bytes.length} bytes; is the file ${src.size} bytes long?`)
+      return arrayBufferOf(bytes)
+    },
+  }
+}
+
+/** Bytes of `columns` (layout indexes) a read of the row ranges (file positions) needs in this group. */
+function groupBytes(group: GroupIndex, columns: number[], segments: ByteRange[]): ByteRange[] {
+  const out: ByteRange[] = []
+  for (const [s, e] of segments) {
+    for (const c of columns) out.push(...chunkBytesFor(group.chunks[c], group.rows, s - group.rowStart, e - group.rowStart))
+  }
+  return mergeRanges(out)
+}
+
+function sumRanges(ranges: ByteRange[]): number {
+  return ranges.reduce((n, [s, e]) => n + e - s, 0)
+}
+
+function hullSize(ranges: ByteRange[]): number {
+  if (ranges.length === 0) return 0
+  return Math.max(...ranges.map((r) => r[1])) - Math.min(...ranges.map((r) => r[0]))
+}
+
+/**
+ * The shortest run of deleted rows worth reading around: one that covers a page of every
+ * column read (the largest page), so skipping it saves decoding; a column without an offset
+ * index is one page, and then only a wholly deleted group is skipped.
+ */
+function minSkipRun(group: GroupIndex, columns: number[]): number {
+  let run = 1
+  for (const c of columns) {
+    const pages = group.chunks[c].pages
+    if (!pages || pages.length < 2) return group.rows
+    for (let i = 0; i < pages.length; i++) {
+      const [s, e] = pageRows(pages, i, group.rows)
+      run = Math.max(run, e - s)
+    }
+  }
+  return run
+}
+
+/** Rows of [from, to) to read: around the runs of at least `minRun` deleted rows (sorted positions). */
+function liveSegments(dead: Uint32Array | Float64Array, from: number, to: number, minRun: number): ByteRange[] {
+  // first deleted position >= from
+  let lo = 0
+  let hi = dead.length
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1
+    if (dead[mid] < from) lo = mid + 1
+    else hi = mid
+  }
+  const out: ByteRange[] = []
+  let start = from
+  let i = lo
+  while (i < dead.length && dead[i] < to) {
+    const runStart = dead[i]
+    let j = i
+    while (j + 1 < dead.length && dead[j + 1] === dead[j] + 1 && dead[j + 1] < to) j++
+    const runEnd = dead[j] + 1
+    if (runEnd - runStart >= minRun || (runStart === from && runEnd === to)) {
+      if (runStart > start) out.push([start, runStart])
+      start = runEnd
+    }
+    i = j + 1
+  }
+  if (start < to) out.push([start, to])
+  return out
 }
 
 /** All records of a data file, in file order. */

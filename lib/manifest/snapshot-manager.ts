@@ -66,14 +66,46 @@ export class SnapshotManager {
 
   /**
    * The true latest snapshot (null when the table has none), body included: callers that
-   * need the id and those that need the snapshot pay the same. Two dependent requests in
-   * the common case: GET LATEST, then GET `snapshot-N` and GET `snapshot-(N+1)` at once.
+   * need the id and those that need the snapshot pay the same.
+   *
+   * A handle that knows a committed snapshot N (highestKnownId) asks only whether
+   * `snapshot-(N+1)` exists: snapshot ids are dense and a snapshot is created only after
+   * its predecessor, so while N+1 is absent nothing newer is, and N (cached, else read in
+   * the same round trip) is the latest: one request. A present N+1 walks forward a few ids, then the hint takes over. An absent
+   * N (expired meanwhile) falls back to the hint too. (This assumes snapshots are never
+   * removed from the top; a rollback by another tool, which Strata does not do, needs a new
+   * handle.)
+   */
+  async latest(): Promise<Snapshot | null> {
+    const known = this.highest
+    if (known > 0) {
+      // N itself is usually cached; when not (a snapshot this handle created), it comes in
+      // the same round trip
+      const [next, current] = await Promise.all([this.snapshot(known + 1), this.snapshot(known)])
+      if (next === null) {
+        if (current !== null) return current
+      } else {
+        let current = next
+        for (let i = 1; i < FORWARD_PROBES; i++) {
+          const after = await this.snapshot(current.id + 1)
+          if (after === null) return current
+          current = after
+        }
+      }
+    }
+    return this.latestFromHint()
+  }
+
+  /**
+   * The latest snapshot by the LATEST hint, for a handle that knows none (or fell too far
+   * behind). Two dependent requests in the common case: GET LATEST, then GET `snapshot-N`
+   * and GET `snapshot-(N+1)` at once.
    * The hint is believed once N+1 is absent; a present N+1 (a commit that has not rewritten
    * LATEST yet, or a hint overwritten by a slower committer) moves the probe forward one
    * snapshot per request. Probing with GET rather than HEAD costs the same round trip and
    * brings the body of the snapshot that turns out to be the latest.
    */
-  async latest(): Promise<Snapshot | null> {
+  private async latestFromHint(): Promise<Snapshot | null> {
     const hintBytes = await this.store.get(LATEST_KEY)
     let id = hintBytes ? parseHint(decoder.decode(hintBytes)) : null
     let current: Snapshot | null = null

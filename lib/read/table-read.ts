@@ -17,7 +17,7 @@ import type { DeletionVector } from '../format/deletion-vector.ts'
 import { type IndexManifestEntry, type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, StrataInputError, isRetract } from '../types.ts'
 import { filteredScope } from '../manifest/bucket-scope.ts'
 import { bucketIdentifier } from '../manifest/manifests.ts'
-import { dataFileKey, dvIndexByBucket, loadDeletionVectors, withoutDeleted } from '../manifest/bucket-state.ts'
+import { dataFileKey, dvIndexByBucket, loadDeletionVectors } from '../manifest/bucket-state.ts'
 import { decodeKey } from '../table/file-meta.ts'
 import { valueFromJson } from '../table/json-values.ts'
 import type { SchemaView } from '../table/schema.ts'
@@ -52,10 +52,16 @@ export interface ReadStats {
   mergedSplits: number
   /** splits read file by file with deletion vectors and no merge */
   deletionVectorSplits: number
+  /** rows handed to the Parquet decoder */
+  rowsDecoded: number
+  /** rows not decoded: their row group, or a run of pages, is wholly deleted by its vector */
+  rowsSkipped: number
+  /** row groups not read at all for that reason */
+  rowGroupsSkipped: number
 }
 
 export function newReadStats(): ReadStats {
-  return { filesOpened: [], mergedSplits: 0, deletionVectorSplits: 0 }
+  return { filesOpened: [], mergedSplits: 0, deletionVectorSplits: 0, rowsDecoded: 0, rowsSkipped: 0, rowGroupsSkipped: 0 }
 }
 
 export interface ScanPlan {
@@ -209,10 +215,13 @@ function countOpen(stats: ReadStats | undefined, level: number): void {
 async function openFile(table: Table, store: ObjectStore, split: Split, e: ManifestEntry, stats?: ReadStats): Promise<DataFileReader> {
   countOpen(stats, e.file.level)
   await table.checkFileSchema(e.file.fileName, e.file.schemaId)
-  return DataFileReader.open(byteSourceOf(store, dataFileKey(table, split.path, e.file), Number(e.file.fileSize)), {
-    keyFields: table.view.keyFields,
-    valueFields: table.view.fields,
-  })
+  const key = dataFileKey(table, split.path, e.file)
+  return DataFileReader.open(
+    byteSourceOf(store, key, Number(e.file.fileSize)),
+    { keyFields: table.view.keyFields, valueFields: table.view.fields },
+    // the handle's footer cache: a file opened before costs no request to open again
+    { footerCache: table.footers, cacheKey: key },
+  )
 }
 
 /** The files a read of the split opens, in the order it reads them. */
@@ -232,8 +241,9 @@ function filesToRead(table: Table, split: Split): ManifestEntry[] {
  * files in the order the reads will take them, up to `io.max-concurrent-requests` ahead of
  * the one being read (across splits too), and loads a split's deletion vectors along with
  * its first file. Memory stays bounded: an opened file holds at most its footer read (512
- * KiB) until it is read. Files opened ahead of a read that stops early (a page) are read
- * for nothing; that is the price of not waiting for them.
+ * KiB, none when its footer came from the handle's footer cache) until it is read. Files
+ * opened ahead of a read that stops early (a page) are read for nothing; that is the price
+ * of not waiting for them.
  */
 export class FileOpener {
   private readonly io: BoundedStore
@@ -334,7 +344,8 @@ export async function* readSplitRecords(
     if (stats) stats.deletionVectorSplits++
     for (const e of files) {
       const reader = await opener.open(split, e)
-      yield* withoutDeleted(reader.batches({ valueColumns }), (await dvs()).get(e.file.fileName))
+      // the reader leaves out the rows the vector marks and skips groups and pages it drops whole
+      yield* reader.batches({ valueColumns, deleted: (await dvs()).get(e.file.fileName), stats })
     }
     return
   }
@@ -342,7 +353,7 @@ export async function* readSplitRecords(
   const sources = files.map((e) =>
     (async function* () {
       const reader = await opener.open(split, e)
-      yield* withoutDeleted(reader.batches({ valueColumns }), (await dvs()).get(e.file.fileName))
+      yield* reader.batches({ valueColumns, deleted: (await dvs()).get(e.file.fileName), stats })
     })(),
   )
   yield* mergeSortedRuns(sources, {
@@ -378,7 +389,9 @@ export async function readAll(table: Table, opts: ScanOptions = {}): Promise<Row
 
 /**
  * Point lookup by primary key: touches only the key's bucket and the files whose key range
- * covers it; in each, reads the key columns, finds the row, then reads that row only.
+ * covers it; in each (DataFileReader.lookup), the footer comes from the handle's cache, row
+ * groups and key pages are pruned by statistics and the page index, and only the pages that
+ * can hold the key and then its row's pages are read (one request for a Strata row group).
  */
 export async function lookup(table: Table, key: KeyFilter, opts: { snapshotId?: number; columns?: string[] } = {}): Promise<Row | null> {
   const view = table.view
@@ -389,6 +402,7 @@ export async function lookup(table: Table, key: KeyFilter, opts: { snapshotId?: 
     if (!view.schema.primaryKeys.includes(k)) throw new StrataInputError(`--key: '${k}' is not a primary key field (primary key: [${view.schema.primaryKeys.join(', ')}])`)
   }
   const plan = await planScan(table, { snapshotId: opts.snapshotId, columns: opts.columns, filter: key })
+  const valueColumns = valueColumnsToRead(table, plan.columns, key)
   const keyCmp = rowComparator(view.keyTypes)
   const want = view.keyIndexes.map((i) => valueFromJson(view.fields[i], key[view.fields[i].name], '--key'))
   const dvMode = view.options.deletionVectors && !view.options.dvMergeOnRead
@@ -402,28 +416,14 @@ export async function lookup(table: Table, key: KeyFilter, opts: { snapshotId?: 
     // loading beside: a lookup costs the chain of one file, not of every level it passes
     const dvs = startedAhead(view.options.deletionVectors ? loadDeletionVectors(table, plan.dvIndex.get(bucketIdentifier(split.partition, split.bucket)), names) : Promise.resolve(new Map()))
     const rows = await mapBounded(files, view.options.ioMaxConcurrentRequests, async (e) => {
+      // footer from the handle's cache; row groups and key pages pruned by statistics and
+      // the page index; a row its deletion vector drops is not read
       const reader = await openFile(table, io, split, e)
-      let pos = -1
-      let base = 0
-      for await (const batch of reader.batches({ valueColumns: [] })) {
-        let lo = 0, hi = batch.length - 1
-        while (lo <= hi) {
-          const mid = (lo + hi) >> 1
-          const c = keyCmp(batch[mid].key, want)
-          if (c === 0) {
-            pos = base + mid
-            break
-          }
-          if (c < 0) lo = mid + 1
-          else hi = mid - 1
-        }
-        if (pos >= 0 || (batch.length && keyCmp(batch[batch.length - 1].key, want) > 0)) break
-        base += batch.length
-      }
-      if (pos < 0 || (await dvs).get(e.file.fileName)?.isDeleted(pos)) return []
-      const out: KeyValue[] = []
-      for await (const batch of reader.batches({ rowStart: pos, rowEnd: pos + 1 })) out.push(...batch)
-      return out
+      const hit = await reader.lookup(want, keyCmp, {
+        valueColumns,
+        live: async (pos) => !(await dvs).get(e.file.fileName)?.isDeleted(pos),
+      })
+      return hit?.record ? [hit.record] : []
     })
     // in deletion-vector mode a key has at most one live row above level 0: the first found
     const found: KeyValue[] = dvMode ? (rows.find((r) => r.length > 0) ?? []) : rows.flat()

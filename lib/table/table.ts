@@ -4,6 +4,8 @@ import { FileStoreCommit } from '../commit/commit.ts'
 import { LandedCommits } from '../commit/landed.ts'
 import { ManifestIO } from '../manifest/manifests.ts'
 import { SnapshotManager } from '../manifest/snapshot-manager.ts'
+import { ByteLru } from '../manifest/byte-cache.ts'
+import type { DataFileFooter, FooterCache } from '../format/data-file.ts'
 import { type MergeEngineConfig, parseMergeEngineConfig } from '../lsm/merge-function.ts'
 import { openStore } from '../store/open-store.ts'
 import type { ObjectStore } from '../store/object-store.ts'
@@ -18,7 +20,15 @@ const decoder = new TextDecoder()
 export interface TableOpenOptions {
   /** bound of the handle's metadata cache in stored bytes (lib/manifest/byte-cache.ts) */
   metadataCacheBytes?: number
+  /** bound of the handle's data-file footer cache, in bytes of memory (default DEFAULT_FOOTER_CACHE_BYTES) */
+  footerCacheBytes?: number
 }
+
+/**
+ * Default bound of a handle's footer cache: 16 MiB of memory. A footer with its page index
+ * takes about 1 KiB per row group (8 columns), so this holds some thousands of row groups.
+ */
+export const DEFAULT_FOOTER_CACHE_BYTES = 16 * 1024 * 1024
 
 export class Table {
   readonly view: SchemaView
@@ -29,6 +39,8 @@ export class Table {
   /** which commits the table's snapshots landed (idempotency checks) */
   readonly landed: LandedCommits
   readonly mergeConfig: MergeEngineConfig
+  /** footers and page indexes of the data files this handle opened (data files never change) */
+  readonly footers: FooterCache
 
   private constructor(
     readonly store: ObjectStore,
@@ -38,6 +50,7 @@ export class Table {
     this.view = describeSchema(schema)
     this.mergeConfig = parseMergeEngineConfig(schema.fields, schema.primaryKeys, schema.options)
     this.snapshots = new SnapshotManager(store)
+    this.footers = new ByteLru<DataFileFooter, string>(opts.footerCacheBytes ?? DEFAULT_FOOTER_CACHE_BYTES)
     const o = this.view.options
     this.manifests = new ManifestIO(store, o.manifestCompression, {
       cacheBytes: opts.metadataCacheBytes,
