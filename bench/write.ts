@@ -7,7 +7,10 @@
 // checkout's node_modules; "after" is this checkout. Runs alternate before/after so load on
 // the machine falls on both alike.
 //
-//   npx tsx bench/write.ts [--rows 1000000] [--runs 3] [--before <rev>] [--no-before] [--no-s3] [--profile]
+//   npx tsx bench/write.ts [--rows 1000000] [--runs 3] [--before <rev>] [--after <rev>] [--no-before] [--no-s3] [--profile]
+//
+// --after <rev> measures that commit's tree instead of this checkout (whose uncommitted
+// changes, anyone's, the default includes).
 //
 // --profile also runs one local "after" write under `node --cpu-prof` and prints where its
 // CPU went.
@@ -109,7 +112,8 @@ async function parentMain(args: string[]): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'strata-bench-write-'))
   const trees: { name: string; root: string }[] = []
   if (withBefore) trees.push({ name: `before (${beforeRev})`, root: extractTree(beforeRev, join(dir, 'before')) })
-  trees.push({ name: 'after', root: ROOT })
+  const afterRev = args.includes('--after') ? args[args.indexOf('--after') + 1] : null
+  trees.push({ name: afterRev ? `after (${afterRev})` : 'after', root: afterRev ? extractTree(afterRev, join(dir, 'after')) : ROOT })
   const input = join(dir, 'rows.jsonl')
   await makeInput(input, rows)
   writeFileSync(join(dir, 'schema.json'), JSON.stringify(SCHEMA))
@@ -158,7 +162,7 @@ async function parentMain(args: string[]): Promise<void> {
       const profDir = join(dir, 'prof')
       const table = join(dir, 't-prof')
       await main(['create', table, '--schema', join(dir, 'schema.json')])
-      await runChild<WriteReport>(import.meta.filename, [ROOT, table, input], { env, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`] })
+      await runChild<WriteReport>(import.meta.filename, [trees[trees.length - 1].root, table, input], { env, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`] })
       const prof = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'))!
       const s = summarizeCpuProfile(join(profDir, prof), 20)
       profile = `\nCPU profile of one local write (after), ${s.totalMs} ms sampled:\n\n` +

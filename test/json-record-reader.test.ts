@@ -83,7 +83,8 @@ const line = fc.oneof(
 )
 
 describe('jsonRecordReader', () => {
-  const fast = jsonRecordReader(view)
+  const reader = jsonRecordReader(view, (n) => `line ${n}`)
+  const fast = (l: string, where: string) => reader(l, Number(where.slice(5)))
   const strict = (l: string, where: string) => recordFromJsonLine(view, l, where)
 
   it('reads every line as recordFromJsonLine does, values and errors alike', () => {

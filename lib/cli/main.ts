@@ -51,19 +51,31 @@ async function writeInput(table: Table, source: string | undefined, progress: Pr
       input.once('error', (e: NodeJS.ErrnoException) => reject(new StrataInputError(`${source}: cannot read the file (${e.code ?? e.message})`)))
     })
   }
-  const readRecord = jsonRecordReader(table.view)
-  const writer = new BatchWriter(table, { onProgress: (done, total, phase) => progress.update(`${phase}: ${done}/${total} rows`) })
+  // a record's line: its index, plus the blank lines before it (each noted by the index of the
+  // record after it), so no text naming a line is made unless an error needs it
+  const skippedAt: number[] = []
+  const lineOf = (index: number): number => {
+    let line = index + 1
+    for (const at of skippedAt) if (at <= index) line++
+    return line
+  }
+  const readRecord = jsonRecordReader(table.view, (n) => `line ${n}`)
+  const writer = new BatchWriter(table, {
+    onProgress: (done, total, phase) => progress.update(`${phase}: ${done}/${total} rows`),
+    whereOf: (index) => `line ${lineOf(index)}`,
+  })
   let lineNo = 0
   const onLine = (text: string): void => {
     lineNo++
     // a byte-order mark opens a file, not a record
     const line = lineNo === 1 && text.startsWith('\ufeff') ? text.slice(1) : text
-    if (line.trim() === '') return
-    const where = `line ${lineNo}`
+    if (line.trim() === '') {
+      skippedAt.push(writer.records)
+      return
+    }
     // reads as the strict line parser does (exact number literals, no repeated key), with a
     // fast path for plain lines (lib/write/json-record-reader.ts)
-    const { kind, row } = readRecord(line, where)
-    writer.add({ kind, row, where })
+    writer.add(readRecord(line, lineNo))
   }
   try {
     for await (const lines of textLines(input, () => lineNo)) {

@@ -19,14 +19,17 @@ const MINUS = 0x2d
 const ZERO = 0x30
 const NINE = 0x39
 
-/** A value of the common shape, before conversion: a string, a number's text (as JsonNumber), true/false/null. */
-type Plain = string | JsonNumber | boolean | null
+/** A value of the common shape, before conversion: a string or a number's text, true/false/null. */
+type Plain = string | boolean | null
 
 /** Thrown inside the fast path when a line leaves the common shape; never escapes. */
 const NOT_PLAIN = Symbol('not plain')
 
-/** Per-field conversion of a plain value; returns NOT_PLAIN to hand the line to the strict reader. */
-type Convert = (v: Plain | undefined, where: string) => Value | typeof NOT_PLAIN
+/**
+ * Per-field conversion of a plain value (`num`: `v` is a number's text); returns NOT_PLAIN to
+ * hand the line to the strict reader, which then names any error.
+ */
+type Convert = (v: Plain | undefined, num: boolean) => Value | typeof NOT_PLAIN
 
 const INT_TEXT = /^(?:0|-?[1-9]\d{0,8})$/
 const LONG_TEXT = /^(?:0|-?[1-9]\d{0,17})$/
@@ -37,9 +40,9 @@ function converter(field: DataField): Convert {
   const t = field.type
   // the strict conversion of one value (exported by json-values.ts); an error sends the line
   // to the strict reader, which names it in its own order
-  const strict: Convert = (v, where) => {
+  const strict: Convert = (v, num) => {
     try {
-      return valueFromJson(field, v, where)
+      return valueFromJson(field, num ? new JsonNumber(v as string) : v, '')
     } catch {
       return NOT_PLAIN
     }
@@ -49,23 +52,22 @@ function converter(field: DataField): Convert {
     case 'SMALLINT':
     case 'INT': {
       const [lo, hi] = INT_BOUNDS[t.root]
-      return (v, where) => {
-        if (v instanceof JsonNumber && INT_TEXT.test(v.text)) {
-          const n = Number(v.text)
+      return (v, num) => {
+        if (num && INT_TEXT.test(v as string)) {
+          const n = Number(v)
           if (n >= lo && n <= hi) return n
         }
-        return strict(v, where)
+        return strict(v, num)
       }
     }
     case 'BIGINT':
-      return (v, where) => (v instanceof JsonNumber && LONG_TEXT.test(v.text) ? BigInt(v.text) : strict(v, where))
+      return (v, num) => (num && LONG_TEXT.test(v as string) ? BigInt(v as string) : strict(v, num))
     case 'DECIMAL': {
       const p = t.precision!
       const s = t.scale!
       const zeros = '0'.repeat(s)
-      return (v, where) => {
-        const text = v instanceof JsonNumber ? v.text : typeof v === 'string' ? v : null
-        const m = text === null ? null : DECIMAL_PLAIN.exec(text)
+      return (v, num) => {
+        const m = typeof v === 'string' ? DECIMAL_PLAIN.exec(v) : null
         if (m) {
           const frac = m[3] ?? ''
           let int = m[2]
@@ -79,17 +81,17 @@ function converter(field: DataField): Convert {
             return m[1] === '-' ? -u : u
           }
         }
-        return strict(v, where)
+        return strict(v, num)
       }
     }
     case 'TIMESTAMP': {
       const precision = t.precision!
-      return (v, where) => {
-        if (typeof v === 'string') {
+      return (v, num) => {
+        if (!num && typeof v === 'string') {
           const micros = plainTimestamp(v, precision)
           if (micros !== null) return micros
         }
-        return strict(v, where)
+        return strict(v, num)
       }
     }
     default:
@@ -147,16 +149,18 @@ function plainTimestamp(t: string, precision: number): bigint | null {
 }
 
 /**
- * A reader of a table's JSON lines: `read(line, where)` returns what recordFromJsonLine returns
- * for the line, or throws the StrataInputError it throws.
+ * A reader of a table's JSON lines: `read(line, n)` returns what recordFromJsonLine returns for
+ * the line with `whereOf(n)` as its position, or throws the StrataInputError it throws (the
+ * position's text is made only then).
  */
-export function jsonRecordReader(view: SchemaView): (line: string, where: string) => { kind: RowKind; row: Row } {
+export function jsonRecordReader(view: SchemaView, whereOf: (n: number) => string): (line: string, n: number) => { kind: RowKind; row: Row } {
   // a column named `_kind` is both the row kind and a value to the strict reader
-  if (view.fieldIndex.has('_kind')) return (line, where) => recordFromJsonLine(view, line, where)
+  if (view.fieldIndex.has('_kind')) return (line, n) => recordFromJsonLine(view, line, whereOf(n))
   const fields = view.fields
   const n = fields.length
   const converters = fields.map(converter)
   const values: (Plain | undefined)[] = new Array(n)
+  const isNumber = new Uint8Array(n)
   const seen = new Uint8Array(n)
   // keys usually come in the same order line after line: the k-th key of the last line is
   // tried first, compared in place (no string made), for names that need no escaping
@@ -168,6 +172,7 @@ export function jsonRecordReader(view: SchemaView): (line: string, where: string
   function scan(text: string): RowKind | typeof NOT_PLAIN {
     values.fill(undefined)
     seen.fill(0)
+    isNumber.fill(0)
     let kind: RowKind = RowKind.INSERT
     let kindSeen = false
     let p = skipWs(text, 0)
@@ -194,6 +199,7 @@ export function jsonRecordReader(view: SchemaView): (line: string, where: string
       // the value
       const c = text.charCodeAt(p)
       let v: Plain
+      let num = false
       if (c === QUOTE) {
         const end = plainStringEnd(text, p + 1)
         if (end < 0) return NOT_PLAIN
@@ -202,7 +208,8 @@ export function jsonRecordReader(view: SchemaView): (line: string, where: string
       } else if (c === MINUS || (c >= ZERO && c <= NINE)) {
         const end = numberEnd(text, p)
         if (end < 0) return NOT_PLAIN
-        v = new JsonNumber(text.slice(p, end))
+        v = text.slice(p, end)
+        num = true
         p = end
       } else if (text.startsWith('true', p)) {
         v = true
@@ -215,13 +222,14 @@ export function jsonRecordReader(view: SchemaView): (line: string, where: string
         p += 4
       } else return NOT_PLAIN
       if (field === KIND) {
-        if (kindSeen || typeof v !== 'string' || !Object.hasOwn(KIND_BY_TEXT, v)) return NOT_PLAIN
+        if (kindSeen || num || typeof v !== 'string' || !Object.hasOwn(KIND_BY_TEXT, v)) return NOT_PLAIN
         kindSeen = true
         kind = KIND_BY_TEXT[v]
       } else {
         if (seen[field]) return NOT_PLAIN
         seen[field] = 1
         values[field] = v
+        if (num) isNumber[field] = 1
       }
       p = skipWs(text, p)
       const sep = text.charCodeAt(p)
@@ -232,19 +240,19 @@ export function jsonRecordReader(view: SchemaView): (line: string, where: string
     return skipWs(text, p + 1) === text.length ? kind : NOT_PLAIN
   }
 
-  return (line, where) => {
+  return (line, lineNo) => {
     const kind = scan(line)
     if (kind !== NOT_PLAIN) {
       const row: Row = new Array(n)
       let i = 0
       for (; i < n; i++) {
-        const v = converters[i](values[i], where)
+        const v = converters[i](values[i], isNumber[i] === 1)
         if (v === NOT_PLAIN) break
         row[i] = v
       }
       if (i === n) return { kind, row }
     }
-    return recordFromJsonLine(view, line, where)
+    return recordFromJsonLine(view, line, whereOf(lineNo))
   }
 }
 

@@ -290,6 +290,8 @@ interface RecordedError {
 export class BatchWriter {
   readonly table: Table
   readonly #opts: WriteOptions
+  /** names a record by its index when it has no `where` (only for an error) */
+  readonly #whereOf: (index: number) => string
   readonly #view: SchemaView
   readonly #bufferLimit: number
   readonly #bucketFn: (values: Value[]) => number
@@ -314,11 +316,12 @@ export class BatchWriter {
   readonly #fixedBase: boolean
   #finished = false
 
-  constructor(table: Table, opts: WriteOptions & { expectedRows?: number } = {}) {
+  constructor(table: Table, opts: WriteOptions & { expectedRows?: number; whereOf?: (index: number) => string } = {}) {
     const view = table.view
     assertWritable(view.options, table.uri, 'write')
     this.table = table
     this.#opts = opts
+    this.#whereOf = opts.whereOf ?? ((i) => `record ${i + 1}`)
     this.#view = view
     this.#bufferLimit = opts.writeBufferSize ?? view.options.writeBufferSize
     this.#bucketFn = bucketFunction(view.bucketKeyTypes, view.options.bucket)
@@ -364,12 +367,12 @@ export class BatchWriter {
     const view = this.#view
     const row = r.row
     const oversize = oversizeRow(view, row)
-    if (oversize) return this.#record(1, `${r.where ?? `record ${index + 1}`}: ${oversize}`)
+    if (oversize) return this.#record(1, `${r.where ?? this.#whereOf(index)}: ${oversize}`)
     const slot = this.#slot(row)
-    if (slot.unstorable) return this.#record(1, `${r.where ?? `record ${index + 1}`}: ${slot.unstorable}`)
+    if (slot.unstorable) return this.#record(1, `${r.where ?? this.#whereOf(index)}: ${slot.unstorable}`)
     if (this.#refusesRetractions && isRetract(r.kind)) {
       const refusal = refusedRetraction(this.table, r)
-      if (refusal) return this.#record(2, `${r.where ?? `record ${index + 1}`}: ${refusal}`)
+      if (refusal) return this.#record(2, `${r.where ?? this.#whereOf(index)}: ${refusal}`)
     }
     if (this.#error) return
     const bki = view.bucketKeyIndexes
