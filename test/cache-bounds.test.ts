@@ -14,7 +14,7 @@ import { MAX_COMPILED_SCHEMAS, compiledSchemaCount, readAvroFile, writeAvroFile 
 import { serializeSnapshot } from '../lib/format/snapshot.ts'
 import { compactTable } from '../lib/lsm/compact-table.ts'
 import { expireSnapshots } from '../lib/maintenance/expire.ts'
-import { ByteLru, approximateBytes } from '../lib/manifest/byte-cache.ts'
+import { ByteLru, approximateBytes, cachedBytesInIsolate } from '../lib/manifest/byte-cache.ts'
 import { SNAPSHOT_CACHE_BYTES } from '../lib/manifest/snapshot-manager.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
@@ -35,6 +35,20 @@ const schema = (buckets: number) => ({
 })
 
 describe('ByteLru', () => {
+  it('reports what every live cache of the isolate charges (the soak separates caches filling from other growth)', () => {
+    const before = cachedBytesInIsolate()
+    const a = new ByteLru<string>(100)
+    const b = new ByteLru<string>(50)
+    a.set('x', 'x', 40)
+    b.set('y', 'y', 30)
+    expect(cachedBytesInIsolate() - before).toBe(70)
+    // eviction and deletion are uncharged
+    a.set('z', 'z', 70)
+    b.delete('y')
+    expect(cachedBytesInIsolate() - before).toBe(70)
+    expect(a.bytes + b.bytes).toBe(70)
+  })
+
   type Op = { op: 'set'; key: number; bytes: number } | { op: 'get'; key: number } | { op: 'delete'; key: number }
   const op: fc.Arbitrary<Op> = fc.oneof(
     fc.record({ op: fc.constant('set' as const), key: fc.integer({ min: 0, max: 15 }), bytes: fc.integer({ min: 0, max: 120 }) }),

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest'
 import { type MemorySample, ROLES, mallocArenasMb, memoryVerdict } from '../bench/lib/soak-memory.ts'
 
 function sample(t: number, rssMb: number, settled: boolean): { t: number; memory: MemorySample } {
-  const role = { environments: 1, heapUsedMb: 0, heapTotalMb: 0, externalMb: 0, arrayBuffersMb: 0, maxHeapMb: 0 }
+  const role = { environments: 1, heapUsedMb: 0, heapTotalMb: 0, externalMb: 0, arrayBuffersMb: 0, maxHeapMb: 0, cacheMb: 0 }
   return {
     t,
     memory: {
@@ -22,6 +22,7 @@ function sample(t: number, rssMb: number, settled: boolean): { t: number; memory
       envHeapUsedMb: 0,
       envHeapTotalMb: 0,
       envExternalMb: 0,
+      envCacheMb: 0,
       nonHeapMb: rssMb,
     },
   }

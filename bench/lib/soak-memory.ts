@@ -37,6 +37,8 @@ export interface RoleMemory {
   arrayBuffersMb: number
   /** the largest single environment heap */
   maxHeapMb: number
+  /** charged by the environments' bounded caches (part of heapUsed) */
+  cacheMb: number
 }
 
 export interface MemorySample {
@@ -58,6 +60,8 @@ export interface MemorySample {
   envHeapUsedMb: number
   envHeapTotalMb: number
   envExternalMb: number
+  /** every environment's bounded caches, summed (part of envHeapUsedMb) */
+  envCacheMb: number
   /** RSS − main heapTotal − every environment's heapTotal */
   nonHeapMb: number
 }
@@ -131,6 +135,7 @@ function roleMemory(ms: EnvironmentMemory[]): RoleMemory {
     externalMb: sum((m) => m.external),
     arrayBuffersMb: sum((m) => m.arrayBuffers),
     maxHeapMb: ms.length ? mb(Math.max(...ms.map((m) => m.heapUsed))) : 0,
+    cacheMb: sum((m) => m.cachedBytes ?? 0),
   }
 }
 
@@ -165,6 +170,7 @@ export async function sampleMemory(pools: Record<Role, ExecutionEnvironmentPool[
     envHeapUsedMb: mb(all.reduce((a, r) => a + r.heapUsedMb, 0) * 2 ** 20),
     envHeapTotalMb,
     envExternalMb: mb(all.reduce((a, r) => a + r.externalMb, 0) * 2 ** 20),
+    envCacheMb: mb(all.reduce((a, r) => a + r.cacheMb, 0) * 2 ** 20),
     nonHeapMb: mb((m.rss - m.heapTotal) - envHeapTotalMb * 2 ** 20),
   }
 }
@@ -195,6 +201,9 @@ export interface MemoryVerdict {
     mainHeap: number | null
     /** every environment's heap, summed, and per role */
     envHeap: number | null
+    /** the environments' bounded caches, and their heap less those caches (what is not a cache filling) */
+    envCaches: number | null
+    envHeapLessCaches: number | null
     roles: Record<Role, number | null>
     nonHeap: number | null
     /** the part of non-heap in glibc's malloc arenas (null off Linux) */
@@ -236,6 +245,8 @@ export function memoryVerdict(samples: { t: number; memory: MemorySample }[], fr
       rss,
       mainHeap: perMin((m) => m.main.heapUsedMb),
       envHeap: perMin((m) => m.envHeapUsedMb),
+      envCaches: perMin((m) => m.envCacheMb ?? 0),
+      envHeapLessCaches: perMin((m) => m.envHeapUsedMb - (m.envCacheMb ?? 0)),
       roles: Object.fromEntries(ROLES.map((r) => [r, perMin((m) => m.roles[r].heapUsedMb)])) as Record<Role, number | null>,
       nonHeap: perMin((m) => m.nonHeapMb),
       mallocArenas: slopeOf(range.filter((s) => s.memory.mallocArenasMb !== null).map((s) => [s.t, s.memory.mallocArenasMb!])),
@@ -258,7 +269,7 @@ export function memoryDetail(v: MemoryVerdict): string {
   const roles = ROLES.map((r) => `${r} ${f(v.slopes.roles[r])}`).join(', ')
   return (
     `RSS ${f(v.slopes.rss)} MB/min over ${v.fromSecond}–${v.toSecond} s, ${v.samples === 'settled' ? 'settled samples' : 'every sample'} (limit ${v.limitMbPerMin}; ${f(v.rssFirstMb)} → ${f(v.rssLastMb)} MB); ` +
-    `heap: main ${f(v.slopes.mainHeap)}, environments ${f(v.slopes.envHeap)} (${roles}) MB/min; ` +
+    `heap: main ${f(v.slopes.mainHeap)}, environments ${f(v.slopes.envHeap)} (${roles}; bounded caches ${f(v.slopes.envCaches)}, the rest ${f(v.slopes.envHeapLessCaches)}) MB/min; ` +
     `non-heap ${f(v.slopes.nonHeap)} MB/min (${f(v.nonHeapFirstMb)} → ${f(v.nonHeapLastMb)} MB; malloc arenas ${f(v.slopes.mallocArenas)}, external: main ${f(v.slopes.mainExternal)}, environments ${f(v.slopes.envExternal)} MB/min)`
   )
 }

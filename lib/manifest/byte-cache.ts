@@ -17,6 +17,23 @@ export interface CacheStats {
   evictions: number
 }
 
+// Every ByteLru of this isolate, weakly, for memory diagnostics: the soak tells a heap that
+// grows because its bounded caches are still filling from one that leaks.
+const liveCaches = new Set<WeakRef<ByteLru<unknown, unknown>>>()
+// a cache collected with its table handle takes its entry here along
+const forget = new FinalizationRegistry<WeakRef<ByteLru<unknown, unknown>>>((ref) => liveCaches.delete(ref))
+
+/** Bytes charged now by the ByteLru caches of this isolate that are still reachable. */
+export function cachedBytesInIsolate(): number {
+  let bytes = 0
+  for (const ref of liveCaches) {
+    const cache = ref.deref()
+    if (cache === undefined) liveCaches.delete(ref)
+    else bytes += cache.bytes
+  }
+  return bytes
+}
+
 export class ByteLru<V, K = string> {
   private readonly items = new Map<K, { value: V; bytes: number }>()
   private total = 0
@@ -24,6 +41,9 @@ export class ByteLru<V, K = string> {
 
   constructor(readonly maxBytes: number) {
     if (!(maxBytes >= 0)) throw new RangeError(`cache size must be >= 0 bytes, got ${maxBytes}`)
+    const ref = new WeakRef(this as ByteLru<unknown, unknown>)
+    liveCaches.add(ref)
+    forget.register(this, ref)
   }
 
   get size(): number {

@@ -8,6 +8,7 @@
 import { isMainThread, parentPort, workerData } from 'node:worker_threads'
 import { pathToFileURL } from 'node:url'
 import type { Context } from 'aws-lambda'
+import { cachedBytesInIsolate } from '../../lib/manifest/byte-cache.ts'
 
 export interface WorkerInit {
   handlerModule: string
@@ -33,6 +34,8 @@ export interface ThreadMemory {
   external: number
   /** the part of external held by ArrayBuffers (Buffers included) */
   arrayBuffers: number
+  /** what the isolate's bounded caches (lib/manifest/byte-cache.ts) charge now: heap they may fill up to their bounds */
+  cachedBytes: number
 }
 
 export type FromWorker =
@@ -127,7 +130,7 @@ async function invoke(handler: Handler, message: Extract<ToWorker, { type: 'invo
 
 function threadMemory(): ThreadMemory {
   const { heapUsed, heapTotal, external, arrayBuffers } = process.memoryUsage()
-  return { heapUsed, heapTotal, external, arrayBuffers }
+  return { heapUsed, heapTotal, external, arrayBuffers, cachedBytes: cachedBytesInIsolate() }
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
