@@ -49,6 +49,21 @@ describe('memory verdict', () => {
     expect(growing.flat).toBe(false)
   })
 
+  it('separates growth from environments coming and going', () => {
+    // flat per environment at 80 MB each; a fifth environment from 600 s on
+    const samples = run(() => 1000).map((s) => {
+      const envs = s.t >= 600 ? 5 : 4
+      const memory = { ...s.memory, rssMb: s.memory.rssMb + 80 * envs, roles: { ...s.memory.roles, compactor: { ...s.memory.roles.compactor, environments: envs - 3 } } }
+      return { ...s, memory }
+    })
+    const v = memoryVerdict(samples, 450, 900, 2)
+    expect(v.slopes.rss).toBeGreaterThan(10)
+    expect(v.slopes.rssAtFixedEnvironments).toBeCloseTo(0, 5)
+    expect(v.slopes.mbPerEnvironment).toBeCloseTo(80, 5)
+    // no change in the count: no fit
+    expect(memoryVerdict(run(() => 1000), 450, 900, 2).slopes.rssAtFixedEnvironments).toBeNull()
+  })
+
   it('falls back to every sample without enough settled ones', () => {
     const unsettled = run(() => 1000).map((s) => ({ ...s, memory: { ...s.memory, settled: false } }))
     const v = memoryVerdict(unsettled, 450, 900, 2)

@@ -189,6 +189,29 @@ export function slope(points: [number, number][]): number | null {
   return sxx === 0 ? null : sxy / sxx
 }
 
+/**
+ * Least-squares fit y = a + b·x + c·z; returns [b, c], or null when the columns are
+ * degenerate (z constant: then b is the plain slope, reported apart).
+ */
+export function slopeWith(points: [number, number, number][]): [number, number] | null {
+  if (points.length < 4) return null
+  const n = points.length
+  const m = (f: (p: [number, number, number]) => number) => points.reduce((a, p) => a + f(p), 0) / n
+  const mx = m((p) => p[0]), mz = m((p) => p[1]), my = m((p) => p[2])
+  let sxx = 0, szz = 0, sxz = 0, sxy = 0, szy = 0
+  for (const [x, z, y] of points) {
+    const dx = x - mx, dz = z - mz, dy = y - my
+    sxx += dx * dx
+    szz += dz * dz
+    sxz += dx * dz
+    sxy += dx * dy
+    szy += dz * dy
+  }
+  const det = sxx * szz - sxz * sxz
+  if (!(Math.abs(det) > 1e-9 * Math.max(1, sxx * szz))) return null
+  return [(sxy * szz - szy * sxz) / det, (szy * sxx - sxy * sxz) / det]
+}
+
 export interface MemoryVerdict {
   /** the range the slopes cover, seconds since the load started */
   fromSecond: number
@@ -206,6 +229,15 @@ export interface MemoryVerdict {
     envHeapLessCaches: number | null
     roles: Record<Role, number | null>
     nonHeap: number | null
+    /**
+     * RSS over time with the number of live environments held fixed (RSS = a + b·t + c·envs):
+     * a crash or restart replaces an environment, whose heap then grows back from nothing,
+     * and a busier minute starts one more; this is the growth those do not explain (a
+     * diagnostic, not the criterion). null when the count did not change.
+     */
+    rssAtFixedEnvironments: number | null
+    /** MB of RSS per live environment in that fit */
+    mbPerEnvironment: number | null
     /** the part of non-heap in glibc's malloc arenas (null off Linux) */
     mallocArenas: number | null
     mainExternal: number | null
@@ -237,6 +269,8 @@ export function memoryVerdict(samples: { t: number; memory: MemorySample }[], fr
   const first = range.filter((s) => s.t < fromSecond + 60).map((s) => s.memory)
   const last = range.filter((s) => s.t > toSecond - 60).map((s) => s.memory)
   const rss = perMin((m) => m.rssMb)
+  const environments = (m: MemorySample) => ROLES.reduce((n, r) => n + m.roles[r].environments, 0)
+  const fixed = slopeWith(range.map((s) => [s.t, environments(s.memory), s.memory.rssMb]))
   return {
     fromSecond: Math.round(fromSecond),
     toSecond: Math.round(toSecond),
@@ -249,6 +283,8 @@ export function memoryVerdict(samples: { t: number; memory: MemorySample }[], fr
       envHeapLessCaches: perMin((m) => m.envHeapUsedMb - (m.envCacheMb ?? 0)),
       roles: Object.fromEntries(ROLES.map((r) => [r, perMin((m) => m.roles[r].heapUsedMb)])) as Record<Role, number | null>,
       nonHeap: perMin((m) => m.nonHeapMb),
+      rssAtFixedEnvironments: fixed === null ? null : Math.round(fixed[0] * 60 * 100) / 100,
+      mbPerEnvironment: fixed === null ? null : Math.round(fixed[1] * 10) / 10,
       mallocArenas: slopeOf(range.filter((s) => s.memory.mallocArenasMb !== null).map((s) => [s.t, s.memory.mallocArenasMb!])),
       mainExternal: perMin((m) => m.main.externalMb),
       envExternal: perMin((m) => m.envExternalMb),
@@ -270,6 +306,7 @@ export function memoryDetail(v: MemoryVerdict): string {
   return (
     `RSS ${f(v.slopes.rss)} MB/min over ${v.fromSecond}–${v.toSecond} s, ${v.samples === 'settled' ? 'settled samples' : 'every sample'} (limit ${v.limitMbPerMin}; ${f(v.rssFirstMb)} → ${f(v.rssLastMb)} MB); ` +
     `heap: main ${f(v.slopes.mainHeap)}, environments ${f(v.slopes.envHeap)} (${roles}; bounded caches ${f(v.slopes.envCaches)}, the rest ${f(v.slopes.envHeapLessCaches)}) MB/min; ` +
+    `RSS at a fixed number of environments ${f(v.slopes.rssAtFixedEnvironments)} MB/min (${f(v.slopes.mbPerEnvironment)} MB per environment); ` +
     `non-heap ${f(v.slopes.nonHeap)} MB/min (${f(v.nonHeapFirstMb)} → ${f(v.nonHeapLastMb)} MB; malloc arenas ${f(v.slopes.mallocArenas)}, external: main ${f(v.slopes.mainExternal)}, environments ${f(v.slopes.envExternal)} MB/min)`
   )
 }
