@@ -7,7 +7,11 @@
 // checkout's node_modules; "after" is this checkout. Runs alternate before/after so load on
 // the machine falls on both alike.
 //
-//   npx tsx bench/write.ts [--rows 1000000] [--runs 3] [--before <rev>] [--after <rev>] [--no-before] [--no-s3] [--profile]
+//   npx tsx bench/write.ts [--rows 1000000] [--runs 3] [--before <rev>] [--after <rev>] [--no-before] [--no-s3] [--buffer <size>] [--profile]
+//
+// --buffer sets the table's write-buffer-size (default: the table default). --heap-mb N runs
+// every child with `--max-old-space-size=N`, as a runtime with that much memory sizes V8's heap
+// (a child that runs out of heap is reported, not fatal).
 //
 // --after <rev> measures that commit's tree instead of this checkout (whose uncommitted
 // changes, anyone's, the default includes).
@@ -116,7 +120,8 @@ async function parentMain(args: string[]): Promise<void> {
   trees.push({ name: afterRev ? `after (${afterRev})` : 'after', root: afterRev ? extractTree(afterRev, join(dir, 'after')) : ROOT })
   const input = join(dir, 'rows.jsonl')
   await makeInput(input, rows)
-  writeFileSync(join(dir, 'schema.json'), JSON.stringify(SCHEMA))
+  const buffer = args.includes('--buffer') ? args[args.indexOf('--buffer') + 1] : null
+  writeFileSync(join(dir, 'schema.json'), JSON.stringify(buffer ? { ...SCHEMA, options: { ...SCHEMA.options, 'write-buffer-size': buffer } } : SCHEMA))
 
   const { startEmbeddedBackend } = await import('../local/embedded.ts')
   const backend = withS3 ? await startEmbeddedBackend() : null
@@ -131,7 +136,8 @@ async function parentMain(args: string[]): Promise<void> {
   Object.assign(process.env, env)
   const { main } = await import('../lib/cli/main.ts')
   const stores = withS3 ? ['local', 's3'] : ['local']
-  const results: Record<string, { seconds: number[]; cpuSeconds: number[]; peakRssMb: number[]; files: number[] }> = {}
+  const heapMb = args.includes('--heap-mb') ? Number(args[args.indexOf('--heap-mb') + 1]) : null
+  const results: Record<string, { seconds: number[]; cpuSeconds: number[]; peakRssMb: number[]; files: number[]; failed?: number }> = {}
   let n = 0
   try {
     for (let run = 0; run < runs; run++) {
@@ -143,7 +149,19 @@ async function parentMain(args: string[]): Promise<void> {
           const table = store === 'local' ? local : `s3://bench/t-${n}`
           n++
           if ((await main(['create', table, '--schema', join(dir, 'schema.json')])) !== 0) throw new Error('create failed')
-          const r = await runChild<WriteReport>(import.meta.filename, [tree.root, table, input], { env })
+          let r: WriteReport
+          try {
+            r = await runChild<WriteReport>(import.meta.filename, [tree.root, table, input], { env, nodeArgs: heapMb ? [`--max-old-space-size=${heapMb}`] : [] })
+          } catch (e) {
+            if (!heapMb) throw e
+            const oom = /heap out of memory/i.test((e as Error).message)
+            process.stderr.write(`run ${run + 1}/${runs} ${tree.name} ${store}: failed${oom ? ' (JavaScript heap out of memory)' : `: ${(e as Error).message.split('\n')[0]}`}\n`)
+            const key = `${tree.name}|${store}`
+            results[key] ??= { seconds: [], cpuSeconds: [], peakRssMb: [], files: [] }
+            results[key].failed = (results[key].failed ?? 0) + 1
+            if (store === 'local') rmSync(local, { recursive: true, force: true })
+            continue
+          }
           if (r.snapshot !== '1') throw new Error(`${tree.name}: strata write printed ${JSON.stringify(r.snapshot)}, expected snapshot 1 (one commit)`)
           const files = store === 'local' ? dataFiles(local) : NaN
           const key = `${tree.name}|${store}`
@@ -171,10 +189,12 @@ async function parentMain(args: string[]): Promise<void> {
     }
     const table = Object.entries(results).map(([key, r]) => {
       const [tree, store] = key.split('|')
+      const where = store === 's3' ? 'embedded S3' : 'local disk'
+      if (r.seconds.length === 0) return [`\`strata write\` ${tree}`, where, `failed ${r.failed} of ${r.failed} (heap out of memory)`, '-', '-', '-', '-']
       const s = median(r.seconds)
-      return [`\`strata write\` ${tree}`, store === 's3' ? 'embedded S3' : 'local disk', s.toFixed(2), rate(rows, s), median(r.cpuSeconds).toFixed(2), median(r.peakRssMb).toFixed(0), store === 's3' ? '-' : String(median(r.files))]
+      return [`\`strata write\` ${tree}`, where, s.toFixed(2), rate(rows, s), median(r.cpuSeconds).toFixed(2), median(r.peakRssMb).toFixed(0), store === 's3' ? '-' : String(median(r.files))]
     })
-    console.log(`\n${machineMarkdown(machine)}\n\n${rows.toLocaleString('en-US')} rows, median of ${runs} runs\n`)
+    console.log(`\n${machineMarkdown(machine)}\n\n${rows.toLocaleString('en-US')} rows, median of ${runs} runs${heapMb ? `, children run with --max-old-space-size=${heapMb}` : ''}${buffer ? `, write-buffer-size ${buffer}` : ''}\n`)
     console.log(markdownTable(['write', 'store', 'seconds', 'rows/s', 'CPU s', 'peak RSS (MB)', 'data files'], table))
     if (profile) console.log(profile)
     console.log(`\nfigures: ${writeResults('write', { machine, rows, runs, results })}`)
