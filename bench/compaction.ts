@@ -1,6 +1,8 @@
 // Compaction throughput of one bucket, side by side in one run (medians of --runs):
 // - full compaction of 1,000,000 rows in 5 sorted runs (5 level-0 files of 200k rows, each
-//   upserting a random 200k of 600k keys, 5% deletes), deletion vectors off and on;
+//   upserting a random 200k of 600k keys, 5% deletes), deletion vectors off and on, each by
+//   the default merge (columnar where supported, lib/lsm/columnar-merge.ts) and by the row
+//   merge (`mergePath: 'row'`, the reference model), and the lift below both ways too;
 // - the deletion-vector common case: a compacted top level of 600k rows plus 4 new level-0
 //   runs of 100k rows, lifted by the force-up-level-0 pick with lookups into the top level;
 // - DuckDB doing the same merge (latest _SEQUENCE_NUMBER per key, deletes dropped, sorted,
@@ -20,6 +22,7 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'n
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { compactBucket } from '../lib/lsm/compact-task.ts'
+import type { MergePathRequest } from '../lib/lsm/columnar-merge.ts'
 import { LocalFileStore } from '../lib/store/local-store.ts'
 import { openStore } from '../lib/store/open-store.ts'
 import { S3Store } from '../lib/store/s3-store.ts'
@@ -47,6 +50,7 @@ interface CompactReport extends ChildReport {
   inputFiles: number
   outputFiles: number
   outputLevel: number | null
+  columnarSteps: number
 }
 
 interface DuckReport extends ChildReport {
@@ -61,11 +65,12 @@ async function childMain(argv: string[]): Promise<void> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
   const [job, ...rest] = argv
   if (job === 'compact') {
-    const [uri, mode] = rest
+    const [uri, mode, path = 'auto'] = rest
     const table = await Table.open(openStore(uri))
-    const { value: r, seconds, cpuSeconds } = await timed(() => compactBucket(table, { partition: NO_PARTITION, bucket: 0, full: mode === 'full' }))
+    const mergePath = path as MergePathRequest
+    const { value: r, seconds, cpuSeconds } = await timed(() => compactBucket(table, { partition: NO_PARTITION, bucket: 0, full: mode === 'full', mergePath }))
     if (r.snapshotId === null) throw new Error(`compaction of ${uri} (${mode}) found nothing to do`)
-    reportToParent({ seconds, cpuSeconds, rowsIn: r.rowsIn, rowsOut: r.rowsOut, rowsDeletedByVector: r.rowsDeletedByVector, inputFiles: r.inputFiles, outputFiles: r.outputFiles, outputLevel: r.outputLevel })
+    reportToParent({ seconds, cpuSeconds, rowsIn: r.rowsIn, rowsOut: r.rowsOut, rowsDeletedByVector: r.rowsDeletedByVector, inputFiles: r.inputFiles, outputFiles: r.outputFiles, outputLevel: r.outputLevel, columnarSteps: r.columnarSteps ?? 0 })
   } else if (job === 'idle') {
     // what a compaction child holds before it compacts: modules loaded, table and snapshot read
     const table = await Table.open(openStore(rest[0]))
@@ -130,6 +135,8 @@ interface CompactJob {
   fixture: Fixture
   store: Store
   mode: 'full' | 'auto'
+  /** compactBucket's mergePath: 'auto' (columnar where supported) or 'row' */
+  path: MergePathRequest
 }
 
 interface Env {
@@ -176,7 +183,7 @@ async function runCompactJob(env: Env, job: CompactJob, rep: number, nodeArgs: s
     cleanup = () => clearStore(target)
   }
   try {
-    return await runChild<CompactReport>(import.meta.filename, ['compact', uri, job.mode], { env: env.childEnv, nodeArgs })
+    return await runChild<CompactReport>(import.meta.filename, ['compact', uri, job.mode, job.path], { env: env.childEnv, nodeArgs })
   } finally {
     await cleanup()
   }
@@ -268,9 +275,12 @@ async function parentMain(argv: string[]): Promise<void> {
 
     const stores: Store[] = withS3 ? ['local', 's3'] : ['local']
     const mainJobs = (suffix: string, fixtures: Fixture[], store: Store): CompactJob[] => [
-      { id: `full-off${suffix}`, label: 'full compaction, deletion vectors off', fixture: fixtures[0], store, mode: 'full' },
-      { id: `full-on${suffix}`, label: 'full compaction, deletion vectors on', fixture: fixtures[1], store, mode: 'full' },
-      { id: `lift-on${suffix}`, label: 'deletion vectors on: 4 L0 runs lifted over a compacted top level (lookups)', fixture: fixtures[2], store, mode: 'auto' },
+      { id: `full-off${suffix}`, label: 'full compaction, deletion vectors off (columnar merge)', fixture: fixtures[0], store, mode: 'full', path: 'auto' },
+      { id: `full-off-row${suffix}`, label: 'full compaction, deletion vectors off (row merge)', fixture: fixtures[0], store, mode: 'full', path: 'row' },
+      { id: `full-on${suffix}`, label: 'full compaction, deletion vectors on (columnar merge)', fixture: fixtures[1], store, mode: 'full', path: 'auto' },
+      { id: `full-on-row${suffix}`, label: 'full compaction, deletion vectors on (row merge)', fixture: fixtures[1], store, mode: 'full', path: 'row' },
+      { id: `lift-on${suffix}`, label: 'deletion vectors on: 4 L0 runs lifted over a compacted top level (lookups; columnar merge)', fixture: fixtures[2], store, mode: 'auto', path: 'auto' },
+      { id: `lift-on-row${suffix}`, label: 'deletion vectors on: 4 L0 runs lifted over a compacted top level (lookups; row merge)', fixture: fixtures[2], store, mode: 'auto', path: 'row' },
     ]
     const main = mainJobs('', [fullOff, fullOn, baseOn], 'local')
     if (withS3) {
@@ -286,7 +296,7 @@ async function parentMain(argv: string[]): Promise<void> {
       ]
       for (const store of stores) main.push(...mainJobs(SMALL_SUFFIX, f8, store))
     }
-    const scaling: CompactJob[] = [quarter, half, tenRuns].map((f) => ({ id: f.id, label: `${f.rows} rows in ${f.runs} runs`, fixture: f, store: 'local' as const, mode: 'full' as const }))
+    const scaling: CompactJob[] = [quarter, half, tenRuns].map((f) => ({ id: f.id, label: `${f.rows} rows in ${f.runs} runs`, fixture: f, store: 'local' as const, mode: 'full' as const, path: 'auto' as const }))
     const jobs = [...main, ...scaling]
     const results = new Map<string, Series<CompactReport>>(jobs.map((j) => [`${j.id}/${j.store}`, { reports: [] }]))
     const duck = new Map<number, Series<DuckReport>>([[machine.nproc, { reports: [] }], [1, { reports: [] }]])
@@ -301,7 +311,9 @@ async function parentMain(argv: string[]): Promise<void> {
       for (const job of jobs) {
         const r = await runCompactJob(env, job, rep)
         results.get(`${job.id}/${job.store}`)!.reports.push(r)
-        process.stderr.write(`run ${rep + 1}/${runs} ${job.id} ${job.store}: ${r.rowsIn} → ${r.rowsOut} rows, ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s, load ${r.loadAvg.toFixed(1)}), ${r.peakRssMb.toFixed(0)} MB\n`)
+        if (job.path === 'row' && r.columnarSteps !== 0) throw new Error(`${job.id}: the row merge was requested, ${r.columnarSteps} steps went columnar`)
+        if (job.path === 'auto' && r.columnarSteps === 0) throw new Error(`${job.id}: expected the columnar merge, the row merge ran`)
+        process.stderr.write(`run ${rep + 1}/${runs} ${job.id} ${job.store}: ${r.rowsIn} → ${r.rowsOut} rows (${r.columnarSteps} columnar steps), ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s, load ${r.loadAvg.toFixed(1)}), ${r.peakRssMb.toFixed(0)} MB\n`)
       }
       for (const [threads, series] of duck) {
         const out = join(work, 'runs', `duckdb-${threads}-${rep}.parquet`)
@@ -328,7 +340,7 @@ async function parentMain(argv: string[]): Promise<void> {
     if (args.has('--heap-probe')) {
       heapProbe = []
       for (const f of [quarter, half, fullOff, tenRuns]) {
-        const job: CompactJob = { id: f.id, label: f.id, fixture: f, store: 'local', mode: 'full' }
+        const job: CompactJob = { id: f.id, label: f.id, fixture: f, store: 'local', mode: 'full', path: 'auto' }
         heapProbe.push(await probeHeap(env, job))
         const p = heapProbe[heapProbe.length - 1]
         process.stderr.write(`heap probe ${f.id}: fails at ${p.failedAtMb ?? '-'} MB, completes at ${p.minOldSpaceMb} MB (${p.report.seconds.toFixed(2)} s, ${p.report.peakRssMb.toFixed(0)} MB RSS)\n`)
@@ -365,19 +377,26 @@ async function parentMain(argv: string[]): Promise<void> {
     )
     lines.push(`\nIdle child (modules loaded, table opened, nothing compacted): ${stores.map((s) => `${idleMb[s].toFixed(0)} MB (${s})`).join(', ')}.`)
 
-    const strataSecs = med(results.get('full-off/local')!, (x) => x.seconds)
-    const strataCpu = med(results.get('full-off/local')!, (x) => x.cpuSeconds)
+    // every engine against DuckDB single-threaded and against Strata's row merge
+    const duck1 = duck.get(1)!
+    const duckSecs = med(duck1, (x) => x.seconds)
+    const duckCpu = med(duck1, (x) => x.cpuSeconds)
+    const rowSeries = results.get('full-off-row/local')!
+    const rowSecs = med(rowSeries, (x) => x.seconds)
+    const rowCpu = med(rowSeries, (x) => x.cpuSeconds)
+    const vsLine = (engine: string, threads: number, s: Series<ChildReport & { rowsOut: number }>) => {
+      const secs = med(s, (x) => x.seconds)
+      const cpu = med(s, (x) => x.cpuSeconds)
+      return [engine, threads, secs.toFixed(2), cpu.toFixed(2), count(s.reports[0].rowsOut), med(s, (x) => x.peakRssMb).toFixed(0), (secs / duckSecs).toFixed(2), (cpu / duckCpu).toFixed(2), (secs / rowSecs).toFixed(2), (cpu / rowCpu).toFixed(2)]
+    }
     lines.push(`\n### Strata vs DuckDB on the same ${inputFiles.length} Parquet files (${(inputBytes / 2 ** 20).toFixed(1)} MiB, ${count(rows)} rows), local disk, median of ${runs} runs\n`)
     lines.push(
       markdownTable(
-        ['engine', 'threads', 'wall s', 'CPU s', 'rows out', 'peak RSS (MB)', 'Strata wall ÷ this', 'Strata CPU ÷ this'],
+        ['engine', 'threads', 'wall s', 'CPU s', 'rows out', 'peak RSS (MB)', 'wall ÷ DuckDB 1 thread', 'CPU ÷ DuckDB 1 thread', 'wall ÷ Strata row merge', 'CPU ÷ Strata row merge'],
         [
-          ['Strata `compactBucket` full, deletion vectors off', 1, strataSecs.toFixed(2), strataCpu.toFixed(2), count(strataOut), med(results.get('full-off/local')!, (x) => x.peakRssMb).toFixed(0), '1.0', '1.0'],
-          ...[...duck].map(([threads, s]) => {
-            const secs = med(s, (x) => x.seconds)
-            const cpu = med(s, (x) => x.cpuSeconds)
-            return [`DuckDB ${machine.packages['@duckdb/node-api']} window + COPY`, threads, secs.toFixed(2), cpu.toFixed(2), count(s.reports[0].rowsOut), med(s, (x) => x.peakRssMb).toFixed(0), (strataSecs / secs).toFixed(1), (strataCpu / cpu).toFixed(1)]
-          }),
+          vsLine('Strata `compactBucket` full, deletion vectors off, row merge', 1, rowSeries),
+          vsLine('Strata `compactBucket` full, deletion vectors off, columnar merge', 1, results.get('full-off/local')!),
+          ...[...duck].map(([threads, s]) => vsLine(`DuckDB ${machine.packages['@duckdb/node-api']} window + COPY`, threads, s)),
         ],
       ),
     )

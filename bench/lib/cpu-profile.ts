@@ -28,7 +28,7 @@ export interface ProfileSummary {
   byFile: ProfileEntry[]
 }
 
-const WRITER_FUNCTIONS = new Set(['write', 'finish', '#flushRowGroup', '#storedKey', 'collect', 'codePointPrefix', 'truncatedMax', 'statsResult'])
+const WRITER_FUNCTIONS = new Set(['write', 'finish', '#flushRowGroup', '#storedKey', 'collect', 'codePointPrefix', 'truncatedMax', 'statsResult', 'writeColumns', '#collectColumns', 'collectRange', 'minMaxRows', 'valueOf', '#segmentsToBuffers'])
 const READER_FUNCTIONS = new Set(['#records', '#readRows', 'batches', 'open', 'readDataFile'])
 
 /** What a frame's self time is spent on, in the terms a reading of a compaction needs. */
@@ -44,7 +44,9 @@ export function categoryOf(file: string, functionName: string): string {
     return 'Strata data-file, other closures'
   }
   if (file === 'lib/format/parquet-types.ts') return 'Strata value encode/decode (parquet-types.ts)'
-  if (/^lib\/(lsm\/merge-reader|lsm\/merge-function|format\/compare)\.ts$/.test(file)) return 'merge (k-way merge, key compare, merge function)'
+  if (/^lib\/(lsm\/merge-reader|lsm\/merge-function|format\/compare|lsm\/columnar-merge)\.ts$/.test(file)) return 'merge (k-way merge, key compare, merge function)'
+  if (file === 'lib/format/columnar-types.ts') return 'columnar gather, concat, row selection (columnar-types.ts)'
+  if (file === 'lib/format/columnar-reader.ts') return 'Strata columnar reader (column conversion)'
   if (/^lib\/lsm\/(compact-task|bucket-state)\.ts$/.test(file)) return 'compaction loop, lookups, vector positions'
   if (/^lib\/format\/(roaring|deletion-vector)\.ts$/.test(file)) return 'deletion vectors'
   if (/^lib\/store\/|^node:(internal\/)?fs|^@aws-sdk\/|^@smithy\/|^node:internal\/(stream|http|net)/.test(file)) return 'store I/O'

@@ -10,7 +10,8 @@ import type { AsyncBuffer, ColumnData, CompressionCodec, Compressors, FileMetaDa
 import { compressors as bundledDecompressors } from 'hyparquet-compressors'
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer'
 import { isRetract, StrataInputError, type DataField, type DataType, type KeyValue, type RowKind, type Value } from '../types.ts'
-import { rowComparator, valueComparator } from './compare.ts'
+import { compareDoubles, rowComparator, valueComparator } from './compare.ts'
+import { type Column, type ColumnBatch, type TypedColumn, concatColumns, isTypedColumn, physicalToValue } from './columnar-types.ts'
 import {
   parquetSchemaElement,
   physicalEncoder,
@@ -279,6 +280,13 @@ export class DataFileWriter {
   readonly #valueStats: ColumnStatsCollector[]
   readonly #keyOrder: ((a: Value[], b: Value[]) => number) | null
   #buffers: unknown[][]
+  /** rows buffered by `writeColumns`, as ranges of the caller's columns (then `#buffers` is empty) */
+  #segments: { cols: Column[]; from: number; to: number }[] = []
+  /** `writeColumns`: physical value → Value per column (null: the same) */
+  readonly #toValue: (((p: unknown) => Value) | null)[]
+  /** `writeColumns`: the row-group size estimate of a row's fixed-width columns, and the variable-width ones */
+  readonly #fixedRowBytes: number
+  readonly #variableColumns: number[]
   #buffered = 0
   #bufferedBytes = 0
   #rowCount = 0
@@ -309,6 +317,10 @@ export class DataFileWriter {
     this.#stored = this.#columns.map((c) => storedValue(c.type))
     this.#scratch = new Array(this.#columns.length)
     this.#buffers = this.#columns.map(() => [])
+    this.#toValue = this.#columns.map((c) => physicalToValue(c.type))
+    const variable = (t: DataType) => t.root === 'CHAR' || t.root === 'VARCHAR' || t.root === 'BINARY' || t.root === 'VARBINARY'
+    this.#variableColumns = this.#columns.flatMap((c, i) => (variable(c.type) ? [i] : []))
+    this.#fixedRowBytes = this.#columns.reduce((n, c, i) => (variable(c.type) ? n : n + this.#sizers[i](null)), 0)
     this.#keyStats = layout.keyFields.map((f) => new ColumnStatsCollector(f.type, KEY_STATS_TRUNCATE))
     this.#valueStats = layout.valueFields.map((f) => new ColumnStatsCollector(f.type, VALUE_STATS_TRUNCATE))
     this.#keyOrder = assertSorted ? rowComparator(layout.keyFields.map((f) => f.type)) : null
@@ -331,6 +343,7 @@ export class DataFileWriter {
 
   write(kv: KeyValue): void {
     if (this.#finished) throw new Error('DataFileWriter.write after finish')
+    if (this.#segments.length) this.#segmentsToBuffers()
     const { keyFields, valueFields } = this.#layout
     const nk = keyFields.length
     const nv = valueFields.length
@@ -389,6 +402,123 @@ export class DataFileWriter {
     if (this.#buffered >= this.#rowGroupRows || this.#bufferedBytes >= this.#rowGroupBytes) this.#flushRowGroup()
   }
 
+  /**
+   * Writes rows [from, to) of a column batch (lib/format/columnar-types.ts: the file's
+   * columns in order, physical values) as `write` would write them one at a time: the same
+   * row groups, statistics and encoded bytes. Stops after the first row at which
+   * `estimatedSize` reaches `stopAtSize` (where a caller that rolls files at a target size
+   * checks after every `write`) and returns the index after the last row written. The values
+   * are not checked one by one as `write` checks them: the caller hands values
+   * `physicalEncoder` accepts, sorted by key (lib/format/columnar-reader.ts reads them so).
+   */
+  writeColumns(batch: ColumnBatch, from = 0, to = batch.rows, stopAtSize = Infinity): number {
+    if (this.#finished) throw new Error('DataFileWriter.writeColumns after finish')
+    const cols = batch.columns
+    const nc = this.#columns.length
+    if (cols.length !== nc) {
+      throw new StrataInputError(`column batch: expected ${nc} columns (${this.#columns.map((c) => c.name).join(', ')}), got ${cols.length}`)
+    }
+    if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to) || from < 0 || to < from || to > batch.rows) {
+      throw new StrataInputError(`column batch rows [${from}, ${to}): expected 0 <= from <= to <= ${batch.rows}`)
+    }
+    for (let c = 0; c < nc; c++) {
+      if (cols[c].length < to) throw new StrataInputError(`column batch: column ${this.#columns[c].name} holds ${cols[c].length} rows, expected ${to}`)
+    }
+    // rows `write` buffered go first, as a segment of their own
+    if (this.#buffered > 0 && this.#segments.length === 0) {
+      this.#segments.push({ cols: this.#buffers, from: 0, to: this.#buffered })
+      this.#buffers = this.#columns.map(() => [])
+    }
+    const variable = this.#variableColumns
+    const sizers = this.#sizers
+    let r = from
+    while (r < to) {
+      const start = r
+      let bytes = this.#bufferedBytes
+      let group = this.#buffered
+      let full = false
+      let stop = false
+      // the same bounds `write` checks after each row
+      while (r < to) {
+        let b = this.#fixedRowBytes
+        for (let v = 0; v < variable.length; v++) b += sizers[variable[v]](cols[variable[v]][r])
+        bytes += b
+        group++
+        r++
+        if (group >= this.#rowGroupRows || bytes >= this.#rowGroupBytes) {
+          full = true
+          break
+        }
+        if (this.#out.offset + bytes >= stopAtSize) {
+          stop = true
+          break
+        }
+      }
+      this.#collectColumns(cols, start, r)
+      this.#segments.push({ cols, from: start, to: r })
+      this.#buffered = group
+      this.#bufferedBytes = bytes
+      this.#rowCount += r - start
+      if (full) {
+        this.#flushRowGroup()
+        if (this.#out.offset >= stopAtSize) return r
+      }
+      if (stop) return r
+    }
+    return r
+  }
+
+  /** The statistics `write` collects, for rows [from, to) of columns (before #rowCount counts them). */
+  #collectColumns(cols: Column[], from: number, to: number): void {
+    const nk = this.#layout.keyFields.length
+    const nv = this.#layout.valueFields.length
+    const stored = this.#stored
+    const toValue = this.#toValue
+    const specs = this.#columns
+    for (let i = 0; i < nk; i++) collectRange(this.#keyStats[i], cols[i], from, to, specs[i].type, toValue[i], stored[i])
+    for (let j = 0; j < nv; j++) {
+      const c = nk + 2 + j
+      collectRange(this.#valueStats[j], cols[c], from, to, specs[c].type, toValue[c], stored[c])
+    }
+    const keyAt = (r: number): Value[] => {
+      const key = new Array<Value>(nk)
+      for (let i = 0; i < nk; i++) key[i] = valueOf(cols[i][r], toValue[i], stored[i])
+      return key
+    }
+    const seqs = cols[nk]
+    const [lo, hi] = minMaxRows(seqs, from, to, compareBigintValues)
+    const minSeq = seqs[lo] as bigint
+    const maxSeq = seqs[hi] as bigint
+    if (this.#rowCount === 0) {
+      this.#minKey = keyAt(from)
+      this.#minSeq = minSeq
+      this.#maxSeq = maxSeq
+    } else {
+      if (minSeq < this.#minSeq) this.#minSeq = minSeq
+      if (maxSeq > this.#maxSeq) this.#maxSeq = maxSeq
+    }
+    this.#maxKey = keyAt(to - 1)
+    const kinds = cols[nk + 1]
+    let deletes = 0
+    for (let r = from; r < to; r++) {
+      const k = kinds[r]
+      if (k === 1 || k === 3) deletes++
+    }
+    this.#deleteRows += deletes
+  }
+
+  /** Rows buffered by `writeColumns` into `write`'s buffers, when `write` follows it. */
+  #segmentsToBuffers(): void {
+    const buffers = this.#buffers
+    for (const s of this.#segments) {
+      for (let c = 0; c < buffers.length; c++) {
+        const col = s.cols[c]
+        for (let r = s.from; r < s.to; r++) buffers[c].push(col[r])
+      }
+    }
+    this.#segments = []
+  }
+
   /** Encodes the buffered rows and the footer; returns the file and its statistics. */
   finish(): { bytes: Uint8Array; stats: DataFileStats } {
     if (this.#finished) throw new Error('DataFileWriter.finish called twice')
@@ -424,16 +554,111 @@ export class DataFileWriter {
 
   #flushRowGroup(): void {
     if (this.#buffered === 0) return
+    const segments = this.#segments
     const buffers = this.#buffers
     // key columns carry a ColumnIndex (page min/max) beside every column's OffsetIndex, so a
     // lookup reads only the pages that can hold its key (docs/format.md "Row groups, pages and the page index")
     const nk = this.#layout.keyFields.length
-    const columnData = this.#columns.map((c, i) => ({ name: c.name, data: buffers[i], columnIndex: i < nk }))
+    const columnData = this.#columns.map((c, i) => ({
+      name: c.name,
+      // (typed arrays are hyparquet DecodedArrays; the cast covers both kinds)
+      data: segments.length ? (concatColumns(segments.map((s) => ({ col: s.cols[i], from: s.from, to: s.to }))) as unknown[]) : buffers[i],
+      columnIndex: i < nk,
+    }))
+    this.#segments = []
     // ByteWriter has no flush(), so this encodes synchronously
     void this.#parquet.write({ columnData, rowGroupSize: this.#buffered, pageSize: this.#pageSize })
     this.#buffers = this.#columns.map(() => [])
     this.#buffered = 0
     this.#bufferedBytes = 0
+  }
+}
+
+function valueOf(p: unknown, toValue: ((p: unknown) => Value) | null, stored: ((v: Value) => Value) | null): Value {
+  const v = toValue === null ? (p as Value) : toValue(p)
+  return stored === null ? v : stored(v)
+}
+
+const compareBigintValues = (a: unknown, b: unknown): number => ((a as bigint) < (b as bigint) ? -1 : (a as bigint) > (b as bigint) ? 1 : 0)
+
+/** Rows holding the least and the greatest value of [from, to) of a column without nulls, by `order`. */
+function minMaxRows(col: Column, from: number, to: number, order: (a: unknown, b: unknown) => number): [number, number] {
+  let lo = from
+  let hi = from
+  if (col instanceof BigInt64Array) {
+    // compare int64s by their 32-bit halves: no bigint is made per row
+    const w = new Int32Array(col.buffer, col.byteOffset, col.length * 2)
+    for (let r = from + 1; r < to; r++) {
+      const h = w[2 * r + 1]
+      const l = w[2 * r] >>> 0
+      const hl = w[2 * lo + 1]
+      if (h < hl || (h === hl && l < w[2 * lo] >>> 0)) lo = r
+      const hh = w[2 * hi + 1]
+      if (h > hh || (h === hh && l > w[2 * hi] >>> 0)) hi = r
+    }
+    return [lo, hi]
+  }
+  if (col instanceof Float32Array || col instanceof Float64Array) {
+    for (let r = from + 1; r < to; r++) {
+      if (compareDoubles(col[r], col[lo]) < 0) lo = r
+      if (compareDoubles(col[r], col[hi]) > 0) hi = r
+    }
+    return [lo, hi]
+  }
+  if (isTypedColumn(col) && !(col instanceof BigUint64Array)) {
+    const c = col as Exclude<TypedColumn, BigInt64Array | BigUint64Array>
+    for (let r = from + 1; r < to; r++) {
+      if (c[r] < c[lo]) lo = r
+      if (c[r] > c[hi]) hi = r
+    }
+    return [lo, hi]
+  }
+  for (let r = from + 1; r < to; r++) {
+    if (order(col[r], col[lo]) < 0) lo = r
+    if (order(col[r], col[hi]) > 0) hi = r
+  }
+  return [lo, hi]
+}
+
+/**
+ * What `collector.collect` of every value of rows [from, to) leaves. The collector truncates
+ * only strings, which go value by value; of any other type it keeps the least and the
+ * greatest value by the type's order (a total order, which the physical values share:
+ * TIMESTAMP(0..3) millis scale to micros) and counts nulls, so only those two values are
+ * collected. A typed column holds no nulls.
+ */
+function collectRange(collector: ColumnStatsCollector, col: Column, from: number, to: number, type: DataType, toValue: ((p: unknown) => Value) | null, stored: ((v: Value) => Value) | null): void {
+  if (type.root === 'CHAR' || type.root === 'VARCHAR') {
+    for (let r = from; r < to; r++) collector.collect(valueOf(col[r], toValue, stored))
+    return
+  }
+  if (isTypedColumn(col) && !(col instanceof BigUint64Array)) {
+    const [lo, hi] = minMaxRows(col, from, to, compareBigintValues)
+    collector.collect(valueOf(col[lo], toValue, stored))
+    collector.collect(valueOf(col[hi], toValue, stored))
+    return
+  }
+  const order = valueComparator(type)
+  let lo = -1
+  let hi = -1
+  let nulls = 0
+  for (let r = from; r < to; r++) {
+    const v = col[r] as Value
+    if (v === null || v === undefined) {
+      nulls++
+      continue
+    }
+    if (lo < 0) {
+      lo = hi = r
+      continue
+    }
+    if (order(v, col[lo] as Value) < 0) lo = r
+    if (order(v, col[hi] as Value) > 0) hi = r
+  }
+  collector.nullCount += nulls
+  if (lo >= 0) {
+    collector.collect(valueOf(col[lo], toValue, stored))
+    collector.collect(valueOf(col[hi], toValue, stored))
   }
 }
 

@@ -10,9 +10,9 @@
 // Readers then skip level 0 and read every other file on its own, vector applied.
 
 import { rowComparator } from '../format/compare.ts'
-import { DataFileReader, DataFileWriter } from '../format/data-file.ts'
+import { DataFileReader, DataFileWriter, KEY_FIELD_PREFIX } from '../format/data-file.ts'
 import { type DeletionVector, DELETION_VECTORS_INDEX, deletionVectorOf, writeDeletionVectorFiles } from '../format/deletion-vector.ts'
-import { type IndexManifestEntry, type KeyValue, type ManifestEntry, type Snapshot, CommitConflictError, FileKind, isRetract } from '../types.ts'
+import { type IndexManifestEntry, type KeyValue, type ManifestEntry, type Snapshot, type Value, CommitConflictError, FileKind, isRetract } from '../types.ts'
 import { bucketsScope } from '../manifest/bucket-scope.ts'
 import { bucketIdentifier, fileIdentifier } from '../manifest/manifests.ts'
 import { byteSourceOf } from '../read/table-read.ts'
@@ -25,6 +25,10 @@ import { commitUserFor } from '../write/table-write.ts'
 import { bucketDirOf, dataFileKey, dvIndexByBucket, indexFileKey, livePositioned, loadDeletionVectors, withoutDeleted } from '../manifest/bucket-state.ts'
 import { type CompactOptions, type CompactStep, type CompactUnit, type LsmFile, Levels, compactionFileSize, limitInput, needsBackPressure, pickCompaction, pickFullCompaction, planCompaction, shouldDropDelete } from './universal-compaction.ts'
 import { mergeSortedRuns } from './merge-reader.ts'
+import { type LookupFile, type MergePathRequest, chooseMergePath, mergeColumnarRuns } from './columnar-merge.ts'
+import { physicalEncoder } from '../format/parquet-types.ts'
+import { ColumnarFileReader } from '../format/columnar-reader.ts'
+import type { ColumnBatch } from '../format/columnar-types.ts'
 import { compactsWithLookup, createLookupMergeFunction, createMergeFunction, engineTraits, sequenceComparator } from './merge-function.ts'
 import { BATCH_COMMIT_IDENTIFIER, type Committer, type ExpectedIndex } from '../commit/committer.ts'
 import { commitKeyOf } from '../commit/landed.ts'
@@ -49,6 +53,12 @@ export interface CompactBucketRequest {
   committer?: Committer
   /** test hook: runs after the output is written, before the commit */
   beforeCommit?: () => Promise<void> | void
+  /**
+   * Which merge rewrites the files (`chooseMergePath` in columnar-merge.ts): `auto` (the
+   * default) merges columnar where it supports the table and the step, else by rows; `row`
+   * always by rows (the reference model); `columnar` throws where it is unsupported.
+   */
+  mergePath?: MergePathRequest
 }
 
 export interface CompactBucketResult {
@@ -69,6 +79,8 @@ export interface CompactBucketResult {
   /** sorted runs past `num-sorted-run.stop-trigger` before this job */
   backPressure: boolean
   retries: number
+  /** rewrite steps merged by the columnar path (the others by rows) */
+  columnarSteps?: number
 }
 
 export function lsmFileOf(table: Table, e: ManifestEntry): LsmFile {
@@ -153,6 +165,80 @@ async function* readRun(
     const reader = await opens[i]!
     opens[i] = null
     yield* withoutDeleted(reader.batches({ valueColumns }), (await dvs).get(files[i].name))
+  }
+}
+
+/**
+ * `readRun` for the columnar merge: one sorted run's live rows as column batches, one per
+ * row group, files opened up to `ahead` before the one being read.
+ */
+async function* readRunColumnar(
+  table: Table,
+  io: ObjectStore,
+  dir: string,
+  files: LsmFile[],
+  dvs: Promise<Map<string, DeletionVector>>,
+  ahead: number,
+): AsyncGenerator<ColumnBatch> {
+  const open = async (f: LsmFile): Promise<ColumnarFileReader> => {
+    await table.checkFileSchema(f.name, entryOf(f).file.schemaId)
+    return ColumnarFileReader.open(byteSourceOf(io, dataFileKey(table, dir, entryOf(f).file), Number(entryOf(f).file.fileSize)), {
+      keyFields: table.view.keyFields,
+      valueFields: table.view.fields,
+    })
+  }
+  const opens: (Promise<ColumnarFileReader> | null)[] = []
+  for (let i = 0; i < files.length; i++) {
+    while (opens.length < files.length && opens.length < i + Math.max(1, ahead)) opens.push(startedAhead(open(files[opens.length])))
+    const reader = await opens[i]!
+    opens[i] = null
+    const dv = (await dvs).get(files[i].name)
+    yield* reader.rowGroups({ deleted: dv && dv.cardinality > 0 ? dv.sortedPositions() : undefined })
+  }
+}
+
+/**
+ * One older level for the columnar merge's lookups (`ColumnarLevelLookup`): its files with
+ * their key ranges as physical values, and where probes start; the first file a probe can
+ * hit starts opening at once, as `LevelLookup` does.
+ */
+function columnarLookupLevel(
+  table: Table,
+  io: ObjectStore,
+  dir: string,
+  files: LsmFile[],
+  dvs: Promise<Map<string, DeletionVector>>,
+  valueColumns: string[] | undefined,
+  fromKey: unknown[],
+): { files: LookupFile[]; startAt: number } {
+  const view = table.view
+  const cmp = rowComparator(view.keyTypes) as (a: unknown[], b: unknown[]) => number
+  const encoders = view.keyFields.map((f) => physicalEncoder(KEY_FIELD_PREFIX + f.name, f.type))
+  const physical = (key: unknown[]) => key.map((v, i) => encoders[i](v as Value))
+  const valueFields = valueColumns?.map((name) => view.fields.findIndex((f) => f.name === name))
+  const open = (f: LsmFile): Promise<ColumnarFileReader> =>
+    table.checkFileSchema(f.name, entryOf(f).file.schemaId).then(() =>
+      ColumnarFileReader.open(byteSourceOf(io, dataFileKey(table, dir, entryOf(f).file), Number(entryOf(f).file.fileSize)), {
+        keyFields: view.keyFields,
+        valueFields: view.fields,
+      }),
+    )
+  let startAt = 0
+  while (startAt < files.length && cmp(fromKey, files[startAt].maxKey) > 0) startAt++
+  const opening = startAt < files.length ? startedAhead(open(files[startAt])) : null
+  return {
+    startAt,
+    files: files.map((f, i) => ({
+      name: f.name,
+      minKey: physical(f.minKey),
+      maxKey: physical(f.maxKey),
+      rows: () =>
+        (async function* () {
+          const reader = await (i === startAt && opening ? opening : open(f))
+          const dv = (await dvs).get(f.name)
+          yield* reader.rowGroups({ deleted: dv && dv.cardinality > 0 ? dv.sortedPositions() : undefined, valueFields })
+        })(),
+    })),
   }
 }
 
@@ -292,7 +378,7 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
   const deletes: ManifestEntry[] = []
   /** new deletion-vector marks, by data file */
   const marks = new Map<string, number[]>()
-  let rowsIn = 0, rowsOut = 0, upgraded = 0, marked = 0
+  let rowsIn = 0, rowsOut = 0, upgraded = 0, marked = 0, columnarSteps = 0
   const commitUser = req.commitUser ?? commitUserFor(table)
   let commitStarted = false
   // an engine whose newer record replaces the older whole needs the superseded row's
@@ -320,12 +406,13 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
       // sits above the output level)
       const stepFiles = step.runs.flat()
       const fromKey = stepFiles.reduce((min, f) => (keyCmp(f.minKey, min) < 0 ? f.minKey : min), stepFiles[0].minKey)
-      const lookups = lookup
+      const lookupRuns = lookup
         ? levels
             .levelSortedRuns()
             .filter((r) => r.level > step.outputLevel && !r.run.files.some((f) => inputNames.has(f.name)))
-            .map((r) => new LevelLookup(table, io, dir, r.run.files, dvsPromise, lookupColumns, fromKey))
         : []
+      const choice = chooseMergePath(table.mergeConfig, { lookupLevels: lookupRuns.length }, req.mergePath)
+      const lookups = choice.path === 'row' ? lookupRuns.map((r) => new LevelLookup(table, io, dir, r.run.files, dvsPromise, lookupColumns, fromKey)) : []
       let writer: DataFileWriter | null = null
       const flush = async () => {
         if (!writer || writer.rowCount === 0) return
@@ -343,6 +430,39 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
         })
         rowsOut += stats.rowCount
         writer = null
+      }
+      const newWriter = () => new DataFileWriter({ keyFields: view.keyFields, valueFields: view.fields }, { compression: opts.fileCompression })
+      if (choice.path === 'columnar') {
+        // the same merge as below, without a record object per row: column batches in, a
+        // permutation merged, columns gathered and written (lib/lsm/columnar-merge.ts)
+        columnarSteps++
+        const runs = [...step.runs].reverse().map((run) => readRunColumnar(table, io, dir, run, dvsPromise, opts.ioMaxConcurrentRequests))
+        const engine = choice.engine
+        const columnarLookups = lookupRuns.map((r) => columnarLookupLevel(table, io, dir, r.run.files, dvsPromise, lookupColumns, fromKey))
+        const onSuperseded = (file: string, position: number) => {
+          let m = marks.get(file)
+          if (!m) marks.set(file, (m = []))
+          m.push(position)
+          marked++
+        }
+        const mergeOpts = {
+          keyTypes: view.keyTypes,
+          cfg: table.mergeConfig,
+          engine,
+          dropDelete: step.dropDelete,
+          lookupLevels: columnarLookups.map((l) => l.files),
+          lookupStart: columnarLookups.map((l) => l.startAt),
+          onSuperseded,
+        }
+        await mergeColumnarRuns(runs, mergeOpts, async (batch) => {
+          for (let from = 0; from < batch.rows; ) {
+            const w = (writer ??= newWriter())
+            from = w.writeColumns(batch, from, batch.rows, opts.targetFileSize)
+            if (w.estimatedSize >= opts.targetFileSize) await flush()
+          }
+        })
+        await flush()
+        continue
       }
       // records taken up from level 0 of a lookup table meet Paimon's lookup merge, as in
       // Paimon's writer at their commit (createLookupMergeFunction)
@@ -373,7 +493,7 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
             }
           }
           if (step.dropDelete && isRetract(kv.kind)) continue
-          writer ??= new DataFileWriter({ keyFields: view.keyFields, valueFields: view.fields }, { compression: opts.fileCompression })
+          writer ??= newWriter()
           writer.write(kv)
           if (writer.estimatedSize >= opts.targetFileSize) await flush()
         }
@@ -448,7 +568,7 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
     })
     return {
       snapshotId: result.snapshotId, baseSnapshotId, inputFiles: unit.files.length, outputFiles: adds.length - upgraded, upgradedFiles: upgraded,
-      rowsIn, rowsOut, rowsDeletedByVector: marked, outputLevel: unit.outputLevel, needsMore, backPressure, retries: result.retries,
+      rowsIn, rowsOut, rowsDeletedByVector: marked, outputLevel: unit.outputLevel, needsMore, backPressure, retries: result.retries, columnarSteps,
     }
   } catch (e) {
     // A commit that threw may still have landed: its snapshot write was applied and only
@@ -467,7 +587,7 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
     if (typeof landed === 'number') {
       return {
         snapshotId: landed, baseSnapshotId, inputFiles: unit.files.length, outputFiles: adds.length - upgraded, upgradedFiles: upgraded,
-        rowsIn, rowsOut, rowsDeletedByVector: marked, outputLevel: unit.outputLevel, needsMore, backPressure, retries: 0,
+        rowsIn, rowsOut, rowsDeletedByVector: marked, outputLevel: unit.outputLevel, needsMore, backPressure, retries: 0, columnarSteps,
       }
     }
     throw e

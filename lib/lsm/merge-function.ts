@@ -356,7 +356,7 @@ export function parseMergeEngineConfig(fields: DataField[], primaryKeys: string[
  * Order of one sequence.field value, as Paimon's generated RecordComparator: nulls before any
  * value whatever the sort order, numbers by `<`/`>` (so NaN ties), strings by UTF-8 bytes.
  */
-function sequenceValueComparator(type: DataType): (a: Value, b: Value) => number {
+export function sequenceValueComparator(type: DataType): (a: Value, b: Value) => number {
   switch (type.root) {
     case 'BOOLEAN':
       return (a, b) => (a === b ? 0 : a ? 1 : -1)

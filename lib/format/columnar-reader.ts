@@ -1,0 +1,315 @@
+// Reads a data file a row group at a time as column batches (lib/format/columnar-types.ts)
+// rather than `KeyValue` records: the input side of the columnar compaction path.
+//
+// The batches hold the physical values `DataFileWriter.write` would buffer for the rows
+// `DataFileReader` returns, so writing them back (`DataFileWriter.writeColumns`) gives the
+// file the row path gives. A column stored exactly as Strata's writer stores it (same
+// physical type, repetition and annotations) passes through as decoded, typed where
+// hyparquet decodes it typed; any other column (a file from another writer) goes value by
+// value through the row path's own conversions, `valueDecoder` then `physicalEncoder`, with
+// their checks. `_SEQUENCE_NUMBER` always comes back as a `BigInt64Array` and `_VALUE_KIND`
+// as an `Int32Array` holding only row kinds 0..3.
+
+import { parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet'
+import type { AsyncBuffer, ColumnData, Compressors, DecodedArray, FileMetaData, SchemaElement } from 'hyparquet'
+import { compressors as bundledDecompressors } from 'hyparquet-compressors'
+import zlib from 'node:zlib'
+import { StrataInputError, type DataType, type Value } from '../types.ts'
+import { type ByteSource, type DataFileLayout, KEY_FIELD_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, dataFileSchema } from './data-file.ts'
+import { type Column, type ColumnBatch, concatColumns, pickRows } from './columnar-types.ts'
+import { physicalEncoder, rawReadElement, valueDecoder } from './parquet-types.ts'
+
+const DEFAULT_TAIL_BYTES = 512 * 1024
+// INT96 arrives as epoch nanoseconds through this parser (valueDecoder divides)
+const RAW_PARSERS = { timestampFromNanoseconds: (nanos: bigint) => nanos }
+
+type ZstdSync = (input: Uint8Array) => Uint8Array
+const zstdDecompress = (zlib as unknown as { zstdDecompressSync?: ZstdSync }).zstdDecompressSync
+const DECOMPRESSORS: Compressors = {
+  ...bundledDecompressors,
+  GZIP: (input) => zlib.gunzipSync(input),
+  ...(typeof zstdDecompress === 'function' ? { ZSTD: (input: Uint8Array) => zstdDecompress(input) } : {}),
+}
+
+/** What a column's decoded chunks become: the batch column. */
+type ToPhysical = (chunks: DecodedArray[], n: number) => Column
+
+interface ReadSpec {
+  name: string
+  type: DataType
+  toPhysical: ToPhysical
+  /** stored otherwise than Strata stores it: read value by value through the row path's conversions */
+  converted: boolean
+}
+
+function arrayBufferOf(bytes: Uint8Array): ArrayBuffer {
+  if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer) return bytes.buffer
+  return bytes.slice().buffer
+}
+
+function cachedTail(src: ByteSource, tail: Uint8Array, tailStart: number): AsyncBuffer {
+  return {
+    byteLength: src.size,
+    async slice(start: number, end: number = src.size): Promise<ArrayBuffer> {
+      if (start >= tailStart && end <= src.size) return arrayBufferOf(tail.slice(start - tailStart, end - tailStart))
+      const bytes = await src.read(start, end)
+      if (bytes.length !== end - start) throw new Error(`data file read [${start}, ${end}) returned ${bytes.length} bytes; is the file ${src.size} bytes long?`)
+      return arrayBufferOf(bytes)
+    },
+  }
+}
+
+function concatChunks(chunks: DecodedArray[]): Column {
+  if (chunks.length === 0) return []
+  return concatColumns(chunks.map((c) => ({ col: c as Column, from: 0, to: c.length })))
+}
+
+/** The same storage as Strata's writer declares: physical type, repetition and annotations. */
+function sameStorage(found: SchemaElement, ours: SchemaElement): boolean {
+  return (
+    found.type === ours.type &&
+    (found.repetition_type ?? 'REQUIRED') === ours.repetition_type &&
+    found.type_length === ours.type_length &&
+    found.converted_type === ours.converted_type &&
+    (found.converted_type !== 'DECIMAL' || (found.precision === ours.precision && (found.scale ?? 0) === (ours.scale ?? 0))) &&
+    sameLogicalType(found.logical_type, ours.logical_type)
+  )
+}
+
+function sameLogicalType(a: SchemaElement['logical_type'], b: SchemaElement['logical_type']): boolean {
+  if (a === undefined || b === undefined) return a === b
+  const x = a as unknown as Record<string, unknown>
+  const y = b as unknown as Record<string, unknown>
+  const keys = new Set([...Object.keys(x), ...Object.keys(y)])
+  for (const k of keys) if (x[k] !== y[k]) return false
+  return true
+}
+
+/**
+ * Decoded raw values → batch column. As stored by Strata, hyparquet's raw value is already
+ * the physical value except for DECIMAL (an INT32 number or big-endian bytes, where the
+ * writer takes the unscaled bigint) and a STRING hyparquet left as bytes.
+ */
+function toPhysicalOf(name: string, type: DataType, found: SchemaElement, ours: SchemaElement): ToPhysical {
+  const decode = valueDecoder(name, type, found)
+  if (sameStorage(found, ours)) {
+    const mapped = type.root === 'DECIMAL' && found.type !== 'INT64'
+    const strings = type.root === 'CHAR' || type.root === 'VARCHAR'
+    if (!mapped && !strings) return (chunks) => concatChunks(chunks)
+    return (chunks, n) => {
+      // strings hyparquet decoded already (the usual case) pass through
+      if (strings && chunks.length === 1 && Array.isArray(chunks[0]) && chunks[0].every((v) => v === null || typeof v === 'string')) return chunks[0]
+      const out = new Array<unknown>(n)
+      let at = 0
+      for (const c of chunks) {
+        for (let i = 0; i < c.length; i++) {
+          const raw = c[i]
+          out[at++] = raw === null || raw === undefined ? null : strings && typeof raw === 'string' ? raw : decode(raw)
+        }
+      }
+      return out
+    }
+  }
+  // another writer's storage: the row path's conversions, value by value
+  const encode = physicalEncoder(name, type)
+  return (chunks, n) => {
+    const out = new Array<unknown>(n)
+    let at = 0
+    for (const c of chunks) {
+      for (let i = 0; i < c.length; i++) {
+        const raw = c[i]
+        out[at++] = encode(raw === null || raw === undefined ? null : decode(raw))
+      }
+    }
+    return out
+  }
+}
+
+/** A row group's live rows, with the file position of each. */
+export interface PositionedBatch extends ColumnBatch {
+  /** file position of the row group's first row (of row 0 when `positions` is null) */
+  firstPosition: number
+  /** file position of every row, when rows were left out (else null) */
+  positions: Int32Array | null
+}
+
+export interface RowGroupOptions {
+  /** ascending row positions (a deletion vector's) left out of the batches */
+  deleted?: ArrayLike<number>
+  /**
+   * value fields (indexes into the layout's fields) to read; the others come back as empty
+   * columns. Default all. Key columns, `_SEQUENCE_NUMBER` and `_VALUE_KIND` are always read.
+   */
+  valueFields?: number[]
+}
+
+export interface ColumnarReaderOptions {
+  /** bytes fetched from the end of the file on open, as `DataFileReader`'s option */
+  tailBytes?: number
+}
+
+/** One data file read as column batches, one per row group. */
+export class ColumnarFileReader {
+  readonly #file: AsyncBuffer
+  readonly #metadata: FileMetaData
+  readonly #specs: ReadSpec[]
+  readonly #nk: number
+
+  private constructor(file: AsyncBuffer, metadata: FileMetaData, specs: ReadSpec[], nk: number) {
+    this.#file = file
+    this.#metadata = metadata
+    this.#specs = specs
+    this.#nk = nk
+  }
+
+  /** Reads the footer and checks that every column of the layout is there (by name) and readable as its type. */
+  static async open(src: ByteSource, layout: DataFileLayout, opts: ColumnarReaderOptions = {}): Promise<ColumnarFileReader> {
+    const { tailBytes = DEFAULT_TAIL_BYTES } = opts
+    if (!Number.isSafeInteger(src.size) || src.size < 0) throw new StrataInputError(`ByteSource.size ${src.size} is not a byte count`)
+    if (src.size < 12) throw new Error(`data file is ${src.size} bytes, too short for Parquet (magic + footer need 12)`)
+    const tailStart = Math.max(0, src.size - tailBytes)
+    const tail = await src.read(tailStart, src.size)
+    if (tail.length !== src.size - tailStart) throw new Error(`data file read [${tailStart}, ${src.size}) returned ${tail.length} bytes`)
+    const file = cachedTail(src, tail, tailStart)
+    let metadata: FileMetaData
+    try {
+      metadata = await parquetMetadataAsync(file, { initialFetchSize: tailBytes } as Parameters<typeof parquetMetadataAsync>[1])
+    } catch (e) {
+      throw new Error(`data file (${src.size} bytes) is not a readable Parquet file: ${(e as Error).message}`)
+    }
+    const present = new Map<string, { element: SchemaElement; group: boolean }>()
+    for (const child of parquetSchema(metadata).children) present.set(child.element.name, { element: child.element, group: child.children.length > 0 })
+
+    const ours = dataFileSchema(layout).slice(1)
+    const types: DataType[] = [
+      ...layout.keyFields.map((f) => f.type),
+      { root: 'BIGINT', nullable: false },
+      { root: 'TINYINT', nullable: false },
+      ...layout.valueFields.map((f) => f.type),
+    ]
+    const specs: ReadSpec[] = []
+    const rawElements = new Map<SchemaElement, SchemaElement>()
+    for (let c = 0; c < ours.length; c++) {
+      const name = ours[c].name
+      const found = present.get(name)
+      if (found === undefined) {
+        const thin = name.startsWith(KEY_FIELD_PREFIX) ? ` (every primary-key file has ${KEY_FIELD_PREFIX}<field> columns; files written with data-file.thin-mode=true are not supported)` : ''
+        throw new Error(`data file has no column ${name}${thin}; its columns are: ${[...present.keys()].join(', ')}`)
+      }
+      if (found.group) throw new Error(`data file column ${name} is a nested group; expected a primitive ${types[c].root} column`)
+      specs.push({ name, type: types[c], toPhysical: toPhysicalOf(name, types[c], found.element, ours[c]), converted: !sameStorage(found.element, ours[c]) })
+      rawElements.set(found.element, rawReadElement(found.element, types[c]))
+    }
+    const rawSchema = metadata.schema.map((element) => rawElements.get(element) ?? element)
+    return new ColumnarFileReader(file, { ...metadata, schema: rawSchema }, specs, layout.keyFields.length)
+  }
+
+  get rowCount(): number {
+    return Number(this.#metadata.num_rows)
+  }
+
+  /** Columns stored otherwise than Strata's writer stores them (another writer's file), read value by value. */
+  get convertedColumns(): string[] {
+    return this.#specs.filter((s) => s.converted).map((s) => s.name)
+  }
+
+  /**
+   * The file's live rows, one batch per row group, in file order, with their positions; a
+   * row group left empty yields no batch.
+   */
+  async *rowGroups(opts: RowGroupOptions = {}): AsyncGenerator<PositionedBatch> {
+    const { deleted } = opts
+    const nk = this.#nk
+    const read = opts.valueFields === undefined ? null : new Set([...Array(nk + 2).keys(), ...opts.valueFields.map((j) => nk + 2 + j)])
+    let groupStart = 0
+    let next = 0
+    for (const group of this.#metadata.row_groups) {
+      const n = Number(group.num_rows)
+      const groupEnd = groupStart + n
+      if (n > 0) {
+        const batch = await this.#readGroup(groupStart, groupEnd, read)
+        if (deleted && next < deleted.length && deleted[next] < groupEnd) {
+          const keep = new Int32Array(n)
+          let kept = 0
+          for (let r = 0; r < n; r++) {
+            if (next < deleted.length && deleted[next] === groupStart + r) {
+              next++
+              continue
+            }
+            keep[kept++] = r
+          }
+          const positions = new Int32Array(kept)
+          for (let r = 0; r < kept; r++) positions[r] = groupStart + keep[r]
+          if (kept > 0) yield { rows: kept, columns: batch.columns.map((c) => (c.length === 0 ? c : pickRows(c, keep, kept))), firstPosition: groupStart, positions }
+        } else {
+          yield { ...batch, firstPosition: groupStart, positions: null }
+        }
+      }
+      groupStart = groupEnd
+    }
+  }
+
+  /** Rows [from, to) of the columns in `read` (all when null); the others empty. */
+  async #readGroup(from: number, to: number, read: Set<number> | null): Promise<ColumnBatch> {
+    const n = to - from
+    const specs = this.#specs.map((s, i) => (read === null || read.has(i) ? s : null))
+    const chunks: DecodedArray[][] = specs.map(() => [])
+    const filled = specs.map(() => 0)
+    const index = new Map(specs.flatMap((s, i) => (s === null ? [] : [[s.name, i] as const])))
+    const onChunk = ({ columnName, columnData, rowStart, rowEnd }: ColumnData): void => {
+      const i = index.get(columnName)
+      if (i === undefined) return
+      const lo = Math.max(rowStart, from)
+      const hi = Math.min(rowEnd, to)
+      if (hi <= lo) return
+      chunks[i].push(lo === rowStart && hi === rowEnd ? columnData : columnData.slice(lo - rowStart, hi - rowStart))
+      filled[i] += hi - lo
+    }
+    await parquetRead({
+      file: this.#file,
+      metadata: this.#metadata,
+      columns: specs.flatMap((s) => (s === null ? [] : [s.name])),
+      rowStart: from,
+      rowEnd: to,
+      utf8: false,
+      parsers: RAW_PARSERS,
+      compressors: DECOMPRESSORS,
+      onChunk,
+    })
+    const columns: Column[] = []
+    for (let i = 0; i < specs.length; i++) {
+      const spec = specs[i]
+      if (spec === null) {
+        columns.push([])
+        continue
+      }
+      if (filled[i] !== n) throw new Error(`data file column ${spec.name}: decoded ${filled[i]} of rows [${from}, ${to})`)
+      columns.push(spec.toPhysical(chunks[i], n))
+    }
+    const nk = this.#nk
+    columns[nk] = int64Column(columns[nk], n)
+    columns[nk + 1] = kindColumn(columns[nk + 1], n, from)
+    return { rows: n, columns }
+  }
+}
+
+function int64Column(col: Column, n: number): BigInt64Array {
+  if (col instanceof BigInt64Array) return col
+  const out = new BigInt64Array(n)
+  for (let r = 0; r < n; r++) {
+    const v = col[r]
+    if (typeof v !== 'bigint') throw new StrataInputError(`${SEQUENCE_NUMBER}: value ${String(v)} is not a bigint in the int64 range`)
+    out[r] = v
+  }
+  return out
+}
+
+function kindColumn(col: Column, n: number, base: number): Int32Array {
+  const out = col instanceof Int32Array ? col : new Int32Array(n)
+  for (let r = 0; r < n; r++) {
+    const k = col[r] as Value
+    if (k !== 0 && k !== 1 && k !== 2 && k !== 3) throw new Error(`data file row ${base + r}: ${VALUE_KIND} ${String(k)} is not a RowKind (0..3)`)
+    if (out !== col) out[r] = k
+  }
+  return out
+}

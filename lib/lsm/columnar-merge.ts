@@ -1,0 +1,403 @@
+// The columnar merge of a compaction step: sorted runs read as column batches (one row group
+// per run at a time, lib/format/columnar-reader.ts), merged by key into a permutation of
+// (batch, row) pairs holding each key's surviving record, whose columns are then gathered
+// and handed to the writer (`DataFileWriter.writeColumns`). No `KeyValue` object per row.
+//
+// It computes what the row path computes (lib/lsm/merge-reader.ts `mergeSortedRuns` with the
+// table's merge function, then compact-task.ts dropping retractions at the top level), and
+// the row path stays the reference model: test/columnar-compaction.test.ts compares the
+// files both write on random inputs. Which path merges a step is decided in one place,
+// `chooseMergePath`, from the descriptor `COLUMNAR_ENGINES`.
+
+import { valueComparator } from '../format/compare.ts'
+import { type Column, type ColumnBatch, gatherColumn } from '../format/columnar-types.ts'
+import type { PositionedBatch } from '../format/columnar-reader.ts'
+import { RowKind, type DataType, type Value } from '../types.ts'
+import { type MergeEngine, type MergeEngineConfig, sequenceValueComparator } from './merge-function.ts'
+
+/**
+ * What the columnar merge knows of an engine: how one key's records (in merge order, oldest
+ * first: `sequence.field`, then `_SEQUENCE_NUMBER`, ties to the newer run) reduce to the
+ * record the key keeps, or why the row path must merge it.
+ */
+export type ColumnarEngine =
+  | {
+      /**
+       * The key keeps its last record in merge order among those the row-kind filter
+       * (`ignore-delete`, `ignore-update-before`) lets through, whatever its kind; none when
+       * the filter drops them all. That is deduplicate under both of Paimon's compositions,
+       * the table's (filter, reducer, engine) and the lookup merge's (filter, engine): the
+       * reducer only passes a key's lone retraction through, which deduplicate keeps anyway.
+       */
+      keeps: 'last'
+      /**
+       * Rising keys can be looked up in older levels (deletion vectors): the older row is
+       * superseded by the newer record unless it sorts after it in merge order, as the row
+       * path decides with the engine's merge of the two.
+       */
+      lookups: boolean
+    }
+  | { unsupported: string }
+
+export const COLUMNAR_ENGINES: Readonly<Record<MergeEngine, ColumnarEngine>> = {
+  deduplicate: { keeps: 'last', lookups: true },
+  'first-row': { unsupported: 'first-row refuses or keeps retractions depending on the merge that meets them; not columnar yet' },
+  'partial-update': { unsupported: 'partial-update merges values field by field across records; not columnar yet' },
+  aggregation: { unsupported: 'aggregation folds values across records; not columnar yet' },
+}
+
+/** `auto`: columnar where supported; `row`: always the row path; `columnar`: refuse what it cannot merge (tests, benchmarks). */
+export type MergePathRequest = 'auto' | 'row' | 'columnar'
+
+export type MergePathChoice = { path: 'columnar'; engine: { keeps: 'last'; lookups: boolean } } | { path: 'row'; reason: string }
+
+/** What a compaction step needs besides its engine. */
+export interface MergeStepShape {
+  /** older levels its rising keys are looked up in (deletion vectors, lookup engines) */
+  lookupLevels: number
+}
+
+/** Which path merges a compaction step: the only place that decides. */
+export function chooseMergePath(cfg: MergeEngineConfig, step: MergeStepShape, requested: MergePathRequest = 'auto'): MergePathChoice {
+  if (requested === 'row') return { path: 'row', reason: 'the row path was requested' }
+  const engine = COLUMNAR_ENGINES[cfg.engine]
+  let reason: string | null = null
+  if ('unsupported' in engine) reason = `merge-engine ${cfg.engine}: ${engine.unsupported}`
+  else if (step.lookupLevels > 0 && !engine.lookups) reason = `merge-engine ${cfg.engine}: lookups into older levels are not columnar yet`
+  if (reason === null) return { path: 'columnar', engine: engine as { keeps: 'last'; lookups: boolean } }
+  if (requested === 'columnar') throw new Error(`columnar merge requested but unsupported: ${reason}`)
+  return { path: 'row', reason }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const NUMERIC_KEY_ROOTS = new Set(['TINYINT', 'SMALLINT', 'INT', 'DATE', 'BIGINT', 'TIMESTAMP', 'DECIMAL'])
+const TWO_32 = 4294967296
+
+/** One run's current row group, with the views the merge compares on. */
+class Block {
+  readonly cols: Column[]
+  readonly n: number
+  readonly kinds: Int32Array
+  /** `_SEQUENCE_NUMBER` as int32 halves (low, high) per row: compared without making bigints */
+  readonly seq: Int32Array
+  /** a single integer key as exact numbers, when every value is a safe integer; else null */
+  readonly numKey: ArrayLike<number> | null
+  /** index in the pending output's block list, -1 when not in it */
+  pendingId = -1
+  /** file positions of the rows (lookup levels): row r is at `positions[r]`, or `firstPosition + r` */
+  readonly firstPosition: number
+  readonly positions: Int32Array | null
+
+  constructor(batch: ColumnBatch | PositionedBatch, nk: number, numericKey: boolean) {
+    this.cols = batch.columns
+    this.n = batch.rows
+    this.firstPosition = 'firstPosition' in batch ? batch.firstPosition : 0
+    this.positions = 'positions' in batch ? batch.positions : null
+    const seq = batch.columns[nk] as BigInt64Array
+    this.seq = new Int32Array(seq.buffer, seq.byteOffset, seq.length * 2)
+    this.kinds = batch.columns[nk + 1] as Int32Array
+    this.numKey = numericKey ? numericKeyOf(batch.columns[0], batch.rows) : null
+  }
+}
+
+function numericKeyOf(col: Column, n: number): ArrayLike<number> | null {
+  if (col instanceof Int32Array || col instanceof Int16Array || col instanceof Int8Array) return col
+  if (col instanceof BigInt64Array) {
+    const w = new Int32Array(col.buffer, col.byteOffset, n * 2)
+    const out = new Float64Array(n)
+    for (let r = 0; r < n; r++) {
+      const hi = w[2 * r + 1]
+      // |v| < 2^53: exact as a double
+      if (hi < -2097152 || hi >= 2097152) return null
+      out[r] = hi * TWO_32 + (w[2 * r] >>> 0)
+    }
+    return out
+  }
+  return null
+}
+
+/** One older level's file, for lookups: its key range in physical values and its live rows. */
+export interface LookupFile {
+  name: string
+  /** the file's smallest and largest key, physical values (`physicalEncoder`) */
+  minKey: unknown[]
+  maxKey: unknown[]
+  /** its live rows with their positions, row group by row group (key columns, `sequence.field`, sequence number and kind at least) */
+  rows(): AsyncIterator<PositionedBatch>
+}
+
+const LOAD = 1
+
+/**
+ * Cursor over the live rows of one older level (a sorted run), probed with rising keys in
+ * key order: the columnar form of compact-task.ts's `LevelLookup`. `find` answers without
+ * waiting while the rows it needs are loaded, else LOAD, and `load()` fetches them.
+ */
+export class ColumnarLevelLookup {
+  private fileIdx: number
+  private iter: AsyncIterator<PositionedBatch> | null = null
+  private block: Block | null = null
+  private pos = 0
+  constructor(
+    private readonly files: LookupFile[],
+    /** the first file a probe can hit (those wholly below the step's smallest key are skipped) */
+    startAt: number,
+    private readonly nk: number,
+    private readonly numericKey: boolean,
+    private readonly keyCmp: (a: Block, i: number, b: Block, j: number) => number,
+    private readonly boundCmp: (a: Block, i: number, bound: unknown[]) => number,
+  ) {
+    this.fileIdx = startAt
+  }
+
+  /** The live row with the key of row `i` of `b`: its block and row, or null, or LOAD. */
+  find(b: Block, i: number): { block: Block; row: number; file: string } | null | typeof LOAD {
+    while (this.fileIdx < this.files.length) {
+      const f = this.files[this.fileIdx]
+      if (this.boundCmp(b, i, f.maxKey) > 0) {
+        this.nextFile()
+        continue
+      }
+      if (this.boundCmp(b, i, f.minKey) < 0) return null
+      const block = this.block
+      if (block === null) return LOAD
+      while (this.pos < block.n) {
+        const c = this.keyCmp(block, this.pos, b, i)
+        if (c < 0) {
+          this.pos++
+          continue
+        }
+        return c === 0 ? { block, row: this.pos, file: f.name } : null
+      }
+      return LOAD
+    }
+    return null
+  }
+
+  /** Loads the next row group of the current file (the first when none is loaded), or moves to the next file. */
+  async load(): Promise<void> {
+    const f = this.files[this.fileIdx]
+    this.iter ??= f.rows()
+    const next = await this.iter.next()
+    if (next.done) {
+      this.nextFile()
+      return
+    }
+    this.block = new Block(next.value, this.nk, this.numericKey)
+    this.pos = 0
+  }
+
+  private nextFile(): void {
+    this.fileIdx++
+    this.iter = null
+    this.block = null
+    this.pos = 0
+  }
+}
+
+export interface ColumnarMergeOptions {
+  /** types of the trimmed primary key, in key order */
+  keyTypes: DataType[]
+  cfg: MergeEngineConfig
+  engine: { keeps: 'last'; lookups: boolean }
+  /** drop keys whose surviving record is a retraction (-U/-D): a compaction into the top level */
+  dropDelete: boolean
+  /** older levels not rewritten by the step, newest first, in which each surviving key is looked up */
+  lookupLevels?: LookupFile[][]
+  /** the first file of each lookup level a probe can hit */
+  lookupStart?: number[]
+  /** a superseded row of an older level: its file and position, to mark in the file's deletion vector */
+  onSuperseded?: (file: string, position: number) => void
+  /** most rows per batch handed to the sink */
+  batchRows?: number
+}
+
+/**
+ * Merges sorted runs (given oldest first, each a stream of column batches in key order) into
+ * one stream of column batches holding each key's surviving record, in key order, handed to
+ * `sink` one batch at a time (a batch is gathered before any run moves past the row groups
+ * it refers to, so memory stays one row group per run plus one output batch).
+ */
+export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], opts: ColumnarMergeOptions, sink: (batch: ColumnBatch) => Promise<void>): Promise<void> {
+  const { keyTypes, cfg, dropDelete, batchRows = 65536, lookupLevels = [], lookupStart = [], onSuperseded } = opts
+  const nk = keyTypes.length
+  const k = sources.length
+  const numericKey = nk === 1 && NUMERIC_KEY_ROOTS.has(keyTypes[0].root)
+  const keyFns = keyTypes.map(valueComparator)
+
+  const keyCmp = (a: Block, i: number, b: Block, j: number): number => {
+    const x = a.numKey
+    const y = b.numKey
+    if (x !== null && y !== null) {
+      const u = x[i]
+      const v = y[j]
+      return u < v ? -1 : u > v ? 1 : 0
+    }
+    for (let c = 0; c < nk; c++) {
+      const r = keyFns[c](a.cols[c][i] as Value, b.cols[c][j] as Value)
+      if (r !== 0) return r
+    }
+    return 0
+  }
+
+  // merge order of two records of one key: sequence.field (nulls first, sort order), then _SEQUENCE_NUMBER
+  const seqIdx = cfg.sequenceFieldIndexes.map((f) => nk + 2 + f)
+  const seqFns = cfg.sequenceFieldIndexes.map((f) => sequenceValueComparator(cfg.fields[f].type))
+  const sign = cfg.sequenceAscending ? 1 : -1
+  const seqCmp = (a: Block, i: number, b: Block, j: number): number => {
+    for (let s = 0; s < seqIdx.length; s++) {
+      const x = a.cols[seqIdx[s]][i] as Value | undefined
+      const y = b.cols[seqIdx[s]][j] as Value | undefined
+      if (x == null || y == null) {
+        if ((x == null) === (y == null)) continue
+        return x == null ? -1 : 1
+      }
+      const c = seqFns[s](x, y)
+      if (c !== 0) return sign * c
+    }
+    const ah = a.seq[2 * i + 1]
+    const bh = b.seq[2 * j + 1]
+    if (ah !== bh) return ah < bh ? -1 : 1
+    const al = a.seq[2 * i] >>> 0
+    const bl = b.seq[2 * j] >>> 0
+    return al < bl ? -1 : al > bl ? 1 : 0
+  }
+
+  // the row-kind filter (Paimon's RowKindFilter)
+  const dropUpdateBefore = cfg.ignoreDelete || cfg.ignoreUpdateBefore
+  const dropDeleteKind = cfg.ignoreDelete
+  const isRetract = (kind: number) => kind === RowKind.UPDATE_BEFORE || kind === RowKind.DELETE
+
+  const boundFns = keyFns
+  const boundCmp = (a: Block, i: number, bound: unknown[]): number => {
+    for (let c = 0; c < nk; c++) {
+      const r = boundFns[c](a.cols[c][i] as Value, bound[c] as Value)
+      if (r !== 0) return r
+    }
+    return 0
+  }
+  const lookups = lookupLevels.map((files, l) => new ColumnarLevelLookup(files, lookupStart[l] ?? 0, nk, numericKey, keyCmp, boundCmp))
+
+  const iters = sources.map((s) => s[Symbol.asyncIterator]())
+  const nextBlock = async (r: number): Promise<Block | null> => {
+    while (true) {
+      const next = await iters[r].next()
+      if (next.done) return null
+      if (next.value.rows > 0) return new Block(next.value, nk, numericKey)
+    }
+  }
+
+  // the pending output: row `pRow[i]` of block `pBlocks[pSrc[i]]`
+  let pBlocks: Block[] = []
+  const pSrc = new Int32Array(batchRows)
+  const pRow = new Int32Array(batchRows)
+  let pn = 0
+  /**
+   * Each pending row's key looked up in the older levels, as the row path does for each
+   * merged record: the older row the record supersedes is reported for its deletion vector;
+   * a record the older row outranks (or that repeats its sequence number and kind) is not
+   * written; then retractions are dropped at the top level.
+   */
+  const applyLookups = async (): Promise<void> => {
+    let w = 0
+    for (let p = 0; p < pn; p++) {
+      const b = pBlocks[pSrc[p]]
+      const i = pRow[p]
+      let old: { block: Block; row: number; file: string } | null = null
+      for (const l of lookups) {
+        let found = l.find(b, i)
+        while (found === LOAD) {
+          await l.load()
+          found = l.find(b, i)
+        }
+        if (found !== null) {
+          old = found
+          break
+        }
+      }
+      if (old !== null) {
+        const ob = old.block
+        const or = old.row
+        const oldKind = ob.kinds[or]
+        const oldKept = !((oldKind === RowKind.UPDATE_BEFORE && dropUpdateBefore) || (oldKind === RowKind.DELETE && dropDeleteKind))
+        // the merge of [older, newer] in merge order keeps the later one the filter lets through
+        if (oldKept && seqCmp(ob, or, b, i) > 0) continue
+        // the row path compares the kept record with the older one by sequence number and kind
+        if (ob.seq[2 * or] === b.seq[2 * i] && ob.seq[2 * or + 1] === b.seq[2 * i + 1] && oldKind === b.kinds[i]) continue
+        onSuperseded?.(old.file, ob.positions !== null ? ob.positions[or] : ob.firstPosition + or)
+      }
+      if (dropDelete && isRetract(b.kinds[i])) continue
+      pSrc[w] = pSrc[p]
+      pRow[w] = i
+      w++
+    }
+    pn = w
+  }
+
+  const flush = async (): Promise<void> => {
+    if (lookups.length > 0) await applyLookups()
+    if (pn === 0) {
+      for (const b of pBlocks) b.pendingId = -1
+      pBlocks = []
+      return
+    }
+    const n = pn
+    const nc = pBlocks[0].cols.length
+    const columns: Column[] = new Array(nc)
+    for (let c = 0; c < nc; c++) columns[c] = gatherColumn(pBlocks.map((b) => b.cols[c]), pSrc, pRow, n)
+    for (const b of pBlocks) b.pendingId = -1
+    pBlocks = []
+    pn = 0
+    await sink({ rows: n, columns })
+  }
+
+  // every run's first row group at once: each first read opens a file
+  const blocks: (Block | null)[] = await Promise.all(iters.map((_, r) => nextBlock(r)))
+  const pos = new Int32Array(k)
+
+  while (true) {
+    // the smallest key among the runs' heads
+    let m = -1
+    for (let r = 0; r < k; r++) {
+      const b = blocks[r]
+      if (b !== null && (m < 0 || keyCmp(b, pos[r], blocks[m]!, pos[m]) < 0)) m = r
+    }
+    if (m < 0) break
+    const minB = blocks[m]!
+    const minI = pos[m]
+    // the key's records, oldest run first and in file order within a run: the last one the
+    // filter keeps, by merge order (ties to the later record), survives
+    let wB: Block | null = null
+    let wI = 0
+    for (let r = 0; r < k; r++) {
+      let b = blocks[r]
+      while (b !== null && keyCmp(b, pos[r], minB, minI) === 0) {
+        const i = pos[r]
+        const kind = b.kinds[i]
+        const kept = !((kind === RowKind.UPDATE_BEFORE && dropUpdateBefore) || (kind === RowKind.DELETE && dropDeleteKind))
+        if (kept && (wB === null || seqCmp(b, i, wB, wI) >= 0)) {
+          wB = b
+          wI = i
+        }
+        if (++pos[r] >= b.n) {
+          // the pending output is gathered before the run's next row group replaces this one
+          await flush()
+          b = blocks[r] = await nextBlock(r)
+          pos[r] = 0
+        }
+      }
+    }
+    if (wB === null) continue
+    // with lookups, retractions are dropped after the lookup (they still supersede older rows)
+    if (dropDelete && lookups.length === 0 && isRetract(wB.kinds[wI])) continue
+    if (wB.pendingId < 0) {
+      wB.pendingId = pBlocks.length
+      pBlocks.push(wB)
+    }
+    pSrc[pn] = wB.pendingId
+    pRow[pn] = wI
+    if (++pn >= batchRows) await flush()
+  }
+  await flush()
+}
