@@ -562,7 +562,7 @@ export class DataFileWriter {
     const columnData = this.#columns.map((c, i) => ({
       name: c.name,
       // (typed arrays are hyparquet DecodedArrays; the cast covers both kinds)
-      data: segments.length ? (concatColumns(segments.map((s) => ({ col: s.cols[i], from: s.from, to: s.to }))) as unknown[]) : buffers[i],
+      data: segments.length ? writerColumn(concatColumns(segments.map((s) => ({ col: s.cols[i], from: s.from, to: s.to })))) : buffers[i],
       columnIndex: i < nk,
     }))
     this.#segments = []
@@ -572,6 +572,16 @@ export class DataFileWriter {
     this.#buffered = 0
     this.#bufferedBytes = 0
   }
+}
+
+/**
+ * A column as handed to hyparquet-writer. It reads every value several times (range check,
+ * statistics, dictionary, page sizes, encoding); from a BigInt64Array each read makes a new
+ * bigint, so such a column goes as a plain array whose bigints are made once.
+ */
+function writerColumn(col: Column): unknown[] {
+  if (col instanceof BigInt64Array) return Array.from(col)
+  return col as unknown[]
 }
 
 function valueOf(p: unknown, toValue: ((p: unknown) => Value) | null, stored: ((v: Value) => Value) | null): Value {
