@@ -13,8 +13,8 @@
 // every child with `--max-old-space-size=N`, as a runtime with that much memory sizes V8's heap
 // (a child that runs out of heap is reported, not fatal).
 //
-// --after <rev> measures that commit's tree instead of this checkout (whose uncommitted
-// changes, anyone's, the default includes).
+// --after <rev>[,<rev>…] measures those commits' trees instead of this checkout (whose
+// uncommitted changes, anyone's, the default includes).
 //
 // --profile also runs one local "after" write under `node --cpu-prof` and prints where its
 // CPU went.
@@ -116,8 +116,10 @@ async function parentMain(args: string[]): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'strata-bench-write-'))
   const trees: { name: string; root: string }[] = []
   if (withBefore) trees.push({ name: `before (${beforeRev})`, root: extractTree(beforeRev, join(dir, 'before')) })
-  const afterRev = args.includes('--after') ? args[args.indexOf('--after') + 1] : null
-  trees.push({ name: afterRev ? `after (${afterRev})` : 'after', root: afterRev ? extractTree(afterRev, join(dir, 'after')) : ROOT })
+  // --after a,b,c: several commits' trees side by side
+  const afterRevs = args.includes('--after') ? args[args.indexOf('--after') + 1].split(',') : []
+  if (afterRevs.length === 0) trees.push({ name: 'after', root: ROOT })
+  for (const rev of afterRevs) trees.push({ name: `after (${rev})`, root: extractTree(rev, join(dir, `after-${rev}`)) })
   const input = join(dir, 'rows.jsonl')
   await makeInput(input, rows)
   const buffer = args.includes('--buffer') ? args[args.indexOf('--buffer') + 1] : null
@@ -142,7 +144,7 @@ async function parentMain(args: string[]): Promise<void> {
   try {
     for (let run = 0; run < runs; run++) {
       for (const store of stores) {
-        // alternate the order, so neither tree always runs first
+        // alternate the order, so no tree always runs first
         const order = run % 2 === 0 ? trees : [...trees].reverse()
         for (const tree of order) {
           const local = join(dir, `t-${n}`)
