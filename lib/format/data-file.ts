@@ -806,6 +806,8 @@ const ROW_SPAN_BYTES = 128 * 1024
 const RANGE_GAP_BYTES = 16 * 1024
 /** a scan fetches consecutive row groups together, up to this many bytes at once */
 const SCAN_SPAN_BYTES = 4 * 1024 * 1024
+/** and in at most this many requests at once (a projection's runs, apart in the file) */
+const SCAN_RUNS = 16
 
 /** Reads one data file written by Strata, Paimon's Java writer or pypaimon. */
 export class DataFileReader {
@@ -945,21 +947,20 @@ export class DataFileReader {
       if (segments.length === 0) continue
       const need = groupBytes(group, readIdx, segments)
       if (!need.every(([s, e]) => prefetched.covers(s, e))) {
-        // this group and, while the read goes on past it, the next ones, in as few requests
-        // as keep at least half of the fetched bytes needed
+        // this group and, while the read goes on past it, the next ones up to SCAN_SPAN_BYTES
+        // of wanted bytes: one request when at least half of its span is wanted (all columns,
+        // or most), else the wanted runs at once, at most SCAN_RUNS of them
         prefetched.clear()
         const ranges = [...need]
         let needed = sumRanges(need)
         for (let k = g + 1; k < groups.length && groups[k].rowStart < end; k++) {
           const more = groupBytes(groups[k], readIdx, segmentsOf(k))
-          const all = [...ranges, ...more]
-          const hull = hullSize(all)
           const n = needed + sumRanges(more)
-          if (hull > SCAN_SPAN_BYTES || hull > 2 * n) break
+          if (n > SCAN_SPAN_BYTES || mergeRanges([...ranges, ...more], RANGE_GAP_BYTES).length > SCAN_RUNS) break
           ranges.push(...more)
           needed = n
         }
-        await prefetched.fetch(ranges, SCAN_SPAN_BYTES, RANGE_GAP_BYTES)
+        await prefetched.fetch(ranges, SCAN_SPAN_BYTES, RANGE_GAP_BYTES, 2)
       }
       for (const [s, e] of segments) {
         const data = await this.#readRows(read, s, e, prefetched)
@@ -1128,11 +1129,6 @@ function groupBytes(group: GroupIndex, columns: number[], segments: ByteRange[])
 
 function sumRanges(ranges: ByteRange[]): number {
   return ranges.reduce((n, [s, e]) => n + e - s, 0)
-}
-
-function hullSize(ranges: ByteRange[]): number {
-  if (ranges.length === 0) return 0
-  return Math.max(...ranges.map((r) => r[1])) - Math.min(...ranges.map((r) => r[0]))
 }
 
 /**

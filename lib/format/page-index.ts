@@ -317,13 +317,16 @@ export class PrefetchedFile implements AsyncBuffer {
 
   /**
    * Fetches the ranges not yet held: as one request spanning them all when that span is at
-   * most `maxSpan` bytes, otherwise one request per run of ranges less than `gap` apart.
+   * most `maxSpan` bytes and at most `maxWaste` times the bytes wanted, otherwise at once
+   * one request per run of ranges less than `gap` apart.
    */
-  async fetch(ranges: ByteRange[], maxSpan: number, gap: number): Promise<void> {
+  async fetch(ranges: ByteRange[], maxSpan: number, gap: number, maxWaste = Infinity): Promise<void> {
     const missing = mergeRanges(ranges.filter(([s, e]) => !this.covers(s, e)))
     if (missing.length === 0) return
     const hull: ByteRange = [missing[0][0], missing[missing.length - 1][1]]
-    const reads = hull[1] - hull[0] <= maxSpan ? [hull] : mergeRanges(missing, gap)
+    const wanted = missing.reduce((n, [s, e]) => n + e - s, 0)
+    const span = hull[1] - hull[0]
+    const reads = span <= maxSpan && span <= wanted * maxWaste ? [hull] : mergeRanges(missing, gap)
     const got = await Promise.all(reads.map(async ([s, e]) => ({ start: s, bytes: new Uint8Array(await this.base.slice(s, e)) })))
     this.spans.push(...got)
   }

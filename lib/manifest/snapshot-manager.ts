@@ -141,9 +141,9 @@ export class SnapshotManager {
   async latestFrom(knownId: number): Promise<Snapshot | null> {
     if (knownId <= 0) return this.latest()
     const got = await Promise.all(Array.from({ length: FORWARD_PROBES + 1 }, (_, i) => this.snapshot(knownId + i)))
-    if (got[0] === null) return this.latest()
+    if (got[0] === null) return this.latestFromHint()
     const firstAbsent = got.indexOf(null)
-    return firstAbsent > 0 ? got[firstAbsent - 1] : this.latest()
+    return firstAbsent > 0 ? got[firstAbsent - 1] : this.latestFromHint()
   }
 
   /** The earliest snapshot id still present (0 when none). */
