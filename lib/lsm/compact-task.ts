@@ -1,6 +1,7 @@
 // Compaction of one (partition, bucket) as a library call: read the bucket's LSM shape
 // from the latest snapshot, pick with universal compaction (force-up-level-0 in
-// deletion-vector mode), rewrite by streaming merge, maintain deletion vectors, and commit
+// deletion-vector mode), rewrite by streaming merge (column by column where
+// columnar-merge.ts supports the table, else record by record), maintain deletion vectors, and commit
 // a COMPACT snapshot with the conflict checks of docs/design.md "How a commit travels".
 // The Lambda compactor wraps this.
 //
@@ -168,6 +169,15 @@ async function* readRun(
   }
 }
 
+/** `openInput` for the columnar merge. */
+async function openColumnarInput(table: Table, io: ObjectStore, dir: string, f: LsmFile): Promise<ColumnarFileReader> {
+  await table.checkFileSchema(f.name, entryOf(f).file.schemaId)
+  return ColumnarFileReader.open(byteSourceOf(io, dataFileKey(table, dir, entryOf(f).file), Number(entryOf(f).file.fileSize)), {
+    keyFields: table.view.keyFields,
+    valueFields: table.view.fields,
+  })
+}
+
 /**
  * `readRun` for the columnar merge: one sorted run's live rows as column batches, one per
  * row group, files opened up to `ahead` before the one being read.
@@ -180,13 +190,7 @@ async function* readRunColumnar(
   dvs: Promise<Map<string, DeletionVector>>,
   ahead: number,
 ): AsyncGenerator<ColumnBatch> {
-  const open = async (f: LsmFile): Promise<ColumnarFileReader> => {
-    await table.checkFileSchema(f.name, entryOf(f).file.schemaId)
-    return ColumnarFileReader.open(byteSourceOf(io, dataFileKey(table, dir, entryOf(f).file), Number(entryOf(f).file.fileSize)), {
-      keyFields: table.view.keyFields,
-      valueFields: table.view.fields,
-    })
-  }
+  const open = (f: LsmFile) => openColumnarInput(table, io, dir, f)
   const opens: (Promise<ColumnarFileReader> | null)[] = []
   for (let i = 0; i < files.length; i++) {
     while (opens.length < files.length && opens.length < i + Math.max(1, ahead)) opens.push(startedAhead(open(files[opens.length])))
@@ -216,13 +220,7 @@ function columnarLookupLevel(
   const encoders = view.keyFields.map((f) => physicalEncoder(KEY_FIELD_PREFIX + f.name, f.type))
   const physical = (key: unknown[]) => key.map((v, i) => encoders[i](v as Value))
   const valueFields = valueColumns?.map((name) => view.fields.findIndex((f) => f.name === name))
-  const open = (f: LsmFile): Promise<ColumnarFileReader> =>
-    table.checkFileSchema(f.name, entryOf(f).file.schemaId).then(() =>
-      ColumnarFileReader.open(byteSourceOf(io, dataFileKey(table, dir, entryOf(f).file), Number(entryOf(f).file.fileSize)), {
-        keyFields: view.keyFields,
-        valueFields: view.fields,
-      }),
-    )
+  const open = (f: LsmFile) => openColumnarInput(table, io, dir, f)
   let startAt = 0
   while (startAt < files.length && cmp(fromKey, files[startAt].maxKey) > 0) startAt++
   const opening = startAt < files.length ? startedAhead(open(files[startAt])) : null
