@@ -20,6 +20,9 @@ import { type Column, type ColumnBatch, concatColumns, pickRows } from './column
 import { physicalEncoder, rawReadElement, valueDecoder } from './parquet-types.ts'
 
 const DEFAULT_TAIL_BYTES = 512 * 1024
+/** Rows and compressed bytes of the row groups one batch reads together (at least one group). */
+const BATCH_ROWS = 65536
+const BATCH_BYTES = 8 * 1024 * 1024
 // INT96 arrives as epoch nanoseconds through this parser (valueDecoder divides)
 const RAW_PARSERS = { timestampFromNanoseconds: (nanos: bigint) => nanos }
 
@@ -223,11 +226,22 @@ export class ColumnarFileReader {
     const read = opts.valueFields === undefined ? null : new Set([...Array(nk + 2).keys(), ...opts.valueFields.map((j) => nk + 2 + j)])
     let groupStart = 0
     let next = 0
-    for (const group of this.#metadata.row_groups) {
-      const n = Number(group.num_rows)
+    const groups = this.#metadata.row_groups
+    for (let g = 0; g < groups.length; ) {
+      // row groups read together, up to BATCH_ROWS rows or BATCH_BYTES of column chunks
+      // (level-0 files have small row groups, for lookups): one request, one decode call
+      const take = [groups[g++]]
+      let rows = Number(take[0].num_rows)
+      let bytes = Number(take[0].total_compressed_size ?? 0)
+      while (g < groups.length && rows + Number(groups[g].num_rows) <= BATCH_ROWS && bytes + Number(groups[g].total_compressed_size ?? 0) <= BATCH_BYTES) {
+        rows += Number(groups[g].num_rows)
+        bytes += Number(groups[g].total_compressed_size ?? 0)
+        take.push(groups[g++])
+      }
+      const n = rows
       const groupEnd = groupStart + n
       if (n > 0) {
-        const batch = await this.#readGroup(groupStart, groupEnd, read)
+        const batch = await this.#readGroups(take, groupStart, groupEnd, read)
         if (deleted && next < deleted.length && deleted[next] < groupEnd) {
           const keep = new Int32Array(n)
           let kept = 0
@@ -249,11 +263,48 @@ export class ColumnarFileReader {
     }
   }
 
-  /** Rows [from, to) of the columns in `read` (all when null); the others empty. */
-  async #readGroup(from: number, to: number, read: Set<number> | null): Promise<ColumnBatch> {
+  /**
+   * The row group's column chunks that `specs` names, fetched with one request per run of
+   * adjacent chunks (one for a whole group; a chunk of a column not read leaves a gap), and
+   * served from memory to hyparquet, which would ask for each chunk on its own.
+   */
+  async #fetchGroups(groups: FileMetaData['row_groups'], specs: (ReadSpec | null)[]): Promise<AsyncBuffer> {
+    const wanted = new Set(specs.flatMap((s) => (s === null ? [] : [s.name])))
+    const ranges: [number, number][] = []
+    for (const group of groups) {
+      for (const chunk of group.columns) {
+        const meta = chunk.meta_data
+        if (!meta || !wanted.has(meta.path_in_schema[0])) continue
+        const start = Number(meta.dictionary_page_offset || meta.data_page_offset)
+        ranges.push([start, start + Number(meta.total_compressed_size)])
+      }
+    }
+    ranges.sort((a, b) => a[0] - b[0])
+    const runs: [number, number][] = []
+    for (const r of ranges) {
+      const last = runs[runs.length - 1]
+      if (last && r[0] <= last[1]) last[1] = Math.max(last[1], r[1])
+      else runs.push([r[0], r[1]])
+    }
+    const base = this.#file
+    const spans = await Promise.all(runs.map(async ([start, end]) => ({ start, end, bytes: new Uint8Array(await base.slice(start, end)) })))
+    return {
+      byteLength: base.byteLength,
+      async slice(start: number, end: number = base.byteLength): Promise<ArrayBuffer> {
+        const span = spans.find((sp) => sp.start <= start && end <= sp.end)
+        if (span === undefined) return base.slice(start, end)
+        return span.bytes.slice(start - span.start, end - span.start).buffer
+      },
+    }
+  }
+
+  /** Rows [from, to) (whole consecutive row groups) of the columns in `read` (all when null); the others empty. */
+  async #readGroups(groups: FileMetaData['row_groups'], from: number, to: number, read: Set<number> | null): Promise<ColumnBatch> {
     const n = to - from
     const specs = this.#specs.map((s, i) => (read === null || read.has(i) ? s : null))
-    const chunks: DecodedArray[][] = specs.map(() => [])
+    const file = await this.#fetchGroups(groups, specs)
+    // chunks may arrive out of row order across row groups: kept with their first row
+    const chunks: { at: number; data: DecodedArray }[][] = specs.map(() => [])
     const filled = specs.map(() => 0)
     const index = new Map(specs.flatMap((s, i) => (s === null ? [] : [[s.name, i] as const])))
     const onChunk = ({ columnName, columnData, rowStart, rowEnd }: ColumnData): void => {
@@ -262,11 +313,11 @@ export class ColumnarFileReader {
       const lo = Math.max(rowStart, from)
       const hi = Math.min(rowEnd, to)
       if (hi <= lo) return
-      chunks[i].push(lo === rowStart && hi === rowEnd ? columnData : columnData.slice(lo - rowStart, hi - rowStart))
+      chunks[i].push({ at: lo, data: lo === rowStart && hi === rowEnd ? columnData : columnData.slice(lo - rowStart, hi - rowStart) })
       filled[i] += hi - lo
     }
     await parquetRead({
-      file: this.#file,
+      file,
       metadata: this.#metadata,
       columns: specs.flatMap((s) => (s === null ? [] : [s.name])),
       rowStart: from,
@@ -284,7 +335,7 @@ export class ColumnarFileReader {
         continue
       }
       if (filled[i] !== n) throw new Error(`data file column ${spec.name}: decoded ${filled[i]} of rows [${from}, ${to})`)
-      columns.push(spec.toPhysical(chunks[i], n))
+      columns.push(spec.toPhysical(chunks[i].sort((a, b) => a.at - b.at).map((c) => c.data), n))
     }
     const nk = this.#nk
     columns[nk] = int64Column(columns[nk], n)
