@@ -406,6 +406,34 @@ describe('ColumnarFileReader', () => {
   })
 })
 
+describe('ColumnarFileReader requests', () => {
+  it('reads consecutive small row groups with one request, not one per column chunk', async () => {
+    const { layout } = await createTable('bigint', {})
+    const rows: KeyValue[] = Array.from({ length: 400 }, (_, i) => ({
+      key: [BigInt(i)],
+      seq: BigInt(i),
+      kind: 0 as RowKind,
+      value: layout.valueFields.map((f) => (f.name === 'k' ? BigInt(i) : f.name === 's' ? `value ${i}` : f.name === 'i' ? i : null)),
+    }))
+    const { bytes } = writeDataFile(layout, rows, { rowGroupRows: 10 })
+    const reads: [number, number][] = []
+    const src = { size: bytes.length, read: async (s: number, e: number) => (reads.push([s, e]), bytes.subarray(s, e)) }
+    // a tail of 64 bytes holds no row group: every data byte must be fetched
+    const reader = await ColumnarFileReader.open(src, layout, { tailBytes: 64 })
+    const opened = reads.length
+    let n = 0
+    let batches = 0
+    for await (const b of reader.rowGroups()) {
+      n += b.rows
+      batches++
+    }
+    expect(n).toBe(400)
+    // 40 row groups of 19 column chunks each: one batch, one request
+    expect(batches).toBe(1)
+    expect(reads.length - opened).toBe(1)
+  })
+})
+
 describe('ColumnarFileReader on another writer\'s storage', () => {
   it('converts columns stored otherwise value by value, as the row path reads them', async () => {
     const k: DataField = { id: 0, name: 'k', type: { root: 'BIGINT', nullable: false } }
