@@ -15,7 +15,7 @@ import type { AsyncBuffer, ColumnData, Compressors, DecodedArray, FileMetaData, 
 import { compressors as bundledDecompressors } from 'hyparquet-compressors'
 import zlib from 'node:zlib'
 import { StrataInputError, type DataType, type Value } from '../types.ts'
-import { type ByteSource, type DataFileLayout, KEY_FIELD_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, dataFileSchema } from './data-file.ts'
+import { type ByteSource, type DataFileLayout, KEY_FIELD_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, cachedTail, dataFileSchema } from './data-file.ts'
 import { type Column, type ColumnBatch, concatColumns, pickRows } from './columnar-types.ts'
 import { physicalEncoder, rawReadElement, valueDecoder } from './parquet-types.ts'
 
@@ -49,23 +49,6 @@ interface ReadSpec {
   toPhysical: ToPhysical
   /** stored otherwise than Strata stores it: read value by value through the row path's conversions */
   converted: boolean
-}
-
-function arrayBufferOf(bytes: Uint8Array): ArrayBuffer {
-  if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer) return bytes.buffer
-  return bytes.slice().buffer
-}
-
-function cachedTail(src: ByteSource, tail: Uint8Array, tailStart: number): AsyncBuffer {
-  return {
-    byteLength: src.size,
-    async slice(start: number, end: number = src.size): Promise<ArrayBuffer> {
-      if (start >= tailStart && end <= src.size) return arrayBufferOf(tail.slice(start - tailStart, end - tailStart))
-      const bytes = await src.read(start, end)
-      if (bytes.length !== end - start) throw new Error(`data file read [${start}, ${end}) returned ${bytes.length} bytes; is the file ${src.size} bytes long?`)
-      return arrayBufferOf(bytes)
-    },
-  }
 }
 
 function concatChunks(chunks: DecodedArray[]): Column {

@@ -734,7 +734,8 @@ function arrayBufferOf(bytes: Uint8Array): ArrayBuffer {
   return bytes.slice().buffer
 }
 
-function cachedTail(src: ByteSource, tail: Uint8Array, tailStart: number): AsyncBuffer {
+/** The file as hyparquet reads it: reads inside the tail fetched on open are served from it. */
+export function cachedTail(src: ByteSource, tail: Uint8Array, tailStart: number): AsyncBuffer {
   return {
     byteLength: src.size,
     async slice(start: number, end: number = src.size): Promise<ArrayBuffer> {
