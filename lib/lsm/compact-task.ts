@@ -11,7 +11,7 @@
 // Readers then skip level 0 and read every other file on its own, vector applied.
 
 import { rowComparator } from '../format/compare.ts'
-import { DataFileReader, DataFileWriter, KEY_FIELD_PREFIX } from '../format/data-file.ts'
+import { type ByteSource, type DataFileLayout, DataFileReader, DataFileWriter, KEY_FIELD_PREFIX } from '../format/data-file.ts'
 import { type DeletionVector, DELETION_VECTORS_INDEX, deletionVectorOf, writeDeletionVectorFiles } from '../format/deletion-vector.ts'
 import { type IndexManifestEntry, type KeyValue, type ManifestEntry, type Snapshot, type Value, CommitConflictError, FileKind, isRetract } from '../types.ts'
 import { bucketsScope } from '../manifest/bucket-scope.ts'
@@ -136,12 +136,25 @@ function entryOf(f: LsmFile): ManifestEntry {
   return f.entry as ManifestEntry
 }
 
-async function openInput(table: Table, io: ObjectStore, dir: string, f: LsmFile): Promise<DataFileReader> {
+/** An input file's bytes and layout, once its schema is checked: what both merges open. */
+async function inputOf(table: Table, io: ObjectStore, dir: string, f: LsmFile): Promise<[ByteSource, DataFileLayout]> {
   await table.checkFileSchema(f.name, entryOf(f).file.schemaId)
-  return DataFileReader.open(byteSourceOf(io, dataFileKey(table, dir, entryOf(f).file), Number(entryOf(f).file.fileSize)), {
-    keyFields: table.view.keyFields,
-    valueFields: table.view.fields,
-  })
+  return [byteSourceOf(io, dataFileKey(table, dir, entryOf(f).file), Number(entryOf(f).file.fileSize)), { keyFields: table.view.keyFields, valueFields: table.view.fields }]
+}
+
+async function openInput(table: Table, io: ObjectStore, dir: string, f: LsmFile): Promise<DataFileReader> {
+  return DataFileReader.open(...(await inputOf(table, io, dir, f)))
+}
+
+/** A run's files opened up to `ahead` before the one being read, in order. */
+async function* openedAhead<R>(files: LsmFile[], ahead: number, open: (f: LsmFile) => Promise<R>): AsyncGenerator<{ reader: R; file: LsmFile }> {
+  const opens: (Promise<R> | null)[] = []
+  for (let i = 0; i < files.length; i++) {
+    while (opens.length < files.length && opens.length < i + Math.max(1, ahead)) opens.push(startedAhead(open(files[opens.length])))
+    const reader = await opens[i]!
+    opens[i] = null
+    yield { reader, file: files[i] }
+  }
 }
 
 /**
@@ -160,22 +173,14 @@ async function* readRun(
   ahead: number,
   valueColumns?: string[],
 ): AsyncGenerator<KeyValue[]> {
-  const opens: (Promise<DataFileReader> | null)[] = []
-  for (let i = 0; i < files.length; i++) {
-    while (opens.length < files.length && opens.length < i + Math.max(1, ahead)) opens.push(startedAhead(openInput(table, io, dir, files[opens.length])))
-    const reader = await opens[i]!
-    opens[i] = null
-    yield* withoutDeleted(reader.batches({ valueColumns }), (await dvs).get(files[i].name))
+  for await (const { reader, file } of openedAhead(files, ahead, (f) => openInput(table, io, dir, f))) {
+    yield* withoutDeleted(reader.batches({ valueColumns }), (await dvs).get(file.name))
   }
 }
 
 /** `openInput` for the columnar merge. */
 async function openColumnarInput(table: Table, io: ObjectStore, dir: string, f: LsmFile): Promise<ColumnarFileReader> {
-  await table.checkFileSchema(f.name, entryOf(f).file.schemaId)
-  return ColumnarFileReader.open(byteSourceOf(io, dataFileKey(table, dir, entryOf(f).file), Number(entryOf(f).file.fileSize)), {
-    keyFields: table.view.keyFields,
-    valueFields: table.view.fields,
-  })
+  return ColumnarFileReader.open(...(await inputOf(table, io, dir, f)))
 }
 
 /**
@@ -190,13 +195,8 @@ async function* readRunColumnar(
   dvs: Promise<Map<string, DeletionVector>>,
   ahead: number,
 ): AsyncGenerator<ColumnBatch> {
-  const open = (f: LsmFile) => openColumnarInput(table, io, dir, f)
-  const opens: (Promise<ColumnarFileReader> | null)[] = []
-  for (let i = 0; i < files.length; i++) {
-    while (opens.length < files.length && opens.length < i + Math.max(1, ahead)) opens.push(startedAhead(open(files[opens.length])))
-    const reader = await opens[i]!
-    opens[i] = null
-    const dv = (await dvs).get(files[i].name)
+  for await (const { reader, file } of openedAhead(files, ahead, (f) => openColumnarInput(table, io, dir, f))) {
+    const dv = (await dvs).get(file.name)
     yield* reader.rowGroups({ deleted: dv && dv.cardinality > 0 ? dv.sortedPositions() : undefined })
   }
 }
