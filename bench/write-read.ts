@@ -7,30 +7,16 @@
 
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
-import { createWriteStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { once } from 'node:events'
 import { peakRssMb } from './lib/child.ts'
+import { WRITE_SCHEMA, makeWriteInput } from './lib/json-input.ts'
 
 const args = process.argv.slice(2)
 const flag = (name: string, def: number) => {
   const i = args.indexOf(name)
   return i >= 0 ? Number(args[i + 1]) : def
-}
-
-const SCHEMA = {
-  fields: [
-    { name: 'dt', type: 'STRING' },
-    { name: 'id', type: 'BIGINT' },
-    { name: 'name', type: 'STRING' },
-    { name: 'price', type: 'DECIMAL(10, 2)' },
-    { name: 'qty', type: 'INT' },
-    { name: 'ts', type: 'TIMESTAMP(3)' },
-  ],
-  primaryKeys: ['dt', 'id'],
-  partitionKeys: ['dt'],
-  options: { bucket: '4' },
 }
 
 async function child(mode: string, table: string, file: string): Promise<void> {
@@ -51,16 +37,6 @@ async function child(mode: string, table: string, file: string): Promise<void> {
   write(JSON.stringify({ seconds, lines, maxRssMb: peakRssMb() }) + '\n')
 }
 
-async function makeInput(file: string, rows: number): Promise<void> {
-  const out = createWriteStream(file)
-  for (let i = 0; i < rows; i++) {
-    const line = `{"dt":"2026-12-${String(1 + (i % 10)).padStart(2, '0')}","id":${i},"name":"name-${i % 1000}","price":"${(i % 100000) / 100}","qty":${i % 50},"ts":"2026-12-01 10:00:00.${String(i % 1000).padStart(3, '0')}"}\n`
-    if (!out.write(line)) await once(out, 'drain')
-  }
-  out.end()
-  await once(out, 'finish')
-}
-
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b)
   return s[Math.floor(s.length / 2)]
@@ -74,8 +50,8 @@ async function parent(): Promise<void> {
   const backend = await startEmbeddedBackend()
   await backend.createBucket('bench')
   const input = join(dir, 'rows.jsonl')
-  await makeInput(input, rows)
-  writeFileSync(join(dir, 'schema.json'), JSON.stringify(SCHEMA))
+  await makeWriteInput(input, rows)
+  writeFileSync(join(dir, 'schema.json'), JSON.stringify(WRITE_SCHEMA))
   const env = {
     ...process.env,
     AWS_ENDPOINT_URL: backend.endpoint,

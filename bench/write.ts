@@ -20,12 +20,12 @@
 // CPU went.
 
 import { execFileSync } from 'node:child_process'
-import { createWriteStream, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
-import { once } from 'node:events'
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { type ChildReport, reportToParent, runChild, timed } from './lib/child.ts'
+import { WRITE_SCHEMA, makeWriteInput } from './lib/json-input.ts'
 import { summarizeCpuProfile } from './lib/cpu-profile.ts'
 import { machineInfo, machineMarkdown } from './lib/machine.ts'
 import { markdownTable, writeResults } from './lib/report.ts'
@@ -35,21 +35,6 @@ const ROOT = join(import.meta.dirname, '..')
 /** The last commit before streaming writes (issue 18, part 4). */
 const DEFAULT_BEFORE = '2289509'
 const PACKAGES = ['hyparquet', 'hyparquet-writer', 'fauxqs', '@aws-sdk/client-s3', 'tsx']
-
-/** The schema of bench/write-read.ts: 6 fields, 10 partitions, 4 buckets. */
-const SCHEMA = {
-  fields: [
-    { name: 'dt', type: 'STRING' },
-    { name: 'id', type: 'BIGINT' },
-    { name: 'name', type: 'STRING' },
-    { name: 'price', type: 'DECIMAL(10, 2)' },
-    { name: 'qty', type: 'INT' },
-    { name: 'ts', type: 'TIMESTAMP(3)' },
-  ],
-  primaryKeys: ['dt', 'id'],
-  partitionKeys: ['dt'],
-  options: { bucket: '4' },
-}
 
 interface WriteReport extends ChildReport {
   snapshot: string
@@ -76,16 +61,6 @@ async function childMain(argv: string[]): Promise<void> {
 
 // ---------------------------------------------------------------------------------------------
 // Parent
-
-async function makeInput(file: string, rows: number): Promise<void> {
-  const out = createWriteStream(file)
-  for (let i = 0; i < rows; i++) {
-    const line = `{"dt":"2026-12-${String(1 + (i % 10)).padStart(2, '0')}","id":${i},"name":"name-${i % 1000}","price":"${(i % 100000) / 100}","qty":${i % 50},"ts":"2026-12-01 10:00:00.${String(i % 1000).padStart(3, '0')}"}\n`
-    if (!out.write(line)) await once(out, 'drain')
-  }
-  out.end()
-  await once(out, 'finish')
-}
 
 /** The source tree of `rev` in a temporary directory, with this checkout's node_modules. */
 function extractTree(rev: string, dir: string): string {
@@ -121,9 +96,9 @@ async function parentMain(args: string[]): Promise<void> {
   if (afterRevs.length === 0) trees.push({ name: 'after', root: ROOT })
   for (const rev of afterRevs) trees.push({ name: `after (${rev})`, root: extractTree(rev, join(dir, `after-${rev}`)) })
   const input = join(dir, 'rows.jsonl')
-  await makeInput(input, rows)
+  await makeWriteInput(input, rows)
   const buffer = args.includes('--buffer') ? args[args.indexOf('--buffer') + 1] : null
-  writeFileSync(join(dir, 'schema.json'), JSON.stringify(buffer ? { ...SCHEMA, options: { ...SCHEMA.options, 'write-buffer-size': buffer } } : SCHEMA))
+  writeFileSync(join(dir, 'schema.json'), JSON.stringify(buffer ? { ...WRITE_SCHEMA, options: { ...WRITE_SCHEMA.options, 'write-buffer-size': buffer } } : WRITE_SCHEMA))
 
   const { startEmbeddedBackend } = await import('../local/embedded.ts')
   const backend = withS3 ? await startEmbeddedBackend() : null

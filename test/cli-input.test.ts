@@ -8,29 +8,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileTree } from './helpers/file-tree.ts'
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { main } from '../lib/cli/main.ts'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { strata } from './helpers/cli-in-process.ts'
 
-interface Result {
-  code: number
-  stdout: string
-  stderr: string
-}
-
-/** Runs one `strata` command in-process; calls are serialised by the caller (they share the spies). */
-async function strata(args: string[]): Promise<Result> {
-  const stdout: string[] = []
-  const stderr: string[] = []
-  const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => (stdout.push(String(chunk)), true))
-  const err = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => (stderr.push(String(chunk)), true))
-  try {
-    const code = await main(args)
-    return { code, stdout: stdout.join(''), stderr: stderr.join('') }
-  } finally {
-    out.mockRestore()
-    err.mockRestore()
-  }
-}
 
 /** Files and mtimes, to prove nothing changed; not the LATEST hint (see fileTree). */
 const tree = (dir: string): string[] => fileTree(dir, ['LATEST'])

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { main } from '../lib/cli/main.ts'
+import { strata } from './helpers/cli-in-process.ts'
 import { tableStatus } from '../lib/cli/status.ts'
 import { compactTable } from '../lib/lsm/compact-table.ts'
 import { readAll } from '../lib/read/table-read.ts'
@@ -165,25 +165,6 @@ describe.each(bothStores())('streamed batches on $name', (stores) => {
 // ---------------------------------------------------------------------------------------------
 // The CLI streams its input: many flushes, one commit, and a bad line anywhere commits nothing
 
-interface Result {
-  code: number
-  stdout: string
-  stderr: string
-}
-
-async function strata(args: string[]): Promise<Result> {
-  const stdout: string[] = []
-  const stderr: string[] = []
-  const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => (stdout.push(String(chunk)), true))
-  const err = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => (stderr.push(String(chunk)), true))
-  try {
-    const code = await main(args)
-    return { code, stdout: stdout.join(''), stderr: stderr.join('') }
-  } finally {
-    out.mockRestore()
-    err.mockRestore()
-  }
-}
 
 const CLI_SCHEMA = {
   fields: [
