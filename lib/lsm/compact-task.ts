@@ -23,7 +23,7 @@ import { dataFileMeta, decodeKey, partitionStatsOf } from '../table/file-meta.ts
 import { FileNamer } from '../table/paths.ts'
 import type { Table } from '../table/table.ts'
 import { commitUserFor } from '../write/table-write.ts'
-import { bucketDirOf, dataFileKey, dvIndexByBucket, indexFileKey, livePositioned, loadDeletionVectors, withoutDeleted } from '../manifest/bucket-state.ts'
+import { bucketDirOf, dataFileKey, dvIndexByBucket, indexFileKey, livePositioned, loadDeletionVectors } from '../manifest/bucket-state.ts'
 import { type CompactOptions, type CompactStep, type CompactUnit, type LsmFile, Levels, compactionFileSize, limitInput, needsBackPressure, pickCompaction, pickFullCompaction, planCompaction, shouldDropDelete } from './universal-compaction.ts'
 import { mergeSortedRuns } from './merge-reader.ts'
 import { type LookupFile, type MergePathRequest, chooseMergePath, mergeColumnarRuns } from './columnar-merge.ts'
@@ -174,7 +174,7 @@ async function* readRun(
   valueColumns?: string[],
 ): AsyncGenerator<KeyValue[]> {
   for await (const { reader, file } of openedAhead(files, ahead, (f) => openInput(table, io, dir, f))) {
-    yield* withoutDeleted(reader.batches({ valueColumns }), (await dvs).get(file.name))
+    yield* reader.batches({ valueColumns, deleted: (await dvs).get(file.name) })
   }
 }
 

@@ -126,11 +126,3 @@ export async function* livePositioned(batches: AsyncIterable<KeyValue[]>, dv: De
   }
 }
 
-/** Live rows of a file: its rows minus those its deletion vector marks. */
-export async function* withoutDeleted(batches: AsyncIterable<KeyValue[]>, dv: DeletionVector | undefined): AsyncGenerator<KeyValue[]> {
-  if (!dv || dv.cardinality === 0) {
-    yield* batches
-    return
-  }
-  for await (const b of livePositioned(batches, dv)) yield b.kvs
-}
