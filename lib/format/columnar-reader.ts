@@ -11,13 +11,12 @@
 // as an `Int32Array` holding only row kinds 0..3.
 
 import { parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet'
-import type { AsyncBuffer, ColumnData, Compressors, DecodedArray, FileMetaData, SchemaElement } from 'hyparquet'
-import { compressors as bundledDecompressors } from 'hyparquet-compressors'
-import zlib from 'node:zlib'
+import type { AsyncBuffer, ColumnData, DecodedArray, FileMetaData, SchemaElement } from 'hyparquet'
 import { StrataInputError, type DataType, type Value } from '../types.ts'
-import { type ByteSource, type DataFileLayout, KEY_FIELD_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, cachedTail, dataFileSchema } from './data-file.ts'
+import { type ByteSource, type DataFileLayout, DECOMPRESSORS, KEY_FIELD_PREFIX, RAW_PARSERS, SEQUENCE_NUMBER, VALUE_KIND, cachedTail, dataFileSchema } from './data-file.ts'
 import { type Column, type ColumnBatch, concatColumns, pickRows } from './columnar-types.ts'
 import { physicalEncoder, rawReadElement, valueDecoder } from './parquet-types.ts'
+import { type ByteRange, PrefetchedFile } from './page-index.ts'
 
 const DEFAULT_TAIL_BYTES = 512 * 1024
 /** Rows and compressed bytes of the row groups fetched with one request per run of chunks (at least one group). */
@@ -29,16 +28,6 @@ const FETCH_BYTES = 8 * 1024 * 1024
  * cost no more CPU.
  */
 const BATCH_ROWS = 4096
-// INT96 arrives as epoch nanoseconds through this parser (valueDecoder divides)
-const RAW_PARSERS = { timestampFromNanoseconds: (nanos: bigint) => nanos }
-
-type ZstdSync = (input: Uint8Array) => Uint8Array
-const zstdDecompress = (zlib as unknown as { zstdDecompressSync?: ZstdSync }).zstdDecompressSync
-const DECOMPRESSORS: Compressors = {
-  ...bundledDecompressors,
-  GZIP: (input) => zlib.gunzipSync(input),
-  ...(typeof zstdDecompress === 'function' ? { ZSTD: (input: Uint8Array) => zstdDecompress(input) } : {}),
-}
 
 /** What a column's decoded chunks become: the batch column. */
 type ToPhysical = (chunks: DecodedArray[], n: number) => Column
@@ -271,7 +260,7 @@ export class ColumnarFileReader {
    */
   async #fetchGroups(groups: FileMetaData['row_groups'], specs: (ReadSpec | null)[]): Promise<AsyncBuffer> {
     const wanted = new Set(specs.flatMap((s) => (s === null ? [] : [s.name])))
-    const ranges: [number, number][] = []
+    const ranges: ByteRange[] = []
     for (const group of groups) {
       for (const chunk of group.columns) {
         const meta = chunk.meta_data
@@ -280,23 +269,10 @@ export class ColumnarFileReader {
         ranges.push([start, start + Number(meta.total_compressed_size)])
       }
     }
-    ranges.sort((a, b) => a[0] - b[0])
-    const runs: [number, number][] = []
-    for (const r of ranges) {
-      const last = runs[runs.length - 1]
-      if (last && r[0] <= last[1]) last[1] = Math.max(last[1], r[1])
-      else runs.push([r[0], r[1]])
-    }
-    const base = this.#file
-    const spans = await Promise.all(runs.map(async ([start, end]) => ({ start, end, bytes: new Uint8Array(await base.slice(start, end)) })))
-    return {
-      byteLength: base.byteLength,
-      async slice(start: number, end: number = base.byteLength): Promise<ArrayBuffer> {
-        const span = spans.find((sp) => sp.start <= start && end <= sp.end)
-        if (span === undefined) return base.slice(start, end)
-        return span.bytes.slice(start - span.start, end - span.start).buffer
-      },
-    }
+    // no span limit and no gap: one request per run of touching chunks
+    const file = new PrefetchedFile(this.#file)
+    await file.fetch(ranges, 0, 0)
+    return file
   }
 
   /** Rows [from, to) (whole consecutive row groups, fetched into `file`) of the columns `specs` names; the others empty. */

@@ -22,7 +22,7 @@ import {
   type ValueDecoder,
 } from './parquet-types.ts'
 import type { DeletionVector } from './deletion-vector.ts'
-import { type ByteRange, type GroupIndex, type PageLocation, PrefetchedFile, STAT_PARSERS, chunkBytesFor, indexGroups, keyRows, mayHold, mergeRanges, pageRows, statKey } from './page-index.ts'
+import { type ByteRange, type GroupIndex, type PageLocation, PrefetchedFile, arrayBufferOf, STAT_PARSERS, chunkBytesFor, indexGroups, keyRows, mayHold, mergeRanges, pageRows, statKey } from './page-index.ts'
 import { type ByteLru, approximateBytes } from '../manifest/byte-cache.ts'
 
 export const KEY_FIELD_PREFIX = '_KEY_'
@@ -132,7 +132,8 @@ function codecOf(compression: FileCompression, zstdLevel: number): Codec {
 }
 
 // Everything Parquet files may use, read with node:zlib where it is native (faster than JS).
-const DECOMPRESSORS: Compressors = {
+/** Decompressors for every codec Paimon writes (zstd where this Node has it). */
+export const DECOMPRESSORS: Compressors = {
   ...bundledDecompressors,
   GZIP: (input) => zlib.gunzipSync(input),
   ...(typeof zlibExtra.zstdDecompressSync === 'function' ? { ZSTD: (input: Uint8Array) => zlibExtra.zstdDecompressSync!(input) } : {}),
@@ -727,12 +728,7 @@ export interface DataFileBatchOptions {
 const DEFAULT_TAIL_BYTES = 512 * 1024
 const DEFAULT_BATCH_ROWS = 8192
 // INT96 arrives as epoch nanoseconds through this parser; everything else is read unannotated
-const RAW_PARSERS = { timestampFromNanoseconds: (nanos: bigint) => nanos }
-
-function arrayBufferOf(bytes: Uint8Array): ArrayBuffer {
-  if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer) return bytes.buffer
-  return bytes.slice().buffer
-}
+export const RAW_PARSERS = { timestampFromNanoseconds: (nanos: bigint) => nanos }
 
 /** The file as hyparquet reads it: reads inside the tail fetched on open are served from it. */
 export function cachedTail(src: ByteSource, tail: Uint8Array, tailStart: number): AsyncBuffer {

@@ -284,7 +284,9 @@ export function keyRows(group: GroupIndex, keys: unknown[]): ByteRange | null {
 // ---------------------------------------------------------------------------------------------
 // Prefetched byte ranges
 
-function arrayBufferOf(bytes: Uint8Array): ArrayBuffer {
+/** The bytes as an ArrayBuffer of their own: the underlying one when they span it whole, else a copy. */
+export function arrayBufferOf(bytes: Uint8Array): ArrayBuffer {
+  if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer) return bytes.buffer
   return bytes.slice().buffer as ArrayBuffer
 }
 
