@@ -64,7 +64,7 @@ import { ExecutionEnvironmentPool } from '../local/runtime/execution-environment
 import { EventSourcePoller } from '../local/runtime/poller.ts'
 import { sqsEventOf } from '../local/runtime/sqs-event.ts'
 import { parseBenchArgs } from './lib/args.ts'
-import { type BackendProcess, startBackendProcess } from './lib/backend-process.ts'
+import { type BackendProcess, startBackendProcess } from '../local/backend-process.ts'
 import { handlerEnvironment } from '../local/runtime/local-runtime.ts'
 import { type CommitterProbe, probeOf } from './lib/committer-probe.ts'
 import { machineInfo, machineMarkdown } from './lib/machine.ts'
@@ -317,8 +317,8 @@ class FoldingCommitter {
   }
 }
 
-/** What the benchmark needs of a backend: in this process (local/embedded.ts) or in a child (bench/lib/backend-process.ts). */
-type Backend = BackendProcess
+/** What the benchmark needs of a backend: in this process (local/embedded.ts) or in a child (local/backend-process.ts). */
+type Backend = Omit<BackendProcess, 'stats' | 'pid'>
 
 /** One queued commit as its writer saw it. */
 interface QueuedCommitTrace {

@@ -33,7 +33,7 @@ import { writeBatch } from '../lib/write/table-write.ts'
 import { writeFileSync } from 'node:fs'
 import { Session } from 'node:inspector/promises'
 import { parseBenchArgs } from './lib/args.ts'
-import { startBackendProcess } from './lib/backend-process.ts'
+import { startBackendProcess } from '../local/backend-process.ts'
 import { S3Store } from '../lib/store/s3-store.ts'
 
 const args = parseBenchArgs(process.argv.slice(2), ['--quick', '--trace', '--steady', '--s3'], [])

@@ -6,13 +6,16 @@
 // second half of the load at most 2 MB/min, with the main thread's heap, every function
 // environment's heap and the non-heap rest reported apart: bench/lib/soak-memory.ts). What
 // is run and measured: bench/lib/soak-run.ts. A short version runs in `npm test`
-// (test/soak.test.ts). --cache-mb sets the functions' STRATA_METADATA_CACHE_MB (default 8);
-// --memory-from the second the memory slope starts at (default: half the load).
+// (test/soak.test.ts). --cache-mb sets the functions' STRATA_METADATA_CACHE_MB (default 8),
+// --footer-cache-mb their STRATA_FOOTER_CACHE_MB (default 2); --memory-from the second the
+// memory slope starts at (default: half the load). The embedded backend runs in a child
+// process of its own (local/backend-process.ts), so this process's RSS is the functions' and
+// the harness's; --in-process-backend runs it here, as the soak did before.
 //
 //   npx tsx bench/soak.ts [--minutes 10] [--seconds N] [--rate 40] [--buckets 16] [--keys 5000]
 //     [--crash-every 45] [--warmup 60] [--visibility 30] [--task-threads 4] [--seed N]
 //     [--lag-threshold S] [--recover-within 150] [--maintenance-every 20] [--orphans-every 300] [--no-totals] [--no-s3-latency]
-//     [--cache-mb MB] [--memory-from S]
+//     [--cache-mb MB] [--footer-cache-mb MB] [--memory-from S] [--in-process-backend]
 //   npx tsx bench/soak.ts --reanalyze --lag-threshold S [--recover-within S]
 //     (fault recovery of the last run, bench/out/soak.json, under another threshold)
 //
@@ -104,8 +107,8 @@ export function soakMarkdown(r: SoakResult): string {
 if (import.meta.filename === process.argv[1]) {
   const args = parseBenchArgs(
     process.argv.slice(2),
-    ['--no-totals', '--no-s3-latency', '--reanalyze'],
-    ['--minutes', '--seconds', '--rate', '--buckets', '--keys', '--crash-every', '--warmup', '--visibility', '--task-threads', '--seed', '--lag-threshold', '--recover-within', '--maintenance-every', '--orphans-every', '--cache-mb', '--memory-from'],
+    ['--no-totals', '--no-s3-latency', '--reanalyze', '--in-process-backend'],
+    ['--minutes', '--seconds', '--rate', '--buckets', '--keys', '--crash-every', '--warmup', '--visibility', '--task-threads', '--seed', '--lag-threshold', '--recover-within', '--maintenance-every', '--orphans-every', '--cache-mb', '--footer-cache-mb', '--memory-from'],
   )
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
   // glibc gives every thread that allocates an arena of its own (up to 8 per core): with a
@@ -160,6 +163,8 @@ if (import.meta.filename === process.argv[1]) {
     maintenanceEverySeconds: args.num('--maintenance-every', SOAK_DEFAULTS.maintenanceEverySeconds),
     orphansEverySeconds: args.num('--orphans-every', SOAK_DEFAULTS.orphansEverySeconds),
     metadataCacheMb: args.num('--cache-mb', 0) || SOAK_DEFAULTS.metadataCacheMb,
+    footerCacheMb: args.num('--footer-cache-mb', 0) || SOAK_DEFAULTS.footerCacheMb,
+    backendInProcess: args.has('--in-process-backend'),
     memoryFromSeconds: args.num('--memory-from', 0) || SOAK_DEFAULTS.memoryFromSeconds,
     s3LatencyMs: args.has('--no-s3-latency') ? 0 : SOAK_DEFAULTS.s3LatencyMs,
     log: (line) => process.stderr.write(line + '\n'),

@@ -221,3 +221,27 @@ describe('startEmbeddedBackend options', () => {
     await expect(fetch(`${short.endpoint}/health`)).rejects.toThrow()
   })
 })
+
+describe('the backend in a child process (local/backend-process.ts)', () => {
+  it('serves S3 from its own process and reports what it holds and its own memory', async () => {
+    const { startBackendProcess } = await import('../local/backend-process.ts')
+    const child = await startBackendProcess({ firstByteMs: 1, pathPrefix: '/child-bucket/' })
+    try {
+      expect(child.pid).not.toBe(process.pid)
+      await child.createBucket('child-bucket')
+      const body = enc.encode('x'.repeat(5000))
+      await child.s3Client().send(new PutObjectCommand({ Bucket: 'child-bucket', Key: 'a/b.bin', Body: body }))
+      const got = await child.s3Client().send(new GetObjectCommand({ Bucket: 'child-bucket', Key: 'a/b.bin' }))
+      expect((await got.Body!.transformToByteArray()).length).toBe(5000)
+      const [{ stats, memory }, settled] = await Promise.all([child.stats(), child.stats(true)])
+      expect(stats.s3.objects).toBe(1)
+      expect(stats.s3.bytes).toBe(5000)
+      expect(stats.s3.byDirectory).toEqual([{ directory: 'child-bucket/a/', objects: 1, bytes: 5000 }])
+      expect(memory.rss).toBeGreaterThan(0)
+      expect(settled.stats.s3.objects).toBe(1)
+    } finally {
+      await child.stop()
+    }
+    await expect(child.stats()).rejects.toThrow(/backend process exited/)
+  })
+})

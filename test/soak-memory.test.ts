@@ -64,6 +64,16 @@ describe('memory verdict', () => {
     expect(memoryVerdict(run(() => 1000), 450, 900, 2).slopes.rssAtFixedEnvironments).toBeNull()
   })
 
+  it("reports the backend process's growth apart from the verdict", () => {
+    // the backend's own process grows 6 MB/min on the settled samples; the functions' RSS is flat
+    const samples = run(() => 1000).map((s) => (s.memory.settled ? { ...s, memory: { ...s.memory, backend: { rssMb: 200 + (s.t - 450) * 0.1, heapUsedMb: 50, arrayBuffersMb: 10 } } } : s))
+    const v = memoryVerdict(samples, 450, 900, 2)
+    expect(v.slopes.backendRss).toBeCloseTo(6, 5)
+    expect(v.slopes.rss).toBe(0)
+    expect(v.flat).toBe(true)
+    expect(memoryVerdict(run(() => 1000), 450, 900, 2).slopes.backendRss).toBeNull()
+  })
+
   it('falls back to every sample without enough settled ones', () => {
     const unsettled = run(() => 1000).map((s) => ({ ...s, memory: { ...s.memory, settled: false } }))
     const v = memoryVerdict(unsettled, 450, 900, 2)

@@ -64,6 +64,11 @@ export interface MemorySample {
   envCacheMb: number
   /** RSS − main heapTotal − every environment's heapTotal */
   nonHeapMb: number
+  /**
+   * the embedded backend's child process (S3 and SQS's stand-in, not part of RSS above), when
+   * it runs in one; set by the soak on the samples it asks the backend for
+   */
+  backend?: { rssMb: number; heapUsedMb: number; arrayBuffersMb: number }
 }
 
 export const mb = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10
@@ -242,6 +247,8 @@ export interface MemoryVerdict {
     mallocArenas: number | null
     mainExternal: number | null
     envExternal: number | null
+    /** the backend's child process (not in RSS): its RSS; null when it runs in this process */
+    backendRss: number | null
   }
   /** the slopes are over settled samples only (there were enough of them), or over every sample */
   samples: 'settled' | 'all'
@@ -288,6 +295,7 @@ export function memoryVerdict(samples: { t: number; memory: MemorySample }[], fr
       mallocArenas: slopeOf(range.filter((s) => s.memory.mallocArenasMb !== null).map((s) => [s.t, s.memory.mallocArenasMb!])),
       mainExternal: perMin((m) => m.main.externalMb),
       envExternal: perMin((m) => m.envExternalMb),
+      backendRss: slopeOf(range.filter((s) => s.memory.backend !== undefined).map((s) => [s.t, s.memory.backend!.rssMb])),
     },
     rssFirstMb: medianOf(first.map((m) => m.rssMb)),
     rssLastMb: medianOf(last.map((m) => m.rssMb)),
@@ -307,6 +315,7 @@ export function memoryDetail(v: MemoryVerdict): string {
     `RSS ${f(v.slopes.rss)} MB/min over ${v.fromSecond}–${v.toSecond} s, ${v.samples === 'settled' ? 'settled samples' : 'every sample'} (limit ${v.limitMbPerMin}; ${f(v.rssFirstMb)} → ${f(v.rssLastMb)} MB); ` +
     `heap: main ${f(v.slopes.mainHeap)}, environments ${f(v.slopes.envHeap)} (${roles}; bounded caches ${f(v.slopes.envCaches)}, the rest ${f(v.slopes.envHeapLessCaches)}) MB/min; ` +
     `RSS at a fixed number of environments ${f(v.slopes.rssAtFixedEnvironments)} MB/min (${f(v.slopes.mbPerEnvironment)} MB per environment); ` +
-    `non-heap ${f(v.slopes.nonHeap)} MB/min (${f(v.nonHeapFirstMb)} → ${f(v.nonHeapLastMb)} MB; malloc arenas ${f(v.slopes.mallocArenas)}, external: main ${f(v.slopes.mainExternal)}, environments ${f(v.slopes.envExternal)} MB/min)`
+    `non-heap ${f(v.slopes.nonHeap)} MB/min (${f(v.nonHeapFirstMb)} → ${f(v.nonHeapLastMb)} MB; malloc arenas ${f(v.slopes.mallocArenas)}, external: main ${f(v.slopes.mainExternal)}, environments ${f(v.slopes.envExternal)} MB/min)` +
+    (v.slopes.backendRss === null ? '' : `; the backend's own process (S3 and SQS's stand-in, not counted): RSS ${f(v.slopes.backendRss)} MB/min`)
   )
 }

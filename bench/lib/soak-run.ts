@@ -125,6 +125,14 @@ export interface SoakOptions {
   memoryFromSeconds?: number
   /** STRATA_METADATA_CACHE_MB of every function (default: the functions' own default) */
   metadataCacheMb?: number
+  /** STRATA_FOOTER_CACHE_MB of every function (default: the functions' own default) */
+  footerCacheMb?: number
+  /**
+   * the embedded S3 + SQS backend in this process (true) or in a child process of its own
+   * (false, local/backend-process.ts): there its stored bodies and its queues' state leave
+   * this process's heap and malloc arenas, so the memory checks measure the functions
+   */
+  backendInProcess: boolean
   seed: number
   log?: (line: string) => void
   /** runs once the runtime is up, before the load (e.g. to change one queue's attributes) */
@@ -172,6 +180,9 @@ export const SOAK_DEFAULTS: SoakOptions = {
   // fill within the first minutes, so the slope after that shows whatever else grows (the
   // bound itself: test/cache-bounds.test.ts)
   metadataCacheMb: 8,
+  // the footers of a few dozen small files: full within minutes too
+  footerCacheMb: 2,
+  backendInProcess: false,
   tolerateStaleVersions: false,
   seed: 20_260_601,
 }
@@ -462,8 +473,15 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     visibilityTimeoutSeconds: o.visibilityTimeoutSeconds,
     maxReceiveCount: o.maxReceiveCount,
     timeoutMs: o.timeoutMs,
-    latency: o.s3LatencyMs > 0 ? { firstByteMs: o.s3LatencyMs, applies: (r) => r.url.startsWith('/strata-local/') } : undefined,
-    env: { ...control.env(), STRATA_DEDUP_WINDOW_MS: String(o.dedupWindowMs), ...(o.metadataCacheMb === undefined ? {} : { STRATA_METADATA_CACHE_MB: String(o.metadataCacheMb) }) },
+    ...(o.backendInProcess
+      ? { latency: o.s3LatencyMs > 0 ? { firstByteMs: o.s3LatencyMs, applies: (r: { url: string }) => r.url.startsWith('/strata-local/') } : undefined }
+      : { backendProcess: { firstByteMs: o.s3LatencyMs, pathPrefix: '/strata-local/' } }),
+    env: {
+      ...control.env(),
+      STRATA_DEDUP_WINDOW_MS: String(o.dedupWindowMs),
+      ...(o.metadataCacheMb === undefined ? {} : { STRATA_METADATA_CACHE_MB: String(o.metadataCacheMb) }),
+      ...(o.footerCacheMb === undefined ? {} : { STRATA_FOOTER_CACHE_MB: String(o.footerCacheMb) }),
+    },
     onWriterInvocation: onWriter,
     onCompactorInvocation: (_t, info) => {
       if (info.result.coldStart) compactorColdStarts++
@@ -495,7 +513,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     await o.afterStart?.(rt)
     // the soak's own readers (probes, status, compaction count) live as long as the soak: their
     // metadata caches are bounded like the functions' ones
-    const readerOpen = { metadataCacheBytes: (o.metadataCacheMb ?? HARNESS_CACHE_MB) * 2 ** 20 }
+    const readerOpen = { metadataCacheBytes: (o.metadataCacheMb ?? HARNESS_CACHE_MB) * 2 ** 20, ...(o.footerCacheMb === undefined ? {} : { footerCacheBytes: o.footerCacheMb * 2 ** 20 }) }
     const ordersReader = await Table.open(orders.table.store, readerOpen)
     const totalsReader = totals ? await Table.open(totals.table.store, readerOpen) : null
     const bucketStore = new S3Store({ bucket: rt.bucket, client: rt.backend.s3Client() })
@@ -793,8 +811,9 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
         compactorEnvironments: [...rt.tables.values()].reduce((n, x) => n + x.pool.size, 0),
       }
       if (sampleCount++ % 10 === 0) {
-        const backend = rt.backend.stats()
+        const { stats: backend, memory: backendMemory } = await rt.backend.stats(s.memory.settled)
         s.backend = { ...backend, s3: { ...backend.s3, byDirectory: backend.s3.byDirectory.slice(0, 10) } }
+        if (backendMemory) s.memory.backend = { rssMb: mb(backendMemory.rss), heapUsedMb: mb(backendMemory.heapUsed), arrayBuffersMb: mb(backendMemory.arrayBuffers) }
         s.storeObjects = backend.s3.objects
         s.storeMb = mb(backend.s3.bytes)
         s.snapshotsRetained = (await ordersReader.snapshots.latestId()) - (await ordersReader.snapshots.earliestId()) + 1

@@ -12,6 +12,7 @@
 //   (its name in STRATA_TABLES); optional when only one table is configured.
 
 import { StrataInputError } from '../../lib/types.ts'
+import { DEFAULT_FOOTER_CACHE_BYTES } from '../../lib/table/table.ts'
 
 export interface TableConfig {
   name: string
@@ -42,8 +43,10 @@ export interface RuntimeConfig {
   commitRoundsMs: number
   /** committer: one invocation folds at a time, the others forward their batches (lib/commit/committer-lease.ts); STRATA_COMMITTER_LEASE=off turns it off */
   committerLease: boolean
-  /** every function: bound of a table handle's metadata cache, in stored bytes */
+  /** every function: bound of a table handle's metadata cache, in bytes of memory */
   metadataCacheBytes: number
+  /** every function: bound of a table handle's data-file footer cache, in bytes of memory */
+  footerCacheBytes: number
 }
 
 export class ConfigError extends StrataInputError {
@@ -108,5 +111,6 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
     commitRoundsMs: int('STRATA_COMMIT_ROUNDS_MS', 20_000),
     committerLease: onOff('STRATA_COMMITTER_LEASE', true),
     metadataCacheBytes: Math.max(0, int('STRATA_METADATA_CACHE_MB', 32)) * 1024 * 1024,
+    footerCacheBytes: Math.max(0, int('STRATA_FOOTER_CACHE_MB', DEFAULT_FOOTER_CACHE_BYTES / (1024 * 1024))) * 1024 * 1024,
   }
 }

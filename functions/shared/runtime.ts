@@ -61,7 +61,7 @@ export function resolveTable(name: string): Promise<ResolvedTable | null> {
   if (!cfg) return Promise.resolve(null)
   let t = tables.get(name)
   if (!t) {
-    t = Table.open(cfg.uri, { metadataCacheBytes: rc.metadataCacheBytes }).then((table) => {
+    t = Table.open(cfg.uri, { metadataCacheBytes: rc.metadataCacheBytes, footerCacheBytes: rc.footerCacheBytes }).then((table) => {
       const commitQueue = cfg.commitQueueUrl ? new SqsCommitQueue(sqsClient(), cfg.commitQueueUrl) : null
       // the deployed setting decides, as the stack's concurrency mapping follows it
       const taskThreads = cfg.taskThreads ?? table.view.options.compactionTaskThreads

@@ -10,7 +10,8 @@ import { join } from 'node:path'
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient, SendMessageBatchCommand } from '@aws-sdk/client-sqs'
 import { S3Store } from '../../lib/store/s3-store.ts'
 import { Table } from '../../lib/table/table.ts'
-import { type EmbeddedBackend, type EmbeddedLatency, type FaultableBackend, startEmbeddedBackend } from '../embedded.ts'
+import { type BackendProcessOptions, startBackendProcess } from '../backend-process.ts'
+import { type EmbeddedBackend, type EmbeddedLatency, type EmbeddedStats, startEmbeddedBackend } from '../embedded.ts'
 import { ExecutionEnvironmentPool } from './execution-environment.ts'
 import { EventSourcePoller, type PollerOptions } from './poller.ts'
 // the stack's mapping of compaction.task-threads, so the local event sources behave as deployed
@@ -50,6 +51,12 @@ export interface LocalRuntimeOptions {
   /** function timeout in ms (the worker is killed past it) */
   timeoutMs?: number
   latency?: EmbeddedLatency
+  /**
+   * Runs the embedded backend in a child process of its own (local/backend-process.ts)
+   * with these options instead of `latency`: its event loop and its memory (every stored
+   * object body) then leave this process, as S3 and SQS are elsewhere in production.
+   */
+  backendProcess?: BackendProcessOptions
   onWriterInvocation?: PollerOptions['onInvocation']
   onCompactorInvocation?: (table: string, info: Parameters<NonNullable<PollerOptions['onInvocation']>>[0]) => void
   /** extra environment for the handlers */
@@ -71,8 +78,14 @@ export interface LocalTable {
   committerPool: ExecutionEnvironmentPool
 }
 
+/** The backend a local runtime runs on, in this process or in a child process. */
+export interface LocalBackend extends Omit<EmbeddedBackend, 'app'> {
+  /** what the backend holds; with the backend in a child process, also that process's memory */
+  stats(settle?: boolean): Promise<{ stats: EmbeddedStats; memory?: NodeJS.MemoryUsage }>
+}
+
 export interface LocalRuntime {
-  backend: FaultableBackend
+  backend: LocalBackend
   sqs: SQSClient
   bucket: string
   ingestQueueUrl: string
@@ -112,9 +125,19 @@ export function handlerEnvironment(backend: Pick<EmbeddedBackend, 'endpoint' | '
   }
 }
 
+function inProcess(b: EmbeddedBackend & { stats(): EmbeddedStats }): LocalBackend {
+  return {
+    endpoint: b.endpoint, region: b.region, credentials: b.credentials,
+    s3Client: () => b.s3Client(),
+    createBucket: (name) => b.createBucket(name),
+    stop: () => b.stop(),
+    stats: async () => ({ stats: b.stats() }),
+  }
+}
 
 export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<LocalRuntime> {
-  const backend = await startEmbeddedBackend({ latency: opts.latency })
+  if (opts.backendProcess && opts.latency !== undefined) throw new Error('startLocalRuntime: give latency in backendProcess ({ firstByteMs, pathPrefix }) when the backend runs in a child process, not as `latency`')
+  const backend: LocalBackend = opts.backendProcess ? await startBackendProcess(opts.backendProcess) : inProcess(await startEmbeddedBackend({ latency: opts.latency }))
   const bucket = opts.bucket ?? 'strata-local'
   await backend.createBucket(bucket)
   const sqs = new SQSClient({ endpoint: backend.endpoint, region: backend.region, credentials: backend.credentials, useQueueUrlAsEndpoint: false })
