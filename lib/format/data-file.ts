@@ -22,7 +22,7 @@ import {
   type ValueDecoder,
 } from './parquet-types.ts'
 import type { DeletionVector } from './deletion-vector.ts'
-import { type ByteRange, type GroupIndex, type PageLocation, PrefetchedFile, arrayBufferOf, STAT_PARSERS, chunkBytesFor, indexGroups, keyRows, mayHold, mergeRanges, pageRows, statKey } from './page-index.ts'
+import { type ByteRange, type FileIndex, type GroupIndex, type PageLocation, PrefetchedFile, arrayBufferOf, STAT_PARSERS, indexFile, mergeRanges, statKey } from './page-index.ts'
 import { type ByteLru, approximateBytes } from '../manifest/byte-cache.ts'
 
 export const KEY_FIELD_PREFIX = '_KEY_'
@@ -749,16 +749,25 @@ interface ReadColumn {
 }
 
 /**
- * What a reader keeps of a data file between opens (data files are immutable): the parsed
- * footer with the layout's columns found and checked, and the row groups' page index.
+ * What a reader keeps of a data file between opens (data files are immutable): the layout's
+ * columns found and checked, and where their row groups, chunks and pages are, compactly
+ * (FileIndex: typed arrays, a few hundred bytes per row group); hyparquet's FileMetaData is
+ * made again for the one row group a read touches.
  */
 export interface DataFileFooter {
-  /** the footer, with a schema that makes hyparquet return raw values */
-  metadata: FileMetaData
+  /** the file's schema, with elements that make hyparquet return raw values */
+  schema: SchemaElement[]
+  /** the footer's row count */
+  numRows: number
   columns: ReadColumn[]
   /** the file's own schema element of each layout column (its statistics are in these terms) */
   elements: SchemaElement[]
-  groups: GroupIndex[]
+  index: FileIndex
+}
+
+/** What a footer takes in memory, as the footer cache charges it: the index from its typed arrays' lengths, the schema walked (some dozens of objects). */
+export function footerBytes(footer: DataFileFooter): number {
+  return footer.index.memoryBytes + approximateBytes([footer.schema, footer.elements, footer.columns])
 }
 
 /** A table handle's cache of data file footers, keyed by the file's key in the store. */
@@ -811,16 +820,15 @@ export class DataFileReader {
   readonly #layout: DataFileLayout
   readonly #file: AsyncBuffer
   readonly #footer: DataFileFooter
-  readonly #metadata: FileMetaData
+  readonly #index: FileIndex
   readonly #columns: ReadColumn[]
-  #pageLocations: Record<string, PageLocation[]>[] | null = null
   #keyEncoders: PhysicalEncoder[] | null = null
 
   private constructor(layout: DataFileLayout, file: AsyncBuffer, footer: DataFileFooter) {
     this.#layout = layout
     this.#file = file
     this.#footer = footer
-    this.#metadata = footer.metadata
+    this.#index = footer.index
     this.#columns = footer.columns
   }
 
@@ -870,26 +878,22 @@ export class DataFileReader {
       if (pos < 0) throw new Error(`data file row group 0 has no column chunk ${c.spec.name}`)
       return pos
     })
-    const groups = await indexGroups(file, metadata, chunkOf, elements, layout.keyFields.length)
-    const rawSchema = metadata.schema.map((element) => rawElements.get(element) ?? element)
-    // what reads need of the footer: the chunks' places and encodings; their statistics (the
-    // key bounds are in `groups`) and the file's key/value metadata would only weigh on the cache
-    const row_groups = metadata.row_groups.map((rg) => ({
-      ...rg,
-      columns: rg.columns.map((ch) => (ch.meta_data ? { ...ch, meta_data: { ...ch.meta_data, statistics: undefined, encoding_stats: undefined, size_statistics: undefined } } : ch)),
-    }))
-    const footer: DataFileFooter = { metadata: { ...metadata, schema: rawSchema, row_groups, key_value_metadata: undefined }, columns, elements, groups }
-    if (footerCache && cacheKey !== undefined) footerCache.set(cacheKey, footer, approximateBytes(footer))
+    // what reads need of the footer, compactly: the chunks' places, codecs and pages, the key
+    // columns' bounds; hyparquet's objects (~10 KiB per row group) would crowd the cache
+    const index = await indexFile(file, metadata, chunkOf, elements, layout.keyFields.length)
+    const schema = metadata.schema.map((element) => rawElements.get(element) ?? element)
+    const footer: DataFileFooter = { schema, numRows: Number(metadata.num_rows), columns, elements, index }
+    if (footerCache && cacheKey !== undefined) footerCache.set(cacheKey, footer, footerBytes(footer))
     return new DataFileReader(layout, file, footer)
   }
 
   get rowCount(): number {
-    return Number(this.#metadata.num_rows)
+    return this.#footer.numRows
   }
 
-  /** The row groups' layout and page index (tests, benchmarks). */
+  /** The row groups' layout and page index, as objects made on each call (tests, benchmarks). */
   get groups(): readonly GroupIndex[] {
-    return this.#footer.groups
+    return Array.from({ length: this.#index.groupCount }, (_, g) => this.#index.group(g))
   }
 
   #selected(valueColumns: string[] | undefined): number[] {
@@ -917,23 +921,21 @@ export class DataFileReader {
     const selected = this.#selected(valueColumns)
     const nk = keyFields.length
     const readIdx = [...Array.from({ length: nk + 2 }, (_, i) => i), ...selected.map((j) => nk + 2 + j)]
-    const read = readIdx.map((i) => this.#columns[i])
     const end = Math.min(rowEnd, this.rowCount)
     const dead = deleted && deleted.cardinality > 0 ? deleted.sortedPositions() : null
-    const groups = this.#footer.groups
+    const index = this.#index
+    const groups = index.groupCount
     const prefetched = new PrefetchedFile(this.#file)
     const segmentsOf = (g: number): ByteRange[] => {
-      const group = groups[g]
-      const from = Math.max(group.rowStart, rowStart)
-      const to = Math.min(group.rowStart + group.rows, end)
+      const from = Math.max(index.rowStart(g), rowStart)
+      const to = Math.min(index.rowStart(g + 1), end)
       if (from >= to) return []
-      return dead === null ? [[from, to]] : liveSegments(dead, from, to, minSkipRun(group, readIdx))
+      return dead === null ? [[from, to]] : liveSegments(dead, from, to, minSkipRun(index, g, readIdx))
     }
-    for (let g = 0; g < groups.length; g++) {
-      const group = groups[g]
-      if (group.rowStart >= end) break
-      const from = Math.max(group.rowStart, rowStart)
-      const to = Math.min(group.rowStart + group.rows, end)
+    for (let g = 0; g < groups; g++) {
+      if (index.rowStart(g) >= end) break
+      const from = Math.max(index.rowStart(g), rowStart)
+      const to = Math.min(index.rowStart(g + 1), end)
       if (from >= to) continue
       const segments = segmentsOf(g)
       if (stats) {
@@ -942,7 +944,7 @@ export class DataFileReader {
         if (segments.length === 0) stats.rowGroupsSkipped++
       }
       if (segments.length === 0) continue
-      const need = groupBytes(group, readIdx, segments)
+      const need = groupBytes(index, g, readIdx, segments)
       if (!need.every(([s, e]) => prefetched.covers(s, e))) {
         // this group and, while the read goes on past it, the next ones up to SCAN_SPAN_BYTES
         // of wanted bytes: one request when at least half of its span is wanted (all columns,
@@ -950,8 +952,8 @@ export class DataFileReader {
         prefetched.clear()
         const ranges = [...need]
         let needed = sumRanges(need)
-        for (let k = g + 1; k < groups.length && groups[k].rowStart < end; k++) {
-          const more = groupBytes(groups[k], readIdx, segmentsOf(k))
+        for (let k = g + 1; k < groups && index.rowStart(k) < end; k++) {
+          const more = groupBytes(index, k, readIdx, segmentsOf(k))
           const n = needed + sumRanges(more)
           if (n > SCAN_SPAN_BYTES || mergeRanges([...ranges, ...more], RANGE_GAP_BYTES).length > SCAN_RUNS) break
           ranges.push(...more)
@@ -960,7 +962,7 @@ export class DataFileReader {
         await prefetched.fetch(ranges, SCAN_SPAN_BYTES, RANGE_GAP_BYTES, 2)
       }
       for (const [s, e] of segments) {
-        const data = await this.#readRows(read, s, e, prefetched)
+        const data = await this.#readRows(readIdx, g, s, e, prefetched)
         if (stats) stats.rowsDecoded += e - s
         for (let off = 0; off < e - s; off += batchRows) {
           const batch = this.#records(data, nk, selected, off, Math.min(off + batchRows, e - s), s, dead === null ? undefined : deleted)
@@ -985,17 +987,19 @@ export class DataFileReader {
     const keyIdx = Array.from({ length: nk }, (_, i) => i)
     const rowIdx = [nk, nk + 1, ...selected.map((j) => nk + 2 + j)]
     const prefetched = new PrefetchedFile(this.#file)
-    for (const group of this.#footer.groups) {
-      if (!statKeys.every((k, i) => mayHold(k, group.chunks[i].min, group.chunks[i].max))) continue
-      const rows = keyRows(group, statKeys)
+    const index = this.#index
+    for (let g = 0; g < index.groupCount; g++) {
+      if (!statKeys.every((k, i) => index.keyMayHold(g, i, k))) continue
+      const rows = index.keyRows(g, statKeys)
       if (rows === null) continue
       const [lo, hi] = rows
-      const keyBytes = groupBytes(group, keyIdx, [[group.rowStart + lo, group.rowStart + hi]])
+      const groupStart = index.rowStart(g)
+      const keyBytes = groupBytes(index, g, keyIdx, [[groupStart + lo, groupStart + hi]])
       const spanStart = Math.min(...keyBytes.map((r) => r[0]))
-      const spanEnd = Math.max(...[...keyIdx, ...rowIdx].map((i) => group.chunks[i].end))
+      const spanEnd = Math.max(...[...keyIdx, ...rowIdx].map((i) => index.end(g, i)))
       if (spanEnd - spanStart <= LOOKUP_SPAN_BYTES) await prefetched.fetch([[spanStart, spanEnd]], Infinity, 0)
       else await prefetched.fetch(keyBytes, LOOKUP_SPAN_BYTES, RANGE_GAP_BYTES)
-      const keys = await this.#readRows(keyIdx.map((i) => this.#columns[i]), group.rowStart + lo, group.rowStart + hi, prefetched)
+      const keys = await this.#readRows(keyIdx, g, groupStart + lo, groupStart + hi, prefetched)
       const at = (r: number): Value[] => keys.map((col) => col[r])
       let a = 0
       let b = hi - lo - 1
@@ -1015,10 +1019,10 @@ export class DataFileReader {
         if (hi > lo && keyCmp(at(hi - lo - 1), key) > 0) return null
         continue
       }
-      const pos = group.rowStart + lo + found
+      const pos = groupStart + lo + found
       if (opts.live && !(await opts.live(pos))) return { pos, record: null }
-      await prefetched.fetch(groupBytes(group, rowIdx, [[pos, pos + 1]]), ROW_SPAN_BYTES, RANGE_GAP_BYTES)
-      const row = await this.#readRows(rowIdx.map((i) => this.#columns[i]), pos, pos + 1, prefetched)
+      await prefetched.fetch(groupBytes(index, g, rowIdx, [[pos, pos + 1]]), ROW_SPAN_BYTES, RANGE_GAP_BYTES)
+      const row = await this.#readRows(rowIdx, g, pos, pos + 1, prefetched)
       const data = [...keys.map((col) => [col[found]]), ...row]
       return { pos, record: this.#records(data, nk, selected, 0, 1, pos)[0] }
     }
@@ -1040,14 +1044,23 @@ export class DataFileReader {
     })
   }
 
-  /** Decoded values of `columns` for rows [from, to), which lie inside one row group. */
-  async #readRows(columns: ReadColumn[], from: number, to: number, file: AsyncBuffer = this.#file): Promise<Value[][]> {
+  /**
+   * Decoded values of the layout's columns `idx` for rows [from, to), which lie inside row
+   * group g. hyparquet reads them from a FileMetaData of that one row group, made from the
+   * index, in which the rows are numbered from the group's first.
+   */
+  async #readRows(idx: number[], g: number, from: number, to: number, file: AsyncBuffer = this.#file): Promise<Value[][]> {
+    const columns = idx.map((c) => this.#columns[c])
     const n = to - from
     const out = columns.map(() => new Array<Value>(n))
     const filled = columns.map(() => 0)
-    const index = new Map(columns.map((c, i) => [c.spec.name, i]))
-    const onChunk = ({ columnName, columnData, rowStart, rowEnd }: ColumnData): void => {
-      const i = index.get(columnName)
+    const byName = new Map(columns.map((c, i) => [c.spec.name, i]))
+    const index = this.#index
+    const base = index.rowStart(g)
+    const onChunk = ({ columnName, columnData, rowStart: chunkStart, rowEnd: chunkEnd }: ColumnData): void => {
+      const rowStart = base + chunkStart
+      const rowEnd = base + chunkEnd
+      const i = byName.get(columnName)
       if (i === undefined) return
       const decode = columns[i].decode
       const dst = out[i]
@@ -1059,25 +1072,31 @@ export class DataFileReader {
       }
       if (hi > lo) filled[i] += hi - lo
     }
+    const rows = BigInt(index.groupRows(g))
+    const metadata: FileMetaData = {
+      version: 1,
+      schema: this.#footer.schema,
+      num_rows: rows,
+      row_groups: [{ columns: idx.map((c) => index.columnChunk(g, c, this.#columns[c].spec.name)), num_rows: rows, total_byte_size: 0n }],
+      metadata_length: 0,
+    }
     // the page locations let hyparquet read only the pages of [from, to) in each column
-    this.#pageLocations ??= this.#footer.groups.map((g) => {
-      const byName: Record<string, PageLocation[]> = {}
-      g.chunks.forEach((c, i) => {
-        if (c.pages) byName[this.#columns[i].spec.name] = c.pages
-      })
-      return byName
-    })
+    const pageLocations: Record<string, PageLocation[]> = {}
+    for (const c of idx) {
+      const pages = index.pageLocations(g, c)
+      if (pages) pageLocations[this.#columns[c].spec.name] = pages
+    }
     await parquetRead({
       file,
-      metadata: this.#metadata,
+      metadata,
       columns: columns.map((c) => c.spec.name),
-      rowStart: from,
-      rowEnd: to,
+      rowStart: from - base,
+      rowEnd: to - base,
       utf8: false,
       parsers: RAW_PARSERS,
       compressors: DECOMPRESSORS,
       onChunk,
-      pageLocationsByGroup: this.#pageLocations,
+      pageLocationsByGroup: [pageLocations],
     } as Parameters<typeof parquetRead>[0])
     for (let i = 0; i < columns.length; i++) {
       if (filled[i] !== n) throw new Error(`data file column ${columns[i].spec.name}: decoded ${filled[i]} of rows [${from}, ${to})`)
@@ -1115,11 +1134,12 @@ function directBuffer(src: ByteSource): AsyncBuffer {
   }
 }
 
-/** Bytes of `columns` (layout indexes) a read of the row ranges (file positions) needs in this group. */
-function groupBytes(group: GroupIndex, columns: number[], segments: ByteRange[]): ByteRange[] {
+/** Bytes of `columns` (layout indexes) a read of the row ranges (file positions) needs in row group g. */
+function groupBytes(index: FileIndex, g: number, columns: number[], segments: ByteRange[]): ByteRange[] {
   const out: ByteRange[] = []
+  const start = index.rowStart(g)
   for (const [s, e] of segments) {
-    for (const c of columns) out.push(...chunkBytesFor(group.chunks[c], group.rows, s - group.rowStart, e - group.rowStart))
+    for (const c of columns) out.push(...index.chunkBytesFor(g, c, s - start, e - start))
   }
   return mergeRanges(out)
 }
@@ -1133,15 +1153,12 @@ function sumRanges(ranges: ByteRange[]): number {
  * column read (the largest page), so skipping it saves decoding; a column without an offset
  * index is one page, and then only a wholly deleted group is skipped.
  */
-function minSkipRun(group: GroupIndex, columns: number[]): number {
+function minSkipRun(index: FileIndex, g: number, columns: number[]): number {
   let run = 1
   for (const c of columns) {
-    const pages = group.chunks[c].pages
-    if (!pages || pages.length < 2) return group.rows
-    for (let i = 0; i < pages.length; i++) {
-      const [s, e] = pageRows(pages, i, group.rows)
-      run = Math.max(run, e - s)
-    }
+    const largest = index.largestPage(g, c)
+    if (largest < 0) return index.groupRows(g)
+    run = Math.max(run, largest)
   }
   return run
 }

@@ -104,6 +104,11 @@ const VIEW_OBJECTS = 80
 const MAP_PER_ENTRY = 3 * SLOT
 const TWO_TO_64 = 1n << 64n
 
+/** Bytes a typed array takes in memory: its objects and its whole backing store. */
+export function viewBytes(view: ArrayBufferView): number {
+  return VIEW_OBJECTS + view.buffer.byteLength
+}
+
 /**
  * Bytes a value takes in memory, estimated from its shape: object and array headers and
  * slots, string characters, heap numbers and bigints, and each ArrayBuffer's whole backing
