@@ -5,6 +5,8 @@
 //   merge (`mergePath: 'row'`, the reference model), and the lift below both ways too;
 // - the deletion-vector common case: a compacted top level of 600k rows plus 4 new level-0
 //   runs of 100k rows, lifted by the force-up-level-0 pick with lookups into the top level;
+// - the same full compaction on partial-update and aggregation tables (the same records,
+//   deletes removing the row), columnar and by rows;
 // - DuckDB doing the same merge (latest _SEQUENCE_NUMBER per key, deletes dropped, sorted,
 //   COPY to Parquet) on the very same 5 Parquet files;
 // - peak RSS against rows (1/4, 1/2, all of them in 5 runs) and against runs (10 runs).
@@ -41,6 +43,11 @@ const PACKAGES = ['hyparquet', 'hyparquet-writer', 'hyparquet-compressors', '@du
 const DELETE_RATIO = 0.05
 const SEED = 20_260_501
 const SMALL_TARGET = '8 mb'
+/** the other engines' tables: the same records, deletes removing the row */
+const ENGINE_OPTIONS = {
+  'partial-update': { 'merge-engine': 'partial-update', 'partial-update.remove-record-on-delete': 'true' },
+  aggregation: { 'merge-engine': 'aggregation', 'aggregation.remove-record-on-delete': 'true', 'fields.qty.aggregate-function': 'sum', 'fields.price.aggregate-function': 'max' },
+} satisfies Record<string, Record<string, string>>
 const SMALL_SUFFIX = '-8mb'
 
 interface CompactReport extends ChildReport {
@@ -127,6 +134,8 @@ interface Fixture {
   kind: 'full' | 'base'
   /** table option `target-file-size`, when not Paimon's default 128 mb */
   targetFileSize?: string
+  /** further table options (another merge engine) */
+  options?: Record<string, string>
 }
 
 interface CompactJob {
@@ -152,7 +161,7 @@ function plainPlan(rows: number, runs: number, keySpace: number): LoadPlan {
 async function buildFixture(work: string, id: string, spec: Omit<Fixture, 'id' | 'dir'>, plan: LoadPlan): Promise<Fixture> {
   const dir = join(work, 'fixtures', id)
   const t0 = performance.now()
-  const options: Record<string, string> = spec.targetFileSize ? { 'target-file-size': spec.targetFileSize } : {}
+  const options: Record<string, string> = { ...(spec.targetFileSize ? { 'target-file-size': spec.targetFileSize } : {}), ...spec.options }
   const table = await createBenchTable(dir, { buckets: 1, deletionVectors: spec.deletionVectors, options })
   if (spec.kind === 'full') await loadBatches(table, plan)
   else await loadCompactedBase(table, plan)
@@ -272,6 +281,11 @@ async function parentMain(argv: string[]): Promise<void> {
     const quarter = await buildFixture(work, 'full-off-quarter', { rows: rows / 4, runs: 5, deletionVectors: false, kind: 'full' }, plainPlan(rows / 4, 5, keySpace / 4))
     const half = await buildFixture(work, 'full-off-half', { rows: rows / 2, runs: 5, deletionVectors: false, kind: 'full' }, plainPlan(rows / 2, 5, keySpace / 2))
     const tenRuns = await buildFixture(work, 'full-off-10runs', { rows, runs: 10, deletionVectors: false, kind: 'full' }, plainPlan(rows, 10, keySpace))
+    // the engines that fold a key's records, on the same records (their deletes remove the row)
+    const engineFixtures = [
+      await buildFixture(work, 'full-partial-update', { rows, runs: 5, deletionVectors: false, kind: 'full', options: ENGINE_OPTIONS['partial-update'] }, plainPlan(rows, 5, keySpace)),
+      await buildFixture(work, 'full-aggregation', { rows, runs: 5, deletionVectors: false, kind: 'full', options: ENGINE_OPTIONS.aggregation }, plainPlan(rows, 5, keySpace)),
+    ]
 
     const stores: Store[] = withS3 ? ['local', 's3'] : ['local']
     const mainJobs = (suffix: string, fixtures: Fixture[], store: Store): CompactJob[] => [
@@ -297,7 +311,11 @@ async function parentMain(argv: string[]): Promise<void> {
       for (const store of stores) main.push(...mainJobs(SMALL_SUFFIX, f8, store))
     }
     const scaling: CompactJob[] = [quarter, half, tenRuns].map((f) => ({ id: f.id, label: `${f.rows} rows in ${f.runs} runs`, fixture: f, store: 'local' as const, mode: 'full' as const, path: 'auto' as const }))
-    const jobs = [...main, ...scaling]
+    const engines: CompactJob[] = engineFixtures.flatMap((f) => [
+      { id: f.id, label: `full compaction, ${f.options!['merge-engine']} (columnar merge)`, fixture: f, store: 'local' as const, mode: 'full' as const, path: 'auto' as const },
+      { id: `${f.id}-row`, label: `full compaction, ${f.options!['merge-engine']} (row merge)`, fixture: f, store: 'local' as const, mode: 'full' as const, path: 'row' as const },
+    ])
+    const jobs = [...main, ...engines, ...scaling]
     const results = new Map<string, Series<CompactReport>>(jobs.map((j) => [`${j.id}/${j.store}`, { reports: [] }]))
     const duck = new Map<number, Series<DuckReport>>([[machine.nproc, { reports: [] }], [1, { reports: [] }]])
     const idle = new Map<Store, number[]>(stores.map((s) => [s, []]))
@@ -376,6 +394,19 @@ async function parentMain(argv: string[]): Promise<void> {
       ),
     )
     lines.push(`\nIdle child (modules loaded, table opened, nothing compacted): ${stores.map((s) => `${idleMb[s].toFixed(0)} MB (${s})`).join(', ')}.`)
+    lines.push(`\n### The engines that fold a key's records: full compaction, ${count(rows)} rows in 5 runs, local disk, median of ${runs} runs\n`)
+    lines.push(
+      markdownTable(
+        ['merge engine', 'rows out', 'columnar wall s', 'columnar CPU s', 'row merge wall s', 'row merge CPU s', 'wall ÷ row merge', 'CPU ÷ row merge', 'columnar peak RSS (MB)', 'row merge peak RSS (MB)'],
+        engineFixtures.map((f) => {
+          const c = results.get(`${f.id}/local`)!
+          const r = results.get(`${f.id}-row/local`)!
+          const [cw, cc, rw, rc] = [med(c, (x) => x.seconds), med(c, (x) => x.cpuSeconds), med(r, (x) => x.seconds), med(r, (x) => x.cpuSeconds)]
+          if (c.reports[0].rowsOut !== r.reports[0].rowsOut) throw new Error(`${f.id}: columnar wrote ${c.reports[0].rowsOut} rows, the row merge ${r.reports[0].rowsOut}`)
+          return [f.options!['merge-engine'], count(c.reports[0].rowsOut), cw.toFixed(2), cc.toFixed(2), rw.toFixed(2), rc.toFixed(2), (cw / rw).toFixed(2), (cc / rc).toFixed(2), med(c, (x) => x.peakRssMb).toFixed(0), med(r, (x) => x.peakRssMb).toFixed(0)]
+        }),
+      ),
+    )
 
     // every engine against DuckDB single-threaded and against Strata's row merge
     const duck1 = duck.get(1)!

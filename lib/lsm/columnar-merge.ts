@@ -10,15 +10,16 @@
 // `chooseMergePath`, from the descriptor `COLUMNAR_ENGINES`.
 
 import { valueComparator } from '../format/compare.ts'
-import { type Column, type ColumnBatch, gatherColumn } from '../format/columnar-types.ts'
+import { type Column, type ColumnBatch, gatherColumn, physicalToValue } from '../format/columnar-types.ts'
 import type { PositionedBatch } from '../format/columnar-reader.ts'
-import { RowKind, type DataType, type Value } from '../types.ts'
-import { type MergeEngine, type MergeEngineConfig, sequenceValueComparator } from './merge-function.ts'
+import { physicalEncoder } from '../format/parquet-types.ts'
+import { RowKind, type DataType, type KeyValue, type Value } from '../types.ts'
+import { type MergeEngine, type MergeEngineConfig, type MergeFunction, sequenceValueComparator } from './merge-function.ts'
 
 /**
  * What the columnar merge knows of an engine: how one key's records (in merge order, oldest
  * first: `sequence.field`, then `_SEQUENCE_NUMBER`, ties to the newer run) reduce to the
- * record the key keeps, or why the row path must merge it.
+ * record the key keeps.
  */
 export type ColumnarEngine =
   | {
@@ -28,45 +29,54 @@ export type ColumnarEngine =
        * the filter drops them all. That is deduplicate under both of Paimon's compositions,
        * the table's (filter, reducer, engine) and the lookup merge's (filter, engine): the
        * reducer only passes a key's lone retraction through, which deduplicate keeps anyway.
+       * Rising keys looked up in older levels (deletion vectors) supersede the older row
+       * unless it sorts after them in merge order, as the row path decides with the engine's
+       * merge of the two.
        */
       keeps: 'last'
-      /**
-       * Rising keys can be looked up in older levels (deletion vectors): the older row is
-       * superseded by the newer record unless it sorts after it in merge order, as the row
-       * path decides with the engine's merge of the two.
-       */
-      lookups: boolean
     }
-  | { unsupported: string }
+  | {
+      /**
+       * The engine's own merge function (the row path's, the reference) folds each key that
+       * has more than one record, or one it does not keep as it is, and each key found in an
+       * older level, with that level's row; its result is written as a row of its own. A key
+       * with one record of a kind `keepsAlone` accepts, met in no older level, is gathered as
+       * it is: what the merge function would return for it is that record unchanged.
+       */
+      keeps: 'fold'
+      /** a lone record of this kind merges to itself (the kind, sequence number and values unchanged) */
+      keepsAlone: (kind: RowKind) => boolean
+      /** a lone record with null in a NOT NULL value field is refused by the merge function: fold it to get its error */
+      refusesNullInNotNull: boolean
+    }
 
+/**
+ * A lone +I merges to itself under every engine (partial-update fills its row from it,
+ * aggregation starts every aggregator from it: each implemented function returns its first
+ * input, lib/lsm/aggregate.ts); a lone +U does too where the engine keeps records whole
+ * (first-row), while partial-update and aggregation turn it into +I. Lone retractions are
+ * left to the merge function (the reducer passes them, the lookup merge does not).
+ */
 export const COLUMNAR_ENGINES: Readonly<Record<MergeEngine, ColumnarEngine>> = {
-  deduplicate: { keeps: 'last', lookups: true },
-  'first-row': { unsupported: 'first-row refuses or keeps retractions depending on the merge that meets them; not columnar yet' },
-  'partial-update': { unsupported: 'partial-update merges values field by field across records; not columnar yet' },
-  aggregation: { unsupported: 'aggregation folds values across records; not columnar yet' },
+  deduplicate: { keeps: 'last' },
+  'first-row': { keeps: 'fold', keepsAlone: (kind) => kind === RowKind.INSERT || kind === RowKind.UPDATE_AFTER, refusesNullInNotNull: false },
+  'partial-update': { keeps: 'fold', keepsAlone: (kind) => kind === RowKind.INSERT, refusesNullInNotNull: true },
+  aggregation: { keeps: 'fold', keepsAlone: (kind) => kind === RowKind.INSERT, refusesNullInNotNull: false },
 }
 
-/** `auto`: columnar where supported; `row`: always the row path; `columnar`: refuse what it cannot merge (tests, benchmarks). */
+/** `auto`: columnar; `row`: always the row path; `columnar`: the columnar path, refusing what it cannot merge (tests, benchmarks). */
 export type MergePathRequest = 'auto' | 'row' | 'columnar'
 
-export type MergePathChoice = { path: 'columnar'; engine: { keeps: 'last'; lookups: boolean } } | { path: 'row'; reason: string }
+export type MergePathChoice = { path: 'columnar'; engine: ColumnarEngine } | { path: 'row'; reason: string }
 
-/** What a compaction step needs besides its engine. */
-export interface MergeStepShape {
-  /** older levels its rising keys are looked up in (deletion vectors, lookup engines) */
-  lookupLevels: number
-}
-
-/** Which path merges a compaction step: the only place that decides. */
-export function chooseMergePath(cfg: MergeEngineConfig, step: MergeStepShape, requested: MergePathRequest = 'auto'): MergePathChoice {
+/**
+ * Which path merges a compaction step: the only place that decides. Every engine merges
+ * columnar, with lookups into older levels or without; the row path stays for
+ * `mergePath: 'row'` (the reference in tests, and a switch should the columnar path need one).
+ */
+export function chooseMergePath(cfg: MergeEngineConfig, requested: MergePathRequest = 'auto'): MergePathChoice {
   if (requested === 'row') return { path: 'row', reason: 'the row path was requested' }
-  const engine = COLUMNAR_ENGINES[cfg.engine]
-  let reason: string | null = null
-  if ('unsupported' in engine) reason = `merge-engine ${cfg.engine}: ${engine.unsupported}`
-  else if (step.lookupLevels > 0 && !engine.lookups) reason = `merge-engine ${cfg.engine}: lookups into older levels are not columnar yet`
-  if (reason === null) return { path: 'columnar', engine: engine as { keeps: 'last'; lookups: boolean } }
-  if (requested === 'columnar') throw new Error(`columnar merge requested but unsupported: ${reason}`)
-  return { path: 'row', reason }
+  return { path: 'columnar', engine: COLUMNAR_ENGINES[cfg.engine] }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -81,6 +91,7 @@ class Block {
   readonly kinds: Int32Array
   /** `_SEQUENCE_NUMBER` as int32 halves (low, high) per row: compared without making bigints */
   readonly seq: Int32Array
+  readonly seq64: BigInt64Array
   /** a single integer key as exact numbers, when every value is a safe integer; else null */
   readonly numKey: ArrayLike<number> | null
   /** index in the pending output's block list, -1 when not in it */
@@ -95,6 +106,7 @@ class Block {
     this.firstPosition = 'firstPosition' in batch ? batch.firstPosition : 0
     this.positions = 'positions' in batch ? batch.positions : null
     const seq = batch.columns[nk] as BigInt64Array
+    this.seq64 = seq
     this.seq = new Int32Array(seq.buffer, seq.byteOffset, seq.length * 2)
     this.kinds = batch.columns[nk + 1] as Int32Array
     this.numKey = numericKey ? numericKeyOf(batch.columns[0], batch.rows) : null
@@ -200,7 +212,16 @@ export interface ColumnarMergeOptions {
   /** types of the trimmed primary key, in key order */
   keyTypes: DataType[]
   cfg: MergeEngineConfig
-  engine: { keeps: 'last'; lookups: boolean }
+  engine: ColumnarEngine
+  /**
+   * `keeps: 'fold'`: the step's merge function (the row path's: the table's, or the lookup
+   * merge for records taken up from level 0) and the order it takes a key's records in
+   * (`sequenceComparator`); required for such an engine
+   */
+  mergeFunction?: MergeFunction
+  recordOrder?: (a: KeyValue, b: KeyValue) => number
+  /** the key columns' names, for errors in rows the merge function made (default `key <i>`) */
+  keyNames?: string[]
   /** drop keys whose surviving record is a retraction (-U/-D): a compaction into the top level */
   dropDelete: boolean
   /** older levels not rewritten by the step, newest first, in which each surviving key is looked up */
@@ -223,6 +244,10 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
   const { keyTypes, cfg, dropDelete, batchRows = 65536, lookupLevels = [], lookupStart = [], onSuperseded } = opts
   const nk = keyTypes.length
   const k = sources.length
+  const fold = opts.engine.keeps === 'fold' ? opts.engine : null
+  const mf = opts.mergeFunction
+  const recordOrder = opts.recordOrder
+  if (fold && (!mf || !recordOrder)) throw new Error(`mergeColumnarRuns: merge-engine ${cfg.engine} folds records: mergeFunction and recordOrder are required`)
   const numericKey = nk === 1 && NUMERIC_KEY_ROOTS.has(keyTypes[0].root)
   const keyFns = keyTypes.map(valueComparator)
 
@@ -288,8 +313,9 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
     }
   }
 
-  // the pending output: row `pRow[i]` of block `pBlocks[pSrc[i]]`
-  let pBlocks: Block[] = []
+  // the pending output: row `pRow[i]` of block `pBlocks[pSrc[i]]` (a run's block, or the
+  // rows the merge function made since the last flush)
+  let pBlocks: PendingSource[] = []
   const pSrc = new Int32Array(batchRows)
   const pRow = new Int32Array(batchRows)
   let pn = 0
@@ -302,7 +328,7 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
   const applyLookups = async (): Promise<void> => {
     let w = 0
     for (let p = 0; p < pn; p++) {
-      const b = pBlocks[pSrc[p]]
+      const b = pBlocks[pSrc[p]] as Block
       const i = pRow[p]
       let old: { block: Block; row: number; file: string } | null = null
       for (const l of lookups) {
@@ -336,7 +362,7 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
   }
 
   const flush = async (): Promise<void> => {
-    if (lookups.length > 0) await applyLookups()
+    if (lookups.length > 0 && !fold) await applyLookups()
     if (pn === 0) {
       for (const b of pBlocks) b.pendingId = -1
       pBlocks = []
@@ -349,7 +375,111 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
     for (const b of pBlocks) b.pendingId = -1
     pBlocks = []
     pn = 0
+    made = null
     await sink({ rows: n, columns })
+  }
+
+  // --- engines that fold (keeps: 'fold') -----------------------------------------------------
+  const fields = cfg.fields
+  const nf = fields.length
+  const nc = nk + 2 + nf
+  const keyToValue = keyTypes.map(physicalToValue)
+  const fieldToValue = fields.map((f) => physicalToValue(f.type))
+  const keyEncoders = keyTypes.map((t, c) => physicalEncoder(opts.keyNames?.[c] ?? `key ${c}`, t))
+  const fieldEncoders = fields.map((f) => physicalEncoder(f.name, f.type))
+  const notNullColumns = fields.flatMap((f, j) => (f.type.nullable ? [] : [nk + 2 + j]))
+  const valueOf = (conv: ((p: unknown) => Value) | null, p: unknown): Value => (p === null || p === undefined ? null : conv ? conv(p) : (p as Value))
+  /** A block's row as the row path reads it. */
+  const recordOf = (b: Block, i: number): KeyValue => {
+    const key: Value[] = new Array(nk)
+    for (let c = 0; c < nk; c++) key[c] = valueOf(keyToValue[c], b.cols[c][i])
+    const value: Value[] = new Array(nf)
+    for (let f = 0; f < nf; f++) value[f] = valueOf(fieldToValue[f], b.cols[nk + 2 + f][i])
+    return { key, seq: b.seq64[i], kind: b.kinds[i] as RowKind, value }
+  }
+  const keptAlone = (b: Block, i: number): boolean => {
+    if (!fold!.keepsAlone(b.kinds[i] as RowKind)) return false
+    if (fold!.refusesNullInNotNull) for (const c of notNullColumns) if (b.cols[c][i] == null) return false
+    return true
+  }
+  const merge = (records: KeyValue[]): KeyValue | null => {
+    if (records.length > 1) records.sort(recordOrder)
+    mf!.reset()
+    for (const r of records) mf!.add(r)
+    return mf!.result()
+  }
+  // the rows the merge function made since the last flush, in the writer's physical form
+  let made: MadeRows | null = null
+  const pushMade = async (kv: KeyValue): Promise<void> => {
+    if (made === null) made = new MadeRows(nc, nk, batchRows)
+    if (made.pendingId < 0) {
+      made.pendingId = pBlocks.length
+      pBlocks.push(made)
+    }
+    const r = made.n++
+    const cols = made.cols
+    for (let c = 0; c < nk; c++) (cols[c] as unknown[])[r] = keyEncoders[c](kv.key[c])
+    ;(cols[nk] as BigInt64Array)[r] = kv.seq
+    ;(cols[nk + 1] as Int32Array)[r] = kv.kind
+    for (let f = 0; f < nf; f++) (cols[nk + 2 + f] as unknown[])[r] = fieldEncoders[f](kv.value[f])
+    pSrc[pn] = made.pendingId
+    pRow[pn] = r
+    if (++pn >= batchRows) await flush()
+  }
+  const pushRow = async (b: Block, i: number): Promise<void> => {
+    if (b.pendingId < 0) {
+      b.pendingId = pBlocks.length
+      pBlocks.push(b)
+    }
+    pSrc[pn] = b.pendingId
+    pRow[pn] = i
+    if (++pn >= batchRows) await flush()
+  }
+  const findOlder = async (b: Block, i: number): Promise<{ block: Block; row: number; file: string } | null> => {
+    for (const l of lookups) {
+      let found = l.find(b, i)
+      while (found === LOAD) {
+        await l.load()
+        found = l.find(b, i)
+      }
+      if (found !== null) return found
+    }
+    return null
+  }
+  // one key's records, oldest run first and in file order within a run
+  const groupB: Block[] = []
+  const groupI: number[] = []
+  /**
+   * One key's records as the row path merges them (merge-reader.ts, then compact-task.ts's
+   * lookup into older levels and its dropping of retractions at the top level): gathered as
+   * they are when the merge function would return the lone record unchanged, else folded.
+   */
+  const foldGroup = async (): Promise<void> => {
+    const n = groupB.length
+    let kv: KeyValue | null = null
+    let alone = n === 1 && keptAlone(groupB[0], groupI[0])
+    if (!alone) {
+      const records: KeyValue[] = new Array(n)
+      for (let g = 0; g < n; g++) records[g] = recordOf(groupB[g], groupI[g])
+      kv = merge(records)
+      if (kv === null) return
+    }
+    if (lookups.length > 0) {
+      const old = await findOlder(groupB[0], groupI[0])
+      if (old !== null) {
+        const older = recordOf(old.block, old.row)
+        const merged = merge([older, kv ?? recordOf(groupB[0], groupI[0])])
+        // the older row stands unchanged (first-row): it stays, nothing is written
+        if (merged !== null && merged.seq === older.seq && merged.kind === older.kind) return
+        onSuperseded?.(old.file, old.block.positions !== null ? old.block.positions[old.row] : old.block.firstPosition + old.row)
+        if (merged === null) return
+        kv = merged
+        alone = false
+      }
+    }
+    if (dropDelete && isRetract(alone ? groupB[0].kinds[groupI[0]] : kv!.kind)) return
+    if (alone) await pushRow(groupB[0], groupI[0])
+    else await pushMade(kv!)
   }
 
   // every run's first row group at once: each first read opens a file
@@ -366,6 +496,25 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
     if (m < 0) break
     const minB = blocks[m]!
     const minI = pos[m]
+    if (fold) {
+      groupB.length = 0
+      groupI.length = 0
+      for (let r = 0; r < k; r++) {
+        let b = blocks[r]
+        while (b !== null && keyCmp(b, pos[r], minB, minI) === 0) {
+          groupB.push(b)
+          groupI.push(pos[r])
+          if (++pos[r] >= b.n) {
+            // the blocks stay readable: the group holds them, and pending rows are gathered first
+            await flush()
+            b = blocks[r] = await nextBlock(r)
+            pos[r] = 0
+          }
+        }
+      }
+      await foldGroup()
+      continue
+    }
     // the key's records, oldest run first and in file order within a run: the last one the
     // filter keeps, by merge order (ties to the later record), survives
     let wB: Block | null = null
@@ -391,13 +540,23 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
     if (wB === null) continue
     // with lookups, retractions are dropped after the lookup (they still supersede older rows)
     if (dropDelete && lookups.length === 0 && isRetract(wB.kinds[wI])) continue
-    if (wB.pendingId < 0) {
-      wB.pendingId = pBlocks.length
-      pBlocks.push(wB)
-    }
-    pSrc[pn] = wB.pendingId
-    pRow[pn] = wI
-    if (++pn >= batchRows) await flush()
+    await pushRow(wB, wI)
   }
   await flush()
+}
+
+/** What the pending output gathers from: a run's block, or the rows the merge function made. */
+interface PendingSource {
+  readonly cols: Column[]
+  pendingId: number
+}
+
+/** Rows the merge function made, column by column (sequence numbers and kinds typed, as the runs' are). */
+class MadeRows implements PendingSource {
+  readonly cols: Column[]
+  pendingId = -1
+  n = 0
+  constructor(nc: number, nk: number, capacity: number) {
+    this.cols = Array.from({ length: nc }, (_, c) => (c === nk ? new BigInt64Array(capacity) : c === nk + 1 ? new Int32Array(capacity) : new Array<unknown>(capacity)))
+  }
 }

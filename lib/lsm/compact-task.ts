@@ -409,7 +409,7 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
             .levelSortedRuns()
             .filter((r) => r.level > step.outputLevel && !r.run.files.some((f) => inputNames.has(f.name)))
         : []
-      const choice = chooseMergePath(table.mergeConfig, { lookupLevels: lookupRuns.length }, req.mergePath)
+      const choice = chooseMergePath(table.mergeConfig, req.mergePath)
       const lookups = choice.path === 'row' ? lookupRuns.map((r) => new LevelLookup(table, io, dir, r.run.files, dvsPromise, lookupColumns, fromKey)) : []
       let writer: DataFileWriter | null = null
       const flush = async () => {
@@ -429,6 +429,10 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
         rowsOut += stats.rowCount
         writer = null
       }
+      // records taken up from level 0 of a lookup table meet Paimon's lookup merge, as in
+      // Paimon's writer at their commit (createLookupMergeFunction)
+      const fromLevel0 = lookup && step.runs.some((run) => run.some((f) => f.level === 0))
+      const stepMerge = () => (fromLevel0 ? createLookupMergeFunction(table.mergeConfig) : createMergeFunction(table.mergeConfig))
       const newWriter = () => new DataFileWriter({ keyFields: view.keyFields, valueFields: view.fields }, { compression: opts.fileCompression })
       if (choice.path === 'columnar') {
         // the same merge as below, without a record object per row: column batches in, a
@@ -445,8 +449,12 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
         }
         const mergeOpts = {
           keyTypes: view.keyTypes,
+          keyNames: view.keyFields.map((f) => f.name),
           cfg: table.mergeConfig,
           engine,
+          // an engine that folds merges with the row path's own merge function
+          mergeFunction: stepMerge(),
+          recordOrder: seqCmp,
           dropDelete: step.dropDelete,
           lookupLevels: columnarLookups.map((l) => l.files),
           lookupStart: columnarLookups.map((l) => l.startAt),
@@ -462,10 +470,6 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
         await flush()
         continue
       }
-      // records taken up from level 0 of a lookup table meet Paimon's lookup merge, as in
-      // Paimon's writer at their commit (createLookupMergeFunction)
-      const fromLevel0 = lookup && step.runs.some((run) => run.some((f) => f.level === 0))
-      const stepMerge = () => (fromLevel0 ? createLookupMergeFunction(table.mergeConfig) : createMergeFunction(table.mergeConfig))
       const mf = stepMerge()
       for await (const batch of mergeSortedRuns(sources, { keyComparator: keyCmp, sequenceComparator: seqCmp, mergeFunction: stepMerge() })) {
         for (let kv of batch) {
