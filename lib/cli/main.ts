@@ -11,6 +11,8 @@ import { parseDuration } from '../table/options.ts'
 import { tableStatus, formatStatus } from './status.ts'
 import { rowToJsonLine, valueToText } from '../table/json-values.ts'
 import { Table } from '../table/table.ts'
+import { checkTagName, createTag, deleteTag, listTags } from '../table/tags.ts'
+import { localDateTimeText } from '../format/tag.ts'
 import { StrataInputError } from '../types.ts'
 import { jsonRecordReader } from '../write/json-record-reader.ts'
 import { BatchWriter, type WriteResult } from '../write/table-write.ts'
@@ -240,16 +242,18 @@ export function buildProgram(): Command {
     .command('read <table>')
     .description('read the latest (or a given) snapshot')
     .option('--snapshot <id>', 'snapshot id to read (time travel)')
+    .option('--tag <name>', 'read the snapshot this tag pins (not with --snapshot)')
     .option('--columns <a,b>', 'columns to return, in this order')
     .option('--filter <json>', 'equality filter on partition and primary-key fields, e.g. {"dt":"2024-05-01"}')
     .option('--json', 'one JSON object per line holding every selected column')
-    .action(async (uri: string, o: { snapshot?: string; columns?: string; filter?: string; json?: boolean }) => {
+    .action(async (uri: string, o: { snapshot?: string; tag?: string; columns?: string; filter?: string; json?: boolean }) => {
       const snapshotId = parseSnapshotOption(o.snapshot)
+      const tag = parseTagOption(o.tag, snapshotId)
       const filter = o.filter === undefined ? undefined : parseJsonOption('--filter', o.filter)
       const table = await Table.open(uri)
       const columns = parseColumns(table, o.columns) ?? table.view.fields.map((f) => f.name)
       const fields = columns.map((c) => table.view.fields[table.view.fieldIndex.get(c)!])
-      const iter = scan(table, { snapshotId, columns, filter })
+      const iter = scan(table, { snapshotId, tag, columns, filter })
       // the scan checks the snapshot and the filter when it plans, on its first batch: take
       // that batch before printing, so a refused read prints nothing on stdout
       let next = await iter.next()
@@ -265,12 +269,14 @@ export function buildProgram(): Command {
     .description('point lookup by primary key')
     .requiredOption('--key <json>', 'the primary key, e.g. {"id":1}')
     .option('--snapshot <id>', 'snapshot id to read')
+    .option('--tag <name>', 'read the snapshot this tag pins (not with --snapshot)')
     .option('--json', 'print the row as one JSON object')
-    .action(async (uri: string, o: { key: string; snapshot?: string; json?: boolean }) => {
+    .action(async (uri: string, o: { key: string; snapshot?: string; tag?: string; json?: boolean }) => {
       const key = parseJsonOption('--key', o.key)
       const snapshotId = parseSnapshotOption(o.snapshot)
+      const tag = parseTagOption(o.tag, snapshotId)
       const table = await Table.open(uri)
-      const row = await lookup(table, key, { snapshotId })
+      const row = await lookup(table, key, { snapshotId, tag })
       const fields = table.view.fields
       if (!row) {
         if (o.json) out('null')
@@ -348,7 +354,52 @@ export function buildProgram(): Command {
       }
     })
 
+  const tag = program.command('tag').description("tags: names that pin a snapshot, kept by expiration and orphan cleanup (Paimon's tag files)")
+  tag
+    .command('create <table> <name>')
+    .description('tag the latest snapshot, or the one given')
+    .option('--snapshot <id>', 'the snapshot to tag (a retained one); default the latest')
+    .action(async (uri: string, name: string, o: { snapshot?: string }) => {
+      checkTagName(name)
+      const snapshotId = parseSnapshotOption(o.snapshot)
+      const table = await Table.open(uri)
+      const r = await createTag(table, name, { snapshotId })
+      out(`tagged snapshot ${r.snapshotId} as ${JSON.stringify(r.name)}`)
+    })
+  tag
+    .command('delete <table> <name>')
+    .description('delete a tag, and the files only it kept')
+    .action(async (uri: string, name: string) => {
+      checkTagName(name)
+      const table = await Table.open(uri)
+      const r = await deleteTag(table, name)
+      out(`deleted tag ${JSON.stringify(r.name)} of snapshot ${r.snapshotId} (${r.deletedFiles} files only it kept deleted)`)
+    })
+  tag
+    .command('list <table>')
+    .description('list the tags: name, snapshot id, snapshot time, rows, and when Paimon set them the tag time and retention')
+    .option('--json', 'one JSON object per tag')
+    .action(async (uri: string, o: { json?: boolean }) => {
+      const table = await Table.open(uri)
+      const tags = await listTags(table)
+      if (!o.json) out(['name', 'snapshot', 'snapshotTime', 'rows', 'tagCreateTime', 'tagTimeRetained'].join('\t'))
+      for (const t of tags) {
+        const created = t.tagCreateTime ? localDateTimeText(t.tagCreateTime) : null
+        const retained = t.tagTimeRetained ? `${t.tagTimeRetained.seconds + t.tagTimeRetained.nanos / 1e9} s` : null
+        const time = new Date(t.snapshot.timeMillis).toISOString()
+        if (o.json) out(JSON.stringify({ name: t.name, snapshot: t.snapshot.id, snapshotTime: time, rows: t.snapshot.totalRecordCount, tagCreateTime: created, tagTimeRetained: retained }))
+        else out([t.name, t.snapshot.id, time, t.snapshot.totalRecordCount, created ?? '', retained ?? ''].join('\t'))
+      }
+    })
+
   return program
+}
+
+/** `--tag NAME`: a valid tag name, and not together with `--snapshot`. */
+function parseTagOption(v: string | undefined, snapshotId: number | undefined): string | undefined {
+  if (v === undefined) return undefined
+  if (snapshotId !== undefined) throw new StrataInputError(`--tag ${JSON.stringify(v)} and --snapshot ${snapshotId}: expected one of them (a tag names its snapshot)`)
+  return checkTagName(v, '--tag')
 }
 
 function parseJsonOption(name: string, text: string): Record<string, unknown> {

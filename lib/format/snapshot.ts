@@ -106,22 +106,34 @@ function formatValue(f: FieldSpec, v: unknown): string {
  * fields may be absent or null, longs that need it come back as exact bigint.
  */
 export function parseSnapshot(text: string): Snapshot {
-  const root = new JsonReader(text).document()
-  if (!(root instanceof Map)) throw new Error('snapshot JSON: top level is not an object')
+  return snapshotFromJson(parseJsonDocument(text))
+}
+
+/**
+ * The snapshot fields of a parsed JSON document (a snapshot file, or a tag file, which is a
+ * snapshot with more fields); `what` opens every error message.
+ */
+export function snapshotFromJson(root: JsonValue, what = 'snapshot JSON'): Snapshot {
+  if (!(root instanceof Map)) throw new Error(`${what}: top level is not an object`)
   const out: Record<string, unknown> = {}
   for (const f of FIELDS) {
     const v = root.get(f.key)
     if (v === undefined || v === null) {
-      if (f.required) throw new Error(`snapshot JSON: required field "${f.key}" is ${v === null ? 'null' : 'missing'}`)
+      if (f.required) throw new Error(`${what}: required field "${f.key}" is ${v === null ? 'null' : 'missing'}`)
       continue
     }
-    out[f.key] = readValue(f, v)
+    out[f.key] = readValue(f, v, what)
   }
   return out as unknown as Snapshot
 }
 
-function readValue(f: FieldSpec, v: JsonValue): unknown {
-  const at = `snapshot JSON field "${f.key}"`
+/** A JSON document with every number kept as its literal (JsonNumber). */
+export function parseJsonDocument(text: string): JsonValue {
+  return new JsonReader(text).document()
+}
+
+function readValue(f: FieldSpec, v: JsonValue, what: string): unknown {
+  const at = `${what} field "${f.key}"`
   switch (f.type) {
     case 'int':
     case 'long': {
@@ -134,15 +146,15 @@ function readValue(f: FieldSpec, v: JsonValue): unknown {
     case 'bigint':
       return integerLiteral(v, at)
     case 'string':
-      if (typeof v !== 'string') throw new Error(`${at}: ${describe(v)}, expected a string`)
+      if (typeof v !== 'string') throw new Error(`${at}: ${describeJson(v)}, expected a string`)
       return v
     case 'commitKind':
       if (!COMMIT_KINDS.includes(v as CommitKind)) {
-        throw new Error(`${at}: ${describe(v)}, expected one of ${COMMIT_KINDS.join(', ')}`)
+        throw new Error(`${at}: ${describeJson(v)}, expected one of ${COMMIT_KINDS.join(', ')}`)
       }
       return v
     case 'map': {
-      if (!(v instanceof Map)) throw new Error(`${at}: ${describe(v)}, expected an object`)
+      if (!(v instanceof Map)) throw new Error(`${at}: ${describeJson(v)}, expected an object`)
       // Jackson coerces scalars to String for Map<String, String>. fromEntries keeps a
       // "__proto__" key an own property.
       return Object.fromEntries(
@@ -150,7 +162,7 @@ function readValue(f: FieldSpec, v: JsonValue): unknown {
           if (typeof x === 'string') return [k, x]
           if (x instanceof JsonNumber) return [k, x.raw]
           if (typeof x === 'boolean') return [k, String(x)]
-          throw new Error(`${at}: key ${JSON.stringify(k)} is ${describe(x)}, expected a string`)
+          throw new Error(`${at}: key ${JSON.stringify(k)} is ${describeJson(x)}, expected a string`)
         }),
       )
     }
@@ -158,7 +170,7 @@ function readValue(f: FieldSpec, v: JsonValue): unknown {
 }
 
 function integerLiteral(v: JsonValue, at: string): bigint {
-  if (!(v instanceof JsonNumber) || !/^-?\d+$/.test(v.raw)) throw new Error(`${at}: ${describe(v)}, expected an integer`)
+  if (!(v instanceof JsonNumber) || !/^-?\d+$/.test(v.raw)) throw new Error(`${at}: ${describeJson(v)}, expected an integer`)
   const n = BigInt(v.raw)
   if (n < LONG_MIN || n > LONG_MAX) throw new Error(`${at}: ${v.raw} is out of the Java long range`)
   return n
@@ -179,13 +191,13 @@ export function parseHint(text: string): number | null {
 
 // ---- a small JSON reader that keeps number literals ----
 
-class JsonNumber {
+export class JsonNumber {
   constructor(readonly raw: string) {}
 }
 
-type JsonValue = null | boolean | string | JsonNumber | JsonValue[] | Map<string, JsonValue>
+export type JsonValue = null | boolean | string | JsonNumber | JsonValue[] | Map<string, JsonValue>
 
-function describe(v: JsonValue): string {
+export function describeJson(v: JsonValue): string {
   if (v instanceof JsonNumber) return v.raw
   if (v instanceof Map) return 'an object'
   if (Array.isArray(v)) return 'an array'

@@ -11,8 +11,11 @@
 //   1. candidates = (everything the expired snapshots reference) minus (everything the
 //      new earliest snapshot and the tags reference: an object's references form one
 //      unbroken run of snapshots, so a later snapshot adds nothing to that);
-//   2. delete `snapshot-N` of the expired ones, oldest first, then write `EARLIEST`;
+//   2. delete `snapshot-N` of the expired ones, oldest first, then write `EARLIEST`; read
+//      the tags again and keep what a tag created meanwhile references;
 //   3. delete the candidates.
+// Tags (lib/table/tags.ts) keep their snapshot's objects however long ago it expired, as
+// Paimon's expiration skips the data files and manifests of tagged snapshots.
 // A crash after 2 leaves only unreferenced objects, which removeOrphanFiles deletes later.
 // Paimon instead walks each expired snapshot's delta (SnapshotDeletion) and deletes files
 // before the snapshot files; the set difference here is simpler to reason about and
@@ -24,7 +27,8 @@ import { StrataInputError } from '../types.ts'
 import { EARLIEST_KEY, snapshotKey } from '../table/paths.ts'
 import { FOLDING_COMMIT_USER, foldedCommitsKey } from '../commit/landed.ts'
 import type { Table } from '../table/table.ts'
-import { MissingReferenceError, existingSnapshot, runReferences, snapshotRange, snapshotReferences, taggedSnapshots } from './references.ts'
+import { MissingReferenceError, existingSnapshot, runReferences, snapshotRange, snapshotReferences } from './references.ts'
+import { taggedSnapshots } from '../table/tags.ts'
 
 export interface ExpireOptions {
   /** epoch millis the retention time is measured from; default Date.now() */
@@ -134,8 +138,12 @@ export async function expireSnapshots(table: Table, opts: ExpireOptions = {}): P
   const first = await existingSnapshot(table, end)
   if (!first) throw new MissingReferenceError(`expire: snapshot ${end}, the first to keep, is missing from ${table.uri}; nothing was expired`)
   const keep = await snapshotReferences(table, first, 'throw')
-  for (const tag of await taggedSnapshots(table)) for (const k of await snapshotReferences(table, tag, 'throw')) keep.add(k)
-  const candidates = [...(await runReferences(table, expired, { onMissing: 'skip', missingSnapshot: 'skip' }))].filter((k) => !keep.has(k))
+  const tagsRead = new Set<number>()
+  for (const tag of await taggedSnapshots(table)) {
+    tagsRead.add(tag.id)
+    for (const k of await snapshotReferences(table, tag, 'throw')) keep.add(k)
+  }
+  let candidates = [...(await runReferences(table, expired, { onMissing: 'skip', missingSnapshot: 'skip' }))].filter((k) => !keep.has(k))
   // a folded snapshot's list of the commits it holds (lib/commit/landed.ts) goes with it:
   // idempotency checks stop at the first expired snapshot and never read it again
   for (const s of expired) if (s.commitUser === FOLDING_COMMIT_USER) candidates.push(foldedCommitsKey(s.commitIdentifier))
@@ -146,6 +154,15 @@ export async function expireSnapshots(table: Table, opts: ExpireOptions = {}): P
     snapshots.forget(s.id)
   }
   await snapshots.writeEarliestHint(end)
+
+  // 2b. tags created since they were read. A tag is written and then checks that its
+  // snapshot file still exists (lib/table/tags.ts createTag): one that passed that check
+  // was written before the snapshot file was deleted above, so it is listed here.
+  for (const tag of await taggedSnapshots(table)) {
+    if (tagsRead.has(tag.id)) continue
+    for (const k of await snapshotReferences(table, tag, 'throw')) keep.add(k)
+    candidates = candidates.filter((k) => !keep.has(k))
+  }
 
   // 3. objects only the expired snapshots used
   await forEachLimited(candidates, DELETE_CONCURRENCY, (k) => table.store.delete(k))

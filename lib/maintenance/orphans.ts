@@ -19,7 +19,8 @@
 import { StrataInputError } from '../types.ts'
 import type { Table } from '../table/table.ts'
 import { forEachLimited } from './expire.ts'
-import { BucketDirs, isSnapshotManagedKey, rangeReferences, snapshotRange, snapshotReferences, taggedSnapshots } from './references.ts'
+import { BucketDirs, isSnapshotManagedKey, rangeReferences, snapshotRange, snapshotReferences } from './references.ts'
+import { taggedSnapshots } from '../table/tags.ts'
 
 export interface OrphanOptions {
   /** only objects last modified more than this long before `now` go; default 1 day, as Paimon's `older_than`; at least MIN_ORPHAN_OLDER_THAN_MS */

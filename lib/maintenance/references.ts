@@ -9,19 +9,14 @@
 
 import { deserializeBinaryRow } from '../format/binary-row.ts'
 import { bucketPath } from '../format/partition-path.ts'
-import { parseSnapshot } from '../format/snapshot.ts'
 import { foldEntries, hex } from '../manifest/manifests.ts'
 import { type ManifestEntry, type ManifestFileMeta, type Row, type Snapshot, FileKind } from '../types.ts'
 import { INDEX_DIR, MANIFEST_DIR, manifestKey, snapshotKey } from '../table/paths.ts'
 import { externalKey, indexFileKey } from '../manifest/bucket-state.ts'
 import type { Table } from '../table/table.ts'
 
-const decoder = new TextDecoder()
-
 /** `core:utils/FileStorePathFactory.java` statsFileFactory: `statistics/<name>`. */
 export const STATISTICS_DIR = 'statistics/'
-/** `core:utils/TagManager.java`: a tag is a snapshot JSON at `tag/tag-<name>`. */
-export const TAG_DIR = 'tag/'
 
 /** A manifest a snapshot names is missing from the store. */
 export class MissingReferenceError extends Error {
@@ -267,21 +262,6 @@ export async function rangeReferences(table: Table, from: number, to: number, o:
     }
   }
   return runReferences(table, existing(), o)
-}
-
-/**
- * Snapshots Paimon tags pin (`tag/tag-<name>`). Strata creates no tags, but a table shared
- * with Paimon may have them, and Paimon's expiration and orphan cleanup keep what they
- * reference (ExpireSnapshotsImpl taggedSnapshots), so Strata does too.
- */
-export async function taggedSnapshots(table: Table): Promise<Snapshot[]> {
-  const out: Snapshot[] = []
-  for (const info of await table.store.list(TAG_DIR)) {
-    if (!/^tag\/tag-[^/]+$/.test(info.key)) continue
-    const bytes = await table.store.get(info.key)
-    if (bytes) out.push(parseSnapshot(decoder.decode(bytes)))
-  }
-  return out
 }
 
 /** True for keys in the directories whose files snapshots reference (manifest, index, data). */

@@ -22,6 +22,7 @@ import { decodeKey } from '../table/file-meta.ts'
 import { valueFromJson } from '../table/json-values.ts'
 import type { SchemaView } from '../table/schema.ts'
 import type { Table } from '../table/table.ts'
+import { requireTag } from '../table/tags.ts'
 
 export interface Split {
   partition: Uint8Array
@@ -37,6 +38,8 @@ export type KeyFilter = Record<string, unknown>
 
 export interface ScanOptions {
   snapshotId?: number
+  /** read the snapshot this tag pins (lib/table/tags.ts), even when the snapshot itself has expired; not with snapshotId */
+  tag?: string
   /** value columns to return, in this order; default all */
   columns?: string[]
   filter?: KeyFilter
@@ -128,7 +131,15 @@ export async function planScan(table: Table, opts: ScanOptions = {}): Promise<Sc
     return i
   })
   const filter = compileFilter(view, opts.filter)
-  const snapshot = opts.snapshotId !== undefined ? await table.snapshots.snapshot(opts.snapshotId) : await table.snapshots.latest()
+  if (opts.tag !== undefined && opts.snapshotId !== undefined) {
+    throw new StrataInputError(`--tag ${JSON.stringify(opts.tag)} and --snapshot ${opts.snapshotId}: expected one of them (a tag names its snapshot)`)
+  }
+  const snapshot =
+    opts.tag !== undefined
+      ? (await requireTag(table, opts.tag)).snapshot
+      : opts.snapshotId !== undefined
+        ? await table.snapshots.snapshot(opts.snapshotId)
+        : await table.snapshots.latest()
   if (opts.snapshotId !== undefined && !snapshot) {
     const earliest = await table.snapshots.earliestId()
     const latest = await table.snapshots.latestId()
@@ -393,7 +404,7 @@ export async function readAll(table: Table, opts: ScanOptions = {}): Promise<Row
  * groups and key pages are pruned by statistics and the page index, and only the pages that
  * can hold the key and then its row's pages are read (one request for a Strata row group).
  */
-export async function lookup(table: Table, key: KeyFilter, opts: { snapshotId?: number; columns?: string[] } = {}): Promise<Row | null> {
+export async function lookup(table: Table, key: KeyFilter, opts: { snapshotId?: number; tag?: string; columns?: string[] } = {}): Promise<Row | null> {
   const view = table.view
   for (const k of view.schema.primaryKeys) {
     if (!(k in key)) throw new StrataInputError(`--key: missing primary key field '${k}' (primary key: [${view.schema.primaryKeys.join(', ')}])`)
@@ -401,7 +412,7 @@ export async function lookup(table: Table, key: KeyFilter, opts: { snapshotId?: 
   for (const k of Object.keys(key)) {
     if (!view.schema.primaryKeys.includes(k)) throw new StrataInputError(`--key: '${k}' is not a primary key field (primary key: [${view.schema.primaryKeys.join(', ')}])`)
   }
-  const plan = await planScan(table, { snapshotId: opts.snapshotId, columns: opts.columns, filter: key })
+  const plan = await planScan(table, { snapshotId: opts.snapshotId, tag: opts.tag, columns: opts.columns, filter: key })
   const valueColumns = valueColumnsToRead(table, plan.columns, key)
   const keyCmp = rowComparator(view.keyTypes)
   const want = view.keyIndexes.map((i) => valueFromJson(view.fields[i], key[view.fields[i].name], '--key'))

@@ -6,6 +6,9 @@ export const SNAPSHOT_DIR = 'snapshot/'
 export const SCHEMA_DIR = 'schema/'
 export const MANIFEST_DIR = 'manifest/'
 export const INDEX_DIR = 'index/'
+/** `core:utils/TagManager.java`: a tag is `tag/tag-<name>` */
+export const TAG_DIR = 'tag/'
+export const TAG_PREFIX = 'tag-'
 
 export const snapshotKey = (id: number): string => `${SNAPSHOT_DIR}snapshot-${id}`
 export const schemaKey = (id: number): string => `${SCHEMA_DIR}schema-${id}`
@@ -13,6 +16,7 @@ export const LATEST_KEY = `${SNAPSHOT_DIR}LATEST`
 export const EARLIEST_KEY = `${SNAPSHOT_DIR}EARLIEST`
 export const manifestKey = (name: string): string => `${MANIFEST_DIR}${name}`
 export const indexKey = (name: string): string => `${INDEX_DIR}${name}`
+export const tagKey = (name: string): string => `${TAG_DIR}${TAG_PREFIX}${name}`
 
 /**
  * Partition directories: local and HDFS file systems cap a file or directory name at 255

@@ -1,0 +1,179 @@
+// Tags: a name pinning one snapshot, stored as `tag/tag-<name>` in Paimon's tag file format
+// (lib/format/tag.ts, docs/format.md "Tags"), so Paimon reads Strata's tags and Strata reads
+// Paimon's. A tag keeps its snapshot readable after the snapshot itself has expired:
+// expiration and orphan cleanup keep everything a tag references (lib/maintenance/), and
+// deleting a tag deletes what only it kept (deleteTag, as Paimon's TagManager.deleteTag).
+
+import { type Tag, parseTag } from '../format/tag.ts'
+import { BucketDirs, existingSnapshot, snapshotRange, snapshotReferences } from '../maintenance/references.ts'
+import { type Snapshot, StrataInputError } from '../types.ts'
+import { TAG_DIR, TAG_PREFIX, snapshotKey, tagKey } from './paths.ts'
+import type { Table } from './table.ts'
+
+const decoder = new TextDecoder()
+
+/** `tag-<name>` is one file name: 255 bytes on local and HDFS file systems. */
+export const MAX_TAG_NAME_BYTES = 255 - TAG_PREFIX.length
+
+/**
+ * Checks a tag name before anything is read or written. Paimon refuses a blank name ("Tag
+ * name shouldn't be blank.", core:utils/TagManager.java); Strata also refuses what cannot be
+ * one file name in the tag directory: a '/', a control character, more than
+ * MAX_TAG_NAME_BYTES bytes.
+ */
+export function checkTagName(name: string, what = 'tag name'): string {
+  const at = `${what} ${JSON.stringify(name)}`
+  if (name.trim() === '') throw new StrataInputError(`${at}: expected a name that is not blank`)
+  if (name.includes('/')) throw new StrataInputError(`${at}: expected no '/' (a tag is the one file ${TAG_DIR}${TAG_PREFIX}<name>)`)
+  // eslint-disable-next-line no-control-regex
+  const control = /[\u0000-\u001f\u007f]/.exec(name)
+  if (control) throw new StrataInputError(`${at}: expected no control characters, found U+${control[0].charCodeAt(0).toString(16).padStart(4, '0').toUpperCase()}`)
+  const bytes = Buffer.byteLength(name, 'utf8')
+  if (bytes > MAX_TAG_NAME_BYTES) throw new StrataInputError(`${at}: ${bytes} bytes of UTF-8, expected at most ${MAX_TAG_NAME_BYTES} (${TAG_PREFIX}<name> is one file name)`)
+  return name
+}
+
+export interface NamedTag extends Tag {
+  name: string
+}
+
+const TAG_KEY = /^tag\/tag-([^/]+)$/
+
+/** The tag of that name, or null when there is none. A tag file that is not a tag is an error naming it. */
+export async function getTag(table: Table, name: string): Promise<Tag | null> {
+  const bytes = await table.store.get(tagKey(name))
+  return bytes ? parseTag(decoder.decode(bytes), `tag '${name}' (${table.uri}/${tagKey(name)})`) : null
+}
+
+/** Every tag, ordered by snapshot id, then name. A tag deleted while this lists is left out (as Paimon does). */
+export async function listTags(table: Table): Promise<NamedTag[]> {
+  const out: NamedTag[] = []
+  for (const info of await table.store.list(TAG_DIR)) {
+    const m = TAG_KEY.exec(info.key)
+    if (!m) continue
+    const tag = await getTag(table, m[1])
+    if (tag) out.push({ name: m[1], ...tag })
+  }
+  return out.sort((a, b) => a.snapshot.id - b.snapshot.id || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+}
+
+/** The snapshots tags pin, one per tag (core:utils/TagManager.java taggedSnapshots). */
+export async function taggedSnapshots(table: Table): Promise<Snapshot[]> {
+  return (await listTags(table)).map((t) => t.snapshot)
+}
+
+function tagNames(tags: NamedTag[]): string {
+  return tags.length === 0 ? 'none' : tags.map((t) => t.name).join(', ')
+}
+
+/** The tag, or an error naming the tags there are; `what` names the input (an option, a field). */
+export async function requireTag(table: Table, name: string, what = '--tag'): Promise<Tag> {
+  checkTagName(name, what)
+  const tag = await getTag(table, name)
+  if (tag) return tag
+  throw new StrataInputError(`${what} ${JSON.stringify(name)}: no such tag in ${table.uri} (tags: ${tagNames(await listTags(table))})`)
+}
+
+async function retainedText(table: Table): Promise<string> {
+  const { earliest, latest } = await snapshotRange(table)
+  return latest === 0 ? 'none' : `${earliest}..${latest}`
+}
+
+export interface CreateTagOptions {
+  /** the snapshot to tag; default the latest */
+  snapshotId?: number
+}
+
+/**
+ * Tags a retained snapshot (default the latest). The tag file is the snapshot file's text as
+ * it is, which is what Paimon writes for a tag without a retention time (Snapshot.toJson), so
+ * fields Strata does not model (Paimon's `writerVersion`, `operation`) are kept.
+ *
+ * Refused, with nothing written: an invalid name, a name already taken (the create is
+ * create-if-absent, so two creators racing for a name get one tag), a snapshot that does not
+ * exist or has expired, a table without snapshots.
+ *
+ * An expiration running meanwhile may delete the snapshot after it was read. After the tag
+ * file is written, the snapshot file must still exist: expiration deletes a snapshot file
+ * before its objects and reads the tags again after that (lib/maintenance/expire.ts), so a
+ * tag written while the snapshot file still existed keeps its objects; otherwise the tag is
+ * removed again and the call fails.
+ */
+export async function createTag(table: Table, name: string, opts: CreateTagOptions = {}): Promise<{ name: string; snapshotId: number }> {
+  checkTagName(name)
+  if (opts.snapshotId !== undefined && (!Number.isSafeInteger(opts.snapshotId) || opts.snapshotId < 1)) {
+    throw new StrataInputError(`--snapshot ${opts.snapshotId}: expected a snapshot id >= 1`)
+  }
+  const id = opts.snapshotId ?? (await table.snapshots.latestId())
+  if (id === 0) throw new StrataInputError(`tag ${JSON.stringify(name)}: ${table.uri} has no snapshot to tag yet`)
+  if (await table.store.head(tagKey(name))) {
+    throw new StrataInputError(`tag ${JSON.stringify(name)} already exists in ${table.uri}; delete it first to move it`)
+  }
+  const bytes = await table.store.get(snapshotKey(id))
+  if (!bytes) throw new StrataInputError(`--snapshot ${id}: no such snapshot (retained snapshots: ${await retainedText(table)}); a tag can only pin a retained snapshot`)
+  // a tag that Paimon could not read is never written
+  parseTag(decoder.decode(bytes), `${table.uri}/${snapshotKey(id)}`)
+  if (!(await table.store.putIfAbsent(tagKey(name), bytes))) {
+    throw new StrataInputError(`tag ${JSON.stringify(name)} already exists in ${table.uri}; delete it first to move it`)
+  }
+  if ((await existingSnapshot(table, id)) === null) {
+    await table.store.delete(tagKey(name))
+    throw new StrataInputError(`--snapshot ${id}: the snapshot expired while the tag was being created; nothing was tagged`)
+  }
+  return { name, snapshotId: id }
+}
+
+export interface DeleteTagResult {
+  name: string
+  snapshotId: number
+  /** objects other than the tag file deleted: those only this tag kept */
+  deletedFiles: number
+}
+
+/** Deletes in flight at once (as expiration). */
+const DELETE_CONCURRENCY = 16
+
+/**
+ * Deletes a tag and, as Paimon's TagManager.deleteTag does, the objects only it kept:
+ * - its snapshot still exists: only the tag file goes; the snapshot's objects are its own
+ *   and expiration decides about them (it no longer sees this tag);
+ * - another tag pins the same snapshot: only the tag file goes;
+ * - otherwise the tag file goes, then every object the tagged snapshot references that
+ *   neither the earliest retained snapshot nor any other tag references. An object's
+ *   references form one unbroken run of snapshot ids (lib/maintenance/expire.ts), so a
+ *   retained snapshot that needs an object of this older tag means the earliest one does.
+ * Paimon compares against the neighbouring tags and the earliest snapshot only; every other
+ * tag gives the same answer by the same run argument. A crash after the tag file is gone
+ * leaves unreferenced objects, which orphan cleanup deletes.
+ */
+export async function deleteTag(table: Table, name: string): Promise<DeleteTagResult> {
+  const tag = await requireTag(table, name, 'tag')
+  const id = tag.snapshot.id
+  const done = (deletedFiles: number): DeleteTagResult => ({ name, snapshotId: id, deletedFiles })
+  if (await table.store.head(snapshotKey(id))) {
+    await table.store.delete(tagKey(name))
+    return done(0)
+  }
+  // every tag is read before this one's file goes (as Paimon's deleteTag)
+  const others = (await listTags(table)).filter((t) => t.name !== name)
+  if (others.some((t) => t.snapshot.id === id)) {
+    await table.store.delete(tagKey(name))
+    return done(0)
+  }
+  const dirs = new BucketDirs(table)
+  const keep = new Set<string>()
+  const { earliest, latest } = await snapshotRange(table)
+  if (latest > 0) {
+    const first = await existingSnapshot(table, earliest)
+    if (first) for (const k of await snapshotReferences(table, first, 'throw', dirs)) keep.add(k)
+  }
+  for (const t of others) for (const k of await snapshotReferences(table, t.snapshot, 'throw', dirs)) keep.add(k)
+  const candidates = [...(await snapshotReferences(table, tag.snapshot, 'skip', dirs))].filter((k) => !keep.has(k))
+  await table.store.delete(tagKey(name))
+  let next = 0
+  const worker = async () => {
+    while (next < candidates.length) await table.store.delete(candidates[next++])
+  }
+  await Promise.all(Array.from({ length: Math.min(DELETE_CONCURRENCY, candidates.length) }, worker))
+  return done(candidates.length)
+}
