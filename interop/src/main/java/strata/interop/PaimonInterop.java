@@ -63,10 +63,12 @@ import java.util.Optional;
  * around it.
  *
  * <pre>
- *   read    &lt;tableDir&gt; [--snapshot N] [--out F]        rows as JSON lines, ordered by primary key
+ *   read    &lt;tableDir&gt; [--snapshot N | --tag T] [--out F] rows as JSON lines, ordered by primary key
  *   meta    &lt;tableDir&gt; [--snapshot N] [--out F]        snapshots, files, options as one JSON object
  *   write   &lt;tableDir&gt; [--schema JSON] [--in F] [--out F] JSON lines as one commit (creates the table if absent)
  *   compact &lt;tableDir&gt; [--full] [--out F]              Paimon's compaction of every bucket, one commit
+ *   tag-create &lt;tableDir&gt; --name N [--snapshot S] [--time-retained D]   Paimon's createTag
+ *   tag-delete &lt;tableDir&gt; --name N                   Paimon's deleteTag
  *   batch                                            commands from stdin, one JSON array of arguments a line
  * </pre>
  */
@@ -77,7 +79,7 @@ public final class PaimonInterop {
 
     public static void main(String[] args) throws Exception {
         if (args.length == 0) {
-            System.err.println("usage: read|meta|write|compact|expire <tableDir> …, or batch (see interop/README.md)");
+            System.err.println("usage: read|meta|write|compact|expire|tag-create|tag-delete|add-column <tableDir> …, or batch (see interop/README.md)");
             System.exit(2);
         }
         if (args[0].equals("batch")) {
@@ -139,6 +141,12 @@ public final class PaimonInterop {
                 case "expire":
                     expire(a, out);
                     break;
+                case "tag-create":
+                    tagCreate(a, out);
+                    break;
+                case "tag-delete":
+                    tagDelete(a, out);
+                    break;
                 case "add-column":
                     addColumn(a, out);
                     break;
@@ -169,9 +177,17 @@ public final class PaimonInterop {
         return snapshot == null ? table : table.copy(Collections.singletonMap(CoreOptions.SCAN_SNAPSHOT_ID.key(), snapshot.toString()));
     }
 
+    /** The table read at `--tag` (Paimon's `scan.tag-name`), else at `--snapshot`, else the latest. */
+    private static FileStoreTable readAt(Args a) throws Exception {
+        if (a.tag != null && a.snapshot != null) throw new IllegalArgumentException("read: --tag and --snapshot together");
+        FileStoreTable table = open(a.table);
+        if (a.tag != null) return table.copy(Collections.singletonMap(CoreOptions.SCAN_TAG_NAME.key(), a.tag));
+        return atSnapshot(table, a.snapshot);
+    }
+
     /** Paimon's batch read (merged, retractions dropped), every column, ordered by primary key. */
     private static void read(Args a, PrintWriter out) throws Exception {
-        FileStoreTable table = atSnapshot(open(a.table), a.snapshot);
+        FileStoreTable table = readAt(a);
         RowType type = table.rowType();
         List<String> keys = table.primaryKeys();
         ReadBuilder rb = table.newReadBuilder();
@@ -370,6 +386,35 @@ public final class PaimonInterop {
     }
 
     /**
+     * Paimon's `createTag`: `--name N` on the latest snapshot or `--snapshot S`, with
+     * `--time-retained D` (ISO-8601, e.g. PT1H) the retention Paimon then writes into the tag
+     * file with the creation time. Prints the tag's snapshot id.
+     */
+    private static void tagCreate(Args a, PrintWriter out) throws Exception {
+        if (a.name == null) throw new IllegalArgumentException("tag-create: expected --name <tag>");
+        FileStoreTable table = open(a.table);
+        Duration retained = a.timeRetained == null ? null : Duration.parse(a.timeRetained);
+        if (a.snapshot != null && retained != null) table.createTag(a.name, a.snapshot, retained);
+        else if (a.snapshot != null) table.createTag(a.name, a.snapshot);
+        else if (retained != null) table.createTag(a.name, retained);
+        else table.createTag(a.name);
+        ObjectNode n = MAPPER.createObjectNode();
+        n.put("snapshot", table.tagManager().getOrThrow(a.name).id());
+        out.println(MAPPER.writeValueAsString(n));
+    }
+
+    /** Paimon's `deleteTag` (`--name N`): the tag file and, when its snapshot has expired, the files only it kept. */
+    private static void tagDelete(Args a, PrintWriter out) throws Exception {
+        if (a.name == null) throw new IllegalArgumentException("tag-delete: expected --name <tag>");
+        FileStoreTable table = open(a.table);
+        table.tagManager().getOrThrow(a.name);
+        table.deleteTag(a.name);
+        ObjectNode n = MAPPER.createObjectNode();
+        n.put("deleted", a.name);
+        out.println(MAPPER.writeValueAsString(n));
+    }
+
+    /**
      * Paimon's ALTER TABLE ADD COLUMN (`--column NAME TYPE`, the type as `write --schema`
      * spells it): a new schema version; files already written keep the older one. Prints the
      * new schema id.
@@ -419,6 +464,9 @@ public final class PaimonInterop {
         boolean full;
         Integer retain;
         String[] column;
+        String name;
+        String tag;
+        String timeRetained;
 
         Args(String[] args) throws Exception {
             command = args[0];
@@ -453,6 +501,15 @@ public final class PaimonInterop {
                         break;
                     case "--retain":
                         retain = Integer.parseInt(v);
+                        break;
+                    case "--name":
+                        name = v;
+                        break;
+                    case "--tag":
+                        tag = v;
+                        break;
+                    case "--time-retained":
+                        timeRetained = v;
                         break;
                     default:
                         throw new IllegalArgumentException("unknown flag " + flag);
