@@ -9,6 +9,8 @@
 // would take it over, and a row too large to go out alone is answered 422, naming its key
 // and size, with a cursor that skips it. Pages continue with an opaque cursor that pins the
 // snapshot, so every page reads one snapshot however many commits land in between.
+// `tag` reads the snapshot a tag pins (lib/table/tags.ts), as `strata read --tag` does; its
+// cursor pins the tag and the snapshot.
 
 import { createHash } from 'node:crypto'
 import middy from '@middy/core'
@@ -22,6 +24,7 @@ import { valueColumnsForMerge } from '../lib/lsm/merge-function.ts'
 import { type KeyFilter, type ReadStats, FileOpener, lookup, newReadStats, planScan, readSplitRecords } from '../lib/read/table-read.ts'
 import { rowToJsonLine, valueFromJson } from '../lib/table/json-values.ts'
 import type { Table } from '../lib/table/table.ts'
+import { checkTagName, getTag, requireTag } from '../lib/table/tags.ts'
 import { type Row, StrataInputError, isRetract } from '../lib/types.ts'
 import { ConfigError } from './shared/config.ts'
 import { HttpError, type HttpResponse, errorResponse, isFunctionUrlEvent, jsonResponse, parseJsonObject, requestOf } from './shared/http.ts'
@@ -38,6 +41,8 @@ export interface ReaderRequest {
   table: string
   op: ReadOp
   snapshotId?: number
+  /** read the snapshot this tag pins; not with snapshotId */
+  tag?: string
   columns?: string[]
   /** scan: equality on partition and primary-key fields */
   filter?: KeyFilter
@@ -49,8 +54,8 @@ export interface ReaderRequest {
 
 const OPS: ReadOp[] = ['scan', 'lookup', 'status']
 const FIELDS_OF: Record<ReadOp, string[]> = {
-  scan: ['table', 'op', 'snapshotId', 'columns', 'filter', 'limit', 'cursor'],
-  lookup: ['table', 'op', 'snapshotId', 'columns', 'key'],
+  scan: ['table', 'op', 'snapshotId', 'tag', 'columns', 'filter', 'limit', 'cursor'],
+  lookup: ['table', 'op', 'snapshotId', 'tag', 'columns', 'key'],
   status: ['table', 'op'],
 }
 const ALL_FIELDS = [...new Set(Object.values(FIELDS_OF).flat())]
@@ -93,6 +98,11 @@ export function parseReaderRequest(fields: Record<string, unknown>, { fromQuery 
     if (fields[f] !== undefined && !FIELDS_OF[req.op].includes(f)) throw new StrataInputError(`${f}: not used by op '${req.op}' (it takes ${FIELDS_OF[req.op].join(', ')})`)
   }
   if (fields.snapshotId !== undefined) req.snapshotId = integerField('snapshotId', fields.snapshotId, 1, Number.MAX_SAFE_INTEGER, fromQuery)
+  if (fields.tag !== undefined) {
+    if (typeof fields.tag !== 'string') throw new StrataInputError(`tag: expected a tag name, got ${describe(fields.tag)}`)
+    if (req.snapshotId !== undefined) throw new StrataInputError(`tag: ${describe(fields.tag)} and snapshotId ${req.snapshotId}: expected one of them (a tag names its snapshot)`)
+    req.tag = checkTagName(fields.tag, 'tag')
+  }
   if (fields.limit !== undefined) req.limit = integerField('limit', fields.limit, 1, maxRows, fromQuery)
   if (fields.columns !== undefined) {
     const c = fromQuery && typeof fields.columns === 'string' ? fields.columns.split(',').map((s) => s.trim()) : fields.columns
@@ -126,6 +136,8 @@ interface Cursor {
   v: 1
   table: string
   snapshotId: number
+  /** the tag the first page read (its snapshotId is the tag's snapshot) */
+  tag?: string
   split: number
   offset: number
   query: string
@@ -148,7 +160,7 @@ function decodeCursor(text: string): Cursor {
     // falls through to the shape check
   }
   const nat = (x: unknown) => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0
-  if (!c || c.v !== 1 || typeof c.table !== 'string' || typeof c.query !== 'string' || !nat(c.snapshotId) || !nat(c.split) || !nat(c.offset)) {
+  if (!c || c.v !== 1 || typeof c.table !== 'string' || typeof c.query !== 'string' || !nat(c.snapshotId) || !nat(c.split) || !nat(c.offset) || (c.tag !== undefined && typeof c.tag !== 'string')) {
     throw new StrataInputError('cursor: not a cursor this reader issued; pass the nextCursor of the previous page unchanged')
   }
   return c as Cursor
@@ -183,6 +195,21 @@ async function whilePinned<T>(table: Table, id: number | undefined, field: 'snap
   } catch (err) {
     if (id === undefined || err instanceof StrataInputError || (await existingSnapshot(table, id).catch(() => true))) throw err
     throw new HttpError(410, `${field}: snapshot ${id} expired while it was being read; start the read again${field === 'cursor' ? ' without a cursor' : ''}`)
+  }
+}
+
+/** The tag still pins snapshot `id` (it may have been deleted, or deleted and made again elsewhere). */
+async function tagPins(table: Table, tag: string, id: number): Promise<boolean> {
+  return (await getTag(table, tag))?.snapshot.id === id
+}
+
+/** As whilePinned, for a read of a tag: a tag deleted while it was read is answered 410. */
+async function whileTagged<T>(table: Table, tag: string, id: number, field: 'tag' | 'cursor', read: () => Promise<T>): Promise<T> {
+  try {
+    return await read()
+  } catch (err) {
+    if (err instanceof StrataInputError || (await tagPins(table, tag, id).catch(() => true))) throw err
+    throw new HttpError(410, `${field}: tag ${JSON.stringify(tag)} was deleted while it was being read; start the read again${field === 'cursor' ? ' without a cursor' : ''}`)
   }
 }
 
@@ -224,26 +251,37 @@ async function scanPage(table: Table, name: string, req: ReaderRequest, limit: n
   const query = queryFingerprint(name, req.filter)
   let start = { split: 0, offset: 0 }
   let snapshotId = req.snapshotId
+  let tag = req.tag
   if (req.cursor !== undefined) {
     const c = decodeCursor(req.cursor)
     if (c.table !== name || c.query !== query) throw new StrataInputError('cursor: was issued for another table or filter; pass the same table and filter as on the first page')
-    if (snapshotId !== undefined && snapshotId !== c.snapshotId) {
+    if (snapshotId !== undefined && (snapshotId !== c.snapshotId || c.tag !== undefined)) {
       throw new StrataInputError(`snapshotId: ${snapshotId} differs from the cursor's snapshot ${c.snapshotId}; omit snapshotId when passing a cursor`)
     }
-    await requireSnapshot(table, c.snapshotId, 'cursor')
-    snapshotId = c.snapshotId
+    if (tag !== undefined && tag !== c.tag) {
+      throw new StrataInputError(`tag: ${JSON.stringify(tag)} differs from the cursor's ${c.tag === undefined ? 'snapshot' : `tag ${JSON.stringify(c.tag)}`}; omit tag when passing a cursor`)
+    }
+    if (c.tag !== undefined) {
+      if (!(await tagPins(table, c.tag, c.snapshotId))) throw new HttpError(410, `cursor: tag ${JSON.stringify(c.tag)} of this scan was deleted; start the scan again without a cursor`)
+      tag = c.tag
+    } else {
+      await requireSnapshot(table, c.snapshotId, 'cursor')
+      snapshotId = c.snapshotId
+    }
     start = c
+  } else if (tag !== undefined) {
+    await requireTag(table, tag, 'tag')
   } else if (snapshotId !== undefined) {
     await requireSnapshot(table, snapshotId, 'snapshotId')
   }
   const stats = newReadStats()
-  const plan = await planScan(table, { snapshotId, columns: req.columns, filter: req.filter })
+  const plan = await planScan(table, { snapshotId: tag === undefined ? snapshotId : undefined, tag, columns: req.columns, filter: req.filter })
   const matches = filterMatcher(table, req.filter)
   const valueColumns = valueColumnsFor(table, plan.columns, req.filter)
   const fields = table.view.fields
   const id = plan.snapshot?.id ?? null
   const bodyOf = (rows: string[], cursor: string) => `{"snapshotId":${id},"rows":[${rows.join(',')}],"nextCursor":${cursor}}`
-  const cursorAt = (split: number, offset: number): Cursor => ({ v: 1, table: name, snapshotId: id ?? 0, split, offset, query })
+  const cursorAt = (split: number, offset: number): Cursor => ({ v: 1, table: name, snapshotId: id ?? 0, ...(tag === undefined ? {} : { tag }), split, offset, query })
   // the response without rows, with the longest cursor this plan can issue
   const longestCursor = JSON.stringify(encodeCursor(cursorAt(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)))
   const budget = maxResponseBytes - responseBytes(jsonResponse(200, bodyOf([], longestCursor)))
@@ -253,7 +291,11 @@ async function scanPage(table: Table, name: string, req: ReaderRequest, limit: n
   let tooLarge: { key: string; bytes: number } | null = null
   // one opener over the page's splits: the next split's files open while this one is read
   const opener = new FileOpener(table, plan.splits.slice(start.split), plan.dvIndex, stats)
-  await whilePinned(table, plan.snapshot?.id, req.cursor !== undefined ? 'cursor' : 'snapshotId', async () => {
+  const pinned = <T>(read: () => Promise<T>): Promise<T> =>
+    tag !== undefined && id !== null
+      ? whileTagged(table, tag, id, req.cursor !== undefined ? 'cursor' : 'tag', read)
+      : whilePinned(table, plan.snapshot?.id, req.cursor !== undefined ? 'cursor' : 'snapshotId', read)
+  await pinned(async () => {
     scan: for (let s = start.split; s < plan.splits.length; s++) {
       const skip = s === start.split ? start.offset : 0
       let seen = 0
@@ -308,9 +350,18 @@ async function lookupRow(table: Table, req: ReaderRequest, maxResponseBytes: num
     return view.fields[i]
   })
   let snapshotId = req.snapshotId
-  if (snapshotId !== undefined) await requireSnapshot(table, snapshotId, 'snapshotId')
-  else snapshotId = (await table.snapshots.latestId()) || undefined
-  const row = snapshotId === undefined ? null : await whilePinned(table, snapshotId, 'snapshotId', () => lookup(table, key, { snapshotId, columns: names }))
+  let row: Row | null
+  if (req.tag !== undefined) {
+    const tag = req.tag
+    const id = (await requireTag(table, tag, 'tag')).snapshot.id
+    snapshotId = id
+    row = await whileTagged(table, tag, id, 'tag', () => lookup(table, key, { tag, columns: names }))
+  } else {
+    if (snapshotId !== undefined) await requireSnapshot(table, snapshotId, 'snapshotId')
+    else snapshotId = (await table.snapshots.latestId()) || undefined
+    const at = snapshotId
+    row = at === undefined ? null : await whilePinned(table, at, 'snapshotId', () => lookup(table, key, { snapshotId: at, columns: names }))
+  }
   const text = row === null ? 'null' : rowToJsonLine(fields, fields.map((_, i) => i), row)
   const body = `{"snapshotId":${snapshotId ?? null},"row":${text}}`
   const size = responseBytes(jsonResponse(200, body))

@@ -516,3 +516,36 @@ describe('metrics', () => {
     expect(stdout.join('')).not.toContain('2024-05-01')
   })
 })
+
+describe('tag', () => {
+  it("scan and lookup of a tag read the tagged snapshot, across pages while commits land; bad tag input is refused naming the field", async () => {
+    const { createTag } = await import('../lib/table/tags.ts')
+    await createTag(orders, 'first', { snapshotId: 1 })
+    const expected = expectedText(orders, await readAll(orders, { snapshotId: 1 }))
+    let wrote = false
+    const pages = await allPages({ table: 'orders', op: 'scan', tag: 'first', limit: 50 }, async (page) => {
+      if (page === 1 && !wrote) {
+        wrote = true
+        await write(orders, rowsFor(0, 5, 'v4'))
+      }
+    })
+    expect(pages.length).toBeGreaterThan(1)
+    expect(pages.every((p) => p.snapshotId === 1)).toBe(true)
+    expect(pages.flatMap((p) => p.rows)).toEqual(expected)
+    const found = await post({ table: 'orders', op: 'lookup', tag: 'first', key: { dt: DAYS[0], id: 12 }, columns: ['name'] })
+    expect(JSON.parse(found.body)).toEqual({ snapshotId: 1, row: { name: 'v1-12' } })
+
+    const refused = async (req: Record<string, unknown>, message: RegExp) => {
+      const res = await post(req)
+      expect(res.statusCode, res.body).toBe(400)
+      expect(JSON.parse(res.body).error).toMatch(message)
+    }
+    await refused({ table: 'orders', op: 'scan', tag: 'nope' }, /^tag "nope": no such tag in s3:\/\/.* \(tags: first\)$/)
+    await refused({ table: 'orders', op: 'lookup', tag: 'nope', key: { dt: DAYS[0], id: 1 } }, /^tag "nope": no such tag/)
+    await refused({ table: 'orders', op: 'scan', tag: 'first', snapshotId: 1 }, /^tag: "first" and snapshotId 1: expected one of them/)
+    await refused({ table: 'orders', op: 'scan', tag: 'a/b' }, /^tag "a\/b": expected no '\/'/)
+    await refused({ table: 'orders', op: 'scan', tag: 7 }, /^tag: expected a tag name, got 7$/)
+    const first = JSON.parse((await post({ table: 'orders', op: 'scan', tag: 'first', limit: 10 })).body)
+    await refused({ table: 'orders', op: 'scan', tag: 'other', cursor: first.nextCursor }, /^tag: "other" differs from the cursor's tag "first"; omit tag when passing a cursor$/)
+  })
+})
