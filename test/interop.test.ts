@@ -25,6 +25,9 @@ import { MIN_ORPHAN_OLDER_THAN_MS, removeOrphanFiles } from '../lib/maintenance/
 import { readAll } from '../lib/read/table-read.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { Table } from '../lib/table/table.ts'
+import { createTag, deleteTag, listTags } from '../lib/table/tags.ts'
+import { parseTag, serializeTag } from '../lib/format/tag.ts'
+import { tagKey } from '../lib/table/paths.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 import { RUN_COMMAND, type PaimonResult, buildHarness, byKey, missingTools, paimonBatch, parseRows, renderRow, writeJsonLines } from './helpers/interop.ts'
 
@@ -1295,6 +1298,90 @@ if (missing.length > 0 && !process.env.CI) {
         await expect(readAll(table)).rejects.toThrow(/is stored at the external path "file:.*elsewhere\/bucket-0\/data-.*", outside the table at .*: external data paths \(option 'data-file.external-paths'\) are not supported by Strata yet/)
         await expect(strataWrite(table, [{ id: 2, v: 'b' }])).rejects.toThrow(/option 'data-file.external-paths.strategy' is "round-robin"; Strata writes only "none"/)
       })
+    })
+  })
+  // apart from the matrix above, so `vitest run test/interop.test.ts -t tags` runs these alone
+  describe('Paimon interop: tags (issue 19)', () => {
+    const schema = { fields: [{ name: 'id', type: 'INT' }, { name: 'v', type: 'STRING' }], primaryKeys: ['id'], options: { bucket: '2' } }
+    let dir = ''
+    beforeAll(() => {
+      buildHarness()
+      dir = mkdtempSync(join(tmpdir(), 'strata-interop-tags-'))
+    })
+    afterAll(() => rmSync(dir, { recursive: true, force: true }))
+    const version = (ids: number[], v: string) => ids.map((id) => ({ id, v: `${v}-${id}` }))
+    const tagRows = async (t: string, tag: string) => {
+      const table = await Table.open(t)
+      return byKey((await readAll(table, { tag })).map((r) => renderRow(table.view.fields, r)), ['id'])
+    }
+
+    it("Paimon reads the tags Strata created, before and after its own expiration and Strata's, the rows Strata reads; Paimon deletes one and Strata still reads the other", async () => {
+      const t = join(dir, 'strata-tags')
+      const table = await Table.create(t, schema)
+      const writes = [version([1, 2, 3, 4], 'a'), version([2, 5], 'b'), [{ _kind: '-D', id: 3 }, ...version([6], 'c')], version([1, 7], 'd'), version([8], 'e')]
+      for (const w of writes) await strataWrite(table, w)
+      await createTag(table, 'v1', { snapshotId: 1 })
+      await createTag(table, 'v3', { snapshotId: 3 })
+      const want = { v1: await strataRows(table, 1), v3: await strataRows(table, 3) }
+      // Strata expires the tagged snapshots; the tags keep their files
+      expect((await expireSnapshots(table, { numRetainedMin: 2, timeRetainedMs: 0, now: Date.now() + 86_400_000 })).expired).toEqual([1, 2, 3])
+      const [r1, r3, expire, r1after, r3after, del, r3last] = paimonBatch([
+        ['read', t, '--tag', 'v1'],
+        ['read', t, '--tag', 'v3'],
+        ['expire', t, '--retain', '1'],
+        ['read', t, '--tag', 'v1'],
+        ['read', t, '--tag', 'v3'],
+        ['tag-delete', t, '--name', 'v1'],
+        ['read', t, '--tag', 'v3'],
+      ])
+      expect(byKey(paimonRows(r1), ['id']), "Paimon's read of Strata's tag v1 (expected: Strata's)").toEqual(byKey(want.v1, ['id']))
+      expect(byKey(paimonRows(r3), ['id'])).toEqual(byKey(want.v3, ['id']))
+      expect(expire.ok, expire.error).toBe(true)
+      expect(JSON.parse(expire.output)).toEqual({ expired: 1, snapshot: 5 })
+      expect(byKey(paimonRows(r1after), ['id'])).toEqual(byKey(want.v1, ['id']))
+      expect(byKey(paimonRows(r3after), ['id'])).toEqual(byKey(want.v3, ['id']))
+      expect(del.ok, del.error).toBe(true)
+      expect(byKey(paimonRows(r3last), ['id'])).toEqual(byKey(want.v3, ['id']))
+      const after = await Table.open(t)
+      expect((await listTags(after)).map((x) => x.name)).toEqual(['v3'])
+      expect(await tagRows(t, 'v3')).toEqual(byKey(want.v3, ['id']))
+      // Paimon's expiration and tag deletion left the tag's files and nothing else unreferenced
+      expect((await removeOrphanFiles(after, { now: Date.now() + 3 * MIN_ORPHAN_OLDER_THAN_MS, dryRun: true })).deleted).toEqual([])
+    })
+
+    it("Strata reads the tags Paimon created (one with a retention, its file rewritten character for character), after Paimon's expiration; Strata deletes one and Paimon still reads the other", async () => {
+      const t = join(dir, 'paimon-tags')
+      const lines = (name: string, recs: Rec[]) => writeJsonLines(join(dir, name), recs)
+      const [w1, w2, tag1, w3, tagLast, expire, p1, pLast] = paimonBatch([
+        ['write', t, '--schema', JSON.stringify(schema), '--in', lines('p1.jsonl', version([1, 2, 3], 'a'))],
+        ['write', t, '--in', lines('p2.jsonl', [...version([2, 4], 'b'), { _kind: '-D', id: 1 }])],
+        ['tag-create', t, '--name', 'p1', '--snapshot', '1'],
+        ['write', t, '--in', lines('p3.jsonl', version([3, 5], 'c'))],
+        ['tag-create', t, '--name', 'last', '--time-retained', 'PT24H'],
+        ['expire', t, '--retain', '1'],
+        ['read', t, '--tag', 'p1'],
+        ['read', t, '--tag', 'last'],
+      ])
+      for (const r of [w1, w2, tag1, w3, tagLast, expire]) expect(r.ok, r.error).toBe(true)
+      expect(JSON.parse(tagLast.output)).toEqual({ snapshot: 3 })
+      const table = await Table.open(t)
+      const tags = await listTags(table)
+      expect(tags.map((x) => [x.name, x.snapshot.id])).toEqual([['p1', 1], ['last', 3]])
+      expect(tags[0]).toMatchObject({ tagCreateTime: null, tagTimeRetained: null })
+      expect(tags[1].tagTimeRetained).toEqual({ seconds: 86_400, nanos: 0 })
+      expect(tags[1].tagCreateTime?.year).toBeGreaterThan(2000)
+      // Strata's tag format writes Paimon's file back exactly
+      for (const name of ['p1', 'last']) {
+        const text = new TextDecoder().decode((await table.store.get(tagKey(name)))!)
+        expect(serializeTag(parseTag(text)), `tag file ${name}`).toBe(text)
+      }
+      expect(await tagRows(t, 'p1')).toEqual(byKey(paimonRows(p1), ['id']))
+      expect(await tagRows(t, 'last')).toEqual(byKey(paimonRows(pLast), ['id']))
+      expect((await deleteTag(table, 'p1')).deletedFiles).toBeGreaterThan(0)
+      await removeOrphanFiles(table, { now: Date.now() + 3 * MIN_ORPHAN_OLDER_THAN_MS })
+      const [again, latest] = paimonBatch([['read', t, '--tag', 'last'], ['read', t]])
+      expect(byKey(paimonRows(again), ['id'])).toEqual(byKey(paimonRows(pLast), ['id']))
+      expect(paimonRows(latest)).toEqual(paimonRows(pLast))
     })
   })
 }
