@@ -25,7 +25,6 @@ export function checkTagName(name: string, what = 'tag name'): string {
   const at = `${what} ${JSON.stringify(name)}`
   if (name.trim() === '') throw new StrataInputError(`${at}: expected a name that is not blank`)
   if (name.includes('/')) throw new StrataInputError(`${at}: expected no '/' (a tag is the one file ${TAG_DIR}${TAG_PREFIX}<name>)`)
-  // eslint-disable-next-line no-control-regex
   const control = /[\u0000-\u001f\u007f]/.exec(name)
   if (control) throw new StrataInputError(`${at}: expected no control characters, found U+${control[0].charCodeAt(0).toString(16).padStart(4, '0').toUpperCase()}`)
   const bytes = Buffer.byteLength(name, 'utf8')
