@@ -14,6 +14,7 @@ import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { serializeSnapshot } from '../lib/format/snapshot.ts'
 import { type Tag, parseTag, serializeTag } from '../lib/format/tag.ts'
+import { compactTable } from '../lib/lsm/compact-table.ts'
 import { expireSnapshots } from '../lib/maintenance/expire.ts'
 import { MIN_ORPHAN_OLDER_THAN_MS, removeOrphanFiles } from '../lib/maintenance/orphans.ts'
 import { lookup, readAll } from '../lib/read/table-read.ts'
@@ -42,6 +43,11 @@ let n = 0
 const freshDir = () => join(root, `t${n++}`)
 
 type History = Map<number, Row[]>
+
+/** A full compaction: the files of earlier snapshots leave the latest one. */
+async function compactTableFull(table: Table): Promise<void> {
+  await compactTable(table, { full: true })
+}
 
 async function commit(table: Table, model: TableModel, history: History, ops: Op[]): Promise<number> {
   const res = await writeBatch(table, ops.map((op, i) => recordFromJson(table.view, op, `op ${i}`)))
@@ -221,6 +227,35 @@ describe('tags on a table', () => {
     const fresh = await Table.open(store.inner)
     expect(sortRows(await readAll(fresh, { tag: 'late' }))).toEqual(history.get(2))
     await removeOrphanFiles(fresh, { now: Date.now() + 3 * MIN_ORPHAN_OLDER_THAN_MS })
+    expect(sortRows(await readAll(await Table.open(store.inner), { tag: 'late' }))).toEqual(history.get(2))
+  })
+
+  it('a tag created while orphan cleanup runs, on a snapshot expired before the cleanup walks it, keeps its files', async () => {
+    // the cleanup has read the tags (none yet) when the tag is created and its snapshot expires
+    class TagAfterTagListing extends InterceptingStore {
+      armed = false
+      table: Table | null = null
+      protected async call<T>(op: StoreOp, key: string, run: () => Promise<T>): Promise<T> {
+        const result = await run()
+        if (this.armed && op === 'list' && key === 'tag/') {
+          this.armed = false
+          await createTag(this.table!, 'late', { snapshotId: 2 })
+          await expireSnapshots(this.table!, { numRetainedMin: 1, timeRetainedMs: 0, now: Date.now() + DAY })
+        }
+        return result
+      }
+    }
+    const store = new TagAfterTagListing(new LocalFileStore(freshDir()))
+    const table = await Table.create(store, schemaFor('deduplicate', { bucket: '2' }))
+    store.table = table
+    const model = new TableModel('deduplicate')
+    const history: History = new Map()
+    for (let i = 0; i < 4; i++) await commit(table, model, history, [{ _kind: '+U', dt: '2024-05-01', id: 1, a: i, b: `v${i}`, c: i }])
+    await compactTableFull(table)
+    store.armed = true
+    await removeOrphanFiles(table, { now: Date.now() + 3 * MIN_ORPHAN_OLDER_THAN_MS })
+    expect(store.armed).toBe(false)
+    expect(await store.inner.head(snapshotKey(2))).toBeNull()
     expect(sortRows(await readAll(await Table.open(store.inner), { tag: 'late' }))).toEqual(history.get(2))
   })
 

@@ -5,6 +5,8 @@
 // manifests), from a crash between expiration's snapshot deletes and file deletes, and from
 // writers that died before committing.
 //
+// Tags (lib/table/tags.ts) count as references, read before and again after the snapshots.
+//
 // Never deleted: schema/ and snapshot/ (their own life cycle), anything outside the managed
 // directories (tag/, branch/, consumer/ or foreign files: Paimon lists only its file
 // directories too), and anything younger than `olderThanMs`, because a writer may have
@@ -122,9 +124,21 @@ export async function removeOrphanFiles(table: Table, opts: OrphanOptions = {}):
   const objects = await table.store.list('')
   const dirs = new BucketDirs(table)
   const used = new Set<string>()
-  for (const tag of await taggedSnapshots(table)) for (const k of await snapshotReferences(table, tag, 'throw', dirs)) used.add(k)
+  const tagsRead = new Set<number>()
+  const addTags = async () => {
+    for (const tag of await taggedSnapshots(table)) {
+      if (tagsRead.has(tag.id)) continue
+      tagsRead.add(tag.id)
+      for (const k of await snapshotReferences(table, tag, 'throw', dirs)) used.add(k)
+    }
+  }
+  await addTags()
   let { earliest, latest } = await snapshotRange(table)
   if (latest > 0) await addSnapshots(table, earliest, latest, used, dirs)
+  // a tag created since the tags were read, on a snapshot the walk found expired: the tag was
+  // written before that snapshot file was deleted (lib/table/tags.ts createTag), so it is
+  // listed now
+  await addTags()
 
   const isCandidate = (key: string, lastModified: number) => isSnapshotManagedKey(table, key) && lastModified < cutoff && !used.has(key)
   let candidates = objects.filter((o) => isCandidate(o.key, o.lastModified))
