@@ -139,7 +139,7 @@ async function keys(store: ObjectStore): Promise<string[]> {
 }
 
 describe('tags on a table', () => {
-  it('property: random writes, tag creates and deletes, expirations and orphan cleanups; every tag reads its snapshot, nothing needed goes, nothing unneeded stays', async () => {
+  it('property: random writes, compactions, tag creates and deletes, expirations and orphan cleanups; every tag reads its snapshot, nothing needed goes, nothing unneeded stays', async () => {
     const NAMES = ['a', 'b', 'c']
     const step = fc.oneof(
       { weight: 4, arbitrary: fc.array(opArb('deduplicate', 8), { minLength: 1, maxLength: 5 }).map((ops) => ({ kind: 'write' as const, ops })) },
@@ -147,6 +147,8 @@ describe('tags on a table', () => {
       { weight: 2, arbitrary: fc.record({ kind: fc.constant('untag' as const), name: fc.constantFrom(...NAMES) }) },
       { weight: 2, arbitrary: fc.record({ kind: fc.constant('expire' as const), numRetainedMin: fc.integer({ min: 1, max: 3 }) }) },
       { weight: 1, arbitrary: fc.constant({ kind: 'orphans' as const }) },
+      // compaction takes files out of the later snapshots, so tags pin data files, not only manifests
+      { weight: 2, arbitrary: fc.record({ kind: fc.constant('compact' as const), full: fc.boolean() }) },
     )
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 3, maxLength: 14 }), async (steps) => {
@@ -165,7 +167,12 @@ describe('tags on a table', () => {
         }
         for (const s of steps) {
           if (s.kind === 'write') latest = await commit(table, model, history, s.ops)
-          else if (s.kind === 'tag') {
+          else if (s.kind === 'compact') {
+            await compactTable(table, { full: s.full })
+            await table.snapshots.settleHints()
+            for (let id = latest + 1; id <= (await table.snapshots.latestId()); id++) history.set(id, model.snapshot())
+            latest = await table.snapshots.latestId()
+          } else if (s.kind === 'tag') {
             const id = s.back === undefined ? latest : Math.max(1, latest - s.back)
             if (tags.has(s.name)) await refused(() => createTag(table, s.name, { snapshotId: id }), /already exists/)
             else if (id < earliest) await refused(() => createTag(table, s.name, { snapshotId: id }), /no such snapshot \(retained snapshots: /)
