@@ -39,7 +39,8 @@ import { ExecutionEnvironmentPool } from '../../local/runtime/execution-environm
 import { type LocalRuntime, startLocalRuntime } from '../../local/runtime/local-runtime.ts'
 import { type ArmedFault, SoakControl } from '../../local/runtime/soak-control.ts'
 import type { EmbeddedStats } from '../../local/embedded.ts'
-import { ORDERS_FIELDS, seededRandom } from './dataset.ts'
+import { NO_PARTITION, ORDERS_FIELDS, seededRandom } from './dataset.ts'
+import { bucketsNeedingJobs } from '../../lib/jobs/coalesce.ts'
 import { type MemorySample, type MemoryVerdict, type Role, mb, memoryDetail, memoryVerdict, sampleMemory } from './soak-memory.ts'
 import { percentile } from './stats.ts'
 
@@ -464,6 +465,9 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     }
   }
   let jobsDelivered = 0
+  // every compaction job received (the last few thousand per table), for the drain's diagnosis
+  const jobLog = new Map<string, { at: number; bucket: number; key: string; followUp: boolean; receive: number; outcome: string }[]>()
+  let loadStart = Date.now()
   const rt: LocalRuntime = await startLocalRuntime({
     tables,
     writerModule: join(RUNTIME, 'soak-writer.ts'),
@@ -483,10 +487,21 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       ...(o.footerCacheMb === undefined ? {} : { STRATA_FOOTER_CACHE_MB: String(o.footerCacheMb) }),
     },
     onWriterInvocation: onWriter,
-    onCompactorInvocation: (_t, info) => {
+    onCompactorInvocation: (t, info) => {
       if (info.result.coldStart) compactorColdStarts++
       jobsDelivered += info.records.length
       noteFailure('compactor', info.result)
+      // each job received, for the drain's diagnosis of a bucket left without one
+      const log = jobLog.get(t) ?? jobLog.set(t, []).get(t)!
+      for (const r of info.records) {
+        try {
+          const job = JSON.parse(r.body) as { bucket: number; dedupKey?: string; followUp?: boolean }
+          log.push({ at: Math.round((info.startedAt - loadStart) / 100) / 10, bucket: job.bucket, key: job.dedupKey ?? '-', followUp: job.followUp === true, receive: Number(r.attributes.ApproximateReceiveCount), outcome: info.result.ok ? (info.deleted.includes(r.messageId) ? 'deleted' : 'left') : info.result.error.name })
+        } catch {
+          log.push({ at: Math.round((info.startedAt - loadStart) / 100) / 10, bucket: -1, key: 'undecodable', followUp: false, receive: Number(r.attributes.ApproximateReceiveCount), outcome: '-' })
+        }
+      }
+      if (log.length > 4000) log.splice(0, log.length - 2000)
     },
   })
   const maintenancePools = new Map<string, ExecutionEnvironmentPool>()
@@ -526,6 +541,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     const sent = { orders: 0, probes: 0, totals: 0, messages: 0 }
 
     const start = Date.now()
+    loadStart = start
     const now = () => (Date.now() - start) / 1000
     const faults: FaultRecord[] = []
     const allKindsFired = () => o.kinds.every((k) => faults.some((f) => f.kind === k && f.firedAt !== null))
@@ -880,7 +896,31 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     const checks: Check[] = []
     const check = (name: string, problems: string[], okDetail: string, info = false) =>
       checks.push({ name, ok: problems.length === 0, detail: problems.length ? `${problems.length} problem(s): ${problems.slice(0, 8).join('; ')}` : okDetail, info })
-    check('drain', drained ? [] : [`not drained within ${o.drainTimeoutSeconds} s (queues, in-flight invocations, L0 files or unseen probes left)`], `queues empty, no L0 file left, in ${drainSeconds.toFixed(0)} s`)
+    // a bucket left with level-0 files and no job: its job key now, and the jobs it got under that key
+    const stalled: string[] = []
+    if (!drained) {
+      for (const [name, reader] of [['orders', ordersReader], ['totals', totalsReader]] as const) {
+        if (!reader) continue
+        try {
+          const status = await tableStatus(reader)
+          const latest = await reader.snapshots.latestId()
+          for (const b of status.buckets.filter((x) => x.l0Files > 0)) {
+            const [job] = await bucketsNeedingJobs(reader, latest, [{ partition: NO_PARTITION, bucket: b.bucket }])
+            const got = (jobLog.get(name) ?? []).filter((j) => j.bucket === b.bucket)
+            const sameKey = job ? got.filter((j) => j.key === job.dedupKey) : []
+            stalled.push(
+              `${name} bucket ${b.bucket}: ${b.l0Files} L0 files at snapshot ${latest}, job key now ${job?.dedupKey ?? '(none due)'}; ` +
+                `jobs received under it: ${sameKey.map((j) => `@${j.at}s receive ${j.receive}${j.followUp ? ' follow-up' : ''} ${j.outcome}`).join(', ') || 'none'}; ` +
+                `last jobs received: ${got.slice(-4).map((j) => `@${j.at}s ${j.key}${j.followUp ? ' follow-up' : ''} receive ${j.receive} ${j.outcome}`).join(', ') || 'none'}`,
+            )
+          }
+        } catch (e) {
+          stalled.push(`${name}: status not read (${(e as Error).message})`)
+        }
+      }
+      for (const line of stalled) log(`stalled: ${line}`)
+    }
+    check('drain', drained ? [] : [`not drained within ${o.drainTimeoutSeconds} s (queues, in-flight invocations, L0 files or unseen probes left)`, ...stalled], `queues empty, no L0 file left, in ${drainSeconds.toFixed(0)} s`)
 
     const dlqProblems: string[] = []
     const ingestDlq = await rt.queueDepth(rt.ingestDlqUrl)
