@@ -520,6 +520,27 @@ function expectSameOutcome(columnar: Outcome, row: Outcome): void {
   for (let i = 0; i < row.files.length; i++) expect(Buffer.from(columnar.files[i].bytes).equals(Buffer.from(row.files[i].bytes))).toBe(true)
 }
 
+/**
+ * Older levels (and their vectors) built by compactions that land, a large first round, then
+ * smaller ones lifted over it; then one more small level-0 run lifted by both paths with
+ * lookups, which must write the same. Returns the rows the lift marked in vectors.
+ */
+async function liftBothWays(key: KeyShape, options: Record<string, string>, rounds: number[], gen: fc.GeneratorValue): Promise<number> {
+  const fx = await createTable(key, options)
+  const big = runArb(fx.layout.valueFields, key, 400, true)
+  const small = runArb(fx.layout.valueFields, key, 8, true)
+  const more = (n: number, run: typeof big) => Array.from({ length: n }, () => sortRun(gen(() => run), fx.layout, false))
+  for (const [r, n] of rounds.entries()) {
+    await writeRuns(fx, r === 0 ? more(n, big) : more(1, small), r === 0 ? 16 : 4)
+    await compactBucket(fx.table, { partition: NO_PARTITION, bucket: 0 })
+  }
+  await writeRuns(fx, more(1, small), 4)
+  const row = await compactOn(fx, 'row', false)
+  const columnar = await compactOn(fx, 'columnar', false)
+  expectSameOutcome(columnar, row)
+  return row.rowsDeletedByVector
+}
+
 describe('compactBucket, columnar merge against the row merge', () => {
   it('full compaction of random level-0 runs writes the same files (deduplicate engine)', async () => {
     await fc.assert(
@@ -573,21 +594,7 @@ describe('compactBucket, columnar merge against the row merge', () => {
     let marked = 0
     await fc.assert(
       fc.asyncProperty(scenarioArb, fc.array(fc.integer({ min: 1, max: 3 }), { minLength: 1, maxLength: 3 }), fc.gen(), async (sc, rounds, gen) => {
-        const fx = await createTable(sc.key, { ...sc.options, 'deletion-vectors.enabled': 'true' })
-        const big = runArb(fx.layout.valueFields, sc.key, 400, true)
-        const small = runArb(fx.layout.valueFields, sc.key, 8, true)
-        const more = (n: number, run: typeof big) => Array.from({ length: n }, () => sortRun(gen(() => run), fx.layout, false))
-        // older levels (and their vectors) built by compactions that land: a large first
-        // round, then smaller ones lifted over it
-        for (const [r, n] of rounds.entries()) {
-          await writeRuns(fx, r === 0 ? more(n, big) : more(1, small), r === 0 ? 16 : 4)
-          await compactBucket(fx.table, { partition: NO_PARTITION, bucket: 0 })
-        }
-        await writeRuns(fx, more(1, small), 4)
-        const row = await compactOn(fx, 'row', false)
-        const columnar = await compactOn(fx, 'columnar', false)
-        marked += row.rowsDeletedByVector
-        expectSameOutcome(columnar, row)
+        marked += await liftBothWays(sc.key, { ...sc.options, 'deletion-vectors.enabled': 'true' }, rounds, gen)
       }),
       { numRuns: 40 },
     )
@@ -707,19 +714,7 @@ describe('compactBucket, columnar merge against the row merge: engines that fold
         if (!options['ignore-delete'] && !options[`${sc.engine}.remove-record-on-delete`]) options['ignore-delete'] = 'true'
         // bool_or, min, max and first_value refuse a -U; with remove-record-on-delete a -D removes the row
         if (sc.engine === 'aggregation') options['ignore-update-before'] = 'true'
-        const fx = await createTable(sc.key, options)
-        const big = runArb(fx.layout.valueFields, sc.key, 400, true)
-        const small = runArb(fx.layout.valueFields, sc.key, 8, true)
-        const more = (n: number, run: typeof big) => Array.from({ length: n }, () => sortRun(gen(() => run), fx.layout, false))
-        for (const [r, n] of rounds.entries()) {
-          await writeRuns(fx, r === 0 ? more(n, big) : more(1, small), r === 0 ? 16 : 4)
-          await compactBucket(fx.table, { partition: NO_PARTITION, bucket: 0 })
-        }
-        await writeRuns(fx, more(1, small), 4)
-        const row = await compactOn(fx, 'row', false)
-        const columnar = await compactOn(fx, 'columnar', false)
-        marked += row.rowsDeletedByVector
-        expectSameOutcome(columnar, row)
+        marked += await liftBothWays(sc.key, options, rounds, gen)
       }),
       // no shrinking: a counterexample of 400-row runs shrinks for minutes and runs out of heap
       { numRuns: 40, endOnFailure: true },
