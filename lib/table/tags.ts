@@ -2,10 +2,10 @@
 // (lib/format/tag.ts, docs/format.md "Tags"), so Paimon reads Strata's tags and Strata reads
 // Paimon's. A tag keeps its snapshot readable after the snapshot itself has expired:
 // expiration and orphan cleanup keep everything a tag references (lib/maintenance/), and
-// deleting a tag deletes what only it kept (deleteTag, as Paimon's TagManager.deleteTag).
+// deleting a tag deletes what only it kept (deleteTag in lib/maintenance/tag-deletion.ts, as
+// Paimon's TagManager.deleteTag).
 
 import { type Tag, parseTag } from '../format/tag.ts'
-import { BucketDirs, existingSnapshot, snapshotRange, snapshotReferences } from '../maintenance/references.ts'
 import { type Snapshot, StrataInputError } from '../types.ts'
 import { TAG_DIR, TAG_PREFIX, snapshotKey, tagKey } from './paths.ts'
 import type { Table } from './table.ts'
@@ -73,9 +73,10 @@ export async function requireTag(table: Table, name: string, what = '--tag'): Pr
   throw new StrataInputError(`${what} ${JSON.stringify(name)}: no such tag in ${table.uri} (tags: ${tagNames(await listTags(table))})`)
 }
 
+/** The retained snapshots as the snapshot directory's hints give them (for messages only). */
 async function retainedText(table: Table): Promise<string> {
-  const { earliest, latest } = await snapshotRange(table)
-  return latest === 0 ? 'none' : `${earliest}..${latest}`
+  const latest = await table.snapshots.latestId()
+  return latest === 0 ? 'none' : `${Math.min(await table.snapshots.earliestId(), latest)}..${latest}`
 }
 
 export interface CreateTagOptions {
@@ -115,64 +116,9 @@ export async function createTag(table: Table, name: string, opts: CreateTagOptio
   if (!(await table.store.putIfAbsent(tagKey(name), bytes))) {
     throw new StrataInputError(`tag ${JSON.stringify(name)} already exists in ${table.uri}; delete it first to move it`)
   }
-  if ((await existingSnapshot(table, id)) === null) {
+  if ((await table.store.head(snapshotKey(id))) === null) {
     await table.store.delete(tagKey(name))
     throw new StrataInputError(`--snapshot ${id}: the snapshot expired while the tag was being created; nothing was tagged`)
   }
   return { name, snapshotId: id }
-}
-
-export interface DeleteTagResult {
-  name: string
-  snapshotId: number
-  /** objects other than the tag file deleted: those only this tag kept */
-  deletedFiles: number
-}
-
-/** Deletes in flight at once (as expiration). */
-const DELETE_CONCURRENCY = 16
-
-/**
- * Deletes a tag and, as Paimon's TagManager.deleteTag does, the objects only it kept:
- * - its snapshot still exists: only the tag file goes; the snapshot's objects are its own
- *   and expiration decides about them (it no longer sees this tag);
- * - another tag pins the same snapshot: only the tag file goes;
- * - otherwise the tag file goes, then every object the tagged snapshot references that
- *   neither the earliest retained snapshot nor any other tag references. An object's
- *   references form one unbroken run of snapshot ids (lib/maintenance/expire.ts), so a
- *   retained snapshot that needs an object of this older tag means the earliest one does.
- * Paimon compares against the neighbouring tags and the earliest snapshot only; every other
- * tag gives the same answer by the same run argument. A crash after the tag file is gone
- * leaves unreferenced objects, which orphan cleanup deletes.
- */
-export async function deleteTag(table: Table, name: string): Promise<DeleteTagResult> {
-  const tag = await requireTag(table, name, 'tag')
-  const id = tag.snapshot.id
-  const done = (deletedFiles: number): DeleteTagResult => ({ name, snapshotId: id, deletedFiles })
-  if (await table.store.head(snapshotKey(id))) {
-    await table.store.delete(tagKey(name))
-    return done(0)
-  }
-  // every tag is read before this one's file goes (as Paimon's deleteTag)
-  const others = (await listTags(table)).filter((t) => t.name !== name)
-  if (others.some((t) => t.snapshot.id === id)) {
-    await table.store.delete(tagKey(name))
-    return done(0)
-  }
-  const dirs = new BucketDirs(table)
-  const keep = new Set<string>()
-  const { earliest, latest } = await snapshotRange(table)
-  if (latest > 0) {
-    const first = await existingSnapshot(table, earliest)
-    if (first) for (const k of await snapshotReferences(table, first, 'throw', dirs)) keep.add(k)
-  }
-  for (const t of others) for (const k of await snapshotReferences(table, t.snapshot, 'throw', dirs)) keep.add(k)
-  const candidates = [...(await snapshotReferences(table, tag.snapshot, 'skip', dirs))].filter((k) => !keep.has(k))
-  await table.store.delete(tagKey(name))
-  let next = 0
-  const worker = async () => {
-    while (next < candidates.length) await table.store.delete(candidates[next++])
-  }
-  await Promise.all(Array.from({ length: Math.min(DELETE_CONCURRENCY, candidates.length) }, worker))
-  return done(candidates.length)
 }
