@@ -20,6 +20,7 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware'
 import type { Context, ScheduledEvent } from 'aws-lambda'
 import { tableStatus } from '../lib/cli/status.ts'
 import { INGEST_MARKER_DIR } from '../lib/ingest/ingest.ts'
+import { stalledBucketJobs } from '../lib/jobs/coalesce.ts'
 import { type ExpireResult, expireSnapshots, forEachLimited } from '../lib/maintenance/expire.ts'
 import { DEFAULT_ORPHAN_OLDER_THAN_MS, MIN_ORPHAN_OLDER_THAN_MS, REMOVE_ORPHANS_TASK, checkOrphanAge, removeOrphanFiles } from '../lib/maintenance/orphans.ts'
 import { snapshotRange } from '../lib/maintenance/references.ts'
@@ -53,6 +54,8 @@ export interface MaintenanceSummary {
   metrics: TableMetrics | null
   /** compaction jobs waiting or in flight; null without a compaction queue */
   queuedJobs: number | null
+  /** jobs sent for buckets whose level-0 files waited past STRATA_STALLED_BUCKET_MS (stalledBucketJobs); null without a compaction queue */
+  sweptJobs: number | null
   /** step → error message, for the steps that failed */
   errors: Record<string, string>
   /** step → milliseconds it took */
@@ -63,7 +66,7 @@ export interface MaintenanceSummary {
 export type MaintenanceTask = 'maintain' | typeof REMOVE_ORPHANS_TASK
 
 export interface MaintenanceOptions {
-  /** default 'maintain': Expire, Markers, Metrics, Queue; 'remove-orphans': Orphans */
+  /** default 'maintain': Expire, Markers, Metrics, Sweep, Queue; 'remove-orphans': Orphans */
   task?: MaintenanceTask
   /** epoch millis every age is measured from; default Date.now() */
   now?: number
@@ -150,7 +153,7 @@ export async function runMaintenance(opts: MaintenanceOptions = {}): Promise<Mai
   const resolved = await resolveTable(name)
   if (!resolved) throw new ConfigError(`maintenance: table '${name}' is not in STRATA_TABLES`)
   const { table } = resolved
-  const summary: MaintenanceSummary = { table: name, expired: null, orphansDeleted: null, markersDeleted: null, metrics: null, queuedJobs: null, errors: {}, timings: {} }
+  const summary: MaintenanceSummary = { table: name, expired: null, orphansDeleted: null, markersDeleted: null, metrics: null, queuedJobs: null, sweptJobs: null, errors: {}, timings: {} }
   const step = async (what: string, fn: () => Promise<void>) => {
     const started = Date.now()
     try {
@@ -182,6 +185,14 @@ export async function runMaintenance(opts: MaintenanceOptions = {}): Promise<Mai
     summary.metrics = await tableMetrics(table, now)
   })
   const queueUrl = cfg.tables.get(name)!.compactionQueueUrl
+  if (queueUrl && resolved.jobs) {
+    const jobs = resolved.jobs
+    await step('Sweep', async () => {
+      const stalled = await stalledBucketJobs(name, table, now, cfg.stalledBucketMs)
+      if (stalled.length) await jobs.enqueue(stalled)
+      summary.sweptJobs = stalled.length
+    })
+  }
   if (queueUrl) {
     await step('Queue', async () => {
       summary.queuedJobs = await queuedJobs(queueUrl)
@@ -217,6 +228,7 @@ export async function maintenanceHandler(event: ScheduledEvent | OrphanTaskEvent
   metrics.addDimension('table', summary.table)
   if (summary.metrics) for (const [k, v] of Object.entries(summary.metrics) as [keyof TableMetrics, number][]) metrics.addMetric(k, UNITS[k], v)
   if (summary.queuedJobs !== null) metrics.addMetric('QueuedJobs', MetricUnit.Count, summary.queuedJobs)
+  if (summary.sweptJobs !== null) metrics.addMetric('SweptJobs', MetricUnit.Count, summary.sweptJobs)
   if (summary.expired) metrics.addMetric('SnapshotsExpired', MetricUnit.Count, summary.expired.expired.length)
   if (summary.orphansDeleted !== null) metrics.addMetric('OrphanFilesDeleted', MetricUnit.Count, summary.orphansDeleted)
   if (summary.markersDeleted !== null) metrics.addMetric('MarkersDeleted', MetricUnit.Count, summary.markersDeleted)

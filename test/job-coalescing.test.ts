@@ -18,10 +18,10 @@ import { ChangeMessageVisibilityCommand, CreateQueueCommand, DeleteMessageBatchC
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { CommitRequest, Committer } from '../lib/commit/committer.ts'
-import { writerJobs } from '../lib/jobs/coalesce.ts'
+import { stalledBucketJobs, writerJobs } from '../lib/jobs/coalesce.ts'
 import { compactBucket, compactionNeeded } from '../lib/lsm/compact-task.ts'
 import type { ManifestEntry } from '../lib/types.ts'
-import { type CompactionJob, SqsJobQueue, messageGroupId } from '../lib/jobs/compaction-job.ts'
+import { type CompactionJob, type JobQueue, SqsJobQueue, messageGroupId } from '../lib/jobs/compaction-job.ts'
 import { type JobMessage, type ProcessOptions, processCompactionJobs } from '../lib/jobs/process-jobs.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import { S3Store } from '../lib/store/s3-store.ts'
@@ -56,7 +56,7 @@ async function setup(options: Record<string, string>, visibilitySeconds = 30) {
 }
 
 /** A writer as lib/ingest does it: commit, then its jobs (writerJobs), keyed to coalesce. */
-async function write(name: string, table: Table, jobs: SqsJobQueue, model: TableModel, ops: Op[]): Promise<void> {
+async function write(name: string, table: Table, jobs: JobQueue, model: TableModel, ops: Op[]): Promise<void> {
   const res = await writeBatch(table, ops.map((op, i) => recordFromJson(table.view, op, `op ${i}`)))
   model.applyBatch(ops)
   await jobs.enqueue(await writerJobs(name, table, res.snapshotId, res.buckets))
@@ -294,6 +294,24 @@ describe('a table without deletion vectors: a job only for a bucket that needs c
     expect(await depth(url)).toBe(0)
     await write(name, table, jobs, model, put([3], 3))
     expect(await depth(url)).toBe(1)
+  })
+
+  it('the maintenance sweep sends a job only for a bucket that needs compaction and waited past the age', async () => {
+    const { name, table } = await setup({ ...NON_DV, bucket: '1' })
+    const model = new TableModel('deduplicate')
+    const drop: CompactionJob[] = []
+    const noQueue = { enqueue: async (j: CompactionJob[]) => void drop.push(...j) }
+    await write(name, table, noQueue, model, put([1], 1))
+    await write(name, table, noQueue, model, put([2], 2))
+    const later = Date.now() + 10 * 60_000
+    // two level-0 runs, below the trigger: readers merge them, no job is due however old
+    expect(await stalledBucketJobs(name, table, later, 60_000)).toEqual([])
+    await write(name, table, noQueue, model, put([3], 3))
+    // at the trigger: due, but only once the oldest file is older than the age
+    expect(await stalledBucketJobs(name, table, Date.now(), 60_000)).toEqual([])
+    const swept = await stalledBucketJobs(name, table, later, 60_000)
+    expect(swept).toHaveLength(1)
+    expect(swept[0]).toMatchObject({ table: name, bucket: 0, dedupKey: `sweep:${await table.snapshots.latestId()}` })
   })
 
   it('writers landing past the trigger while a job waits share it: ten writes, one job; after it lands the next needy write sends a new one', async () => {

@@ -71,7 +71,7 @@ function useEnv(extra: Record<string, string | undefined> = {}, tables: Record<s
     AWS_SECRET_ACCESS_KEY: backend.credentials.secretAccessKey,
     STRATA_TABLES: JSON.stringify(tables),
   })
-  for (const k of ['STRATA_TABLE', 'STRATA_ORPHAN_OLDER_THAN_MS', 'STRATA_DEDUP_WINDOW_MS']) delete process.env[k]
+  for (const k of ['STRATA_TABLE', 'STRATA_ORPHAN_OLDER_THAN_MS', 'STRATA_DEDUP_WINDOW_MS', 'STRATA_STALLED_BUCKET_MS']) delete process.env[k]
   for (const [k, v] of Object.entries(extra)) if (v !== undefined) process.env[k] = v
   resetRuntime()
 }
@@ -302,6 +302,37 @@ describe('maintenance handler', () => {
     expect(m.MaintenanceErrors).toBe(1)
     expect(m.Snapshots).toBe(1)
     expect(m.QueuedJobs).toBeUndefined()
+  })
+
+  it('sends a job for each bucket whose level-0 files waited past STRATA_STALLED_BUCKET_MS, once per snapshot', async () => {
+    const sweepQueue = (await sqs.send(new CreateQueueCommand({ QueueName: 'orders-sweep-compaction.fifo', Attributes: { FifoQueue: 'true' } }))).QueueUrl!
+    useEnv({}, { orders: { uri: `s3://${BUCKET}/orders`, compactionQueueUrl: sweepQueue } })
+    const latest = (await table.snapshots.latest())!
+    const entries = await table.manifests.liveEntries(latest)
+    const withL0 = [...new Set(entries.filter((e) => e.file.level === 0).map((e) => e.bucket))].sort()
+    expect(withL0.length).toBeGreaterThan(0)
+
+    // the files are minutes old at most: below the default 5 minutes nothing is sent
+    expect((await runMaintenance()).sweptJobs).toBe(0)
+    // ten minutes on, every bucket with level-0 files gets one job, keyed by the snapshot
+    const later = Date.now() + 10 * 60_000
+    const first = await runMaintenance({ now: later })
+    expect(first.errors).toEqual({})
+    expect(first.sweptJobs).toBe(withL0.length)
+    expect(first.queuedJobs).toBe(withL0.length)
+    // the same snapshot swept again: the queue drops the repeated keys
+    expect((await runMaintenance({ now: later })).queuedJobs).toBe(withL0.length)
+    const got = await sqs.send(new ReceiveMessageCommand({ QueueUrl: sweepQueue, MaxNumberOfMessages: 10, AttributeNames: ['All'] }))
+    const jobs = (got.Messages ?? []).map((m) => JSON.parse(m.Body!) as { table: string; bucket: number; dedupKey: string; snapshotId: number })
+    expect(jobs.map((j) => j.bucket).sort()).toEqual(withL0)
+    for (const j of jobs) expect(j).toMatchObject({ table: 'orders', dedupKey: `sweep:${latest.id}`, snapshotId: latest.id })
+
+    // the age is the setting's: 1 ms sweeps now; a bad value is refused naming it
+    useEnv({ STRATA_STALLED_BUCKET_MS: '1' }, { orders: { uri: `s3://${BUCKET}/orders`, compactionQueueUrl: sweepQueue } })
+    expect((await runMaintenance()).sweptJobs).toBe(withL0.length)
+    useEnv({ STRATA_STALLED_BUCKET_MS: '5m' }, { orders: { uri: `s3://${BUCKET}/orders`, compactionQueueUrl: sweepQueue } })
+    await expect(runMaintenance()).rejects.toThrow('STRATA_STALLED_BUCKET_MS: expected a non-negative integer, got "5m"')
+    useEnv()
   })
 
   it('refuses a configuration that does not say which table it serves, naming the variable', async () => {

@@ -280,7 +280,7 @@ export interface SoakResult {
   writer: { invocations: number; succeeded: number; crashes: number; failedRecords: number; coldStarts: number; redeliveredRecords: number; failures: Record<string, number>; durationMs: Durations }
   compactor: { invocations: number; succeeded: number; crashes: number; failedRecords: number; coldStarts: number; failures: Record<string, number>; durationMs: Durations }
   /** stepSeconds: what the maintenance function's steps took (its summary's timings), summed and the longest */
-  maintenance: { runs: number; failed: number; errors: string[]; snapshotsExpired: number; orphansDeleted: number; markersDeleted: number; stepSeconds: Record<string, { total: number; max: number }> }
+  maintenance: { runs: number; failed: number; errors: string[]; snapshotsExpired: number; orphansDeleted: number; markersDeleted: number; sweptJobs?: number; stepSeconds: Record<string, { total: number; max: number }> }
   /**
    * Compaction jobs (lib/jobs/coalesce.ts): messages the compactors received, bucket
    * compactions that landed (distinct buckets of each COMPACT snapshot's delta), and the
@@ -733,7 +733,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       : faultLane(o.kinds)
 
     // ---- maintenance, as the schedule would run it: each table's function on its own schedule ----
-    const maint: SoakResult['maintenance'] = { runs: 0, failed: 0, errors: [], snapshotsExpired: 0, orphansDeleted: 0, markersDeleted: 0, stepSeconds: {} }
+    const maint: SoakResult['maintenance'] = { runs: 0, failed: 0, errors: [], snapshotsExpired: 0, orphansDeleted: 0, markersDeleted: 0, sweptJobs: 0, stepSeconds: {} }
     const maintenanceLoop = Promise.all(
       [...maintenancePools].map(async ([name, pool]) => {
         let next = o.maintenanceEverySeconds
@@ -754,10 +754,11 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
             if (maint.errors.length < 10) maint.errors.push(`${name} at ${now().toFixed(0)} s: ${r.error.name}: ${r.error.message}`)
             continue
           }
-          const v = r.value as { expired: { expired: number[] } | null; orphansDeleted: number | null; markersDeleted: number | null; timings?: Record<string, number> }
+          const v = r.value as { expired: { expired: number[] } | null; orphansDeleted: number | null; markersDeleted: number | null; sweptJobs?: number | null; timings?: Record<string, number> }
           maint.snapshotsExpired += v.expired?.expired.length ?? 0
           maint.orphansDeleted += v.orphansDeleted ?? 0
           maint.markersDeleted += v.markersDeleted ?? 0
+          maint.sweptJobs = (maint.sweptJobs ?? 0) + (v.sweptJobs ?? 0)
           for (const [step, ms] of Object.entries(v.timings ?? {})) {
             const t = (maint.stepSeconds[step] ??= { total: 0, max: 0 })
             t.total = Math.round((t.total + ms / 1000) * 10) / 10
@@ -1101,6 +1102,11 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       `${maint.runs} runs: ${maint.snapshotsExpired} snapshots expired, ${maint.orphansDeleted} orphans and ${maint.markersDeleted} ingest markers deleted`,
       true,
     )
+    // the maintenance sweep (lib/jobs/coalesce.ts stalledBucketJobs) had to send a job: a
+    // bucket waited past its age without one, which the coalescing argument rules out unless
+    // its job was queued behind a backlog that long; reported, with the jobs it received
+    const swept = [...jobLog.entries()].flatMap(([t, js]) => js.filter((j) => j.key.startsWith('sweep:')).map((j) => `${t} bucket ${j.bucket} @${j.at}s`))
+    check('no bucket needed the maintenance sweep', swept.length ? [`${maint.sweptJobs} sweep job(s) sent, received: ${swept.join(', ')}`] : [], 'no sweep job sent', true)
     const unseenProbes = unseen.size
     check('every probe became visible', unseenProbes ? [`${unseenProbes} of ${probes.length} probes never visible`] : [], `${probes.length} probes`)
 

@@ -47,6 +47,8 @@ export interface RuntimeConfig {
   metadataCacheBytes: number
   /** every function: bound of a table handle's data-file footer cache, in bytes of memory */
   footerCacheBytes: number
+  /** maintenance: a bucket whose oldest level-0 file is older than this gets a job (lib/jobs/coalesce.ts stalledBucketJobs) */
+  stalledBucketMs: number
 }
 
 export class ConfigError extends StrataInputError {
@@ -112,5 +114,7 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
     committerLease: onOff('STRATA_COMMITTER_LEASE', true),
     metadataCacheBytes: Math.max(0, int('STRATA_METADATA_CACHE_MB', 32)) * 1024 * 1024,
     footerCacheBytes: Math.max(0, int('STRATA_FOOTER_CACHE_MB', DEFAULT_FOOTER_CACHE_BYTES / (1024 * 1024))) * 1024 * 1024,
+    // SQS FIFO's deduplication window: a job dropped as a duplicate is sent again by then
+    stalledBucketMs: int('STRATA_STALLED_BUCKET_MS', 300_000),
   }
 }

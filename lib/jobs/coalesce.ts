@@ -130,18 +130,54 @@ export async function bucketsNeedingJobs(table: Table, id: number, buckets: Buck
  * other tables the buckets that need compaction.
  */
 export async function writerJobs(tableName: string, table: Table, landedAt: number, touched: BucketRef[], now = Date.now()): Promise<CompactionJob[]> {
-  return (await bucketsNeedingJobs(table, landedAt, touched)).map(({ bucket: { partition, bucket }, dedupKey }) => {
-    const { path } = bucketDirOf(table, partition, bucket)
-    return {
-      table: tableName,
-      partition: path.slice(0, path.length - `bucket-${bucket}`.length).replace(/\/$/, ''),
-      partitionBytes: Buffer.from(partition).toString('base64'),
-      bucket,
-      snapshotId: landedAt,
-      enqueuedAt: now,
-      dedupKey,
-    }
-  })
+  return (await bucketsNeedingJobs(table, landedAt, touched)).map(({ bucket, dedupKey }) => jobFor(tableName, table, bucket, landedAt, now, dedupKey))
+}
+
+function jobFor(tableName: string, table: Table, { partition, bucket }: BucketRef, snapshotId: number, now: number, dedupKey: string): CompactionJob {
+  const { path } = bucketDirOf(table, partition, bucket)
+  return {
+    table: tableName,
+    partition: path.slice(0, path.length - `bucket-${bucket}`.length).replace(/\/$/, ''),
+    partitionBytes: Buffer.from(partition).toString('base64'),
+    bucket,
+    snapshotId,
+    enqueuedAt: now,
+    dedupKey,
+  }
+}
+
+/**
+ * The safety net under the argument above (run by the maintenance function): the buckets of
+ * the latest snapshot that have work for a job (as bucketsNeedingJobs decides) and whose
+ * oldest level-0 file was written more than `olderThanMs` before `now`, each with a job keyed
+ * `sweep:<snapshot id>`, which no writer's job or follow-up shares. A bucket whose job was
+ * lost (dropped by the queue as the duplicate of a job that is done, or never sent) would
+ * otherwise wait for a writer's job to get past SQS's 5-minute deduplication window, and
+ * for ever once the writes stop; with deletion vectors its level-0 rows are invisible
+ * meanwhile. A bucket whose job is merely queued behind others gets one redundant job,
+ * which compacts what is left or nothing. A sweep at an unchanged snapshot repeats the key,
+ * and the queue drops it.
+ */
+export async function stalledBucketJobs(tableName: string, table: Table, now: number, olderThanMs: number): Promise<CompactionJob[]> {
+  const latest = await table.snapshots.latest()
+  if (!latest) return []
+  const waits = levelZeroWaits(table)
+  const byBucket = new Map<string, { ref: BucketRef; files: ManifestEntry[] }>()
+  for (const e of await table.manifests.liveEntries(latest)) {
+    const k = bucketIdentifier(e.partition, e.bucket)
+    const b = byBucket.get(k)
+    if (b) b.files.push(e)
+    else byBucket.set(k, { ref: { partition: e.partition, bucket: e.bucket }, files: [e] })
+  }
+  const jobs: CompactionJob[] = []
+  for (const { ref, files } of byBucket.values()) {
+    let oldest = Infinity
+    for (const e of files) if (e.file.level === 0) oldest = Math.min(oldest, e.file.creationTime === null ? now : Number(e.file.creationTime))
+    if (oldest === Infinity || now - oldest <= olderThanMs) continue
+    if (!waits && !compactionNeeded(table, files)) continue
+    jobs.push(jobFor(tableName, table, ref, latest.id, now, `sweep:${latest.id}`))
+  }
+  return jobs
 }
 
 /**
