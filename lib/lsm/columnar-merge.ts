@@ -46,6 +46,12 @@ export type ColumnarEngine =
       keeps: 'fold'
       /** a lone record of this kind merges to itself (the kind, sequence number and values unchanged) */
       keepsAlone: (kind: RowKind) => boolean
+      /**
+       * Records that are all +I or +U merge field by field to each field's last non-null
+       * value in merge order, as +I with the last record's sequence number (partial-update):
+       * such a key is reduced over the columns as they are, without making records
+       */
+      lastNonNull?: true
       /** a lone record with null in a NOT NULL value field is refused by the merge function: fold it to get its error */
       refusesNullInNotNull: boolean
     }
@@ -60,7 +66,7 @@ export type ColumnarEngine =
 export const COLUMNAR_ENGINES: Readonly<Record<MergeEngine, ColumnarEngine>> = {
   deduplicate: { keeps: 'last' },
   'first-row': { keeps: 'fold', keepsAlone: (kind) => kind === RowKind.INSERT || kind === RowKind.UPDATE_AFTER, refusesNullInNotNull: false },
-  'partial-update': { keeps: 'fold', keepsAlone: (kind) => kind === RowKind.INSERT, refusesNullInNotNull: true },
+  'partial-update': { keeps: 'fold', keepsAlone: (kind) => kind === RowKind.INSERT, refusesNullInNotNull: true, lastNonNull: true },
   aggregation: { keeps: 'fold', keepsAlone: (kind) => kind === RowKind.INSERT, refusesNullInNotNull: false },
 }
 
@@ -410,21 +416,60 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
   }
   // the rows the merge function made since the last flush, in the writer's physical form
   let made: MadeRows | null = null
-  const pushMade = async (kv: KeyValue): Promise<void> => {
+  /** Appends a made row to the pending output; `fill` writes its physical values at row `r`. */
+  const pushMadeRow = async (fill: (cols: Column[], r: number) => void): Promise<void> => {
     if (made === null) made = new MadeRows(nc, nk, batchRows)
     if (made.pendingId < 0) {
       made.pendingId = pBlocks.length
       pBlocks.push(made)
     }
     const r = made.n++
-    const cols = made.cols
-    for (let c = 0; c < nk; c++) (cols[c] as unknown[])[r] = keyEncoders[c](kv.key[c])
-    ;(cols[nk] as BigInt64Array)[r] = kv.seq
-    ;(cols[nk + 1] as Int32Array)[r] = kv.kind
-    for (let f = 0; f < nf; f++) (cols[nk + 2 + f] as unknown[])[r] = fieldEncoders[f](kv.value[f])
+    fill(made.cols, r)
     pSrc[pn] = made.pendingId
     pRow[pn] = r
     if (++pn >= batchRows) await flush()
+  }
+  const pushMade = (kv: KeyValue): Promise<void> =>
+    pushMadeRow((cols, r) => {
+      for (let c = 0; c < nk; c++) (cols[c] as unknown[])[r] = keyEncoders[c](kv.key[c])
+      ;(cols[nk] as BigInt64Array)[r] = kv.seq
+      ;(cols[nk + 1] as Int32Array)[r] = kv.kind
+      for (let f = 0; f < nf; f++) (cols[nk + 2 + f] as unknown[])[r] = fieldEncoders[f](kv.value[f])
+    })
+  /** The group's records are all +I or +U with no null where a field is NOT NULL (lastNonNull's case). */
+  const upsertsOnly = (): boolean => {
+    for (let g = 0; g < groupB.length; g++) {
+      const kind = groupB[g].kinds[groupI[g]]
+      if (kind !== RowKind.INSERT && kind !== RowKind.UPDATE_AFTER) return false
+      for (const c of notNullColumns) if (groupB[g].cols[c][groupI[g]] == null) return false
+    }
+    return true
+  }
+  const order: number[] = []
+  /** lastNonNull over the group: each field's last non-null value in merge order, +I, the last record's sequence number. */
+  const pushLastNonNull = (): Promise<void> => {
+    const n = groupB.length
+    order.length = n
+    for (let g = 0; g < n; g++) order[g] = g
+    order.sort((a, b) => seqCmp(groupB[a], groupI[a], groupB[b], groupI[b]))
+    const last = order[n - 1]
+    return pushMadeRow((cols, r) => {
+      for (let c = 0; c < nk; c++) (cols[c] as unknown[])[r] = groupB[0].cols[c][groupI[0]]
+      ;(cols[nk] as BigInt64Array)[r] = groupB[last].seq64[groupI[last]]
+      ;(cols[nk + 1] as Int32Array)[r] = RowKind.INSERT
+      for (let f = 0; f < nf; f++) {
+        const c = nk + 2 + f
+        let v: unknown = null
+        for (let o = n - 1; o >= 0; o--) {
+          const x = groupB[order[o]].cols[c][groupI[order[o]]]
+          if (x !== null && x !== undefined) {
+            v = x
+            break
+          }
+        }
+        ;(cols[c] as unknown[])[r] = v
+      }
+    })
   }
   const pushRow = async (b: Block, i: number): Promise<void> => {
     if (b.pendingId < 0) {
@@ -458,6 +503,10 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
     const n = groupB.length
     let kv: KeyValue | null = null
     let alone = n === 1 && keptAlone(groupB[0], groupI[0])
+    if (!alone && fold!.lastNonNull && lookups.length === 0 && upsertsOnly()) {
+      await pushLastNonNull()
+      return
+    }
     if (!alone) {
       const records: KeyValue[] = new Array(n)
       for (let g = 0; g < n; g++) records[g] = recordOf(groupB[g], groupI[g])
