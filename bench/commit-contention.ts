@@ -894,7 +894,7 @@ export async function runContention(opts: ContentionOptions): Promise<Contention
   const points: ContentionPoint[] = []
   let sweep: FoldSweep | undefined
   for (const latencyMs of latencies) {
-    const backend: Backend = opts.inProcessBackend ? await startEmbeddedBackend(latencyMs > 0 ? { latency: s3Latency(latencyMs) } : {}) : await startBackendProcess(latencyMs)
+    const backend: Backend = opts.inProcessBackend ? await startEmbeddedBackend(latencyMs > 0 ? { latency: s3Latency(latencyMs) } : {}) : await startBackendProcess({ firstByteMs: latencyMs })
     try {
       await backend.createBucket('contention')
       for (let run = 0; run < runs; run++) {

@@ -100,7 +100,7 @@ async function tableOf(store: ObjectStore, k: number): Promise<Table> {
 for (const k of sizes) {
   const next = { id: 0 }
   if (args.has('--steady')) {
-    const backend = args.has('--s3') ? await startBackendProcess(LATENCY_MS) : undefined
+    const backend = args.has('--s3') ? await startBackendProcess({ firstByteMs: LATENCY_MS }) : undefined
     if (backend) await backend.createBucket(`fold-${k}`)
     const store: ObjectStore = backend ? new S3Store({ bucket: `fold-${k}`, prefix: 't', client: backend.s3Client() }) : args.has('--trace') ? new TracedStore(new MemoryStore()) : new MemoryStore()
     const table = await tableOf(store, k)

@@ -43,9 +43,8 @@ interface Ready {
   pid: number
 }
 
-/** Starts the backend in a child process; `firstByteMs` alone may be given as a number. */
-export async function startBackendProcess(options: BackendProcessOptions | number = {}): Promise<BackendProcess> {
-  const opts = typeof options === 'number' ? { firstByteMs: options } : options
+/** Starts the backend in a child process. */
+export async function startBackendProcess(opts: BackendProcessOptions = {}): Promise<BackendProcess> {
   const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', import.meta.filename, JSON.stringify(opts)], {
     stdio: ['pipe', 'pipe', 'inherit'],
     env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },

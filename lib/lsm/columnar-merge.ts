@@ -226,8 +226,6 @@ export interface ColumnarMergeOptions {
    */
   mergeFunction?: MergeFunction
   recordOrder?: (a: KeyValue, b: KeyValue) => number
-  /** the key columns' names, for errors in rows the merge function made (default `key <i>`) */
-  keyNames?: string[]
   /** drop keys whose surviving record is a retraction (-U/-D): a compaction into the top level */
   dropDelete: boolean
   /** older levels not rewritten by the step, newest first, in which each surviving key is looked up */
@@ -391,7 +389,6 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
   const nc = nk + 2 + nf
   const keyToValue = keyTypes.map(physicalToValue)
   const fieldToValue = fields.map((f) => physicalToValue(f.type))
-  const keyEncoders = keyTypes.map((t, c) => physicalEncoder(opts.keyNames?.[c] ?? `key ${c}`, t))
   const fieldEncoders = fields.map((f) => physicalEncoder(f.name, f.type))
   const notNullColumns = fields.flatMap((f, j) => (f.type.nullable ? [] : [nk + 2 + j]))
   const valueOf = (conv: ((p: unknown) => Value) | null, p: unknown): Value => (p === null || p === undefined ? null : conv ? conv(p) : (p as Value))
@@ -429,9 +426,10 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
     pRow[pn] = r
     if (++pn >= batchRows) await flush()
   }
+  /** A row the merge function made for the group's key: the key's columns copied from the group's first record. */
   const pushMade = (kv: KeyValue): Promise<void> =>
     pushMadeRow((cols, r) => {
-      for (let c = 0; c < nk; c++) (cols[c] as unknown[])[r] = keyEncoders[c](kv.key[c])
+      for (let c = 0; c < nk; c++) (cols[c] as unknown[])[r] = groupB[0].cols[c][groupI[0]]
       ;(cols[nk] as BigInt64Array)[r] = kv.seq
       ;(cols[nk + 1] as Int32Array)[r] = kv.kind
       for (let f = 0; f < nf; f++) (cols[nk + 2 + f] as unknown[])[r] = fieldEncoders[f](kv.value[f])

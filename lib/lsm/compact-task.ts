@@ -449,7 +449,6 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
         }
         const mergeOpts = {
           keyTypes: view.keyTypes,
-          keyNames: view.keyFields.map((f) => f.name),
           cfg: table.mergeConfig,
           engine,
           // an engine that folds merges with the row path's own merge function
