@@ -101,7 +101,7 @@ const OBJECT_BYTES = 64
  * to end), or as a plain array when they are of mixed or other kinds. Unknown values (null,
  * undefined) read back as undefined, which prunes nothing either way (mayHold).
  */
-export class StatValues {
+class StatValues {
   private constructor(
     readonly length: number,
     private readonly kind: 'none' | 'number' | 'bigint' | 'boolean' | 'bytes' | 'any',
@@ -638,7 +638,7 @@ function int64Bytes(v: bigint): Uint8Array {
 }
 
 /** Order of two statistics of one column (both physical as STAT_PARSERS leave them); NaN when incomparable. */
-export function compareStat(a: unknown, b: unknown): number {
+function compareStat(a: unknown, b: unknown): number {
   if (a instanceof Uint8Array && b instanceof Uint8Array) {
     const n = Math.min(a.length, b.length)
     for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] - b[i]

@@ -75,7 +75,7 @@ export function parseTag(text: string, what = 'tag JSON'): Tag {
   }
 }
 
-export function formatLocalDateTime(t: LocalDateTime): string {
+function formatLocalDateTime(t: LocalDateTime): string {
   checkLocalDateTime(t, 'tagCreateTime')
   const parts = [t.year, t.month, t.day, t.hour, t.minute]
   if (t.second > 0 || t.nano > 0) parts.push(t.second)
@@ -83,7 +83,7 @@ export function formatLocalDateTime(t: LocalDateTime): string {
   return `[ ${parts.join(', ')} ]`
 }
 
-export function formatDuration(d: JavaDuration): string {
+function formatDuration(d: JavaDuration): string {
   if (!Number.isSafeInteger(d.seconds) || d.seconds < 0 || !Number.isInteger(d.nanos) || d.nanos < 0 || d.nanos > 999_999_999) {
     throw new Error(`tagTimeRetained: ${d.seconds} s ${d.nanos} ns, expected a non-negative safe number of seconds and nanoseconds in 0..999999999`)
   }

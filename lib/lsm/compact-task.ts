@@ -452,7 +452,7 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
           cfg: table.mergeConfig,
           engine,
           // an engine that folds merges with the row path's own merge function
-          mergeFunction: stepMerge(),
+          mergeFunction: engine.keeps === 'fold' ? stepMerge() : undefined,
           recordOrder: seqCmp,
           dropDelete: step.dropDelete,
           lookupLevels: columnarLookups.map((l) => l.files),
