@@ -11,7 +11,10 @@
 //   4. A compactor that dies after its commit landed: the redelivered job only makes the
 //      follow-up check, and the bucket never holds more than 2 jobs; a batch with two jobs
 //      of a bucket deletes the extra one before the follow-up goes out.
-//   5. Without deletion vectors, a writer sends a job only for a bucket that needs
+//   5. Property, with faults: writers dying after their commit and before their jobs,
+//      compactions throwing or dying before or after their commit, commits landing after
+//      their compactor died, visibility timeouts: no level-0 file is left without a job.
+//   6. Without deletion vectors, a writer sends a job only for a bucket that needs
 //      compaction (property, against the sorted-run rules), and none is left needing one.
 
 import { ChangeMessageVisibilityCommand, CreateQueueCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, type Message, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs'
@@ -188,6 +191,131 @@ describe('compaction jobs coalesce', () => {
     for (let i = 0; i < 10; i++) await write(name, table, jobs, model, put([i], i))
     expect(await depth(url)).toBe(1)
   })
+})
+
+// Faults as the soak injects them, in any order with writes and compactions: a writer that
+// dies after its commit and before its jobs (its redelivery sends them, keyed at the
+// snapshot it landed), a compaction that throws or dies before or after its commit lands,
+// a commit that lands after its compactor died waiting for it (the folding committer), and
+// the visibility timeout returning what a dead invocation held. No maintenance sweep: once
+// every redelivery is in and the queue is worked off, no level-0 file may be left.
+type FaultStep =
+  | Step
+  | { kind: 'write-dies'; ids: number[] }
+  | { kind: 'writer-redelivers' }
+  | { kind: 'compact-fault'; fault: 'throw-before' | 'throw-after' | 'die-before' | 'die-after' | 'die-commit-pending'; racing: number[] | null }
+  | { kind: 'timeout' }
+  | { kind: 'held-commit-lands' }
+const idsArb = fc.uniqueArray(fc.integer({ min: 0, max: 11 }), { minLength: 1, maxLength: 6 })
+const faultStepArb: fc.Arbitrary<FaultStep> = fc.oneof(
+  stepArb,
+  fc.record({ kind: fc.constant('write-dies' as const), ids: idsArb }),
+  fc.record({ kind: fc.constant('writer-redelivers' as const) }),
+  fc.record({
+    kind: fc.constant('compact-fault' as const),
+    fault: fc.constantFrom('throw-before' as const, 'throw-after' as const, 'die-before' as const, 'die-after' as const, 'die-commit-pending' as const),
+    // a write landing between the compaction's read and its commit
+    racing: fc.option(idsArb, { nil: null }),
+  }),
+  fc.record({ kind: fc.constant('timeout' as const) }),
+  fc.record({ kind: fc.constant('held-commit-lands' as const) }),
+)
+
+describe('compaction jobs coalesce through faults', () => {
+  it('property: writers and compactors failing anywhere leave no level-0 file without a job, and the table equals the model', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(faultStepArb, { minLength: 4, maxLength: 18 }), fc.constantFrom('1', '-1'), fc.constantFrom('50', '2'), async (steps, taskThreads, maxFiles) => {
+        const { name, table, url, jobs } = await setup({ bucket: '3', 'compaction.task-threads': taskThreads, 'compaction.max-input-files': maxFiles })
+        const model = new TableModel('deduplicate')
+        let version = 0
+        /** writers that died before their jobs: what their redelivery sends */
+        const redeliveries: { snapshotId: number; buckets: { partition: Uint8Array; bucket: number }[] }[] = []
+        /** receipt handles of messages a dead invocation held */
+        let inFlight: string[] = []
+        /** commits a dead compactor left with the committer */
+        const held: CommitRequest[] = []
+        let fault: Extract<FaultStep, { kind: 'compact-fault' }>['fault'] | null = null
+        let pendingWrite: number[] | null = null
+        const land = async (ids: number[]) => write(name, table, jobs, model, put(ids, ++version))
+        const landPending = async () => {
+          if (!pendingWrite) return
+          const ids = pendingWrite
+          pendingWrite = null
+          await land(ids)
+        }
+        const committer: Committer = {
+          async commit(req: CommitRequest) {
+            await landPending()
+            const f = fault
+            fault = null
+            if (f === 'throw-before' || f === 'die-before') throw new Error(`injected: ${f}`)
+            if (f === 'die-commit-pending') {
+              held.push(req)
+              throw new Error('injected: died waiting for its commit')
+            }
+            const r = await table.committer.commit(req)
+            if (f === 'throw-after' || f === 'die-after') throw new Error(`injected: ${f}`)
+            return r
+          },
+        }
+        // a given-back message is visible again at once (the backoff only delays it)
+        const opts: ProcessOptions = {
+          resolve: async () => ({ table, jobs, committer }),
+          giveBack: (m) => jobs.giveBack(m.map((x) => ({ ...x, delaySeconds: 0 }))),
+          discard: (h) => jobs.discard(h),
+        }
+        const timeout = async () => {
+          for (const h of inFlight) await sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: h, VisibilityTimeout: 0 })).catch(() => {})
+          inFlight = []
+        }
+        const landHeld = async () => {
+          const req = held.shift()
+          if (req) await table.committer.commit(req).catch(() => {}) // a conflict: the committer rejects it
+        }
+        for (const step of steps) {
+          if (step.kind === 'write') await land(step.ids)
+          else if (step.kind === 'write-dies') {
+            const ops = put(step.ids, ++version)
+            const res = await writeBatch(table, ops.map((op, i) => recordFromJson(table.view, op, `op ${i}`)))
+            model.applyBatch(ops)
+            redeliveries.push({ snapshotId: res.snapshotId, buckets: res.buckets })
+          } else if (step.kind === 'writer-redelivers') {
+            const r = redeliveries.shift()
+            if (r) await jobs.enqueue(await writerJobs(name, table, r.snapshotId, r.buckets))
+          } else if (step.kind === 'timeout') await timeout()
+          else if (step.kind === 'held-commit-lands') await landHeld()
+          else {
+            if (step.kind === 'compact-racing-a-write') pendingWrite = step.ids
+            if (step.kind === 'compact-fault') (fault = step.fault, pendingWrite = step.racing)
+            const msgs = await receive(url)
+            if (msgs.length) {
+              if (step.kind === 'compact-fault' && step.fault.startsWith('die')) {
+                // the invocation dies: whatever it did, nothing of its batch is acknowledged
+                await processCompactionJobs(msgs.map(jobMessage), { ...opts, giveBack: undefined })
+                inFlight.push(...msgs.map((m) => m.ReceiptHandle!))
+              } else await compactBatch(url, msgs, opts)
+            }
+            fault = null
+            await landPending()
+          }
+        }
+        // the world settles: held commits land or are rejected, every dead writer is redelivered, every timeout passes
+        while (held.length) await landHeld()
+        for (const r of redeliveries) await jobs.enqueue(await writerJobs(name, table, r.snapshotId, r.buckets))
+        await timeout()
+        for (let guard = 0; guard < 50 && (await depth(url)) > 0; guard++) {
+          const msgs = await receive(url)
+          if (msgs.length) await compactBatch(url, msgs, opts)
+        }
+        expect(await depth(url)).toBe(0)
+        const latest = await table.snapshots.latest()
+        const l0 = latest ? (await table.manifests.liveEntries(latest)).filter((e) => e.file.level === 0).map((e) => `bucket ${e.bucket}: ${e.file.fileName}`) : []
+        expect(l0, 'level-0 files left without a job').toEqual([])
+        expect(sortRows(await readAll(table))).toEqual(model.snapshot())
+      }),
+      { numRuns: Number(process.env.FAULT_RUNS ?? 20) },
+    )
+  }, 600_000)
 })
 
 describe('a compactor that dies after its commit landed', () => {

@@ -22,7 +22,7 @@ export class SnapshotManager {
   private readonly pendingHints = new Set<Promise<void>>()
   private hinted = 0
   /** GETs of snapshot files in flight, by id */
-  private readonly reading = new Map<number, Promise<Snapshot | null>>()
+  private readonly reading = new Map<number, { sending: boolean; answer: Promise<Snapshot | null> }>()
   /** the highest snapshot id this handle has read or been told of */
   private highest = 0
 
@@ -32,13 +32,25 @@ export class SnapshotManager {
     const hit = this.cache.get(id)
     if (hit) return hit
     // callers asking for one id at once share one GET: the senders waiting on one handle
-    // (a compactor's lanes, a writer's tables) all probe the same next snapshot
-    let pending = this.reading.get(id)
-    if (!pending) {
-      pending = this.read(id).finally(() => this.reading.delete(id))
-      this.reading.set(id, pending)
+    // (a compactor's lanes, a writer's tables) all probe the same next snapshot. A present
+    // snapshot never changes, so an answer holding it is right for anyone. "Absent" is right
+    // only for the callers that asked before the GET went out, or in the same synchronous
+    // run that sent it (nothing they know can be newer than it): a caller that asks later
+    // may be looking for a snapshot created since (the writer whose job it just received),
+    // so it waits for a GET sent after it asked (its own, or one another late caller sent)
+    const first = this.reading.get(id)
+    if (first?.sending) return first.answer
+    if (first) {
+      const s = await first.answer
+      if (s !== null) return s
+      // a GET started since came after this call: its answer serves
+      const next = this.reading.get(id)
+      if (next && next !== first) return next.answer
     }
-    return pending
+    const p = { sending: true, answer: this.read(id).finally(() => this.reading.get(id) === p && this.reading.delete(id)) }
+    queueMicrotask(() => (p.sending = false))
+    this.reading.set(id, p)
+    return p.answer
   }
 
   private async read(id: number): Promise<Snapshot | null> {
