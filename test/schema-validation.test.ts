@@ -148,6 +148,12 @@ describe('options refused at create', () => {
   it('partition.default-name must not be empty (a blank partition value could name no directory)', async () => {
     expect(await refusal(schemaWith({ 'partition.default-name': '' }))).toMatch(/^option 'partition\.default-name': invalid value "", expected a non-empty string/)
   })
+
+  it('options that are not an object are named as the schema\'s (a fuzz run found `false` reported as a bare "options:")', async () => {
+    for (const options of [false, 0, 'x', []]) {
+      expect(await refusal({ ...schemaWith({}), options })).toBe(`schema.options: expected an object of string values, got ${JSON.stringify(options)}`)
+    }
+  })
 })
 
 describe('field names refused at create', () => {

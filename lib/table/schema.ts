@@ -120,6 +120,9 @@ export function createSchema(input: unknown, timeMillis = Date.now()): TableSche
   if (primaryKeys.every((k) => partitionKeys.includes(k))) {
     throw new StrataInputError('schema.primaryKeys: the primary key must have at least one field that is not a partition key')
   }
+  if (obj.options !== undefined && obj.options !== null && (typeof obj.options !== 'object' || Array.isArray(obj.options))) {
+    throw new StrataInputError(`schema.options: expected an object of string values, got ${JSON.stringify(obj.options)}`)
+  }
   const options = validateOptions(obj.options)
   const firstRowDv = deletionVectorsConflict(options)
   if (firstRowDv) throw new StrataInputError(`schema.options: ${firstRowDv}`)
