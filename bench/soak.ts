@@ -8,7 +8,9 @@
 // is run and measured: bench/lib/soak-run.ts. A short version runs in `npm test`
 // (test/soak.test.ts). --cache-mb sets the functions' STRATA_METADATA_CACHE_MB (default 8),
 // --footer-cache-mb their STRATA_FOOTER_CACHE_MB (default 2); --memory-from the second the
-// memory slope starts at (default: half the load). The embedded backend runs in a child
+// memory slope starts at (default: half the load); --replacing-faults-until S arms no fault
+// that replaces an environment (exits, restarts) after second S, throws going on, so that a
+// memory window starting later sees warm environments only. The embedded backend runs in a child
 // process of its own (local/backend-process.ts), so this process's RSS is the functions' and
 // the harness's; --in-process-backend runs it here, as the soak did before.
 //
@@ -16,6 +18,7 @@
 //     [--crash-every 45] [--warmup 60] [--visibility 30] [--task-threads 4] [--seed N]
 //     [--lag-threshold S] [--recover-within 150] [--maintenance-every 20] [--orphans-every 300] [--no-totals] [--no-s3-latency]
 //     [--cache-mb MB] [--footer-cache-mb MB] [--memory-from S] [--in-process-backend]
+//     [--replacing-faults-until S]
 //   npx tsx bench/soak.ts --reanalyze --lag-threshold S [--recover-within S]
 //     (fault recovery of the last run, bench/out/soak.json, under another threshold)
 //
@@ -166,6 +169,7 @@ if (import.meta.filename === process.argv[1]) {
     footerCacheMb: args.num('--footer-cache-mb', 0) || SOAK_DEFAULTS.footerCacheMb,
     backendInProcess: args.has('--in-process-backend'),
     memoryFromSeconds: args.num('--memory-from', 0) || SOAK_DEFAULTS.memoryFromSeconds,
+    replacingFaultsUntilSeconds: args.has('--replacing-faults-until') ? args.num('--replacing-faults-until', 0) : undefined,
     s3LatencyMs: args.has('--no-s3-latency') ? 0 : SOAK_DEFAULTS.s3LatencyMs,
     log: (line) => process.stderr.write(line + '\n'),
   })

@@ -61,6 +61,11 @@ export const FAULT_KINDS = [
 ] as const
 export type FaultKind = (typeof FAULT_KINDS)[number]
 
+/** Faults after which the function's environment is a new one: exits and restarts (a throw keeps it). */
+export function replacesEnvironment(kind: FaultKind): boolean {
+  return !kind.endsWith('-throw')
+}
+
 export interface SoakOptions {
   /** length of the write load */
   seconds: number
@@ -80,6 +85,15 @@ export interface SoakOptions {
   /** no fault armed after this (default: seconds − recoverWithinSeconds) */
   faultsUntilSeconds?: number
   kinds: readonly FaultKind[]
+  /**
+   * no fault that replaces an environment (an exit, a restart) is armed after this second;
+   * throws go on until `faultsUntilSeconds`. The first cycle of kinds then starts with the
+   * replacing ones so that they all strike before it. For a memory window that measures
+   * warm environments: each replaced one starts again from nothing (about 80–130 MB of
+   * isolate and code here, its own process on Lambda), which is not a warm process growing
+   * (default: no such limit)
+   */
+  replacingFaultsUntilSeconds?: number
   /** one writer fault and one compactor fault may be armed at once (else one fault at a time) */
   parallelRoles: boolean
   /**
@@ -671,6 +685,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     const faultLane = async (kinds: readonly FaultKind[]) => {
       let next = o.warmupSeconds
       let cycle: FaultKind[] = []
+      let cycles = 0
       while (loadRunning) {
         if (now() < next) {
           await sleep(Math.min(500, (next - now()) * 1000))
@@ -678,12 +693,17 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
         }
         if (kinds.length === 0 || (now() > faultsUntil && !covering())) break
         if (o.coverKindsWithinSeconds !== undefined && now() > faultsUntil && kinds.every((k) => faults.some((f) => f.kind === k && f.firedAt !== null))) break
+        const replacingOver = o.replacingFaultsUntilSeconds !== undefined && now() > o.replacingFaultsUntilSeconds
+        if (replacingOver) cycle = cycle.filter((k) => !replacesEnvironment(k))
         if (cycle.length === 0) {
-          cycle = [...kinds]
+          cycle = kinds.filter((k) => !replacingOver || !replacesEnvironment(k))
+          if (cycle.length === 0) break
           for (let i = cycle.length - 1; i > 0; i--) {
             const j = Math.floor(random() * (i + 1))
             ;[cycle[i], cycle[j]] = [cycle[j], cycle[i]]
           }
+          // the first cycle strikes the replacing kinds while they may
+          if (o.replacingFaultsUntilSeconds !== undefined && !replacingOver && cycles++ === 0) cycle = [...cycle.filter(replacesEnvironment), ...cycle.filter((k) => !replacesEnvironment(k))]
         }
         const kind = cycle.shift()!
         const rec: FaultRecord = { seq: ++seq, kind, armedAt: now(), firedAt: null, points: [], peakLagMs: null, recovered: null, recoverySeconds: null }
