@@ -111,7 +111,7 @@ if (import.meta.filename === process.argv[1]) {
   const args = parseBenchArgs(
     process.argv.slice(2),
     ['--no-totals', '--no-s3-latency', '--reanalyze', '--in-process-backend'],
-    ['--minutes', '--seconds', '--rate', '--buckets', '--keys', '--crash-every', '--warmup', '--visibility', '--task-threads', '--seed', '--lag-threshold', '--recover-within', '--maintenance-every', '--orphans-every', '--cache-mb', '--footer-cache-mb', '--memory-from'],
+    ['--minutes', '--seconds', '--rate', '--buckets', '--keys', '--crash-every', '--warmup', '--visibility', '--task-threads', '--seed', '--lag-threshold', '--recover-within', '--maintenance-every', '--orphans-every', '--cache-mb', '--footer-cache-mb', '--memory-from', '--replacing-faults-until'],
   )
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
   // glibc gives every thread that allocates an arena of its own (up to 8 per core): with a
