@@ -28,6 +28,7 @@ import type { SchemaView } from '../table/schema.ts'
 import type { Table } from '../table/table.ts'
 import { randomUUID } from 'node:crypto'
 import { assertWritable } from '../table/options.ts'
+import { ColumnLayout, GroupColumns } from './column-buffer.ts'
 
 export interface WriteRecord {
   kind: RowKind
@@ -78,6 +79,12 @@ export interface WriteOptions {
   sequenceBase?: bigint
   /** bytes of buffered records before a flush; default the table's `write-buffer-size` */
   writeBufferSize?: number
+  /**
+   * How records are buffered: 'columns' (default: typed columns per bucket, sorted by a
+   * permutation and written with DataFileWriter.writeColumns, lib/write/column-buffer.ts) or
+   * 'rows' (one KeyValue per record, written row by row: the reference the tests compare with)
+   */
+  buffer?: 'columns' | 'rows'
 }
 
 /**
@@ -207,25 +214,26 @@ export function commitUserFor(table: Table): string {
 
 /**
  * How much memory a buffered record is charged against `write-buffer-size`: an estimate of
- * what it holds in the JavaScript heap (its row array and record slots, strings by their
- * characters, bigints, byte arrays), not its encoded size, since the buffer holds objects.
- * Deterministic, so a test can tell where a batch's flushes fall.
+ * what the column buffer (lib/write/column-buffer.ts) holds for it — 8 bytes per number,
+ * bigint or null in a typed array, a string's slot and characters, a byte array's object
+ * and bytes — not its encoded size. Partition values are charged though a group holds them
+ * once, and typed arrays grow by doubling, so the estimate is high rather than low.
+ * Deterministic, so a test can tell where a batch's flushes fall; the 'rows' buffer is
+ * charged the same, so both buffers flush at the same records.
  */
 export function bufferedRecordBytes(row: Row): number {
-  let bytes = RECORD_OVERHEAD_BYTES + 8 * row.length
+  let bytes = RECORD_OVERHEAD_BYTES
   for (let i = 0; i < row.length; i++) {
     const v = row[i]
-    if (v === null || typeof v === 'boolean') continue
-    if (typeof v === 'string') bytes += 16 + v.length
-    else if (typeof v === 'number') bytes += 16
-    else if (typeof v === 'bigint') bytes += 24
+    if (typeof v === 'string') bytes += 24 + v.length
     else if (v instanceof Uint8Array) bytes += 96 + v.length
+    else bytes += 8
   }
   return bytes
 }
 
-/** Row array header, the record's slots in its group (row, kind, index) and its share of the key built at flush. */
-const RECORD_OVERHEAD_BYTES = 96
+/** The record's kind and batch index, and its slot in the sort permutation and the gathered output at flush. */
+const RECORD_OVERHEAD_BYTES = 16
 
 /** The partition a record goes to: its values, encoded row and storability, checked once per distinct value. */
 interface PartitionSlot {
@@ -237,10 +245,13 @@ interface PartitionSlot {
   groups: (Group | undefined)[]
 }
 
-/** One (partition, bucket) of the sub-batch being buffered: rows in arrival order. */
+/** One (partition, bucket) of the sub-batch being buffered: records in arrival order. */
 interface Group {
   slot: PartitionSlot
   bucket: number
+  /** the records as columns (the default buffer), or null for the 'rows' buffer */
+  cols: GroupColumns | null
+  /** 'rows' buffer: the records */
   rows: Row[]
   kinds: RowKind[]
   /** each row's index in the batch (its sequence number is the flush's base plus this) */
@@ -315,6 +326,8 @@ export class BatchWriter {
   #claimEnd = 0n
   readonly #fixedBase: boolean
   #finished = false
+  /** the column buffer's per-table part, or null for the 'rows' buffer */
+  readonly #layout: ColumnLayout | null
 
   constructor(table: Table, opts: WriteOptions & { expectedRows?: number; whereOf?: (index: number) => string } = {}) {
     const view = table.view
@@ -328,6 +341,7 @@ export class BatchWriter {
     this.#bucketKey = new Array(view.bucketKeyIndexes.length)
     this.#partitionTypes = view.partitionFields.map((f) => f.type)
     this.#refusesRetractions = engineTraits(table.mergeConfig.engine).mayRefuseRetractions
+    this.#layout = opts.buffer === 'rows' ? null : new ColumnLayout(view.fields, view.keyIndexes, view.partitionIndexes, table.mergeConfig)
     this.#latestP = opts.baseSnapshot !== undefined ? Promise.resolve(opts.baseSnapshot) : table.snapshots.latest()
     this.#latestP.catch(() => undefined) // awaited at the first flush; a batch that fails first must not leave it unhandled
     this.#fixedBase = opts.sequenceBase !== undefined
@@ -381,12 +395,15 @@ export class BatchWriter {
     const bucket = this.#bucketFn(bucketKey)
     let g = slot.groups[bucket]
     if (!g) {
-      slot.groups[bucket] = g = { slot, bucket, rows: [], kinds: [], index: [] }
+      slot.groups[bucket] = g = { slot, bucket, cols: this.#layout && new GroupColumns(this.#layout, slot.values), rows: [], kinds: [], index: [] }
       this.#buffered.push(g)
     }
-    g.rows.push(row)
-    g.kinds.push(r.kind)
-    g.index.push(index)
+    if (g.cols) g.cols.add(row, r.kind, index)
+    else {
+      g.rows.push(row)
+      g.kinds.push(r.kind)
+      g.index.push(index)
+    }
     this.#bufferedBytes += bufferedRecordBytes(row)
   }
 
@@ -485,11 +502,43 @@ export class BatchWriter {
   async #writeGroups(groups: Group[]): Promise<WrittenFile[]> {
     const view = this.#view
     const table = this.table
-    const keyIndexes = view.keyIndexes
     const keyCmp = rowComparator(view.keyTypes)
     const seqCmp = sequenceComparator(table.mergeConfig)
     const shift = this.#shift
     const written = await mapBounded(groups, view.options.ioMaxConcurrentRequests, async (g) => {
+      const encoded = g.cols ? this.#encodeColumns(g.cols, shift) : this.#encodeRows(g, shift, keyCmp, seqCmp)
+      if (encoded === null) return null
+      const { bytes, stats } = encoded
+      const fileName = this.#namer.next(view.options.dataFilePrefix, '.parquet')
+      const dir = bucketPath(view.partitionFields, g.slot.values, g.bucket, view.options.partitionDefaultName)
+      await table.store.put(`${dir}/${fileName}`, bytes)
+      const f: WrittenFile = { partition: g.slot.bytes, partitionValues: g.slot.values, bucket: g.bucket, dir, fileName, size: bytes.length, stats, rowsIn: g.cols ? g.cols.rows : g.rows.length }
+      // recorded at once, so a failure elsewhere in the batch deletes it
+      this.#files.push(f)
+      return f
+    })
+    this.#opts.onProgress?.(this.#flushStart, this.#records, 'writing data files')
+    return written.filter((f): f is WrittenFile => f !== null)
+  }
+
+  #newFileWriter(): DataFileWriter {
+    const view = this.#view
+    return new DataFileWriter({ keyFields: view.keyFields, valueFields: view.fields }, { compression: view.options.fileCompression })
+  }
+
+  /** A group of the column buffer as a data file: sorted by a permutation, merged, gathered, written column by column. */
+  #encodeColumns(cols: GroupColumns, shift: bigint): { bytes: Uint8Array; stats: DataFileStats } | null {
+    const batch = cols.toFileColumns(shift, createMergeFunction(this.table.mergeConfig))
+    if (batch === null) return null
+    const writer = this.#newFileWriter()
+    writer.writeColumns(batch)
+    return writer.finish()
+  }
+
+  /** A group of the 'rows' buffer as a data file: one KeyValue per record, sorted, merged and written row by row (the reference). */
+  #encodeRows(g: Group, shift: bigint, keyCmp: (a: Value[], b: Value[]) => number, seqCmp: (a: KeyValue, b: KeyValue) => number): { bytes: Uint8Array; stats: DataFileStats } | null {
+    const keyIndexes = this.#view.keyIndexes
+    {
       const n = g.rows.length
       const kvs: KeyValue[] = new Array(n)
       for (let i = 0; i < n; i++) {
@@ -499,8 +548,8 @@ export class BatchWriter {
         kvs[i] = { key, seq: shift + BigInt(g.index[i]), kind: g.kinds[i], value: row }
       }
       kvs.sort((a, b) => keyCmp(a.key, b.key) || seqCmp(a, b))
-      const mf = createMergeFunction(table.mergeConfig)
-      const writer = new DataFileWriter({ keyFields: view.keyFields, valueFields: view.fields }, { compression: view.options.fileCompression })
+      const mf = createMergeFunction(this.table.mergeConfig)
+      const writer = this.#newFileWriter()
       for (let i = 0; i < n; ) {
         let j = i + 1
         while (j < n && keyCmp(kvs[i].key, kvs[j].key) === 0) j++
@@ -512,17 +561,8 @@ export class BatchWriter {
         i = j
       }
       if (writer.rowCount === 0) return null
-      const { bytes, stats } = writer.finish()
-      const fileName = this.#namer.next(view.options.dataFilePrefix, '.parquet')
-      const dir = bucketPath(view.partitionFields, g.slot.values, g.bucket, view.options.partitionDefaultName)
-      await table.store.put(`${dir}/${fileName}`, bytes)
-      const f: WrittenFile = { partition: g.slot.bytes, partitionValues: g.slot.values, bucket: g.bucket, dir, fileName, size: bytes.length, stats, rowsIn: n }
-      // recorded at once, so a failure elsewhere in the batch deletes it
-      this.#files.push(f)
-      return f
-    })
-    this.#opts.onProgress?.(this.#flushStart, this.#records, 'writing data files')
-    return written.filter((f): f is WrittenFile => f !== null)
+      return writer.finish()
+    }
   }
 
   /**
