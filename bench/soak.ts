@@ -169,7 +169,7 @@ if (import.meta.filename === process.argv[1]) {
     footerCacheMb: args.num('--footer-cache-mb', 0) || SOAK_DEFAULTS.footerCacheMb,
     backendInProcess: args.has('--in-process-backend'),
     memoryFromSeconds: args.num('--memory-from', 0) || SOAK_DEFAULTS.memoryFromSeconds,
-    replacingFaultsUntilSeconds: args.has('--replacing-faults-until') ? args.num('--replacing-faults-until', 0) : undefined,
+    replacingFaultsUntilSeconds: args.num('--replacing-faults-until', 0) || undefined,
     s3LatencyMs: args.has('--no-s3-latency') ? 0 : SOAK_DEFAULTS.s3LatencyMs,
     log: (line) => process.stderr.write(line + '\n'),
   })
