@@ -6,12 +6,13 @@
 
 import zlib from 'node:zlib'
 import { parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet'
-import type { AsyncBuffer, ColumnData, CompressionCodec, Compressors, FileMetaData, SchemaElement } from 'hyparquet'
+import type { AsyncBuffer, ColumnChunk, ColumnData, CompressionCodec, Compressors, FileMetaData, SchemaElement } from 'hyparquet'
 import { compressors as bundledDecompressors } from 'hyparquet-compressors'
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer'
 import { isRetract, StrataInputError, type DataField, type DataType, type KeyValue, type RowKind, type Value } from '../types.ts'
 import { compareDoubles, rowComparator, valueComparator } from './compare.ts'
 import { type Column, type ColumnBatch, type TypedColumn, concatColumns, isTypedColumn, physicalToValue } from './columnar-types.ts'
+import { snappyCompress, writeColumnChunk } from './parquet-encode.ts'
 import {
   parquetSchemaElement,
   physicalEncoder,
@@ -112,7 +113,7 @@ function codecOf(compression: FileCompression, zstdLevel: number): Codec {
     case 'none':
       return { codec: 'UNCOMPRESSED', compressors: {} }
     case 'snappy':
-      return { codec: 'SNAPPY', compressors: {} }
+      return { codec: 'SNAPPY', compressors: { SNAPPY: snappyCompress } }
     case 'gzip':
       return { codec: 'GZIP', compressors: { GZIP: (input) => zlib.gzipSync(input) } }
     case 'zstd': {
@@ -277,6 +278,10 @@ export class DataFileWriter {
   readonly #pageSize: number
   readonly #out = new ByteWriter()
   readonly #parquet: ParquetWriter
+  /** the schema element of each column, and the codec its chunks are written with */
+  readonly #elements: SchemaElement[]
+  readonly #codec: CompressionCodec
+  readonly #compress: ((input: Uint8Array) => Uint8Array) | null
   readonly #keyStats: ColumnStatsCollector[]
   readonly #valueStats: ColumnStatsCollector[]
   readonly #keyOrder: ((a: Value[], b: Value[]) => number) | null
@@ -326,6 +331,9 @@ export class DataFileWriter {
     this.#valueStats = layout.valueFields.map((f) => new ColumnStatsCollector(f.type, VALUE_STATS_TRUNCATE))
     this.#keyOrder = assertSorted ? rowComparator(layout.keyFields.map((f) => f.type)) : null
     const { codec, compressors } = codecOf(compression, zstdLevel)
+    this.#elements = schema.slice(1)
+    this.#codec = codec
+    this.#compress = codec === 'UNCOMPRESSED' ? null : compressors[codec]!
     // created_by must parse as "<app> version <v>": parquet-java ignores binary column
     // statistics of files whose writer it cannot identify (CorruptStatistics)
     // (the cast bridges hyparquet-writer's own, older copy of hyparquet's SchemaElement type)
@@ -554,35 +562,33 @@ export class DataFileWriter {
   }
 
   #flushRowGroup(): void {
-    if (this.#buffered === 0) return
+    const rows = this.#buffered
+    if (rows === 0) return
     const segments = this.#segments
     const buffers = this.#buffers
     // key columns carry a ColumnIndex (page min/max) beside every column's OffsetIndex, so a
     // lookup reads only the pages that can hold its key (docs/format.md "Row groups, pages and the page index")
     const nk = this.#layout.keyFields.length
-    const columnData = this.#columns.map((c, i) => ({
-      name: c.name,
-      // (typed arrays are hyparquet DecodedArrays; the cast covers both kinds)
-      data: segments.length ? writerColumn(concatColumns(segments.map((s) => ({ col: s.cols[i], from: s.from, to: s.to })))) : buffers[i],
-      columnIndex: i < nk,
-    }))
+    const parquet = this.#parquet
+    const out = this.#out
+    const groupStart = out.offset
+    const columns: ColumnChunk[] = []
+    let uncompressed = 0n
+    for (let i = 0; i < this.#columns.length; i++) {
+      const data = segments.length ? concatColumns(segments.map((s) => ({ col: s.cols[i], from: s.from, to: s.to }))) : buffers[i]
+      const encoded = writeColumnChunk(out, this.#elements[i], data, rows, { codec: this.#codec, compress: this.#compress, pageSize: this.#pageSize, columnIndex: i < nk })
+      columns.push(encoded.chunk)
+      uncompressed += encoded.chunk.meta_data!.total_uncompressed_size
+      // hyparquet-writer writes the page indexes and the footer in finish()
+      parquet.pendingIndexes.push(encoded as (typeof parquet.pendingIndexes)[number])
+    }
+    parquet.num_rows += BigInt(rows)
+    parquet.row_groups.push({ columns, total_byte_size: uncompressed, num_rows: BigInt(rows), total_compressed_size: BigInt(out.offset - groupStart) } as (typeof parquet.row_groups)[number])
     this.#segments = []
-    // ByteWriter has no flush(), so this encodes synchronously
-    void this.#parquet.write({ columnData, rowGroupSize: this.#buffered, pageSize: this.#pageSize })
     this.#buffers = this.#columns.map(() => [])
     this.#buffered = 0
     this.#bufferedBytes = 0
   }
-}
-
-/**
- * A column as handed to hyparquet-writer. It reads every value several times (range check,
- * statistics, dictionary, page sizes, encoding); from a BigInt64Array each read makes a new
- * bigint, so such a column goes as a plain array whose bigints are made once.
- */
-function writerColumn(col: Column): unknown[] {
-  if (col instanceof BigInt64Array) return Array.from(col)
-  return col as unknown[]
 }
 
 function valueOf(p: unknown, toValue: ((p: unknown) => Value) | null, stored: ((v: Value) => Value) | null): Value {

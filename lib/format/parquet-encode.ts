@@ -1,0 +1,1049 @@
+// Strata's encoder of Parquet column chunks (issue 18: encoding was ~30% of compaction CPU in
+// hyparquet-writer). It writes one flat column chunk of a data file from a typed array
+// (Int32Array, BigInt64Array, Float32Array, Float64Array, …) or a plain array (strings, bytes,
+// bigints, nulls) without making an object per value where it can, and returns the chunk's
+// metadata and page index for the file footer, which hyparquet-writer still writes.
+//
+// What it writes (Parquet format, parquet-format's Encodings.md and PageIndex.md):
+// - data pages v2 (levels uncompressed, values compressed with the chunk's codec), as
+//   hyparquet-writer wrote them before; definition levels (OPTIONAL columns only, max level
+//   1) in the RLE/bit-packed hybrid with bit width 1;
+// - values PLAIN, or RLE_DICTIONARY (a PLAIN dictionary page first, then per data page a
+//   bit-width byte and the indices in the hybrid encoding, one bit width for the chunk as
+//   parquet-java does); BOOLEAN always PLAIN (bit-packed), which every reader accepts;
+// - whether a chunk gets a dictionary, and where pages break, by the rules hyparquet-writer
+//   used (sample of up to 1,000 values, then "dictionary + indices at most half of plain";
+//   a page ends once its estimated values reach the page size), so the page index of a file
+//   is the one the old encoder wrote for the same rows;
+// - chunk statistics (min/max, null count, NaN count for floats) and, on request, a
+//   ColumnIndex (per-page min/max, null pages and counts, boundary order); an OffsetIndex
+//   when the chunk has more than one page.
+
+import type { ColumnChunk, ColumnIndex, ColumnMetaData, CompressionCodec, Encoding, OffsetIndex, SchemaElement } from 'hyparquet'
+import type { ByteWriter } from 'hyparquet-writer'
+import { unconvertMinMax } from 'hyparquet-writer/src/unconvert.js'
+import { type Column, isTypedColumn } from './columnar-types.ts'
+
+export interface ChunkEncodeOptions {
+  codec: CompressionCodec
+  /** compressor of `codec`; null for UNCOMPRESSED */
+  compress: ((input: Uint8Array) => Uint8Array) | null
+  /** target estimated value bytes per data page */
+  pageSize: number
+  /** whether to build a ColumnIndex (page min/max) */
+  columnIndex: boolean
+}
+
+/** A ColumnIndex as hyparquet-writer's footer code takes it (with NaN counts for floats). */
+export interface PageColumnIndex extends ColumnIndex {
+  nan_counts?: bigint[]
+}
+
+export interface EncodedChunk {
+  chunk: ColumnChunk
+  columnIndex?: PageColumnIndex
+  offsetIndex?: OffsetIndex
+}
+
+if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) throw new Error('Strata\'s Parquet encoder needs a little-endian platform')
+
+// ---------------------------------------------------------------------------------------------
+// Growable scratch buffers (reused across pages and chunks)
+
+let scratch = new Uint8Array(1 << 16)
+let levelScratch = new Uint8Array(1 << 12)
+const header = new Uint8Array(64)
+
+function ensureScratch(n: number): Uint8Array {
+  if (scratch.length < n) scratch = new Uint8Array(Math.max(n, scratch.length * 2))
+  return scratch
+}
+
+function ensureLevels(n: number): Uint8Array {
+  if (levelScratch.length < n) levelScratch = new Uint8Array(Math.max(n, levelScratch.length * 2))
+  return levelScratch
+}
+
+// ---------------------------------------------------------------------------------------------
+// Columns as the encoder holds them
+
+const enum Kind {
+  Boolean,
+  Int32,
+  Int64,
+  Float,
+  Double,
+  ByteArray,
+  Fixed,
+}
+
+interface Prepared {
+  kind: Kind
+  rows: number
+  nonNull: number
+  /** per row 1 (value) or 0 (null), only when some row is null */
+  defs: Uint8Array | null
+  /** fixed-width kinds: the non-null values' bits, `width` int32 words each */
+  words: Int32Array | null
+  width: number
+  /** BOOLEAN: non-null values as 0/1 */
+  bools: Uint8Array | null
+  /** BYTE_ARRAY: strings or Uint8Arrays; FIXED_LEN_BYTE_ARRAY: unscaled decimal bigints */
+  objs: unknown[] | null
+}
+
+function kindOf(element: SchemaElement): Kind {
+  switch (element.type) {
+    case 'BOOLEAN':
+      return Kind.Boolean
+    case 'INT32':
+      return Kind.Int32
+    case 'INT64':
+      return Kind.Int64
+    case 'FLOAT':
+      return Kind.Float
+    case 'DOUBLE':
+      return Kind.Double
+    case 'BYTE_ARRAY':
+      return Kind.ByteArray
+    case 'FIXED_LEN_BYTE_ARRAY':
+      return Kind.Fixed
+    default:
+      throw new Error(`column ${element.name}: Parquet type ${element.type} is not written by Strata`)
+  }
+}
+
+function int32Words(a: Int32Array | Float32Array | BigInt64Array | BigUint64Array | Float64Array, n: number, width: number): Int32Array {
+  return new Int32Array(a.buffer, a.byteOffset, n * width)
+}
+
+function requiredNull(element: SchemaElement, r: number): never {
+  throw new Error(`column ${element.name} is REQUIRED (NOT NULL) but row ${r} of the chunk is null`)
+}
+
+/** Rows [0, rows) of `col` as the encoder holds them. */
+function prepare(element: SchemaElement, col: Column, rows: number): Prepared {
+  const kind = kindOf(element)
+  const p: Prepared = { kind, rows, nonNull: rows, defs: null, words: null, width: kind === Kind.Int64 || kind === Kind.Double ? 2 : 1, bools: null, objs: null }
+  if (isTypedColumn(col)) {
+    switch (kind) {
+      case Kind.Int32:
+        if (col instanceof Int32Array) p.words = col.subarray(0, rows)
+        else if (col instanceof BigInt64Array || col instanceof BigUint64Array) p.words = Int32Array.from(col.subarray(0, rows), Number)
+        else p.words = Int32Array.from(col.subarray(0, rows) as unknown as ArrayLike<number>)
+        return p
+      case Kind.Int64:
+        if (col instanceof BigInt64Array || col instanceof BigUint64Array) p.words = int32Words(col, rows, 2)
+        else {
+          const out = new BigInt64Array(rows)
+          for (let r = 0; r < rows; r++) out[r] = BigInt(col[r] as number)
+          p.words = int32Words(out, rows, 2)
+        }
+        return p
+      case Kind.Float:
+        p.words = int32Words(col instanceof Float32Array ? col : Float32Array.from(col.subarray(0, rows) as Float64Array), rows, 1)
+        return p
+      case Kind.Double:
+        p.words = int32Words(col instanceof Float64Array ? col : Float64Array.from(col.subarray(0, rows) as Float32Array), rows, 2)
+        return p
+      case Kind.Boolean:
+        p.bools = Uint8Array.from(col.subarray(0, rows) as Uint8Array, (v) => (v ? 1 : 0))
+        return p
+      default:
+        break // BYTE_ARRAY, FIXED: plain arrays below
+    }
+  }
+  const required = element.repetition_type === 'REQUIRED'
+  let defs: Uint8Array | null = null
+  let k = 0
+  const nullAt = (d: Uint8Array | null, r: number): Uint8Array => {
+    if (required) requiredNull(element, r)
+    if (d === null) {
+      d = new Uint8Array(rows)
+      d.fill(1, 0, r)
+    }
+    return d
+  }
+  switch (kind) {
+    case Kind.Int32: {
+      const out = new Int32Array(rows)
+      for (let r = 0; r < rows; r++) {
+        const v = col[r]
+        if (v === null || v === undefined) defs = nullAt(defs, r)
+        else {
+          out[k++] = typeof v === 'bigint' ? Number(v) : (v as number)
+          if (defs !== null) defs[r] = 1
+        }
+      }
+      p.words = out.subarray(0, k)
+      break
+    }
+    case Kind.Int64: {
+      const out = new BigInt64Array(rows)
+      for (let r = 0; r < rows; r++) {
+        const v = col[r]
+        if (v === null || v === undefined) defs = nullAt(defs, r)
+        else {
+          out[k++] = typeof v === 'bigint' ? v : BigInt(v as number)
+          if (defs !== null) defs[r] = 1
+        }
+      }
+      p.words = int32Words(out, k, 2)
+      break
+    }
+    case Kind.Float:
+    case Kind.Double: {
+      const out = kind === Kind.Float ? new Float32Array(rows) : new Float64Array(rows)
+      for (let r = 0; r < rows; r++) {
+        const v = col[r]
+        if (v === null || v === undefined) defs = nullAt(defs, r)
+        else {
+          out[k++] = v as number
+          if (defs !== null) defs[r] = 1
+        }
+      }
+      p.words = int32Words(out, k, p.width)
+      break
+    }
+    case Kind.Boolean: {
+      const out = new Uint8Array(rows)
+      for (let r = 0; r < rows; r++) {
+        const v = col[r]
+        if (v === null || v === undefined) defs = nullAt(defs, r)
+        else {
+          out[k++] = v ? 1 : 0
+          if (defs !== null) defs[r] = 1
+        }
+      }
+      p.bools = out.subarray(0, k)
+      break
+    }
+    default: {
+      const out: unknown[] = []
+      for (let r = 0; r < rows; r++) {
+        const v = col[r]
+        if (v === null || v === undefined) defs = nullAt(defs, r)
+        else {
+          out.push(v)
+          if (defs !== null) defs[r] = 1
+        }
+      }
+      k = out.length
+      p.objs = out
+    }
+  }
+  p.nonNull = k
+  p.defs = defs
+  return p
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics
+
+/** Code point order of two strings, a lone surrogate counting as U+FFFD (how it is written in UTF-8). */
+export function compareStrings(a: string, b: string): number {
+  if (a === b) return 0
+  const n = Math.min(a.length, b.length)
+  let i = 0
+  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++
+  if (i > 0) {
+    const prev = a.charCodeAt(i - 1)
+    if (prev >= 0xd800 && prev <= 0xdbff) i--
+  }
+  while (i < a.length && i < b.length) {
+    const ca = codePoint(a, i)
+    const cb = codePoint(b, i)
+    if (ca !== cb) return ca - cb
+    i += ca > 0xffff ? 2 : 1
+  }
+  return a.length - i - (b.length - i)
+}
+
+function codePoint(s: string, i: number): number {
+  const c = s.codePointAt(i)!
+  return c >= 0xd800 && c <= 0xdfff ? 0xfffd : c
+}
+
+function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length)
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] - b[i]
+  return a.length - b.length
+}
+
+function compareObjs(a: unknown, b: unknown): number {
+  if (typeof a === 'string') return compareStrings(a, b as string)
+  if (a instanceof Uint8Array) return compareBytes(a, b as Uint8Array)
+  return (a as bigint) < (b as bigint) ? -1 : (a as bigint) > (b as bigint) ? 1 : 0
+}
+
+interface MinMax {
+  /** value positions (in the non-null values) of the least and greatest, -1 when none */
+  lo: number
+  hi: number
+  nans: number
+}
+
+/** Positions of the least and greatest non-null value among [a, b) (NaN skipped and counted). */
+function minMax(p: Prepared, a: number, b: number): MinMax {
+  let lo = -1
+  let hi = -1
+  let nans = 0
+  switch (p.kind) {
+    case Kind.Int32: {
+      const w = p.words!
+      for (let i = a; i < b; i++) {
+        const v = w[i]
+        if (lo < 0) lo = hi = i
+        else if (v < w[lo]) lo = i
+        else if (v > w[hi]) hi = i
+      }
+      break
+    }
+    case Kind.Int64: {
+      const w = p.words!
+      for (let i = a; i < b; i++) {
+        const h = w[2 * i + 1]
+        const l = w[2 * i] >>> 0
+        if (lo < 0) {
+          lo = hi = i
+          continue
+        }
+        const hl = w[2 * lo + 1]
+        if (h < hl || (h === hl && l < w[2 * lo] >>> 0)) lo = i
+        else {
+          const hh = w[2 * hi + 1]
+          if (h > hh || (h === hh && l > w[2 * hi] >>> 0)) hi = i
+        }
+      }
+      break
+    }
+    case Kind.Float:
+    case Kind.Double: {
+      const f = p.kind === Kind.Float ? new Float32Array(p.words!.buffer, p.words!.byteOffset, p.words!.length) : new Float64Array(p.words!.buffer, p.words!.byteOffset, p.words!.length >> 1)
+      for (let i = a; i < b; i++) {
+        const v = f[i]
+        if (v !== v) {
+          nans++
+          continue
+        }
+        if (lo < 0) lo = hi = i
+        else if (v < f[lo]) lo = i
+        else if (v > f[hi]) hi = i
+      }
+      break
+    }
+    case Kind.Boolean: {
+      const v = p.bools!
+      for (let i = a; i < b; i++) {
+        if (lo < 0) lo = hi = i
+        else if (v[i] < v[lo]) lo = i
+        else if (v[i] > v[hi]) hi = i
+      }
+      break
+    }
+    default: {
+      const o = p.objs!
+      for (let i = a; i < b; i++) {
+        if (lo < 0) lo = hi = i
+        else if (compareObjs(o[i], o[lo]) < 0) lo = i
+        else if (compareObjs(o[i], o[hi]) > 0) hi = i
+      }
+    }
+  }
+  return { lo, hi, nans }
+}
+
+/** The non-null value at position i as a statistics value (what hyparquet-writer's footer code converts). */
+function statValue(p: Prepared, element: SchemaElement, i: number): unknown {
+  switch (p.kind) {
+    case Kind.Int32:
+      return element.converted_type === 'DECIMAL' ? BigInt(p.words![i]) : p.words![i]
+    case Kind.Int64:
+      return new BigInt64Array(p.words!.buffer, p.words!.byteOffset, p.words!.length >> 1)[i]
+    case Kind.Float:
+      return new Float32Array(p.words!.buffer, p.words!.byteOffset, p.words!.length)[i]
+    case Kind.Double:
+      return new Float64Array(p.words!.buffer, p.words!.byteOffset, p.words!.length >> 1)[i]
+    case Kind.Boolean:
+      return p.bools![i] === 1
+    default:
+      return p.objs![i]
+  }
+}
+
+function isFloat(p: Prepared): boolean {
+  return p.kind === Kind.Float || p.kind === Kind.Double
+}
+
+/** Bounds of [a, b) as statistics values: -0 as the least zero and +0 as the greatest (Parquet's rule). */
+function bounds(p: Prepared, element: SchemaElement, a: number, b: number): { min: unknown; max: unknown; nans: number } {
+  const { lo, hi, nans } = minMax(p, a, b)
+  if (lo < 0) return { min: undefined, max: undefined, nans }
+  let min = statValue(p, element, lo)
+  let max = statValue(p, element, hi)
+  if (min === 0) min = -0
+  if (max === 0) max = 0
+  return { min, max, nans }
+}
+
+function compareStat(a: unknown, b: unknown): number {
+  if (typeof a === 'string' || a instanceof Uint8Array) return compareObjs(a, b)
+  return (a as number) < (b as number) ? -1 : (a as number) > (b as number) ? 1 : 0
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dictionary
+
+const SAMPLE_VALUES = 1000
+const SAMPLE_REJECT_RATIO = 0.9
+
+interface Dictionary {
+  /** per non-null value, its entry */
+  indices: Int32Array
+  /** fixed-width kinds: the entries' first positions among the non-null values */
+  firsts: Int32Array | null
+  /** object kinds: the entries */
+  entries: unknown[] | null
+  size: number
+  bitWidth: number
+}
+
+function bitWidthOf(maxValue: number): number {
+  let w = 0
+  while (maxValue >= 2 ** w) w++
+  return w
+}
+
+/** Bits per index of a dictionary of n entries: ceil(log2(n)). */
+function indexBits(n: number): number {
+  return n <= 1 ? 0 : bitWidthOf(n - 1)
+}
+
+function fixedSize(p: Prepared, element: SchemaElement): number {
+  switch (p.kind) {
+    case Kind.Int32:
+    case Kind.Float:
+      return 4
+    case Kind.Int64:
+    case Kind.Double:
+      return 8
+    case Kind.Fixed:
+      return element.type_length ?? 0
+    default:
+      return -1
+  }
+}
+
+function objSize(v: unknown): number {
+  return typeof v === 'string' ? v.length : (v as Uint8Array).byteLength
+}
+
+/** Whether a sample of the rows (nulls included) says a dictionary may pay. */
+function sampleAllows(p: Prepared, element: SchemaElement, col: Column): boolean {
+  const n = p.rows
+  const sampleSize = Math.min(n, SAMPLE_VALUES)
+  if (sampleSize === 0) return false
+  const fixed = fixedSize(p, element)
+  const prefix = p.kind === Kind.ByteArray ? 4 : 0
+  const seen = new Map<unknown, number>()
+  let distinct = 0
+  let total = 0
+  for (let i = 0; i < sampleSize; i++) {
+    const at = sampleSize === 1 ? 0 : Math.floor((i * (n - 1)) / (sampleSize - 1))
+    let v = col[at] as unknown
+    if (v === undefined) v = null
+    let key = v
+    if (v instanceof Uint8Array) key = latin1(v)
+    let size = seen.get(key)
+    if (size === undefined) {
+      size = v === null ? 0 : fixed >= 0 ? fixed : objSize(v) + prefix
+      seen.set(key, size)
+      distinct += size
+    }
+    total += size
+  }
+  return total > 0 && distinct / total <= SAMPLE_REJECT_RATIO
+}
+
+function latin1(b: Uint8Array): string {
+  let s = ''
+  for (let i = 0; i < b.length; i += 4096) s += String.fromCharCode(...b.subarray(i, i + 4096))
+  return '\u0000' + s
+}
+
+/** Whether a dictionary of `entries` entries taking `entryBytes` loses against `plainBytes` of PLAIN values. */
+function dictionaryLoses(entries: number, entryBytes: number, nonNull: number, plainBytes: number): boolean {
+  return 2 * (entryBytes + Math.ceil((nonNull * indexBits(entries)) / 8)) > plainBytes
+}
+
+function buildDictionary(p: Prepared, element: SchemaElement): Dictionary | null {
+  const n = p.nonNull
+  const indices = new Int32Array(n)
+  if (p.words !== null) {
+    const w = p.words
+    const width = p.width
+    const size = width * 4
+    const plainBytes = n * size
+    let cap = 16
+    while (cap < 2 * n) cap <<= 1
+    const shift = 32 - Math.log2(cap)
+    const table = new Int32Array(cap) // entry + 1, 0 empty
+    const firsts = new Int32Array(Math.max(1, n))
+    let entries = 0
+    let lossAt = 1
+    while (lossAt <= n && !dictionaryLoses(lossAt, lossAt * size, n, plainBytes)) lossAt++
+    const mask = cap - 1
+    for (let i = 0; i < n; i++) {
+      const a = w[i * width]
+      const b = width === 2 ? w[i * width + 1] : 0
+      let h = Math.imul(a ^ Math.imul(b, 0x85ebca6b), 0x9e3779b1) >>> shift
+      for (;;) {
+        const e = table[h]
+        if (e === 0) {
+          if (entries + 1 >= lossAt) return null
+          firsts[entries] = i
+          table[h] = ++entries
+          indices[i] = entries - 1
+          break
+        }
+        const f = firsts[e - 1] * width
+        if (w[f] === a && (width === 1 || w[f + 1] === b)) {
+          indices[i] = e - 1
+          break
+        }
+        h = (h + 1) & mask
+      }
+    }
+    if (entries === 0 || dictionaryLoses(entries, entries * size, n, plainBytes)) return null
+    return { indices, firsts: firsts.subarray(0, entries), entries: null, size: entries, bitWidth: indexBits(entries) }
+  }
+  const o = p.objs!
+  const fixed = p.kind === Kind.Fixed ? (element.type_length ?? 0) : -1
+  const prefix = fixed >= 0 ? 0 : 4
+  let plainBytes = 0
+  if (fixed >= 0) plainBytes = fixed * n
+  else for (let i = 0; i < n; i++) plainBytes += objSize(o[i]) + 4
+  const map = new Map<unknown, number>()
+  const entries: unknown[] = []
+  let entryBytes = 0
+  for (let i = 0; i < n; i++) {
+    const v = o[i]
+    const key = v instanceof Uint8Array ? latin1(v) : v
+    let e = map.get(key)
+    if (e === undefined) {
+      e = entries.length
+      entries.push(v)
+      map.set(key, e)
+      entryBytes += (fixed >= 0 ? fixed : objSize(v)) + prefix
+      if (2 * entryBytes > plainBytes) return null
+    }
+    indices[i] = e
+  }
+  if (entries.length === 0 || dictionaryLoses(entries.length, entryBytes, n, plainBytes)) return null
+  return { indices, firsts: null, entries, size: entries.length, bitWidth: indexBits(entries.length) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Encodings
+
+function writeVarint(buf: Uint8Array, pos: number, v: number): number {
+  while (v >= 0x80) {
+    buf[pos++] = (v & 0x7f) | 0x80
+    v = Math.floor(v / 128)
+  }
+  buf[pos++] = v
+  return pos
+}
+
+/**
+ * Values [from, to) of `vals` in the RLE/bit-packed hybrid of width `w` (<= 24), at `pos`;
+ * returns the end. Runs of 8 or more equal values are RLE runs, the rest bit-packed groups of 8
+ * (the last group padded with zeros).
+ */
+function writeHybrid(buf: Uint8Array, pos: number, vals: ArrayLike<number>, from: number, to: number, w: number): number {
+  const valueBytes = (w + 7) >> 3
+  let i = from
+  while (i < to) {
+    const v = vals[i]
+    let j = i + 1
+    while (j < to && vals[j] === v) j++
+    if (j - i >= 8 || w === 0) {
+      pos = writeVarint(buf, pos, (j - i) * 2)
+      for (let b = 0, x = v; b < valueBytes; b++, x >>>= 8) buf[pos++] = x & 0xff
+      i = j
+      continue
+    }
+    // bit-packed groups until a run of 8 starts at a group boundary
+    const start = i
+    let groups = 0
+    for (;;) {
+      i += 8
+      groups++
+      if (i >= to) break
+      const u = vals[i]
+      let k = i + 1
+      while (k < to && k < i + 8 && vals[k] === u) k++
+      if (k - i >= 8) break
+    }
+    pos = writeVarint(buf, pos, groups * 2 + 1)
+    const end = start + groups * 8
+    let acc = 0
+    let bits = 0
+    for (let k = start; k < end; k++) {
+      acc |= (k < to ? vals[k] : 0) << bits
+      bits += w
+      while (bits >= 8) {
+        buf[pos++] = acc & 0xff
+        acc >>>= 8
+        bits -= 8
+      }
+    }
+    if (bits > 0) buf[pos++] = acc & 0xff
+    if (i > to) i = to
+  }
+  return pos
+}
+
+/** PLAIN bytes of non-null values [a, b) of a fixed-width or BOOLEAN column. */
+function writePlain(p: Prepared, a: number, b: number): Uint8Array {
+  if (p.words !== null) {
+    const w = p.words
+    return new Uint8Array(w.buffer, w.byteOffset + a * 4 * p.width, (b - a) * 4 * p.width)
+  }
+  const v = p.bools!
+  const buf = ensureScratch(((b - a + 7) >> 3) + 8)
+  let pos = 0
+  for (let i = a; i < b; i += 8) {
+    let byte = 0
+    for (let k = 0; k < 8 && i + k < b; k++) byte |= v[i + k] << k
+    buf[pos++] = byte
+  }
+  return buf.subarray(0, pos)
+}
+
+let objScratch = new Uint8Array(1 << 16)
+
+/**
+ * PLAIN encoding of objects o[0..n) (strings as UTF-8, byte arrays, or FIXED decimals as
+ * big-endian two's complement) into a shared buffer: value k is bytes [ends[k-1], ends[k])
+ * (from 0 for k = 0), its 4-byte length included for BYTE_ARRAY.
+ */
+function encodeObjs(o: unknown[], n: number, kind: Kind, element: SchemaElement): { buf: Uint8Array; ends: Int32Array } {
+  const ends = new Int32Array(n)
+  if (kind === Kind.Fixed) {
+    const len = element.type_length ?? 0
+    if (objScratch.length < n * len) objScratch = new Uint8Array(Math.max(n * len, objScratch.length * 2))
+    const buf = objScratch
+    let pos = 0
+    for (let i = 0; i < n; i++) {
+      let v = o[i] as bigint
+      for (let k = len - 1; k >= 0; k--) {
+        buf[pos + k] = Number(v & 0xffn)
+        v >>= 8n
+      }
+      pos += len
+      ends[i] = pos
+    }
+    return { buf, ends }
+  }
+  let bound = 0
+  for (let i = 0; i < n; i++) {
+    const v = o[i]
+    bound += 4 + (typeof v === 'string' ? 3 * v.length : (v as Uint8Array).length)
+  }
+  if (objScratch.length < bound) objScratch = new Uint8Array(Math.max(bound, objScratch.length * 2))
+  const buf = objScratch
+  let pos = 0
+  for (let i = 0; i < n; i++) {
+    const v = o[i]
+    const start = pos + 4
+    let q = start
+    if (typeof v === 'string') {
+      const len = v.length
+      let k = 0
+      for (; k < len; k++) {
+        const c = v.charCodeAt(k)
+        if (c >= 0x80) break
+        buf[q++] = c
+      }
+      if (k < len) q = start + utf8.encodeInto(v, buf.subarray(start)).written
+    } else {
+      buf.set(v as Uint8Array, start)
+      q = start + (v as Uint8Array).length
+    }
+    const len = q - start
+    buf[pos] = len & 0xff
+    buf[pos + 1] = (len >>> 8) & 0xff
+    buf[pos + 2] = (len >>> 16) & 0xff
+    buf[pos + 3] = len >>> 24
+    pos = q
+    ends[i] = pos
+  }
+  return { buf, ends }
+}
+
+const utf8 = new TextEncoder()
+
+// ---------------------------------------------------------------------------------------------
+// Page headers (Thrift compact protocol, parquet.thrift PageHeader)
+
+const PAGE_DICTIONARY = 2
+const PAGE_DATA_V2 = 3
+const ENC_PLAIN = 0
+const ENC_RLE_DICTIONARY = 8
+
+function i32Field(buf: Uint8Array, pos: number, delta: number, v: number): number {
+  buf[pos++] = (delta << 4) | 5
+  return writeVarint(buf, pos, v * 2) // zigzag of a non-negative int
+}
+
+function dataPageHeader(uncompressed: number, compressed: number, values: number, nulls: number, encoding: number, defBytes: number): number {
+  const h = header
+  let pos = i32Field(h, 0, 1, PAGE_DATA_V2)
+  pos = i32Field(h, pos, 1, uncompressed)
+  pos = i32Field(h, pos, 1, compressed)
+  h[pos++] = (5 << 4) | 12 // field 8: data_page_header_v2
+  pos = i32Field(h, pos, 1, values)
+  pos = i32Field(h, pos, 1, nulls)
+  pos = i32Field(h, pos, 1, values) // num_rows: a flat column has one value per row
+  pos = i32Field(h, pos, 1, encoding)
+  pos = i32Field(h, pos, 1, defBytes)
+  pos = i32Field(h, pos, 1, 0)
+  h[pos++] = 0
+  h[pos++] = 0
+  return pos
+}
+
+function dictionaryPageHeader(uncompressed: number, compressed: number, entries: number): number {
+  const h = header
+  let pos = i32Field(h, 0, 1, PAGE_DICTIONARY)
+  pos = i32Field(h, pos, 1, uncompressed)
+  pos = i32Field(h, pos, 1, compressed)
+  h[pos++] = (4 << 4) | 12 // field 7: dictionary_page_header
+  pos = i32Field(h, pos, 1, entries)
+  pos = i32Field(h, pos, 1, ENC_PLAIN)
+  h[pos++] = 0
+  h[pos++] = 0
+  return pos
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pages
+
+/** First rows of the pages: a page ends before the row at which its estimated value bytes reach `pageSize`. */
+function pageStarts(p: Prepared, dict: boolean, pageSize: number, plainEnds: Int32Array | null, prefix: number): number[] {
+  const starts = [0]
+  const defs = p.defs
+  const rows = p.rows
+  let acc = 0
+  let start = 0
+  if (plainEnds !== null) {
+    let k = 0
+    let prev = 0
+    for (let r = 0; r < rows; r++) {
+      let s = 0
+      if (defs === null || defs[r] === 1) {
+        s = plainEnds[k] - prev - prefix
+        prev = plainEnds[k++]
+      }
+      acc += s
+      if (acc >= pageSize && r > start) {
+        starts.push(r)
+        start = r
+        acc = s
+      }
+    }
+    return starts
+  }
+  const size = dict ? 4 : p.kind === Kind.Boolean ? 0.125 : p.width * 4
+  if (defs === null) {
+    const per = Math.max(1, Math.ceil(pageSize / size) - 1)
+    for (let r = per; r < rows; r += per) starts.push(r)
+    return starts
+  }
+  for (let r = 0; r < rows; r++) {
+    const s = defs[r] === 1 ? size : 0
+    acc += s
+    if (acc >= pageSize && r > start) {
+      starts.push(r)
+      start = r
+      acc = s
+    }
+  }
+  return starts
+}
+
+/**
+ * Writes rows [0, rows) of `col` as one column chunk of `element` at the writer's offset.
+ * `col` holds physical values (lib/format/columnar-types.ts): a typed array holds no nulls.
+ */
+export function writeColumnChunk(out: ByteWriter, element: SchemaElement, col: Column, rows: number, opts: ChunkEncodeOptions): EncodedChunk {
+  const p = prepare(element, col, rows)
+  const chunkStart = out.offset
+  const compress = opts.compress
+  let uncompressedTotal = 0
+  const stats = bounds(p, element, 0, p.nonNull)
+
+  let dict: Dictionary | null = null
+  if (p.kind !== Kind.Boolean && p.nonNull > 0 && sampleAllows(p, element, col)) dict = buildDictionary(p, element)
+
+  let dictionaryOffset: bigint | undefined
+  if (dict !== null) {
+    dictionaryOffset = BigInt(out.offset)
+    let plain: { bytes: Uint8Array; length: number }
+    if (dict.firsts !== null) {
+      const width = p.width
+      const w = p.words!
+      const vals = new Int32Array(dict.size * width)
+      const f = dict.firsts
+      if (width === 1) for (let e = 0; e < dict.size; e++) vals[e] = w[f[e]]
+      else {
+        for (let e = 0; e < dict.size; e++) {
+          vals[2 * e] = w[2 * f[e]]
+          vals[2 * e + 1] = w[2 * f[e] + 1]
+        }
+      }
+      plain = { bytes: new Uint8Array(vals.buffer), length: vals.byteLength }
+    } else {
+      const { buf, ends } = encodeObjs(dict.entries!, dict.size, p.kind, element)
+      plain = { bytes: buf, length: ends[dict.size - 1] }
+    }
+    const raw = plain.bytes.subarray(0, plain.length)
+    const body = compress === null ? raw : compress(raw)
+    const hl = dictionaryPageHeader(raw.length, body.length, dict.size)
+    out.appendBytes(header.subarray(0, hl))
+    out.appendBytes(body)
+    uncompressedTotal += hl + raw.length
+  }
+
+  // PLAIN objects are encoded once for the chunk: their UTF-8 lengths set the page breaks
+  const plainObjs = dict === null && p.objs !== null ? encodeObjs(p.objs, p.nonNull, p.kind, element) : null
+  const prefix = p.kind === Kind.ByteArray ? 4 : 0
+  const starts = pageStarts(p, dict !== null, opts.pageSize, plainObjs?.ends ?? null, prefix)
+  const pages = starts.length
+  const encoding = dict !== null ? ENC_RLE_DICTIONARY : ENC_PLAIN
+  const optional = element.repetition_type !== 'REQUIRED'
+  const float = isFloat(p)
+  let columnIndex: PageColumnIndex | undefined =
+    opts.columnIndex && pages > 1 ? { null_pages: [], min_values: [], max_values: [], boundary_order: 'UNORDERED', null_counts: [], ...(float ? { nan_counts: [] } : {}) } : undefined
+  const offsetIndex: OffsetIndex | undefined = pages > 1 ? { page_locations: [] } : undefined
+  let ascending = true
+  let descending = true
+  let prevMin: unknown
+  let prevMax: unknown
+
+  const dataOffset = BigInt(out.offset)
+  const defs = p.defs
+  let a = 0 // first non-null value of the page
+  for (let pg = 0; pg < pages; pg++) {
+    const pageOffset = out.offset
+    const r0 = starts[pg]
+    const r1 = pg + 1 < pages ? starts[pg + 1] : rows
+    let b = a
+    if (defs === null) b = a + (r1 - r0)
+    else for (let r = r0; r < r1; r++) b += defs[r]
+    const nulls = r1 - r0 - (b - a)
+
+    // definition levels
+    let defBytes = 0
+    let levels: Uint8Array | null = null
+    if (optional) {
+      if (defs === null || nulls === 0) {
+        const buf = ensureLevels(16)
+        defBytes = writeVarint(buf, 0, (r1 - r0) * 2)
+        buf[defBytes++] = 1
+      } else {
+        const buf = ensureLevels((r1 - r0) / 4 + 32)
+        defBytes = writeHybrid(buf, 0, defs, r0, r1, 1)
+      }
+      levels = levelScratch.subarray(0, defBytes)
+    }
+
+    // values
+    let raw: Uint8Array
+    if (dict !== null) {
+      const buf = ensureScratch(Math.ceil(((b - a) * (dict.bitWidth + 1)) / 8) * 2 + 64)
+      buf[0] = dict.bitWidth
+      const end = writeHybrid(buf, 1, dict.indices, a, b, dict.bitWidth)
+      raw = buf.subarray(0, end)
+    } else if (plainObjs !== null) {
+      raw = plainObjs.buf.subarray(a === 0 ? 0 : plainObjs.ends[a - 1], b === 0 ? 0 : plainObjs.ends[b - 1])
+    } else {
+      raw = writePlain(p, a, b)
+    }
+    const body = compress === null ? raw : compress(raw)
+    const hl = dataPageHeader(defBytes + raw.length, defBytes + body.length, r1 - r0, nulls, encoding, defBytes)
+    out.appendBytes(header.subarray(0, hl))
+    if (levels !== null) out.appendBytes(levels)
+    out.appendBytes(body)
+    uncompressedTotal += hl + defBytes + raw.length
+
+    if (columnIndex !== undefined) {
+      const { min, max, nans } = bounds(p, element, a, b)
+      const nullPage = b === a
+      const minBytes = unconvertMinMax(min as never, element as never, false)
+      const maxBytes = unconvertMinMax(max as never, element as never, true)
+      if (!nullPage && (!minBytes || !maxBytes)) {
+        columnIndex = undefined // a page of NaNs only has no bounds; the index is dropped
+      } else {
+        columnIndex.null_pages.push(nullPage)
+        columnIndex.min_values.push(minBytes ?? new Uint8Array())
+        columnIndex.max_values.push(maxBytes ?? new Uint8Array())
+        columnIndex.null_counts!.push(BigInt(nulls))
+        if (float) columnIndex.nan_counts!.push(BigInt(nans))
+        if (min !== undefined) {
+          if (prevMin !== undefined) {
+            const c = compareStat(prevMin, min)
+            if (c > 0) ascending = false
+            if (c < 0) descending = false
+          }
+          const c = prevMax !== undefined ? compareStat(prevMax, max) : 0
+          if (c > 0) ascending = false
+          if (c < 0) descending = false
+          prevMin = min
+          prevMax = max
+        }
+      }
+    }
+    offsetIndex?.page_locations.push({ offset: BigInt(pageOffset), compressed_page_size: out.offset - pageOffset, first_row_index: BigInt(r0) })
+    a = b
+  }
+  if (columnIndex !== undefined) columnIndex.boundary_order = ascending ? 'ASCENDING' : descending ? 'DESCENDING' : 'UNORDERED'
+
+  const encodingName: Encoding = dict !== null ? 'RLE_DICTIONARY' : 'PLAIN'
+  const statistics = { min_value: stats.min, max_value: stats.max, null_count: BigInt(rows - p.nonNull), ...(float ? { nan_count: BigInt(stats.nans) } : {}) }
+  const chunk: ColumnChunk = {
+    file_offset: BigInt(chunkStart),
+    meta_data: {
+      type: element.type!,
+      encodings: dict !== null ? ['PLAIN', 'RLE_DICTIONARY'] : ['PLAIN'],
+      path_in_schema: [element.name],
+      codec: opts.codec,
+      num_values: BigInt(rows),
+      total_uncompressed_size: BigInt(uncompressedTotal),
+      total_compressed_size: BigInt(out.offset - chunkStart),
+      data_page_offset: dataOffset,
+      dictionary_page_offset: dictionaryOffset,
+      statistics: statistics as ColumnMetaData['statistics'],
+      encoding_stats: [
+        ...(dict !== null ? [{ page_type: 'DICTIONARY_PAGE' as const, encoding: 'PLAIN' as const, count: 1 }] : []),
+        { page_type: 'DATA_PAGE_V2' as const, encoding: encodingName, count: pages },
+      ],
+    },
+  }
+  return { chunk, columnIndex, offsetIndex }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Snappy (the raw block format of google/snappy's format_description.txt)
+
+const HASH_BITS = 14
+const hashTable = new Int32Array(1 << HASH_BITS)
+/** entries of earlier calls are below `hashBase`, so the table is never cleared */
+let hashBase = 1
+const MAX_OFFSET = 65535
+
+let snappyOut = new Uint8Array(1 << 16)
+
+function emitLiteral(out: Uint8Array, op: number, src: Uint8Array, from: number, to: number): number {
+  const n = to - from - 1
+  if (n < 60) out[op++] = n << 2
+  else if (n < 0x100) {
+    out[op++] = 60 << 2
+    out[op++] = n
+  } else if (n < 0x10000) {
+    out[op++] = 61 << 2
+    out[op++] = n & 0xff
+    out[op++] = n >>> 8
+  } else if (n < 0x1000000) {
+    out[op++] = 62 << 2
+    out[op++] = n & 0xff
+    out[op++] = (n >>> 8) & 0xff
+    out[op++] = n >>> 16
+  } else {
+    out[op++] = 63 << 2
+    out[op++] = n & 0xff
+    out[op++] = (n >>> 8) & 0xff
+    out[op++] = (n >>> 16) & 0xff
+    out[op++] = n >>> 24
+  }
+  if (to - from < 16) for (let i = from; i < to; i++) out[op++] = src[i]
+  else {
+    out.set(src.subarray(from, to), op)
+    op += to - from
+  }
+  return op
+}
+
+function emitCopy(out: Uint8Array, op: number, offset: number, len: number): number {
+  while (len >= 68) {
+    out[op++] = (63 << 2) | 2
+    out[op++] = offset & 0xff
+    out[op++] = offset >>> 8
+    len -= 64
+  }
+  if (len > 64) {
+    out[op++] = (59 << 2) | 2
+    out[op++] = offset & 0xff
+    out[op++] = offset >>> 8
+    len -= 60
+  }
+  if (len < 12 && offset < 2048) {
+    out[op++] = ((offset >>> 8) << 5) | ((len - 4) << 2) | 1
+    out[op++] = offset & 0xff
+  } else {
+    out[op++] = ((len - 1) << 2) | 2
+    out[op++] = offset & 0xff
+    out[op++] = offset >>> 8
+  }
+  return op
+}
+
+/** Snappy compression of `src` (a new array). */
+export function snappyCompress(src: Uint8Array): Uint8Array {
+  const n = src.length
+  const bound = 32 + n + Math.ceil(n / 6)
+  if (snappyOut.length < bound) snappyOut = new Uint8Array(Math.max(bound, snappyOut.length * 2))
+  const out = snappyOut
+  let op = writeVarint(out, 0, n)
+  if (n < 16) {
+    if (n > 0) op = emitLiteral(out, op, src, 0, n)
+    return out.slice(0, op)
+  }
+  if (hashBase + n + 1 >= 0x7fffffff) {
+    hashTable.fill(0)
+    hashBase = 1
+  }
+  const base = hashBase
+  hashBase += n + 1
+  const table = hashTable
+  const shift = 32 - HASH_BITS
+  const limit = n - 4
+  let ip = 0
+  let lit = 0
+  let misses = 32
+  while (ip <= limit) {
+    const v = src[ip] | (src[ip + 1] << 8) | (src[ip + 2] << 16) | (src[ip + 3] << 24)
+    const h = Math.imul(v, 0x1e35a7bd) >>> shift
+    const cand = table[h] - base
+    table[h] = ip + base
+    if (cand >= 0 && ip - cand <= MAX_OFFSET && (src[cand] | (src[cand + 1] << 8) | (src[cand + 2] << 16) | (src[cand + 3] << 24)) === v) {
+      let len = 4
+      while (ip + len < n && src[cand + len] === src[ip + len]) len++
+      if (lit < ip) op = emitLiteral(out, op, src, lit, ip)
+      op = emitCopy(out, op, ip - cand, len)
+      ip += len
+      lit = ip
+      misses = 32
+      // the position before the match's end, so the next repeat of it is found
+      if (ip - 1 <= limit) {
+        const u = src[ip - 1] | (src[ip] << 8) | (src[ip + 1] << 16) | (src[ip + 2] << 24)
+        table[Math.imul(u, 0x1e35a7bd) >>> shift] = ip - 1 + base
+      }
+    } else {
+      ip += misses++ >> 5
+    }
+  }
+  if (lit < n) op = emitLiteral(out, op, src, lit, n)
+  return out.slice(0, op)
+}
