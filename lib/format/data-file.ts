@@ -12,7 +12,7 @@ import { ByteWriter, ParquetWriter } from 'hyparquet-writer'
 import { isRetract, StrataInputError, type DataField, type DataType, type KeyValue, type RowKind, type Value } from '../types.ts'
 import { compareDoubles, rowComparator, valueComparator } from './compare.ts'
 import { type Column, type ColumnBatch, type TypedColumn, concatColumns, isTypedColumn, physicalToValue } from './columnar-types.ts'
-import { snappyCompress, writeColumnChunk } from './parquet-encode.ts'
+import { snappyCompressShared, writeColumnChunk } from './parquet-encode.ts'
 import {
   parquetSchemaElement,
   physicalEncoder,
@@ -113,7 +113,8 @@ function codecOf(compression: FileCompression, zstdLevel: number): Codec {
     case 'none':
       return { codec: 'UNCOMPRESSED', compressors: {} }
     case 'snappy':
-      return { codec: 'SNAPPY', compressors: { SNAPPY: snappyCompress } }
+      // (the encoder appends each compressed page before it compresses the next)
+      return { codec: 'SNAPPY', compressors: { SNAPPY: snappyCompressShared } }
     case 'gzip':
       return { codec: 'GZIP', compressors: { GZIP: (input) => zlib.gzipSync(input) } }
     case 'zstd': {

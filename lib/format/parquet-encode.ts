@@ -285,72 +285,142 @@ interface MinMax {
 
 /** Positions of the least and greatest non-null value among [a, b) (NaN skipped and counted). */
 function minMax(p: Prepared, a: number, b: number): MinMax {
+  switch (p.kind) {
+    case Kind.Int32:
+      return minMaxInt32(p.words!, a, b)
+    case Kind.Int64:
+      return minMaxInt64(p.words!, a, b)
+    case Kind.Float:
+      return minMaxFloat(new Float32Array(p.words!.buffer, p.words!.byteOffset, p.words!.length), a, b)
+    case Kind.Double:
+      return minMaxFloat(new Float64Array(p.words!.buffer, p.words!.byteOffset, p.words!.length >> 1), a, b)
+    case Kind.Boolean:
+      return minMaxInt32(Int32Array.from(p.bools!.subarray(a, b)), 0, b - a, a)
+    default:
+      return a < b && typeof p.objs![a] === 'string' ? minMaxStrings(p.objs as string[], a, b) : minMaxObjs(p.objs!, a, b)
+  }
+}
+
+function minMaxInt32(w: Int32Array, a: number, b: number, base = 0): MinMax {
+  if (a >= b) return { lo: -1, hi: -1, nans: 0 }
+  let lo = a
+  let hi = a
+  let min = w[a]
+  let max = min
+  for (let i = a + 1; i < b; i++) {
+    const v = w[i]
+    if (v < min) {
+      min = v
+      lo = i
+    } else if (v > max) {
+      max = v
+      hi = i
+    }
+  }
+  return { lo: lo + base, hi: hi + base, nans: 0 }
+}
+
+function minMaxInt64(w: Int32Array, a: number, b: number): MinMax {
+  if (a >= b) return { lo: -1, hi: -1, nans: 0 }
+  let lo = a
+  let hi = a
+  let minH = w[2 * a + 1]
+  let minL = w[2 * a] >>> 0
+  let maxH = minH
+  let maxL = minL
+  for (let i = a + 1; i < b; i++) {
+    const h = w[2 * i + 1]
+    const l = w[2 * i] >>> 0
+    if (h < minH || (h === minH && l < minL)) {
+      minH = h
+      minL = l
+      lo = i
+    } else if (h > maxH || (h === maxH && l > maxL)) {
+      maxH = h
+      maxL = l
+      hi = i
+    }
+  }
+  return { lo, hi, nans: 0 }
+}
+
+function minMaxFloat(f: Float32Array | Float64Array, a: number, b: number): MinMax {
   let lo = -1
   let hi = -1
   let nans = 0
-  switch (p.kind) {
-    case Kind.Int32: {
-      const w = p.words!
-      for (let i = a; i < b; i++) {
-        const v = w[i]
-        if (lo < 0) lo = hi = i
-        else if (v < w[lo]) lo = i
-        else if (v > w[hi]) hi = i
-      }
-      break
+  let min = 0
+  let max = 0
+  for (let i = a; i < b; i++) {
+    const v = f[i]
+    if (v !== v) {
+      nans++
+      continue
     }
-    case Kind.Int64: {
-      const w = p.words!
-      for (let i = a; i < b; i++) {
-        const h = w[2 * i + 1]
-        const l = w[2 * i] >>> 0
-        if (lo < 0) {
-          lo = hi = i
-          continue
-        }
-        const hl = w[2 * lo + 1]
-        if (h < hl || (h === hl && l < w[2 * lo] >>> 0)) lo = i
-        else {
-          const hh = w[2 * hi + 1]
-          if (h > hh || (h === hh && l > w[2 * hi] >>> 0)) hi = i
-        }
-      }
-      break
-    }
-    case Kind.Float:
-    case Kind.Double: {
-      const f = p.kind === Kind.Float ? new Float32Array(p.words!.buffer, p.words!.byteOffset, p.words!.length) : new Float64Array(p.words!.buffer, p.words!.byteOffset, p.words!.length >> 1)
-      for (let i = a; i < b; i++) {
-        const v = f[i]
-        if (v !== v) {
-          nans++
-          continue
-        }
-        if (lo < 0) lo = hi = i
-        else if (v < f[lo]) lo = i
-        else if (v > f[hi]) hi = i
-      }
-      break
-    }
-    case Kind.Boolean: {
-      const v = p.bools!
-      for (let i = a; i < b; i++) {
-        if (lo < 0) lo = hi = i
-        else if (v[i] < v[lo]) lo = i
-        else if (v[i] > v[hi]) hi = i
-      }
-      break
-    }
-    default: {
-      const o = p.objs!
-      for (let i = a; i < b; i++) {
-        if (lo < 0) lo = hi = i
-        else if (compareObjs(o[i], o[lo]) < 0) lo = i
-        else if (compareObjs(o[i], o[hi]) > 0) hi = i
-      }
+    if (lo < 0) {
+      lo = hi = i
+      min = max = v
+    } else if (v < min) {
+      min = v
+      lo = i
+    } else if (v > max) {
+      max = v
+      hi = i
     }
   }
   return { lo, hi, nans }
+}
+
+/** A UTF-16 unit at which UTF-16 order and code point order can differ (a surrogate or U+E000..U+FFFF). */
+const NOT_BMP_ORDERED = /[\ud800-\uffff]/
+
+function minMaxStrings(o: string[], a: number, b: number): MinMax {
+  let plain = true
+  for (let i = a; i < b && plain; i++) if (NOT_BMP_ORDERED.test(o[i])) plain = false
+  if (plain) {
+    // below U+D800 the native (UTF-16) order is code point order
+    let lo = a
+    let hi = a
+    let min = o[a]
+    let max = min
+    for (let i = a + 1; i < b; i++) {
+      const v = o[i]
+      if (v < min) {
+        lo = i
+        min = v
+      } else if (v > max) {
+        hi = i
+        max = v
+      }
+    }
+    return { lo, hi, nans: 0 }
+  }
+  let lo = a
+  let hi = a
+  let min = o[a]
+  let max = min
+  for (let i = a + 1; i < b; i++) {
+    const v = o[i]
+    if (v === min || v === max) continue
+    if (compareStrings(v, min) < 0) {
+      lo = i
+      min = v
+    } else if (compareStrings(v, max) > 0) {
+      hi = i
+      max = v
+    }
+  }
+  return { lo, hi, nans: 0 }
+}
+
+function minMaxObjs(o: unknown[], a: number, b: number): MinMax {
+  let lo = -1
+  let hi = -1
+  for (let i = a; i < b; i++) {
+    if (lo < 0) lo = hi = i
+    else if (compareObjs(o[i], o[lo]) < 0) lo = i
+    else if (compareObjs(o[i], o[hi]) > 0) hi = i
+  }
+  return { lo, hi, nans: 0 }
 }
 
 /** The non-null value at position i as a statistics value (what hyparquet-writer's footer code converts). */
@@ -408,15 +478,9 @@ interface Dictionary {
   bitWidth: number
 }
 
-function bitWidthOf(maxValue: number): number {
-  let w = 0
-  while (maxValue >= 2 ** w) w++
-  return w
-}
-
 /** Bits per index of a dictionary of n entries: ceil(log2(n)). */
 function indexBits(n: number): number {
-  return n <= 1 ? 0 : bitWidthOf(n - 1)
+  return n <= 1 ? 0 : 32 - Math.clz32(n - 1)
 }
 
 function fixedSize(p: Prepared, element: SchemaElement): number {
@@ -444,6 +508,7 @@ function sampleAllows(p: Prepared, element: SchemaElement, col: Column): boolean
   const sampleSize = Math.min(n, SAMPLE_VALUES)
   if (sampleSize === 0) return false
   const fixed = fixedSize(p, element)
+  if (p.words !== null && p.defs === null) return sampleAllowsWords(p.words, p.width, n, sampleSize)
   const prefix = p.kind === Kind.ByteArray ? 4 : 0
   const seen = new Map<unknown, number>()
   let distinct = 0
@@ -463,6 +528,35 @@ function sampleAllows(p: Prepared, element: SchemaElement, col: Column): boolean
     total += size
   }
   return total > 0 && distinct / total <= SAMPLE_REJECT_RATIO
+}
+
+const sampleTable = new Int32Array(4096)
+const sampleFirst = new Int32Array(SAMPLE_VALUES)
+
+/** `sampleAllows` of a fixed-width column without nulls: distinct sampled values over sampled values (by their bits). */
+function sampleAllowsWords(w: Int32Array, width: number, n: number, sampleSize: number): boolean {
+  const table = sampleTable
+  table.fill(0)
+  const mask = table.length - 1
+  let distinct = 0
+  for (let i = 0; i < sampleSize; i++) {
+    const at = sampleSize === 1 ? 0 : Math.floor((i * (n - 1)) / (sampleSize - 1))
+    const a = w[at * width]
+    const b = width === 2 ? w[at * width + 1] : 0
+    let h = Math.imul(a ^ Math.imul(b, 0x85ebca6b), 0x9e3779b1) >>> 20
+    for (;;) {
+      const e = table[h]
+      if (e === 0) {
+        sampleFirst[distinct] = at
+        table[h] = ++distinct
+        break
+      }
+      const f = sampleFirst[e - 1] * width
+      if (w[f] === a && (width === 1 || w[f + 1] === b)) break
+      h = (h + 1) & mask
+    }
+  }
+  return distinct / sampleSize <= SAMPLE_REJECT_RATIO
 }
 
 function latin1(b: Uint8Array): string {
@@ -490,8 +584,15 @@ function buildDictionary(p: Prepared, element: SchemaElement): Dictionary | null
     const table = new Int32Array(cap) // entry + 1, 0 empty
     const firsts = new Int32Array(Math.max(1, n))
     let entries = 0
-    let lossAt = 1
-    while (lossAt <= n && !dictionaryLoses(lossAt, lossAt * size, n, plainBytes)) lossAt++
+    // the fewest entries at which the dictionary loses (it loses more with every entry)
+    let lo = 1
+    let hi = n + 1
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if (dictionaryLoses(mid, mid * size, n, plainBytes)) hi = mid
+      else lo = mid + 1
+    }
+    const lossAt = lo
     const mask = cap - 1
     for (let i = 0; i < n; i++) {
       const a = w[i * width]
@@ -782,10 +883,10 @@ export function writeColumnChunk(out: ByteWriter, element: SchemaElement, col: C
   const chunkStart = out.offset
   const compress = opts.compress
   let uncompressedTotal = 0
-  const stats = bounds(p, element, 0, p.nonNull)
-
   let dict: Dictionary | null = null
   if (p.kind !== Kind.Boolean && p.nonNull > 0 && sampleAllows(p, element, col)) dict = buildDictionary(p, element)
+  // the bounds of a dictionary's objects are those of its entries
+  const stats = dict?.entries ? bounds({ ...p, objs: dict.entries }, element, 0, dict.size) : bounds(p, element, 0, p.nonNull)
 
   let dictionaryOffset: bigint | undefined
   if (dict !== null) {
@@ -1001,6 +1102,11 @@ function emitCopy(out: Uint8Array, op: number, offset: number, len: number): num
 
 /** Snappy compression of `src` (a new array). */
 export function snappyCompress(src: Uint8Array): Uint8Array {
+  return snappyCompressShared(src).slice()
+}
+
+/** Snappy compression of `src` into a buffer the next call reuses: copy it before that. */
+export function snappyCompressShared(src: Uint8Array): Uint8Array {
   const n = src.length
   const bound = 32 + n + Math.ceil(n / 6)
   if (snappyOut.length < bound) snappyOut = new Uint8Array(Math.max(bound, snappyOut.length * 2))
@@ -1008,7 +1114,7 @@ export function snappyCompress(src: Uint8Array): Uint8Array {
   let op = writeVarint(out, 0, n)
   if (n < 16) {
     if (n > 0) op = emitLiteral(out, op, src, 0, n)
-    return out.slice(0, op)
+    return out.subarray(0, op)
   }
   if (hashBase + n + 1 >= 0x7fffffff) {
     hashTable.fill(0)
@@ -1045,5 +1151,5 @@ export function snappyCompress(src: Uint8Array): Uint8Array {
     }
   }
   if (lit < n) op = emitLiteral(out, op, src, lit, n)
-  return out.slice(0, op)
+  return out.subarray(0, op)
 }
