@@ -211,7 +211,9 @@ describe('every column type', () => {
     const ts3 = WIDE_FIELDS.findIndex(([n]) => n === 'ts3')
     const nn = WIDE_FIELDS.findIndex(([n]) => n === 'nn')
     const i = WIDE_FIELDS.findIndex(([n]) => n === 'i')
-    for (const records of [bad(ts3, 1234n), bad(nn, null), bad(i, 2 ** 40), bad(i, 'x' as Value)]) {
+    const badKind: WriteRecord[] = [...ok, { kind: 7 as RowKind, row: ok[0].row }]
+    const shortRow: WriteRecord[] = [...ok, { kind: RowKind.INSERT, row: ok[0].row.slice(0, -1) }]
+    for (const records of [bad(ts3, 1234n), bad(nn, null), bad(i, 2 ** 40), bad(i, 'x' as Value), badKind, shortRow]) {
       const res = await expectSameWrites(schema, records, 1 << 20)
       expect(res.error).not.toBeNull()
     }

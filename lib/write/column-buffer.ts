@@ -269,8 +269,8 @@ export class GroupColumns {
   /** each record's index in the batch: its sequence number is the flush's base plus this */
   index = new Int32Array(INITIAL_CAPACITY)
   readonly fields: FieldColumn[]
-  /** the first kind that is not a RowKind, thrown at the flush as DataFileWriter.write throws it */
-  badKind: { kind: unknown } | null = null
+  /** the first record DataFileWriter.write would refuse (a kind that is not a RowKind, a row of the wrong length): its error, thrown at the flush */
+  refused: StrataInputError | null = null
 
   constructor(
     readonly layout: ColumnLayout,
@@ -283,10 +283,15 @@ export class GroupColumns {
   add(row: Row, kind: RowKind, index: number): void {
     const r = this.rows
     if (r === this.#capacity) this.#grow()
-    if (kind === 0 || kind === 1 || kind === 2 || kind === 3) this.kinds[r] = kind
-    else this.badKind ??= { kind }
-    this.index[r] = index
     const fields = this.fields
+    if (!Array.isArray(row) || row.length !== fields.length) {
+      const names = this.layout.fields.map((f) => f.name).join(', ')
+      this.refused ??= new StrataInputError(`KeyValue.value: expected ${fields.length} values (${names}), got ${Array.isArray(row) ? row.length : typeof row}`)
+      return
+    }
+    if (kind === 0 || kind === 1 || kind === 2 || kind === 3) this.kinds[r] = kind
+    else this.refused ??= new StrataInputError(`_VALUE_KIND: value ${String(kind)} is not a RowKind (0 +I, 1 -U, 2 +U, 3 -D)`)
+    this.index[r] = index
     const cap = this.#capacity
     for (let j = 0; j < fields.length; j++) fields[j].set(r, row[j], cap)
     this.rows = r + 1
@@ -324,7 +329,7 @@ export class GroupColumns {
    * `shift` + a record's batch index is its sequence number. Null when every key merged away.
    */
   toFileColumns(shift: bigint, mf: MergeFunction): ColumnBatch | null {
-    if (this.badKind) throw new StrataInputError(`_VALUE_KIND: value ${String(this.badKind.kind)} is not a RowKind (0 +I, 1 -U, 2 +U, 3 -D)`)
+    if (this.refused) throw this.refused
     const n = this.rows
     const layout = this.layout
     const fields = this.fields
