@@ -61,12 +61,18 @@ function converter(field: DataField): Convert {
       }
     }
     case 'BIGINT':
-      return (v, num) => (num && LONG_TEXT.test(v as string) ? BigInt(v as string) : strict(v, num))
+      // up to 15 digits through a double (exact), which BigInt converts faster than text
+      return (v, num) => (num && LONG_TEXT.test(v as string) ? ((v as string).length <= 15 ? BigInt(Number(v)) : BigInt(v as string)) : strict(v, num))
     case 'DECIMAL': {
       const p = t.precision!
       const s = t.scale!
       const zeros = '0'.repeat(s)
+      const pow = 10 ** s
       return (v, num) => {
+        if (typeof v === 'string') {
+          const u = plainDecimal(v, p, s, pow)
+          if (u !== null) return u
+        }
         const m = typeof v === 'string' ? DECIMAL_PLAIN.exec(v) : null
         if (m) {
           const frac = m[3] ?? ''
@@ -97,6 +103,45 @@ function converter(field: DataField): Convert {
     default:
       return strict
   }
+}
+
+/**
+ * The unscaled value of DECIMAL(p, s) text '-?d+(.d+)?' whose digits all fit in a double
+ * exactly (at most 15 significant, at most `s` after the point, at most p - s before it), as
+ * the strict reader computes it; null for any other text (the exact path then decides).
+ */
+function plainDecimal(t: string, p: number, s: number, pow: number): bigint | null {
+  const n = t.length
+  let i = 0
+  const neg = t.charCodeAt(0) === MINUS
+  if (neg) i++
+  let int = 0
+  let intDigits = 0
+  let c = 0
+  const start = i
+  while (i < n && (c = t.charCodeAt(i) - ZERO) >= 0 && c <= 9) {
+    int = int * 10 + c
+    if (int !== 0) intDigits++
+    i++
+  }
+  if (i === start) return null
+  let frac = 0
+  let fracDigits = 0
+  if (i < n) {
+    if (t.charCodeAt(i) !== 0x2e) return null
+    i++
+    const fs = i
+    while (i < n && (c = t.charCodeAt(i) - ZERO) >= 0 && c <= 9) {
+      frac = frac * 10 + c
+      i++
+    }
+    fracDigits = i - fs
+    if (fracDigits === 0 || i < n) return null
+  }
+  // leading zeros count nothing; the value must have at most p - s integer digits and s fraction digits
+  if (fracDigits > s || intDigits + s > p || intDigits + s > 15) return null
+  const u = int * pow + frac * 10 ** (s - fracDigits)
+  return neg ? -BigInt(u) : BigInt(u)
 }
 
 /** Value of the digit at `i`, or -1. */
@@ -145,7 +190,9 @@ function plainTimestamp(t: string, precision: number): bigint | null {
     }
   }
   const seconds = daysFromCivil(y, m, d) * 86400 + h * 3600 + mi * 60 + sec
-  return BigInt(seconds) * 1_000_000n + BigInt(micros)
+  const exact = seconds * 1_000_000 + micros
+  // one bigint when the sum is exact in a double (years up to about 2255)
+  return Number.isSafeInteger(exact) && Math.abs(seconds) < 9e9 ? BigInt(exact) : BigInt(seconds) * 1_000_000n + BigInt(micros)
 }
 
 /**
