@@ -47,7 +47,10 @@ async function readSchemaFile(path: string): Promise<unknown> {
  * refuses.
  */
 async function writeInput(table: Table, source: string | undefined, progress: Progress): Promise<WriteResult> {
-  const input = !source || source === '-' ? process.stdin : createReadStream(source, { highWaterMark: 1 << 20 })
+  // 64 KiB reads: a chunk decodes to a string small enough for V8's young generation, where it
+  // dies cheaply; 1 MiB strings went to the large-object space and piled up there until a full
+  // collection (~80 MB more peak RSS over a 1M-line write, docs/benchmarks.md "Streaming writes")
+  const input = !source || source === '-' ? process.stdin : createReadStream(source, { highWaterMark: 1 << 16 })
   if (source && source !== '-') {
     await new Promise<void>((resolve, reject) => {
       input.once('open' as never, () => resolve())
