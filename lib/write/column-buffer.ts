@@ -254,6 +254,25 @@ class FieldColumn {
   }
 }
 
+const TWO_32 = 4294967296
+
+/**
+ * Output rows of an int64 field stored as doubles, as a BigInt64Array written word by word
+ * (little-endian, as every platform Node runs on): no bigint per value. `divisor` 1000 turns
+ * TIMESTAMP(0..3) microseconds into the milliseconds the file holds (they divide exactly).
+ */
+function int64Column(src: Float64Array, refs: Int32Array, m: number, divisor: number): BigInt64Array {
+  const out = new BigInt64Array(m)
+  const words = new Int32Array(out.buffer)
+  for (let i = 0; i < m; i++) {
+    const x = divisor === 1 ? src[refs[i]] : src[refs[i]] / divisor
+    const hi = Math.floor(x / TWO_32)
+    words[2 * i] = (x - hi * TWO_32) | 0
+    words[2 * i + 1] = hi | 0
+  }
+  return out
+}
+
 function grown<T extends Int32Array | Float64Array | Uint8Array>(old: T, next: T): T {
   next.set(old as never)
   return next
@@ -366,13 +385,20 @@ export class GroupColumns {
     }
     if (m === 0) return null
     const valueCols: Column[] = fields.map((_, j) => this.#physicalColumn(j, refs, m, extras))
-    const seq = new Array<bigint>(m)
+    // sequence numbers written as two 32-bit words each (no bigint per row): shift + index
+    const seq = new BigInt64Array(m)
+    const words = new Int32Array(seq.buffer)
+    const shiftHi = Number(BigInt.asIntN(32, shift >> 32n))
+    const shiftLo = Number(BigInt.asUintN(32, shift))
     const kindCol = new Int32Array(m)
     const index = this.index
     for (let i = 0; i < m; i++) {
       const r = refs[i]
       if (r >= 0) {
-        seq[i] = shift + BigInt(index[r])
+        const lo = shiftLo + index[r]
+        const carry = lo >= TWO_32 ? 1 : 0
+        words[2 * i] = (lo - carry * TWO_32) | 0
+        words[2 * i + 1] = (shiftHi + carry) | 0
         kindCol[i] = kinds[r]
       } else {
         const kv = extras[-r - 1]
@@ -455,13 +481,8 @@ export class GroupColumns {
           for (let i = 0; i < m; i++) out[i] = src[refs[i]]
           return out
         }
-        case Mode.I64: {
-          const src = f.f64!
-          const out = new Array<bigint>(m)
-          if (spec.millis) for (let i = 0; i < m; i++) out[i] = BigInt(src[refs[i]] / 1000)
-          else for (let i = 0; i < m; i++) out[i] = BigInt(src[refs[i]])
-          return out
-        }
+        case Mode.I64:
+          return int64Column(f.f64!, refs, m, spec.millis ? 1000 : 1)
         case Mode.BOOL: {
           const src = f.u8!
           const out = new Array<boolean>(m)
