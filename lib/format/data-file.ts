@@ -277,7 +277,8 @@ export class DataFileWriter {
   readonly #rowGroupRows: number
   readonly #rowGroupBytes: number
   readonly #pageSize: number
-  readonly #out = new ByteWriter()
+  // (grown by doubling: starting at 1 MiB saves the copies of the first ten doublings)
+  readonly #out = new ByteWriter(1 << 20)
   readonly #parquet: ParquetWriter
   /** the schema element of each column, and the codec its chunks are written with */
   readonly #elements: SchemaElement[]

@@ -219,6 +219,13 @@ function prepare(element: SchemaElement, col: Column, rows: number): Prepared {
       break
     }
     default: {
+      // a plain array without nulls is used as it is
+      let r0 = 0
+      while (r0 < rows && col[r0] !== null && col[r0] !== undefined) r0++
+      if (r0 === rows) {
+        p.objs = Array.isArray(col) ? col : Array.from({ length: rows }, (_, r) => col[r])
+        return p
+      }
       const out: unknown[] = []
       for (let r = 0; r < rows; r++) {
         const v = col[r]
@@ -1123,7 +1130,10 @@ export function snappyCompressShared(src: Uint8Array): Uint8Array {
   const base = hashBase
   hashBase += n + 1
   const table = hashTable
-  const shift = 32 - HASH_BITS
+  // a table about the input's size (at most 2^14 entries) stays in the CPU's cache
+  let bits = 8
+  while (bits < HASH_BITS && 1 << bits < n) bits++
+  const shift = 32 - bits
   const limit = n - 4
   let ip = 0
   let lit = 0
