@@ -96,6 +96,33 @@ describe('jsonRecordReader', () => {
     )
   })
 
+  it('reads plain lines (the fast path: integers, decimals, timestamps read in place) as recordFromJsonLine does', () => {
+    const dec = (maxInt: number, maxFrac: number) =>
+      fc.tuple(fc.constantFrom('', '-'), fc.constantFrom('', '0', '00'), digits(1, maxInt), fc.option(digits(1, maxFrac))).map(([sign, zeros, int, frac]) => `${sign}${zeros}${int}${frac === null ? '' : `.${frac}`}`)
+    const ts = fc
+      .tuple(fc.integer({ min: 1, max: 9999 }), fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 31 }), fc.integer({ min: 0, max: 23 }), fc.integer({ min: 0, max: 59 }), fc.integer({ min: 0, max: 59 }), fc.constantFrom('', '.5', '.123', '.120', '.000', '.1234', '.000000'))
+      .map(([y, mo, d, h, mi, sec, f]) => `${String(y).padStart(4, '0')}-${String(mo).padStart(2, '0')}-${String(d).padStart(2, '0')} ${String(h).padStart(2, '0')}:${String(mi).padStart(2, '0')}:${String(sec).padStart(2, '0')}${f}`)
+    const plainLine = fc
+      .record({
+        id: fc.oneof(fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), fc.bigInt({ min: -(10n ** 16n), max: 10n ** 16n }), fc.integer()).map(String),
+        t: fc.integer({ min: -200, max: 200 }).map(String),
+        i: fc.oneof(fc.integer(), fc.integer({ min: -999, max: 999 })).map(String),
+        d: dec(10, 3),
+        w: dec(30, 12),
+        z: dec(6, 1),
+        ts,
+        n: fc.integer({ min: -5, max: 5 }).map(String),
+        quoted: fc.boolean(),
+      })
+      .map(({ id, t, i, d, w, z, ts, n, quoted }) => `{"id":${id},"t":${t},"i":${i},"d":${quoted ? `"${d}"` : d},"w":"${w}","z":${z},"ts":"${ts}","n":${n}}`)
+    fc.assert(
+      fc.property(plainLine, (l) => {
+        expect(outcome(fast, l)).toEqual(outcome(strict, l))
+      }),
+      { numRuns: 3000 },
+    )
+  })
+
   it('takes the fast path for plain lines and gets the same values', () => {
     const l = '{"id":-9007199254740993,"t":-128,"i":2147483647,"d":"-12345678.5","w":0.0000000001,"z":"00042","s":"plain","v":"abc","ts":"2024-05-01 10:00:00.123","day":"2024-02-29","b":true,"x":1.5,"n":0,"_kind":"-D"}'
     expect(fast(l, 'line 1')).toEqual(strict(l, 'line 1'))

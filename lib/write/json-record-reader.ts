@@ -25,14 +25,61 @@ type Plain = string | boolean | null
 /** Thrown inside the fast path when a line leaves the common shape; never escapes. */
 const NOT_PLAIN = Symbol('not plain')
 
-/**
- * Per-field conversion of a plain value (`num`: `v` is a number's text); returns NOT_PLAIN to
- * hand the line to the strict reader, which then names any error.
- */
-type Convert = (v: Plain | undefined, num: boolean) => Value | typeof NOT_PLAIN
+/** What a line holds for a field: nothing, a string without escapes, a number, true, false, null. */
+const enum Tag {
+  MISSING = 0,
+  STR = 1,
+  NUM = 2,
+  TRUE = 3,
+  FALSE = 4,
+  NULL = 5,
+}
 
-const INT_TEXT = /^(?:0|-?[1-9]\d{0,8})$/
-const LONG_TEXT = /^(?:0|-?[1-9]\d{0,17})$/
+/**
+ * Per-field conversion of a plain value, read in place: `text` [start, end) is a string's
+ * characters (between its quotes) or a number's text; returns NOT_PLAIN to hand the line to
+ * the strict reader, which then names any error.
+ */
+type Convert = (text: string, start: number, end: number, tag: Tag) => Value | typeof NOT_PLAIN
+
+/** The value as JSON gives it (a number as its text), or undefined when the line has none. */
+function plainOf(text: string, start: number, end: number, tag: Tag): Plain | undefined {
+  switch (tag) {
+    case Tag.STR:
+    case Tag.NUM:
+      return text.slice(start, end)
+    case Tag.TRUE:
+      return true
+    case Tag.FALSE:
+      return false
+    case Tag.NULL:
+      return null
+    default:
+      return undefined
+  }
+}
+
+/**
+ * An integer's text [s, e) as INT_TEXT (at most 9 digits) or LONG_TEXT (18) accepts it —
+ * '0', or an optional minus and a nonzero digit first — as a number (exact up to 15 digits);
+ * NaN for any other text.
+ */
+function plainInteger(t: string, s: number, e: number, maxDigits: number): number {
+  let i = s
+  const neg = t.charCodeAt(i) === MINUS
+  if (neg) i++
+  const first = t.charCodeAt(i) - ZERO
+  if (first === 0) return e === i + 1 && !neg ? 0 : NaN
+  if (!(first >= 1 && first <= 9) || e - i > maxDigits) return NaN
+  let n = 0
+  for (; i < e; i++) {
+    const c = t.charCodeAt(i) - ZERO
+    if (c < 0 || c > 9) return NaN
+    n = n * 10 + c
+  }
+  return neg ? -n : n
+}
+
 const DECIMAL_PLAIN = /^(-?)(\d+)(?:\.(\d+))?$/
 const INT_BOUNDS: Record<string, [number, number]> = { TINYINT: [-128, 127], SMALLINT: [-32768, 32767], INT: [-2147483648, 2147483647] }
 
@@ -40,39 +87,48 @@ function converter(field: DataField): Convert {
   const t = field.type
   // the strict conversion of one value (exported by json-values.ts); an error sends the line
   // to the strict reader, which names it in its own order
-  const strict: Convert = (v, num) => {
+  const strictValue = (v: Plain | undefined, num: boolean): Value | typeof NOT_PLAIN => {
     try {
       return valueFromJson(field, num ? new JsonNumber(v as string) : v, '')
     } catch {
       return NOT_PLAIN
     }
   }
+  const strict: Convert = (text, start, end, tag) => strictValue(plainOf(text, start, end, tag), tag === Tag.NUM)
   switch (t.root) {
     case 'TINYINT':
     case 'SMALLINT':
     case 'INT': {
       const [lo, hi] = INT_BOUNDS[t.root]
-      return (v, num) => {
-        if (num && INT_TEXT.test(v as string)) {
-          const n = Number(v)
+      return (text, start, end, tag) => {
+        if (tag === Tag.NUM) {
+          const n = plainInteger(text, start, end, 9)
           if (n >= lo && n <= hi) return n
         }
-        return strict(v, num)
+        return strict(text, start, end, tag)
       }
     }
     case 'BIGINT':
-      // up to 15 digits through a double (exact), which BigInt converts faster than text
-      return (v, num) => (num && LONG_TEXT.test(v as string) ? ((v as string).length <= 15 ? BigInt(Number(v)) : BigInt(v as string)) : strict(v, num))
+      return (text, start, end, tag) => {
+        if (tag === Tag.NUM) {
+          const n = plainInteger(text, start, end, 18)
+          // up to 15 characters through a double (exact), which BigInt converts faster than text
+          if (n === n) return end - start <= 15 ? BigInt(n) : BigInt(text.slice(start, end))
+        }
+        return strict(text, start, end, tag)
+      }
     case 'DECIMAL': {
       const p = t.precision!
       const s = t.scale!
       const zeros = '0'.repeat(s)
       const pow = 10 ** s
-      return (v, num) => {
-        if (typeof v === 'string') {
-          const u = plainDecimal(v, p, s, pow)
+      return (text, start, end, tag) => {
+        if (tag === Tag.STR || tag === Tag.NUM) {
+          const u = plainDecimal(text, start, end, p, s, pow)
           if (u !== null) return u
         }
+        const v = plainOf(text, start, end, tag)
+        const num = tag === Tag.NUM
         const m = typeof v === 'string' ? DECIMAL_PLAIN.exec(v) : null
         if (m) {
           const frac = m[3] ?? ''
@@ -87,17 +143,17 @@ function converter(field: DataField): Convert {
             return m[1] === '-' ? -u : u
           }
         }
-        return strict(v, num)
+        return strictValue(v, num)
       }
     }
     case 'TIMESTAMP': {
       const precision = t.precision!
-      return (v, num) => {
-        if (!num && typeof v === 'string') {
-          const micros = plainTimestamp(v, precision)
+      return (text, start, end, tag) => {
+        if (tag === Tag.STR) {
+          const micros = plainTimestamp(text, start, end - start, precision)
           if (micros !== null) return micros
         }
-        return strict(v, num)
+        return strict(text, start, end, tag)
       }
     }
     default:
@@ -110,10 +166,9 @@ function converter(field: DataField): Convert {
  * exactly (at most 15 significant, at most `s` after the point, at most p - s before it), as
  * the strict reader computes it; null for any other text (the exact path then decides).
  */
-function plainDecimal(t: string, p: number, s: number, pow: number): bigint | null {
-  const n = t.length
-  let i = 0
-  const neg = t.charCodeAt(0) === MINUS
+function plainDecimal(t: string, from: number, n: number, p: number, s: number, pow: number): bigint | null {
+  let i = from
+  const neg = t.charCodeAt(i) === MINUS
   if (neg) i++
   let int = 0
   let intDigits = 0
@@ -163,28 +218,27 @@ function daysInMonth(y: number, m: number): number {
 }
 
 /**
- * Microseconds since the epoch of 'YYYY-MM-DD HH:MM:SS[.ffffff]' (or 'T' for the space) with
- * no nonzero digit beyond `precision`, as the strict reader computes them; null for any other
- * text (the strict reader then decides).
+ * Microseconds since the epoch of 'YYYY-MM-DD HH:MM:SS[.ffffff]' (or 'T' for the space), the
+ * `n` characters of `t` from `o`, with no nonzero digit beyond `precision`, as the strict
+ * reader computes them; null for any other text (the strict reader then decides).
  */
-function plainTimestamp(t: string, precision: number): bigint | null {
-  const n = t.length
-  if (n < 19 || n > 26 || n === 20 || t.charCodeAt(4) !== MINUS || t.charCodeAt(7) !== MINUS || t.charCodeAt(13) !== 0x3a || t.charCodeAt(16) !== 0x3a) return null
-  const sep = t.charCodeAt(10)
+function plainTimestamp(t: string, o: number, n: number, precision: number): bigint | null {
+  if (n < 19 || n > 26 || n === 20 || t.charCodeAt(o + 4) !== MINUS || t.charCodeAt(o + 7) !== MINUS || t.charCodeAt(o + 13) !== 0x3a || t.charCodeAt(o + 16) !== 0x3a) return null
+  const sep = t.charCodeAt(o + 10)
   if (sep !== 0x20 && sep !== 0x54) return null
-  const y = twoDigits(t, 0) * 100 + twoDigits(t, 2)
-  const m = twoDigits(t, 5)
-  const d = twoDigits(t, 8)
-  const h = twoDigits(t, 11)
-  const mi = twoDigits(t, 14)
-  const sec = twoDigits(t, 17)
-  if (t.charCodeAt(0) === MINUS || y < 0 || twoDigits(t, 0) < 0 || twoDigits(t, 2) < 0) return null
+  const y = twoDigits(t, o + 0) * 100 + twoDigits(t, o + 2)
+  const m = twoDigits(t, o + 5)
+  const d = twoDigits(t, o + 8)
+  const h = twoDigits(t, o + 11)
+  const mi = twoDigits(t, o + 14)
+  const sec = twoDigits(t, o + 17)
+  if (t.charCodeAt(o + 0) === MINUS || y < 0 || twoDigits(t, o + 0) < 0 || twoDigits(t, o + 2) < 0) return null
   if (m < 1 || m > 12 || d < 1 || d > daysInMonth(y, m) || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59) return null
   let micros = 0
   if (n > 19) {
-    if (t.charCodeAt(19) !== 0x2e) return null
+    if (t.charCodeAt(o + 19) !== 0x2e) return null
     for (let i = 20, scale = 100000; i < n; i++, scale /= 10) {
-      const f = digit(t, i)
+      const f = digit(t, o + i)
       if (f < 0 || (f !== 0 && i - 20 >= precision)) return null
       micros += f * scale
     }
@@ -206,20 +260,19 @@ export function jsonRecordReader(view: SchemaView, whereOf: (n: number) => strin
   const fields = view.fields
   const n = fields.length
   const converters = fields.map(converter)
-  const values: (Plain | undefined)[] = new Array(n)
-  const isNumber = new Uint8Array(n)
-  const seen = new Uint8Array(n)
+  // where each field's value is in the line, and what it is (Tag.MISSING: not there)
+  const tags = new Uint8Array(n)
+  const starts = new Int32Array(n)
+  const ends = new Int32Array(n)
   // keys usually come in the same order line after line: the k-th key of the last line is
   // tried first, compared in place (no string made), for names that need no escaping
   const KIND = n
   const quoted = [...fields.map((f) => f.name), '_kind'].map((name) => (/["\\\u0000-\u001f]/.test(name) ? null : `"${name}"`))
   const order: number[] = []
 
-  /** The plain values of a line of the common shape into `values`; the row kind; or NOT_PLAIN. */
+  /** Where the values of a line of the common shape are (`tags`, `starts`, `ends`); the row kind; or NOT_PLAIN. */
   function scan(text: string): RowKind | typeof NOT_PLAIN {
-    values.fill(undefined)
-    seen.fill(0)
-    isNumber.fill(0)
+    tags.fill(0)
     let kind: RowKind = RowKind.INSERT
     let kindSeen = false
     let p = skipWs(text, 0)
@@ -243,40 +296,42 @@ export function jsonRecordReader(view: SchemaView, whereOf: (n: number) => strin
       p = skipWs(text, p)
       if (text.charCodeAt(p) !== 0x3a) return NOT_PLAIN
       p = skipWs(text, p + 1)
-      // the value
+      // the value, found in place
       const c = text.charCodeAt(p)
-      let v: Plain
-      let num = false
+      let tag: Tag
+      let start = p
+      let end: number
       if (c === QUOTE) {
-        const end = plainStringEnd(text, p + 1)
+        start = p + 1
+        end = plainStringEnd(text, start)
         if (end < 0) return NOT_PLAIN
-        v = text.slice(p + 1, end)
+        tag = Tag.STR
         p = end + 1
       } else if (c === MINUS || (c >= ZERO && c <= NINE)) {
-        const end = numberEnd(text, p)
+        end = numberEnd(text, p)
         if (end < 0) return NOT_PLAIN
-        v = text.slice(p, end)
-        num = true
+        tag = Tag.NUM
         p = end
       } else if (text.startsWith('true', p)) {
-        v = true
-        p += 4
+        tag = Tag.TRUE
+        end = p += 4
       } else if (text.startsWith('false', p)) {
-        v = false
-        p += 5
+        tag = Tag.FALSE
+        end = p += 5
       } else if (text.startsWith('null', p)) {
-        v = null
-        p += 4
+        tag = Tag.NULL
+        end = p += 4
       } else return NOT_PLAIN
       if (field === KIND) {
-        if (kindSeen || num || typeof v !== 'string' || !Object.hasOwn(KIND_BY_TEXT, v)) return NOT_PLAIN
+        const v = tag === Tag.STR ? text.slice(start, end) : null
+        if (kindSeen || v === null || !Object.hasOwn(KIND_BY_TEXT, v)) return NOT_PLAIN
         kindSeen = true
         kind = KIND_BY_TEXT[v]
       } else {
-        if (seen[field]) return NOT_PLAIN
-        seen[field] = 1
-        values[field] = v
-        if (num) isNumber[field] = 1
+        if (tags[field] !== Tag.MISSING) return NOT_PLAIN
+        tags[field] = tag
+        starts[field] = start
+        ends[field] = end
       }
       p = skipWs(text, p)
       const sep = text.charCodeAt(p)
@@ -293,7 +348,7 @@ export function jsonRecordReader(view: SchemaView, whereOf: (n: number) => strin
       const row: Row = new Array(n)
       let i = 0
       for (; i < n; i++) {
-        const v = converters[i](values[i], isNumber[i] === 1)
+        const v = converters[i](line, starts[i], ends[i], tags[i])
         if (v === NOT_PLAIN) break
         row[i] = v
       }
