@@ -222,18 +222,31 @@ function daysInMonth(y: number, m: number): number {
  * `n` characters of `t` from `o`, with no nonzero digit beyond `precision`, as the strict
  * reader computes them; null for any other text (the strict reader then decides).
  */
+/** The date part ('YYYY-MM-DD') of the last timestamp plainTimestamp read, and its days since the epoch. */
+let lastDate = ''
+let lastDays = 0
+
 function plainTimestamp(t: string, o: number, n: number, precision: number): bigint | null {
   if (n < 19 || n > 26 || n === 20 || t.charCodeAt(o + 4) !== MINUS || t.charCodeAt(o + 7) !== MINUS || t.charCodeAt(o + 13) !== 0x3a || t.charCodeAt(o + 16) !== 0x3a) return null
   const sep = t.charCodeAt(o + 10)
   if (sep !== 0x20 && sep !== 0x54) return null
-  const y = twoDigits(t, o + 0) * 100 + twoDigits(t, o + 2)
-  const m = twoDigits(t, o + 5)
-  const d = twoDigits(t, o + 8)
+  let days: number
+  // timestamps of a batch mostly share their date: the last valid one's days are kept
+  if (lastDate !== '' && t.startsWith(lastDate, o)) days = lastDays
+  else {
+    const y = twoDigits(t, o + 0) * 100 + twoDigits(t, o + 2)
+    const m = twoDigits(t, o + 5)
+    const d = twoDigits(t, o + 8)
+    if (t.charCodeAt(o + 0) === MINUS || y < 0 || twoDigits(t, o + 0) < 0 || twoDigits(t, o + 2) < 0) return null
+    if (m < 1 || m > 12 || d < 1 || d > daysInMonth(y, m)) return null
+    days = daysFromCivil(y, m, d)
+    lastDate = t.slice(o, o + 10)
+    lastDays = days
+  }
   const h = twoDigits(t, o + 11)
   const mi = twoDigits(t, o + 14)
   const sec = twoDigits(t, o + 17)
-  if (t.charCodeAt(o + 0) === MINUS || y < 0 || twoDigits(t, o + 0) < 0 || twoDigits(t, o + 2) < 0) return null
-  if (m < 1 || m > 12 || d < 1 || d > daysInMonth(y, m) || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59) return null
+  if (h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59) return null
   let micros = 0
   if (n > 19) {
     if (t.charCodeAt(o + 19) !== 0x2e) return null
@@ -243,7 +256,7 @@ function plainTimestamp(t: string, o: number, n: number, precision: number): big
       micros += f * scale
     }
   }
-  const seconds = daysFromCivil(y, m, d) * 86400 + h * 3600 + mi * 60 + sec
+  const seconds = days * 86400 + h * 3600 + mi * 60 + sec
   const exact = seconds * 1_000_000 + micros
   // one bigint when the sum is exact in a double (years up to about 2255)
   return Number.isSafeInteger(exact) && Math.abs(seconds) < 9e9 ? BigInt(exact) : BigInt(seconds) * 1_000_000n + BigInt(micros)
@@ -293,9 +306,10 @@ export function jsonRecordReader(view: SchemaView, whereOf: (n: number) => strin
         order[k] = field
         p = keyEnd + 1
       }
-      p = skipWs(text, p)
+      if (text.charCodeAt(p) <= 0x20) p = skipWs(text, p)
       if (text.charCodeAt(p) !== 0x3a) return NOT_PLAIN
-      p = skipWs(text, p + 1)
+      p++
+      if (text.charCodeAt(p) <= 0x20) p = skipWs(text, p)
       // the value, found in place
       const c = text.charCodeAt(p)
       let tag: Tag
@@ -333,11 +347,12 @@ export function jsonRecordReader(view: SchemaView, whereOf: (n: number) => strin
         starts[field] = start
         ends[field] = end
       }
-      p = skipWs(text, p)
+      if (text.charCodeAt(p) <= 0x20) p = skipWs(text, p)
       const sep = text.charCodeAt(p)
       if (sep === 0x7d) break
       if (sep !== 0x2c) return NOT_PLAIN
-      p = skipWs(text, p + 1)
+      p++
+      if (text.charCodeAt(p) <= 0x20) p = skipWs(text, p)
     }
     return skipWs(text, p + 1) === text.length ? kind : NOT_PLAIN
   }
@@ -368,13 +383,13 @@ function skipWs(t: string, p: number): number {
 
 /** Index of the closing quote of a string starting at `from` (after its opening quote) with no escape or control character; -1 otherwise. */
 function plainStringEnd(t: string, from: number): number {
-  const end = t.indexOf('"', from)
-  if (end < 0) return -1
-  for (let i = from; i < end; i++) {
+  const n = t.length
+  for (let i = from; i < n; i++) {
     const c = t.charCodeAt(i)
+    if (c === QUOTE) return i
     if (c < 0x20 || c === BACKSLASH) return -1
   }
-  return end
+  return -1
 }
 
 /** End of a number at `p` in RFC 8259's grammar (as json-line.ts reads it); -1 if it is not one. */
