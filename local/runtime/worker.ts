@@ -5,8 +5,10 @@
 // same values it would in AWS (no Dates, Buffers or undefined fields surviving by accident).
 // An uncaught error or process.exit ends this thread only, and so does exceeding the V8 heap
 // limits the pool starts it with (the function's memory); the pool reports it and replaces it.
-import { isMainThread, parentPort, workerData } from 'node:worker_threads'
+import { isMainThread, parentPort, threadId, workerData } from 'node:worker_threads'
+import { basename, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { writeHeapSnapshot } from 'node:v8'
 import type { Context } from 'aws-lambda'
 import { cachedBytesInIsolate } from '../../lib/manifest/byte-cache.ts'
 
@@ -85,6 +87,7 @@ async function serve(port: NonNullable<typeof parentPort>, init: WorkerInit): Pr
     return
   }
   post({ type: 'ready' })
+  heapSnapshots(init)
 
   port.on('message', (message: ToWorker) => {
     // answered between invocations' steps, like any message: a thread busy on the CPU answers late
@@ -139,4 +142,20 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 
 if (!isMainThread && parentPort !== null && (workerData as { strataExecutionEnvironment?: WorkerInit } | null)?.strataExecutionEnvironment) {
   await serve(parentPort, (workerData as { strataExecutionEnvironment: WorkerInit }).strataExecutionEnvironment)
+}
+
+/**
+ * A diagnosis aid for memory that grows in an environment (docs/reliability.md, "Memory"):
+ * with LOCAL_HEAP_SNAPSHOT_DIR and LOCAL_HEAP_SNAPSHOT_AT (seconds after the handler loaded,
+ * comma-separated) set in the host's environment (not STRATA_-prefixed: a function's
+ * environment does not inherit those), every environment writes a V8 heap snapshot of its
+ * isolate at each of those times, named after its handler module and thread; two of one
+ * environment show what it keeps. Writing one stops the thread for seconds.
+ */
+function heapSnapshots(init: WorkerInit): void {
+  const dir = process.env.LOCAL_HEAP_SNAPSHOT_DIR
+  if (!dir) return
+  for (const at of (process.env.LOCAL_HEAP_SNAPSHOT_AT ?? '').split(',').map(Number).filter((n) => n > 0)) {
+    setTimeout(() => writeHeapSnapshot(join(dir, `${basename(init.handlerModule).replace(/\.[jt]s$/, '')}-${threadId}-${at}s.heapsnapshot`)), at * 1000).unref()
+  }
 }
