@@ -13,6 +13,7 @@ import { ByteWriter, ParquetWriter } from 'hyparquet-writer'
 import { describe, expect, it } from 'vitest'
 import { byteSource, DataFileWriter, DECOMPRESSORS, RAW_PARSERS, readDataFile, type DataFileLayout, type FileCompression } from '../lib/format/data-file.ts'
 import { snappyCompress, writeColumnChunk } from '../lib/format/parquet-encode.ts'
+import { type FooterRowGroup, writeFooter } from '../lib/format/parquet-footer.ts'
 import { STAT_PARSERS } from '../lib/format/page-index.ts'
 import { parquetSchemaElement, physicalEncoder, rawReadElement } from '../lib/format/parquet-types.ts'
 import type { DataField, DataType, KeyValue, Value } from '../lib/types.ts'
@@ -148,21 +149,28 @@ function slice(col: ArrayLike<unknown>, from: number, to: number): ArrayLike<unk
   return ArrayBuffer.isView(col) ? (col as Int32Array).subarray(from, to) : (col as unknown[]).slice(from, to)
 }
 
-/** A file of one column written by Strata's encoder, row group by row group. */
-function strataFile(element: SchemaElement, col: ArrayLike<unknown>, rows: number, groupRows: number, pageSize: number, columnIndex: boolean, compression: 'SNAPPY' | 'UNCOMPRESSED' | 'GZIP' = 'SNAPPY'): Uint8Array {
+/**
+ * A file of one column written by Strata's encoder, row group by row group; the page indexes
+ * and footer by Strata's `writeFooter` or by hyparquet-writer's `ParquetWriter.finish`.
+ */
+function strataFile(element: SchemaElement, col: ArrayLike<unknown>, rows: number, groupRows: number, pageSize: number, columnIndex: boolean, compression: 'SNAPPY' | 'UNCOMPRESSED' | 'GZIP' = 'SNAPPY', footer: 'strata' | 'hyparquet-writer' = 'strata'): Uint8Array {
   const out = new ByteWriter()
   type WriterSchema = ConstructorParameters<typeof ParquetWriter>[0]['schema']
-  const writer = new ParquetWriter({ writer: out, schema: [{ name: 'root', num_children: 1 }, element] as WriterSchema, createdBy: 'strata version 0.1.0' })
+  const schema: SchemaElement[] = [{ name: 'root', num_children: 1 }, element]
+  const writer = new ParquetWriter({ writer: out, schema: schema as WriterSchema, createdBy: 'strata version 0.1.0' })
   const compress = compression === 'SNAPPY' ? snappyCompress : compression === 'GZIP' ? (b: Uint8Array) => zlib.gzipSync(b) : null
+  const groups: FooterRowGroup[] = []
   for (let g = 0; g < rows; g += groupRows) {
     const n = Math.min(groupRows, rows - g)
     const start = out.offset
     const enc = writeColumnChunk(out, element, slice(col, g, g + n), n, { codec: compression, compress, pageSize, columnIndex })
+    groups.push({ chunks: [enc], numRows: n, totalByteSize: enc.chunk.meta_data!.total_uncompressed_size, compressedSize: out.offset - start })
     writer.pendingIndexes.push(enc as (typeof writer.pendingIndexes)[number])
     writer.num_rows += BigInt(n)
     writer.row_groups.push({ columns: [enc.chunk], num_rows: BigInt(n), total_byte_size: enc.chunk.meta_data!.total_uncompressed_size, total_compressed_size: BigInt(out.offset - start) } as (typeof writer.row_groups)[number])
   }
-  writer.finish()
+  if (footer === 'strata') writeFooter(out, schema, groups, 'strata version 0.1.0')
+  else writer.finish()
   return out.getBytes().slice()
 }
 
@@ -265,6 +273,8 @@ describe('parquet-encode: column chunks', () => {
         const raw = await readRaw(mine, type)
         const phys = Array.from(col as ArrayLike<unknown>, (v) => expectedRaw(type, element, v))
         expect(raw).toEqual(phys)
+        // Strata's footer and page indexes are hyparquet-writer's, byte for byte
+        expect(strataFile(element, col, values.length, groupRows, pageSize, true, 'SNAPPY', 'hyparquet-writer')).toEqual(mine)
         if (mixesZeros(values)) return
         const ref = referenceFile(element, col, groupRows, pageSize, true)
         const mineMeta = parquetMetadata(buffer(mine), { parsers: STAT_PARSERS } as never)

@@ -6,13 +6,14 @@
 
 import zlib from 'node:zlib'
 import { parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet'
-import type { AsyncBuffer, ColumnChunk, ColumnData, CompressionCodec, Compressors, FileMetaData, SchemaElement } from 'hyparquet'
+import type { AsyncBuffer, ColumnData, CompressionCodec, Compressors, FileMetaData, SchemaElement } from 'hyparquet'
 import { compressors as bundledDecompressors } from 'hyparquet-compressors'
-import { ByteWriter, ParquetWriter } from 'hyparquet-writer'
+import { ByteWriter } from 'hyparquet-writer'
 import { isRetract, StrataInputError, type DataField, type DataType, type KeyValue, type RowKind, type Value } from '../types.ts'
 import { compareDoubles, rowComparator, valueComparator } from './compare.ts'
 import { type Column, type ColumnBatch, type TypedColumn, concatColumns, isTypedColumn, physicalToValue } from './columnar-types.ts'
-import { snappyCompressShared, writeColumnChunk } from './parquet-encode.ts'
+import { type EncodedChunk, snappyCompressShared, writeColumnChunk } from './parquet-encode.ts'
+import { type FooterRowGroup, writeFooter } from './parquet-footer.ts'
 import {
   parquetSchemaElement,
   physicalEncoder,
@@ -279,7 +280,9 @@ export class DataFileWriter {
   readonly #pageSize: number
   // (grown by doubling: starting at 1 MiB saves the copies of the first ten doublings)
   readonly #out = new ByteWriter(1 << 20)
-  readonly #parquet: ParquetWriter
+  /** the file's Parquet schema and the row groups written so far (for the footer) */
+  readonly #schema: SchemaElement[]
+  readonly #groups: FooterRowGroup[] = []
   /** the schema element of each column, and the codec its chunks are written with */
   readonly #elements: SchemaElement[]
   readonly #codec: CompressionCodec
@@ -336,11 +339,8 @@ export class DataFileWriter {
     this.#elements = schema.slice(1)
     this.#codec = codec
     this.#compress = codec === 'UNCOMPRESSED' ? null : compressors[codec]!
-    // created_by must parse as "<app> version <v>": parquet-java ignores binary column
-    // statistics of files whose writer it cannot identify (CorruptStatistics)
-    // (the cast bridges hyparquet-writer's own, older copy of hyparquet's SchemaElement type)
-    type WriterSchema = ConstructorParameters<typeof ParquetWriter>[0]['schema']
-    this.#parquet = new ParquetWriter({ writer: this.#out, schema: schema as WriterSchema, codec, compressors, createdBy: 'strata version 0.1.0' })
+    this.#schema = schema
+    this.#out.appendUint32(0x31524150) // "PAR1"
   }
 
   get rowCount(): number {
@@ -535,7 +535,9 @@ export class DataFileWriter {
     if (this.#finished) throw new Error('DataFileWriter.finish called twice')
     if (this.#rowCount === 0) throw new Error('DataFileWriter.finish: no rows were written (Paimon never commits an empty data file)')
     this.#flushRowGroup()
-    this.#parquet.finish()
+    // created_by must parse as "<app> version <v>": parquet-java ignores binary column
+    // statistics of files whose writer it cannot identify (CorruptStatistics)
+    writeFooter(this.#out, this.#schema, this.#groups, 'strata version 0.1.0')
     this.#finished = true
     return {
       bytes: this.#out.getBytes(),
@@ -571,21 +573,17 @@ export class DataFileWriter {
     // key columns carry a ColumnIndex (page min/max) beside every column's OffsetIndex, so a
     // lookup reads only the pages that can hold its key (docs/format.md "Row groups, pages and the page index")
     const nk = this.#layout.keyFields.length
-    const parquet = this.#parquet
     const out = this.#out
     const groupStart = out.offset
-    const columns: ColumnChunk[] = []
+    const chunks: EncodedChunk[] = []
     let uncompressed = 0n
     for (let i = 0; i < this.#columns.length; i++) {
       const data = segments.length ? concatColumns(segments.map((s) => ({ col: s.cols[i], from: s.from, to: s.to }))) : buffers[i]
       const encoded = writeColumnChunk(out, this.#elements[i], data, rows, { codec: this.#codec, compress: this.#compress, pageSize: this.#pageSize, columnIndex: i < nk })
-      columns.push(encoded.chunk)
+      chunks.push(encoded)
       uncompressed += encoded.chunk.meta_data!.total_uncompressed_size
-      // hyparquet-writer writes the page indexes and the footer in finish()
-      parquet.pendingIndexes.push(encoded as (typeof parquet.pendingIndexes)[number])
     }
-    parquet.num_rows += BigInt(rows)
-    parquet.row_groups.push({ columns, total_byte_size: uncompressed, num_rows: BigInt(rows), total_compressed_size: BigInt(out.offset - groupStart) } as (typeof parquet.row_groups)[number])
+    this.#groups.push({ chunks, numRows: rows, totalByteSize: uncompressed, compressedSize: out.offset - groupStart })
     this.#segments = []
     this.#buffers = this.#columns.map(() => [])
     this.#buffered = 0
