@@ -298,6 +298,17 @@ describe('parquet-encode: column chunks', () => {
     }
   })
 
+  it('writes values larger than a page and than the scratch buffers it keeps', async () => {
+    const type: DataType = { root: 'VARCHAR', nullable: true, length: MAX }
+    const element = parquetSchemaElement('c', 1, type)
+    const big = 'é'.repeat(3 << 20) // 6 MiB of UTF-8
+    const values = ['a', big, null, '', big.slice(1) + 'x', 'b']
+    for (const codec of ['SNAPPY', 'UNCOMPRESSED'] as const) {
+      const bytes = strataFile(element, values, values.length, 4, 8192, true, codec)
+      expect(await readRaw(bytes, type)).toEqual(values)
+    }
+  })
+
   it('refuses a null in a REQUIRED column', () => {
     const element = parquetSchemaElement('c', 1, { root: 'INT', nullable: false })
     expect(() => strataFile(element, [1, null, 3], 3, 10, 100, false)).toThrow(/REQUIRED/)

@@ -52,7 +52,17 @@ if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) throw new Error('Strat
 
 let scratch = new Uint8Array(1 << 16)
 let levelScratch = new Uint8Array(1 << 12)
-const header = new Uint8Array(64)
+const header = new Uint8Array(128)
+
+/** Scratch buffers above this are dropped after the chunk that grew them (one huge value must not pin memory). */
+const SCRATCH_KEEP = 4 << 20
+
+function releaseScratch(): void {
+  if (scratch.length > SCRATCH_KEEP) scratch = new Uint8Array(1 << 16)
+  if (levelScratch.length > SCRATCH_KEEP) levelScratch = new Uint8Array(1 << 12)
+  if (objScratch.length > SCRATCH_KEEP) objScratch = new Uint8Array(1 << 16)
+  if (snappyOut.length > SCRATCH_KEEP) snappyOut = new Uint8Array(1 << 16)
+}
 
 function ensureScratch(n: number): Uint8Array {
   if (scratch.length < n) scratch = new Uint8Array(Math.max(n, scratch.length * 2))
@@ -1017,6 +1027,7 @@ export function writeColumnChunk(out: ByteWriter, element: SchemaElement, col: C
     a = b
   }
   if (columnIndex !== undefined) columnIndex.boundary_order = ascending ? 'ASCENDING' : descending ? 'DESCENDING' : 'UNORDERED'
+  releaseScratch()
 
   const encodingName: Encoding = dict !== null ? 'RLE_DICTIONARY' : 'PLAIN'
   const statistics = { min_value: stats.min, max_value: stats.max, null_count: BigInt(rows - p.nonNull), ...(float ? { nan_count: BigInt(stats.nans) } : {}) }
