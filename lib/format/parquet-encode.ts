@@ -62,6 +62,7 @@ function releaseScratch(): void {
   if (levelScratch.length > SCRATCH_KEEP) levelScratch = new Uint8Array(1 << 12)
   if (objScratch.length > SCRATCH_KEEP) objScratch = new Uint8Array(1 << 16)
   if (snappyOut.length > SCRATCH_KEEP) snappyOut = new Uint8Array(1 << 16)
+  for (let k = 0; k < reusable.length; k++) if (reusable[k].byteLength > SCRATCH_KEEP) reusable[k] = new Int32Array(4096)
 }
 
 function ensureScratch(n: number): Uint8Array {
@@ -587,9 +588,18 @@ function dictionaryLoses(entries: number, entryBytes: number, nonNull: number, p
   return 2 * (entryBytes + Math.ceil((nonNull * indexBits(entries)) / 8)) > plainBytes
 }
 
+/** Int32 scratch arrays of a chunk's dictionary (indices, hash table, first positions), reused from chunk to chunk. */
+const reusable: Int32Array[] = [new Int32Array(4096), new Int32Array(4096), new Int32Array(4096)]
+
+/** The first n elements of reusable array k (contents left over). */
+function reuse(k: number, n: number): Int32Array {
+  if (reusable[k].length < n) reusable[k] = new Int32Array(Math.max(n, reusable[k].length * 2))
+  return reusable[k].subarray(0, n)
+}
+
 function buildDictionary(p: Prepared, element: SchemaElement): Dictionary | null {
   const n = p.nonNull
-  const indices = new Int32Array(n)
+  const indices = reuse(0, n)
   if (p.words !== null) {
     const w = p.words
     const width = p.width
@@ -598,8 +608,9 @@ function buildDictionary(p: Prepared, element: SchemaElement): Dictionary | null
     let cap = 16
     while (cap < 2 * n) cap <<= 1
     const shift = 32 - Math.log2(cap)
-    const table = new Int32Array(cap) // entry + 1, 0 empty
-    const firsts = new Int32Array(Math.max(1, n))
+    const table = reuse(1, cap) // entry + 1, 0 empty
+    table.fill(0)
+    const firsts = reuse(2, Math.max(1, n))
     let entries = 0
     // the fewest entries at which the dictionary loses (it loses more with every entry)
     let lo = 1
