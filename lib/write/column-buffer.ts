@@ -283,10 +283,10 @@ const INITIAL_CAPACITY = 64
 /** The records of one (partition, bucket) of the sub-batch being buffered, as columns. */
 export class GroupColumns {
   rows = 0
-  #capacity = INITIAL_CAPACITY
-  kinds = new Uint8Array(INITIAL_CAPACITY)
+  #capacity: number
+  kinds: Uint8Array
   /** each record's index in the batch: its sequence number is the flush's base plus this */
-  index = new Int32Array(INITIAL_CAPACITY)
+  index: Int32Array
   readonly fields: FieldColumn[]
   /** the first record DataFileWriter.write would refuse (a kind that is not a RowKind, a row of the wrong length): its error, thrown at the flush */
   refused: StrataInputError | null = null
@@ -295,8 +295,14 @@ export class GroupColumns {
     readonly layout: ColumnLayout,
     /** the group's partition values, in partition-key order */
     readonly partitionValues: Row,
+    /** rows to make room for at once (the bucket's rows in the previous flush): the arrays then rarely grow */
+    expectedRows = 0,
   ) {
-    this.fields = layout.specs.map((s) => new FieldColumn(s, INITIAL_CAPACITY))
+    const cap = Math.max(INITIAL_CAPACITY, Math.ceil(expectedRows * 1.125))
+    this.#capacity = cap
+    this.kinds = new Uint8Array(cap)
+    this.index = new Int32Array(cap)
+    this.fields = layout.specs.map((s) => new FieldColumn(s, cap))
   }
 
   add(row: Row, kind: RowKind, index: number): void {

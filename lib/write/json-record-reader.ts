@@ -222,6 +222,9 @@ function daysInMonth(y: number, m: number): number {
  * `n` characters of `t` from `o`, with no nonzero digit beyond `precision`, as the strict
  * reader computes them; null for any other text (the strict reader then decides).
  */
+/** What k fraction digits read as an integer are multiplied by to give microseconds. */
+const MICRO_SCALE = [1_000_000, 100_000, 10_000, 1000, 100, 10, 1]
+
 /** The date part ('YYYY-MM-DD') of the last timestamp plainTimestamp read, and its days since the epoch. */
 let lastDate = ''
 let lastDays = 0
@@ -250,11 +253,13 @@ function plainTimestamp(t: string, o: number, n: number, precision: number): big
   let micros = 0
   if (n > 19) {
     if (t.charCodeAt(o + 19) !== 0x2e) return null
-    for (let i = 20, scale = 100000; i < n; i++, scale /= 10) {
-      const f = digit(t, o + i)
-      if (f < 0 || (f !== 0 && i - 20 >= precision)) return null
-      micros += f * scale
+    // 1 to 6 fraction digits (n is at most 26), none nonzero beyond `precision`
+    for (let i = 20; i < n; i++) {
+      const f = t.charCodeAt(o + i) - ZERO
+      if (f < 0 || f > 9 || (f !== 0 && i - 20 >= precision)) return null
+      micros = micros * 10 + f
     }
+    micros *= MICRO_SCALE[n - 20]
   }
   const seconds = days * 86400 + h * 3600 + mi * 60 + sec
   const exact = seconds * 1_000_000 + micros

@@ -243,6 +243,8 @@ interface PartitionSlot {
   unstorable: string | null
   /** this sub-batch's groups by bucket */
   groups: (Group | undefined)[]
+  /** the column buffer: each bucket's records in the last flush, to size its next group */
+  lastRows: number[]
 }
 
 /** One (partition, bucket) of the sub-batch being buffered: records in arrival order. */
@@ -395,7 +397,7 @@ export class BatchWriter {
     const bucket = this.#bucketFn(bucketKey)
     let g = slot.groups[bucket]
     if (!g) {
-      slot.groups[bucket] = g = { slot, bucket, cols: this.#layout && new GroupColumns(this.#layout, slot.values), rows: [], kinds: [], index: [] }
+      slot.groups[bucket] = g = { slot, bucket, cols: this.#layout && new GroupColumns(this.#layout, slot.values, slot.lastRows[bucket]), rows: [], kinds: [], index: [] }
       this.#buffered.push(g)
     }
     if (g.cols) g.cols.add(row, r.kind, index)
@@ -411,6 +413,12 @@ export class BatchWriter {
     if (!this.#error || rank < this.#error.rank) this.#error = { rank, error: new StrataInputError(message) }
     // nothing buffered will be written
     this.#dropBuffer()
+  }
+
+  /** Takes a group out of the buffer (its records are being flushed). */
+  #release(g: Group): void {
+    g.slot.groups[g.bucket] = undefined
+    if (g.cols) g.slot.lastRows[g.bucket] = g.cols.rows
   }
 
   #dropBuffer(): void {
@@ -440,7 +448,7 @@ export class BatchWriter {
     if (!slot) {
       const values = pi.map((j) => row[j])
       const unstorable = unstorablePartition(this.#view, values)
-      slot = { values, bytes: unstorable ? new Uint8Array(0) : serializeBinaryRow(this.#partitionTypes, values), unstorable, groups: [] }
+      slot = { values, bytes: unstorable ? new Uint8Array(0) : serializeBinaryRow(this.#partitionTypes, values), unstorable, groups: [], lastRows: [] }
       this.#slots.set(id, slot)
     }
     return slot
@@ -458,7 +466,7 @@ export class BatchWriter {
     this.#buffered = []
     this.#bufferedBytes = 0
     this.#flushStart = this.#records
-    for (const g of groups) g.slot.groups[g.bucket] = undefined
+    for (const g of groups) this.#release(g)
     if (!this.#fixedBase) {
       const floor = await this.#floorOf(groups)
       this.#raiseBase(from, this.#records, floor)
@@ -644,7 +652,7 @@ export class BatchWriter {
     this.#buffered = []
     this.#bufferedBytes = 0
     this.#flushStart = to
-    for (const g of groups) g.slot.groups[g.bucket] = undefined
+    for (const g of groups) this.#release(g)
     if (this.#fixedBase) {
       await this.#writeGroups(groups)
       return
