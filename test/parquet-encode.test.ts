@@ -309,6 +309,16 @@ describe('parquet-encode: column chunks', () => {
     }
   })
 
+  it('writes dictionary indices of more than 8 bits, in runs and bit-packed', async () => {
+    const type: DataType = { root: 'VARCHAR', nullable: true, length: MAX }
+    const element = parquetSchemaElement('c', 1, type)
+    const values: (string | null)[] = []
+    for (let i = 0; i < 12000; i++) values.push(i % 97 === 0 ? null : `${'long-value-'.repeat(8)}${i < 6000 ? i % 1500 : Math.floor(i / 20) % 1500}`)
+    const bytes = strataFile(element, values, values.length, 12000, 8192, true)
+    expect(parquetMetadata(buffer(bytes)).row_groups[0].columns[0].meta_data!.encodings).toContain('RLE_DICTIONARY')
+    expect(await readRaw(bytes, type)).toEqual(values)
+  })
+
   it('refuses a null in a REQUIRED column', () => {
     const element = parquetSchemaElement('c', 1, { root: 'INT', nullable: false })
     expect(() => strataFile(element, [1, null, 3], 3, 10, 100, false)).toThrow(/REQUIRED/)

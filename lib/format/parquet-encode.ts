@@ -585,7 +585,8 @@ function latin1(b: Uint8Array): string {
 
 /** Whether a dictionary of `entries` entries taking `entryBytes` loses against `plainBytes` of PLAIN values. */
 function dictionaryLoses(entries: number, entryBytes: number, nonNull: number, plainBytes: number): boolean {
-  return 2 * (entryBytes + Math.ceil((nonNull * indexBits(entries)) / 8)) > plainBytes
+  // (writeHybrid packs at most 24 bits: a chunk of over 2^24 distinct values stays PLAIN)
+  return 2 * (entryBytes + Math.ceil((nonNull * indexBits(entries)) / 8)) > plainBytes || entries > 1 << 24
 }
 
 /** Int32 scratch arrays of a chunk's dictionary (indices, hash table, first positions), reused from chunk to chunk. */
