@@ -290,7 +290,11 @@ interface RecordedError {
  * file per flush. All files of the batch land in one snapshot: nothing is visible until it
  * commits, and a failure before the commit deletes what was written.
  *
- * Memory: one buffer of records plus the files being encoded, whatever the batch's size.
+ * Memory: one buffer of records plus the files being encoded, whatever the batch's size. The
+ * buffer holds records as typed columns per bucket (lib/write/column-buffer.ts: sorted by a
+ * permutation, merged, gathered and written with DataFileWriter.writeColumns); the option
+ * `buffer: 'rows'` keeps one KeyValue per record and writes row by row, the reference that
+ * test/columnar-write.test.ts compares the column buffer with, file for file.
  *
  * Sequence numbers are as writeBatch's always were: a record's is the batch's base plus its
  * index in the batch (so later input wins), the base taken from the writer's clock
