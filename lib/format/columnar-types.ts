@@ -4,11 +4,11 @@
 // A batch's columns are in a data file's column order: `_KEY_<k>`…, `_SEQUENCE_NUMBER`,
 // `_VALUE_KIND`, then every table field (lib/format/data-file.ts). Each column holds, per
 // row, the *physical* value that `DataFileWriter.write` would buffer for that row's `Value`
-// (`physicalEncoder`'s output, which is what hyparquet-writer encodes): a TIMESTAMP(0..3)
+// (`physicalEncoder`'s output, which is what the column encoder, lib/format/parquet-encode.ts, encodes): a TIMESTAMP(0..3)
 // holds epoch milliseconds, every other type its `Value`; null stands for SQL NULL. A column
 // without nulls may be a typed array (`BigInt64Array` for `_SEQUENCE_NUMBER` and BIGINT,
-// `Int32Array` for `_VALUE_KIND`, INT, DATE…, `Float32Array`/`Float64Array`): hyparquet-writer
-// reads typed arrays element by element exactly as it reads plain arrays, so the same values
+// `Int32Array` for `_VALUE_KIND`, INT, DATE…, `Float32Array`/`Float64Array`): the encoder
+// writes a typed array's values as it writes the same values in a plain array, so both
 // encode to the same bytes.
 
 import type { DataType, Value } from '../types.ts'
