@@ -11,7 +11,7 @@ import * as zlib from 'node:zlib'
 import avro from 'avsc'
 import { decompress as zstdDecompress } from 'fzstd'
 import { snappyUncompress } from 'hyparquet'
-import { snappyCompress } from 'hyparquet-writer/src/snappy.js'
+import { snappyCompress } from './snappy.ts'
 import { StrataInputError } from '../types.ts'
 
 /** Values of Paimon's `manifest.compression` option (api:CoreOptions.java, default `zstd`). */

@@ -12,7 +12,8 @@ import { ByteWriter } from 'hyparquet-writer'
 import { isRetract, StrataInputError, type DataField, type DataType, type KeyValue, type RowKind, type Value } from '../types.ts'
 import { compareDoubles, rowComparator, valueComparator } from './compare.ts'
 import { type Column, type ColumnBatch, type TypedColumn, concatColumns, isTypedColumn, physicalToValue } from './columnar-types.ts'
-import { type EncodedChunk, snappyCompressShared, writeColumnChunk } from './parquet-encode.ts'
+import { type EncodedChunk, writeColumnChunk } from './parquet-encode.ts'
+import { snappyCompressShared } from './snappy.ts'
 import { type FooterRowGroup, writeFooter } from './parquet-footer.ts'
 import {
   parquetSchemaElement,
