@@ -5,7 +5,7 @@
 // records are merged as the row path merges them, and the surviving rows are gathered into
 // the file's physical columns and handed to `DataFileWriter.writeColumns`.
 //
-// The row path (BatchWriter with `path: 'row'`: one `KeyValue` per record, sorted, merged with
+// The row path (BatchWriter with `buffer: 'rows'`: one `KeyValue` per record, sorted, merged with
 // the table's merge function and written with `DataFileWriter.write`) is the reference:
 // test/columnar-write.test.ts checks that both write the same files, byte for byte, on random
 // inputs for every merge engine.
