@@ -23,7 +23,7 @@ import type { ColumnChunk, ColumnIndex, ColumnMetaData, CompressionCodec, Encodi
 import type { ByteWriter } from 'hyparquet-writer'
 import { unconvertMinMax } from 'hyparquet-writer/src/unconvert.js'
 import { type Column, isTypedColumn } from './columnar-types.ts'
-import { releaseSnappyScratch } from './snappy.ts'
+import { releaseSnappyScratch, writeVarint } from './snappy.ts'
 
 export interface ChunkEncodeOptions {
   codec: CompressionCodec
@@ -676,15 +676,6 @@ function buildDictionary(p: Prepared, element: SchemaElement): Dictionary | null
 
 // ---------------------------------------------------------------------------------------------
 // Encodings
-
-function writeVarint(buf: Uint8Array, pos: number, v: number): number {
-  while (v >= 0x80) {
-    buf[pos++] = (v & 0x7f) | 0x80
-    v = Math.floor(v / 128)
-  }
-  buf[pos++] = v
-  return pos
-}
 
 /**
  * Values [from, to) of `vals` in the RLE/bit-packed hybrid of width `w` (<= 24), at `pos`;

@@ -3,7 +3,8 @@
 // Used for Parquet pages (lib/format/parquet-encode.ts, data-file.ts) and Avro manifest
 // blocks (lib/format/avro.ts). Decoding stays with hyparquet's snappyUncompress.
 
-function writeVarint(buf: Uint8Array, pos: number, v: number): number {
+/** `v` (0 <= v < 2^53) as an unsigned LEB128 varint at `pos` of `buf`; returns the end (also the RLE hybrid's run headers). */
+export function writeVarint(buf: Uint8Array, pos: number, v: number): number {
   while (v >= 0x80) {
     buf[pos++] = (v & 0x7f) | 0x80
     v = Math.floor(v / 128)
