@@ -4,7 +4,7 @@
 // growth; and the malloc-arena reading of /proc/self/smaps.
 
 import { describe, expect, it } from 'vitest'
-import { type MemorySample, ROLES, mallocArenasMb, memoryVerdict } from '../bench/lib/soak-memory.ts'
+import { type MemorySample, ROLES, mallocArenasMb, memoryDetail, memoryVerdict } from '../bench/lib/soak-memory.ts'
 
 function sample(t: number, rssMb: number, settled: boolean): { t: number; memory: MemorySample } {
   const role = { environments: 1, heapUsedMb: 0, heapTotalMb: 0, externalMb: 0, arrayBuffersMb: 0, maxHeapMb: 0, cacheMb: 0 }
@@ -72,6 +72,20 @@ describe('memory verdict', () => {
     expect(v.slopes.rss).toBe(0)
     expect(v.flat).toBe(true)
     expect(memoryVerdict(run(() => 1000), 450, 900, 2).slopes.backendRss).toBeNull()
+  })
+
+  it("gives each V8 heap space's committed growth apart, leaving out spaces under 1 MB", () => {
+    // the young generation grows 1 MB/min towards its cap, code 0.5, old space stays put
+    const samples = run(() => 1000).map((s) => ({
+      ...s,
+      memory: { ...s.memory, spacesMb: { new_space: 8 + (s.t - 450) / 60, code_space: 4 + (s.t - 450) / 120, old_space: 100, read_only_space: 0.2 } },
+    }))
+    const v = memoryVerdict(samples, 450, 900, 2)
+    expect(v.slopes.spaces.new_space).toBeCloseTo(1, 5)
+    expect(v.slopes.spaces.code_space).toBeCloseTo(0.5, 5)
+    expect(v.slopes.spaces.old_space).toBe(0)
+    expect(Object.keys(v.slopes.spaces)).not.toContain('read_only_space')
+    expect(memoryDetail(v)).toMatch(/by V8 space, every isolate: new 1, code 0\.5, old 0 MB\/min/)
   })
 
   it('falls back to every sample without enough settled ones', () => {

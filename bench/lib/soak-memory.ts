@@ -24,6 +24,7 @@
 
 import { readFileSync } from 'node:fs'
 import type { EnvironmentMemory, ExecutionEnvironmentPool } from '../../local/runtime/execution-environment.ts'
+import { heapSpaces } from '../../local/runtime/worker.ts'
 
 export const ROLES = ['writer', 'compactor', 'committer', 'maintenance'] as const
 export type Role = (typeof ROLES)[number]
@@ -64,6 +65,12 @@ export interface MemorySample {
   envCacheMb: number
   /** RSS − main heapTotal − every environment's heapTotal */
   nonHeapMb: number
+  /**
+   * committed MB of each V8 heap space (new_space, old_space, code_space, large_object_space, …),
+   * summed over the main thread and every environment: which part of the heaps' committed
+   * size grows (young generation growing towards its cap, compiled code, old generation)
+   */
+  spacesMb?: Record<string, number>
   /**
    * the embedded backend's child process (S3 and SQS's stand-in, not part of RSS above), when
    * it runs in one; set by the soak on the samples it asks the backend for
@@ -160,11 +167,13 @@ export async function sampleMemory(pools: Record<Role, ExecutionEnvironmentPool[
     await Promise.all(ROLES.flatMap((r) => pools[r].map((p) => p.memory(5000, true))))
     await new Promise((resolve) => setTimeout(resolve, SETTLE_MS))
   }
-  const perRole = await Promise.all(ROLES.map(async (r) => [r, roleMemory((await Promise.all(pools[r].map((p) => p.memory()))).flat())] as const))
-  const roles = Object.fromEntries(perRole) as Record<Role, RoleMemory>
+  const environmentMemories = await Promise.all(ROLES.map(async (r) => (await Promise.all(pools[r].map((p) => p.memory()))).flat()))
+  const roles = Object.fromEntries(ROLES.map((r, i) => [r, roleMemory(environmentMemories[i])])) as Record<Role, RoleMemory>
   const m = process.memoryUsage()
   const all = Object.values(roles)
   const envHeapTotalMb = mb(all.reduce((a, r) => a + r.heapTotalMb, 0) * 2 ** 20)
+  const spaces: Record<string, number> = { ...heapSpaces() }
+  for (const ms of environmentMemories) for (const e of ms) for (const [name, bytes] of Object.entries(e.spaces ?? {})) spaces[name] = (spaces[name] ?? 0) + bytes
   return {
     settled,
     rssMb: mb(m.rss),
@@ -177,6 +186,7 @@ export async function sampleMemory(pools: Record<Role, ExecutionEnvironmentPool[
     envExternalMb: mb(all.reduce((a, r) => a + r.externalMb, 0) * 2 ** 20),
     envCacheMb: mb(all.reduce((a, r) => a + r.cacheMb, 0) * 2 ** 20),
     nonHeapMb: mb((m.rss - m.heapTotal) - envHeapTotalMb * 2 ** 20),
+    spacesMb: Object.fromEntries(Object.entries(spaces).map(([name, bytes]) => [name, mb(bytes)])),
   }
 }
 
@@ -249,6 +259,8 @@ export interface MemoryVerdict {
     envExternal: number | null
     /** the backend's child process (not in RSS): its RSS; null when it runs in this process */
     backendRss: number | null
+    /** committed size of each V8 heap space, every isolate summed (spaces that stay under 1 MB are left out) */
+    spaces: Record<string, number | null>
   }
   /** the slopes are over settled samples only (there were enough of them), or over every sample */
   samples: 'settled' | 'all'
@@ -296,6 +308,7 @@ export function memoryVerdict(samples: { t: number; memory: MemorySample }[], fr
       mainExternal: perMin((m) => m.main.externalMb),
       envExternal: perMin((m) => m.envExternalMb),
       backendRss: slopeOf(range.filter((s) => s.memory.backend !== undefined).map((s) => [s.t, s.memory.backend!.rssMb])),
+      spaces: spaceSlopes(range.map((s) => [s.t, s.memory.spacesMb ?? {}]), slopeOf),
     },
     rssFirstMb: medianOf(first.map((m) => m.rssMb)),
     rssLastMb: medianOf(last.map((m) => m.rssMb)),
@@ -307,6 +320,12 @@ export function memoryVerdict(samples: { t: number; memory: MemorySample }[], fr
   }
 }
 
+function spaceSlopes(points: [number, Record<string, number>][], slopeOf: (points: [number, number][]) => number | null): Record<string, number | null> {
+  const names = [...new Set(points.flatMap(([, spaces]) => Object.keys(spaces)))]
+  const big = names.filter((name) => points.some(([, spaces]) => (spaces[name] ?? 0) >= 1))
+  return Object.fromEntries(big.map((name) => [name, slopeOf(points.map(([t, spaces]) => [t, spaces[name] ?? 0]))]))
+}
+
 /** The verdict in one line: RSS, then heap (main, environments by role) and non-heap apart. */
 export function memoryDetail(v: MemoryVerdict): string {
   const f = (x: number | null) => (x === null ? '-' : String(x))
@@ -315,6 +334,7 @@ export function memoryDetail(v: MemoryVerdict): string {
     `RSS ${f(v.slopes.rss)} MB/min over ${v.fromSecond}–${v.toSecond} s, ${v.samples === 'settled' ? 'settled samples' : 'every sample'} (limit ${v.limitMbPerMin}; ${f(v.rssFirstMb)} → ${f(v.rssLastMb)} MB); ` +
     `heap: main ${f(v.slopes.mainHeap)}, environments ${f(v.slopes.envHeap)} (${roles}; bounded caches ${f(v.slopes.envCaches)}, the rest ${f(v.slopes.envHeapLessCaches)}) MB/min; ` +
     `RSS at a fixed number of environments ${f(v.slopes.rssAtFixedEnvironments)} MB/min (${f(v.slopes.mbPerEnvironment)} MB per environment); ` +
+    `heaps' committed size by V8 space, every isolate: ${Object.entries(v.slopes.spaces ?? {}).map(([name, k]) => `${name.replace(/_space$/, '')} ${f(k)}`).join(', ') || '-'} MB/min; ` +
     `non-heap ${f(v.slopes.nonHeap)} MB/min (${f(v.nonHeapFirstMb)} → ${f(v.nonHeapLastMb)} MB; malloc arenas ${f(v.slopes.mallocArenas)}, external: main ${f(v.slopes.mainExternal)}, environments ${f(v.slopes.envExternal)} MB/min)` +
     (v.slopes.backendRss === null ? '' : `; the backend's own process (S3 and SQS's stand-in, not counted): RSS ${f(v.slopes.backendRss)} MB/min`)
   )

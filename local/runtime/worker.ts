@@ -8,7 +8,7 @@
 import { isMainThread, parentPort, threadId, workerData } from 'node:worker_threads'
 import { basename, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { writeHeapSnapshot } from 'node:v8'
+import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8'
 import type { Context } from 'aws-lambda'
 import { cachedBytesInIsolate } from '../../lib/manifest/byte-cache.ts'
 
@@ -38,6 +38,8 @@ export interface ThreadMemory {
   arrayBuffers: number
   /** what the isolate's bounded caches (lib/manifest/byte-cache.ts) charge now: heap they may fill up to their bounds */
   cachedBytes: number
+  /** committed bytes of each of the isolate's V8 heap spaces (new_space, old_space, code_space, …), which add up to heapTotal */
+  spaces: Record<string, number>
 }
 
 export type FromWorker =
@@ -133,7 +135,12 @@ async function invoke(handler: Handler, message: Extract<ToWorker, { type: 'invo
 
 function threadMemory(): ThreadMemory {
   const { heapUsed, heapTotal, external, arrayBuffers } = process.memoryUsage()
-  return { heapUsed, heapTotal, external, arrayBuffers, cachedBytes: cachedBytesInIsolate() }
+  return { heapUsed, heapTotal, external, arrayBuffers, cachedBytes: cachedBytesInIsolate(), spaces: heapSpaces() }
+}
+
+/** Committed bytes by V8 heap space, this isolate's. */
+export function heapSpaces(): Record<string, number> {
+  return Object.fromEntries(getHeapSpaceStatistics().map((s) => [s.space_name, s.space_size]))
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
