@@ -100,6 +100,11 @@ export class Table {
     return parseSchema(decoder.decode(bytes), `${this.uri}/${schemaKey(id)}`)
   }
 
+  /** Whether the table has a schema newer than this handle's (one HEAD: `schema/schema-(N+1)`, which every alter creates). */
+  async newerSchemaExists(): Promise<boolean> {
+    return (await this.store.head(schemaKey(this.schema.id + 1))) !== null
+  }
+
   /** The id of the table's latest schema in the store (one LIST), to notice an alter made after this handle opened. */
   async latestSchemaId(): Promise<number> {
     return latestSchemaIdIn(this.store)
