@@ -81,6 +81,22 @@ describe('data files of an older schema', () => {
     expect(await readAll(t2)).toEqual([[1, 5, null]])
   })
 
+  it('a primary key field renamed (Paimon allows it): older files keep _KEY_<old name>, read, looked up and compacted by field id, deletion vectors on', async () => {
+    const store = new MemoryStore()
+    const t0 = await Table.create(store, { ...SCHEMA, primaryKeys: ['id'], options: { bucket: '1', 'deletion-vectors.enabled': 'true' } })
+    await write(t0, [{ id: 1, v: 'a', n: 1 }, { id: 2, v: 'b', n: 2 }])
+    await compactTable(t0, { full: true })
+    const t1 = await alterTable(store, [{ kind: 'rename-column', name: 'id', newName: 'key' }])
+    expect(t1.schema.primaryKeys).toEqual(['key'])
+    await write(t1, [{ key: 2, v: 'b2', n: 20 }, { key: 3, v: 'c', n: 3 }])
+    // the level-0 file is looked up against the older level-1 file (deletion vectors), whose key column is _KEY_id
+    await compactTable(t1)
+    expect(await readAll(t1)).toEqual([[1, 'a', 1], [2, 'b2', 20], [3, 'c', 3]])
+    expect(await lookup(t1, { key: 1 })).toEqual([1, 'a', 1])
+    await compactTable(t1, { full: true })
+    expect(await readAll(t1)).toEqual([[1, 'a', 1], [2, 'b2', 20], [3, 'c', 3]])
+  })
+
   it('a file of a schema newer than the handle (an alter after it opened): read and compaction refuse it by name and write nothing', async () => {
     const store = new MemoryStore()
     const old = await Table.create(store, SCHEMA)
