@@ -80,10 +80,12 @@ export class Table {
     let m = this.mappings.get(id)
     if (!m) {
       m = this.schemaById(id).then((s) => fieldMapping(this.schema, s))
+      // a failed read of the schema file (the store) is not kept: the next open asks again
+      m.catch(() => this.mappings.delete(id))
       this.mappings.set(id, m)
     }
     return m.catch((e: Error) => {
-      throw new StrataInputError(`data file ${fileName}: ${e.message}`)
+      throw e instanceof StrataInputError ? new StrataInputError(`data file ${fileName}: ${e.message}`) : e
     })
   }
 
