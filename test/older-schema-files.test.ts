@@ -97,6 +97,33 @@ describe('data files of an older schema', () => {
     expect(await readAll(t1)).toEqual([[1, 'a', 1], [2, 'b2', 20], [3, 'c', 3]])
   })
 
+  for (const mergePath of ['row', 'columnar'] as const) {
+    it(`merge engines over files of several schemas (${mergePath} merge): aggregation sums a widened column, partial-update fills an added one`, async () => {
+      const { compactBucket } = await import('../lib/lsm/compact-task.ts')
+      const { serializeBinaryRow } = await import('../lib/format/binary-row.ts')
+      const compactAll = async (t: Table) => compactBucket(t, { partition: serializeBinaryRow([], []), bucket: 0, full: true, mergePath })
+      const agg = new MemoryStore()
+      const a0 = await Table.create(agg, { ...SCHEMA, options: { bucket: '1', 'merge-engine': 'aggregation', 'fields.n.aggregate-function': 'sum' } })
+      await write(a0, [{ id: 1, v: 'a', n: 2147483647 }])
+      const a1 = await alterTable(agg, [{ kind: 'update-column-type', name: 'n', type: 'BIGINT' }, { kind: 'rename-column', name: 'n', newName: 'total' }])
+      expect(a1.schema.options['fields.total.aggregate-function']).toBe('sum')
+      await write(a1, [{ id: 1, v: 'b', total: 10 }])
+      expect(await readAll(a1)).toEqual([[1, 'b', 2147483657n]])
+      await compactAll(a1)
+      expect(await readAll(a1)).toEqual([[1, 'b', 2147483657n]])
+
+      const pu = new MemoryStore()
+      const p0 = await Table.create(pu, { ...SCHEMA, options: { bucket: '1', 'merge-engine': 'partial-update' } })
+      await write(p0, [{ id: 1, v: 'a', n: 1 }])
+      const p1 = await alterTable(pu, [{ kind: 'add-column', name: 'extra', type: 'DECIMAL(8, 2)', position: { after: 'id' } }])
+      await write(p1, [{ id: 1, extra: '2.50' }])
+      await write(p1, [{ id: 1, n: 7 }])
+      expect(await readAll(p1)).toEqual([[1, 250n, 'a', 7]])
+      await compactAll(p1)
+      expect(await readAll(p1)).toEqual([[1, 250n, 'a', 7]])
+    })
+  }
+
   it('a file of a schema newer than the handle (an alter after it opened): read and compaction refuse it by name and write nothing', async () => {
     const store = new MemoryStore()
     const old = await Table.create(store, SCHEMA)
