@@ -1,6 +1,7 @@
 // Handles that outlive an alter (docs/operations.md "Altering a table while it runs"): a
 // writer still on the older schema commits after the alter and its rows map by field id; the
-// snapshot never claims a schema older than its predecessor's; a warm function environment
+// snapshot never claims a schema older than its predecessor's; the folding committer lands
+// messages of older schemas and returns newer ones; a warm function environment
 // notices the newer schema (one HEAD at most every SCHEMA_CHECK_MS) and opens the table again.
 
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -15,6 +16,8 @@ import { alterTable } from '../lib/table/alter.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { Table } from '../lib/table/table.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
+import { BatchingCommitter } from '../lib/commit/batching-committer.ts'
+import { writeMessage } from './helpers/commit.ts'
 
 const SCHEMA = { fields: [{ name: 'id', type: 'INT' }, { name: 'v', type: 'STRING' }, { name: 'n', type: 'INT' }], primaryKeys: ['id'], options: { bucket: '1' } }
 
@@ -38,6 +41,28 @@ describe('handles older than the schema', () => {
     expect(await readAll(now)).toEqual([[1, 1n, null], [2, 2n, 20], [3, 3n, null]])
     await compactTable(now, { full: true })
     expect(await readAll(now)).toEqual([[1, 1n, null], [2, 2n, 20], [3, 3n, null]])
+  })
+})
+
+describe('the folding committer across an alter', () => {
+  it('lands a message of an older schema; returns one of a newer schema than its handle for redelivery (not a conflict), and a fresh handle lands it', async () => {
+    const store = new MemoryStore()
+    const old = await Table.create(store, SCHEMA)
+    const rec = (t: Table, r: Record<string, unknown>) => ({ ...recordFromJson(t.view, r, 'r'), where: 'r' })
+    const fromOld = (await writeMessage(old, [rec(old, { id: 1, v: 'a', n: 1 })]))!
+    const altered = await alterTable(store, [{ kind: 'add-column', name: 'x', type: 'INT' }])
+    const fromNew = (await writeMessage(altered, [rec(altered, { id: 2, v: 'b', n: 2, x: 9 })]))!
+    expect([fromOld.schemaId, fromNew.schemaId]).toEqual([0, 1])
+    // a committer still on schema 0
+    const stale = await new BatchingCommitter(old).commit([fromOld, fromNew])
+    expect(stale.outcomes.map((o) => o.status)).toEqual(['landed', 'failed'])
+    const refused = stale.outcomes[1] as { status: 'failed'; error: Error; conflict: boolean }
+    expect(refused.conflict).toBe(false)
+    expect(refused.error.message).toMatch(/schemaId 1, newer than the committer's schema 0 \(the table was altered after the committer opened it\); expected at most 0/)
+    // a committer on schema 1 takes both kinds
+    const fresh = await new BatchingCommitter(await Table.open(store)).commit([fromNew])
+    expect(fresh.outcomes.map((o) => o.status)).toEqual(['landed'])
+    expect(await readAll(await Table.open(store))).toEqual([[1, 'a', 1, null], [2, 'b', 2, 9]])
   })
 })
 
