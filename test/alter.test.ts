@@ -188,18 +188,23 @@ describe('strata alter (CLI)', () => {
     }
     await ok(['add', 'note', 'STRING', '--after', 'id', '--comment', 'hi'], 'schema 1: id INT NOT NULL (key), note STRING, v INT')
     await ok(['modify', 'v', 'BIGINT', '--comment', 'wide'], 'schema 2: id INT NOT NULL (key), note STRING, v BIGINT')
-    await ok(['rename', 'v', 'amount'], 'schema 3: id INT NOT NULL (key), note STRING, amount BIGINT')
-    await ok(['add', 'x', 'DOUBLE', '--first'], 'schema 4: x DOUBLE, id INT NOT NULL (key), note STRING, amount BIGINT')
-    await ok(['drop', 'x'], 'schema 5: id INT NOT NULL (key), note STRING, amount BIGINT')
-    await ok(['comment', 'a table'], 'schema 6: id INT NOT NULL (key), note STRING, amount BIGINT')
+    // a type of several words need not be quoted
+    await ok(['add', 'price', 'DECIMAL(10,', '2)'], 'schema 3: id INT NOT NULL (key), note STRING, v BIGINT, price DECIMAL(10, 2)')
+    await ok(['modify', 'price', 'DECIMAL(12,', '2)'], 'schema 4: id INT NOT NULL (key), note STRING, v BIGINT, price DECIMAL(12, 2)')
+    await ok(['drop', 'price'], 'schema 5: id INT NOT NULL (key), note STRING, v BIGINT')
+    await ok(['rename', 'v', 'amount'], 'schema 6: id INT NOT NULL (key), note STRING, amount BIGINT')
+    await ok(['add', 'x', 'DOUBLE', '--first'], 'schema 7: x DOUBLE, id INT NOT NULL (key), note STRING, amount BIGINT')
+    await ok(['drop', 'x'], 'schema 8: id INT NOT NULL (key), note STRING, amount BIGINT')
+    await ok(['comment', 'a table'], 'schema 9: id INT NOT NULL (key), note STRING, amount BIGINT')
     const read = await strata(['read', uri, '--json'])
     expect(read.stdout.trim()).toBe('{"id":1,"note":null,"amount":5}')
-    const stored = JSON.parse(readFileSync(join(uri, 'schema', 'schema-6'), 'utf8'))
+    const stored = JSON.parse(readFileSync(join(uri, 'schema', 'schema-9'), 'utf8'))
     expect(stored.comment).toBe('a table')
     expect(stored.fields[2]).toEqual({ id: 1, name: 'amount', type: 'BIGINT', description: 'wide' })
     const bad: [string[], RegExp][] = [
       [['frob', 'x'], /alter: unknown change "frob"; expected one of: add <column> <type>/],
       [['add', 'x'], /alter add: expected add <column> <type> .*got 1 argument\(s\) \["x"\]/],
+      [['rename', 'a', 'b', 'c'], /alter rename: expected rename <column> <new-name>, got 3 argument\(s\)/],
       [['add', 'x', 'INT', '--first', '--after', 'id'], /alter add: --first and --after "id": expected one of them/],
       [['drop', 'note', '--first'], /alter drop: --first does not apply; expected drop <column>/],
       [['modify', 'amount'], /alter modify 'amount': nothing to change/],
@@ -212,6 +217,6 @@ describe('strata alter (CLI)', () => {
       expect(r.code, args.join(' ')).toBe(2)
       expect(r.stderr).toMatch(message)
     }
-    expect(readdirSync(join(uri, 'schema')).sort()).toEqual(['schema-0', 'schema-1', 'schema-2', 'schema-3', 'schema-4', 'schema-5', 'schema-6'])
+    expect(readdirSync(join(uri, 'schema')).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `schema-${i}`).sort())
   })
 })

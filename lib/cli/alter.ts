@@ -38,10 +38,11 @@ export function alterChanges(change: string, args: string[], o: AlterOptions): S
   }
   switch (change) {
     case 'add': {
-      arity(2, 2)
+      // the type may come as several words (DECIMAL(10, 2) unquoted): they are joined
+      arity(2, Infinity)
       only(['first', 'after', 'comment'])
       if (o.first && o.after !== undefined) throw new StrataInputError(`alter add: --first and --after ${JSON.stringify(o.after)}: expected one of them`)
-      const c: SchemaChange = { kind: 'add-column', name: args[0], type: args[1] }
+      const c: SchemaChange = { kind: 'add-column', name: args[0], type: args.slice(1).join(' ') }
       if (o.comment !== undefined) c.comment = o.comment
       if (o.first) c.position = { first: true }
       else if (o.after !== undefined) c.position = { after: o.after }
@@ -56,12 +57,12 @@ export function alterChanges(change: string, args: string[], o: AlterOptions): S
       only([])
       return [{ kind: 'drop-column', name: args[0] }]
     case 'modify': {
-      arity(1, 2)
+      arity(1, Infinity)
       only(['comment', 'nullable', 'notNull'])
       if (o.nullable && o.notNull) throw new StrataInputError('alter modify: --nullable and --not-null: expected one of them')
       const name = args[0]
       const out: SchemaChange[] = []
-      if (args[1] !== undefined) out.push({ kind: 'update-column-type', name, type: args[1] })
+      if (args.length > 1) out.push({ kind: 'update-column-type', name, type: args.slice(1).join(' ') })
       if (o.nullable || o.notNull) out.push({ kind: 'update-column-nullability', name, nullable: !!o.nullable })
       if (o.comment !== undefined) out.push({ kind: 'update-column-comment', name, comment: o.comment })
       if (out.length === 0) throw new StrataInputError(`alter modify '${name}': nothing to change; expected ${usage}`)

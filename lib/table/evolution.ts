@@ -181,6 +181,8 @@ class MappedColumnarReader implements ColumnarSource {
       const j = m.source[i]
       if (j < 0) return null
       const from = m.fileLayout.valueFields[j].type
+      // the same type (nullability aside) is stored the same: its physical values pass
+      if (sameType(from, f.type)) return null
       const cast = m.casts[i]
       const toValue = physicalToValue(from)
       const needsEncode = physicalToValue(f.type) !== null
