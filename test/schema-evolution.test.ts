@@ -1,7 +1,8 @@
 // Schema evolution (issue 19, part 3) against a simple model: random alters (add a column at
 // any position, rename, drop, widen INT → BIGINT, FLOAT → DOUBLE, DECIMAL up) mixed with
-// writes, minor and full compactions (row and columnar merge paths, deletion vectors on and
-// off), reads and lookups. The model keeps each key's values by field id, so a column
+// writes (some through a handle opened before the last alter, as a writer that has not
+// noticed it), minor and full compactions (row and columnar merge paths, deletion vectors on
+// and off), reads and lookups. The model keeps each key's values by field id, so a column
 // dropped and added again under the same name is a new, empty column, and a renamed one keeps
 // its values: a reader that mapped by name would fail it.
 
@@ -69,7 +70,7 @@ function logicalOf(type: DataType, v: Value): Logical {
 }
 
 type Command =
-  | { t: 'write'; rows: { p: number; id: number; del: boolean; raws: number[] }[] }
+  | { t: 'write'; rows: { p: number; id: number; del: boolean; raws: number[] }[]; stale: boolean }
   | { t: 'add'; type: number; pos: number; ref: number; name: number }
   | { t: 'rename'; col: number; name: number }
   | { t: 'drop'; col: number }
@@ -85,6 +86,8 @@ const commandArb: fc.Arbitrary<Command> = fc.oneof(
         fc.record({ p: fc.integer({ min: 0, max: 1 }), id: fc.integer({ min: 0, max: 9 }), del: fc.integer({ min: 0, max: 9 }).map((n) => n < 2), raws: fc.array(fc.integer({ min: -99999, max: 99999 }), { minLength: 8, maxLength: 8 }) }),
         { minLength: 1, maxLength: 12 },
       ),
+      // written through a handle opened before the last alter (a writer that has not noticed it)
+      stale: fc.integer({ min: 0, max: 3 }).map((n) => n === 0),
     }),
   },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('add' as const), type: fc.nat(ADD_TYPES.length - 1), pos: fc.nat(2), ref: fc.nat(), name: fc.nat() }) },
@@ -136,7 +139,10 @@ async function run(cmds: Command[], dv: boolean, mergePath: MergePathRequest): P
     const free = NAMES.filter((x) => !fields.some((f) => f.name === x))
     return free.length ? free[n % free.length] : null
   }
+  // the handle and model fields from before the last alter: a writer that has not noticed it
+  let stale: { table: Table; fields: ModelField[] } | null = null
   const alter = async (changes: SchemaChange[]) => {
+    stale = { table, fields }
     table = await alterTable(table, changes)
   }
 
@@ -162,10 +168,12 @@ async function run(cmds: Command[], dv: boolean, mergePath: MergePathRequest): P
     const where = `step ${step} ${JSON.stringify(c)}`
     switch (c.t) {
       case 'write': {
+        // a stale writer writes its schema's columns; its rows read by field id in the current one
+        const writer = c.stale && stale ? stale : { table, fields }
         const records = c.rows.map((r) => {
           const obj: Record<string, unknown> = { p: r.p, id: r.id }
           const values = new Map<number, Logical>()
-          fields.forEach((f, i) => {
+          writer.fields.forEach((f, i) => {
             const v = valueOf(f.type, r.raws[i % r.raws.length] + i)
             obj[f.name] = v.json
             values.set(f.id, v.logical)
@@ -174,9 +182,9 @@ async function run(cmds: Command[], dv: boolean, mergePath: MergePathRequest): P
           const k = `${r.p}|${r.id}`
           if (r.del) rows.delete(k)
           else rows.set(k, { p: r.p, id: r.id, values })
-          return { ...recordFromJson(table.view, obj, where), where }
+          return { ...recordFromJson(writer.table.view, obj, where), where }
         })
-        await writeBatch(table, records)
+        await writeBatch(writer.table, records)
         break
       }
       case 'add': {
