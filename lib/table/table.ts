@@ -16,6 +16,14 @@ import { type SchemaView, createSchema, describeSchema, parseSchema, serializeSc
 
 const decoder = new TextDecoder()
 
+/**
+ * A handle met a data file of a newer schema than its own (the table was altered after it was
+ * opened). Not bad input: the same call on a handle opened again succeeds, so it is retryable.
+ */
+export class StaleSchemaError extends Error {
+  override name = 'StaleSchemaError'
+}
+
 /** What a process decides about a handle, as opposed to the table's own options. */
 export interface TableOpenOptions {
   /** bound of the handle's metadata cache in stored bytes (lib/manifest/byte-cache.ts) */
@@ -85,6 +93,7 @@ export class Table {
       this.mappings.set(id, m)
     }
     return m.catch((e: Error) => {
+      if (e instanceof StaleSchemaError) throw new StaleSchemaError(`data file ${fileName}: ${e.message}`)
       throw e instanceof StrataInputError ? new StrataInputError(`data file ${fileName}: ${e.message}`) : e
     })
   }
@@ -93,9 +102,7 @@ export class Table {
   async schemaById(id: number): Promise<TableSchema> {
     if (id === this.schema.id) return this.schema
     if (id > this.schema.id) {
-      throw new StrataInputError(
-        `written under schema ${id}, newer than this handle's schema ${this.schema.id}: the table was altered after it was opened; open it again`,
-      )
+      throw new StaleSchemaError(`written under schema ${id}, newer than this handle's schema ${this.schema.id}: the table was altered after it was opened; open it again`)
     }
     const bytes = await this.store.get(schemaKey(id))
     if (!bytes) throw new StrataInputError(`written under schema ${id}, which is missing from ${this.uri} (no ${schemaKey(id)})`)
