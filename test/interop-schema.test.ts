@@ -4,7 +4,8 @@
 //   DECIMAL up), with files of every schema live, then after Strata's full compaction, with
 //   deletion vectors off and on; and sees Strata's snapshots under the new schema ids;
 // - Strata reads a table Paimon evolved (the harness's `alter`: SchemaManager.commitChanges)
-//   and compacted, then compacts it itself and Paimon reads it again.
+//   (files of three schemas live), and one it evolved and compacted, which Strata then
+//   compacts itself and Paimon reads again.
 // Without Java or Maven the file is skipped with one line saying how to run it, except under
 // CI, where a run that cannot run interop fails.
 
@@ -105,6 +106,9 @@ if (missing.length > 0 && !process.env.CI) {
     let strataOfPaimon: Rec[] = []
     let strataOfPaimonCompacted: Rec[] = []
     let paimonMeta: PaimonResult
+    let uncompactedDir = ''
+    let paimonUncompacted: PaimonResult
+    let strataOfUncompacted: Rec[] = []
 
     beforeAll(async () => {
       buildHarness()
@@ -144,6 +148,15 @@ if (missing.length > 0 && !process.env.CI) {
         else if ('alter' in step) first.push(['alter', paimonDir, '--in', file(step.alter), '--out', out])
         else first.push(['compact', paimonDir, '--full', '--out', out])
       }
+      // and a second table with the same writes and alters only: files of schemas 0, 1 and 2 live
+      uncompactedDir = join(root, 'paimon-uncompacted')
+      for (const [s, step] of STEPS.entries()) {
+        const out = join(root, `u-${s}`)
+        if ('write' in step) first.push(['write', uncompactedDir, ...(s === 0 ? ['--schema', JSON.stringify({ ...SCHEMA, options: { bucket: '2' } })] : []), '--in', file(step.write), '--out', out])
+        else first.push(['alter', uncompactedDir, '--in', file(step.alter), '--out', out])
+      }
+      const uncompactedAt = first.length
+      first.push(['read', uncompactedDir, '--out', join(root, 'u-read')])
       const readAt = first.length
       first.push(['read', paimonDir, '--out', join(root, 'p-read')])
       const r1 = paimonBatch(first)
@@ -151,6 +164,8 @@ if (missing.length > 0 && !process.env.CI) {
       for (const [s, r] of r1.entries()) if (!r.ok && first[s][0] !== 'read') throw new Error(`Paimon step ${JSON.stringify(first[s])} failed: ${r.error}`)
       for (const f of results) f(r1)
       paimonRead = r1[readAt]
+      paimonUncompacted = r1[uncompactedAt]
+      strataOfUncompacted = await strataRows(await Table.open(uncompactedDir))
 
       // Strata reads Paimon's table, compacts it fully, reads it again; Strata compacts its own
       const pt = await Table.open(paimonDir)
@@ -198,6 +213,13 @@ if (missing.length > 0 && !process.env.CI) {
         expect(ids[ids.length - 1]).toBe(t.schemaId)
       })
     }
+
+    it('Strata reads a table Paimon evolved, with files of three schemas live, as Paimon reads it', () => {
+      const paimon = paimonRows(paimonUncompacted, SCHEMA.primaryKeys)
+      expect(paimon.map((r) => r.id).sort()).toEqual([1, 2, 3, 5, 6])
+      expect(paimon.find((r) => r.id === 3)).toEqual({ first: null, dt: 'y', id: 3, note: null, a: '30', label: null, d: '3.000', c: null })
+      expect(strataOfUncompacted).toEqual(paimon)
+    })
 
     it('Strata reads a table Paimon evolved and compacted, compacts it, and Paimon reads it again', () => {
       const keys = SCHEMA.primaryKeys
