@@ -51,25 +51,26 @@ const STEPS: ({ write: Rec[] } | { alter: SchemaChange[] })[] = [
       { kind: 'add-column', name: 'note', type: 'STRING', position: { after: 'id' } },
       { kind: 'update-column-type', name: 'a', type: 'BIGINT' },
       { kind: 'rename-column', name: 'b', newName: 'label' },
+      { kind: 'update-column-type', name: 'c', type: 'DOUBLE' },
     ],
   },
   { write: [{ dt: 'x', id: 2, note: 'n2', a: 2 ** 40, label: 'TWO', c: 2.5, d: '9.99' }, { dt: 'y', id: 5, note: null, a: 5, label: 'five', c: -0.75, d: '0.01' }, { dt: 'y', id: 4, _kind: '-D' }] },
   {
     alter: [
-      { kind: 'drop-column', name: 'c' },
-      { kind: 'add-column', name: 'c', type: 'STRING', comment: 'a new column under an old name' },
+      { kind: 'drop-column', name: 'label' },
+      { kind: 'add-column', name: 'label', type: 'STRING', comment: 'a new column under an old name' },
       { kind: 'update-column-type', name: 'd', type: 'DECIMAL(9, 3)' },
       { kind: 'add-column', name: 'first', type: 'INT', position: { first: true } },
     ],
   },
-  { write: [{ dt: 'x', id: 1, first: 7, note: 'n1', a: 11, label: 'ONE', c: 'new', d: '123456.789' }, { dt: 'y', id: 6, first: null, note: 'n6', a: null, label: null, c: null, d: '-0.5' }] },
+  { write: [{ dt: 'x', id: 1, first: 7, note: 'n1', a: 11, label: 'ONE', c: 1.25, d: '123456.789' }, { dt: 'y', id: 6, first: null, note: 'n6', a: null, label: null, c: null, d: '-0.5' }] },
 ]
 
 /** Paimon's steps on its own table: the same writes and alters, then its full compaction, then one more alter and write. */
 const PAIMON_TAIL: ({ write: Rec[] } | { alter: SchemaChange[] } | { compact: true })[] = [
   { compact: true },
   { alter: [{ kind: 'update-column-type', name: 'first', type: 'BIGINT' }, { kind: 'rename-column', name: 'note', newName: 'remark' }] },
-  { write: [{ dt: 'x', id: 7, first: 2 ** 35, remark: 'r7', a: 7, label: 'seven', c: 'c7', d: '7.007' }] },
+  { write: [{ dt: 'x', id: 7, first: 2 ** 35, remark: 'r7', a: 7, label: 'seven', c: 7.5, d: '7.007' }] },
 ]
 
 async function strataWrite(table: Table, records: Rec[]): Promise<void> {
@@ -199,8 +200,8 @@ if (missing.length > 0 && !process.env.CI) {
         const keys = SCHEMA.primaryKeys
         // the rows Strata reads, by field id: spot-check the mapping before comparing with Paimon
         const one = t.before.find((r) => r.id === 2)
-        expect(one).toEqual({ first: null, dt: 'x', id: 2, note: 'n2', a: String(2 ** 40), label: 'TWO', d: '9.990', c: null })
-        expect(t.before.find((r) => r.id === 3)).toEqual({ first: null, dt: 'y', id: 3, note: null, a: '30', label: null, d: '3.000', c: null })
+        expect(one).toEqual({ first: null, dt: 'x', id: 2, note: 'n2', a: String(2 ** 40), c: 2.5, d: '9.990', label: null })
+        expect(t.before.find((r) => r.id === 3)).toEqual({ first: null, dt: 'y', id: 3, note: null, a: '30', c: 3.25, d: '3.000', label: null })
         expect(t.before.map((r) => r.id).sort()).toEqual([1, 2, 3, 5, 6])
         expect(paimonRows(t.paimonBefore!, keys)).toEqual(t.before)
         expect(t.after).toEqual(t.before)
@@ -217,7 +218,7 @@ if (missing.length > 0 && !process.env.CI) {
     it('Strata reads a table Paimon evolved, with files of three schemas live, as Paimon reads it', () => {
       const paimon = paimonRows(paimonUncompacted, SCHEMA.primaryKeys)
       expect(paimon.map((r) => r.id).sort()).toEqual([1, 2, 3, 5, 6])
-      expect(paimon.find((r) => r.id === 3)).toEqual({ first: null, dt: 'y', id: 3, note: null, a: '30', label: null, d: '3.000', c: null })
+      expect(paimon.find((r) => r.id === 3)).toEqual({ first: null, dt: 'y', id: 3, note: null, a: '30', c: 3.25, d: '3.000', label: null })
       expect(strataOfUncompacted).toEqual(paimon)
     })
 
@@ -225,7 +226,7 @@ if (missing.length > 0 && !process.env.CI) {
       const keys = SCHEMA.primaryKeys
       const paimon = paimonRows(paimonRead, keys)
       expect(paimon.length).toBe(6)
-      expect(paimon.find((r) => r.id === 7)).toEqual({ first: String(2 ** 35), dt: 'x', id: 7, remark: 'r7', a: '7', label: 'seven', d: '7.007', c: 'c7' })
+      expect(paimon.find((r) => r.id === 7)).toEqual({ first: String(2 ** 35), dt: 'x', id: 7, remark: 'r7', a: '7', c: 7.5, d: '7.007', label: 'seven' })
       expect(strataOfPaimon).toEqual(paimon)
       expect(strataOfPaimonCompacted).toEqual(paimon)
       expect(paimonRows(paimonReadAfterStrata, keys)).toEqual(paimon)
