@@ -2,7 +2,7 @@
 // any position, rename, drop, widen INT → BIGINT, FLOAT → DOUBLE, DECIMAL up) mixed with
 // writes (some through a handle opened before the last alter, as a writer that has not
 // noticed it), minor and full compactions (row and columnar merge paths, deletion vectors on
-// and off), reads and lookups. The model keeps each key's values by field id, so a column
+// and off), reads and lookups, under deduplicate and partial-update. The model keeps each key's values by field id, so a column
 // dropped and added again under the same name is a new, empty column, and a renamed one keeps
 // its values: a reader that mapped by name would fail it.
 
@@ -109,9 +109,9 @@ async function compactAll(table: Table, full: boolean, mergePath: MergePathReque
   }
 }
 
-async function run(cmds: Command[], dv: boolean, mergePath: MergePathRequest): Promise<void> {
+async function run(cmds: Command[], dv: boolean, mergePath: MergePathRequest, engine: 'deduplicate' | 'partial-update' = 'deduplicate'): Promise<void> {
   const store = new MemoryStore()
-  const options: Record<string, string> = { bucket: '2' }
+  const options: Record<string, string> = { bucket: '2', 'merge-engine': engine }
   if (dv) options['deletion-vectors.enabled'] = 'true'
   let table = await Table.create(store, {
     fields: [
@@ -178,10 +178,16 @@ async function run(cmds: Command[], dv: boolean, mergePath: MergePathRequest): P
             obj[f.name] = v.json
             values.set(f.id, v.logical)
           })
-          if (r.del) obj._kind = '-D'
           const k = `${r.p}|${r.id}`
-          if (r.del) rows.delete(k)
-          else rows.set(k, { p: r.p, id: r.id, values })
+          if (engine === 'partial-update') {
+            // a later record's non-null fields overwrite, its nulls keep what the key had (no deletes here)
+            const row = rows.get(k) ?? { p: r.p, id: r.id, values: new Map<number, Logical>() }
+            for (const [id, v] of values) if (v !== null || !row.values.has(id)) row.values.set(id, v)
+            rows.set(k, row)
+          } else if (r.del) {
+            obj._kind = '-D'
+            rows.delete(k)
+          } else rows.set(k, { p: r.p, id: r.id, values })
           return { ...recordFromJson(writer.table.view, obj, where), where }
         })
         await writeBatch(writer.table, records)
@@ -241,10 +247,18 @@ async function run(cmds: Command[], dv: boolean, mergePath: MergePathRequest): P
 }
 
 describe('schema evolution against a model (values by field id)', () => {
-  for (const [dv, mergePath] of [[false, 'auto'], [false, 'row'], [true, 'auto'], [true, 'row']] as const) {
-    it(`random alters, writes, compactions and reads: deletion vectors ${dv ? 'on' : 'off'}, ${mergePath === 'auto' ? 'columnar' : 'row'} merge`, async () => {
+  const configs = [
+    [false, 'auto', 'deduplicate'],
+    [false, 'row', 'deduplicate'],
+    [true, 'auto', 'deduplicate'],
+    [true, 'row', 'deduplicate'],
+    [false, 'auto', 'partial-update'],
+    [true, 'row', 'partial-update'],
+  ] as const
+  for (const [dv, mergePath, engine] of configs) {
+    it(`random alters, writes, compactions and reads: ${engine}, deletion vectors ${dv ? 'on' : 'off'}, ${mergePath === 'auto' ? 'columnar' : 'row'} merge`, async () => {
       await fc.assert(
-        fc.asyncProperty(fc.array(commandArb, { minLength: 3, maxLength: 14 }), (cmds) => run(cmds, dv, mergePath)),
+        fc.asyncProperty(fc.array(commandArb, { minLength: 3, maxLength: 14 }), (cmds) => run(cmds, dv, mergePath, engine)),
         { numRuns: 20 },
       )
     }, 120_000)
