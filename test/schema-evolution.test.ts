@@ -2,9 +2,10 @@
 // any position, rename, drop, widen INT → BIGINT, FLOAT → DOUBLE, DECIMAL up) mixed with
 // writes (some through a handle opened before the last alter, as a writer that has not
 // noticed it), minor and full compactions (row and columnar merge paths, deletion vectors on
-// and off), reads and lookups, under deduplicate and partial-update. The model keeps each key's values by field id, so a column
-// dropped and added again under the same name is a new, empty column, and a renamed one keeps
-// its values: a reader that mapped by name would fail it.
+// and off), reads and lookups, under deduplicate and partial-update. The model keeps each
+// key's values by field id, so a column dropped and added again under the same name is a
+// new, empty column, and a renamed one keeps its values: a reader that mapped by name would
+// fail it.
 
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
