@@ -161,6 +161,13 @@ describe('alter: refusals name the column, the value and what was expected, and 
     expect(await schemaFiles(store)).toEqual(['schema/schema-0'])
   })
 
+  it('an added column that write.max-row-size leaves no room for: refused naming the option', async () => {
+    const store = new MemoryStore()
+    await Table.create(store, { fields: [{ name: 'k', type: 'INT' }, { name: 'v', type: 'INT' }], primaryKeys: ['k'], options: { bucket: '1', 'write.max-row-size': '16 b' } })
+    await expect(alterTable(store, [{ kind: 'add-column', name: 'w', type: 'INT' }])).rejects.toThrow(/alter: option 'write.max-row-size' is "16 b", expected at least 24 bytes for the 3 fields after these changes/)
+    expect(await schemaFiles(store)).toEqual(['schema/schema-0'])
+  })
+
   it('dropping every column is impossible: the primary key stays (Paimon: cannot drop all fields)', () => {
     const s = applySchemaChanges({ version: 3, id: 0, fields: [{ id: 0, name: 'k', type: { root: 'INT', nullable: false } }, { id: 1, name: 'v', type: { root: 'INT', nullable: true } }], highestFieldId: 1, partitionKeys: [], primaryKeys: ['k'], options: { bucket: '1' }, timeMillis: 0 }, [{ kind: 'drop-column', name: 'v' }])
     expect(s.fields.map((f) => f.name)).toEqual(['k'])

@@ -12,7 +12,7 @@ import { parseDataType, typeLabel } from './data-type.ts'
 import { openStore } from '../store/open-store.ts'
 import { WIDENINGS, isWidening } from './evolution.ts'
 import { schemaKey } from './paths.ts'
-import { SCHEMA_VERSION, newFieldNameProblem, parseSchema, serializeSchema } from './schema.ts'
+import { SCHEMA_VERSION, describeSchema, newFieldNameProblem, parseSchema, serializeSchema } from './schema.ts'
 import { Table, latestSchemaIdIn } from './table.ts'
 
 /** Where an added column goes (Paimon's SchemaChange.Move): first, or after a field; default last. */
@@ -156,12 +156,21 @@ export function applySchemaChanges(schema: TableSchema, changes: readonly Schema
   if (comment !== undefined) next.comment = comment
   // what a reader of the stored file checks (keys, names, options against the fields, the
   // merge engine's field options): an option naming a dropped column fails here, as in Paimon
+  let parsed: TableSchema
   try {
-    return parseSchema(serializeSchema(next), `alter: schema ${next.id}`)
+    parsed = parseSchema(serializeSchema(next), `alter: schema ${next.id}`)
   } catch (e) {
     if (e instanceof StrataInputError) throw new StrataInputError(`${e.message} (the schema these changes would make is invalid; nothing was written)`)
     throw e
   }
+  // as create checks it: the smallest row counts at most 8 bytes a field
+  const smallestRow = 8 * fields.length
+  if (options['write.max-row-size'] !== undefined && describeSchema(parsed).options.maxRowBytes < smallestRow) {
+    throw new StrataInputError(
+      `alter: option 'write.max-row-size' is ${JSON.stringify(options['write.max-row-size'])}, expected at least ${smallestRow} bytes for the ${fields.length} fields after these changes (8 per field), or no row could be written; raise it first`,
+    )
+  }
+  return parsed
 }
 
 function notNullRefusal(name: string): string {
