@@ -4,9 +4,10 @@
 // provisioning, not a runtime function.
 //
 // Create/Update: no table at the URI → create it; a table there → check that its schema is
-// the configured one and fail the deployment, naming the differences, if not. Strata has no
-// ALTER: changing fields, keys or a layout option such as `bucket` under live data would
-// misplace rows. `compaction.task-threads` may differ: it is a deployment setting (the
+// the configured one and fail the deployment, naming the differences, if not. A deployment
+// does not alter a table: changing keys or a layout option such as `bucket` under live data
+// would misplace rows, and columns change through `strata alter` (the config then follows the
+// latest schema). `compaction.task-threads` may differ: it is a deployment setting (the
 // compactor's concurrency), not something the stored table depends on.
 // Delete: nothing. The data outlives the stack (the bucket is retained).
 //
@@ -82,7 +83,7 @@ export async function ensureTable(props: TableInitProperties): Promise<string> {
   const diff = schemaDifferences(table.schema, configured)
   if (diff.length) {
     throw new StrataInputError(
-      `table '${props.TableName}' at ${props.TableUri} already exists with a different schema (Strata does not alter tables; deploy it under a new name or restore the config): ${diff.join('; ')}`,
+      `table '${props.TableName}' at ${props.TableUri} already exists with a different schema (a deployment does not alter tables: change the columns with 'strata alter' and make the config match, deploy it under a new name, or restore the config): ${diff.join('; ')}`,
     )
   }
   return `table '${props.TableName}' at ${props.TableUri} exists with the configured schema`

@@ -29,6 +29,7 @@ export function runtimeConfig(): RuntimeConfig {
 export function resetRuntime(): void {
   config = null
   tables.clear()
+  schemaCheckedAt.clear()
   sqs = null
   rejects = null
 }
@@ -53,12 +54,31 @@ export interface ResolvedTable {
 }
 
 const tables = new Map<string, Promise<ResolvedTable>>()
+/** when each cached table was last checked for a newer schema */
+const schemaCheckedAt = new Map<string, number>()
+/**
+ * How often a warm environment checks whether its cached table was altered (one HEAD of the
+ * next schema file): a handle on an older schema refuses files written under a newer one,
+ * so a request that meets one in this window fails and succeeds when retried.
+ */
+export const SCHEMA_CHECK_MS = 1000
 
-/** The configured table by name, opened once per execution environment. */
-export function resolveTable(name: string): Promise<ResolvedTable | null> {
+/**
+ * The configured table by name, opened once per execution environment and opened again
+ * when `strata alter` has given it a newer schema (checked at most every SCHEMA_CHECK_MS).
+ */
+export async function resolveTable(name: string): Promise<ResolvedTable | null> {
   const rc = runtimeConfig()
   const cfg = rc.tables.get(name)
-  if (!cfg) return Promise.resolve(null)
+  if (!cfg) return null
+  const cached = tables.get(name)
+  const now = Date.now()
+  if (cached && now - (schemaCheckedAt.get(name) ?? 0) >= SCHEMA_CHECK_MS) {
+    schemaCheckedAt.set(name, now)
+    const r = await cached.catch(() => null)
+    // a failed probe keeps the handle: the next one asks again
+    if (r && (await r.table.newerSchemaExists().catch(() => false)) && tables.get(name) === cached) tables.delete(name)
+  }
   let t = tables.get(name)
   if (!t) {
     t = Table.open(cfg.uri, { metadataCacheBytes: rc.metadataCacheBytes, footerCacheBytes: rc.footerCacheBytes }).then((table) => {
@@ -77,6 +97,7 @@ export function resolveTable(name: string): Promise<ResolvedTable | null> {
     // a failed open is not cached: the next invocation tries again
     t.catch(() => tables.delete(name))
     tables.set(name, t)
+    schemaCheckedAt.set(name, now)
   }
   return t
 }

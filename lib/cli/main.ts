@@ -358,6 +358,24 @@ export function buildProgram(): Command {
       }
     })
 
+  program
+    .command('alter <table> <change> [args...]')
+    .description(
+      'evolve the schema, one change per call, each a new schema file: add <column> <type> [--first | --after <col>] [--comment <text>]; rename <column> <new-name>; drop <column>; modify <column> [<type>] [--comment <text>] [--nullable]; comment <text> (the table\'s)',
+    )
+    .option('--first', 'add: put the column first')
+    .option('--after <column>', 'add: put the column after this one (default: last)')
+    .option('--comment <text>', "add, modify: the column's comment")
+    .option('--nullable', 'modify: make a NOT NULL column nullable')
+    .option('--not-null', 'modify: make a column NOT NULL (refused, as Paimon refuses it by default)')
+    .action(async (uri: string, change: string, args: string[], o: { first?: boolean; after?: string; comment?: string; nullable?: boolean; notNull?: boolean }) => {
+      const { alterChanges, describeSchemaChange } = await import('./alter.ts')
+      const { alterTable } = await import('../table/alter.ts')
+      const changes = alterChanges(change, args, o)
+      const table = await alterTable(uri, changes)
+      out(`schema ${table.schema.id}: ${describeSchemaChange(table.schema)}`)
+    })
+
   const tag = program.command('tag').description("tags: names that pin a snapshot, kept by expiration and orphan cleanup (Paimon's tag files)")
   tag
     .command('create <table> <name>')

@@ -228,8 +228,14 @@ export class BatchingCommitter {
     const ready = live.filter((it) => it.message && outcomes[it.index] === undefined)
     for (const it of ready) {
       const m = it.message!
-      if (m.schemaId !== table.view.schema.id) {
-        outcomes[it.index] = { status: 'failed', error: new StrataInputError(`commit message ${it.key}: schemaId ${m.schemaId}, expected the table's schema ${table.view.schema.id}`), conflict: true }
+      // a message of an older schema lands (its files map to later schemas by field id); one
+      // of a newer schema than this handle's means the table was altered since it opened
+      if (m.schemaId > table.view.schema.id) {
+        outcomes[it.index] = {
+          status: 'failed',
+          error: new StrataInputError(`commit message ${it.key}: schemaId ${m.schemaId}, newer than the committer's schema ${table.view.schema.id} (the table was altered after the committer opened it); expected at most ${table.view.schema.id}`),
+          conflict: false,
+        }
       }
     }
     const appends = ready.filter((it) => it.message!.kind === 'APPEND' && outcomes[it.index] === undefined)

@@ -145,7 +145,9 @@ export class FileStoreCommit implements Committer {
         version: 3,
         uuid: randomUUID(),
         id,
-        schemaId: req.schemaId,
+        // never below the latest snapshot's: a writer still on an older schema (its files map
+        // by field id) does not make the snapshot claim a schema older than files it holds
+        schemaId: Math.max(req.schemaId, latest?.schemaId ?? 0),
         baseManifestList: baseList.name,
         baseManifestListSize: baseList.size,
         deltaManifestList: deltaList!.name,

@@ -11,7 +11,7 @@
 // Readers then skip level 0 and read every other file on its own, vector applied.
 
 import { rowComparator } from '../format/compare.ts'
-import { type ByteSource, type DataFileLayout, DataFileReader, DataFileWriter, KEY_FIELD_PREFIX } from '../format/data-file.ts'
+import { type ByteSource, DataFileWriter, KEY_FIELD_PREFIX } from '../format/data-file.ts'
 import { type DeletionVector, DELETION_VECTORS_INDEX, deletionVectorOf, writeDeletionVectorFiles } from '../format/deletion-vector.ts'
 import { type IndexManifestEntry, type KeyValue, type ManifestEntry, type Snapshot, type Value, CommitConflictError, FileKind, isRetract } from '../types.ts'
 import { bucketsScope } from '../manifest/bucket-scope.ts'
@@ -28,7 +28,7 @@ import { type CompactOptions, type CompactStep, type CompactUnit, type LsmFile, 
 import { mergeSortedRuns } from './merge-reader.ts'
 import { type LookupFile, type MergePathRequest, chooseMergePath, mergeColumnarRuns } from './columnar-merge.ts'
 import { physicalEncoder } from '../format/parquet-types.ts'
-import { ColumnarFileReader } from '../format/columnar-reader.ts'
+import { type ColumnarSource, type RecordFileReader, openColumnarFile, openRecordFile } from '../table/evolution.ts'
 import type { ColumnBatch } from '../format/columnar-types.ts'
 import { compactsWithLookup, createLookupMergeFunction, createMergeFunction, engineTraits, sequenceComparator } from './merge-function.ts'
 import { BATCH_COMMIT_IDENTIFIER, type Committer, type ExpectedIndex } from '../commit/committer.ts'
@@ -136,14 +136,14 @@ function entryOf(f: LsmFile): ManifestEntry {
   return f.entry as ManifestEntry
 }
 
-/** An input file's bytes and layout, once its schema is checked: what both merges open. */
-async function inputOf(table: Table, io: ObjectStore, dir: string, f: LsmFile): Promise<[ByteSource, DataFileLayout]> {
-  await table.checkFileSchema(f.name, entryOf(f).file.schemaId)
-  return [byteSourceOf(io, dataFileKey(table, dir, entryOf(f).file), Number(entryOf(f).file.fileSize)), { keyFields: table.view.keyFields, valueFields: table.view.fields }]
+/** An input file's bytes. */
+function inputOf(table: Table, io: ObjectStore, dir: string, f: LsmFile): ByteSource {
+  return byteSourceOf(io, dataFileKey(table, dir, entryOf(f).file), Number(entryOf(f).file.fileSize))
 }
 
-async function openInput(table: Table, io: ObjectStore, dir: string, f: LsmFile): Promise<DataFileReader> {
-  return DataFileReader.open(...(await inputOf(table, io, dir, f)))
+/** An input file for the row merge: a file of an older schema is mapped to the table's by field id (lib/table/evolution.ts). */
+function openInput(table: Table, io: ObjectStore, dir: string, f: LsmFile): Promise<RecordFileReader> {
+  return openRecordFile(table, f.name, entryOf(f).file.schemaId, inputOf(table, io, dir, f))
 }
 
 /** A run's files opened up to `ahead` before the one being read, in order. */
@@ -179,8 +179,8 @@ async function* readRun(
 }
 
 /** `openInput` for the columnar merge. */
-async function openColumnarInput(table: Table, io: ObjectStore, dir: string, f: LsmFile): Promise<ColumnarFileReader> {
-  return ColumnarFileReader.open(...(await inputOf(table, io, dir, f)))
+function openColumnarInput(table: Table, io: ObjectStore, dir: string, f: LsmFile): Promise<ColumnarSource> {
+  return openColumnarFile(table, f.name, entryOf(f).file.schemaId, inputOf(table, io, dir, f))
 }
 
 /**
@@ -251,7 +251,7 @@ class LevelLookup {
   private pos = 0
   private iter: AsyncIterator<{ kvs: KeyValue[]; positions: number[] }> | null = null
   /** the open of the file at fileIdx, started before its first probe */
-  private opening: Promise<DataFileReader> | null = null
+  private opening: Promise<RecordFileReader> | null = null
   private cmp: (a: unknown[], b: unknown[]) => number
 
   constructor(

@@ -6,7 +6,7 @@
 import { deserializeBinaryRow } from '../format/binary-row.ts'
 import { bucketOf } from '../format/bucket.ts'
 import { rowComparator } from '../format/compare.ts'
-import { type ByteSource, DataFileReader } from '../format/data-file.ts'
+import type { ByteSource } from '../format/data-file.ts'
 import { bucketPath } from '../format/partition-path.ts'
 import { compareLevel0 } from '../lsm/levels.ts'
 import { mergeSortedRuns } from '../lsm/merge-reader.ts'
@@ -22,6 +22,7 @@ import { decodeKey } from '../table/file-meta.ts'
 import { valueFromJson } from '../table/json-values.ts'
 import type { SchemaView } from '../table/schema.ts'
 import type { Table } from '../table/table.ts'
+import { type RecordFileReader, openRecordFile } from '../table/evolution.ts'
 import { requireTag } from '../table/tags.ts'
 
 export interface Split {
@@ -223,13 +224,15 @@ function countOpen(stats: ReadStats | undefined, level: number): void {
   stats.filesOpened[level]++
 }
 
-async function openFile(table: Table, store: ObjectStore, split: Split, e: ManifestEntry, stats?: ReadStats): Promise<DataFileReader> {
+async function openFile(table: Table, store: ObjectStore, split: Split, e: ManifestEntry, stats?: ReadStats): Promise<RecordFileReader> {
   countOpen(stats, e.file.level)
-  await table.checkFileSchema(e.file.fileName, e.file.schemaId)
   const key = dataFileKey(table, split.path, e.file)
-  return DataFileReader.open(
+  // a file of an older schema is read in its own layout and mapped by field id (lib/table/evolution.ts)
+  return openRecordFile(
+    table,
+    e.file.fileName,
+    e.file.schemaId,
     byteSourceOf(store, key, Number(e.file.fileSize)),
-    { keyFields: table.view.keyFields, valueFields: table.view.fields },
     // the handle's footer cache: a file opened before costs no request to open again
     { footerCache: table.footers, cacheKey: key },
   )
@@ -263,7 +266,7 @@ export class FileOpener {
   private readonly queue: { split: Split; entry: ManifestEntry }[] = []
   private readonly firstOf = new Map<Split, number>()
   /** opens started and not yet taken */
-  private readonly ahead = new Map<ManifestEntry, Promise<DataFileReader>>()
+  private readonly ahead = new Map<ManifestEntry, Promise<RecordFileReader>>()
   private readonly dvs = new Map<Split, Promise<Map<string, DeletionVector>>>()
   /** queue position of the next file to start opening */
   private next = 0
@@ -304,7 +307,7 @@ export class FileOpener {
   }
 
   /** The opened file, started ahead or now; then the window moves on past it. */
-  open(split: Split, entry: ManifestEntry): Promise<DataFileReader> {
+  open(split: Split, entry: ManifestEntry): Promise<RecordFileReader> {
     let p = this.ahead.get(entry)
     if (p) this.ahead.delete(entry)
     else {
@@ -324,7 +327,7 @@ export class FileOpener {
     }
   }
 
-  private start(split: Split, entry: ManifestEntry): Promise<DataFileReader> {
+  private start(split: Split, entry: ManifestEntry): Promise<RecordFileReader> {
     this.deletionVectors(split)
     return openFile(this.table, this.io, split, entry, this.stats)
   }

@@ -27,6 +27,16 @@ const SYSTEM_FIELD_ID_START = Math.floor(2147483647 / 2)
 
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
 
+/** Why `name` cannot name a new field (a Paimon system name, a JSON-line key, not well-formed), or null. */
+export function newFieldNameProblem(name: string): string | null {
+  const problem = systemNameProblem(name)
+  if (problem) return problem
+  if (JSON_LINE_KEYS.has(name)) {
+    return `'${name}' is a key of Strata's JSON lines (${JSON_LINE_KEYS.get(name)}), so no write could set the field; expected another name (reserved: ${[...JSON_LINE_KEYS.keys()].join(', ')})`
+  }
+  return null
+}
+
 function systemNameProblem(name: string): string | null {
   if (PAIMON_SYSTEM_NAMES.has(name) || name.startsWith(KEY_FIELD_PREFIX)) {
     return `'${name}' is a Paimon system field name (reserved: ${KEY_FIELD_PREFIX}*, ${[...PAIMON_SYSTEM_NAMES].join(', ')})`

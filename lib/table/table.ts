@@ -9,12 +9,20 @@ import type { DataFileFooter, FooterCache } from '../format/data-file.ts'
 import { type MergeEngineConfig, parseMergeEngineConfig } from '../lsm/merge-function.ts'
 import { openStore } from '../store/open-store.ts'
 import type { ObjectStore } from '../store/object-store.ts'
-import { type DataField, type TableSchema, StrataInputError } from '../types.ts'
-import { formatDataType } from './data-type.ts'
+import { type TableSchema, StrataInputError } from '../types.ts'
+import { type FieldMapping, fieldMapping } from './evolution.ts'
 import { SCHEMA_DIR, schemaKey } from './paths.ts'
 import { type SchemaView, createSchema, describeSchema, parseSchema, serializeSchema } from './schema.ts'
 
 const decoder = new TextDecoder()
+
+/**
+ * A handle met a data file of a newer schema than its own (the table was altered after it was
+ * opened). Not bad input: the same call on a handle opened again succeeds, so it is retryable.
+ */
+export class StaleSchemaError extends Error {
+  override name = 'StaleSchemaError'
+}
 
 /** What a process decides about a handle, as opposed to the table's own options. */
 export interface TableOpenOptions {
@@ -65,27 +73,50 @@ export class Table {
     return this.store.uri
   }
 
-  /** The fields of each older schema a data file names, by schema id (read once per handle). */
-  private readonly olderFields = new Map<number, Promise<string | null>>()
+  /** The mapping of each other schema's files to this handle's, by schema id (each schema read once per handle). */
+  private readonly mappings = new Map<number, Promise<FieldMapping | null>>()
 
   /**
-   * Refuses a data file written under another schema whose fields differ from this one's
-   * (Paimon's schema evolution: an added, dropped, renamed or retyped column). A file of an
-   * older schema with the same fields (only options changed) reads as any other.
+   * How a data file written under schema `schemaId` maps to this handle's schema, by field id
+   * (lib/table/evolution.ts); null when its fields are this schema's. A file of a newer schema
+   * than the handle's (the table was altered after this handle opened it) is refused: reading
+   * it through the older schema would drop what the newer one added.
    */
-  async checkFileSchema(fileName: string, schemaId: bigint | number): Promise<void> {
+  fieldMapping(schemaId: bigint | number, fileName: string): Promise<FieldMapping | null> {
     const id = Number(schemaId)
-    if (id === this.schema.id) return
-    let fields = this.olderFields.get(id)
-    if (!fields) {
-      fields = this.store.get(schemaKey(id)).then((b) => (b ? fieldsFingerprint(parseSchema(decoder.decode(b), `${this.uri}/${schemaKey(id)}`).fields) : null))
-      this.olderFields.set(id, fields)
+    if (id === this.schema.id) return Promise.resolve(null)
+    let m = this.mappings.get(id)
+    if (!m) {
+      m = this.schemaById(id).then((s) => fieldMapping(this.schema, s))
+      // a failed read of the schema file (the store) is not kept: the next open asks again
+      m.catch(() => this.mappings.delete(id))
+      this.mappings.set(id, m)
     }
-    const older = await fields
-    if (older === fieldsFingerprint(this.schema.fields)) return
-    throw new StrataInputError(
-      `data file ${fileName} was written under schema ${id}${older === null ? ` (missing from ${this.uri})` : ''}, whose fields differ from the table's schema ${this.schema.id}: reading files written before a column change needs schema evolution, which Strata does not support yet`,
-    )
+    return m.catch((e: Error) => {
+      if (e instanceof StaleSchemaError) throw new StaleSchemaError(`data file ${fileName}: ${e.message}`)
+      throw e instanceof StrataInputError ? new StrataInputError(`data file ${fileName}: ${e.message}`) : e
+    })
+  }
+
+  /** A schema of this table by id: this handle's, or read from `schema/schema-N`. */
+  async schemaById(id: number): Promise<TableSchema> {
+    if (id === this.schema.id) return this.schema
+    if (id > this.schema.id) {
+      throw new StaleSchemaError(`written under schema ${id}, newer than this handle's schema ${this.schema.id}: the table was altered after it was opened; open it again`)
+    }
+    const bytes = await this.store.get(schemaKey(id))
+    if (!bytes) throw new StrataInputError(`written under schema ${id}, which is missing from ${this.uri} (no ${schemaKey(id)})`)
+    return parseSchema(decoder.decode(bytes), `${this.uri}/${schemaKey(id)}`)
+  }
+
+  /** Whether the table has a schema newer than this handle's (one HEAD: `schema/schema-(N+1)`, which every alter creates). */
+  async newerSchemaExists(): Promise<boolean> {
+    return (await this.store.head(schemaKey(this.schema.id + 1))) !== null
+  }
+
+  /** The id of the table's latest schema in the store (one LIST), to notice an alter made after this handle opened. */
+  async latestSchemaId(): Promise<number> {
+    return latestSchemaIdIn(this.store)
   }
 
   /** Creates a table from the user's schema JSON; refuses if one already exists there. */
@@ -101,20 +132,19 @@ export class Table {
   /** Opens the table with its latest schema. */
   static async open(store: ObjectStore | string, opts?: TableOpenOptions): Promise<Table> {
     const s = typeof store === 'string' ? openStore(store) : store
-    const infos = await s.list(SCHEMA_DIR)
-    const ids = infos
-      .map((i) => /^schema\/schema-(\d+)$/.exec(i.key))
-      .filter((m): m is RegExpExecArray => m !== null)
-      .map((m) => Number(m[1]))
-      .sort((a, b) => a - b)
-    if (ids.length === 0) throw new StrataInputError(`no table at ${s.uri} (no ${SCHEMA_DIR}schema-N); create it with 'strata create'`)
-    const id = ids[ids.length - 1]
+    const id = await latestSchemaIdIn(s)
+    if (id < 0) throw new StrataInputError(`no table at ${s.uri} (no ${SCHEMA_DIR}schema-N); create it with 'strata create'`)
     const bytes = await s.get(schemaKey(id))
     return new Table(s, parseSchema(decoder.decode(bytes!), `${s.uri}/${schemaKey(id)}`), opts)
   }
 }
 
-/** A schema's fields as the data files lay them out: id, name and type of each, in order. */
-function fieldsFingerprint(fields: readonly DataField[]): string {
-  return JSON.stringify(fields.map((f) => [f.id, f.name, formatDataType(f.type)]))
+/** The largest N of the store's `schema/schema-N`, or -1 when there is none. */
+export async function latestSchemaIdIn(store: ObjectStore): Promise<number> {
+  let latest = -1
+  for (const info of await store.list(SCHEMA_DIR)) {
+    const m = /^schema\/schema-(\d+)$/.exec(info.key)
+    if (m) latest = Math.max(latest, Number(m[1]))
+  }
+  return latest
 }

@@ -150,6 +150,7 @@ public final class PaimonInterop {
                 case "add-column":
                     addColumn(a, out);
                     break;
+                case "alter": SchemaAlter.run(a.table, a.in, out); break;
                 default:
                     throw new IllegalArgumentException("unknown command '" + a.command + "' (read, meta, write, compact, expire, add-column, batch)");
             }

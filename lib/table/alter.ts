@@ -1,0 +1,212 @@
+// Schema evolution: `strata alter`. A list of changes (Paimon's SchemaChange: add, rename,
+// drop a column, update its type, nullability or comment, update the table comment) is
+// applied to the latest schema and written as `schema/schema-(N+1)`, created only if absent,
+// so that two alters racing for the same id cannot both land; the loser applies its changes
+// again to the schema that won (Paimon's SchemaManager.commitChanges does the same). What
+// Paimon refuses is refused here, and narrowing more strictly (docs/format.md "Schema
+// evolution"); a refused alter writes nothing.
+
+import type { ObjectStore } from '../store/object-store.ts'
+import { type DataField, type TableSchema, StrataInputError } from '../types.ts'
+import { parseDataType, typeLabel } from './data-type.ts'
+import { openStore } from '../store/open-store.ts'
+import { WIDENINGS, isWidening } from './evolution.ts'
+import { schemaKey } from './paths.ts'
+import { SCHEMA_VERSION, describeSchema, newFieldNameProblem, parseSchema, serializeSchema } from './schema.ts'
+import { Table, latestSchemaIdIn } from './table.ts'
+
+/** Where an added column goes (Paimon's SchemaChange.Move): first, or after a field; default last. */
+export type ColumnPosition = { first: true } | { after: string }
+
+/** One change of a schema, as Paimon's SchemaChange names them. */
+export type SchemaChange =
+  | { kind: 'add-column'; name: string; type: string; comment?: string; position?: ColumnPosition }
+  | { kind: 'rename-column'; name: string; newName: string }
+  | { kind: 'drop-column'; name: string }
+  /** a widening; the column keeps its nullability unless `type` ends in NOT NULL or NULL */
+  | { kind: 'update-column-type'; name: string; type: string }
+  | { kind: 'update-column-nullability'; name: string; nullable: boolean }
+  /** null removes the comment */
+  | { kind: 'update-column-comment'; name: string; comment: string | null }
+  /** the table's comment; null removes it */
+  | { kind: 'update-comment'; comment: string | null }
+
+/** Per-field option suffixes whose key names the field (Paimon renames them with the column). */
+const FIELD_OPTION_SUFFIXES = ['aggregate-function', 'ignore-retract', 'distinct', 'list-agg-delimiter']
+
+function describeChange(c: SchemaChange): string {
+  return c.kind === 'update-comment' ? `alter ${c.kind}` : `alter ${c.kind} '${c.name}'`
+}
+
+/** Applies `changes` in order to `schema`, giving schema id + 1; throws StrataInputError naming the change and column. */
+export function applySchemaChanges(schema: TableSchema, changes: readonly SchemaChange[], timeMillis = Date.now()): TableSchema {
+  if (changes.length === 0) throw new StrataInputError('alter: expected at least one change (add-column, rename-column, drop-column, update-column-type, update-column-nullability, update-column-comment, update-comment)')
+  let fields: DataField[] = schema.fields.map((f) => ({ ...f }))
+  let highestFieldId = schema.highestFieldId
+  let primaryKeys = [...schema.primaryKeys]
+  let options: Record<string, string> = { ...schema.options }
+  let comment = schema.comment
+  const partitionKeys = schema.partitionKeys
+  for (const c of changes) {
+    const where = describeChange(c)
+    const fail = (problem: string): never => {
+      throw new StrataInputError(`${where}: ${problem}`)
+    }
+    const names = () => fields.map((f) => f.name).join(', ')
+    const existing = (name: string): number => {
+      const i = fields.findIndex((f) => f.name === name)
+      return i >= 0 ? i : fail(`no column '${name}' (columns: ${names()})`)
+    }
+    const freshName = (name: unknown, what: string): string => {
+      if (typeof name !== 'string' || name === '') return fail(`${what}: expected a non-empty column name, got ${JSON.stringify(name)}`)
+      if (fields.some((f) => f.name === name)) fail(`${what}: column '${name}' already exists (columns: ${names()})`)
+      const problem = newFieldNameProblem(name)
+      if (problem) fail(`${what}: ${problem}`)
+      return name
+    }
+    switch (c.kind) {
+      case 'add-column': {
+        const name = freshName(c.name, 'name')
+        const type = parseDataType(c.type, `${where}: type`)
+        if (!type.nullable) fail(`type ${JSON.stringify(c.type)}: an added column cannot be NOT NULL (rows written before have no value for it), as in Paimon; expected a nullable type`)
+        const field: DataField = { id: ++highestFieldId, name, type }
+        if (c.comment !== undefined) field.description = c.comment
+        let at = fields.length
+        if (c.position && 'first' in c.position) at = 0
+        else if (c.position && 'after' in c.position) at = existing(c.position.after) + 1
+        else if (options['add-column-before-partition'] === 'true' && partitionKeys.length > 0) {
+          // Paimon's option: a column added without a position goes before the first partition key
+          const first = fields.findIndex((f) => partitionKeys.includes(f.name))
+          if (first >= 0) at = first
+        }
+        fields.splice(at, 0, field)
+        break
+      }
+      case 'rename-column': {
+        const i = existing(c.name)
+        if (partitionKeys.includes(c.name)) fail(`'${c.name}' is a partition key; Paimon cannot rename a partition column`)
+        const newName = freshName(c.newName, 'new name')
+        fields[i] = { ...fields[i], name: newName }
+        primaryKeys = primaryKeys.map((k) => (k === c.name ? newName : k))
+        options = renameInOptions(options, c.name, newName)
+        break
+      }
+      case 'drop-column': {
+        const i = existing(c.name)
+        if (partitionKeys.includes(c.name) || primaryKeys.includes(c.name)) {
+          fail(`'${c.name}' is a ${partitionKeys.includes(c.name) ? 'partition key' : 'primary key'} field; Paimon cannot drop a partition key or primary key (primary key: [${primaryKeys.join(', ')}])`)
+        }
+        if (fields.length === 1) fail('it is the only column; a table keeps at least one')
+        fields = fields.filter((_, j) => j !== i)
+        break
+      }
+      case 'update-column-type': {
+        const i = existing(c.name)
+        if (partitionKeys.includes(c.name)) fail(`'${c.name}' is a partition key; Paimon cannot update a partition column's type`)
+        if (primaryKeys.includes(c.name)) fail(`'${c.name}' is a primary key field; Paimon cannot update a primary key's type`)
+        const text = typeof c.type === 'string' ? c.type.trim() : c.type
+        const parsed = parseDataType(text, `${where}: type`)
+        const old = fields[i].type
+        // "BIGINT" keeps the column's nullability; "BIGINT NOT NULL" / "BIGINT NULL" sets it
+        const explicit = typeof text === 'string' && /\bNULL$/i.test(text)
+        const nullable = explicit ? parsed.nullable : old.nullable
+        if (old.nullable && !nullable) fail(notNullRefusal(c.name))
+        const type = { ...parsed, nullable }
+        if (!isWidening(old, type)) {
+          fail(`cannot change the type from ${typeLabel(old)} to ${typeLabel(type)}: not a widening (a value of the old type could be lost or changed); expected one of ${WIDENINGS}`)
+        }
+        fields[i] = { ...fields[i], type }
+        break
+      }
+      case 'update-column-nullability': {
+        const i = existing(c.name)
+        if (typeof c.nullable !== 'boolean') fail(`nullable: expected true or false, got ${JSON.stringify(c.nullable)}`)
+        if (c.nullable && primaryKeys.includes(c.name)) fail(`'${c.name}' is a primary key field, which is NOT NULL; Paimon cannot change the nullability of a primary key`)
+        if (fields[i].type.nullable && !c.nullable) fail(notNullRefusal(c.name))
+        fields[i] = { ...fields[i], type: { ...fields[i].type, nullable: c.nullable } }
+        break
+      }
+      case 'update-column-comment': {
+        const i = existing(c.name)
+        if (c.comment !== null && typeof c.comment !== 'string') fail(`comment: expected a string or null, got ${JSON.stringify(c.comment)}`)
+        const f: DataField = { id: fields[i].id, name: fields[i].name, type: fields[i].type }
+        if (c.comment !== null) f.description = c.comment
+        fields[i] = f
+        break
+      }
+      case 'update-comment': {
+        if (c.comment !== null && typeof c.comment !== 'string') fail(`comment: expected a string or null, got ${JSON.stringify(c.comment)}`)
+        comment = c.comment ?? undefined
+        break
+      }
+      default:
+        throw new StrataInputError(`alter: unknown change ${JSON.stringify((c as { kind?: unknown }).kind)}; expected add-column, rename-column, drop-column, update-column-type, update-column-nullability, update-column-comment or update-comment`)
+    }
+  }
+  const next: TableSchema = {
+    version: SCHEMA_VERSION,
+    id: schema.id + 1,
+    fields,
+    highestFieldId,
+    partitionKeys: [...partitionKeys],
+    primaryKeys,
+    options,
+    timeMillis,
+  }
+  if (comment !== undefined) next.comment = comment
+  // what a reader of the stored file checks (keys, names, options against the fields, the
+  // merge engine's field options): an option naming a dropped column fails here, as in Paimon
+  let parsed: TableSchema
+  try {
+    parsed = parseSchema(serializeSchema(next), `alter: schema ${next.id}`)
+  } catch (e) {
+    if (e instanceof StrataInputError) throw new StrataInputError(`${e.message} (the schema these changes would make is invalid; nothing was written)`)
+    throw e
+  }
+  // as create checks it: the smallest row counts at most 8 bytes a field
+  const smallestRow = 8 * fields.length
+  if (options['write.max-row-size'] !== undefined && describeSchema(parsed).options.maxRowBytes < smallestRow) {
+    throw new StrataInputError(
+      `alter: option 'write.max-row-size' is ${JSON.stringify(options['write.max-row-size'])}, expected at least ${smallestRow} bytes for the ${fields.length} fields after these changes (8 per field), or no row could be written; raise it first`,
+    )
+  }
+  return parsed
+}
+
+function notNullRefusal(name: string): string {
+  return `cannot make '${name}' NOT NULL: it is nullable, and rows already written may hold null; Paimon refuses nullable to NOT NULL by default ('alter-column-null-to-not-null.disabled'), and Strata always does`
+}
+
+/** Paimon's renames in options: bucket-key, sequence.field, and fields.<name>.<suffix> keys (SchemaManager.applyRenameColumnsToOptions). */
+function renameInOptions(options: Record<string, string>, from: string, to: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  const renameList = (v: string) => v.split(',').map((n) => (n === from ? to : n)).join(',')
+  for (const [k, v] of Object.entries(options)) {
+    if (k === 'bucket-key' || k === 'sequence.field') out[k] = renameList(v)
+    else {
+      const suffix = FIELD_OPTION_SUFFIXES.find((s) => k === `fields.${from}.${s}`)
+      if (suffix) out[`fields.${to}.${suffix}`] = v
+      else out[k] = v
+    }
+  }
+  return out
+}
+
+/** How many times an alter applies its changes again after losing the race for the next schema id. */
+const ALTER_ATTEMPTS = 10
+
+/**
+ * Applies `changes` to the table's latest schema and writes it as the next `schema/schema-N`,
+ * created only if absent; on a lost race, applies them again to the schema that won. Returns
+ * a handle on the new schema. Nothing is written when a change is refused.
+ */
+export async function alterTable(store: ObjectStore | string | Table, changes: readonly SchemaChange[]): Promise<Table> {
+  const s = store instanceof Table ? store.store : typeof store === 'string' ? openStore(store) : store
+  for (let attempt = 0; attempt < ALTER_ATTEMPTS; attempt++) {
+    const table = await Table.open(s)
+    const next = applySchemaChanges(table.schema, changes)
+    if (await table.store.putIfAbsent(schemaKey(next.id), new TextEncoder().encode(serializeSchema(next)))) return Table.open(table.store)
+  }
+  const latest = await latestSchemaIdIn(s)
+  throw new StrataInputError(`alter: lost the race for the next schema id ${ALTER_ATTEMPTS} times (latest schema ${latest}); other alters keep landing, try again`)
+}
