@@ -93,6 +93,11 @@ export interface DeployConfig {
     /** ingest age alarm: oldest ingest message (SQS) or the writer's iterator age (Kinesis) */
     ingestAgeSeconds: number
   }
+  /**
+   * The commit feed (lib/commit/commit-feed.ts): a standard SQS queue the committers publish
+   * one event to per fold that created snapshots. On unless `enabled: false`.
+   */
+  feed: { enabled: boolean; retentionDays: number }
 }
 
 /** CloudWatch Logs accepts only these retention periods (RetentionDays in aws-cdk-lib). */
@@ -338,7 +343,7 @@ function tableConfig(value: unknown, i: number, where: string): TableDeployConfi
 
 /** Validates a parsed config object; `where` names its source in every error. */
 export function parseDeployConfig(value: unknown, where = 'strata config'): DeployConfig {
-  const top = Section.of(value, '', where, ['stackName', 'tables', 'ingest', 'bucket', 'functions', 'alarms'])
+  const top = Section.of(value, '', where, ['stackName', 'tables', 'ingest', 'bucket', 'functions', 'alarms', 'feed'])
   const rawTables = top.raw('tables')
   if (!Array.isArray(rawTables) || rawTables.length === 0) {
     top.fail('tables', 'a non-empty array of {"name", "schema"}')
@@ -373,7 +378,9 @@ export function parseDeployConfig(value: unknown, where = 'strata config'): Depl
   if (email !== undefined && topicArn !== undefined) {
     a.fail('email', 'no value when alarms.topicArn is set: subscribe the address to that topic where the topic is managed (the stack subscribes it only to the topic it creates)')
   }
+  const feed = top.section('feed', ['enabled', 'retentionDays'])
   const config: DeployConfig = {
+    feed: { enabled: feed.bool('enabled', true), retentionDays: feed.int('retentionDays', 4, 1, 14) },
     stackName: top.raw('stackName') === undefined ? 'Strata' : top.string('stackName', STACK_NAME, 'a CloudFormation stack name (letters, digits and -, starting with a letter)'),
     tables,
     ingest,

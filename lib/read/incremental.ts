@@ -162,12 +162,13 @@ export async function planIncremental(table: Table, opts: IncrementalOptions): P
 }
 
 /**
- * Rows of the files of one split, raw and in order, with their kinds; files are opened up
- * to `io.max-concurrent-requests` ahead of the one being read.
+ * Rows of the plan's files from split `fromSplit` on, raw and in order, with their kinds and
+ * the index of their split; files are opened up to `io.max-concurrent-requests` ahead of the
+ * one being read.
  */
-async function* readRaw(table: Table, splits: Split[], valueColumns: string[], stats?: ReadStats): AsyncGenerator<{ split: Split; batch: KeyValue[] }> {
+export async function* readPlanSplits(table: Table, plan: IncrementalPlan, valueColumns: string[], fromSplit = 0, stats?: ReadStats): AsyncGenerator<{ split: number; batch: KeyValue[] }> {
   const io = new BoundedStore(table.store, table.view.options.ioMaxConcurrentRequests)
-  const queue = splits.flatMap((split) => split.files.map((entry) => ({ split, entry })))
+  const queue = plan.splits.slice(fromSplit).flatMap((split, i) => split.files.map((entry) => ({ split, index: fromSplit + i, entry })))
   const window = table.view.options.ioMaxConcurrentRequests
   const opened: Promise<DataFileReader>[] = []
   let next = 0
@@ -177,11 +178,16 @@ async function* readRaw(table: Table, splits: Split[], valueColumns: string[], s
       opened.push(startedAhead(openFile(table, io, split, entry, stats)))
     }
   }
-  for (const { split } of queue) {
+  for (const { index } of queue) {
     fill()
     const reader = await opened.shift()!
-    for await (const batch of reader.batches({ valueColumns, stats })) yield { split, batch }
+    for await (const batch of reader.batches({ valueColumns, stats })) yield { split: index, batch }
   }
+}
+
+/** The value columns a read of the plan decodes: the projected ones and the filter's (no merge needs more). */
+export function changeColumns(table: Table, plan: IncrementalPlan, filter?: KeyFilter): string[] {
+  return [...new Set([...plan.columns.map((i) => table.view.fields[i].name), ...Object.keys(filter ?? {})])]
 }
 
 /** The changes of the range, in batches: each row projected to the requested columns, with its kind. */
@@ -193,8 +199,7 @@ export async function* scanIncremental(table: Table, opts: IncrementalOptions): 
 export async function* readPlan(table: Table, plan: IncrementalPlan, opts: Pick<IncrementalOptions, 'filter' | 'stats'> = {}): AsyncGenerator<ChangeRow[]> {
   const filter = compileFilter(table.view, opts.filter)
   // no merge: only the projected columns and the filter's
-  const valueColumns = [...new Set([...plan.columns.map((i) => table.view.fields[i].name), ...Object.keys(opts.filter ?? {})])]
-  for await (const { batch } of readRaw(table, plan.splits, valueColumns, opts.stats)) {
+  for await (const { batch } of readPlanSplits(table, plan, changeColumns(table, plan, opts.filter), 0, opts.stats)) {
     const rows: ChangeRow[] = []
     for (const kv of batch) {
       if (!filter.matches(kv.value)) continue
