@@ -1,0 +1,84 @@
+// The commit feed in the synthesized stack (cdk/constructs/feed.ts): on by default, one
+// encrypted, TLS-only standard queue; each committer gets its URL and sqs:SendMessage on
+// that queue and nothing else of it; no other function may send to it; `feed.enabled: false`
+// removes it and the committers' variable; bad feed config fails naming the key.
+
+import { beforeAll, describe, expect, it } from 'vitest'
+import { parseDeployConfig } from '../cdk/config.ts'
+import { type Synth, idOf, ofType, synth } from './helpers/cdk.ts'
+
+const schema = {
+  fields: [
+    { name: 'id', type: 'BIGINT' },
+    { name: 'v', type: 'STRING' },
+  ],
+  primaryKeys: ['id'],
+  options: { bucket: '2' },
+}
+const CONFIG = { tables: [{ name: 'orders', schema }, { name: 'page_views', schema }] }
+
+type Statement = { Effect: string; Action: string | string[]; Resource: unknown }
+const actions = (st: Statement) => (Array.isArray(st.Action) ? st.Action : [st.Action])
+const resources = (st: Statement) => (Array.isArray(st.Resource) ? st.Resource : [st.Resource])
+
+function statementsOf(s: Synth, role: { node: { findChild(id: string): unknown } }): Statement[] {
+  const policy = role.node.findChild('DefaultPolicy') as { node: { defaultChild?: unknown } }
+  return s.resources[idOf(policy)].Properties.PolicyDocument.Statement
+}
+
+let on: Synth
+let off: Synth
+beforeAll(() => {
+  on = synth(CONFIG)
+  off = synth({ ...CONFIG, feed: { enabled: false } })
+}, 60_000)
+
+describe('commit feed in the stack', () => {
+  it('is one encrypted standard queue, its URL on every committer, SendMessage on it for committers only', () => {
+    const feed = on.stack.feed!
+    expect(feed).toBeDefined()
+    const feedId = idOf(feed.queue)
+    const q = on.resources[feedId]
+    expect(q.Type).toBe('AWS::SQS::Queue')
+    expect(q.Properties.FifoQueue).toBeUndefined()
+    expect(q.Properties.SqsManagedSseEnabled).toBe(true)
+    expect(q.Properties.MessageRetentionPeriod).toBe(4 * 86400)
+    const isFeed = (r: unknown) => JSON.stringify(r) === JSON.stringify({ 'Fn::GetAtt': [feedId, 'Arn'] })
+    for (const t of on.stack.tables) {
+      const env = on.resources[idOf(t.committer.fn)].Properties.Environment.Variables
+      expect(env.STRATA_FEED_QUEUE_URL).toEqual({ Ref: feedId })
+      const grants = statementsOf(on, t.committer.role).filter((st) => resources(st).some(isFeed))
+      expect(grants).toEqual([expect.objectContaining({ Effect: 'Allow', Action: 'sqs:SendMessage' })])
+      expect(resources(grants[0])).toHaveLength(1)
+    }
+    // no other role names the feed queue
+    const others = [on.stack.writer, on.stack.reader, on.stack.tableInit, ...on.stack.tables.flatMap((t) => [t.compactor, t.maintenance])]
+    for (const f of others) expect(statementsOf(on, f.role).filter((st) => resources(st).some(isFeed)), f.node.id).toEqual([])
+    const policy = ofType(on, 'AWS::SQS::QueuePolicy').find(([, r]) => r.Properties.Queues.some((x: { Ref: string }) => x.Ref === feedId))
+    expect(policy![1].Properties.PolicyDocument.Statement).toContainEqual(expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }))
+    const outputs = on.template.toJSON().Outputs
+    expect(outputs.CommitFeedQueueUrl.Value).toEqual({ Ref: feedId })
+    // committers send nothing but their commit queue and the feed
+    for (const t of on.stack.tables) {
+      const sends = statementsOf(on, t.committer.role).filter((st) => actions(st).includes('sqs:SendMessage'))
+      expect(sends.flatMap(resources)).toHaveLength(2)
+    }
+  })
+
+  it('feed.enabled false: no feed queue, no variable, no grant', () => {
+    expect(off.stack.feed).toBeUndefined()
+    expect(ofType(off, 'AWS::SQS::Queue')).toHaveLength(ofType(on, 'AWS::SQS::Queue').length - 1)
+    for (const t of off.stack.tables) {
+      expect(off.resources[idOf(t.committer.fn)].Properties.Environment.Variables.STRATA_FEED_QUEUE_URL).toBeUndefined()
+      expect(statementsOf(off, t.committer.role).filter((st) => actions(st).includes('sqs:SendMessage')).flatMap(resources)).toHaveLength(1)
+    }
+    expect(off.template.toJSON().Outputs.CommitFeedQueueUrl).toBeUndefined()
+  })
+
+  it('bad feed config is refused naming the key', () => {
+    expect(() => parseDeployConfig({ ...CONFIG, feed: { enabled: 'yes' } })).toThrow('feed.enabled: invalid value "yes", expected true or false')
+    expect(() => parseDeployConfig({ ...CONFIG, feed: { retentionDays: 30 } })).toThrow('feed.retentionDays: invalid value 30, expected an integer in 1..14')
+    expect(() => parseDeployConfig({ ...CONFIG, feed: { queue: 'x' } })).toThrow('feed')
+    expect(parseDeployConfig({ ...CONFIG, feed: { retentionDays: 2 } }).feed).toEqual({ enabled: true, retentionDays: 2 })
+  })
+})
