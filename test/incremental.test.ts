@@ -46,12 +46,13 @@ async function changes(table: Table, from: number, to?: number, mode?: 'auto' | 
   return (await readIncremental(table, { fromSnapshot: from, toSnapshot: to, mode })).map((c) => changeText(ROW_KIND_SHORT[c.kind], c.row)).sort()
 }
 
-type Cmd = { t: 'write'; ops: Op[] } | { t: 'compact'; full: boolean } | { t: 'expire'; keep: number }
+type Cmd = { t: 'write'; ops: Op[] } | { t: 'compact'; full: boolean } | { t: 'expire'; keep: number } | { t: 'consume'; id: 'c1' | 'c2' }
 
 const cmdArb: fc.Arbitrary<Cmd> = fc.oneof(
   { weight: 5, arbitrary: fc.array(opArb('deduplicate', 8), { minLength: 1, maxLength: 6 }).map((ops) => ({ t: 'write' as const, ops })) },
   { weight: 2, arbitrary: fc.boolean().map((full) => ({ t: 'compact' as const, full })) },
   { weight: 1, arbitrary: fc.integer({ min: 1, max: 4 }).map((keep) => ({ t: 'expire' as const, keep })) },
+  { weight: 2, arbitrary: fc.constantFrom('c1' as const, 'c2' as const).map((id) => ({ t: 'consume' as const, id })) },
 )
 
 describe('incremental reads against the model', () => {
@@ -61,11 +62,25 @@ describe('incremental reads against the model', () => {
         const table = await Table.create(new MemoryStore(), schemaFor('deduplicate', { 'deletion-vectors.enabled': String(dv) }))
         // snapshot id → the model's changes (a COMPACT snapshot changes nothing)
         const delta = new Map<number, string[]>()
+        // a consumer reads every change exactly once, whatever expiration does meanwhile
+        const consumed = new Map<string, string[]>()
+        const started = new Map<string, number>()
         for (const c of cmds) {
           const before = await table.snapshots.latestId()
           if (c.t === 'write') delta.set(await write(table, c.ops), deltaOf(c.ops))
           else if (c.t === 'compact') await compactTable(table, { full: c.full })
-          else await expireSnapshots(table, { numRetainedMin: c.keep, numRetainedMax: c.keep, timeRetainedMs: 0 })
+          else if (c.t === 'expire') await expireSnapshots(table, { numRetainedMin: c.keep, numRetainedMax: c.keep, timeRetainedMs: 0 })
+          else {
+            // the first read starts at what is retained
+            const latestNow = await table.snapshots.latestId()
+            const first = latestNow === 0 ? 0 : (await table.snapshots.earliestId()) - 1
+            if (!started.has(c.id)) started.set(c.id, first)
+            const from = await consumerStart(table, c.id, first)
+            const plan = await planIncremental(table, { fromSnapshot: from })
+            const got = await changes(table, from, plan.to)
+            consumed.set(c.id, [...(consumed.get(c.id) ?? []), ...got])
+            await recordConsumer(table, c.id, plan)
+          }
           const after = await table.snapshots.latestId()
           for (let id = before + 1; id <= after; id++) {
             if (!delta.has(id)) {
@@ -83,6 +98,12 @@ describe('incremental reads against the model', () => {
         for (let id = a + 1; id <= b; id++) want.push(...delta.get(id)!)
         expect(await changes(table, a, b)).toEqual(want.sort())
         if (b === latest) expect(await changes(table, a, undefined, 'auto')).toEqual(want.sort())
+        for (const [id, got] of consumed) {
+          const next = (await getConsumer(table, id))!
+          const want: string[] = []
+          for (let s = started.get(id)! + 1; s < next; s++) want.push(...(delta.get(s) ?? []))
+          expect(got.sort(), `consumer ${id} up to ${next - 1}`).toEqual(want.sort())
+        }
         // a range starting before what expiration kept is refused, naming the value
         if (earliest > 1) await expect(changes(table, earliest - 2)).rejects.toThrow(`--from-snapshot ${earliest - 2}: snapshot ${earliest - 1}, the first of the range, has expired`)
       }),

@@ -114,7 +114,11 @@ export async function planIncremental(table: Table, opts: IncrementalOptions): P
   }
   const to = opts.toSnapshot ?? latest
   if (from > to) {
-    throw new StrataInputError(`${names.from} ${from} is after ${opts.toSnapshot !== undefined ? `${names.to} ${to}` : `the latest snapshot ${to}`}: expected ${names.from} <= ${names.to} (the range is (from, to])`)
+    throw new StrataInputError(
+      opts.toSnapshot !== undefined
+        ? `${names.from} ${from} is after ${names.to} ${to}: expected ${names.from} <= ${names.to} (the range is (from, to])`
+        : `${names.from} ${from} is after the latest snapshot ${to}: expected ${names.from} <= ${to}`,
+    )
   }
   if (from === to) return { from, to, mode, splits: [], columns }
   // Paimon allows the start to be earliest - 1: the range is open at the start
