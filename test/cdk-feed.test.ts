@@ -65,6 +65,13 @@ describe('commit feed in the stack', () => {
     }
   })
 
+  it('per table, an alarm on the committer\'s FeedFailures', () => {
+    const alarms = (s: Synth) => ofType(s, 'AWS::CloudWatch::Alarm').map(([, r]) => r.Properties).filter((p) => p.MetricName === 'FeedFailures')
+    expect(alarms(on).map((p) => p.Dimensions.find((d: { Name: string }) => d.Name === 'table').Value).sort()).toEqual(['orders', 'page_views'])
+    for (const p of alarms(on)) expect(p).toMatchObject({ Namespace: 'Strata', Statistic: 'Sum', Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching' })
+    expect(alarms(off)).toEqual([])
+  })
+
   it('feed.enabled false: no feed queue, no variable, no grant', () => {
     expect(off.stack.feed).toBeUndefined()
     expect(ofType(off, 'AWS::SQS::Queue')).toHaveLength(ofType(on, 'AWS::SQS::Queue').length - 1)
