@@ -23,7 +23,7 @@
 
 import { bucketPath } from '../format/partition-path.ts'
 import { deserializeBinaryRow } from '../format/binary-row.ts'
-import { BoundedStore, startedAhead } from '../store/bounded.ts'
+import { BoundedStore, mapBounded, startedAhead } from '../store/bounded.ts'
 import type { DataFileReader } from '../format/data-file.ts'
 import { bucketIdentifier } from '../manifest/manifests.ts'
 import { FileKind, type KeyValue, type ManifestEntry, type Row, type RowKind, type Snapshot, StrataInputError } from '../types.ts'
@@ -127,23 +127,24 @@ export async function planIncremental(table: Table, opts: IncrementalOptions): P
       `${names.from} ${from}: snapshot ${from + 1}, the first of the range, has expired (retained snapshots: ${retained}); expected ${names.from} >= ${earliest - 1}`,
     )
   }
-  const snapshots: Snapshot[] = []
-  for (let id = from + 1; id <= to; id++) {
+  // the range's snapshots and their manifests, io.max-concurrent-requests at a time
+  const ids = Array.from({ length: to - from }, (_, i) => from + 1 + i)
+  const limit = view.options.ioMaxConcurrentRequests
+  const snapshots: Snapshot[] = await mapBounded(ids, limit, async (id) => {
     const s = await table.snapshots.snapshot(id)
     if (!s) throw new StrataInputError(`${names.from} ${from}: snapshot ${id} of the range (${from}, ${to}] has expired meanwhile or does not exist (retained snapshots: ${retained}); nothing was read`)
-    snapshots.push(s)
-  }
+    return s
+  })
   const lists = snapshots.map((s) => {
     if (mode === 'delta') return s.commitKind === 'APPEND' ? s.deltaManifestList : null
     return s.commitKind === 'OVERWRITE' ? null : (s.changelogManifestList ?? null)
   })
-  const entries: ManifestEntry[][] = await Promise.all(
-    lists.map(async (list) => {
-      if (!list) return []
-      const metas = await table.manifests.readList(list)
-      return (await Promise.all(metas.map((m) => table.manifests.readManifest(m.fileName)))).flat()
-    }),
-  )
+  const metas = await mapBounded(lists, limit, async (list) => (list ? table.manifests.readList(list) : []))
+  // every manifest of the range at once, then back in snapshot and list order
+  const flat = metas.flatMap((ms, i) => ms.map((m) => ({ i, name: m.fileName })))
+  const read = await mapBounded(flat, limit, (m) => table.manifests.readManifest(m.name))
+  const entries: ManifestEntry[][] = snapshots.map(() => [])
+  flat.forEach((m, k) => entries[m.i].push(...read[k]))
   const partTypes = view.partitionFields.map((f) => f.type)
   const splits = new Map<string, Split>()
   entries.forEach((list, i) => {
