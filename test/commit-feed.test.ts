@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { committerHandler } from '../functions/committer.ts'
 import { resetRuntime } from '../functions/shared/runtime.ts'
 import { BatchingCommitter } from '../lib/commit/batching-committer.ts'
-import { type CommitEvent, SqsCommitFeed, commitEventOf } from '../lib/commit/commit-feed.ts'
+import { type CommitEvent, SqsCommitFeed, commitEventOf, publishQuietly } from '../lib/commit/commit-feed.ts'
 import { encodeCommitMessage } from '../lib/commit/commit-message.ts'
 import { commitFromQueue } from '../lib/commit/commit-service.ts'
 import { readIncremental } from '../lib/read/incremental.ts'
@@ -110,6 +110,18 @@ describe('commit feed', () => {
     })
     expect(out).toMatchObject({ landed: 1, snapshots: [2], feedPublished: 0, feedFailures: 1 })
     expect(await (await Table.open(store)).snapshots.latestId()).toBe(2)
+  })
+
+  it('a publish that never answers is counted failed after the timeout, and a failing logger changes nothing', async () => {
+    const event = commitEventOf('t', [{ id: 1, kind: 'APPEND', commits: 1 }])!
+    const failures: string[] = []
+    const hung = { publish: () => new Promise<void>(() => {}) }
+    expect(await publishQuietly(hung, event, (e) => failures.push(e.message), 20)).toBe(false)
+    expect(failures).toEqual(['no answer from the commit feed within 20 ms'])
+    const broken = { publish: () => Promise.reject(new Error('boom')) }
+    expect(await publishQuietly(broken, event, () => { throw new Error('logger down') })).toBe(false)
+    expect(await publishQuietly({ publish: async () => {} }, event, () => failures.push('x'))).toBe(true)
+    expect(failures).toHaveLength(1)
   })
 
   it('events and configuration: no event without snapshots; a feed URL that is not one is refused naming the variable', () => {

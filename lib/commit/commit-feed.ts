@@ -84,10 +84,20 @@ export class SqsCommitFeed implements CommitFeed {
   }
 }
 
-/** Publishes and never throws: a failure is handed to `onFailure` (log it, count it). Returns whether it went out. */
-export async function publishQuietly(feed: CommitFeed, event: CommitEvent, onFailure: (error: Error, event: CommitEvent) => void): Promise<boolean> {
+/** How long a committer waits for one publish before it counts it failed (the invocation must not wait on a hung request). */
+export const FEED_PUBLISH_TIMEOUT_MS = 5_000
+
+/**
+ * Publishes and never throws: a failure, or no answer within `timeoutMs`, is handed to
+ * `onFailure` (log it, count it). Returns whether it went out.
+ */
+export async function publishQuietly(feed: CommitFeed, event: CommitEvent, onFailure: (error: Error, event: CommitEvent) => void, timeoutMs = FEED_PUBLISH_TIMEOUT_MS): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
   try {
-    await feed.publish(event)
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer from the commit feed within ${timeoutMs} ms`)), timeoutMs)
+    })
+    await Promise.race([feed.publish(event), timeout])
     return true
   } catch (e) {
     try {
@@ -96,5 +106,7 @@ export async function publishQuietly(feed: CommitFeed, event: CommitEvent, onFai
       // a failing logger must not fail the commit either
     }
     return false
+  } finally {
+    clearTimeout(timer)
   }
 }
