@@ -266,5 +266,14 @@ describe('strata read --from-snapshot / --consumer-id', () => {
       expect(r.stdout).toBe('')
     }
     expect((await listConsumers(table)).map((c) => [c.id, c.nextSnapshot])).toEqual([['job-1', 4]])
+    // list and delete
+    r = await strata(['consumer', 'list', uri, '--json'])
+    expect(JSON.parse(r.stdout)).toMatchObject({ id: 'job-1', nextSnapshot: 4 })
+    r = await strata(['consumer', 'delete', uri, 'nope'])
+    expect(r.code).not.toBe(0)
+    expect(r.stderr).toContain('consumer id "nope": no such consumer')
+    r = await strata(['consumer', 'delete', uri, 'job-1'])
+    expect(r.stdout).toBe('deleted consumer "job-1"\n')
+    expect(await listConsumers(table)).toEqual([])
   })
 })

@@ -6,7 +6,7 @@ import { createReadStream, readFileSync } from 'node:fs'
 import { Command, CommanderError } from 'commander'
 import { lookup, scan } from '../read/table-read.ts'
 import { INCREMENTAL_MODES, type IncrementalMode, consumerStart, planIncremental, readPlan, recordConsumer } from '../read/incremental.ts'
-import { checkConsumerId } from '../table/consumers.ts'
+import { checkConsumerId, deleteConsumer, getConsumer, listConsumers } from '../table/consumers.ts'
 import { expireSnapshots } from '../maintenance/expire.ts'
 import { DEFAULT_ORPHAN_OLDER_THAN_MS, MIN_ORPHAN_OLDER_THAN_MS, checkOrphanAge, formatAge, removeOrphanFiles } from '../maintenance/orphans.ts'
 import { parseDuration } from '../table/options.ts'
@@ -397,6 +397,33 @@ export function buildProgram(): Command {
         const res = await removeOrphanFiles(table, { olderThanMs })
         out(`removed ${res.deleted.length} orphan file(s)`)
       }
+    })
+
+  const consumer = program.command('consumer').description("consumer ids: the progress of `read --consumer-id`, kept by expiration (Paimon's consumer files)")
+  consumer
+    .command('list <table>')
+    .description('the consumers: id, next snapshot, last update')
+    .option('--json', 'one JSON object per consumer')
+    .action(async (uri: string, o: { json?: boolean }) => {
+      const table = await Table.open(uri)
+      const all = await listConsumers(table)
+      if (!o.json) out(['id', 'nextSnapshot', 'updated'].join('\t'))
+      for (const c of all) {
+        const updated = new Date(c.lastModified).toISOString()
+        out(o.json ? JSON.stringify({ id: c.id, nextSnapshot: c.nextSnapshot, updated }) : [c.id, c.nextSnapshot, updated].join('\t'))
+      }
+    })
+  consumer
+    .command('delete <table> <id>')
+    .description('delete a consumer, so expiration no longer keeps snapshots for it')
+    .action(async (uri: string, id: string) => {
+      checkConsumerId(id, 'consumer id')
+      const table = await Table.open(uri)
+      if ((await getConsumer(table, id)) === null) {
+        throw new StrataInputError(`consumer id ${JSON.stringify(id)}: no such consumer in ${table.uri} (consumers: ${(await listConsumers(table)).map((c) => c.id).join(', ') || 'none'})`)
+      }
+      await deleteConsumer(table, id)
+      out(`deleted consumer ${JSON.stringify(id)}`)
     })
 
   const tag = program.command('tag').description("tags: names that pin a snapshot, kept by expiration and orphan cleanup (Paimon's tag files)")

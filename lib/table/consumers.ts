@@ -66,8 +66,8 @@ export interface ConsumerInfo {
 }
 
 /** The consumer's next snapshot, or null when it has none. */
-export async function getConsumer(table: Table, id: string): Promise<number | null> {
-  checkConsumerId(id)
+export async function getConsumer(table: Table, id: string, what = '--consumer-id'): Promise<number | null> {
+  checkConsumerId(id, what)
   const bytes = await table.store.get(consumerKey(id))
   return bytes ? parseConsumer(decoder.decode(bytes), `${table.uri}/${consumerKey(id)}`) : null
 }
