@@ -114,6 +114,7 @@ export class StrataStack extends Stack {
     if (this.feed) {
       new CfnOutput(this, 'CommitFeedQueueUrl', { value: this.feed.queue.queueUrl, description: 'One event per commit fold: {table, fromSnapshot, toSnapshot, snapshots, kinds} (docs/operations.md, "The commit feed")' })
       new CfnOutput(this, 'CommitFeedQueueArn', { value: this.feed.queue.queueArn })
+      if (this.feed.bus) new CfnOutput(this, 'CommitFeedEventBusArn', { value: this.feed.bus.eventBusArn, description: "The commit feed's events on EventBridge: source strata, detail-type 'Strata commit'" })
     }
     new CfnOutput(this, 'DashboardName', { value: this.monitoring.dashboard.dashboardName })
     for (const t of this.tables) {

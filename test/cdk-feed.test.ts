@@ -1,8 +1,11 @@
 // The commit feed in the synthesized stack (cdk/constructs/feed.ts): on by default, one
 // encrypted, TLS-only standard queue; each committer gets its URL and sqs:SendMessage on
 // that queue and nothing else of it; no other function may send to it; `feed.enabled: false`
-// removes it and the committers' variable; bad feed config fails naming the key.
+// removes it and the committers' variable; `feed.eventBus` adds an EventBridge Pipe from the
+// queue to a bus (created, or given by ARN) with a role scoped to that queue and bus; bad
+// feed config fails naming the key.
 
+import { AwsSolutionsChecks } from 'cdk-nag'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { parseDeployConfig } from '../cdk/config.ts'
 import { type Synth, idOf, ofType, synth } from './helpers/cdk.ts'
@@ -28,10 +31,15 @@ function statementsOf(s: Synth, role: { node: { findChild(id: string): unknown }
 
 let on: Synth
 let off: Synth
+let bus: Synth
+let givenBus: Synth
+const BUS_ARN = 'arn:aws:events:eu-west-1:123456789012:event-bus/commits'
 beforeAll(() => {
   on = synth(CONFIG)
   off = synth({ ...CONFIG, feed: { enabled: false } })
-}, 60_000)
+  bus = synth({ ...CONFIG, stackName: 'StrataBus', feed: { eventBus: 'create' } })
+  givenBus = synth({ ...CONFIG, stackName: 'StrataGivenBus', feed: { eventBus: BUS_ARN } })
+}, 120_000)
 
 describe('commit feed in the stack', () => {
   it('is one encrypted standard queue, its URL on every committer, SendMessage on it for committers only', () => {
@@ -82,7 +90,35 @@ describe('commit feed in the stack', () => {
     expect(off.template.toJSON().Outputs.CommitFeedQueueUrl).toBeUndefined()
   })
 
+  it('feed.eventBus: a pipe from the feed queue to the bus, whose role only consumes that queue and puts events on that bus', () => {
+    expect(ofType(on, 'AWS::Pipes::Pipe')).toEqual([])
+    for (const [s, busArn] of [[bus, { 'Fn::GetAtt': [idOf(bus.stack.feed!.bus! as never), 'Arn'] }], [givenBus, BUS_ARN]] as const) {
+      const feed = s.stack.feed!
+      const pipes = ofType(s, 'AWS::Pipes::Pipe')
+      expect(pipes).toHaveLength(1)
+      const p = pipes[0][1].Properties
+      expect(p.Source).toEqual({ 'Fn::GetAtt': [idOf(feed.queue), 'Arn'] })
+      expect(p.Target).toEqual(busArn)
+      expect(p.TargetParameters).toEqual({ InputTemplate: '<$.body>', EventBridgeEventBusParameters: { Source: 'strata', DetailType: 'Strata commit' } })
+      const roleId = p.RoleArn['Fn::GetAtt'][0]
+      expect(s.resources[roleId].Properties.AssumeRolePolicyDocument.Statement[0].Principal).toEqual({ Service: 'pipes.amazonaws.com' })
+      const policy = ofType(s, 'AWS::IAM::Policy').find(([, r]) => r.Properties.Roles.some((x: { Ref: string }) => x.Ref === roleId))![1]
+      const statements = policy.Properties.PolicyDocument.Statement as Statement[]
+      expect(statements.map((st) => [actions(st).sort(), resources(st)])).toEqual([
+        [['sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage'], [{ 'Fn::GetAtt': [idOf(feed.queue), 'Arn'] }]],
+        [['events:PutEvents'], [busArn]],
+      ])
+      const report = new AwsSolutionsChecks(s.app).validateScope(s.app)
+      expect(report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath).join(' ')}`)).toEqual([])
+    }
+    expect(ofType(bus, 'AWS::Events::EventBus')[0][1].Properties.Name).toBe('StrataBus-commits')
+    expect(ofType(givenBus, 'AWS::Events::EventBus')).toEqual([])
+    expect(bus.template.toJSON().Outputs.CommitFeedEventBusArn).toBeDefined()
+  })
+
   it('bad feed config is refused naming the key', () => {
+    expect(() => parseDeployConfig({ ...CONFIG, feed: { eventBus: 'arn:aws:sqs:eu-west-1:123456789012:q' } })).toThrow('feed.eventBus: invalid value "arn:aws:sqs:eu-west-1:123456789012:q", expected "create"')
+    expect(() => parseDeployConfig({ ...CONFIG, feed: { enabled: false, eventBus: 'create' } })).toThrow('feed.eventBus: invalid value "create", expected no value when feed.enabled is false')
     expect(() => parseDeployConfig({ ...CONFIG, feed: { enabled: 'yes' } })).toThrow('feed.enabled: invalid value "yes", expected true or false')
     expect(() => parseDeployConfig({ ...CONFIG, feed: { retentionDays: 30 } })).toThrow('feed.retentionDays: invalid value 30, expected an integer in 1..14')
     expect(() => parseDeployConfig({ ...CONFIG, feed: { queue: 'x' } })).toThrow('feed')

@@ -7,8 +7,8 @@
 // EventBridge was the other candidate. SQS was chosen because the project's own embedded
 // backend (local/embedded.ts, fauxqs) serves SQS but not EventBridge, so the feed is tested
 // end to end like every other queue here, and the SQS client is already a dependency of
-// the functions; a user who wants an EventBridge bus connects one to the queue with an
-// EventBridge Pipe (source SQS, target a bus), with no code.
+// the functions; for an EventBridge bus the stack adds an EventBridge Pipe from the queue to
+// the bus (cdk/constructs/feed.ts, config `feed.eventBus`), with no code here.
 //
 // Delivery is at least once and unordered (a standard queue, a retried publish): an event
 // says "snapshots up to toSnapshot exist", it is not the increment itself. A consumer
