@@ -259,6 +259,7 @@ describe('strata read --from-snapshot / --consumer-id', () => {
       [['--from-snapshot', '3', '--to-snapshot', '2'], '--from-snapshot 3 is after --to-snapshot 2'],
       [['--consumer-id', 'new-one'], '--consumer-id "new-one": the consumer has no progress recorded'],
       [['--consumer-id', 'a/b', '--from-snapshot', '0'], `--consumer-id "a/b": expected no '/'`],
+      [['--consumer-id', 'job-1', '--to-snapshot', '2'], '--consumer-id "job-1" (its progress) from snapshot 3 is after --to-snapshot 2'],
     ] as [string[], string][]) {
       r = await strata(['read', uri, ...args])
       expect(r.code, args.join(' ')).not.toBe(0)

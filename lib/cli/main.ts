@@ -285,8 +285,11 @@ export function buildProgram(): Command {
       const text = (r: Row) => (o.json ? rowToJsonLine(fields, indexes, r) : r.map((v, j) => valueToText(fields[j].type, v)).join('\t'))
       if (incremental) {
         const from = o.consumerId !== undefined ? await consumerStart(table, o.consumerId, fromSnapshot) : fromSnapshot!
+        // a range that starts at the consumer's progress is named as such in messages
+        const fromProgress = o.consumerId !== undefined && from !== fromSnapshot
+        const names = { from: fromProgress ? `--consumer-id ${JSON.stringify(o.consumerId)} (its progress) from snapshot` : '--from-snapshot', to: '--to-snapshot', mode: '--mode' }
         // planned (and refused) before anything is printed
-        const plan = await planIncremental(table, { fromSnapshot: from, toSnapshot, mode: o.mode as IncrementalMode | undefined, columns, filter })
+        const plan = await planIncremental(table, { fromSnapshot: from, toSnapshot, mode: o.mode as IncrementalMode | undefined, columns, filter, names })
         if (!o.json) out(['_kind', ...columns].join('\t'))
         for await (const batch of readPlan(table, plan, { filter })) {
           const lines = batch.map((c) => (o.json ? `{"_kind":"${ROW_KIND_SHORT[c.kind]}",${text(c.row).slice(1)}` : `${ROW_KIND_SHORT[c.kind]}\t${text(c.row)}`))
