@@ -93,6 +93,19 @@ export interface DeployConfig {
     /** ingest age alarm: oldest ingest message (SQS) or the writer's iterator age (Kinesis) */
     ingestAgeSeconds: number
   }
+  /**
+   * The commit feed (lib/commit/commit-feed.ts): a standard SQS queue the committers publish
+   * one event to per fold that created snapshots. On unless `enabled: false`.
+   */
+  feed: {
+    enabled: boolean
+    retentionDays: number
+    /**
+     * Forward every event to an EventBridge bus through an EventBridge Pipe: 'create' (a
+     * custom bus `<stackName>-commits`) or an existing bus's ARN; absent, no pipe.
+     */
+    eventBus?: string
+  }
 }
 
 /** CloudWatch Logs accepts only these retention periods (RetentionDays in aws-cdk-lib). */
@@ -134,6 +147,7 @@ const KINESIS_ARN = /^arn:aws[a-z-]*:kinesis:[a-z0-9-]+:\d{12}:stream\/[A-Za-z0-
 const KMS_ARN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:(key|alias)\/[A-Za-z0-9/_-]+$/
 const SNS_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/
 const STACK_NAME = /^[A-Za-z][A-Za-z0-9-]{0,127}$/
+const EVENT_BUS = /^(?:create|arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus\/[A-Za-z0-9._\-/]{1,256})$/
 // one address, no display name or list; what SNS's email protocol takes
 const EMAIL = /^(?=.{3,254}$)[A-Za-z0-9.!#$%&'*+\/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/
 
@@ -338,7 +352,7 @@ function tableConfig(value: unknown, i: number, where: string): TableDeployConfi
 
 /** Validates a parsed config object; `where` names its source in every error. */
 export function parseDeployConfig(value: unknown, where = 'strata config'): DeployConfig {
-  const top = Section.of(value, '', where, ['stackName', 'tables', 'ingest', 'bucket', 'functions', 'alarms'])
+  const top = Section.of(value, '', where, ['stackName', 'tables', 'ingest', 'bucket', 'functions', 'alarms', 'feed'])
   const rawTables = top.raw('tables')
   if (!Array.isArray(rawTables) || rawTables.length === 0) {
     top.fail('tables', 'a non-empty array of {"name", "schema"}')
@@ -373,7 +387,12 @@ export function parseDeployConfig(value: unknown, where = 'strata config'): Depl
   if (email !== undefined && topicArn !== undefined) {
     a.fail('email', 'no value when alarms.topicArn is set: subscribe the address to that topic where the topic is managed (the stack subscribes it only to the topic it creates)')
   }
+  const feed = top.section('feed', ['enabled', 'retentionDays', 'eventBus'])
+  const feedEnabled = feed.bool('enabled', true)
+  const eventBus = feed.optionalString('eventBus', EVENT_BUS, `"create" (a custom bus the stack makes) or an EventBridge bus ARN like arn:aws:events:eu-west-1:123456789012:event-bus/commits`)
+  if (eventBus !== undefined && !feedEnabled) feed.fail('eventBus', 'no value when feed.enabled is false (the bus is fed from the feed queue)')
   const config: DeployConfig = {
+    feed: { enabled: feedEnabled, retentionDays: feed.int('retentionDays', 4, 1, 14), ...(eventBus !== undefined ? { eventBus } : {}) },
     stackName: top.raw('stackName') === undefined ? 'Strata' : top.string('stackName', STACK_NAME, 'a CloudFormation stack name (letters, digits and -, starting with a letter)'),
     tables,
     ingest,

@@ -1,6 +1,6 @@
 // The Strata stack: one bucket, the ingest source and the writer, a reader behind a
 // Function URL (AWS_IAM auth), per table its commit queue and committer, compaction queue,
-// compactor and maintenance function, the custom resource that creates the tables, alarms
+// compactor and maintenance function, the commit feed's queue (unless turned off), the custom resource that creates the tables, alarms
 // on every function, queue and table (to the configured SNS topic, or an encrypted one the
 // stack creates) and a dashboard. Built from a validated DeployConfig (cdk/config.ts); nothing is looked
 // up in an account, so `cdk synth` runs offline.
@@ -15,6 +15,7 @@ import { allowList, allowObjects, allowSend, denySchemaWrites } from './construc
 import { REJECTS_PREFIX, StrataStorage } from './constructs/storage.ts'
 import { StrataFunction } from './constructs/strata-function.ts'
 import { COMMIT_RECEIPTS, TableResources, commitWaitMs } from './constructs/table-resources.ts'
+import { CommitFeedQueue } from './constructs/feed.ts'
 
 export class StrataStack extends Stack {
   readonly storage: StrataStorage
@@ -24,6 +25,8 @@ export class StrataStack extends Stack {
   readonly tableInit: StrataFunction
   readonly tables: TableResources[]
   readonly monitoring: Monitoring
+  /** the commit feed's queue (config.feed.enabled) */
+  readonly feed?: CommitFeedQueue
 
   constructor(scope: Construct, id: string, readonly config: DeployConfig, props: StackProps = {}) {
     super(scope, id, { description: 'Strata: primary-key tables on S3 in Apache Paimon format', ...props })
@@ -40,7 +43,8 @@ export class StrataStack extends Stack {
       logLevel: fns.logLevel,
     })
     allowList(this.tableInit.role, bucket)
-    this.tables = config.tables.map((t) => new TableResources(this, `Table${pascal(t.name)}`, { table: t, config, bucket, tableInit: this.tableInit }))
+    this.feed = config.feed.enabled ? new CommitFeedQueue(this, 'CommitFeed', config.feed) : undefined
+    this.tables = config.tables.map((t) => new TableResources(this, `Table${pascal(t.name)}`, { table: t, config, bucket, tableInit: this.tableInit, feed: this.feed }))
 
     const rejectUri = `s3://${bucket.bucketName}/${REJECTS_PREFIX.slice(0, -1)}`
     this.ingest = new IngestSource(this, 'Ingest', config.ingest, fns.writer.timeoutSeconds)
@@ -107,6 +111,11 @@ export class StrataStack extends Stack {
     new CfnOutput(this, 'WriterFunctionName', { value: this.writer.fn.functionName })
     if (this.ingest.queue) new CfnOutput(this, 'IngestQueueUrl', { value: this.ingest.queue.queueUrl })
     new CfnOutput(this, 'IngestDeadLetterQueueUrl', { value: this.ingest.deadLetters.queueUrl })
+    if (this.feed) {
+      new CfnOutput(this, 'CommitFeedQueueUrl', { value: this.feed.queue.queueUrl, description: 'One event per commit fold: {table, fromSnapshot, toSnapshot, snapshots, kinds} (docs/operations.md, "The commit feed")' })
+      new CfnOutput(this, 'CommitFeedQueueArn', { value: this.feed.queue.queueArn })
+      if (this.feed.bus) new CfnOutput(this, 'CommitFeedEventBusArn', { value: this.feed.bus.eventBusArn, description: "The commit feed's events on EventBridge: source strata, detail-type 'Strata commit'" })
+    }
     new CfnOutput(this, 'DashboardName', { value: this.monitoring.dashboard.dashboardName })
     for (const t of this.tables) {
       new CfnOutput(this, `${t.node.id}Uri`, { value: t.uri, description: `Location of table '${t.name}' (strata status <uri>)` })

@@ -8,6 +8,9 @@
 // folds, while the queue has more (STRATA_COMMIT_ROUNDS_MS); the partial batch response
 // names the invoked messages that were not settled or forwarded (a store failure, an
 // unreadable body), which the queue redelivers and, past maxReceiveCount, moves to the DLQ.
+// With STRATA_FEED_QUEUE_URL, each round that created snapshots publishes a commit-feed event
+// (lib/commit/commit-feed.ts); a failed publish is logged and counted (FeedFailures), never
+// failing the invocation.
 
 import middy from '@middy/core'
 import { MetricUnit } from '@aws-lambda-powertools/metrics'
@@ -16,7 +19,8 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda'
 import { BatchingCommitter } from '../lib/commit/batching-committer.ts'
 import { type CommitServiceOptions, commitFromQueue, forwardMessages } from '../lib/commit/commit-service.ts'
 import { CommitterLease } from '../lib/commit/committer-lease.ts'
-import { logger, newMetrics, resolveTable, runtimeConfig } from './shared/runtime.ts'
+import { type CommitFeed, SqsCommitFeed } from '../lib/commit/commit-feed.ts'
+import { logger, newMetrics, resolveTable, runtimeConfig, sqsClient } from './shared/runtime.ts'
 
 const metrics = newMetrics('committer')
 
@@ -24,7 +28,8 @@ const metrics = newMetrics('committer')
 const ROUNDS_RESERVE_MS = 15_000
 
 /** Fault-injection points for crash tests (never set in production). */
-export type CommitterHooks = Pick<CommitServiceOptions, 'afterFold' | 'afterReceipts'> & { beforeSnapshotCreate?: (id: number) => Promise<void> | void }
+export type CommitterHooks = Pick<CommitServiceOptions, 'afterFold' | 'afterReceipts'> & { beforeSnapshotCreate?: (id: number) => Promise<void> | void; feed?: CommitFeed }
+
 
 export async function committerHandler(event: SQSEvent, context?: Context, hooks: CommitterHooks = {}): Promise<SQSBatchResponse> {
   if (!event || !Array.isArray(event.Records)) throw new Error('committer: expected an SQS event with a Records array')
@@ -52,6 +57,7 @@ export async function committerHandler(event: SQSEvent, context?: Context, hooks
       afterReceipts: hooks.afterReceipts,
       moreRounds,
       lease: commitQueue && cfg.committerLease ? { lease: new CommitterLease(table.store), forward: (msgs) => forwardMessages(commitQueue, msgs) } : undefined,
+      feed: cfg.feedQueueUrl ? { feed: hooks.feed ?? new SqsCommitFeed(sqsClient(), cfg.feedQueueUrl), onFailure: (error, ev) => logger.error('commit feed event not published; the snapshots landed', { table: name, fromSnapshot: ev.fromSnapshot, toSnapshot: ev.toSnapshot, error }) } : undefined,
     },
   )
   for (const e of res.errors) logger.error(e.conflict ? 'commit message conflicts; its sender is told by its receipt' : 'commit message not landed', { messageId: e.id, error: e.error })
@@ -70,6 +76,10 @@ export async function committerHandler(event: SQSEvent, context?: Context, hooks
   metrics.addMetric('MessagesConflict', MetricUnit.Count, res.conflicts)
   metrics.addMetric('MessagesFailed', MetricUnit.Count, res.failed)
   metrics.addMetric('MessagesForwarded', MetricUnit.Count, res.forwarded)
+  if (cfg.feedQueueUrl) {
+    metrics.addMetric('FeedEvents', MetricUnit.Count, res.feedPublished)
+    metrics.addMetric('FeedFailures', MetricUnit.Count, res.feedFailures)
+  }
   return { batchItemFailures: res.failedIds.map((itemIdentifier) => ({ itemIdentifier })) }
 }
 

@@ -10,7 +10,10 @@
 // and size, with a cursor that skips it. Pages continue with an opaque cursor that pins the
 // snapshot, so every page reads one snapshot however many commits land in between.
 // `tag` reads the snapshot a tag pins (lib/table/tags.ts), as `strata read --tag` does; its
-// cursor pins the tag and the snapshot.
+// cursor pins the tag and the snapshot. Op `changes` reads what the snapshots (fromSnapshot,
+// toSnapshot] changed, each row with its `_kind` (lib/read/incremental.ts), as `strata read
+// --from-snapshot` does; its cursor pins the range and the mode. Consumer progress is not
+// recorded here: the reader only reads (its role has no write access to the table).
 
 import { createHash } from 'node:crypto'
 import middy from '@middy/core'
@@ -23,9 +26,10 @@ import { existingSnapshot } from '../lib/maintenance/references.ts'
 import { valueColumnsForMerge } from '../lib/lsm/merge-function.ts'
 import { type KeyFilter, type ReadStats, FileOpener, lookup, newReadStats, planScan, readSplitRecords } from '../lib/read/table-read.ts'
 import { rowToJsonLine, valueFromJson } from '../lib/table/json-values.ts'
+import { INCREMENTAL_MODES, type IncrementalMode, changeColumns, planIncremental, readPlanSplits } from '../lib/read/incremental.ts'
 import type { Table } from '../lib/table/table.ts'
 import { checkTagName, getTag, requireTag } from '../lib/table/tags.ts'
-import { type Row, StrataInputError, isRetract } from '../lib/types.ts'
+import { ROW_KIND_SHORT, type Row, StrataInputError, isRetract } from '../lib/types.ts'
 import { ConfigError } from './shared/config.ts'
 import { HttpError, type HttpResponse, errorResponse, isFunctionUrlEvent, jsonResponse, parseJsonObject, requestOf } from './shared/http.ts'
 import { MAX_RESPONSE_BYTES, ResponseTooLargeError, bytesInBody, responseBytes } from './shared/response-size.ts'
@@ -35,7 +39,7 @@ const metrics = newMetrics('reader')
 
 const INSTEAD = 'request fewer columns (columns), or read it with the library or the CLI (strata read, strata lookup), which have no response limit'
 
-export type ReadOp = 'scan' | 'lookup' | 'status'
+export type ReadOp = 'scan' | 'lookup' | 'status' | 'changes'
 
 export interface ReaderRequest {
   table: string
@@ -50,11 +54,16 @@ export interface ReaderRequest {
   key?: KeyFilter
   limit?: number
   cursor?: string
+  /** changes: the range (fromSnapshot, toSnapshot] and the mode, as `strata read --from-snapshot` */
+  fromSnapshot?: number
+  toSnapshot?: number
+  mode?: IncrementalMode
 }
 
-const OPS: ReadOp[] = ['scan', 'lookup', 'status']
+const OPS: ReadOp[] = ['scan', 'lookup', 'status', 'changes']
 const FIELDS_OF: Record<ReadOp, string[]> = {
   scan: ['table', 'op', 'snapshotId', 'tag', 'columns', 'filter', 'limit', 'cursor'],
+  changes: ['table', 'op', 'fromSnapshot', 'toSnapshot', 'mode', 'columns', 'filter', 'limit', 'cursor'],
   lookup: ['table', 'op', 'snapshotId', 'tag', 'columns', 'key'],
   status: ['table', 'op'],
 }
@@ -98,6 +107,13 @@ export function parseReaderRequest(fields: Record<string, unknown>, { fromQuery 
     if (fields[f] !== undefined && !FIELDS_OF[req.op].includes(f)) throw new StrataInputError(`${f}: not used by op '${req.op}' (it takes ${FIELDS_OF[req.op].join(', ')})`)
   }
   if (fields.snapshotId !== undefined) req.snapshotId = integerField('snapshotId', fields.snapshotId, 1, Number.MAX_SAFE_INTEGER, fromQuery)
+  if (fields.fromSnapshot !== undefined) req.fromSnapshot = integerField('fromSnapshot', fields.fromSnapshot, 0, Number.MAX_SAFE_INTEGER, fromQuery)
+  if (fields.toSnapshot !== undefined) req.toSnapshot = integerField('toSnapshot', fields.toSnapshot, 1, Number.MAX_SAFE_INTEGER, fromQuery)
+  if (fields.mode !== undefined) {
+    if (typeof fields.mode !== 'string' || !(INCREMENTAL_MODES as readonly string[]).includes(fields.mode)) throw new StrataInputError(`mode: expected one of ${INCREMENTAL_MODES.join(', ')}, got ${describe(fields.mode)}`)
+    req.mode = fields.mode as IncrementalMode
+  }
+  if (req.op === 'changes' && req.fromSnapshot === undefined && fields.cursor === undefined) throw new StrataInputError('fromSnapshot: missing; op changes reads the snapshots (fromSnapshot, toSnapshot], e.g. the fromSnapshot of a commit-feed event')
   if (fields.tag !== undefined) {
     if (typeof fields.tag !== 'string') throw new StrataInputError(`tag: expected a tag name, got ${describe(fields.tag)}`)
     if (req.snapshotId !== undefined) throw new StrataInputError(`tag: ${describe(fields.tag)} and snapshotId ${req.snapshotId}: expected one of them (a tag names its snapshot)`)
@@ -332,6 +348,107 @@ async function scanPage(table: Table, name: string, req: ReaderRequest, limit: n
   return { body: bodyOf(rows, cursor), snapshotId: id, rows: rows.length, stats }
 }
 
+/** Where the next page of a `changes` read starts: the resolved range and mode, a split and the rows of it already returned. */
+interface ChangesCursor {
+  v: 1
+  op: 'changes'
+  table: string
+  from: number
+  to: number
+  mode: 'delta' | 'changelog'
+  split: number
+  offset: number
+  query: string
+}
+
+function decodeChangesCursor(text: string): ChangesCursor {
+  let c: Partial<ChangesCursor> | null = null
+  try {
+    c = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Partial<ChangesCursor>
+  } catch {
+    // falls through to the shape check
+  }
+  const nat = (x: unknown) => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0
+  if (!c || c.v !== 1 || c.op !== 'changes' || typeof c.table !== 'string' || typeof c.query !== 'string' || !nat(c.from) || !nat(c.to) || !nat(c.split) || !nat(c.offset) || (c.mode !== 'delta' && c.mode !== 'changelog')) {
+    throw new StrataInputError('cursor: not a cursor of op changes this reader issued; pass the nextCursor of the previous page unchanged')
+  }
+  return c as ChangesCursor
+}
+
+/**
+ * A page of what the snapshots (fromSnapshot, toSnapshot] changed (lib/read/incremental.ts),
+ * each row with its `_kind`. The first page resolves the range (toSnapshot defaults to the
+ * latest) and the mode; its cursor pins them, so later pages read the same range. A range
+ * whose snapshots expire between pages is answered 410.
+ */
+async function changesPage(table: Table, name: string, req: ReaderRequest, limit: number, maxResponseBytes: number): Promise<ReadOutcome> {
+  const query = queryFingerprint(name, req.filter)
+  let start = { split: 0, offset: 0 }
+  let range = { fromSnapshot: req.fromSnapshot ?? 0, toSnapshot: req.toSnapshot, mode: req.mode as IncrementalMode | undefined }
+  const names = { from: 'fromSnapshot', to: 'toSnapshot', mode: 'mode' }
+  if (req.cursor !== undefined) {
+    const c = decodeChangesCursor(req.cursor)
+    if (c.table !== name || c.query !== query) throw new StrataInputError('cursor: was issued for another table or filter; pass the same table and filter as on the first page')
+    for (const [field, v, pinned] of [['fromSnapshot', req.fromSnapshot, c.from], ['toSnapshot', req.toSnapshot, c.to]] as const) {
+      if (v !== undefined && v !== pinned) throw new StrataInputError(`${field}: ${v} differs from the cursor's ${pinned}; omit it when passing a cursor`)
+    }
+    if (c.from < c.to && !(await existingSnapshot(table, c.from + 1))) {
+      throw new HttpError(410, `cursor: snapshot ${c.from + 1} of this read has expired; start again from a retained snapshot (the consumer's progress, or a newer event's fromSnapshot)`)
+    }
+    range = { fromSnapshot: c.from, toSnapshot: c.to, mode: c.mode }
+    start = c
+  }
+  const stats = newReadStats()
+  const plan = await planIncremental(table, { ...range, columns: req.columns, filter: req.filter, names })
+  const matches = filterMatcher(table, req.filter)
+  const fields = table.view.fields
+  const bodyOf = (rows: string[], cursor: string) => `{"fromSnapshot":${plan.from},"toSnapshot":${plan.to},"mode":"${plan.mode}","rows":[${rows.join(',')}],"nextCursor":${cursor}}`
+  const cursorAt = (split: number, offset: number): ChangesCursor => ({ v: 1, op: 'changes', table: name, from: plan.from, to: plan.to, mode: plan.mode, split, offset, query })
+  const encode = (c: ChangesCursor) => Buffer.from(JSON.stringify(c)).toString('base64url')
+  const longestCursor = JSON.stringify(encode(cursorAt(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)))
+  const budget = maxResponseBytes - responseBytes(jsonResponse(200, bodyOf([], longestCursor)))
+  const rows: string[] = []
+  let bytes = 0
+  let next: ChangesCursor | null = null
+  let tooLarge: { key: string; bytes: number } | null = null
+  await whilePinned(table, plan.from < plan.to ? plan.from + 1 : undefined, req.cursor !== undefined ? 'cursor' : 'snapshotId', async () => {
+    let split = -1
+    let seen = 0
+    for await (const { split: s, batch } of readPlanSplits(table, plan, changeColumns(table, plan, req.filter), start.split, stats)) {
+      if (s !== split) {
+        split = s
+        seen = 0
+      }
+      const skip = s === start.split ? start.offset : 0
+      for (const kv of batch) {
+        if (!matches(kv.value)) continue
+        if (seen++ < skip) continue
+        if (rows.length >= limit || tooLarge) {
+          next = cursorAt(s, seen - 1)
+          return
+        }
+        const line = `{"_kind":"${ROW_KIND_SHORT[kv.kind]}",${rowToJsonLine(fields, plan.columns, kv.value).slice(1)}`
+        const size = bytesInBody(line) + 1
+        if (bytes + size <= budget) {
+          rows.push(line)
+          bytes += size
+        } else if (rows.length > 0) {
+          next = cursorAt(s, seen - 1)
+          return
+        } else {
+          tooLarge = { key: primaryKeyText(table, plan.splits[s].partitionValues, kv.key), bytes: size - 1 }
+        }
+      }
+    }
+  })
+  if (tooLarge !== null) {
+    const { key, bytes: rowBytes } = tooLarge as { key: string; bytes: number }
+    throw rowTooLarge(`the change of the row with primary key ${key}`, rowBytes, maxResponseBytes, { skipCursor: next === null ? null : encode(next) })
+  }
+  const cursor = next === null ? 'null' : JSON.stringify(encode(next))
+  return { body: bodyOf(rows, cursor), snapshotId: plan.to, rows: rows.length, stats }
+}
+
 async function lookupRow(table: Table, req: ReaderRequest, maxResponseBytes: number): Promise<ReadOutcome> {
   const view = table.view
   const pk = view.schema.primaryKeys
@@ -399,6 +516,7 @@ export async function executeRead(req: ReaderRequest, opts: ReadOptions = {}): P
   const maxResponseBytes = opts.maxResponseBytes ?? MAX_RESPONSE_BYTES
   if (req.op === 'status') return statusOfTable(table, maxResponseBytes)
   if (req.op === 'lookup') return lookupRow(table, req, maxResponseBytes)
+  if (req.op === 'changes') return changesPage(table, req.table, req, req.limit ?? runtimeConfig().maxResultRows, maxResponseBytes)
   return scanPage(table, req.table, req, req.limit ?? runtimeConfig().maxResultRows, maxResponseBytes)
 }
 

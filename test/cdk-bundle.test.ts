@@ -55,6 +55,7 @@ let work: string
 let ingestQueue: { url: string; arn: string }
 let compactionQueue: { url: string; arn: string }
 let commitQueue: { url: string; arn: string }
+let feedQueue: { url: string; arn: string }
 const fns: Record<'tableInit' | 'writer' | 'compactor' | 'committer' | 'reader' | 'maintenance', Deployed> = {} as never
 
 /** Just the intrinsics the stack uses in function environments; anything else is a test failure. */
@@ -228,8 +229,10 @@ beforeAll(async () => {
   ingestQueue = await createQueue('ingest', {})
   compactionQueue = await createQueue(`${TABLE}-compaction.fifo`, { FifoQueue: 'true' })
   commitQueue = await createQueue(`${TABLE}-commit.fifo`, { FifoQueue: 'true' })
+  feedQueue = await createQueue('commit-feed', {})
   const table = stack.tables[0]
   const refs = new Map([
+    [logicalIdOf(stack.feed!.queue.node.defaultChild as CfnElement), feedQueue.url],
     [logicalIdOf(stack.storage.bucket.node.defaultChild as CfnElement), BUCKET],
     [logicalIdOf(table.queue.node.defaultChild as CfnElement), compactionQueue.url],
     [logicalIdOf(table.commitQueue.node.defaultChild as CfnElement), commitQueue.url],
@@ -328,6 +331,13 @@ describe('bundled handlers (esbuild output of the stack)', () => {
 
     const table = await tableHandle()
     const snapshot = await table.snapshots.snapshot(await table.snapshots.latestId())
+    // the bundled committer published the commit to the feed queue the stack gave it
+    const feed = await sqs.send(new ReceiveMessageCommand({ QueueUrl: feedQueue.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }))
+    expect((feed.Messages ?? []).map((m) => JSON.parse(m.Body!))).toContainEqual(expect.objectContaining({ table: TABLE, toSnapshot: snapshot!.id, kinds: ['APPEND'] }))
+    // and published the series its FeedFailures alarm watches
+    const feedAlarm = Object.values(resources).find((r) => r.Type === 'AWS::CloudWatch::Alarm' && r.Properties.MetricName === 'FeedFailures')!.Properties
+    const watched = { dimensions: feedAlarm.Dimensions.map((d: { Name: string }) => d.Name).sort(), values: Object.fromEntries(feedAlarm.Dimensions.map((d: { Name: string; Value: string }) => [d.Name, d.Value])) }
+    expect(committerRuns.flatMap((r) => published(r, 'FeedFailures')).map(({ dimensions, values }) => ({ dimensions, values }))).toContainEqual(watched)
     expect(snapshot).toMatchObject({ commitKind: 'APPEND', deltaRecordCount: 3 })
     const rejects = await backend.s3Client().send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: 'rejects/' }))
     expect(rejects.KeyCount).toBe(1)
@@ -384,7 +394,8 @@ describe('bundled handlers (esbuild output of the stack)', () => {
     expect(run.result.ok, run.result.error ?? run.stderr).toBe(true)
     expect(run.result.out).toMatchObject({ table: TABLE, errors: {}, queuedJobs: 0 })
 
-    const alarms = Object.values(resources).filter((r) => r.Type === 'AWS::CloudWatch::Alarm' && r.Properties.Namespace === 'Strata')
+    // the committer's FeedFailures alarm is checked against the committer's runs (the writer test)
+    const alarms = Object.values(resources).filter((r) => r.Type === 'AWS::CloudWatch::Alarm' && r.Properties.Namespace === 'Strata' && r.Properties.MetricName !== 'FeedFailures')
     expect(alarms.map((a) => a.Properties.MetricName).sort()).toEqual(['FreshnessLag', 'L0FileCountMax'])
     for (const alarm of alarms) {
       const p = alarm.Properties

@@ -266,6 +266,16 @@ export class Monitoring extends Construct {
           treatMissingData: TreatMissingData.BREACHING,
         }),
       )
+      if (config.feed.enabled) {
+        add(
+          new Alarm(this, `${t.node.id}FeedFailuresAlarm`, {
+            alarmDescription: `Table '${t.name}': the committer could not publish commit-feed events (the snapshots landed; subscribers were not told). See the committer's log ("commit feed event not published") and docs/operations.md, "The commit feed".`,
+            metric: strataMetric('FeedFailures', tableDimensions('committer', t.name), 'Sum', FIVE_MINUTES),
+            ...atLeastOne,
+            treatMissingData: TreatMissingData.NOT_BREACHING,
+          }),
+        )
+      }
       // missing data keeps the state: the freshness alarm and the maintenance Errors alarm
       // already say when the maintenance metrics stop
       add(

@@ -19,6 +19,7 @@ import { COMMITTER_LEASE_KEY } from '../../lib/commit/committer-lease.ts'
 import { REMOVE_ORPHANS_TASK } from '../../lib/maintenance/orphans.ts'
 import { tablePrefix } from './storage.ts'
 import { StrataFunction } from './strata-function.ts'
+import type { CommitFeedQueue } from './feed.ts'
 
 /** Lambda's SQS FIFO event source takes at most 10 messages a batch. */
 export const COMPACTOR_BATCH_SIZE = 10
@@ -50,6 +51,8 @@ export interface TableResourcesProps {
   bucket: Bucket
   /** the stack's table-init function, shared by every table */
   tableInit: StrataFunction
+  /** the stack's commit feed, when on: the committer publishes to it */
+  feed?: CommitFeedQueue
 }
 
 export class TableResources extends Construct {
@@ -147,7 +150,7 @@ export class TableResources extends Construct {
       kind: 'committer',
       description: `Folds the commit messages of table '${table.name}' into snapshots`,
       settings: table.committer,
-      environment: { STRATA_TABLES: own, STRATA_TABLE: table.name },
+      environment: { STRATA_TABLES: own, STRATA_TABLE: table.name, ...(props.feed ? { STRATA_FEED_QUEUE_URL: props.feed.queue.queueUrl } : {}) },
       logRetentionDays: fns.logRetentionDays,
       logLevel: fns.logLevel,
     })
@@ -176,6 +179,8 @@ export class TableResources extends Construct {
     allowObjects(this.committer.role, bucket, ['s3:DeleteObject'], [`${this.prefix}manifest/*`, `${this.prefix}${COMMIT_MESSAGES}*`, `${this.prefix}${COMMITTER_LEASE_KEY}`])
     // an invocation that finds another holding the lease forwards its batch to the queue
     allowSend(this.committer.role, [this.commitQueue])
+    // one event per fold to the commit feed, which it may send to and nothing else
+    props.feed?.grantPublish(this.committer.role)
     denySchemaWrites(this.committer.role, bucket, [this.prefix])
     this.committer.fn.node.addDependency(this.created)
 

@@ -10,6 +10,8 @@
 //   `<first table's bucket>/_rejects`).
 // STRATA_TABLE: for the compactor and maintenance functions, the one table they serve
 //   (its name in STRATA_TABLES); optional when only one table is configured.
+// STRATA_FEED_QUEUE_URL: committer: the commit feed's SQS queue (lib/commit/commit-feed.ts);
+//   unset, no events are published.
 
 import { StrataInputError } from '../../lib/types.ts'
 import { DEFAULT_FOOTER_CACHE_BYTES } from '../../lib/table/table.ts'
@@ -49,6 +51,8 @@ export interface RuntimeConfig {
   footerCacheBytes: number
   /** maintenance: a bucket whose oldest level-0 file is older than this gets a job (lib/jobs/coalesce.ts stalledBucketJobs) */
   stalledBucketMs: number
+  /** committer: the commit feed's queue URL (lib/commit/commit-feed.ts); absent, no feed */
+  feedQueueUrl?: string
 }
 
 export class ConfigError extends StrataInputError {
@@ -116,5 +120,12 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
     footerCacheBytes: Math.max(0, int('STRATA_FOOTER_CACHE_MB', DEFAULT_FOOTER_CACHE_BYTES / (1024 * 1024))) * 1024 * 1024,
     // SQS FIFO's deduplication window: a job dropped as a duplicate is sent again by then
     stalledBucketMs: int('STRATA_STALLED_BUCKET_MS', 300_000),
+    feedQueueUrl: feedQueueUrl(env.STRATA_FEED_QUEUE_URL),
   }
+}
+
+function feedQueueUrl(v: string | undefined): string | undefined {
+  if (v === undefined || v === '') return undefined
+  if (!/^https?:\/\/\S+$/.test(v)) throw new ConfigError(`environment variable STRATA_FEED_QUEUE_URL: expected an SQS queue URL (https://sqs.<region>.amazonaws.com/<account>/<name>), got ${JSON.stringify(v)}`)
+  return v
 }

@@ -5,6 +5,8 @@
 import { createReadStream, readFileSync } from 'node:fs'
 import { Command, CommanderError } from 'commander'
 import { lookup, scan } from '../read/table-read.ts'
+import { INCREMENTAL_MODES, type IncrementalMode, consumerStart, planIncremental, readPlan, recordConsumer } from '../read/incremental.ts'
+import { checkConsumerId, deleteConsumer, getConsumer, listConsumers } from '../table/consumers.ts'
 import { expireSnapshots } from '../maintenance/expire.ts'
 import { DEFAULT_ORPHAN_OLDER_THAN_MS, MIN_ORPHAN_OLDER_THAN_MS, checkOrphanAge, formatAge, removeOrphanFiles } from '../maintenance/orphans.ts'
 import { parseDuration } from '../table/options.ts'
@@ -14,7 +16,7 @@ import { Table } from '../table/table.ts'
 import { checkTagName, createTag, listTags } from '../table/tags.ts'
 import { deleteTag } from '../maintenance/tag-deletion.ts'
 import { localDateTimeText } from '../format/tag.ts'
-import { StrataInputError } from '../types.ts'
+import { ROW_KIND_SHORT, type Row, StrataInputError } from '../types.ts'
 import { jsonRecordReader } from '../write/json-record-reader.ts'
 import { BatchWriter, type WriteResult } from '../write/table-write.ts'
 import { Progress } from './progress.ts'
@@ -187,6 +189,11 @@ function validUtf8Prefix(b: Buffer): number {
   return i
 }
 
+function parseSnapshotId(flag: string, v: string, min: number): number {
+  if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)) || Number(v) < min) throw new StrataInputError(`${flag}: expected a snapshot id >= ${min}, got ${JSON.stringify(v)}`)
+  return Number(v)
+}
+
 function parseSnapshotOption(v: string | undefined): number | undefined {
   if (v === undefined) return undefined
   if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)) || Number(v) < 1) throw new StrataInputError(`--snapshot: expected a snapshot id >= 1, got ${JSON.stringify(v)}`)
@@ -244,27 +251,64 @@ export function buildProgram(): Command {
 
   program
     .command('read <table>')
-    .description('read the latest (or a given) snapshot')
+    .description('read the latest (or a given) snapshot, or what the snapshots (from, to] changed')
     .option('--snapshot <id>', 'snapshot id to read (time travel)')
     .option('--tag <name>', 'read the snapshot this tag pins (not with --snapshot)')
     .option('--columns <a,b>', 'columns to return, in this order')
     .option('--filter <json>', 'equality filter on partition and primary-key fields, e.g. {"dt":"2024-05-01"}')
     .option('--json', 'one JSON object per line holding every selected column')
-    .action(async (uri: string, o: { snapshot?: string; tag?: string; columns?: string; filter?: string; json?: boolean }) => {
+    .option('--from-snapshot <id>', 'incremental read: the changes after this snapshot (exclusive), each row with its _kind')
+    .option('--to-snapshot <id>', 'incremental read: up to this snapshot (inclusive); default the latest')
+    .option('--mode <mode>', 'incremental read: auto (changelog when the table has a changelog producer, else delta), delta or changelog')
+    .option('--consumer-id <id>', "incremental read from the consumer's next snapshot (--from-snapshot the first time); then records its progress in consumer/consumer-<id>")
+    .action(async (uri: string, o: { snapshot?: string; tag?: string; columns?: string; filter?: string; json?: boolean; fromSnapshot?: string; toSnapshot?: string; mode?: string; consumerId?: string }) => {
       const snapshotId = parseSnapshotOption(o.snapshot)
       const tag = parseTagOption(o.tag, snapshotId)
+      const incremental = o.fromSnapshot !== undefined || o.consumerId !== undefined
+      if (incremental && (snapshotId !== undefined || tag !== undefined)) {
+        throw new StrataInputError(`${o.consumerId !== undefined ? '--consumer-id' : '--from-snapshot'} with ${snapshotId !== undefined ? '--snapshot' : '--tag'}: expected one of them (an incremental read covers a range of snapshots, --snapshot and --tag read one)`)
+      }
+      if (!incremental && (o.toSnapshot !== undefined || o.mode !== undefined)) {
+        throw new StrataInputError(`${o.toSnapshot !== undefined ? '--to-snapshot' : '--mode'}: only with --from-snapshot or --consumer-id (an incremental read)`)
+      }
       const filter = o.filter === undefined ? undefined : parseJsonOption('--filter', o.filter)
+      const fromSnapshot = o.fromSnapshot === undefined ? undefined : parseSnapshotId('--from-snapshot', o.fromSnapshot, 0)
+      const toSnapshot = o.toSnapshot === undefined ? undefined : parseSnapshotId('--to-snapshot', o.toSnapshot, 1)
+      if (o.mode !== undefined && !(INCREMENTAL_MODES as readonly string[]).includes(o.mode)) {
+        throw new StrataInputError(`--mode ${JSON.stringify(o.mode)}: expected one of ${INCREMENTAL_MODES.join(', ')}`)
+      }
+      if (o.consumerId !== undefined) checkConsumerId(o.consumerId)
       const table = await Table.open(uri)
       const columns = parseColumns(table, o.columns) ?? table.view.fields.map((f) => f.name)
       const fields = columns.map((c) => table.view.fields[table.view.fieldIndex.get(c)!])
+      const indexes = fields.map((_, j) => j)
+      const text = (r: Row) => (o.json ? rowToJsonLine(fields, indexes, r) : r.map((v, j) => valueToText(fields[j].type, v)).join('\t'))
+      if (incremental) {
+        const from = o.consumerId !== undefined ? await consumerStart(table, o.consumerId, fromSnapshot) : fromSnapshot!
+        // a range that starts at the consumer's progress is named as such in messages
+        const fromProgress = o.consumerId !== undefined && from !== fromSnapshot
+        const names = { from: fromProgress ? `--consumer-id ${JSON.stringify(o.consumerId)} (its progress) from snapshot` : '--from-snapshot', to: '--to-snapshot', mode: '--mode' }
+        // planned (and refused) before anything is printed
+        const plan = await planIncremental(table, { fromSnapshot: from, toSnapshot, mode: o.mode as IncrementalMode | undefined, columns, filter, names })
+        if (!o.json) out(['_kind', ...columns].join('\t'))
+        for await (const batch of readPlan(table, plan, { filter })) {
+          const lines = batch.map((c) => (o.json ? `{"_kind":"${ROW_KIND_SHORT[c.kind]}",${text(c.row).slice(1)}` : `${ROW_KIND_SHORT[c.kind]}\t${text(c.row)}`))
+          process.stdout.write(lines.join('\n') + '\n')
+        }
+        // progress is recorded once every row of the range is out
+        if (o.consumerId !== undefined) {
+          const next = await recordConsumer(table, o.consumerId, plan)
+          process.stderr.write(`read snapshots (${plan.from}, ${plan.to}] (${plan.mode}); consumer ${JSON.stringify(o.consumerId)} next snapshot ${next ?? 'none yet'}\n`)
+        }
+        return
+      }
       const iter = scan(table, { snapshotId, tag, columns, filter })
       // the scan checks the snapshot and the filter when it plans, on its first batch: take
       // that batch before printing, so a refused read prints nothing on stdout
       let next = await iter.next()
       if (!o.json) out(columns.join('\t'))
       for (; !next.done; next = await iter.next()) {
-        const lines = next.value.map((r) => (o.json ? rowToJsonLine(fields, fields.map((_, j) => j), r) : r.map((v, j) => valueToText(fields[j].type, v)).join('\t')))
-        process.stdout.write(lines.join('\n') + '\n')
+        process.stdout.write(next.value.map(text).join('\n') + '\n')
       }
     })
 
@@ -374,6 +418,33 @@ export function buildProgram(): Command {
       const changes = alterChanges(change, args, o)
       const table = await alterTable(uri, changes)
       out(`schema ${table.schema.id}: ${describeSchemaChange(table.schema)}`)
+    })
+
+  const consumer = program.command('consumer').description("consumer ids: the progress of `read --consumer-id`, kept by expiration (Paimon's consumer files)")
+  consumer
+    .command('list <table>')
+    .description('the consumers: id, next snapshot, last update')
+    .option('--json', 'one JSON object per consumer')
+    .action(async (uri: string, o: { json?: boolean }) => {
+      const table = await Table.open(uri)
+      const all = await listConsumers(table)
+      if (!o.json) out(['id', 'nextSnapshot', 'updated'].join('\t'))
+      for (const c of all) {
+        const updated = new Date(c.lastModified).toISOString()
+        out(o.json ? JSON.stringify({ id: c.id, nextSnapshot: c.nextSnapshot, updated }) : [c.id, c.nextSnapshot, updated].join('\t'))
+      }
+    })
+  consumer
+    .command('delete <table> <id>')
+    .description('delete a consumer, so expiration no longer keeps snapshots for it')
+    .action(async (uri: string, id: string) => {
+      checkConsumerId(id, 'consumer id')
+      const table = await Table.open(uri)
+      if ((await getConsumer(table, id)) === null) {
+        throw new StrataInputError(`consumer id ${JSON.stringify(id)}: no such consumer in ${table.uri} (consumers: ${(await listConsumers(table)).map((c) => c.id).join(', ') || 'none'})`)
+      }
+      await deleteConsumer(table, id)
+      out(`deleted consumer ${JSON.stringify(id)}`)
     })
 
   const tag = program.command('tag').description("tags: names that pin a snapshot, kept by expiration and orphan cleanup (Paimon's tag files)")

@@ -31,6 +31,7 @@ import { parseCommitMessageBody } from './commit-message.ts'
 import type { CommitQueue, DrainableCommitQueue, QueuedCommitMessage } from './commit-queue.ts'
 import type { CommitterLease } from './committer-lease.ts'
 import { commitKeyOf } from './landed.ts'
+import { type CommitEvent, type CommitFeed, commitEventOf, publishQuietly } from './commit-feed.ts'
 import { type CommitReceipt, writeReceipt } from './receipts.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
 
@@ -65,6 +66,12 @@ export interface CommitServiceOptions {
    * invocation folds whatever else runs.
    */
   lease?: { lease: CommitterLease; forward: (messages: InvokedMessage[]) => Promise<string[]> }
+  /**
+   * The commit feed (commit-feed.ts): after each round that created snapshots, one event
+   * naming them is published, beside the round's receipts and deletions; a failed publish is
+   * handed to `onFailure` and counted, never failing or delaying the commit.
+   */
+  feed?: { feed: CommitFeed; onFailure: (error: Error, event: CommitEvent) => void }
 }
 
 export interface CommitServiceResult {
@@ -84,6 +91,9 @@ export interface CommitServiceResult {
   retries: number
   replans: number
   errors: { id: string; error: string; conflict: boolean }[]
+  /** commit-feed events published, and those that failed */
+  feedPublished: number
+  feedFailures: number
 }
 
 interface Entry {
@@ -103,7 +113,7 @@ const LEASE_RECHECK_MS = 20
 
 
 export async function commitFromQueue(committer: BatchingCommitter, invoked: InvokedMessage[], opts: CommitServiceOptions): Promise<CommitServiceResult> {
-  const total: CommitServiceResult = { failedIds: [], received: 0, drained: 0, landed: 0, duplicates: 0, conflicts: 0, failed: 0, snapshots: [], rounds: 0, forwarded: 0, retries: 0, replans: 0, errors: [] }
+  const total: CommitServiceResult = { failedIds: [], received: 0, drained: 0, landed: 0, duplicates: 0, conflicts: 0, failed: 0, snapshots: [], rounds: 0, forwarded: 0, retries: 0, replans: 0, errors: [], feedPublished: 0, feedFailures: 0 }
   // the lease is an optimisation: a store that cannot answer for it does not stop a fold
   const holdLease = () => (opts.lease ? opts.lease.lease.hold().catch(() => true) : Promise.resolve(true))
   // a holder gives the lease up as its rounds end: one look again after a short pause, so
@@ -120,6 +130,8 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
   const ioMax = committer.table.view.options.ioMaxConcurrentRequests
   const receiptSlot = pLimit(Math.max(1, Math.floor((ioMax * 3) / 4)))
   const settling: Promise<void>[] = []
+  // commit-feed publishes: never rejected (publishQuietly), awaited before the invocation ends
+  const publishing: Promise<void>[] = []
   let settleError: unknown
   let entries: Entry[] = invoked.map((m) => ({ id: m.id, ...parse(m.body, opts.tableName) }))
   // received while the last round folded, not folded yet: given back if the invocation stops.
@@ -157,6 +169,15 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
       total.rounds++
       if (res) {
         total.snapshots.push(...res.snapshots.map((x) => x.id))
+        const event = opts.feed ? commitEventOf(opts.tableName, res.snapshots.map((x) => ({ id: x.id, kind: x.kind, commits: x.messages }))) : null
+        if (event) {
+          publishing.push(
+            publishQuietly(opts.feed!.feed, event, opts.feed!.onFailure).then((ok) => {
+              if (ok) total.feedPublished++
+              else total.feedFailures++
+            }),
+          )
+        }
         total.retries += res.retries
         total.replans += res.replans
       }
@@ -190,6 +211,7 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
     if (unfolded.length && opts.drain) await opts.drain.queue.release(unfolded).catch(() => undefined)
     // every round started is settled (or has failed) before the invocation returns or fails
     await Promise.all(settling)
+    await Promise.all(publishing)
     // the LATEST rewrites went out beside the deletions; done before the instance may freeze
     await committer.table.snapshots.settleHints()
     await releasing

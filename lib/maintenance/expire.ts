@@ -16,6 +16,8 @@
 //   3. delete the candidates.
 // Tags (lib/table/tags.ts) keep their snapshot's objects however long ago it expired, as
 // Paimon's expiration skips the data files and manifests of tagged snapshots.
+// Consumers (lib/table/consumers.ts) keep their next snapshot and every later one: nothing
+// from the smallest `nextSnapshot` on expires (ExpireSnapshotsImpl's consumer bound).
 // A crash after 2 leaves only unreferenced objects, which removeOrphanFiles deletes later.
 // Paimon instead walks each expired snapshot's delta (SnapshotDeletion) and deletes files
 // before the snapshot files; the set difference here is simpler to reason about and
@@ -29,6 +31,7 @@ import { FOLDING_COMMIT_USER, foldedCommitsKey } from '../commit/landed.ts'
 import type { Table } from '../table/table.ts'
 import { MissingReferenceError, existingSnapshot, runReferences, snapshotRange, snapshotReferences } from './references.ts'
 import { taggedSnapshots } from '../table/tags.ts'
+import { expireConsumers, minNextSnapshot } from '../table/consumers.ts'
 
 export interface ExpireOptions {
   /** epoch millis the retention time is measured from; default Date.now() */
@@ -83,7 +86,7 @@ function resolve(table: Table, opts: ExpireOptions) {
   if (retainMin > retainMax) {
     throw new StrataInputError(`expire: numRetainedMin (${retainMin}) is greater than numRetainedMax (${retainMax}); expected min <= max`)
   }
-  return { retainMin, retainMax, maxDeletes, olderThanMillis: now - timeRetainedMs }
+  return { retainMin, retainMax, maxDeletes, olderThanMillis: now - timeRetainedMs, now }
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight. */
@@ -96,7 +99,7 @@ export async function forEachLimited<T>(items: T[], limit: number, fn: (item: T)
 }
 
 export async function expireSnapshots(table: Table, opts: ExpireOptions = {}): Promise<ExpireResult> {
-  const { retainMin, retainMax, maxDeletes, olderThanMillis } = resolve(table, opts)
+  const { retainMin, retainMax, maxDeletes, olderThanMillis, now } = resolve(table, opts)
   const snapshots = table.snapshots
   const { earliest, latest } = await snapshotRange(table)
   if (latest === 0) return { expired: [], deletedFiles: 0, earliest: 0, latest: 0 }
@@ -104,6 +107,11 @@ export async function expireSnapshots(table: Table, opts: ExpireOptions = {}): P
   // ExpireSnapshotsImpl.expire: [begin, end) is the range to expire
   const min = Math.max(latest - retainMax + 1, earliest)
   let end = Math.min(latest - retainMin + 1, earliest + maxDeletes)
+  // a consumer still needs its next snapshot and every later one (consumers idle past
+  // consumer.expiration-time are deleted first, as Paimon deletes them at commit)
+  await expireConsumers(table, now)
+  const consumerNext = await minNextSnapshot(table)
+  if (consumerNext !== null) end = Math.min(end, consumerNext)
   for (let id = min; id < end; id++) {
     const s = await existingSnapshot(table, id)
     if (s && olderThanMillis <= s.timeMillis) {

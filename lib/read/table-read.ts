@@ -80,7 +80,7 @@ export function byteSourceOf(store: ObjectStore, key: string, size: number): Byt
   return { size, read: (start, end) => store.getRange(key, start, end) }
 }
 
-interface CompiledFilter {
+export interface CompiledFilter {
   partition: Map<number, Value>
   key: Map<number, Value>
   /** the bucket when every bucket-key field is fixed */
@@ -88,7 +88,7 @@ interface CompiledFilter {
   matches(row: Row): boolean
 }
 
-function compileFilter(view: SchemaView, filter: KeyFilter | undefined): CompiledFilter {
+export function compileFilter(view: SchemaView, filter: KeyFilter | undefined): CompiledFilter {
   const partition = new Map<number, Value>()
   const key = new Map<number, Value>()
   const all = new Map<number, Value>()
@@ -224,7 +224,7 @@ function countOpen(stats: ReadStats | undefined, level: number): void {
   stats.filesOpened[level]++
 }
 
-async function openFile(table: Table, store: ObjectStore, split: Split, e: ManifestEntry, stats?: ReadStats): Promise<RecordFileReader> {
+export async function openFile(table: Table, store: ObjectStore, split: Split, e: ManifestEntry, stats?: ReadStats): Promise<RecordFileReader> {
   countOpen(stats, e.file.level)
   const key = dataFileKey(table, split.path, e.file)
   // a file of an older schema is read in its own layout and mapped by field id (lib/table/evolution.ts)

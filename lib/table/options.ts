@@ -81,6 +81,8 @@ export const OPTION_SPECS: OptionSpec[] = [
   { key: 'snapshot.num-retained.max', type: 'int', default: '2147483647', min: 1, doc: 'Snapshots kept at most by expiration; not below snapshot.num-retained.min.' },
   { key: 'snapshot.time-retained', type: 'duration', default: '1 h', doc: 'Snapshots younger than this are kept by expiration.' },
   { key: 'snapshot.expire.limit', type: 'int', default: '50', min: 1, doc: 'Most snapshots one expiration call removes.' },
+  { key: 'consumer.expiration-time', type: 'duration', doc: 'Consumer files (consumer/consumer-<id>, the progress of `strata read --consumer-id`) not rewritten for this long are deleted by snapshot expiration, so an abandoned consumer stops holding snapshots back; default never. Paimon deletes them at commit.' },
+  { key: 'consumer.ignore-progress', type: 'boolean', default: 'false', doc: 'A read with a consumer id starts at --from-snapshot even when the consumer has progress recorded (and records its new progress as usual).' },
   { key: 'partition.default-name', type: 'string', default: '__DEFAULT_PARTITION__', pattern: { regex: /^[\s\S]+$/, expected: 'a non-empty string' }, doc: 'Directory name of a null or blank partition value; not empty.' },
   { key: 'partition.legacy-name', type: 'boolean', default: 'true', values: ['true'], doc: 'Partition directory values as Java toString of the internal value; only true is supported.' },
   { key: 'primary-key.nullable', type: 'boolean', default: 'false', values: ['false'], doc: 'Primary key fields are NOT NULL; only false is supported.' },
@@ -325,6 +327,9 @@ export interface CoreOptions {
   snapshotNumRetainedMin: number
   snapshotNumRetainedMax: number
   snapshotTimeRetainedMs: number
+  /** consumer.expiration-time in millis; null: consumers never expire */
+  consumerExpirationMs: number | null
+  consumerIgnoreProgress: boolean
   partitionDefaultName: string
   dataFilePrefix: string
   /** write.max-row-size in bytes */
@@ -372,6 +377,8 @@ export function coreOptions(raw: Record<string, string>): CoreOptions {
     snapshotNumRetainedMin: retainedMin,
     snapshotNumRetainedMax: Math.max(retainedMin, int('snapshot.num-retained.max')),
     snapshotTimeRetainedMs: parseDuration(get('snapshot.time-retained')!)!,
+    consumerExpirationMs: raw['consumer.expiration-time'] === undefined ? null : parseDuration(raw['consumer.expiration-time'])!,
+    consumerIgnoreProgress: bool('consumer.ignore-progress'),
     partitionDefaultName: get('partition.default-name')!,
     dataFilePrefix: get('data-file.prefix')!,
     maxRowBytes: parseMemorySize(get('write.max-row-size')!)!,

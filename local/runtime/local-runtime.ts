@@ -61,6 +61,8 @@ export interface LocalRuntimeOptions {
   onCompactorInvocation?: (table: string, info: Parameters<NonNullable<PollerOptions['onInvocation']>>[0]) => void
   /** extra environment for the handlers */
   env?: Record<string, string>
+  /** a commit-feed queue (standard SQS) the committers publish to, as the stack's (lib/commit/commit-feed.ts); default none */
+  feed?: boolean
 }
 
 export interface LocalTable {
@@ -95,6 +97,8 @@ export interface LocalRuntime {
   writerPool: ExecutionEnvironmentPool
   /** the handlers' environment (for running more functions against this runtime) */
   env: Record<string, string>
+  /** the commit-feed queue, with `feed` */
+  feedQueueUrl?: string
   /** sends JSON records to the ingest queue, 10 per SendMessageBatch */
   send(bodies: string[]): Promise<void>
   /** visible + in-flight messages of a queue (fauxqs counts are stale until a receive) */
@@ -168,6 +172,7 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
     })
     specs.push({ name: t.name, uri: `s3://${bucket}/tables/${t.name}`, table, queue, dlq, commitQueue, commitDlq })
   }
+  const feed = opts.feed ? await createQueue(sqs, 'strata-commit-feed', {}) : undefined
   const env: Record<string, string> = {
     ...handlerEnvironment(backend, Object.fromEntries(specs.map((s) => [s.name, { uri: s.uri, compactionQueueUrl: s.queue.url, commitQueueUrl: s.commitQueue.url, taskThreads: s.table.view.options.compactionTaskThreads }]))),
     STRATA_REJECT_URI: `s3://${bucket}/rejects`,
@@ -201,7 +206,7 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
     const tableFunction = (kind: 'compactor' | 'committer', module: string, queueUrl: string, batchSize: number, concurrency: number, reserved: number | null, onInvocation?: LocalRuntimeOptions['onCompactorInvocation']) => {
       const pool = new ExecutionEnvironmentPool({
         handlerModule: module,
-        env: { ...env, STRATA_TABLE: s.name, AWS_LAMBDA_FUNCTION_NAME: `strata-${s.name}-${kind}` },
+        env: { ...env, STRATA_TABLE: s.name, AWS_LAMBDA_FUNCTION_NAME: `strata-${s.name}-${kind}`, ...(kind === 'committer' && feed ? { STRATA_FEED_QUEUE_URL: feed.url } : {}) },
         maxEnvironments: reserved ?? concurrency,
         memoryLimitInMB: FUNCTION_MEMORY_MB[kind],
         timeoutMs: opts.timeoutMs,
@@ -235,6 +240,7 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
     writer,
     writerPool,
     env,
+    feedQueueUrl: feed?.url,
     async send(bodies) {
       for (let i = 0; i < bodies.length; i += 10) {
         await sqs.send(new SendMessageBatchCommand({ QueueUrl: ingest.url, Entries: bodies.slice(i, i + 10).map((b, j) => ({ Id: String(j), MessageBody: b })) }))

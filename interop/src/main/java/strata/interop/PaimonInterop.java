@@ -147,6 +147,7 @@ public final class PaimonInterop {
                 case "tag-delete":
                     tagDelete(a, out);
                     break;
+                case "incremental": IncrementalInterop.run(args, out); break;
                 case "add-column":
                     addColumn(a, out);
                     break;
