@@ -43,6 +43,8 @@ export async function compactorHandler(event: SQSEvent, context?: Context): Prom
         table: o.job.table, partition: o.job.partition, bucket: o.job.bucket, snapshot: r.snapshotId,
         inputFiles: r.inputFiles, outputFiles: r.outputFiles, upgradedFiles: r.upgradedFiles, rowsIn: r.rowsIn, rowsOut: r.rowsOut,
         rowsDeletedByVector: r.rowsDeletedByVector, outputLevel: r.outputLevel, followUp: o.followUp, coalesced: o.messageIds.length, requestId: context?.awsRequestId,
+        // a job is traced by its deduplication key (lib/jobs/coalesce.ts) and messages
+        baseSnapshot: r.baseSnapshotId, needsMore: r.needsMore, dedupKey: o.job.dedupKey, messageIds: o.messageIds, conflictRetries: o.conflictRetries,
       })
       metrics.addMetric('CompactionTime', MetricUnit.Milliseconds, o.endedAt - o.startedAt)
       metrics.addMetric('CompactionJobs', MetricUnit.Count, 1)

@@ -16,7 +16,7 @@
 // (local/runtime/soak-control.ts): no real fault stops a thread at an exact write.
 
 import { describe, expect, it } from 'vitest'
-import { FAULT_KINDS, runSoak } from '../bench/lib/soak-run.ts'
+import { FAULT_KINDS, compactorLogDetail, runSoak } from '../bench/lib/soak-run.ts'
 import { compactTable } from '../lib/lsm/compact-table.ts'
 import { MIN_ORPHAN_OLDER_THAN_MS } from '../lib/maintenance/orphans.ts'
 import { readAll } from '../lib/read/table-read.ts'
@@ -83,7 +83,19 @@ describe('soak (short)', () => {
     expect(r.maintenance.stepSeconds.Expire).toBeDefined()
     expect(r.maintenance.stepSeconds.Orphans).toBeDefined()
     expect(r.maintenance.failed).toBe(0)
+    // the compactors' log traced the jobs they received (the stalled-bucket diagnosis reads it)
+    expect(r.jobs.traced).toBeGreaterThan(0)
   }, 180_000)
+
+  it("reads a job's outcome and a bucket's failure from the compactor's log lines", () => {
+    const outcome = JSON.stringify({ level: 'INFO', message: 'nothing to compact', messageIds: ['m1', 'm2'], baseSnapshot: 7, snapshot: null, inputFiles: 0, needsMore: false, conflictRetries: 0, followUp: false })
+    expect(compactorLogDetail(outcome)).toEqual({ messageIds: ['m1', 'm2'], text: 'nothing to compact: read 7, landed -, 0 in, follow-up none' })
+    const landed = JSON.stringify({ message: 'compacted', messageIds: ['m3'], baseSnapshot: 7, snapshot: 9, inputFiles: 4, needsMore: true, conflictRetries: 1, followUp: true })
+    expect(compactorLogDetail(landed)?.text).toBe('compacted: read 7, landed 9, 4 in, capped, 1 conflict retries, follow-up sent')
+    expect(compactorLogDetail(JSON.stringify({ level: 'ERROR', messageId: 'm4', error: 'commit conflict' }))).toEqual({ messageIds: ['m4'], text: 'failed: commit conflict' })
+    expect(compactorLogDetail('not json')).toBeNull()
+    expect(compactorLogDetail(JSON.stringify({ message: 'cold start' }))).toBeNull()
+  })
 
   // Found by the soak: a redelivered older version committed after a newer one won once
   // compaction lifted it out of L0, so a reader of the latest snapshot saw the older row.

@@ -188,7 +188,7 @@ export const SOAK_DEFAULTS: SoakOptions = {
   // the smallest age cleanup accepts (longer than a commit can wait), so during the run it takes nothing
   orphanOlderThanMs: MIN_ORPHAN_OLDER_THAN_MS,
   recoverWithinSeconds: 150,
-  drainTimeoutSeconds: 300,
+  drainTimeoutSeconds: 420,
   strictTiming: true,
   memoryLimitMbPerMin: 2,
   // a dozen function environments share this process: at 8 MiB each their metadata caches
@@ -300,7 +300,8 @@ export interface SoakResult {
    * compactions that landed (distinct buckets of each COMPACT snapshot's delta), and the
    * compaction queues' peak depth (visible + in flight), whole and per bucket of the table
    */
-  jobs: { delivered: number; bucketCompactions: number; peakDepth: Record<string, number>; peakPerBucket: Record<string, number> }
+  /** traced: messages whose outcome the compactors' log gave (the drain's and the sweep's diagnoses name it) */
+  jobs: { delivered: number; traced: number; bucketCompactions: number; peakDepth: Record<string, number>; peakPerBucket: Record<string, number> }
   faults: FaultRecord[]
   /** overlapped: the next fault struck before the lag was back (judged with that one) */
   faultCounts: Record<string, { armed: number; fired: number; recovered: number; overlapped: number }>
@@ -317,6 +318,39 @@ export interface SoakResult {
 }
 
 const pct = (xs: number[], p: number): number | null => percentile(xs, p, null)
+
+interface JobReceived {
+  /** seconds since the load started */
+  at: number
+  messageId: string
+  bucket: number
+  key: string
+  followUp: boolean
+  receive: number
+  /** deleted, left (returned for another try) or the invocation's error */
+  outcome: string
+}
+
+/**
+ * One compactor log line (Powertools JSON, functions/compactor.ts) in a few words, with the
+ * messages it is about: a job's outcome (compacted, nothing to compact, overtaken; the
+ * snapshot it read and landed, its input files, whether it sent a follow-up) or a bucket's
+ * failure; null for any other line.
+ */
+export function compactorLogDetail(line: string): { messageIds: string[]; text: string } | null {
+  let entry: Record<string, unknown>
+  try {
+    entry = JSON.parse(line) as Record<string, unknown>
+  } catch {
+    return null
+  }
+  if (Array.isArray(entry.messageIds)) {
+    const text = `${entry.message}: read ${entry.baseSnapshot}, landed ${entry.snapshot ?? '-'}, ${entry.inputFiles} in${entry.needsMore ? ', capped' : ''}${entry.conflictRetries ? `, ${entry.conflictRetries} conflict retries` : ''}, follow-up ${entry.followUp ? 'sent' : 'none'}`
+    return { messageIds: entry.messageIds as string[], text }
+  }
+  if (typeof entry.messageId === 'string' && typeof entry.error === 'string') return { messageIds: [entry.messageId], text: `failed: ${entry.error.slice(0, 200)}` }
+  return null
+}
 
 function durationsOf(xs: number[]): Durations {
   const r = (v: number | null) => (v === null ? null : Math.round(v))
@@ -480,7 +514,17 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
   }
   let jobsDelivered = 0
   // every compaction job received (the last few thousand per table), for the drain's diagnosis
-  const jobLog = new Map<string, { at: number; bucket: number; key: string; followUp: boolean; receive: number; outcome: string }[]>()
+  const jobLog = new Map<string, JobReceived[]>()
+  // what the compactors logged of each message (lib/jobs/process-jobs.ts outcomes and failures), by message id
+  const jobDetail = new Map<string, string>()
+  const onCompactorLog = (_table: string, line: string) => {
+    const detail = compactorLogDetail(line)
+    if (!detail) return
+    for (const id of detail.messageIds) jobDetail.set(id, detail.text)
+    if (jobDetail.size > 20_000) for (const k of [...jobDetail.keys()].slice(0, 10_000)) jobDetail.delete(k)
+  }
+  const describeJob = (j: JobReceived, withKey: boolean) =>
+    `@${j.at}s${withKey ? ` ${j.key}` : ''}${j.followUp ? ' follow-up' : ''} receive ${j.receive} ${j.outcome}${jobDetail.has(j.messageId) ? ` (${jobDetail.get(j.messageId)})` : ''}`
   let loadStart = Date.now()
   const rt: LocalRuntime = await startLocalRuntime({
     tables,
@@ -501,6 +545,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       ...(o.footerCacheMb === undefined ? {} : { STRATA_FOOTER_CACHE_MB: String(o.footerCacheMb) }),
     },
     onWriterInvocation: onWriter,
+    onCompactorLog,
     onCompactorInvocation: (t, info) => {
       if (info.result.coldStart) compactorColdStarts++
       jobsDelivered += info.records.length
@@ -510,9 +555,9 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       for (const r of info.records) {
         try {
           const job = JSON.parse(r.body) as { bucket: number; dedupKey?: string; followUp?: boolean }
-          log.push({ at: Math.round((info.startedAt - loadStart) / 100) / 10, bucket: job.bucket, key: job.dedupKey ?? '-', followUp: job.followUp === true, receive: Number(r.attributes.ApproximateReceiveCount), outcome: info.result.ok ? (info.deleted.includes(r.messageId) ? 'deleted' : 'left') : info.result.error.name })
+          log.push({ at: Math.round((info.startedAt - loadStart) / 100) / 10, messageId: r.messageId, bucket: job.bucket, key: job.dedupKey ?? '-', followUp: job.followUp === true, receive: Number(r.attributes.ApproximateReceiveCount), outcome: info.result.ok ? (info.deleted.includes(r.messageId) ? 'deleted' : 'left') : info.result.error.name })
         } catch {
-          log.push({ at: Math.round((info.startedAt - loadStart) / 100) / 10, bucket: -1, key: 'undecodable', followUp: false, receive: Number(r.attributes.ApproximateReceiveCount), outcome: '-' })
+          log.push({ at: Math.round((info.startedAt - loadStart) / 100) / 10, messageId: r.messageId, bucket: -1, key: 'undecodable', followUp: false, receive: Number(r.attributes.ApproximateReceiveCount), outcome: '-' })
         }
       }
       if (log.length > 4000) log.splice(0, log.length - 2000)
@@ -881,8 +926,8 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     const loadSeconds = now()
     loadRunning = false
     await faultLoop
-    maintaining = false
-    await maintenanceLoop
+    // maintenance goes on through the drain, as its schedule does when the writes stop: its
+    // sweep is what heals a bucket whose job was lost (lib/jobs/coalesce.ts stalledBucketJobs)
     log(`load done at ${loadSeconds.toFixed(0)} s; draining`)
 
     // ---- drain ----
@@ -906,6 +951,8 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       await sleep(500)
     }
     const drainSeconds = (Date.now() - drainStart) / 1000
+    maintaining = false
+    await maintenanceLoop
     clearInterval(sampler)
     while (sampling) await sleep(50)
     probing = false
@@ -931,8 +978,8 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
             const sameKey = job ? got.filter((j) => j.key === job.dedupKey) : []
             stalled.push(
               `${name} bucket ${b.bucket}: ${b.l0Files} L0 files at snapshot ${latest}, job key now ${job?.dedupKey ?? '(none due)'}; ` +
-                `jobs received under it: ${sameKey.map((j) => `@${j.at}s receive ${j.receive}${j.followUp ? ' follow-up' : ''} ${j.outcome}`).join(', ') || 'none'}; ` +
-                `last jobs received: ${got.slice(-4).map((j) => `@${j.at}s ${j.key}${j.followUp ? ' follow-up' : ''} receive ${j.receive} ${j.outcome}`).join(', ') || 'none'}`,
+                `jobs received under it: ${sameKey.map((j) => describeJob(j, false)).join(', ') || 'none'}; ` +
+                `last jobs received: ${got.slice(-4).map((j) => describeJob(j, true)).join(', ') || 'none'}`,
             )
           }
         } catch (e) {
@@ -1125,7 +1172,14 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     // the maintenance sweep (lib/jobs/coalesce.ts stalledBucketJobs) had to send a job: a
     // bucket waited past its age without one, which the coalescing argument rules out unless
     // its job was queued behind a backlog that long; reported, with the jobs it received
-    const swept = [...jobLog.entries()].flatMap(([t, js]) => js.filter((j) => j.key.startsWith('sweep:')).map((j) => `${t} bucket ${j.bucket} @${j.at}s`))
+    // with the jobs the bucket received before the sweep's, and what the compactors made of them
+    const swept = [...jobLog.entries()].flatMap(([t, js]) =>
+      js.flatMap((j, i) => {
+        if (!j.key.startsWith('sweep:')) return []
+        const before = js.slice(0, i).filter((x) => x.bucket === j.bucket).slice(-4)
+        return [`${t} bucket ${j.bucket} @${j.at}s, after ${before.map((x) => describeJob(x, true)).join(', ') || 'no job'}`]
+      }),
+    )
     check('no bucket needed the maintenance sweep', swept.length ? [`${maint.sweptJobs} sweep job(s) sent, received: ${swept.join(', ')}`] : [], 'no sweep job sent', true)
     const unseenProbes = unseen.size
     check('every probe became visible', unseenProbes ? [`${unseenProbes} of ${probes.length} probes never visible`] : [], `${probes.length} probes`)
@@ -1212,6 +1266,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       maintenance: maint,
       jobs: {
         delivered: jobsDelivered,
+        traced: jobDetail.size,
         bucketCompactions,
         peakDepth: { orders: peakJobs.orders, totals: peakJobs.totals },
         peakPerBucket: { orders: peakJobs.orders / o.buckets, totals: totalsReader ? peakJobs.totals / o.totalsBuckets : 0 },

@@ -30,6 +30,7 @@
 // (the soak samples them), so growth there is at least seen.
 import { randomUUID } from 'node:crypto'
 import { basename, extname, isAbsolute } from 'node:path'
+import { createInterface } from 'node:readline'
 import { type ResourceLimits, Worker } from 'node:worker_threads'
 import type { Context } from 'aws-lambda'
 import { StrataInputError } from '../../lib/types.ts'
@@ -67,6 +68,11 @@ export interface ExecutionEnvironmentPoolOptions {
   memoryLimitInMB?: number
   /** Node options for the worker threads; default none (the parent's, e.g. tsx's own loader flags, are not inherited) */
   execArgv?: string[]
+  /**
+   * Each line the handlers write to stdout (their logs, what CloudWatch Logs would get), with
+   * the environment that wrote it; default: the lines go to this process's stdout.
+   */
+  onLogLine?: (line: string, environmentId: number) => void
 }
 
 /** Lambda's placeholder account for local ARNs, matching fauxqs's. */
@@ -137,6 +143,7 @@ export class ExecutionEnvironmentPool {
   /** the V8 limits every environment's thread runs under, from memoryLimitInMB */
   readonly resourceLimits: Required<ResourceLimits>
   private readonly execArgv: string[]
+  private readonly onLogLine?: (line: string, environmentId: number) => void
   private readonly workerEnv: Record<string, string>
   private readonly environments: Environment[] = []
   /** every worker not yet exited, including destroyed ones still terminating */
@@ -170,6 +177,7 @@ export class ExecutionEnvironmentPool {
     this.memoryLimitInMB = memory
     this.resourceLimits = workerResourceLimits(memory)
     this.execArgv = opts.execArgv ?? []
+    this.onLogLine = opts.onLogLine
     this.workerEnv = {
       // A Lambda sandbox's environment is its function's configuration, not its host's: the
       // host process's Strata, Powertools and AWS variables (a benchmark's or test's own
@@ -312,8 +320,13 @@ export class ExecutionEnvironmentPool {
       env: this.workerEnv,
       execArgv: this.execArgv,
       resourceLimits: this.resourceLimits,
+      stdout: this.onLogLine !== undefined,
     })
     const environment: Environment = { id: this.nextEnvironmentId++, worker, ready: false, assigned: first, invocations: 0, memoryRequests: new Map() }
+    if (this.onLogLine) {
+      const onLine = this.onLogLine
+      createInterface({ input: worker.stdout, crlfDelay: Infinity }).on('line', (line) => onLine(line, environment.id))
+    }
     this.environments.push(environment)
     this.workers.add(worker)
     worker.on('message', (message: FromWorker) => this.onMessage(environment, message))

@@ -59,6 +59,11 @@ export interface LocalRuntimeOptions {
   backendProcess?: BackendProcessOptions
   onWriterInvocation?: PollerOptions['onInvocation']
   onCompactorInvocation?: (table: string, info: Parameters<NonNullable<PollerOptions['onInvocation']>>[0]) => void
+  /**
+   * The compactors' log lines (Powertools JSON at INFO: each job's outcome, each failure), by
+   * table; set, the compactors log at INFO instead of staying silent
+   */
+  onCompactorLog?: (table: string, line: string) => void
   /** extra environment for the handlers */
   env?: Record<string, string>
   /** a commit-feed queue (standard SQS) the committers publish to, as the stack's (lib/commit/commit-feed.ts); default none */
@@ -204,9 +209,17 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
     const cap = compactorConcurrency(taskThreads)
     // one table function: its execution environments behind an event source on its queue
     const tableFunction = (kind: 'compactor' | 'committer', module: string, queueUrl: string, batchSize: number, concurrency: number, reserved: number | null, onInvocation?: LocalRuntimeOptions['onCompactorInvocation']) => {
+      const onLog = kind === 'compactor' ? opts.onCompactorLog : undefined
       const pool = new ExecutionEnvironmentPool({
         handlerModule: module,
-        env: { ...env, STRATA_TABLE: s.name, AWS_LAMBDA_FUNCTION_NAME: `strata-${s.name}-${kind}`, ...(kind === 'committer' && feed ? { STRATA_FEED_QUEUE_URL: feed.url } : {}) },
+        env: {
+          ...env,
+          STRATA_TABLE: s.name,
+          AWS_LAMBDA_FUNCTION_NAME: `strata-${s.name}-${kind}`,
+          ...(kind === 'committer' && feed ? { STRATA_FEED_QUEUE_URL: feed.url } : {}),
+          ...(onLog ? { POWERTOOLS_LOG_LEVEL: 'INFO' } : {}),
+        },
+        ...(onLog ? { onLogLine: (line: string) => onLog(s.name, line) } : {}),
         maxEnvironments: reserved ?? concurrency,
         memoryLimitInMB: FUNCTION_MEMORY_MB[kind],
         timeoutMs: opts.timeoutMs,
