@@ -14,6 +14,9 @@
 //   2. delete `snapshot-N` of the expired ones, oldest first, then write `EARLIEST`; read
 //      the tags again and keep what a tag created meanwhile references;
 //   3. delete the candidates.
+// Changelog files are referenced by the one snapshot whose changelog manifests list them,
+// so they go when it expires (Paimon's `changelog.num-retained.*`, which keeps them longer,
+// is refused).
 // Tags (lib/table/tags.ts) keep their snapshot's objects however long ago it expired, as
 // Paimon's expiration skips the data files and manifests of tagged snapshots.
 // A crash after 2 leaves only unreferenced objects, which removeOrphanFiles deletes later.
@@ -29,6 +32,7 @@ import { FOLDING_COMMIT_USER, foldedCommitsKey } from '../commit/landed.ts'
 import type { Table } from '../table/table.ts'
 import { MissingReferenceError, existingSnapshot, runReferences, snapshotRange, snapshotReferences } from './references.ts'
 import { taggedSnapshots } from '../table/tags.ts'
+import { CHANGELOG_RETENTION_KEYS } from '../table/options.ts'
 
 export interface ExpireOptions {
   /** epoch millis the retention time is measured from; default Date.now() */
@@ -96,6 +100,13 @@ export async function forEachLimited<T>(items: T[], limit: number, fn: (item: T)
 }
 
 export async function expireSnapshots(table: Table, opts: ExpireOptions = {}): Promise<ExpireResult> {
+  // A snapshot's changelog files (lib/read/changelog.ts) go with it: Strata keeps no
+  // changelog past its snapshot. A table whose schema asks Paimon to keep it longer
+  // (decoupled changelog) is left for Paimon to expire.
+  const decoupled = CHANGELOG_RETENTION_KEYS.find((k) => table.view.options.raw[k] !== undefined)
+  if (decoupled) {
+    throw new StrataInputError(`expire refused: table ${table.uri} sets option '${decoupled}' (${JSON.stringify(table.view.options.raw[decoupled])}), which keeps changelog files longer than their snapshots; Strata expires a snapshot's changelog with it and does not support that option`)
+  }
   const { retainMin, retainMax, maxDeletes, olderThanMillis } = resolve(table, opts)
   const snapshots = table.snapshots
   const { earliest, latest } = await snapshotRange(table)
