@@ -200,6 +200,15 @@ if (missing.length > 0 && !process.env.CI) {
       })
     }
 
+    it('for one history, Strata writes the changelog Paimon writes: input, and lookup (deduplicate) compacting after each commit as Paimon\'s writer does', async () => {
+      for (const [producer, cell] of [['input', STRATA_CELLS[0]], ['lookup', STRATA_CELLS[1]]] as const) {
+        const { table, latest } = strata.get(cell.name)!
+        const paimon = paimonOwn.get(producer)!
+        expect(latest, producer).toBe(paimon.latest)
+        expect(multiset(await strataChanges(table, 1, latest)), producer).toEqual(multiset(paimon.strata))
+      }
+    })
+
     for (const producer of ['input', 'lookup'] as const) {
       it(`Strata lists the changelog Paimon wrote with changelog-producer ${producer} as Paimon reads it`, async () => {
         const { latest, changes, strata: mine } = paimonOwn.get(producer)!
