@@ -92,6 +92,25 @@ describe('changelog through the folding committer', () => {
       expect(e.file.fileSource).toBe(1)
     }
   })
+
+  it("a conflicting compaction in a fold fails alone: its changelog is not listed, the other's is", async () => {
+    const table = await newTable({ 'changelog-producer': 'lookup', bucket: '1' })
+    await writeBatch(table, records(table, ops([1, 2])))
+    const partition = (await table.manifests.liveEntries((await table.snapshots.latest())!))[0].partition
+    // two jobs built on the same state take the same level-0 file up: the second conflicts
+    const c1 = (await compactionMessage(table, { partition, bucket: 0 }))!
+    const c2 = (await compactionMessage(table, { partition, bucket: 0 }))!
+    const w = (await writeMessage(table, records(table, ops([3]))))!
+    const res = await new BatchingCommitter(table).commit([c1, w, c2])
+    expect(res.outcomes.map((o) => o.status)).toEqual(['landed', 'landed', 'failed'])
+    const compact = res.snapshots.find((x) => x.kind === 'COMPACT')!
+    const s = (await table.snapshots.snapshot(compact.id))!
+    expect((await changelogEntries(table, s)).map((e) => e.file.fileName)).toEqual(c1.changelog!.map((e) => e.file.fileName))
+    expect(await changelogText(table, compact.id)).toEqual(['+I 1', '+I 2'])
+    // the writer's key 3 reaches the changelog with the next compaction
+    await compactionMessage(table, { partition, bucket: 0 }).then((m) => new BatchingCommitter(table).commit([m!]))
+    expect(await changelogText(table, await table.snapshots.latestId())).toEqual(['+I 3'])
+  })
 })
 
 describe('changelog and maintenance', () => {
