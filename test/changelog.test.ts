@@ -115,8 +115,12 @@ describe('changelog-producer lookup', () => {
   for (const [engine, dv] of cells) {
     it(`${engine}${dv ? ' with deletion vectors' : ''}: replaying the changelog from empty gives the table's contents after every compaction`, async () => {
       await fc.assert(
-        fc.asyncProperty(stepsArb(engine), async (steps) => {
-          const table = await Table.create(new MemoryStore(), withOptions(engine, { 'changelog-producer': 'lookup', 'deletion-vectors.enabled': String(dv), 'num-sorted-run.compaction-trigger': '3' }))
+        // capped jobs (compaction.max-input-files 2) take level 0 up over several snapshots
+        fc.asyncProperty(stepsArb(engine), fc.constantFrom('50', '2'), async (steps, maxInputFiles) => {
+          const table = await Table.create(
+            new MemoryStore(),
+            withOptions(engine, { 'changelog-producer': 'lookup', 'deletion-vectors.enabled': String(dv), 'num-sorted-run.compaction-trigger': '3', 'compaction.max-input-files': maxInputFiles }),
+          )
           const model = new TableModel(engine)
           const state = new Map<string, Row>()
           let replayed = 0
@@ -134,7 +138,11 @@ describe('changelog-producer lookup', () => {
             const entries = latest ? await table.manifests.liveEntries((await table.snapshots.latest())!) : []
             expect(entries.filter((e) => e.file.level === 0), 'level 0 is compacted').toEqual([])
             const contents = sortRows(await readAll(table))
-            expect(contents).toEqual(model.snapshot())
+            // the model applies a -D before later inserts of its key; a capped job that merges a
+            // -D with a newer insert before it meets the older row (partial-update, aggregation)
+            // does not, with or without changelog, as Paimon's compaction of a newest-first
+            // segment does not: compared only when jobs take every file
+            if (maxInputFiles !== '2') expect(contents).toEqual(model.snapshot())
             expect(sortRows([...state.values()]).map(show)).toEqual(contents.map(show))
           }
           for (const step of [...steps, { compact: false }]) {
