@@ -145,6 +145,11 @@ describe('changelog and maintenance', () => {
     await expect(newTable({ 'changelog-producer': 'full-compaction' })).rejects.toThrow(
       new StrataInputError(`option 'changelog-producer': value "full-compaction" is not supported by Strata; expected none, input or lookup (lookup gives the same -U/+U, +I, -D changelog from each compaction of level 0)`),
     )
+    // Paimon's SchemaValidation: first-row produces only the lookup changelog
+    const s = schemaFor('first-row') as { options: Record<string, string> }
+    await expect(Table.create(new MemoryStore(), { ...s, options: { ...s.options, 'changelog-producer': 'input' } })).rejects.toThrow(
+      new StrataInputError(`option 'changelog-producer' is "input" with 'merge-engine' = "first-row": Paimon supports only 'none' and 'lookup' changelog-producer on the first-row merge engine (and refuses such a table)`),
+    )
     await expect(newTable({ 'changelog-producer': 'bogus' })).rejects.toThrow(`option 'changelog-producer': invalid value "bogus", expected one of none, input, lookup`)
     await expect(newTable({ 'changelog-producer': 'input', 'changelog.num-retained.min': '20' })).rejects.toThrow(
       /^option 'changelog\.num-retained\.min' \(value "20"\) is not supported: Strata keeps a snapshot's changelog files exactly as long as the snapshot/,

@@ -232,6 +232,8 @@ export function validateOptions(raw: unknown): Record<string, string> {
     throw new StrataInputError(`option 'compaction.task-threads': invalid value ${JSON.stringify(out['compaction.task-threads'])}, expected -1 or an integer >= 1`)
   }
   checkCombinations(out)
+  const changelogConflict = changelogProducerConflict(out)
+  if (changelogConflict) throw new StrataInputError(changelogConflict)
   return out
 }
 
@@ -286,7 +288,20 @@ export function unwritableReasons(raw: Record<string, string>): string[] {
   }
   const dvConflict = deletionVectorsConflict(raw)
   if (dvConflict) out.push(dvConflict)
+  const changelogConflict = changelogProducerConflict(raw)
+  if (changelogConflict) out.push(changelogConflict)
   return out
+}
+
+/**
+ * Raw options Paimon's SchemaValidation refuses together: a first-row table produces only the
+ * lookup changelog ("Only support 'none' and 'lookup' changelog-producer on FIRST_ROW merge
+ * engine"). The reason, naming both options; else null.
+ */
+export function changelogProducerConflict(raw: Record<string, string>): string | null {
+  const producer = raw['changelog-producer']?.trim().toLowerCase()
+  if (raw['merge-engine']?.trim().toLowerCase() !== 'first-row' || producer === undefined || producer === 'none' || producer === 'lookup') return null
+  return `option 'changelog-producer' is ${JSON.stringify(raw['changelog-producer'])} with 'merge-engine' = ${JSON.stringify(raw['merge-engine'])}: Paimon supports only 'none' and 'lookup' changelog-producer on the first-row merge engine (and refuses such a table)`
 }
 
 /**

@@ -398,9 +398,13 @@ export class GroupColumns {
    * sequence.field, then arrival), unmerged: the changelog file of `changelog-producer`
    * input. `shift` + a record's batch index is its sequence number.
    */
-  toChangelogColumns(shift: bigint): ColumnBatch {
+  toChangelogColumns(shift: bigint, keep: (kind: RowKind) => boolean = () => true): ColumnBatch | null {
     if (this.refused) throw this.refused
-    return this.#gather(this.#sorted(), this.rows, [], shift)
+    const perm = this.#sorted()
+    const refs = new Int32Array(perm.length)
+    let m = 0
+    for (let i = 0; i < perm.length; i++) if (keep(this.kinds[perm[i]] as RowKind)) refs[m++] = perm[i]
+    return m === 0 ? null : this.#gather(refs, m, [], shift)
   }
 
   /** The columns of a data file from output rows: refs[i] >= 0 is record refs[i] as it is, < 0 is extras[-refs[i] - 1]. */

@@ -538,7 +538,10 @@ export class BatchWriter {
       const out: WrittenFile[] = []
       // changelog-producer input: the group's records as given, with their row kinds, in a
       // level-0 changelog file beside the data file (Paimon's MergeTreeWriter flush)
-      if (inputChangelog) out.push(await put(g.cols ? this.#encodeChangelogColumns(g.cols, shift) : this.#encodeChangelogRows(g, shift, keyCmp, seqCmp), true))
+      if (inputChangelog) {
+        const changelog = g.cols ? this.#encodeChangelogColumns(g.cols, shift) : this.#encodeChangelogRows(g, shift, keyCmp, seqCmp)
+        if (changelog) out.push(await put(changelog, true))
+      }
       const encoded = g.cols ? this.#encodeColumns(g.cols, shift) : this.#encodeRows(g, shift, keyCmp, seqCmp)
       if (encoded !== null) out.push(await put(encoded, false))
       return out
@@ -561,18 +564,31 @@ export class BatchWriter {
     return writer.finish()
   }
 
-  /** A group of the column buffer as a changelog file: every record, unmerged, in key order. */
-  #encodeChangelogColumns(cols: GroupColumns, shift: bigint): { bytes: Uint8Array; stats: DataFileStats } {
+  /**
+   * Whether a record goes to the input changelog: Paimon's writer drops what `ignore-delete`
+   * (-U, -D) and `ignore-update-before` (-U) ignore before it buffers anything (RowKindFilter),
+   * so they reach neither its files nor its changelog; Strata's merge drops them from the data.
+   */
+  #inChangelog = (kind: RowKind): boolean => {
+    const cfg = this.table.mergeConfig
+    if (cfg.ignoreDelete && isRetract(kind)) return false
+    return !(cfg.ignoreUpdateBefore && kind === RowKind.UPDATE_BEFORE)
+  }
+
+  /** A group of the column buffer as a changelog file: its records, unmerged, in key order (null: none). */
+  #encodeChangelogColumns(cols: GroupColumns, shift: bigint): { bytes: Uint8Array; stats: DataFileStats } | null {
+    const batch = cols.toChangelogColumns(shift, this.#inChangelog)
+    if (batch === null) return null
     const writer = this.#newFileWriter()
-    writer.writeColumns(cols.toChangelogColumns(shift))
+    writer.writeColumns(batch)
     return writer.finish()
   }
 
-  /** A group of the 'rows' buffer as a changelog file: every record, unmerged, in key order (the reference). */
-  #encodeChangelogRows(g: Group, shift: bigint, keyCmp: (a: Value[], b: Value[]) => number, seqCmp: (a: KeyValue, b: KeyValue) => number): { bytes: Uint8Array; stats: DataFileStats } {
+  /** A group of the 'rows' buffer as a changelog file: its records, unmerged, in key order (the reference; null: none). */
+  #encodeChangelogRows(g: Group, shift: bigint, keyCmp: (a: Value[], b: Value[]) => number, seqCmp: (a: KeyValue, b: KeyValue) => number): { bytes: Uint8Array; stats: DataFileStats } | null {
     const writer = this.#newFileWriter()
-    for (const kv of this.#sortedKeyValues(g, shift, keyCmp, seqCmp)) writer.write(kv)
-    return writer.finish()
+    for (const kv of this.#sortedKeyValues(g, shift, keyCmp, seqCmp)) if (this.#inChangelog(kv.kind)) writer.write(kv)
+    return writer.rowCount === 0 ? null : writer.finish()
   }
 
   /** The group's records as KeyValues, sorted by key, then by merge order. */
