@@ -143,6 +143,8 @@ if (missing.length > 0 && !process.env.CI) {
     /** Paimon's changes of its own tables, over (1, latest], before Strata expires anything */
     const paimonOwn = new Map<string, { latest: number; changes: PaimonResult; strata: string[] }>()
     let second: PaimonResult[] = []
+    /** Strata's write and compaction of a Paimon-made lookup table: its changelog as Strata lists it and as Paimon reads it */
+    let continued = { from: 0, to: 0, strata: [] as string[], paimon: { ok: false, output: '' } as PaimonResult }
     /** the parity cells' Paimon tables: Paimon's changes over (1, latest] and Strata's listing of them */
     const paritySeen = new Map<string, { dir: string; latest: number; changes: PaimonResult; strata: string[] }>()
     const expired = new Map<string, { expiredFiles: string[]; keptFiles: string[]; retainedFrom: number; latest: number; strataRetained: string[] }>()
@@ -232,7 +234,19 @@ if (missing.length > 0 && !process.env.CI) {
         expired.set(producer, { expiredFiles, keptFiles, retainedFrom: latest - 2, latest, strataRetained })
         after.push(['changelog', paimonDirs[producer], '--from', String(latest - 2), '--to', String(latest)])
       }
+      // Strata continues the partial-update table Paimon lookup-compacted: a write and a compaction
+      {
+        const seen = paritySeen.get('lookup, partial-update')!
+        const table = await Table.open(seen.dir)
+        const from = await table.snapshots.latestId()
+        await writeBatch(table, [{ _kind: '+I', id: 1, v: null, n: 100 }, { _kind: '+I', id: 8, v: 'a8', n: 8 }, { _kind: '-D', id: 4, v: null, n: null }].map((r, i) => recordFromJson(table.view, r, `record ${i}`)))
+        await compactTable(table)
+        const to = await table.snapshots.latestId()
+        continued = { from, to, strata: await strataChanges(table, from, to), paimon: { ok: false, output: '' } }
+        after.push(['changelog', seen.dir, '--from', String(from), '--to', String(to)])
+      }
       second = paimonBatch(after)
+      continued.paimon = second[2]
     }, 180_000)
 
     afterAll(() => {
@@ -277,6 +291,18 @@ if (missing.length > 0 && !process.env.CI) {
         expect(multiset(await strataChanges(table, 1, latest))).toEqual(paimon)
       })
     }
+
+    it('Strata writes and lookup-compacts a partial-update table Paimon made, and Paimon reads the changelog it produced', () => {
+      expect(continued.paimon.error).toBeUndefined()
+      expect(continued.to).toBe(continued.from + 2)
+      expect(continued.strata).toEqual([
+        '{"_kind":"-U","id":1,"v":"b1","n":"10"}',
+        '{"_kind":"+U","id":1,"v":"b1","n":"100"}',
+        '{"_kind":"-D","id":4,"v":"a4","n":"4"}',
+        '{"_kind":"+I","id":8,"v":"a8","n":"8"}',
+      ])
+      expect(byKeyStable(parseRows(continued.paimon.output))).toEqual(continued.strata)
+    })
 
     for (const producer of ['input', 'lookup'] as const) {
       it(`Strata lists the changelog Paimon wrote with changelog-producer ${producer} as Paimon reads it`, async () => {
