@@ -23,7 +23,7 @@ import { bucketIdentifier, hex } from '../manifest/manifests.ts'
 import { mapBounded } from '../store/bounded.ts'
 import { dataFileMeta, partitionStatsOf } from '../table/file-meta.ts'
 import { rowToJsonLine } from '../table/json-values.ts'
-import { FileNamer, MAX_PARTITION_DIR_BYTES, MAX_PARTITION_PATH_BYTES } from '../table/paths.ts'
+import { CHANGELOG_FILE_PREFIX, FileNamer, MAX_PARTITION_DIR_BYTES, MAX_PARTITION_PATH_BYTES } from '../table/paths.ts'
 import type { SchemaView } from '../table/schema.ts'
 import type { Table } from '../table/table.ts'
 import { randomUUID } from 'node:crypto'
@@ -274,8 +274,6 @@ interface WrittenFile {
   changelog?: boolean
 }
 
-/** File name prefix of changelog files (Paimon's `changelog-file.prefix` default). */
-export const CHANGELOG_FILE_PREFIX = 'changelog-'
 
 /** Input errors by precedence: a bad row or partition (1) before a retraction the engine refuses (2). */
 interface RecordedError {
