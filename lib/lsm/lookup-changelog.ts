@@ -25,6 +25,8 @@ export interface KeyInputs {
   containsLevel0: boolean
   /** the records from levels above 0, in merge order */
   high: KeyValue[]
+  /** every record of the key, in merge order */
+  all: KeyValue[]
 }
 
 export class LookupChangelog {
@@ -51,15 +53,16 @@ export class LookupChangelog {
 
   /** `inner`, recording which inputs each merged record came from (take() hands them out). */
   track(inner: MergeFunction): MergeFunction {
-    let current: KeyInputs = { containsLevel0: false, high: [] }
+    let current: KeyInputs = { containsLevel0: false, high: [], all: [] }
     return {
       reset: () => {
         inner.reset()
-        current = { containsLevel0: false, high: [] }
+        current = { containsLevel0: false, high: [], all: [] }
       },
       add: (kv) => {
         if (this.#level0.has(kv)) current.containsLevel0 = true
         else current.high.push(kv)
+        current.all.push(kv)
         inner.add(kv)
       },
       result: () => {
