@@ -264,7 +264,7 @@ describe('stored schemas written by another tool', () => {
   // format or codec the table does not declare), so writes and compactions are refused at
   // open, not only at create; reads go on
   it.each([
-    ['changelog-producer lookup', (o: Record<string, string>) => (o['changelog-producer'] = 'lookup'), /option 'changelog-producer' is "lookup"; Strata writes only "none"/],
+    ['changelog-producer full-compaction', (o: Record<string, string>) => (o['changelog-producer'] = 'full-compaction'), /option 'changelog-producer' is "full-compaction"; Strata writes only "none" or "input" or "lookup" \(Strata does not produce the full-compaction changelog\)/],
     ['no bucket option (Paimon: dynamic bucket mode)', (o: Record<string, string>) => delete o.bucket, /option 'bucket' is not set, which Paimon reads as dynamic bucket mode \(bucket -1\)/],
     ['bucket -1', (o: Record<string, string>) => (o.bucket = '-1'), /option 'bucket' is "-1" \(dynamic bucket mode\)/],
     ['bucket -2', (o: Record<string, string>) => (o.bucket = '-2'), /option 'bucket' is "-2" \(postpone bucket mode\)/],

@@ -102,6 +102,7 @@ export function requestFromMessage(table: Table, m: CommitMessage): CommitReques
     adds: m.adds,
     deletes: m.deletes,
     indexReplacements: m.indexReplacements.length ? m.indexReplacements : undefined,
+    changelog: m.changelog ?? [],
     commitUser: m.commitUser,
     commitIdentifier: m.commitIdentifier,
     baseSnapshotId: m.builtAfterSnapshotId,
@@ -335,6 +336,9 @@ export class BatchingCommitter {
       kind,
       adds: ms.flatMap((m) => m.adds),
       deletes: ms.flatMap((m) => m.deletes),
+      // every message's changelog files land in the folded snapshot's changelog manifests
+      // (its changelogRecordCount their sum); a fold planned again re-folds the messages
+      changelog: ms.flatMap((m) => m.changelog ?? []),
       indexReplacements: replacements.length ? replacements : undefined,
       commitUser,
       commitIdentifier,

@@ -36,6 +36,8 @@ export interface CommitMessage {
   adds: ManifestEntry[]
   deletes: ManifestEntry[]
   indexReplacements: IndexReplacement[]
+  /** changelog files (ADD entries) the commit lists in its snapshot's changelog manifests; absent in a message of an older Strata */
+  changelog?: ManifestEntry[]
   /** COMPACT: data files (names, in the message's buckets) that must still be live, e.g. files given deletion-vector marks */
   requireLive: string[]
   /** COMPACT: the index files each replacement was computed from; a different current set is a conflict */
@@ -195,6 +197,10 @@ export function validateCommitMessage(v: unknown, at = 'commit message'): assert
   const msg = m as unknown as CommitMessage
   msg.adds.forEach((e, i) => checkEntry(e, `${at}.adds[${i}]`))
   msg.deletes.forEach((e, i) => checkEntry(e, `${at}.deletes[${i}]`))
+  if (msg.changelog !== undefined) {
+    if (!Array.isArray(msg.changelog)) fail(`${at}.changelog`, msg.changelog, 'an array')
+    msg.changelog.forEach((e, i) => checkEntry(e, `${at}.changelog[${i}]`))
+  }
   msg.indexReplacements.forEach((r, i) => {
     const p = `${at}.indexReplacements[${i}]`
     if (r === null || typeof r !== 'object') fail(p, r, 'an index replacement')
@@ -237,6 +243,7 @@ export function commitMessageOf(req: CommitRequest, tableName?: string): CommitM
     adds: req.adds,
     deletes: req.deletes,
     indexReplacements: req.indexReplacements ?? [],
+    ...(req.changelog?.length ? { changelog: req.changelog } : {}),
     requireLive: req.requireLive ?? [],
     expectIndex: req.expectIndex ?? [],
   }

@@ -72,6 +72,9 @@ export class FileStoreCommit implements Committer {
     const deltaEntries = [...req.deletes.map((e) => ({ ...e, kind: FileKind.DELETE })), ...req.adds.map((e) => ({ ...e, kind: FileKind.ADD }))]
     let deltaMetas: ManifestFileMeta[] | null = null
     let deltaList: { name: string; size: number } | null = null
+    // changelog manifests and their list: like the delta, written once and kept across retries
+    const changelog = (req.changelog ?? []).map((e) => ({ ...e, kind: FileKind.ADD }))
+    const changelogWritten: { metas: ManifestFileMeta[]; list: { name: string; size: number } | null } = { metas: [], list: null }
     let retries = 0
     let liveSet = new Map<string, ManifestEntry>()
     let liveAt = -1
@@ -128,6 +131,12 @@ export class FileStoreCommit implements Committer {
               deltaMetas = prepared.map((p) => p.meta)
               const [, list] = await Promise.all([this.manifests.putManifests(prepared), this.manifests.writeList(deltaMetas)])
               deltaList = list
+              if (changelog.length) {
+                const cl = this.manifests.groupedManifests(changelog, req.partitionStats, BigInt(req.schemaId))
+                changelogWritten.metas = cl.map((p) => p.meta)
+                const [, clList] = await Promise.all([this.manifests.putManifests(cl), this.manifests.writeList(changelogWritten.metas)])
+                changelogWritten.list = clList
+              }
             })(),
         (async () => {
           // merged manifests and the list naming them are written at once
@@ -152,6 +161,7 @@ export class FileStoreCommit implements Committer {
         baseManifestListSize: baseList.size,
         deltaManifestList: deltaList!.name,
         deltaManifestListSize: deltaList!.size,
+        ...(changelogWritten.list ? { changelogManifestList: changelogWritten.list.name, changelogManifestListSize: changelogWritten.list.size, changelogRecordCount: changelog.reduce((n, e) => n + Number(e.file.rowCount), 0) } : {}),
         ...(indexManifest ? { indexManifest } : {}),
         commitUser: req.commitUser,
         commitIdentifier: req.commitIdentifier,
@@ -176,7 +186,8 @@ export class FileStoreCommit implements Committer {
       retries++
       await Promise.all(written.map((name) => this.manifests.deleteQuietly(name)))
       if (retries > req.maxRetries) {
-        await Promise.all([...deltaMetas!.map((m) => m.fileName), deltaList!.name].map((name) => this.manifests.deleteQuietly(name)))
+        const changelogNames = [...changelogWritten.metas.map((m) => m.fileName), ...(changelogWritten.list ? [changelogWritten.list.name] : [])]
+        await Promise.all([...deltaMetas!.map((m) => m.fileName), deltaList!.name, ...changelogNames].map((name) => this.manifests.deleteQuietly(name)))
         throw new CommitFailedError(
           `commit gave up after ${retries} lost races for the next snapshot (commit.max-retries = ${req.maxRetries}); nothing was committed`,
         )

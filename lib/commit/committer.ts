@@ -37,6 +37,11 @@ export interface CommitRequest {
   /** DELETE entries; each must still be live in the snapshot the commit lands on */
   deletes: ManifestEntry[]
   indexReplacements?: IndexReplacement[]
+  /**
+   * Changelog files (ADD entries, `changelog-producer` input or lookup): listed in the
+   * snapshot's changelog manifests, not among its data files (docs/format.md "Changelog files")
+   */
+  changelog?: ManifestEntry[]
   commitUser: string
   commitIdentifier: bigint
   /**

@@ -63,10 +63,12 @@ import type { ManifestEntry } from '../types.ts'
 /**
  * Every level-0 file waits for a job to be read: deletion-vector tables and first-row
  * (whose compactions force level 0 up and look keys up, like deletion-vector ones; see
- * compactsWithLookup). Their writers send a job for every bucket they touch.
+ * compactsWithLookup). Their writers send a job for every bucket they touch. A table with
+ * `changelog-producer` lookup is read with its level 0, but its changelog waits for the job
+ * that takes level 0 up, so its writers do the same.
  */
 function levelZeroWaits(table: Table): boolean {
-  return compactsWithLookup(table.mergeConfig.engine, table.view.options.deletionVectors)
+  return compactsWithLookup(table.mergeConfig.engine, table.view.options.deletionVectors) || table.view.options.changelogProducer === 'lookup'
 }
 
 export interface BucketRef {

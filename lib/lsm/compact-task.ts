@@ -20,7 +20,7 @@ import { byteSourceOf } from '../read/table-read.ts'
 import { BoundedStore, Uploads, startedAhead } from '../store/bounded.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import { dataFileMeta, decodeKey, partitionStatsOf } from '../table/file-meta.ts'
-import { FileNamer } from '../table/paths.ts'
+import { CHANGELOG_FILE_PREFIX, FileNamer } from '../table/paths.ts'
 import type { Table } from '../table/table.ts'
 import { commitUserFor } from '../write/table-write.ts'
 import { bucketDirOf, dataFileKey, dvIndexByBucket, indexFileKey, livePositioned, loadDeletionVectors } from '../manifest/bucket-state.ts'
@@ -34,6 +34,7 @@ import { compactsWithLookup, createLookupMergeFunction, createMergeFunction, eng
 import { BATCH_COMMIT_IDENTIFIER, type Committer, type ExpectedIndex } from '../commit/committer.ts'
 import { commitKeyOf } from '../commit/landed.ts'
 import { type CoreOptions, assertWritable } from '../table/options.ts'
+import { LookupChangelog } from './lookup-changelog.ts'
 
 /**
  * Output bytes a compaction keeps uploading while it merges on: one file at the default
@@ -119,7 +120,9 @@ export function pickOptionsOf(table: Table): CompactOptions {
     maxSizeAmplificationPercent: opts.maxSizeAmplificationPercent,
     sizeRatio: opts.sizeRatio,
     numLevels: opts.numLevels,
-    deletionVectors: compactsWithLookup(table.mergeConfig.engine, opts.deletionVectors),
+    // changelog-producer lookup: Paimon's ForceUpLevel0Compaction too, so that every
+    // level-0 key meets the lookup that writes its changelog
+    deletionVectors: compactsWithLookup(table.mergeConfig.engine, opts.deletionVectors) || opts.changelogProducer === 'lookup',
   }
 }
 
@@ -172,9 +175,14 @@ async function* readRun(
   dvs: Promise<Map<string, DeletionVector>>,
   ahead: number,
   valueColumns?: string[],
+  /** called with each batch read from a level-0 file (the lookup changelog marks them) */
+  onLevel0?: (kvs: KeyValue[]) => void,
 ): AsyncGenerator<KeyValue[]> {
   for await (const { reader, file } of openedAhead(files, ahead, (f) => openInput(table, io, dir, f))) {
-    yield* reader.batches({ valueColumns, deleted: (await dvs).get(file.name) })
+    for await (const batch of reader.batches({ valueColumns, deleted: (await dvs).get(file.name) })) {
+      if (onLevel0 && file.level === 0) onLevel0(batch)
+      yield batch
+    }
   }
 }
 
@@ -356,10 +364,14 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
   const dropDelete = shouldDropDelete(unit.outputLevel, levels, opts.deletionVectors)
   const { path: dir } = bucketDirOf(table, req.partition, req.bucket)
   const lookup = compactsWithLookup(table.mergeConfig.engine, opts.deletionVectors)
+  // changelog-producer lookup: every key taken up from level 0 is looked up in the levels
+  // above and its change written to a changelog file (lib/lsm/lookup-changelog.ts)
+  const changelogLookup = opts.changelogProducer === 'lookup'
   const steps: CompactStep[] = planCompaction(unit, {
     keyComparator: keyCmp,
     dropDelete,
     deletionVectors: lookup,
+    changelogFromLevel0: changelogLookup,
     minFileSize: compactionFileSize(opts.targetFileSize),
     hasDeletionVector,
   })
@@ -374,6 +386,7 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
   const written: string[] = []
   const adds: ManifestEntry[] = []
   const deletes: ManifestEntry[] = []
+  const changelog: ManifestEntry[] = []
   /** new deletion-vector marks, by data file */
   const marks = new Map<string, number[]>()
   let rowsIn = 0, rowsOut = 0, upgraded = 0, marked = 0, columnarSteps = 0
@@ -394,9 +407,15 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
       }
       // the runs come newest first; the merge takes sources oldest first (the later source
       // wins a tie of sequence numbers), as the read path orders them (orderFiles)
+      const changelogStep = changelogLookup && step.runs.some((run) => run.some((f) => f.level === 0))
+      // a step that looks rising keys up keeps each key's records, to merge the older row
+      // with them in one pass (Paimon's LookupMergeFunction), and one that writes changelog
+      // keeps which came from level 0
+      const tracker = changelogStep || lookup ? new LookupChangelog(table.mergeConfig, opts.changelogRowDeduplicate) : null
       const sources = [...step.runs].reverse().map((run) => {
         for (const f of run) rowsIn += f.rowCount
-        return readRun(table, io, dir, run, dvsPromise, opts.ioMaxConcurrentRequests)
+        // level 0's records are marked for the changelog (a run of a step may join files of several levels)
+        return readRun(table, io, dir, run, dvsPromise, opts.ioMaxConcurrentRequests, undefined, tracker ? (kvs) => tracker.level0(kvs) : undefined)
       })
       for (const run of step.runs) for (const f of run) deletes.push(entryOf(f))
       // older levels not rewritten by this job, newest first, for deletion-vector lookups
@@ -404,13 +423,26 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
       // sits above the output level)
       const stepFiles = step.runs.flat()
       const fromKey = stepFiles.reduce((min, f) => (keyCmp(f.minKey, min) < 0 ? f.minKey : min), stepFiles[0].minKey)
-      const lookupRuns = lookup
+      const lookupRuns = lookup || changelogStep
         ? levels
             .levelSortedRuns()
             .filter((r) => r.level > step.outputLevel && !r.run.files.some((f) => inputNames.has(f.name)))
         : []
-      const choice = chooseMergePath(table.mergeConfig, req.mergePath)
-      const lookups = choice.path === 'row' ? lookupRuns.map((r) => new LevelLookup(table, io, dir, r.run.files, dvsPromise, lookupColumns, fromKey)) : []
+      // a step that writes changelog merges by rows (the columnar merge does not track a key's inputs)
+      const choice = changelogStep ? { path: 'row' as const } : chooseMergePath(table.mergeConfig, req.mergePath)
+      // the changelog needs the whole old row, not only the fields that decide the merge
+      const lookups = choice.path === 'row' ? lookupRuns.map((r) => new LevelLookup(table, io, dir, r.run.files, dvsPromise, changelogStep ? undefined : lookupColumns, fromKey)) : []
+      let changelogWriter: DataFileWriter | null = null
+      const flushChangelog = async () => {
+        if (!changelogWriter || changelogWriter.rowCount === 0) return
+        const { bytes, stats } = changelogWriter.finish()
+        const fileName = namer.next(CHANGELOG_FILE_PREFIX, '.parquet')
+        written.push(`${dir}/${fileName}`)
+        await uploads.put(`${dir}/${fileName}`, bytes)
+        // Paimon writes a compaction's changelog files at its output level, source COMPACT
+        changelog.push({ kind: FileKind.ADD, partition: req.partition, bucket: req.bucket, totalBuckets: opts.bucket, file: dataFileMeta(view, fileName, bytes.length, stats, step.outputLevel, 1) })
+        changelogWriter = null
+      }
       let writer: DataFileWriter | null = null
       const flush = async () => {
         if (!writer || writer.rowCount === 0) return
@@ -470,29 +502,62 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
         continue
       }
       const mf = stepMerge()
-      for await (const batch of mergeSortedRuns(sources, { keyComparator: keyCmp, sequenceComparator: seqCmp, mergeFunction: stepMerge() })) {
+      const merging = tracker ? tracker.track(stepMerge()) : stepMerge()
+      for await (const batch of mergeSortedRuns(sources, { keyComparator: keyCmp, sequenceComparator: seqCmp, mergeFunction: merging })) {
         for (let kv of batch) {
-          if (lookups.length) {
+          const inputs = tracker?.take(kv)
+          /** the key's records in the older levels this step does not rewrite */
+          const hits: KeyValue[] = []
+          /** what the step writes for the key (null: nothing) */
+          let out: KeyValue | null = kv
+          /** the key's value after the job, for the changelog; undefined: computed from the levels */
+          let after: KeyValue | null | undefined
+          if (lookups.length && lookup) {
             let old: { kv: KeyValue; file: string; pos: number } | null = null
             for (const l of lookups) {
               old = await l.find(kv.key)
               if (old) break
             }
             if (old) {
-              const group = [old.kv, kv].sort(seqCmp)
+              hits.push(old.kv)
+              // the older row and the key's records in one merge, as Paimon's lookup merge
+              // does (merging it with the records' merged result instead would let an
+              // aggregate retraction miss the older value)
+              const group = [old.kv, ...(inputs?.all ?? [kv])].sort(seqCmp)
               mf.reset()
               for (const r of group) mf.add(r)
               const merged = mf.result()
-              // the older row stands unchanged (first-row): keep it, write nothing
-              if (merged && merged.seq === old.kv.seq && merged.kind === old.kv.kind) continue
-              let m = marks.get(old.file)
-              if (!m) marks.set(old.file, (m = []))
-              m.push(old.pos)
-              marked++
-              if (!merged) continue
-              kv = merged
+              if (merged && merged.seq === old.kv.seq && merged.kind === old.kv.kind) {
+                // the older row stands unchanged (first-row): keep it, write nothing
+                out = null
+                after = old.kv
+              } else {
+                let m = marks.get(old.file)
+                if (!m) marks.set(old.file, (m = []))
+                m.push(old.pos)
+                marked++
+                out = merged
+              }
+            }
+            // deletion vectors mark the older row: the step's output is the key's value
+            if (after === undefined) after = out
+          } else if (lookups.length) {
+            // without deletion vectors the older levels stay as they are: only the changelog looks
+            for (const l of lookups) {
+              const hit = await l.find(kv.key)
+              if (hit) hits.push(hit.kv)
             }
           }
+          if (tracker && inputs?.containsLevel0) {
+            const changes = tracker.changes([...inputs.high, ...hits], after !== undefined ? after : tracker.merged([...hits, kv]))
+            for (const c of changes) {
+              changelogWriter ??= newWriter()
+              changelogWriter.write(c)
+            }
+            if (changelogWriter && changelogWriter.estimatedSize >= opts.targetFileSize) await flushChangelog()
+          }
+          if (!out) continue
+          kv = out
           if (step.dropDelete && isRetract(kv.kind)) continue
           writer ??= newWriter()
           writer.write(kv)
@@ -500,6 +565,7 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
         }
       }
       await flush()
+      await flushChangelog()
     }
 
     // the bucket's deletion vectors after this job: rewritten files drop theirs, marked
@@ -558,6 +624,7 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
       adds,
       deletes,
       indexReplacements,
+      ...(changelog.length ? { changelog } : {}),
       commitUser,
       commitIdentifier: BATCH_COMMIT_IDENTIFIER,
       baseSnapshotId,

@@ -237,6 +237,8 @@ export interface PlanOptions {
   dropDelete: boolean
   /** level-0 keys are looked up in the older levels (compactsWithLookup): such files are rewritten, not upgraded */
   deletionVectors: boolean
+  /** changelog-producer lookup: every level-0 file is rewritten (its keys' changes are written as it is), never upgraded */
+  changelogFromLevel0?: boolean
   /** compactionFileSize(target-file-size): smaller files are rewritten, not upgraded */
   minFileSize: number
   /** a file already at the output level is rewritten when it has a deletion vector (Paimon) */
@@ -280,7 +282,7 @@ export function planCompaction(unit: CompactUnit, opts: PlanOptions): CompactSte
       return
     }
     const keepsDeletes = outputLevel === maxLevel && f.deleteRowCount !== 0
-    const needsLookup = opts.deletionVectors && f.level === 0 && outputLevel < maxLevel
+    const needsLookup = (opts.deletionVectors && f.level === 0 && outputLevel < maxLevel) || (opts.changelogFromLevel0 === true && f.level === 0)
     if (keepsDeletes || needsLookup) rewrite([[[f]]])
     else steps.push({ kind: 'upgrade', file: f, outputLevel })
   }

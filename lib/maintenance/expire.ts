@@ -14,6 +14,9 @@
 //   2. delete `snapshot-N` of the expired ones, oldest first, then write `EARLIEST`; read
 //      the tags again and keep what a tag created meanwhile references;
 //   3. delete the candidates.
+// Changelog files are referenced by the one snapshot whose changelog manifests list them,
+// so they go when it expires (Paimon's `changelog.num-retained.*`, which keeps them longer,
+// is refused).
 // Tags (lib/table/tags.ts) keep their snapshot's objects however long ago it expired, as
 // Paimon's expiration skips the data files and manifests of tagged snapshots.
 // Consumers (lib/table/consumers.ts) keep their next snapshot and every later one: nothing
@@ -32,6 +35,7 @@ import type { Table } from '../table/table.ts'
 import { MissingReferenceError, existingSnapshot, runReferences, snapshotRange, snapshotReferences } from './references.ts'
 import { taggedSnapshots } from '../table/tags.ts'
 import { expireConsumers, minNextSnapshot } from '../table/consumers.ts'
+import { CHANGELOG_RETENTION_KEYS } from '../table/options.ts'
 
 export interface ExpireOptions {
   /** epoch millis the retention time is measured from; default Date.now() */
@@ -99,6 +103,13 @@ export async function forEachLimited<T>(items: T[], limit: number, fn: (item: T)
 }
 
 export async function expireSnapshots(table: Table, opts: ExpireOptions = {}): Promise<ExpireResult> {
+  // A snapshot's changelog files (lib/read/changelog.ts) go with it: Strata keeps no
+  // changelog past its snapshot. A table whose schema asks Paimon to keep it longer
+  // (decoupled changelog) is left for Paimon to expire.
+  const decoupled = CHANGELOG_RETENTION_KEYS.find((k) => table.view.options.raw[k] !== undefined)
+  if (decoupled) {
+    throw new StrataInputError(`expire refused: table ${table.uri} sets option '${decoupled}' (${JSON.stringify(table.view.options.raw[decoupled])}), which keeps changelog files longer than their snapshots; Strata expires a snapshot's changelog with it and does not support that option`)
+  }
   const { retainMin, retainMax, maxDeletes, olderThanMillis, now } = resolve(table, opts)
   const snapshots = table.snapshots
   const { earliest, latest } = await snapshotRange(table)

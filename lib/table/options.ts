@@ -93,7 +93,8 @@ export const OPTION_SPECS: OptionSpec[] = [
     pattern: { regex: SAFE_PREFIX, expected: SAFE_PREFIX_TEXT },
     doc: "File name prefix of data files: at most 64 ASCII letters, digits, '-', '_' and '.', not starting with '.'.",
   },
-  { key: 'changelog-producer', type: 'enum', default: 'none', values: ['none'], doc: 'Strata produces no changelog files.' },
+  { key: 'changelog-producer', type: 'enum', default: 'none', values: ['none', 'input', 'lookup'], doc: "Changelog files a commit adds beside its data (Paimon's format, docs/format.md \"Changelog files\"): none; input (each write's records as given, with their row kinds, in its APPEND snapshot); lookup (compaction of level 0 looks each rising key up in the higher levels and writes +I, -U/+U or -D in its COMPACT snapshot; level 0 is then always compacted). full-compaction is refused; a first-row table takes none or lookup, as in Paimon." },
+  { key: 'changelog-producer.row-deduplicate', type: 'boolean', default: 'false', doc: 'changelog-producer lookup: an update that leaves the row as it was produces no -U/+U pair (Paimon\'s default, false, writes the pair anyway).' },
   { key: 'write.max-row-size', type: 'memory', default: '4 mb', min: 1, doc: 'Strata only: largest row a write accepts, measured as its fields\' encoded bytes (strings as UTF-8, bytes raw, 8 per fixed-width value). A larger row is rejected with its key and size. The default keeps every row inside the reader function\'s 6 MB response limit, even as base64.' },
   { key: 'write-buffer-size', type: 'memory', default: '64 mb', min: 1, doc: 'Memory a write buffers before it sorts, merges and writes each buffered bucket as a level-0 file (Paimon\'s write buffer); a larger batch is written in several flushes, each merged on its own, and still commits as one snapshot. Counted as the buffered records\' estimated JavaScript heap, which is several times their encoded size, so the default is 64 mb where Paimon\'s (binary rows in managed memory) is 256 mb: a writer then stays within a small Lambda or a laptop whatever the batch size.' },
   { key: 'write-only', type: 'boolean', default: 'false', doc: 'Accepted for Paimon compatibility; Strata writers never compact inline.' },
@@ -104,6 +105,9 @@ const SPEC_BY_KEY = new Map(OPTION_SPECS.map((s) => [s.key, s]))
 
 /** The job input cap's name before 'compaction.max-input-files' (read from stored schemas, refused at create). */
 const RENAMED_MAX_INPUT_FILES = 'compaction.max.file-num'
+
+/** Paimon's options that keep changelog files longer than their snapshots (decoupled changelog): refused at create, and by expiration of a table that stores them. */
+export const CHANGELOG_RETENTION_KEYS = ['changelog.num-retained.min', 'changelog.num-retained.max', 'changelog.time-retained']
 
 /** Keys the merge engines understand (merge-engine, fields.<f>.aggregate-function, …). */
 const mergeKeys = optionKeysOfMergeEngines()
@@ -209,6 +213,12 @@ export function validateOptions(raw: unknown): Record<string, string> {
       throw new StrataInputError(`option '${key}': value must be a string, got ${JSON.stringify(value)}`)
     }
     const text = String(value)
+    if (key === 'changelog-producer' && text.trim().toLowerCase() === 'full-compaction') {
+      throw new StrataInputError(`option 'changelog-producer': value "full-compaction" is not supported by Strata; expected none, input or lookup (lookup gives the same -U/+U, +I, -D changelog from each compaction of level 0)`)
+    }
+    if (CHANGELOG_RETENTION_KEYS.includes(key)) {
+      throw new StrataInputError(`option '${key}' (value ${JSON.stringify(text)}) is not supported: Strata keeps a snapshot's changelog files exactly as long as the snapshot (snapshot.num-retained.*, snapshot.time-retained), it does not decouple their lifetime`)
+    }
     if (key === RENAMED_MAX_INPUT_FILES) {
       throw new StrataInputError(`option '${key}' (value ${JSON.stringify(text)}) is now 'compaction.max-input-files': Paimon removed '${key}', an append-table option, so Strata no longer writes its job input cap under that name`)
     }
@@ -224,6 +234,8 @@ export function validateOptions(raw: unknown): Record<string, string> {
     throw new StrataInputError(`option 'compaction.task-threads': invalid value ${JSON.stringify(out['compaction.task-threads'])}, expected -1 or an integer >= 1`)
   }
   checkCombinations(out)
+  const changelogConflict = changelogProducerConflict(out)
+  if (changelogConflict) throw new StrataInputError(changelogConflict)
   return out
 }
 
@@ -274,11 +286,24 @@ export function unwritableReasons(raw: Record<string, string>): string[] {
   for (const spec of OPTION_SPECS) {
     const v = raw[spec.key]
     if (v === undefined || !spec.values) continue
-    if (!spec.values.includes(v.trim().toLowerCase())) out.push(`option '${spec.key}' is ${JSON.stringify(v)}; Strata writes only ${spec.values.map((x) => JSON.stringify(x)).join(' or ')}`)
+    if (!spec.values.includes(v.trim().toLowerCase())) out.push(`option '${spec.key}' is ${JSON.stringify(v)}; Strata writes only ${spec.values.map((x) => JSON.stringify(x)).join(' or ')}${spec.key === 'changelog-producer' ? ' (Strata does not produce the full-compaction changelog)' : ''}`)
   }
   const dvConflict = deletionVectorsConflict(raw)
   if (dvConflict) out.push(dvConflict)
+  const changelogConflict = changelogProducerConflict(raw)
+  if (changelogConflict) out.push(changelogConflict)
   return out
+}
+
+/**
+ * Raw options Paimon's SchemaValidation refuses together: a first-row table produces only the
+ * lookup changelog ("Only support 'none' and 'lookup' changelog-producer on FIRST_ROW merge
+ * engine"). The reason, naming both options; else null.
+ */
+export function changelogProducerConflict(raw: Record<string, string>): string | null {
+  const producer = raw['changelog-producer']?.trim().toLowerCase()
+  if (raw['merge-engine']?.trim().toLowerCase() !== 'first-row' || producer === undefined || producer === 'none' || producer === 'lookup') return null
+  return `option 'changelog-producer' is ${JSON.stringify(raw['changelog-producer'])} with 'merge-engine' = ${JSON.stringify(raw['merge-engine'])}: Paimon supports only 'none' and 'lookup' changelog-producer on the first-row merge engine (and refuses such a table)`
 }
 
 /**
@@ -336,6 +361,10 @@ export interface CoreOptions {
   maxRowBytes: number
   /** write-buffer-size in bytes: buffered records' estimated memory before a write flushes */
   writeBufferSize: number
+  /** changelog-producer: which changelog files commits add (a stored other value makes the table unwritable) */
+  changelogProducer: 'none' | 'input' | 'lookup'
+  /** changelog-producer.row-deduplicate */
+  changelogRowDeduplicate: boolean
   /** why Strata must not write this table (unwritableReasons); empty when it may */
   unwritable: string[]
 }
@@ -383,6 +412,8 @@ export function coreOptions(raw: Record<string, string>): CoreOptions {
     dataFilePrefix: get('data-file.prefix')!,
     maxRowBytes: parseMemorySize(get('write.max-row-size')!)!,
     writeBufferSize: parseMemorySize(get('write-buffer-size')!)!,
+    changelogProducer: (['input', 'lookup'] as const).find((p) => p === get('changelog-producer')!.trim().toLowerCase()) ?? 'none',
+    changelogRowDeduplicate: bool('changelog-producer.row-deduplicate'),
     unwritable: unwritableReasons(raw),
   }
   if (!SAFE_PREFIX.test(options.dataFilePrefix)) {

@@ -32,6 +32,9 @@ export const MAX_PARTITION_PATH_BYTES = 512
  * 0 (core:utils/FileStorePathFactory.java); readers never parse either part. Strata keeps
  * that shape with one uuid per factory instance.
  */
+/** File name prefix of changelog files (Paimon's `changelog-file.prefix` default; Strata has no option for it). */
+export const CHANGELOG_FILE_PREFIX = 'changelog-'
+
 export class FileNamer {
   private readonly uuid = randomUUID()
   private counter = 0

@@ -390,6 +390,29 @@ export class GroupColumns {
       i = j
     }
     if (m === 0) return null
+    return this.#gather(refs, m, extras, shift)
+  }
+
+  /**
+   * Every record of the group as it was given, with its row kind, in key order (ties by
+   * sequence.field, then arrival), unmerged: the changelog file of `changelog-producer`
+   * input. `shift` + a record's batch index is its sequence number.
+   */
+  toChangelogColumns(shift: bigint, keep: (kind: RowKind) => boolean = () => true): ColumnBatch | null {
+    if (this.refused) throw this.refused
+    const perm = this.#sorted()
+    const refs = new Int32Array(perm.length)
+    let m = 0
+    for (let i = 0; i < perm.length; i++) if (keep(this.kinds[perm[i]] as RowKind)) refs[m++] = perm[i]
+    return m === 0 ? null : this.#gather(refs, m, [], shift)
+  }
+
+  /** The columns of a data file from output rows: refs[i] >= 0 is record refs[i] as it is, < 0 is extras[-refs[i] - 1]. */
+  #gather(refs: Int32Array, m: number, extras: KeyValue[], shift: bigint): ColumnBatch {
+    const layout = this.layout
+    const fields = this.fields
+    const keyIdx = layout.keyIndexes
+    const kinds = this.kinds
     const valueCols: Column[] = fields.map((_, j) => this.#physicalColumn(j, refs, m, extras))
     // sequence numbers written as two 32-bit words each (no bigint per row): shift + index
     const seq = new BigInt64Array(m)

@@ -23,7 +23,7 @@ import { bucketIdentifier, hex } from '../manifest/manifests.ts'
 import { mapBounded } from '../store/bounded.ts'
 import { dataFileMeta, partitionStatsOf } from '../table/file-meta.ts'
 import { rowToJsonLine } from '../table/json-values.ts'
-import { FileNamer, MAX_PARTITION_DIR_BYTES, MAX_PARTITION_PATH_BYTES } from '../table/paths.ts'
+import { CHANGELOG_FILE_PREFIX, FileNamer, MAX_PARTITION_DIR_BYTES, MAX_PARTITION_PATH_BYTES } from '../table/paths.ts'
 import type { SchemaView } from '../table/schema.ts'
 import type { Table } from '../table/table.ts'
 import { randomUUID } from 'node:crypto'
@@ -270,7 +270,10 @@ interface WrittenFile {
   stats: DataFileStats
   /** rows of input that went into the file (before the merge) */
   rowsIn: number
+  /** a changelog file (`changelog-producer` input: the group's records as given), not a data file */
+  changelog?: boolean
 }
+
 
 /** Input errors by precedence: a bad row or partition (1) before a retraction the engine refuses (2). */
 interface RecordedError {
@@ -517,20 +520,32 @@ export class BatchWriter {
     const keyCmp = rowComparator(view.keyTypes)
     const seqCmp = sequenceComparator(table.mergeConfig)
     const shift = this.#shift
+    const inputChangelog = view.options.changelogProducer === 'input'
     const written = await mapBounded(groups, view.options.ioMaxConcurrentRequests, async (g) => {
-      const encoded = g.cols ? this.#encodeColumns(g.cols, shift) : this.#encodeRows(g, shift, keyCmp, seqCmp)
-      if (encoded === null) return null
-      const { bytes, stats } = encoded
-      const fileName = this.#namer.next(view.options.dataFilePrefix, '.parquet')
       const dir = bucketPath(view.partitionFields, g.slot.values, g.bucket, view.options.partitionDefaultName)
-      await table.store.put(`${dir}/${fileName}`, bytes)
-      const f: WrittenFile = { partition: g.slot.bytes, partitionValues: g.slot.values, bucket: g.bucket, dir, fileName, size: bytes.length, stats, rowsIn: g.cols ? g.cols.rows : g.rows.length }
-      // recorded at once, so a failure elsewhere in the batch deletes it
-      this.#files.push(f)
-      return f
+      const rowsIn = g.cols ? g.cols.rows : g.rows.length
+      const put = async (encoded: { bytes: Uint8Array; stats: DataFileStats }, changelog: boolean): Promise<WrittenFile> => {
+        const { bytes, stats } = encoded
+        const fileName = this.#namer.next(changelog ? CHANGELOG_FILE_PREFIX : view.options.dataFilePrefix, '.parquet')
+        await table.store.put(`${dir}/${fileName}`, bytes)
+        const f: WrittenFile = { partition: g.slot.bytes, partitionValues: g.slot.values, bucket: g.bucket, dir, fileName, size: bytes.length, stats, rowsIn, ...(changelog ? { changelog } : {}) }
+        // recorded at once, so a failure elsewhere in the batch deletes it
+        this.#files.push(f)
+        return f
+      }
+      const out: WrittenFile[] = []
+      // changelog-producer input: the group's records as given, with their row kinds, in a
+      // level-0 changelog file beside the data file (Paimon's MergeTreeWriter flush)
+      if (inputChangelog) {
+        const changelog = g.cols ? this.#encodeChangelogColumns(g.cols, shift) : this.#encodeChangelogRows(g, shift, keyCmp, seqCmp)
+        if (changelog) out.push(await put(changelog, true))
+      }
+      const encoded = g.cols ? this.#encodeColumns(g.cols, shift) : this.#encodeRows(g, shift, keyCmp, seqCmp)
+      if (encoded !== null) out.push(await put(encoded, false))
+      return out
     })
     this.#opts.onProgress?.(this.#flushStart, this.#records, 'writing data files')
-    return written.filter((f): f is WrittenFile => f !== null)
+    return written.flat()
   }
 
   #newFileWriter(): DataFileWriter {
@@ -547,19 +562,52 @@ export class BatchWriter {
     return writer.finish()
   }
 
+  /**
+   * Whether a record goes to the input changelog: Paimon's writer drops what `ignore-delete`
+   * (-U, -D) and `ignore-update-before` (-U) ignore before it buffers anything (RowKindFilter),
+   * so they reach neither its files nor its changelog; Strata's merge drops them from the data.
+   */
+  #inChangelog = (kind: RowKind): boolean => {
+    const cfg = this.table.mergeConfig
+    if (cfg.ignoreDelete && isRetract(kind)) return false
+    return !(cfg.ignoreUpdateBefore && kind === RowKind.UPDATE_BEFORE)
+  }
+
+  /** A group of the column buffer as a changelog file: its records, unmerged, in key order (null: none). */
+  #encodeChangelogColumns(cols: GroupColumns, shift: bigint): { bytes: Uint8Array; stats: DataFileStats } | null {
+    const batch = cols.toChangelogColumns(shift, this.#inChangelog)
+    if (batch === null) return null
+    const writer = this.#newFileWriter()
+    writer.writeColumns(batch)
+    return writer.finish()
+  }
+
+  /** A group of the 'rows' buffer as a changelog file: its records, unmerged, in key order (the reference; null: none). */
+  #encodeChangelogRows(g: Group, shift: bigint, keyCmp: (a: Value[], b: Value[]) => number, seqCmp: (a: KeyValue, b: KeyValue) => number): { bytes: Uint8Array; stats: DataFileStats } | null {
+    const writer = this.#newFileWriter()
+    for (const kv of this.#sortedKeyValues(g, shift, keyCmp, seqCmp)) if (this.#inChangelog(kv.kind)) writer.write(kv)
+    return writer.rowCount === 0 ? null : writer.finish()
+  }
+
+  /** The group's records as KeyValues, sorted by key, then by merge order. */
+  #sortedKeyValues(g: Group, shift: bigint, keyCmp: (a: Value[], b: Value[]) => number, seqCmp: (a: KeyValue, b: KeyValue) => number): KeyValue[] {
+    const keyIndexes = this.#view.keyIndexes
+    const n = g.rows.length
+    const kvs: KeyValue[] = new Array(n)
+    for (let i = 0; i < n; i++) {
+      const row = g.rows[i]
+      const key: Value[] = new Array(keyIndexes.length)
+      for (let j = 0; j < keyIndexes.length; j++) key[j] = row[keyIndexes[j]]
+      kvs[i] = { key, seq: shift + BigInt(g.index[i]), kind: g.kinds[i], value: row }
+    }
+    return kvs.sort((a, b) => keyCmp(a.key, b.key) || seqCmp(a, b))
+  }
+
   /** A group of the 'rows' buffer as a data file: one KeyValue per record, sorted, merged and written row by row (the reference). */
   #encodeRows(g: Group, shift: bigint, keyCmp: (a: Value[], b: Value[]) => number, seqCmp: (a: KeyValue, b: KeyValue) => number): { bytes: Uint8Array; stats: DataFileStats } | null {
-    const keyIndexes = this.#view.keyIndexes
     {
       const n = g.rows.length
-      const kvs: KeyValue[] = new Array(n)
-      for (let i = 0; i < n; i++) {
-        const row = g.rows[i]
-        const key: Value[] = new Array(keyIndexes.length)
-        for (let j = 0; j < keyIndexes.length; j++) key[j] = row[keyIndexes[j]]
-        kvs[i] = { key, seq: shift + BigInt(g.index[i]), kind: g.kinds[i], value: row }
-      }
-      kvs.sort((a, b) => keyCmp(a.key, b.key) || seqCmp(a, b))
+      const kvs = this.#sortedKeyValues(g, shift, keyCmp, seqCmp)
       const mf = createMergeFunction(this.table.mergeConfig)
       const writer = this.#newFileWriter()
       for (let i = 0; i < n; ) {
@@ -597,10 +645,15 @@ export class BatchWriter {
     const latest = await this.#latestP
     const latestId = latest?.id ?? 0
     const adds: ManifestEntry[] = []
+    const changelog: ManifestEntry[] = []
     const byBucket = new Map<string, TouchedBucket>()
     const buckets: TouchedBucket[] = []
     let rowsWritten = 0
     for (const f of this.#files) {
+      if (f.changelog) {
+        changelog.push({ kind: FileKind.ADD, partition: f.partition, bucket: f.bucket, totalBuckets: view.options.bucket, file: dataFileMeta(view, f.fileName, f.size, f.stats, 0, 0) })
+        continue
+      }
       adds.push({
         kind: FileKind.ADD,
         partition: f.partition,
@@ -621,7 +674,7 @@ export class BatchWriter {
       rowsWritten += f.stats.rowCount
     }
     const rowsIn = this.#records
-    if (adds.length === 0) {
+    if (adds.length === 0 && changelog.length === 0) {
       // Paimon skips empty commits: nothing to write, no snapshot
       return { snapshotId: latestId, retries: 0, deduplicated: false, buckets, rowsIn, rowsWritten }
     }
@@ -630,6 +683,7 @@ export class BatchWriter {
       kind: 'APPEND',
       adds,
       deletes: [],
+      ...(changelog.length ? { changelog } : {}),
       commitUser: opts.commitUser ?? commitUserFor(this.table),
       commitIdentifier: opts.commitIdentifier ?? BATCH_COMMIT_IDENTIFIER,
       baseSnapshotId: opts.dedupAfterSnapshotId ?? latestId,
