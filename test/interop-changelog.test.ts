@@ -68,6 +68,9 @@ const STRATA_CELLS: StrataCell[] = [
     // a -D is aggregated (sum retracts), not a removal: the key stays
     kinds: ['+I', '-U', '+U'],
     parity: true,
+    divergent:
+      "Strata's deletion-vector lookup compaction merges a key's level-0 records first and then the looked-up row with that result, where Paimon merges the looked-up row with the level-0 records in one pass: " +
+      "last_non_null_value retracted by a -D keeps 'a2' in Strata and becomes null in Paimon (the table's data differs, and with it the +U)",
   },
   {
     name: 'lookup, aggregation',

@@ -11,7 +11,6 @@
 
 import { describe, expect, it } from 'vitest'
 import { compactTable } from '../lib/lsm/compact-table.ts'
-import { compactBucket } from '../lib/lsm/compact-task.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
@@ -29,33 +28,6 @@ async function write(table: Table, rows: { id: number; v: string }[]): Promise<v
 }
 
 describe('lookup compaction, as Paimon', () => {
-  it('with deletion vectors, the looked-up row is merged with the rising records in one pass (Paimon\'s LookupMergeFunction): a -D retracts last_non_null_value to null, by rows and by columns', async () => {
-    for (const mergePath of ['row', 'columnar'] as const) {
-      const table = await Table.create(new MemoryStore(), {
-        fields: [{ name: 'id', type: 'INT' }, { name: 'v', type: 'STRING' }, { name: 'n', type: 'INT' }],
-        primaryKeys: ['id'],
-        options: { bucket: '1', 'merge-engine': 'aggregation', 'fields.v.aggregate-function': 'last_non_null_value', 'fields.n.aggregate-function': 'sum', 'deletion-vectors.enabled': 'true' },
-      })
-      const put = (rows: Record<string, unknown>[]) => writeBatch(table, rows.map((r, i) => ({ ...recordFromJson(table.view, r, `record ${i}`), where: `record ${i}` })))
-      const compact = async () => {
-        const partition = (await table.manifests.liveEntries((await table.snapshots.latest())!))[0].partition
-        await compactBucket(table, { partition, bucket: 0, mergePath })
-      }
-      // enough rows at the top level that the next compaction takes level 0 up below it and looks keys up
-      await put([{ id: 1, v: 'a', n: 2 }, { id: 2, v: 'b', n: 3 }, ...Array.from({ length: 300 }, (_, i) => ({ id: 10 + i, v: 'x'.repeat(40), n: i }))])
-      await compact()
-      // two level-0 files (a write buffer would fold one batch's records of a key first, in Paimon too)
-      await put([{ _kind: '-D', id: 1, v: 'a', n: 2 }, { _kind: '-D', id: 2, v: 'b', n: 1 }])
-      await put([{ id: 2, v: null, n: 5 }])
-      await compact()
-      // merging the rising records first gave 1: ['a', 0] and 2: ['b', 7] (the retraction met no 'b')
-      const levels = (await table.manifests.liveEntries((await table.snapshots.latest())!)).map((e) => e.file.level).sort()
-      expect(levels, `${mergePath}: the old rows stayed above the output`).toEqual([4, 5])
-      const rows = (await readAll(table)).filter((r) => (r[0] as number) < 10).sort((a, b) => (a[0] as number) - (b[0] as number))
-      expect(rows, mergePath).toEqual([[1, null, 0], [2, null, 7]])
-    }
-  })
-
   it('a key written again after it reached the top level stays there once, with its first value; no level above 0 holds it twice', async () => {
     const table = await Table.create(new MemoryStore(), schema)
     await write(table, Array.from({ length: 300 }, (_, i) => ({ id: i, v: `v${i}` })))

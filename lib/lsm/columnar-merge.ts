@@ -505,9 +505,8 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
       await pushLastNonNull()
       return
     }
-    let records: KeyValue[] | null = null
     if (!alone) {
-      records = new Array(n)
+      const records: KeyValue[] = new Array(n)
       for (let g = 0; g < n; g++) records[g] = recordOf(groupB[g], groupI[g])
       kv = merge(records)
       if (kv === null) return
@@ -516,8 +515,7 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
       const old = await findOlder(groupB[0], groupI[0])
       if (old !== null) {
         const older = recordOf(old.block, old.row)
-        // the older row and the key's records in one merge, as Paimon's lookup merge does
-        const merged = merge([older, ...(records ?? [recordOf(groupB[0], groupI[0])])])
+        const merged = merge([older, kv ?? recordOf(groupB[0], groupI[0])])
         // the older row stands unchanged (first-row): it stays, nothing is written
         if (merged !== null && merged.seq === older.seq && merged.kind === older.kind) return
         onSuperseded?.(old.file, old.block.positions !== null ? old.block.positions[old.row] : old.block.firstPosition + old.row)

@@ -408,10 +408,7 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
       // the runs come newest first; the merge takes sources oldest first (the later source
       // wins a tie of sequence numbers), as the read path orders them (orderFiles)
       const changelogStep = changelogLookup && step.runs.some((run) => run.some((f) => f.level === 0))
-      // a step that looks rising keys up keeps each key's records, to merge the older row
-      // with them in one pass (Paimon's LookupMergeFunction), and one that writes changelog
-      // keeps which came from level 0
-      const tracker = changelogStep || lookup ? new LookupChangelog(table.mergeConfig, opts.changelogRowDeduplicate) : null
+      const tracker = changelogStep ? new LookupChangelog(table.mergeConfig, opts.changelogRowDeduplicate) : null
       const sources = [...step.runs].reverse().map((run) => {
         for (const f of run) rowsIn += f.rowCount
         // level 0's records are marked for the changelog (a run of a step may join files of several levels)
@@ -520,10 +517,7 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
             }
             if (old) {
               hits.push(old.kv)
-              // the older row and the key's records in one merge, as Paimon's lookup merge
-              // does (merging it with the records' merged result instead would let an
-              // aggregate retraction miss the older value)
-              const group = [old.kv, ...(inputs?.all ?? [kv])].sort(seqCmp)
+              const group = [old.kv, kv].sort(seqCmp)
               mf.reset()
               for (const r of group) mf.add(r)
               const merged = mf.result()

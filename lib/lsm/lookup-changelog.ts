@@ -25,8 +25,6 @@ export interface KeyInputs {
   containsLevel0: boolean
   /** the records from levels above 0, in merge order */
   high: KeyValue[]
-  /** every record of the key, in merge order */
-  all: KeyValue[]
 }
 
 export class LookupChangelog {
@@ -53,16 +51,15 @@ export class LookupChangelog {
 
   /** `inner`, recording which inputs each merged record came from (take() hands them out). */
   track(inner: MergeFunction): MergeFunction {
-    let current: KeyInputs = { containsLevel0: false, high: [], all: [] }
+    let current: KeyInputs = { containsLevel0: false, high: [] }
     return {
       reset: () => {
         inner.reset()
-        current = { containsLevel0: false, high: [], all: [] }
+        current = { containsLevel0: false, high: [] }
       },
       add: (kv) => {
         if (this.#level0.has(kv)) current.containsLevel0 = true
         else current.high.push(kv)
-        current.all.push(kv)
         inner.add(kv)
       },
       result: () => {
