@@ -136,12 +136,16 @@ describe('every table commits through its committer', () => {
 })
 
 describe('permissions of the commit path', () => {
-  it('the committer consumes its own queue (ChangeMessageVisibility included) and sends only to it (forwarding its batch while another invocation holds the lease)', () => {
+  it('the committer consumes its own queue (ChangeMessageVisibility included) and sends only to it (forwarding its batch while another invocation holds the lease) and to the commit feed', () => {
+    const feed = stack.feed!.queue
     for (const t of stack.tables) {
       expect(sqsActionsOn(t.committer.role, t.commitQueue)).toEqual(['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:ReceiveMessage', 'sqs:SendMessage'])
       for (const other of stack.tables.filter((x) => x !== t)) expect(sqsActionsOn(t.committer.role, other.commitQueue)).toEqual([])
+      // the feed (on by default): it may only publish there (test/cdk-feed.test.ts has the rest)
+      expect(sqsActionsOn(t.committer.role, feed)).toEqual(['sqs:SendMessage'])
       const sqs = statementsOf(t.committer.role).filter((st) => actions(st).some((a) => a.startsWith('sqs:')))
-      expect(sqs.flatMap(resourcesOf)).toEqual(sqs.map(() => arnOf(t.commitQueue)))
+      const allowed = [JSON.stringify(arnOf(t.commitQueue)), JSON.stringify(arnOf(feed))]
+      for (const r of sqs.flatMap(resourcesOf)) expect(allowed).toContain(JSON.stringify(r))
     }
   })
 
