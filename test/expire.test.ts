@@ -188,6 +188,12 @@ describe.each(bothStores())('snapshot expiration on $name', (stores) => {
     expect(seen.flat()).toEqual(range(1, latest - 2))
   })
 
+  it("the table's snapshot.expire.limit bounds a call that names no maxDeletes", async () => {
+    const { table, history } = await tableWith(stores.fresh(), 6, 5, { 'snapshot.expire.limit': '3' })
+    const res = await expireAndCheck(table, history, { numRetainedMin: 1, timeRetainedMs: 0, now: Date.now() + DAY })
+    expect(res.expired).toEqual(range(1, 3))
+  })
+
   it('never expires the latest snapshot, and reads of it are unchanged', async () => {
     const { table, history, model } = await tableWith(stores.fresh(), 5, 9)
     const latest = await table.snapshots.latestId()

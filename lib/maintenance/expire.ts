@@ -60,12 +60,6 @@ export interface ExpireResult {
   latest: number
 }
 
-/**
- * `snapshot.expire.limit` default in Paimon's CoreOptions (50 since 1.0; 10 before). The
- * option is not in lib/table/options.ts yet, so only the raw value is honoured if present.
- */
-export const DEFAULT_EXPIRE_LIMIT = 50
-
 /** Deletes in flight at once; S3 DeleteObject latency dominates, not bandwidth. */
 const DELETE_CONCURRENCY = 16
 
@@ -76,10 +70,9 @@ function positiveInt(field: string, v: number): number {
 
 function resolve(table: Table, opts: ExpireOptions) {
   const o = table.view.options
-  const rawLimit = o.raw['snapshot.expire.limit']
   const retainMin = positiveInt('numRetainedMin', opts.numRetainedMin ?? o.snapshotNumRetainedMin)
   const retainMax = positiveInt('numRetainedMax', opts.numRetainedMax ?? o.snapshotNumRetainedMax)
-  const maxDeletes = positiveInt('maxDeletes', opts.maxDeletes ?? (rawLimit !== undefined ? Number(rawLimit) : DEFAULT_EXPIRE_LIMIT))
+  const maxDeletes = positiveInt('maxDeletes', opts.maxDeletes ?? o.snapshotExpireLimit)
   const timeRetainedMs = opts.timeRetainedMs ?? o.snapshotTimeRetainedMs
   if (!Number.isFinite(timeRetainedMs) || timeRetainedMs < 0) {
     throw new StrataInputError(`expire: timeRetainedMs = ${timeRetainedMs}, expected a non-negative number of milliseconds`)

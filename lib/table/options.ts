@@ -352,6 +352,8 @@ export interface CoreOptions {
   snapshotNumRetainedMin: number
   snapshotNumRetainedMax: number
   snapshotTimeRetainedMs: number
+  /** snapshot.expire.limit: most snapshots one expiration call removes */
+  snapshotExpireLimit: number
   /** consumer.expiration-time in millis; null: consumers never expire */
   consumerExpirationMs: number | null
   consumerIgnoreProgress: boolean
@@ -406,6 +408,7 @@ export function coreOptions(raw: Record<string, string>): CoreOptions {
     snapshotNumRetainedMin: retainedMin,
     snapshotNumRetainedMax: Math.max(retainedMin, int('snapshot.num-retained.max')),
     snapshotTimeRetainedMs: parseDuration(get('snapshot.time-retained')!)!,
+    snapshotExpireLimit: int('snapshot.expire.limit'),
     consumerExpirationMs: raw['consumer.expiration-time'] === undefined ? null : parseDuration(raw['consumer.expiration-time'])!,
     consumerIgnoreProgress: bool('consumer.ignore-progress'),
     partitionDefaultName: get('partition.default-name')!,
