@@ -168,14 +168,19 @@ export function encodeCursor(c: Omit<Cursor, 'v'>): string {
   return Buffer.from(JSON.stringify({ v: 1, ...c })).toString('base64url')
 }
 
-function decodeCursor(text: string): Cursor {
-  let c: Partial<Cursor> | null = null
+/** A cursor's fields as its text carries them, unchecked (null when the text is not base64url JSON). */
+function cursorFields<T>(text: string): Partial<T> | null {
   try {
-    c = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Partial<Cursor>
+    return JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Partial<T>
   } catch {
-    // falls through to the shape check
+    return null
   }
-  const nat = (x: unknown) => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0
+}
+
+const nat = (x: unknown) => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0
+
+function decodeCursor(text: string): Cursor {
+  const c = cursorFields<Cursor>(text)
   if (!c || c.v !== 1 || typeof c.table !== 'string' || typeof c.query !== 'string' || !nat(c.snapshotId) || !nat(c.split) || !nat(c.offset) || (c.tag !== undefined && typeof c.tag !== 'string')) {
     throw new StrataInputError('cursor: not a cursor this reader issued; pass the nextCursor of the previous page unchanged')
   }
@@ -362,13 +367,7 @@ interface ChangesCursor {
 }
 
 function decodeChangesCursor(text: string): ChangesCursor {
-  let c: Partial<ChangesCursor> | null = null
-  try {
-    c = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Partial<ChangesCursor>
-  } catch {
-    // falls through to the shape check
-  }
-  const nat = (x: unknown) => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0
+  const c = cursorFields<ChangesCursor>(text)
   if (!c || c.v !== 1 || c.op !== 'changes' || typeof c.table !== 'string' || typeof c.query !== 'string' || !nat(c.from) || !nat(c.to) || !nat(c.split) || !nat(c.offset) || (c.mode !== 'delta' && c.mode !== 'changelog')) {
     throw new StrataInputError('cursor: not a cursor of op changes this reader issued; pass the nextCursor of the previous page unchanged')
   }
