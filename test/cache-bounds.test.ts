@@ -121,8 +121,30 @@ describe("a table handle's caches", () => {
       evicting ||= table.manifests.cacheStats().evictions > 0
     }
     expect(evicting).toBe(true)
-    expect(table.snapshots.cacheStats().maxBytes).toBe(SNAPSHOT_CACHE_BYTES)
-    expect(table.landed.cacheStats().maxBytes).toBe(LANDED_CACHE_BYTES)
+    // a small metadata budget bounds the snapshot and landed-commit caches too (their shares)
+    expect(table.snapshots.cacheStats().maxBytes).toBe(bound / 32)
+    expect(table.landed.cacheStats().maxBytes).toBe(bound / 8)
+  })
+
+  it('the snapshot and landed-commit caches take 1/32 and 1/8 of the metadata budget, at most their defaults', async () => {
+    const store = new MemoryStore()
+    const created = await Table.create(store, schema(2))
+    await writeBatch(created, [{ kind: RowKind.INSERT, row: [1n, 'x'] }])
+    await compactTable(created)
+    const byDefault = await Table.open(store)
+    expect(byDefault.snapshots.cacheStats().maxBytes).toBe(SNAPSHOT_CACHE_BYTES)
+    expect(byDefault.landed.cacheStats().maxBytes).toBe(LANDED_CACHE_BYTES)
+    const large = await Table.open(store, { metadataCacheBytes: 1024 * 1024 * 1024 })
+    expect(large.snapshots.cacheStats().maxBytes).toBe(SNAPSHOT_CACHE_BYTES)
+    expect(large.landed.cacheStats().maxBytes).toBe(LANDED_CACHE_BYTES)
+    const small = await Table.open(store, { metadataCacheBytes: 2 * 1024 * 1024 })
+    expect(small.snapshots.cacheStats().maxBytes).toBe(64 * 1024)
+    expect(small.landed.cacheStats().maxBytes).toBe(256 * 1024)
+    const off = await Table.open(store, { metadataCacheBytes: 0 })
+    expect(off.snapshots.cacheStats().maxBytes).toBe(0)
+    // a handle whose caches hold nothing still reads what it is asked
+    expect((await off.snapshots.latest())?.id).toBe(2)
+    expect(await readAll(off)).toEqual([[1n, 'x']])
   })
 
   it('a manifest the handle deletes is not served from its cache afterwards', async () => {

@@ -30,7 +30,7 @@ export function foldedCommitsBody(commits: { kind: string; commitUser: string; c
 }
 
 /**
- * Bound of a handle's cache of landed identities, in bytes of memory: a snapshot of one
+ * Default bound of a handle's cache of landed identities, in bytes of memory: a snapshot of one
  * commit takes about 150 bytes, a fold of many commits about 100 bytes per commit.
  */
 export const LANDED_CACHE_BYTES = 4 * 1024 * 1024
@@ -39,12 +39,15 @@ const WALK_CHUNK = 16
 
 export class LandedCommits {
   /** snapshot id → identities landed in it (immutable once created), the least recently used going first */
-  private readonly cache = new ByteLru<string[], number>(LANDED_CACHE_BYTES)
+  private readonly cache: ByteLru<string[], number>
 
   constructor(
     private readonly store: ObjectStore,
     private readonly snapshots: SnapshotManager,
-  ) {}
+    cacheBytes: number = LANDED_CACHE_BYTES,
+  ) {
+    this.cache = new ByteLru<string[], number>(cacheBytes)
+  }
 
   /** The identities (commitKeyOf) a snapshot landed: its sidecar's list, or its own. */
   async of(s: Snapshot): Promise<string[]> {

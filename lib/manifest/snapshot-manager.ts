@@ -11,14 +11,14 @@ import { ByteLru, type CacheStats, approximateBytes } from './byte-cache.ts'
 
 const decoder = new TextDecoder()
 
-/** Bound of a handle's snapshot cache, in bytes of memory (a decoded snapshot takes about 1–2 KiB). */
+/** Default bound of a handle's snapshot cache, in bytes of memory (a decoded snapshot takes about 1–2 KiB). */
 export const SNAPSHOT_CACHE_BYTES = 1024 * 1024
 /** ids past the known one latestFrom() probes at once before it asks the hint */
 const FORWARD_PROBES = 3
 
 export class SnapshotManager {
   /** Immutable once written, so a snapshot read once is cached, the least recently used going first. */
-  private readonly cache = new ByteLru<Snapshot, number>(SNAPSHOT_CACHE_BYTES)
+  private readonly cache: ByteLru<Snapshot, number>
   private readonly pendingHints = new Set<Promise<void>>()
   private hinted = 0
   /** GETs of snapshot files in flight, by id */
@@ -26,7 +26,12 @@ export class SnapshotManager {
   /** the highest snapshot id this handle has read or been told of */
   private highest = 0
 
-  constructor(private readonly store: ObjectStore) {}
+  constructor(
+    private readonly store: ObjectStore,
+    cacheBytes: number = SNAPSHOT_CACHE_BYTES,
+  ) {
+    this.cache = new ByteLru<Snapshot, number>(cacheBytes)
+  }
 
   async snapshot(id: number): Promise<Snapshot | null> {
     const hit = this.cache.get(id)

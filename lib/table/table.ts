@@ -1,10 +1,10 @@
 // A table handle: its store, its latest schema, and the managers every operation shares.
 
 import { FileStoreCommit } from '../commit/commit.ts'
-import { LandedCommits } from '../commit/landed.ts'
+import { LANDED_CACHE_BYTES, LandedCommits } from '../commit/landed.ts'
 import { ManifestIO } from '../manifest/manifests.ts'
-import { SnapshotManager } from '../manifest/snapshot-manager.ts'
-import { ByteLru } from '../manifest/byte-cache.ts'
+import { SNAPSHOT_CACHE_BYTES, SnapshotManager } from '../manifest/snapshot-manager.ts'
+import { ByteLru, DEFAULT_METADATA_CACHE_BYTES } from '../manifest/byte-cache.ts'
 import type { DataFileFooter, FooterCache } from '../format/data-file.ts'
 import { type MergeEngineConfig, parseMergeEngineConfig } from '../lsm/merge-function.ts'
 import { openStore } from '../store/open-store.ts'
@@ -26,7 +26,12 @@ export class StaleSchemaError extends Error {
 
 /** What a process decides about a handle, as opposed to the table's own options. */
 export interface TableOpenOptions {
-  /** bound of the handle's metadata cache in stored bytes (lib/manifest/byte-cache.ts) */
+  /**
+   * bound of the handle's metadata cache in bytes of memory (lib/manifest/byte-cache.ts;
+   * default DEFAULT_METADATA_CACHE_BYTES). The snapshot and landed-commit caches take their
+   * share of the same budget: 1/32 and 1/8 of it, at most SNAPSHOT_CACHE_BYTES and
+   * LANDED_CACHE_BYTES, so a small budget bounds every metadata cache of the handle.
+   */
   metadataCacheBytes?: number
   /** bound of the handle's data-file footer cache, in bytes of memory (default DEFAULT_FOOTER_CACHE_BYTES) */
   footerCacheBytes?: number
@@ -57,7 +62,8 @@ export class Table {
   ) {
     this.view = describeSchema(schema)
     this.mergeConfig = parseMergeEngineConfig(schema.fields, schema.primaryKeys, schema.options)
-    this.snapshots = new SnapshotManager(store)
+    const metadataBytes = opts.metadataCacheBytes ?? DEFAULT_METADATA_CACHE_BYTES
+    this.snapshots = new SnapshotManager(store, Math.min(SNAPSHOT_CACHE_BYTES, Math.floor(metadataBytes / 32)))
     this.footers = new ByteLru<DataFileFooter, string>(opts.footerCacheBytes ?? DEFAULT_FOOTER_CACHE_BYTES)
     const o = this.view.options
     this.manifests = new ManifestIO(store, o.manifestCompression, {
@@ -65,7 +71,7 @@ export class Table {
       bucketGroupSize: o.manifestBucketGroupSize,
       maxConcurrentRequests: o.ioMaxConcurrentRequests,
     })
-    this.landed = new LandedCommits(store, this.snapshots)
+    this.landed = new LandedCommits(store, this.snapshots, Math.min(LANDED_CACHE_BYTES, Math.floor(metadataBytes / 8)))
     this.committer = new FileStoreCommit(store, this.snapshots, this.manifests, this.landed, this.view)
   }
 
