@@ -11,6 +11,9 @@
 // wrapper, the only mock in this file).
 
 import { describe, expect, it } from 'vitest'
+import { compactTable } from '../lib/lsm/compact-table.ts'
+import { expireSnapshots } from '../lib/maintenance/expire.ts'
+import { readAll } from '../lib/read/table-read.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { Table } from '../lib/table/table.ts'
@@ -69,5 +72,50 @@ describe('latest snapshot', () => {
     const all = await Promise.all(Array.from({ length: 8 }, () => reader.snapshots.latest()))
     expect(all.map((s) => s?.id)).toEqual(Array(8).fill(1))
     expect(gets).toBe(1)
+  })
+
+  it('a handle left idle while expiration removed its snapshots finds the true latest, not the expired snapshot it cached', async () => {
+    const store = new MemoryStore()
+    const writer = await Table.create(store, schemaFor('deduplicate', { bucket: '1' }))
+    const put = async (id: number) => (await writeBatch(writer, [recordFromJson(writer.view, row(id, id), 'row')])).snapshotId
+    for (let i = 1; i <= 3; i++) await put(i)
+    const idle = await Table.open(store)
+    expect((await idle.snapshots.latest())?.id).toBe(3)
+    expect((await idle.snapshots.snapshot(2))?.id).toBe(2)
+    // the table moves on and expiration removes 1..14, the idle handle's 3 and 4 among them
+    for (let i = 4; i <= 20; i++) await put(i)
+    await expireSnapshots(writer, { numRetainedMin: 1, numRetainedMax: 6, timeRetainedMs: 0 })
+    expect(await store.get('snapshot/snapshot-3')).toBeNull()
+    expect(await store.get('snapshot/snapshot-4')).toBeNull()
+    expect((await idle.snapshots.latestFrom(3))?.id).toBe(20)
+    // a chain that ends below a snapshot the handle has seen lost its top to expiration
+    expect((await idle.snapshots.latestFrom(2))?.id).toBe(20)
+    expect((await idle.snapshots.latest())?.id).toBe(20)
+    const again = await Table.open(store)
+    await again.snapshots.latest()
+    expect((await again.snapshots.latest())?.id, 'a live cached top is still the latest').toBe(20)
+  })
+
+  it('a compaction on a handle left idle past expiration compacts from the true latest (before, it took the expired snapshot for the latest and found nothing to compact)', async () => {
+    const store = new MemoryStore()
+    const writer = await Table.create(store, schemaFor('deduplicate', { bucket: '1', 'deletion-vectors.enabled': 'true' }))
+    const put = async (id: number, a: number) => writeBatch(writer, [recordFromJson(writer.view, row(id, a), 'row')])
+    for (let id = 0; id < 4; id++) await put(id, id)
+    await compactTable(writer)
+    await put(1, 1)
+    // the compactor's handle lifts that update over the top level: its snapshot has a deletion-vector index
+    const compactor = await Table.open(store)
+    await compactTable(compactor)
+    expect((await compactor.snapshots.latest())?.indexManifest).toBeTruthy()
+    for (let round = 2; round <= 12; round++) {
+      await put(round % 4, round)
+      await compactTable(writer)
+    }
+    await expireSnapshots(writer, { numRetainedMin: 1, numRetainedMax: 3, timeRetainedMs: 0 })
+    await put(7, 70)
+    const results = await compactTable(compactor)
+    expect(results.some((r) => r.snapshotId !== null)).toBe(true)
+    const rows = (await readAll(writer)).map((r) => [r[1], r[2]])
+    expect(rows.sort((x, y) => Number(x[0]) - Number(y[0]))).toEqual([[0, 12], [1, 9], [2, 10], [3, 11], [7, 70]])
   })
 })

@@ -16,7 +16,7 @@
 // (local/runtime/soak-control.ts): no real fault stops a thread at an exact write.
 
 import { describe, expect, it } from 'vitest'
-import { FAULT_KINDS, compactorLogDetail, runSoak } from '../bench/lib/soak-run.ts'
+import { FAULT_KINDS, type Sample, compactorLogDetail, longLevelZeroWaits, runSoak } from '../bench/lib/soak-run.ts'
 import { compactTable } from '../lib/lsm/compact-table.ts'
 import { MIN_ORPHAN_OLDER_THAN_MS } from '../lib/maintenance/orphans.ts'
 import { readAll } from '../lib/read/table-read.ts'
@@ -102,6 +102,16 @@ describe('soak (short)', () => {
   // Shrunk from a random sequence: two keys, one compaction, then the older version of one.
   // Cause: the deletion-vector lookup of a deduplicate table read no value columns, so the
   // older file's row had no `version` to compare (fixed in lib/lsm/compact-task.ts).
+  it('finds each stretch in which a level-0 file waited past the limit, with its peak (the totals stall the probes do not show)', () => {
+    const at = (t: number, l0AgeMs: number, totalsL0 = 0) => ({ t, l0AgeMs, ordersL0: 1, totalsL0 }) as Sample
+    const samples = [at(1, 5_000), at(2, 151_000, 30), at(3, 290_000, 90), at(4, 300_000, 95), at(5, 2_000), at(6, 149_000), at(7, 160_000, 4)]
+    expect(longLevelZeroWaits(samples, 150_000)).toEqual([
+      { from: 2, to: 4, maxMs: 300_000, peakAt: 4, ordersL0: 1, totalsL0: 95 },
+      { from: 7, to: 7, maxMs: 160_000, peakAt: 7, ordersL0: 1, totalsL0: 4 },
+    ])
+    expect(longLevelZeroWaits(samples.slice(0, 1), 150_000)).toEqual([])
+  })
+
   it('deduplicate with sequence.field and deletion vectors: an older version written after a compaction does not win', async () => {
     const table = await Table.create(new MemoryStore(), {
       fields: [

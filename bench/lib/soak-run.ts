@@ -364,6 +364,22 @@ function durationsOf(xs: number[]): Durations {
  * came back leaves `recovered` null: the fault is judged together with the next one (the
  * last fault of such a chain has a full window, so a lag that never comes back fails).
  */
+/** The stretches of samples whose oldest level-0 file was older than `limitMs`, each with its peak. */
+export function longLevelZeroWaits(samples: Sample[], limitMs: number): { from: number; to: number; maxMs: number; peakAt: number; ordersL0: number; totalsL0: number }[] {
+  const out: { from: number; to: number; maxMs: number; peakAt: number; ordersL0: number; totalsL0: number }[] = []
+  let cur: (typeof out)[number] | null = null
+  for (const x of samples) {
+    if (x.l0AgeMs <= limitMs) {
+      cur = null
+      continue
+    }
+    if (!cur) out.push((cur = { from: x.t, to: x.t, maxMs: x.l0AgeMs, peakAt: x.t, ordersL0: x.ordersL0, totalsL0: x.totalsL0 }))
+    cur.to = x.t
+    if (x.l0AgeMs > cur.maxMs) Object.assign(cur, { maxMs: x.l0AgeMs, peakAt: x.t, ordersL0: x.ordersL0, totalsL0: x.totalsL0 })
+  }
+  return out
+}
+
 export function faultRecovery(faults: FaultRecord[], samples: Sample[], thresholdMs: number, recoverWithinSeconds: number): void {
   const fired = faults.filter((f) => f.firedAt !== null).sort((a, b) => a.firedAt! - b.firedAt!)
   fired.forEach((f, i) => {
@@ -1181,6 +1197,16 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       }),
     )
     check('no bucket needed the maintenance sweep', swept.length ? [`${maint.sweptJobs} sweep job(s) sent, received: ${swept.join(', ')}`] : [], 'no sweep job sent', true)
+    // a level-0 file that waited longer than a fault's recovery allows: a bucket without a
+    // job (its jobs dropped as duplicates until SQS's 5-minute window lets one through, or
+    // the sweep sends one), which the probes' lag does not show when it is the totals table's
+    const waits = longLevelZeroWaits(samples, o.recoverWithinSeconds * 1000)
+    check(
+      `no level-0 file waited longer than ${o.recoverWithinSeconds} s`,
+      waits.map((w) => `oldest level-0 file ${(w.maxMs / 1000).toFixed(0)} s old at ${w.peakAt} s (over ${o.recoverWithinSeconds} s from ${w.from} to ${w.to} s; level-0 files then: orders ${w.ordersL0}, totals ${w.totalsL0})`),
+      `oldest level-0 file at most ${(Math.max(0, ...samples.map((x) => x.l0AgeMs)) / 1000).toFixed(1)} s old`,
+      true,
+    )
     const unseenProbes = unseen.size
     check('every probe became visible', unseenProbes ? [`${unseenProbes} of ${probes.length} probes never visible`] : [], `${probes.length} probes`)
 

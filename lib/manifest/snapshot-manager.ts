@@ -85,22 +85,29 @@ export class SnapshotManager {
    * The true latest snapshot (null when the table has none), body included: callers that
    * need the id and those that need the snapshot pay the same.
    *
-   * A handle that knows a committed snapshot N (highestKnownId) asks only whether
+   * A handle that knows a committed snapshot N (highestKnownId) asks whether
    * `snapshot-(N+1)` exists: snapshot ids are dense and a snapshot is created only after
-   * its predecessor, so while N+1 is absent nothing newer is, and N (cached, else read in
-   * the same round trip) is the latest: one request. A present N+1 walks forward a few ids, then the hint takes over. An absent
-   * N (expired meanwhile) falls back to the hint too. (This assumes snapshots are never
-   * removed from the top; a rollback by another tool, which Strata does not do, needs a new
-   * handle.)
+   * its predecessor, so while N+1 is absent nothing newer is, and N is the latest. A present
+   * N+1 walks forward a few ids, then the hint takes over.
+   *
+   * An absent N+1 proves N the latest only while N itself is still in the store: expiration
+   * removes snapshots oldest first, so on a handle left idle past the retention both N and
+   * N+1 may be gone. N is usually cached, and the cache cannot say that: when N comes from
+   * the cache, a HEAD of `snapshot-N` goes out in the same round trip, and an N gone from
+   * the store sends the handle to the hint. (A handle that trusted its cache here took an
+   * expired snapshot for the latest; a compaction then read manifests expiration had
+   * deleted. This assumes snapshots are never removed from the top; a rollback by another
+   * tool, which Strata does not do, needs a new handle.)
    */
   async latest(): Promise<Snapshot | null> {
     const known = this.highest
     if (known > 0) {
-      // N itself is usually cached; when not (a snapshot this handle created), it comes in
-      // the same round trip
-      const [next, current] = await Promise.all([this.snapshot(known + 1), this.snapshot(known)])
+      // N is usually cached; when not (a snapshot this handle created), it comes in the same round trip
+      const cached = this.cache.get(known) !== undefined
+      const [next, current, present] = await Promise.all([this.snapshot(known + 1), this.snapshot(known), cached ? this.store.head(snapshotKey(known)) : null])
       if (next === null) {
-        if (current !== null) return current
+        if (current !== null && (!cached || present !== null)) return current
+        this.cache.delete(known)
       } else {
         let current = next
         for (let i = 1; i < FORWARD_PROBES; i++) {
@@ -153,14 +160,27 @@ export class SnapshotManager {
    * cached) and the next FORWARD_PROBES ids at once, so one round trip answers when up to
    * FORWARD_PROBES - 1 snapshots landed since (the other committer's, a writer's); past
    * those, the hint (latest()) is the quicker way forward. Snapshots are created in order,
-   * so the first absent id ends the chain.
+   * so the first absent id ends the chain, unless it was expired: a chain that ends below a
+   * snapshot this handle has seen has lost its top to expiration, and a cached end of the
+   * chain is checked to be still in the store, as in latest().
    */
   async latestFrom(knownId: number): Promise<Snapshot | null> {
     if (knownId <= 0) return this.latest()
-    const got = await Promise.all(Array.from({ length: FORWARD_PROBES + 1 }, (_, i) => this.snapshot(knownId + i)))
+    const seen = this.highest
+    const ids = Array.from({ length: FORWARD_PROBES + 1 }, (_, i) => knownId + i)
+    // the chain can end at `seen` with a cached snapshot: whether it is still stored is asked at once
+    const checkSeen = seen >= knownId && seen <= knownId + FORWARD_PROBES && this.cache.get(seen) !== undefined
+    const [got, seenPresent] = await Promise.all([Promise.all(ids.map((id) => this.snapshot(id))), checkSeen ? this.store.head(snapshotKey(seen)) : null])
     if (got[0] === null) return this.latestFromHint()
     const firstAbsent = got.indexOf(null)
-    return firstAbsent > 0 ? got[firstAbsent - 1] : this.latestFromHint()
+    if (firstAbsent < 0) return this.latestFromHint()
+    const end = got[firstAbsent - 1]!
+    if (end.id < seen) return this.latest()
+    if (end.id === seen && checkSeen && seenPresent === null) {
+      this.cache.delete(seen)
+      return this.latestFromHint()
+    }
+    return end
   }
 
   /** The earliest snapshot id still present (0 when none). */
