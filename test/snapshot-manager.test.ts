@@ -10,10 +10,11 @@
 // response, which the embedded backend cannot time this precisely (a fault injected in a
 // wrapper, the only mock in this file).
 
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { compactTable } from '../lib/lsm/compact-table.ts'
 import { expireSnapshots } from '../lib/maintenance/expire.ts'
 import { readAll } from '../lib/read/table-read.ts'
+import { SNAPSHOT_TRUST_MS } from '../lib/manifest/snapshot-manager.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { Table } from '../lib/table/table.ts'
@@ -33,7 +34,17 @@ class SlowAnswers extends MemoryStore {
 
 const row = (id: number, a: number) => ({ _kind: '+I', dt: '2024-05-01', id, a, b: null, c: null })
 
+/** The clock moves on (only Date: timers stay real) past the time a handle trusts a snapshot it saw. */
+function idleFor(ms: number): void {
+  vi.useFakeTimers({ toFake: ['Date'] })
+  vi.setSystemTime(Date.now() + ms)
+}
+
 describe('latest snapshot', () => {
+  afterEach(() => {
+    vi.useRealTimers()
+  })
+
   it('a call made after snapshot N+1 was created returns it, though a probe of N+1 answered absent is still in flight', async () => {
     const store = new SlowAnswers()
     const writer = await Table.create(store, schemaFor('deduplicate', { bucket: '1' }))
@@ -85,6 +96,7 @@ describe('latest snapshot', () => {
     // the table moves on and expiration removes 1..14, the idle handle's 3 and 4 among them
     for (let i = 4; i <= 20; i++) await put(i)
     await expireSnapshots(writer, { numRetainedMin: 1, numRetainedMax: 6, timeRetainedMs: 0 })
+    idleFor(SNAPSHOT_TRUST_MS + 1)
     expect(await store.get('snapshot/snapshot-3')).toBeNull()
     expect(await store.get('snapshot/snapshot-4')).toBeNull()
     expect((await idle.snapshots.latestFrom(3))?.id).toBe(20)
@@ -113,9 +125,33 @@ describe('latest snapshot', () => {
     }
     await expireSnapshots(writer, { numRetainedMin: 1, numRetainedMax: 3, timeRetainedMs: 0 })
     await put(7, 70)
+    idleFor(SNAPSHOT_TRUST_MS + 1)
     const results = await compactTable(compactor)
     expect(results.some((r) => r.snapshotId !== null)).toBe(true)
     const rows = (await readAll(writer)).map((r) => [r[1], r[2]])
     expect(rows.sort((x, y) => Number(x[0]) - Number(y[0]))).toEqual([[0, 12], [1, 9], [2, 10], [3, 11], [7, 70]])
+  })
+
+  it('a handle that saw its latest snapshot within SNAPSHOT_TRUST_MS asks only for the next id; after that, also whether its own is still there', async () => {
+    const store = new MemoryStore()
+    const writer = await Table.create(store, schemaFor('deduplicate', { bucket: '1' }))
+    await writeBatch(writer, [recordFromJson(writer.view, row(1, 1), 'row')])
+    const reader = await Table.open(store)
+    expect((await reader.snapshots.latest())?.id).toBe(1)
+    const asked: string[] = []
+    const get = store.get.bind(store)
+    const head = store.head.bind(store)
+    store.get = async (key) => (asked.push(`GET ${key}`), get(key))
+    store.head = async (key) => (asked.push(`HEAD ${key}`), head(key))
+    expect((await reader.snapshots.latest())?.id).toBe(1)
+    expect(asked).toEqual(['GET snapshot/snapshot-2'])
+    asked.length = 0
+    idleFor(SNAPSHOT_TRUST_MS + 1)
+    expect((await reader.snapshots.latest())?.id).toBe(1)
+    expect(asked.sort()).toEqual(['GET snapshot/snapshot-2', 'HEAD snapshot/snapshot-1'])
+    // the HEAD renewed what the handle saw: the next call within the time asks for the next id only
+    asked.length = 0
+    expect((await reader.snapshots.latest())?.id).toBe(1)
+    expect(asked).toEqual(['GET snapshot/snapshot-2'])
   })
 })

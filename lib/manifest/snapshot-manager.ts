@@ -13,6 +13,13 @@ const decoder = new TextDecoder()
 
 /** Default bound of a handle's snapshot cache, in bytes of memory (a decoded snapshot takes about 1–2 KiB). */
 export const SNAPSHOT_CACHE_BYTES = 1024 * 1024
+/**
+ * How long a snapshot this handle saw in the store (read it, created it or asked for it) is
+ * taken to still be there without asking again, when the next id is absent (latest()). For
+ * expiration to remove it and its successor within this time, more than
+ * `snapshot.num-retained.max` snapshots would have to land within it.
+ */
+export const SNAPSHOT_TRUST_MS = 1000
 /** ids past the known one latestFrom() probes at once before it asks the hint */
 const FORWARD_PROBES = 3
 
@@ -25,6 +32,8 @@ export class SnapshotManager {
   private readonly reading = new Map<number, { sending: boolean; answer: Promise<Snapshot | null> }>()
   /** the highest snapshot id this handle has read or been told of */
   private highest = 0
+  /** the highest snapshot seen in the store (read, created or found by HEAD), and when */
+  private seenInStore = { id: 0, at: 0 }
 
   constructor(
     private readonly store: ObjectStore,
@@ -64,11 +73,32 @@ export class SnapshotManager {
     const s = parseSnapshot(decoder.decode(bytes))
     this.cache.set(id, s, approximateBytes(s))
     if (id > this.highest) this.highest = id
+    this.sawInStore(id)
     return s
   }
 
   async exists(id: number): Promise<boolean> {
     return this.cache.get(id) !== undefined || (await this.store.head(snapshotKey(id))) !== null
+  }
+
+  private sawInStore(id: number): void {
+    if (id >= this.seenInStore.id) this.seenInStore = { id, at: Date.now() }
+  }
+
+  /**
+   * Whether a cached snapshot `id`, the end of a chain of ids, must be asked for again:
+   * expiration may have removed it (and its successor) since this handle saw it in the store.
+   */
+  private needsPresenceCheck(id: number): boolean {
+    if (this.cache.get(id) === undefined) return false
+    return !(this.seenInStore.id === id && Date.now() - this.seenInStore.at < SNAPSHOT_TRUST_MS)
+  }
+
+  /** HEAD of `snapshot-id`, remembered when present. */
+  private async presentInStore(id: number): Promise<boolean> {
+    const present = (await this.store.head(snapshotKey(id))) !== null
+    if (present) this.sawInStore(id)
+    return present
   }
 
   /** What the snapshot cache holds now, in entries and bytes of memory. */
@@ -93,8 +123,9 @@ export class SnapshotManager {
    * An absent N+1 proves N the latest only while N itself is still in the store: expiration
    * removes snapshots oldest first, so on a handle left idle past the retention both N and
    * N+1 may be gone. N is usually cached, and the cache cannot say that: when N comes from
-   * the cache, a HEAD of `snapshot-N` goes out in the same round trip, and an N gone from
-   * the store sends the handle to the hint. (A handle that trusted its cache here took an
+   * the cache and this handle has not seen it in the store within SNAPSHOT_TRUST_MS, a HEAD
+   * of `snapshot-N` goes out in the same round trip, and an N gone from the store sends the
+   * handle to the hint. (A handle that trusted its cache here took an
    * expired snapshot for the latest; a compaction then read manifests expiration had
    * deleted. This assumes snapshots are never removed from the top; a rollback by another
    * tool, which Strata does not do, needs a new handle.)
@@ -103,10 +134,10 @@ export class SnapshotManager {
     const known = this.highest
     if (known > 0) {
       // N is usually cached; when not (a snapshot this handle created), it comes in the same round trip
-      const cached = this.cache.get(known) !== undefined
-      const [next, current, present] = await Promise.all([this.snapshot(known + 1), this.snapshot(known), cached ? this.store.head(snapshotKey(known)) : null])
+      const check = this.needsPresenceCheck(known)
+      const [next, current, present] = await Promise.all([this.snapshot(known + 1), this.snapshot(known), check ? this.presentInStore(known) : true])
       if (next === null) {
-        if (current !== null && (!cached || present !== null)) return current
+        if (current !== null && present) return current
         this.cache.delete(known)
       } else {
         let current = next
@@ -169,14 +200,14 @@ export class SnapshotManager {
     const seen = this.highest
     const ids = Array.from({ length: FORWARD_PROBES + 1 }, (_, i) => knownId + i)
     // the chain can end at `seen` with a cached snapshot: whether it is still stored is asked at once
-    const checkSeen = seen >= knownId && seen <= knownId + FORWARD_PROBES && this.cache.get(seen) !== undefined
-    const [got, seenPresent] = await Promise.all([Promise.all(ids.map((id) => this.snapshot(id))), checkSeen ? this.store.head(snapshotKey(seen)) : null])
+    const checkSeen = seen >= knownId && seen <= knownId + FORWARD_PROBES && this.needsPresenceCheck(seen)
+    const [got, seenPresent] = await Promise.all([Promise.all(ids.map((id) => this.snapshot(id))), checkSeen ? this.presentInStore(seen) : true])
     if (got[0] === null) return this.latestFromHint()
     const firstAbsent = got.indexOf(null)
     if (firstAbsent < 0) return this.latestFromHint()
     const end = got[firstAbsent - 1]!
     if (end.id < seen) return this.latest()
-    if (end.id === seen && checkSeen && seenPresent === null) {
+    if (end.id === seen && !seenPresent) {
       this.cache.delete(seen)
       return this.latestFromHint()
     }
@@ -213,6 +244,7 @@ export class SnapshotManager {
    */
   hintLatest(id: number): void {
     if (id > this.highest) this.highest = id
+    this.sawInStore(id)
     if (id <= this.hinted) return
     this.hinted = id
     const p: Promise<void> = this.writeLatestHint(id)
