@@ -10,7 +10,8 @@
 // their checks. `_SEQUENCE_NUMBER` always comes back as a `BigInt64Array` and `_VALUE_KIND`
 // as an `Int32Array` holding only row kinds 0..3.
 //
-// Who decodes: a column stored as Strata stores it, flat, whose chunks use only the codecs
+// Who decodes: a column stored as Strata stores it (or a TINYINT/SMALLINT as parquet-java
+// stores it, range-checked as the row path checks it), flat, whose chunks use only the codecs
 // and encodings Strata's decoder reads (lib/format/parquet-decode.ts: PLAIN and dictionary
 // encodings, data pages v1 and v2, uncompressed, snappy, gzip, zstd) is decoded by it, straight
 // into the batch column; every other column, and a page that decoder turns down, goes
@@ -48,7 +49,7 @@ interface ReadSpec {
   /** stored otherwise than Strata stores it: read value by value through the row path's conversions */
   converted: boolean
   /** decoded by Strata's decoder (lib/format/parquet-decode.ts), its chunk's index in every row group; else null (hyparquet) */
-  flat: { column: FlatColumn; chunk: number } | null
+  flat: FlatSpec | null
 }
 
 function concatChunks(chunks: DecodedArray[]): Column {
@@ -195,7 +196,7 @@ export class ColumnarFileReader {
       }
       if (found.group) throw new Error(`data file column ${name} is a nested group; expected a primitive ${types[c].root} column`)
       const converted = !sameStorage(found.element, ours[c])
-      const flat = decoder === 'strata' && !converted ? flatSpec(metadata, name, found.element, types[c]) : null
+      const flat = decoder === 'strata' && (!converted || narrowInteger(found.element, ours[c])) ? flatSpec(metadata, name, found.element, types[c], converted) : null
       specs.push({ name, type: types[c], toPhysical: toPhysicalOf(name, types[c], found.element, ours[c]), converted, flat })
       rawElements.set(found.element, rawReadElement(found.element, types[c]))
     }
@@ -369,27 +370,50 @@ export class ColumnarFileReader {
   }
 }
 
+interface FlatSpec {
+  column: FlatColumn
+  /** the column chunk's index in every row group */
+  chunk: number
+  /** the row path's check of each value, for a column stored otherwise (narrowInteger) */
+  check: ((v: Value) => unknown) | null
+}
+
+/**
+ * A TINYINT or SMALLINT stored as parquet-java stores it: INT32 with the INTEGER(8 or 16,
+ * signed) logical type next to Strata's INT_8 or INT_16: the values are the same numbers,
+ * which the row path range-checks (physicalEncoder).
+ */
+function narrowInteger(found: SchemaElement, ours: SchemaElement): boolean {
+  if (found.type !== 'INT32' || ours.type !== 'INT32' || (found.repetition_type ?? 'REQUIRED') !== ours.repetition_type) return false
+  if (ours.converted_type !== 'INT_8' && ours.converted_type !== 'INT_16') return false
+  const bits = ours.converted_type === 'INT_8' ? 8 : 16
+  const lt = found.logical_type
+  const ltOk = lt === undefined || (lt.type === 'INTEGER' && lt.bitWidth === bits && lt.isSigned)
+  return ltOk && (found.converted_type === undefined || found.converted_type === ours.converted_type) && (lt !== undefined || found.converted_type !== undefined)
+}
+
 /**
  * How Strata's decoder reads column `name` of the file, or null when it does not: a flat
  * column it reads, at the same chunk index in every row group, every chunk in a codec and
  * encodings it reads.
  */
-function flatSpec(metadata: FileMetaData, name: string, element: SchemaElement, type: DataType): ReadSpec['flat'] {
+function flatSpec(metadata: FileMetaData, name: string, element: SchemaElement, type: DataType, converted: boolean): FlatSpec | null {
   const column = flatColumnOf(name, element, type)
   if (column === null) return null
+  const check = converted ? physicalEncoder(name, type) : null
   const groups = metadata.row_groups
-  if (groups.length === 0) return { column, chunk: 0 }
+  if (groups.length === 0) return { column, chunk: 0, check }
   const chunk = groups[0].columns.findIndex((c) => c.meta_data?.path_in_schema.length === 1 && c.meta_data.path_in_schema[0] === name)
   if (chunk < 0) return null
   for (const g of groups) {
     const meta = g.columns[chunk]?.meta_data
     if (meta === undefined || meta.path_in_schema.length !== 1 || meta.path_in_schema[0] !== name || !chunkReadable(meta)) return null
   }
-  return { column, chunk }
+  return { column, chunk, check }
 }
 
 /** Column `name` of the row groups `groups` (fetched into `file`), `n` rows, by Strata's decoder. */
-function decodeFlat(file: PrefetchedFile, name: string, flat: { column: FlatColumn; chunk: number }, groups: FileMetaData['row_groups'], n: number): Column {
+function decodeFlat(file: PrefetchedFile, name: string, flat: FlatSpec, groups: FileMetaData['row_groups'], n: number): Column {
   const builder = new ColumnBuilder(flat.column, n)
   for (const group of groups) {
     const meta = group.columns[flat.chunk].meta_data!
@@ -404,7 +428,12 @@ function decodeFlat(file: PrefetchedFile, name: string, flat: { column: FlatColu
       throw new Error(`data file ${(e as Error).message} (column chunk at byte ${start})`)
     }
   }
-  return builder.finish()
+  const col = builder.finish()
+  if (flat.check !== null) {
+    const check = flat.check
+    for (let r = 0; r < n; r++) if (col[r] !== null) check(col[r] as Value)
+  }
+  return col
 }
 
 function int64Column(col: Column, n: number): BigInt64Array {

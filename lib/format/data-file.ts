@@ -735,7 +735,16 @@ export interface DataFileBatchOptions {
 const DEFAULT_TAIL_BYTES = 512 * 1024
 const DEFAULT_BATCH_ROWS = 8192
 // INT96 arrives as epoch nanoseconds through this parser; everything else is read unannotated
-export const RAW_PARSERS = { timestampFromNanoseconds: (nanos: bigint) => nanos }
+const utf8KeepBom = new TextDecoder('utf-8', { ignoreBOM: true })
+/**
+ * hyparquet's parsers for raw reads: INT96 as epoch nanoseconds, and strings decoded with a
+ * leading U+FEFF kept (hyparquet's default decoder drops it as a byte-order mark, but in a
+ * column it is the value's first character).
+ */
+export const RAW_PARSERS = {
+  timestampFromNanoseconds: (nanos: bigint) => nanos,
+  stringFromBytes: (bytes: Uint8Array | undefined) => bytes && utf8KeepBom.decode(bytes),
+}
 
 /** The file as hyparquet reads it: reads inside the tail fetched on open are served from it. */
 export function cachedTail(src: ByteSource, tail: Uint8Array, tailStart: number): AsyncBuffer {

@@ -98,7 +98,7 @@ function decompressorOf(codec: CompressionCodec): Decompress | null | undefined 
     case 'UNCOMPRESSED':
       return null
     case 'SNAPPY':
-      return process.env.STRATA_SNAPPY === 'wasm' ? (i, n) => DECOMPRESSORS.SNAPPY!(i, n) : snappyScratch
+      return snappyScratch
     case 'GZIP':
     case 'ZSTD': {
       const f = DECOMPRESSORS[codec]
