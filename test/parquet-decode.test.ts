@@ -410,6 +410,37 @@ describe("Strata's decoder reads what hyparquet reads", () => {
     )
   })
 
+  it('a page in an encoding the chunk metadata did not list: that column falls back to hyparquet', async () => {
+    const layout: DataFileLayout = {
+      keyFields: [{ id: 0, name: 'k', type: { root: 'BIGINT', nullable: false } }],
+      valueFields: [
+        { id: 0, name: 'k', type: { root: 'BIGINT', nullable: false } },
+        { id: 1, name: 'v', type: { root: 'INT', nullable: true } },
+        { id: 2, name: 's', type: { root: 'VARCHAR', length: 10, nullable: true } },
+      ],
+    }
+    const n = 40
+    const out = new ByteWriter()
+    const w = new ParquetWriter({ writer: out, schema: dataFileSchema(layout) as ConstructorParameters<typeof ParquetWriter>[0]['schema'] })
+    w.write({
+      columnData: [
+        { name: '_KEY_k', data: Array.from({ length: n }, (_, i) => BigInt(i)) },
+        { name: '_SEQUENCE_NUMBER', data: Array.from({ length: n }, (_, i) => BigInt(i)) },
+        { name: '_VALUE_KIND', data: Array.from({ length: n }, () => 0) },
+        { name: 'k', data: Array.from({ length: n }, (_, i) => BigInt(i)) },
+        { name: 'v', data: Array.from({ length: n }, (_, i) => (i % 3 === 0 ? null : i * 1000 - 7)), encoding: 'DELTA_BINARY_PACKED' },
+        { name: 's', data: Array.from({ length: n }, (_, i) => (i % 4 === 0 ? null : `s${i % 5}`)), encoding: 'DELTA_BYTE_ARRAY' },
+      ],
+      rowGroupSize: 16,
+    })
+    w.finish()
+    // the footer claims PLAIN only, so the columns are planned for Strata's decoder
+    const lying = rewriteFooter(out.getBytes(), (e) => e, (m) => ({ ...m, encodings: ['PLAIN'], encoding_stats: undefined }))
+    const mine = await expectSameRead(lying, layout)
+    expect(mine.decoderColumns).toEqual(columnNames(layout))
+    expect(Array.from(mine.batches[0].columns[4]).slice(0, 4)).toEqual([null, 993, 1993, null])
+  })
+
   it('a file whose pages the zstd CLI compressed (golden file)', async () => {
     const bytes = new Uint8Array(readFileSync(new URL('./fixtures/data-file/zstd-cli.parquet', import.meta.url)))
     const f = (id: number, name: string, type: DataType): DataField => ({ id, name, type })
@@ -527,14 +558,19 @@ describe('strings', () => {
 
 /** The file with column `name`'s schema element given `patch` (the footer rewritten). */
 function reannotate(bytes: Uint8Array, name: string, patch: Partial<SchemaElement>): Uint8Array {
+  return rewriteFooter(bytes, (e) => (e.name === name ? { ...e, ...patch } : e), (m) => m)
+}
+
+/** The file with its footer rewritten: schema elements and column chunk metadata patched, statistics and page indexes dropped. */
+function rewriteFooter(bytes: Uint8Array, element: (e: SchemaElement) => SchemaElement, chunkMeta: (m: NonNullable<ColumnChunk['meta_data']>) => NonNullable<ColumnChunk['meta_data']>): Uint8Array {
   const ab = bytes.slice().buffer
   const meta = parquetMetadata(ab)
   const end = bytes.length - 8 - new DataView(ab).getUint32(bytes.length - 8, true)
   const out = new ByteWriter()
   out.appendBytes(bytes.subarray(0, end))
-  const schema = meta.schema.map((e) => (e.name === name ? { ...e, ...patch } : e))
+  const schema = meta.schema.map(element)
   const groups = meta.row_groups.map((g) => ({
-    chunks: g.columns.map((c) => ({ chunk: { ...c, meta_data: { ...c.meta_data!, statistics: undefined }, column_index_offset: undefined, column_index_length: undefined, offset_index_offset: undefined, offset_index_length: undefined } })),
+    chunks: g.columns.map((c) => ({ chunk: { ...c, meta_data: chunkMeta({ ...c.meta_data!, statistics: undefined }), column_index_offset: undefined, column_index_length: undefined, offset_index_offset: undefined, offset_index_length: undefined } })),
     numRows: Number(g.num_rows),
     totalByteSize: g.total_byte_size,
     compressedSize: Number(g.total_compressed_size ?? 0),
