@@ -441,6 +441,34 @@ describe("Strata's decoder reads what hyparquet reads", () => {
     expect(Array.from(mine.batches[0].columns[4]).slice(0, 4)).toEqual([null, 993, 1993, null])
   })
 
+  it('a key column and its value column are decoded once when stored in the same bytes, apart otherwise', async () => {
+    const layout: DataFileLayout = {
+      keyFields: [{ id: 0, name: 'k', type: { root: 'BIGINT', nullable: false } }],
+      valueFields: [{ id: 0, name: 'k', type: { root: 'BIGINT', nullable: false } }],
+    }
+    for (const [keys, values] of [
+      [[1n, 2n, 3n], [1n, 2n, 3n]],
+      [[1n, 2n, 3n], [1n, 2n, 4n]],
+    ]) {
+      const out = new ByteWriter()
+      const w = new ParquetWriter({ writer: out, schema: dataFileSchema(layout) as ConstructorParameters<typeof ParquetWriter>[0]['schema'] })
+      w.write({
+        columnData: [
+          { name: '_KEY_k', data: keys },
+          { name: '_SEQUENCE_NUMBER', data: [0n, 0n, 0n] },
+          { name: '_VALUE_KIND', data: [0, 0, 0] },
+          { name: 'k', data: values },
+        ],
+      })
+      w.finish()
+      const mine = await expectSameRead(out.getBytes(), layout)
+      const [key, , , value] = mine.batches[0].columns
+      expect(Array.from(key)).toEqual(keys)
+      expect(Array.from(value)).toEqual(values)
+      expect(key === value).toBe(keys[2] === values[2])
+    }
+  })
+
   it('a file whose pages the zstd CLI compressed (golden file)', async () => {
     const bytes = new Uint8Array(readFileSync(new URL('./fixtures/data-file/zstd-cli.parquet', import.meta.url)))
     const f = (id: number, name: string, type: DataType): DataField => ({ id, name, type })

@@ -20,7 +20,7 @@
 // hyparquet gave a plain array (columnar-types.ts: both encode alike).
 
 import { parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet'
-import type { AsyncBuffer, ColumnData, DecodedArray, FileMetaData, SchemaElement } from 'hyparquet'
+import type { AsyncBuffer, ColumnData, ColumnMetaData, DecodedArray, FileMetaData, SchemaElement } from 'hyparquet'
 import { StrataInputError, type DataType, type Value } from '../types.ts'
 import { type ByteSource, type DataFileLayout, DECOMPRESSORS, KEY_FIELD_PREFIX, RAW_PARSERS, SEQUENCE_NUMBER, VALUE_KIND, cachedTail, dataFileSchema } from './data-file.ts'
 import { type Column, type ColumnBatch, concatColumns, pickRows } from './columnar-types.ts'
@@ -307,12 +307,21 @@ export class ColumnarFileReader {
     const n = to - from
     const columns: Column[] = new Array(specs.length)
     const viaHyparquet = specs.map((s) => s !== null && s.flat === null)
+    const decoded: number[] = []
     for (let i = 0; i < specs.length; i++) {
       const spec = specs[i]
       if (spec === null) columns[i] = []
       else if (spec.flat !== null) {
+        // a primary-key column is stored twice (_KEY_<k> and <k>), as a rule in the same bytes: decoded once
+        const same = decoded.find((j) => sameChunks(file, specs[j]!.flat!, spec.flat!, groups))
+        if (same !== undefined) {
+          columns[i] = columns[same]
+          checkValues(spec.flat, columns[i], n)
+          continue
+        }
         try {
           columns[i] = decodeFlat(file, spec.name, spec.flat, groups, n)
+          decoded.push(i)
         } catch (e) {
           if (!(e instanceof UnsupportedParquet)) throw e
           viaHyparquet[i] = true
@@ -417,8 +426,7 @@ function decodeFlat(file: PrefetchedFile, name: string, flat: FlatSpec, groups: 
   const builder = new ColumnBuilder(flat.column, n)
   for (const group of groups) {
     const meta = group.columns[flat.chunk].meta_data!
-    const start = Number(meta.dictionary_page_offset || meta.data_page_offset)
-    const end = start + Number(meta.total_compressed_size)
+    const [start, end] = chunkRange(meta)
     const bytes = file.bytes(start, end)
     if (bytes === null) throw new Error(`data file column ${name}: chunk [${start}, ${end}) was not fetched`)
     try {
@@ -429,11 +437,38 @@ function decodeFlat(file: PrefetchedFile, name: string, flat: FlatSpec, groups: 
     }
   }
   const col = builder.finish()
-  if (flat.check !== null) {
-    const check = flat.check
-    for (let r = 0; r < n; r++) if (col[r] !== null) check(col[r] as Value)
-  }
+  checkValues(flat, col, n)
   return col
+}
+
+/** The row path's check of each value, for a column stored otherwise than Strata stores it. */
+function checkValues(flat: FlatSpec, col: Column, n: number): void {
+  if (flat.check === null) return
+  const check = flat.check
+  for (let r = 0; r < n; r++) if (col[r] !== null) check(col[r] as Value)
+}
+
+/** Whether two columns decode to the same values: the same kind of column, stored in the same bytes in every row group. */
+function sameChunks(file: PrefetchedFile, a: FlatSpec, b: FlatSpec, groups: FileMetaData['row_groups']): boolean {
+  if (a.column.kind !== b.column.kind || a.column.optional !== b.column.optional || a.column.typeLength !== b.column.typeLength) return false
+  for (const group of groups) {
+    const x = group.columns[a.chunk].meta_data!
+    const y = group.columns[b.chunk].meta_data!
+    if (x.codec !== y.codec || x.total_compressed_size !== y.total_compressed_size) return false
+  }
+  for (const group of groups) {
+    const x = chunkRange(group.columns[a.chunk].meta_data!)
+    const y = chunkRange(group.columns[b.chunk].meta_data!)
+    const bx = file.bytes(x[0], x[1])
+    const by = file.bytes(y[0], y[1])
+    if (bx === null || by === null || Buffer.compare(bx, by) !== 0) return false
+  }
+  return true
+}
+
+function chunkRange(meta: ColumnMetaData): [number, number] {
+  const start = Number(meta.dictionary_page_offset || meta.data_page_offset)
+  return [start, start + Number(meta.total_compressed_size)]
 }
 
 function int64Column(col: Column, n: number): BigInt64Array {
