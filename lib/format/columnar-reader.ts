@@ -268,7 +268,17 @@ export class ColumnarFileReader {
           }
           const positions = new Int32Array(kept)
           for (let r = 0; r < kept; r++) positions[r] = groupStart + keep[r]
-          if (kept > 0) yield { rows: kept, columns: batch.columns.map((c) => (c.length === 0 ? c : pickRows(c, keep, kept))), firstPosition: groupStart, positions }
+          if (kept > 0) {
+            // a column shared by two (decoded once) stays shared
+            const picked = new Map<Column, Column>()
+            const columns = batch.columns.map((c) => {
+              if (c.length === 0) return c
+              let p = picked.get(c)
+              if (p === undefined) picked.set(c, (p = pickRows(c, keep, kept)))
+              return p
+            })
+            yield { rows: kept, columns, firstPosition: groupStart, positions }
+          }
         } else {
           yield { ...batch, firstPosition: groupStart, positions: null }
         }
