@@ -30,7 +30,7 @@ import { writePageHeader } from 'hyparquet-writer/src/datapage.js'
 import { describe, expect, it } from 'vitest'
 import { ColumnarFileReader } from '../lib/format/columnar-reader.ts'
 import { type Column, isTypedColumn } from '../lib/format/columnar-types.ts'
-import { type DataFileLayout, type DataFileWriterOptions, byteSource, dataFileSchema, writeDataFile } from '../lib/format/data-file.ts'
+import { type DataFileLayout, type DataFileWriterOptions, byteSource, dataFileSchema, readDataFile, writeDataFile } from '../lib/format/data-file.ts'
 import { writeFooter } from '../lib/format/parquet-footer.ts'
 import { snappyDecompress } from '../lib/format/parquet-decode.ts'
 import { snappyCompress } from '../lib/format/snappy.ts'
@@ -548,6 +548,8 @@ describe('strings', () => {
     const { bytes } = writeDataFile(layout, rows)
     const mine = await expectSameRead(bytes, layout)
     expect(Array.from(mine.batches[0].columns[4])).toEqual(values)
+    // the row path's reader too
+    expect((await readDataFile(byteSource(bytes), layout)).map((r) => r.value[1])).toEqual(values)
   })
 
   it('decodes invalid UTF-8 as hyparquet does (U+FFFD)', async () => {
