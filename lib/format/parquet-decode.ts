@@ -13,8 +13,10 @@
 //   unless the header says otherwise);
 // - values PLAIN, or PLAIN_DICTIONARY / RLE_DICTIONARY (a PLAIN dictionary page, then a bit
 //   width byte and indices in the RLE/bit-packed hybrid), and RLE for BOOLEAN;
-// - codecs UNCOMPRESSED, SNAPPY (decoded here), GZIP and ZSTD (node:zlib, or hyparquet-
-//   compressors where this Node has no zstd).
+// - codecs UNCOMPRESSED, SNAPPY (decoded here into one reused buffer: on the benchmark's pages
+//   as fast as hysnappy's WASM, which copies every page in and out of its memory, and no
+//   allocation per page), GZIP and ZSTD (node:zlib, or hyparquet-compressors where this Node
+//   has no zstd).
 // A page it does not read throws `UnsupportedParquet`, and the caller reads that column with
 // hyparquet instead; a malformed page throws an Error naming the column and what was wrong.
 //
@@ -601,7 +603,7 @@ export class ColumnBuilder {
       this.#dictBits = bits
     } else {
       const values = new Array<unknown>(n)
-      this.#plainObjects(body, n, values, null, 0, n)
+      this.#plainObjects(body, n, values, null, 0)
       this.#dictValues = values
     }
     this.#dictSize = n
@@ -667,7 +669,7 @@ export class ColumnBuilder {
     if (defs !== null) this.#markNulls(defs, n)
     if (encoding === ENC_PLAIN) {
       if (this.#bits !== null) this.#plainNumeric(body, n, nonNull, defs)
-      else this.#plainObjects(body, nonNull, this.#values!, defs, at, n)
+      else this.#plainObjects(body, nonNull, this.#values!, defs, at)
     } else if (encoding === ENC_RLE_DICTIONARY || encoding === ENC_PLAIN_DICTIONARY) {
       if (this.#dictSize < 0) throw new Error(`column ${name}: dictionary-encoded page without a dictionary page`)
       const idx = ensureIndices(nonNull)
@@ -767,10 +769,10 @@ export class ColumnBuilder {
   }
 
   /**
-   * `count` PLAIN values of an object kind from `body`, into out[at + i] for the rows i < n
+   * `count` PLAIN values of an object kind from `body`, into out[at + i] for the rows i
    * where `defs` is 1 (every row when null).
    */
-  #plainObjects(body: PageBody, count: number, out: unknown[], defs: Int32Array | null, at: number, n: number): void {
+  #plainObjects(body: PageBody, count: number, out: unknown[], defs: Int32Array | null, at: number): void {
     const name = this.#col.name
     const buf = body.buf
     const end = body.end
@@ -826,7 +828,6 @@ export class ColumnBuilder {
       default:
         throw new Error(`column ${name}: ${this.#col.kind} is not an object kind`)
     }
-    void n
   }
 
   /** The batch column: typed when numeric without nulls. */
