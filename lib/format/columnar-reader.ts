@@ -4,8 +4,8 @@
 // The batches hold the physical values `DataFileWriter.write` would buffer for the rows
 // `DataFileReader` returns, so writing them back (`DataFileWriter.writeColumns`) gives the
 // file the row path gives. A column stored exactly as Strata's writer stores it (same
-// physical type, repetition and annotations) passes through as decoded, typed where
-// hyparquet decodes it typed; any other column (a file from another writer) goes value by
+// physical type, repetition and annotations) passes through as decoded (typed when numeric
+// without nulls, see below); any other column (a file from another writer) goes value by
 // value through the row path's own conversions, `valueDecoder` then `physicalEncoder`, with
 // their checks. `_SEQUENCE_NUMBER` always comes back as a `BigInt64Array` and `_VALUE_KIND`
 // as an `Int32Array` holding only row kinds 0..3.
@@ -17,7 +17,8 @@
 // into the batch column; every other column, and a page that decoder turns down, goes
 // through hyparquet as before. Both give the same batch columns (test/parquet-decode.test.ts),
 // except that a numeric column without nulls may come back typed from the former where
-// hyparquet gave a plain array (columnar-types.ts: both encode alike).
+// hyparquet gave a plain array (columnar-types.ts: both encode alike). Two columns stored in
+// the same bytes (a primary-key field, as `_KEY_<k>` and `<k>`) come back as one shared array.
 
 import { parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet'
 import type { AsyncBuffer, ColumnData, ColumnMetaData, DecodedArray, FileMetaData, SchemaElement } from 'hyparquet'
