@@ -130,7 +130,7 @@ const caseArb: fc.Arbitrary<Case> = fc
         const value: Value[] = [BigInt(r)]
         for (let j = 1; j < fields.length; j++) {
           const [pick, coin] = picksAndCoins[r * (fields.length - 1) + j - 1]
-          const pool = valueArb === undefined ? [] : valuePools[j - 1]
+          const pool = valuePools[j - 1]
           value.push(fields[j].type.nullable && coin < nullRate[j - 1] ? null : pool[pick % pool.length])
         }
         rows.push({ key: [BigInt(r)], seq: BigInt(r * 7), kind: kinds[r], value })
@@ -168,7 +168,7 @@ function sameValue(a: unknown, b: unknown): boolean {
 /** Where `mine` differs from `ref` (the hyparquet path's column), or null. */
 function columnDifference(mine: Column, ref: Column, rows: number): string | null {
   if (isTypedColumn(ref) && mine.constructor !== ref.constructor) return `hyparquet gives a ${ref.constructor.name}, Strata's decoder a ${mine.constructor.name}`
-  if (isTypedColumn(mine) && !isTypedColumn(ref) && !isTypedColumn(mine) === false) {
+  if (isTypedColumn(mine) && !isTypedColumn(ref)) {
     for (let r = 0; r < rows; r++) if (ref[r] === null) return `typed column where hyparquet has null at row ${r}`
   }
   if (mine.length < rows) return `${mine.length} values for ${rows} rows`
