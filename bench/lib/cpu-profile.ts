@@ -37,7 +37,8 @@ export function categoryOf(file: string, functionName: string): string {
   if (file === '(idle)' || file === '(program)') return 'idle / VM'
   if (/^node:internal\/(modules|deps\/cjs-module-lexer)|^tsx\/|^esbuild\//.test(file)) return 'module loading (before the timed job)'
   if (file === 'lib/format/parquet-encode.ts' || file === 'lib/format/parquet-footer.ts' || file.startsWith('hyparquet-writer/') || functionName === 'encodeUtf8String' || (file === 'node:internal/encoding' && functionName === 'encode')) return 'Parquet encode (parquet-encode.ts, parquet-footer.ts)'
-  if (/^hyparquet(-compressors)?\/|^wasm\//.test(file) || functionName === 'decodeUTF8' || (file === 'node:internal/encoding' && functionName === 'decode')) return 'Parquet decode (hyparquet)'
+  if (file === 'lib/format/parquet-decode.ts' || functionName === 'latin1Slice') return "Parquet decode (Strata's parquet-decode.ts)"
+  if (/^hyparquet(-compressors)?\/|^wasm\//.test(file) || functionName === 'decodeUTF8' || (file === 'node:internal/encoding' && functionName === 'decode')) return 'Parquet decode (hyparquet: footers, other columns)'
   if (file === 'lib/format/data-file.ts') {
     if (WRITER_FUNCTIONS.has(functionName)) return 'Strata data-file writer (Paimon stats, column buffers)'
     if (READER_FUNCTIONS.has(functionName)) return 'Strata data-file reader (KeyValue assembly)'

@@ -4,19 +4,30 @@
 // The batches hold the physical values `DataFileWriter.write` would buffer for the rows
 // `DataFileReader` returns, so writing them back (`DataFileWriter.writeColumns`) gives the
 // file the row path gives. A column stored exactly as Strata's writer stores it (same
-// physical type, repetition and annotations) passes through as decoded, typed where
-// hyparquet decodes it typed; any other column (a file from another writer) goes value by
+// physical type, repetition and annotations) passes through as decoded (typed when numeric
+// without nulls, see below); any other column (a file from another writer) goes value by
 // value through the row path's own conversions, `valueDecoder` then `physicalEncoder`, with
 // their checks. `_SEQUENCE_NUMBER` always comes back as a `BigInt64Array` and `_VALUE_KIND`
 // as an `Int32Array` holding only row kinds 0..3.
+//
+// Who decodes: a column stored as Strata stores it (or a TINYINT/SMALLINT as parquet-java
+// stores it, range-checked as the row path checks it), flat, whose chunks use only the codecs
+// and encodings Strata's decoder reads (lib/format/parquet-decode.ts: PLAIN and dictionary
+// encodings, data pages v1 and v2, uncompressed, snappy, gzip, zstd) is decoded by it, straight
+// into the batch column; every other column, and a page that decoder turns down, goes
+// through hyparquet as before. Both give the same batch columns (test/parquet-decode.test.ts),
+// except that a numeric column without nulls may come back typed from the former where
+// hyparquet gave a plain array (columnar-types.ts: both encode alike). Two columns stored in
+// the same bytes (a primary-key field, as `_KEY_<k>` and `<k>`) come back as one shared array.
 
 import { parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet'
-import type { AsyncBuffer, ColumnData, DecodedArray, FileMetaData, SchemaElement } from 'hyparquet'
+import type { AsyncBuffer, ColumnData, ColumnMetaData, DecodedArray, FileMetaData, SchemaElement } from 'hyparquet'
 import { StrataInputError, type DataType, type Value } from '../types.ts'
 import { type ByteSource, type DataFileLayout, DECOMPRESSORS, KEY_FIELD_PREFIX, RAW_PARSERS, SEQUENCE_NUMBER, VALUE_KIND, cachedTail, dataFileSchema } from './data-file.ts'
 import { type Column, type ColumnBatch, concatColumns, pickRows } from './columnar-types.ts'
 import { physicalEncoder, rawReadElement, valueDecoder } from './parquet-types.ts'
 import { type ByteRange, PrefetchedFile } from './page-index.ts'
+import { ColumnBuilder, type FlatColumn, UnsupportedParquet, chunkReadable, flatColumnOf } from './parquet-decode.ts'
 
 const DEFAULT_TAIL_BYTES = 512 * 1024
 /** Rows and compressed bytes of the row groups fetched with one request per run of chunks (at least one group). */
@@ -38,6 +49,8 @@ interface ReadSpec {
   toPhysical: ToPhysical
   /** stored otherwise than Strata stores it: read value by value through the row path's conversions */
   converted: boolean
+  /** decoded by Strata's decoder (lib/format/parquet-decode.ts), its chunk's index in every row group; else null (hyparquet) */
+  flat: FlatSpec | null
 }
 
 function concatChunks(chunks: DecodedArray[]): Column {
@@ -127,6 +140,11 @@ export interface RowGroupOptions {
 export interface ColumnarReaderOptions {
   /** bytes fetched from the end of the file on open, as `DataFileReader`'s option */
   tailBytes?: number
+  /**
+   * 'strata' (default): Strata's decoder for the columns it reads, hyparquet for the others;
+   * 'hyparquet': hyparquet for every column (the reference in tests)
+   */
+  decoder?: 'strata' | 'hyparquet'
 }
 
 /** One data file read as column batches, one per row group. */
@@ -145,7 +163,7 @@ export class ColumnarFileReader {
 
   /** Reads the footer and checks that every column of the layout is there (by name) and readable as its type. */
   static async open(src: ByteSource, layout: DataFileLayout, opts: ColumnarReaderOptions = {}): Promise<ColumnarFileReader> {
-    const { tailBytes = DEFAULT_TAIL_BYTES } = opts
+    const { tailBytes = DEFAULT_TAIL_BYTES, decoder = 'strata' } = opts
     if (!Number.isSafeInteger(src.size) || src.size < 0) throw new StrataInputError(`ByteSource.size ${src.size} is not a byte count`)
     if (src.size < 12) throw new Error(`data file is ${src.size} bytes, too short for Parquet (magic + footer need 12)`)
     const tailStart = Math.max(0, src.size - tailBytes)
@@ -178,7 +196,9 @@ export class ColumnarFileReader {
         throw new Error(`data file has no column ${name}${thin}; its columns are: ${[...present.keys()].join(', ')}`)
       }
       if (found.group) throw new Error(`data file column ${name} is a nested group; expected a primitive ${types[c].root} column`)
-      specs.push({ name, type: types[c], toPhysical: toPhysicalOf(name, types[c], found.element, ours[c]), converted: !sameStorage(found.element, ours[c]) })
+      const converted = !sameStorage(found.element, ours[c])
+      const flat = decoder === 'strata' && (!converted || narrowInteger(found.element, ours[c])) ? flatSpec(metadata, name, found.element, types[c], converted) : null
+      specs.push({ name, type: types[c], toPhysical: toPhysicalOf(name, types[c], found.element, ours[c]), converted, flat })
       rawElements.set(found.element, rawReadElement(found.element, types[c]))
     }
     const rawSchema = metadata.schema.map((element) => rawElements.get(element) ?? element)
@@ -187,6 +207,11 @@ export class ColumnarFileReader {
 
   get rowCount(): number {
     return Number(this.#metadata.num_rows)
+  }
+
+  /** Columns Strata's decoder reads (lib/format/parquet-decode.ts); hyparquet reads the others. */
+  get decoderColumns(): string[] {
+    return this.#specs.filter((s) => s.flat !== null).map((s) => s.name)
   }
 
   /** Columns stored otherwise than Strata's writer stores them (another writer's file), read value by value. */
@@ -206,7 +231,7 @@ export class ColumnarFileReader {
     let next = 0
     const groups = this.#metadata.row_groups
     const specs = this.#specs.map((s, i) => (read === null || read.has(i) ? s : null))
-    const window: { groups: FileMetaData['row_groups']; file: AsyncBuffer | null } = { groups: [], file: null }
+    const window: { groups: FileMetaData['row_groups']; file: PrefetchedFile | null } = { groups: [], file: null }
     for (let g = 0; g < groups.length; ) {
       // row groups fetched together, up to FETCH_ROWS rows or FETCH_BYTES of column chunks
       // (level-0 files have small row groups, for lookups), then decoded BATCH_ROWS at a time
@@ -231,7 +256,7 @@ export class ColumnarFileReader {
       const n = rows
       const groupEnd = groupStart + n
       if (n > 0) {
-        const batch = await this.#readGroups(window.file!, specs, groupStart, groupEnd)
+        const batch = await this.#readGroups(window.file!, specs, take, groupStart, groupEnd)
         if (deleted && next < deleted.length && deleted[next] < groupEnd) {
           const keep = new Int32Array(n)
           let kept = 0
@@ -244,7 +269,17 @@ export class ColumnarFileReader {
           }
           const positions = new Int32Array(kept)
           for (let r = 0; r < kept; r++) positions[r] = groupStart + keep[r]
-          if (kept > 0) yield { rows: kept, columns: batch.columns.map((c) => (c.length === 0 ? c : pickRows(c, keep, kept))), firstPosition: groupStart, positions }
+          if (kept > 0) {
+            // a column shared by two (decoded once) stays shared
+            const picked = new Map<Column, Column>()
+            const columns = batch.columns.map((c) => {
+              if (c.length === 0) return c
+              let p = picked.get(c)
+              if (p === undefined) picked.set(c, (p = pickRows(c, keep, kept)))
+              return p
+            })
+            yield { rows: kept, columns, firstPosition: groupStart, positions }
+          }
         } else {
           yield { ...batch, firstPosition: groupStart, positions: null }
         }
@@ -258,7 +293,7 @@ export class ColumnarFileReader {
    * adjacent chunks (one for a whole group; a chunk of a column not read leaves a gap), and
    * served from memory to hyparquet, which would ask for each chunk on its own.
    */
-  async #fetchGroups(groups: FileMetaData['row_groups'], specs: (ReadSpec | null)[]): Promise<AsyncBuffer> {
+  async #fetchGroups(groups: FileMetaData['row_groups'], specs: (ReadSpec | null)[]): Promise<PrefetchedFile> {
     const wanted = new Set(specs.flatMap((s) => (s === null ? [] : [s.name])))
     const ranges: ByteRange[] = []
     for (const group of groups) {
@@ -275,8 +310,47 @@ export class ColumnarFileReader {
     return file
   }
 
-  /** Rows [from, to) (whole consecutive row groups, fetched into `file`) of the columns `specs` names; the others empty. */
-  async #readGroups(file: AsyncBuffer, specs: (ReadSpec | null)[], from: number, to: number): Promise<ColumnBatch> {
+  /**
+   * Rows [from, to) (the whole consecutive row groups `groups`, fetched into `file`) of the
+   * columns `specs` names; the others empty.
+   */
+  async #readGroups(file: PrefetchedFile, specs: (ReadSpec | null)[], groups: FileMetaData['row_groups'], from: number, to: number): Promise<ColumnBatch> {
+    const n = to - from
+    const columns: Column[] = new Array(specs.length)
+    const viaHyparquet = specs.map((s) => s !== null && s.flat === null)
+    const decoded: number[] = []
+    for (let i = 0; i < specs.length; i++) {
+      const spec = specs[i]
+      if (spec === null) columns[i] = []
+      else if (spec.flat !== null) {
+        // a primary-key column is stored twice (_KEY_<k> and <k>), as a rule in the same bytes: decoded once
+        const same = decoded.find((j) => sameChunks(file, specs[j]!.flat!, spec.flat!, groups))
+        if (same !== undefined) {
+          columns[i] = columns[same]
+          checkValues(spec.flat, columns[i], n)
+          continue
+        }
+        try {
+          columns[i] = decodeFlat(file, spec.name, spec.flat, groups, n)
+          decoded.push(i)
+        } catch (e) {
+          if (!(e instanceof UnsupportedParquet)) throw e
+          viaHyparquet[i] = true
+        }
+      }
+    }
+    if (viaHyparquet.includes(true)) {
+      const read = await this.#hyparquetColumns(file, specs.map((s, i) => (viaHyparquet[i] ? s : null)), from, to)
+      for (let i = 0; i < specs.length; i++) if (viaHyparquet[i]) columns[i] = read[i]
+    }
+    const nk = this.#nk
+    columns[nk] = int64Column(columns[nk], n)
+    columns[nk + 1] = kindColumn(columns[nk + 1], n, from)
+    return { rows: n, columns }
+  }
+
+  /** Rows [from, to) of the columns `specs` names, decoded by hyparquet; the others empty. */
+  async #hyparquetColumns(file: AsyncBuffer, specs: (ReadSpec | null)[], from: number, to: number): Promise<Column[]> {
     const n = to - from
     // chunks may arrive out of row order across row groups: kept with their first row
     const chunks: { at: number; data: DecodedArray }[][] = specs.map(() => [])
@@ -312,11 +386,100 @@ export class ColumnarFileReader {
       if (filled[i] !== n) throw new Error(`data file column ${spec.name}: decoded ${filled[i]} of rows [${from}, ${to})`)
       columns.push(spec.toPhysical(chunks[i].sort((a, b) => a.at - b.at).map((c) => c.data), n))
     }
-    const nk = this.#nk
-    columns[nk] = int64Column(columns[nk], n)
-    columns[nk + 1] = kindColumn(columns[nk + 1], n, from)
-    return { rows: n, columns }
+    return columns
   }
+}
+
+interface FlatSpec {
+  column: FlatColumn
+  /** the column chunk's index in every row group */
+  chunk: number
+  /** the row path's check of each value, for a column stored otherwise (narrowInteger) */
+  check: ((v: Value) => unknown) | null
+}
+
+/**
+ * A TINYINT or SMALLINT stored as parquet-java stores it: INT32 with the INTEGER(8 or 16,
+ * signed) logical type next to Strata's INT_8 or INT_16: the values are the same numbers,
+ * which the row path range-checks (physicalEncoder).
+ */
+function narrowInteger(found: SchemaElement, ours: SchemaElement): boolean {
+  if (found.type !== 'INT32' || ours.type !== 'INT32' || (found.repetition_type ?? 'REQUIRED') !== ours.repetition_type) return false
+  if (ours.converted_type !== 'INT_8' && ours.converted_type !== 'INT_16') return false
+  const bits = ours.converted_type === 'INT_8' ? 8 : 16
+  const lt = found.logical_type
+  const ltOk = lt === undefined || (lt.type === 'INTEGER' && lt.bitWidth === bits && lt.isSigned)
+  return ltOk && (found.converted_type === undefined || found.converted_type === ours.converted_type) && (lt !== undefined || found.converted_type !== undefined)
+}
+
+/**
+ * How Strata's decoder reads column `name` of the file, or null when it does not: a flat
+ * column it reads, at the same chunk index in every row group, every chunk in a codec and
+ * encodings it reads.
+ */
+function flatSpec(metadata: FileMetaData, name: string, element: SchemaElement, type: DataType, converted: boolean): FlatSpec | null {
+  const column = flatColumnOf(name, element, type)
+  if (column === null) return null
+  const check = converted ? physicalEncoder(name, type) : null
+  const groups = metadata.row_groups
+  if (groups.length === 0) return { column, chunk: 0, check }
+  const chunk = groups[0].columns.findIndex((c) => c.meta_data?.path_in_schema.length === 1 && c.meta_data.path_in_schema[0] === name)
+  if (chunk < 0) return null
+  for (const g of groups) {
+    const meta = g.columns[chunk]?.meta_data
+    if (meta === undefined || meta.path_in_schema.length !== 1 || meta.path_in_schema[0] !== name || !chunkReadable(meta)) return null
+  }
+  return { column, chunk, check }
+}
+
+/** Column `name` of the row groups `groups` (fetched into `file`), `n` rows, by Strata's decoder. */
+function decodeFlat(file: PrefetchedFile, name: string, flat: FlatSpec, groups: FileMetaData['row_groups'], n: number): Column {
+  const builder = new ColumnBuilder(flat.column, n)
+  for (const group of groups) {
+    const meta = group.columns[flat.chunk].meta_data!
+    const [start, end] = chunkRange(meta)
+    const bytes = file.bytes(start, end)
+    if (bytes === null) throw new Error(`data file column ${name}: chunk [${start}, ${end}) was not fetched`)
+    try {
+      builder.readChunk(bytes, meta, Number(group.num_rows))
+    } catch (e) {
+      if (e instanceof UnsupportedParquet) throw e
+      throw new Error(`data file ${(e as Error).message} (column chunk at byte ${start})`)
+    }
+  }
+  const col = builder.finish()
+  checkValues(flat, col, n)
+  return col
+}
+
+/** The row path's check of each value, for a column stored otherwise than Strata stores it. */
+function checkValues(flat: FlatSpec, col: Column, n: number): void {
+  if (flat.check === null) return
+  const check = flat.check
+  for (let r = 0; r < n; r++) if (col[r] !== null) check(col[r] as Value)
+}
+
+/** Whether two columns decode to the same values: the same kind of column, stored in the same bytes in every row group. */
+function sameChunks(file: PrefetchedFile, a: FlatSpec, b: FlatSpec, groups: FileMetaData['row_groups']): boolean {
+  if (a.column.kind !== b.column.kind || a.column.optional !== b.column.optional || a.column.typeLength !== b.column.typeLength) return false
+  for (const group of groups) {
+    const x = group.columns[a.chunk].meta_data!
+    const y = group.columns[b.chunk].meta_data!
+    if (x.codec !== y.codec || x.total_compressed_size !== y.total_compressed_size) return false
+  }
+  for (const group of groups) {
+    const x = chunkRange(group.columns[a.chunk].meta_data!)
+    const y = chunkRange(group.columns[b.chunk].meta_data!)
+    const bx = file.bytes(x[0], x[1])
+    const by = file.bytes(y[0], y[1])
+    if (bx === null || by === null || Buffer.compare(bx, by) !== 0) return false
+  }
+  return true
+}
+
+function chunkRange(meta: ColumnMetaData): [number, number] {
+  const start = Number(meta.dictionary_page_offset || meta.data_page_offset)
+  return [start, start + Number(meta.total_compressed_size)]
 }
 
 function int64Column(col: Column, n: number): BigInt64Array {

@@ -566,6 +566,24 @@ export class DataFileWriter {
     return out
   }
 
+  /**
+   * An earlier column whose chunk column `i`'s chunk repeats byte for byte, or -1: every
+   * buffered segment holds the very same array for both (a primary-key field, stored as
+   * _KEY_<k> and <k>, read once, lib/format/columnar-reader.ts), stored alike (the same
+   * Parquet type, repetition and annotations), and `i` wants a ColumnIndex only if that column has one.
+   */
+  #twinOf(i: number, nk: number): number {
+    const segments = this.#segments
+    const e = this.#elements[i]
+    for (let j = 0; j < i; j++) {
+      if (i < nk && j >= nk) continue
+      if (!segments.every((s) => s.cols[i] === s.cols[j])) continue
+      const f = this.#elements[j]
+      if (e.type === f.type && e.repetition_type === f.repetition_type && e.type_length === f.type_length && e.converted_type === f.converted_type && e.precision === f.precision && e.scale === f.scale && JSON.stringify(e.logical_type) === JSON.stringify(f.logical_type)) return j
+    }
+    return -1
+  }
+
   #flushRowGroup(): void {
     const rows = this.#buffered
     if (rows === 0) return
@@ -579,8 +597,8 @@ export class DataFileWriter {
     const chunks: EncodedChunk[] = []
     let uncompressed = 0n
     for (let i = 0; i < this.#columns.length; i++) {
-      const data = segments.length ? concatColumns(segments.map((s) => ({ col: s.cols[i], from: s.from, to: s.to }))) : buffers[i]
-      const encoded = writeColumnChunk(out, this.#elements[i], data, rows, { codec: this.#codec, compress: this.#compress, pageSize: this.#pageSize, columnIndex: i < nk })
+      const twin = segments.length ? this.#twinOf(i, nk) : -1
+      const encoded = twin >= 0 ? copyChunk(out, chunks[twin], this.#elements[i].name, i < nk) : writeColumnChunk(out, this.#elements[i], segments.length ? concatColumns(segments.map((s) => ({ col: s.cols[i], from: s.from, to: s.to }))) : buffers[i], rows, { codec: this.#codec, compress: this.#compress, pageSize: this.#pageSize, columnIndex: i < nk })
       chunks.push(encoded)
       uncompressed += encoded.chunk.meta_data!.total_uncompressed_size
     }
@@ -589,6 +607,33 @@ export class DataFileWriter {
     this.#buffers = this.#columns.map(() => [])
     this.#buffered = 0
     this.#bufferedBytes = 0
+  }
+}
+
+/**
+ * A copy of the chunk `from` (just written to `out`) as the chunk of column `name`: the same
+ * bytes again, its offsets moved; its ColumnIndex kept when `columnIndex` (both key columns).
+ */
+function copyChunk(out: ByteWriter, from: EncodedChunk, name: string, columnIndex: boolean): EncodedChunk {
+  const meta = from.chunk.meta_data!
+  const start = Number(from.chunk.file_offset)
+  const size = Number(meta.total_compressed_size)
+  const at = out.offset
+  out.appendBytes(out.getBytes().slice(start, start + size))
+  const delta = BigInt(at - start)
+  return {
+    chunk: {
+      ...from.chunk,
+      file_offset: from.chunk.file_offset + delta,
+      meta_data: {
+        ...meta,
+        path_in_schema: [name],
+        data_page_offset: meta.data_page_offset + delta,
+        dictionary_page_offset: meta.dictionary_page_offset === undefined ? undefined : meta.dictionary_page_offset + delta,
+      },
+    },
+    columnIndex: columnIndex ? from.columnIndex : undefined,
+    offsetIndex: from.offsetIndex === undefined ? undefined : { page_locations: from.offsetIndex.page_locations.map((p) => ({ ...p, offset: p.offset + delta })) },
   }
 }
 
@@ -735,7 +780,16 @@ export interface DataFileBatchOptions {
 const DEFAULT_TAIL_BYTES = 512 * 1024
 const DEFAULT_BATCH_ROWS = 8192
 // INT96 arrives as epoch nanoseconds through this parser; everything else is read unannotated
-export const RAW_PARSERS = { timestampFromNanoseconds: (nanos: bigint) => nanos }
+const utf8KeepBom = new TextDecoder('utf-8', { ignoreBOM: true })
+/**
+ * hyparquet's parsers for raw reads: INT96 as epoch nanoseconds, and strings decoded with a
+ * leading U+FEFF kept (hyparquet's default decoder drops it as a byte-order mark, but in a
+ * column it is the value's first character).
+ */
+export const RAW_PARSERS = {
+  timestampFromNanoseconds: (nanos: bigint) => nanos,
+  stringFromBytes: (bytes: Uint8Array | undefined) => bytes && utf8KeepBom.decode(bytes),
+}
 
 /** The file as hyparquet reads it: reads inside the tail fetched on open are served from it. */
 export function cachedTail(src: ByteSource, tail: Uint8Array, tailStart: number): AsyncBuffer {

@@ -709,6 +709,14 @@ export class PrefetchedFile implements AsyncBuffer {
     this.spans.push(...got)
   }
 
+  /** Bytes [start, end) when a fetched range holds them (a view, not a copy), else null. */
+  bytes(start: number, end: number): Uint8Array | null {
+    for (const s of this.spans) {
+      if (s.start <= start && end <= s.start + s.bytes.length) return s.bytes.subarray(start - s.start, end - s.start)
+    }
+    return null
+  }
+
   slice(start: number, end: number = this.byteLength): Promise<ArrayBuffer> | ArrayBuffer {
     for (const s of this.spans) {
       if (s.start <= start && end <= s.start + s.bytes.length) return arrayBufferOf(s.bytes.subarray(start - s.start, end - s.start))

@@ -214,7 +214,8 @@ export function physicalSizer(type: DataType): (physical: unknown) => number {
 /** Converts a decoded non-null raw column value to its `Value`. */
 export type ValueDecoder = (raw: unknown) => Value
 
-const utf8 = new TextDecoder()
+// a leading U+FEFF is the value's first character, not a byte-order mark to drop
+const utf8 = new TextDecoder('utf-8', { ignoreBOM: true })
 
 function bigEndianSigned(bytes: Uint8Array): bigint {
   if (bytes.length === 0) return 0n

@@ -108,16 +108,18 @@ export function snappyCompressShared(src: Uint8Array): Uint8Array {
   while (bits < HASH_BITS && 1 << bits < n) bits++
   const shift = 32 - bits
   const limit = n - 4
+  const dv = new DataView(src.buffer, src.byteOffset, n)
   let ip = 0
   let lit = 0
   let misses = 32
   while (ip <= limit) {
-    const v = src[ip] | (src[ip + 1] << 8) | (src[ip + 2] << 16) | (src[ip + 3] << 24)
+    const v = dv.getInt32(ip, true)
     const h = Math.imul(v, 0x1e35a7bd) >>> shift
     const cand = table[h] - base
     table[h] = ip + base
-    if (cand >= 0 && ip - cand <= MAX_OFFSET && (src[cand] | (src[cand + 1] << 8) | (src[cand + 2] << 16) | (src[cand + 3] << 24)) === v) {
+    if (cand >= 0 && ip - cand <= MAX_OFFSET && dv.getInt32(cand, true) === v) {
       let len = 4
+      while (ip + len <= limit && dv.getInt32(cand + len, true) === dv.getInt32(ip + len, true)) len += 4
       while (ip + len < n && src[cand + len] === src[ip + len]) len++
       if (lit < ip) op = emitLiteral(out, op, src, lit, ip)
       op = emitCopy(out, op, ip - cand, len)
@@ -125,10 +127,7 @@ export function snappyCompressShared(src: Uint8Array): Uint8Array {
       lit = ip
       misses = 32
       // the position before the match's end, so the next repeat of it is found
-      if (ip - 1 <= limit) {
-        const u = src[ip - 1] | (src[ip] << 8) | (src[ip + 1] << 16) | (src[ip + 2] << 24)
-        table[Math.imul(u, 0x1e35a7bd) >>> shift] = ip - 1 + base
-      }
+      if (ip - 1 <= limit) table[Math.imul(dv.getInt32(ip - 1, true), 0x1e35a7bd) >>> shift] = ip - 1 + base
     } else {
       ip += misses++ >> 5
     }

@@ -375,7 +375,12 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
     const n = pn
     const nc = pBlocks[0].cols.length
     const columns: Column[] = new Array(nc)
-    for (let c = 0; c < nc; c++) columns[c] = gatherColumn(pBlocks.map((b) => b.cols[c]), pSrc, pRow, n)
+    for (let c = 0; c < nc; c++) {
+      // a column holding the very arrays an earlier one holds (a primary-key field read once as _KEY_<k> and <k>) is gathered once
+      let twin = -1
+      for (let d = 0; d < c && twin < 0; d++) if (pBlocks.every((b) => b.cols[c] === b.cols[d])) twin = d
+      columns[c] = twin >= 0 ? columns[twin] : gatherColumn(pBlocks.map((b) => b.cols[c]), pSrc, pRow, n)
+    }
     for (const b of pBlocks) b.pendingId = -1
     pBlocks = []
     pn = 0
