@@ -12,13 +12,14 @@
 // that replaces an environment (exits, restarts) after second S, throws going on, so that a
 // memory window starting later sees warm environments only. The embedded backend runs in a child
 // process of its own (local/backend-process.ts), so this process's RSS is the functions' and
-// the harness's; --in-process-backend runs it here, as the soak did before.
+// the harness's; --in-process-backend runs it here, as the soak did before. Every isolate's
+// young generation starts at its full size unless --young-ramp (see below).
 //
 //   npx tsx bench/soak.ts [--minutes 10] [--seconds N] [--rate 40] [--buckets 16] [--keys 5000]
 //     [--crash-every 45] [--warmup 60] [--visibility 30] [--task-threads 4] [--seed N]
 //     [--lag-threshold S] [--recover-within 150] [--maintenance-every 20] [--orphans-every 300] [--no-totals] [--no-s3-latency]
 //     [--cache-mb MB] [--footer-cache-mb MB] [--memory-from S] [--in-process-backend]
-//     [--replacing-faults-until S]
+//     [--replacing-faults-until S] [--young-ramp]
 //   npx tsx bench/soak.ts --reanalyze --lag-threshold S [--recover-within S]
 //     (fault recovery of the last run, bench/out/soak.json, under another threshold)
 //
@@ -35,6 +36,8 @@ import { OUT_DIR, markdownTable, writeResults } from './lib/report.ts'
 import { SOAK_DEFAULTS, type SoakResult, faultRecovery, runSoak } from './lib/soak-run.ts'
 import { memoryDetail } from './lib/soak-memory.ts'
 
+/** the semi-space size every isolate's young generation starts at, in MB (see below) */
+const SOAK_SEMI_SPACE_MB = 16
 /** MALLOC_ARENA_MAX the soak runs under (see below) */
 const SOAK_ARENAS = 2
 
@@ -110,7 +113,7 @@ export function soakMarkdown(r: SoakResult): string {
 if (import.meta.filename === process.argv[1]) {
   const args = parseBenchArgs(
     process.argv.slice(2),
-    ['--no-totals', '--no-s3-latency', '--reanalyze', '--in-process-backend'],
+    ['--no-totals', '--no-s3-latency', '--reanalyze', '--in-process-backend', '--young-ramp'],
     ['--minutes', '--seconds', '--rate', '--buckets', '--keys', '--crash-every', '--warmup', '--visibility', '--task-threads', '--seed', '--lag-threshold', '--recover-within', '--maintenance-every', '--orphans-every', '--cache-mb', '--footer-cache-mb', '--memory-from', '--replacing-faults-until'],
   )
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
@@ -121,10 +124,18 @@ if (import.meta.filename === process.argv[1]) {
   // it. An explicit MALLOC_ARENA_MAX is kept. And --expose-gc, for the memory check's settled
   // samples (bench/lib/soak-memory.ts): V8 flags are process-wide, so every environment's
   // isolate gets gc() too.
+  //
+  // And every isolate's young generation at its full size from the start
+  // (--min-semi-space-size=16: the local runtime caps each function's young generation at
+  // 48 MB, three 16 MB semi-spaces): V8 otherwise starts it at 1–2 MB and grows it under
+  // allocation pressure, a bounded ramp per environment that took run w's slope to 13.7
+  // MB/min of new space alone, and would hide in the slope whatever else grows.
+  // --young-ramp keeps V8's default.
   const needsArenas = process.platform === 'linux' && process.env.MALLOC_ARENA_MAX === undefined
   const needsGc = typeof (globalThis as { gc?: unknown }).gc !== 'function'
-  if ((needsArenas || needsGc) && !args.has('--reanalyze')) {
-    const execArgv = needsGc ? [...process.execArgv, '--expose-gc'] : process.execArgv
+  const needsYoung = !args.has('--young-ramp') && !process.execArgv.some((a) => a.startsWith('--min-semi-space-size'))
+  if ((needsArenas || needsGc || needsYoung) && !args.has('--reanalyze')) {
+    const execArgv = [...process.execArgv, ...(needsGc ? ['--expose-gc'] : []), ...(needsYoung ? [`--min-semi-space-size=${SOAK_SEMI_SPACE_MB}`] : [])]
     const env = needsArenas ? { ...process.env, MALLOC_ARENA_MAX: String(SOAK_ARENAS) } : process.env
     const child = spawnSync(process.execPath, [...execArgv, ...process.argv.slice(1)], { stdio: 'inherit', env })
     process.exit(child.status ?? 1)
@@ -174,7 +185,8 @@ if (import.meta.filename === process.argv[1]) {
     log: (line) => process.stderr.write(line + '\n'),
   })
   console.log(soakMarkdown(r))
-  console.log(`\n${machineMarkdown(machine)}; MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? 'unset'}; --expose-gc ${typeof (globalThis as { gc?: unknown }).gc === 'function' ? 'on' : 'off'}.`)
+  const semi = process.execArgv.find((a) => a.startsWith('--min-semi-space-size'))
+  console.log(`\n${machineMarkdown(machine)}; MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? 'unset'}; --expose-gc ${typeof (globalThis as { gc?: unknown }).gc === 'function' ? 'on' : 'off'}; ${semi ?? 'young generation ramping (--young-ramp)'}.`)
   mkdirSync(OUT_DIR, { recursive: true })
   const svg = join(OUT_DIR, 'soak-lag.svg')
   writeFileSync(
