@@ -154,4 +154,22 @@ describe('latest snapshot', () => {
     expect((await reader.snapshots.latest())?.id).toBe(1)
     expect(asked).toEqual(['GET snapshot/snapshot-2'])
   })
+
+  it('a LATEST hint left stale until it names an expired snapshot the handle still caches is not believed: the directory decides', async () => {
+    const store = new MemoryStore()
+    const writer = await Table.create(store, schemaFor('deduplicate', { bucket: '1' }))
+    const put = async (id: number) => (await writeBatch(writer, [recordFromJson(writer.view, row(id, id), 'row')])).snapshotId
+    for (let i = 1; i <= 3; i++) await put(i)
+    await writer.snapshots.settleHints()
+    const idle = await Table.open(store)
+    expect((await idle.snapshots.latest())?.id).toBe(3)
+    expect((await idle.snapshots.snapshot(2))?.id).toBe(2)
+    for (let i = 4; i <= 20; i++) await put(i)
+    await writer.snapshots.settleHints()
+    await expireSnapshots(writer, { numRetainedMin: 1, numRetainedMax: 6, timeRetainedMs: 0 })
+    // the hint names 2, a snapshot the idle handle caches, as if every rewrite of it since had failed
+    await store.put('snapshot/LATEST', new TextEncoder().encode('2'))
+    idleFor(SNAPSHOT_TRUST_MS + 1)
+    expect((await idle.snapshots.latest())?.id).toBe(20)
+  })
 })

@@ -165,7 +165,16 @@ export class SnapshotManager {
     let id = hintBytes ? parseHint(decoder.decode(hintBytes)) : null
     let current: Snapshot | null = null
     let next: Snapshot | null = null
-    if (id !== null) [current, next] = await Promise.all([this.snapshot(id), this.snapshot(id + 1)])
+    if (id !== null) {
+      // a hint left stale long enough can name an expired snapshot this handle still caches
+      const check = this.needsPresenceCheck(id)
+      let present: boolean
+      ;[current, next, present] = await Promise.all([this.snapshot(id), this.snapshot(id + 1), check ? this.presentInStore(id) : true])
+      if (!present && next === null) {
+        this.cache.delete(id)
+        current = null
+      }
+    }
     if (current === null) {
       // no hint, or it names a snapshot that is gone (expired): the directory decides
       const ids = await this.listIds()
