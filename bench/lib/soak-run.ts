@@ -357,13 +357,6 @@ function durationsOf(xs: number[]): Durations {
   return { p50: r(pct(xs, 50)), p99: r(pct(xs, 99)), max: xs.length ? Math.round(Math.max(...xs)) : null }
 }
 
-/**
- * Per fault: the peak lag between its firing and the end of its window (`recoverWithin`
- * seconds, cut short by the next fault, whose lag is its own), and whether the lag came back
- * under the threshold after that peak inside the window. A window cut short before the lag
- * came back leaves `recovered` null: the fault is judged together with the next one (the
- * last fault of such a chain has a full window, so a lag that never comes back fails).
- */
 /** The stretches of samples whose oldest level-0 file was older than `limitMs`, each with its peak. */
 export function longLevelZeroWaits(samples: Sample[], limitMs: number): { from: number; to: number; maxMs: number; peakAt: number; ordersL0: number; totalsL0: number }[] {
   const out: { from: number; to: number; maxMs: number; peakAt: number; ordersL0: number; totalsL0: number }[] = []
@@ -380,6 +373,13 @@ export function longLevelZeroWaits(samples: Sample[], limitMs: number): { from: 
   return out
 }
 
+/**
+ * Per fault: the peak lag between its firing and the end of its window (`recoverWithin`
+ * seconds, cut short by the next fault, whose lag is its own), and whether the lag came back
+ * under the threshold after that peak inside the window. A window cut short before the lag
+ * came back leaves `recovered` null: the fault is judged together with the next one (the
+ * last fault of such a chain has a full window, so a lag that never comes back fails).
+ */
 export function faultRecovery(faults: FaultRecord[], samples: Sample[], thresholdMs: number, recoverWithinSeconds: number): void {
   const fired = faults.filter((f) => f.firedAt !== null).sort((a, b) => a.firedAt! - b.firedAt!)
   fired.forEach((f, i) => {
