@@ -6,9 +6,14 @@
 // one every later writer of the bucket computed, so SQS dropped their jobs as duplicates
 // (docs/reliability.md, the totals stall of soak run q).
 //
-// The store here delays the response of one GET after it has read the object: a slow S3
-// response, which the embedded backend cannot time this precisely (a fault injected in a
-// wrapper, the only mock in this file).
+// And a handle left idle while expiration removed the snapshots it knew does not take the
+// expired one it still caches for the latest (docs/reliability.md, run y): a compaction on it
+// read deleted manifests, or found nothing and sent no follow-up. The clock those tests move
+// is Date only (the handle's "seen in the store within SNAPSHOT_TRUST_MS"); timers stay real.
+//
+// The store in the first test delays the response of one GET after it has read the object: a
+// slow S3 response, which the embedded backend cannot time this precisely (a fault injected
+// in a wrapper, the only mock in this file; the request-count test only records calls).
 
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { compactTable } from '../lib/lsm/compact-table.ts'
