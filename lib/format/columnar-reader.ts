@@ -25,7 +25,7 @@ import type { AsyncBuffer, ColumnData, ColumnMetaData, DecodedArray, FileMetaDat
 import { StrataInputError, type DataType, type Value } from '../types.ts'
 import { type ByteSource, type DataFileLayout, DECOMPRESSORS, KEY_FIELD_PREFIX, RAW_PARSERS, SEQUENCE_NUMBER, VALUE_KIND, cachedTail, dataFileSchema } from './data-file.ts'
 import { type Column, type ColumnBatch, concatColumns, pickRows } from './columnar-types.ts'
-import { physicalEncoder, rawReadElement, valueDecoder } from './parquet-types.ts'
+import { physicalEncoder, rawReadElement, sameStorage, valueDecoder } from './parquet-types.ts'
 import { type ByteRange, PrefetchedFile } from './page-index.ts'
 import { ColumnBuilder, type FlatColumn, UnsupportedParquet, chunkReadable, flatColumnOf } from './parquet-decode.ts'
 
@@ -56,27 +56,6 @@ interface ReadSpec {
 function concatChunks(chunks: DecodedArray[]): Column {
   if (chunks.length === 0) return []
   return concatColumns(chunks.map((c) => ({ col: c as Column, from: 0, to: c.length })))
-}
-
-/** The same storage as Strata's writer declares: physical type, repetition and annotations. */
-function sameStorage(found: SchemaElement, ours: SchemaElement): boolean {
-  return (
-    found.type === ours.type &&
-    (found.repetition_type ?? 'REQUIRED') === ours.repetition_type &&
-    found.type_length === ours.type_length &&
-    found.converted_type === ours.converted_type &&
-    (found.converted_type !== 'DECIMAL' || (found.precision === ours.precision && (found.scale ?? 0) === (ours.scale ?? 0))) &&
-    sameLogicalType(found.logical_type, ours.logical_type)
-  )
-}
-
-function sameLogicalType(a: SchemaElement['logical_type'], b: SchemaElement['logical_type']): boolean {
-  if (a === undefined || b === undefined) return a === b
-  const x = a as unknown as Record<string, unknown>
-  const y = b as unknown as Record<string, unknown>
-  const keys = new Set([...Object.keys(x), ...Object.keys(y)])
-  for (const k of keys) if (x[k] !== y[k]) return false
-  return true
 }
 
 /**

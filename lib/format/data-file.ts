@@ -20,6 +20,7 @@ import {
   physicalEncoder,
   physicalSizer,
   rawReadElement,
+  sameStorage,
   valueDecoder,
   type PhysicalEncoder,
   type ValueDecoder,
@@ -579,7 +580,7 @@ export class DataFileWriter {
       if (i < nk && j >= nk) continue
       if (!segments.every((s) => s.cols[i] === s.cols[j])) continue
       const f = this.#elements[j]
-      if (e.type === f.type && e.repetition_type === f.repetition_type && e.type_length === f.type_length && e.converted_type === f.converted_type && e.precision === f.precision && e.scale === f.scale && JSON.stringify(e.logical_type) === JSON.stringify(f.logical_type)) return j
+      if (sameStorage(e, f)) return j
     }
     return -1
   }

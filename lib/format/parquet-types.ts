@@ -304,3 +304,27 @@ export function rawReadElement(element: SchemaElement, type: DataType): SchemaEl
   const { converted_type: _c, logical_type: _l, ...rest } = element
   return keepUtf8 ? { ...rest, converted_type: 'UTF8', logical_type: { type: 'STRING' } } : rest
 }
+
+/**
+ * Whether two schema elements store a column alike: physical type, repetition and
+ * annotations (a file's column against what Strata's writer declares, or two columns of one file).
+ */
+export function sameStorage(found: SchemaElement, ours: SchemaElement): boolean {
+  return (
+    found.type === ours.type &&
+    (found.repetition_type ?? 'REQUIRED') === ours.repetition_type &&
+    found.type_length === ours.type_length &&
+    found.converted_type === ours.converted_type &&
+    (found.converted_type !== 'DECIMAL' || (found.precision === ours.precision && (found.scale ?? 0) === (ours.scale ?? 0))) &&
+    sameLogicalType(found.logical_type, ours.logical_type)
+  )
+}
+
+function sameLogicalType(a: SchemaElement['logical_type'], b: SchemaElement['logical_type']): boolean {
+  if (a === undefined || b === undefined) return a === b
+  const x = a as unknown as Record<string, unknown>
+  const y = b as unknown as Record<string, unknown>
+  const keys = new Set([...Object.keys(x), ...Object.keys(y)])
+  for (const k of keys) if (x[k] !== y[k]) return false
+  return true
+}
