@@ -31,6 +31,7 @@ import type { ColumnMetaData, CompressionCodec, SchemaElement } from 'hyparquet'
 import type { DataType } from '../types.ts'
 import type { Column } from './columnar-types.ts'
 import { DECOMPRESSORS } from './data-file.ts'
+import { SNAPPY_SLACK, snappyInto } from './snappy.ts'
 
 if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) throw new Error("Strata's Parquet decoder needs a little-endian platform")
 
@@ -111,113 +112,18 @@ function decompressorOf(codec: CompressionCodec): Decompress | null | undefined 
   }
 }
 
-/** Slack past a page in the scratch buffer: the snappy decoder moves 8 bytes at a time and may write past a copy's end. */
-const SLACK = 16
 let pageScratch = new Uint8Array(1 << 16)
 let pageScratchView = new DataView(pageScratch.buffer)
 /** Above this, the page scratch buffer is dropped after the chunk that grew it. */
 const SCRATCH_KEEP = 4 << 20
 
 function snappyScratch(input: Uint8Array, size: number): Uint8Array {
-  if (pageScratch.length < size + SLACK) {
-    pageScratch = new Uint8Array(Math.max(size + SLACK, pageScratch.length * 2))
+  if (pageScratch.length < size + SNAPPY_SLACK) {
+    pageScratch = new Uint8Array(Math.max(size + SNAPPY_SLACK, pageScratch.length * 2))
     pageScratchView = new DataView(pageScratch.buffer)
   }
   snappyInto(input, new DataView(input.buffer, input.byteOffset, input.byteLength), pageScratch, pageScratchView, size)
   return pageScratch.subarray(0, size)
-}
-
-/**
- * Decompresses a raw snappy block (google/snappy's format_description.txt: a varint of the
- * uncompressed length, then literals and copies) into `out`, which must be exactly that long.
- */
-export function snappyDecompress(src: Uint8Array, out: Uint8Array): void {
-  const size = out.length
-  const tmp = new Uint8Array(size + SLACK)
-  snappyInto(src, new DataView(src.buffer, src.byteOffset, src.byteLength), tmp, new DataView(tmp.buffer), size)
-  out.set(tmp.subarray(0, size))
-}
-
-/**
- * Snappy block `src` (viewed by `sv`) into out[0, size) (viewed by `ov`); `out` has at least
- * SLACK bytes past `size`. Literals up to 16 bytes and copies from at least 8 bytes back move
- * in 4-byte words (a copy may write up to 7 bytes past its end, which later bytes overwrite
- * or the slack absorbs).
- */
-function snappyInto(src: Uint8Array, sv: DataView, out: Uint8Array, ov: DataView, size: number): void {
-  const n = src.length
-  let ip = 0
-  let expected = 0
-  for (let shift = 0; ; shift += 7) {
-    if (ip >= n || shift > 28) throw new Error('snappy: truncated or oversized length header')
-    const b = src[ip++]
-    expected += (b & 0x7f) * 2 ** shift
-    if (b < 0x80) break
-  }
-  if (expected !== size) throw new Error(`snappy: block holds ${expected} bytes, the page header says ${size}`)
-  let op = 0
-  while (ip < n) {
-    const tag = src[ip++]
-    const type = tag & 3
-    if (type === 0) {
-      let len = tag >>> 2
-      if (len >= 60) {
-        const extra = len - 59
-        if (ip + extra > n) throw new Error('snappy: truncated literal length')
-        len = src[ip]
-        if (extra > 1) len |= src[ip + 1] << 8
-        if (extra > 2) len |= src[ip + 2] << 16
-        if (extra > 3) len = (len | 0) + src[ip + 3] * 16777216
-        ip += extra
-      }
-      len += 1
-      if (ip + len > n || op + len > size) throw new Error('snappy: literal runs past the end of its input or output')
-      if (len <= 16 && ip + 16 <= n) {
-        ov.setInt32(op, sv.getInt32(ip, true), true)
-        ov.setInt32(op + 4, sv.getInt32(ip + 4, true), true)
-        if (len > 8) {
-          ov.setInt32(op + 8, sv.getInt32(ip + 8, true), true)
-          ov.setInt32(op + 12, sv.getInt32(ip + 12, true), true)
-        }
-      } else if (len < 16) {
-        for (let i = 0; i < len; i++) out[op + i] = src[ip + i]
-      } else {
-        out.set(src.subarray(ip, ip + len), op)
-      }
-      ip += len
-      op += len
-      continue
-    }
-    let len: number
-    let offset: number
-    if (type === 1) {
-      if (ip >= n) throw new Error('snappy: truncated copy')
-      len = ((tag >>> 2) & 7) + 4
-      offset = ((tag >>> 5) << 8) | src[ip++]
-    } else if (type === 2) {
-      if (ip + 2 > n) throw new Error('snappy: truncated copy')
-      len = (tag >>> 2) + 1
-      offset = src[ip] | (src[ip + 1] << 8)
-      ip += 2
-    } else {
-      if (ip + 4 > n) throw new Error('snappy: truncated copy')
-      len = (tag >>> 2) + 1
-      offset = (src[ip] | (src[ip + 1] << 8) | (src[ip + 2] << 16)) + src[ip + 3] * 16777216
-      ip += 4
-    }
-    if (offset === 0 || offset > op || op + len > size) throw new Error(`snappy: copy of ${len} bytes from ${offset} back at output byte ${op} is out of range`)
-    const stop = op + len
-    if (offset >= 8) {
-      for (let f = op - offset; op < stop; op += 8, f += 8) {
-        ov.setInt32(op, ov.getInt32(f, true), true)
-        ov.setInt32(op + 4, ov.getInt32(f + 4, true), true)
-      }
-    } else {
-      for (let f = op - offset; op < stop; op++, f++) out[op] = out[f]
-    }
-    op = stop
-  }
-  if (op !== size) throw new Error(`snappy: block decoded to ${op} bytes, expected ${size}`)
 }
 
 // ---------------------------------------------------------------------------------------------

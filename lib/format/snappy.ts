@@ -1,7 +1,9 @@
 // Snappy compression: the raw block format of google/snappy's format_description.txt (a
 // varint of the uncompressed length, then literals and copies with offsets up to 64 KiB).
-// Used for Parquet pages (lib/format/parquet-encode.ts, data-file.ts) and Avro manifest
-// blocks (lib/format/avro.ts). Decoding stays with hyparquet's snappyUncompress.
+// Compression is used for Parquet pages (lib/format/parquet-encode.ts, data-file.ts) and Avro
+// manifest blocks (lib/format/avro.ts); decompression for the Parquet pages Strata's decoder
+// reads (lib/format/parquet-decode.ts). Avro blocks and the pages hyparquet reads are
+// decompressed by hyparquet's snappyUncompress.
 
 /** `v` (0 <= v < 2^53) as an unsigned LEB128 varint at `pos` of `buf`; returns the end (also the RLE hybrid's run headers). */
 export function writeVarint(buf: Uint8Array, pos: number, v: number): number {
@@ -134,4 +136,103 @@ export function snappyCompressShared(src: Uint8Array): Uint8Array {
   }
   if (lit < n) op = emitLiteral(out, op, src, lit, n)
   return out.subarray(0, op)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decompression (Parquet pages: lib/format/parquet-decode.ts)
+
+/** Bytes an output buffer needs past the decompressed size: the decoder moves words at a time and may write past a copy's end. */
+export const SNAPPY_SLACK = 16
+
+/**
+ * Decompresses a raw snappy block (google/snappy's format_description.txt: a varint of the
+ * uncompressed length, then literals and copies) into `out`, which must be exactly that long.
+ */
+export function snappyDecompress(src: Uint8Array, out: Uint8Array): void {
+  const size = out.length
+  const tmp = new Uint8Array(size + SNAPPY_SLACK)
+  snappyInto(src, new DataView(src.buffer, src.byteOffset, src.byteLength), tmp, new DataView(tmp.buffer), size)
+  out.set(tmp.subarray(0, size))
+}
+
+/**
+ * Snappy block `src` (viewed by `sv`) into out[0, size) (viewed by `ov`); `out` has at least
+ * SNAPPY_SLACK bytes past `size`. Literals up to 16 bytes and copies from at least 8 bytes back move
+ * in 4-byte words (a copy may write up to 7 bytes past its end, which later bytes overwrite
+ * or the slack absorbs).
+ */
+export function snappyInto(src: Uint8Array, sv: DataView, out: Uint8Array, ov: DataView, size: number): void {
+  const n = src.length
+  let ip = 0
+  let expected = 0
+  for (let shift = 0; ; shift += 7) {
+    if (ip >= n || shift > 28) throw new Error('snappy: truncated or oversized length header')
+    const b = src[ip++]
+    expected += (b & 0x7f) * 2 ** shift
+    if (b < 0x80) break
+  }
+  if (expected !== size) throw new Error(`snappy: block holds ${expected} bytes, the page header says ${size}`)
+  let op = 0
+  while (ip < n) {
+    const tag = src[ip++]
+    const type = tag & 3
+    if (type === 0) {
+      let len = tag >>> 2
+      if (len >= 60) {
+        const extra = len - 59
+        if (ip + extra > n) throw new Error('snappy: truncated literal length')
+        len = src[ip]
+        if (extra > 1) len |= src[ip + 1] << 8
+        if (extra > 2) len |= src[ip + 2] << 16
+        if (extra > 3) len = (len | 0) + src[ip + 3] * 16777216
+        ip += extra
+      }
+      len += 1
+      if (ip + len > n || op + len > size) throw new Error('snappy: literal runs past the end of its input or output')
+      if (len <= 16 && ip + 16 <= n) {
+        ov.setInt32(op, sv.getInt32(ip, true), true)
+        ov.setInt32(op + 4, sv.getInt32(ip + 4, true), true)
+        if (len > 8) {
+          ov.setInt32(op + 8, sv.getInt32(ip + 8, true), true)
+          ov.setInt32(op + 12, sv.getInt32(ip + 12, true), true)
+        }
+      } else if (len < 16) {
+        for (let i = 0; i < len; i++) out[op + i] = src[ip + i]
+      } else {
+        out.set(src.subarray(ip, ip + len), op)
+      }
+      ip += len
+      op += len
+      continue
+    }
+    let len: number
+    let offset: number
+    if (type === 1) {
+      if (ip >= n) throw new Error('snappy: truncated copy')
+      len = ((tag >>> 2) & 7) + 4
+      offset = ((tag >>> 5) << 8) | src[ip++]
+    } else if (type === 2) {
+      if (ip + 2 > n) throw new Error('snappy: truncated copy')
+      len = (tag >>> 2) + 1
+      offset = src[ip] | (src[ip + 1] << 8)
+      ip += 2
+    } else {
+      if (ip + 4 > n) throw new Error('snappy: truncated copy')
+      len = (tag >>> 2) + 1
+      offset = (src[ip] | (src[ip + 1] << 8) | (src[ip + 2] << 16)) + src[ip + 3] * 16777216
+      ip += 4
+    }
+    if (offset === 0 || offset > op || op + len > size) throw new Error(`snappy: copy of ${len} bytes from ${offset} back at output byte ${op} is out of range`)
+    const stop = op + len
+    if (offset >= 8) {
+      for (let f = op - offset; op < stop; op += 8, f += 8) {
+        ov.setInt32(op, ov.getInt32(f, true), true)
+        ov.setInt32(op + 4, ov.getInt32(f + 4, true), true)
+      }
+    } else {
+      for (let f = op - offset; op < stop; op++, f++) out[op] = out[f]
+    }
+    op = stop
+  }
+  if (op !== size) throw new Error(`snappy: block decoded to ${op} bytes, expected ${size}`)
 }
