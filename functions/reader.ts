@@ -22,7 +22,6 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware'
 import type { Context } from 'aws-lambda'
 import { tableStatus } from '../lib/cli/status.ts'
 import { valueComparator } from '../lib/format/compare.ts'
-import { existingSnapshot } from '../lib/maintenance/references.ts'
 import { valueColumnsForMerge } from '../lib/lsm/merge-function.ts'
 import { type KeyFilter, type ReadStats, FileOpener, lookup, newReadStats, planScan, readSplitRecords } from '../lib/read/table-read.ts'
 import { rowToJsonLine, valueFromJson } from '../lib/table/json-values.ts'
@@ -199,7 +198,7 @@ export interface ReadOutcome {
 
 /** The snapshot exists in the store now (a warm handle's cache may outlive an expiration). */
 async function requireSnapshot(table: Table, id: number, field: 'snapshotId' | 'cursor'): Promise<void> {
-  if (await existingSnapshot(table, id)) return
+  if (await table.snapshots.existing(id)) return
   const [earliest, latest] = [await table.snapshots.earliestId(), await table.snapshots.latestId()]
   const retained = latest === 0 ? 'none' : `${earliest}..${latest}`
   if (field === 'cursor') throw new HttpError(410, `cursor: snapshot ${id} of this scan has expired (retained snapshots: ${retained}); start the scan again without a cursor`)
@@ -214,7 +213,7 @@ async function whilePinned<T>(table: Table, id: number | undefined, field: 'snap
   try {
     return await read()
   } catch (err) {
-    if (id === undefined || err instanceof StrataInputError || (await existingSnapshot(table, id).catch(() => true))) throw err
+    if (id === undefined || err instanceof StrataInputError || (await table.snapshots.existing(id).catch(() => true))) throw err
     throw new HttpError(410, `${field}: snapshot ${id} expired while it was being read; start the read again${field === 'cursor' ? ' without a cursor' : ''}`)
   }
 }
@@ -391,7 +390,7 @@ async function changesPage(table: Table, name: string, req: ReaderRequest, limit
     for (const [field, v, pinned] of [['fromSnapshot', req.fromSnapshot, c.from], ['toSnapshot', req.toSnapshot, c.to]] as const) {
       if (v !== undefined && v !== pinned) throw new StrataInputError(`${field}: ${v} differs from the cursor's ${pinned}; omit it when passing a cursor`)
     }
-    if (c.from < c.to && !(await existingSnapshot(table, c.from + 1))) {
+    if (c.from < c.to && !(await table.snapshots.existing(c.from + 1))) {
       throw new HttpError(410, `cursor: snapshot ${c.from + 1} of this read has expired; start again from a retained snapshot (the consumer's progress, or a newer event's fromSnapshot)`)
     }
     range = { fromSnapshot: c.from, toSnapshot: c.to, mode: c.mode }

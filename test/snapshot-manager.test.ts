@@ -104,6 +104,10 @@ describe('latest snapshot', () => {
     idleFor(SNAPSHOT_TRUST_MS + 1)
     expect(await store.get('snapshot/snapshot-3')).toBeNull()
     expect(await store.get('snapshot/snapshot-4')).toBeNull()
+    // existence is asked of the store, though the handle still caches 2's content
+    expect(await idle.snapshots.exists(2)).toBe(false)
+    expect(await idle.snapshots.existing(2)).toBeNull()
+    expect((await idle.snapshots.existing(20))?.id).toBe(20)
     expect((await idle.snapshots.latestFrom(3))?.id).toBe(20)
     // a chain that ends below a snapshot the handle has seen lost its top to expiration
     expect((await idle.snapshots.latestFrom(2))?.id).toBe(20)

@@ -32,7 +32,7 @@ import { StrataInputError } from '../types.ts'
 import { EARLIEST_KEY, snapshotKey } from '../table/paths.ts'
 import { FOLDING_COMMIT_USER, foldedCommitsKey } from '../commit/landed.ts'
 import type { Table } from '../table/table.ts'
-import { MissingReferenceError, existingSnapshot, runReferences, snapshotRange, snapshotReferences } from './references.ts'
+import { MissingReferenceError, runReferences, snapshotRange, snapshotReferences } from './references.ts'
 import { taggedSnapshots } from '../table/tags.ts'
 import { expireConsumers, minNextSnapshot } from '../table/consumers.ts'
 import { CHANGELOG_RETENTION_KEYS } from '../table/options.ts'
@@ -117,7 +117,7 @@ export async function expireSnapshots(table: Table, opts: ExpireOptions = {}): P
   const consumerNext = await minNextSnapshot(table)
   if (consumerNext !== null) end = Math.min(end, consumerNext)
   for (let id = min; id < end; id++) {
-    const s = await existingSnapshot(table, id)
+    const s = await table.snapshots.existing(id)
     if (s && olderThanMillis <= s.timeMillis) {
       end = id
       break
@@ -131,7 +131,7 @@ export async function expireSnapshots(table: Table, opts: ExpireOptions = {}): P
 
   const expired: Snapshot[] = []
   for (let id = earliest; id < end; id++) {
-    const s = await existingSnapshot(table, id)
+    const s = await table.snapshots.existing(id)
     if (s) expired.push(s)
   }
   // Retained: the new earliest (`end`) and every later snapshot, and tags.
@@ -147,7 +147,7 @@ export async function expireSnapshots(table: Table, opts: ExpireOptions = {}): P
   // `latest` (it re-reads the latest snapshot on every attempt, commit.ts): what it adds
   // is new, so no expired snapshot references it; what it keeps from `latest` is, by the
   // same run, referenced by `end` if an expired snapshot references it.
-  const first = await existingSnapshot(table, end)
+  const first = await table.snapshots.existing(end)
   if (!first) throw new MissingReferenceError(`expire: snapshot ${end}, the first to keep, is missing from ${table.uri}; nothing was expired`)
   const keep = await snapshotReferences(table, first, 'throw')
   const tagsRead = new Set<number>()

@@ -89,20 +89,6 @@ async function readOr<T>(table: Table, key: string, read: () => Promise<T>, onMi
 }
 
 /**
- * A snapshot that exists in the store now. SnapshotManager caches snapshot contents for the
- * life of a handle, and another process may have expired one since, so existence is always
- * asked of the store here (a long-lived maintenance handle would otherwise keep honouring
- * snapshots that are gone, and keep their files forever).
- */
-export async function existingSnapshot(table: Table, id: number): Promise<Snapshot | null> {
-  if ((await table.store.head(snapshotKey(id))) === null) {
-    table.snapshots.forget(id)
-    return null
-  }
-  return table.snapshots.snapshot(id)
-}
-
-/**
  * The ids of the existing snapshots, `earliest..latest` (0..0 when none). The EARLIEST hint
  * and a listing may both lag, so the result is probed against the store in both directions:
  * starting too high would leave older snapshots whose files a cleanup then deletes.
@@ -110,7 +96,7 @@ export async function existingSnapshot(table: Table, id: number): Promise<Snapsh
 export async function snapshotRange(table: Table): Promise<{ earliest: number; latest: number }> {
   const latest = await table.snapshots.latestId()
   if (latest === 0) return { earliest: 0, latest: 0 }
-  const present = async (id: number) => (await table.store.head(snapshotKey(id))) !== null
+  const present = (id: number) => table.snapshots.exists(id)
   let earliest = Math.max(1, Math.min(await table.snapshots.earliestId(), latest))
   while (earliest < latest && !(await present(earliest))) earliest++
   while (earliest > 1 && (await present(earliest - 1))) earliest--
@@ -256,7 +242,7 @@ export async function runReferences(table: Table, snapshots: AsyncIterable<Snaps
 export async function rangeReferences(table: Table, from: number, to: number, o: RangeOptions): Promise<Set<string>> {
   async function* existing(): AsyncGenerator<Snapshot | null> {
     for (let id = from; id <= to; id++) {
-      const s = await existingSnapshot(table, id)
+      const s = await table.snapshots.existing(id)
       if (!s && o.missingSnapshot === 'throw') throw new MissingReferenceError(`snapshot ${id} is missing from ${table.uri} although ${from}..${to} should all exist`)
       yield s
     }

@@ -5,7 +5,7 @@
 import { snapshotKey, tagKey } from '../table/paths.ts'
 import type { Table } from '../table/table.ts'
 import { listTags, requireTag } from '../table/tags.ts'
-import { BucketDirs, snapshotRange, existingSnapshot, snapshotReferences } from './references.ts'
+import { BucketDirs, snapshotRange, snapshotReferences } from './references.ts'
 
 export interface DeleteTagResult {
   name: string
@@ -48,7 +48,7 @@ export async function deleteTag(table: Table, name: string): Promise<DeleteTagRe
   const keep = new Set<string>()
   const { earliest, latest } = await snapshotRange(table)
   if (latest > 0) {
-    const first = await existingSnapshot(table, earliest)
+    const first = await table.snapshots.existing(earliest)
     if (first) for (const k of await snapshotReferences(table, first, 'throw', dirs)) keep.add(k)
   }
   for (const t of others) for (const k of await snapshotReferences(table, t.snapshot, 'throw', dirs)) keep.add(k)

@@ -77,8 +77,22 @@ export class SnapshotManager {
     return s
   }
 
-  async exists(id: number): Promise<boolean> {
-    return this.cache.get(id) !== undefined || (await this.store.head(snapshotKey(id))) !== null
+  /**
+   * Whether `snapshot-id` is in the store now, asked of the store: a cached snapshot may have
+   * been expired by another process since this handle read it.
+   */
+  exists(id: number): Promise<boolean> {
+    return this.presentInStore(id)
+  }
+
+  /**
+   * Snapshot `id` if it is in the store now (its content from the cache when held): what a
+   * caller that goes on to read the snapshot's files needs, since the cache outlives an
+   * expiration (a long-lived maintenance handle would otherwise keep honouring snapshots that
+   * are gone, and keep their files forever).
+   */
+  async existing(id: number): Promise<Snapshot | null> {
+    return (await this.presentInStore(id)) ? this.snapshot(id) : null
   }
 
   private sawInStore(id: number): void {
@@ -94,10 +108,11 @@ export class SnapshotManager {
     return !(this.seenInStore.id === id && Date.now() - this.seenInStore.at < SNAPSHOT_TRUST_MS)
   }
 
-  /** HEAD of `snapshot-id`, remembered when present. */
+  /** HEAD of `snapshot-id`: remembered when present, dropped from the cache when not. */
   private async presentInStore(id: number): Promise<boolean> {
     const present = (await this.store.head(snapshotKey(id))) !== null
     if (present) this.sawInStore(id)
+    else this.cache.delete(id)
     return present
   }
 
@@ -138,7 +153,6 @@ export class SnapshotManager {
       const [next, current, present] = await Promise.all([this.snapshot(known + 1), this.snapshot(known), check ? this.presentInStore(known) : true])
       if (next === null) {
         if (current !== null && present) return current
-        this.cache.delete(known)
       } else {
         let current = next
         for (let i = 1; i < FORWARD_PROBES; i++) {
@@ -170,10 +184,7 @@ export class SnapshotManager {
       const check = this.needsPresenceCheck(id)
       let present: boolean
       ;[current, next, present] = await Promise.all([this.snapshot(id), this.snapshot(id + 1), check ? this.presentInStore(id) : true])
-      if (!present && next === null) {
-        this.cache.delete(id)
-        current = null
-      }
+      if (!present && next === null) current = null
     }
     if (current === null) {
       // no hint, or it names a snapshot that is gone (expired): the directory decides
@@ -216,10 +227,7 @@ export class SnapshotManager {
     if (firstAbsent < 0) return this.latestFromHint()
     const end = got[firstAbsent - 1]!
     if (end.id < seen) return this.latest()
-    if (end.id === seen && !seenPresent) {
-      this.cache.delete(seen)
-      return this.latestFromHint()
-    }
+    if (end.id === seen && !seenPresent) return this.latestFromHint()
     return end
   }
 
