@@ -1,17 +1,20 @@
-// The local runtime enforces a function's memory as Lambda does: each execution environment's
-// thread runs under V8 limits derived from memoryLimitInMB; one that runs out of memory fails
-// the invocation in flight with Runtime.OutOfMemory and is replaced by a cold environment.
-// Each environment reports its own memory (heap, external, arrayBuffers) on request, which
-// the soak samples. Real worker threads, no mocks.
+// The local runtime enforces a function's memory as Lambda does: each execution environment
+// (a worker thread, or a process of its own) runs under V8 limits derived from memoryLimitInMB;
+// one that runs out of memory fails the invocation in flight with Runtime.OutOfMemory and is
+// replaced by a cold environment. Each environment reports its own memory (heap, external,
+// arrayBuffers; a process also its RSS and pid) on request, which the soak samples. Real
+// worker threads and child processes, no mocks; every behaviour in both isolations.
 
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
-import { ExecutionEnvironmentPool, type InvokeResult, RUNTIME_ALLOWANCE_MB, workerResourceLimits } from '../local/runtime/execution-environment.ts'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { ExecutionEnvironmentPool, type InvokeResult, processStderr, processV8Flags, RUNTIME_ALLOWANCE_MB, workerResourceLimits } from '../local/runtime/execution-environment.ts'
 import type { MemoryHogInfo } from './fixtures/handlers/memory-hog.ts'
+import type { WhoAmI } from './fixtures/handlers/whoami.ts'
 
 const HOG = join(import.meta.dirname, 'fixtures', 'handlers', 'memory-hog.ts')
 const PROBE = join(import.meta.dirname, 'fixtures', 'handlers', 'probe.ts')
 const RETAINER = join(import.meta.dirname, 'fixtures', 'handlers', 'retainer.ts')
+const WHOAMI = join(import.meta.dirname, 'fixtures', 'handlers', 'whoami.ts')
 
 const valueOf = <T>(result: InvokeResult): T => {
   if (!result.ok) throw new Error(`invocation failed: ${result.error.name}: ${result.error.message}`)
@@ -19,7 +22,7 @@ const valueOf = <T>(result: InvokeResult): T => {
 }
 
 const pools: ExecutionEnvironmentPool[] = []
-const pool = (opts: Partial<ConstructorParameters<typeof ExecutionEnvironmentPool>[0]> = {}) => {
+const poolOf = (opts: Partial<ConstructorParameters<typeof ExecutionEnvironmentPool>[0]> = {}) => {
   const p = new ExecutionEnvironmentPool({ handlerModule: HOG, maxEnvironments: 1, memoryLimitInMB: 256, timeoutMs: 60_000, ...opts })
   pools.push(p)
   return p
@@ -41,7 +44,65 @@ describe('workerResourceLimits', () => {
   })
 })
 
-describe('function memory on the local runtime', () => {
+describe('processV8Flags', () => {
+  it("bounds a process's old generation as a thread's and its semi-space at a third of the young generation, rounded up", () => {
+    expect(processV8Flags(workerResourceLimits(128), [])).toEqual(['--max-old-space-size=56', '--max-semi-space-size=3'])
+    expect(processV8Flags(workerResourceLimits(256), [])).toEqual(['--max-old-space-size=176', '--max-semi-space-size=6'])
+    expect(processV8Flags(workerResourceLimits(1024), [])).toEqual(['--max-old-space-size=912', '--max-semi-space-size=16'])
+    expect(processV8Flags({ maxOldGenerationSizeMb: 100, maxYoungGenerationSizeMb: 2 }, [])).toEqual(['--max-old-space-size=100', '--max-semi-space-size=1'])
+  })
+
+  it("passes this process's --expose-gc and --min-semi-space-size on, the latter at most the environment's semi-space, and nothing else", () => {
+    const limits = workerResourceLimits(256)
+    expect(processV8Flags(limits, ['--expose-gc', '--min-semi-space-size=16', '--max-old-space-size=4000', '--import', 'tsx'])).toEqual([
+      '--max-old-space-size=176',
+      '--max-semi-space-size=6',
+      '--expose-gc',
+      '--min-semi-space-size=6',
+    ])
+    expect(processV8Flags(workerResourceLimits(1024), ['--expose_gc', '--min_semi_space_size', '4'])).toEqual(['--max-old-space-size=912', '--max-semi-space-size=16', '--expose-gc', '--min-semi-space-size=4'])
+  })
+})
+
+describe('processStderr', () => {
+  // as V8 20.20 wrote it for a process out of heap (native frames cut short)
+  const report = [
+    '',
+    '<--- Last few GCs --->',
+    '',
+    '[27964:0x23fa9cf0]      113 ms: Mark-Compact (reduce) 55.6 (57.6) -> 55.6 (57.4) MB, 3.18 / 0.00 ms  (average mu = 0.376, current mu = 0.205) allocation failure; scavenge might not succeed',
+    '',
+    '',
+    '<--- JS stacktrace --->',
+    '',
+    'FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory',
+    '----- Native stack trace -----',
+    '',
+    ' 1: 0xb78db3 node::OOMErrorHandler(char const*, v8::OOMDetails const&) [node]',
+  ]
+  const run = (lines: string[]) => {
+    const out: string[] = []
+    const filter = processStderr((line) => out.push(line))
+    for (const line of lines) filter.line(line)
+    filter.end()
+    return { out, outOfMemory: filter.outOfMemory }
+  }
+
+  it("forwards a handler's lines, blank ones included, and drops V8's out-of-memory report, recognizing it", () => {
+    expect(run(['a warning', '', 'b', ...report])).toEqual({ out: ['a warning', '', 'b'], outOfMemory: true })
+    expect(run(['x', '', '', 'y'])).toEqual({ out: ['x', '', '', 'y'], outOfMemory: false })
+    expect(run(['FATAL ERROR: Ineffective mark-compacts near heap limit Allocation failed - JavaScript heap out of memory']).outOfMemory).toBe(true)
+  })
+
+  it('forwards a report that turns out not to be about the heap', () => {
+    const cut = report.slice(0, 4)
+    expect(run(['before', ...cut])).toEqual({ out: ['before', ...cut], outOfMemory: false })
+  })
+})
+
+describe.each(['thread', 'process'] as const)('function memory on the local runtime (isolation: %s)', (isolation) => {
+  const pool = (opts: Partial<ConstructorParameters<typeof ExecutionEnvironmentPool>[0]> = {}) => poolOf({ isolation, ...opts })
+
   it('runs a handler within its memory unaffected, in one warm environment under the derived V8 limits', async () => {
     const p = pool()
     const first = await p.invoke({ retainMb: 64 })
@@ -51,18 +112,23 @@ describe('function memory on the local runtime', () => {
     expect([first.coldStart, second.coldStart]).toEqual([true, false])
     expect(second.environmentId).toBe(first.environmentId)
     expect(b.loadId).toBe(a.loadId)
-    expect(a.resourceLimits).toEqual(workerResourceLimits(256))
+    // a thread's resourceLimits, a process's V8 flags (a main thread has no resourceLimits)
+    expect(a.resourceLimits).toEqual(isolation === 'thread' ? workerResourceLimits(256) : {})
     expect(p.resourceLimits).toEqual(workerResourceLimits(256))
     expect(a.memorySizeEnv).toBe('256')
-    // V8's whole heap limit stays below the function's memory
-    expect(a.heapSizeLimitMb).toBeLessThan(256)
+    // V8's whole heap limit stays below the function's memory, and is the same in either
+    // isolation: 176 MB old generation + three 8 MB semi-spaces
+    expect(a.heapSizeLimitMb).toBe(200)
   })
 
   it('fails an invocation that allocates far beyond the memory with an out-of-memory error, and the next runs in a fresh environment', async () => {
     const p = pool()
     const warm = await p.invoke({ retainMb: 1 })
     const before = valueOf<MemoryHogInfo>(warm)
-    const oom = await p.invoke({ retainMb: 4096 })
+    const stderr = vi.spyOn(process.stderr, 'write')
+    const oom = await p.invoke({ retainMb: 4096 }).finally(() => stderr.mockRestore())
+    // the error says it all: no V8 report on this process's stderr
+    expect(stderr).not.toHaveBeenCalled()
     expect(oom).toMatchObject({ ok: false, crashed: true, coldStart: false, environmentId: warm.environmentId, error: { name: 'Runtime.OutOfMemory' } })
     if (oom.ok) throw new Error('unreachable')
     expect(oom.error.message).toMatch(/^Runtime exited with error: out of memory/)
@@ -101,7 +167,9 @@ describe('function memory on the local runtime', () => {
   })
 })
 
-describe("each environment's memory, as its thread reports it", () => {
+describe.each(['thread', 'process'] as const)("each environment's memory, as it reports it (isolation: %s)", (isolation) => {
+  const pool = (opts: Partial<ConstructorParameters<typeof ExecutionEnvironmentPool>[0]> = {}) => poolOf({ isolation, ...opts })
+
   it('gives heap and Buffer memory apart for every warm environment, and forgets an environment that exited', async () => {
     const p = pool({ handlerModule: RETAINER, maxEnvironments: 2, memoryLimitInMB: 512 })
     expect(await p.memory()).toEqual([])
@@ -116,13 +184,53 @@ describe("each environment's memory, as its thread reports it", () => {
     const other = id === a.environmentId ? b.environmentId! : a.environmentId!
     // a margin below the 32 MB kept: garbage counted in `before` may be collected by `after` (a CI run saw +29.4 MB)
     expect(after.get(id)!.heapUsed - before.get(id)!.heapUsed).toBeGreaterThanOrEqual(20 * 2 ** 20)
-    expect(after.get(id)!.arrayBuffers - before.get(id)!.arrayBuffers).toBeGreaterThanOrEqual(24 * 2 ** 20)
+    // likewise below the 24 MB of Buffers: a process environment holds about 200 KiB of
+    // ArrayBuffers of its own (its loader's and IPC channel's), some garbage the next GC takes
+    expect(after.get(id)!.arrayBuffers - before.get(id)!.arrayBuffers).toBeGreaterThanOrEqual(23 * 2 ** 20)
     expect(after.get(id)!.external).toBeGreaterThanOrEqual(after.get(id)!.arrayBuffers)
-    // the other thread's figures are its own, not the process's
+    // the other environment's figures are its own, not the process's
     expect(after.get(other)!.arrayBuffers).toBeLessThan(8 * 2 ** 20)
     expect(after.get(id)!.invocations).toBe(before.get(id)!.invocations + 1)
     expect(after.get(id)!.stale).toBe(false)
     await p.close()
     expect(await p.memory()).toEqual([])
+  })
+
+  it(isolation === 'process' ? "gives each environment's own process id and RSS" : 'gives no process id or RSS: a thread has none of its own', async () => {
+    const p = pool({ handlerModule: WHOAMI, maxEnvironments: 2, memoryLimitInMB: 128 })
+    const [a, b] = await Promise.all([p.invoke({}), p.invoke({})])
+    const [x, y] = [valueOf<WhoAmI>(a), valueOf<WhoAmI>(b)]
+    // the pool's init variable never reaches a handler
+    expect([x.poolVariables, y.poolVariables]).toEqual([[], []])
+    const memory = await p.memory()
+    expect(memory).toHaveLength(2)
+    if (isolation === 'thread') {
+      expect([x.pid, y.pid]).toEqual([process.pid, process.pid])
+      for (const m of memory) expect([m.pid, m.rss]).toEqual([undefined, undefined])
+      return
+    }
+    expect(x.pid).not.toBe(process.pid)
+    expect(y.pid).not.toBe(x.pid)
+    const pids = new Map([[a.environmentId, x.pid], [b.environmentId, y.pid]])
+    for (const m of memory) {
+      // the process the handler ran in, which holds its own heap (and Node besides) in its RSS
+      expect(m.pid).toBe(pids.get(m.environmentId))
+      expect(m.rss).toBeGreaterThan(m.heapTotal)
+      expect(m.rss).toBeLessThan(process.memoryUsage().rss + 512 * 2 ** 20)
+    }
+    // close() returns once every environment's process is gone
+    await p.close()
+    for (const pid of [x.pid, y.pid]) expect(() => process.kill(pid, 0)).toThrow(expect.objectContaining({ code: 'ESRCH' }))
+  })
+
+  it("passes a handler's stderr on to this process's", async () => {
+    const p = pool({ handlerModule: WHOAMI, memoryLimitInMB: 128 })
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true)
+    try {
+      expect((await p.invoke({ stderr: 'a line for stderr' })).ok).toBe(true)
+      await vi.waitFor(() => expect(stderr.mock.calls.map(([chunk]) => String(chunk)).join('')).toContain('a line for stderr\n'))
+    } finally {
+      stderr.mockRestore()
+    }
   })
 })

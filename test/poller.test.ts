@@ -14,7 +14,8 @@ import {
 import type { SQSRecord } from 'aws-lambda'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startEmbeddedBackend, type EmbeddedBackend } from '../local/embedded.ts'
-import { ExecutionEnvironmentPool, type InvokeResult } from '../local/runtime/execution-environment.ts'
+import { StrataInputError } from '../lib/types.ts'
+import { ExecutionEnvironmentPool, type InvokeResult, type Isolation } from '../local/runtime/execution-environment.ts'
 import { EventSourcePoller, failedIdsOf, type InvocationInfo, type PollerOptions } from '../local/runtime/poller.ts'
 import { sqsEventOf, sqsRecordOf } from '../local/runtime/sqs-event.ts'
 import type { ProbeInfo } from './fixtures/handlers/probe.ts'
@@ -203,9 +204,21 @@ describe('failedIdsOf (the partial batch response rules)', () => {
   })
 })
 
-describe('ExecutionEnvironmentPool', () => {
+describe('ExecutionEnvironmentPool options', () => {
+  it('rejects an isolation other than thread or process, naming the field, the value and what it expects', () => {
+    const bad = (isolation: unknown) => () =>
+      new ExecutionEnvironmentPool({ handlerModule: handlerPath('probe'), maxEnvironments: 1, isolation: isolation as Isolation })
+    expect(bad('processes')).toThrow(StrataInputError)
+    expect(bad('processes')).toThrow(`isolation: expected 'thread' or 'process', got "processes"`)
+    expect(bad(null)).toThrow(`isolation: expected 'thread' or 'process', got null`)
+    expect(new ExecutionEnvironmentPool({ handlerModule: handlerPath('probe'), maxEnvironments: 1 }).isolation).toBe('thread')
+  })
+})
+
+// Every behaviour of an environment holds alike whether it is a worker thread or a process of its own.
+describe.each(['thread', 'process'] as const)('ExecutionEnvironmentPool (isolation: %s)', (isolation) => {
   const probe = (opts: Partial<ConstructorParameters<typeof ExecutionEnvironmentPool>[0]> = {}) =>
-    new ExecutionEnvironmentPool({ handlerModule: handlerPath('probe'), maxEnvironments: 1, env: { PROBE_VALUE: 'from-env' }, ...opts })
+    new ExecutionEnvironmentPool({ handlerModule: handlerPath('probe'), maxEnvironments: 1, env: { PROBE_VALUE: 'from-env' }, isolation, ...opts })
   const valueOf = (result: InvokeResult): ProbeInfo => {
     if (!result.ok) throw new Error(`invocation failed: ${result.error.name}: ${result.error.message}`)
     return result.value as ProbeInfo
@@ -255,11 +268,11 @@ describe('ExecutionEnvironmentPool', () => {
     }
   })
 
-  it('runs invocations in parallel threads up to maxEnvironments and queues the rest', async () => {
+  it('runs invocations in parallel environments up to maxEnvironments and queues the rest', async () => {
     const pool = probe({ maxEnvironments: 2 })
     try {
       // the first two meet in a directory while blocking their threads: they can only both
-      // arrive if they run at once on two threads; the other two queue behind them
+      // arrive if they run at once in two environments; the other two queue behind them
       const dir = await mkdtemp(join(tmpdir(), 'strata-rendezvous-'))
       const pending = [0, 1, 2, 3].map((i) => pool.invoke(i < 2 ? { op: 'rendezvous', dir, parties: 2 } : { op: 'spin', ms: 20 }))
       expect(pool.size).toBe(2)
@@ -267,10 +280,12 @@ describe('ExecutionEnvironmentPool', () => {
       const results = await Promise.all(pending)
       const infos = results.map(valueOf)
       expect(new Set(results.map((r) => r.environmentId)).size).toBe(2)
-      expect(new Set(infos.map((i) => i.threadId)).size).toBe(2)
+      // two module loads, on two threads (every process's main thread is thread 0)
+      expect(new Set(infos.map((i) => i.loadId)).size).toBe(2)
+      if (isolation === 'thread') expect(new Set(infos.map((i) => i.threadId)).size).toBe(2)
       expect(results.filter((r) => r.coldStart)).toHaveLength(2)
       expect(pool.busy).toBe(0)
-      // The two blocking calls met, so they ran at the same time on two threads.
+      // The two blocking calls met, so they ran at the same time in two environments.
       expect(infos.slice(0, 2).map((i) => i.met)).toEqual([true, true])
       expect(results.slice(0, 2).map((r) => r.coldStart)).toEqual([true, true])
       // Within one environment the invocations ran one after the other.
@@ -335,9 +350,9 @@ describe('ExecutionEnvironmentPool', () => {
   })
 
   it('reports init errors, supports callback handlers, and fails queued invocations on close', async () => {
-    const broken = new ExecutionEnvironmentPool({ handlerModule: handlerPath('broken-import'), maxEnvironments: 1 })
+    const broken = new ExecutionEnvironmentPool({ handlerModule: handlerPath('broken-import'), maxEnvironments: 1, isolation })
     const missing = probe({ exportName: 'noSuchExport' })
-    const callback = new ExecutionEnvironmentPool({ handlerModule: handlerPath('callback'), maxEnvironments: 1 })
+    const callback = new ExecutionEnvironmentPool({ handlerModule: handlerPath('callback'), maxEnvironments: 1, isolation })
     const closing = probe()
     try {
       const [b, m, c] = await Promise.all([broken.invoke({}), missing.invoke({}), callback.invoke({ n: 21 })])

@@ -1,53 +1,81 @@
-// Lambda execution environments for local runs: each environment is one worker thread that
-// imports the handler module once and then serves one invocation at a time, so CPU-bound
-// handlers run on every core and module-level state (clients, caches) lives exactly as long
-// as it would in a warm Lambda sandbox. An invocation goes to an idle warm environment, or
-// starts a new one (a cold start) while fewer than `maxEnvironments` exist, or waits.
+// Lambda execution environments for local runs: each environment imports the handler module
+// once and then serves one invocation at a time, so CPU-bound handlers run on every core and
+// module-level state (clients, caches) lives exactly as long as it would in a warm Lambda
+// sandbox. An invocation goes to an idle warm environment, or starts a new one (a cold start)
+// while fewer than `maxEnvironments` exist, or waits.
 // A timeout, an uncaught error, process.exit or running out of memory destroys that
 // environment only; the next invocation that needs one starts a fresh environment, as Lambda
 // does after a sandbox reset.
 //
+// Isolation. What an environment is, by the pool's `isolation`:
+//   'thread'   (default) a worker thread of this process: cheap to start (no new Node
+//              process), but every environment shares this process's memory: its RSS, its
+//              malloc arenas, its V8 flags (--expose-gc and the semi-space flags apply to all).
+//   'process'  a child process of its own (child_process.fork of worker.ts), as a Lambda
+//              sandbox is a microVM of its own: its RSS is its own, so memory() reports each
+//              environment's `rss` and `pid`, and an environment starting or being replaced
+//              no longer shows in this process's RSS. A cold start costs a Node process
+//              starting and tsx loading on top of the import (0.1 to 0.3 s more than a
+//              thread on a 2-core machine), and each environment holds a Node runtime of its
+//              own (about 70 MB of RSS for a trivial handler). Messages cross the IPC channel
+//              (structured clone, like a thread's postMessage); what only threads of one
+//              process share does not reach it (a BroadcastChannel, as soak-control.ts's
+//              restarts use).
+// Both behave alike to callers (same results, errors, timeouts and replacement); the
+// environment's thread or process sits behind a small EnvironmentHost port below.
+//
 // Memory. A Lambda function's memory size bounds its whole sandbox: the runtime, the JS heap
-// and everything else. An environment here is a thread in a shared process, so what can be
-// bounded is its V8 heap, through the Worker's resourceLimits, derived from the function's
-// memory M (MB) by workerResourceLimits():
+// and everything else. What is bounded here is an environment's V8 heap, derived from the
+// function's memory M (MB) by workerResourceLimits():
 //   young generation  maxYoungGenerationSizeMb = M / 16, clamped to [8, 48] (48 is V8's own
 //                     default on 64-bit; smaller functions get smaller scavenge spaces)
 //   old generation    maxOldGenerationSizeMb    = M - 64 - young, where 64 MB is a fixed
-//                     allowance for the runtime outside the JS heap (the thread's Node
+//                     allowance for the runtime outside the JS heap (the environment's Node
 //                     instance, libuv, stacks, compiled code), as Lambda's M covers its runtime
 //   code              codeRangeSizeMb           = M / 16, clamped to [16, 64]
 //   stack             stackSizeMb               = 4 (Node's default)
 // e.g. 128 MB → old 56, young 8; 256 MB → old 176, young 16; 1024 MB → old 912, young 48.
 // (V8's own heap_size_limit then reads 68, 200 and 960 MB: it counts young-generation headroom.)
-// Importing any of Strata's handlers takes about 20 MB of heap. A thread that exceeds its
-// heap is terminated by Node (ERR_WORKER_OUT_OF_MEMORY): the invocation in flight fails with
-// Runtime.OutOfMemory ("Runtime exited with error: out of memory ..."), as Lambda reports a
-// sandbox killed for its memory, and the environment is replaced by a cold one.
+// A thread gets them as the Worker's resourceLimits. A process gets the heap ones as V8
+// flags (processV8Flags): --max-old-space-size=old and --max-semi-space-size=⌈young/3⌉ (see
+// there); code range and stack keep Node's defaults.
+// Importing any of Strata's handlers takes about 20 MB of heap. An environment that exceeds
+// its heap is ended: Node terminates a thread (ERR_WORKER_OUT_OF_MEMORY), V8 aborts a process
+// ("FATAL ERROR: ... JavaScript heap out of memory" on its stderr, SIGABRT). Either way the
+// invocation in flight fails with Runtime.OutOfMemory ("Runtime exited with error: out of
+// memory ..."), as Lambda reports a sandbox killed for its memory, and the environment is
+// replaced by a cold one.
 // Not counted: memory outside the V8 heap (Buffer and ArrayBuffer contents, native
-// allocations), which Lambda would count; a handler can exceed M that way here unnoticed.
-// memory() asks every warm environment for its own heap, external and ArrayBuffer bytes
-// (the soak samples them), so growth there is at least seen.
+// allocations), which Lambda would count; a handler can exceed M that way here unnoticed, in
+// either isolation (a process's RSS is reported, not bounded).
+// memory() asks every warm environment for its own heap, external and ArrayBuffer bytes, and
+// a process for its RSS too (the soak samples them), so growth there is at least seen.
+import { type ChildProcess, fork } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { basename, extname, isAbsolute } from 'node:path'
 import { createInterface } from 'node:readline'
+import type { Readable } from 'node:stream'
+import { fileURLToPath } from 'node:url'
 import { type ResourceLimits, Worker } from 'node:worker_threads'
 import type { Context } from 'aws-lambda'
 import { StrataInputError } from '../../lib/types.ts'
-import { errorInfoOf, type ContextData, type ErrorInfo, type FromWorker, type ThreadMemory, type ToWorker, type WorkerInit } from './worker.ts'
+import { errorInfoOf, PROCESS_INIT_ENV, type ContextData, type ErrorInfo, type FromWorker, type ThreadMemory, type ToWorker, type WorkerInit } from './worker.ts'
 
 export type InvokeResult =
   | { ok: true; value: unknown; durationMs: number; coldStart: boolean; environmentId: number }
   | { ok: false; error: ErrorInfo; durationMs: number; crashed: boolean; coldStart: boolean; environmentId: number | null }
 
-/** An environment's memory as its thread reported it (worker.ts ThreadMemory), with the pool's view of it. */
+/** An environment's memory as its thread or process reported it (worker.ts ThreadMemory), with the pool's view of it. */
 export interface EnvironmentMemory extends ThreadMemory {
   environmentId: number
   /** invocations it served so far */
   invocations: number
-  /** the thread did not answer in time (busy on the CPU): these are its last answered figures */
+  /** the environment did not answer in time (busy on the CPU): these are its last answered figures */
   stale: boolean
 }
+
+/** What an execution environment is: a worker thread of this process, or a child process of its own (the file's comment). */
+export type Isolation = 'thread' | 'process'
 
 export interface ExecutionEnvironmentPoolOptions {
   /** absolute path of a .ts (or .js) module exporting the handler */
@@ -66,8 +94,14 @@ export interface ExecutionEnvironmentPoolOptions {
   region?: string
   /** reported in the context and AWS_LAMBDA_FUNCTION_MEMORY_SIZE, and enforced on the JS heap (workerResourceLimits). Default 1024 */
   memoryLimitInMB?: number
-  /** Node options for the worker threads; default none (the parent's, e.g. tsx's own loader flags, are not inherited) */
+  /**
+   * Node options for the environments' threads or processes, after the pool's own; default
+   * none (the parent's, e.g. tsx's own loader flags, are not inherited, but for a process its
+   * --expose-gc and --min-semi-space-size: processV8Flags)
+   */
   execArgv?: string[]
+  /** each environment a worker thread of this process ('thread', the default) or a child process of its own ('process') */
+  isolation?: Isolation
   /**
    * Each line the handlers write to stdout (their logs, what CloudWatch Logs would get), with
    * the environment that wrote it; default: the lines go to this process's stdout.
@@ -94,6 +128,47 @@ export function workerResourceLimits(memoryMb: number): Required<ResourceLimits>
   }
 }
 
+/**
+ * The V8 flags of an environment's own process for a function's `limits` (workerResourceLimits),
+ * bounding its heap as a thread's resourceLimits do:
+ *   --max-old-space-size  = maxOldGenerationSizeMb
+ *   --max-semi-space-size = ⌈maxYoungGenerationSizeMb / 3⌉ (at least 1). V8's young generation
+ *     is three semi-spaces in Node 20 (two for the scavenger, one more of headroom for new
+ *     large objects), and V8 rounds the semi-space up to a power of two. Checked on Node
+ *     20.20: v8.getHeapStatistics().heap_size_limit less --max-old-space-size reads 3, 6, 12,
+ *     12, 24, 24, 24, 48, 48, 96 MB for --max-semi-space-size 1, 2, 3, 4, 5, 6, 8, 9, 16, 17,
+ *     and a Worker given maxYoungGenerationSizeMb 8, 16, 30, 48 reads 12, 24, 48, 48: the
+ *     same as a semi-space of young / 3 rounded up. ⌈young / 3⌉ then lands on the same power
+ *     of two (⌊8 / 3⌋ = 2 would not: 6 MB where the thread gets 12), so a process environment's
+ *     heap_size_limit equals a thread's: 68, 200 and 960 MB for 128, 256 and 1024 MB.
+ * V8 flags are per process, so two of this process's own are passed on when it has them
+ * (with threads, every environment shares them anyway):
+ *   --expose-gc           memory(…, collect) runs gc() in the environment (the soak runs with it)
+ *   --min-semi-space-size the young generation's starting size (the soak pre-sizes it), at
+ *                         most the environment's --max-semi-space-size
+ */
+export function processV8Flags(limits: Pick<ResourceLimits, 'maxOldGenerationSizeMb' | 'maxYoungGenerationSizeMb'>, parentExecArgv: readonly string[] = process.execArgv): string[] {
+  const semi = Math.max(1, Math.ceil(limits.maxYoungGenerationSizeMb! / 3))
+  const flags = [`--max-old-space-size=${limits.maxOldGenerationSizeMb}`, `--max-semi-space-size=${semi}`]
+  if (parentExecArgv.some((a) => /^--expose[-_]gc$/.test(a))) flags.push('--expose-gc')
+  const minSemi = v8FlagValue(parentExecArgv, 'min-semi-space-size')
+  if (minSemi !== undefined && minSemi > 0) flags.push(`--min-semi-space-size=${Math.min(minSemi, semi)}`)
+  return flags
+}
+
+/** A numeric V8 flag's last value in an execArgv (`--name=N` or `--name N`, dashes or underscores), if there. */
+function v8FlagValue(execArgv: readonly string[], name: string): number | undefined {
+  const spelled = new RegExp(`^--${name.replaceAll('-', '[-_]')}(?:=(.*))?$`)
+  let value: number | undefined
+  execArgv.forEach((arg, i) => {
+    const m = spelled.exec(arg)
+    if (!m) return
+    const n = Number(m[1] ?? execArgv[i + 1])
+    if (Number.isFinite(n)) value = n
+  })
+  return value
+}
+
 // Workers start from this CommonJS snippet because Node 20 cannot load a .ts entry and does
 // not apply `--import tsx` from a worker's execArgv before resolving its entry (checked on
 // Node 20.20 with tsx 4.23: ERR_UNKNOWN_FILE_EXTENSION); registering tsx's ESM hooks first
@@ -102,6 +177,177 @@ export function workerResourceLimits(memoryMb: number): Required<ResourceLimits>
 const TSX_ESM_API = import.meta.resolve('tsx/esm/api')
 const WORKER_ENTRY = new URL('./worker.ts', import.meta.url).href
 const BOOTSTRAP = `import(${JSON.stringify(TSX_ESM_API)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(WORKER_ENTRY)}) })`
+// A process does apply `--import` before resolving its .ts entry (checked on Node 20.20 with
+// tsx 4.23), so a process environment is worker.ts itself, forked with tsx's loader first
+// (resolved here, so a pool works from any working directory).
+const TSX_LOADER = import.meta.resolve('tsx')
+const WORKER_PATH = fileURLToPath(WORKER_ENTRY)
+
+/** What an environment tells the pool, but for its uncaught error, which its host reports with its exit. */
+type FromEnvironment = Exclude<FromWorker, { type: 'uncaught' }>
+
+/** How an environment's thread or process ended, as the invocation in flight is told. */
+export type EnvironmentExit =
+  | { cause: 'out-of-memory' }
+  | { cause: 'uncaught'; error: ErrorInfo }
+  | { cause: 'exit'; code: number | null; signal: NodeJS.Signals | null }
+
+/** What the pool needs of the thread or process an environment runs in. */
+interface EnvironmentHost {
+  /** what the handlers write to stdout, when the pool reads it (onLogLine) */
+  readonly stdout: Readable | null
+  post(message: ToWorker): void
+  /** ends the environment at once (a thread's terminate(), a process's SIGKILL); resolves once it exited */
+  terminate(): Promise<void>
+}
+
+interface HostSettings {
+  init: WorkerInit
+  env: Record<string, string>
+  execArgv: string[]
+  resourceLimits: Required<ResourceLimits>
+  pipeStdout: boolean
+  onMessage(message: FromEnvironment): void
+  /** once, after every message the environment sent */
+  onExit(exit: EnvironmentExit): void
+}
+
+/** An environment as a worker thread of this process. */
+function threadHost(s: HostSettings): EnvironmentHost {
+  const worker = new Worker(BOOTSTRAP, {
+    eval: true,
+    workerData: { strataExecutionEnvironment: s.init },
+    env: s.env,
+    execArgv: s.execArgv,
+    resourceLimits: s.resourceLimits,
+    stdout: s.pipeStdout,
+  })
+  let uncaught: unknown
+  let exited = false
+  worker.on('message', s.onMessage)
+  worker.on('error', (error) => {
+    uncaught = error
+  })
+  worker.on('exit', (code) => {
+    exited = true
+    s.onExit(
+      (uncaught as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY'
+        ? { cause: 'out-of-memory' }
+        : uncaught !== undefined
+          ? { cause: 'uncaught', error: errorInfoOf(uncaught) }
+          : { cause: 'exit', code, signal: null },
+    )
+  })
+  return {
+    stdout: s.pipeStdout ? worker.stdout : null,
+    post: (message) => worker.postMessage(message),
+    terminate: async () => {
+      if (!exited) await worker.terminate()
+    },
+  }
+}
+
+/** The line V8 aborts a process with when its heap is exhausted (there are a few wordings before the dash). */
+const V8_HEAP_OOM = /^FATAL ERROR: .*JavaScript heap out of memory/
+/** The first line of V8's report before it aborts for memory (after a blank line: the last GCs, the JS stack, then the FATAL ERROR line and a native stack). */
+const V8_OOM_REPORT = /^<--- Last few GCs --->/
+
+/**
+ * A process environment's stderr, line by line: every line goes to `forward` but for V8's
+ * report of a heap exhausted, which is held from its first line (and the blank lines before
+ * it) and, once its FATAL ERROR line shows what it is, dropped with the rest of the output:
+ * the environment's exit reports it, as Runtime.OutOfMemory (a thread out of memory prints
+ * nothing either). A report that never reaches that line is forwarded at end().
+ */
+export function processStderr(forward: (line: string) => void): { line(line: string): void; end(): void; readonly outOfMemory: boolean } {
+  let outOfMemory = false
+  let blanks = 0
+  let held: string[] | null = null
+  const flushBlanks = () => {
+    for (; blanks > 0; blanks--) forward('')
+  }
+  return {
+    get outOfMemory() {
+      return outOfMemory
+    },
+    line(line) {
+      if (outOfMemory) return
+      if (V8_HEAP_OOM.test(line)) {
+        outOfMemory = true
+        held = null
+        blanks = 0
+      } else if (held !== null) {
+        held.push(line)
+      } else if (line === '') {
+        blanks++
+      } else if (V8_OOM_REPORT.test(line)) {
+        held = [...Array<string>(blanks).fill(''), line]
+        blanks = 0
+      } else {
+        flushBlanks()
+        forward(line)
+      }
+    },
+    end() {
+      for (const line of held ?? []) forward(line)
+      held = null
+      flushBlanks()
+    },
+  }
+}
+
+/** An environment as a child process of its own. */
+function processHost(s: HostSettings): EnvironmentHost {
+  const child: ChildProcess = fork(WORKER_PATH, [], {
+    serialization: 'advanced',
+    execArgv: ['--import', TSX_LOADER, ...processV8Flags(s.resourceLimits), ...s.execArgv],
+    env: { ...s.env, [PROCESS_INIT_ENV]: JSON.stringify(s.init) },
+    stdio: ['ignore', s.pipeStdout ? 'pipe' : 'inherit', 'pipe', 'ipc'],
+  })
+  let uncaught: ErrorInfo | undefined
+  let spawnError: Error | undefined
+  let closed = false
+  const whenClosed = new Promise<void>((resolve) => child.once('close', () => resolve()))
+
+  child.on('message', (message: FromWorker) => {
+    if (message.type === 'uncaught') uncaught ??= message.error
+    else s.onMessage(message)
+  })
+  // spawn and send failures; a failed send's environment exits, which settles its invocation
+  child.on('error', (error) => {
+    if (child.pid === undefined) spawnError ??= error
+  })
+  // the handlers' stderr goes to this process's, but for V8's report of a heap exhausted
+  const stderr = processStderr((line) => process.stderr.write(line + '\n'))
+  createInterface({ input: child.stderr!, crlfDelay: Infinity }).on('line', (line) => stderr.line(line))
+  // 'close': the process exited and its stderr and IPC channel are drained, so every message it
+  // sent (an uncaught error's included) and its stderr's last line are in
+  child.once('close', (code, signal) => {
+    closed = true
+    stderr.end()
+    s.onExit(
+      stderr.outOfMemory
+        ? { cause: 'out-of-memory' }
+        : uncaught !== undefined
+          ? { cause: 'uncaught', error: uncaught }
+          : spawnError !== undefined
+            ? { cause: 'uncaught', error: errorInfoOf(spawnError) }
+            : { cause: 'exit', code, signal },
+    )
+  })
+  return {
+    stdout: child.stdout,
+    post: (message) => {
+      // a send to a process exiting fails; its exit settles what was in flight
+      if (child.connected) child.send(message, undefined, {}, () => {})
+    },
+    terminate: async () => {
+      if (closed) return
+      child.kill('SIGKILL')
+      await whenClosed
+    },
+  }
+}
 
 interface Pending {
   eventJson: string
@@ -119,16 +365,15 @@ interface Running {
 
 interface Environment {
   id: number
-  worker: Worker
+  host: EnvironmentHost
   ready: boolean
   /** the invocation whose arrival started this environment; it runs first, as a cold start */
   assigned?: Pending
   current?: Running
-  uncaught?: unknown
   invocations: number
   /** memory requests sent and not yet answered, by request id */
   memoryRequests: Map<number, (memory: ThreadMemory | null) => void>
-  /** the thread's last answer to a memory request */
+  /** the environment's last answer to a memory request */
   lastMemory?: ThreadMemory
 }
 
@@ -140,14 +385,15 @@ export class ExecutionEnvironmentPool {
   private readonly functionName: string
   private readonly region: string
   private readonly memoryLimitInMB: number
-  /** the V8 limits every environment's thread runs under, from memoryLimitInMB */
+  /** the V8 limits every environment runs under, from memoryLimitInMB (a process's as V8 flags: processV8Flags) */
   readonly resourceLimits: Required<ResourceLimits>
+  readonly isolation: Isolation
   private readonly execArgv: string[]
   private readonly onLogLine?: (line: string, environmentId: number) => void
   private readonly workerEnv: Record<string, string>
   private readonly environments: Environment[] = []
-  /** every worker not yet exited, including destroyed ones still terminating */
-  private readonly workers = new Set<Worker>()
+  /** every environment's thread or process not yet exited, including destroyed ones still terminating */
+  private readonly hosts = new Set<EnvironmentHost>()
   private readonly queue: Pending[] = []
   private nextEnvironmentId = 1
   private nextRequestId = 1
@@ -168,6 +414,11 @@ export class ExecutionEnvironmentPool {
     if (!(Number.isInteger(memory) && memory >= 128 && memory <= 10240)) {
       throw new StrataInputError(`memoryLimitInMB: expected an integer in [128, 10240], got ${opts.memoryLimitInMB}`)
     }
+    const isolation = opts.isolation === undefined ? 'thread' : opts.isolation
+    if (isolation !== 'thread' && isolation !== 'process') {
+      throw new StrataInputError(`isolation: expected 'thread' or 'process', got ${JSON.stringify(opts.isolation)}`)
+    }
+    this.isolation = isolation
     this.handlerModule = opts.handlerModule
     this.exportName = opts.exportName ?? 'handler'
     this.maxEnvironments = opts.maxEnvironments
@@ -206,12 +457,13 @@ export class ExecutionEnvironmentPool {
   }
 
   /**
-   * The memory of every environment that has imported its handler, as each thread reports it
-   * (its own V8 heap, external and ArrayBuffer bytes). A thread that does not answer within
-   * `timeoutMs` (busy on the CPU) is given with its last answer, marked stale; one that never
-   * answered, or exited meanwhile, is left out.
+   * The memory of every environment that has imported its handler, as each reports it (its
+   * own V8 heap, external and ArrayBuffer bytes; a process also its RSS and pid). One that does
+   * not answer within `timeoutMs` (busy on the CPU) is given with its last answer, marked
+   * stale; one that never answered, or exited meanwhile, is left out.
+   * `collect`: each environment runs a full GC first (a no-op unless it runs with --expose-gc:
+   * a thread when this process does, a process when this process was started with it)
    */
-  /** `collect`: each environment runs a full GC first (a no-op unless the process has --expose-gc) */
   async memory(timeoutMs = 1000, collect = false): Promise<EnvironmentMemory[]> {
     const answers = await Promise.all(
       this.environments.filter((e) => e.ready).map(
@@ -228,7 +480,7 @@ export class ExecutionEnvironmentPool {
             }
             environment.memoryRequests.set(id, settle)
             const message: ToWorker = { type: 'memory', id, collect }
-            environment.worker.postMessage(message)
+            environment.host.post(message)
           }),
       ),
     )
@@ -280,7 +532,7 @@ export class ExecutionEnvironmentPool {
       environment.assigned?.settle(closedResult(true, environment.id))
       environment.current?.pending.settle(closedResult(environment.current.coldStart, environment.id))
     }
-    await Promise.all([...this.workers].map((worker) => worker.terminate()))
+    await Promise.all([...this.hosts].map((host) => host.terminate()))
   }
 
   private contextData(context: Partial<Context>): ContextData {
@@ -313,30 +565,27 @@ export class ExecutionEnvironmentPool {
   }
 
   private spawn(first: Pending): void {
-    const init: WorkerInit = { handlerModule: this.handlerModule, exportName: this.exportName }
-    const worker = new Worker(BOOTSTRAP, {
-      eval: true,
-      workerData: { strataExecutionEnvironment: init },
+    const id = this.nextEnvironmentId++
+    // the host calls back only asynchronously, once `environment` below exists
+    const host: EnvironmentHost = (this.isolation === 'process' ? processHost : threadHost)({
+      init: { handlerModule: this.handlerModule, exportName: this.exportName },
       env: this.workerEnv,
       execArgv: this.execArgv,
       resourceLimits: this.resourceLimits,
-      stdout: this.onLogLine !== undefined,
+      pipeStdout: this.onLogLine !== undefined,
+      onMessage: (message) => this.onMessage(environment, message),
+      onExit: (exit) => {
+        this.hosts.delete(host)
+        this.onExit(environment, exit)
+      },
     })
-    const environment: Environment = { id: this.nextEnvironmentId++, worker, ready: false, assigned: first, invocations: 0, memoryRequests: new Map() }
-    if (this.onLogLine) {
+    const environment: Environment = { id, host, ready: false, assigned: first, invocations: 0, memoryRequests: new Map() }
+    if (this.onLogLine && host.stdout) {
       const onLine = this.onLogLine
-      createInterface({ input: worker.stdout, crlfDelay: Infinity }).on('line', (line) => onLine(line, environment.id))
+      createInterface({ input: host.stdout, crlfDelay: Infinity }).on('line', (line) => onLine(line, environment.id))
     }
     this.environments.push(environment)
-    this.workers.add(worker)
-    worker.on('message', (message: FromWorker) => this.onMessage(environment, message))
-    worker.on('error', (error) => {
-      environment.uncaught = error
-    })
-    worker.on('exit', (code) => {
-      this.workers.delete(worker)
-      this.onExit(environment, code)
-    })
+    this.hosts.add(host)
   }
 
   private run(environment: Environment, pending: Pending, coldStart: boolean): void {
@@ -346,10 +595,10 @@ export class ExecutionEnvironmentPool {
     environment.current = { pending, requestId, startedAt, coldStart, timer }
     environment.invocations++
     const message: ToWorker = { type: 'invoke', id: requestId, eventJson: pending.eventJson, context: pending.context, deadline: Date.now() + this.timeoutMs }
-    environment.worker.postMessage(message)
+    environment.host.post(message)
   }
 
-  private onMessage(environment: Environment, message: FromWorker): void {
+  private onMessage(environment: Environment, message: FromEnvironment): void {
     if (message.type === 'memory') {
       environment.memoryRequests.get(message.id)?.(message.memory)
       return
@@ -401,7 +650,7 @@ export class ExecutionEnvironmentPool {
     this.dispatch()
   }
 
-  private onExit(environment: Environment, code: number): void {
+  private onExit(environment: Environment, exit: EnvironmentExit): void {
     const wasListed = this.remove(environment)
     for (const settle of [...environment.memoryRequests.values()]) settle(null)
     const current = environment.current
@@ -410,11 +659,15 @@ export class ExecutionEnvironmentPool {
     environment.assigned = undefined
     if (current) clearTimeout(current.timer)
     const error: ErrorInfo =
-      (environment.uncaught as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY'
+      exit.cause === 'out-of-memory'
         ? this.outOfMemory()
-        : environment.uncaught !== undefined
-          ? errorInfoOf(environment.uncaught)
-          : { name: 'Runtime.ExitError', message: `Runtime exited with error: exit status ${code}` }
+        : exit.cause === 'uncaught'
+          ? exit.error
+          : {
+              name: 'Runtime.ExitError',
+              // Lambda's wording for a runtime that exited, or was killed by a signal
+              message: `Runtime exited with error: ${exit.signal !== null ? `signal: ${exit.signal}` : `exit status ${exit.code}`}`,
+            }
     if (current) {
       current.pending.settle({ ok: false, error, durationMs: performance.now() - current.startedAt, crashed: true, coldStart: current.coldStart, environmentId: environment.id })
     }
@@ -422,7 +675,7 @@ export class ExecutionEnvironmentPool {
     if (wasListed) this.dispatch()
   }
 
-  /** Node terminated the thread for exceeding its heap: Lambda's error type for a sandbox out of memory. */
+  /** Node terminated the thread, or V8 aborted the process, for exceeding its heap: Lambda's error type for a sandbox out of memory. */
   private outOfMemory(): ErrorInfo {
     const { maxOldGenerationSizeMb: old, maxYoungGenerationSizeMb: young } = this.resourceLimits
     return {
@@ -431,10 +684,10 @@ export class ExecutionEnvironmentPool {
     }
   }
 
-  /** Takes the environment out of service and terminates its thread. */
+  /** Takes the environment out of service and ends its thread or process. */
   private destroy(environment: Environment): void {
     this.remove(environment)
-    void environment.worker.terminate()
+    void environment.host.terminate()
   }
 
   private remove(environment: Environment): boolean {

@@ -1,9 +1,10 @@
 // The local runtime (development only): the embedded S3 + SQS backend, the queues and
 // buckets a deployment would have, and event-source pollers driving the real handlers in
-// worker threads, as AWS would. Every table has a commit queue and a committer, as the CDK
-// stack deploys them: writers and compactors commit through it (docs/design.md). Compactor concurrency per table comes from the table
-// option `compaction.task-threads`, mapped as the CDK stack maps it (docs/operations.md,
-// "compaction.task-threads on Lambda"):
+// execution environments (worker threads, or processes of their own: `isolation`), as AWS
+// would. Every table has a commit queue and a committer, as the CDK stack deploys them:
+// writers and compactors commit through it (docs/design.md). Compactor concurrency per table
+// comes from the table option `compaction.task-threads`, mapped as the CDK stack maps it
+// (docs/operations.md, "compaction.task-threads on Lambda"):
 // 1 → one at a time, N → at most N, -1 → no cap (one per active bucket).
 
 import { join } from 'node:path'
@@ -12,12 +13,12 @@ import { S3Store } from '../../lib/store/s3-store.ts'
 import { Table } from '../../lib/table/table.ts'
 import { type BackendProcessOptions, startBackendProcess } from '../backend-process.ts'
 import { type EmbeddedBackend, type EmbeddedLatency, type EmbeddedStats, startEmbeddedBackend } from '../embedded.ts'
-import { ExecutionEnvironmentPool } from './execution-environment.ts'
+import { ExecutionEnvironmentPool, type Isolation } from './execution-environment.ts'
 import { EventSourcePoller, type PollerOptions } from './poller.ts'
 // the stack's mapping of compaction.task-threads, so the local event sources behave as deployed
 import { compactorConcurrency } from '../../cdk/concurrency.ts'
 
-// the stack's default function memory, enforced on the worker threads as Lambda would
+// the stack's default function memory, enforced on the execution environments as Lambda would
 import { DEFAULT_MEMORY_MB as FUNCTION_MEMORY_MB } from '../../cdk/config.ts'
 
 const FUNCTIONS = join(import.meta.dirname, '..', '..', 'functions')
@@ -48,8 +49,14 @@ export interface LocalRuntimeOptions {
   /** concurrent committer invocations per table; default 2, the event-source mapping's maxConcurrency in the stack */
   committerConcurrency?: number
   onCommitterInvocation?: (table: string, info: Parameters<NonNullable<PollerOptions['onInvocation']>>[0]) => void
-  /** function timeout in ms (the worker is killed past it) */
+  /** function timeout in ms (the environment is killed past it) */
   timeoutMs?: number
+  /**
+   * What every function's execution environment is: a worker thread of this process
+   * ('thread', the default) or a child process of its own ('process': each environment's
+   * RSS is then its own, ExecutionEnvironmentPool.memory() gives it)
+   */
+  isolation?: Isolation
   latency?: EmbeddedLatency
   /**
    * Runs the embedded backend in a child process of its own (local/backend-process.ts)
@@ -190,6 +197,7 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
     maxEnvironments: opts.writerConcurrency ?? 2,
     memoryLimitInMB: FUNCTION_MEMORY_MB.writer,
     timeoutMs: opts.timeoutMs,
+    isolation: opts.isolation,
   })
   const writer = new EventSourcePoller({
     sqs,
@@ -223,6 +231,7 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
         maxEnvironments: reserved ?? concurrency,
         memoryLimitInMB: FUNCTION_MEMORY_MB[kind],
         timeoutMs: opts.timeoutMs,
+        isolation: opts.isolation,
       })
       const poller = new EventSourcePoller({
         sqs, queueUrl, region: backend.region, pool, batchSize, maxConcurrency: concurrency, reservedConcurrency: reserved,
