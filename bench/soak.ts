@@ -12,14 +12,17 @@
 // that replaces an environment (exits, restarts) after second S, throws going on, so that a
 // memory window starting later sees warm environments only. The embedded backend runs in a child
 // process of its own (local/backend-process.ts), so this process's RSS is the functions' and
-// the harness's; --in-process-backend runs it here, as the soak did before. Every isolate's
-// young generation starts at its full size unless --young-ramp (see below).
+// the harness's; --in-process-backend runs it here, as the soak did before. Every function
+// environment is a process of its own, as a Lambda sandbox is, and its memory is judged on its
+// own; --threads runs them as worker threads of this process, as the soak did before (then RSS
+// is all of them together). Every isolate's young generation starts at its full size unless
+// --young-ramp (see below).
 //
 //   npx tsx bench/soak.ts [--minutes 10] [--seconds N] [--rate 40] [--buckets 16] [--keys 5000]
 //     [--crash-every 45] [--warmup 60] [--visibility 30] [--task-threads 4] [--seed N]
 //     [--lag-threshold S] [--recover-within 150] [--maintenance-every 20] [--orphans-every 300] [--no-totals] [--no-s3-latency]
 //     [--cache-mb MB] [--footer-cache-mb MB] [--memory-from S] [--in-process-backend]
-//     [--replacing-faults-until S] [--young-ramp]
+//     [--replacing-faults-until S] [--young-ramp] [--threads]
 //   npx tsx bench/soak.ts --reanalyze --lag-threshold S [--recover-within S]
 //     (fault recovery of the last run, bench/out/soak.json, under another threshold)
 //
@@ -113,17 +116,18 @@ export function soakMarkdown(r: SoakResult): string {
 if (import.meta.filename === process.argv[1]) {
   const args = parseBenchArgs(
     process.argv.slice(2),
-    ['--no-totals', '--no-s3-latency', '--reanalyze', '--in-process-backend', '--young-ramp'],
+    ['--no-totals', '--no-s3-latency', '--reanalyze', '--in-process-backend', '--young-ramp', '--threads'],
     ['--minutes', '--seconds', '--rate', '--buckets', '--keys', '--crash-every', '--warmup', '--visibility', '--task-threads', '--seed', '--lag-threshold', '--recover-within', '--maintenance-every', '--orphans-every', '--cache-mb', '--footer-cache-mb', '--memory-from', '--replacing-faults-until'],
   )
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
   // glibc gives every thread that allocates an arena of its own (up to 8 per core): with a
-  // dozen function environments as threads of this one process, memory one environment frees
-  // stays resident in its arena. Two arenas, as a Lambda sandbox (one process per function,
-  // one or two vCPUs) has about; read at process start, so the soak starts itself again with
-  // it. An explicit MALLOC_ARENA_MAX is kept. And --expose-gc, for the memory check's settled
-  // samples (bench/lib/soak-memory.ts): V8 flags are process-wide, so every environment's
-  // isolate gets gc() too.
+  // dozen function environments as threads of one process (--threads), memory one
+  // environment frees stays resident in its arena. Two arenas, as a Lambda sandbox (one
+  // process per function, one or two vCPUs) has about; read at process start, so the soak
+  // starts itself again with it, and environments that are processes inherit it. An
+  // explicit MALLOC_ARENA_MAX is kept. And --expose-gc, for the memory check's settled
+  // samples (bench/lib/soak-memory.ts): the local runtime passes it and the young
+  // generation's size below on to environments that are processes; threads share them.
   //
   // And every isolate's young generation at its full size from the start
   // (--min-semi-space-size=16: the local runtime caps each function's young generation at
@@ -179,6 +183,7 @@ if (import.meta.filename === process.argv[1]) {
     metadataCacheMb: args.num('--cache-mb', 0) || SOAK_DEFAULTS.metadataCacheMb,
     footerCacheMb: args.num('--footer-cache-mb', 0) || SOAK_DEFAULTS.footerCacheMb,
     backendInProcess: args.has('--in-process-backend'),
+    isolation: args.has('--threads') ? 'thread' : 'process',
     memoryFromSeconds: args.num('--memory-from', 0) || SOAK_DEFAULTS.memoryFromSeconds,
     replacingFaultsUntilSeconds: args.num('--replacing-faults-until', 0) || undefined,
     s3LatencyMs: args.has('--no-s3-latency') ? 0 : SOAK_DEFAULTS.s3LatencyMs,

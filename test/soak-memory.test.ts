@@ -88,6 +88,46 @@ describe('memory verdict', () => {
     expect(memoryDetail(v)).toMatch(/by V8 space, every isolate: new 1, code 0\.5, old 0 MB\/min/)
   })
 
+  describe('with every environment a process of its own', () => {
+    // the host flat at 300 MB; environment 11 flat at 120 MB through the range, 12 growing 1
+    // MB/min through it, 13 started at 600 s and filling its caches (20 MB/min: its own
+    // warm-up); on settled samples only, as the soak sends them
+    const env = (pid: number, role: 'writer' | 'compactor', rssMb: number) => ({ role, pid, rssMb, heapUsedMb: rssMb / 2, heapTotalMb: rssMb / 2 + 5 })
+    const withProcesses = (growing: number) =>
+      run(() => 300).map((s) => {
+        if (!s.memory.settled) return s
+        const processes = [env(11, 'writer', 120), env(12, 'compactor', 110 + ((s.t - 450) / 60) * growing)]
+        if (s.t >= 600) processes.push(env(13, 'compactor', 60 + ((s.t - 600) / 60) * 20))
+        return { ...s, memory: { ...s.memory, processes } }
+      })
+
+    it('judges the host and each environment that lived through the range, one by one', () => {
+      const v = memoryVerdict(withProcesses(1), 450, 900, 2)
+      expect(v.slopes.rss).toBe(0)
+      expect(v.processes!.throughout.map((p) => [p.pid, p.role, p.rss])).toEqual([[11, 'writer', 0], [12, 'compactor', 1]])
+      expect(v.processes!.throughout[1].heap).toBeCloseTo(0.5, 5)
+      expect(v.processes!.throughout[1].nonHeap).toBeCloseTo(0.5, 5)
+      expect(v.processes!.maxRss).toBe(1)
+      // the late starter is listed, not judged; the sum moves with it
+      expect(v.processes!.partial).toEqual([{ role: 'compactor', pid: 13, fromSecond: 600, toSecond: 900 }])
+      expect(v.processes!.totalRss!).toBeGreaterThan(20)
+      expect(v.flat).toBe(true)
+      expect(v.criterion).toMatch(/for the host process and for each environment's process that lived through the range/)
+      expect(memoryDetail(v)).toMatch(/the host process's RSS 0 MB\/min.*2 lived through the range, steepest RSS slope 1 MB\/min.*1 started or ended inside it \(their own warm-up, not counted: compactor 600–900 s\)/)
+    })
+
+    it('fails when one environment grows past the limit, though the host stays flat', () => {
+      const v = memoryVerdict(withProcesses(3), 450, 900, 2)
+      expect(v.slopes.rss).toBe(0)
+      expect(v.processes!.maxRss).toBe(3)
+      expect(v.flat).toBe(false)
+    })
+
+    it('is absent when the environments are threads of the host', () => {
+      expect(memoryVerdict(run(() => 1000), 450, 900, 2).processes).toBeNull()
+    })
+  })
+
   it('falls back to every sample without enough settled ones', () => {
     const unsettled = run(() => 1000).map((s) => ({ ...s, memory: { ...s.memory, settled: false } }))
     const v = memoryVerdict(unsettled, 450, 900, 2)

@@ -1,16 +1,23 @@
-// The soak's memory samples: the one process that runs the local runtime (the runtime and
-// embedded S3 + SQS on the main thread, every function environment in a worker thread),
-// taken apart so growth can be attributed:
-// - the main thread's V8 heap, and its external / arrayBuffers (Buffers: the embedded
-//   backend's stored object bodies live there);
+// The soak's memory samples: the process that runs the local runtime (the runtime, its event
+// sources and the soak's own readers; the embedded S3 + SQS run in a process of their own) and
+// the function environments, taken apart so growth can be attributed:
+// - the main thread's V8 heap, and its external / arrayBuffers;
 // - every environment's own V8 heap, external and arrayBuffers, per role (writer, compactor,
-//   committer, maintenance), as each thread reports them (ExecutionEnvironmentPool.memory());
-// - non-heap: RSS less every V8 heap's committed size (heapTotal), i.e. Buffers, native
-//   allocations, compiled code, thread stacks and whatever the C allocator keeps;
+//   committer, maintenance), as each environment reports them (ExecutionEnvironmentPool.memory());
+// - non-heap: RSS less the V8 heaps' committed size (heapTotal) that RSS holds, i.e. Buffers,
+//   native allocations, compiled code, thread stacks and whatever the C allocator keeps;
 // - from /proc/self/status (Linux): anonymous and file-backed RSS, and the thread count;
 // - from /proc/self/smaps (Linux): the resident part of the C allocator's arenas (glibc's
 //   main brk heap and its per-thread arenas, each a 64 MiB-aligned reservation of 64 MiB),
 //   where native allocations freed by one thread may stay resident.
+//
+// Environments as threads or as processes. With the local runtime's `isolation: 'thread'`
+// every environment is a worker thread of the host, and RSS is the sum of them all: an
+// environment that starts (on demand, or to replace one lost to a fault) adds its 70–130 MB to
+// the slope, and a dozen isolates share the C allocator. With `isolation: 'process'` (the
+// soak's default) each environment is a process of its own, as a Lambda sandbox is: each
+// reports its own RSS, and the verdict takes the host and every environment that lived
+// through the window one by one (MemoryVerdict.processes).
 //
 // Settled samples. V8 grows an isolate's heap lazily and collects when its own heuristics
 // say so, so the committed heaps of a dozen isolates swing by tens of MB each with the
@@ -76,6 +83,21 @@ export interface MemorySample {
    * it runs in one; set by the soak on the samples it asks the backend for
    */
   backend?: { rssMb: number; heapUsedMb: number; arrayBuffersMb: number }
+  /**
+   * With every environment a process of its own (the local runtime's `isolation: 'process'`):
+   * each environment's own process, and RSS above is the host's alone (the runtime, its event
+   * sources and the soak's readers). Absent when the environments are threads of the host.
+   */
+  processes?: EnvironmentProcess[]
+}
+
+/** One environment's process, as the environment reported it. */
+export interface EnvironmentProcess {
+  role: Role
+  pid: number
+  rssMb: number
+  heapUsedMb: number
+  heapTotalMb: number
 }
 
 export const mb = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10
@@ -168,6 +190,10 @@ export async function sampleMemory(pools: Record<Role, ExecutionEnvironmentPool[
     await new Promise((resolve) => setTimeout(resolve, SETTLE_MS))
   }
   const environmentMemories = await Promise.all(ROLES.map(async (r) => (await Promise.all(pools[r].map((p) => p.memory()))).flat()))
+  const processes: EnvironmentProcess[] = ROLES.flatMap((role, i) =>
+    environmentMemories[i].filter((e) => e.rss !== undefined && e.pid !== undefined).map((e) => ({ role, pid: e.pid!, rssMb: mb(e.rss!), heapUsedMb: mb(e.heapUsed), heapTotalMb: mb(e.heapTotal) })),
+  )
+  const isolated = processes.length > 0
   const roles = Object.fromEntries(ROLES.map((r, i) => [r, roleMemory(environmentMemories[i])])) as Record<Role, RoleMemory>
   const m = process.memoryUsage()
   const all = Object.values(roles)
@@ -185,8 +211,10 @@ export async function sampleMemory(pools: Record<Role, ExecutionEnvironmentPool[
     envHeapTotalMb,
     envExternalMb: mb(all.reduce((a, r) => a + r.externalMb, 0) * 2 ** 20),
     envCacheMb: mb(all.reduce((a, r) => a + r.cacheMb, 0) * 2 ** 20),
-    nonHeapMb: mb((m.rss - m.heapTotal) - envHeapTotalMb * 2 ** 20),
+    // the host's RSS holds the environments' heaps only when they are its threads
+    nonHeapMb: mb(m.rss - m.heapTotal - (isolated ? 0 : envHeapTotalMb * 2 ** 20)),
     spacesMb: Object.fromEntries(Object.entries(spaces).map(([name, bytes]) => [name, mb(bytes)])),
+    ...(isolated ? { processes } : {}),
   }
 }
 
@@ -262,6 +290,23 @@ export interface MemoryVerdict {
     /** committed size of each V8 heap space, every isolate summed (spaces that stay under 1 MB are left out) */
     spaces: Record<string, number | null>
   }
+  /**
+   * With every environment a process of its own: each environment's process, the way Lambda
+   * runs it. RSS above (slopes.rss) is then the host's alone, and the criterion holds when the
+   * host and every environment that lived through the whole range each stayed within the
+   * limit. An environment that started or ended inside the range (started on demand, or
+   * replaced after a fault) is its own warm-up: counted, listed, and left out of the
+   * criterion. null when the environments are threads of the host.
+   */
+  processes: {
+    throughout: { role: Role; pid: number; rss: number | null; heap: number | null; nonHeap: number | null; rssFirstMb: number | null; rssLastMb: number | null }[]
+    /** environments seen inside the range that did not live through all of it */
+    partial: { role: Role; pid: number; fromSecond: number; toSecond: number }[]
+    /** the steepest RSS slope among `throughout` */
+    maxRss: number | null
+    /** the host's RSS plus every environment process's, summed (a diagnostic: it moves with the number of environments) */
+    totalRss: number | null
+  } | null
   /** the slopes are over settled samples only (there were enough of them), or over every sample */
   samples: 'settled' | 'all'
   /** medians of the first and last minute of the range */
@@ -290,6 +335,9 @@ export function memoryVerdict(samples: { t: number; memory: MemorySample }[], fr
   const rss = perMin((m) => m.rssMb)
   const environments = (m: MemorySample) => ROLES.reduce((n, r) => n + m.roles[r].environments, 0)
   const fixed = slopeWith(range.map((s) => [s.t, environments(s.memory), s.memory.rssMb]))
+  const processes = processVerdict(range, fromSecond, toSecond, slopeOf, medianOf)
+  const rssFlat = rss !== null && rss <= limitMbPerMin
+  const processesFlat = processes === null || processes.throughout.every((p) => p.rss !== null && p.rss <= limitMbPerMin)
   return {
     fromSecond: Math.round(fromSecond),
     toSecond: Math.round(toSecond),
@@ -314,9 +362,62 @@ export function memoryVerdict(samples: { t: number; memory: MemorySample }[], fr
     rssLastMb: medianOf(last.map((m) => m.rssMb)),
     nonHeapFirstMb: medianOf(first.map((m) => m.nonHeapMb)),
     nonHeapLastMb: medianOf(last.map((m) => m.nonHeapMb)),
+    processes,
     samples: useSettled ? 'settled' : 'all',
-    flat: rss !== null && rss <= limitMbPerMin,
-    criterion: `least-squares RSS slope over ${Math.round(fromSecond)}–${Math.round(toSecond)} s ≤ ${limitMbPerMin} MB/min, ${useSettled ? `over the ${settled.length} settled samples (every isolate collected first)` : 'over every sample'}`,
+    flat: rssFlat && processesFlat,
+    criterion:
+      `least-squares RSS slope over ${Math.round(fromSecond)}–${Math.round(toSecond)} s ≤ ${limitMbPerMin} MB/min` +
+      (processes === null ? '' : ` for the host process and for each environment's process that lived through the range`) +
+      `, ${useSettled ? `over the ${settled.length} settled samples (every isolate collected first)` : 'over every sample'}`,
+  }
+}
+
+/** The per-process part of the verdict (see MemoryVerdict.processes), or null when no sample has processes. */
+function processVerdict(
+  range: { t: number; memory: MemorySample }[],
+  fromSecond: number,
+  toSecond: number,
+  slopeOf: (points: [number, number][]) => number | null,
+  medianOf: (xs: number[]) => number | null,
+): MemoryVerdict['processes'] {
+  if (!range.some((s) => s.memory.processes !== undefined)) return null
+  const series = new Map<number, { role: Role; points: { t: number; p: EnvironmentProcess }[] }>()
+  for (const s of range) {
+    for (const p of s.memory.processes ?? []) {
+      const entry = series.get(p.pid) ?? { role: p.role, points: [] }
+      entry.points.push({ t: s.t, p })
+      series.set(p.pid, entry)
+    }
+  }
+  // lived through the range: seen in the range's first sample and in its last (a process keeps
+  // its pid for life; one missing from either end started or exited inside the range)
+  const firstT = range[0].t
+  const lastT = range[range.length - 1].t
+  const throughout: NonNullable<MemoryVerdict['processes']>['throughout'] = []
+  const partial: NonNullable<MemoryVerdict['processes']>['partial'] = []
+  for (const [pid, { role, points }] of series) {
+    const whole = points[0].t === firstT && points[points.length - 1].t === lastT
+    if (!whole) {
+      partial.push({ role, pid, fromSecond: Math.round(points[0].t), toSecond: Math.round(points[points.length - 1].t) })
+      continue
+    }
+    const per = (f: (p: EnvironmentProcess) => number) => slopeOf(points.map(({ t, p }) => [t, f(p)]))
+    throughout.push({
+      role,
+      pid,
+      rss: per((p) => p.rssMb),
+      heap: per((p) => p.heapUsedMb),
+      nonHeap: per((p) => p.rssMb - p.heapTotalMb),
+      rssFirstMb: medianOf(points.filter(({ t }) => t < fromSecond + 60).map(({ p }) => p.rssMb)),
+      rssLastMb: medianOf(points.filter(({ t }) => t > toSecond - 60).map(({ p }) => p.rssMb)),
+    })
+  }
+  const slopes = throughout.map((p) => p.rss).filter((k): k is number => k !== null)
+  return {
+    throughout,
+    partial,
+    maxRss: slopes.length ? Math.max(...slopes) : null,
+    totalRss: slopeOf(range.map((s) => [s.t, s.memory.rssMb + (s.memory.processes ?? []).reduce((a, p) => a + p.rssMb, 0)])),
   }
 }
 
@@ -331,11 +432,27 @@ export function memoryDetail(v: MemoryVerdict): string {
   const f = (x: number | null) => (x === null ? '-' : String(x))
   const roles = ROLES.map((r) => `${r} ${f(v.slopes.roles[r])}`).join(', ')
   return (
-    `RSS ${f(v.slopes.rss)} MB/min over ${v.fromSecond}–${v.toSecond} s, ${v.samples === 'settled' ? 'settled samples' : 'every sample'} (limit ${v.limitMbPerMin}; ${f(v.rssFirstMb)} → ${f(v.rssLastMb)} MB); ` +
+    `${v.processes === null ? 'RSS' : "the host process's RSS"} ${f(v.slopes.rss)} MB/min over ${v.fromSecond}–${v.toSecond} s, ${v.samples === 'settled' ? 'settled samples' : 'every sample'} (limit ${v.limitMbPerMin}; ${f(v.rssFirstMb)} → ${f(v.rssLastMb)} MB); ` +
     `heap: main ${f(v.slopes.mainHeap)}, environments ${f(v.slopes.envHeap)} (${roles}; bounded caches ${f(v.slopes.envCaches)}, the rest ${f(v.slopes.envHeapLessCaches)}) MB/min; ` +
     `RSS at a fixed number of environments ${f(v.slopes.rssAtFixedEnvironments)} MB/min (${f(v.slopes.mbPerEnvironment)} MB per environment); ` +
     `heaps' committed size by V8 space, every isolate: ${Object.entries(v.slopes.spaces ?? {}).map(([name, k]) => `${name.replace(/_space$/, '')} ${f(k)}`).join(', ') || '-'} MB/min; ` +
     `non-heap ${f(v.slopes.nonHeap)} MB/min (${f(v.nonHeapFirstMb)} → ${f(v.nonHeapLastMb)} MB; malloc arenas ${f(v.slopes.mallocArenas)}, external: main ${f(v.slopes.mainExternal)}, environments ${f(v.slopes.envExternal)} MB/min)` +
-    (v.slopes.backendRss === null ? '' : `; the backend's own process (S3 and SQS's stand-in, not counted): RSS ${f(v.slopes.backendRss)} MB/min`)
+    (v.slopes.backendRss === null ? '' : `; the backend's own process (S3 and SQS's stand-in, not counted): RSS ${f(v.slopes.backendRss)} MB/min`) +
+    (v.processes === null ? '' : `; ${processDetail(v.processes, f)}`)
+  )
+}
+
+function processDetail(p: NonNullable<MemoryVerdict['processes']>, f: (x: number | null) => string): string {
+  const byRole = ROLES.map((role) => {
+    const own = p.throughout.filter((e) => e.role === role)
+    if (!own.length) return null
+    const each = own.map((e) => `${f(e.rss)} (heap ${f(e.heap)}, non-heap ${f(e.nonHeap)}; ${f(e.rssFirstMb)} → ${f(e.rssLastMb)} MB)`).join(', ')
+    return `${role}: ${each}`
+  }).filter((x) => x !== null)
+  const partial = p.partial.map((e) => `${e.role} ${e.fromSecond}–${e.toSecond} s`).join(', ')
+  return (
+    `the environments, a process each: ${p.throughout.length} lived through the range, steepest RSS slope ${f(p.maxRss)} MB/min; ${byRole.join('; ')}` +
+    `; ${p.partial.length} started or ended inside it (their own warm-up, not counted${partial ? `: ${partial}` : ''})` +
+    `; every process's RSS summed ${f(p.totalRss)} MB/min`
   )
 }

@@ -148,6 +148,12 @@ export interface SoakOptions {
    * this process's heap and malloc arenas, so the memory checks measure the functions
    */
   backendInProcess: boolean
+  /**
+   * every function environment a process of its own ('process', as a Lambda sandbox is, so
+   * each one's memory is measured apart: bench/lib/soak-memory.ts) or a worker thread of this
+   * process ('thread', the local runtime's default)
+   */
+  isolation: 'thread' | 'process'
   seed: number
   log?: (line: string) => void
   /** runs once the runtime is up, before the load (e.g. to change one queue's attributes) */
@@ -198,6 +204,7 @@ export const SOAK_DEFAULTS: SoakOptions = {
   // the footers of a few dozen small files: full within minutes too
   footerCacheMb: 2,
   backendInProcess: false,
+  isolation: 'process',
   tolerateStaleVersions: false,
   seed: 20_260_601,
 }
@@ -482,7 +489,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
   const wallStart = Date.now()
   const random = seededRandom(o.seed)
   const dir = mkdtempSync(join(tmpdir(), 'strata-soak-'))
-  const control = new SoakControl(dir, `strata-soak-${process.pid}-${Date.now()}`)
+  const control = new SoakControl(dir)
   const tables: { name: string; schema: unknown }[] = [{ name: 'orders', schema: ordersSchema(o) }]
   if (o.totalsEvery > 0) tables.push({ name: 'totals', schema: totalsSchema(o) })
 
@@ -551,6 +558,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     visibilityTimeoutSeconds: o.visibilityTimeoutSeconds,
     maxReceiveCount: o.maxReceiveCount,
     timeoutMs: o.timeoutMs,
+    isolation: o.isolation,
     ...(o.backendInProcess
       ? { latency: o.s3LatencyMs > 0 ? { firstByteMs: o.s3LatencyMs, applies: (r: { url: string }) => r.url.startsWith('/strata-local/') } : undefined }
       : { backendProcess: { firstByteMs: o.s3LatencyMs, pathPrefix: '/strata-local/' } }),
@@ -597,6 +605,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
           env: { ...rt.env, STRATA_TABLE: t.name, AWS_LAMBDA_FUNCTION_NAME: `strata-${t.name}-maintenance`, STRATA_ORPHAN_OLDER_THAN_MS: String(o.orphanOlderThanMs) },
           maxEnvironments: 1,
           timeoutMs: 300_000,
+          isolation: o.isolation,
         }),
       )
     }

@@ -1,28 +1,29 @@
 // Fault injection for the soak (bench/soak.ts, test/soak.test.ts), on both sides of the
-// worker-thread boundary. The soak process arms a fault by writing a file into a control
+// boundary between the soak and the function environments (worker threads or processes of
+// their own: local/runtime/execution-environment.ts). The soak process arms a fault by writing a file into a control
 // directory; the next invocation of the named function claims it with a rename (only one
 // rename of a file succeeds, so exactly one invocation gets each fault), appends what it did
 // to a log, and misbehaves:
 // - throw: the handler fails before doing anything (a function error; SQS redelivers);
-// - exit-at-write: the thread exits at the k-th S3 write of the invocation, before that
+// - exit-at-write: the environment exits at the k-th S3 write of the invocation, before that
 //   write is sent or after it landed (k from the share the soak chose, scaled by the writes
 //   this environment's previous invocation made), so crashes fall anywhere from the first
 //   data file to the snapshot and the LATEST hint;
-// - exit-after-return: the handler finished (committed, jobs enqueued) and the thread exits
+// - exit-after-return: the handler finished (committed, jobs enqueued) and the environment exits
 //   before the poller can delete the messages: redelivery of work that is done.
-// Restarts go over a BroadcastChannel every thread of the process shares: on `restart` every
-// environment of the role exits at once (busy ones mid-job), so the next invocations
-// cold-start. (Each environment's memory is asked through its pool: ExecutionEnvironmentPool.memory().)
+// Restarts go through the control directory too: the soak creates `restart/<role>-<seq>`,
+// which every environment of the role watches for (inotify on Linux, through fs.watch), and
+// each exits at once (busy ones mid-job), so the next invocations cold-start. A file, not a
+// worker_threads channel, so that it reaches environments that are processes of their own. (Each environment's memory is asked through its pool: ExecutionEnvironmentPool.memory().)
 //
 // The S3 write hook patches S3Store in the worker's own module instance; it stands for a
 // crash at an exact point of the write path, which a timer could hit only by chance.
-import { appendFileSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs'
+import { appendFileSync, mkdirSync, readFileSync, readdirSync, renameSync, watch, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { BroadcastChannel, isMainThread, threadId } from 'node:worker_threads'
+import { threadId } from 'node:worker_threads'
 import { S3Store } from '../../lib/store/s3-store.ts'
 
 export const CONTROL_DIR_ENV = 'STRATA_SOAK_CONTROL_DIR'
-export const CHANNEL_ENV = 'STRATA_SOAK_CHANNEL'
 
 export type Role = 'writer' | 'compactor'
 export type CrashKind = 'throw' | 'exit-at-write' | 'exit-after-return'
@@ -44,39 +45,34 @@ export interface FiredFault {
   kind: CrashKind | 'restart'
   /** epoch ms */
   at: number
-  threadId: number
+  /** the environment it struck: "<pid>.<threadId>" */
+  environment: string
   /** where it struck, in words: "before write 3 of ~12 (PutObject s3://…/bucket-1/data-….parquet)" */
   point: string
   /** SQS records of the invocation it struck; 0 for an idle environment killed by a restart */
   records: number
 }
 
-export type ControlMessage = { type: 'restart'; role: Role; seq: number }
-
 const ARMED = 'armed'
 const CLAIMED = 'claimed'
+const RESTART = 'restart'
 const FIRED_LOG = 'fired.jsonl'
 
 // ---- the soak process's side ----
 
 export class SoakControl {
   readonly dir: string
-  readonly channelName: string
-  private readonly channel: BroadcastChannel
   private readOffset = 0
 
-  constructor(dir: string, channelName: string) {
+  constructor(dir: string) {
     this.dir = dir
-    this.channelName = channelName
-    mkdirSync(join(dir, ARMED), { recursive: true })
-    mkdirSync(join(dir, CLAIMED), { recursive: true })
+    for (const sub of [ARMED, CLAIMED, RESTART]) mkdirSync(join(dir, sub), { recursive: true })
     writeFileSync(join(dir, FIRED_LOG), '')
-    this.channel = new BroadcastChannel(channelName)
   }
 
   /** The environment variables the wrapped handlers need. */
   env(): Record<string, string> {
-    return { [CONTROL_DIR_ENV]: this.dir, [CHANNEL_ENV]: this.channelName }
+    return { [CONTROL_DIR_ENV]: this.dir }
   }
 
   arm(fault: ArmedFault): void {
@@ -98,9 +94,9 @@ export class SoakControl {
     }
   }
 
+  /** Every environment of `role` alive now exits (those that start later do not see it). */
   restart(role: Role, seq: number): void {
-    const m: ControlMessage = { type: 'restart', role, seq }
-    this.channel.postMessage(m)
+    writeFileSync(join(this.dir, RESTART, `${role}-${seq}`), '')
   }
 
   /** Log lines appended since the last call. */
@@ -112,12 +108,10 @@ export class SoakControl {
     return lines.map((l) => JSON.parse(l) as FiredFault)
   }
 
-  close(): void {
-    this.channel.close()
-  }
+  close(): void {}
 }
 
-// ---- the handlers' side (inside a worker thread) ----
+// ---- the handlers' side (inside an environment) ----
 
 interface Current {
   fault: ArmedFault
@@ -138,10 +132,10 @@ function controlDir(): string | undefined {
   return process.env[CONTROL_DIR_ENV] || undefined
 }
 
-function logFired(f: Omit<FiredFault, 'at' | 'threadId'>): void {
+function logFired(f: Omit<FiredFault, 'at' | 'environment'>): void {
   const dir = controlDir()
   if (!dir) return
-  const line: FiredFault = { ...f, at: Date.now(), threadId }
+  const line: FiredFault = { ...f, at: Date.now(), environment: environmentName() }
   appendFileSync(join(dir, FIRED_LOG), JSON.stringify(line) + '\n')
 }
 
@@ -151,25 +145,28 @@ function die(point: string): never {
   process.exit(1)
 }
 
+/** This environment, unique among the soak's: its process and its thread within it. */
+function environmentName(): string {
+  return `${process.pid}.${threadId}`
+}
+
 /**
- * Sets up this environment for `r`: the restart listener and the S3 write hook.
- * Called once, at the top of a wrapper module.
+ * Sets up this environment for `r`: the restart watch and the S3 write hook. Called once, at
+ * the top of a wrapper module; a no-op outside an environment of the soak (no control
+ * directory in its environment variables, which only the soak's functions get).
  */
 export function installSoakControl(r: Role): void {
-  if (isMainThread || role !== null) return
+  const dir = controlDir()
+  if (!dir || role !== null) return
   role = r
-  const name = process.env[CHANNEL_ENV]
-  if (name) {
-    const channel = new BroadcastChannel(name)
-    channel.unref()
-    channel.onmessage = (event) => {
-      const m = (event as MessageEvent).data as ControlMessage
-      if (m.type === 'restart' && m.role === role) {
-        logFired({ seq: m.seq, role: m.role, kind: 'restart', point: busy > 0 ? 'busy: killed mid-invocation' : 'idle', records: current?.records ?? 0 })
-        process.exit(1)
-      }
+  const watcher = watch(join(dir, RESTART), (_event, file) => {
+    const m = typeof file === 'string' ? /^(writer|compactor)-(\d+)$/.exec(file) : null
+    if (m && m[1] === role) {
+      logFired({ seq: Number(m[2]), role: role, kind: 'restart', point: busy > 0 ? 'busy: killed mid-invocation' : 'idle', records: current?.records ?? 0 })
+      process.exit(1)
     }
-  }
+  })
+  watcher.unref()
   const proto = S3Store.prototype as unknown as Record<'put' | 'putIfAbsent', (this: S3Store, key: string, data: Uint8Array) => Promise<unknown>>
   for (const method of ['put', 'putIfAbsent'] as const) {
     const original = proto[method]
@@ -199,7 +196,7 @@ function claim(r: Role): ArmedFault | null {
     return null
   }
   for (const n of names) {
-    const to = join(dir, CLAIMED, `${n}.${threadId}`)
+    const to = join(dir, CLAIMED, `${n}.${environmentName()}`)
     try {
       renameSync(join(dir, ARMED, n), to)
     } catch {
