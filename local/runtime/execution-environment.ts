@@ -19,8 +19,8 @@
 //              thread on a 2-core machine), and each environment holds a Node runtime of its
 //              own (about 70 MB of RSS for a trivial handler). Messages cross the IPC channel
 //              (structured clone, like a thread's postMessage); what only threads of one
-//              process share does not reach it (a BroadcastChannel, as soak-control.ts's
-//              restarts use).
+//              process share (a BroadcastChannel) does not reach it, so the soak's fault
+//              control goes through files (soak-control.ts).
 // Both behave alike to callers (same results, errors, timeouts and replacement); the
 // environment's thread or process sits behind a small EnvironmentHost port below.
 //
