@@ -223,6 +223,19 @@ describe.each(['thread', 'process'] as const)("each environment's memory, as it 
     for (const pid of [x.pid, y.pid]) expect(() => process.kill(pid, 0)).toThrow(expect.objectContaining({ code: 'ESRCH' }))
   })
 
+  it('says whether each environment was in an invocation when it answered', async () => {
+    const p = pool({ handlerModule: PROBE, maxEnvironments: 2, memoryLimitInMB: 128 })
+    // two warm environments, then one of them sleeping in an invocation while the other idles
+    await Promise.all([p.invoke({ op: 'sleep', ms: 300 }), p.invoke({ op: 'sleep', ms: 300 })])
+    const sleeping = p.invoke({ op: 'sleep', ms: 1500 })
+    await new Promise((r) => setTimeout(r, 200))
+    const during = await p.memory()
+    expect(during.map((m) => m.busy).sort()).toEqual([false, true])
+    const busyId = during.find((m) => m.busy)!.environmentId
+    expect((await sleeping).environmentId).toBe(busyId)
+    expect((await p.memory()).map((m) => m.busy)).toEqual([false, false])
+  })
+
   it("passes a handler's stderr on to this process's", async () => {
     const p = pool({ handlerModule: WHOAMI, memoryLimitInMB: 128 })
     const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true)

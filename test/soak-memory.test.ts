@@ -92,7 +92,7 @@ describe('memory verdict', () => {
     // the host flat at 300 MB; environment 11 flat at 120 MB through the range, 12 growing 1
     // MB/min through it, 13 started at 600 s and filling its caches (20 MB/min: its own
     // warm-up); on settled samples only, as the soak sends them
-    const env = (pid: number, role: 'writer' | 'compactor', rssMb: number) => ({ role, pid, rssMb, heapUsedMb: rssMb / 2, heapTotalMb: rssMb / 2 + 5 })
+    const env = (pid: number, role: 'writer' | 'compactor', rssMb: number, busy = false) => ({ role, pid, rssMb, heapUsedMb: rssMb / 2, heapTotalMb: rssMb / 2 + 5, busy })
     const withProcesses = (growing: number) =>
       run(() => 300).map((s) => {
         if (!s.memory.settled) return s
@@ -104,7 +104,7 @@ describe('memory verdict', () => {
     it('judges the host and each environment that lived through the range, one by one', () => {
       const v = memoryVerdict(withProcesses(1), 450, 900, 2)
       expect(v.slopes.rss).toBe(0)
-      expect(v.processes!.throughout.map((p) => [p.pid, p.role, p.rss])).toEqual([[11, 'writer', 0], [12, 'compactor', 1]])
+      expect(v.processes!.throughout.map((p) => [p.pid, p.role, p.rss, p.samples, p.count])).toEqual([[11, 'writer', 0, 'idle', 46], [12, 'compactor', 1, 'idle', 46]])
       expect(v.processes!.throughout[1].heap).toBeCloseTo(0.5, 5)
       expect(v.processes!.throughout[1].nonHeap).toBeCloseTo(0.5, 5)
       expect(v.processes!.maxRss).toBe(1)
@@ -121,6 +121,26 @@ describe('memory verdict', () => {
       expect(v.slopes.rss).toBe(0)
       expect(v.processes!.maxRss).toBe(3)
       expect(v.flat).toBe(false)
+    })
+
+    it("takes an environment's slope between its invocations: a job's data held at sample time is not growth", () => {
+      // environment 12 flat at 110 MB between invocations; busy in every third sample, holding
+      // a job's 40 MB, more often towards the end (as a compactor whose jobs grow would be)
+      const samples = run(() => 300).map((s, i) => {
+        if (!s.memory.settled) return s
+        const busy = s.t > 700 ? i % 20 !== 0 : i % 30 === 0
+        return { ...s, memory: { ...s.memory, processes: [env(11, 'writer', 120), env(12, 'compactor', busy ? 150 : 110, busy)] } }
+      })
+      const v = memoryVerdict(samples, 450, 900, 2)
+      const twelve = v.processes!.throughout.find((p) => p.pid === 12)!
+      expect(twelve).toMatchObject({ rss: 0, samples: 'idle' })
+      expect(twelve.count).toBeGreaterThanOrEqual(10)
+      expect(v.flat).toBe(true)
+      // with fewer than 10 idle samples, every sample counts, and the busy ones show
+      const busier = run(() => 300).map((s) => (s.memory.settled ? { ...s, memory: { ...s.memory, processes: [env(12, 'compactor', s.t > 860 ? 110 : 150, s.t <= 860)] } } : s))
+      const w = memoryVerdict(busier, 450, 900, 2)
+      expect(w.processes!.throughout[0]).toMatchObject({ samples: 'all', count: 46 })
+      expect(w.processes!.throughout[0].rss!).toBeLessThan(-2)
     })
 
     it('is absent when the environments are threads of the host', () => {

@@ -98,6 +98,8 @@ export interface EnvironmentProcess {
   rssMb: number
   heapUsedMb: number
   heapTotalMb: number
+  /** in an invocation when it answered (EnvironmentMemory.busy) */
+  busy: boolean
 }
 
 export const mb = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10
@@ -191,7 +193,7 @@ export async function sampleMemory(pools: Record<Role, ExecutionEnvironmentPool[
   }
   const environmentMemories = await Promise.all(ROLES.map(async (r) => (await Promise.all(pools[r].map((p) => p.memory()))).flat()))
   const processes: EnvironmentProcess[] = ROLES.flatMap((role, i) =>
-    environmentMemories[i].filter((e) => e.rss !== undefined && e.pid !== undefined).map((e) => ({ role, pid: e.pid!, rssMb: mb(e.rss!), heapUsedMb: mb(e.heapUsed), heapTotalMb: mb(e.heapTotal) })),
+    environmentMemories[i].filter((e) => e.rss !== undefined && e.pid !== undefined).map((e) => ({ role, pid: e.pid!, rssMb: mb(e.rss!), heapUsedMb: mb(e.heapUsed), heapTotalMb: mb(e.heapTotal), busy: e.busy })),
   )
   const isolated = processes.length > 0
   const roles = Object.fromEntries(ROLES.map((r, i) => [r, roleMemory(environmentMemories[i])])) as Record<Role, RoleMemory>
@@ -296,10 +298,26 @@ export interface MemoryVerdict {
    * host and every environment that lived through the whole range each stayed within the
    * limit. An environment that started or ended inside the range (started on demand, or
    * replaced after a fault) is its own warm-up: counted, listed, and left out of the
-   * criterion. null when the environments are threads of the host.
+   * criterion. An environment's slopes are over the samples it gave between invocations
+   * (`samples: 'idle'`), when there are at least 10: one that answers in the middle of a
+   * compaction holds that job's columns and buffers, tens of MB that come and go with the
+   * timing of the sample, and what is asked is whether what it keeps from one invocation to
+   * the next grows. null when the environments are threads of the host.
    */
   processes: {
-    throughout: { role: Role; pid: number; rss: number | null; heap: number | null; nonHeap: number | null; rssFirstMb: number | null; rssLastMb: number | null }[]
+    throughout: {
+      role: Role
+      pid: number
+      rss: number | null
+      heap: number | null
+      nonHeap: number | null
+      rssFirstMb: number | null
+      rssLastMb: number | null
+      /** the samples the slopes are over: those taken between invocations, or (fewer than 10 of those) every one */
+      samples: 'idle' | 'all'
+      /** how many samples that is */
+      count: number
+    }[]
     /** environments seen inside the range that did not live through all of it */
     partial: { role: Role; pid: number; fromSecond: number; toSecond: number }[]
     /** the steepest RSS slope among `throughout` */
@@ -401,15 +419,19 @@ function processVerdict(
       partial.push({ role, pid, fromSecond: Math.round(points[0].t), toSecond: Math.round(points[points.length - 1].t) })
       continue
     }
-    const per = (f: (p: EnvironmentProcess) => number) => slopeOf(points.map(({ t, p }) => [t, f(p)]))
+    const idle = points.filter(({ p }) => !p.busy)
+    const used = idle.length >= 10 ? idle : points
+    const per = (f: (p: EnvironmentProcess) => number) => slopeOf(used.map(({ t, p }) => [t, f(p)]))
     throughout.push({
       role,
       pid,
       rss: per((p) => p.rssMb),
       heap: per((p) => p.heapUsedMb),
       nonHeap: per((p) => p.rssMb - p.heapTotalMb),
-      rssFirstMb: medianOf(points.filter(({ t }) => t < fromSecond + 60).map(({ p }) => p.rssMb)),
-      rssLastMb: medianOf(points.filter(({ t }) => t > toSecond - 60).map(({ p }) => p.rssMb)),
+      rssFirstMb: medianOf(used.filter(({ t }) => t < fromSecond + 60).map(({ p }) => p.rssMb)),
+      rssLastMb: medianOf(used.filter(({ t }) => t > toSecond - 60).map(({ p }) => p.rssMb)),
+      samples: used === idle ? 'idle' : 'all',
+      count: used.length,
     })
   }
   const slopes = throughout.map((p) => p.rss).filter((k): k is number => k !== null)
@@ -446,7 +468,7 @@ function processDetail(p: NonNullable<MemoryVerdict['processes']>, f: (x: number
   const byRole = ROLES.map((role) => {
     const own = p.throughout.filter((e) => e.role === role)
     if (!own.length) return null
-    const each = own.map((e) => `${f(e.rss)} (heap ${f(e.heap)}, non-heap ${f(e.nonHeap)}; ${f(e.rssFirstMb)} → ${f(e.rssLastMb)} MB)`).join(', ')
+    const each = own.map((e) => `${f(e.rss)} (heap ${f(e.heap)}, non-heap ${f(e.nonHeap)}; ${f(e.rssFirstMb)} → ${f(e.rssLastMb)} MB; ${e.count} ${e.samples === 'idle' ? 'idle' : 'busy or idle'} samples)`).join(', ')
     return `${role}: ${each}`
   }).filter((x) => x !== null)
   const partial = p.partial.map((e) => `${e.role} ${e.fromSecond}–${e.toSecond} s`).join(', ')

@@ -72,6 +72,11 @@ export interface EnvironmentMemory extends ThreadMemory {
   invocations: number
   /** the environment did not answer in time (busy on the CPU): these are its last answered figures */
   stale: boolean
+  /**
+   * the environment was starting for, or running, an invocation when it answered: its heap then
+   * holds that invocation's data as well as what it keeps between invocations
+   */
+  busy: boolean
 }
 
 /** What an execution environment is: a worker thread of this process, or a child process of its own (the file's comment). */
@@ -476,7 +481,7 @@ export class ExecutionEnvironmentPool {
               environment.memoryRequests.delete(id)
               if (memory) environment.lastMemory = memory
               const figures = memory ?? (timedOut ? environment.lastMemory : undefined)
-              resolve(figures ? { ...figures, environmentId: environment.id, invocations: environment.invocations, stale: memory === null } : null)
+              resolve(figures ? { ...figures, environmentId: environment.id, invocations: environment.invocations, stale: memory === null, busy: environment.current !== undefined || environment.assigned !== undefined } : null)
             }
             environment.memoryRequests.set(id, settle)
             const message: ToWorker = { type: 'memory', id, collect }
