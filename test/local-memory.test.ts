@@ -236,6 +236,23 @@ describe.each(['thread', 'process'] as const)("each environment's memory, as it 
     expect((await p.memory()).map((m) => m.busy)).toEqual([false, false])
   })
 
+  it('between invocations: asks a busy environment once its invocation ends, and starts none there until it answered', async () => {
+    const p = pool({ handlerModule: PROBE, maxEnvironments: 1, memoryLimitInMB: 128 })
+    await p.invoke({ op: 'sleep', ms: 10 })
+    const events: string[] = []
+    const first = p.invoke({ op: 'sleep', ms: 800 }).then((r) => events.push('first ended') && r)
+    await new Promise((r) => setTimeout(r, 100))
+    const measured = p.memory({ timeoutMs: 10_000, collect: true, settleMs: 300, betweenInvocations: true }).then((m) => events.push('measured') && m)
+    // queued behind the measurement: it must not start before the environment answered
+    const second = p.invoke({ op: 'info' }).then((r) => events.push('second ended') && r)
+    const [memory] = await Promise.all([measured, first, second])
+    expect(events).toEqual(['first ended', 'measured', 'second ended'])
+    expect(memory).toHaveLength(1)
+    expect(memory[0]).toMatchObject({ busy: false, stale: false })
+    // an idle environment is measured at once
+    expect(await p.memory({ betweenInvocations: true })).toMatchObject([{ busy: false, stale: false }])
+  })
+
   it("passes a handler's stderr on to this process's", async () => {
     const p = pool({ handlerModule: WHOAMI, memoryLimitInMB: 128 })
     const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true)

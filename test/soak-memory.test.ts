@@ -92,7 +92,7 @@ describe('memory verdict', () => {
     // the host flat at 300 MB; environment 11 flat at 120 MB through the range, 12 growing 1
     // MB/min through it, 13 started at 600 s and filling its caches (20 MB/min: its own
     // warm-up); on settled samples only, as the soak sends them
-    const env = (pid: number, role: 'writer' | 'compactor', rssMb: number, busy = false) => ({ role, pid, rssMb, heapUsedMb: rssMb / 2, heapTotalMb: rssMb / 2 + 5, busy })
+    const env = (pid: number, role: 'writer' | 'compactor', rssMb: number, busy = false) => ({ role, pid, rssMb, heapUsedMb: rssMb / 2, heapTotalMb: rssMb / 2 + 5, busy, stale: false })
     const withProcesses = (growing: number) =>
       run(() => 300).map((s) => {
         if (!s.memory.settled) return s
@@ -141,6 +141,9 @@ describe('memory verdict', () => {
       const w = memoryVerdict(busier, 450, 900, 2)
       expect(w.processes!.throughout[0]).toMatchObject({ samples: 'all', count: 46 })
       expect(w.processes!.throughout[0].rss!).toBeLessThan(-2)
+      // a stale answer repeats an earlier one: never a point of the slope
+      const stale = run(() => 300).map((s) => (s.memory.settled ? { ...s, memory: { ...s.memory, processes: [{ ...env(12, 'compactor', s.t > 800 ? 400 : 110), stale: s.t > 800 }] } } : s))
+      expect(memoryVerdict(stale, 450, 900, 2).processes!.throughout[0]).toMatchObject({ rss: 0, count: 36 })
     })
 
     it('is absent when the environments are threads of the host', () => {

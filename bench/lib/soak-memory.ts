@@ -98,8 +98,10 @@ export interface EnvironmentProcess {
   rssMb: number
   heapUsedMb: number
   heapTotalMb: number
-  /** in an invocation when it answered (EnvironmentMemory.busy) */
+  /** in an invocation when it answered (ThreadMemory.busy) */
   busy: boolean
+  /** did not answer in time: these are its previous answer's figures (EnvironmentMemory.stale) */
+  stale: boolean
 }
 
 export const mb = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10
@@ -181,19 +183,35 @@ const SETTLE_MS = 1500
 const gc = (globalThis as { gc?: () => void }).gc
 
 /**
+ * How long a settled sample waits for an environment that is in an invocation to end it:
+ * twice the writers' and compactors' p99 invocation in the soak. A maintenance run can take
+ * longer; its environment is then given with its last answer, marked stale, and the verdict
+ * leaves such samples out.
+ */
+const BETWEEN_INVOCATIONS_TIMEOUT_MS = 10_000
+
+/**
  * One sample of the whole process: main thread, every pool's environments, /proc.
- * `settle`: collect every isolate first (a settled sample; only with --expose-gc).
+ * `settle`: collect every isolate first (a settled sample; only with --expose-gc). An
+ * environment that is a process of its own is then read between two of its invocations
+ * (ExecutionEnvironmentPool.memory()'s betweenInvocations): collected, given SETTLE_MS, read,
+ * and only then handed its next invocation; one in an invocation is read when that ends.
  */
 export async function sampleMemory(pools: Record<Role, ExecutionEnvironmentPool[]>, withArenas: boolean, settle = false): Promise<MemorySample> {
   const settled = settle && gc !== undefined
+  const betweenInvocations = (p: ExecutionEnvironmentPool) => settled && p.isolation === 'process'
+  let early: Map<ExecutionEnvironmentPool, Promise<EnvironmentMemory[]>> = new Map()
   if (settled) {
     gc!()
-    await Promise.all(ROLES.flatMap((r) => pools[r].map((p) => p.memory(5000, true))))
+    early = new Map(
+      ROLES.flatMap((r) => pools[r].filter(betweenInvocations)).map((p) => [p, p.memory({ timeoutMs: BETWEEN_INVOCATIONS_TIMEOUT_MS, collect: true, settleMs: SETTLE_MS, betweenInvocations: true })]),
+    )
+    await Promise.all(ROLES.flatMap((r) => pools[r].filter((p) => !betweenInvocations(p)).map((p) => p.memory({ timeoutMs: 5000, collect: true }))))
     await new Promise((resolve) => setTimeout(resolve, SETTLE_MS))
   }
-  const environmentMemories = await Promise.all(ROLES.map(async (r) => (await Promise.all(pools[r].map((p) => p.memory()))).flat()))
+  const environmentMemories = await Promise.all(ROLES.map(async (r) => (await Promise.all(pools[r].map((p) => early.get(p) ?? p.memory()))).flat()))
   const processes: EnvironmentProcess[] = ROLES.flatMap((role, i) =>
-    environmentMemories[i].filter((e) => e.rss !== undefined && e.pid !== undefined).map((e) => ({ role, pid: e.pid!, rssMb: mb(e.rss!), heapUsedMb: mb(e.heapUsed), heapTotalMb: mb(e.heapTotal), busy: e.busy })),
+    environmentMemories[i].filter((e) => e.rss !== undefined && e.pid !== undefined).map((e) => ({ role, pid: e.pid!, rssMb: mb(e.rss!), heapUsedMb: mb(e.heapUsed), heapTotalMb: mb(e.heapTotal), busy: e.busy, stale: e.stale })),
   )
   const isolated = processes.length > 0
   const roles = Object.fromEntries(ROLES.map((r, i) => [r, roleMemory(environmentMemories[i])])) as Record<Role, RoleMemory>
@@ -299,7 +317,8 @@ export interface MemoryVerdict {
    * limit. An environment that started or ended inside the range (started on demand, or
    * replaced after a fault) is its own warm-up: counted, listed, and left out of the
    * criterion. An environment's slopes are over the samples it gave between invocations
-   * (`samples: 'idle'`), when there are at least 10: one that answers in the middle of a
+   * (`samples: 'idle'`; the soak asks for them so), when there are at least 10, and never over
+   * a stale answer (a repeat of the previous one): one that answers in the middle of a
    * compaction holds that job's columns and buffers, tens of MB that come and go with the
    * timing of the sample, and what is asked is whether what it keeps from one invocation to
    * the next grows. null when the environments are threads of the host.
@@ -419,8 +438,9 @@ function processVerdict(
       partial.push({ role, pid, fromSecond: Math.round(points[0].t), toSecond: Math.round(points[points.length - 1].t) })
       continue
     }
-    const idle = points.filter(({ p }) => !p.busy)
-    const used = idle.length >= 10 ? idle : points
+    const answered = points.filter(({ p }) => !p.stale)
+    const idle = answered.filter(({ p }) => !p.busy)
+    const used = idle.length >= 10 ? idle : answered
     const per = (f: (p: EnvironmentProcess) => number) => slopeOf(used.map(({ t, p }) => [t, f(p)]))
     throughout.push({
       role,

@@ -72,11 +72,27 @@ export interface EnvironmentMemory extends ThreadMemory {
   invocations: number
   /** the environment did not answer in time (busy on the CPU): these are its last answered figures */
   stale: boolean
+}
+
+/** What ExecutionEnvironmentPool.memory() asks of each environment. */
+export interface MemoryRequestOptions {
+  /** how long to wait for an environment's answer before giving its last one, marked stale; default 1000 */
+  timeoutMs?: number
   /**
-   * the environment was starting for, or running, an invocation when it answered: its heap then
-   * holds that invocation's data as well as what it keeps between invocations
+   * a full GC first (a no-op unless the environment runs with --expose-gc: a thread when this
+   * process does, a process when this process was started with it); default false
    */
-  busy: boolean
+  collect?: boolean
+  /** after the GC, how long the environment waits before reading, for V8 to unmap the pages it freed (on a background thread); default 0 */
+  settleMs?: number
+  /**
+   * an environment in an invocation is asked once that invocation has ended, and none starts
+   * an invocation until it has answered, so that its figures are what it keeps from one
+   * invocation to the next, not a job's data in flight (`timeoutMs` must then cover an
+   * invocation). Default false: every environment is asked at once, and its answer says
+   * whether an invocation was in progress (ThreadMemory.busy).
+   */
+  betweenInvocations?: boolean
 }
 
 /** What an execution environment is: a worker thread of this process, or a child process of its own (the file's comment). */
@@ -378,6 +394,10 @@ interface Environment {
   invocations: number
   /** memory requests sent and not yet answered, by request id */
   memoryRequests: Map<number, (memory: ThreadMemory | null) => void>
+  /** memory requests to send once the invocation in progress has ended, before the next one (memory()'s betweenInvocations) */
+  afterInvocation: ToWorker[]
+  /** betweenInvocations memory requests not yet answered: while any is, no invocation is dispatched here */
+  held: number
   /** the environment's last answer to a memory request */
   lastMemory?: ThreadMemory
 }
@@ -466,10 +486,9 @@ export class ExecutionEnvironmentPool {
    * own V8 heap, external and ArrayBuffer bytes; a process also its RSS and pid). One that does
    * not answer within `timeoutMs` (busy on the CPU) is given with its last answer, marked
    * stale; one that never answered, or exited meanwhile, is left out.
-   * `collect`: each environment runs a full GC first (a no-op unless it runs with --expose-gc:
-   * a thread when this process does, a process when this process was started with it)
    */
-  async memory(timeoutMs = 1000, collect = false): Promise<EnvironmentMemory[]> {
+  async memory(opts: MemoryRequestOptions = {}): Promise<EnvironmentMemory[]> {
+    const { timeoutMs = 1000, collect = false, settleMs = 0, betweenInvocations = false } = opts
     const answers = await Promise.all(
       this.environments.filter((e) => e.ready).map(
         (environment) =>
@@ -478,14 +497,19 @@ export class ExecutionEnvironmentPool {
             const timer = setTimeout(() => settle(null, true), timeoutMs)
             const settle = (memory: ThreadMemory | null, timedOut = false) => {
               clearTimeout(timer)
-              environment.memoryRequests.delete(id)
+              if (!environment.memoryRequests.delete(id)) return
+              if (betweenInvocations && --environment.held === 0) this.dispatch()
               if (memory) environment.lastMemory = memory
               const figures = memory ?? (timedOut ? environment.lastMemory : undefined)
-              resolve(figures ? { ...figures, environmentId: environment.id, invocations: environment.invocations, stale: memory === null, busy: environment.current !== undefined || environment.assigned !== undefined } : null)
+              resolve(figures ? { ...figures, environmentId: environment.id, invocations: environment.invocations, stale: memory === null } : null)
             }
             environment.memoryRequests.set(id, settle)
-            const message: ToWorker = { type: 'memory', id, collect }
-            environment.host.post(message)
+            const message: ToWorker = { type: 'memory', id, collect, settleMs }
+            if (!betweenInvocations) return environment.host.post(message)
+            // held out of dispatch() until it answers, so no invocation starts while it is measured
+            environment.held++
+            if (environment.current !== undefined || environment.assigned !== undefined) environment.afterInvocation.push(message)
+            else environment.host.post(message)
           }),
       ),
     )
@@ -558,7 +582,7 @@ export class ExecutionEnvironmentPool {
 
   private dispatch(): void {
     while (this.queue.length > 0 && !this.closed) {
-      const idle = this.environments.find((e) => e.ready && e.current === undefined && e.assigned === undefined)
+      const idle = this.environments.find((e) => e.ready && e.current === undefined && e.assigned === undefined && e.held === 0)
       if (idle) {
         this.run(idle, this.queue.shift()!, false)
       } else if (this.maxEnvironments === null || this.environments.length < this.maxEnvironments) {
@@ -584,7 +608,7 @@ export class ExecutionEnvironmentPool {
         this.onExit(environment, exit)
       },
     })
-    const environment: Environment = { id, host, ready: false, assigned: first, invocations: 0, memoryRequests: new Map() }
+    const environment: Environment = { id, host, ready: false, assigned: first, invocations: 0, memoryRequests: new Map(), afterInvocation: [], held: 0 }
     if (this.onLogLine && host.stdout) {
       const onLine = this.onLogLine
       createInterface({ input: host.stdout, crlfDelay: Infinity }).on('line', (line) => onLine(line, environment.id))
@@ -634,6 +658,8 @@ export class ExecutionEnvironmentPool {
     } else {
       current.pending.settle({ ok: false, error: message.error, crashed: false, ...common })
     }
+    // asked for between invocations: sent before the next invocation, so answered before it runs
+    for (const request of environment.afterInvocation.splice(0)) environment.host.post(request)
     this.dispatch()
   }
 

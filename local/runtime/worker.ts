@@ -36,7 +36,7 @@ export interface ErrorInfo {
   stack?: string
 }
 
-export type ToWorker = { type: 'invoke'; id: number; eventJson: string; context: ContextData; deadline: number } | { type: 'memory'; id: number; collect?: boolean }
+export type ToWorker = { type: 'invoke'; id: number; eventJson: string; context: ContextData; deadline: number } | { type: 'memory'; id: number; collect?: boolean; settleMs?: number }
 
 /**
  * One environment's memory as its own isolate sees it (process.memoryUsage()), bytes; rss and
@@ -54,6 +54,11 @@ export interface ThreadMemory {
   cachedBytes: number
   /** committed bytes of each of the isolate's V8 heap spaces (new_space, old_space, code_space, …), which add up to heapTotal */
   spaces: Record<string, number>
+  /**
+   * an invocation was in progress when these were read (its data then sits in the heap too,
+   * beside what the environment keeps between invocations)
+   */
+  busy: boolean
   /** the resident set of the environment's own process: 'process' isolation only */
   rss?: number
   /** the environment's process id: 'process' isolation only */
@@ -125,9 +130,18 @@ async function serve(channel: Channel, init: WorkerInit): Promise<void> {
       // a full collection first, when asked and the process runs with --expose-gc (the soak's
       // settled samples): the heap's committed size then follows its live data
       if (message.collect) (globalThis as { gc?: () => void }).gc?.()
+      // and a wait, when asked, for V8 to return the pages it freed (a background task)
+      if (message.settleMs) {
+        setTimeout(() => post({ type: 'memory', id: message.id, memory: threadMemory(channel.ownProcess) }), message.settleMs)
+        return
+      }
       return post({ type: 'memory', id: message.id, memory: threadMemory(channel.ownProcess) })
     }
-    void invoke(handler, message).then(post)
+    running++
+    void invoke(handler, message).then((result) => {
+      running--
+      post(result)
+    })
   })
 }
 
@@ -161,9 +175,12 @@ async function invoke(handler: Handler, message: Extract<ToWorker, { type: 'invo
   }
 }
 
+/** invocations this environment is serving (0 or 1: the pool sends one at a time) */
+let running = 0
+
 function threadMemory(ownProcess: boolean): ThreadMemory {
   const { heapUsed, heapTotal, external, arrayBuffers, rss } = process.memoryUsage()
-  const memory: ThreadMemory = { heapUsed, heapTotal, external, arrayBuffers, cachedBytes: cachedBytesInIsolate(), spaces: heapSpaces() }
+  const memory: ThreadMemory = { heapUsed, heapTotal, external, arrayBuffers, cachedBytes: cachedBytesInIsolate(), spaces: heapSpaces(), busy: running > 0 }
   if (ownProcess) Object.assign(memory, { rss, pid: process.pid })
   return memory
 }
