@@ -240,11 +240,15 @@ describe.each(['thread', 'process'] as const)("each environment's memory, as it 
     const p = pool({ handlerModule: PROBE, maxEnvironments: 1, memoryLimitInMB: 128 })
     await p.invoke({ op: 'sleep', ms: 10 })
     const events: string[] = []
-    const first = p.invoke({ op: 'sleep', ms: 800 }).then((r) => events.push('first ended') && r)
+    const note = <T>(what: string) => (value: T): T => {
+      events.push(what)
+      return value
+    }
+    const first = p.invoke({ op: 'sleep', ms: 800 }).then(note('first ended'))
     await new Promise((r) => setTimeout(r, 100))
-    const measured = p.memory({ timeoutMs: 10_000, collect: true, settleMs: 300, betweenInvocations: true }).then((m) => events.push('measured') && m)
+    const measured = p.memory({ timeoutMs: 10_000, collect: true, settleMs: 300, betweenInvocations: true }).then(note('measured'))
     // queued behind the measurement: it must not start before the environment answered
-    const second = p.invoke({ op: 'info' }).then((r) => events.push('second ended') && r)
+    const second = p.invoke({ op: 'info' }).then(note('second ended'))
     const [memory] = await Promise.all([measured, first, second])
     expect(events).toEqual(['first ended', 'measured', 'second ended'])
     expect(memory).toHaveLength(1)
