@@ -92,7 +92,7 @@ describe('memory verdict', () => {
     // the host flat at 300 MB; environment 11 flat at 120 MB through the range, 12 growing 1
     // MB/min through it, 13 started at 600 s and filling its caches (20 MB/min: its own
     // warm-up); on settled samples only, as the soak sends them
-    const env = (pid: number, role: 'writer' | 'compactor', rssMb: number, busy = false) => ({ role, pid, rssMb, heapUsedMb: rssMb / 2, heapTotalMb: rssMb / 2 + 5, busy, stale: false })
+    const env = (pid: number, role: 'writer' | 'compactor', rssMb: number, busy = false) => ({ role, pid, rssMb, heapUsedMb: rssMb / 2, heapTotalMb: rssMb / 2 + 5, newSpaceMb: 16, busy, stale: false })
     const withProcesses = (growing: number) =>
       run(() => 300).map((s) => {
         if (!s.memory.settled) return s
@@ -112,8 +112,22 @@ describe('memory verdict', () => {
       expect(v.processes!.partial).toEqual([{ role: 'compactor', pid: 13, fromSecond: 600, toSecond: 900 }])
       expect(v.processes!.totalRss!).toBeGreaterThan(20)
       expect(v.flat).toBe(true)
-      expect(v.criterion).toMatch(/for the host process and for each environment's process that lived through the range/)
-      expect(memoryDetail(v)).toMatch(/the host process's RSS 0 MB\/min.*2 lived through the range, steepest RSS slope 1 MB\/min.*1 started or ended inside it \(their own warm-up, not counted: compactor 600–900 s\)/)
+      expect(v.criterion).toMatch(/for the host process, and of RSS less its young generation for each environment's process that lived through the range/)
+      expect(memoryDetail(v)).toMatch(/the host process's RSS 0 MB\/min.*2 lived through the range, steepest slope of RSS less the young generation 1 MB\/min.*1 started or ended inside it \(their own warm-up, not counted: compactor 600–900 s\)/)
+    })
+
+    it("judges an environment's RSS less its young generation, whose second half a sample's collection may uncommit", () => {
+      // flat at 110 MB less a young generation of 16 MB in the first half of the range (an
+      // idle isolate's), 32 MB in the second (a busy one's): RSS steps up 16 MB
+      const samples = run(() => 300).map((s) => {
+        if (!s.memory.settled) return s
+        const young = s.t < 675 ? 16 : 32
+        return { ...s, memory: { ...s.memory, processes: [{ ...env(12, 'compactor', 94 + young), newSpaceMb: young }] } }
+      })
+      const v = memoryVerdict(samples, 450, 900, 2)
+      expect(v.processes!.throughout[0].rss!).toBeGreaterThan(2)
+      expect(v.processes!.throughout[0].rssLessYoung).toBe(0)
+      expect(v.flat).toBe(true)
     })
 
     it('fails when one environment grows past the limit, though the host stays flat', () => {
