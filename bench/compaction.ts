@@ -9,18 +9,26 @@
 //   deletes removing the row), columnar and by rows;
 // - DuckDB doing the same merge (latest _SEQUENCE_NUMBER per key, deletes dropped, sorted,
 //   COPY to Parquet) on the very same 5 Parquet files;
-// - peak RSS against rows (1/4, 1/2, all of them in 5 runs) and against runs (10 runs).
+// - peak RSS against rows (1/4, 1/2, all of them in 5 runs) and against runs (10 runs);
+// - with --compression, the columnar full compaction (deletion vectors off) and DuckDB
+//   single-threaded once per `file.compression` listed, each on a fixture written with that
+//   codec (DuckDB writing the same codec and level), with input and output file sizes.
 // Each job runs in a fresh child process on a fresh copy of a prebuilt table, and reports
 // its own peak RSS (VmHWM; bench/lib/child.ts says why not maxRSS); local disk, and the
 // embedded S3 backend unless --no-s3.
 //
 //   npx tsx bench/compaction.ts [--quick] [--runs 3] [--no-s3] [--profile] [--heap-probe]
+//                                [--compression snappy,zstd,zstd:3]
 //
+// --compression takes codecs of `file.compression` (none, snappy, gzip, zstd), zstd with an
+// optional `:level` (`file.compression.zstd-level`, default 1 as Paimon's); zstd needs a Node
+// whose node:zlib writes it (>= 22.15). Every other job runs at the table default (snappy).
 // --quick divides every row count by 10. --profile also runs each local compaction once
 // under `node --cpu-prof` and prints where its CPU went. --heap-probe finds, for the
 // rows/runs series, the smallest `--max-old-space-size` each compaction completes in.
 
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
+import zlib from 'node:zlib'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { compactBucket } from '../lib/lsm/compact-task.ts'
@@ -29,6 +37,7 @@ import { LocalFileStore } from '../lib/store/local-store.ts'
 import { openStore } from '../lib/store/open-store.ts'
 import { S3Store } from '../lib/store/s3-store.ts'
 import { Table } from '../lib/table/table.ts'
+import { StrataInputError } from '../lib/types.ts'
 import type { EmbeddedBackend } from '../local/embedded.ts'
 import { parseBenchArgs } from './lib/args.ts'
 import { type ChildReport, reportToParent, runChild, timed } from './lib/child.ts'
@@ -58,11 +67,47 @@ interface CompactReport extends ChildReport {
   outputFiles: number
   outputLevel: number | null
   columnarSteps: number
+  /** bytes of the data files the compaction wrote (local disk only, else null) */
+  outputBytes: number | null
 }
 
 interface DuckReport extends ChildReport {
   rowsOut: number
   threads: number
+  outputBytes: number
+}
+
+/** One `file.compression` (and zstd level) of the --compression series. */
+interface CodecVariant {
+  /** as given on the command line: `snappy`, `zstd`, `zstd:3` */
+  name: string
+  compression: 'none' | 'snappy' | 'gzip' | 'zstd'
+  /** zstd level; null for the other codecs */
+  level: number | null
+}
+
+function parseCodecs(list: string): CodecVariant[] {
+  const variants = list.split(',').map((raw): CodecVariant => {
+    const name = raw.trim().toLowerCase()
+    const m = /^(none|snappy|gzip|zstd)(?::(-?\d+))?$/.exec(name)
+    if (!m || (m[2] !== undefined && m[1] !== 'zstd')) throw new StrataInputError(`--compression: ${JSON.stringify(raw)} is not one of none, snappy, gzip, zstd or zstd:LEVEL`)
+    const compression = m[1] as CodecVariant['compression']
+    return { name, compression, level: compression === 'zstd' ? Number(m[2] ?? 1) : null }
+  })
+  if (variants.some((v) => v.compression === 'zstd') && typeof (zlib as { zstdCompressSync?: unknown }).zstdCompressSync !== 'function') {
+    throw new StrataInputError(`--compression zstd needs node:zlib zstdCompressSync (Node >= 22.15); this is Node ${process.versions.node}`)
+  }
+  return variants
+}
+
+function codecTableOptions(v: CodecVariant): Record<string, string> {
+  return { 'file.compression': v.compression, ...(v.level === null ? {} : { 'file.compression.zstd-level': String(v.level) }) }
+}
+
+/** The data files of a local bucket directory and their sizes. */
+function parquetSizes(dir: string): Map<string, number> {
+  if (!existsSync(dir)) return new Map()
+  return new Map(readdirSync(dir).filter((n) => n.endsWith('.parquet')).map((n) => [n, statSync(join(dir, n)).size]))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -75,17 +120,24 @@ async function childMain(argv: string[]): Promise<void> {
     const [uri, mode, path = 'auto'] = rest
     const table = await Table.open(openStore(uri))
     const mergePath = path as MergePathRequest
+    const bucketDir = uri.includes('://') ? null : join(uri, 'bucket-0')
+    const before = bucketDir === null ? null : parquetSizes(bucketDir)
     const { value: r, seconds, cpuSeconds } = await timed(() => compactBucket(table, { partition: NO_PARTITION, bucket: 0, full: mode === 'full', mergePath }))
     if (r.snapshotId === null) throw new Error(`compaction of ${uri} (${mode}) found nothing to do`)
-    reportToParent({ seconds, cpuSeconds, rowsIn: r.rowsIn, rowsOut: r.rowsOut, rowsDeletedByVector: r.rowsDeletedByVector, inputFiles: r.inputFiles, outputFiles: r.outputFiles, outputLevel: r.outputLevel, columnarSteps: r.columnarSteps ?? 0 })
+    let outputBytes: number | null = null
+    if (bucketDir !== null) {
+      outputBytes = 0
+      for (const [name, size] of parquetSizes(bucketDir)) if (!before!.has(name)) outputBytes += size
+    }
+    reportToParent({ seconds, cpuSeconds, rowsIn: r.rowsIn, rowsOut: r.rowsOut, rowsDeletedByVector: r.rowsDeletedByVector, inputFiles: r.inputFiles, outputFiles: r.outputFiles, outputLevel: r.outputLevel, columnarSteps: r.columnarSteps ?? 0, outputBytes })
   } else if (job === 'idle') {
     // what a compaction child holds before it compacts: modules loaded, table and snapshot read
     const table = await Table.open(openStore(rest[0]))
     await table.snapshots.latest()
     reportToParent({ seconds: 0, cpuSeconds: 0 })
   } else if (job === 'duckdb') {
-    const [out, threads, ...files] = rest
-    reportToParent(await duckdbCompact(files, out, Number(threads)))
+    const [out, threads, codec, ...files] = rest
+    reportToParent(await duckdbCompact(files, out, Number(threads), codec))
   } else {
     throw new Error(`unknown child job ${JSON.stringify(job)}`)
   }
@@ -93,9 +145,12 @@ async function childMain(argv: string[]): Promise<void> {
 
 /**
  * DuckDB's version of the merge: newest row per key by _SEQUENCE_NUMBER, keys whose newest
- * row is a retract (-U 1, -D 3) dropped, sorted by key, written as one snappy Parquet file.
+ * row is a retract (-U 1, -D 3) dropped, sorted by key, written as one Parquet file (snappy,
+ * or `codec` as --compression spells it: `zstd:1` is zstd at level 1).
  */
-export function duckdbSql(files: string[], out: string): string {
+export function duckdbSql(files: string[], out: string, codec = 'snappy'): string {
+  const [name, level] = codec.split(':')
+  const compression = name === 'none' ? 'uncompressed' : name
   const list = files.map((f) => `'${f.replaceAll("'", "''")}'`).join(', ')
   return `COPY (
   SELECT * EXCLUDE (rn) FROM (
@@ -104,19 +159,19 @@ export function duckdbSql(files: string[], out: string): string {
   )
   WHERE rn = 1 AND _VALUE_KIND NOT IN (1, 3)
   ORDER BY _KEY_id
-) TO '${out.replaceAll("'", "''")}' (FORMAT parquet, COMPRESSION snappy)`
+) TO '${out.replaceAll("'", "''")}' (FORMAT parquet, COMPRESSION ${compression}${level === undefined ? '' : `, COMPRESSION_LEVEL ${Number(level)}`})`
 }
 
-async function duckdbCompact(files: string[], out: string, threads: number): Promise<Omit<DuckReport, 'peakRssMb' | 'maxRssMb' | 'loadAvg'>> {
+async function duckdbCompact(files: string[], out: string, threads: number, codec: string): Promise<Omit<DuckReport, 'peakRssMb' | 'maxRssMb' | 'loadAvg'>> {
   const { DuckDBInstance } = await import('@duckdb/node-api')
   const instance = await DuckDBInstance.create(':memory:', { threads: String(threads) })
   const conn = await instance.connect()
-  const { seconds, cpuSeconds } = await timed(() => conn.run(duckdbSql(files, out)))
+  const { seconds, cpuSeconds } = await timed(() => conn.run(duckdbSql(files, out, codec)))
   const counted = await conn.runAndReadAll(`SELECT count(*)::INTEGER AS n FROM read_parquet('${out.replaceAll("'", "''")}')`)
   const rowsOut = Number(counted.getRowObjects()[0].n)
   conn.closeSync()
   instance.closeSync()
-  return { seconds, cpuSeconds, rowsOut, threads }
+  return { seconds, cpuSeconds, rowsOut, threads, outputBytes: statSync(out).size }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -245,7 +300,9 @@ function med<T extends ChildReport>(s: Series<T>, pick: (r: T) => number): numbe
 
 async function parentMain(argv: string[]): Promise<void> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
-  const args = parseBenchArgs(argv, ['--quick', '--no-s3', '--profile', '--heap-probe'], ['--runs'])
+  const args = parseBenchArgs(argv, ['--quick', '--no-s3', '--profile', '--heap-probe'], ['--runs'], ['--compression'])
+  const codecList = args.str('--compression', '')
+  const codecs = codecList === '' ? [] : parseCodecs(codecList)
   const quick = args.has('--quick')
   const runs = args.num('--runs', 3)
   const withS3 = !args.has('--no-s3')
@@ -287,6 +344,16 @@ async function parentMain(argv: string[]): Promise<void> {
       await buildFixture(work, 'full-aggregation', { rows, runs: 5, deletionVectors: false, kind: 'full', options: ENGINE_OPTIONS.aggregation }, plainPlan(rows, 5, keySpace)),
     ]
 
+    // --compression: the full compaction's fixture again per codec (the default's is fullOff)
+    const codecFixtures = new Map<string, Fixture>()
+    /** the codec as the DuckDB child takes it, its zstd level explicit (DuckDB's default is 3) */
+    const duckCodecName = new Map(codecs.map((v) => [v.name, v.level === null ? v.compression : `${v.compression}:${v.level}`]))
+    for (const v of codecs) {
+      if (codecFixtures.has(v.name)) continue
+      const isDefault = v.compression === 'snappy'
+      codecFixtures.set(v.name, isDefault ? fullOff : await buildFixture(work, `full-off-${v.name.replace(':', '')}`, { rows, runs: 5, deletionVectors: false, kind: 'full', options: codecTableOptions(v) }, plainPlan(rows, 5, keySpace)))
+    }
+
     const stores: Store[] = withS3 ? ['local', 's3'] : ['local']
     const mainJobs = (suffix: string, fixtures: Fixture[], store: Store): CompactJob[] => [
       { id: `full-off${suffix}`, label: 'full compaction, deletion vectors off (columnar merge)', fixture: fixtures[0], store, mode: 'full', path: 'auto' },
@@ -315,9 +382,14 @@ async function parentMain(argv: string[]): Promise<void> {
       { id: f.id, label: `full compaction, ${f.options!['merge-engine']} (columnar merge)`, fixture: f, store: 'local' as const, mode: 'full' as const, path: 'auto' as const },
       { id: `${f.id}-row`, label: `full compaction, ${f.options!['merge-engine']} (row merge)`, fixture: f, store: 'local' as const, mode: 'full' as const, path: 'row' as const },
     ])
-    const jobs = [...main, ...engines, ...scaling]
+    const codecJobs: CompactJob[] = [...codecFixtures]
+      .filter(([, f]) => f !== fullOff)
+      .map(([name, f]) => ({ id: f.id, label: `full compaction, deletion vectors off (columnar merge), file.compression ${name}`, fixture: f, store: 'local' as const, mode: 'full' as const, path: 'auto' as const }))
+    const jobs = [...main, ...engines, ...scaling, ...codecJobs]
     const results = new Map<string, Series<CompactReport>>(jobs.map((j) => [`${j.id}/${j.store}`, { reports: [] }]))
     const duck = new Map<number, Series<DuckReport>>([[machine.nproc, { reports: [] }], [1, { reports: [] }]])
+    /** DuckDB single-threaded on each non-default codec's fixture, writing that codec */
+    const duckCodec = new Map<string, Series<DuckReport>>([...codecFixtures].filter(([, f]) => f !== fullOff).map(([name]) => [name, { reports: [] }]))
     const idle = new Map<Store, number[]>(stores.map((s) => [s, []]))
     const inputFiles = dataFilesOf(fullOff)
     const inputBytes = inputFiles.reduce((n, f) => n + statSync(f).size, 0)
@@ -335,10 +407,17 @@ async function parentMain(argv: string[]): Promise<void> {
       }
       for (const [threads, series] of duck) {
         const out = join(work, 'runs', `duckdb-${threads}-${rep}.parquet`)
-        const r = await runChild<DuckReport>(import.meta.filename, ['duckdb', out, String(threads), ...duckFiles], { env: childEnv })
+        const r = await runChild<DuckReport>(import.meta.filename, ['duckdb', out, String(threads), 'snappy', ...duckFiles], { env: childEnv })
         rmSync(out, { force: true })
         series.reports.push(r)
         process.stderr.write(`run ${rep + 1}/${runs} duckdb threads=${threads}: ${r.rowsOut} rows, ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s, load ${r.loadAvg.toFixed(1)}), ${r.peakRssMb.toFixed(0)} MB\n`)
+      }
+      for (const [name, series] of duckCodec) {
+        const out = join(work, 'runs', `duckdb-${name.replace(':', '')}-${rep}.parquet`)
+        const r = await runChild<DuckReport>(import.meta.filename, ['duckdb', out, '1', duckCodecName.get(name)!, ...dataFilesOf(codecFixtures.get(name)!)], { env: childEnv })
+        rmSync(out, { force: true })
+        series.reports.push(r)
+        process.stderr.write(`run ${rep + 1}/${runs} duckdb threads=1 ${name}: ${r.rowsOut} rows, ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s, load ${r.loadAvg.toFixed(1)}), ${r.peakRssMb.toFixed(0)} MB\n`)
       }
     }
 
@@ -347,7 +426,10 @@ async function parentMain(argv: string[]): Promise<void> {
     for (const [threads, s] of duck) {
       if (s.reports.some((r) => r.rowsOut !== strataOut)) throw new Error(`DuckDB (threads=${threads}) wrote ${s.reports.map((r) => r.rowsOut).join('/')} rows, Strata ${strataOut}`)
     }
-    for (const j of main.filter((x) => x.mode === 'full')) {
+    for (const [name, s] of duckCodec) {
+      if (s.reports.some((r) => r.rowsOut !== strataOut)) throw new Error(`DuckDB (${name}) wrote ${s.reports.map((r) => r.rowsOut).join('/')} rows, Strata ${strataOut}`)
+    }
+    for (const j of [...main.filter((x) => x.mode === 'full'), ...codecJobs]) {
       const out = results.get(`${j.id}/${j.store}`)!.reports[0].rowsOut
       if (out !== strataOut) throw new Error(`full compaction ${j.id} (${j.store}) wrote ${out} rows, full-off on local disk ${strataOut}`)
     }
@@ -432,6 +514,23 @@ async function parentMain(argv: string[]): Promise<void> {
       ),
     )
 
+    if (codecs.length) {
+      const mib = (b: number | null) => (b === null ? '-' : (b / 2 ** 20).toFixed(1))
+      lines.push(`\n### file.compression: full compaction (deletion vectors off, columnar merge, local disk) and DuckDB 1 thread writing the same codec, on the same ${count(rows)} rows written with each codec, Node ${process.versions.node}, median of ${runs} runs\n`)
+      lines.push(
+        markdownTable(
+          ['file.compression', 'input MiB (5 files)', 'Strata out MiB', 'Strata wall s', 'Strata CPU s', 'Strata peak RSS (MB)', 'DuckDB out MiB', 'DuckDB wall s', 'DuckDB CPU s', 'wall ÷ DuckDB 1 thread snappy', 'CPU ÷ DuckDB 1 thread snappy', 'wall ÷ DuckDB same codec', 'CPU ÷ DuckDB same codec'],
+          [...codecFixtures].map(([name, f]) => {
+            const s = f === fullOff ? results.get('full-off/local')! : results.get(`${f.id}/local`)!
+            const d = f === fullOff ? duck1 : duckCodec.get(name)!
+            const [sw, sc, dw, dc] = [med(s, (x) => x.seconds), med(s, (x) => x.cpuSeconds), med(d, (x) => x.seconds), med(d, (x) => x.cpuSeconds)]
+            const inBytes = dataFilesOf(f).reduce((n, p) => n + statSync(p).size, 0)
+            return [name === 'zstd' ? 'zstd (level 1)' : name.replace(':', ' level '), mib(inBytes), mib(med(s, (x) => x.outputBytes ?? NaN)), sw.toFixed(2), sc.toFixed(2), med(s, (x) => x.peakRssMb).toFixed(0), mib(med(d, (x) => x.outputBytes)), dw.toFixed(2), dc.toFixed(2), (sw / duckSecs).toFixed(2), (sc / duckCpu).toFixed(2), (sw / dw).toFixed(2), (sc / dc).toFixed(2)]
+          }),
+        ),
+      )
+    }
+
     lines.push(`\n### Peak RSS against rows and sorted runs (full compaction, deletion vectors off, local disk), median of ${runs} runs\n`)
     const scaleRows = [quarter, half, fullOff, tenRuns].map((f) => {
       const s = results.get(`${f.id}/local`)!
@@ -470,6 +569,7 @@ async function parentMain(argv: string[]): Promise<void> {
       idleRssMb: idleMb,
       compaction: jobs.map((j) => ({ id: j.id, label: j.label, store: j.store, mode: j.mode, fixtureRows: j.fixture.rows, fixtureRuns: j.fixture.runs, reports: results.get(`${j.id}/${j.store}`)!.reports })),
       duckdb: [...duck].map(([threads, s]) => ({ threads, reports: s.reports })),
+      codecs: codecs.length ? [...codecFixtures].map(([name, f]) => ({ name, fixture: f.id, inputBytes: dataFilesOf(f).reduce((n, p) => n + statSync(p).size, 0), duckdb: f === fullOff ? 'duckdb threads=1' : duckCodec.get(name)!.reports })) : undefined,
       heapProbe: heapProbe?.map((p) => ({ id: p.fixture.id, rows: p.fixture.rows, runs: p.fixture.runs, failedAtMb: p.failedAtMb, minOldSpaceMb: p.minOldSpaceMb, report: p.report })),
       profiles,
     })

@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs'
-import zlib from 'node:zlib'
 import fc from 'fast-check'
 import { parquetMetadata } from 'hyparquet'
 import { parquetWriteBuffer } from 'hyparquet-writer'
@@ -16,6 +15,7 @@ import {
   type FileCompression,
 } from '../lib/format/data-file.ts'
 import { decimalByteLength } from '../lib/format/parquet-types.ts'
+import { withZstd, zlibAny } from './helpers/zstd.ts'
 import { StrataInputError, type DataField, type DataType, type KeyValue, type RowKind, type Value } from '../lib/types.ts'
 
 const MAX = 2147483647
@@ -168,42 +168,6 @@ function modelStats(types: DataType[], rows: Value[][], truncate: number): Colum
 }
 
 // --- helpers ---------------------------------------------------------------------------------
-
-/** A zstd frame of raw (stored) blocks: valid zstd without a zstd encoder (RFC 8878 §3.1.1). */
-function rawZstdFrame(input: Uint8Array): Uint8Array {
-  const block = 1 << 17
-  const parts: number[] = [0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x38] // magic, no content size, window 2^17
-  let off = 0
-  do {
-    const n = Math.min(block, input.length - off)
-    const last = off + n >= input.length ? 1 : 0
-    const header = (n << 3) | last // block type 0 = raw
-    parts.push(header & 0xff, (header >> 8) & 0xff, (header >> 16) & 0xff)
-    for (let i = 0; i < n; i++) parts.push(input[off + i])
-    off += n
-  } while (off < input.length)
-  return new Uint8Array(parts)
-}
-
-type ZstdFn = (input: Uint8Array, opts?: { params?: Record<number, number> }) => Uint8Array
-const zlibAny = zlib as unknown as { zstdCompressSync?: ZstdFn }
-
-/** Runs `fn` with node:zlib's zstd encoder, or with a stand-in writing stored blocks on Node < 22.15. */
-function withZstd<T>(fn: (calls: { params?: Record<number, number> }[]) => T): T {
-  const original = zlibAny.zstdCompressSync
-  const calls: { params?: Record<number, number> }[] = []
-  const base: ZstdFn = original ?? ((input) => rawZstdFrame(input))
-  zlibAny.zstdCompressSync = (input, opts) => {
-    calls.push(opts ?? {})
-    return base(input, opts)
-  }
-  try {
-    return fn(calls)
-  } finally {
-    if (original) zlibAny.zstdCompressSync = original
-    else delete zlibAny.zstdCompressSync
-  }
-}
 
 function counting(bytes: Uint8Array): ByteSource & { calls: [number, number][] } {
   const calls: [number, number][] = []

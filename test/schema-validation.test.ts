@@ -14,6 +14,7 @@ import { Table } from '../lib/table/table.ts'
 import { StrataInputError } from '../lib/types.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 import { compactBucket } from '../lib/lsm/compact-task.ts'
+import { withZstdAsync } from './helpers/zstd.ts'
 
 const FIELDS = [
   { name: 'dt', type: 'STRING' },
@@ -143,6 +144,24 @@ describe('options refused at create', () => {
         expect(await table.snapshots.latestId()).toBe(0)
       }
     }
+  })
+
+  it("file.compression.zstd-level reaches the page compressor of writes and compactions (default 1, Paimon's); a new table is held to <= 22", async () => {
+    for (const [options, level] of [[{}, 1], [{ 'file.compression.zstd-level': '3' }, 3]] as const) {
+      await withZstdAsync(async (calls) => {
+        const table = await Table.create(new MemoryStore(), schemaWith({ 'file.compression': 'zstd', ...options }))
+        await writeAndRead(table, [{ dt: 'd', id: 1, v: 'a' }])
+        await writeAndRead(table, [{ dt: 'd', id: 2, v: 'b' }])
+        const written = calls.length
+        expect(written).toBeGreaterThan(0)
+        const partition = (await table.manifests.liveEntries((await table.snapshots.latest())!))[0].partition
+        expect((await compactBucket(table, { partition, bucket: 0, full: true })).outputFiles).toBe(1)
+        expect(calls.length).toBeGreaterThan(written)
+        expect(calls.map((c) => c.params?.[100])).toEqual(calls.map(() => level))
+        expect(await readAll(table)).toHaveLength(2)
+      })
+    }
+    expect(await refusal(schemaWith({ 'file.compression.zstd-level': '23' }))).toMatch(/^option 'file\.compression\.zstd-level': invalid value "23", expected an integer <= 22/)
   })
 
   it('partition.default-name must not be empty (a blank partition value could name no directory)', async () => {

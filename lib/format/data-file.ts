@@ -125,7 +125,9 @@ function codecOf(compression: FileCompression, zstdLevel: number): Codec {
       if (typeof compress !== 'function') {
         throw new StrataInputError(`file.compression 'zstd' needs node:zlib zstdCompressSync (Node >= 22.15, e.g. Lambda nodejs22.x); this is Node ${process.versions.node}. Use 'snappy', 'gzip' or 'none'.`)
       }
-      // node:zlib keys zstd parameters by zstd.h's ZSTD_c_* numbers (compressionLevel = 100)
+      // node:zlib keys zstd parameters by zstd.h's ZSTD_c_* numbers (compressionLevel = 100).
+      // One frame per page; a level of -1 reaches zstd as its default (3): node:zlib stores
+      // parameters in a Uint32Array where 0xFFFFFFFF means "not set" (checked on 22.23).
       const levelKey = zlibExtra.constants.ZSTD_c_compressionLevel ?? 100
       return { codec: 'ZSTD', compressors: { ZSTD: (input) => compress(input, { params: { [levelKey]: zstdLevel } }) } }
     }

@@ -462,7 +462,7 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
       // Paimon's writer at their commit (createLookupMergeFunction)
       const fromLevel0 = lookup && step.runs.some((run) => run.some((f) => f.level === 0))
       const stepMerge = () => (fromLevel0 ? createLookupMergeFunction(table.mergeConfig) : createMergeFunction(table.mergeConfig))
-      const newWriter = () => new DataFileWriter({ keyFields: view.keyFields, valueFields: view.fields }, { compression: opts.fileCompression })
+      const newWriter = () => new DataFileWriter({ keyFields: view.keyFields, valueFields: view.fields }, { compression: opts.fileCompression, zstdLevel: opts.fileCompressionZstdLevel })
       if (choice.path === 'columnar') {
         // the same merge as below, without a record object per row: column batches in, a
         // permutation merged, columns gathered and written (lib/lsm/columnar-merge.ts)

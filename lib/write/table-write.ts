@@ -550,7 +550,7 @@ export class BatchWriter {
 
   #newFileWriter(): DataFileWriter {
     const view = this.#view
-    return new DataFileWriter({ keyFields: view.keyFields, valueFields: view.fields }, { compression: view.options.fileCompression })
+    return new DataFileWriter({ keyFields: view.keyFields, valueFields: view.fields }, { compression: view.options.fileCompression, zstdLevel: view.options.fileCompressionZstdLevel })
   }
 
   /** A group of the column buffer as a data file: sorted by a permutation, merged, gathered, written column by column. */
