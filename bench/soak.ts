@@ -2,9 +2,9 @@
 // handlers in worker threads) under a steady write load for minutes while writer and
 // compactor invocations crash at random points and the compactor's environments are killed,
 // then a drain and the checks: nothing lost, nothing twice, no snapshot pointing at a
-// missing file, lag back under a threshold after each fault, memory flat (RSS slope over the
-// second half of the load at most 2 MB/min, with the main thread's heap, every function
-// environment's heap and the non-heap rest reported apart: bench/lib/soak-memory.ts). What
+// missing file, lag back under a threshold after each fault, memory flat (over the second
+// half of the load, the host's RSS slope and each environment's, its young generation left
+// out, at most 2 MB/min each, heap and non-heap reported apart: bench/lib/soak-memory.ts). What
 // is run and measured: bench/lib/soak-run.ts. A short version runs in `npm test`
 // (test/soak.test.ts). --cache-mb sets the functions' STRATA_METADATA_CACHE_MB (default 8),
 // --footer-cache-mb their STRATA_FOOTER_CACHE_MB (default 2); --memory-from the second the
