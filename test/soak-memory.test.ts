@@ -107,7 +107,7 @@ describe('memory verdict', () => {
       expect(v.processes!.throughout.map((p) => [p.pid, p.role, p.rss, p.samples, p.count])).toEqual([[11, 'writer', 0, 'idle', 46], [12, 'compactor', 1, 'idle', 46]])
       expect(v.processes!.throughout[1].heap).toBeCloseTo(0.5, 5)
       expect(v.processes!.throughout[1].nonHeap).toBeCloseTo(0.5, 5)
-      expect(v.processes!.maxRss).toBe(1)
+      expect(v.processes!.maxRssLessYoung).toBe(1)
       // the late starter is listed, not judged; the sum moves with it
       expect(v.processes!.partial).toEqual([{ role: 'compactor', pid: 13, fromSecond: 600, toSecond: 900 }])
       expect(v.processes!.totalRss!).toBeGreaterThan(20)
@@ -133,7 +133,7 @@ describe('memory verdict', () => {
     it('fails when one environment grows past the limit, though the host stays flat', () => {
       const v = memoryVerdict(withProcesses(3), 450, 900, 2)
       expect(v.slopes.rss).toBe(0)
-      expect(v.processes!.maxRss).toBe(3)
+      expect(v.processes!.maxRssLessYoung).toBe(3)
       expect(v.flat).toBe(false)
     })
 

@@ -356,7 +356,7 @@ export interface MemoryVerdict {
     /** environments seen inside the range that did not live through all of it */
     partial: { role: Role; pid: number; fromSecond: number; toSecond: number }[]
     /** the steepest judged slope (rssLessYoung) among `throughout` */
-    maxRss: number | null
+    maxRssLessYoung: number | null
     /** the host's RSS plus every environment process's, summed (a diagnostic: it moves with the number of environments) */
     totalRss: number | null
   } | null
@@ -475,7 +475,7 @@ function processVerdict(
   return {
     throughout,
     partial,
-    maxRss: slopes.length ? Math.max(...slopes) : null,
+    maxRssLessYoung: slopes.length ? Math.max(...slopes) : null,
     totalRss: slopeOf(range.map((s) => [s.t, s.memory.rssMb + (s.memory.processes ?? []).reduce((a, p) => a + p.rssMb, 0)])),
   }
 }
@@ -510,7 +510,7 @@ function processDetail(p: NonNullable<MemoryVerdict['processes']>, f: (x: number
   }).filter((x) => x !== null)
   const partial = p.partial.map((e) => `${e.role} ${e.fromSecond}–${e.toSecond} s`).join(', ')
   return (
-    `the environments, a process each: ${p.throughout.length} lived through the range, steepest slope of RSS less the young generation ${f(p.maxRss)} MB/min; ${byRole.join('; ')}` +
+    `the environments, a process each: ${p.throughout.length} lived through the range, steepest slope of RSS less the young generation ${f(p.maxRssLessYoung)} MB/min; ${byRole.join('; ')}` +
     `; ${p.partial.length} started or ended inside it (their own warm-up, not counted${partial ? `: ${partial}` : ''})` +
     `; every process's RSS summed ${f(p.totalRss)} MB/min`
   )

@@ -131,11 +131,8 @@ async function serve(channel: Channel, init: WorkerInit): Promise<void> {
       // settled samples): the heap's committed size then follows its live data
       if (message.collect) (globalThis as { gc?: () => void }).gc?.()
       // and a wait, when asked, for V8 to return the pages it freed (a background task)
-      if (message.settleMs) {
-        setTimeout(() => post({ type: 'memory', id: message.id, memory: threadMemory(channel.ownProcess) }), message.settleMs)
-        return
-      }
-      return post({ type: 'memory', id: message.id, memory: threadMemory(channel.ownProcess) })
+      const answer = () => post({ type: 'memory', id: message.id, memory: threadMemory(channel.ownProcess) })
+      return message.settleMs ? void setTimeout(answer, message.settleMs) : answer()
     }
     running++
     void invoke(handler, message).then((result) => {
