@@ -127,6 +127,21 @@ export const COMMIT_QUEUE_RETENTION_SECONDS = 12 * 3600
  */
 export const COMPACTOR_TIMEOUT_SECONDS = 120
 
+/**
+ * Environment every Strata function's process starts with, in the stack and in the local
+ * runtime alike. glibc reads it once, at process start.
+ *
+ * MALLOC_MMAP_THRESHOLD_: allocations of 128 KiB and more (a compaction's page and column
+ * buffers) are always mapped, and returned to the system when freed. Unset, glibc raises the
+ * threshold to the largest such block freed so far (up to 32 MiB), and from then on serves
+ * blocks of that size from its heap, which keeps their high-water mark resident: a warm
+ * compactor's RSS stepped up by 18–22 MB after one larger job and stayed there (soak runs
+ * ac and af, docs/reliability.md). Fixed at 128 KiB (glibc's starting value) it costs about
+ * 5% of a compaction's CPU and saves about 10 MB of its peak RSS (docs/benchmarks.md, "What a
+ * fixed mmap threshold costs a compaction").
+ */
+export const FUNCTION_PROCESS_ENVIRONMENT: Readonly<Record<string, string>> = { MALLOC_MMAP_THRESHOLD_: '131072' }
+
 /** Each function's memory unless configured (the local runtime enforces the same on its worker threads). */
 export const DEFAULT_MEMORY_MB = { writer: 1024, reader: 1024, maintenance: 1024, compactor: 3008, committer: 1024 } as const
 

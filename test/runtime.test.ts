@@ -2,6 +2,7 @@
 // event-source pollers, the embedded S3 + SQS. Serialization per bucket under every
 // compaction.task-threads mapping, and recovery from crashes by redelivery.
 
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { readAll } from '../lib/read/table-read.ts'
@@ -9,6 +10,7 @@ import { tableStatus } from '../lib/cli/status.ts'
 import { Table } from '../lib/table/table.ts'
 import { type LocalRuntime, startLocalRuntime } from '../local/runtime/local-runtime.ts'
 import { sortRows } from './helpers/model.ts'
+import { FUNCTION_PROCESS_ENVIRONMENT } from '../cdk/config.ts'
 
 const HANDLERS = join(import.meta.dirname, 'fixtures', 'handlers')
 
@@ -129,4 +131,29 @@ describe('crash recovery by redelivery', () => {
       }
     })
   }
+})
+
+describe('function processes (isolation: process)', () => {
+  it("every function's process starts with the stack's process environment, which glibc reads at exec (/proc/<pid>/environ)", async () => {
+    const rt = await startLocalRuntime({ tables: [{ name: 't', schema: schema(2, 2) }], isolation: 'process', writerBatchingWindowMs: 100 })
+    try {
+      const table = await Table.open(rt.tables.get('t')!.table.store)
+      await rt.send(Array.from({ length: 8 }, (_, id) => JSON.stringify({ id, qty: 1 })))
+      await until('the pipeline to drain', () => drained(rt, table))
+      const t = rt.tables.get('t')!
+      const pools = { writer: rt.writerPool, compactor: t.pool, committer: t.committerPool }
+      for (const [role, pool] of Object.entries(pools)) {
+        const pids = (await pool.memory()).map((m) => m.pid)
+        expect(pids.length, role).toBeGreaterThan(0)
+        for (const pid of pids) {
+          expect(pid, role).not.toBe(process.pid)
+          // the environment the process was exec'd with, not what its JavaScript sees later
+          const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')
+          for (const [key, value] of Object.entries(FUNCTION_PROCESS_ENVIRONMENT)) expect(environ, `${role} ${pid}`).toContain(`${key}=${value}`)
+        }
+      }
+    } finally {
+      await rt.stop()
+    }
+  })
 })

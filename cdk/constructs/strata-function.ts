@@ -12,7 +12,7 @@ import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs'
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs'
 import { Construct } from 'constructs'
 import { BUNDLING, ENTRIES, type FunctionKind, REPO_ROOT } from '../bundling.ts'
-import type { FunctionSettings } from '../config.ts'
+import { FUNCTION_PROCESS_ENVIRONMENT, type FunctionSettings } from '../config.ts'
 import { acknowledge } from '../nag.ts'
 
 export const RUNTIME = Runtime.NODEJS_22_X
@@ -61,6 +61,7 @@ export class StrataFunction extends Construct {
       depsLockFilePath: join(REPO_ROOT, 'package-lock.json'),
       bundling: BUNDLING,
       environment: {
+        ...FUNCTION_PROCESS_ENVIRONMENT,
         // stack traces through the bundle's source map name the TypeScript files
         NODE_OPTIONS: '--enable-source-maps',
         POWERTOOLS_LOG_LEVEL: props.logLevel,

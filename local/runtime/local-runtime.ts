@@ -18,8 +18,10 @@ import { EventSourcePoller, type PollerOptions } from './poller.ts'
 // the stack's mapping of compaction.task-threads, so the local event sources behave as deployed
 import { compactorConcurrency } from '../../cdk/concurrency.ts'
 
-// the stack's default function memory, enforced on the execution environments as Lambda would
-import { DEFAULT_MEMORY_MB as FUNCTION_MEMORY_MB } from '../../cdk/config.ts'
+// the stack's default function memory, enforced on the execution environments as Lambda would,
+// and the environment every function's process starts with (an environment that is a thread
+// shares the host's allocator, so only `isolation: 'process'` applies the malloc settings)
+import { DEFAULT_MEMORY_MB as FUNCTION_MEMORY_MB, FUNCTION_PROCESS_ENVIRONMENT } from '../../cdk/config.ts'
 
 const FUNCTIONS = join(import.meta.dirname, '..', '..', 'functions')
 
@@ -186,6 +188,7 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
   }
   const feed = opts.feed ? await createQueue(sqs, 'strata-commit-feed', {}) : undefined
   const env: Record<string, string> = {
+    ...FUNCTION_PROCESS_ENVIRONMENT,
     ...handlerEnvironment(backend, Object.fromEntries(specs.map((s) => [s.name, { uri: s.uri, compactionQueueUrl: s.queue.url, commitQueueUrl: s.commitQueue.url, taskThreads: s.table.view.options.compactionTaskThreads }]))),
     STRATA_REJECT_URI: `s3://${bucket}/rejects`,
     ...opts.env,
