@@ -14,6 +14,7 @@ import { buildApp } from '../cdk/app.ts'
 import { DeployConfigError, parseDeployConfig } from '../cdk/config.ts'
 import { logicalIdOf } from '../cdk/nag.ts'
 import type { StrataStack } from '../cdk/stack.ts'
+import { testApp } from './helpers/cdk.ts'
 
 const CDK_CONTEXT = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'cdk.json'), 'utf8')).context
 
@@ -79,7 +80,7 @@ const entryOf = (name: string) => {
 }
 
 beforeAll(() => {
-  app = new App({ context: { ...CDK_CONTEXT, strata: CONFIG, 'aws:cdk:bundling-stacks': [] } })
+  app = testApp({ context: { ...CDK_CONTEXT, strata: CONFIG, 'aws:cdk:bundling-stacks': [] } })
   stack = buildApp(app).stack
   resources = Template.fromStack(stack).toJSON().Resources
 }, 60_000)

@@ -9,13 +9,13 @@ import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { App, Stack, Validations } from 'aws-cdk-lib'
+import { Stack, Validations } from 'aws-cdk-lib'
 import { Queue } from 'aws-cdk-lib/aws-sqs'
 import { Match } from 'aws-cdk-lib/assertions'
 import { AwsSolutionsChecks } from 'cdk-nag'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../cdk/app.ts'
-import { CDK_CONTEXT, type Synth, idOf, ofType, synth } from './helpers/cdk.ts'
+import { CDK_CONTEXT, type Synth, idOf, ofType, synth, testApp } from './helpers/cdk.ts'
 import { compactorConcurrency } from '../cdk/concurrency.ts'
 import { DeployConfigError, FUNCTION_PROCESS_ENVIRONMENT, configFromContext, loadDeployConfig, parseDeployConfig } from '../cdk/config.ts'
 import { schemaDifferences } from '../cdk/handlers/table-init.ts'
@@ -498,7 +498,7 @@ describe('cdk-nag AwsSolutions', () => {
   })
 
   it('does flag a resource that breaks a rule (the check is live)', () => {
-    const app = new App()
+    const app = testApp()
     const stack = new Stack(app, 'Probe')
     new Queue(stack, 'Plain')
     const rules = new AwsSolutionsChecks(app).validateScope(app).violations.map((v) => v.ruleName)
@@ -600,7 +600,7 @@ describe('deployment config', () => {
   })
 
   it('a bad config fails synth with its message', () => {
-    const app = new App({ context: { strata: { tables: [table({ bucket: 'many' })] } } })
+    const app = testApp({ context: { strata: { tables: [table({ bucket: 'many' })] } } })
     expect(() => buildApp(app)).toThrow(`strata config (context 'strata'): tables[0] ('t'): option 'bucket': invalid value "many", expected an integer in 1..32768`)
   })
 })

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { mkdtemp } from 'node:fs/promises'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -33,9 +33,13 @@ beforeAll(async () => {
   sqs = new SQSClient({ endpoint: backend.endpoint, region: backend.region, credentials: backend.credentials })
 })
 
+/** rendezvous directories, removed at the end */
+const dirs: string[] = []
+
 afterAll(async () => {
   sqs?.destroy()
   await backend?.stop()
+  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })))
 })
 
 interface Queue {
@@ -274,6 +278,7 @@ describe.each(['thread', 'process'] as const)('ExecutionEnvironmentPool (isolati
       // the first two meet in a directory while blocking their threads: they can only both
       // arrive if they run at once in two environments; the other two queue behind them
       const dir = await mkdtemp(join(tmpdir(), 'strata-rendezvous-'))
+      dirs.push(dir)
       const pending = [0, 1, 2, 3].map((i) => pool.invoke(i < 2 ? { op: 'rendezvous', dir, parties: 2 } : { op: 'spin', ms: 20 }))
       expect(pool.size).toBe(2)
       expect(pool.busy).toBe(2)
