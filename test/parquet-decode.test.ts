@@ -672,6 +672,22 @@ describe('broken files', () => {
     bytes.set(patched.getBytes(), start)
     await expect(readWith(bytes, layout, 'strata')).rejects.toThrow(/column v: data page of 51 values/)
   })
+
+  it('a page its codec refuses names the column', async () => {
+    const layout: DataFileLayout = {
+      keyFields: [{ id: 0, name: 'k', type: { root: 'BIGINT', nullable: false } }],
+      valueFields: [{ id: 0, name: 'k', type: { root: 'BIGINT', nullable: false } }, { id: 1, name: 'v', type: { root: 'INT', nullable: true } }],
+    }
+    const rows: KeyValue[] = Array.from({ length: 50 }, (_, i) => ({ key: [BigInt(i)], seq: 0n, kind: 0, value: [BigInt(i), i % 3 ? i : null] }))
+    const bytes = writeDataFile(layout, rows, { compression: 'snappy' }).bytes.slice()
+    const v = parquetMetadata(bytes.slice().buffer).row_groups[0].columns[4].meta_data!
+    // the page's compressed values (after its definition levels, which v2 keeps uncompressed) set to 0xff: snappy refuses them
+    const start = Number(v.dictionary_page_offset || v.data_page_offset)
+    const reader = { view: new DataView(bytes.buffer), offset: start }
+    const h = parquetHeader(reader)
+    bytes.fill(0xff, reader.offset + h.data_page_header_v2!.definition_levels_byte_length, reader.offset + h.compressed_page_size)
+    await expect(readWith(bytes, layout, 'strata')).rejects.toThrow(/column v: snappy: /)
+  })
 })
 
 // ---------------------------------------------------------------------------------------------

@@ -490,7 +490,13 @@ export class ColumnBuilder {
       if (raw.length !== size) throw new Error(`column ${this.#col.name}: uncompressed page holds ${raw.length} bytes, its header says ${size}`)
       return raw
     }
-    const out = decompress(raw, size)
+    let out: Uint8Array
+    try {
+      out = decompress(raw, size)
+    } catch (e) {
+      // the codec's own message says what is wrong, not where
+      throw new Error(`column ${this.#col.name}: ${(e as Error).message}`, { cause: e })
+    }
     if (out.length !== size) throw new Error(`column ${this.#col.name}: page decompressed to ${out.length} bytes, its header says ${size}`)
     return out
   }
