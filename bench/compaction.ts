@@ -10,15 +10,22 @@
 // - DuckDB doing the same merge (latest _SEQUENCE_NUMBER per key, deletes dropped, sorted,
 //   COPY to Parquet) on the very same 5 Parquet files;
 // - peak RSS against rows (1/4, 1/2, all of them in 5 runs) and against runs (10 runs);
+// - the columnar full compaction (deletion vectors off) in a warm process too: the child
+//   first compacts another copy of the same fixture, unmeasured, as a Lambda compactor's
+//   later jobs run (code compiled, heap grown);
 // - with --compression, the columnar full compaction (deletion vectors off) and DuckDB
 //   single-threaded once per `file.compression` listed, each on a fixture written with that
 //   codec (DuckDB writing the same codec and level), with input and output file sizes.
 // Each job runs in a fresh child process on a fresh copy of a prebuilt table, and reports
-// its own peak RSS (VmHWM; bench/lib/child.ts says why not maxRSS); local disk, and the
-// embedded S3 backend unless --no-s3.
+// its own peak RSS (VmHWM; bench/lib/child.ts says why not maxRSS) and, on Linux, the CPU
+// time of its main thread alone (/proc/thread-self/schedstat: the rest of a process's CPU is
+// V8's collector and compiler threads and libuv's file reads); local disk, and the embedded
+// S3 backend unless --no-s3. Strata's children start with the environment every deployed
+// function starts with (FUNCTION_PROCESS_ENVIRONMENT, cdk/config.ts: glibc's mmap threshold
+// fixed), unless this process has those variables set; DuckDB's with this process's.
 //
 //   npx tsx bench/compaction.ts [--quick] [--runs 3] [--no-s3] [--profile] [--heap-probe]
-//                                [--compression snappy,zstd,zstd:3]
+//                                [--compression snappy,zstd,zstd:3] [--no-function-env]
 //
 // --compression takes codecs of `file.compression` (none, snappy, gzip, zstd), zstd with an
 // optional `:level` (`file.compression.zstd-level`, default 1 as Paimon's); zstd needs a Node
@@ -26,8 +33,10 @@
 // --quick divides every row count by 10. --profile also runs each local compaction once
 // under `node --cpu-prof` and prints where its CPU went. --heap-probe finds, for the
 // rows/runs series, the smallest `--max-old-space-size` each compaction completes in.
+// --no-function-env starts Strata's children without the deployed functions' environment
+// (glibc's malloc as it comes: a dynamic mmap threshold).
 
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs'
 import zlib from 'node:zlib'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -47,6 +56,7 @@ import { type LoadPlan, NO_PARTITION, createBenchTable, loadBatches, loadCompact
 import { machineInfo, machineMarkdown } from './lib/machine.ts'
 import { OUT_DIR, markdownTable, writeResults } from './lib/report.ts'
 import { count, median, rate } from './lib/stats.ts'
+import { FUNCTION_PROCESS_ENVIRONMENT } from '../cdk/config.ts'
 
 const PACKAGES = ['hyparquet', 'hyparquet-writer', 'hyparquet-compressors', '@duckdb/node-api', '@duckdb/node-bindings', 'fauxqs', '@aws-sdk/client-s3', 'tsx']
 const DELETE_RATIO = 0.05
@@ -69,6 +79,8 @@ interface CompactReport extends ChildReport {
   columnarSteps: number
   /** bytes of the data files the compaction wrote (local disk only, else null) */
   outputBytes: number | null
+  /** CPU seconds of the child's main thread alone during the compaction (Linux; else null) */
+  mainThreadCpuSeconds: number | null
 }
 
 interface DuckReport extends ChildReport {
@@ -113,23 +125,36 @@ function parquetSizes(dir: string): Map<string, number> {
 // ---------------------------------------------------------------------------------------------
 // Child side
 
+/** CPU seconds this thread has run (Linux: /proc/thread-self/schedstat), or null. */
+function threadCpuSeconds(): number | null {
+  try {
+    return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e9
+  } catch {
+    return null
+  }
+}
+
 async function childMain(argv: string[]): Promise<void> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
   const [job, ...rest] = argv
   if (job === 'compact') {
-    const [uri, mode, path = 'auto'] = rest
-    const table = await Table.open(openStore(uri))
+    const [uri, mode, path = 'auto', warmUpUri] = rest
     const mergePath = path as MergePathRequest
+    // a warm process: the same compaction of another copy first, not measured
+    if (warmUpUri !== undefined) await compactBucket(await Table.open(openStore(warmUpUri)), { partition: NO_PARTITION, bucket: 0, full: mode === 'full', mergePath })
+    const table = await Table.open(openStore(uri))
     const bucketDir = uri.includes('://') ? null : join(uri, 'bucket-0')
     const before = bucketDir === null ? null : parquetSizes(bucketDir)
+    const main0 = threadCpuSeconds()
     const { value: r, seconds, cpuSeconds } = await timed(() => compactBucket(table, { partition: NO_PARTITION, bucket: 0, full: mode === 'full', mergePath }))
+    const main1 = threadCpuSeconds()
     if (r.snapshotId === null) throw new Error(`compaction of ${uri} (${mode}) found nothing to do`)
     let outputBytes: number | null = null
     if (bucketDir !== null) {
       outputBytes = 0
       for (const [name, size] of parquetSizes(bucketDir)) if (!before!.has(name)) outputBytes += size
     }
-    reportToParent({ seconds, cpuSeconds, rowsIn: r.rowsIn, rowsOut: r.rowsOut, rowsDeletedByVector: r.rowsDeletedByVector, inputFiles: r.inputFiles, outputFiles: r.outputFiles, outputLevel: r.outputLevel, columnarSteps: r.columnarSteps ?? 0, outputBytes })
+    reportToParent({ seconds, cpuSeconds, rowsIn: r.rowsIn, rowsOut: r.rowsOut, rowsDeletedByVector: r.rowsDeletedByVector, inputFiles: r.inputFiles, outputFiles: r.outputFiles, outputLevel: r.outputLevel, columnarSteps: r.columnarSteps ?? 0, outputBytes, mainThreadCpuSeconds: main0 === null || main1 === null ? null : main1 - main0 })
   } else if (job === 'idle') {
     // what a compaction child holds before it compacts: modules loaded, table and snapshot read
     const table = await Table.open(openStore(rest[0]))
@@ -201,11 +226,15 @@ interface CompactJob {
   mode: 'full' | 'auto'
   /** compactBucket's mergePath: 'auto' (columnar where supported) or 'row' */
   path: MergePathRequest
+  /** measured in a warm process, after the same compaction of another copy (local disk only) */
+  warm?: boolean
 }
 
 interface Env {
   work: string
   childEnv: NodeJS.ProcessEnv
+  /** Strata's compaction children: childEnv and the deployed functions' process environment */
+  compactEnv: NodeJS.ProcessEnv
   s3: { store(prefix: string): S3Store; uri(prefix: string): string } | null
 }
 
@@ -234,12 +263,20 @@ async function runCompactJob(env: Env, job: CompactJob, rep: number, nodeArgs: s
   const name = `${job.id}-${job.store}-${rep}`
   let uri: string
   let cleanup: () => Promise<void>
+  const warmUp: string[] = []
   if (job.store === 'local') {
     const dir = join(env.work, 'runs', name)
     cpSync(job.fixture.dir, dir, { recursive: true })
     uri = dir
-    cleanup = async () => rmSync(dir, { recursive: true, force: true })
+    if (job.warm) {
+      cpSync(job.fixture.dir, `${dir}-warm-up`, { recursive: true })
+      warmUp.push(`${dir}-warm-up`)
+    }
+    cleanup = async () => {
+      for (const d of [dir, ...warmUp]) rmSync(d, { recursive: true, force: true })
+    }
   } else {
+    if (job.warm) throw new Error(`${job.id}: a warm process is measured on local disk only`)
     const s3 = env.s3!
     const target = s3.store(name)
     await copyStore(new LocalFileStore(job.fixture.dir), target)
@@ -247,7 +284,7 @@ async function runCompactJob(env: Env, job: CompactJob, rep: number, nodeArgs: s
     cleanup = () => clearStore(target)
   }
   try {
-    return await runChild<CompactReport>(import.meta.filename, ['compact', uri, job.mode, job.path], { env: env.childEnv, nodeArgs })
+    return await runChild<CompactReport>(import.meta.filename, ['compact', uri, job.mode, job.path, ...warmUp], { env: env.compactEnv, nodeArgs })
   } finally {
     await cleanup()
   }
@@ -260,7 +297,7 @@ async function idleRss(env: Env, fixture: Fixture, store: Store): Promise<number
     await copyStore(new LocalFileStore(fixture.dir), env.s3!.store(name))
     uri = env.s3!.uri(name)
   }
-  const r = await runChild<ChildReport>(import.meta.filename, ['idle', uri], { env: env.childEnv })
+  const r = await runChild<ChildReport>(import.meta.filename, ['idle', uri], { env: env.compactEnv })
   if (store === 's3') await clearStore(env.s3!.store(name))
   return r.peakRssMb
 }
@@ -300,7 +337,7 @@ function med<T extends ChildReport>(s: Series<T>, pick: (r: T) => number): numbe
 
 async function parentMain(argv: string[]): Promise<void> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
-  const args = parseBenchArgs(argv, ['--quick', '--no-s3', '--profile', '--heap-probe'], ['--runs'], ['--compression'])
+  const args = parseBenchArgs(argv, ['--quick', '--no-s3', '--profile', '--heap-probe', '--no-function-env'], ['--runs'], ['--compression'])
   const codecList = args.str('--compression', '')
   const codecs = codecList === '' ? [] : parseCodecs(codecList)
   const quick = args.has('--quick')
@@ -314,7 +351,7 @@ async function parentMain(argv: string[]): Promise<void> {
 
   const childEnv: NodeJS.ProcessEnv = { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' }
   let backend: EmbeddedBackend | null = null
-  const env: Env = { work, childEnv, s3: null }
+  const env: Env = { work, childEnv, compactEnv: childEnv, s3: null }
   try {
     if (withS3) {
       const { startEmbeddedBackend } = await import('../local/embedded.ts')
@@ -329,6 +366,8 @@ async function parentMain(argv: string[]): Promise<void> {
       const client = backend.s3Client()
       env.s3 = { store: (prefix) => new S3Store({ bucket: 'bench', prefix, client }), uri: (prefix) => `s3://bench/${prefix}` }
     }
+    // Strata's children start as deployed functions do, unless told otherwise or already so
+    if (!args.has('--no-function-env')) env.compactEnv = { ...FUNCTION_PROCESS_ENVIRONMENT, ...childEnv }
 
     // fixtures, built once; every job compacts a fresh copy
     const keySpace = (rows * 3) / 5
@@ -364,6 +403,8 @@ async function parentMain(argv: string[]): Promise<void> {
       { id: `lift-on-row${suffix}`, label: 'deletion vectors on: 4 L0 runs lifted over a compacted top level (lookups; row merge)', fixture: fixtures[2], store, mode: 'auto', path: 'row' },
     ]
     const main = mainJobs('', [fullOff, fullOn, baseOn], 'local')
+    const warm: CompactJob = { id: 'full-off-warm', label: 'full compaction, deletion vectors off (columnar merge), warm process', fixture: fullOff, store: 'local', mode: 'full', path: 'auto', warm: true }
+    main.splice(1, 0, warm)
     if (withS3) {
       // The embedded backend (fastify under fauxqs 1.9) refuses bodies over 11 MiB with HTTP
       // 413, and S3Store.put sends a data file as one PutObject, so a 1M-row compaction's
@@ -452,7 +493,7 @@ async function parentMain(argv: string[]): Promise<void> {
       profiles = {}
       const dir = join(OUT_DIR, 'profiles')
       mkdirSync(dir, { recursive: true })
-      for (const job of main.filter((j) => j.store === 'local' && j.fixture.targetFileSize === undefined)) {
+      for (const job of main.filter((j) => j.store === 'local' && j.fixture.targetFileSize === undefined && !j.warm)) {
         const name = `compaction-${job.id}${quick ? '-quick' : ''}.cpuprofile`
         await runCompactJob(env, job, runs, ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-name', name])
         profiles[job.id] = summarizeCpuProfile(join(dir, name))
@@ -497,18 +538,20 @@ async function parentMain(argv: string[]): Promise<void> {
     const rowSeries = results.get('full-off-row/local')!
     const rowSecs = med(rowSeries, (x) => x.seconds)
     const rowCpu = med(rowSeries, (x) => x.cpuSeconds)
-    const vsLine = (engine: string, threads: number, s: Series<ChildReport & { rowsOut: number }>) => {
+    const vsLine = (engine: string, threads: number, s: Series<ChildReport & { rowsOut: number; mainThreadCpuSeconds?: number | null }>) => {
       const secs = med(s, (x) => x.seconds)
       const cpu = med(s, (x) => x.cpuSeconds)
-      return [engine, threads, secs.toFixed(2), cpu.toFixed(2), count(s.reports[0].rowsOut), med(s, (x) => x.peakRssMb).toFixed(0), (secs / duckSecs).toFixed(2), (cpu / duckCpu).toFixed(2), (secs / rowSecs).toFixed(2), (cpu / rowCpu).toFixed(2)]
+      const main = s.reports.every((r) => typeof r.mainThreadCpuSeconds === 'number') ? med(s, (x) => x.mainThreadCpuSeconds!).toFixed(2) : '-'
+      return [engine, threads, secs.toFixed(2), cpu.toFixed(2), main, count(s.reports[0].rowsOut), med(s, (x) => x.peakRssMb).toFixed(0), (secs / duckSecs).toFixed(2), (cpu / duckCpu).toFixed(2), (secs / rowSecs).toFixed(2), (cpu / rowCpu).toFixed(2)]
     }
     lines.push(`\n### Strata vs DuckDB on the same ${inputFiles.length} Parquet files (${(inputBytes / 2 ** 20).toFixed(1)} MiB, ${count(rows)} rows), local disk, median of ${runs} runs\n`)
     lines.push(
       markdownTable(
-        ['engine', 'threads', 'wall s', 'CPU s', 'rows out', 'peak RSS (MB)', 'wall ÷ DuckDB 1 thread', 'CPU ÷ DuckDB 1 thread', 'wall ÷ Strata row merge', 'CPU ÷ Strata row merge'],
+        ['engine', 'threads', 'wall s', 'CPU s', 'main thread CPU s', 'rows out', 'peak RSS (MB)', 'wall ÷ DuckDB 1 thread', 'CPU ÷ DuckDB 1 thread', 'wall ÷ Strata row merge', 'CPU ÷ Strata row merge'],
         [
           vsLine('Strata `compactBucket` full, deletion vectors off, row merge', 1, rowSeries),
           vsLine('Strata `compactBucket` full, deletion vectors off, columnar merge', 1, results.get('full-off/local')!),
+          vsLine('Strata `compactBucket` full, deletion vectors off, columnar merge, warm process', 1, results.get('full-off-warm/local')!),
           ...[...duck].map(([threads, s]) => vsLine(`DuckDB ${machine.packages['@duckdb/node-api']} window + COPY`, threads, s)),
         ],
       ),
