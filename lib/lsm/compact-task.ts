@@ -19,7 +19,7 @@ import { bucketIdentifier, fileIdentifier } from '../manifest/manifests.ts'
 import { byteSourceOf } from '../read/table-read.ts'
 import { BoundedStore, Uploads, startedAhead } from '../store/bounded.ts'
 import type { ObjectStore } from '../store/object-store.ts'
-import { dataFileMeta, decodeKey, partitionStatsOf } from '../table/file-meta.ts'
+import { dataFileMeta, decodeKey, newDataFileWriter, partitionStatsOf } from '../table/file-meta.ts'
 import { CHANGELOG_FILE_PREFIX, FileNamer } from '../table/paths.ts'
 import type { Table } from '../table/table.ts'
 import { commitUserFor } from '../write/table-write.ts'
@@ -462,7 +462,7 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
       // Paimon's writer at their commit (createLookupMergeFunction)
       const fromLevel0 = lookup && step.runs.some((run) => run.some((f) => f.level === 0))
       const stepMerge = () => (fromLevel0 ? createLookupMergeFunction(table.mergeConfig) : createMergeFunction(table.mergeConfig))
-      const newWriter = () => new DataFileWriter({ keyFields: view.keyFields, valueFields: view.fields }, { compression: opts.fileCompression, zstdLevel: opts.fileCompressionZstdLevel })
+      const newWriter = () => newDataFileWriter(view)
       if (choice.path === 'columnar') {
         // the same merge as below, without a record object per row: column batches in, a
         // permutation merged, columns gathered and written (lib/lsm/columnar-merge.ts)

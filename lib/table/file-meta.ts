@@ -1,8 +1,9 @@
-// DataFileMeta and SimpleStats from a data file's decoded statistics (docs/format.md "File statistics").
+// A table's data files: the writer of a new one, with the table's file options, and its
+// DataFileMeta and SimpleStats from the file's decoded statistics (docs/format.md "File statistics").
 
 import { deserializeBinaryRow, serializeBinaryRow } from '../format/binary-row.ts'
 import { compareValues } from '../format/compare.ts'
-import type { ColumnStats, DataFileStats } from '../format/data-file.ts'
+import { type ColumnStats, type DataFileStats, DataFileWriter } from '../format/data-file.ts'
 import type { DataFileMeta, DataType, ManifestEntry, SimpleStats, Value } from '../types.ts'
 import { withNullable } from './data-type.ts'
 import type { SchemaView } from './schema.ts'
@@ -14,6 +15,11 @@ function statsOf(types: DataType[], s: ColumnStats): SimpleStats {
     maxValues: serializeBinaryRow(nullable, s.max),
     nullCounts: s.nullCounts.map((n) => BigInt(n)),
   }
+}
+
+/** A writer of a new data file of the table: its layout, `file.compression` and `file.compression.zstd-level`. */
+export function newDataFileWriter(view: SchemaView): DataFileWriter {
+  return new DataFileWriter({ keyFields: view.keyFields, valueFields: view.fields }, { compression: view.options.fileCompression, zstdLevel: view.options.fileCompressionZstdLevel })
 }
 
 export function dataFileMeta(

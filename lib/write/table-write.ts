@@ -13,7 +13,7 @@
 import { bucketFunction } from '../format/bucket.ts'
 import { serializeBinaryRow } from '../format/binary-row.ts'
 import { rowComparator } from '../format/compare.ts'
-import { type DataFileStats, DataFileWriter } from '../format/data-file.ts'
+import type { DataFileStats } from '../format/data-file.ts'
 import { bucketPath, partitionPath } from '../format/partition-path.ts'
 import { createMergeFunction, engineTraits, sequenceComparator } from '../lsm/merge-function.ts'
 import { type DataType, type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, FileKind, RowKind, StrataInputError, isRetract } from '../types.ts'
@@ -21,7 +21,7 @@ import { BATCH_COMMIT_IDENTIFIER, type CommitResult, type Committer } from '../c
 import { bucketsScope } from '../manifest/bucket-scope.ts'
 import { bucketIdentifier, hex } from '../manifest/manifests.ts'
 import { mapBounded } from '../store/bounded.ts'
-import { dataFileMeta, partitionStatsOf } from '../table/file-meta.ts'
+import { dataFileMeta, newDataFileWriter, partitionStatsOf } from '../table/file-meta.ts'
 import { rowToJsonLine } from '../table/json-values.ts'
 import { CHANGELOG_FILE_PREFIX, FileNamer, MAX_PARTITION_DIR_BYTES, MAX_PARTITION_PATH_BYTES } from '../table/paths.ts'
 import type { SchemaView } from '../table/schema.ts'
@@ -548,16 +548,11 @@ export class BatchWriter {
     return written.flat()
   }
 
-  #newFileWriter(): DataFileWriter {
-    const view = this.#view
-    return new DataFileWriter({ keyFields: view.keyFields, valueFields: view.fields }, { compression: view.options.fileCompression, zstdLevel: view.options.fileCompressionZstdLevel })
-  }
-
   /** A group of the column buffer as a data file: sorted by a permutation, merged, gathered, written column by column. */
   #encodeColumns(cols: GroupColumns, shift: bigint): { bytes: Uint8Array; stats: DataFileStats } | null {
     const batch = cols.toFileColumns(shift, createMergeFunction(this.table.mergeConfig))
     if (batch === null) return null
-    const writer = this.#newFileWriter()
+    const writer = newDataFileWriter(this.#view)
     writer.writeColumns(batch)
     return writer.finish()
   }
@@ -577,14 +572,14 @@ export class BatchWriter {
   #encodeChangelogColumns(cols: GroupColumns, shift: bigint): { bytes: Uint8Array; stats: DataFileStats } | null {
     const batch = cols.toChangelogColumns(shift, this.#inChangelog)
     if (batch === null) return null
-    const writer = this.#newFileWriter()
+    const writer = newDataFileWriter(this.#view)
     writer.writeColumns(batch)
     return writer.finish()
   }
 
   /** A group of the 'rows' buffer as a changelog file: its records, unmerged, in key order (the reference; null: none). */
   #encodeChangelogRows(g: Group, shift: bigint, keyCmp: (a: Value[], b: Value[]) => number, seqCmp: (a: KeyValue, b: KeyValue) => number): { bytes: Uint8Array; stats: DataFileStats } | null {
-    const writer = this.#newFileWriter()
+    const writer = newDataFileWriter(this.#view)
     for (const kv of this.#sortedKeyValues(g, shift, keyCmp, seqCmp)) if (this.#inChangelog(kv.kind)) writer.write(kv)
     return writer.rowCount === 0 ? null : writer.finish()
   }
@@ -609,7 +604,7 @@ export class BatchWriter {
       const n = g.rows.length
       const kvs = this.#sortedKeyValues(g, shift, keyCmp, seqCmp)
       const mf = createMergeFunction(this.table.mergeConfig)
-      const writer = this.#newFileWriter()
+      const writer = newDataFileWriter(this.#view)
       for (let i = 0; i < n; ) {
         let j = i + 1
         while (j < n && keyCmp(kvs[i].key, kvs[j].key) === 0) j++
