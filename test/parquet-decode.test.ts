@@ -30,7 +30,7 @@ import { writePageHeader } from 'hyparquet-writer/src/datapage.js'
 import { describe, expect, it } from 'vitest'
 import { ColumnarFileReader } from '../lib/format/columnar-reader.ts'
 import { type Column, isTypedColumn } from '../lib/format/columnar-types.ts'
-import { type DataFileLayout, type DataFileWriterOptions, byteSource, dataFileSchema, readDataFile, writeDataFile } from '../lib/format/data-file.ts'
+import { type DataFileLayout, type DataFileWriterOptions, type FileCompression, byteSource, dataFileSchema, readDataFile, writeDataFile } from '../lib/format/data-file.ts'
 import { writeFooter } from '../lib/format/parquet-footer.ts'
 import { snappyDecompress } from '../lib/format/snappy.ts'
 import { snappyCompress } from '../lib/format/snappy.ts'
@@ -652,40 +652,36 @@ describe('snappy', () => {
 })
 
 describe('broken files', () => {
-  it('a truncated column chunk names the column', async () => {
-    const layout: DataFileLayout = {
-      keyFields: [{ id: 0, name: 'k', type: { root: 'BIGINT', nullable: false } }],
-      valueFields: [{ id: 0, name: 'k', type: { root: 'BIGINT', nullable: false } }, { id: 1, name: 'v', type: { root: 'INT', nullable: true } }],
-    }
-    const rows: KeyValue[] = Array.from({ length: 50 }, (_, i) => ({ key: [BigInt(i)], seq: 0n, kind: 0, value: [BigInt(i), i % 3 ? i : null] }))
-    const bytes = writeDataFile(layout, rows, { compression: 'none' }).bytes.slice()
-    const meta = parquetMetadata(bytes.slice().buffer)
-    const v = meta.row_groups[0].columns[4].meta_data!
-    // the page header's value count made larger than the row group: the data runs out
+  const layout: DataFileLayout = {
+    keyFields: [{ id: 0, name: 'k', type: { root: 'BIGINT', nullable: false } }],
+    valueFields: [{ id: 0, name: 'k', type: { root: 'BIGINT', nullable: false } }, { id: 1, name: 'v', type: { root: 'INT', nullable: true } }],
+  }
+  const rows: KeyValue[] = Array.from({ length: 50 }, (_, i) => ({ key: [BigInt(i)], seq: 0n, kind: 0, value: [BigInt(i), i % 3 ? i : null] }))
+
+  /** `rows` as a data file, and column v's one data page in it: where its header and its body start, and the header. */
+  function fileWithPage(compression: FileCompression) {
+    const bytes = writeDataFile(layout, rows, { compression }).bytes.slice()
+    const v = parquetMetadata(bytes.slice().buffer).row_groups[0].columns[4].meta_data!
     const start = Number(v.dictionary_page_offset || v.data_page_offset)
     const reader = { view: new DataView(bytes.buffer), offset: start }
-    const h = parquetHeader(reader)
+    const header = parquetHeader(reader)
+    return { bytes, start, body: reader.offset, header }
+  }
+
+  it('a truncated column chunk names the column', async () => {
+    const { bytes, start, body, header: h } = fileWithPage('none')
+    // the page header's value count made larger than the row group: the data runs out
     const patched = new ByteWriter()
     writePageHeader(patched, { ...h, data_page_header_v2: { ...h.data_page_header_v2!, num_values: 51, num_rows: 51 } } as Parameters<typeof writePageHeader>[1])
-    const headerLen = reader.offset - start
-    expect(patched.offset).toBe(headerLen)
+    expect(patched.offset).toBe(body - start)
     bytes.set(patched.getBytes(), start)
     await expect(readWith(bytes, layout, 'strata')).rejects.toThrow(/column v: data page of 51 values/)
   })
 
   it('a page its codec refuses names the column', async () => {
-    const layout: DataFileLayout = {
-      keyFields: [{ id: 0, name: 'k', type: { root: 'BIGINT', nullable: false } }],
-      valueFields: [{ id: 0, name: 'k', type: { root: 'BIGINT', nullable: false } }, { id: 1, name: 'v', type: { root: 'INT', nullable: true } }],
-    }
-    const rows: KeyValue[] = Array.from({ length: 50 }, (_, i) => ({ key: [BigInt(i)], seq: 0n, kind: 0, value: [BigInt(i), i % 3 ? i : null] }))
-    const bytes = writeDataFile(layout, rows, { compression: 'snappy' }).bytes.slice()
-    const v = parquetMetadata(bytes.slice().buffer).row_groups[0].columns[4].meta_data!
+    const { bytes, body, header: h } = fileWithPage('snappy')
     // the page's compressed values (after its definition levels, which v2 keeps uncompressed) set to 0xff: snappy refuses them
-    const start = Number(v.dictionary_page_offset || v.data_page_offset)
-    const reader = { view: new DataView(bytes.buffer), offset: start }
-    const h = parquetHeader(reader)
-    bytes.fill(0xff, reader.offset + h.data_page_header_v2!.definition_levels_byte_length, reader.offset + h.compressed_page_size)
+    bytes.fill(0xff, body + h.data_page_header_v2!.definition_levels_byte_length, body + h.compressed_page_size)
     await expect(readWith(bytes, layout, 'strata')).rejects.toThrow(/column v: snappy: /)
   })
 })

@@ -14,7 +14,7 @@ import { Table } from '../lib/table/table.ts'
 import { StrataInputError } from '../lib/types.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 import { compactBucket } from '../lib/lsm/compact-task.ts'
-import { withZstdAsync } from './helpers/zstd.ts'
+import { withZstd } from './helpers/zstd.ts'
 
 const FIELDS = [
   { name: 'dt', type: 'STRING' },
@@ -148,7 +148,7 @@ describe('options refused at create', () => {
 
   it("file.compression.zstd-level reaches the page compressor of writes and compactions (default 1, Paimon's); a new table is held to <= 22", async () => {
     for (const [options, level] of [[{}, 1], [{ 'file.compression.zstd-level': '3' }, 3]] as const) {
-      await withZstdAsync(async (calls) => {
+      await withZstd(async (calls) => {
         const table = await Table.create(new MemoryStore(), schemaWith({ 'file.compression': 'zstd', ...options }))
         await writeAndRead(table, [{ dt: 'd', id: 1, v: 'a' }])
         await writeAndRead(table, [{ dt: 'd', id: 2, v: 'b' }])

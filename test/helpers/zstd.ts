@@ -5,7 +5,7 @@
 import zlib from 'node:zlib'
 
 /** `input` as one zstd frame of raw blocks (RFC 8878 §3.1.1.2, Block_Type 0). */
-export function rawZstdFrame(input: Uint8Array): Uint8Array {
+function rawZstdFrame(input: Uint8Array): Uint8Array {
   const block = 1 << 17
   const parts: number[] = [0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x38] // magic, no content size, window 2^17
   let off = 0
@@ -20,30 +20,15 @@ export function rawZstdFrame(input: Uint8Array): Uint8Array {
   return new Uint8Array(parts)
 }
 
-export type ZstdFn = (input: Uint8Array, opts?: { params?: Record<number, number> }) => Uint8Array
+type ZstdFn = (input: Uint8Array, opts?: { params?: Record<number, number> }) => Uint8Array
 export const zlibAny = zlib as unknown as { zstdCompressSync?: ZstdFn }
 
-/** Runs `fn` with node:zlib's zstd encoder, or with a stand-in writing stored blocks on Node < 22.15; `calls` are the options of each compression. */
+/**
+ * Runs `fn` with node:zlib's zstd encoder, or with a stand-in writing stored blocks on Node <
+ * 22.15; `calls` are the options of each compression. The encoder is restored when `fn`
+ * returns, or, when it returns a promise, when that settles.
+ */
 export function withZstd<T>(fn: (calls: { params?: Record<number, number> }[]) => T): T {
-  const { calls, restore } = patchZstd()
-  try {
-    return fn(calls)
-  } finally {
-    restore()
-  }
-}
-
-/** withZstd for an async `fn`: the encoder is restored when it settles. */
-export async function withZstdAsync<T>(fn: (calls: { params?: Record<number, number> }[]) => Promise<T>): Promise<T> {
-  const { calls, restore } = patchZstd()
-  try {
-    return await fn(calls)
-  } finally {
-    restore()
-  }
-}
-
-function patchZstd(): { calls: { params?: Record<number, number> }[]; restore: () => void } {
   const original = zlibAny.zstdCompressSync
   const calls: { params?: Record<number, number> }[] = []
   const base: ZstdFn = original ?? ((input) => rawZstdFrame(input))
@@ -51,11 +36,18 @@ function patchZstd(): { calls: { params?: Record<number, number> }[]; restore: (
     calls.push(opts ?? {})
     return base(input, opts)
   }
-  return {
-    calls,
-    restore: () => {
-      if (original) zlibAny.zstdCompressSync = original
-      else delete zlibAny.zstdCompressSync
-    },
+  const restore = () => {
+    if (original) zlibAny.zstdCompressSync = original
+    else delete zlibAny.zstdCompressSync
   }
+  let result: T
+  try {
+    result = fn(calls)
+  } catch (e) {
+    restore()
+    throw e
+  }
+  if (result instanceof Promise) return result.finally(restore) as T
+  restore()
+  return result
 }
