@@ -17,7 +17,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../cdk/app.ts'
 import { CDK_CONTEXT, type Synth, idOf, ofType, synth, testApp } from './helpers/cdk.ts'
 import { compactorConcurrency } from '../cdk/concurrency.ts'
-import { DeployConfigError, FUNCTION_PROCESS_ENVIRONMENT, configFromContext, loadDeployConfig, parseDeployConfig } from '../cdk/config.ts'
+import { DeployConfigError, configFromContext, loadDeployConfig, parseDeployConfig } from '../cdk/config.ts'
 import { schemaDifferences } from '../cdk/handlers/table-init.ts'
 import { createSchema } from '../lib/table/schema.ts'
 
@@ -200,7 +200,6 @@ describe('functions', () => {
       expect(fns.length).toBeGreaterThan(0)
       for (const [id, r] of fns) expect(r.Properties.Environment.Variables.MALLOC_MMAP_THRESHOLD_, id).toBe('131072')
     }
-    expect(FUNCTION_PROCESS_ENVIRONMENT).toEqual({ MALLOC_MMAP_THRESHOLD_: '131072' })
   })
 
   it('the reader has a Function URL with AWS_IAM auth', () => {
