@@ -206,12 +206,12 @@ const BETWEEN_INVOCATIONS_TIMEOUT_MS = 10_000
 export async function sampleMemory(pools: Record<Role, ExecutionEnvironmentPool[]>, withArenas: boolean, settle = false): Promise<MemorySample> {
   const settled = settle && gc !== undefined
   const betweenInvocations = (p: ExecutionEnvironmentPool) => settled && p.isolation === 'process'
-  let early: Map<ExecutionEnvironmentPool, Promise<EnvironmentMemory[]>> = new Map()
+  if (settled) gc!()
+  // processes measured between invocations: asked now, answered in their own time
+  const early = new Map<ExecutionEnvironmentPool, Promise<EnvironmentMemory[]>>(
+    ROLES.flatMap((r) => pools[r].filter(betweenInvocations)).map((p) => [p, p.memory({ timeoutMs: BETWEEN_INVOCATIONS_TIMEOUT_MS, collect: true, settleMs: SETTLE_MS, betweenInvocations: true })]),
+  )
   if (settled) {
-    gc!()
-    early = new Map(
-      ROLES.flatMap((r) => pools[r].filter(betweenInvocations)).map((p) => [p, p.memory({ timeoutMs: BETWEEN_INVOCATIONS_TIMEOUT_MS, collect: true, settleMs: SETTLE_MS, betweenInvocations: true })]),
-    )
     await Promise.all(ROLES.flatMap((r) => pools[r].filter((p) => !betweenInvocations(p)).map((p) => p.memory({ timeoutMs: 5000, collect: true }))))
     await new Promise((resolve) => setTimeout(resolve, SETTLE_MS))
   }
