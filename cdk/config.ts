@@ -134,9 +134,9 @@ export const COMPACTOR_TIMEOUT_SECONDS = 120
  * MALLOC_MMAP_THRESHOLD_: allocations of 128 KiB and more (a compaction's page and column
  * buffers) are always mapped, and returned to the system when freed. Unset, glibc raises the
  * threshold to the largest such block freed so far (up to 32 MiB), and from then on serves
- * blocks of that size from its heap, which keeps their high-water mark resident: a warm
- * compactor's RSS stepped up by 18–22 MB after one larger job and stayed there (soak runs
- * ac and af, docs/reliability.md). Fixed at 128 KiB (glibc's starting value) it costs about
+ * blocks of that size from its heap, which keeps their high-water mark resident: the likely
+ * cause of a warm compactor's RSS stepping up by 18–22 MB and staying there (soak runs ac
+ * and af, docs/reliability.md; not seen in the runs with it fixed). Fixed at 128 KiB (glibc's starting value) it costs about
  * 5% of a compaction's CPU and saves about 10 MB of its peak RSS (docs/benchmarks.md, "What a
  * fixed mmap threshold costs a compaction").
  */
