@@ -474,14 +474,15 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
       }
     })
   }
-  const pushRow = async (b: Block, i: number): Promise<void> => {
+  /** Appends row `i` of `b` to the pending output; true when the output is full and must be flushed (no promise per row). */
+  const pushRow = (b: Block, i: number): boolean => {
     if (b.pendingId < 0) {
       b.pendingId = pBlocks.length
       pBlocks.push(b)
     }
     pSrc[pn] = b.pendingId
     pRow[pn] = i
-    if (++pn >= batchRows) await flush()
+    return ++pn >= batchRows
   }
   const findOlder = async (b: Block, i: number): Promise<{ block: Block; row: number; file: string } | null> => {
     for (const l of lookups) {
@@ -530,8 +531,9 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
       }
     }
     if (dropDelete && isRetract(alone ? groupB[0].kinds[groupI[0]] : kv!.kind)) return
-    if (alone) await pushRow(groupB[0], groupI[0])
-    else await pushMade(kv!)
+    if (alone) {
+      if (pushRow(groupB[0], groupI[0])) await flush()
+    } else await pushMade(kv!)
   }
 
   // every run's first row group at once: each first read opens a file
@@ -592,7 +594,7 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
     if (wB === null) continue
     // with lookups, retractions are dropped after the lookup (they still supersede older rows)
     if (dropDelete && lookups.length === 0 && isRetract(wB.kinds[wI])) continue
-    await pushRow(wB, wI)
+    if (pushRow(wB, wI)) await flush()
   }
   await flush()
 }
