@@ -540,7 +540,68 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
   const blocks: (Block | null)[] = await Promise.all(iters.map((_, r) => nextBlock(r)))
   const pos = new Int32Array(k)
 
+  // one integer key held as exact numbers by every head block, and no sequence.field: the
+  // choice the general loop below makes, with number and int32 comparisons and no calls
+  const plainWinner = !fold && numericKey && seqIdx.length === 0
   while (true) {
+    if (plainWinner) {
+      let m = -1
+      let key = 0
+      let numeric = true
+      for (let r = 0; r < k; r++) {
+        const b = blocks[r]
+        if (b === null) continue
+        const keys = b.numKey
+        if (keys === null) {
+          numeric = false
+          break
+        }
+        const v = keys[pos[r]]
+        if (m < 0 || v < key) {
+          m = r
+          key = v
+        }
+      }
+      if (numeric) {
+        if (m < 0) break
+        const minB = blocks[m]!
+        const minI = pos[m]
+        let wB: Block | null = null
+        let wI = 0
+        let wHi = 0
+        let wLo = 0
+        // runs before m hold larger keys at their heads (m is the first run with the smallest)
+        for (let r = m; r < k; r++) {
+          let b = blocks[r]
+          while (b !== null) {
+            const i = pos[r]
+            const keys = b.numKey
+            // a block read after the scan may hold a key beyond 2^53 somewhere: compared the general way
+            if (keys === null ? keyCmp(b, i, minB, minI) !== 0 : keys[i] !== key) break
+            const kind = b.kinds[i]
+            if (!((kind === RowKind.UPDATE_BEFORE && dropUpdateBefore) || (kind === RowKind.DELETE && dropDeleteKind))) {
+              const hi = b.seq[2 * i + 1]
+              const lo = b.seq[2 * i] >>> 0
+              if (wB === null || hi > wHi || (hi === wHi && lo >= wLo)) {
+                wB = b
+                wI = i
+                wHi = hi
+                wLo = lo
+              }
+            }
+            if (++pos[r] >= b.n) {
+              await flush()
+              b = blocks[r] = await nextBlock(r)
+              pos[r] = 0
+            }
+          }
+        }
+        if (wB === null) continue
+        if (dropDelete && lookups.length === 0 && isRetract(wB.kinds[wI])) continue
+        if (pushRow(wB, wI)) await flush()
+        continue
+      }
+    }
     // the smallest key among the runs' heads
     let m = -1
     for (let r = 0; r < k; r++) {
