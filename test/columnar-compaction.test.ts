@@ -434,6 +434,59 @@ describe('ColumnarFileReader requests', () => {
     expect(batches).toBe(1)
     expect(reads.length - opened).toBe(1)
   })
+
+  /** A file of 140,000 rows in small row groups: three request windows of at most 65,536 rows each. */
+  async function threeWindows(failAfterOpen: number | null) {
+    const { layout } = await createTable('bigint', {})
+    const rows: KeyValue[] = Array.from({ length: 140_000 }, (_, i) => ({ key: [BigInt(i)], seq: BigInt(i), kind: 0 as RowKind, value: layout.valueFields.map((f) => (f.name === 'k' ? BigInt(i) : null)) }))
+    const { bytes } = writeDataFile(layout, rows, { rowGroupRows: 10_000 })
+    const reads: [number, number][] = []
+    let failAt = -1
+    const src = {
+      size: bytes.length,
+      read: async (s: number, e: number) => {
+        reads.push([s, e])
+        if (reads.length === failAt) throw new Error('injected read failure')
+        return bytes.subarray(s, e)
+      },
+    }
+    const reader = await ColumnarFileReader.open(src, layout, { tailBytes: 64 })
+    if (failAfterOpen !== null) failAt = reads.length + failAfterOpen
+    return { reader, reads, opened: reads.length }
+  }
+
+  it('sends the next window\'s request when a window arrives, before the rows reach it', async () => {
+    const { reader, reads, opened } = await threeWindows(null)
+    const it = reader.rowGroups()[Symbol.asyncIterator]()
+    const first = await it.next()
+    expect(first.done).toBe(false)
+    // the first window and the one after it, while the first batch (row 0 on) is being used
+    expect(reads.length - opened).toBe(2)
+    expect(reads[opened + 1][0]).toBeGreaterThan(reads[opened][1] - 1)
+    let n = first.value!.rows
+    for (let r = await it.next(); !r.done; r = await it.next()) n += r.value.rows
+    expect(n).toBe(140_000)
+    expect(reads.length - opened).toBe(3)
+  })
+
+  it('a failed request ahead fails the read that reaches it, and is not left unhandled by a reader that stops first', async () => {
+    // the second window's request fails: a reader that stops in the first window never sees it
+    // (vitest fails the run on an unhandled rejection)
+    const stops = await threeWindows(2)
+    const it = stops.reader.rowGroups()[Symbol.asyncIterator]()
+    expect((await it.next()).done).toBe(false)
+    await it.return!(undefined)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    // one that reads on gets the failure where the second window is needed
+    const reads = await threeWindows(2)
+    let n = 0
+    await expect(async () => {
+      for await (const b of reads.reader.rowGroups()) n += b.rows
+    }).rejects.toThrow('injected read failure')
+    // the first window's rows, then the failure
+    expect(n).toBeGreaterThan(0)
+    expect(n).toBeLessThanOrEqual(65_536)
+  })
 })
 
 describe('ColumnarFileReader on another writer\'s storage', () => {

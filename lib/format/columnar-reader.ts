@@ -210,21 +210,34 @@ export class ColumnarFileReader {
     let next = 0
     const groups = this.#metadata.row_groups
     const specs = this.#specs.map((s, i) => (read === null || read.has(i) ? s : null))
+    // row groups fetched together, up to FETCH_ROWS rows or FETCH_BYTES of column chunks
+    // (level-0 files have small row groups, for lookups), then decoded BATCH_ROWS at a time;
+    // the next window's request is sent when a window arrives, so decoding does not wait on it
+    type Window = { groups: FileMetaData['row_groups']; file: Promise<PrefetchedFile> }
+    const windowAt = (g: number): Window => {
+      const fetch = [groups[g]]
+      let rows = Number(groups[g].num_rows)
+      let bytes = Number(groups[g].total_compressed_size ?? 0)
+      for (let k = g + 1; k < groups.length && rows + Number(groups[k].num_rows) <= FETCH_ROWS && bytes + Number(groups[k].total_compressed_size ?? 0) <= FETCH_BYTES; k++) {
+        rows += Number(groups[k].num_rows)
+        bytes += Number(groups[k].total_compressed_size ?? 0)
+        fetch.push(groups[k])
+      }
+      const file = this.#fetchGroups(fetch, specs)
+      // a window fetched ahead that the reader never reaches (it stopped early) fails unheard;
+      // one it reaches rethrows where it is awaited
+      file.catch(() => {})
+      return { groups: fetch, file }
+    }
     const window: { groups: FileMetaData['row_groups']; file: PrefetchedFile | null } = { groups: [], file: null }
+    let ahead: Window | null = null
     for (let g = 0; g < groups.length; ) {
-      // row groups fetched together, up to FETCH_ROWS rows or FETCH_BYTES of column chunks
-      // (level-0 files have small row groups, for lookups), then decoded BATCH_ROWS at a time
       if (!window.groups.includes(groups[g])) {
-        const fetch = [groups[g]]
-        let rows = Number(groups[g].num_rows)
-        let bytes = Number(groups[g].total_compressed_size ?? 0)
-        for (let k = g + 1; k < groups.length && rows + Number(groups[k].num_rows) <= FETCH_ROWS && bytes + Number(groups[k].total_compressed_size ?? 0) <= FETCH_BYTES; k++) {
-          rows += Number(groups[k].num_rows)
-          bytes += Number(groups[k].total_compressed_size ?? 0)
-          fetch.push(groups[k])
-        }
-        window.groups = fetch
-        window.file = await this.#fetchGroups(fetch, specs)
+        const w: Window = ahead !== null && ahead.groups[0] === groups[g] ? ahead : windowAt(g)
+        window.groups = w.groups
+        window.file = await w.file
+        const following: number = g + w.groups.length
+        ahead = following < groups.length ? windowAt(following) : null
       }
       const take = [groups[g++]]
       let rows = Number(take[0].num_rows)
