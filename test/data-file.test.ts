@@ -519,6 +519,29 @@ describe('DataFileWriter', () => {
     expect(Buffer.from(bytes.subarray(0, 4)).toString()).toBe('PAR1')
   })
 
+  it('writes the same file whatever size it expects; its buffer starts at that size, bounded, and refuses a size that is not one', () => {
+    const file = (expectedBytes?: number) => {
+      const w = new DataFileWriter(SMALL, { rowGroupRows: 50, expectedBytes })
+      for (const kv of smallRows(200)) w.write(kv)
+      return w.finish().bytes
+    }
+    const plain = file()
+    expect(plain.buffer.byteLength).toBe(1 << 20)
+    for (const [expected, start] of [[8 << 20, 8 << 20], [10, 1 << 20], [1 << 30, 256 << 20]]) {
+      const bytes = file(expected)
+      expect(Buffer.compare(bytes, plain)).toBe(0)
+      expect(bytes.buffer.byteLength).toBe(start)
+    }
+    // a file larger than expected grows past it
+    const w = new DataFileWriter(SMALL, { expectedBytes: 1 })
+    for (const kv of smallRows(60_000)) w.write(kv)
+    const big = w.finish().bytes
+    expect(big.length).toBeGreaterThan(1 << 20)
+    expect(big.buffer.byteLength).toBeGreaterThanOrEqual(big.length)
+    expect(() => new DataFileWriter(SMALL, { expectedBytes: Number.NaN })).toThrow(/expectedBytes must be a number of bytes, got NaN/)
+    expect(() => new DataFileWriter(SMALL, { expectedBytes: -1 })).toThrow(/expectedBytes must be a number of bytes, got -1/)
+  })
+
   it('checks key order when asked, and refuses an empty or finished file', () => {
     const w = new DataFileWriter(SMALL, { assertSorted: true })
     w.write(smallRows(2)[1])

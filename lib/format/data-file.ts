@@ -248,6 +248,13 @@ export interface DataFileWriterOptions {
   pageSize?: number
   /** throw when a key is not strictly greater than the previous one (debugging aid) */
   assertSorted?: boolean
+  /**
+   * about how large the file will be (a compaction knows its inputs): the output buffer starts
+   * at this size (within 1 MiB to 256 MiB) instead of growing by doubling, each doubling a
+   * fresh allocation and a copy of everything so far; a guess too large costs address space,
+   * not memory, as pages never written are never made resident
+   */
+  expectedBytes?: number
 }
 
 // Row groups are small, about 128 KiB of values before compression (roughly half that in a
@@ -259,6 +266,9 @@ export interface DataFileWriterOptions {
 const DEFAULT_ROW_GROUP_ROWS = 65536
 const DEFAULT_ROW_GROUP_BYTES = 128 * 1024
 const DEFAULT_PAGE_SIZE = 8 * 1024
+/** Bounds of the output buffer's first size (DataFileWriterOptions.expectedBytes). */
+const OUTPUT_START_BYTES = 1 << 20
+const OUTPUT_START_MAX_BYTES = 256 << 20
 const INT64_MIN = -(2n ** 63n)
 const INT64_MAX = 2n ** 63n - 1n
 
@@ -282,8 +292,8 @@ export class DataFileWriter {
   readonly #rowGroupRows: number
   readonly #rowGroupBytes: number
   readonly #pageSize: number
-  // (grown by doubling: starting at 1 MiB saves the copies of the first ten doublings)
-  readonly #out = new ByteWriter(1 << 20)
+  // grown by doubling; starting at 1 MiB (or the expected size) saves the first doublings' copies
+  readonly #out: ByteWriter
   /** the file's Parquet schema and the row groups written so far (for the footer) */
   readonly #schema: SchemaElement[]
   readonly #groups: FooterRowGroup[] = []
@@ -320,7 +330,10 @@ export class DataFileWriter {
       rowGroupBytes = DEFAULT_ROW_GROUP_BYTES,
       pageSize = DEFAULT_PAGE_SIZE,
       assertSorted = false,
+      expectedBytes = OUTPUT_START_BYTES,
     } = opts
+    if (!(expectedBytes >= 0)) throw new Error(`DataFileWriter: expectedBytes must be a number of bytes, got ${expectedBytes}`)
+    this.#out = new ByteWriter(Math.min(Math.max(Math.ceil(expectedBytes), OUTPUT_START_BYTES), OUTPUT_START_MAX_BYTES))
     this.#layout = layout
     this.#rowGroupRows = positiveInteger('rowGroupRows', rowGroupRows)
     this.#rowGroupBytes = positiveInteger('rowGroupBytes', rowGroupBytes)

@@ -462,7 +462,9 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
       // Paimon's writer at their commit (createLookupMergeFunction)
       const fromLevel0 = lookup && step.runs.some((run) => run.some((f) => f.level === 0))
       const stepMerge = () => (fromLevel0 ? createLookupMergeFunction(table.mergeConfig) : createMergeFunction(table.mergeConfig))
-      const newWriter = () => newDataFileWriter(view)
+      // a step writes about what it reads, at most a target-size file at a time
+      const stepBytes = step.runs.reduce((n, run) => run.reduce((m, f) => m + Number(entryOf(f).file.fileSize), n), 0)
+      const newWriter = () => newDataFileWriter(view, { expectedBytes: Math.min(stepBytes, opts.targetFileSize) })
       if (choice.path === 'columnar') {
         // the same merge as below, without a record object per row: column batches in, a
         // permutation merged, columns gathered and written (lib/lsm/columnar-merge.ts)

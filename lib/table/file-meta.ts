@@ -18,8 +18,8 @@ function statsOf(types: DataType[], s: ColumnStats): SimpleStats {
 }
 
 /** A writer of a new data file of the table: its layout, `file.compression` and `file.compression.zstd-level`. */
-export function newDataFileWriter(view: SchemaView): DataFileWriter {
-  return new DataFileWriter({ keyFields: view.keyFields, valueFields: view.fields }, { compression: view.options.fileCompression, zstdLevel: view.options.fileCompressionZstdLevel })
+export function newDataFileWriter(view: SchemaView, opts: { expectedBytes?: number } = {}): DataFileWriter {
+  return new DataFileWriter({ keyFields: view.keyFields, valueFields: view.fields }, { compression: view.options.fileCompression, zstdLevel: view.options.fileCompressionZstdLevel, expectedBytes: opts.expectedBytes })
 }
 
 export function dataFileMeta(
