@@ -19,7 +19,7 @@ import { describe, expect, it } from 'vitest'
 import { BATCH_COMMIT_IDENTIFIER } from '../lib/commit/committer.ts'
 import { serializeBinaryRow } from '../lib/format/binary-row.ts'
 import { ColumnarFileReader } from '../lib/format/columnar-reader.ts'
-import type { Column, ColumnBatch } from '../lib/format/columnar-types.ts'
+import { type Column, type ColumnBatch, asValues } from '../lib/format/columnar-types.ts'
 import { type DataFileLayout, type DataFileStats, DataFileWriter, byteSource, readDataFile, writeDataFile } from '../lib/format/data-file.ts'
 import { physicalEncoder } from '../lib/format/parquet-types.ts'
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer'
@@ -396,7 +396,7 @@ describe('ColumnarFileReader', () => {
             expect(b.columns[nk]).toBeInstanceOf(BigInt64Array)
             expect(b.columns[nk + 1]).toBeInstanceOf(Int32Array)
             for (let c = 0; c < want.columns.length; c++) {
-              expect(Array.from(b.columns[c]).slice(0, b.rows)).toEqual(Array.from(want.columns[c]).slice(at, at + b.rows))
+              expect(Array.from(asValues(b.columns[c])).slice(0, b.rows)).toEqual(Array.from(asValues(want.columns[c])).slice(at, at + b.rows))
             }
             at += b.rows
           }
@@ -524,8 +524,8 @@ describe('ColumnarFileReader on another writer\'s storage', () => {
     const reader = await ColumnarFileReader.open(byteSource(bytes), layout)
     expect(reader.convertedColumns).toEqual(['t', 'd'])
     const got: unknown[][] = expected.columns.map(() => [])
-    for await (const b of reader.rowGroups()) b.columns.forEach((c, i) => got[i].push(...Array.from(c).slice(0, b.rows)))
-    expect(got).toEqual(expected.columns.map((c) => Array.from(c)))
+    for await (const b of reader.rowGroups()) b.columns.forEach((c, i) => got[i].push(...Array.from(asValues(c)).slice(0, b.rows)))
+    expect(got).toEqual(expected.columns.map((c) => Array.from(asValues(c))))
     // the writer's physical TIMESTAMP(3) is milliseconds
     expect(got[4]).toEqual([1_700_000_000_123n, null, -5n])
   })

@@ -19,6 +19,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import zlib from 'node:zlib'
+import { isUtf8 } from 'node:buffer'
 import fc from 'fast-check'
 import { parquetMetadata, snappyUncompress } from 'hyparquet'
 import type { ColumnChunk, Encoding, SchemaElement } from 'hyparquet'
@@ -29,7 +30,7 @@ type WriterEncoding = NonNullable<Parameters<ParquetWriter['write']>[0]['columnD
 import { writePageHeader } from 'hyparquet-writer/src/datapage.js'
 import { describe, expect, it } from 'vitest'
 import { ColumnarFileReader } from '../lib/format/columnar-reader.ts'
-import { type Column, isTypedColumn } from '../lib/format/columnar-types.ts'
+import { type Column, Utf8Column, asValues, isTypedColumn } from '../lib/format/columnar-types.ts'
 import { type DataFileLayout, type DataFileWriterOptions, type FileCompression, byteSource, dataFileSchema, readDataFile, writeDataFile } from '../lib/format/data-file.ts'
 import { writeFooter } from '../lib/format/parquet-footer.ts'
 import { snappyDecompress } from '../lib/format/snappy.ts'
@@ -153,10 +154,10 @@ interface Read {
   decoderColumns: string[]
 }
 
-async function readWith(bytes: Uint8Array, layout: DataFileLayout, decoder: 'strata' | 'hyparquet', deleted?: number[]): Promise<Read> {
+async function readWith(bytes: Uint8Array, layout: DataFileLayout, decoder: 'strata' | 'hyparquet', deleted?: number[], utf8Values = false): Promise<Read> {
   const reader = await ColumnarFileReader.open(byteSource(bytes), layout, { decoder })
   const batches: Read['batches'] = []
-  for await (const b of reader.rowGroups(deleted ? { deleted: Uint32Array.from(deleted) } : {})) batches.push({ rows: b.rows, firstPosition: b.firstPosition, columns: b.columns })
+  for await (const b of reader.rowGroups({ deleted: deleted ? Uint32Array.from(deleted) : undefined, utf8Values })) batches.push({ rows: b.rows, firstPosition: b.firstPosition, columns: b.columns })
   return { batches, decoderColumns: reader.decoderColumns }
 }
 
@@ -166,7 +167,9 @@ function sameValue(a: unknown, b: unknown): boolean {
 }
 
 /** Where `mine` differs from `ref` (the hyparquet path's column), or null. */
-function columnDifference(mine: Column, ref: Column, rows: number): string | null {
+function columnDifference(mineColumn: Column, refColumn: Column, rows: number): string | null {
+  const mine = asValues(mineColumn)
+  const ref = asValues(refColumn)
   if (isTypedColumn(ref) && mine.constructor !== ref.constructor) return `hyparquet gives a ${ref.constructor.name}, Strata's decoder a ${mine.constructor.name}`
   if (isTypedColumn(mine) && !isTypedColumn(ref)) {
     for (let r = 0; r < rows; r++) if (ref[r] === null) return `typed column where hyparquet has null at row ${r}`
@@ -185,17 +188,32 @@ function show(v: unknown): string {
   return Object.is(v, -0) ? '-0' : String(v)
 }
 
-/** Reads the file both ways and expects the same batches; returns Strata's read. */
+/**
+ * Reads the file both ways, and Strata's way once more with string values as UTF-8 bytes
+ * (`utf8Values`, the compaction's read), and expects the same batches; returns Strata's read.
+ */
 async function expectSameRead(bytes: Uint8Array, layout: DataFileLayout, deleted?: number[]): Promise<Read> {
   const mine = await readWith(bytes, layout, 'strata', deleted)
   const ref = await readWith(bytes, layout, 'hyparquet', deleted)
+  const asBytes = await readWith(bytes, layout, 'strata', deleted, true)
   expect(ref.decoderColumns).toEqual([])
   expect(mine.batches.map((b) => [b.rows, b.firstPosition])).toEqual(ref.batches.map((b) => [b.rows, b.firstPosition]))
+  expect(asBytes.batches.map((b) => [b.rows, b.firstPosition])).toEqual(ref.batches.map((b) => [b.rows, b.firstPosition]))
   const names = dataFileSchema(layout).slice(1).map((e) => e.name)
   for (let i = 0; i < ref.batches.length; i++) {
     for (let c = 0; c < names.length; c++) {
       const diff = columnDifference(mine.batches[i].columns[c], ref.batches[i].columns[c], ref.batches[i].rows)
       expect(diff, `batch ${i} column ${names[c]}`).toBeNull()
+      const col = asBytes.batches[i].columns[c]
+      expect(columnDifference(col, ref.batches[i].columns[c], ref.batches[i].rows), `batch ${i} column ${names[c]} as UTF-8 bytes`).toBeNull()
+      // what the writer takes from such a column: valid UTF-8, each row its string's encoding
+      if (col instanceof Utf8Column) {
+        expect(isUtf8(col.bytes.subarray(col.offsets[0], col.offsets[col.rows]))).toBe(true)
+        for (let r = 0; r < col.rows; r++) {
+          const s = col.string(r)
+          expect(Buffer.from(col.bytes.subarray(col.offsets[r], col.offsets[r + 1])).equals(Buffer.from(s ?? '', 'utf8'))).toBe(true)
+        }
+      }
     }
   }
   return mine
@@ -438,7 +456,7 @@ describe("Strata's decoder reads what hyparquet reads", () => {
     const lying = rewriteFooter(out.getBytes(), (e) => e, (m) => ({ ...m, encodings: ['PLAIN'], encoding_stats: undefined }))
     const mine = await expectSameRead(lying, layout)
     expect(mine.decoderColumns).toEqual(columnNames(layout))
-    expect(Array.from(mine.batches[0].columns[4]).slice(0, 4)).toEqual([null, 993, 1993, null])
+    expect(Array.from(asValues(mine.batches[0].columns[4])).slice(0, 4)).toEqual([null, 993, 1993, null])
   })
 
   it('a key column and its value column are decoded once when stored in the same bytes, apart otherwise', async () => {
@@ -463,8 +481,8 @@ describe("Strata's decoder reads what hyparquet reads", () => {
       w.finish()
       const mine = await expectSameRead(out.getBytes(), layout)
       const [key, , , value] = mine.batches[0].columns
-      expect(Array.from(key)).toEqual(keys)
-      expect(Array.from(value)).toEqual(values)
+      expect(Array.from(asValues(key))).toEqual(keys)
+      expect(Array.from(asValues(value))).toEqual(values)
       expect(key === value).toBe(keys[2] === values[2])
     }
   })
@@ -515,7 +533,7 @@ describe("parquet-java's TINYINT and SMALLINT (INTEGER(8|16) logical type)", () 
     const bytes = write([-128, null, 127, 0], [-32768, 32767, 1, 2])
     const mine = await expectSameRead(bytes, layout)
     expect(mine.decoderColumns).toEqual(columnNames(layout))
-    expect(Array.from(mine.batches[0].columns[4])).toEqual([-128, null, 127, 0])
+    expect(Array.from(asValues(mine.batches[0].columns[4]))).toEqual([-128, null, 127, 0])
   })
 
   it('with the row path\'s range check', async () => {
@@ -547,7 +565,7 @@ describe('strings', () => {
     const rows: KeyValue[] = values.map((s, i) => ({ key: [BigInt(i)], seq: 0n, kind: 0, value: [BigInt(i), s] }))
     const { bytes } = writeDataFile(layout, rows)
     const mine = await expectSameRead(bytes, layout)
-    expect(Array.from(mine.batches[0].columns[4])).toEqual(values)
+    expect(Array.from(asValues(mine.batches[0].columns[4]))).toEqual(values)
     // the row path's reader too
     expect((await readDataFile(byteSource(bytes), layout)).map((r) => r.value[1])).toEqual(values)
   })
@@ -581,7 +599,13 @@ describe('strings', () => {
       const strata = reannotate(plainBytes, 's', { converted_type: 'UTF8', logical_type: { type: 'STRING' } })
       const mine = await expectSameRead(strata, layout)
       expect(mine.decoderColumns).toContain('s')
-      expect(Array.from(mine.batches[0].columns[4])).toEqual(bad.map((b) => new TextDecoder().decode(b)))
+      expect(Array.from(asValues(mine.batches[0].columns[4]))).toEqual(bad.map((b) => new TextDecoder().decode(b)))
+      // read as bytes (the compaction's read), a row holds its string's UTF-8, not the bad bytes
+      const asBytes = await readWith(strata, layout, 'strata', undefined, true)
+      const col = asBytes.batches[0].columns[4]
+      expect(col).toBeInstanceOf(Utf8Column)
+      const u = col as Utf8Column
+      expect(bad.map((_, r) => Buffer.from(u.bytes.subarray(u.offsets[r], u.offsets[r + 1])).toString('hex'))).toEqual(bad.map((b) => Buffer.from(new TextDecoder().decode(b), 'utf8').toString('hex')))
     }
   })
 })

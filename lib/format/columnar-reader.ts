@@ -24,7 +24,7 @@ import { parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet'
 import type { AsyncBuffer, ColumnData, ColumnMetaData, DecodedArray, FileMetaData, SchemaElement } from 'hyparquet'
 import { StrataInputError, type DataType, type Value } from '../types.ts'
 import { type ByteSource, type DataFileLayout, DECOMPRESSORS, KEY_FIELD_PREFIX, RAW_PARSERS, SEQUENCE_NUMBER, VALUE_KIND, cachedTail, dataFileSchema } from './data-file.ts'
-import { type Column, type ColumnBatch, concatColumns, pickRows } from './columnar-types.ts'
+import { type Column, type ColumnBatch, columnRows, concatColumns, pickRows, valueAt } from './columnar-types.ts'
 import { physicalEncoder, rawReadElement, sameStorage, valueDecoder } from './parquet-types.ts'
 import { type ByteRange, PrefetchedFile } from './page-index.ts'
 import { ColumnBuilder, type FlatColumn, UnsupportedParquet, chunkReadable, flatColumnOf } from './parquet-decode.ts'
@@ -114,6 +114,11 @@ export interface RowGroupOptions {
    * columns. Default all. Key columns, `_SEQUENCE_NUMBER` and `_VALUE_KIND` are always read.
    */
   valueFields?: number[]
+  /**
+   * CHAR/VARCHAR value columns (not a key's) as `Utf8Column`s, their UTF-8 bytes, rather than
+   * strings: for a reader that moves the values without looking at them (the compaction's merge)
+   */
+  utf8Values?: boolean
 }
 
 export interface ColumnarReaderOptions {
@@ -248,7 +253,7 @@ export class ColumnarFileReader {
       const n = rows
       const groupEnd = groupStart + n
       if (n > 0) {
-        const batch = await this.#readGroups(window.file!, specs, take, groupStart, groupEnd)
+        const batch = await this.#readGroups(window.file!, specs, take, groupStart, groupEnd, opts.utf8Values === true)
         if (deleted && next < deleted.length && deleted[next] < groupEnd) {
           const keep = new Int32Array(n)
           let kept = 0
@@ -265,7 +270,7 @@ export class ColumnarFileReader {
             // a column shared by two (decoded once) stays shared
             const picked = new Map<Column, Column>()
             const columns = batch.columns.map((c) => {
-              if (c.length === 0) return c
+              if (columnRows(c) === 0) return c
               let p = picked.get(c)
               if (p === undefined) picked.set(c, (p = pickRows(c, keep, kept)))
               return p
@@ -306,7 +311,7 @@ export class ColumnarFileReader {
    * Rows [from, to) (the whole consecutive row groups `groups`, fetched into `file`) of the
    * columns `specs` names; the others empty.
    */
-  async #readGroups(file: PrefetchedFile, specs: (ReadSpec | null)[], groups: FileMetaData['row_groups'], from: number, to: number): Promise<ColumnBatch> {
+  async #readGroups(file: PrefetchedFile, specs: (ReadSpec | null)[], groups: FileMetaData['row_groups'], from: number, to: number, utf8Values: boolean): Promise<ColumnBatch> {
     const n = to - from
     const columns: Column[] = new Array(specs.length)
     const viaHyparquet = specs.map((s) => s !== null && s.flat === null)
@@ -323,7 +328,8 @@ export class ColumnarFileReader {
           continue
         }
         try {
-          columns[i] = decodeFlat(file, spec.name, spec.flat, groups, n)
+          // (a value column stored as its key's is decoded as the key above: strings)
+          columns[i] = decodeFlat(file, spec.name, spec.flat, groups, n, utf8Values && i >= this.#nk + 2)
           decoded.push(i)
         } catch (e) {
           if (!(e instanceof UnsupportedParquet)) throw e
@@ -425,8 +431,9 @@ function flatSpec(metadata: FileMetaData, name: string, element: SchemaElement, 
 }
 
 /** Column `name` of the row groups `groups` (fetched into `file`), `n` rows, by Strata's decoder. */
-function decodeFlat(file: PrefetchedFile, name: string, flat: FlatSpec, groups: FileMetaData['row_groups'], n: number): Column {
-  const builder = new ColumnBuilder(flat.column, n)
+function decodeFlat(file: PrefetchedFile, name: string, flat: FlatSpec, groups: FileMetaData['row_groups'], n: number, utf8: boolean): Column {
+  // a column stored otherwise is checked value by value: as strings
+  const builder = new ColumnBuilder(flat.column, n, { utf8: utf8 && flat.check === null })
   for (const group of groups) {
     const meta = group.columns[flat.chunk].meta_data!
     const [start, end] = chunkRange(meta)
@@ -448,7 +455,10 @@ function decodeFlat(file: PrefetchedFile, name: string, flat: FlatSpec, groups: 
 function checkValues(flat: FlatSpec, col: Column, n: number): void {
   if (flat.check === null) return
   const check = flat.check
-  for (let r = 0; r < n; r++) if (col[r] !== null) check(col[r] as Value)
+  for (let r = 0; r < n; r++) {
+    const v = valueAt(col, r)
+    if (v !== null) check(v as Value)
+  }
 }
 
 /** Whether two columns decode to the same values: the same kind of column, stored in the same bytes in every row group. */
@@ -478,7 +488,7 @@ function int64Column(col: Column, n: number): BigInt64Array {
   if (col instanceof BigInt64Array) return col
   const out = new BigInt64Array(n)
   for (let r = 0; r < n; r++) {
-    const v = col[r]
+    const v = valueAt(col, r)
     if (typeof v !== 'bigint') throw new StrataInputError(`${SEQUENCE_NUMBER}: value ${String(v)} is not a bigint in the int64 range`)
     out[r] = v
   }
@@ -488,7 +498,7 @@ function int64Column(col: Column, n: number): BigInt64Array {
 function kindColumn(col: Column, n: number, base: number): Int32Array {
   const out = col instanceof Int32Array ? col : new Int32Array(n)
   for (let r = 0; r < n; r++) {
-    const k = col[r] as Value
+    const k = valueAt(col, r) as Value
     if (k !== 0 && k !== 1 && k !== 2 && k !== 3) throw new Error(`data file row ${base + r}: ${VALUE_KIND} ${String(k)} is not a RowKind (0..3)`)
     if (out !== col) out[r] = k
   }

@@ -13,8 +13,97 @@
 
 import type { DataType, Value } from '../types.ts'
 
-/** One column of a batch: a plain array (may hold nulls) or a typed array (no nulls). */
-export type Column = ArrayLike<unknown>
+/**
+ * One column of a batch: a plain array (may hold nulls), a typed array (no nulls), or the
+ * strings of a CHAR/VARCHAR value column as their UTF-8 bytes (`Utf8Column`, what the
+ * compaction reader makes so that no JS string is made for a value the merge only moves).
+ */
+export type Column = ArrayLike<unknown> | Utf8Column
+
+/**
+ * Strings as UTF-8 bytes: row r is bytes[offsets[r], offsets[r + 1]) (offsets[0] need not be
+ * 0: a slice shares its parent's bytes), or null where `nulls[r]` is 1. Byte order is code
+ * point order, the order Strata compares strings in (lib/format/compare.ts).
+ */
+export class Utf8Column {
+  readonly rows: number
+  constructor(
+    readonly bytes: Uint8Array,
+    readonly offsets: Int32Array,
+    readonly nulls: Uint8Array | null,
+    /** every byte below 0x80: a string's length in UTF-16 units is its length in bytes */
+    readonly ascii: boolean,
+  ) {
+    this.rows = offsets.length - 1
+  }
+
+  isNull(r: number): boolean {
+    return this.nulls !== null && this.nulls[r] === 1
+  }
+
+  /** Row r as a string (the decoder's: invalid UTF-8 becomes U+FFFD), or null. */
+  string(r: number): string | null {
+    if (this.nulls !== null && this.nulls[r] === 1) return null
+    return utf8Text(this.bytes, this.offsets[r], this.offsets[r + 1])
+  }
+
+  /** Row r's length in UTF-16 units (a JS string's length), 0 for null. */
+  units(r: number): number {
+    const a = this.offsets[r]
+    const b = this.offsets[r + 1]
+    return this.ascii ? b - a : utf16Units(this.bytes, a, b)
+  }
+}
+
+export function isUtf8Column(c: Column): c is Utf8Column {
+  return c instanceof Utf8Column
+}
+
+/** Rows a column holds. */
+export function columnRows(c: Column): number {
+  return c instanceof Utf8Column ? c.rows : c.length
+}
+
+/** Row r of a column as the other kinds hold it (a Utf8Column's as a string). */
+export function valueAt(c: Column, r: number): unknown {
+  return c instanceof Utf8Column ? c.string(r) : c[r]
+}
+
+/** Whether row r of a column is null. */
+export function isNullAt(c: Column, r: number): boolean {
+  if (c instanceof Utf8Column) return c.isNull(r)
+  const v = c[r]
+  return v === null || v === undefined
+}
+
+/** A column as an array-like of values: a Utf8Column's rows made into strings, any other as it is. */
+export function asValues(c: Column): ArrayLike<unknown> {
+  if (!(c instanceof Utf8Column)) return c
+  const out = new Array<unknown>(c.rows)
+  for (let r = 0; r < c.rows; r++) out[r] = c.string(r)
+  return out
+}
+
+const latin1Slice: ((this: Buffer, start: number, end: number) => string) | undefined = (Buffer.prototype as unknown as { latin1Slice?: (this: Buffer, s: number, e: number) => string }).latin1Slice
+const utf8Decoder = new TextDecoder('utf-8', { ignoreBOM: true })
+
+/** bytes[a, b) decoded as UTF-8 (invalid sequences become U+FFFD, as TextDecoder does). */
+export function utf8Text(bytes: Uint8Array, a: number, b: number): string {
+  let high = 0
+  for (let i = a; i < b; i++) high |= bytes[i]
+  if (high < 0x80 && latin1Slice !== undefined) return latin1Slice.call(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), a, b)
+  return utf8Decoder.decode(bytes.subarray(a, b))
+}
+
+/** UTF-16 units of the UTF-8 text bytes[a, b): one per character, two for those above U+FFFF. */
+export function utf16Units(bytes: Uint8Array, a: number, b: number): number {
+  let n = 0
+  for (let i = a; i < b; i++) {
+    const x = bytes[i]
+    if ((x & 0xc0) !== 0x80) n += x >= 0xf0 ? 2 : 1
+  }
+  return n
+}
 
 export type TypedColumn = Int8Array | Int16Array | Int32Array | Uint8Array | Uint16Array | Uint32Array | Float32Array | Float64Array | BigInt64Array | BigUint64Array
 
@@ -65,11 +154,52 @@ function commonTypedCtor(parts: readonly Column[]): TypedCtor | null {
   return ctor
 }
 
-/** Rows [from, to) of `col` as a column of its own (a view for typed arrays). */
+/** Rows [from, to) of `col` as a column of its own (a view for typed arrays and Utf8Columns). */
 export function sliceColumn(col: Column, from: number, to: number): Column {
-  if (from === 0 && to === col.length) return col
+  if (from === 0 && to === columnRows(col)) return col
+  if (col instanceof Utf8Column) return new Utf8Column(col.bytes, col.offsets.subarray(from, to + 1), col.nulls === null ? null : col.nulls.subarray(from, to), col.ascii)
   if (isTypedColumn(col)) return col.subarray(from, to)
   return (col as unknown[]).slice(from, to)
+}
+
+/**
+ * A Utf8Column of `n` rows, row i being row `row[i]` of `sources[src[i]]` (src null: of
+ * sources[0]), bytes copied; null when some source is not a Utf8Column.
+ */
+function gatherUtf8(sources: readonly Column[], src: Int32Array | null, row: Int32Array, n: number): Utf8Column | null {
+  let ascii = true
+  let anyNulls = false
+  for (const s of sources) {
+    if (!(s instanceof Utf8Column)) return null
+    ascii &&= s.ascii
+    anyNulls ||= s.nulls !== null
+  }
+  const cols = sources as readonly Utf8Column[]
+  const offsets = new Int32Array(n + 1)
+  let total = 0
+  for (let i = 0; i < n; i++) {
+    const o = cols[src === null ? 0 : src[i]].offsets
+    const r = row[i]
+    total += o[r + 1] - o[r]
+    offsets[i + 1] = total
+  }
+  const bytes = new Uint8Array(total)
+  const nulls = anyNulls ? new Uint8Array(n) : null
+  let at = 0
+  for (let i = 0; i < n; i++) {
+    const c = cols[src === null ? 0 : src[i]]
+    const r = row[i]
+    const from = c.offsets[r]
+    const to = c.offsets[r + 1]
+    const b = c.bytes
+    if (to - from < 32) for (let k = from; k < to; k++) bytes[at++] = b[k]
+    else {
+      bytes.set(b.subarray(from, to), at)
+      at += to - from
+    }
+    if (nulls !== null && c.nulls !== null) nulls[i] = c.nulls[r]
+  }
+  return new Utf8Column(bytes, offsets, nulls, ascii)
 }
 
 /** The concatenation of row ranges of columns: typed when every part is of one typed kind. */
@@ -77,6 +207,18 @@ export function concatColumns(parts: readonly { col: Column; from: number; to: n
   if (parts.length === 1) return sliceColumn(parts[0].col, parts[0].from, parts[0].to)
   let n = 0
   for (const p of parts) n += p.to - p.from
+  if (parts.every((p) => p.col instanceof Utf8Column)) {
+    const src = new Int32Array(n)
+    const row = new Int32Array(n)
+    let at = 0
+    parts.forEach((p, k) => {
+      for (let r = p.from; r < p.to; r++, at++) {
+        src[at] = k
+        row[at] = r
+      }
+    })
+    return gatherUtf8(parts.map((p) => p.col), src, row, n)!
+  }
   const ctor = commonTypedCtor(parts.map((p) => p.col))
   if (ctor !== null) {
     const out = new ctor(n) as TypedColumn
@@ -91,13 +233,15 @@ export function concatColumns(parts: readonly { col: Column; from: number; to: n
   let at = 0
   for (const p of parts) {
     const c = p.col
-    for (let r = p.from; r < p.to; r++) out[at++] = c[r]
+    if (c instanceof Utf8Column) for (let r = p.from; r < p.to; r++) out[at++] = c.string(r)
+    else for (let r = p.from; r < p.to; r++) out[at++] = c[r]
   }
   return out
 }
 
 /** Rows `rows` (ascending or not) of `col`, typed when `col` is. */
 export function pickRows(col: Column, rows: Int32Array, n: number = rows.length): Column {
+  if (col instanceof Utf8Column) return gatherUtf8([col], null, rows, n)!
   if (isTypedColumn(col)) {
     const out = new (col.constructor as TypedCtor)(n)
     const src = bitsView(col)
@@ -118,7 +262,7 @@ export function pickRows(col: Column, rows: Int32Array, n: number = rows.length)
     return out
   }
   const out = new Array<unknown>(n)
-  for (let i = 0; i < n; i++) out[i] = col[rows[i]]
+  for (let i = 0; i < n; i++) out[i] = (col as ArrayLike<unknown>)[rows[i]]
   return out
 }
 
@@ -128,6 +272,8 @@ export function pickRows(col: Column, rows: Int32Array, n: number = rows.length)
  */
 export function gatherColumn(sources: readonly Column[], src: Int32Array, row: Int32Array, n: number): Column {
   if (sources.length === 1) return pickRows(sources[0], row, n)
+  const utf8 = gatherUtf8(sources, src, row, n)
+  if (utf8 !== null) return utf8
   const ctor = commonTypedCtor(sources)
   if (ctor !== null) {
     const out = new ctor(n)
@@ -146,7 +292,8 @@ export function gatherColumn(sources: readonly Column[], src: Int32Array, row: I
     }
     return out
   }
+  // a mix (Utf8Column runs and the rows a merge function made): values as the plain arrays hold them
   const out = new Array<unknown>(n)
-  for (let i = 0; i < n; i++) out[i] = sources[src[i]][row[i]]
+  for (let i = 0; i < n; i++) out[i] = valueAt(sources[src[i]], row[i])
   return out
 }

@@ -11,7 +11,7 @@ import { compressors as bundledDecompressors } from 'hyparquet-compressors'
 import { ByteWriter } from 'hyparquet-writer'
 import { isRetract, StrataInputError, type DataField, type DataType, type KeyValue, type RowKind, type Value } from '../types.ts'
 import { compareDoubles, rowComparator, valueComparator } from './compare.ts'
-import { type Column, type ColumnBatch, type TypedColumn, concatColumns, isTypedColumn, physicalToValue } from './columnar-types.ts'
+import { type Column, type ColumnBatch, type TypedColumn, Utf8Column, columnRows, concatColumns, isTypedColumn, physicalToValue, valueAt } from './columnar-types.ts'
 import { type EncodedChunk, writeColumnChunk } from './parquet-encode.ts'
 import { snappyCompressShared } from './snappy.ts'
 import { type FooterRowGroup, writeFooter } from './parquet-footer.ts'
@@ -450,7 +450,7 @@ export class DataFileWriter {
       throw new StrataInputError(`column batch rows [${from}, ${to}): expected 0 <= from <= to <= ${batch.rows}`)
     }
     for (let c = 0; c < nc; c++) {
-      if (cols[c].length < to) throw new StrataInputError(`column batch: column ${this.#columns[c].name} holds ${cols[c].length} rows, expected ${to}`)
+      if (columnRows(cols[c]) < to) throw new StrataInputError(`column batch: column ${this.#columns[c].name} holds ${columnRows(cols[c])} rows, expected ${to}`)
     }
     // rows `write` buffered go first, as a segment of their own
     if (this.#buffered > 0 && this.#segments.length === 0) {
@@ -469,7 +469,11 @@ export class DataFileWriter {
       // the same bounds `write` checks after each row
       while (r < to) {
         let b = this.#fixedRowBytes
-        for (let v = 0; v < variable.length; v++) b += sizers[variable[v]](cols[variable[v]][r])
+        for (let v = 0; v < variable.length; v++) {
+          const vc = cols[variable[v]]
+          // a Utf8Column's row is sized as its string would be (UTF-16 units), so row groups end where `write`'s do
+          b += vc instanceof Utf8Column ? (vc.isNull(r) ? 0 : 4 + vc.units(r)) : sizers[variable[v]](vc[r])
+        }
         bytes += b
         group++
         r++
@@ -510,10 +514,11 @@ export class DataFileWriter {
     }
     const keyAt = (r: number): Value[] => {
       const key = new Array<Value>(nk)
-      for (let i = 0; i < nk; i++) key[i] = valueOf(cols[i][r], toValue[i], stored[i])
+      for (let i = 0; i < nk; i++) key[i] = valueOf(valueAt(cols[i], r), toValue[i], stored[i])
       return key
     }
-    const seqs = cols[nk]
+    // (_SEQUENCE_NUMBER and _VALUE_KIND are never Utf8Columns: those hold CHAR/VARCHAR fields)
+    const seqs = cols[nk] as ArrayLike<unknown>
     const [lo, hi] = minMaxRows(seqs, from, to, compareBigintValues)
     const minSeq = seqs[lo] as bigint
     const maxSeq = seqs[hi] as bigint
@@ -526,7 +531,7 @@ export class DataFileWriter {
       if (maxSeq > this.#maxSeq) this.#maxSeq = maxSeq
     }
     this.#maxKey = keyAt(to - 1)
-    const kinds = cols[nk + 1]
+    const kinds = cols[nk + 1] as ArrayLike<unknown>
     let deletes = 0
     for (let r = from; r < to; r++) {
       const k = kinds[r]
@@ -541,7 +546,7 @@ export class DataFileWriter {
     for (const s of this.#segments) {
       for (let c = 0; c < buffers.length; c++) {
         const col = s.cols[c]
-        for (let r = s.from; r < s.to; r++) buffers[c].push(col[r])
+        for (let r = s.from; r < s.to; r++) buffers[c].push(valueAt(col, r))
       }
     }
     this.#segments = []
@@ -661,7 +666,7 @@ function valueOf(p: unknown, toValue: ((p: unknown) => Value) | null, stored: ((
 const compareBigintValues = (a: unknown, b: unknown): number => ((a as bigint) < (b as bigint) ? -1 : (a as bigint) > (b as bigint) ? 1 : 0)
 
 /** Rows holding the least and the greatest value of [from, to) of a column without nulls, by `order`. */
-function minMaxRows(col: Column, from: number, to: number, order: (a: unknown, b: unknown) => number): [number, number] {
+function minMaxRows(col: ArrayLike<unknown>, from: number, to: number, order: (a: unknown, b: unknown) => number): [number, number] {
   let lo = from
   let hi = from
   if (col instanceof BigInt64Array) {
@@ -707,6 +712,10 @@ function minMaxRows(col: Column, from: number, to: number, order: (a: unknown, b
  * collected. A typed column holds no nulls.
  */
 function collectRange(collector: ColumnStatsCollector, col: Column, from: number, to: number, type: DataType, toValue: ((p: unknown) => Value) | null, stored: ((v: Value) => Value) | null): void {
+  if (col instanceof Utf8Column) {
+    collectUtf8(collector, col, from, to)
+    return
+  }
   if (type.root === 'CHAR' || type.root === 'VARCHAR') {
     for (let r = from; r < to; r++) collector.collect(valueOf(col[r], toValue, stored))
     return
@@ -722,7 +731,7 @@ function collectRange(collector: ColumnStatsCollector, col: Column, from: number
   let hi = -1
   let nulls = 0
   for (let r = from; r < to; r++) {
-    const v = col[r] as Value
+    const v = (col as ArrayLike<unknown>)[r] as Value
     if (v === null || v === undefined) {
       nulls++
       continue
@@ -731,14 +740,71 @@ function collectRange(collector: ColumnStatsCollector, col: Column, from: number
       lo = hi = r
       continue
     }
-    if (order(v, col[lo] as Value) < 0) lo = r
-    if (order(v, col[hi] as Value) > 0) hi = r
+    if (order(v, (col as ArrayLike<unknown>)[lo] as Value) < 0) lo = r
+    if (order(v, (col as ArrayLike<unknown>)[hi] as Value) > 0) hi = r
   }
   collector.nullCount += nulls
   if (lo >= 0) {
-    collector.collect(valueOf(col[lo], toValue, stored))
-    collector.collect(valueOf(col[hi], toValue, stored))
+    collector.collect(valueOf((col as ArrayLike<unknown>)[lo], toValue, stored))
+    collector.collect(valueOf((col as ArrayLike<unknown>)[hi], toValue, stored))
   }
+}
+
+const utf8Encoder = new TextEncoder()
+
+/**
+ * `collectRange` of a Utf8Column (valid UTF-8, so byte order is the collector's code point
+ * order): a row between the collector's current bounds would change nothing and is passed
+ * over without making its string; every other row is collected as its string.
+ */
+function collectUtf8(collector: ColumnStatsCollector, col: Utf8Column, from: number, to: number): void {
+  const { bytes, offsets } = col
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  let minS: Value = null
+  let maxS: Value = null
+  let minB = new Uint8Array(0)
+  let maxB = new Uint8Array(0)
+  let minV = new DataView(minB.buffer)
+  let maxV = new DataView(maxB.buffer)
+  for (let r = from; r < to; r++) {
+    if (col.isNull(r)) {
+      collector.nullCount++
+      continue
+    }
+    if (collector.failed) continue
+    const min = collector.min
+    const max = collector.max
+    if (min !== null && max !== null) {
+      if (min !== minS) {
+        minB = utf8Encoder.encode((minS = min) as string)
+        minV = new DataView(minB.buffer, minB.byteOffset, minB.byteLength)
+      }
+      if (max !== maxS) {
+        maxB = utf8Encoder.encode((maxS = max) as string)
+        maxV = new DataView(maxB.buffer, maxB.byteOffset, maxB.byteLength)
+      }
+      const a = offsets[r]
+      const b = offsets[r + 1]
+      if (compareByteRange(dv, bytes, a, b, minB, minV) >= 0 && compareByteRange(dv, bytes, a, b, maxB, maxV) <= 0) continue
+    }
+    collector.collect(col.string(r))
+  }
+}
+
+/** bytes[a, b) (`dv` views `bytes`) against `other` (viewed by `ov`): unsigned lexicographic, a prefix first; four bytes at a time where both have them. */
+function compareByteRange(dv: DataView, bytes: Uint8Array, a: number, b: number, other: Uint8Array, ov: DataView): number {
+  const n = Math.min(b - a, other.length)
+  let i = 0
+  for (; i + 4 <= n; i += 4) {
+    const x = dv.getUint32(a + i)
+    const y = ov.getUint32(i)
+    if (x !== y) return x < y ? -1 : 1
+  }
+  for (; i < n; i++) {
+    const d = bytes[a + i] - other[i]
+    if (d !== 0) return d < 0 ? -1 : 1
+  }
+  return b - a < other.length ? -1 : b - a === other.length ? 0 : 1
 }
 
 function describeKey(key: Value[]): string {

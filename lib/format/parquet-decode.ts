@@ -27,9 +27,10 @@
 // bytes (as unscaled bigints) in plain arrays. Strings decode as UTF-8 with U+FFFD for
 // invalid bytes, a leading U+FEFF kept (it is data, not a byte-order mark).
 
+import { isUtf8 } from 'node:buffer'
 import type { ColumnMetaData, CompressionCodec, SchemaElement } from 'hyparquet'
 import type { DataType } from '../types.ts'
-import type { Column } from './columnar-types.ts'
+import { type Column, Utf8Column } from './columnar-types.ts'
 import { DECOMPRESSORS } from './data-file.ts'
 import { SNAPPY_SLACK, snappyInto } from './snappy.ts'
 
@@ -386,6 +387,7 @@ function readHybrid(buf: Uint8Array, pos: number, end: number, width: number, ou
 
 const latin1Slice: ((this: Buffer, start: number, end: number) => string) | undefined = (Buffer.prototype as unknown as { latin1Slice?: (this: Buffer, s: number, e: number) => string }).latin1Slice
 const utf8 = new TextDecoder('utf-8', { ignoreBOM: true })
+const utf8Encoder = new TextEncoder()
 
 function bigEndianSigned(buf: Uint8Array, from: number, len: number): bigint {
   if (len === 0) return 0n
@@ -429,8 +431,18 @@ export class ColumnBuilder {
   #dictBits: Int32Array | null = null
   #dictValues: unknown[] | null = null
   #dictSize = -1
+  /** `utf8` strings: their bytes so far, where each row ends in them, and the OR of every byte */
+  #u8: Uint8Array | null = null
+  #u8Len = 0
+  readonly #u8Offsets: Int32Array | null = null
+  #u8High = 0
+  #dictU8: { bytes: Uint8Array; offsets: Int32Array } | null = null
 
-  constructor(col: FlatColumn, rows: number) {
+  /**
+   * `utf8`: a string column becomes a `Utf8Column` (its UTF-8 bytes, no JS strings); other
+   * kinds ignore it.
+   */
+  constructor(col: FlatColumn, rows: number, opts: { utf8?: boolean } = {}) {
     this.#col = col
     this.#n = rows
     const numeric = col.kind === 'int32' || col.kind === 'int64' || col.kind === 'float' || col.kind === 'double'
@@ -439,6 +451,12 @@ export class ColumnBuilder {
       this.#bits = new Int32Array(rows * this.#words)
       this.#bytes = new Uint8Array(this.#bits.buffer)
       this.#values = null
+    } else if (opts.utf8 === true && col.kind === 'string') {
+      this.#bits = null
+      this.#bytes = null
+      this.#values = null
+      this.#u8 = new Uint8Array(Math.max(64, rows * 16))
+      this.#u8Offsets = new Int32Array(rows + 1)
     } else {
       this.#bits = null
       this.#bytes = null
@@ -462,6 +480,7 @@ export class ColumnBuilder {
     this.#dictSize = -1
     this.#dictBits = null
     this.#dictValues = null
+    this.#dictU8 = null
     const stop = this.#at + rows
     const t = new Thrift(chunk, 0)
     try {
@@ -513,6 +532,31 @@ export class ColumnBuilder {
       const bits = new Int32Array(n * this.#words)
       new Uint8Array(bits.buffer).set(page.subarray(0, n * w))
       this.#dictBits = bits
+    } else if (this.#u8Offsets !== null) {
+      // the entries' bytes copied out of the page (its buffer is reused), and where each ends
+      const offsets = new Int32Array(n + 1)
+      const buf = page
+      let pos = 0
+      let total = 0
+      for (let k = 0; k < n; k++) {
+        if (pos + 4 > page.length) throw new Error(`column ${this.#col.name}: PLAIN string ${k} of ${n} has no length`)
+        const len = (buf[pos] | (buf[pos + 1] << 8) | (buf[pos + 2] << 16)) + buf[pos + 3] * 16777216
+        pos += 4 + len
+        if (pos > page.length) throw new Error(`column ${this.#col.name}: PLAIN string of ${len} bytes runs past the page`)
+        total += len
+        offsets[k + 1] = total
+      }
+      const bytes = new Uint8Array(total)
+      pos = 0
+      for (let k = 0; k < n; k++) {
+        const len = offsets[k + 1] - offsets[k]
+        bytes.set(buf.subarray(pos + 4, pos + 4 + len), offsets[k])
+        pos += 4 + len
+      }
+      let high = 0
+      for (let i = 0; i < total; i++) high |= bytes[i]
+      this.#u8High |= high
+      this.#dictU8 = { bytes, offsets }
     } else {
       const values = new Array<unknown>(n)
       this.#plainObjects(body, n, values, null, 0)
@@ -578,6 +622,11 @@ export class ColumnBuilder {
   #values_(encoding: number, body: PageBody, n: number, nonNull: number, defs: Int32Array | null): void {
     const name = this.#col.name
     const at = this.#at
+    if (this.#u8Offsets !== null) {
+      this.#utf8Values(encoding, body, n, nonNull, defs)
+      this.#at = at + n
+      return
+    }
     if (defs !== null) this.#markNulls(defs, n)
     if (encoding === ENC_PLAIN) {
       if (this.#bits !== null) this.#plainNumeric(body, n, nonNull, defs)
@@ -610,6 +659,101 @@ export class ColumnBuilder {
       throw new UnsupportedParquet(`column ${name}: data page encoding ${encoding}`)
     }
     this.#at = at + n
+  }
+
+  /** `#values_` of a `utf8` string column: each row's bytes appended, a null's none. */
+  #utf8Values(encoding: number, body: PageBody, n: number, nonNull: number, defs: Int32Array | null): void {
+    const name = this.#col.name
+    const at = this.#at
+    const off = this.#u8Offsets!
+    let idx: Int32Array | null = null
+    let dict: { bytes: Uint8Array; offsets: Int32Array } | null = null
+    if (encoding === ENC_RLE_DICTIONARY || encoding === ENC_PLAIN_DICTIONARY) {
+      if (this.#dictU8 === null) throw new Error(`column ${name}: dictionary-encoded page without a dictionary page`)
+      dict = this.#dictU8
+      const size = dict.offsets.length - 1
+      idx = ensureIndices(nonNull)
+      if (nonNull > 0) {
+        if (body.pos >= body.end) throw new Error(`column ${name}: dictionary-encoded page has no bit width`)
+        const width = body.buf[body.pos]
+        if (width > 32) throw new Error(`column ${name}: dictionary index bit width ${width} is over 32`)
+        if (width === 0) idx.fill(0, 0, nonNull)
+        else readHybrid(body.buf, body.pos + 1, body.end, width, idx, nonNull, `column ${name} dictionary indices`)
+        for (let k = 0; k < nonNull; k++) {
+          if (idx[k] >>> 0 >= size) throw new Error(`column ${name}: dictionary index ${idx[k] >>> 0} is out of range (dictionary of ${size} values)`)
+        }
+      }
+    } else if (encoding !== ENC_PLAIN) {
+      throw new UnsupportedParquet(`column ${name}: data page encoding ${encoding}`)
+    }
+    const buf = body.buf
+    const end = body.end
+    let pos = body.pos
+    let high = 0
+    let k = 0
+    for (let i = 0; i < n; i++) {
+      if (defs !== null && defs[i] === 0) {
+        this.#u8Null(at + i)
+        off[at + i + 1] = this.#u8Len
+        continue
+      }
+      let from: number
+      let stop: number
+      let src: Uint8Array
+      if (dict !== null) {
+        const e = idx![k]
+        src = dict.bytes
+        from = dict.offsets[e]
+        stop = dict.offsets[e + 1]
+      } else {
+        if (pos + 4 > end) throw new Error(`column ${name}: PLAIN string ${k} of ${nonNull} has no length`)
+        const len = (buf[pos] | (buf[pos + 1] << 8) | (buf[pos + 2] << 16)) + buf[pos + 3] * 16777216
+        from = pos + 4
+        stop = from + len
+        if (stop > end) throw new Error(`column ${name}: PLAIN string of ${len} bytes runs past the page`)
+        src = buf
+        pos = stop
+      }
+      k++
+      let u8 = this.#u8!
+      let len = this.#u8Len
+      if (len + (stop - from) > u8.length) {
+        const grown = new Uint8Array(Math.max(u8.length * 2, len + (stop - from)))
+        grown.set(u8.subarray(0, len))
+        this.#u8 = u8 = grown
+      }
+      const start = len
+      let sh = 0
+      for (let j = from; j < stop; j++) {
+        const x = src[j]
+        sh |= x
+        u8[len++] = x
+      }
+      // not UTF-8: the bytes of the string the row path decodes (U+FFFD for each bad sequence)
+      if (sh >= 0x80 && !isUtf8(u8.subarray(start, len))) len = this.#u8Replace(start, utf8.decode(src.subarray(from, stop)))
+      high |= sh
+      this.#u8Len = len
+      off[at + i + 1] = len
+    }
+    this.#u8High |= high
+  }
+
+  /** Puts the UTF-8 of `text` at `start` of the string bytes, in place of what is there; returns its end. */
+  #u8Replace(start: number, text: string): number {
+    const bytes = utf8Encoder.encode(text)
+    if (start + bytes.length > this.#u8!.length) {
+      const grown = new Uint8Array(Math.max(this.#u8!.length * 2, start + bytes.length))
+      grown.set(this.#u8!.subarray(0, start))
+      this.#u8 = grown
+    }
+    this.#u8!.set(bytes, start)
+    return start + bytes.length
+  }
+
+  #u8Null(r: number): void {
+    this.#nulls ??= new Uint8Array(this.#n)
+    this.#nulls[r] = 1
+    this.#nullCount++
   }
 
   #markNulls(defs: Int32Array, n: number): void {
@@ -747,6 +891,7 @@ export class ColumnBuilder {
     const name = this.#col.name
     if (this.#at !== this.#n) throw new Error(`column ${name}: decoded ${this.#at} of ${this.#n} rows`)
     if (this.#values !== null) return this.#values
+    if (this.#u8Offsets !== null) return new Utf8Column(this.#u8!.subarray(0, this.#u8Len), this.#u8Offsets, this.#nullCount > 0 ? this.#nulls : null, this.#u8High < 0x80)
     const buf = this.#bits!.buffer
     const n = this.#n
     const typed = this.#col.kind === 'int32' ? this.#bits! : this.#col.kind === 'int64' ? new BigInt64Array(buf, 0, n) : this.#col.kind === 'float' ? new Float32Array(buf, 0, n) : new Float64Array(buf, 0, n)

@@ -22,7 +22,7 @@
 import type { ColumnChunk, ColumnIndex, ColumnMetaData, CompressionCodec, Encoding, OffsetIndex, SchemaElement } from 'hyparquet'
 import type { ByteWriter } from 'hyparquet-writer'
 import { unconvertMinMax } from 'hyparquet-writer/src/unconvert.js'
-import { type Column, isTypedColumn } from './columnar-types.ts'
+import { type Column, Utf8Column, isTypedColumn, utf16Units, utf8Text } from './columnar-types.ts'
 import { releaseSnappyScratch, writeVarint } from './snappy.ts'
 
 export interface ChunkEncodeOptions {
@@ -102,6 +102,21 @@ interface Prepared {
   bools: Uint8Array | null
   /** BYTE_ARRAY: strings or Uint8Arrays; FIXED_LEN_BYTE_ARRAY: unscaled decimal bigints */
   objs: unknown[] | null
+  /** BYTE_ARRAY from a Utf8Column: non-null value i is bytes[starts[i], ends[i]) */
+  u8: Utf8Values | null
+}
+
+interface Utf8Values {
+  bytes: Uint8Array
+  starts: Int32Array
+  ends: Int32Array
+  /** every byte below 0x80 */
+  ascii: boolean
+}
+
+/** Value i's length as a JS string's (UTF-16 units): what a string's size counts. */
+function u8Units(u: Utf8Values, i: number): number {
+  return u.ascii ? u.ends[i] - u.starts[i] : utf16Units(u.bytes, u.starts[i], u.ends[i])
 }
 
 function kindOf(element: SchemaElement): Kind {
@@ -136,7 +151,8 @@ function requiredNull(element: SchemaElement, r: number): never {
 /** Rows [0, rows) of `col` as the encoder holds them. */
 function prepare(element: SchemaElement, col: Column, rows: number): Prepared {
   const kind = kindOf(element)
-  const p: Prepared = { kind, rows, nonNull: rows, defs: null, words: null, width: kind === Kind.Int64 || kind === Kind.Double ? 2 : 1, bools: null, objs: null }
+  const p: Prepared = { kind, rows, nonNull: rows, defs: null, words: null, width: kind === Kind.Int64 || kind === Kind.Double ? 2 : 1, bools: null, objs: null, u8: null }
+  if (col instanceof Utf8Column) return prepareUtf8(p, element, col, rows)
   if (isTypedColumn(col)) {
     switch (kind) {
       case Kind.Int32:
@@ -166,6 +182,7 @@ function prepare(element: SchemaElement, col: Column, rows: number): Prepared {
     }
   }
   const required = element.repetition_type === 'REQUIRED'
+  const c = col as ArrayLike<unknown>
   let defs: Uint8Array | null = null
   let k = 0
   const nullAt = (d: Uint8Array | null, r: number): Uint8Array => {
@@ -180,7 +197,7 @@ function prepare(element: SchemaElement, col: Column, rows: number): Prepared {
     case Kind.Int32: {
       const out = new Int32Array(rows)
       for (let r = 0; r < rows; r++) {
-        const v = col[r]
+        const v = c[r]
         if (v === null || v === undefined) defs = nullAt(defs, r)
         else {
           out[k++] = typeof v === 'bigint' ? Number(v) : (v as number)
@@ -193,7 +210,7 @@ function prepare(element: SchemaElement, col: Column, rows: number): Prepared {
     case Kind.Int64: {
       const out = new BigInt64Array(rows)
       for (let r = 0; r < rows; r++) {
-        const v = col[r]
+        const v = c[r]
         if (v === null || v === undefined) defs = nullAt(defs, r)
         else {
           out[k++] = typeof v === 'bigint' ? v : BigInt(v as number)
@@ -207,7 +224,7 @@ function prepare(element: SchemaElement, col: Column, rows: number): Prepared {
     case Kind.Double: {
       const out = kind === Kind.Float ? new Float32Array(rows) : new Float64Array(rows)
       for (let r = 0; r < rows; r++) {
-        const v = col[r]
+        const v = c[r]
         if (v === null || v === undefined) defs = nullAt(defs, r)
         else {
           out[k++] = v as number
@@ -220,7 +237,7 @@ function prepare(element: SchemaElement, col: Column, rows: number): Prepared {
     case Kind.Boolean: {
       const out = new Uint8Array(rows)
       for (let r = 0; r < rows; r++) {
-        const v = col[r]
+        const v = c[r]
         if (v === null || v === undefined) defs = nullAt(defs, r)
         else {
           out[k++] = v ? 1 : 0
@@ -233,14 +250,14 @@ function prepare(element: SchemaElement, col: Column, rows: number): Prepared {
     default: {
       // a plain array without nulls is used as it is
       let r0 = 0
-      while (r0 < rows && col[r0] !== null && col[r0] !== undefined) r0++
+      while (r0 < rows && c[r0] !== null && c[r0] !== undefined) r0++
       if (r0 === rows) {
-        p.objs = Array.isArray(col) ? col : Array.from({ length: rows }, (_, r) => col[r])
+        p.objs = Array.isArray(c) ? c : Array.from({ length: rows }, (_, r) => c[r])
         return p
       }
       const out: unknown[] = []
       for (let r = 0; r < rows; r++) {
-        const v = col[r]
+        const v = c[r]
         if (v === null || v === undefined) defs = nullAt(defs, r)
         else {
           out.push(v)
@@ -251,6 +268,33 @@ function prepare(element: SchemaElement, col: Column, rows: number): Prepared {
       p.objs = out
     }
   }
+  p.nonNull = k
+  p.defs = defs
+  return p
+}
+
+/** `prepare` of a Utf8Column (a BYTE_ARRAY column): its non-null values' byte ranges, in place. */
+function prepareUtf8(p: Prepared, element: SchemaElement, col: Utf8Column, rows: number): Prepared {
+  if (p.kind !== Kind.ByteArray) throw new Error(`column ${element.name}: a column of UTF-8 strings cannot be stored as ${element.type}`)
+  const { offsets, nulls } = col
+  const starts = new Int32Array(rows)
+  const ends = new Int32Array(rows)
+  let defs: Uint8Array | null = null
+  let k = 0
+  for (let r = 0; r < rows; r++) {
+    if (nulls !== null && nulls[r] === 1) {
+      if (element.repetition_type === 'REQUIRED') requiredNull(element, r)
+      if (defs === null) {
+        defs = new Uint8Array(rows)
+        defs.fill(1, 0, r)
+      }
+      continue
+    }
+    if (defs !== null) defs[r] = 1
+    starts[k] = offsets[r]
+    ends[k++] = offsets[r + 1]
+  }
+  p.u8 = { bytes: col.bytes, starts, ends, ascii: col.ascii }
   p.nonNull = k
   p.defs = defs
   return p
@@ -316,6 +360,7 @@ function minMax(p: Prepared, a: number, b: number): MinMax {
     case Kind.Boolean:
       return minMaxInt32(Int32Array.from(p.bools!.subarray(a, b)), 0, b - a, a)
     default:
+      if (p.u8 !== null) return minMaxUtf8(p.u8, a, b)
       return a < b && typeof p.objs![a] === 'string' ? minMaxStrings(p.objs as string[], a, b) : minMaxObjs(p.objs!, a, b)
   }
 }
@@ -431,6 +476,49 @@ function minMaxStrings(o: string[], a: number, b: number): MinMax {
   return { lo, hi, nans: 0 }
 }
 
+/** `minMaxStrings` of UTF-8 values: byte order is code point order. */
+function minMaxUtf8(u: Utf8Values, a: number, b: number): MinMax {
+  if (a >= b) return { lo: -1, hi: -1, nans: 0 }
+  const { bytes, starts, ends } = u
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  let lo = a
+  let hi = a
+  for (let i = a + 1; i < b; i++) {
+    if (compareRanges(dv, bytes, starts[i], ends[i], starts[lo], ends[lo]) < 0) lo = i
+    else if (compareRanges(dv, bytes, starts[i], ends[i], starts[hi], ends[hi]) > 0) hi = i
+  }
+  return { lo, hi, nans: 0 }
+}
+
+/** bytes[a1, b1) against bytes[a2, b2) (`dv` views `bytes`): unsigned lexicographic, a prefix first; four bytes at a time (big-endian words order as their bytes do). */
+function compareRanges(dv: DataView, bytes: Uint8Array, a1: number, b1: number, a2: number, b2: number): number {
+  const n = Math.min(b1 - a1, b2 - a2)
+  let i = 0
+  for (; i + 4 <= n; i += 4) {
+    const x = dv.getUint32(a1 + i)
+    const y = dv.getUint32(a2 + i)
+    if (x !== y) return x < y ? -1 : 1
+  }
+  for (; i < n; i++) {
+    const d = bytes[a1 + i] - bytes[a2 + i]
+    if (d !== 0) return d
+  }
+  return b1 - a1 - (b2 - a2)
+}
+
+/** FNV-1a of bytes[a, b). */
+function hashRange(bytes: Uint8Array, a: number, b: number): number {
+  let h = 0x811c9dc5
+  for (let i = a; i < b; i++) h = Math.imul(h ^ bytes[i], 0x01000193)
+  return h
+}
+
+function sameRange(bytes: Uint8Array, a1: number, b1: number, a2: number, b2: number): boolean {
+  if (b1 - a1 !== b2 - a2) return false
+  for (let i = 0; i < b1 - a1; i++) if (bytes[a1 + i] !== bytes[a2 + i]) return false
+  return true
+}
+
 function minMaxObjs(o: unknown[], a: number, b: number): MinMax {
   let lo = -1
   let hi = -1
@@ -456,7 +544,7 @@ function statValue(p: Prepared, element: SchemaElement, i: number): unknown {
     case Kind.Boolean:
       return p.bools![i] === 1
     default:
-      return p.objs![i]
+      return p.u8 !== null ? utf8Text(p.u8.bytes, p.u8.starts[i], p.u8.ends[i]) : p.objs![i]
   }
 }
 
@@ -528,13 +616,15 @@ function sampleAllows(p: Prepared, element: SchemaElement, col: Column): boolean
   if (sampleSize === 0) return false
   const fixed = fixedSize(p, element)
   if (p.words !== null && p.defs === null) return sampleAllowsWords(p.words, p.width, n, sampleSize)
+  if (col instanceof Utf8Column) return sampleAllowsUtf8(col, n, sampleSize)
+  const c = col as ArrayLike<unknown>
   const prefix = p.kind === Kind.ByteArray ? 4 : 0
   const seen = new Map<unknown, number>()
   let distinct = 0
   let total = 0
   for (let i = 0; i < sampleSize; i++) {
     const at = sampleSize === 1 ? 0 : Math.floor((i * (n - 1)) / (sampleSize - 1))
-    let v = col[at] as unknown
+    let v = c[at] as unknown
     if (v === undefined) v = null
     let key = v
     if (v instanceof Uint8Array) key = latin1(v)
@@ -551,6 +641,42 @@ function sampleAllows(p: Prepared, element: SchemaElement, col: Column): boolean
 
 const sampleTable = new Int32Array(4096)
 const sampleFirst = new Int32Array(SAMPLE_VALUES)
+
+/**
+ * `sampleAllows` of a Utf8Column: the same sample and sizes (a string's UTF-16 length plus
+ * 4, a null's 0), distinct values told apart by their bytes.
+ */
+function sampleAllowsUtf8(col: Utf8Column, n: number, sampleSize: number): boolean {
+  const table = sampleTable
+  table.fill(0)
+  const mask = table.length - 1
+  const { bytes, offsets } = col
+  let entries = 0
+  let distinct = 0
+  let total = 0
+  for (let i = 0; i < sampleSize; i++) {
+    const at = sampleSize === 1 ? 0 : Math.floor((i * (n - 1)) / (sampleSize - 1))
+    if (col.isNull(at)) continue
+    const a = offsets[at]
+    const b = offsets[at + 1]
+    const size = col.units(at) + 4
+    let h = hashRange(bytes, a, b) & mask
+    for (;;) {
+      const e = table[h]
+      if (e === 0) {
+        sampleFirst[entries] = at
+        table[h] = ++entries
+        distinct += size
+        break
+      }
+      const f = sampleFirst[e - 1]
+      if (sameRange(bytes, a, b, offsets[f], offsets[f + 1])) break
+      h = (h + 1) & mask
+    }
+    total += size
+  }
+  return total > 0 && distinct / total <= SAMPLE_REJECT_RATIO
+}
 
 /** `sampleAllows` of a fixed-width column without nulls: distinct sampled values over sampled values (by their bits). */
 function sampleAllowsWords(w: Int32Array, width: number, n: number, sampleSize: number): boolean {
@@ -648,6 +774,7 @@ function buildDictionary(p: Prepared, element: SchemaElement): Dictionary | null
     if (entries === 0 || dictionaryLoses(entries, entries * size, n, plainBytes)) return null
     return { indices, firsts: firsts.subarray(0, entries), entries: null, size: entries, bitWidth: indexBits(entries) }
   }
+  if (p.u8 !== null) return buildDictionaryUtf8(p.u8, n, indices)
   const o = p.objs!
   const fixed = p.kind === Kind.Fixed ? (element.type_length ?? 0) : -1
   const prefix = fixed >= 0 ? 0 : 4
@@ -672,6 +799,48 @@ function buildDictionary(p: Prepared, element: SchemaElement): Dictionary | null
   }
   if (entries.length === 0 || dictionaryLoses(entries.length, entryBytes, n, plainBytes)) return null
   return { indices, firsts: null, entries, size: entries.length, bitWidth: indexBits(entries.length) }
+}
+
+/**
+ * `buildDictionary` of UTF-8 values: entries in order of first appearance, told apart by
+ * their bytes, sized as strings (UTF-16 length plus 4), so it decides as the strings would.
+ */
+function buildDictionaryUtf8(u: Utf8Values, n: number, indices: Int32Array): Dictionary | null {
+  const { bytes, starts, ends } = u
+  let plainBytes = 0
+  for (let i = 0; i < n; i++) plainBytes += u8Units(u, i) + 4
+  let cap = 16
+  while (cap < 2 * n) cap <<= 1
+  const table = reuse(1, cap) // entry + 1, 0 empty
+  table.fill(0)
+  const firsts = reuse(2, Math.max(1, n))
+  const mask = cap - 1
+  let entries = 0
+  let entryBytes = 0
+  for (let i = 0; i < n; i++) {
+    const a = starts[i]
+    const b = ends[i]
+    let h = hashRange(bytes, a, b) & mask
+    for (;;) {
+      const e = table[h]
+      if (e === 0) {
+        firsts[entries] = i
+        table[h] = ++entries
+        indices[i] = entries - 1
+        entryBytes += u8Units(u, i) + 4
+        if (2 * entryBytes > plainBytes) return null
+        break
+      }
+      const f = firsts[e - 1]
+      if (sameRange(bytes, a, b, starts[f], ends[f])) {
+        indices[i] = e - 1
+        break
+      }
+      h = (h + 1) & mask
+    }
+  }
+  if (entries === 0 || dictionaryLoses(entries, entryBytes, n, plainBytes)) return null
+  return { indices, firsts: firsts.subarray(0, entries), entries: null, size: entries, bitWidth: indexBits(entries) }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -804,6 +973,35 @@ function encodeObjs(o: unknown[], n: number, kind: Kind, element: SchemaElement)
   return { buf, ends }
 }
 
+/** `encodeObjs` of UTF-8 values: value pick[i] (or i) for i < n, each its 4-byte length and bytes. */
+function encodeUtf8(u: Utf8Values, pick: Int32Array | null, n: number): { buf: Uint8Array; ends: Int32Array } {
+  const { bytes, starts, ends: vEnds } = u
+  let bound = 0
+  for (let i = 0; i < n; i++) {
+    const j = pick === null ? i : pick[i]
+    bound += 4 + vEnds[j] - starts[j]
+  }
+  if (objScratch.length < bound) objScratch = new Uint8Array(Math.max(bound, objScratch.length * 2))
+  const buf = objScratch
+  const ends = new Int32Array(n)
+  let pos = 0
+  for (let i = 0; i < n; i++) {
+    const j = pick === null ? i : pick[i]
+    const a = starts[j]
+    const len = vEnds[j] - a
+    buf[pos] = len & 0xff
+    buf[pos + 1] = (len >>> 8) & 0xff
+    buf[pos + 2] = (len >>> 16) & 0xff
+    buf[pos + 3] = len >>> 24
+    pos += 4
+    if (len < 32) for (let k = 0; k < len; k++) buf[pos + k] = bytes[a + k]
+    else buf.set(bytes.subarray(a, a + len), pos)
+    pos += len
+    ends[i] = pos
+  }
+  return { buf, ends }
+}
+
 const utf8 = new TextEncoder()
 
 // ---------------------------------------------------------------------------------------------
@@ -913,7 +1111,10 @@ export function writeColumnChunk(out: ByteWriter, element: SchemaElement, col: C
   if (dict !== null) {
     dictionaryOffset = BigInt(out.offset)
     let plain: { bytes: Uint8Array; length: number }
-    if (dict.firsts !== null) {
+    if (p.u8 !== null) {
+      const { buf, ends } = encodeUtf8(p.u8, dict.firsts, dict.size)
+      plain = { bytes: buf, length: ends[dict.size - 1] }
+    } else if (dict.firsts !== null) {
       const width = p.width
       const w = p.words!
       const vals = new Int32Array(dict.size * width)
@@ -939,7 +1140,7 @@ export function writeColumnChunk(out: ByteWriter, element: SchemaElement, col: C
   }
 
   // PLAIN objects are encoded once for the chunk: their UTF-8 lengths set the page breaks
-  const plainObjs = dict === null && p.objs !== null ? encodeObjs(p.objs, p.nonNull, p.kind, element) : null
+  const plainObjs = dict !== null ? null : p.u8 !== null ? encodeUtf8(p.u8, null, p.nonNull) : p.objs !== null ? encodeObjs(p.objs, p.nonNull, p.kind, element) : null
   const prefix = p.kind === Kind.ByteArray ? 4 : 0
   const starts = pageStarts(p, dict !== null, opts.pageSize, plainObjs?.ends ?? null, prefix)
   const pages = starts.length

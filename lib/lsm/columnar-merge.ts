@@ -10,7 +10,7 @@
 // `chooseMergePath`, from the descriptor `COLUMNAR_ENGINES`.
 
 import { valueComparator } from '../format/compare.ts'
-import { type Column, type ColumnBatch, gatherColumn, physicalToValue } from '../format/columnar-types.ts'
+import { type Column, type ColumnBatch, gatherColumn, isNullAt, isUtf8Column, physicalToValue, valueAt } from '../format/columnar-types.ts'
 import type { PositionedBatch } from '../format/columnar-reader.ts'
 import { physicalEncoder } from '../format/parquet-types.ts'
 import { RowKind, type DataType, type KeyValue, type Value } from '../types.ts'
@@ -93,6 +93,8 @@ const TWO_32 = 4294967296
 /** One run's current row group, with the views the merge compares on. */
 class Block {
   readonly cols: Column[]
+  /** the key columns (never `Utf8Column`s: the reader makes those of value columns only) */
+  readonly keyCols: ArrayLike<unknown>[]
   readonly n: number
   readonly kinds: Int32Array
   /** `_SEQUENCE_NUMBER` as int32 halves (low, high) per row: compared without making bigints */
@@ -108,6 +110,12 @@ class Block {
 
   constructor(batch: ColumnBatch | PositionedBatch, nk: number, numericKey: boolean) {
     this.cols = batch.columns
+    this.keyCols = new Array(nk)
+    for (let c = 0; c < nk; c++) {
+      const col = batch.columns[c]
+      if (isUtf8Column(col)) throw new Error(`columnar merge: key column ${c} is a Utf8Column`)
+      this.keyCols[c] = col
+    }
     this.n = batch.rows
     this.firstPosition = 'firstPosition' in batch ? batch.firstPosition : 0
     this.positions = 'positions' in batch ? batch.positions : null
@@ -264,7 +272,7 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
       return u < v ? -1 : u > v ? 1 : 0
     }
     for (let c = 0; c < nk; c++) {
-      const r = keyFns[c](a.cols[c][i] as Value, b.cols[c][j] as Value)
+      const r = keyFns[c](a.keyCols[c][i] as Value, b.keyCols[c][j] as Value)
       if (r !== 0) return r
     }
     return 0
@@ -276,8 +284,8 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
   const sign = cfg.sequenceAscending ? 1 : -1
   const seqCmp = (a: Block, i: number, b: Block, j: number): number => {
     for (let s = 0; s < seqIdx.length; s++) {
-      const x = a.cols[seqIdx[s]][i] as Value | undefined
-      const y = b.cols[seqIdx[s]][j] as Value | undefined
+      const x = valueAt(a.cols[seqIdx[s]], i) as Value | undefined
+      const y = valueAt(b.cols[seqIdx[s]], j) as Value | undefined
       if (x == null || y == null) {
         if ((x == null) === (y == null)) continue
         return x == null ? -1 : 1
@@ -301,7 +309,7 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
   const boundFns = keyFns
   const boundCmp = (a: Block, i: number, bound: unknown[]): number => {
     for (let c = 0; c < nk; c++) {
-      const r = boundFns[c](a.cols[c][i] as Value, bound[c] as Value)
+      const r = boundFns[c](a.keyCols[c][i] as Value, bound[c] as Value)
       if (r !== 0) return r
     }
     return 0
@@ -400,14 +408,14 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
   /** A block's row as the row path reads it. */
   const recordOf = (b: Block, i: number): KeyValue => {
     const key: Value[] = new Array(nk)
-    for (let c = 0; c < nk; c++) key[c] = valueOf(keyToValue[c], b.cols[c][i])
+    for (let c = 0; c < nk; c++) key[c] = valueOf(keyToValue[c], b.keyCols[c][i])
     const value: Value[] = new Array(nf)
-    for (let f = 0; f < nf; f++) value[f] = valueOf(fieldToValue[f], b.cols[nk + 2 + f][i])
+    for (let f = 0; f < nf; f++) value[f] = valueOf(fieldToValue[f], valueAt(b.cols[nk + 2 + f], i))
     return { key, seq: b.seq64[i], kind: b.kinds[i] as RowKind, value }
   }
   const keptAlone = (b: Block, i: number): boolean => {
     if (!fold!.keepsAlone(b.kinds[i] as RowKind)) return false
-    if (fold!.refusesNullInNotNull) for (const c of notNullColumns) if (b.cols[c][i] == null) return false
+    if (fold!.refusesNullInNotNull) for (const c of notNullColumns) if (isNullAt(b.cols[c], i)) return false
     return true
   }
   const merge = (records: KeyValue[]): KeyValue | null => {
@@ -434,7 +442,7 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
   /** A row the merge function made for the group's key: the key's columns copied from the group's first record. */
   const pushMade = (kv: KeyValue): Promise<void> =>
     pushMadeRow((cols, r) => {
-      for (let c = 0; c < nk; c++) (cols[c] as unknown[])[r] = groupB[0].cols[c][groupI[0]]
+      for (let c = 0; c < nk; c++) (cols[c] as unknown[])[r] = groupB[0].keyCols[c][groupI[0]]
       ;(cols[nk] as BigInt64Array)[r] = kv.seq
       ;(cols[nk + 1] as Int32Array)[r] = kv.kind
       for (let f = 0; f < nf; f++) (cols[nk + 2 + f] as unknown[])[r] = fieldEncoders[f](kv.value[f])
@@ -444,7 +452,7 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
     for (let g = 0; g < groupB.length; g++) {
       const kind = groupB[g].kinds[groupI[g]]
       if (kind !== RowKind.INSERT && kind !== RowKind.UPDATE_AFTER) return false
-      for (const c of notNullColumns) if (groupB[g].cols[c][groupI[g]] == null) return false
+      for (const c of notNullColumns) if (isNullAt(groupB[g].cols[c], groupI[g])) return false
     }
     return true
   }
@@ -457,14 +465,14 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
     order.sort((a, b) => seqCmp(groupB[a], groupI[a], groupB[b], groupI[b]))
     const last = order[n - 1]
     return pushMadeRow((cols, r) => {
-      for (let c = 0; c < nk; c++) (cols[c] as unknown[])[r] = groupB[0].cols[c][groupI[0]]
+      for (let c = 0; c < nk; c++) (cols[c] as unknown[])[r] = groupB[0].keyCols[c][groupI[0]]
       ;(cols[nk] as BigInt64Array)[r] = groupB[last].seq64[groupI[last]]
       ;(cols[nk + 1] as Int32Array)[r] = RowKind.INSERT
       for (let f = 0; f < nf; f++) {
         const c = nk + 2 + f
         let v: unknown = null
         for (let o = n - 1; o >= 0; o--) {
-          const x = groupB[order[o]].cols[c][groupI[order[o]]]
+          const x = valueAt(groupB[order[o]].cols[c], groupI[order[o]])
           if (x !== null && x !== undefined) {
             v = x
             break

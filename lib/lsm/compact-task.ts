@@ -205,7 +205,8 @@ async function* readRunColumnar(
 ): AsyncGenerator<ColumnBatch> {
   for await (const { reader, file } of openedAhead(files, ahead, (f) => openColumnarInput(table, io, dir, f))) {
     const dv = (await dvs).get(file.name)
-    yield* reader.rowGroups({ deleted: dv && dv.cardinality > 0 ? dv.sortedPositions() : undefined })
+    // string values as their bytes: the merge moves them to the writer without making strings
+    yield* reader.rowGroups({ deleted: dv && dv.cardinality > 0 ? dv.sortedPositions() : undefined, utf8Values: true })
   }
 }
 

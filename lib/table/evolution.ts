@@ -8,7 +8,7 @@
 
 import { type ByteSource, type DataFileLayout, DataFileReader, type DataFileReaderOptions } from '../format/data-file.ts'
 import { ColumnarFileReader, type PositionedBatch, type RowGroupOptions } from '../format/columnar-reader.ts'
-import { type Column, physicalToValue } from '../format/columnar-types.ts'
+import { type Column, physicalToValue, valueAt } from '../format/columnar-types.ts'
 import { physicalEncoder } from '../format/parquet-types.ts'
 import { type DataField, type DataType, type TableSchema, type Value, StrataInputError } from '../types.ts'
 import { formatDataType, typeLabel } from './data-type.ts'
@@ -220,7 +220,7 @@ class MappedColumnarReader implements ColumnarSource {
           continue
         }
         const out = new Array<unknown>(batch.rows)
-        for (let r = 0; r < batch.rows; r++) out[r] = cast(col[r])
+        for (let r = 0; r < batch.rows; r++) out[r] = cast(valueAt(col, r))
         columns.push(out)
       }
       yield { ...batch, columns }
