@@ -41,10 +41,14 @@ export class Utf8Column {
     return this.nulls !== null && this.nulls[r] === 1
   }
 
-  /** Row r as a string (the decoder's: invalid UTF-8 becomes U+FFFD), or null. */
+  #node: Buffer | null = null
+
+  /** Row r as a string, or null. */
   string(r: number): string | null {
     if (this.nulls !== null && this.nulls[r] === 1) return null
-    return utf8Text(this.bytes, this.offsets[r], this.offsets[r + 1])
+    const b = this.bytes
+    this.#node ??= Buffer.from(b.buffer, b.byteOffset, b.byteLength)
+    return utf8Text(b, this.offsets[r], this.offsets[r + 1], this.#node)
   }
 
   /** Row r's length in UTF-16 units (a JS string's length), 0 for null. */
@@ -87,11 +91,11 @@ export function asValues(c: Column): ArrayLike<unknown> {
 const latin1Slice: ((this: Buffer, start: number, end: number) => string) | undefined = (Buffer.prototype as unknown as { latin1Slice?: (this: Buffer, s: number, e: number) => string }).latin1Slice
 const utf8Decoder = new TextDecoder('utf-8', { ignoreBOM: true })
 
-/** bytes[a, b) decoded as UTF-8 (invalid sequences become U+FFFD, as TextDecoder does). */
-export function utf8Text(bytes: Uint8Array, a: number, b: number): string {
+/** bytes[a, b) decoded as UTF-8 (invalid sequences become U+FFFD, as TextDecoder does); `node`: a Buffer over `bytes`, if the caller keeps one. */
+export function utf8Text(bytes: Uint8Array, a: number, b: number, node?: Buffer): string {
   let high = 0
   for (let i = a; i < b; i++) high |= bytes[i]
-  if (high < 0x80 && latin1Slice !== undefined) return latin1Slice.call(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), a, b)
+  if (high < 0x80 && latin1Slice !== undefined) return latin1Slice.call(node ?? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), a, b)
   return utf8Decoder.decode(bytes.subarray(a, b))
 }
 
