@@ -570,43 +570,65 @@ describe('strings', () => {
     expect((await readDataFile(byteSource(bytes), layout)).map((r) => r.value[1])).toEqual(values)
   })
 
-  it('decodes invalid UTF-8 as hyparquet does (U+FFFD)', async () => {
-    const layout: DataFileLayout = {
-      keyFields: [{ id: 0, name: 'k', type: { root: 'BIGINT', nullable: false } }],
-      valueFields: [
-        { id: 0, name: 'k', type: { root: 'BIGINT', nullable: false } },
-        { id: 1, name: 's', type: { root: 'VARCHAR', length: 10, nullable: false } },
-      ],
-    }
+  const layout: DataFileLayout = {
+    keyFields: [{ id: 0, name: 'k', type: { root: 'BIGINT', nullable: false } }],
+    valueFields: [
+      { id: 0, name: 'k', type: { root: 'BIGINT', nullable: false } },
+      { id: 1, name: 's', type: { root: 'VARCHAR', length: 10, nullable: false } },
+    ],
+  }
+
+  /** A file whose string column `s` holds these bytes as they are (valid UTF-8 or not), PLAIN or dictionary-encoded. */
+  function stringFile(values: Uint8Array[], encoding: Encoding): Uint8Array {
     const schema = dataFileSchema(layout)
+    const out = new ByteWriter()
+    // written as BINARY so the writer takes the bytes as they are, then annotated as strings
+    const w = new ParquetWriter({ writer: out, schema: schema.map((e) => (e.name === 's' ? { ...e, converted_type: undefined, logical_type: undefined } : e)) as ConstructorParameters<typeof ParquetWriter>[0]['schema'] })
+    w.write({
+      columnData: [
+        { name: '_KEY_k', data: values.map((_, i) => BigInt(i)) },
+        { name: '_SEQUENCE_NUMBER', data: values.map(() => 0n) },
+        { name: '_VALUE_KIND', data: values.map(() => 0) },
+        { name: 'k', data: values.map((_, i) => BigInt(i)) },
+        { name: 's', data: values, encoding: encoding as WriterEncoding },
+      ],
+    })
+    w.finish()
+    // the reader checks storage against Strata's schema: mark the column UTF8 as Strata does
+    return reannotate(out.getBytes(), 's', { converted_type: 'UTF8', logical_type: { type: 'STRING' } })
+  }
+
+  /** Expects column `s` read as strings to be each value's TextDecoder string, and read as bytes (the compaction's read) its UTF-8. */
+  async function expectDecodedAsText(file: Uint8Array, values: Uint8Array[]): Promise<void> {
+    const text = values.map((b) => new TextDecoder().decode(b))
+    const mine = await expectSameRead(file, layout)
+    expect(mine.decoderColumns).toContain('s')
+    expect(Array.from(asValues(mine.batches[0].columns[4]))).toEqual(text)
+    const asBytes = await readWith(file, layout, 'strata', undefined, true)
+    const col = asBytes.batches[0].columns[4]
+    expect(col).toBeInstanceOf(Utf8Column)
+    const u = col as Utf8Column
+    expect(values.map((_, r) => Buffer.from(u.bytes.subarray(u.offsets[r], u.offsets[r + 1])).toString('hex'))).toEqual(text.map((t) => Buffer.from(t, 'utf8').toString('hex')))
+  }
+
+  it('decodes invalid UTF-8 as hyparquet does (U+FFFD)', async () => {
     const bad = [new Uint8Array([0xff]), new Uint8Array([0x61, 0xc3]), new Uint8Array([0xed, 0xa0, 0x80]), new Uint8Array([0xf0, 0x9f, 0x98])]
-    for (const encoding of ['PLAIN', 'RLE_DICTIONARY'] as Encoding[]) {
-      const out = new ByteWriter()
-      // written as BINARY so the writer takes the bytes as they are, then annotated as strings
-      const w = new ParquetWriter({ writer: out, schema: schema.map((e) => (e.name === 's' ? { ...e, converted_type: undefined, logical_type: undefined } : e)) as ConstructorParameters<typeof ParquetWriter>[0]['schema'] })
-      w.write({
-        columnData: [
-          { name: '_KEY_k', data: bad.map((_, i) => BigInt(i)) },
-          { name: '_SEQUENCE_NUMBER', data: bad.map(() => 0n) },
-          { name: '_VALUE_KIND', data: bad.map(() => 0) },
-          { name: 'k', data: bad.map((_, i) => BigInt(i)) },
-          { name: 's', data: bad, encoding: encoding as WriterEncoding },
-        ],
-      })
-      w.finish()
-      const plainBytes = out.getBytes()
-      // the reader checks storage against Strata's schema: mark the column UTF8 as Strata does
-      const strata = reannotate(plainBytes, 's', { converted_type: 'UTF8', logical_type: { type: 'STRING' } })
-      const mine = await expectSameRead(strata, layout)
-      expect(mine.decoderColumns).toContain('s')
-      expect(Array.from(asValues(mine.batches[0].columns[4]))).toEqual(bad.map((b) => new TextDecoder().decode(b)))
-      // read as bytes (the compaction's read), a row holds its string's UTF-8, not the bad bytes
-      const asBytes = await readWith(strata, layout, 'strata', undefined, true)
-      const col = asBytes.batches[0].columns[4]
-      expect(col).toBeInstanceOf(Utf8Column)
-      const u = col as Utf8Column
-      expect(bad.map((_, r) => Buffer.from(u.bytes.subarray(u.offsets[r], u.offsets[r + 1])).toString('hex'))).toEqual(bad.map((b) => Buffer.from(new TextDecoder().decode(b), 'utf8').toString('hex')))
-    }
+    for (const encoding of ['PLAIN', 'RLE_DICTIONARY'] as Encoding[]) await expectDecodedAsText(stringFile(bad, encoding), bad)
+  })
+
+  it('decodes any mix of valid and invalid UTF-8 of any length, read as strings or as bytes', async () => {
+    // invalid bytes grow threefold into U+FFFDs: more than the room the byte decoder made from the page's size
+    const value = fc.oneof(
+      fc.string({ unit: 'grapheme', maxLength: 30 }).map((t) => new Uint8Array(Buffer.from(t, 'utf8'))),
+      fc.uint8Array({ maxLength: 60 }),
+      fc.integer({ min: 1, max: 200 }).map((n) => new Uint8Array(n).fill(0xff)),
+    )
+    await fc.assert(
+      fc.asyncProperty(fc.array(value, { minLength: 1, maxLength: 120 }), fc.constantFrom<Encoding>('PLAIN', 'RLE_DICTIONARY'), async (values, encoding) => {
+        await expectDecodedAsText(stringFile(values, encoding), values)
+      }),
+      { numRuns: 60 },
+    )
   })
 })
 

@@ -507,7 +507,13 @@ export class DataFileWriter {
     const stored = this.#stored
     const toValue = this.#toValue
     const specs = this.#columns
-    for (let i = 0; i < nk; i++) collectRange(this.#keyStats[i], cols[i], from, to, specs[i].type, toValue[i], stored[i])
+    // rows arrive sorted by key: the first key column's integers rise, its bounds are the ends
+    const first = cols[0]
+    if (nk > 0 && isTypedColumn(first) && !(first instanceof Float32Array || first instanceof Float64Array || first instanceof BigUint64Array)) {
+      this.#keyStats[0].collect(valueOf(first[from], toValue[0], stored[0]))
+      this.#keyStats[0].collect(valueOf(first[to - 1], toValue[0], stored[0]))
+    } else if (nk > 0) collectRange(this.#keyStats[0], first, from, to, specs[0].type, toValue[0], stored[0])
+    for (let i = 1; i < nk; i++) collectRange(this.#keyStats[i], cols[i], from, to, specs[i].type, toValue[i], stored[i])
     for (let j = 0; j < nv; j++) {
       const c = nk + 2 + j
       collectRange(this.#valueStats[j], cols[c], from, to, specs[c].type, toValue[c], stored[c])

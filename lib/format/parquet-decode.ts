@@ -686,6 +686,10 @@ export class ColumnBuilder {
     } else if (encoding !== ENC_PLAIN) {
       throw new UnsupportedParquet(`column ${name}: data page encoding ${encoding}`)
     }
+    if (dict === null && defs === null) {
+      this.#utf8Plain(body, n)
+      return
+    }
     const buf = body.buf
     const end = body.end
     let pos = body.pos
@@ -736,6 +740,54 @@ export class ColumnBuilder {
       off[at + i + 1] = len
     }
     this.#u8High |= high
+  }
+
+  /** `#utf8Values` of a PLAIN page without nulls: room made once for all its value bytes, then copied string by string. */
+  #utf8Plain(body: PageBody, n: number): void {
+    const name = this.#col.name
+    const at = this.#at
+    const off = this.#u8Offsets!
+    const buf = body.buf
+    const end = body.end
+    let pos = body.pos
+    this.#u8Room(end - pos)
+    let u8 = this.#u8!
+    let len = this.#u8Len
+    let high = 0
+    for (let i = 0; i < n; i++) {
+      if (pos + 4 > end) throw new Error(`column ${name}: PLAIN string ${i} of ${n} has no length`)
+      const from = pos + 4
+      const stop = from + ((buf[pos] | (buf[pos + 1] << 8) | (buf[pos + 2] << 16)) + buf[pos + 3] * 16777216)
+      if (stop > end) throw new Error(`column ${name}: PLAIN string of ${stop - from} bytes runs past the page`)
+      const start = len
+      let sh = 0
+      for (let j = from; j < stop; j++) {
+        const x = buf[j]
+        sh |= x
+        u8[len++] = x
+      }
+      if (sh >= 0x80 && !isUtf8(u8.subarray(start, len))) {
+        // the replacement may be longer than the bytes it replaces: room for the rest again
+        len = this.#u8Replace(start, utf8.decode(buf.subarray(from, stop)))
+        this.#u8Len = len
+        this.#u8Room(end - stop)
+        u8 = this.#u8!
+      }
+      high |= sh
+      off[at + i + 1] = len
+      pos = stop
+    }
+    this.#u8Len = len
+    this.#u8High |= high
+  }
+
+  /** Makes room for `extra` more string bytes. */
+  #u8Room(extra: number): void {
+    const u8 = this.#u8!
+    if (this.#u8Len + extra <= u8.length) return
+    const grown = new Uint8Array(Math.max(u8.length * 2, this.#u8Len + extra))
+    grown.set(u8.subarray(0, this.#u8Len))
+    this.#u8 = grown
   }
 
   /** Puts the UTF-8 of `text` at `start` of the string bytes, in place of what is there; returns its end. */
