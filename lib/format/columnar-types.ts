@@ -22,8 +22,10 @@ export type Column = ArrayLike<unknown> | Utf8Column
 
 /**
  * Strings as UTF-8 bytes: row r is bytes[offsets[r], offsets[r + 1]) (offsets[0] need not be
- * 0: a slice shares its parent's bytes), or null where `nulls[r]` is 1. Byte order is code
- * point order, the order Strata compares strings in (lib/format/compare.ts).
+ * 0: a slice shares its parent's bytes), or null where `nulls[r]` is 1. The bytes are valid
+ * UTF-8, each row the encoding of the string the row path would hold (the decoder replaces a
+ * file's invalid sequences as TextDecoder does), so byte order is code point order, the
+ * order Strata compares strings in (lib/format/compare.ts), and equal bytes are equal strings.
  */
 export class Utf8Column {
   readonly rows: number
