@@ -123,12 +123,15 @@ export function isTypedColumn(c: Column): c is TypedColumn {
   return ArrayBuffer.isView(c) && !(c instanceof DataView)
 }
 
+/** TIMESTAMP(0..3)'s physical millis as the Value's micros: one function for every column and writer, so code V8 optimized for one writer fits the next. */
+const millisToMicros = (p: unknown): Value => (p === null || p === undefined ? null : (p as bigint) * 1000n)
+
 /**
  * The `Value` of a physical value of `type` (the inverse of `physicalEncoder` on the values
  * it accepts), or null when the two are the same (every type but TIMESTAMP(0..3)).
  */
 export function physicalToValue(type: DataType): ((p: unknown) => Value) | null {
-  if (type.root === 'TIMESTAMP' && (type.precision ?? 6) <= 3) return (p) => (p === null || p === undefined ? null : (p as bigint) * 1000n)
+  if (type.root === 'TIMESTAMP' && (type.precision ?? 6) <= 3) return millisToMicros
   return null
 }
 

@@ -180,34 +180,47 @@ function nonNullEncoder(column: string, type: DataType): PhysicalEncoder {
   }
 }
 
+// The sizers are the same functions from one writer to the next (not closures made per
+// writer), so code V8 optimized for one compaction's writer still fits the next one's.
+const SIZE_1 = (): number => 1
+const SIZE_4 = (): number => 4
+const SIZE_8 = (): number => 8
+const STRING_SIZE = (s: unknown): number => (typeof s === 'string' ? 4 + s.length : 0)
+const BINARY_SIZE = (b: unknown): number => (b instanceof Uint8Array ? 4 + b.length : 0)
+const fixedSizes = new Map<number, () => number>()
+
 /** Approximate encoded bytes of one physical value, for row-group and file-size rolling. */
 export function physicalSizer(type: DataType): (physical: unknown) => number {
   switch (type.root) {
     case 'BOOLEAN':
-      return () => 1
+      return SIZE_1
     case 'TINYINT':
     case 'SMALLINT':
     case 'INT':
     case 'DATE':
     case 'FLOAT':
-      return () => 4
+      return SIZE_4
     case 'BIGINT':
     case 'DOUBLE':
     case 'TIMESTAMP':
-      return () => 8
+      return SIZE_8
     case 'DECIMAL': {
       const p = type.precision ?? 10
-      const n = p <= 9 ? 4 : p <= 18 ? 8 : decimalByteLength(p)
-      return () => n
+      if (p <= 9) return SIZE_4
+      if (p <= 18) return SIZE_8
+      const n = decimalByteLength(p)
+      let f = fixedSizes.get(n)
+      if (f === undefined) fixedSizes.set(n, (f = () => n))
+      return f
     }
     case 'CHAR':
     case 'VARCHAR':
-      return (s) => (typeof s === 'string' ? 4 + s.length : 0)
+      return STRING_SIZE
     case 'BINARY':
     case 'VARBINARY':
-      return (b) => (b instanceof Uint8Array ? 4 + b.length : 0)
+      return BINARY_SIZE
     default:
-      return () => 8
+      return SIZE_8
   }
 }
 

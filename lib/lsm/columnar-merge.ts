@@ -87,6 +87,19 @@ export function chooseMergePath(cfg: MergeEngineConfig, requested: MergePathRequ
 
 // ---------------------------------------------------------------------------------------------
 
+/** The run's next non-empty batch as a Block, or null at its end. */
+async function nextBlockOf(iter: AsyncIterator<ColumnBatch>, nk: number, numericKey: boolean): Promise<Block | null> {
+  while (true) {
+    const next = await iter.next()
+    if (next.done) return null
+    if (next.value.rows > 0) return new Block(next.value, nk, numericKey)
+  }
+}
+
+function isRetract(kind: number): boolean {
+  return kind === RowKind.UPDATE_BEFORE || kind === RowKind.DELETE
+}
+
 const NUMERIC_KEY_ROOTS = new Set(['TINYINT', 'SMALLINT', 'INT', 'DATE', 'BIGINT', 'TIMESTAMP', 'DECIMAL'])
 const TWO_32 = 4294967296
 
@@ -304,7 +317,6 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
   // the row-kind filter (Paimon's RowKindFilter)
   const dropUpdateBefore = cfg.ignoreDelete || cfg.ignoreUpdateBefore
   const dropDeleteKind = cfg.ignoreDelete
-  const isRetract = (kind: number) => kind === RowKind.UPDATE_BEFORE || kind === RowKind.DELETE
 
   const boundFns = keyFns
   const boundCmp = (a: Block, i: number, bound: unknown[]): number => {
@@ -317,20 +329,11 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
   const lookups = lookupLevels.map((files, l) => new ColumnarLevelLookup(files, lookupStart[l] ?? 0, nk, numericKey, keyCmp, boundCmp))
 
   const iters = sources.map((s) => s[Symbol.asyncIterator]())
-  const nextBlock = async (r: number): Promise<Block | null> => {
-    while (true) {
-      const next = await iters[r].next()
-      if (next.done) return null
-      if (next.value.rows > 0) return new Block(next.value, nk, numericKey)
-    }
-  }
+  const nextBlock = (r: number): Promise<Block | null> => nextBlockOf(iters[r], nk, numericKey)
 
-  // the pending output: row `pRow[i]` of block `pBlocks[pSrc[i]]` (a run's block, or the
-  // rows the merge function made since the last flush)
-  let pBlocks: PendingSource[] = []
-  const pSrc = new Int32Array(batchRows)
-  const pRow = new Int32Array(batchRows)
-  let pn = 0
+  // the pending output (a class, not closures: see PendingOutput); with lookups (engines that
+  // do not fold), each pending row is looked up before the output is gathered
+  const pending = new PendingOutput(batchRows, sink)
   /**
    * Each pending row's key looked up in the older levels, as the row path does for each
    * merged record: the older row the record supersedes is reported for its deletion vector;
@@ -339,9 +342,10 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
    */
   const applyLookups = async (): Promise<void> => {
     let w = 0
-    for (let p = 0; p < pn; p++) {
-      const b = pBlocks[pSrc[p]] as Block
-      const i = pRow[p]
+    const { src, row } = pending
+    for (let p = 0; p < pending.n; p++) {
+      const b = pending.sources[src[p]] as Block
+      const i = row[p]
       let old: { block: Block; row: number; file: string } | null = null
       for (const l of lookups) {
         let found = l.find(b, i)
@@ -366,35 +370,15 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
         onSuperseded?.(old.file, ob.positions !== null ? ob.positions[or] : ob.firstPosition + or)
       }
       if (dropDelete && isRetract(b.kinds[i])) continue
-      pSrc[w] = pSrc[p]
-      pRow[w] = i
+      src[w] = src[p]
+      row[w] = i
       w++
     }
-    pn = w
+    pending.n = w
   }
+  if (lookups.length > 0 && !fold) pending.beforeGather = applyLookups
 
-  const flush = async (): Promise<void> => {
-    if (lookups.length > 0 && !fold) await applyLookups()
-    if (pn === 0) {
-      for (const b of pBlocks) b.pendingId = -1
-      pBlocks = []
-      return
-    }
-    const n = pn
-    const nc = pBlocks[0].cols.length
-    const columns: Column[] = new Array(nc)
-    for (let c = 0; c < nc; c++) {
-      // a column holding the very arrays an earlier one holds (a primary-key field read once as _KEY_<k> and <k>) is gathered once
-      let twin = -1
-      for (let d = 0; d < c && twin < 0; d++) if (pBlocks.every((b) => b.cols[c] === b.cols[d])) twin = d
-      columns[c] = twin >= 0 ? columns[twin] : gatherColumn(pBlocks.map((b) => b.cols[c]), pSrc, pRow, n)
-    }
-    for (const b of pBlocks) b.pendingId = -1
-    pBlocks = []
-    pn = 0
-    made = null
-    await sink({ rows: n, columns })
-  }
+  const flush = (): Promise<void> => pending.flush()
 
   // --- engines that fold (keeps: 'fold') -----------------------------------------------------
   const fields = cfg.fields
@@ -424,20 +408,12 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
     for (const r of records) mf!.add(r)
     return mf!.result()
   }
-  // the rows the merge function made since the last flush, in the writer's physical form
-  let made: MadeRows | null = null
-  /** Appends a made row to the pending output; `fill` writes its physical values at row `r`. */
+  /** Appends a row the merge function made (in the writer's physical form) to the pending output; `fill` writes its values at row `r`. */
   const pushMadeRow = async (fill: (cols: Column[], r: number) => void): Promise<void> => {
-    if (made === null) made = new MadeRows(nc, nk, batchRows)
-    if (made.pendingId < 0) {
-      made.pendingId = pBlocks.length
-      pBlocks.push(made)
-    }
+    const made = (pending.made ??= new MadeRows(nc, nk, batchRows))
     const r = made.n++
     fill(made.cols, r)
-    pSrc[pn] = made.pendingId
-    pRow[pn] = r
-    if (++pn >= batchRows) await flush()
+    if (pending.push(made, r)) await pending.flush()
   }
   /** A row the merge function made for the group's key: the key's columns copied from the group's first record. */
   const pushMade = (kv: KeyValue): Promise<void> =>
@@ -483,15 +459,7 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
     })
   }
   /** Appends row `i` of `b` to the pending output; true when the output is full and must be flushed (no promise per row). */
-  const pushRow = (b: Block, i: number): boolean => {
-    if (b.pendingId < 0) {
-      b.pendingId = pBlocks.length
-      pBlocks.push(b)
-    }
-    pSrc[pn] = b.pendingId
-    pRow[pn] = i
-    return ++pn >= batchRows
-  }
+  const pushRow = (b: Block, i: number): boolean => pending.push(b, i)
   const findOlder = async (b: Block, i: number): Promise<{ block: Block; row: number; file: string } | null> => {
     for (const l of lookups) {
       let found = l.find(b, i)
@@ -598,15 +566,15 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
               }
             }
             if (++pos[r] >= b.n) {
-              await flush()
-              b = blocks[r] = await nextBlock(r)
+              await pending.flush()
+              b = blocks[r] = await nextBlockOf(iters[r], nk, numericKey)
               pos[r] = 0
             }
           }
         }
         if (wB === null) continue
         if (dropDelete && lookups.length === 0 && isRetract(wB.kinds[wI])) continue
-        if (pushRow(wB, wI)) await flush()
+        if (pending.push(wB, wI)) await pending.flush()
         continue
       }
     }
@@ -666,6 +634,68 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
     if (pushRow(wB, wI)) await flush()
   }
   await flush()
+}
+
+/**
+ * The merge's pending output: row `row[i]` of `sources[src[i]]` (a run's block, or the rows
+ * the merge function made since the last flush), gathered into one batch for the sink when
+ * full or before a run moves past a block it refers to. A class rather than closures made per
+ * merge: its methods are the same functions in every compaction, so the code V8 optimizes
+ * the merge loop into in one job is not thrown away in the next for calling new ones.
+ */
+class PendingOutput {
+  sources: PendingSource[] = []
+  readonly src: Int32Array
+  readonly row: Int32Array
+  n = 0
+  /** the rows the merge function made since the last flush (engines that fold) */
+  made: MadeRows | null = null
+  /** run on the pending rows before they are gathered (the lookups into older levels) */
+  beforeGather: (() => Promise<void>) | null = null
+
+  constructor(
+    readonly capacity: number,
+    private readonly sink: (batch: ColumnBatch) => Promise<void>,
+  ) {
+    this.src = new Int32Array(capacity)
+    this.row = new Int32Array(capacity)
+  }
+
+  /** Appends row `i` of `s`; true when the output is full and must be flushed (no promise per row). */
+  push(s: PendingSource, i: number): boolean {
+    if (s.pendingId < 0) {
+      s.pendingId = this.sources.length
+      this.sources.push(s)
+    }
+    this.src[this.n] = s.pendingId
+    this.row[this.n] = i
+    return ++this.n >= this.capacity
+  }
+
+  /** Gathers the pending rows into a batch for the sink (after `beforeGather`), and empties. */
+  async flush(): Promise<void> {
+    if (this.beforeGather !== null) await this.beforeGather()
+    const sources = this.sources
+    if (this.n === 0) {
+      for (const b of sources) b.pendingId = -1
+      this.sources = []
+      return
+    }
+    const n = this.n
+    const nc = sources[0].cols.length
+    const columns: Column[] = new Array(nc)
+    for (let c = 0; c < nc; c++) {
+      // a column holding the very arrays an earlier one holds (a primary-key field read once as _KEY_<k> and <k>) is gathered once
+      let twin = -1
+      for (let d = 0; d < c && twin < 0; d++) if (sources.every((b) => b.cols[c] === b.cols[d])) twin = d
+      columns[c] = twin >= 0 ? columns[twin] : gatherColumn(sources.map((b) => b.cols[c]), this.src, this.row, n)
+    }
+    for (const b of sources) b.pendingId = -1
+    this.sources = []
+    this.n = 0
+    this.made = null
+    await this.sink({ rows: n, columns })
+  }
 }
 
 /** What the pending output gathers from: a run's block, or the rows the merge function made. */
