@@ -33,12 +33,14 @@
 // optional `:level` (`file.compression.zstd-level`, default 1 as Paimon's); zstd needs a Node
 // whose node:zlib writes it (>= 22.15). Every other job runs at the table default (snappy).
 // --quick divides every row count by 10. --profile also runs each local compaction once
-// under `node --cpu-prof` and prints where its CPU went. --heap-probe finds, for the
+// under `node --cpu-prof` (a warm job: V8's profiler over its measured compaction only) and
+// prints where its CPU went. --heap-probe finds, for the
 // rows/runs series, the smallest `--max-old-space-size` each compaction completes in.
 // --no-function-env starts Strata's children without the deployed functions' environment
 // (glibc's malloc as it comes: a dynamic mmap threshold).
 
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { Session } from 'node:inspector/promises'
 import zlib from 'node:zlib'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -147,9 +149,22 @@ async function childMain(argv: string[]): Promise<void> {
     const table = await Table.open(openStore(uri))
     const bucketDir = uri.includes('://') ? null : join(uri, 'bucket-0')
     const before = bucketDir === null ? null : parquetSizes(bucketDir)
+    // --profile of a warm job: V8's sampling profiler over the measured compaction only, not the warm-up
+    const profileOut = process.env.STRATA_BENCH_PROFILE_OUT
+    const inspector = profileOut === undefined ? null : new Session()
+    if (inspector !== null) {
+      inspector.connect()
+      await inspector.post('Profiler.enable')
+      await inspector.post('Profiler.start')
+    }
     const main0 = threadCpuSeconds()
     const { value: r, seconds, cpuSeconds } = await timed(() => compactBucket(table, { partition: NO_PARTITION, bucket: 0, full: mode === 'full', mergePath }))
     const main1 = threadCpuSeconds()
+    if (inspector !== null) {
+      const { profile } = await inspector.post('Profiler.stop')
+      writeFileSync(profileOut!, JSON.stringify(profile))
+      inspector.disconnect()
+    }
     if (r.snapshotId === null) throw new Error(`compaction of ${uri} (${mode}) found nothing to do`)
     let outputBytes: number | null = null
     if (bucketDir !== null) {
@@ -496,9 +511,11 @@ async function parentMain(argv: string[]): Promise<void> {
       profiles = {}
       const dir = join(OUT_DIR, 'profiles')
       mkdirSync(dir, { recursive: true })
-      for (const job of main.filter((j) => j.store === 'local' && j.fixture.targetFileSize === undefined && !j.warmUps)) {
+      for (const job of main.filter((j) => j.store === 'local' && j.fixture.targetFileSize === undefined)) {
         const name = `compaction-${job.id}${quick ? '-quick' : ''}.cpuprofile`
-        await runCompactJob(env, job, runs, ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-name', name])
+        // a warm job's profile covers its measured compaction only (the child starts the profiler after its warm-ups)
+        if (job.warmUps) await runCompactJob({ ...env, compactEnv: { ...env.compactEnv, STRATA_BENCH_PROFILE_OUT: join(dir, name) } }, job, runs)
+        else await runCompactJob(env, job, runs, ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-name', name])
         profiles[job.id] = summarizeCpuProfile(join(dir, name))
       }
     }
@@ -598,7 +615,8 @@ async function parentMain(argv: string[]): Promise<void> {
 
     if (profiles) {
       for (const [id, p] of Object.entries(profiles)) {
-        lines.push(`\n### CPU profile of ${id} (one local run, ${p.totalMs} ms sampled, whole process): self time by category\n`)
+        const scope = main.find((j) => j.id === id)?.warmUps ? 'its measured compaction after the warm-ups' : 'the whole child'
+        lines.push(`\n### CPU profile of ${id} (one local run, ${p.totalMs} ms sampled, ${scope}): self time by category\n`)
         lines.push(markdownTable(['category', 'ms', '%'], p.byCategory.map((e) => [e.name, e.ms, e.percent])))
         lines.push(`\nby file\n`)
         lines.push(markdownTable(['file', 'ms', '%'], p.byFile.map((e) => [`\`${e.name}\``, e.ms, e.percent])))

@@ -835,3 +835,53 @@ describe('merge path dispatch', () => {
     expect(r.rowsOut).toBe(2)
   })
 })
+
+describe('compaction output buffers', () => {
+  /**
+   * A memory store whose data-file PUTs take a while, as an upload does, and that checks the
+   * bytes it was handed are unchanged when the upload ends (MemoryStore copies at once).
+   */
+  class SlowUploads extends MemoryStore {
+    changed: string[] = []
+    buffers: ArrayBuffer[] = []
+    constructor(private readonly delayMs: number) {
+      super()
+    }
+    override async put(key: string, data: Uint8Array): Promise<void> {
+      if (!key.endsWith('.parquet')) return super.put(key, data)
+      this.buffers.push(data.buffer as ArrayBuffer)
+      const copy = data.slice()
+      if (this.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.delayMs))
+      if (!Buffer.from(copy).equals(Buffer.from(data))) this.changed.push(key)
+      return super.put(key, copy)
+    }
+  }
+
+  async function compactToSmallFiles(delayMs: number, path: 'row' | 'columnar'): Promise<{ store: SlowUploads; outputs: number }> {
+    const store = new SlowUploads(delayMs)
+    const table = await Table.create(store, schemaOf('bigint', { 'target-file-size': '2 kb' }))
+    const fx = { table, layout: { keyFields: table.view.keyFields, valueFields: table.view.fields } }
+    const runs = fc.sample(fc.array(runArb(fx.layout.valueFields, 'bigint', 300, true), { minLength: 3, maxLength: 3 }), { seed: 18, numRuns: 1 })[0]
+    await writeRuns(fx, runs.map((r) => sortRun(r, fx.layout, false)), 16)
+    const before = store.buffers.length
+    const rec = new RecordingCommitter()
+    await compactBucket(table, { partition: NO_PARTITION, bucket: 0, full: true, committer: rec, mergePath: path })
+    store.buffers.splice(0, before)
+    return { store, outputs: rec.requests[0].adds.length }
+  }
+
+  it('a writer reuses an earlier output buffer only once that file\'s upload has ended', async () => {
+    for (const path of ['columnar', 'row'] as const) {
+      const { store, outputs } = await compactToSmallFiles(15, path)
+      // several files, each written while the one before it was still uploading
+      expect(outputs).toBeGreaterThan(3)
+      expect(store.changed).toEqual([])
+    }
+  })
+
+  it('a later writer appends into a buffer an earlier upload handed back', async () => {
+    const { store, outputs } = await compactToSmallFiles(0, 'columnar')
+    expect(outputs).toBeGreaterThan(3)
+    expect(new Set(store.buffers).size).toBeLessThan(store.buffers.length)
+  })
+})

@@ -542,6 +542,31 @@ describe('DataFileWriter', () => {
     expect(() => new DataFileWriter(SMALL, { expectedBytes: -1 })).toThrow(/expectedBytes must be a number of bytes, got -1/)
   })
 
+  it('hands a released output buffer to the next writer it fits, which writes the same file into it', () => {
+    const file = (w: DataFileWriter) => {
+      for (const kv of smallRows(200)) w.write(kv)
+      return w.finish().bytes
+    }
+    const first = new DataFileWriter(SMALL, { rowGroupRows: 50, expectedBytes: 3 << 20 })
+    expect(() => first.release()).toThrow(/release before finish/)
+    const firstBytes = Buffer.from(file(first))
+    const fresh = Buffer.from(file(new DataFileWriter(SMALL, { rowGroupRows: 50 })))
+    const written = new DataFileWriter(SMALL, { rowGroupRows: 50, expectedBytes: 3 << 20 })
+    const before = file(written).buffer
+    written.release()
+    written.release() // a second release changes nothing
+    // a writer that needs more than the spare holds starts its own buffer
+    const larger = new DataFileWriter(SMALL, { rowGroupRows: 50, expectedBytes: 8 << 20 })
+    expect(file(larger).buffer).not.toBe(before)
+    const next = new DataFileWriter(SMALL, { rowGroupRows: 50, expectedBytes: 2 << 20 })
+    const bytes = file(next)
+    expect(bytes.buffer).toBe(before)
+    expect(Buffer.from(bytes).equals(fresh)).toBe(true)
+    expect(firstBytes.equals(fresh)).toBe(true)
+    // taken: the writer after it gets a buffer of its own
+    expect(file(new DataFileWriter(SMALL, { rowGroupRows: 50, expectedBytes: 2 << 20 })).buffer).not.toBe(before)
+  })
+
   it('checks key order when asked, and refuses an empty or finished file', () => {
     const w = new DataFileWriter(SMALL, { assertSorted: true })
     w.write(smallRows(2)[1])

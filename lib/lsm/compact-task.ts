@@ -444,11 +444,13 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
       let writer: DataFileWriter | null = null
       const flush = async () => {
         if (!writer || writer.rowCount === 0) return
-        const { bytes, stats } = writer.finish()
+        const done = writer
+        const { bytes, stats } = done.finish()
         const fileName = namer.next(opts.dataFilePrefix, '.parquet')
         written.push(`${dir}/${fileName}`)
-        // the merge goes on while the file uploads; the commit waits for every upload
-        await uploads.put(`${dir}/${fileName}`, bytes)
+        // the merge goes on while the file uploads; the commit waits for every upload; once
+        // the upload has settled, the writer's buffer serves a later writer
+        await uploads.put(`${dir}/${fileName}`, bytes, () => done.release())
         adds.push({
           kind: FileKind.ADD,
           partition: req.partition,

@@ -80,7 +80,8 @@ export class Uploads {
     private readonly maxBytes: number,
   ) {}
 
-  async put(key: string, data: Uint8Array): Promise<void> {
+  /** `settled` runs once the store is done with `data` (landed or failed): the caller may reuse its memory then. */
+  async put(key: string, data: Uint8Array, settled?: () => void): Promise<void> {
     while (this.pending.size > 0 && this.bytes + data.length > this.maxBytes) await Promise.race(this.pending)
     this.check()
     this.bytes += data.length
@@ -88,11 +89,13 @@ export class Uploads {
       () => {
         this.pending.delete(upload)
         this.bytes -= data.length
+        settled?.()
       },
       (e) => {
         this.pending.delete(upload)
         this.bytes -= data.length
         if (!this.failed) [this.failed, this.failure] = [true, e]
+        settled?.()
         throw e
       },
     )
