@@ -633,19 +633,7 @@ export class ColumnBuilder {
       else this.#plainObjects(body, nonNull, this.#values!, defs, at)
     } else if (encoding === ENC_RLE_DICTIONARY || encoding === ENC_PLAIN_DICTIONARY) {
       if (this.#dictSize < 0) throw new Error(`column ${name}: dictionary-encoded page without a dictionary page`)
-      const idx = ensureIndices(nonNull)
-      if (nonNull > 0) {
-        if (body.pos >= body.end) throw new Error(`column ${name}: dictionary-encoded page has no bit width`)
-        const width = body.buf[body.pos]
-        if (width > 32) throw new Error(`column ${name}: dictionary index bit width ${width} is over 32`)
-        if (width === 0) idx.fill(0, 0, nonNull)
-        else readHybrid(body.buf, body.pos + 1, body.end, width, idx, nonNull, `column ${name} dictionary indices`)
-        const size = this.#dictSize
-        for (let k = 0; k < nonNull; k++) {
-          if (idx[k] >>> 0 >= size) throw new Error(`column ${name}: dictionary index ${idx[k] >>> 0} is out of range (dictionary of ${size} values)`)
-        }
-      }
-      this.#fromDictionary(idx, n, defs)
+      this.#fromDictionary(this.#dictionaryIndices(body, nonNull, this.#dictSize), n, defs)
     } else if (encoding === ENC_RLE && this.#col.kind === 'boolean') {
       if (body.end - body.pos < 4) throw new Error(`column ${name}: RLE boolean page too short for its length`)
       const b = body.buf
@@ -661,6 +649,22 @@ export class ColumnBuilder {
     this.#at = at + n
   }
 
+  /** A dictionary-encoded page's `nonNull` indices (its bit width, then the hybrid), each checked against a dictionary of `size` entries. */
+  #dictionaryIndices(body: PageBody, nonNull: number, size: number): Int32Array {
+    const name = this.#col.name
+    const idx = ensureIndices(nonNull)
+    if (nonNull === 0) return idx
+    if (body.pos >= body.end) throw new Error(`column ${name}: dictionary-encoded page has no bit width`)
+    const width = body.buf[body.pos]
+    if (width > 32) throw new Error(`column ${name}: dictionary index bit width ${width} is over 32`)
+    if (width === 0) idx.fill(0, 0, nonNull)
+    else readHybrid(body.buf, body.pos + 1, body.end, width, idx, nonNull, `column ${name} dictionary indices`)
+    for (let k = 0; k < nonNull; k++) {
+      if (idx[k] >>> 0 >= size) throw new Error(`column ${name}: dictionary index ${idx[k] >>> 0} is out of range (dictionary of ${size} values)`)
+    }
+    return idx
+  }
+
   /** `#values_` of a `utf8` string column: each row's bytes appended, a null's none. */
   #utf8Values(encoding: number, body: PageBody, n: number, nonNull: number, defs: Int32Array | null): void {
     const name = this.#col.name
@@ -671,18 +675,7 @@ export class ColumnBuilder {
     if (encoding === ENC_RLE_DICTIONARY || encoding === ENC_PLAIN_DICTIONARY) {
       if (this.#dictU8 === null) throw new Error(`column ${name}: dictionary-encoded page without a dictionary page`)
       dict = this.#dictU8
-      const size = dict.offsets.length - 1
-      idx = ensureIndices(nonNull)
-      if (nonNull > 0) {
-        if (body.pos >= body.end) throw new Error(`column ${name}: dictionary-encoded page has no bit width`)
-        const width = body.buf[body.pos]
-        if (width > 32) throw new Error(`column ${name}: dictionary index bit width ${width} is over 32`)
-        if (width === 0) idx.fill(0, 0, nonNull)
-        else readHybrid(body.buf, body.pos + 1, body.end, width, idx, nonNull, `column ${name} dictionary indices`)
-        for (let k = 0; k < nonNull; k++) {
-          if (idx[k] >>> 0 >= size) throw new Error(`column ${name}: dictionary index ${idx[k] >>> 0} is out of range (dictionary of ${size} values)`)
-        }
-      }
+      idx = this.#dictionaryIndices(body, nonNull, dict.offsets.length - 1)
     } else if (encoding !== ENC_PLAIN) {
       throw new UnsupportedParquet(`column ${name}: data page encoding ${encoding}`)
     }
