@@ -42,53 +42,57 @@ function timestampPrecision(type: DataType, column: string): number {
   return p
 }
 
-/** The Parquet schema node of one column, as Paimon's Java writer declares it. */
+/**
+ * The Parquet schema node of one column, as Paimon's Java writer declares it. Each node is
+ * one complete object literal, not a spread of a common base: objects a spread makes change
+ * hidden class once V8 has sized them (after some thousands), so code optimized for the
+ * first compaction's nodes would be thrown away in the next one's (docs/benchmarks.md).
+ */
 export function parquetSchemaElement(name: string, fieldId: number, type: DataType): SchemaElement {
-  const base: SchemaElement = {
-    name,
-    repetition_type: type.nullable ? 'OPTIONAL' : 'REQUIRED',
-    field_id: fieldId,
-  }
+  const repetition_type = type.nullable ? 'OPTIONAL' : 'REQUIRED'
+  const field_id = fieldId
   switch (type.root) {
     case 'BOOLEAN':
-      return { ...base, type: 'BOOLEAN' }
+      return { name, repetition_type, field_id, type: 'BOOLEAN' }
     // Only the legacy converted type: hyparquet-writer 0.17 encodes the IntType logical
     // type's bitWidth as an i32 where the Parquet spec says i8, and readers that check the
     // footer strictly (DuckDB; likely parquet-java) then reject the whole file. INT_8 and
     // INT_16 say the same thing and every reader maps them to TINYINT/SMALLINT.
     case 'TINYINT':
-      return { ...base, type: 'INT32', converted_type: 'INT_8' }
+      return { name, repetition_type, field_id, type: 'INT32', converted_type: 'INT_8' }
     case 'SMALLINT':
-      return { ...base, type: 'INT32', converted_type: 'INT_16' }
+      return { name, repetition_type, field_id, type: 'INT32', converted_type: 'INT_16' }
     case 'INT':
-      return { ...base, type: 'INT32' }
+      return { name, repetition_type, field_id, type: 'INT32' }
     case 'BIGINT':
-      return { ...base, type: 'INT64' }
+      return { name, repetition_type, field_id, type: 'INT64' }
     case 'FLOAT':
-      return { ...base, type: 'FLOAT' }
+      return { name, repetition_type, field_id, type: 'FLOAT' }
     case 'DOUBLE':
-      return { ...base, type: 'DOUBLE' }
+      return { name, repetition_type, field_id, type: 'DOUBLE' }
     case 'CHAR':
     case 'VARCHAR':
-      return { ...base, type: 'BYTE_ARRAY', converted_type: 'UTF8', logical_type: { type: 'STRING' } }
+      return { name, repetition_type, field_id, type: 'BYTE_ARRAY', converted_type: 'UTF8', logical_type: { type: 'STRING' } }
     case 'BINARY':
     case 'VARBINARY':
-      return { ...base, type: 'BYTE_ARRAY' }
+      return { name, repetition_type, field_id, type: 'BYTE_ARRAY' }
     case 'DATE':
-      return { ...base, type: 'INT32', converted_type: 'DATE', logical_type: { type: 'DATE' } }
+      return { name, repetition_type, field_id, type: 'INT32', converted_type: 'DATE', logical_type: { type: 'DATE' } }
     case 'DECIMAL': {
       const { precision, scale } = decimalPrecision(type, name)
-      const annotation = { converted_type: 'DECIMAL' as const, precision, scale, logical_type: { type: 'DECIMAL' as const, precision, scale } }
-      if (precision <= 9) return { ...base, type: 'INT32', ...annotation }
-      if (precision <= 18) return { ...base, type: 'INT64', ...annotation }
-      return { ...base, type: 'FIXED_LEN_BYTE_ARRAY', type_length: decimalByteLength(precision), ...annotation }
+      const logical_type = { type: 'DECIMAL' as const, precision, scale }
+      if (precision <= 9) return { name, repetition_type, field_id, type: 'INT32', converted_type: 'DECIMAL', precision, scale, logical_type }
+      if (precision <= 18) return { name, repetition_type, field_id, type: 'INT64', converted_type: 'DECIMAL', precision, scale, logical_type }
+      return { name, repetition_type, field_id, type: 'FIXED_LEN_BYTE_ARRAY', type_length: decimalByteLength(precision), converted_type: 'DECIMAL', precision, scale, logical_type }
     }
     case 'TIMESTAMP': {
       // parquet-java writes the legacy converted type next to the logical type for MILLIS and
       // MICROS whatever isAdjustedToUTC says (ParquetMetadataConverter.ConvertedTypeConverterVisitor).
       const millis = timestampPrecision(type, name) <= 3
       return {
-        ...base,
+        name,
+        repetition_type,
+        field_id,
         type: 'INT64',
         converted_type: millis ? 'TIMESTAMP_MILLIS' : 'TIMESTAMP_MICROS',
         logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: false, unit: millis ? 'MILLIS' : 'MICROS' },
