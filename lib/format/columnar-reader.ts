@@ -24,7 +24,7 @@ import { parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet'
 import type { AsyncBuffer, ColumnData, ColumnMetaData, DecodedArray, FileMetaData, SchemaElement } from 'hyparquet'
 import { StrataInputError, type DataType, type Value } from '../types.ts'
 import { type ByteSource, type DataFileLayout, DECOMPRESSORS, KEY_FIELD_PREFIX, RAW_PARSERS, SEQUENCE_NUMBER, VALUE_KIND, cachedTail, dataFileSchema } from './data-file.ts'
-import { type Column, type ColumnBatch, columnRows, concatColumns, pickRows, valueAt } from './columnar-types.ts'
+import { type Column, type ColumnBatch, columnRows, concatColumns, isUtf8Column, pickRows, valueAt } from './columnar-types.ts'
 import { physicalEncoder, rawReadElement, sameStorage, valueDecoder } from './parquet-types.ts'
 import { type ByteRange, PrefetchedFile } from './page-index.ts'
 import { ColumnBuilder, type FlatColumn, UnsupportedParquet, chunkReadable, flatColumnOf } from './parquet-decode.ts'
@@ -496,9 +496,11 @@ function int64Column(col: Column, n: number): BigInt64Array {
 }
 
 function kindColumn(col: Column, n: number, base: number): Int32Array {
+  // (an INT32 column: never decoded as string bytes)
+  if (isUtf8Column(col)) throw new Error(`data file: ${VALUE_KIND} decoded as strings`)
   const out = col instanceof Int32Array ? col : new Int32Array(n)
   for (let r = 0; r < n; r++) {
-    const k = valueAt(col, r) as Value
+    const k = col[r] as Value
     if (k !== 0 && k !== 1 && k !== 2 && k !== 3) throw new Error(`data file row ${base + r}: ${VALUE_KIND} ${String(k)} is not a RowKind (0..3)`)
     if (out !== col) out[r] = k
   }

@@ -101,6 +101,28 @@ export function utf8Text(bytes: Uint8Array, a: number, b: number, node?: Buffer)
   return utf8Decoder.decode(bytes.subarray(a, b))
 }
 
+/**
+ * a[a0, a1) against b[b0, b1) (`av` and `bv` view `a` and `b`): unsigned lexicographic, a
+ * prefix first, four bytes at a time (big-endian words order as their bytes do). For UTF-8
+ * this is code point order.
+ */
+export function compareByteRanges(a: Uint8Array, av: DataView, a0: number, a1: number, b: Uint8Array, bv: DataView, b0: number, b1: number): number {
+  const n = Math.min(a1 - a0, b1 - b0)
+  let i = 0
+  for (; i + 4 <= n; i += 4) {
+    const x = av.getUint32(a0 + i)
+    const y = bv.getUint32(b0 + i)
+    if (x !== y) return x < y ? -1 : 1
+  }
+  for (; i < n; i++) {
+    const d = a[a0 + i] - b[b0 + i]
+    if (d !== 0) return d < 0 ? -1 : 1
+  }
+  const la = a1 - a0
+  const lb = b1 - b0
+  return la < lb ? -1 : la > lb ? 1 : 0
+}
+
 /** UTF-16 units of the UTF-8 text bytes[a, b): one per character, two for those above U+FFFF. */
 export function utf16Units(bytes: Uint8Array, a: number, b: number): number {
   let n = 0

@@ -11,7 +11,7 @@ import { compressors as bundledDecompressors } from 'hyparquet-compressors'
 import { ByteWriter } from 'hyparquet-writer'
 import { isRetract, StrataInputError, type DataField, type DataType, type KeyValue, type RowKind, type Value } from '../types.ts'
 import { compareDoubles, rowComparator, valueComparator } from './compare.ts'
-import { type Column, type ColumnBatch, type TypedColumn, Utf8Column, columnRows, concatColumns, isTypedColumn, physicalToValue, valueAt } from './columnar-types.ts'
+import { type Column, type ColumnBatch, type TypedColumn, Utf8Column, columnRows, compareByteRanges, concatColumns, isTypedColumn, physicalToValue, valueAt } from './columnar-types.ts'
 import { type EncodedChunk, writeColumnChunk } from './parquet-encode.ts'
 import { snappyCompressShared } from './snappy.ts'
 import { type FooterRowGroup, writeFooter } from './parquet-footer.ts'
@@ -272,7 +272,7 @@ const OUTPUT_START_MAX_BYTES = 256 << 20
 /**
  * One spare output buffer: a compaction hands its writer's buffer back (`release`) once the
  * file's upload has settled, and the next writer that fits in it appends into memory already
- * resident instead of faulting fresh pages in (about 2 ms per MB on these machines:
+ * resident instead of faulting fresh pages in (about 1 ms per MB on these machines:
  * docs/benchmarks.md). Only buffers up to SPARE_OUTPUT_MAX_BYTES are kept, so an idle
  * process holds at most that much.
  */
@@ -822,27 +822,12 @@ function collectUtf8(collector: ColumnStatsCollector, col: Utf8Column, from: num
       }
       const a = offsets[r]
       const b = offsets[r + 1]
-      if (compareByteRange(dv, bytes, a, b, minB, minV) >= 0 && compareByteRange(dv, bytes, a, b, maxB, maxV) <= 0) continue
+      if (compareByteRanges(bytes, dv, a, b, minB, minV, 0, minB.length) >= 0 && compareByteRanges(bytes, dv, a, b, maxB, maxV, 0, maxB.length) <= 0) continue
     }
     collector.collect(col.string(r))
   }
 }
 
-/** bytes[a, b) (`dv` views `bytes`) against `other` (viewed by `ov`): unsigned lexicographic, a prefix first; four bytes at a time where both have them. */
-function compareByteRange(dv: DataView, bytes: Uint8Array, a: number, b: number, other: Uint8Array, ov: DataView): number {
-  const n = Math.min(b - a, other.length)
-  let i = 0
-  for (; i + 4 <= n; i += 4) {
-    const x = dv.getUint32(a + i)
-    const y = ov.getUint32(i)
-    if (x !== y) return x < y ? -1 : 1
-  }
-  for (; i < n; i++) {
-    const d = bytes[a + i] - other[i]
-    if (d !== 0) return d < 0 ? -1 : 1
-  }
-  return b - a < other.length ? -1 : b - a === other.length ? 0 : 1
-}
 
 function describeKey(key: Value[]): string {
   return '[' + key.map((v) => (typeof v === 'bigint' ? `${v}n` : v instanceof Uint8Array ? `bytes(${v.length})` : JSON.stringify(v))).join(', ') + ']'

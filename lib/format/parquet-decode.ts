@@ -679,14 +679,9 @@ export class ColumnBuilder {
     } else if (encoding !== ENC_PLAIN) {
       throw new UnsupportedParquet(`column ${name}: data page encoding ${encoding}`)
     }
-    if (dict === null && defs === null) {
-      this.#utf8Plain(body, n)
-      return
-    }
     const buf = body.buf
     const end = body.end
     let pos = body.pos
-    let high = 0
     let k = 0
     for (let i = 0; i < n; i++) {
       if (defs !== null && defs[i] === 0) {
@@ -712,66 +707,9 @@ export class ColumnBuilder {
         pos = stop
       }
       k++
-      let u8 = this.#u8!
-      let len = this.#u8Len
-      if (len + (stop - from) > u8.length) {
-        const grown = new Uint8Array(Math.max(u8.length * 2, len + (stop - from)))
-        grown.set(u8.subarray(0, len))
-        this.#u8 = u8 = grown
-      }
-      const start = len
-      let sh = 0
-      for (let j = from; j < stop; j++) {
-        const x = src[j]
-        sh |= x
-        u8[len++] = x
-      }
-      // not UTF-8: the bytes of the string the row path decodes (U+FFFD for each bad sequence)
-      if (sh >= 0x80 && !isUtf8(u8.subarray(start, len))) len = this.#u8Replace(start, utf8.decode(src.subarray(from, stop)))
-      high |= sh
-      this.#u8Len = len
-      off[at + i + 1] = len
+      this.#u8Append(src, from, stop)
+      off[at + i + 1] = this.#u8Len
     }
-    this.#u8High |= high
-  }
-
-  /** `#utf8Values` of a PLAIN page without nulls: room made once for all its value bytes, then copied string by string. */
-  #utf8Plain(body: PageBody, n: number): void {
-    const name = this.#col.name
-    const at = this.#at
-    const off = this.#u8Offsets!
-    const buf = body.buf
-    const end = body.end
-    let pos = body.pos
-    this.#u8Room(end - pos)
-    let u8 = this.#u8!
-    let len = this.#u8Len
-    let high = 0
-    for (let i = 0; i < n; i++) {
-      if (pos + 4 > end) throw new Error(`column ${name}: PLAIN string ${i} of ${n} has no length`)
-      const from = pos + 4
-      const stop = from + ((buf[pos] | (buf[pos + 1] << 8) | (buf[pos + 2] << 16)) + buf[pos + 3] * 16777216)
-      if (stop > end) throw new Error(`column ${name}: PLAIN string of ${stop - from} bytes runs past the page`)
-      const start = len
-      let sh = 0
-      for (let j = from; j < stop; j++) {
-        const x = buf[j]
-        sh |= x
-        u8[len++] = x
-      }
-      if (sh >= 0x80 && !isUtf8(u8.subarray(start, len))) {
-        // the replacement may be longer than the bytes it replaces: room for the rest again
-        len = this.#u8Replace(start, utf8.decode(buf.subarray(from, stop)))
-        this.#u8Len = len
-        this.#u8Room(end - stop)
-        u8 = this.#u8!
-      }
-      high |= sh
-      off[at + i + 1] = len
-      pos = stop
-    }
-    this.#u8Len = len
-    this.#u8High |= high
   }
 
   /** Makes room for `extra` more string bytes. */
@@ -783,16 +721,31 @@ export class ColumnBuilder {
     this.#u8 = grown
   }
 
-  /** Puts the UTF-8 of `text` at `start` of the string bytes, in place of what is there; returns its end. */
-  #u8Replace(start: number, text: string): number {
-    const bytes = utf8Encoder.encode(text)
-    if (start + bytes.length > this.#u8!.length) {
-      const grown = new Uint8Array(Math.max(this.#u8!.length * 2, start + bytes.length))
-      grown.set(this.#u8!.subarray(0, start))
-      this.#u8 = grown
+  /**
+   * Appends src[from, stop) to the string bytes; bytes that are not UTF-8 become the UTF-8 of
+   * the string the row path decodes from them (U+FFFD for each bad sequence), which can be
+   * longer.
+   */
+  #u8Append(src: Uint8Array, from: number, stop: number): void {
+    this.#u8Room(stop - from)
+    const u8 = this.#u8!
+    const start = this.#u8Len
+    let len = start
+    let high = 0
+    for (let j = from; j < stop; j++) {
+      const x = src[j]
+      high |= x
+      u8[len++] = x
     }
-    this.#u8!.set(bytes, start)
-    return start + bytes.length
+    if (high >= 0x80 && !isUtf8(u8.subarray(start, len))) {
+      const replaced = utf8Encoder.encode(utf8.decode(src.subarray(from, stop)))
+      this.#u8Len = start
+      this.#u8Room(replaced.length)
+      this.#u8!.set(replaced, start)
+      len = start + replaced.length
+    }
+    this.#u8Len = len
+    this.#u8High |= high
   }
 
   #u8Null(r: number): void {

@@ -22,7 +22,7 @@
 import type { ColumnChunk, ColumnIndex, ColumnMetaData, CompressionCodec, Encoding, OffsetIndex, SchemaElement } from 'hyparquet'
 import type { ByteWriter } from 'hyparquet-writer'
 import { unconvertMinMax } from 'hyparquet-writer/src/unconvert.js'
-import { type Column, Utf8Column, isTypedColumn, utf16Units, utf8Text } from './columnar-types.ts'
+import { type Column, Utf8Column, compareByteRanges, isTypedColumn, utf16Units, utf8Text } from './columnar-types.ts'
 import { releaseSnappyScratch, writeVarint } from './snappy.ts'
 
 export interface ChunkEncodeOptions {
@@ -484,26 +484,10 @@ function minMaxUtf8(u: Utf8Values, a: number, b: number): MinMax {
   let lo = a
   let hi = a
   for (let i = a + 1; i < b; i++) {
-    if (compareRanges(dv, bytes, starts[i], ends[i], starts[lo], ends[lo]) < 0) lo = i
-    else if (compareRanges(dv, bytes, starts[i], ends[i], starts[hi], ends[hi]) > 0) hi = i
+    if (compareByteRanges(bytes, dv, starts[i], ends[i], bytes, dv, starts[lo], ends[lo]) < 0) lo = i
+    else if (compareByteRanges(bytes, dv, starts[i], ends[i], bytes, dv, starts[hi], ends[hi]) > 0) hi = i
   }
   return { lo, hi, nans: 0 }
-}
-
-/** bytes[a1, b1) against bytes[a2, b2) (`dv` views `bytes`): unsigned lexicographic, a prefix first; four bytes at a time (big-endian words order as their bytes do). */
-function compareRanges(dv: DataView, bytes: Uint8Array, a1: number, b1: number, a2: number, b2: number): number {
-  const n = Math.min(b1 - a1, b2 - a2)
-  let i = 0
-  for (; i + 4 <= n; i += 4) {
-    const x = dv.getUint32(a1 + i)
-    const y = dv.getUint32(a2 + i)
-    if (x !== y) return x < y ? -1 : 1
-  }
-  for (; i < n; i++) {
-    const d = bytes[a1 + i] - bytes[a2 + i]
-    if (d !== 0) return d
-  }
-  return b1 - a1 - (b2 - a2)
 }
 
 /** FNV-1a of bytes[a, b). */
