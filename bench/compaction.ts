@@ -44,6 +44,7 @@ import { Session } from 'node:inspector/promises'
 import zlib from 'node:zlib'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { compressionThreadCounts } from '../lib/format/compression-thread.ts'
 import { compactBucket } from '../lib/lsm/compact-task.ts'
 import type { MergePathRequest } from '../lib/lsm/columnar-merge.ts'
 import { LocalFileStore } from '../lib/store/local-store.ts'
@@ -85,6 +86,9 @@ interface CompactReport extends ChildReport {
   outputBytes: number | null
   /** CPU seconds of the child's main thread alone during the compaction (Linux; else null) */
   mainThreadCpuSeconds: number | null
+  /** row groups whose pages the compression thread compressed, and the writer's waits for it (ms), in the measured compaction */
+  threadRowGroups: number
+  compressionWaitMs: number
 }
 
 interface DuckReport extends ChildReport {
@@ -144,8 +148,10 @@ async function childMain(argv: string[]): Promise<void> {
   if (job === 'compact') {
     const [uri, mode, path = 'auto', ...warmUpUris] = rest
     const mergePath = path as MergePathRequest
+    // STRATA_BENCH_COMPRESSION_THREAD=off: the output's pages compressed inline; else compactBucket's default
+    const compressionThread = process.env.STRATA_BENCH_COMPRESSION_THREAD === 'off' ? false : undefined
     // a warm process: the same compaction of other copies first, not measured
-    for (const warmUpUri of warmUpUris) await compactBucket(await Table.open(openStore(warmUpUri)), { partition: NO_PARTITION, bucket: 0, full: mode === 'full', mergePath })
+    for (const warmUpUri of warmUpUris) await compactBucket(await Table.open(openStore(warmUpUri)), { partition: NO_PARTITION, bucket: 0, full: mode === 'full', mergePath, compressionThread })
     const table = await Table.open(openStore(uri))
     const bucketDir = uri.includes('://') ? null : join(uri, 'bucket-0')
     const before = bucketDir === null ? null : parquetSizes(bucketDir)
@@ -157,9 +163,11 @@ async function childMain(argv: string[]): Promise<void> {
       await inspector.post('Profiler.enable')
       await inspector.post('Profiler.start')
     }
+    const counts0 = compressionThreadCounts()
     const main0 = threadCpuSeconds()
-    const { value: r, seconds, cpuSeconds } = await timed(() => compactBucket(table, { partition: NO_PARTITION, bucket: 0, full: mode === 'full', mergePath }))
+    const { value: r, seconds, cpuSeconds } = await timed(() => compactBucket(table, { partition: NO_PARTITION, bucket: 0, full: mode === 'full', mergePath, compressionThread }))
     const main1 = threadCpuSeconds()
+    const counts1 = compressionThreadCounts()
     if (inspector !== null) {
       const { profile } = await inspector.post('Profiler.stop')
       writeFileSync(profileOut!, JSON.stringify(profile))
@@ -171,7 +179,7 @@ async function childMain(argv: string[]): Promise<void> {
       outputBytes = 0
       for (const [name, size] of parquetSizes(bucketDir)) if (!before!.has(name)) outputBytes += size
     }
-    reportToParent({ seconds, cpuSeconds, rowsIn: r.rowsIn, rowsOut: r.rowsOut, rowsDeletedByVector: r.rowsDeletedByVector, inputFiles: r.inputFiles, outputFiles: r.outputFiles, outputLevel: r.outputLevel, columnarSteps: r.columnarSteps ?? 0, outputBytes, mainThreadCpuSeconds: main0 === null || main1 === null ? null : main1 - main0 })
+    reportToParent({ seconds, cpuSeconds, rowsIn: r.rowsIn, rowsOut: r.rowsOut, rowsDeletedByVector: r.rowsDeletedByVector, inputFiles: r.inputFiles, outputFiles: r.outputFiles, outputLevel: r.outputLevel, columnarSteps: r.columnarSteps ?? 0, outputBytes, mainThreadCpuSeconds: main0 === null || main1 === null ? null : main1 - main0, threadRowGroups: counts1.threadBatches - counts0.threadBatches, compressionWaitMs: counts1.waitMs - counts0.waitMs })
   } else if (job === 'idle') {
     // what a compaction child holds before it compacts: modules loaded, table and snapshot read
     const table = await Table.open(openStore(rest[0]))
@@ -245,6 +253,8 @@ interface CompactJob {
   path: MergePathRequest
   /** measured in a warm process, after the same compaction of this many other copies (local disk only) */
   warmUps?: number
+  /** false: the output's pages compressed inline, not on the compression thread */
+  compressionThread?: false
 }
 
 interface Env {
@@ -301,7 +311,8 @@ async function runCompactJob(env: Env, job: CompactJob, rep: number, nodeArgs: s
     cleanup = () => clearStore(target)
   }
   try {
-    return await runChild<CompactReport>(import.meta.filename, ['compact', uri, job.mode, job.path, ...warmUp], { env: env.compactEnv, nodeArgs })
+    const childEnv = job.compressionThread === false ? { ...env.compactEnv, STRATA_BENCH_COMPRESSION_THREAD: 'off' } : env.compactEnv
+    return await runChild<CompactReport>(import.meta.filename, ['compact', uri, job.mode, job.path, ...warmUp], { env: childEnv, nodeArgs })
   } finally {
     await cleanup()
   }
@@ -422,7 +433,9 @@ async function parentMain(argv: string[]): Promise<void> {
     const main = mainJobs('', [fullOff, fullOn, baseOn], 'local')
     const warm: CompactJob = { id: 'full-off-warm', label: 'full compaction, deletion vectors off (columnar merge), warm process (second job)', fixture: fullOff, store: 'local', mode: 'full', path: 'auto', warmUps: 1 }
     const steady: CompactJob = { id: 'full-off-steady', label: 'full compaction, deletion vectors off (columnar merge), warm process (sixth job)', fixture: fullOff, store: 'local', mode: 'full', path: 'auto', warmUps: 5 }
-    main.splice(1, 0, warm, steady)
+    // the same jobs with the output's pages compressed inline, for the compression thread's effect
+    const inline = (j: CompactJob): CompactJob => ({ ...j, id: `${j.id}-inline`, label: `${j.label}, pages compressed inline`, compressionThread: false })
+    main.splice(1, 0, warm, steady, inline(main[0]), inline(warm), inline(steady))
     if (withS3) {
       // The embedded backend (fastify under fauxqs 1.9) refuses bodies over 11 MiB with HTTP
       // 413, and S3Store.put sends a data file as one PutObject, so a 1M-row compaction's
@@ -462,7 +475,7 @@ async function parentMain(argv: string[]): Promise<void> {
         results.get(`${job.id}/${job.store}`)!.reports.push(r)
         if (job.path === 'row' && r.columnarSteps !== 0) throw new Error(`${job.id}: the row merge was requested, ${r.columnarSteps} steps went columnar`)
         if (job.path === 'auto' && r.columnarSteps === 0) throw new Error(`${job.id}: expected the columnar merge, the row merge ran`)
-        process.stderr.write(`run ${rep + 1}/${runs} ${job.id} ${job.store}: ${r.rowsIn} → ${r.rowsOut} rows (${r.columnarSteps} columnar steps), ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s, load ${r.loadAvg.toFixed(1)}), ${r.peakRssMb.toFixed(0)} MB\n`)
+        process.stderr.write(`run ${rep + 1}/${runs} ${job.id} ${job.store}: ${r.rowsIn} → ${r.rowsOut} rows (${r.columnarSteps} columnar steps), ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s, load ${r.loadAvg.toFixed(1)}), ${r.peakRssMb.toFixed(0)} MB, ${r.threadRowGroups} row groups compressed on the thread (waited ${r.compressionWaitMs.toFixed(0)} ms)\n`)
       }
       for (const [threads, series] of duck) {
         const out = join(work, 'runs', `duckdb-${threads}-${rep}.parquet`)
@@ -573,6 +586,9 @@ async function parentMain(argv: string[]): Promise<void> {
           vsLine('Strata `compactBucket` full, deletion vectors off, columnar merge', 1, results.get('full-off/local')!),
           vsLine('Strata `compactBucket` full, deletion vectors off, columnar merge, warm process (second job)', 1, results.get('full-off-warm/local')!),
           vsLine('Strata `compactBucket` full, deletion vectors off, columnar merge, warm process (sixth job)', 1, results.get('full-off-steady/local')!),
+          vsLine('the same, fresh process, pages compressed inline (no compression thread)', 1, results.get('full-off-inline/local')!),
+          vsLine('the same, second job, pages compressed inline', 1, results.get('full-off-warm-inline/local')!),
+          vsLine('the same, sixth job, pages compressed inline', 1, results.get('full-off-steady-inline/local')!),
           ...[...duck].map(([threads, s]) => vsLine(`DuckDB ${machine.packages['@duckdb/node-api']} window + COPY`, threads, s)),
         ],
       ),

@@ -12,7 +12,9 @@ import { ByteWriter } from 'hyparquet-writer'
 import { isRetract, StrataInputError, type DataField, type DataType, type KeyValue, type RowKind, type Value } from '../types.ts'
 import { compareDoubles, rowComparator, valueComparator } from './compare.ts'
 import { type Column, type ColumnBatch, type TypedColumn, Utf8Column, columnRows, compareByteRanges, concatColumns, isTypedColumn, physicalToValue, valueAt } from './columnar-types.ts'
-import { type EncodedChunk, writeColumnChunk } from './parquet-encode.ts'
+import { ThreadPageCompressor } from './compression-thread.ts'
+import { type ChunkPlan, type EncodedChunk, encodeColumnChunk, placeChunk, planPages, planRanges } from './parquet-encode.ts'
+import { InlinePageCompressor, type PageCompressor } from './page-compression.ts'
 import { snappyCompressShared } from './snappy.ts'
 import { type FooterRowGroup, writeFooter } from './parquet-footer.ts'
 import {
@@ -255,6 +257,11 @@ export interface DataFileWriterOptions {
    * not memory, as pages never written are never made resident
    */
   expectedBytes?: number
+  /**
+   * compress snappy pages on the process's compression thread (lib/format/compression-thread.ts)
+   * while the next row group is being written; the file's bytes are the same either way
+   */
+  compressionThread?: boolean
 }
 
 // Row groups are small, about 128 KiB of values before compression (roughly half that in a
@@ -309,7 +316,15 @@ export class DataFileWriter {
   /** the schema element of each column, and the codec its chunks are written with */
   readonly #elements: SchemaElement[]
   readonly #codec: CompressionCodec
-  readonly #compress: ((input: Uint8Array) => Uint8Array) | null
+  readonly #compressor: PageCompressor
+  /**
+   * The encoded row group not yet placed in the file (its pages are being compressed) is in
+   * one of the compressor's arenas while the next is encoded into the other; it is placed
+   * then, or at finish
+   */
+  #pending: { plans: (ChunkPlan | number)[]; rows: number; slot: 0 | 1 } | null = null
+  /** the pending row group's bytes before compression */
+  #pendingBytes = 0
   readonly #keyStats: ColumnStatsCollector[]
   readonly #valueStats: ColumnStatsCollector[]
   readonly #keyOrder: ((a: Value[], b: Value[]) => number) | null
@@ -341,6 +356,7 @@ export class DataFileWriter {
       pageSize = DEFAULT_PAGE_SIZE,
       assertSorted = false,
       expectedBytes = OUTPUT_START_BYTES,
+      compressionThread = false,
     } = opts
     if (!(expectedBytes >= 0)) throw new Error(`DataFileWriter: expectedBytes must be a number of bytes, got ${expectedBytes}`)
     const start = Math.min(Math.max(Math.ceil(expectedBytes), OUTPUT_START_BYTES), OUTPUT_START_MAX_BYTES)
@@ -374,7 +390,8 @@ export class DataFileWriter {
     const { codec, compressors } = codecOf(compression, zstdLevel)
     this.#elements = schema.slice(1)
     this.#codec = codec
-    this.#compress = codec === 'UNCOMPRESSED' ? null : compressors[codec]!
+    const compress = codec === 'UNCOMPRESSED' ? null : compressors[codec]!
+    this.#compressor = compressionThread && codec === 'SNAPPY' ? ThreadPageCompressor.take() : new InlinePageCompressor(compress)
     this.#schema = schema
     this.#out.appendUint32(0x31524150) // "PAR1"
   }
@@ -383,9 +400,12 @@ export class DataFileWriter {
     return this.#rowCount
   }
 
-  /** Encoded bytes so far plus an estimate of the buffered row group (before compression). */
+  /**
+   * Placed bytes so far, the row group waiting to be placed (its pages before compression) and
+   * an estimate of the buffered rows: the same whichever compressor the writer has.
+   */
   get estimatedSize(): number {
-    return this.#out.offset + this.#bufferedBytes
+    return this.#out.offset + this.#pendingBytes + this.#bufferedBytes
   }
 
   write(kv: KeyValue): void {
@@ -500,7 +520,7 @@ export class DataFileWriter {
           full = true
           break
         }
-        if (this.#out.offset + bytes >= stopAtSize) {
+        if (this.#out.offset + this.#pendingBytes + bytes >= stopAtSize) {
           stop = true
           break
         }
@@ -512,7 +532,7 @@ export class DataFileWriter {
       this.#rowCount += r - start
       if (full) {
         this.#flushRowGroup()
-        if (this.#out.offset >= stopAtSize) return r
+        if (this.#out.offset + this.#pendingBytes >= stopAtSize) return r
       }
       if (stop) return r
     }
@@ -594,6 +614,8 @@ export class DataFileWriter {
     if (this.#finished) throw new Error('DataFileWriter.finish called twice')
     if (this.#rowCount === 0) throw new Error('DataFileWriter.finish: no rows were written (Paimon never commits an empty data file)')
     this.#flushRowGroup()
+    this.#placePending()
+    if (this.#compressor instanceof ThreadPageCompressor) this.#compressor.give()
     // created_by must parse as "<app> version <v>": parquet-java ignores binary column
     // statistics of files whose writer it cannot identify (CorruptStatistics)
     writeFooter(this.#out, this.#schema, this.#groups, 'strata version 0.1.0')
@@ -642,6 +664,10 @@ export class DataFileWriter {
     return -1
   }
 
+  /**
+   * Encodes the buffered rows as a row group's pages and hands them to the compressor; the
+   * row group before it, whose pages were compressed meanwhile, is placed in the file first.
+   */
   #flushRowGroup(): void {
     const rows = this.#buffered
     if (rows === 0) return
@@ -650,21 +676,59 @@ export class DataFileWriter {
     // key columns carry a ColumnIndex (page min/max) beside every column's OffsetIndex, so a
     // lookup reads only the pages that can hold its key (docs/format.md "Row groups, pages and the page index")
     const nk = this.#layout.keyFields.length
-    const out = this.#out
-    const groupStart = out.offset
-    const chunks: EncodedChunk[] = []
-    let uncompressed = 0n
+    const slot = this.#pending?.slot === 0 ? 1 : 0
+    const arena = this.#compressor.arenas[slot]
+    const plans: (ChunkPlan | number)[] = []
+    const ranges: number[] = []
     for (let i = 0; i < this.#columns.length; i++) {
       const twin = segments.length ? this.#twinOf(i, nk) : -1
-      const encoded = twin >= 0 ? copyChunk(out, chunks[twin], this.#elements[i].name, i < nk) : writeColumnChunk(out, this.#elements[i], segments.length ? concatColumns(segments.map((s) => ({ col: s.cols[i], from: s.from, to: s.to }))) : buffers[i], rows, { codec: this.#codec, compress: this.#compress, pageSize: this.#pageSize, columnIndex: i < nk })
-      chunks.push(encoded)
-      uncompressed += encoded.chunk.meta_data!.total_uncompressed_size
+      if (twin >= 0) {
+        plans.push(twin)
+        continue
+      }
+      const col = segments.length ? concatColumns(segments.map((s) => ({ col: s.cols[i], from: s.from, to: s.to }))) : buffers[i]
+      const plan = encodeColumnChunk(arena, this.#elements[i], col, rows, { codec: this.#codec, pageSize: this.#pageSize, columnIndex: i < nk })
+      planRanges(plan, ranges)
+      plans.push(plan)
     }
-    this.#groups.push({ chunks, numRows: rows, totalByteSize: uncompressed, compressedSize: out.offset - groupStart })
+    this.#placePending()
+    this.#compressor.begin(slot, ranges)
+    this.#pending = { plans, rows, slot }
+    this.#pendingBytes = arena.length
     this.#segments = []
     this.#buffers = this.#columns.map(() => [])
     this.#buffered = 0
     this.#bufferedBytes = 0
+  }
+
+  /** Places the pending row group's compressed pages in the file and records its chunks for the footer. */
+  #placePending(): void {
+    const pending = this.#pending
+    if (pending === null) return
+    this.#pending = null
+    this.#pendingBytes = 0
+    const nk = this.#layout.keyFields.length
+    const out = this.#out
+    const groupStart = out.offset
+    const arena = this.#compressor.arenas[pending.slot]
+    const bytes = arena.bytes
+    const body = (k: number): Uint8Array => this.#compressor.body(k)
+    const chunks: EncodedChunk[] = []
+    let uncompressed = 0n
+    let page = 0
+    for (let i = 0; i < pending.plans.length; i++) {
+      const plan = pending.plans[i]
+      let encoded: EncodedChunk
+      if (typeof plan === 'number') encoded = copyChunk(out, chunks[plan], this.#elements[i].name, i < nk)
+      else {
+        encoded = placeChunk(out, plan, bytes, body, page)
+        page += planPages(plan)
+      }
+      chunks.push(encoded)
+      uncompressed += encoded.chunk.meta_data!.total_uncompressed_size
+    }
+    this.#groups.push({ chunks, numRows: pending.rows, totalByteSize: uncompressed, compressedSize: out.offset - groupStart })
+    arena.reset()
   }
 }
 

@@ -23,6 +23,7 @@ import type { ColumnChunk, ColumnIndex, ColumnMetaData, CompressionCodec, Encodi
 import type { ByteWriter } from 'hyparquet-writer'
 import { unconvertMinMax } from 'hyparquet-writer/src/unconvert.js'
 import { type Column, Utf8Column, compareByteRanges, isTypedColumn, utf16Units, utf8Text } from './columnar-types.ts'
+import { PageArena } from './page-compression.ts'
 import { releaseSnappyScratch, writeVarint } from './snappy.ts'
 
 export interface ChunkEncodeOptions {
@@ -1077,23 +1078,48 @@ function pageStarts(p: Prepared, dict: boolean, pageSize: number, plainEnds: Int
   return starts
 }
 
+/** Per page of a ChunkPlan: where its levels start, where its values start and end in the arena, its rows, nulls and first row. */
+const PAGE_FIELDS = 6
+
+/** One column chunk encoded into a PageArena, waiting for its pages' compression and its offsets in the file. */
+export interface ChunkPlan {
+  element: SchemaElement
+  rows: number
+  codec: CompressionCodec
+  /** the dictionary page's entries (it is the plan's first page), or -1 without one */
+  dictEntries: number
+  /** PAGE_FIELDS numbers per page, dictionary page first */
+  pages: number[]
+  encoding: number
+  stats: ColumnMetaData['statistics']
+  columnIndex: PageColumnIndex | undefined
+}
+
+/** The number of pages of `plan` (the dictionary page included). */
+export function planPages(plan: ChunkPlan): number {
+  return plan.pages.length / PAGE_FIELDS
+}
+
+/** Appends the arena ranges of `plan`'s page values, [start, end) pairs, to `ranges` (what a compressor takes). */
+export function planRanges(plan: ChunkPlan, ranges: number[]): void {
+  const p = plan.pages
+  for (let k = 0; k < p.length; k += PAGE_FIELDS) ranges.push(p[k + 1], p[k + 2])
+}
+
 /**
- * Writes rows [0, rows) of `col` as one column chunk of `element` at the writer's offset.
+ * Encodes rows [0, rows) of `col` as the pages of one column chunk of `element` into `arena`.
  * `col` holds physical values (lib/format/columnar-types.ts): a typed array holds no nulls.
+ * `placeChunk` writes the pages once they are compressed.
  */
-export function writeColumnChunk(out: ByteWriter, element: SchemaElement, col: Column, rows: number, opts: ChunkEncodeOptions): EncodedChunk {
+export function encodeColumnChunk(arena: PageArena, element: SchemaElement, col: Column, rows: number, opts: Omit<ChunkEncodeOptions, 'compress'>): ChunkPlan {
   const p = prepare(element, col, rows)
-  const chunkStart = out.offset
-  const compress = opts.compress
-  let uncompressedTotal = 0
+  const planned: number[] = []
   let dict: Dictionary | null = null
   if (p.kind !== Kind.Boolean && p.nonNull > 0 && sampleAllows(p, element, col)) dict = buildDictionary(p, element)
   // the bounds of a dictionary's objects are those of its entries
   const stats = dict?.entries ? bounds({ ...p, objs: dict.entries }, element, 0, dict.size) : bounds(p, element, 0, p.nonNull)
 
-  let dictionaryOffset: bigint | undefined
   if (dict !== null) {
-    dictionaryOffset = BigInt(out.offset)
     let plain: { bytes: Uint8Array; length: number }
     if (p.u8 !== null) {
       const { buf, ends } = encodeUtf8(p.u8, dict.firsts, dict.size)
@@ -1115,12 +1141,9 @@ export function writeColumnChunk(out: ByteWriter, element: SchemaElement, col: C
       const { buf, ends } = encodeObjs(dict.entries!, dict.size, p.kind, element)
       plain = { bytes: buf, length: ends[dict.size - 1] }
     }
-    const raw = plain.bytes.subarray(0, plain.length)
-    const body = compress === null ? raw : compress(raw)
-    const hl = dictionaryPageHeader(raw.length, body.length, dict.size)
-    out.appendBytes(header.subarray(0, hl))
-    out.appendBytes(body)
-    uncompressedTotal += hl + raw.length
+    const at = arena.length
+    arena.append(plain.bytes.subarray(0, plain.length))
+    planned.push(at, at, arena.length, 0, 0, 0)
   }
 
   // PLAIN objects are encoded once for the chunk: their UTF-8 lengths set the page breaks
@@ -1128,33 +1151,29 @@ export function writeColumnChunk(out: ByteWriter, element: SchemaElement, col: C
   const prefix = p.kind === Kind.ByteArray ? 4 : 0
   const starts = pageStarts(p, dict !== null, opts.pageSize, plainObjs?.ends ?? null, prefix)
   const pages = starts.length
-  const encoding = dict !== null ? ENC_RLE_DICTIONARY : ENC_PLAIN
   const optional = element.repetition_type !== 'REQUIRED'
   const float = isFloat(p)
   let columnIndex: PageColumnIndex | undefined =
     opts.columnIndex && pages > 1 ? { null_pages: [], min_values: [], max_values: [], boundary_order: 'UNORDERED', null_counts: [], ...(float ? { nan_counts: [] } : {}) } : undefined
-  const offsetIndex: OffsetIndex | undefined = pages > 1 ? { page_locations: [] } : undefined
   let ascending = true
   let descending = true
   let prevMin: unknown
   let prevMax: unknown
 
-  const dataOffset = BigInt(out.offset)
   const defs = p.defs
   let a = 0 // first non-null value of the page
   for (let pg = 0; pg < pages; pg++) {
-    const pageOffset = out.offset
     const r0 = starts[pg]
     const r1 = pg + 1 < pages ? starts[pg + 1] : rows
     let b = a
     if (defs === null) b = a + (r1 - r0)
     else for (let r = r0; r < r1; r++) b += defs[r]
     const nulls = r1 - r0 - (b - a)
+    const levelStart = arena.length
 
     // definition levels
-    let defBytes = 0
-    let levels: Uint8Array | null = null
     if (optional) {
+      let defBytes: number
       if (defs === null || nulls === 0) {
         const buf = ensureLevels(16)
         defBytes = writeVarint(buf, 0, (r1 - r0) * 2)
@@ -1163,27 +1182,22 @@ export function writeColumnChunk(out: ByteWriter, element: SchemaElement, col: C
         const buf = ensureLevels((r1 - r0) / 4 + 32)
         defBytes = writeHybrid(buf, 0, defs, r0, r1, 1)
       }
-      levels = levelScratch.subarray(0, defBytes)
+      arena.append(levelScratch.subarray(0, defBytes))
     }
 
     // values
-    let raw: Uint8Array
+    const valueStart = arena.length
     if (dict !== null) {
       const buf = ensureScratch(Math.ceil(((b - a) * (dict.bitWidth + 1)) / 8) * 2 + 64)
       buf[0] = dict.bitWidth
       const end = writeHybrid(buf, 1, dict.indices, a, b, dict.bitWidth)
-      raw = buf.subarray(0, end)
+      arena.append(buf.subarray(0, end))
     } else if (plainObjs !== null) {
-      raw = plainObjs.buf.subarray(a === 0 ? 0 : plainObjs.ends[a - 1], b === 0 ? 0 : plainObjs.ends[b - 1])
+      arena.append(plainObjs.buf.subarray(a === 0 ? 0 : plainObjs.ends[a - 1], b === 0 ? 0 : plainObjs.ends[b - 1]))
     } else {
-      raw = writePlain(p, a, b)
+      arena.append(writePlain(p, a, b))
     }
-    const body = compress === null ? raw : compress(raw)
-    const hl = dataPageHeader(defBytes + raw.length, defBytes + body.length, r1 - r0, nulls, encoding, defBytes)
-    out.appendBytes(header.subarray(0, hl))
-    if (levels !== null) out.appendBytes(levels)
-    out.appendBytes(body)
-    uncompressedTotal += hl + defBytes + raw.length
+    planned.push(levelStart, valueStart, arena.length, r1 - r0, nulls, r0)
 
     if (columnIndex !== undefined) {
       const { min, max, nans } = bounds(p, element, a, b)
@@ -1212,32 +1226,100 @@ export function writeColumnChunk(out: ByteWriter, element: SchemaElement, col: C
         }
       }
     }
-    offsetIndex?.page_locations.push({ offset: BigInt(pageOffset), compressed_page_size: out.offset - pageOffset, first_row_index: BigInt(r0) })
     a = b
   }
   if (columnIndex !== undefined) columnIndex.boundary_order = ascending ? 'ASCENDING' : descending ? 'DESCENDING' : 'UNORDERED'
   releaseScratch()
 
-  const encodingName: Encoding = dict !== null ? 'RLE_DICTIONARY' : 'PLAIN'
   const statistics = { min_value: stats.min, max_value: stats.max, null_count: BigInt(rows - p.nonNull), ...(float ? { nan_count: BigInt(stats.nans) } : {}) }
+  return {
+    element,
+    rows,
+    codec: opts.codec,
+    dictEntries: dict !== null ? dict.size : -1,
+    pages: planned,
+    encoding: dict !== null ? ENC_RLE_DICTIONARY : ENC_PLAIN,
+    stats: statistics as ColumnMetaData['statistics'],
+    columnIndex,
+  }
+}
+
+/**
+ * Writes the chunk `plan` describes at the writer's offset: each page's header, levels (from
+ * `arena`) and values as compressed, `body(first + k)` for the plan's page k (the values
+ * themselves for UNCOMPRESSED).
+ */
+export function placeChunk(out: ByteWriter, plan: ChunkPlan, arena: Uint8Array, body: (page: number) => Uint8Array, first: number): EncodedChunk {
+  const pg = plan.pages
+  const count = pg.length / PAGE_FIELDS
+  const chunkStart = out.offset
+  let uncompressedTotal = 0
+  let k = 0
+  let dictionaryOffset: bigint | undefined
+  if (plan.dictEntries >= 0) {
+    dictionaryOffset = BigInt(out.offset)
+    const raw = pg[2] - pg[1]
+    const compressed = body(first)
+    const hl = dictionaryPageHeader(raw, compressed.length, plan.dictEntries)
+    out.appendBytes(header.subarray(0, hl))
+    out.appendBytes(compressed)
+    uncompressedTotal += hl + raw
+    k = 1
+  }
+  const dataPages = count - k
+  const offsetIndex: OffsetIndex | undefined = dataPages > 1 ? { page_locations: [] } : undefined
+  const dataOffset = BigInt(out.offset)
+  for (; k < count; k++) {
+    const f = k * PAGE_FIELDS
+    const levelStart = pg[f]
+    const valueStart = pg[f + 1]
+    const defBytes = valueStart - levelStart
+    const raw = pg[f + 2] - valueStart
+    const pageOffset = out.offset
+    const compressed = body(first + k)
+    const hl = dataPageHeader(defBytes + raw, defBytes + compressed.length, pg[f + 3], pg[f + 4], plan.encoding, defBytes)
+    out.appendBytes(header.subarray(0, hl))
+    if (defBytes > 0) out.appendBytes(arena.subarray(levelStart, valueStart))
+    out.appendBytes(compressed)
+    uncompressedTotal += hl + defBytes + raw
+    offsetIndex?.page_locations.push({ offset: BigInt(pageOffset), compressed_page_size: out.offset - pageOffset, first_row_index: BigInt(pg[f + 5]) })
+  }
+  const dict = plan.dictEntries >= 0
+  const element = plan.element
   const chunk: ColumnChunk = {
     file_offset: BigInt(chunkStart),
     meta_data: {
       type: element.type!,
-      encodings: dict !== null ? ['PLAIN', 'RLE_DICTIONARY'] : ['PLAIN'],
+      encodings: dict ? ['PLAIN', 'RLE_DICTIONARY'] : ['PLAIN'],
       path_in_schema: [element.name],
-      codec: opts.codec,
-      num_values: BigInt(rows),
+      codec: plan.codec,
+      num_values: BigInt(plan.rows),
       total_uncompressed_size: BigInt(uncompressedTotal),
       total_compressed_size: BigInt(out.offset - chunkStart),
       data_page_offset: dataOffset,
       dictionary_page_offset: dictionaryOffset,
-      statistics: statistics as ColumnMetaData['statistics'],
+      statistics: plan.stats,
       encoding_stats: [
-        ...(dict !== null ? [{ page_type: 'DICTIONARY_PAGE' as const, encoding: 'PLAIN' as const, count: 1 }] : []),
-        { page_type: 'DATA_PAGE_V2' as const, encoding: encodingName, count: pages },
+        ...(dict ? [{ page_type: 'DICTIONARY_PAGE' as const, encoding: 'PLAIN' as const, count: 1 }] : []),
+        { page_type: 'DATA_PAGE_V2' as const, encoding: dict ? ('RLE_DICTIONARY' as const) : ('PLAIN' as const), count: dataPages },
       ],
     },
   }
-  return { chunk, columnIndex, offsetIndex }
+  return { chunk, columnIndex: plan.columnIndex, offsetIndex }
+}
+
+/**
+ * Writes rows [0, rows) of `col` as one column chunk of `element` at the writer's offset, its
+ * pages compressed by `opts.compress` as they are placed.
+ */
+export function writeColumnChunk(out: ByteWriter, element: SchemaElement, col: Column, rows: number, opts: ChunkEncodeOptions): EncodedChunk {
+  const arena = new PageArena()
+  const plan = encodeColumnChunk(arena, element, col, rows, opts)
+  const bytes = arena.bytes
+  const pg = plan.pages
+  const compress = opts.compress
+  return placeChunk(out, plan, bytes, (k) => {
+    const values = bytes.subarray(pg[k * PAGE_FIELDS + 1], pg[k * PAGE_FIELDS + 2])
+    return compress === null ? values : compress(values)
+  }, 0)
 }

@@ -19,6 +19,7 @@ import { bucketIdentifier, fileIdentifier } from '../manifest/manifests.ts'
 import { byteSourceOf } from '../read/table-read.ts'
 import { BoundedStore, Uploads, startedAhead } from '../store/bounded.ts'
 import type { ObjectStore } from '../store/object-store.ts'
+import { compressionThreadUseful, startCompressionThread } from '../format/compression-thread.ts'
 import { dataFileMeta, decodeKey, newDataFileWriter, partitionStatsOf } from '../table/file-meta.ts'
 import { CHANGELOG_FILE_PREFIX, FileNamer } from '../table/paths.ts'
 import type { Table } from '../table/table.ts'
@@ -61,6 +62,12 @@ export interface CompactBucketRequest {
    * always by rows (the reference model); `columnar` throws where it is unsupported.
    */
   mergePath?: MergePathRequest
+  /**
+   * Compress the output's pages on the process's compression thread while the merge goes on
+   * (lib/format/compression-thread.ts); the files are the same either way. Default: where a
+   * second thread can run beside the merge (`compressionThreadUseful`).
+   */
+  compressionThread?: boolean
 }
 
 export interface CompactBucketResult {
@@ -340,6 +347,8 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
     opts.deletionVectors ? dvIndexByBucket(table, snapshot).then((m) => m.get(bucketIdentifier(req.partition, req.bucket))) : undefined,
   ])
   const backPressure = needsBackPressure(levels, opts.stopTrigger)
+  const compressionThread = req.compressionThread ?? compressionThreadUseful()
+  if (compressionThread) startCompressionThread()
   const nothing: CompactBucketResult = {
     snapshotId: null, baseSnapshotId, inputFiles: 0, outputFiles: 0, upgradedFiles: 0, rowsIn: 0, rowsOut: 0,
     rowsDeletedByVector: 0, outputLevel: null, needsMore: false, backPressure, retries: 0,
@@ -467,7 +476,7 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
       const stepMerge = () => (fromLevel0 ? createLookupMergeFunction(table.mergeConfig) : createMergeFunction(table.mergeConfig))
       // a step writes about what it reads, at most a target-size file at a time
       const stepBytes = step.runs.reduce((n, run) => run.reduce((m, f) => m + Number(entryOf(f).file.fileSize), n), 0)
-      const newWriter = () => newDataFileWriter(view, { expectedBytes: Math.min(stepBytes, opts.targetFileSize) })
+      const newWriter = () => newDataFileWriter(view, { expectedBytes: Math.min(stepBytes, opts.targetFileSize), compressionThread })
       if (choice.path === 'columnar') {
         // the same merge as below, without a record object per row: column batches in, a
         // permutation merged, columns gathered and written (lib/lsm/columnar-merge.ts)

@@ -17,9 +17,15 @@ function statsOf(types: DataType[], s: ColumnStats): SimpleStats {
   }
 }
 
-/** A writer of a new data file of the table: its layout, `file.compression` and `file.compression.zstd-level`. */
-export function newDataFileWriter(view: SchemaView, opts: { expectedBytes?: number } = {}): DataFileWriter {
-  return new DataFileWriter({ keyFields: view.keyFields, valueFields: view.fields }, { compression: view.options.fileCompression, zstdLevel: view.options.fileCompressionZstdLevel, expectedBytes: opts.expectedBytes })
+/**
+ * A writer of a new data file of the table: its layout, `file.compression` and
+ * `file.compression.zstd-level` (`expectedBytes`, `compressionThread`: DataFileWriterOptions).
+ */
+export function newDataFileWriter(view: SchemaView, opts: { expectedBytes?: number; compressionThread?: boolean } = {}): DataFileWriter {
+  return new DataFileWriter(
+    { keyFields: view.keyFields, valueFields: view.fields },
+    { compression: view.options.fileCompression, zstdLevel: view.options.fileCompressionZstdLevel, expectedBytes: opts.expectedBytes, compressionThread: opts.compressionThread },
+  )
 }
 
 export function dataFileMeta(
