@@ -154,3 +154,34 @@ console.log(JSON.stringify({ same: files[0].equals(files[1]), ...compressionThre
     }
   })
 })
+
+describe('compression thread memory', () => {
+  it("forgets the buffers of writers that never finished once they are collected", () => {
+    // a child with --expose-gc: unfinished writers dropped, collected, and the thread told
+    const script = `
+import { DataFileWriter } from ${JSON.stringify(join(import.meta.dirname, '..', 'lib', 'format', 'data-file.ts'))}
+import { compressionThreadHeld } from ${JSON.stringify(join(import.meta.dirname, '..', 'lib', 'format', 'compression-thread.ts'))}
+const layout = { keyFields: [{ id: 0, name: 'id', type: { root: 'BIGINT', nullable: false } }], valueFields: [{ id: 0, name: 'id', type: { root: 'BIGINT', nullable: false } }] }
+function abandon() {
+  const w = new DataFileWriter(layout, { compressionThread: true, rowGroupRows: 10 })
+  for (let i = 0; i < 25; i++) w.write({ key: [BigInt(i)], seq: 0n, kind: 0, value: [BigInt(i)] })
+}
+for (let k = 0; k < 20; k++) abandon()
+const before = compressionThreadHeld()
+for (let k = 0; k < 20 && compressionThreadHeld() > 0; k++) {
+  globalThis.gc()
+  await new Promise((r) => setTimeout(r, 50))
+}
+console.log(JSON.stringify({ before, after: compressionThreadHeld() }))
+`
+    const dir = mkdtempSync(join(tmpdir(), 'strata-compression-forget-'))
+    try {
+      const file = join(dir, 'forget.mts')
+      writeFileSync(file, script)
+      const out = execFileSync(process.execPath, ['--expose-gc', '--import', 'tsx', file], { encoding: 'utf8', cwd: join(import.meta.dirname, '..') })
+      expect(JSON.parse(out)).toEqual({ before: 20, after: 0 })
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})

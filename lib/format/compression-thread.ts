@@ -1,8 +1,8 @@
 // Snappy compression of a data file's pages on a thread of its own (a Node worker thread), so
-// a compaction's writer encodes and places row group N while the thread compresses row group
-// N - 1 (lib/format/page-compression.ts, the port). Measured in docs/benchmarks.md
-// ("Output pages compressed on a thread"); a compaction uses it when the process has more than
-// one CPU (lib/lsm/compact-task.ts).
+// a compaction's writer encodes row group N while the thread compresses row group N - 1, which
+// the writer then places in the file (lib/format/page-compression.ts, the port). Measured in
+// docs/benchmarks.md ("Output pages compressed on a thread"); a compaction uses it where a
+// second thread can run (compressionThreadUseful, lib/lsm/compact-task.ts).
 //
 // - One thread per process, started on first use, unref'd (it never keeps a process alive).
 //   Its code is the source text of makeSnappyCompressor, which refers to nothing outside
@@ -41,10 +41,11 @@ const STATUS = 2 // 1 compressed, 2 failed
 const SLOT = 3
 const COUNT = 4
 
-// A message is a writer's id (a job for it, described by its control words), or that id with
-// the shared buffers the thread does not have yet (a new writer, or a buffer grown). The
-// thread keeps each writer's buffers; writers are pooled (ThreadPageCompressor.take), so
-// their number stays that of writers open at once.
+// A message is a compressor's id (a job for it, described by its control words), or that id
+// with the shared buffers the thread does not have yet (a new compressor, or a buffer grown);
+// besides, `forget` (a compressor was collected: a writer that never finished does not give
+// its compressor back to the pool) and two test hooks, `stall` and `held`. The thread keeps
+// each compressor's buffers until told to forget it.
 // __name: what esbuild's keepNames (tsx, vitest) wraps named functions in, here a no-op
 const COMPRESSOR_SOURCE = `const __name = (f) => f
 const compressInto = (${makeSnappyCompressor.toString()})()`
@@ -65,6 +66,13 @@ ${COMPRESSOR_SOURCE}
 const writers = new Map()
 parentPort.on('message', (m) => {
   if (m.stall) return void Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, m.stall)
+  if (m.forget) return void writers.delete(m.forget)
+  if (m.held) {
+    const answer = new Int32Array(m.held)
+    Atomics.store(answer, 1, writers.size)
+    Atomics.store(answer, 0, 1)
+    return void Atomics.notify(answer, 0)
+  }
   let w
   if (typeof m === 'number') w = writers.get(m)
   else {
@@ -184,6 +192,15 @@ export function stallCompressionThread(ms: number): void {
   thread()?.worker.postMessage({ stall: ms })
 }
 
+/** Test hook: how many compressors' buffers the running thread holds (-1: no thread, or no answer within a second). */
+export function compressionThreadHeld(): number {
+  const t = current
+  if (t === null || t.failed) return -1
+  const answer = new Int32Array(new SharedArrayBuffer(8))
+  t.worker.postMessage({ held: answer.buffer })
+  return Atomics.wait(answer, 0, 0, 1000) === 'timed-out' ? -1 : answer[1]
+}
+
 /** Ends the process's compression thread (tests; a later writer starts another). */
 export async function stopCompressionThread(): Promise<void> {
   const state = current
@@ -196,9 +213,15 @@ function shared(bytes: number): SharedArrayBuffer {
   return new SharedArrayBuffer(bytes)
 }
 
-/** Compressors no writer holds (ThreadPageCompressor.take, give). */
+/** Compressors no writer holds (ThreadPageCompressor.take, done). */
 const pool: ThreadPageCompressor[] = []
 let nextId = 1
+
+/** A collected compressor's buffers are dropped by the thread that holds them. */
+const forget = new FinalizationRegistry<{ id: number; known: { thread: ThreadState | null } }>(({ id, known }) => {
+  const t = known.thread
+  if (t !== null && t === current && !t.failed) t.worker.postMessage({ forget: id })
+})
 
 /**
  * Snappy page compression on the process's compression thread (PageCompressor). Its arenas
@@ -214,7 +237,7 @@ export class ThreadPageCompressor implements PageCompressor {
   #ends = new Int32Array(shared(4 * 64))
   #ranges = new Int32Array(shared(4 * 128))
   /** the buffers the thread has of this compressor (a new thread has none) */
-  #known: { thread: ThreadState | null; bufs: (ArrayBufferLike | null)[] } = { thread: null, bufs: [] }
+  readonly #known: { thread: ThreadState | null; bufs: (ArrayBufferLike | null)[] } = { thread: null, bufs: [] }
   #seq = 0
   /** the current row group: on the thread, not yet waited for / waited for / compressed inline */
   #state: 'thread' | 'done' | 'inline' = 'inline'
@@ -225,6 +248,7 @@ export class ThreadPageCompressor implements PageCompressor {
     const allocate = (n: number): Uint8Array => new Uint8Array(shared(n))
     this.arenas = [new PageArena(allocate), new PageArena(allocate)]
     this.#inline = new InlinePageCompressor(snappyCompressShared, this.arenas)
+    forget.register(this, { id: this.#id, known: this.#known })
   }
 
   /** A compressor from the pool, or a new one. */
@@ -232,8 +256,8 @@ export class ThreadPageCompressor implements PageCompressor {
     return pool.pop() ?? new ThreadPageCompressor()
   }
 
-  /** Back to the pool, once its writer has placed every page (one that fell back to inline is dropped). */
-  give(): void {
+  /** Back to the pool: its writer has placed every page (one that fell back to inline is dropped). */
+  done(): void {
     if (!this.#threadless && this.#state !== 'thread' && pool.length < POOL_MAX) pool.push(this)
   }
 

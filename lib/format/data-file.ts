@@ -615,7 +615,7 @@ export class DataFileWriter {
     if (this.#rowCount === 0) throw new Error('DataFileWriter.finish: no rows were written (Paimon never commits an empty data file)')
     this.#flushRowGroup()
     this.#placePending()
-    if (this.#compressor instanceof ThreadPageCompressor) this.#compressor.give()
+    this.#compressor.done()
     // created_by must parse as "<app> version <v>": parquet-java ignores binary column
     // statistics of files whose writer it cannot identify (CorruptStatistics)
     writeFooter(this.#out, this.#schema, this.#groups, 'strata version 0.1.0')

@@ -53,6 +53,8 @@ export interface PageCompressor {
   begin(slot: 0 | 1, ranges: readonly number[]): void
   /** Page i's compressed bytes (of the last `begin`), valid until the next call of `body` or `begin`. */
   body(i: number): Uint8Array
+  /** The writer has placed every page and needs this compressor no more. */
+  done(): void
 }
 
 /** Compresses each page on the calling thread when it is asked for (`compress` null: stored as is). */
@@ -76,4 +78,6 @@ export class InlinePageCompressor implements PageCompressor {
     const values = this.#arena.subarray(this.#ranges[2 * i], this.#ranges[2 * i + 1])
     return this.#compress === null ? values : this.#compress(values)
   }
+
+  done(): void {}
 }
