@@ -323,6 +323,8 @@ export class DataFileWriter {
    * then, or at finish
    */
   #pending: { plans: (ChunkPlan | number)[]; rows: number; slot: 0 | 1 } | null = null
+  /** the arena the next row group is encoded into (the other one's, if any, is pending) */
+  #slot: 0 | 1 = 0
   /** the pending row group's bytes before compression */
   #pendingBytes = 0
   readonly #keyStats: ColumnStatsCollector[]
@@ -676,7 +678,7 @@ export class DataFileWriter {
     // key columns carry a ColumnIndex (page min/max) beside every column's OffsetIndex, so a
     // lookup reads only the pages that can hold its key (docs/format.md "Row groups, pages and the page index")
     const nk = this.#layout.keyFields.length
-    const slot = this.#pending?.slot === 0 ? 1 : 0
+    const slot = this.#slot
     const arena = this.#compressor.arenas[slot]
     const plans: (ChunkPlan | number)[] = []
     const ranges: number[] = []
@@ -694,6 +696,7 @@ export class DataFileWriter {
     this.#placePending()
     this.#compressor.begin(slot, ranges)
     this.#pending = { plans, rows, slot }
+    this.#slot = slot === 0 ? 1 : 0
     this.#pendingBytes = arena.length
     this.#segments = []
     this.#buffers = this.#columns.map(() => [])

@@ -259,6 +259,123 @@ export interface ColumnarMergeOptions {
   batchRows?: number
 }
 
+/** PlainMerge.step: every run is used up */
+const PLAIN_DONE = -1
+/** PlainMerge.step: the pending output is full (flush it, then step again) */
+const PLAIN_FULL = -2
+/** PlainMerge.step: a run's head block holds no exact numeric keys: the next key goes the general way */
+const PLAIN_GENERAL = -3
+
+/**
+ * The merge's loop for its common table: one integer key held as exact numbers by every head
+ * block, no sequence.field, an engine that keeps one record per key. Synchronous, and the
+ * same class in every compaction: V8 optimizes `step` as a function of its own, once per
+ * process, where the loop inside the async merge was compiled anew (on-stack, in pieces) in
+ * every job and thrown away when the next job's objects arrived (docs/benchmarks.md, "The
+ * merge loop out of the async function").
+ */
+class PlainMerge {
+  /** a key's scan paused at run `r` for that run's next block: its first head, and the winner so far */
+  #scanning = false
+  #r = 0
+  #minB: Block | null = null
+  #minI = 0
+  #wB: Block | null = null
+  #wI = 0
+
+  constructor(
+    private readonly blocks: (Block | null)[],
+    private readonly pos: Int32Array,
+    private readonly pending: PendingOutput,
+    private readonly dropUpdateBefore: boolean,
+    private readonly dropDeleteKind: boolean,
+    /** retractions dropped here (the top level, without lookups; with lookups, after them) */
+    private readonly dropRetract: boolean,
+    private readonly keyCmp: (a: Block, i: number, b: Block, j: number) => number,
+  ) {}
+
+  /**
+   * Merges keys into the pending output until it is full (PLAIN_FULL), every run is used up
+   * (PLAIN_DONE), a head block has no numeric keys (PLAIN_GENERAL, between keys), or run r's
+   * block is used up (returns r: its next block goes in `blocks[r]` at `pos[r]` 0, after a flush).
+   */
+  step(): number {
+    const blocks = this.blocks
+    const pos = this.pos
+    const k = blocks.length
+    const dropUpdateBefore = this.dropUpdateBefore
+    const dropDeleteKind = this.dropDeleteKind
+    while (true) {
+      let r0: number
+      if (this.#scanning) r0 = this.#r
+      else {
+        // the smallest key among the runs' heads; runs before it hold larger keys
+        let m = -1
+        let least = 0
+        for (let r = 0; r < k; r++) {
+          const b = blocks[r]
+          if (b === null) continue
+          const keys = b.numKey
+          if (keys === null) return PLAIN_GENERAL
+          const v = keys[pos[r]]
+          if (m < 0 || v < least) {
+            m = r
+            least = v
+          }
+        }
+        if (m < 0) return PLAIN_DONE
+        this.#minB = blocks[m]
+        this.#minI = pos[m]
+        this.#wB = null
+        this.#wI = 0
+        this.#scanning = true
+        r0 = m
+      }
+      const minB = this.#minB!
+      const minI = this.#minI
+      const key = minB.numKey![minI]
+      let wB = this.#wB
+      let wI = this.#wI
+      let wHi = wB === null ? 0 : wB.seq[2 * wI + 1]
+      let wLo = wB === null ? 0 : wB.seq[2 * wI] >>> 0
+      // the key's records, oldest run first and in file order within a run: the last one the
+      // filter keeps, by sequence number (ties to the later record), survives
+      for (let r = r0; r < k; r++) {
+        const b = blocks[r]
+        if (b === null) continue
+        const keys = b.numKey
+        while (true) {
+          const i = pos[r]
+          // a block read after the scan began may hold a key beyond 2^53 somewhere: compared the general way
+          if (keys === null ? this.keyCmp(b, i, minB, minI) !== 0 : keys[i] !== key) break
+          const kind = b.kinds[i]
+          if (!((kind === RowKind.UPDATE_BEFORE && dropUpdateBefore) || (kind === RowKind.DELETE && dropDeleteKind))) {
+            const hi = b.seq[2 * i + 1]
+            const lo = b.seq[2 * i] >>> 0
+            if (wB === null || hi > wHi || (hi === wHi && lo >= wLo)) {
+              wB = b
+              wI = i
+              wHi = hi
+              wLo = lo
+            }
+          }
+          if (++pos[r] >= b.n) {
+            this.#r = r
+            this.#wB = wB
+            this.#wI = wI
+            return r
+          }
+        }
+      }
+      this.#scanning = false
+      this.#wB = null
+      if (wB === null) continue
+      if (this.dropRetract && isRetract(wB.kinds[wI])) continue
+      if (this.pending.push(wB, wI)) return PLAIN_FULL
+    }
+  }
+}
+
 /**
  * Merges sorted runs (given oldest first, each a stream of column batches in key order) into
  * one stream of column batches holding each key's surviving record, in key order, handed to
@@ -517,66 +634,24 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
   const pos = new Int32Array(k)
 
   // one integer key held as exact numbers by every head block, and no sequence.field: the
-  // choice the general loop below makes, with number and int32 comparisons and no calls
-  const plainWinner = !fold && numericKey && seqIdx.length === 0
+  // choice the general loop below makes, in a synchronous loop of its own (PlainMerge)
+  const plain = !fold && numericKey && seqIdx.length === 0 ? new PlainMerge(blocks, pos, pending, dropUpdateBefore, dropDeleteKind, dropDelete && lookups.length === 0, keyCmp) : null
   while (true) {
-    if (plainWinner) {
-      let m = -1
-      let key = 0
-      let numeric = true
-      for (let r = 0; r < k; r++) {
-        const b = blocks[r]
-        if (b === null) continue
-        const keys = b.numKey
-        if (keys === null) {
-          numeric = false
-          break
-        }
-        const v = keys[pos[r]]
-        if (m < 0 || v < key) {
-          m = r
-          key = v
-        }
-      }
-      if (numeric) {
-        if (m < 0) break
-        const minB = blocks[m]!
-        const minI = pos[m]
-        let wB: Block | null = null
-        let wI = 0
-        let wHi = 0
-        let wLo = 0
-        // runs before m hold larger keys at their heads (m is the first run with the smallest)
-        for (let r = m; r < k; r++) {
-          let b = blocks[r]
-          while (b !== null) {
-            const i = pos[r]
-            const keys = b.numKey
-            // a block read after the scan may hold a key beyond 2^53 somewhere: compared the general way
-            if (keys === null ? keyCmp(b, i, minB, minI) !== 0 : keys[i] !== key) break
-            const kind = b.kinds[i]
-            if (!((kind === RowKind.UPDATE_BEFORE && dropUpdateBefore) || (kind === RowKind.DELETE && dropDeleteKind))) {
-              const hi = b.seq[2 * i + 1]
-              const lo = b.seq[2 * i] >>> 0
-              if (wB === null || hi > wHi || (hi === wHi && lo >= wLo)) {
-                wB = b
-                wI = i
-                wHi = hi
-                wLo = lo
-              }
-            }
-            if (++pos[r] >= b.n) {
-              await pending.flush()
-              b = blocks[r] = await nextBlockOf(iters[r], nk, numericKey)
-              pos[r] = 0
-            }
-          }
-        }
-        if (wB === null) continue
-        if (dropDelete && lookups.length === 0 && isRetract(wB.kinds[wI])) continue
-        if (pending.push(wB, wI)) await pending.flush()
+    if (plain !== null) {
+      const s = plain.step()
+      if (s === PLAIN_DONE) break
+      if (s === PLAIN_FULL) {
+        await pending.flush()
         continue
       }
+      if (s >= 0) {
+        // the pending output is gathered before the run's next row group replaces this one
+        await pending.flush()
+        blocks[s] = await nextBlock(s)
+        pos[s] = 0
+        continue
+      }
+      // PLAIN_GENERAL: this key the general way
     }
     // the smallest key among the runs' heads
     let m = -1
