@@ -294,9 +294,11 @@ function positiveInteger(name: string, v: number): number {
 }
 
 /**
- * Writes one data file. Rows are buffered column by column up to one row group, then encoded;
- * memory is the encoded output so far plus one row group. Rows must arrive sorted by key with
- * one row per key (the caller merges); only `assertSorted` checks it.
+ * Writes one data file. Rows are buffered column by column up to one row group, then encoded
+ * into pages, which are compressed and placed in the file when the next row group is encoded
+ * (lib/format/page-compression.ts); memory is the output so far plus two row groups. Rows
+ * must arrive sorted by key with one row per key (the caller merges); only `assertSorted`
+ * checks it.
  */
 export class DataFileWriter {
   readonly #layout: DataFileLayout

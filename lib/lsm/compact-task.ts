@@ -347,8 +347,6 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
     opts.deletionVectors ? dvIndexByBucket(table, snapshot).then((m) => m.get(bucketIdentifier(req.partition, req.bucket))) : undefined,
   ])
   const backPressure = needsBackPressure(levels, opts.stopTrigger)
-  const compressionThread = req.compressionThread ?? compressionThreadUseful()
-  if (compressionThread) startCompressionThread()
   const nothing: CompactBucketResult = {
     snapshotId: null, baseSnapshotId, inputFiles: 0, outputFiles: 0, upgradedFiles: 0, rowsIn: 0, rowsOut: 0,
     rowsDeletedByVector: 0, outputLevel: null, needsMore: false, backPressure, retries: 0,
@@ -389,6 +387,9 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
 
   const seqCmp = sequenceComparator(table.mergeConfig)
   const namer = new FileNamer()
+  // started now, it is running when the first row group's pages are ready (it takes ~30 ms)
+  const compressionThread = req.compressionThread ?? compressionThreadUseful()
+  if (compressionThread && steps.some((s) => s.kind !== 'upgrade')) startCompressionThread()
   // the job's data-file and index requests: inputs opened together, outputs PUT while the
   // merge goes on, at most `io.max-concurrent-requests` in flight
   const io = new BoundedStore(table.store, opts.ioMaxConcurrentRequests)
