@@ -109,9 +109,14 @@ describe('compression thread', () => {
       }
     })
     expect(Buffer.from(threaded).equals(Buffer.from(inline))).toBe(true)
-    expect(compressionThreadCounts().fallbacks).toBe(before.fallbacks + 1)
-    // the next writer gets a new thread
+    const stalled1 = compressionThreadCounts()
+    expect(stalled1.fallbacks).toBe(before.fallbacks + 1)
+    // the stalled thread was ended: the next writer gets a new one, which does its row groups
     expect(Buffer.from(write(rows, true, 20, 512)).equals(Buffer.from(inline))).toBe(true)
+    const next = compressionThreadCounts()
+    expect(next.starts).toBe(stalled1.starts + 1)
+    expect(next.threadBatches).toBe(stalled1.threadBatches + 25)
+    expect(next.fallbacks).toBe(stalled1.fallbacks)
   })
 
   it('is wanted where a second CPU can run it: not on a Lambda function below 1,770 MB', () => {

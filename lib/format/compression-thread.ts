@@ -325,7 +325,8 @@ export class ThreadPageCompressor implements PageCompressor {
     }
     // failed or silent: that thread may still write to this compressor's buffers, so it never uses a thread again
     this.#threadless = true
-    const state = current
+    // the thread this compressor used (another writer may have replaced it meanwhile)
+    const state = this.#known.thread
     if (state !== null && !state.failed) {
       state.failed = true
       state.worker.terminate().catch(() => {})

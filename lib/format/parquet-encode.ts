@@ -2,7 +2,10 @@
 // hyparquet-writer). It writes one flat column chunk of a data file from a typed array
 // (Int32Array, BigInt64Array, Float32Array, Float64Array, …) or a plain array (strings, bytes,
 // bigints, nulls) without making an object per value where it can, and returns the chunk's
-// metadata and page index for the file footer, which hyparquet-writer still writes.
+// metadata and page index for the file footer. It does so in two halves: `encodeColumnChunk`
+// encodes the pages into an arena, `placeChunk` writes them, compressed, at the file's offset
+// (lib/format/page-compression.ts: a compression thread works in between); `writeColumnChunk`
+// does both at once.
 //
 // What it writes (Parquet format, parquet-format's Encodings.md and PageIndex.md):
 // - data pages v2 (levels uncompressed, values compressed with the chunk's codec), as
