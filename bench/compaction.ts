@@ -15,6 +15,10 @@
 //   second job runs (code compiled, heap grown), and after five such copies, as a busy
 //   compactor's later jobs run (V8 has re-optimized what the second job's new closures and
 //   maps deoptimized);
+// - those three columnar jobs (fresh, second, sixth) again with the output's pages compressed
+//   inline (`compressionThread: false`), beside the default, which compresses them on the
+//   compression thread on a machine with two CPUs (lib/format/compression-thread.ts); each
+//   job prints the row groups compressed on the thread and how long the writer waited for it;
 // - with --compression, the columnar full compaction (deletion vectors off) and DuckDB
 //   single-threaded once per `file.compression` listed, each on a fixture written with that
 //   codec (DuckDB writing the same codec and level), with input and output file sizes.
