@@ -119,11 +119,13 @@ describe('compression thread', () => {
     expect(next.fallbacks).toBe(stalled1.fallbacks)
   })
 
-  it('is wanted where a second CPU can run it: not on a Lambda function below 1,770 MB', () => {
-    expect(compressionThreadUseful({ AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '1024' })).toBe(false)
-    expect(compressionThreadUseful({ AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '1769' })).toBe(false)
-    // these machines have 2 CPUs (a 1-CPU machine would say false here, which the next line allows)
-    expect(compressionThreadUseful({ AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '3008' })).toBe(compressionThreadUseful({}))
+  it('is wanted where a second CPU can run it: not on one CPU, nor on a Lambda function below 1,770 MB', () => {
+    expect(compressionThreadUseful({}, 2)).toBe(true)
+    expect(compressionThreadUseful({}, 1)).toBe(false)
+    expect(compressionThreadUseful({ AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '1024' }, 2)).toBe(false)
+    expect(compressionThreadUseful({ AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '1769' }, 2)).toBe(false)
+    expect(compressionThreadUseful({ AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '1770' }, 2)).toBe(true)
+    expect(compressionThreadUseful({ AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '3008' }, 1)).toBe(false)
   })
 
   it('runs from a minified ES module bundle, as the functions are bundled; minified with kept names, stays inline without waiting', async () => {

@@ -28,7 +28,7 @@ import { makeSnappyCompressor, snappyBound, snappyCompressShared } from './snapp
  * thread takes well under a millisecond, and starting takes about 30 ms.
  */
 const WAIT_LIMIT_MS = 2_000
-/** Compressors kept for later writers at most (about 0.3 MiB each, more after a large row group). */
+/** Compressors kept for later writers at most (each holds two arenas and a result buffer, each about a row group: well under 1 MiB at the default row-group size). */
 const POOL_MAX = 16
 /** Threads started per process at most (the first, and replacements of threads that failed). */
 const MAX_STARTS = 3
@@ -40,6 +40,8 @@ const DONE = 1
 const STATUS = 2 // 1 compressed, 2 failed
 const SLOT = 3
 const COUNT = 4
+/** A compressor's shared buffers as a message names them to the thread, in ThreadPageCompressor.begin's order. */
+const BUFFER_NAMES = ['ctrl', 'ranges', 'output', 'ends', 'input0', 'input1']
 
 // A message is a compressor's id (a job for it, described by its control words), or that id
 // with the shared buffers the thread does not have yet (a new compressor, or a buffer grown);
@@ -52,17 +54,6 @@ const compressInto = (${makeSnappyCompressor.toString()})()`
 const THREAD_SOURCE = `'use strict'
 const { parentPort } = require('node:worker_threads')
 ${COMPRESSOR_SOURCE}
-{
-  // compiled before the first row group arrives: repeats and noise, as pages hold
-  const sample = new Uint8Array(1 << 15)
-  let x = 1
-  for (let i = 0; i < sample.length; i++) {
-    x = (Math.imul(x, 1103515245) + 12345) | 0
-    sample[i] = i % 64 < 40 ? (i >> 3) & 0xff : x >>> 24
-  }
-  const out = new Uint8Array(${snappyBound(1 << 15)})
-  for (let k = 0; k < 200; k++) compressInto(sample.subarray(0, 1024 + ((k * 331) % 31000)), out, 0)
-}
 const writers = new Map()
 parentPort.on('message', (m) => {
   if (m.stall) return void Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, m.stall)
@@ -177,9 +168,9 @@ function thread(): ThreadState | null {
  * (AWS_LAMBDA_FUNCTION_MEMORY_SIZE) more than 1,769 MB of memory, the size at which a function
  * gets one whole vCPU (its CPU share grows with memory; two CPUs show at any size).
  */
-export function compressionThreadUseful(env: NodeJS.ProcessEnv = process.env): boolean {
+export function compressionThreadUseful(env: NodeJS.ProcessEnv = process.env, cpus = availableParallelism()): boolean {
   const lambdaMemory = Number(env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE)
-  return availableParallelism() > 1 && (!(lambdaMemory > 0) || lambdaMemory > 1769)
+  return cpus > 1 && (!(lambdaMemory > 0) || lambdaMemory > 1769)
 }
 
 /** Starts the process's compression thread ahead of its first row group (it takes about 30 ms), if it is not running. */
@@ -288,12 +279,11 @@ export class ThreadPageCompressor implements PageCompressor {
       known.bufs = []
     }
     const bufs = [this.#ctrl.buffer, this.#ranges.buffer, this.#output.buffer, this.#ends.buffer, this.arenas[0].bytes.buffer, this.arenas[1].bytes.buffer]
-    const names = ['ctrl', 'ranges', 'output', 'ends', 'input0', 'input1']
     let message: number | Record<string, unknown> = this.#id
     for (let b = 0; b < bufs.length; b++) {
       if (known.bufs[b] === bufs[b]) continue
       if (typeof message === 'number') message = { id: this.#id }
-      message[names[b]] = bufs[b]
+      message[BUFFER_NAMES[b]] = bufs[b]
       known.bufs[b] = bufs[b]
     }
     t.worker.postMessage(message)

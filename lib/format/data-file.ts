@@ -320,15 +320,12 @@ export class DataFileWriter {
   readonly #codec: CompressionCodec
   readonly #compressor: PageCompressor
   /**
-   * The encoded row group not yet placed in the file (its pages are being compressed) is in
-   * one of the compressor's arenas while the next is encoded into the other; it is placed
-   * then, or at finish
+   * The encoded row group not yet placed in the file (its pages are being compressed), in
+   * the compressor's arena `1 - #slot`, placed when the next row group has been encoded into
+   * arena `#slot`, or at finish; that other arena is empty when nothing is pending
    */
-  #pending: { plans: (ChunkPlan | number)[]; rows: number; slot: 0 | 1 } | null = null
-  /** the arena the next row group is encoded into (the other one's, if any, is pending) */
+  #pending: { plans: (ChunkPlan | number)[]; rows: number } | null = null
   #slot: 0 | 1 = 0
-  /** the pending row group's bytes before compression */
-  #pendingBytes = 0
   readonly #keyStats: ColumnStatsCollector[]
   readonly #valueStats: ColumnStatsCollector[]
   readonly #keyOrder: ((a: Value[], b: Value[]) => number) | null
@@ -409,7 +406,7 @@ export class DataFileWriter {
    * an estimate of the buffered rows: the same whichever compressor the writer has.
    */
   get estimatedSize(): number {
-    return this.#out.offset + this.#pendingBytes + this.#bufferedBytes
+    return this.#placedOrPending() + this.#bufferedBytes
   }
 
   write(kv: KeyValue): void {
@@ -505,6 +502,7 @@ export class DataFileWriter {
     let r = from
     while (r < to) {
       const start = r
+      const placedOrPending = this.#placedOrPending()
       let bytes = this.#bufferedBytes
       let group = this.#buffered
       let full = false
@@ -524,7 +522,7 @@ export class DataFileWriter {
           full = true
           break
         }
-        if (this.#out.offset + this.#pendingBytes + bytes >= stopAtSize) {
+        if (placedOrPending + bytes >= stopAtSize) {
           stop = true
           break
         }
@@ -536,7 +534,7 @@ export class DataFileWriter {
       this.#rowCount += r - start
       if (full) {
         this.#flushRowGroup()
-        if (this.#out.offset + this.#pendingBytes >= stopAtSize) return r
+        if (this.#placedOrPending() >= stopAtSize) return r
       }
       if (stop) return r
     }
@@ -668,6 +666,11 @@ export class DataFileWriter {
     return -1
   }
 
+  /** The file's bytes so far and the pending row group's before compression: the same whichever compressor compresses. */
+  #placedOrPending(): number {
+    return this.#out.offset + this.#compressor.arenas[1 - this.#slot].length
+  }
+
   /**
    * Encodes the buffered rows as a row group's pages and hands them to the compressor; the
    * row group before it, whose pages were compressed meanwhile, is placed in the file first.
@@ -697,9 +700,8 @@ export class DataFileWriter {
     }
     this.#placePending()
     this.#compressor.begin(slot, ranges)
-    this.#pending = { plans, rows, slot }
+    this.#pending = { plans, rows }
     this.#slot = slot === 0 ? 1 : 0
-    this.#pendingBytes = arena.length
     this.#segments = []
     this.#buffers = this.#columns.map(() => [])
     this.#buffered = 0
@@ -711,13 +713,11 @@ export class DataFileWriter {
     const pending = this.#pending
     if (pending === null) return
     this.#pending = null
-    this.#pendingBytes = 0
     const nk = this.#layout.keyFields.length
     const out = this.#out
     const groupStart = out.offset
-    const arena = this.#compressor.arenas[pending.slot]
+    const arena = this.#compressor.arenas[1 - this.#slot]
     const bytes = arena.bytes
-    const body = (k: number): Uint8Array => this.#compressor.body(k)
     const chunks: EncodedChunk[] = []
     let uncompressed = 0n
     let page = 0
@@ -726,7 +726,7 @@ export class DataFileWriter {
       let encoded: EncodedChunk
       if (typeof plan === 'number') encoded = copyChunk(out, chunks[plan], this.#elements[i].name, i < nk)
       else {
-        encoded = placeChunk(out, plan, bytes, body, page)
+        encoded = placeChunk(out, plan, bytes, this.#compressor, page)
         page += planPages(plan)
       }
       chunks.push(encoded)

@@ -26,7 +26,7 @@ import type { ColumnChunk, ColumnIndex, ColumnMetaData, CompressionCodec, Encodi
 import type { ByteWriter } from 'hyparquet-writer'
 import { unconvertMinMax } from 'hyparquet-writer/src/unconvert.js'
 import { type Column, Utf8Column, compareByteRanges, isTypedColumn, utf16Units, utf8Text } from './columnar-types.ts'
-import { PageArena } from './page-compression.ts'
+import { InlinePageCompressor, type PageArena, type PageCompressor } from './page-compression.ts'
 import { releaseSnappyScratch, writeVarint } from './snappy.ts'
 
 export interface ChunkEncodeOptions {
@@ -1249,10 +1249,9 @@ export function encodeColumnChunk(arena: PageArena, element: SchemaElement, col:
 
 /**
  * Writes the chunk `plan` describes at the writer's offset: each page's header, levels (from
- * `arena`) and values as compressed, `body(first + k)` for the plan's page k (the values
- * themselves for UNCOMPRESSED).
+ * `arena`) and values as compressed, `pages.body(first + k)` for the plan's page k.
  */
-export function placeChunk(out: ByteWriter, plan: ChunkPlan, arena: Uint8Array, body: (page: number) => Uint8Array, first: number): EncodedChunk {
+export function placeChunk(out: ByteWriter, plan: ChunkPlan, arena: Uint8Array, pages: Pick<PageCompressor, 'body'>, first: number): EncodedChunk {
   const pg = plan.pages
   const count = pg.length / PAGE_FIELDS
   const chunkStart = out.offset
@@ -1262,7 +1261,7 @@ export function placeChunk(out: ByteWriter, plan: ChunkPlan, arena: Uint8Array, 
   if (plan.dictEntries >= 0) {
     dictionaryOffset = BigInt(out.offset)
     const raw = pg[2] - pg[1]
-    const compressed = body(first)
+    const compressed = pages.body(first)
     const hl = dictionaryPageHeader(raw, compressed.length, plan.dictEntries)
     out.appendBytes(header.subarray(0, hl))
     out.appendBytes(compressed)
@@ -1279,7 +1278,7 @@ export function placeChunk(out: ByteWriter, plan: ChunkPlan, arena: Uint8Array, 
     const defBytes = valueStart - levelStart
     const raw = pg[f + 2] - valueStart
     const pageOffset = out.offset
-    const compressed = body(first + k)
+    const compressed = pages.body(first + k)
     const hl = dataPageHeader(defBytes + raw, defBytes + compressed.length, pg[f + 3], pg[f + 4], plan.encoding, defBytes)
     out.appendBytes(header.subarray(0, hl))
     if (defBytes > 0) out.appendBytes(arena.subarray(levelStart, valueStart))
@@ -1316,13 +1315,10 @@ export function placeChunk(out: ByteWriter, plan: ChunkPlan, arena: Uint8Array, 
  * pages compressed by `opts.compress` as they are placed.
  */
 export function writeColumnChunk(out: ByteWriter, element: SchemaElement, col: Column, rows: number, opts: ChunkEncodeOptions): EncodedChunk {
-  const arena = new PageArena()
-  const plan = encodeColumnChunk(arena, element, col, rows, opts)
-  const bytes = arena.bytes
-  const pg = plan.pages
-  const compress = opts.compress
-  return placeChunk(out, plan, bytes, (k) => {
-    const values = bytes.subarray(pg[k * PAGE_FIELDS + 1], pg[k * PAGE_FIELDS + 2])
-    return compress === null ? values : compress(values)
-  }, 0)
+  const compressor = new InlinePageCompressor(opts.compress)
+  const plan = encodeColumnChunk(compressor.arenas[0], element, col, rows, opts)
+  const ranges: number[] = []
+  planRanges(plan, ranges)
+  compressor.begin(0, ranges)
+  return placeChunk(out, plan, compressor.arenas[0].bytes, compressor, 0)
 }

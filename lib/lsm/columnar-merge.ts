@@ -269,10 +269,9 @@ const PLAIN_GENERAL = -3
 /**
  * The merge's loop for its common table: one integer key held as exact numbers by every head
  * block, no sequence.field, an engine that keeps one record per key. Synchronous, and the
- * same class in every compaction: V8 optimizes `step` as a function of its own, once per
- * process, where the loop inside the async merge was compiled anew (on-stack, in pieces) in
- * every job and thrown away when the next job's objects arrived (docs/benchmarks.md, "The
- * merge loop out of the async function").
+ * same class in every compaction: V8 compiles `step` as a small function of its own, where
+ * the loop inside the async merge was compiled on the stack, in pieces, four times in a warm
+ * process's second job (docs/benchmarks.md, "The merge loop out of the async function").
  */
 class PlainMerge {
   /** a key's scan paused at run `r` for that run's next block: its first head, and the winner so far */
