@@ -19,6 +19,11 @@
 //   inline (`compressionThread: false`), beside the default, which compresses them on the
 //   compression thread on a machine with two CPUs (lib/format/compression-thread.ts); each
 //   job prints the row groups compressed on the thread and how long the writer waited for it;
+// - a cold process, from its start: the columnar full compaction (deletion vectors off) as
+//   the first job of a compactor bundled as the Lambda functions are (bench/lib/cold-strata.ts,
+//   built with esbuild and cdk/bundling.ts's options, run with the functions' environment and
+//   source maps on), beside DuckDB loading its native module and doing the same merge
+//   (bench/lib/cold-duckdb.ts); each reports the job and the time from the process's start;
 // - with --compression, the columnar full compaction (deletion vectors off) and DuckDB
 //   single-threaded once per `file.compression` listed, each on a fixture written with that
 //   codec (DuckDB writing the same codec and level), with input and output file sizes.
@@ -59,12 +64,14 @@ import { StrataInputError } from '../lib/types.ts'
 import type { EmbeddedBackend } from '../local/embedded.ts'
 import { parseBenchArgs } from './lib/args.ts'
 import { type ChildReport, reportToParent, runChild, timed } from './lib/child.ts'
+import { duckdbSql } from './lib/duckdb-merge.ts'
 import { clearStore, copyStore } from './lib/copy-store.ts'
 import { summarizeCpuProfile, type ProfileSummary } from './lib/cpu-profile.ts'
 import { type LoadPlan, NO_PARTITION, createBenchTable, loadBatches, loadCompactedBase } from './lib/dataset.ts'
 import { machineInfo, machineMarkdown } from './lib/machine.ts'
 import { OUT_DIR, markdownTable, writeResults } from './lib/report.ts'
 import { count, median, rate } from './lib/stats.ts'
+import { BUNDLING } from '../cdk/bundling.ts'
 import { FUNCTION_PROCESS_ENVIRONMENT } from '../cdk/config.ts'
 
 const PACKAGES = ['hyparquet', 'hyparquet-writer', 'hyparquet-compressors', '@duckdb/node-api', '@duckdb/node-bindings', 'fauxqs', '@aws-sdk/client-s3', 'tsx']
@@ -93,6 +100,17 @@ interface CompactReport extends ChildReport {
   /** row groups whose pages the compression thread compressed, and the writer's waits for it (ms), in the measured compaction */
   threadRowGroups: number
   compressionWaitMs: number
+}
+
+/** A cold process's figures (bench/lib/cold-strata.ts, cold-duckdb.ts): `seconds`/`cpuSeconds` are the job's. */
+interface ColdReport extends ChildReport {
+  /** from the process's start to the job's start: Node, the code loaded (the table opened; DuckDB's instance made) */
+  readySeconds: number
+  readyCpuSeconds: number
+  /** from the process's start to the job's end */
+  processSeconds: number
+  processCpuSeconds: number
+  rowsOut: number
 }
 
 interface DuckReport extends ChildReport {
@@ -195,25 +213,6 @@ async function childMain(argv: string[]): Promise<void> {
   } else {
     throw new Error(`unknown child job ${JSON.stringify(job)}`)
   }
-}
-
-/**
- * DuckDB's version of the merge: newest row per key by _SEQUENCE_NUMBER, keys whose newest
- * row is a retract (-U 1, -D 3) dropped, sorted by key, written as one Parquet file (snappy,
- * or `codec` as --compression spells it: `zstd:1` is zstd at level 1).
- */
-export function duckdbSql(files: string[], out: string, codec = 'snappy'): string {
-  const [name, level] = codec.split(':')
-  const compression = name === 'none' ? 'uncompressed' : name
-  const list = files.map((f) => `'${f.replaceAll("'", "''")}'`).join(', ')
-  return `COPY (
-  SELECT * EXCLUDE (rn) FROM (
-    SELECT *, row_number() OVER (PARTITION BY _KEY_id ORDER BY _SEQUENCE_NUMBER DESC) AS rn
-    FROM read_parquet([${list}])
-  )
-  WHERE rn = 1 AND _VALUE_KIND NOT IN (1, 3)
-  ORDER BY _KEY_id
-) TO '${out.replaceAll("'", "''")}' (FORMAT parquet, COMPRESSION ${compression}${level === undefined ? '' : `, COMPRESSION_LEVEL ${Number(level)}`})`
 }
 
 async function duckdbCompact(files: string[], out: string, threads: number, codec: string): Promise<Omit<DuckReport, 'peakRssMb' | 'maxRssMb' | 'loadAvg'>> {
@@ -359,6 +358,33 @@ async function probeHeap(env: Env, job: CompactJob): Promise<HeapProbe> {
   throw new Error(`${job.id}: no --max-old-space-size up to 4096 MB was enough`)
 }
 
+/**
+ * The cold-process entries, bundled as cdk/bundling.ts bundles the functions (ESM, its target,
+ * minified, its banner, a linked source map), into bench/out so that DuckDB's packages, left
+ * out of the bundle, resolve from the repository's node_modules.
+ */
+async function buildColdEntries(): Promise<{ strata: string; duckdb: string }> {
+  const { build } = await import('esbuild')
+  const outdir = join(OUT_DIR, 'cold-process')
+  const entry = (name: string) => join(import.meta.dirname, 'lib', `${name}.ts`)
+  await build({
+    entryPoints: { 'cold-strata': entry('cold-strata'), 'cold-duckdb': entry('cold-duckdb') },
+    outdir,
+    outExtension: { '.js': '.mjs' },
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: BUNDLING.target,
+    minify: BUNDLING.minify,
+    sourcemap: BUNDLING.sourceMap ? 'linked' : false,
+    sourcesContent: BUNDLING.sourcesContent,
+    banner: { js: BUNDLING.banner! },
+    external: ['@duckdb/*'],
+    logLevel: 'warning',
+  })
+  return { strata: join(outdir, 'cold-strata.mjs'), duckdb: join(outdir, 'cold-duckdb.mjs') }
+}
+
 interface Series<T> {
   reports: T[]
 }
@@ -467,6 +493,9 @@ async function parentMain(argv: string[]): Promise<void> {
     /** DuckDB single-threaded on each non-default codec's fixture, writing that codec */
     const duckCodec = new Map<string, Series<DuckReport>>([...codecFixtures].filter(([, f]) => f !== fullOff).map(([name]) => [name, { reports: [] }]))
     const idle = new Map<Store, number[]>(stores.map((s) => [s, []]))
+    const cold = { entries: await buildColdEntries(), strata: { reports: [] } as Series<ColdReport>, duckdb: { reports: [] } as Series<ColdReport> }
+    // the functions run with source maps on (cdk/constructs/strata-function.ts)
+    const coldEnv = { ...env.compactEnv, NODE_OPTIONS: '--enable-source-maps' }
     const inputFiles = dataFilesOf(fullOff)
     const inputBytes = inputFiles.reduce((n, f) => n + statSync(f).size, 0)
     // DuckDB reads the same data files Strata compacts (no copy, no patch)
@@ -480,6 +509,19 @@ async function parentMain(argv: string[]): Promise<void> {
         if (job.path === 'row' && r.columnarSteps !== 0) throw new Error(`${job.id}: the row merge was requested, ${r.columnarSteps} steps went columnar`)
         if (job.path === 'auto' && r.columnarSteps === 0) throw new Error(`${job.id}: expected the columnar merge, the row merge ran`)
         process.stderr.write(`run ${rep + 1}/${runs} ${job.id} ${job.store}: ${r.rowsIn} → ${r.rowsOut} rows (${r.columnarSteps} columnar steps), ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s, load ${r.loadAvg.toFixed(1)}), ${r.peakRssMb.toFixed(0)} MB, ${r.threadRowGroups} row groups compressed on the thread (waited ${r.compressionWaitMs.toFixed(0)} ms)\n`)
+      }
+      {
+        const dir = join(work, 'runs', `cold-${rep}`)
+        cpSync(fullOff.dir, dir, { recursive: true })
+        const r = await runChild<ColdReport>(cold.entries.strata, [dir], { env: coldEnv, built: true })
+        rmSync(dir, { recursive: true, force: true })
+        cold.strata.reports.push(r)
+        process.stderr.write(`run ${rep + 1}/${runs} cold process, Strata: ready at ${r.readySeconds.toFixed(2)} s, job ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s), start to end ${r.processSeconds.toFixed(2)} s (CPU ${r.processCpuSeconds.toFixed(2)} s), load ${r.loadAvg.toFixed(1)}\n`)
+        const out = join(work, 'runs', `cold-duckdb-${rep}.parquet`)
+        const d = await runChild<ColdReport>(cold.entries.duckdb, [out, ...duckFiles], { env: childEnv, built: true })
+        rmSync(out, { force: true })
+        cold.duckdb.reports.push(d)
+        process.stderr.write(`run ${rep + 1}/${runs} cold process, DuckDB: ready at ${d.readySeconds.toFixed(2)} s, job ${d.seconds.toFixed(2)} s (CPU ${d.cpuSeconds.toFixed(2)} s), start to end ${d.processSeconds.toFixed(2)} s (CPU ${d.processCpuSeconds.toFixed(2)} s), load ${d.loadAvg.toFixed(1)}\n`)
       }
       for (const [threads, series] of duck) {
         const out = join(work, 'runs', `duckdb-${threads}-${rep}.parquet`)
@@ -501,6 +543,9 @@ async function parentMain(argv: string[]): Promise<void> {
     const strataOut = results.get('full-off/local')!.reports[0].rowsOut
     for (const [threads, s] of duck) {
       if (s.reports.some((r) => r.rowsOut !== strataOut)) throw new Error(`DuckDB (threads=${threads}) wrote ${s.reports.map((r) => r.rowsOut).join('/')} rows, Strata ${strataOut}`)
+    }
+    for (const [who, s] of [['Strata', cold.strata], ['DuckDB', cold.duckdb]] as const) {
+      if (s.reports.some((r) => r.rowsOut !== strataOut)) throw new Error(`the cold process (${who}) wrote ${s.reports.map((r) => r.rowsOut).join('/')} rows, full-off ${strataOut}`)
     }
     for (const [name, s] of duckCodec) {
       if (s.reports.some((r) => r.rowsOut !== strataOut)) throw new Error(`DuckDB (${name}) wrote ${s.reports.map((r) => r.rowsOut).join('/')} rows, Strata ${strataOut}`)
@@ -598,6 +643,27 @@ async function parentMain(argv: string[]): Promise<void> {
       ),
     )
 
+    lines.push(`\n### A cold process, from its start: the compactor's bundle (esbuild, the functions' options and environment) against DuckDB loading its module, the same full compaction, median of ${runs} runs\n`)
+    {
+      const c = (s: Series<ColdReport>, pick: (r: ColdReport) => number) => med(s, pick)
+      const d = cold.duckdb
+      const coldLine = (engine: string, s: Series<ColdReport>) => [
+        engine,
+        `${c(s, (x) => x.readySeconds).toFixed(2)} / ${c(s, (x) => x.readyCpuSeconds).toFixed(2)}`,
+        `${c(s, (x) => x.seconds).toFixed(2)} / ${c(s, (x) => x.cpuSeconds).toFixed(2)}`,
+        `${c(s, (x) => x.processSeconds).toFixed(2)} / ${c(s, (x) => x.processCpuSeconds).toFixed(2)}`,
+        c(s, (x) => x.peakRssMb).toFixed(0),
+        `${(c(s, (x) => x.seconds) / c(d, (x) => x.seconds)).toFixed(2)} / ${(c(s, (x) => x.cpuSeconds) / c(d, (x) => x.cpuSeconds)).toFixed(2)}`,
+        `${(c(s, (x) => x.processSeconds) / c(d, (x) => x.processSeconds)).toFixed(2)} / ${(c(s, (x) => x.processCpuSeconds) / c(d, (x) => x.processCpuSeconds)).toFixed(2)}`,
+      ]
+      lines.push(
+        markdownTable(
+          ['engine', 'start → ready: wall / CPU s', 'the job: wall / CPU s', 'start → job done: wall / CPU s', 'peak RSS (MB)', 'job ÷ DuckDB cold: wall / CPU', 'start → done ÷ DuckDB cold: wall / CPU'],
+          [coldLine('Strata, columnar merge (compactBucket defaults)', cold.strata), coldLine(`DuckDB ${machine.packages['@duckdb/node-api']} window + COPY, 1 thread`, d)],
+        ),
+      )
+    }
+
     if (codecs.length) {
       const mib = (b: number | null) => (b === null ? '-' : (b / 2 ** 20).toFixed(1))
       lines.push(`\n### file.compression: full compaction (deletion vectors off, columnar merge, local disk) and DuckDB 1 thread writing the same codec, on the same ${count(rows)} rows written with each codec, Node ${process.versions.node}, median of ${runs} runs\n`)
@@ -654,6 +720,7 @@ async function parentMain(argv: string[]): Promise<void> {
       idleRssMb: idleMb,
       compaction: jobs.map((j) => ({ id: j.id, label: j.label, store: j.store, mode: j.mode, fixtureRows: j.fixture.rows, fixtureRuns: j.fixture.runs, reports: results.get(`${j.id}/${j.store}`)!.reports })),
       duckdb: [...duck].map(([threads, s]) => ({ threads, reports: s.reports })),
+      coldProcess: { strata: cold.strata.reports, duckdb: cold.duckdb.reports },
       codecs: codecs.length ? [...codecFixtures].map(([name, f]) => ({ name, fixture: f.id, inputBytes: dataFilesOf(f).reduce((n, p) => n + statSync(p).size, 0), duckdb: f === fullOff ? 'duckdb threads=1' : duckCodec.get(name)!.reports })) : undefined,
       heapProbe: heapProbe?.map((p) => ({ id: p.fixture.id, rows: p.fixture.rows, runs: p.fixture.runs, failedAtMb: p.failedAtMb, minOldSpaceMb: p.minOldSpaceMb, report: p.report })),
       profiles,

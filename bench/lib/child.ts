@@ -32,14 +32,16 @@ export interface RunChildOptions {
   env?: NodeJS.ProcessEnv
   /** node options before the script, e.g. `--cpu-prof` */
   nodeArgs?: string[]
+  /** a built JavaScript file run as it is: no tsx, no `--child` before the arguments */
+  built?: boolean
 }
 
 /**
- * Runs `script --child ...args` under tsx and parses the last stdout line as JSON. Async on
+ * Runs `script --child ...args` under tsx (or a built `script ...args`, `built`) and parses the last stdout line as JSON. Async on
  * purpose: the embedded S3 backend serves the child from this process's event loop.
  */
 export async function runChild<T extends ChildReport>(script: string, args: string[], opts: RunChildOptions = {}): Promise<T> {
-  const argv = [...(opts.nodeArgs ?? []), '--import', 'tsx', script, '--child', ...args]
+  const argv = opts.built ? [...(opts.nodeArgs ?? []), script, ...args] : [...(opts.nodeArgs ?? []), '--import', 'tsx', script, '--child', ...args]
   let stdout: string
   try {
     ;({ stdout } = await promisify(execFile)(process.execPath, argv, { env: opts.env ?? process.env, encoding: 'utf8', maxBuffer: 16 << 20 }))

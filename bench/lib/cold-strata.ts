@@ -1,0 +1,23 @@
+// A cold compactor's first job, from the process's start: bench/compaction.ts bundles this
+// entry as the Lambda functions are bundled (cdk/bundling.ts) and runs the bundle in a new
+// Node process with the functions' environment, so its figures include starting Node,
+// loading and evaluating the bundle, opening the table, and a full compaction whose code V8
+// has not compiled yet: what a compactor's first job after a cold start costs (Lambda's own
+// start-up aside). Prints the one JSON line runChild reads.
+//
+//   node cold-strata.mjs <table uri>      (a table with one unpartitioned bucket)
+
+import { serializeBinaryRow } from '../../lib/format/binary-row.ts'
+import { compactBucket } from '../../lib/lsm/compact-task.ts'
+import { openStore } from '../../lib/store/open-store.ts'
+import { Table } from '../../lib/table/table.ts'
+import { reportToParent, timed } from './child.ts'
+
+const seconds = (c: NodeJS.CpuUsage) => (c.user + c.system) / 1e6
+
+const table = await Table.open(openStore(process.argv[2]))
+const readySeconds = process.uptime()
+const readyCpuSeconds = seconds(process.cpuUsage())
+// compactBucket's defaults, as the compactor calls it: the columnar merge, the compression thread where useful
+const { value: r, ...job } = await timed(() => compactBucket(table, { partition: serializeBinaryRow([], []), bucket: 0, full: true }))
+reportToParent({ ...job, readySeconds, readyCpuSeconds, processSeconds: process.uptime(), processCpuSeconds: seconds(process.cpuUsage()), rowsOut: r.rowsOut, columnarSteps: r.columnarSteps ?? 0 })
