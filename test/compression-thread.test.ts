@@ -10,6 +10,8 @@ import { build } from 'esbuild'
 import fc from 'fast-check'
 import { afterAll, describe, expect, it } from 'vitest'
 import { BUNDLING } from '../cdk/bundling.ts'
+import { logger } from '../functions/shared/runtime.ts'
+import { captureMetrics, metricNames } from './helpers/metrics.ts'
 import { compressionThreadCounts, compressionThreadUseful, stallCompressionThread, stopCompressionThread } from '../lib/format/compression-thread.ts'
 import { type DataFileLayout, DataFileWriter, readDataFile } from '../lib/format/data-file.ts'
 import type { DataField, DataType, KeyValue, RowKind } from '../lib/types.ts'
@@ -97,26 +99,41 @@ describe('compression thread', () => {
 
   // a thread that does not answer cannot be caused through the public interface: the test
   // hook makes the thread sleep past the writer's wait limit
-  it('a thread that does not answer: the writer compresses inline and the file is unchanged', () => {
+  it('a thread that does not answer: the writer compresses inline, the file is unchanged, the next metrics flush says so once', async () => {
     const rows = rowsOf(500)
     const inline = write(rows, false, 20, 512)
-    const before = compressionThreadCounts()
-    let stalled = false
-    const threaded = write(rows, true, 20, 512, (i) => {
-      if (i === 45 && !stalled) {
-        stalled = true
-        stallCompressionThread(3_000)
-      }
-    })
-    expect(Buffer.from(threaded).equals(Buffer.from(inline))).toBe(true)
-    const stalled1 = compressionThreadCounts()
-    expect(stalled1.fallbacks).toBe(before.fallbacks + 1)
-    // the stalled thread was ended: the next writer gets a new one, which does its row groups
-    expect(Buffer.from(write(rows, true, 20, 512)).equals(Buffer.from(inline))).toBe(true)
-    const next = compressionThreadCounts()
-    expect(next.starts).toBe(stalled1.starts + 1)
-    expect(next.threadBatches).toBe(stalled1.threadBatches + 25)
-    expect(next.fallbacks).toBe(stalled1.fallbacks)
+    // tests run the logger silent (vitest.config.ts); this one reads its warning
+    const level = logger.getLevelName()
+    logger.setLogLevel('WARN')
+    const { emf, logs } = await captureMetrics((metrics) => {
+      const before = compressionThreadCounts()
+      let stalled = false
+      const threaded = write(rows, true, 20, 512, (i) => {
+        if (i === 45 && !stalled) {
+          stalled = true
+          stallCompressionThread(3_000)
+        }
+      })
+      expect(Buffer.from(threaded).equals(Buffer.from(inline))).toBe(true)
+      const stalled1 = compressionThreadCounts()
+      expect(stalled1.fallbacks).toBe(before.fallbacks + 1)
+      metrics.addMetric('Work', 'Count', 1)
+      metrics.publishStoredMetrics()
+      // the stalled thread was ended: the next writer gets a new one, which does its row groups
+      expect(Buffer.from(write(rows, true, 20, 512)).equals(Buffer.from(inline))).toBe(true)
+      const next = compressionThreadCounts()
+      expect(next.starts).toBe(stalled1.starts + 1)
+      expect(next.threadBatches).toBe(stalled1.threadBatches + 25)
+      expect(next.fallbacks).toBe(stalled1.fallbacks)
+      metrics.addMetric('Work', 'Count', 1)
+      metrics.publishStoredMetrics()
+    }).finally(() => logger.setLogLevel(level))
+    // a handler's flush publishes the fallback (and warns) once; the next flush has none
+    expect(emf).toHaveLength(2)
+    expect(metricNames(emf[0])).toEqual(['CompressionThreadFallbacks', 'Work'])
+    expect(emf[0]).toMatchObject({ CompressionThreadFallbacks: 1 })
+    expect(metricNames(emf[1])).toEqual(['Work'])
+    expect(logs.filter((l) => l.level === 'WARN').map((l) => [String(l.message).slice(0, 42), l.rowGroups])).toEqual([['the compression thread did not answer in t', 1]])
   })
 
   it('is wanted where a second CPU can run it: not on one CPU, nor on a Lambda function below 1,770 MB', () => {

@@ -5,8 +5,8 @@
 
 import { randomBytes } from 'node:crypto'
 import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3'
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
-import { newMetrics } from '../functions/shared/runtime.ts'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { captureMetrics, metricNames } from './helpers/metrics.ts'
 import { openStore } from '../lib/store/open-store.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { RetryingStore } from '../lib/store/retrying-store.ts'
@@ -265,37 +265,6 @@ describe('multipart uploads', () => {
   })
 })
 
-/**
- * Runs `body` with metrics publishing on and stdout/stderr captured (Powertools prints EMF
- * on stdout and warns through its own Console on stderr); returns the EMF documents
- * printed after the first flush of a fresh metrics object, and the warnings.
- */
-async function captureMetrics(body: (metrics: ReturnType<typeof newMetrics>) => Promise<void> | void) {
-  const saved = process.env.POWERTOOLS_METRICS_DISABLED
-  process.env.POWERTOOLS_METRICS_DISABLED = 'false'
-  const out: string[] = []
-  const err: string[] = []
-  const capture = (into: string[]) => (chunk: string | Uint8Array) => (into.push(String(chunk)), true)
-  const stdout = vi.spyOn(process.stdout, 'write').mockImplementation(capture(out))
-  const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(capture(err))
-  try {
-    const metrics = newMetrics('test')
-    metrics.publishStoredMetrics() // drains what earlier tests counted
-    out.length = 0
-    err.length = 0
-    await body(metrics)
-  } finally {
-    stdout.mockRestore()
-    stderr.mockRestore()
-    if (saved === undefined) delete process.env.POWERTOOLS_METRICS_DISABLED
-    else process.env.POWERTOOLS_METRICS_DISABLED = saved
-  }
-  const lines = [...out, ...err].flatMap((s) => s.split('\n'))
-  return {
-    emf: lines.filter((l) => l.includes('"_aws"')).map((l) => JSON.parse(l)),
-    warnings: lines.filter((l) => l.includes('already been added')),
-  }
-}
 
 describe('handler metrics', () => {
   it('a handler flush publishes S3Retries and S3Throttles since the last flush, then none while there were none', async () => {
@@ -311,11 +280,9 @@ describe('handler metrics', () => {
       metrics.publishStoredMetrics()
     })
     expect(emf).toHaveLength(2)
-    const names = (m: { _aws: { CloudWatchMetrics: { Metrics: { Name: string }[] }[] } }) =>
-      m._aws.CloudWatchMetrics[0].Metrics.map((x) => x.Name).sort()
-    expect(names(emf[0])).toEqual(['S3Retries', 'S3Throttles', 'Work'])
+    expect(metricNames(emf[0])).toEqual(['S3Retries', 'S3Throttles', 'Work'])
     expect(emf[0]).toMatchObject({ S3Retries: 2, S3Throttles: 1, function: 'test' })
-    expect(names(emf[1])).toEqual(['Work'])
+    expect(metricNames(emf[1])).toEqual(['Work'])
   })
 
   it('setting a dimension again before a flush replaces it, without a warning, and keeps the others', async () => {

@@ -13,6 +13,7 @@ import { SqsCommitQueue } from '../../lib/commit/commit-queue.ts'
 import { QueuedCommitter } from '../../lib/commit/queued-committer.ts'
 import { openStore } from '../../lib/store/open-store.ts'
 import type { ObjectStore } from '../../lib/store/object-store.ts'
+import { takeCompressionThreadFallbacks } from '../../lib/format/compression-thread.ts'
 import { takeS3RetryCounts } from '../../lib/store/s3-store.ts'
 import { Table } from '../../lib/table/table.ts'
 import { type RuntimeConfig, parseConfig } from './config.ts'
@@ -116,14 +117,21 @@ export function newMetrics(functionName: string): Metrics {
 
 /**
  * A handler's metrics, which on every flush (logMetrics after or on error) also publish the
- * S3 retries and throttled attempts since the last flush. The counts are per process, so in
- * Lambda they are the invocation's; only non-zero counts are published.
+ * S3 retries and throttled attempts, and the compression thread's fallbacks (a compactor's
+ * writer waited out the thread and compressed a row group inline), since the last flush. The
+ * counts are per process, so in Lambda they are the invocation's; only non-zero counts are
+ * published.
  */
 class HandlerMetrics extends Metrics {
   override publishStoredMetrics(): this {
     const s3 = takeS3RetryCounts()
     if (s3.retries > 0) this.addMetric('S3Retries', MetricUnit.Count, s3.retries)
     if (s3.throttles > 0) this.addMetric('S3Throttles', MetricUnit.Count, s3.throttles)
+    const fallbacks = takeCompressionThreadFallbacks()
+    if (fallbacks > 0) {
+      this.addMetric('CompressionThreadFallbacks', MetricUnit.Count, fallbacks)
+      logger.warn('the compression thread did not answer in time; row groups compressed inline, the thread replaced', { rowGroups: fallbacks })
+    }
     return super.publishStoredMetrics()
   }
 

@@ -116,6 +116,19 @@ export function compressionThreadCounts(): Readonly<typeof counts> {
   return { ...counts }
 }
 
+let fallbacksTaken = 0
+
+/**
+ * Row groups compressed inline because the thread failed or had not answered within
+ * WAIT_LIMIT_MS, since the last call: what one metrics flush publishes (a writer waited that
+ * long for each).
+ */
+export function takeCompressionThreadFallbacks(): number {
+  const n = counts.fallbacks - fallbacksTaken
+  fallbacksTaken = counts.fallbacks
+  return n
+}
+
 let sourceRuns: boolean | null = null
 
 /**
