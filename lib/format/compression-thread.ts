@@ -120,8 +120,8 @@ let fallbacksTaken = 0
 
 /**
  * Row groups compressed inline because the thread failed or had not answered within
- * WAIT_LIMIT_MS, since the last call: what one metrics flush publishes (a writer waited that
- * long for each).
+ * WAIT_LIMIT_MS (a writer waited up to that long for each), since the last call: what one
+ * metrics flush publishes.
  */
 export function takeCompressionThreadFallbacks(): number {
   const n = counts.fallbacks - fallbacksTaken
