@@ -104,6 +104,8 @@ interface CompactReport extends ChildReport {
 
 /** A cold process's figures (bench/lib/cold-strata.ts, cold-duckdb.ts): `seconds`/`cpuSeconds` are the job's. */
 interface ColdReport extends ChildReport {
+  /** Strata's: compaction steps merged by columns (0 would mean the row merge ran) */
+  columnarSteps?: number
   /** from the process's start to the job's start: Node, the code loaded (the table opened; DuckDB's instance made) */
   readySeconds: number
   readyCpuSeconds: number
@@ -515,6 +517,7 @@ async function parentMain(argv: string[]): Promise<void> {
         cpSync(fullOff.dir, dir, { recursive: true })
         const r = await runChild<ColdReport>(cold.entries.strata, [dir], { env: coldEnv, built: true })
         rmSync(dir, { recursive: true, force: true })
+        if (r.columnarSteps === 0) throw new Error('the cold process: expected the columnar merge, the row merge ran')
         cold.strata.reports.push(r)
         process.stderr.write(`run ${rep + 1}/${runs} cold process, Strata: ready at ${r.readySeconds.toFixed(2)} s, job ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s), start to end ${r.processSeconds.toFixed(2)} s (CPU ${r.processCpuSeconds.toFixed(2)} s), load ${r.loadAvg.toFixed(1)}\n`)
         const out = join(work, 'runs', `cold-duckdb-${rep}.parquet`)
@@ -645,16 +648,15 @@ async function parentMain(argv: string[]): Promise<void> {
 
     lines.push(`\n### A cold process, from its start: the compactor's bundle (esbuild, the functions' options and environment) against DuckDB loading its module, the same full compaction, median of ${runs} runs\n`)
     {
-      const c = (s: Series<ColdReport>, pick: (r: ColdReport) => number) => med(s, pick)
       const d = cold.duckdb
       const coldLine = (engine: string, s: Series<ColdReport>) => [
         engine,
-        `${c(s, (x) => x.readySeconds).toFixed(2)} / ${c(s, (x) => x.readyCpuSeconds).toFixed(2)}`,
-        `${c(s, (x) => x.seconds).toFixed(2)} / ${c(s, (x) => x.cpuSeconds).toFixed(2)}`,
-        `${c(s, (x) => x.processSeconds).toFixed(2)} / ${c(s, (x) => x.processCpuSeconds).toFixed(2)}`,
-        c(s, (x) => x.peakRssMb).toFixed(0),
-        `${(c(s, (x) => x.seconds) / c(d, (x) => x.seconds)).toFixed(2)} / ${(c(s, (x) => x.cpuSeconds) / c(d, (x) => x.cpuSeconds)).toFixed(2)}`,
-        `${(c(s, (x) => x.processSeconds) / c(d, (x) => x.processSeconds)).toFixed(2)} / ${(c(s, (x) => x.processCpuSeconds) / c(d, (x) => x.processCpuSeconds)).toFixed(2)}`,
+        `${med(s, (x) => x.readySeconds).toFixed(2)} / ${med(s, (x) => x.readyCpuSeconds).toFixed(2)}`,
+        `${med(s, (x) => x.seconds).toFixed(2)} / ${med(s, (x) => x.cpuSeconds).toFixed(2)}`,
+        `${med(s, (x) => x.processSeconds).toFixed(2)} / ${med(s, (x) => x.processCpuSeconds).toFixed(2)}`,
+        med(s, (x) => x.peakRssMb).toFixed(0),
+        `${(med(s, (x) => x.seconds) / med(d, (x) => x.seconds)).toFixed(2)} / ${(med(s, (x) => x.cpuSeconds) / med(d, (x) => x.cpuSeconds)).toFixed(2)}`,
+        `${(med(s, (x) => x.processSeconds) / med(d, (x) => x.processSeconds)).toFixed(2)} / ${(med(s, (x) => x.processCpuSeconds) / med(d, (x) => x.processCpuSeconds)).toFixed(2)}`,
       ]
       lines.push(
         markdownTable(
