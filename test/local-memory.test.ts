@@ -257,6 +257,20 @@ describe.each(['thread', 'process'] as const)("each environment's memory, as it 
     expect(await p.memory({ betweenInvocations: true })).toMatchObject([{ busy: false, stale: false }])
   })
 
+  it('between invocations: an invocation that outlasts the wait is measured during it, as busy, not left out', async () => {
+    const p = pool({ handlerModule: PROBE, maxEnvironments: 1, memoryLimitInMB: 128 })
+    await p.invoke({ op: 'sleep', ms: 10 })
+    const long = p.invoke({ op: 'sleep', ms: 2500 })
+    await new Promise((r) => setTimeout(r, 100))
+    const t0 = Date.now()
+    const memory = await p.memory({ timeoutMs: 400, betweenInvocations: true })
+    // answered inside the invocation (it has never answered before, so there is no stale figure to give)
+    expect(memory).toMatchObject([{ busy: true, stale: false }])
+    expect(Date.now() - t0).toBeLessThan(2000)
+    expect((await long).ok).toBe(true)
+    expect(await p.memory({ betweenInvocations: true })).toMatchObject([{ busy: false, stale: false }])
+  })
+
   it("passes a handler's stderr on to this process's", async () => {
     const p = pool({ handlerModule: WHOAMI, memoryLimitInMB: 128 })
     const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true)

@@ -191,8 +191,11 @@ const gc = (globalThis as { gc?: () => void }).gc
 /**
  * How long a settled sample waits for an environment that is in an invocation to end it:
  * twice the writers' and compactors' p99 invocation in the soak. A maintenance run can take
- * longer; its environment is then given with its last answer, marked stale, and the verdict
- * leaves such samples out.
+ * longer; its environment is then asked during the run and answers as busy (one still
+ * silent after as long again is given with its last answer, marked stale, which the verdict
+ * leaves out). Before, such an environment gave only stale samples, and one whose runs
+ * followed each other through the whole range had no slope, which failed the verdict with
+ * nothing measured (soaks ak and an, docs/reliability.md).
  */
 const BETWEEN_INVOCATIONS_TIMEOUT_MS = 10_000
 

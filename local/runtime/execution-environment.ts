@@ -88,9 +88,11 @@ export interface MemoryRequestOptions {
   /**
    * an environment in an invocation is asked once that invocation has ended, and none starts
    * an invocation until it has answered, so that its figures are what it keeps from one
-   * invocation to the next, not a job's data in flight (`timeoutMs` must then cover an
-   * invocation). Default false: every environment is asked at once, and its answer says
-   * whether an invocation was in progress (ThreadMemory.busy).
+   * invocation to the next, not a job's data in flight (`timeoutMs` should then cover an
+   * invocation). One whose invocation has not ended within `timeoutMs` is asked there and
+   * then, and given another `timeoutMs` to answer: its figures are then a busy one's
+   * (ThreadMemory.busy), not none. Default false: every environment is asked at once, and its
+   * answer says whether an invocation was in progress.
    */
   betweenInvocations?: boolean
 }
@@ -484,8 +486,9 @@ export class ExecutionEnvironmentPool {
   /**
    * The memory of every environment that has imported its handler, as each reports it (its
    * own V8 heap, external and ArrayBuffer bytes; a process also its RSS and pid). One that does
-   * not answer within `timeoutMs` (busy on the CPU) is given with its last answer, marked
-   * stale; one that never answered, or exited meanwhile, is left out.
+   * not answer within `timeoutMs` (busy on the CPU; `betweenInvocations`: see there) is given
+   * with its last answer, marked stale; one that never answered, or exited meanwhile, is left
+   * out.
    */
   async memory(opts: MemoryRequestOptions = {}): Promise<EnvironmentMemory[]> {
     const { timeoutMs = 1000, collect = false, settleMs = 0, betweenInvocations = false } = opts
@@ -494,7 +497,16 @@ export class ExecutionEnvironmentPool {
         (environment) =>
           new Promise<EnvironmentMemory | null>((resolve) => {
             const id = this.nextRequestId++
-            const timer = setTimeout(() => settle(null, true), timeoutMs)
+            const message: ToWorker = { type: 'memory', id, collect, settleMs }
+            const onTimeout = () => {
+              // still waiting behind an invocation that outlasted the wait: ask it now
+              const queued = environment.afterInvocation.indexOf(message)
+              if (queued < 0) return settle(null, true)
+              environment.afterInvocation.splice(queued, 1)
+              environment.host.post(message)
+              timer = setTimeout(() => settle(null, true), timeoutMs)
+            }
+            let timer = setTimeout(onTimeout, timeoutMs)
             const settle = (memory: ThreadMemory | null, timedOut = false) => {
               clearTimeout(timer)
               if (!environment.memoryRequests.delete(id)) return
@@ -504,7 +516,6 @@ export class ExecutionEnvironmentPool {
               resolve(figures ? { ...figures, environmentId: environment.id, invocations: environment.invocations, stale: memory === null } : null)
             }
             environment.memoryRequests.set(id, settle)
-            const message: ToWorker = { type: 'memory', id, collect, settleMs }
             if (!betweenInvocations) return environment.host.post(message)
             // held out of dispatch() until it answers, so no invocation starts while it is measured
             environment.held++
