@@ -37,8 +37,9 @@ export interface RunChildOptions {
 }
 
 /**
- * Runs `script --child ...args` under tsx (or a built `script ...args`, `built`) and parses the last stdout line as JSON. Async on
- * purpose: the embedded S3 backend serves the child from this process's event loop.
+ * Runs `script --child ...args` under tsx (with `built`, a built `script ...args` as it is)
+ * and parses the last stdout line as JSON. Async on purpose: the embedded S3 backend serves
+ * the child from this process's event loop.
  */
 export async function runChild<T extends ChildReport>(script: string, args: string[], opts: RunChildOptions = {}): Promise<T> {
   const argv = opts.built ? [...(opts.nodeArgs ?? []), script, ...args] : [...(opts.nodeArgs ?? []), '--import', 'tsx', script, '--child', ...args]
