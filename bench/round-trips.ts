@@ -80,7 +80,7 @@ import { Table } from '../lib/table/table.ts'
 import { RowKind } from '../lib/types.ts'
 import { type WriteRecord, writeBatch } from '../lib/write/table-write.ts'
 import { parseBenchArgs } from './lib/args.ts'
-import { type ChildReport, reportToParent, runChild } from './lib/child.ts'
+import { type ChildReport, cpuSecondsOf, reportToParent, runChild } from './lib/child.ts'
 import { KeySampler, NO_PARTITION, batchOf, createBenchTable, rowOf, seededRandom } from './lib/dataset.ts'
 import { machineInfo, machineMarkdown } from './lib/machine.ts'
 import { OUT_DIR, markdownTable, writeResults } from './lib/report.ts'
@@ -329,7 +329,7 @@ async function childMain(argv: string[]): Promise<void> {
     const figures = figuresOf(trace.take(), t0, wallMs, prefix, keep)
     reportToParent({
       seconds: wallMs / 1000,
-      cpuSeconds: (cpu.user + cpu.system) / 1e6,
+      cpuSeconds: cpuSecondsOf(cpu),
       ...figures,
       compaction: { bucket, inputFiles: r.inputFiles, outputFiles: r.outputFiles, rowsDeletedByVector: r.rowsDeletedByVector, outputLevel: r.outputLevel },
     })
@@ -358,7 +358,7 @@ async function childMain(argv: string[]): Promise<void> {
     const cpu = process.cpuUsage(cpu0)
     process.stdout.write = write
     if (code !== 0) throw new Error(`strata write exited ${code}`)
-    reportToParent({ seconds: wallMs / 1000, cpuSeconds: (cpu.user + cpu.system) / 1e6, ...figuresOf(trace.take(), t0, wallMs, prefix, true), snapshotId: printed.trim() })
+    reportToParent({ seconds: wallMs / 1000, cpuSeconds: cpuSecondsOf(cpu), ...figuresOf(trace.take(), t0, wallMs, prefix, true), snapshotId: printed.trim() })
     return
   }
   throw new Error(`unknown child job ${JSON.stringify(job)}`)

@@ -58,14 +58,18 @@ export async function runChild<T extends ChildReport>(script: string, args: stri
   }
 }
 
+/** User + system seconds of a `process.cpuUsage()` reading. */
+export function cpuSecondsOf(usage: NodeJS.CpuUsage): number {
+  return (usage.user + usage.system) / 1e6
+}
+
 /** Runs the measured job, timing it in wall-clock and CPU seconds. */
 export async function timed<T>(job: () => Promise<T>): Promise<{ value: T; seconds: number; cpuSeconds: number }> {
   const cpu0 = process.cpuUsage()
   const t0 = performance.now()
   const value = await job()
   const seconds = (performance.now() - t0) / 1000
-  const cpu = process.cpuUsage(cpu0)
-  return { value, seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6 }
+  return { value, seconds, cpuSeconds: cpuSecondsOf(process.cpuUsage(cpu0)) }
 }
 
 /** VmHWM of this process in MB; maxRSS where there is no /proc (not Linux). */

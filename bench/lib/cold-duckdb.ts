@@ -6,20 +6,18 @@
 //
 //   node cold-duckdb.mjs <output file> <input Parquet file>…
 
-import { reportToParent, timed } from './child.ts'
+import { cpuSecondsOf, reportToParent, timed } from './child.ts'
 import { duckdbSql } from './duckdb-merge.ts'
-
-const seconds = (c: NodeJS.CpuUsage) => (c.user + c.system) / 1e6
 
 const [out, ...files] = process.argv.slice(2)
 const { DuckDBInstance } = await import('@duckdb/node-api')
 const instance = await DuckDBInstance.create(':memory:', { threads: '1' })
 const conn = await instance.connect()
 const readySeconds = process.uptime()
-const readyCpuSeconds = seconds(process.cpuUsage())
+const readyCpuSeconds = cpuSecondsOf(process.cpuUsage())
 const job = await timed(() => conn.run(duckdbSql(files, out)))
 const processSeconds = process.uptime()
-const processCpuSeconds = seconds(process.cpuUsage())
+const processCpuSeconds = cpuSecondsOf(process.cpuUsage())
 const counted = await conn.runAndReadAll(`SELECT count(*)::INTEGER AS n FROM read_parquet('${out.replaceAll("'", "''")}')`)
 const rowsOut = Number(counted.getRowObjects()[0].n)
 conn.closeSync()
