@@ -14,7 +14,7 @@ import { type Column, type ColumnBatch, gatherColumn, isNullAt, isUtf8Column, ph
 import type { PositionedBatch } from '../format/columnar-reader.ts'
 import { physicalEncoder } from '../format/parquet-types.ts'
 import { RowKind, type DataType, type KeyValue, type Value } from '../types.ts'
-import { type MergeEngine, type MergeEngineConfig, type MergeFunction, sequenceValueComparator } from './merge-function.ts'
+import { type MergeEngine, type MergeEngineConfig, type MergeFunction, engineTraits, sequenceValueComparator } from './merge-function.ts'
 
 /**
  * What the columnar merge knows of an engine: how one key's records (in merge order, oldest
@@ -442,6 +442,7 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
     }
     return 0
   }
+  const keepsOneRecord = engineTraits(cfg.engine).keepsOneRecord
   const lookups = lookupLevels.map((files, l) => new ColumnarLevelLookup(files, lookupStart[l] ?? 0, nk, numericKey, keyCmp, boundCmp))
 
   const iters = sources.map((s) => s[Symbol.asyncIterator]())
@@ -614,8 +615,10 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
       if (old !== null) {
         const older = recordOf(old.block, old.row)
         const merged = merge([older, kv ?? recordOf(groupB[0], groupI[0])])
-        // the older row stands unchanged (first-row): it stays, nothing is written
-        if (merged !== null && merged.seq === older.seq && merged.kind === older.kind) return
+        // the merge kept the older record whole (first-row, or deduplicate with a sequence
+        // field): it stays, nothing is written. An engine that folds values always writes its
+        // merge, even when the rising record's sequence number is the lower one
+        if (merged !== null && keepsOneRecord && merged.seq === older.seq && merged.kind === older.kind) return
         onSuperseded?.(old.file, old.block.positions !== null ? old.block.positions[old.row] : old.block.firstPosition + old.row)
         if (merged === null) return
         kv = merged

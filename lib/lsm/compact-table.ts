@@ -6,12 +6,15 @@ import { valueFromJson } from '../table/json-values.ts'
 import type { Table } from '../table/table.ts'
 import { type Row, StrataInputError } from '../types.ts'
 import { type CompactBucketResult, compactBucket } from './compact-task.ts'
+import type { MergePathRequest } from './columnar-merge.ts'
 
 export interface CompactTableOptions {
   /** partition values by key, as in `--partition dt=2024-05-01` */
   partition?: Record<string, string>
   bucket?: number
   full?: boolean
+  /** the merge path of every job (default: as the engine chooses) */
+  mergePath?: MergePathRequest
   onBucket?: (partition: string, bucket: number, result: CompactBucketResult) => void
 }
 
@@ -58,12 +61,12 @@ export async function compactTable(table: Table, opts: CompactTableOptions = {})
   }
   const results: CompactBucketResult[] = []
   for (const b of buckets.values()) {
-    let r = await compactBucket(table, { partition: b.partition, bucket: b.bucket, full: opts.full })
+    let r = await compactBucket(table, { partition: b.partition, bucket: b.bucket, full: opts.full, mergePath: opts.mergePath })
     opts.onBucket?.(b.values.join('/'), b.bucket, r)
     results.push(r)
     // a capped job leaves work behind; the CLI keeps going until the bucket is done
     while (r.needsMore && r.snapshotId !== null) {
-      r = await compactBucket(table, { partition: b.partition, bucket: b.bucket, full: opts.full })
+      r = await compactBucket(table, { partition: b.partition, bucket: b.bucket, full: opts.full, mergePath: opts.mergePath })
       opts.onBucket?.(b.values.join('/'), b.bucket, r)
       results.push(r)
     }

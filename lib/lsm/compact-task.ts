@@ -406,6 +406,7 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
   // an engine whose newer record replaces the older whole needs the superseded row's
   // position and the `sequence.field` fields that decide; others merge its whole value
   const lookupColumns = engineTraits(table.mergeConfig.engine).newerReplacesOlder ? [...table.mergeConfig.sequenceFields] : undefined
+  const keepsOneRecord = engineTraits(table.mergeConfig.engine).keepsOneRecord
 
   try {
     for (const step of steps) {
@@ -536,8 +537,11 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
               mf.reset()
               for (const r of group) mf.add(r)
               const merged = mf.result()
-              if (merged && merged.seq === old.kv.seq && merged.kind === old.kv.kind) {
-                // the older row stands unchanged (first-row): keep it, write nothing
+              if (merged && keepsOneRecord && merged.seq === old.kv.seq && merged.kind === old.kv.kind) {
+                // the merge kept the older record whole (deduplicate's higher number,
+                // first-row): it stays, nothing is written. An engine that folds values
+                // (aggregation, partial-update) always writes its merge, even when the rising
+                // record's sequence number is the lower one (docs/design.md "Sequence numbers")
                 out = null
                 after = old.kv
               } else {
