@@ -10,14 +10,16 @@
 // unreadable body), which the queue redelivers and, past maxReceiveCount, moves to the DLQ.
 // With STRATA_FEED_QUEUE_URL, each round that created snapshots publishes a commit-feed event
 // (lib/commit/commit-feed.ts); a failed publish is logged and counted (FeedFailures), never
-// failing the invocation.
+// failing the invocation. A lease taken over before its expiry (beyond the bound of this
+// clock, or a message forwarded too often: docs/design.md "The committer lease and clocks")
+// is logged and counted (CommitterLeaseOverridden), which the stack alarms on.
 
 import middy from '@middy/core'
-import { MetricUnit } from '@aws-lambda-powertools/metrics'
+import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics'
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware'
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda'
 import { BatchingCommitter } from '../lib/commit/batching-committer.ts'
-import { type CommitServiceOptions, commitFromQueue, forwardMessages } from '../lib/commit/commit-service.ts'
+import { type CommitServiceOptions, type CommitServiceResult, commitFromQueue, forwardMessages } from '../lib/commit/commit-service.ts'
 import { CommitterLease } from '../lib/commit/committer-lease.ts'
 import { type CommitFeed, SqsCommitFeed } from '../lib/commit/commit-feed.ts'
 import { logger, newMetrics, resolveTable, runtimeConfig, sqsClient } from './shared/runtime.ts'
@@ -65,7 +67,17 @@ export async function committerHandler(event: SQSEvent, context?: Context, hooks
     table: name, invoked: event.Records.length, drained: res.drained, landed: res.landed, duplicates: res.duplicates, conflicts: res.conflicts,
     notSettled: res.failed, snapshots: res.snapshots, rounds: res.rounds, forwarded: res.forwarded, retries: res.retries, replans: res.replans, requestId: context?.awsRequestId,
   })
-  metrics.addMetric('CommitTime', MetricUnit.Milliseconds, Date.now() - started)
+  publishCommitMetrics(metrics, res, { feed: Boolean(cfg.feedQueueUrl), commitTimeMs: Date.now() - started })
+  return { batchItemFailures: res.failedIds.map((itemIdentifier) => ({ itemIdentifier })) }
+}
+
+/** An invocation's metrics (flushed by logMetrics), and a warning per lease it took over. */
+export function publishCommitMetrics(metrics: Metrics, res: CommitServiceResult, opts: { feed: boolean; commitTimeMs: number }): void {
+  for (const o of res.leaseOverrides) {
+    // the lease's renewedAt against `at` shows how far the holder's clock is from this one's
+    logger.warn('committer lease overridden', { reason: o.reason, lease: o.lease, at: o.at, holderAheadMs: o.lease.renewedAt !== undefined ? o.lease.renewedAt - o.at : undefined })
+  }
+  metrics.addMetric('CommitTime', MetricUnit.Milliseconds, opts.commitTimeMs)
   metrics.addMetric('Snapshots', MetricUnit.Count, res.snapshots.length)
   metrics.addMetric('FoldRounds', MetricUnit.Count, res.rounds)
   metrics.addMetric('CommitRetries', MetricUnit.Count, res.retries)
@@ -76,11 +88,11 @@ export async function committerHandler(event: SQSEvent, context?: Context, hooks
   metrics.addMetric('MessagesConflict', MetricUnit.Count, res.conflicts)
   metrics.addMetric('MessagesFailed', MetricUnit.Count, res.failed)
   metrics.addMetric('MessagesForwarded', MetricUnit.Count, res.forwarded)
-  if (cfg.feedQueueUrl) {
+  metrics.addMetric('CommitterLeaseOverridden', MetricUnit.Count, res.leaseOverrides.length)
+  if (opts.feed) {
     metrics.addMetric('FeedEvents', MetricUnit.Count, res.feedPublished)
     metrics.addMetric('FeedFailures', MetricUnit.Count, res.feedFailures)
   }
-  return { batchItemFailures: res.failedIds.map((itemIdentifier) => ({ itemIdentifier })) }
 }
 
 export const handler = middy((event: SQSEvent, context: Context) => committerHandler(event, context)).use(logMetrics(metrics))

@@ -794,8 +794,9 @@ describe('committer rounds: the next fold while the last one\'s deletions go on'
         folds++
         if (folds === 1) {
           await send(queue, table, [3])
-          // another invocation took the lease (the first one's lapsed, say)
-          const other = new CommitterLease(store, 'other', 60_000, () => Date.now() + 10_000)
+          // another invocation took the lease (the first one's lapsed, say); its clock runs
+          // 10 s ahead, within the skew allowance, so its lease is honoured for 15 s
+          const other = new CommitterLease(store, 'other', 5_000, () => Date.now() + 10_000)
           await other.hold()
           await other.flushed()
         } else last = await send(queue, table, [4])

@@ -7,7 +7,9 @@
 // The JSON codec carries bigints as {"$bigint": "…"} and byte arrays as {"$bytes": base64}.
 // A body past SQS's 256 KiB limit is stored under `_strata/commit-messages/` and the queue
 // gets a pointer that still names the commit (user, identifier, kind), so a redelivery of a
-// message that already landed is recognised without reading the spilled body.
+// message that already landed is recognised without reading the spilled body. A committer
+// that forwards a message to the lease's holder counts the forward in the envelope
+// (`forwards`), so that forwarding has a limit (lib/commit/commit-service.ts, MAX_FORWARDS).
 
 import { randomUUID } from 'node:crypto'
 import type { ObjectStore } from '../store/object-store.ts'
@@ -47,6 +49,8 @@ export interface CommitMessage {
 /** What the queue carries: the message itself, or a pointer to its spilled body. */
 interface Envelope {
   v: number
+  /** times a committer forwarded this body to the lease's holder; absent: never */
+  forwards?: number
   message?: unknown
   pointer?: { key: string; kind: MessageKind; commitUser: string; commitIdentifier: string; builtAfterSnapshotId: number; table?: string }
 }
@@ -108,6 +112,7 @@ export function parseCommitMessageBody(body: string): ReceivedMessage {
   if (env === null || typeof env !== 'object' || env.v !== VERSION) {
     throw new StrataInputError(`commit message: field "v" is ${JSON.stringify((env as Envelope | null)?.v)}, expected ${VERSION}`)
   }
+  if (env.forwards !== undefined && !(Number.isSafeInteger(env.forwards) && env.forwards >= 0)) fail('commit message: field "forwards"', env.forwards, 'a non-negative integer')
   if (env.pointer !== undefined) {
     const p = env.pointer
     if (typeof p?.key !== 'string' || !p.key.startsWith(COMMIT_MESSAGE_DIR)) {
@@ -119,6 +124,23 @@ export function parseCommitMessageBody(body: string): ReceivedMessage {
   }
   validateCommitMessage(env.message, 'commit message')
   return { inline: true, message: env.message }
+}
+
+/** How many times committers forwarded this body; throws as parseCommitMessageBody does. */
+export function forwardsOf(body: string): number {
+  parseCommitMessageBody(body)
+  return (JSON.parse(body) as Envelope).forwards ?? 0
+}
+
+/**
+ * The body a committer sends when it forwards this one to the lease's holder: the same
+ * envelope with its forward count one higher (a few bytes, within the margin
+ * INLINE_LIMIT_BYTES leaves). Throws as parseCommitMessageBody does.
+ */
+export function forwardedBody(body: string): string {
+  const forwards = forwardsOf(body)
+  // parsed without the reviver: the encoded bigints and bytes go back out as they came
+  return JSON.stringify({ ...(JSON.parse(body) as Envelope), forwards: forwards + 1 })
 }
 
 /** Decodes a body, reading a spilled message from the store. */

@@ -12,7 +12,9 @@
 //
 // The committer lease (committer-lease.ts), when given, keeps one invocation folding: one
 // that finds another's lease forwards its batch to the queue as new messages and folds
-// nothing.
+// nothing. Forwarding has a limit (docs/design.md "The committer lease and clocks"): each
+// copy counts its forwards, and a batch holding a message forwarded MAX_FORWARDS times is
+// folded, the lease taken over.
 //
 // A message is settled when it landed, was a duplicate of one that landed, or conflicts (a
 // compaction whose inputs are gone: it can never land). Its sender learns a landing from
@@ -27,9 +29,9 @@
 import pLimit from 'p-limit'
 import { StrataInputError } from '../types.ts'
 import { type BatchingCommitter, type FoldInput, type FoldOutcome } from './batching-committer.ts'
-import { parseCommitMessageBody } from './commit-message.ts'
+import { forwardedBody, forwardsOf, parseCommitMessageBody } from './commit-message.ts'
 import type { CommitQueue, DrainableCommitQueue, QueuedCommitMessage } from './commit-queue.ts'
-import type { CommitterLease } from './committer-lease.ts'
+import type { CommitterLease, LeaseOverride } from './committer-lease.ts'
 import { commitKeyOf } from './landed.ts'
 import { type CommitEvent, type CommitFeed, commitEventOf, publishQuietly } from './commit-feed.ts'
 import { type CommitReceipt, writeReceipt } from './receipts.ts'
@@ -62,8 +64,9 @@ export interface CommitServiceOptions {
    * The committer lease (committer-lease.ts): held before folding and renewed at each later
    * round; when another invocation holds it, the invoked messages are handed to `forward`
    * (which sends them to the commit queue as new messages and returns the ids it could not)
-   * and nothing is folded; a renewal that finds another holder ends the rounds. Absent: the
-   * invocation folds whatever else runs.
+   * and nothing is folded, unless one of them was forwarded MAX_FORWARDS times already (then
+   * the lease is taken over and the batch folded); a renewal that finds another holder ends
+   * the rounds. Absent: the invocation folds whatever else runs.
    */
   lease?: { lease: CommitterLease; forward: (messages: InvokedMessage[]) => Promise<string[]> }
   /**
@@ -88,6 +91,8 @@ export interface CommitServiceResult {
   rounds: number
   /** invoked messages forwarded to the lease's holder (then nothing was folded) */
   forwarded: number
+  /** leases of other invocations this one took over before they expired (committer-lease.ts) */
+  leaseOverrides: LeaseOverride[]
   retries: number
   replans: number
   errors: { id: string; error: string; conflict: boolean }[]
@@ -111,18 +116,31 @@ const DRAIN_RECEIVES_AT_ONCE = 8
 /** Pause before an invocation that found the committer lease held looks once more. */
 const LEASE_RECHECK_MS = 20
 
+/**
+ * Forwards a message may have had: an invocation whose batch holds one forwarded this often
+ * folds it, taking the lease over, instead of forwarding it again (docs/design.md "The
+ * committer lease and clocks"). A forwarded copy starts its receive count again, so without
+ * a limit a message that never reaches a folding committer would circulate for good.
+ */
+export const MAX_FORWARDS = 20
+
 
 export async function commitFromQueue(committer: BatchingCommitter, invoked: InvokedMessage[], opts: CommitServiceOptions): Promise<CommitServiceResult> {
-  const total: CommitServiceResult = { failedIds: [], received: 0, drained: 0, landed: 0, duplicates: 0, conflicts: 0, failed: 0, snapshots: [], rounds: 0, forwarded: 0, retries: 0, replans: 0, errors: [], feedPublished: 0, feedFailures: 0 }
+  const total: CommitServiceResult = { failedIds: [], received: 0, drained: 0, landed: 0, duplicates: 0, conflicts: 0, failed: 0, snapshots: [], rounds: 0, forwarded: 0, leaseOverrides: [], retries: 0, replans: 0, errors: [], feedPublished: 0, feedFailures: 0 }
   // the lease is an optimisation: a store that cannot answer for it does not stop a fold
   const holdLease = () => (opts.lease ? opts.lease.lease.hold().catch(() => true) : Promise.resolve(true))
   // a holder gives the lease up as its rounds end: one look again after a short pause, so
   // that an invocation arriving as the other one ends folds instead of forwarding
   if (!(await holdLease()) && !(await sleep(LEASE_RECHECK_MS).then(holdLease))) {
-    const notForwarded = await opts.lease!.forward(invoked)
-    total.forwarded = invoked.length - notForwarded.length
-    total.failedIds.push(...notForwarded)
-    return total
+    if (invoked.some((m) => forwardCount(m.body) >= MAX_FORWARDS)) {
+      // forwarded often enough: whatever the holder is doing, this batch is folded now
+      opts.lease!.lease.takeOver()
+    } else {
+      const notForwarded = await opts.lease!.forward(invoked)
+      total.forwarded = invoked.length - notForwarded.length
+      total.failedIds.push(...notForwarded)
+      return total
+    }
   }
   const invokedHandles = new Map(invoked.map((m) => [m.id, m.receiptHandle]))
   // one pool for every round's conflict receipts, leaving a quarter of the store's requests
@@ -217,27 +235,43 @@ export async function commitFromQueue(committer: BatchingCommitter, invoked: Inv
     await releasing
   }
   if (settleError !== undefined) throw settleError
+  total.leaseOverrides = [...(opts.lease?.lease.overrides ?? [])]
   return total
+}
+
+/** A body's forward count; 0 for one that cannot be read (it is not forwarded: forwardMessages). */
+function forwardCount(body: string): number {
+  try {
+    return forwardsOf(body)
+  } catch {
+    return 0
+  }
 }
 
 /**
  * Sends invoked messages to the commit queue as new messages, for the lease's holder to
- * fold (their receive counts start again; a crash before the invocation returns leaves the
- * originals to be redelivered, then recognised as duplicates). Returns the ids not sent.
+ * fold, each with its forward count one higher (their receive counts start again; a crash
+ * before the invocation returns leaves the originals to be redelivered, then recognised as
+ * duplicates). Returns the ids not sent: those the queue refused, and unreadable bodies,
+ * which a copy would keep from ever counting towards the DLQ (named failed, they come back
+ * with a higher receive count, as from the holder's fold).
  */
 export async function forwardMessages(queue: CommitQueue, messages: InvokedMessage[]): Promise<string[]> {
   const failed: string[] = []
   await Promise.all(
     messages.map(async (m) => {
-      let identity = m.id
+      let identity: string
+      let body: string
       try {
         const parsed = parseCommitMessageBody(m.body)
         identity = commitKeyOf(parsed.inline ? parsed.message : parsed.identity)
+        body = forwardedBody(m.body)
       } catch {
-        // an unreadable body is forwarded as it is: the holder settles it as any other
+        failed.push(m.id)
+        return
       }
       try {
-        await queue.send(m.body, identity)
+        await queue.send(body, identity)
       } catch {
         failed.push(m.id)
       }
