@@ -12,7 +12,7 @@ import { parseDataType, typeLabel } from './data-type.ts'
 import { openStore } from '../store/open-store.ts'
 import { WIDENINGS, isWidening } from './evolution.ts'
 import { schemaKey } from './paths.ts'
-import { SCHEMA_VERSION, describeSchema, newFieldNameProblem, parseSchema, serializeSchema } from './schema.ts'
+import { SCHEMA_VERSION, columnNameProblem, describeSchema, newFieldNameProblem, parseSchema, serializeSchema } from './schema.ts'
 import { Table, latestSchemaIdIn } from './table.ts'
 
 /** Where an added column goes (Paimon's SchemaChange.Move): first, or after a field; default last. */
@@ -58,7 +58,9 @@ export function applySchemaChanges(schema: TableSchema, changes: readonly Schema
       return i >= 0 ? i : fail(`no column '${name}' (columns: ${names()})`)
     }
     const freshName = (name: unknown, what: string): string => {
-      if (typeof name !== 'string' || name === '') return fail(`${what}: expected a non-empty column name, got ${JSON.stringify(name)}`)
+      if (typeof name !== 'string') return fail(`${what}: expected a column name (a string), got ${JSON.stringify(name)}`)
+      const listProblem = columnNameProblem(name)
+      if (listProblem) fail(`${what} ${JSON.stringify(name)}: ${listProblem}`)
       if (fields.some((f) => f.name === name)) fail(`${what}: column '${name}' already exists (columns: ${names()})`)
       const problem = newFieldNameProblem(name)
       if (problem) fail(`${what}: ${problem}`)
@@ -177,10 +179,14 @@ function notNullRefusal(name: string): string {
   return `cannot make '${name}' NOT NULL: it is nullable, and rows already written may hold null; Paimon refuses nullable to NOT NULL by default ('alter-column-null-to-not-null.disabled'), and Strata always does`
 }
 
-/** Paimon's renames in options: bucket-key, sequence.field, and fields.<name>.<suffix> keys (SchemaManager.applyRenameColumnsToOptions). */
+/**
+ * Paimon's renames in options: bucket-key, sequence.field, and fields.<name>.<suffix> keys
+ * (SchemaManager.applyRenameColumnsToOptions). A list entry is compared trimmed, as its
+ * readers trim it; `to` cannot contain ',' or end in whitespace (columnNameProblem).
+ */
 function renameInOptions(options: Record<string, string>, from: string, to: string): Record<string, string> {
   const out: Record<string, string> = {}
-  const renameList = (v: string) => v.split(',').map((n) => (n === from ? to : n)).join(',')
+  const renameList = (v: string) => v.split(',').map((n) => (n.trim() === from ? to : n)).join(',')
   for (const [k, v] of Object.entries(options)) {
     if (k === 'bucket-key' || k === 'sequence.field') out[k] = renameList(v)
     else {

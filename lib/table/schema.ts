@@ -27,6 +27,30 @@ const SYSTEM_FIELD_ID_START = Math.floor(2147483647 / 2)
 
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
 
+/**
+ * What a reader of a comma-separated column list strips from each entry: JavaScript's trim
+ * (Strata's bucket-key) and Java's String.trim, every char up to U+0020 (Paimon's lists).
+ */
+const LIST_ENTRY_EDGE = /^[\s\u0000-\u0020]+|[\s\u0000-\u0020]+$/g
+
+/**
+ * Why `name` cannot name a column Strata creates or renames to, or null. Options such as
+ * bucket-key and sequence.field list column names separated by ',' and their readers trim
+ * each entry, so a name with ',' or with whitespace or a control character at either end
+ * would read as other columns (a rename writes the new name into them). Paimon refuses only
+ * blank names (RowType) and splits the same lists on ','; Strata is stricter, so that no
+ * name it accepts is misread. A stored schema with such a name is still read.
+ */
+export function columnNameProblem(name: string): string | null {
+  const trimmed = name.replace(LIST_ENTRY_EDGE, '')
+  if (trimmed === '') return 'a column name may not be blank; expected a name with at least one character other than whitespace or a control character (Paimon refuses blank names too)'
+  if (name.includes(',')) return "a column name may not contain ',' (options such as bucket-key and sequence.field list column names separated by commas); expected a name without ','"
+  if (trimmed !== name) {
+    return `a column name may not start or end with whitespace or a control character (readers of column lists such as bucket-key and sequence.field trim each entry, so it would read as ${JSON.stringify(trimmed)}); expected ${JSON.stringify(trimmed)}`
+  }
+  return null
+}
+
 /** Why `name` cannot name a new field (a Paimon system name, a JSON-line key, not well-formed), or null. */
 export function newFieldNameProblem(name: string): string | null {
   const problem = systemNameProblem(name)
@@ -83,9 +107,9 @@ export function createSchema(input: unknown, timeMillis = Date.now()): TableSche
     const where = `schema.fields[${i}]`
     if (typeof f !== 'object' || f === null) throw new StrataInputError(`${where}: expected {"name", "type"}, got ${JSON.stringify(f)}`)
     const { name, type, description } = f as Record<string, unknown>
-    if (typeof name !== 'string' || name.length === 0) {
-      throw new StrataInputError(`${where}.name: expected a non-empty string, got ${JSON.stringify(name)}`)
-    }
+    if (typeof name !== 'string') throw new StrataInputError(`${where}.name: expected a string, got ${JSON.stringify(name)}`)
+    const nameProblem = columnNameProblem(name)
+    if (nameProblem) throw new StrataInputError(`${where}.name ${JSON.stringify(name)}: ${nameProblem}`)
     if (names.has(name)) throw new StrataInputError(`${where}.name: field '${name}' is defined twice`)
     const problem = systemNameProblem(name)
     if (problem) throw new StrataInputError(`${where}.name: ${problem}`)
