@@ -1,8 +1,8 @@
 // Column names that an option list could not tell apart: options such as bucket-key and
 // sequence.field list column names separated by commas (and readers trim each entry), so a
 // name with ',' or with whitespace at either end would read as other columns, and a blank
-// name is no name. Create, add-column and rename-column refuse them; nothing committed
-// changes.
+// name is no name. Create, add-column and rename-column refuse them; a rename refuses to
+// leave another tool's option naming the old column; nothing committed changes.
 
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -142,7 +142,7 @@ describe('names a comma-separated option list could not tell apart, and blank na
   })
 })
 
-describe('a rename of a stored schema', () => {
+describe("a rename and another tool's options that name columns", () => {
   const stored = (options: Record<string, string>): TableSchema => ({
     version: 3,
     id: 0,
@@ -156,6 +156,19 @@ describe('a rename of a stored schema', () => {
     primaryKeys: ['k', 'c'],
     options: { bucket: '2', ...options },
     timeMillis: 0,
+  })
+
+  it.each([
+    ['changelog-producer.row-deduplicate-ignore-fields', 'k,v'],
+    ['fields.v.nested-key', 'id'],
+    ['file-index.bloom-filter.columns', 'v'],
+    ['file-index.bloom-filter.v.fpp', '0.01'],
+  ])("option %j = %j that Strata does not read: renaming the column it names is refused, naming the option", (key, value) => {
+    expect(() => applySchemaChanges(stored({ [key]: value }), [{ kind: 'rename-column', name: 'v', newName: 'w' }])).toThrow(
+      new RegExp(`^alter rename-column 'v': option '${key.replace(/\./g, '\\.')}' = "${value.replace(/\./g, '\\.')}" may name column 'v', and Strata does not know how to rename it there`),
+    )
+    // a column it does not name renames as usual
+    expect(applySchemaChanges(stored({ [key]: value }), [{ kind: 'rename-column', name: 'c', newName: 'd' }]).options[key]).toBe(value)
   })
 
   it('bucket-key stored with spaces after the commas (readers trim each entry): the entry is renamed', () => {

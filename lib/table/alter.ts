@@ -11,6 +11,7 @@ import { type DataField, type TableSchema, StrataInputError } from '../types.ts'
 import { parseDataType, typeLabel } from './data-type.ts'
 import { openStore } from '../store/open-store.ts'
 import { WIDENINGS, isWidening } from './evolution.ts'
+import { isKnownOptionKey } from './options.ts'
 import { schemaKey } from './paths.ts'
 import { SCHEMA_VERSION, columnNameProblem, describeSchema, newFieldNameProblem, parseSchema, serializeSchema } from './schema.ts'
 import { Table, latestSchemaIdIn } from './table.ts'
@@ -88,6 +89,13 @@ export function applySchemaChanges(schema: TableSchema, changes: readonly Schema
         const i = existing(c.name)
         if (partitionKeys.includes(c.name)) fail(`'${c.name}' is a partition key; Paimon cannot rename a partition column`)
         const newName = freshName(c.newName, 'new name')
+        // an option Strata does not read would keep naming the old column: refused, not left stale
+        const stale = Object.entries(options).find(([k, v]) => !isKnownOptionKey(k) && optionMayName(k, v, c.name))
+        if (stale) {
+          fail(
+            `option '${stale[0]}' = ${JSON.stringify(stale[1])} may name column '${c.name}', and Strata does not know how to rename it there (it renames the column in the primary key, bucket-key, sequence.field and fields.<name>.{${FIELD_OPTION_SUFFIXES.join(',')}}); expected no such option: remove it, or rename the column with the tool that set it`,
+          )
+        }
         fields[i] = { ...fields[i], name: newName }
         primaryKeys = primaryKeys.map((k) => (k === c.name ? newName : k))
         options = renameInOptions(options, c.name, newName)
@@ -196,6 +204,15 @@ function renameInOptions(options: Record<string, string>, from: string, to: stri
     }
   }
   return out
+}
+
+/**
+ * Whether another tool's option may name column `name`: as a '.'-separated part of its key
+ * (fields.<name>.nested-key, file-index.bloom-filter.<name>.fpp) or as an entry of a
+ * comma-separated value (changelog-producer.row-deduplicate-ignore-fields, *.columns).
+ */
+function optionMayName(key: string, value: string, name: string): boolean {
+  return `.${key}.`.includes(`.${name}.`) || value.split(',').some((n) => n.trim() === name)
 }
 
 /** How many times an alter applies its changes again after losing the race for the next schema id. */

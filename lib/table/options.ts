@@ -115,6 +115,14 @@ const mergeKeys = optionKeysOfMergeEngines()
 const extraKeys = new Set<string>(mergeKeys.exact)
 const extraPatterns: RegExp[] = mergeKeys.patterns
 
+/**
+ * Whether Strata knows what option `key` means: its table, the merge engines' keys, and the
+ * Paimon keys it reads but refuses at create. Other tools' keys pass in a stored schema.
+ */
+export function isKnownOptionKey(key: string): boolean {
+  return SPEC_BY_KEY.has(key) || extraKeys.has(key) || extraPatterns.some((p) => p.test(key)) || key === RENAMED_MAX_INPUT_FILES || CHANGELOG_RETENTION_KEYS.includes(key)
+}
+
 /** Paimon spells memory sizes like `128 mb`, `64MB`, `1 gb` or plain bytes. */
 export function parseMemorySize(text: string): number | null {
   const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text)
