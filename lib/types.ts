@@ -227,3 +227,20 @@ export class CommitConflictError extends Error {
     super(message)
   }
 }
+
+/**
+ * A stored file whose bytes do not decode, or decode to something its manifest entry rules
+ * out (a key outside its min/max key, keys out of order, another row count). The message
+ * starts with the file's key in the store; `cause` holds the decoder's error, if any.
+ */
+export class CorruptFileError extends Error {
+  override name = 'CorruptFileError'
+  constructor(
+    /** the file's key in the table's store */
+    readonly file: string,
+    problem: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${file}: ${problem}`, options)
+  }
+}
