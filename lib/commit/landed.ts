@@ -11,6 +11,19 @@ import type { ObjectStore } from '../store/object-store.ts'
 import type { Snapshot } from '../types.ts'
 import type { SnapshotManager } from '../manifest/snapshot-manager.ts'
 import { ByteLru, type CacheStats, approximateBytes } from '../manifest/byte-cache.ts'
+import { snapshotKey } from '../table/paths.ts'
+
+/**
+ * A snapshot whose identities are asked for after it expired: a warm process may still hold
+ * the snapshot in its cache, but expiration took its sidecar with it. Nothing landed in it
+ * is left to find; a walk treats it as the end of what is retained.
+ */
+export class SnapshotExpiredError extends Error {
+  constructor(readonly snapshotId: number) {
+    super(`snapshot ${snapshotId} has expired`)
+    this.name = 'SnapshotExpiredError'
+  }
+}
 
 /** commitUser of snapshots that fold several commits */
 export const FOLDING_COMMIT_USER = 'strata-batching-committer'
@@ -56,6 +69,7 @@ export class LandedCommits {
     let keys: string[]
     if (s.commitUser === FOLDING_COMMIT_USER) {
       const bytes = await this.store.get(foldedCommitsKey(s.commitIdentifier))
+      if (!bytes && !(await this.store.head(snapshotKey(s.id)))) throw new SnapshotExpiredError(s.id)
       if (!bytes) throw new Error(`snapshot ${s.id} folds several commits but ${foldedCommitsKey(s.commitIdentifier)} is missing from ${this.store.uri}`)
       keys = (JSON.parse(new TextDecoder().decode(bytes)) as { commits: [string, string, string][] }).commits.map(([kind, id, user]) => commitKeyOf({ kind, commitIdentifier: BigInt(id), commitUser: user }))
     } else {
@@ -93,7 +107,10 @@ export class LandedCommits {
           const s = await this.snapshots.snapshot(id)
           if (!s) return null
           if (skip?.(s)) return 'skip'
-          return this.of(s)
+          return this.of(s).catch((e) => {
+            if (e instanceof SnapshotExpiredError) return null
+            throw e
+          })
         }),
       )
       for (let i = 0; i < ids.length; i++) {
