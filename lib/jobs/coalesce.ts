@@ -5,10 +5,10 @@
 // The mechanism is SQS FIFO deduplication, keyed so that a writer's job is dropped only
 // when an earlier job is bound to take its files, or to leave a follow-up that will:
 // - A writer whose commit landed in snapshot S keys each touched bucket's job by the
-//   bucket's files live in S (jobKeyOf): its oldest level-0 file f and a digest of its files
-//   above level 0, `l0:<f>@<digest>`. Every compaction that lands changes the key: it takes
+//   bucket's files live in S (jobKeyOf): its level-0 file f that landed first and a digest
+//   of its files above level 0, `l0:<f>@<digest>`. Every compaction that lands changes the key: it takes
 //   f or writes new files above level 0 (a compaction never outputs to level 0). Between
-//   two landed compactions the key stays put while writers add newer level-0 files, so
+//   two landed compactions the key stays put while writers add level-0 files after f, so
 //   every writer landing meanwhile computes the same key, and within SQS's 5-minute
 //   deduplication window they share the one job the first sent.
 // - Why no file is left without a job. Take a job J sent under key k (after S, where k was
@@ -91,23 +91,20 @@ async function liveFilesByBucket(table: Table, id: number, buckets: BucketRef[],
   return out
 }
 
-/** Oldest first: lowest sequence numbers, then name (a tie is settled the same way everywhere). */
-function oldestFirst(a: ManifestEntry, b: ManifestEntry): number {
-  if (a.file.minSequenceNumber !== b.file.minSequenceNumber) return a.file.minSequenceNumber < b.file.minSequenceNumber ? -1 : 1
-  return a.file.fileName < b.file.fileName ? -1 : a.file.fileName > b.file.fileName ? 1 : 0
-}
-
 /**
  * The deduplication key of a job for a bucket holding these live files in snapshot `id`
- * (see the file comment): `l0:<its oldest level-0 file>@<a digest of its files above level
- * 0>`; `s:<id>` when level 0 is empty.
+ * (see the file comment): `l0:<its level-0 file that landed first>@<a digest of its files
+ * above level 0>`; `s:<id>` when level 0 is empty. `files` are in landing order, as a
+ * snapshot's live entries come (manifests in commit order; a file deleted and added again
+ * moves to the end, and only files above level 0 are). Landing order, not sequence numbers:
+ * a batch that began before another and landed after it carries the lower numbers, and
+ * would change the key without any compaction landing (one more job for the bucket).
  */
 export function jobKeyOf(files: ManifestEntry[], id: number): string {
-  let oldest: ManifestEntry | undefined
-  for (const e of files) if (e.file.level === 0 && (!oldest || oldestFirst(e, oldest) < 0)) oldest = e
-  if (!oldest) return `s:${id}`
+  const first = files.find((e) => e.file.level === 0)
+  if (!first) return `s:${id}`
   const above = files.filter((e) => e.file.level > 0).map((e) => e.file.fileName).sort()
-  return `l0:${oldest.file.fileName}@${createHash('sha256').update(above.join('\n')).digest('base64url').slice(0, 16)}`
+  return `l0:${first.file.fileName}@${createHash('sha256').update(above.join('\n')).digest('base64url').slice(0, 16)}`
 }
 
 /**
