@@ -334,10 +334,12 @@ describe('bundled handlers (esbuild output of the stack)', () => {
     // the bundled committer published the commit to the feed queue the stack gave it
     const feed = await sqs.send(new ReceiveMessageCommand({ QueueUrl: feedQueue.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }))
     expect((feed.Messages ?? []).map((m) => JSON.parse(m.Body!))).toContainEqual(expect.objectContaining({ table: TABLE, toSnapshot: snapshot!.id, kinds: ['APPEND'] }))
-    // and published the series its FeedFailures alarm watches
-    const feedAlarm = Object.values(resources).find((r) => r.Type === 'AWS::CloudWatch::Alarm' && r.Properties.MetricName === 'FeedFailures')!.Properties
-    const watched = { dimensions: feedAlarm.Dimensions.map((d: { Name: string }) => d.Name).sort(), values: Object.fromEntries(feedAlarm.Dimensions.map((d: { Name: string; Value: string }) => [d.Name, d.Value])) }
-    expect(committerRuns.flatMap((r) => published(r, 'FeedFailures')).map(({ dimensions, values }) => ({ dimensions, values }))).toContainEqual(watched)
+    // and published the series its FeedFailures and CommitterLeaseOverridden alarms watch
+    for (const metric of ['FeedFailures', 'CommitterLeaseOverridden']) {
+      const alarm = Object.values(resources).find((r) => r.Type === 'AWS::CloudWatch::Alarm' && r.Properties.MetricName === metric)!.Properties
+      const watched = { dimensions: alarm.Dimensions.map((d: { Name: string }) => d.Name).sort(), values: Object.fromEntries(alarm.Dimensions.map((d: { Name: string; Value: string }) => [d.Name, d.Value])) }
+      expect(committerRuns.flatMap((r) => published(r, metric)).map(({ dimensions, values }) => ({ dimensions, values })), metric).toContainEqual(watched)
+    }
     expect(snapshot).toMatchObject({ commitKind: 'APPEND', deltaRecordCount: 3 })
     const rejects = await backend.s3Client().send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: 'rejects/' }))
     expect(rejects.KeyCount).toBe(1)
@@ -394,8 +396,8 @@ describe('bundled handlers (esbuild output of the stack)', () => {
     expect(run.result.ok, run.result.error ?? run.stderr).toBe(true)
     expect(run.result.out).toMatchObject({ table: TABLE, errors: {}, queuedJobs: 0 })
 
-    // the committer's FeedFailures alarm is checked against the committer's runs (the writer test)
-    const alarms = Object.values(resources).filter((r) => r.Type === 'AWS::CloudWatch::Alarm' && r.Properties.Namespace === 'Strata' && r.Properties.MetricName !== 'FeedFailures')
+    // the committer's FeedFailures and CommitterLeaseOverridden alarms are checked against the committer's runs (the writer test)
+    const alarms = Object.values(resources).filter((r) => r.Type === 'AWS::CloudWatch::Alarm' && r.Properties.Namespace === 'Strata' && !['FeedFailures', 'CommitterLeaseOverridden'].includes(r.Properties.MetricName))
     expect(alarms.map((a) => a.Properties.MetricName).sort()).toEqual(['FreshnessLag', 'L0FileCountMax'])
     for (const alarm of alarms) {
       const p = alarm.Properties

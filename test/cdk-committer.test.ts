@@ -216,6 +216,24 @@ describe('alarms and dashboard of the commit path', () => {
     }
   })
 
+  it('alarm when a committer took the committer lease over before it expired (CommitterLeaseOverridden)', () => {
+    for (const name of ['orders', 'plain']) {
+      const overridden = alarms().filter((p) => p.Namespace === 'Strata' && p.MetricName === 'CommitterLeaseOverridden' && p.Dimensions.some((d: { Name: string; Value: string }) => d.Name === 'table' && d.Value === name))
+      expect(overridden).toEqual([
+        expect.objectContaining({
+          Dimensions: expect.arrayContaining([{ Name: 'function', Value: 'committer' }, { Name: 'service', Value: 'strata' }]),
+          Statistic: 'Sum',
+          Period: 300,
+          Threshold: 1,
+          ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+          EvaluationPeriods: 1,
+          TreatMissingData: 'notBreaching',
+        }),
+      ])
+      expect(overridden[0].AlarmDescription).toContain('Runbook: the committer lease was overridden')
+    }
+  })
+
   it('the dashboard shows the commit queues, the commit DLQs and the committers', () => {
     const [dash] = Object.values(resources).filter((r) => r.Type === 'AWS::CloudWatch::Dashboard')
     const body = JSON.stringify(dash.Properties.DashboardBody)

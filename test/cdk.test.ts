@@ -457,9 +457,10 @@ describe('alarms and dashboard', () => {
   it('alarms notify the configured topic', () => {
     const all = alarms(kinesisStack)
     // stack: failed-batches queue, iterator age, errors + throttles of writer, reader and
-    // table-init; the table: compaction DLQ, commit DLQ, commit age, freshness, L0, commit-feed
-    // failures, errors + throttles of compactor, committer and maintenance
-    expect(all.length).toBe(2 + 2 * 3 + 6 + 2 * 3)
+    // table-init; the table: compaction DLQ, commit DLQ, commit age, committer lease
+    // overridden, freshness, L0, commit-feed failures, errors + throttles of compactor,
+    // committer and maintenance
+    expect(all.length).toBe(2 + 2 * 3 + 7 + 2 * 3)
     for (const a of all) {
       expect(a.AlarmActions).toEqual(['arn:aws:sns:eu-west-1:123456789012:strata-alarms'])
       expect(a.OKActions).toEqual(['arn:aws:sns:eu-west-1:123456789012:strata-alarms'])

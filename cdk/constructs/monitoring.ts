@@ -4,9 +4,11 @@
 // per table freshness lag over its limit — or not arriving, since only the maintenance
 // function publishes it — and level-0 file count past its stop trigger (compaction is
 // falling behind the writers); and per table the commit path: the oldest commit message
-// older than its limit (writers and compactors wait for their commits). Every alarm notifies
-// one SNS topic: the configured one, or one the stack creates, encrypted with a
-// customer-managed KMS key that CloudWatch may use (it cannot publish to a topic encrypted
+// older than its limit (writers and compactors wait for their commits), and a committer that
+// took the committer lease over before it expired (a clock off, a stray lease object, or
+// messages forwarded too often: docs/design.md "The committer lease and clocks"). Every
+// alarm notifies one SNS topic: the configured one, or one the stack creates, encrypted with
+// a customer-managed KMS key that CloudWatch may use (it cannot publish to a topic encrypted
 // with the AWS-managed SNS key) and refusing anything but TLS. The dashboard adds what the
 // runbook in docs/operations.md ("Runbook: readers lag behind the writers") looks at, and
 // the commit queues and committers.
@@ -264,6 +266,15 @@ export class Monitoring extends Construct {
           evaluationPeriods: 2,
           datapointsToAlarm: 2,
           treatMissingData: TreatMissingData.BREACHING,
+        }),
+      )
+      // published by every committer invocation (0 when all is well)
+      add(
+        new Alarm(this, `${t.node.id}CommitterLeaseAlarm`, {
+          alarmDescription: `Table '${t.name}': a committer took the committer lease over before it expired: the lease lay beyond the bound of its clock (another committer's clock runs ahead, or a stray lease object), or a message had been forwarded too often. Commits go on (two committers fold at once meanwhile). See the committer's log ("committer lease overridden") and docs/operations.md, "Runbook: the committer lease was overridden".`,
+          metric: strataMetric('CommitterLeaseOverridden', tableDimensions('committer', t.name), 'Sum', FIVE_MINUTES),
+          ...atLeastOne,
+          treatMissingData: TreatMissingData.NOT_BREACHING,
         }),
       )
       if (config.feed.enabled) {
