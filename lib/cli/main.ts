@@ -6,7 +6,7 @@ import { createReadStream, readFileSync } from 'node:fs'
 import { Command, CommanderError } from 'commander'
 import { lookup, scan } from '../read/table-read.ts'
 import { INCREMENTAL_MODES, type IncrementalMode, consumerStart, planIncremental, readPlan, recordConsumer } from '../read/incremental.ts'
-import { checkConsumerId, deleteConsumer, getConsumer, listConsumers } from '../table/consumers.ts'
+import { checkConsumerId, consumerKey, deleteConsumer, listConsumers } from '../table/consumers.ts'
 import { expireSnapshots } from '../maintenance/expire.ts'
 import { DEFAULT_ORPHAN_OLDER_THAN_MS, MIN_ORPHAN_OLDER_THAN_MS, checkOrphanAge, formatAge, removeOrphanFiles } from '../maintenance/orphans.ts'
 import { parseDuration } from '../table/options.ts'
@@ -440,7 +440,8 @@ export function buildProgram(): Command {
     .action(async (uri: string, id: string) => {
       checkConsumerId(id, 'consumer id')
       const table = await Table.open(uri)
-      if ((await getConsumer(table, id)) === null) {
+      // the file's presence, not its content: a garbled consumer file can be deleted too
+      if ((await table.store.head(consumerKey(id))) === null) {
         throw new StrataInputError(`consumer id ${JSON.stringify(id)}: no such consumer in ${table.uri} (consumers: ${(await listConsumers(table)).map((c) => c.id).join(', ') || 'none'})`)
       }
       await deleteConsumer(table, id)

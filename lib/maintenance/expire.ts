@@ -114,7 +114,11 @@ export async function expireSnapshots(table: Table, opts: ExpireOptions = {}): P
   // a consumer still needs its next snapshot and every later one (consumers idle past
   // consumer.expiration-time are deleted first, as Paimon deletes them at commit)
   await expireConsumers(table, now)
-  const consumerNext = await minNextSnapshot(table)
+  // a garbled consumer file (lib/table/consumers.ts refuses it) stops expiration: guessing
+  // its progress could delete snapshots that consumer still needs
+  const consumerNext = await minNextSnapshot(table).catch((e: unknown) => {
+    throw e instanceof StrataInputError ? new StrataInputError(`expire refused, nothing expired: ${e.message}`) : e
+  })
   if (consumerNext !== null) end = Math.min(end, consumerNext)
   for (let id = min; id < end; id++) {
     const s = await table.snapshots.existing(id)

@@ -7,7 +7,7 @@
 // `consumer.expiration-time` is deleted by expiration (Paimon deletes it at commit), so an
 // abandoned consumer stops holding snapshots back. Orphan cleanup never touches consumer/.
 
-import { JsonNumber, parseJsonDocument, type JsonValue } from '../format/snapshot.ts'
+import { JsonNumber, describeJson, parseJsonDocument, type JsonValue } from '../format/snapshot.ts'
 import { StrataInputError } from '../types.ts'
 import type { Table } from './table.ts'
 
@@ -44,17 +44,26 @@ export function serializeConsumer(nextSnapshot: number): string {
   return `{\n  "nextSnapshot" : ${nextSnapshot}\n}`
 }
 
-/** Parses a consumer file (unknown fields ignored, as Paimon's @JsonIgnoreProperties). */
+/**
+ * Parses a consumer file (unknown fields ignored, as Paimon's @JsonIgnoreProperties).
+ * `nextSnapshot` must be an integer >= 1: a 0, negative or garbled value would otherwise make
+ * expiration hold every snapshot, or a read start before the first one.
+ */
 export function parseConsumer(text: string, where: string): number {
   let root: JsonValue
   try {
     root = parseJsonDocument(text)
   } catch (e) {
-    throw new Error(`${where}: not a consumer file (${(e as Error).message})`)
+    throw new StrataInputError(`${where}: not a consumer file (${(e as Error).message}); expected {"nextSnapshot": N} with N an integer >= 1`)
   }
-  const v = root instanceof Map ? root.get('nextSnapshot') : undefined
-  const n = v instanceof JsonNumber && /^-?\d+$/.test(v.raw) ? Number(v.raw) : NaN
-  if (!Number.isSafeInteger(n)) throw new Error(`${where}: "nextSnapshot" is ${v === undefined ? 'missing' : v instanceof JsonNumber ? v.raw : JSON.stringify(v)}, expected an integer`)
+  if (!(root instanceof Map)) throw new StrataInputError(`${where}: not a consumer file (${describeJson(root)}); expected a JSON object {"nextSnapshot": N} with N an integer >= 1`)
+  const v = root.get('nextSnapshot')
+  const n = v instanceof JsonNumber && /^\d+$/.test(v.raw) ? Number(v.raw) : NaN
+  if (!Number.isSafeInteger(n) || n < 1) {
+    throw new StrataInputError(
+      `${where}: field "nextSnapshot" is ${v === undefined ? 'missing' : describeJson(v)}, expected an integer >= 1 (the first snapshot the consumer has not read); mend the file or delete it (strata consumer delete)`,
+    )
+  }
   return n
 }
 
@@ -98,19 +107,21 @@ export async function listConsumers(table: Table): Promise<ConsumerInfo[]> {
 
 /**
  * Deletes the consumers not rewritten within `consumer.expiration-time` before `now`
- * (ConsumerManager.expire); none without that option. Returns the ids deleted.
+ * (ConsumerManager.expire); none without that option. Returns the ids deleted. By the files'
+ * age alone, unread as Paimon does it, so an idle consumer goes even if its file is garbled.
  */
 export async function expireConsumers(table: Table, now: number): Promise<string[]> {
   const ttl = table.view.options.consumerExpirationMs
   if (ttl === null) return []
   const gone: string[] = []
-  for (const c of await listConsumers(table)) {
-    if (c.lastModified < now - ttl) {
-      await table.store.delete(consumerKey(c.id))
-      gone.push(c.id)
+  for (const info of await table.store.list(CONSUMER_DIR)) {
+    const m = CONSUMER_KEY.exec(info.key)
+    if (m && info.lastModified < now - ttl) {
+      await table.store.delete(info.key)
+      gone.push(m[1])
     }
   }
-  return gone
+  return gone.sort()
 }
 
 /** The smallest next snapshot of the consumers there are (null: none), which expiration keeps. */
