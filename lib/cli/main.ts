@@ -25,6 +25,109 @@ function out(line: string): void {
   process.stdout.write(line + '\n')
 }
 
+/** A read's text goes to stdout in pieces of about this many characters. */
+const OUTPUT_PIECE = 1 << 16
+
+/** stdout failed (EPIPE: the reader closed the pipe) after `rows` rows were written. */
+class OutputError extends Error {
+  constructor(
+    readonly failure: NodeJS.ErrnoException,
+    readonly rows: number,
+  ) {
+    super(failure.code === 'EPIPE' ? `output closed after ${rows} rows (EPIPE)` : `output failed after ${rows} rows (${failure.message})`)
+  }
+}
+
+/**
+ * `read`'s rows on stdout, with backpressure: a piece is written only once the stream has
+ * taken the ones before ('drain'), so memory stays bounded however slowly the reader reads.
+ * An error on the stream is kept and thrown (an OutputError) by the next flush or by `end`,
+ * which returns only once every piece has been handed to the OS, so what follows it (a
+ * consumer's progress) never runs ahead of the output.
+ */
+class RowOutput {
+  /** rows in pieces the stream has taken */
+  private written = 0
+  private error: NodeJS.ErrnoException | null = null
+  private piece: string[] = []
+  private pieceChars = 0
+  private pieceRows = 0
+  private readonly onError = (e: Error) => {
+    this.error ??= e
+  }
+  // its write is looked up at each call: the in-process CLI helper replaces it
+  private readonly stream = process.stdout
+
+  constructor() {
+    // while this listener is on, bin/strata.js leaves stdout's errors to it
+    this.stream.on('error', this.onError)
+  }
+
+  /** Adds a line (a row's unless `row` is false); true when a piece is full and `flush` is due. */
+  add(text: string, row = true): boolean {
+    this.piece.push(text)
+    this.pieceChars += text.length + 1
+    if (row) this.pieceRows++
+    return this.pieceChars >= OUTPUT_PIECE
+  }
+
+  /** Writes the piece, then waits while the stream holds more than its high-water mark. */
+  async flush(): Promise<void> {
+    this.check()
+    if (this.piece.length === 0) return
+    const text = this.piece.join('\n') + '\n'
+    const rows = this.pieceRows
+    this.piece = []
+    this.pieceChars = 0
+    this.pieceRows = 0
+    let ok: boolean
+    try {
+      ok = this.stream.write(text, (e) => (e ? this.onError(e) : (this.written += rows)))
+    } catch (e) {
+      this.onError(e as Error)
+      ok = true
+    }
+    if (!ok) await this.settle((done) => this.stream.once('drain', done))
+    this.check()
+  }
+
+  /**
+   * Writes what is left and waits until the stream has handed all of it to the OS. The
+   * listener comes off only then: on any other way out, writes still queued may fail yet.
+   */
+  async end(): Promise<void> {
+    await this.flush()
+    // pieces still in the stream's buffer: a write queued behind them calls back once they are out
+    if (this.stream.writableLength > 0) await this.settle((done) => this.stream.write('', () => done()))
+    // a write that completed at once reports its outcome on the next tick
+    await new Promise((resolve) => setImmediate(resolve))
+    this.check()
+    this.stream.off('error', this.onError)
+  }
+
+  /** Waits for `start`'s event, or for the stream to fail or close. */
+  private settle(start: (done: () => void) => void): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.stream.off('drain', done)
+        this.stream.off('error', done)
+        this.stream.off('close', done)
+        resolve()
+      }
+      if (this.error || this.stream.destroyed) return resolve()
+      this.stream.once('error', done)
+      this.stream.once('close', done)
+      start(done)
+    })
+  }
+
+  /** Throws the stream's error, if it has failed or been closed. */
+  private check(): void {
+    if (!this.error && this.stream.destroyed) this.error = new Error('stdout was closed')
+    if (this.error) throw new OutputError(this.error, this.written)
+  }
+}
+
 async function readSchemaFile(path: string): Promise<unknown> {
   let text: string
   try {
@@ -260,7 +363,7 @@ export function buildProgram(): Command {
     .option('--from-snapshot <id>', 'incremental read: the changes after this snapshot (exclusive), each row with its _kind')
     .option('--to-snapshot <id>', 'incremental read: up to this snapshot (inclusive); default the latest')
     .option('--mode <mode>', 'incremental read: auto (changelog when the table has a changelog producer, else delta), delta or changelog')
-    .option('--consumer-id <id>', "incremental read from the consumer's next snapshot (--from-snapshot the first time); then records its progress in consumer/consumer-<id>")
+    .option('--consumer-id <id>', "incremental read from the consumer's next snapshot (--from-snapshot the first time); once stdout has taken every row, records its progress in consumer/consumer-<id>")
     .action(async (uri: string, o: { snapshot?: string; tag?: string; columns?: string; filter?: string; json?: boolean; fromSnapshot?: string; toSnapshot?: string; mode?: string; consumerId?: string }) => {
       const snapshotId = parseSnapshotOption(o.snapshot)
       const tag = parseTagOption(o.tag, snapshotId)
@@ -290,25 +393,46 @@ export function buildProgram(): Command {
         const names = { from: fromProgress ? `--consumer-id ${JSON.stringify(o.consumerId)} (its progress) from snapshot` : '--from-snapshot', to: '--to-snapshot', mode: '--mode' }
         // planned (and refused) before anything is printed
         const plan = await planIncremental(table, { fromSnapshot: from, toSnapshot, mode: o.mode as IncrementalMode | undefined, columns, filter, names })
-        if (!o.json) out(['_kind', ...columns].join('\t'))
-        for await (const batch of readPlan(table, plan, { filter })) {
-          const lines = batch.map((c) => (o.json ? `{"_kind":"${ROW_KIND_SHORT[c.kind]}",${text(c.row).slice(1)}` : `${ROW_KIND_SHORT[c.kind]}\t${text(c.row)}`))
-          process.stdout.write(lines.join('\n') + '\n')
+        const output = new RowOutput()
+        try {
+          if (!o.json) output.add(['_kind', ...columns].join('\t'), false)
+          for await (const batch of readPlan(table, plan, { filter })) {
+            for (const c of batch) {
+              if (output.add(o.json ? `{"_kind":"${ROW_KIND_SHORT[c.kind]}",${text(c.row).slice(1)}` : `${ROW_KIND_SHORT[c.kind]}\t${text(c.row)}`)) await output.flush()
+            }
+          }
+          await output.end()
+        } catch (e) {
+          if (!(e instanceof OutputError)) throw e
+          // a reader that stopped early has not seen the range: its consumer stays put
+          if (o.consumerId === undefined) return quietOnClosedPipe(e)
+          const stays = fromProgress ? `its next snapshot stays ${from + 1}` : 'it has no progress recorded'
+          throw new Error(`read: ${e.message}; consumer ${JSON.stringify(o.consumerId)} not advanced (${stays})`)
         }
-        // progress is recorded once every row of the range is out
+        // progress is recorded once every row of the range has been handed to the OS
         if (o.consumerId !== undefined) {
           const next = await recordConsumer(table, o.consumerId, plan)
           process.stderr.write(`read snapshots (${plan.from}, ${plan.to}] (${plan.mode}); consumer ${JSON.stringify(o.consumerId)} next snapshot ${next ?? 'none yet'}\n`)
         }
         return
       }
-      const iter = scan(table, { snapshotId, tag, columns, filter })
+      // checkFilesFirst: every file's footer and deletion vectors are read before the first
+      // row, so a missing, truncated or garbled file fails the read with nothing printed;
+      // damage inside a file's pages shows only as it is decoded (the read then fails, naming it)
+      const iter = scan(table, { snapshotId, tag, columns, filter, checkFilesFirst: true })
       // the scan checks the snapshot and the filter when it plans, on its first batch: take
       // that batch before printing, so a refused read prints nothing on stdout
       let next = await iter.next()
-      if (!o.json) out(columns.join('\t'))
-      for (; !next.done; next = await iter.next()) {
-        process.stdout.write(next.value.map(text).join('\n') + '\n')
+      const output = new RowOutput()
+      try {
+        if (!o.json) output.add(columns.join('\t'), false)
+        for (; !next.done; next = await iter.next()) {
+          for (const r of next.value) if (output.add(text(r))) await output.flush()
+        }
+        await output.end()
+      } catch (e) {
+        if (!(e instanceof OutputError)) throw e
+        quietOnClosedPipe(e)
       }
     })
 
@@ -487,6 +611,14 @@ export function buildProgram(): Command {
     })
 
   return program
+}
+
+/**
+ * A read without a consumer whose reader stopped early (`strata read … | head`) ends quietly,
+ * as Unix tools do; any other output error fails it.
+ */
+function quietOnClosedPipe(e: OutputError): void {
+  if (e.failure.code !== 'EPIPE') throw new Error(`read: ${e.message}`)
 }
 
 /** `--tag NAME`: a valid tag name, and not together with `--snapshot`. */
