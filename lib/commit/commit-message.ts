@@ -126,21 +126,35 @@ export function parseCommitMessageBody(body: string): ReceivedMessage {
   return { inline: true, message: env.message }
 }
 
-/** How many times committers forwarded this body; throws as parseCommitMessageBody does. */
+/**
+ * The envelope as plain JSON (bigints and bytes left encoded), its forward count checked;
+ * the message itself is not (parseCommitMessageBody checks it).
+ */
+function envelopeOf(body: string): Envelope {
+  let env: Envelope
+  try {
+    env = JSON.parse(body) as Envelope
+  } catch (e) {
+    throw new StrataInputError(`commit message: body is not JSON (${(e as Error).message}): ${body.slice(0, 80)}`)
+  }
+  if (env === null || typeof env !== 'object' || Array.isArray(env)) fail('commit message', env, 'an envelope object')
+  if (env.forwards !== undefined && !(Number.isSafeInteger(env.forwards) && env.forwards >= 0)) fail('commit message: field "forwards"', env.forwards, 'a non-negative integer')
+  return env
+}
+
+/** How many times committers forwarded this body (0: never); throws for a body that is not an envelope. */
 export function forwardsOf(body: string): number {
-  parseCommitMessageBody(body)
-  return (JSON.parse(body) as Envelope).forwards ?? 0
+  return envelopeOf(body).forwards ?? 0
 }
 
 /**
  * The body a committer sends when it forwards this one to the lease's holder: the same
- * envelope with its forward count one higher (a few bytes, within the margin
- * INLINE_LIMIT_BYTES leaves). Throws as parseCommitMessageBody does.
+ * envelope, bigints and bytes as they came, with its forward count one higher (a few bytes,
+ * within the margin INLINE_LIMIT_BYTES leaves).
  */
 export function forwardedBody(body: string): string {
-  const forwards = forwardsOf(body)
-  // parsed without the reviver: the encoded bigints and bytes go back out as they came
-  return JSON.stringify({ ...(JSON.parse(body) as Envelope), forwards: forwards + 1 })
+  const env = envelopeOf(body)
+  return JSON.stringify({ ...env, forwards: (env.forwards ?? 0) + 1 })
 }
 
 /** Decodes a body, reading a spilled message from the store. */
