@@ -1,11 +1,12 @@
 // Finding and reading snapshots. `LATEST` and `EARLIEST` are hints only (docs/format.md
 // "Snapshots and hints"): LATEST is trusted once `snapshot-(id+1)` is absent, otherwise we probe forward.
 // Finding the latest is on every job's path, so its requests go out together where they
-// can (latest()).
+// can (latest()). Every snapshot read is checked against the name it was read under
+// (checkedSnapshot).
 
 import { parseHint, parseSnapshot, serializeHint } from '../format/snapshot.ts'
 import type { ObjectStore } from '../store/object-store.ts'
-import type { Snapshot } from '../types.ts'
+import { CorruptFileError, type Snapshot } from '../types.ts'
 import { EARLIEST_KEY, LATEST_KEY, SNAPSHOT_DIR, parseSnapshotId, snapshotKey } from '../table/paths.ts'
 import { ByteLru, type CacheStats, approximateBytes } from './byte-cache.ts'
 
@@ -22,6 +23,23 @@ export const SNAPSHOT_CACHE_BYTES = 1024 * 1024
 export const SNAPSHOT_TRUST_MS = 1000
 /** ids past the known one latestFrom() probes at once before it asks the hint */
 const FORWARD_PROBES = 3
+
+/**
+ * The snapshot in `snapshot-id`'s bytes, checked against that name: a body that does not
+ * parse, or whose `id` is another, is a CorruptFileError naming the file. (A body claiming
+ * the id before made the latest look one lower: commits then lost every race for an id that
+ * existed, and orphan cleanup took the latest snapshot's files for orphans.)
+ */
+function checkedSnapshot(bytes: Uint8Array, id: number, key: string, uri: string): Snapshot {
+  let s: Snapshot
+  try {
+    s = parseSnapshot(decoder.decode(bytes))
+  } catch (e) {
+    throw new CorruptFileError(key, `${(e as Error).message} (table ${uri})`, { cause: e })
+  }
+  if (s.id !== id) throw new CorruptFileError(key, `"id" is ${s.id}, expected ${id}, the id in the file's name (table ${uri})`)
+  return s
+}
 
 export class SnapshotManager {
   /** Immutable once written, so a snapshot read once is cached, the least recently used going first. */
@@ -68,9 +86,10 @@ export class SnapshotManager {
   }
 
   private async read(id: number): Promise<Snapshot | null> {
-    const bytes = await this.store.get(snapshotKey(id))
+    const key = snapshotKey(id)
+    const bytes = await this.store.get(key)
     if (!bytes) return null
-    const s = parseSnapshot(decoder.decode(bytes))
+    const s = checkedSnapshot(bytes, id, key, this.store.uri)
     this.cache.set(id, s, approximateBytes(s))
     if (id > this.highest) this.highest = id
     this.sawInStore(id)
