@@ -14,7 +14,7 @@ import {
 } from '../format/manifest.ts'
 import pLimit, { type LimitFunction } from 'p-limit'
 import type { ObjectStore } from '../store/object-store.ts'
-import { type IndexManifestEntry, type ManifestEntry, type ManifestFileMeta, type SimpleStats, type Snapshot, FileKind } from '../types.ts'
+import { type IndexManifestEntry, type ManifestEntry, type ManifestFileMeta, type SimpleStats, type Snapshot, CorruptFileError, FileKind } from '../types.ts'
 import { FileNamer, manifestKey } from '../table/paths.ts'
 import type { BucketScope } from './bucket-scope.ts'
 import { ByteLru, type CacheStats, DEFAULT_METADATA_CACHE_BYTES, approximateBytes } from './byte-cache.ts'
@@ -87,7 +87,13 @@ export class ManifestIO {
     if (hit !== undefined) return hit
     const bytes = await this.store.get(key)
     if (!bytes) throw new Error(`manifest file ${key} is missing from ${this.store.uri}`)
-    const value = decode(bytes)
+    let value: T
+    try {
+      value = decode(bytes)
+    } catch (e) {
+      // the decoder's message names no file
+      throw new CorruptFileError(key, `${(e as Error).message} (table ${this.store.uri})`, { cause: e })
+    }
     this.keep(cacheKey, value)
     return value
   }
