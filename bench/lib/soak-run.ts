@@ -17,7 +17,9 @@
 // after commit before ack; compactor throw / exit at a random S3 write (mid-job) / exit
 // after commit before ack; compactor restart (every compactor environment killed at once).
 // One fault is armed at a time; the next comes a random 0.5–1.5 × `faultEverySeconds` after
-// the previous one fired.
+// the previous one fired. With `events` (the test) the run goes by steps instead: faults
+// are armed after so many invocations of their function, and the load goes on until every
+// kind has struck and the work each fault undid was done again, whatever the clock says.
 //
 // Lag at a sample = max(age of the oldest probe not yet visible, age of the oldest L0 file
 // of either table). A fault has recovered when, after the peak lag that followed it, the lag
@@ -97,10 +99,11 @@ export interface SoakOptions {
   /** one writer fault and one compactor fault may be armed at once (else one fault at a time) */
   parallelRoles: boolean
   /**
-   * keep the load (and the faults) going past `seconds`, up to this many seconds, until every
-   * kind in `kinds` has struck once: a short run on a slow machine still covers them all
+   * drive the run by events instead of the clock (test/soak.test.ts): a slow machine makes
+   * it longer, not thinner. `seconds`, `warmupSeconds`, `faultEverySeconds`,
+   * `faultsUntilSeconds` and `replacingFaultsUntilSeconds` are then unused
    */
-  coverKindsWithinSeconds?: number
+  events?: EventDrive
   visibilityTimeoutSeconds: number
   timeoutMs: number
   maxReceiveCount: number
@@ -158,6 +161,29 @@ export interface SoakOptions {
   log?: (line: string) => void
   /** runs once the runtime is up, before the load (e.g. to change one queue's attributes) */
   afterStart?: (rt: LocalRuntime) => Promise<void>
+}
+
+/**
+ * A run driven by events (SoakOptions.events). Each fault lane (writer, compactor) counts
+ * its function's invocations: its first fault is armed after `warmupInvocations`, the next
+ * a random 0.5–1.5 × `faultEveryInvocations` after the previous one struck, an armed fault
+ * waits for the invocation that claims it, and a restart for a warm environment to kill.
+ * The load stops once every kind has struck `rounds` times, every fault's work was done
+ * again (the messages its invocation left were deleted since, and its function succeeded
+ * after it) and `minEvents` were sent, or at `maxWriterInvocations` whatever struck. The
+ * sender still sends `rate` events a second, but waits while `maxUnacked` orders messages
+ * are unacknowledged, and sends a probe every probeEveryMs / 100 ms of its steps.
+ */
+export interface EventDrive {
+  warmupInvocations: number
+  faultEveryInvocations: number
+  rounds: number
+  minEvents: number
+  /** the bound: a kind that has not struck by then fails the run */
+  maxWriterInvocations: number
+  maxUnacked: number
+  /** last resort only, for a pipeline that stopped invoking: the load stops after this many seconds */
+  backstopSeconds: number
 }
 
 export const SOAK_DEFAULTS: SoakOptions = {
@@ -293,6 +319,8 @@ export interface Durations {
 export interface SoakResult {
   params: Omit<SoakOptions, 'log'>
   loadSeconds: number
+  /** what ended the load: its seconds, or with `events` the condition or bound reached */
+  loadStoppedBy: string
   drainSeconds: number
   drained: boolean
   wallSeconds: number
@@ -419,6 +447,13 @@ export function faultRecovery(faults: FaultRecord[], samples: Sample[], threshol
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
+/** A function's progress under `events`: see runSoak. */
+function newProgress() {
+  return { failed: [] as { startedAt: number; endedAt: number; left: string[] }[], deleted: new Set<string>(), lastOkStart: 0 }
+}
+
+const roleOf = (kind: FaultKind): 'writer' | 'compactor' => (kind.startsWith('writer') ? 'writer' : 'compactor')
+
 function ordersSchema(o: SoakOptions) {
   return {
     fields: ORDERS_FIELDS,
@@ -513,9 +548,24 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
   // acknowledged version per id
   const ordersPending = new Map<string, [number, number]>()
   const ackedVersion = new Map<number, number>()
-  const onWriter = (info: { records: { messageId: string; attributes: { ApproximateReceiveCount: string } }[]; result: InvokeResult; startedAt: number; deleted: string[] }) => {
+  // with `events`: per function, the invocations that left messages on the queue, the
+  // messages deleted since, and the start of the latest invocation that succeeded, to tell
+  // when a fault's work was done again (kept only then: a long run's heap)
+  const progress = { writer: newProgress(), compactor: newProgress() }
+  const noteProgress = (fn: 'writer' | 'compactor', info: { records: { messageId: string }[]; result: InvokeResult; startedAt: number; endedAt: number; deleted: string[] }) => {
+    if (!o.events) return
+    const p = progress[fn]
+    for (const id of info.deleted) p.deleted.add(id)
+    if (info.deleted.length < info.records.length) {
+      const deleted = new Set(info.deleted)
+      p.failed.push({ startedAt: info.startedAt, endedAt: info.endedAt, left: info.records.map((r) => r.messageId).filter((id) => !deleted.has(id)) })
+    }
+    if (info.result.ok) p.lastOkStart = Math.max(p.lastOkStart, info.startedAt)
+  }
+  const onWriter = (info: { records: { messageId: string; attributes: { ApproximateReceiveCount: string } }[]; result: InvokeResult; startedAt: number; endedAt: number; deleted: string[] }) => {
     if (info.result.coldStart) writerColdStarts++
     noteFailure('writer', info.result)
+    noteProgress('writer', info)
     const ids = info.records.map((r) => r.messageId).sort()
     const signature = createHash('sha1').update(ids.join(',')).digest('hex').slice(0, 16)
     for (const id of info.deleted) {
@@ -574,6 +624,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       if (info.result.coldStart) compactorColdStarts++
       jobsDelivered += info.records.length
       noteFailure('compactor', info.result)
+      noteProgress('compactor', info)
       // each job received, for the drain's diagnosis of a bucket left without one
       const log = jobLog.get(t) ?? jobLog.set(t, []).get(t)!
       for (const r of info.records) {
@@ -628,9 +679,50 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     loadStart = start
     const now = () => (Date.now() - start) / 1000
     const faults: FaultRecord[] = []
-    const allKindsFired = () => o.kinds.every((k) => faults.some((f) => f.kind === k && f.firedAt !== null))
-    /** still covering kinds: past `seconds`/`faultsUntil` but not past the cover limit */
-    const covering = () => o.coverKindsWithinSeconds !== undefined && now() < o.coverKindsWithinSeconds && !allKindsFired()
+    const ev = o.events
+    const invocations = (fn: 'writer' | 'compactor') => (fn === 'writer' ? rt.writer.stats.invocations : [...rt.tables.values()].reduce((n, x) => n + x.poller.stats.invocations, 0))
+    /** epoch ms of each strike of a fault, and whether it struck an invocation (a restart may find an environment idle) */
+    const strikes = new Map<number, { at: number; busy: boolean }[]>()
+    /**
+     * With `events`: what a struck fault still waits for, null once recovered: each
+     * invocation it struck has been reported and every message that invocation left was
+     * deleted since, and an invocation of its function that started after it succeeded.
+     */
+    const awaiting = (f: FaultRecord): string | null => {
+      if (f.firedAt === null) return 'not struck'
+      const p = progress[roleOf(f.kind)]
+      for (const s of strikes.get(f.seq) ?? []) {
+        if (!s.busy) continue
+        // every failed invocation running when it struck (two may be, with concurrency)
+        const struck = p.failed.filter((x) => x.startedAt <= s.at && s.at <= x.endedAt)
+        if (struck.length === 0) return 'the invocation it struck not yet reported'
+        const left = struck.flatMap((x) => x.left).filter((id) => !p.deleted.has(id))
+        if (left.length) return `${left.length} message(s) it left not yet deleted (${left.slice(0, 3).join(', ')})`
+      }
+      if (p.lastOkStart <= start + f.firedAt * 1000) return `no ${roleOf(f.kind)} invocation succeeded since`
+      return null
+    }
+    let awaitingLoggedAt = 0
+    let lanesDone = false
+    /** With `events`: why the load stops now, or null while it goes on. */
+    const eventDriveStop = (e: EventDrive): string | null => {
+      if (now() >= e.backstopSeconds) return `the backstop of ${e.backstopSeconds} s passed (${invocations('writer')} writer invocations)`
+      if (invocations('writer') >= e.maxWriterInvocations) return `the bound of ${e.maxWriterInvocations} writer invocations was reached`
+      if (sent.orders < e.minEvents || !lanesDone) return null
+      const pending = faults.flatMap((f) => {
+        const why = f.firedAt === null ? null : awaiting(f)
+        return why === null ? [] : [`fault ${f.seq} (${f.kind}): ${why}`]
+      })
+      if (pending.length) {
+        if (Date.now() - awaitingLoggedAt > 10_000) {
+          awaitingLoggedAt = Date.now()
+          log(`load goes on: ${pending.join('; ')}`)
+        }
+        return null
+      }
+      return `every fault struck and its work was done again, ${sent.orders} events sent (${invocations('writer')} writer and ${invocations('compactor')} compactor invocations)`
+    }
+    let loadStoppedBy = `its ${o.seconds} s`
 
     /** SendMessageBatch, 10 at a time; returns the message ids in order. */
     const send = async (bodies: string[]): Promise<string[]> => {
@@ -661,9 +753,23 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       let owed = 0
       let events = 0
       let nextProbeAt = 0
-      for (let tick = 0; Date.now() - start < o.seconds * 1000 || covering(); tick++) {
-        const wait = start + tick * tickMs - Date.now()
-        if (wait > 0) await sleep(wait)
+      const probeEveryTicks = Math.max(1, Math.round(o.probeEveryMs / tickMs))
+      const goesOn = () => {
+        if (!ev) return Date.now() - start < o.seconds * 1000
+        const stop = eventDriveStop(ev)
+        if (stop !== null) loadStoppedBy = stop
+        return stop === null
+      }
+      for (let tick = 0; goesOn(); tick++) {
+        if (ev) {
+          // steps, not a schedule: a sender that waited does not catch up in a burst, and it
+          // waits while the pipeline is this far behind, so a slow machine gets less load
+          await sleep(tickMs)
+          while (ordersPending.size >= ev.maxUnacked && eventDriveStop(ev) === null) await sleep(tickMs)
+        } else {
+          const wait = start + tick * tickMs - Date.now()
+          if (wait > 0) await sleep(wait)
+        }
         owed += perTick
         const bodies: string[] = []
         const bodyKeys: [number, number][] = []
@@ -682,7 +788,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
             totalsBodies.push({ customer, qty: 1 + Math.floor(random() * 9) })
           }
         }
-        if (Date.now() - start >= nextProbeAt) {
+        if (ev ? tick % probeEveryTicks === 0 : Date.now() - start >= nextProbeAt) {
           nextProbeAt += o.probeEveryMs
           const id = PROBE_BASE + probes.length
           versions.set(id, 1)
@@ -749,21 +855,25 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
         rec.points.push(`${f.kind === 'restart' ? 'restart' : f.role}: ${f.point}${f.records ? ` (${f.records} records)` : ''}`)
         if (rec.firedAt === null) rec.firedAt = (f.at - start) / 1000
         if (f.kind === 'restart') rec.environmentsKilled = (rec.environmentsKilled ?? 0) + 1
+        if (ev) (strikes.get(f.seq) ?? strikes.set(f.seq, []).get(f.seq)!).push({ at: f.at, busy: f.kind !== 'restart' || f.point.startsWith('busy') })
       }
     }
     let seq = 0
     const faultLane = async (kinds: readonly FaultKind[]) => {
-      let next = o.warmupSeconds
+      // the lane's clock: seconds, or with `events` the invocations of its functions
+      const fns = [...new Set(kinds.map(roleOf))]
+      const clock = () => (ev ? fns.reduce((n, fn) => n + invocations(fn), 0) : now())
+      let next = ev ? ev.warmupInvocations : o.warmupSeconds
       let cycle: FaultKind[] = []
       let cycles = 0
       while (loadRunning) {
-        if (now() < next) {
-          await sleep(Math.min(500, (next - now()) * 1000))
+        if (clock() < next) {
+          await sleep(ev ? 200 : Math.min(500, (next - now()) * 1000))
           continue
         }
-        if (kinds.length === 0 || (now() > faultsUntil && !covering())) break
-        if (o.coverKindsWithinSeconds !== undefined && now() > faultsUntil && kinds.every((k) => faults.some((f) => f.kind === k && f.firedAt !== null))) break
-        const replacingOver = o.replacingFaultsUntilSeconds !== undefined && now() > o.replacingFaultsUntilSeconds
+        if (kinds.length === 0 || (!ev && now() > faultsUntil)) break
+        if (ev && kinds.every((k) => faults.filter((f) => f.kind === k && f.firedAt !== null).length >= ev.rounds)) break
+        const replacingOver = !ev && o.replacingFaultsUntilSeconds !== undefined && now() > o.replacingFaultsUntilSeconds
         if (replacingOver) cycle = cycle.filter((k) => !replacesEnvironment(k))
         if (cycle.length === 0) {
           cycle = kinds.filter((k) => !replacingOver || !replacesEnvironment(k))
@@ -773,7 +883,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
             ;[cycle[i], cycle[j]] = [cycle[j], cycle[i]]
           }
           // the first cycle strikes the replacing kinds while they may
-          if (o.replacingFaultsUntilSeconds !== undefined && !replacingOver && cycles++ === 0) cycle = [...cycle.filter(replacesEnvironment), ...cycle.filter((k) => !replacesEnvironment(k))]
+          if (!ev && o.replacingFaultsUntilSeconds !== undefined && !replacingOver && cycles++ === 0) cycle = [...cycle.filter(replacesEnvironment), ...cycle.filter((k) => !replacesEnvironment(k))]
         }
         const kind = cycle.shift()!
         const rec: FaultRecord = { seq: ++seq, kind, armedAt: now(), firedAt: null, points: [], peakLagMs: null, recovered: null, recoverySeconds: null }
@@ -784,12 +894,15 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
           // handler; an environment still importing it cannot hear a restart)
           const warm = () => [...rt.tables.values()].reduce((n, x) => n + x.pool.ready, 0)
           const deadline = Date.now() + 60_000
-          while (warm() === 0 && loadRunning && Date.now() < deadline) await sleep(200)
+          while (warm() === 0 && loadRunning && (ev || Date.now() < deadline)) await sleep(200)
           rec.environmentsBefore = [...rt.tables.values()].reduce((n, x) => n + x.pool.size, 0)
           const postedAt = now()
           rec.environmentsKilled = 0
           control.restart('compactor', rec.seq)
-          for (let i = 0; i < 15 && rec.environmentsKilled === 0; i++) {
+          // a busy environment hears it once its event loop turns: with `events`, give it
+          // until 10 compactor invocations ended, not 3 s
+          const posted = invocations('compactor')
+          for (let i = 0; rec.environmentsKilled === 0 && (ev ? loadRunning && invocations('compactor') - posted < 10 : i < 15); i++) {
             await sleep(200)
             absorbFired()
           }
@@ -804,23 +917,30 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
             landed: random() < 0.5,
           }
           control.arm(armed)
+          // the next invocation of the function claims it; given up (and armed again) after
+          // 60 s, or with `events` after 50 invocations that did not
           const deadline = Date.now() + 60_000
+          const armedAt = invocations(role)
           while (rec.firedAt === null && loadRunning) {
             await sleep(200)
             absorbFired()
-            if (Date.now() > deadline && control.disarm(armed)) break
+            if ((ev ? invocations(role) - armedAt > 50 : Date.now() > deadline) && control.disarm(armed)) break
           }
           if (rec.firedAt === null) control.disarm(armed)
         }
         // not struck (nothing claimed it, no environment heard it): it comes again next
         if (rec.firedAt === null && loadRunning) cycle.unshift(kind)
         log(`fault ${rec.seq} ${kind} at ${(rec.firedAt ?? now()).toFixed(1)} s: ${kind === 'compactor-restart' ? `${rec.environmentsKilled} environment(s) killed` : (rec.points[0] ?? 'not claimed')}`)
-        next = (rec.firedAt ?? now()) + o.faultEverySeconds * (0.5 + random())
+        next = ev ? clock() + Math.round(ev.faultEveryInvocations * (0.5 + random())) : (rec.firedAt ?? now()) + o.faultEverySeconds * (0.5 + random())
       }
     }
-    const faultLoop = o.parallelRoles
-      ? Promise.all([faultLane(o.kinds.filter((k) => k.startsWith('writer'))), faultLane(o.kinds.filter((k) => k.startsWith('compactor')))])
-      : faultLane(o.kinds)
+    const faultLoop = (
+      o.parallelRoles
+        ? Promise.all([faultLane(o.kinds.filter((k) => k.startsWith('writer'))), faultLane(o.kinds.filter((k) => k.startsWith('compactor')))])
+        : faultLane(o.kinds)
+    ).then(() => {
+      lanesDone = true
+    })
 
     // ---- maintenance, as the schedule would run it: each table's function on its own schedule ----
     const maint: SoakResult['maintenance'] = { runs: 0, failed: 0, errors: [], snapshotsExpired: 0, orphansDeleted: 0, markersDeleted: 0, sweptJobs: 0, stepSeconds: {} }
@@ -953,7 +1073,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     await faultLoop
     // maintenance goes on through the drain, as its schedule does when the writes stop: its
     // sweep is what heals a bucket whose job was lost (lib/jobs/coalesce.ts stalledBucketJobs)
-    log(`load done at ${loadSeconds.toFixed(0)} s; draining`)
+    log(`load done at ${loadSeconds.toFixed(0)} s (${loadStoppedBy}); draining`)
 
     // ---- drain ----
     const drainStart = Date.now()
@@ -1237,6 +1357,15 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     )
     const notFired = faults.filter((f) => f.firedAt === null)
     check('every armed fault fired', notFired.map((f) => `fault ${f.seq} (${f.kind}) was never claimed`), `${faults.length} faults fired`, true)
+    if (ev) {
+      // driven by events, the load went on until every kind struck: one that did not means the bound was reached
+      const never = o.kinds.filter((k) => !faults.some((f) => f.kind === k && f.firedAt !== null))
+      check(
+        'every fault kind struck',
+        never.length ? [`never struck: ${never.join(', ')}; the load stopped: ${loadStoppedBy}`] : [],
+        `${firedFaults.length} faults of ${o.kinds.length} kinds; the load stopped: ${loadStoppedBy}`,
+      )
+    }
 
     const windows: WindowStats[] = []
     for (let from = 0; from < loadSeconds + drainSeconds; from += o.windowSeconds) {
@@ -1283,6 +1412,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     const result: SoakResult = {
       params: { ...o, log: undefined, afterStart: undefined } as Omit<SoakOptions, 'log'>,
       loadSeconds: Math.round(loadSeconds),
+      loadStoppedBy,
       drainSeconds: Math.round(drainSeconds),
       drained,
       wallSeconds: 0,
