@@ -110,6 +110,27 @@ export function parseSnapshot(text: string): Snapshot {
 }
 
 /**
+ * Keys a snapshot or tag file may hold that Strata reads nothing from and that name no file:
+ * Paimon's `writerVersion` and `operation`, the `logOffsets` of older Paimon versions, a
+ * tag's own fields (lib/format/tag.ts).
+ */
+const KNOWN_UNREAD_KEYS: ReadonlySet<string> = new Set(['writerVersion', 'operation', 'logOffsets', 'tagCreateTime', 'tagTimeRetained'])
+const FIELD_KEYS: ReadonlySet<string> = new Set(FIELDS.map((f) => f.key))
+
+/** Keys of parsed snapshots that are neither snapshot fields nor KNOWN_UNREAD_KEYS. */
+const unknownKeys = new WeakMap<Snapshot, string[]>()
+
+/**
+ * The keys of `s`'s file that Strata does not know (none for a snapshot it built itself).
+ * Reads skip them, as Jackson does; maintenance refuses a snapshot that has any, since a
+ * newer field (or an optional one whose key was garbled) may name files it would otherwise
+ * take for unreferenced.
+ */
+export function unknownSnapshotKeys(s: Snapshot): readonly string[] {
+  return unknownKeys.get(s) ?? []
+}
+
+/**
  * The snapshot fields of a parsed JSON document (a snapshot file, or a tag file, which is a
  * snapshot with more fields); `what` opens every error message.
  */
@@ -124,7 +145,10 @@ export function snapshotFromJson(root: JsonValue, what = 'snapshot JSON'): Snaps
     }
     out[f.key] = readValue(f, v, what)
   }
-  return out as unknown as Snapshot
+  const snapshot = out as unknown as Snapshot
+  const unknown = [...root.keys()].filter((k) => !FIELD_KEYS.has(k) && !KNOWN_UNREAD_KEYS.has(k))
+  if (unknown.length) unknownKeys.set(snapshot, unknown)
+  return snapshot
 }
 
 /** A JSON document with every number kept as its literal (JsonNumber). */

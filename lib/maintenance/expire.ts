@@ -14,6 +14,8 @@
 //   2. delete `snapshot-N` of the expired ones, oldest first, then write `EARLIEST`; read
 //      the tags again and keep what a tag created meanwhile references;
 //   3. delete the candidates.
+// Every file read for 1 is checked against what names it (lib/maintenance/references.ts), and
+// what is kept is checked against the store before 2: a failed check expires nothing.
 // Changelog files are referenced by the one snapshot whose changelog manifests list them,
 // so they go when it expires (Paimon's `changelog.num-retained.*`, which keeps them longer,
 // is refused).
@@ -32,7 +34,7 @@ import { StrataInputError } from '../types.ts'
 import { EARLIEST_KEY, snapshotKey } from '../table/paths.ts'
 import { FOLDING_COMMIT_USER, foldedCommitsKey } from '../commit/landed.ts'
 import type { Table } from '../table/table.ts'
-import { MissingReferenceError, runReferences, snapshotRange, snapshotReferences } from './references.ts'
+import { ExpectedObjects, MissingReferenceError, runReferences, snapshotRange, snapshotReferences, verifyExpected } from './references.ts'
 import { taggedSnapshots } from '../table/tags.ts'
 import { expireConsumers, minNextSnapshot } from '../table/consumers.ts'
 import { CHANGELOG_RETENTION_KEYS } from '../table/options.ts'
@@ -153,13 +155,20 @@ export async function expireSnapshots(table: Table, opts: ExpireOptions = {}): P
   // same run, referenced by `end` if an expired snapshot references it.
   const first = await table.snapshots.existing(end)
   if (!first) throw new MissingReferenceError(`expire: snapshot ${end}, the first to keep, is missing from ${table.uri}; nothing was expired`)
-  const keep = await snapshotReferences(table, first, 'throw')
+  const expected = new ExpectedObjects()
+  const keep = await snapshotReferences(table, first, 'throw', undefined, { expected })
   const tagsRead = new Set<number>()
   for (const tag of await taggedSnapshots(table)) {
     tagsRead.add(tag.id)
-    for (const k of await snapshotReferences(table, tag, 'throw')) keep.add(k)
+    for (const k of await snapshotReferences(table, tag, 'throw', undefined, { expected })) keep.add(k)
   }
-  let candidates = [...(await runReferences(table, expired, { onMissing: 'skip', missingSnapshot: 'skip' }))].filter((k) => !keep.has(k))
+  const expiredRefs = await runReferences(table, expired, { onMissing: 'skip', missingSnapshot: 'skip' })
+  let candidates = [...expiredRefs].filter((k) => !keep.has(k))
+  // what is kept beyond what the expired snapshots name must be there as recorded: a name
+  // read wrong from a garbled file would leave the object it should have named a candidate.
+  // Index files always: an index manifest is shared by many snapshots, so an expired one
+  // may have read the same wrong name from it.
+  await verifyExpected(table, expected, { only: (k, want) => want.indexFile || !expiredRefs.has(k) })
   // a folded snapshot's list of the commits it holds (lib/commit/landed.ts) goes with it:
   // idempotency checks stop at the first expired snapshot and never read it again
   for (const s of expired) if (s.commitUser === FOLDING_COMMIT_USER) candidates.push(foldedCommitsKey(s.commitIdentifier))

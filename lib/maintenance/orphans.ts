@@ -7,6 +7,11 @@
 //
 // Tags (lib/table/tags.ts) count as references, read before and again after the snapshots.
 //
+// All or nothing: the live set is built from every retained snapshot and tag, every file read
+// for it is checked (lib/maintenance/references.ts), and every object it names must be in
+// the store as recorded. Any failed check fails the run before anything is deleted, with an
+// error naming the file.
+//
 // Never deleted: schema/ and snapshot/ (their own life cycle), anything outside the managed
 // directories (tag/, branch/, consumer/ or foreign files: Paimon lists only its file
 // directories too), and anything younger than `olderThanMs`, because a writer may have
@@ -18,11 +23,13 @@
 // longer than any file can wait for the commit that references it (LONGEST_COMMIT_DELAY_MS),
 // so a file old enough to go can no longer be committed.
 
-import { StrataInputError } from '../types.ts'
+import { CorruptFileError, StrataInputError } from '../types.ts'
+import type { ObjectInfo } from '../store/object-store.ts'
+import { SNAPSHOT_DIR, parseSnapshotId, tagKey } from '../table/paths.ts'
 import type { Table } from '../table/table.ts'
 import { forEachLimited } from './expire.ts'
-import { BucketDirs, isSnapshotManagedKey, rangeReferences, snapshotRange, snapshotReferences } from './references.ts'
-import { taggedSnapshots } from '../table/tags.ts'
+import { BucketDirs, ExpectedObjects, MissingReferenceError, isSnapshotManagedKey, rangeReferences, snapshotRange, snapshotReferences, verifyExpected } from './references.ts'
+import { listTags } from '../table/tags.ts'
 
 export interface OrphanOptions {
   /** only objects last modified more than this long before `now` go; default 1 day, as Paimon's `older_than`; at least MIN_ORPHAN_OLDER_THAN_MS */
@@ -102,14 +109,64 @@ const DELETE_CONCURRENCY = 16
 export const REMOVE_ORPHANS_TASK = 'remove-orphans'
 
 /**
- * Adds the references of snapshots `from..to` to `used` (rangeReferences). A snapshot
- * expired while this runs is skipped (Paimon does the same on FileNotFoundException):
- * expiration deletes the snapshot file before its objects, so a missing manifest with the
- * snapshot file gone is that race, while a missing manifest with the snapshot file present
- * is corruption and stops the cleanup before anything is deleted.
+ * Every object the retained snapshots and the tags reference, complete or not at all.
+ *
+ * Snapshots `earliest..latest` are walked (rangeReferences), then those that landed
+ * meanwhile; tags are read before and again after the snapshots (a tag created since, on a
+ * snapshot the walk found expired, was written before that snapshot file was deleted:
+ * lib/table/tags.ts createTag). A snapshot expired while this runs is skipped (Paimon does
+ * the same on FileNotFoundException): expiration deletes the snapshot file before its
+ * objects, so a missing manifest with the snapshot file gone is that race, while a missing
+ * manifest with the snapshot file present is corruption.
+ *
+ * Any file that fails its check (references.ts: a snapshot whose id is not its name's, a
+ * manifest that does not decode or contradicts its list) fails the walk, and so do a
+ * snapshot file past the latest or a gap inside the retained range (the ids must be
+ * contiguous, or the walk would miss a snapshot); the caller then deletes nothing.
  */
-async function addSnapshots(table: Table, from: number, to: number, used: Set<string>, dirs: BucketDirs): Promise<void> {
-  await rangeReferences(table, from, to, { onMissing: 'throw', missingSnapshot: 'skip', dirs, into: used })
+async function walkReferences(table: Table, listed: ReadonlyMap<string, ObjectInfo>): Promise<{ used: Set<string>; expected: ExpectedObjects }> {
+  const dirs = new BucketDirs(table)
+  const used = new Set<string>()
+  const expected = new ExpectedObjects()
+  const tagsRead = new Set<string>()
+  const addTags = async () => {
+    for (const tag of await listTags(table)) {
+      if (tagsRead.has(tag.name)) continue
+      tagsRead.add(tag.name)
+      for (const k of await snapshotReferences(table, tag.snapshot, 'throw', dirs, { expected, file: tagKey(tag.name) })) used.add(k)
+    }
+  }
+  const gaps: number[] = []
+  const addSnapshots = (from: number, to: number) =>
+    rangeReferences(table, from, to, { onMissing: 'throw', missingSnapshot: 'skip', dirs, into: used, expected, onGap: (id) => gaps.push(id) })
+
+  await addTags()
+  const range = await snapshotRange(table)
+  let latest = range.latest
+  // listed before the latest was found, so none can be newer than it
+  for (const key of listed.keys()) {
+    const id = key.startsWith(SNAPSHOT_DIR) ? parseSnapshotId(key.slice(SNAPSHOT_DIR.length)) : null
+    if (id !== null && id > latest) {
+      throw new CorruptFileError(key, `snapshot ${id} is past the latest snapshot ${latest}, which LATEST and the snapshot before it give; snapshot ids are contiguous, so orphan cleanup cannot tell which snapshots are retained (table ${table.uri})`)
+    }
+  }
+  if (latest > 0) await addSnapshots(range.earliest, latest)
+  await addTags()
+  // commits that landed while the references were read
+  for (let newest = await table.snapshots.latestId(); newest > latest; newest = await table.snapshots.latestId()) {
+    await addSnapshots(latest + 1, newest)
+    latest = newest
+  }
+  // a snapshot found missing must have been expired meanwhile (oldest first): then every
+  // snapshot up to it is gone too
+  if (gaps.length) {
+    const now = await snapshotRange(table)
+    const hole = gaps.find((id) => id >= now.earliest && now.latest > 0)
+    if (hole !== undefined) {
+      throw new MissingReferenceError(`snapshot ${hole} is missing from ${table.uri} while snapshots ${now.earliest}..${now.latest} are retained around it: the retained snapshot ids are not contiguous`)
+    }
+  }
+  return { used, expected }
 }
 
 export async function removeOrphanFiles(table: Table, opts: OrphanOptions = {}): Promise<OrphanResult> {
@@ -122,32 +179,22 @@ export async function removeOrphanFiles(table: Table, opts: OrphanOptions = {}):
   // snapshots were read, so a commit that references it is either seen below or lands
   // later and is caught by the re-check.
   const objects = await table.store.list('')
-  const dirs = new BucketDirs(table)
-  const used = new Set<string>()
-  const tagsRead = new Set<number>()
-  const addTags = async () => {
-    for (const tag of await taggedSnapshots(table)) {
-      if (tagsRead.has(tag.id)) continue
-      tagsRead.add(tag.id)
-      for (const k of await snapshotReferences(table, tag, 'throw', dirs)) used.add(k)
-    }
+  const listed = new Map(objects.map((o) => [o.key, o]))
+  const { used, expected } = await walkReferences(table, listed)
+  // every object the live set names is there as recorded: a name read wrong from a garbled
+  // manifest names nothing, and the object it should have named would look unreferenced
+  try {
+    await verifyExpected(table, expected, { listing: listed })
+  } catch (e) {
+    if (!(e instanceof MissingReferenceError)) throw e
+    // an expiration that ran meanwhile deletes a snapshot, then its objects: once more from
+    // what is retained now, against the store as it is now; a second failure is the answer
+    const again = await walkReferences(table, listed)
+    await verifyExpected(table, again.expected)
+    for (const k of again.used) used.add(k)
   }
-  await addTags()
-  let { earliest, latest } = await snapshotRange(table)
-  if (latest > 0) await addSnapshots(table, earliest, latest, used, dirs)
-  // a tag created since the tags were read, on a snapshot the walk found expired: the tag was
-  // written before that snapshot file was deleted (lib/table/tags.ts createTag), so it is
-  // listed now
-  await addTags()
 
-  const isCandidate = (key: string, lastModified: number) => isSnapshotManagedKey(table, key) && lastModified < cutoff && !used.has(key)
-  let candidates = objects.filter((o) => isCandidate(o.key, o.lastModified))
-  // commits that landed while the references were read
-  for (let newest = await table.snapshots.latestId(); newest > latest; newest = await table.snapshots.latestId()) {
-    await addSnapshots(table, latest + 1, newest, used, dirs)
-    latest = newest
-    candidates = candidates.filter((o) => !used.has(o.key))
-  }
+  const candidates = objects.filter((o) => isSnapshotManagedKey(table, o.key) && o.lastModified < cutoff && !used.has(o.key))
 
   // no key of an object ever names a leftover, so no snapshot can reference one
   const store = table.store
