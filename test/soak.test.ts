@@ -37,8 +37,8 @@ describe('soak (short)', () => {
       // faults armed after invocations of their function; the load goes on until every kind
       // struck once and each fault's work was done again (and 300 events were sent)
       events: {
-        warmupInvocations: 3,
-        faultEveryInvocations: 3,
+        warmupInvocations: 2,
+        faultEveryInvocations: 2,
         rounds: 1,
         minEvents: 300,
         maxWriterInvocations: 400,
