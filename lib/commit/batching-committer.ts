@@ -43,7 +43,7 @@ import { type IndexManifestEntry, type Snapshot, CommitConflictError, StrataInpu
 import type { CommitRequest, IndexReplacement } from './committer.ts'
 import { type CommitMessage, type ReceivedMessage, readSpilled } from './commit-message.ts'
 import { CommitState, bucketsOf, checkCompaction } from './conflicts.ts'
-import { FOLDING_COMMIT_USER, commitKeyOf, foldedCommitsBody, foldedCommitsKey } from './landed.ts'
+import { FOLDING_COMMIT_USER, commitKeyOf, foldedCommitsBody, foldedCommitsKey, foldedKeys, supersededKeyOf } from './landed.ts'
 import { bucketIdentifier, fileIdentifier } from '../manifest/manifests.ts'
 import { bucketsScope } from '../manifest/bucket-scope.ts'
 
@@ -82,6 +82,11 @@ interface Item {
 /** A COMPACT message's checks against the folded state (lib/commit/conflicts.ts). */
 export function checkCompactMessage(table: Table, m: CommitMessage, state: CommitState): void {
   checkCompaction(table.view, { ...m, label: `COMPACT ${m.commitUser}/${m.commitIdentifier}` }, state)
+}
+
+/** The outcome of an attempt superseded by a redelivery of its records: it never lands (a conflict, so its receipt says so). */
+function superseded(key: string, why: string): FoldOutcome {
+  return { status: 'failed', conflict: true, error: new CommitConflictError(`commit ${key} never lands: ${why} (docs/design.md "Abandoned attempts")`) }
 }
 
 /** Index replacements of several messages: per (bucket, index type) the last one wins, it being the complete new set. */
@@ -207,7 +212,9 @@ export class BatchingCommitter {
     const live: Item[] = []
     for (const it of items) {
       const at = landedAt.get(it.key)
+      const by = landedAt.get(supersededKeyOf(it.key))
       if (at !== undefined && at > it.identity.builtAfterSnapshotId) outcomes[it.index] = { status: 'duplicate', snapshotId: at }
+      else if (by !== undefined && by > it.identity.builtAfterSnapshotId) outcomes[it.index] = superseded(it.key, `a redelivery of its records landed in snapshot ${by}`)
       else live.push(it)
     }
     // read spilled bodies now that they are needed; one that cannot be read fails alone
@@ -238,6 +245,22 @@ export class BatchingCommitter {
           conflict: false,
         }
       }
+    }
+    // abandoned attempts (docs/design.md "Abandoned attempts"): an APPEND that carries an
+    // earlier attempt's records again does not land once that attempt has; an attempt that
+    // an APPEND of this fold supersedes does not land beside it
+    for (const it of ready) {
+      const m = it.message!
+      const landedFirst = (m.supersedes ?? []).find((j) => (landedAt.get(j) ?? -1) > m.builtAfterSnapshotId)
+      if (landedFirst !== undefined && outcomes[it.index] === undefined) {
+        outcomes[it.index] = { status: 'failed', conflict: true, error: new CommitConflictError(`commit ${it.key} carries records of ${landedFirst} again, which landed in snapshot ${landedAt.get(landedFirst)} after this batch looked; it is redone without them`) }
+      }
+    }
+    const supersededHere = new Map<string, string>()
+    for (const it of ready) if (outcomes[it.index] === undefined) for (const j of it.message!.supersedes ?? []) supersededHere.set(j, it.key)
+    for (const it of ready) {
+      const by = supersededHere.get(it.key)
+      if (by !== undefined && outcomes[it.index] === undefined) outcomes[it.index] = superseded(it.key, `${by} carries its records again and lands in this fold`)
     }
     const appends = ready.filter((it) => it.message!.kind === 'APPEND' && outcomes[it.index] === undefined)
     const compacts = ready.filter((it) => it.message!.kind === 'COMPACT' && outcomes[it.index] === undefined)
@@ -324,7 +347,8 @@ export class BatchingCommitter {
     let commitUser = ms[0].commitUser
     let commitIdentifier = ms[0].commitIdentifier
     let sidecar: Promise<void> | undefined
-    if (ms.length > 1) {
+    // a commit that supersedes earlier attempts needs the sidecar to say so, even alone
+    if (ms.length > 1 || ms.some((m) => m.supersedes?.length)) {
       commitUser = FOLDING_COMMIT_USER
       commitIdentifier = randomIdentifier()
       // written alongside the manifests; the snapshot that names it waits for it
@@ -353,8 +377,8 @@ export class BatchingCommitter {
         if (latestId <= plannedAt) return
         const landed = await table.landed.landedBetween(plannedAt, latestId)
         for (const m of ms) {
-          const at = landed.get(commitKeyOf(m))
-          if (at !== undefined) throw new CommitConflictError(`commit ${commitKeyOf(m)} landed in snapshot ${at} while this fold was being made; planning again`)
+          const at = landed.get(commitKeyOf(m)) ?? landed.get(supersededKeyOf(commitKeyOf(m))) ?? (m.supersedes ?? []).map((j) => landed.get(j)).find((x) => x !== undefined)
+          if (at !== undefined) throw new CommitConflictError(`commit ${commitKeyOf(m)}, an attempt it supersedes, or one superseding it landed in snapshot ${at} while this fold was being made; planning again`)
         }
       },
       // on a lost race, the folded checks run again against the state that won
@@ -377,7 +401,7 @@ export class BatchingCommitter {
       maxBackoffMs: COMMITTER_MAX_BACKOFF_MS,
       beforeSnapshotCreate: this.opts.beforeSnapshotCreate,
     })
-    table.landed.remember(r.snapshotId, ms.map(commitKeyOf))
+    table.landed.remember(r.snapshotId, foldedKeys(ms))
     return r
   }
 

@@ -44,6 +44,12 @@ export interface CommitMessage {
   requireLive: string[]
   /** COMPACT: the index files each replacement was computed from; a different current set is a conflict */
   expectIndex: ExpectedIndex[]
+  /**
+   * APPEND: identities (commitKeyOf) of earlier attempts whose records this commit carries
+   * again; once it lands they never do, and it does not land once one of them has
+   * (docs/design.md "Abandoned attempts"). Absent: none.
+   */
+  supersedes?: string[]
 }
 
 /** What the queue carries: the message itself, or a pointer to its spilled body. */
@@ -249,6 +255,13 @@ export function validateCommitMessage(v: unknown, at = 'commit message'): assert
   msg.requireLive.forEach((n, i) => {
     if (typeof n !== 'string') fail(`${at}.requireLive[${i}]`, n, 'a file name')
   })
+  if (msg.supersedes !== undefined) {
+    if (!Array.isArray(msg.supersedes)) fail(`${at}.supersedes`, msg.supersedes, 'an array of commit identities')
+    msg.supersedes.forEach((k, i) => {
+      if (typeof k !== 'string' || !/^APPEND\|\d+\|/.test(k)) fail(`${at}.supersedes[${i}]`, k, "an APPEND commit identity ('APPEND|<identifier>|<user>')")
+    })
+    if (msg.kind !== 'APPEND' && msg.supersedes.length) fail(`${at}.supersedes`, msg.supersedes, 'none on a COMPACT (only a writer carries records again)')
+  }
   msg.expectIndex.forEach((x, i) => {
     const p = `${at}.expectIndex[${i}]`
     if (x === null || typeof x !== 'object') fail(p, x, 'an expected index')
@@ -282,6 +295,7 @@ export function commitMessageOf(req: CommitRequest, tableName?: string): CommitM
     ...(req.changelog?.length ? { changelog: req.changelog } : {}),
     requireLive: req.requireLive ?? [],
     expectIndex: req.expectIndex ?? [],
+    ...(req.supersedes?.length ? { supersedes: req.supersedes } : {}),
   }
   validateCommitMessage(m)
   return m

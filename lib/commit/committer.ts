@@ -56,6 +56,12 @@ export interface CommitRequest {
    * when asked, since a fresh identity cannot have landed.
    */
   dedup?: boolean
+  /**
+   * Identities (commitKeyOf) of earlier attempts whose records this APPEND carries again
+   * (a redelivered writer batch): it never lands beside one of them (docs/design.md
+   * "Abandoned attempts"). Only the batching committer acts on it.
+   */
+  supersedes?: string[]
   /** COMPACT: data files (of the request's buckets) that must still be live, e.g. files given deletion-vector marks */
   requireLive?: string[]
   /** COMPACT: the index files each replacement was computed from; a different current set is a conflict */

@@ -33,13 +33,29 @@ export function foldedCommitsKey(commitIdentifier: bigint): string {
   return `${FOLDED_COMMITS_DIR}${commitIdentifier}.json`
 }
 
+/**
+ * What a snapshot records for an earlier attempt that a commit it landed superseded
+ * (docs/design.md "Abandoned attempts"): the attempt's identity, marked. Such an attempt
+ * never lands after it.
+ */
+export function supersededKeyOf(identity: string): string {
+  return `~${identity}`
+}
+
 /** The identity a commit lands under: one (user, identifier, kind) lands once. */
 export function commitKeyOf(m: { commitUser: string; commitIdentifier: bigint; kind: string }): string {
   return `${m.kind}|${m.commitIdentifier}|${m.commitUser}`
 }
 
-export function foldedCommitsBody(commits: { kind: string; commitUser: string; commitIdentifier: bigint }[]): Uint8Array {
-  return new TextEncoder().encode(JSON.stringify({ commits: commits.map((m) => [m.kind, m.commitIdentifier.toString(), m.commitUser]) }))
+/** The sidecar of a fold: every commit it landed, and the earlier attempts they superseded. */
+export function foldedCommitsBody(commits: { kind: string; commitUser: string; commitIdentifier: bigint; supersedes?: string[] }[]): Uint8Array {
+  const superseded = commits.flatMap((m) => m.supersedes ?? [])
+  return new TextEncoder().encode(JSON.stringify({ commits: commits.map((m) => [m.kind, m.commitIdentifier.toString(), m.commitUser]), ...(superseded.length ? { superseded } : {}) }))
+}
+
+/** What a fold's snapshot lands, as identities: its commits' and, marked, those they superseded. */
+export function foldedKeys(commits: { kind: string; commitUser: string; commitIdentifier: bigint; supersedes?: string[] }[]): string[] {
+  return [...commits.map(commitKeyOf), ...commits.flatMap((m) => m.supersedes ?? []).map(supersededKeyOf)]
 }
 
 /**
@@ -71,7 +87,9 @@ export class LandedCommits {
       const bytes = await this.store.get(foldedCommitsKey(s.commitIdentifier))
       if (!bytes && !(await this.store.head(snapshotKey(s.id)))) throw new SnapshotExpiredError(s.id)
       if (!bytes) throw new Error(`snapshot ${s.id} folds several commits but ${foldedCommitsKey(s.commitIdentifier)} is missing from ${this.store.uri}`)
-      keys = (JSON.parse(new TextDecoder().decode(bytes)) as { commits: [string, string, string][] }).commits.map(([kind, id, user]) => commitKeyOf({ kind, commitIdentifier: BigInt(id), commitUser: user }))
+      const body = JSON.parse(new TextDecoder().decode(bytes)) as { commits: [string, string, string][]; superseded?: string[] }
+      keys = body.commits.map(([kind, id, user]) => commitKeyOf({ kind, commitIdentifier: BigInt(id), commitUser: user }))
+      for (const k of body.superseded ?? []) keys.push(supersededKeyOf(k))
     } else {
       keys = [commitKeyOf({ kind: s.commitKind, commitUser: s.commitUser, commitIdentifier: s.commitIdentifier })]
     }

@@ -8,7 +8,7 @@ import { createHash, randomUUID } from 'node:crypto'
 import { type CompactionJob, type JobQueue } from '../jobs/compaction-job.ts'
 import { writerJobs } from '../jobs/coalesce.ts'
 import type { Committer } from '../commit/committer.ts'
-import { SnapshotExpiredError, commitKeyOf } from '../commit/landed.ts'
+import { commitKeyOf } from '../commit/landed.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import { JsonNumber, parseJsonLine } from '../table/json-line.ts'
 import { recordFromJson } from '../table/json-values.ts'
@@ -93,7 +93,7 @@ export function batchIdentifier(table: string, ids: string[]): bigint {
 }
 
 const MARKER_DIR = '_strata/commits/'
-/** A commit attempt cannot land after its Lambda died; 15 min timeout plus clock slack. */
+/** How far back a redelivered record without a first-receipt time is looked for: a Lambda's 15 min timeout plus clock slack. */
 const MAX_ATTEMPT_MS = 20 * 60_000
 
 interface Marker {
@@ -144,12 +144,9 @@ async function earlierAttempt(
   identifier: bigint,
   ids: string[],
   now: number,
+  latestSnapshot: Snapshot | null,
 ): Promise<{ landed: number | null; existed: boolean; latestSnapshot: Snapshot | null }> {
   const key = markerKey(user, identifier)
-  // the one lookup of the latest snapshot a writer batch makes: the marker records it, the
-  // search for earlier attempts ends at it, the commit's duplicate check starts after it,
-  // and the batch numbers its rows above it (writeBatch's baseSnapshot)
-  const latestSnapshot = await table.snapshots.latest()
   const latest = latestSnapshot?.id ?? 0
   const marker: Marker = { startedAfter: latest, startedAt: now, ids }
   const body = new TextEncoder().encode(JSON.stringify(marker))
@@ -175,25 +172,13 @@ function parseMarker(bytes: Uint8Array | null): Marker | null {
   return bytes ? (JSON.parse(new TextDecoder().decode(bytes)) as Marker) : null
 }
 
-/** The snapshot an attempt recorded by `marker` landed as, searching only while it could have run. */
+/**
+ * The snapshot an attempt recorded by `marker` landed as, searching every retained snapshot
+ * after the one it recorded. No time bound: an attempt's commit message can wait on the
+ * commit queue and land long after its writer died (docs/design.md "Abandoned attempts").
+ */
 async function landedSince(table: Table, user: string, identifier: bigint, marker: Marker, latest: number): Promise<number | null> {
-  // a folded snapshot lists the writer's commit in its sidecar (lib/commit/landed.ts); a
-  // commit that landed through the queue after its attempt stopped waiting, past this time
-  // bound, is found by the queued committer's own search from the batch's base snapshot
-  // (lib/commit/queued-committer.ts, dedup), so the bound holds for both
-  const key = commitKeyOf({ kind: 'APPEND', commitUser: user, commitIdentifier: identifier })
-  for (let id = marker.startedAfter + 1; id <= latest; id++) {
-    const s = await table.snapshots.snapshot(id)
-    if (!s) continue
-    if (s.timeMillis > marker.startedAt + MAX_ATTEMPT_MS) break
-    const keys = await table.landed.of(s).catch((e): string[] => {
-      // expired since this process cached it: nothing to find there (see docs/design.md "Guarantees")
-      if (e instanceof SnapshotExpiredError) return []
-      throw e
-    })
-    if (keys.includes(key)) return id
-  }
-  return null
+  return table.landed.find(commitKeyOf({ kind: 'APPEND', commitUser: user, commitIdentifier: identifier }), marker.startedAfter, latest)
 }
 
 /**
@@ -204,10 +189,18 @@ async function landedSince(table: Table, user: string, identifier: bigint, marke
  * earliest first receipt (plus pages), and for each hash match one marker GET and a
  * bounded snapshot walk.
  */
-async function committedEarlier(table: Table, user: string, records: { id: string; receiveCount?: number; firstReceivedAt?: number }[], now: number): Promise<Map<string, number>> {
+async function committedEarlier(
+  table: Table,
+  user: string,
+  records: { id: string; receiveCount?: number; firstReceivedAt?: number }[],
+  now: number,
+  latest: number,
+): Promise<{ landed: Map<string, number>; unresolved: Set<string> }> {
   const out = new Map<string, number>()
+  /** identities of earlier attempts holding some of the records that had not landed by `latest` */
+  const unresolved = new Set<string>()
   const again = records.filter((r) => (r.receiveCount ?? 1) > 1)
-  if (again.length === 0) return out
+  if (again.length === 0) return { landed: out, unresolved }
   const since = Math.min(...again.map((r) => (Number.isFinite(r.firstReceivedAt) ? r.firstReceivedAt! : now - MAX_ATTEMPT_MS)))
   const first = Math.floor((since - CLOCK_SLACK_MS) / MINUTE_MS)
   const last = Math.floor((now + CLOCK_SLACK_MS) / MINUTE_MS)
@@ -228,8 +221,7 @@ async function committedEarlier(table: Table, user: string, records: { id: strin
       }
     }
   }
-  if (candidates.size === 0) return out
-  const latest = await table.snapshots.latestId()
+  if (candidates.size === 0) return { landed: out, unresolved }
   for (const [identifierHex, ids] of candidates) {
     const identifier = BigInt(`0x${identifierHex}`)
     const marker = parseMarker(await table.store.get(markerKey(user, identifier)))
@@ -239,8 +231,10 @@ async function committedEarlier(table: Table, user: string, records: { id: strin
     if (confirmed.length === 0) continue
     const landed = await landedSince(table, user, identifier, marker, latest)
     if (landed !== null) for (const id of confirmed) out.set(id, landed)
+    // its commit may still be on the commit queue and land later: this batch supersedes it
+    else unresolved.add(commitKeyOf({ kind: 'APPEND', commitUser: user, commitIdentifier: identifier }))
   }
-  return out
+  return { landed: out, unresolved }
 }
 
 export const INGEST_MARKER_DIR = MARKER_DIR
@@ -349,8 +343,14 @@ export async function ingest(records: IngestRecord[], opts: IngestOptions): Prom
     if (recs.length === 0) continue
     const table = entry.target.table
     try {
-      // redelivered records an earlier attempt of another batch committed: acknowledge, do not write
-      const earlier = await committedEarlier(table, opts.commitUser, ids.map((id) => byId.get(id)!), now())
+      // the one lookup of the latest snapshot a writer batch makes: the search for earlier
+      // attempts ends at it, the marker records it, the commit's duplicate check and its
+      // supersessions start after it, and the batch numbers its rows above it
+      const latestSnapshot = await table.snapshots.latest()
+      // redelivered records an earlier attempt of another batch committed: acknowledge, do not
+      // write; attempts that had not landed are superseded by this batch's commit, so that
+      // one still on the commit queue never lands beside it (docs/design.md "Abandoned attempts")
+      const { landed: earlier, unresolved } = await committedEarlier(table, opts.commitUser, ids.map((id) => byId.get(id)!), now(), latestSnapshot?.id ?? 0)
       const landedBefore = [...new Set(earlier.values())]
       if (earlier.size) {
         const keep = ids.map((id) => !earlier.has(id))
@@ -364,7 +364,9 @@ export async function ingest(records: IngestRecord[], opts: IngestOptions): Prom
       // the earlier attempts may have died before enqueueing their compaction jobs
       for (const id of landedBefore) touched.push(...(await deltaBuckets(table, id)))
       const identifier = batchIdentifier(name, ids)
-      const prior = recs.length ? await earlierAttempt(table, opts.commitUser, identifier, ids, now()) : { landed: Math.max(...landedBefore), latestSnapshot: null }
+      const prior = recs.length ? await earlierAttempt(table, opts.commitUser, identifier, ids, now(), latestSnapshot) : { landed: Math.max(...landedBefore), latestSnapshot: null }
+      const own = commitKeyOf({ kind: 'APPEND', commitUser: opts.commitUser, commitIdentifier: identifier })
+      const supersedes = [...unresolved].filter((k) => k !== own)
       if (prior.landed !== null) {
         snapshotId = prior.landed
         deduplicated = true
@@ -384,6 +386,7 @@ export async function ingest(records: IngestRecord[], opts: IngestOptions): Prom
           commitIdentifier: identifier,
           dedupAfterSnapshotId: prior.latestSnapshot?.id ?? 0,
           baseSnapshot: prior.latestSnapshot,
+          ...(supersedes.length ? { supersedes } : {}),
           beforeSnapshotCreate: opts.beforeSnapshotCreate ? (id) => opts.beforeSnapshotCreate!(name, id) : undefined,
         })
         snapshotId = res.snapshotId

@@ -75,6 +75,8 @@ export interface WriteOptions {
    * without dedupAfterSnapshotId, builds its commit on it. Default: looked up here.
    */
   baseSnapshot?: Snapshot | null
+  /** identities of earlier attempts whose records this batch carries again (CommitRequest.supersedes) */
+  supersedes?: string[]
   /** tests only: number the rows from this instead of sequenceBase() (to build exact ties) */
   sequenceBase?: bigint
   /** bytes of buffered records before a flush; default the table's `write-buffer-size` */
@@ -683,6 +685,7 @@ export class BatchWriter {
       commitIdentifier: opts.commitIdentifier ?? BATCH_COMMIT_IDENTIFIER,
       baseSnapshotId: opts.dedupAfterSnapshotId ?? latestId,
       dedup: opts.dedupAfterSnapshotId !== undefined,
+      ...(opts.supersedes?.length ? { supersedes: opts.supersedes } : {}),
       partitionStats: (entries) => partitionStatsOf(view, entries),
       schemaId: view.schema.id,
       maxRetries: view.options.commitMaxRetries,
