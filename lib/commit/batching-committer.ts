@@ -208,14 +208,19 @@ export class BatchingCommitter {
     // duplicates: identities landed after the message was built
     const lowest = Math.min(...items.map((it) => it.identity.builtAfterSnapshotId))
     // a warm committer knows what it landed itself without reading the snapshot
-    const landedAt = await table.landed.landedBetween(lowest, latestId)
+    const { landed: landedAt, horizon } = await table.landed.landedWithHorizon(lowest, latestId)
     const live: Item[] = []
     for (const it of items) {
       const at = landedAt.get(it.key)
       const by = landedAt.get(supersededKeyOf(it.key))
       if (at !== undefined && at > it.identity.builtAfterSnapshotId) outcomes[it.index] = { status: 'duplicate', snapshotId: at }
       else if (by !== undefined && by > it.identity.builtAfterSnapshotId) outcomes[it.index] = superseded(it.key, `a redelivery of its records landed in snapshot ${by}`)
-      else live.push(it)
+      // an APPEND built before the horizon may have landed in a snapshot that has expired
+      // since: landing it again would add its files twice, or files expiration deleted. A
+      // COMPACT needs no such guard: its inputs would no longer be live.
+      else if (it.identity.kind === 'APPEND' && it.identity.builtAfterSnapshotId < horizon) {
+        outcomes[it.index] = { status: 'failed', conflict: true, error: new CommitConflictError(`commit ${it.key} was built after snapshot ${it.identity.builtAfterSnapshotId}, and snapshots up to ${horizon} have expired: whether it landed cannot be told, so it does not land (its records come again; docs/design.md "Abandoned attempts")`) }
+      } else live.push(it)
     }
     // read spilled bodies now that they are needed; one that cannot be read fails alone
     const limit = pLimit(table.view.options.ioMaxConcurrentRequests)

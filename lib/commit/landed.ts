@@ -112,7 +112,7 @@ export class LandedCommits {
    * ends at an expired snapshot (nothing older is left to search); `skip(snapshot)` leaves
    * a snapshot out (e.g. past a time bound).
    */
-  private async *walk(afterId: number, latestId: number, skip?: (s: Snapshot) => boolean): AsyncGenerator<[number, string[]]> {
+  private async *walk(afterId: number, latestId: number, skip?: (s: Snapshot) => boolean, seen = { lowest: latestId + 1 }): AsyncGenerator<[number, string[]]> {
     // a chunk of snapshots and their sidecars at once: one by one, a committer looking back
     // over the other committer's snapshots would pay two round trips per snapshot
     for (let top = latestId; top > afterId; top -= WALK_CHUNK) {
@@ -134,6 +134,7 @@ export class LandedCommits {
       for (let i = 0; i < ids.length; i++) {
         const keys = found[i]
         if (keys === null) return
+        seen.lowest = ids[i]
         if (keys !== 'skip') yield [ids[i], keys]
       }
     }
@@ -141,9 +142,18 @@ export class LandedCommits {
 
   /** Identity → the snapshot that landed it, for every identity landed in (afterId, latestId]. */
   async landedBetween(afterId: number, latestId: number, skip?: (s: Snapshot) => boolean): Promise<Map<string, number>> {
-    const out = new Map<string, number>()
-    for await (const [id, keys] of this.walk(afterId, latestId, skip)) for (const k of keys) if (!out.has(k)) out.set(k, id)
-    return out
+    return (await this.landedWithHorizon(afterId, latestId, skip)).landed
+  }
+
+  /**
+   * landedBetween, and the horizon: the newest snapshot in the range that has expired (0 when
+   * none has). Whether an identity landed at or before the horizon cannot be told any more.
+   */
+  async landedWithHorizon(afterId: number, latestId: number, skip?: (s: Snapshot) => boolean): Promise<{ landed: Map<string, number>; horizon: number }> {
+    const landed = new Map<string, number>()
+    const seen = { lowest: latestId + 1 }
+    for await (const [id, keys] of this.walk(afterId, latestId, skip, seen)) for (const k of keys) if (!landed.has(k)) landed.set(k, id)
+    return { landed, horizon: seen.lowest > afterId + 1 ? seen.lowest - 1 : 0 }
   }
 
   /** The snapshot in (afterId, latestId] that landed this identity, or null. */
