@@ -398,8 +398,11 @@ export async function ingest(records: IngestRecord[], opts: IngestOptions): Prom
       let jobs: CompactionJob[] = []
       if (entry.target.jobs && buckets.length) {
         // keyed so that writers landing while a bucket's job waits or runs share it (lib/jobs/coalesce.ts);
-        // files of an earlier attempt landed at or before the latest of these snapshots
-        jobs = await writerJobs(name, table, Math.max(snapshotId, ...landedBefore), buckets, now())
+        // files of an earlier attempt landed at or before the latest of these snapshots. Keyed
+        // at least at the snapshot this batch read, not at an earlier attempt's old landing: a
+        // redelivery minutes later then shares the bucket's current key instead of adding a
+        // job keyed on a state long compacted (past SQS's deduplication window)
+        jobs = await writerJobs(name, table, Math.max(snapshotId, ...landedBefore, latestSnapshot?.id ?? 0), buckets, now())
         await entry.target.jobs.enqueue(jobs)
       }
       results.push({ table: name, snapshotId, rows: recs.length, deduplicated, alreadyCommitted: earlier.size, jobs: jobs.length, retries })
