@@ -159,7 +159,9 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
   // the code's stores: every request through the world, retried as production retries
   const sim = new SimStore(raw, world)
   const storeOf = (uri: string): ObjectStore => new RetryingStore(new PrefixStore(sim, uri))
-  process.env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE = '1024' // no compression thread: its worker would run on real time
+  // no compression thread: its worker would run on real time
+  const memorySize = process.env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE
+  process.env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE = '1024'
   world.install()
   let steps = 0
   let drainedAfterMs: number | null = null
@@ -692,6 +694,8 @@ export async function runSimulation(o: SimOptions): Promise<SimResult> {
   } finally {
     endedAt = world.now
     world.uninstall()
+    if (memorySize === undefined) delete process.env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE
+    else process.env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE = memorySize
   }
   Object.assign(stats, world.counts)
   stats.sent = sent.size
