@@ -23,11 +23,11 @@
 import { parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet'
 import type { AsyncBuffer, ColumnData, ColumnMetaData, DecodedArray, FileMetaData, SchemaElement } from 'hyparquet'
 import { StrataInputError, type DataType, type Value } from '../types.ts'
-import { type ByteSource, type DataFileLayout, DECOMPRESSORS, KEY_FIELD_PREFIX, RAW_PARSERS, SEQUENCE_NUMBER, VALUE_KIND, cachedTail, dataFileSchema } from './data-file.ts'
+import { type ByteSource, type DataFileLayout, DECOMPRESSORS, KEY_FIELD_PREFIX, ManifestCheck, RAW_PARSERS, SEQUENCE_NUMBER, VALUE_KIND, cachedTail, dataFileSchema, namedFileError, readSource } from './data-file.ts'
 import { type Column, type ColumnBatch, columnRows, concatColumns, isUtf8Column, pickRows, valueAt } from './columnar-types.ts'
 import { physicalEncoder, rawReadElement, sameStorage, valueDecoder } from './parquet-types.ts'
 import { type ByteRange, PrefetchedFile } from './page-index.ts'
-import { ColumnBuilder, type FlatColumn, UnsupportedParquet, chunkReadable, flatColumnOf } from './parquet-decode.ts'
+import { ColumnBuilder, type FlatColumn, UnsupportedParquet, checkPages, chunkReadable, flatColumnOf } from './parquet-decode.ts'
 
 const DEFAULT_TAIL_BYTES = 512 * 1024
 /** Rows and compressed bytes of the row groups fetched with one request per run of chunks (at least one group). */
@@ -137,22 +137,40 @@ export class ColumnarFileReader {
   readonly #metadata: FileMetaData
   readonly #specs: ReadSpec[]
   readonly #nk: number
+  readonly #src: ByteSource
+  readonly #layout: DataFileLayout
+  /** for each key field, the batch column of its value field (same id), or -1: the two must agree */
+  readonly #keyValueColumns: number[]
 
-  private constructor(file: AsyncBuffer, metadata: FileMetaData, specs: ReadSpec[], nk: number) {
+  private constructor(src: ByteSource, layout: DataFileLayout, file: AsyncBuffer, metadata: FileMetaData, specs: ReadSpec[], nk: number) {
+    this.#src = src
+    this.#layout = layout
     this.#file = file
     this.#metadata = metadata
     this.#specs = specs
     this.#nk = nk
+    this.#keyValueColumns = layout.keyFields.map((k) => {
+      const j = layout.valueFields.findIndex((f) => f.id === k.id)
+      return j < 0 ? -1 : nk + 2 + j
+    })
   }
 
   /** Reads the footer and checks that every column of the layout is there (by name) and readable as its type. */
   static async open(src: ByteSource, layout: DataFileLayout, opts: ColumnarReaderOptions = {}): Promise<ColumnarFileReader> {
-    const { tailBytes = DEFAULT_TAIL_BYTES, decoder = 'strata' } = opts
     if (!Number.isSafeInteger(src.size) || src.size < 0) throw new StrataInputError(`ByteSource.size ${src.size} is not a byte count`)
+    try {
+      return await ColumnarFileReader.#open(src, layout, opts)
+    } catch (e) {
+      throw namedFileError(src, e)
+    }
+  }
+
+  static async #open(src: ByteSource, layout: DataFileLayout, opts: ColumnarReaderOptions): Promise<ColumnarFileReader> {
+    const { tailBytes = DEFAULT_TAIL_BYTES, decoder = 'strata' } = opts
     if (src.size < 12) throw new Error(`data file is ${src.size} bytes, too short for Parquet (magic + footer need 12)`)
     const tailStart = Math.max(0, src.size - tailBytes)
-    const tail = await src.read(tailStart, src.size)
-    if (tail.length !== src.size - tailStart) throw new Error(`data file read [${tailStart}, ${src.size}) returned ${tail.length} bytes`)
+    const tail = await readSource(src, tailStart, src.size)
+    if (tail.length !== src.size - tailStart) throw new Error(`data file read [${tailStart}, ${src.size}) returned ${tail.length} bytes; is the file ${src.size} bytes long?`)
     const file = cachedTail(src, tail, tailStart)
     let metadata: FileMetaData
     try {
@@ -186,7 +204,11 @@ export class ColumnarFileReader {
       rawElements.set(found.element, rawReadElement(found.element, types[c]))
     }
     const rawSchema = metadata.schema.map((element) => rawElements.get(element) ?? element)
-    return new ColumnarFileReader(file, { ...metadata, schema: rawSchema }, specs, layout.keyFields.length)
+    if (src.expect) {
+      const groupRows = metadata.row_groups.reduce((n, g) => n + Number(g.num_rows), 0)
+      new ManifestCheck(src.name ?? 'data file', src.expect, layout.keyFields, true).footerRows(Number(metadata.num_rows), groupRows)
+    }
+    return new ColumnarFileReader(src, layout, file, { ...metadata, schema: rawSchema }, specs, layout.keyFields.length)
   }
 
   get rowCount(): number {
@@ -208,6 +230,55 @@ export class ColumnarFileReader {
    * row group left empty yields no batch.
    */
   async *rowGroups(opts: RowGroupOptions = {}): AsyncGenerator<PositionedBatch> {
+    const src = this.#src
+    const check = src.expect ? new ManifestCheck(src.name ?? 'data file', src.expect, this.#layout.keyFields, true) : null
+    try {
+      for await (const batch of this.#rowGroups(opts)) {
+        if (check) this.#checkBatch(check, batch)
+        yield batch
+      }
+      // a read of every row: the file's first and last key and its counts are the entry's
+      if (check && !(opts.deleted && opts.deleted.length > 0)) check.whole()
+    } catch (e) {
+      throw namedFileError(src, e)
+    }
+  }
+
+  /**
+   * Keys in order and within the entry's bounds (compared per batch, and row by row in a loop
+   * over the key columns), and a primary-key field read as a value column holding its key:
+   * the same array when both columns are stored in the same bytes (Strata's files), else
+   * compared row by row.
+   */
+  #checkBatch(check: ManifestCheck, batch: PositionedBatch): void {
+    const nk = this.#nk
+    const n = batch.rows
+    const keys = batch.columns.slice(0, nk) as ArrayLike<unknown>[]
+    const kinds = batch.columns[nk + 1] as Int32Array
+    let retracts = 0
+    for (let r = 0; r < n; r++) retracts += kinds[r] & 1
+    check.batch(
+      n,
+      (r) => keys.map((c) => c[r]),
+      () => check.firstDisorder(keys, n),
+      retracts,
+    )
+    for (let i = 0; i < nk; i++) {
+      const c = this.#keyValueColumns[i]
+      if (c < 0) continue
+      const col = batch.columns[c]
+      if (col === keys[i] || columnRows(col) === 0) continue
+      for (let r = 0; r < n; r++) {
+        const k = keys[i][r]
+        const v = valueAt(col, r)
+        if (k !== v && check.compareField(i, k, v) !== 0) {
+          check.fail(`key ${JSON.stringify(String(k))} holds ${JSON.stringify(String(v))} in its value column ${this.#layout.valueFields[c - nk - 2].name}`)
+        }
+      }
+    }
+  }
+
+  async *#rowGroups(opts: RowGroupOptions): AsyncGenerator<PositionedBatch> {
     const { deleted } = opts
     const nk = this.#nk
     const read = opts.valueFields === undefined ? null : new Set([...Array(nk + 2).keys(), ...opts.valueFields.map((j) => nk + 2 + j)])
@@ -329,7 +400,7 @@ export class ColumnarFileReader {
       }
     }
     if (viaHyparquet.includes(true)) {
-      const read = await this.#hyparquetColumns(file, specs.map((s, i) => (viaHyparquet[i] ? s : null)), from, to)
+      const read = await this.#hyparquetColumns(file, specs.map((s, i) => (viaHyparquet[i] ? s : null)), groups, from, to)
       for (let i = 0; i < specs.length; i++) if (viaHyparquet[i]) columns[i] = read[i]
     }
     const nk = this.#nk
@@ -339,8 +410,20 @@ export class ColumnarFileReader {
   }
 
   /** Rows [from, to) of the columns `specs` names, decoded by hyparquet; the others empty. */
-  async #hyparquetColumns(file: AsyncBuffer, specs: (ReadSpec | null)[], from: number, to: number): Promise<Column[]> {
+  async #hyparquetColumns(file: PrefetchedFile, specs: (ReadSpec | null)[], groups: FileMetaData['row_groups'], from: number, to: number): Promise<Column[]> {
     const n = to - from
+    // the chunks' page headers checked first: hyparquet trusts them (checkPages)
+    const wanted = new Set(specs.flatMap((s) => (s === null ? [] : [s.name])))
+    for (const group of groups) {
+      for (const chunk of group.columns) {
+        const meta = chunk.meta_data
+        if (!meta || !wanted.has(meta.path_in_schema[0])) continue
+        const [start, end] = chunkRange(meta)
+        const bytes = file.bytes(start, end)
+        if (bytes === null) throw new Error(`data file column ${meta.path_in_schema[0]}: chunk [${start}, ${end}) was not fetched`)
+        checkPages(bytes, `column ${meta.path_in_schema[0]}`, start)
+      }
+    }
     // chunks may arrive out of row order across row groups: kept with their first row
     const chunks: { at: number; data: DecodedArray }[][] = specs.map(() => [])
     const filled = specs.map(() => 0)

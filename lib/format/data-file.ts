@@ -9,7 +9,7 @@ import { parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet'
 import type { AsyncBuffer, ColumnData, CompressionCodec, Compressors, FileMetaData, SchemaElement } from 'hyparquet'
 import { compressors as bundledDecompressors } from 'hyparquet-compressors'
 import { ByteWriter } from 'hyparquet-writer'
-import { isRetract, StrataInputError, type DataField, type DataType, type KeyValue, type RowKind, type Value } from '../types.ts'
+import { CorruptFileError, isRetract, StrataInputError, type DataField, type DataType, type KeyValue, type RowKind, type Value } from '../types.ts'
 import { compareDoubles, rowComparator, valueComparator } from './compare.ts'
 import { type Column, type ColumnBatch, type TypedColumn, Utf8Column, columnRows, compareByteRanges, concatColumns, isTypedColumn, physicalToValue, valueAt } from './columnar-types.ts'
 import { ThreadPageCompressor } from './compression-thread.ts'
@@ -30,6 +30,8 @@ import {
 import type { DeletionVector } from './deletion-vector.ts'
 import { type ByteRange, type FileIndex, type GroupIndex, type PageLocation, PrefetchedFile, arrayBufferOf, STAT_PARSERS, indexFile, mergeRanges, statKey } from './page-index.ts'
 import { type ByteLru, approximateBytes } from '../manifest/byte-cache.ts'
+import { deserializeBinaryRow } from './binary-row.ts'
+import { checkPages } from './parquet-decode.ts'
 
 export const KEY_FIELD_PREFIX = '_KEY_'
 /** `SpecialFields.KEY_FIELD_ID_START` = Integer.MAX_VALUE / 2; a `_KEY_` column's id is this + the field id. */
@@ -916,6 +918,190 @@ export function writeDataFile(layout: DataFileLayout, records: Iterable<KeyValue
 export interface ByteSource {
   size: number
   read(start: number, end: number): Promise<Uint8Array>
+  /** the file's key in its store: an error decoding the file is a CorruptFileError naming it */
+  name?: string
+  /** what the file's manifest entry says of its rows (a DataFileMeta): reads check it */
+  expect?: FileExpectation
+}
+
+/** The fields of a file's DataFileMeta that reads check the decoded rows against. */
+export interface FileExpectation {
+  rowCount: bigint
+  /** serialized BinaryRows (with arity prefix) of the first and the last key */
+  minKey: Uint8Array
+  maxKey: Uint8Array
+  /** rows of kind -U or -D, when the entry records it */
+  deleteRowCount: bigint | null
+}
+
+// Errors the store raised reading a file (a missing object, a network failure): they name
+// the key already and keep their class (retries look at it), so they pass unwrapped.
+const storeErrors = new WeakSet<object>()
+
+/** `src.read`, its failures marked as the store's. */
+export async function readSource(src: ByteSource, start: number, end: number): Promise<Uint8Array> {
+  try {
+    return await src.read(start, end)
+  } catch (e) {
+    if (typeof e === 'object' && e !== null) storeErrors.add(e)
+    throw e
+  }
+}
+
+/**
+ * `e`, raised reading `src`, as an error naming the file: a CorruptFileError whose message
+ * starts with the file's key, the original as its cause. Errors that already name it (the
+ * store's, a CorruptFileError) and errors of a source without a name pass as they are.
+ */
+export function namedFileError(src: ByteSource, e: unknown): unknown {
+  if (src.name === undefined || e instanceof CorruptFileError || (typeof e === 'object' && e !== null && storeErrors.has(e))) return e
+  return new CorruptFileError(src.name, e instanceof Error ? e.message : String(e), { cause: e })
+}
+
+function describeKeyOf(key: ArrayLike<unknown>): string {
+  return describeKey(Array.from(key) as Value[])
+}
+
+/**
+ * What a read of one file checks against its manifest entry, keys compared in the stored
+ * terms the reader holds them in (Values, or physical values for the columnar reader). No key
+ * may be below the one before it (files are sorted by key: a data file holds a key once, a
+ * changelog file a key's changes in a row) and every key lies within the entry's min/max key;
+ * a read of the whole file must also begin at minKey, end at maxKey, and give the entry's row
+ * count and retraction count. A violation is a CorruptFileError.
+ */
+export class ManifestCheck {
+  readonly file: string
+  readonly expect: FileExpectation
+  readonly minKey: unknown[]
+  readonly maxKey: unknown[]
+  readonly #fns: ((a: Value, b: Value) => number)[]
+  /** the first and the last key checked, to order the next batch's first key after the last */
+  #first: unknown[] | null = null
+  #last: unknown[] | null = null
+  #rows = 0
+  #retracts = 0
+
+  constructor(file: string, expect: FileExpectation, keyFields: DataField[], physical: boolean) {
+    this.file = file
+    this.expect = expect
+    const types = keyFields.map((f) => f.type)
+    let min: Value[]
+    let max: Value[]
+    try {
+      min = deserializeBinaryRow(types, expect.minKey)
+      max = deserializeBinaryRow(types, expect.maxKey)
+    } catch (e) {
+      throw new CorruptFileError(file, `the manifest's minKey/maxKey do not decode as the key (${(e as Error).message})`, { cause: e })
+    }
+    if (physical) {
+      const enc = keyFields.map((f) => physicalEncoder(KEY_FIELD_PREFIX + f.name, f.type))
+      this.minKey = min.map((v, i) => enc[i](v))
+      this.maxKey = max.map((v, i) => enc[i](v))
+    } else {
+      this.minKey = min
+      this.maxKey = max
+    }
+    this.#fns = types.map(valueComparator)
+  }
+
+  fail(problem: string): never {
+    throw new CorruptFileError(this.file, `${problem}; the file is damaged or is not the file its manifest entry describes`)
+  }
+
+  /** The footer's row count (at open): the entry's when the footer is sound. */
+  footerRows(rows: number, groupRows: number): void {
+    if (rows !== groupRows) this.fail(`footer says ${rows} rows, its row groups hold ${groupRows}`)
+    if (BigInt(rows) !== this.expect.rowCount) this.fail(`footer says ${rows} rows, the manifest says ${this.expect.rowCount}`)
+  }
+
+  /** Order of two values of key field i. */
+  compareField(i: number, a: unknown, b: unknown): number {
+    return this.#fns[i](a as Value, b as Value)
+  }
+
+  /** Order of two keys. */
+  compare(a: ArrayLike<unknown>, b: ArrayLike<unknown>): number {
+    const fns = this.#fns
+    for (let i = 0; i < fns.length; i++) {
+      const c = fns[i](a[i] as Value, b[i] as Value)
+      if (c !== 0) return c
+    }
+    return 0
+  }
+
+  /**
+   * The first row r in [1, n) of the key columns `cols` whose key is below row r - 1's, or 0
+   * when they are in order. A typed single key column is walked without a comparator call.
+   */
+  firstDisorder(cols: readonly ArrayLike<unknown>[], n: number): number {
+    if (cols.length === 1) {
+      const a = cols[0]
+      if (a instanceof Int32Array || a instanceof Int16Array || a instanceof Int8Array) {
+        for (let r = 1; r < n; r++) if (a[r] < a[r - 1]) return r
+        return 0
+      }
+      if (a instanceof BigInt64Array) {
+        // as int32 halves (high signed, low unsigned): no bigint made per row
+        const w = new Int32Array(a.buffer, a.byteOffset, n * 2)
+        for (let r = 1; r < n; r++) {
+          const hi = w[2 * r + 1]
+          const prevHi = w[2 * r - 1]
+          if (hi < prevHi || (hi === prevHi && w[2 * r] >>> 0 < w[2 * r - 2] >>> 0)) return r
+        }
+        return 0
+      }
+      const f = this.#fns[0]
+      for (let r = 1; r < n; r++) if (f(a[r - 1] as Value, a[r] as Value) > 0) return r
+      return 0
+    }
+    const fns = this.#fns
+    for (let r = 1; r < n; r++) {
+      let c = 0
+      for (let i = 0; i < fns.length && c === 0; i++) c = fns[i](cols[i][r - 1] as Value, cols[i][r] as Value)
+      if (c > 0) return r
+    }
+    return 0
+  }
+
+  /** A key read, in order after the last one: it must follow it and lie within min/max. */
+  #next(key: ArrayLike<unknown>): void {
+    const last = this.#last
+    if (last === null) {
+      this.#first = Array.from(key)
+      if (this.compare(key, this.minKey) < 0) this.fail(`key ${describeKeyOf(key)} is below the manifest's minKey ${describeKeyOf(this.minKey)}`)
+    } else if (this.compare(last, key) > 0) {
+      this.fail(`key ${describeKeyOf(key)} follows ${describeKeyOf(last)}: rows are sorted by key`)
+    }
+  }
+
+  /**
+   * A batch of rows read in file order, `n` of them: `keyAt(r)` row r's key (called for the
+   * first and the last only), `ascending()` whether each key in the batch is above the one
+   * before (the caller's loop, specialised for its columns), `retracts` the batch's -U/-D rows.
+   */
+  batch(n: number, keyAt: (r: number) => unknown[], ascending: () => number, retracts: number): void {
+    if (n === 0) return
+    const first = keyAt(0)
+    this.#next(first)
+    const bad = ascending()
+    if (bad > 0) this.fail(`key ${describeKeyOf(keyAt(bad))} follows ${describeKeyOf(keyAt(bad - 1))}: rows are sorted by key`)
+    const last = n === 1 ? first : keyAt(n - 1)
+    if (this.compare(last, this.maxKey) > 0) this.fail(`key ${describeKeyOf(last)} is above the manifest's maxKey ${describeKeyOf(this.maxKey)}`)
+    this.#last = last
+    this.#rows += n
+    this.#retracts += retracts
+  }
+
+  /** A read of the whole file (no rows left out) ended: it began at minKey, ended at maxKey, and read every row. */
+  whole(): void {
+    const { rowCount, deleteRowCount } = this.expect
+    const firstKey = this.#first
+    if (BigInt(this.#rows) !== rowCount) this.fail(`read ${this.#rows} rows, the manifest says ${rowCount}`)
+    if (firstKey !== null && this.compare(firstKey, this.minKey) !== 0) this.fail(`first key ${describeKeyOf(firstKey)}, the manifest's minKey is ${describeKeyOf(this.minKey)}`)
+    if (this.#last !== null && this.compare(this.#last, this.maxKey) !== 0) this.fail(`last key ${describeKeyOf(this.#last)}, the manifest's maxKey is ${describeKeyOf(this.maxKey)}`)
+    if (deleteRowCount !== null && BigInt(this.#retracts) !== deleteRowCount) this.fail(`read ${this.#retracts} retractions (-U/-D), the manifest says ${deleteRowCount}`)
+  }
 }
 
 export function byteSource(bytes: Uint8Array): ByteSource {
@@ -970,7 +1156,7 @@ export function cachedTail(src: ByteSource, tail: Uint8Array, tailStart: number)
     byteLength: src.size,
     async slice(start: number, end: number = src.size): Promise<ArrayBuffer> {
       if (start >= tailStart && end <= src.size) return arrayBufferOf(tail.slice(start - tailStart, end - tailStart))
-      const bytes = await src.read(start, end)
+      const bytes = await readSource(src, start, end)
       if (bytes.length !== end - start) throw new Error(`data file read [${start}, ${end}) returned ${bytes.length} bytes; is the file ${src.size} bytes long?`)
       return arrayBufferOf(bytes)
     },
@@ -1056,14 +1242,29 @@ export class DataFileReader {
   readonly #footer: DataFileFooter
   readonly #index: FileIndex
   readonly #columns: ReadColumn[]
+  readonly #src: ByteSource
   #keyEncoders: PhysicalEncoder[] | null = null
+  /** for each key field, its value field (same id), or -1: the two columns must agree */
+  readonly #keyValueFields: number[]
 
-  private constructor(layout: DataFileLayout, file: AsyncBuffer, footer: DataFileFooter) {
+  private constructor(layout: DataFileLayout, src: ByteSource, file: AsyncBuffer, footer: DataFileFooter) {
     this.#layout = layout
+    this.#src = src
     this.#file = file
     this.#footer = footer
     this.#index = footer.index
     this.#columns = footer.columns
+    this.#keyValueFields = layout.keyFields.map((k) => layout.valueFields.findIndex((f) => f.id === k.id))
+    if (src.expect) new ManifestCheck(this.#name, src.expect, layout.keyFields, false).footerRows(footer.numRows, this.#index.rowStart(this.#index.groupCount))
+  }
+
+  get #name(): string {
+    return this.#src.name ?? 'data file'
+  }
+
+  /** A check of this read against the file's manifest entry, or null when the source has none. */
+  #check(): ManifestCheck | null {
+    return this.#src.expect ? new ManifestCheck(this.#name, this.#src.expect, this.#layout.keyFields, false) : null
   }
 
   /**
@@ -1071,16 +1272,24 @@ export class DataFileReader {
    * readable as its type; with a `footerCache`, a file opened before costs no request.
    */
   static async open(src: ByteSource, layout: DataFileLayout, opts: DataFileReaderOptions = {}): Promise<DataFileReader> {
-    const { tailBytes = DEFAULT_TAIL_BYTES, footerCache, cacheKey } = opts
     if (!Number.isSafeInteger(src.size) || src.size < 0) throw new StrataInputError(`ByteSource.size ${src.size} is not a byte count`)
+    try {
+      return await DataFileReader.#open(src, layout, opts)
+    } catch (e) {
+      throw namedFileError(src, e)
+    }
+  }
+
+  static async #open(src: ByteSource, layout: DataFileLayout, opts: DataFileReaderOptions): Promise<DataFileReader> {
+    const { tailBytes = DEFAULT_TAIL_BYTES, footerCache, cacheKey } = opts
     if (src.size < 12) throw new Error(`data file is ${src.size} bytes, too short for Parquet (magic + footer need 12)`)
     if (footerCache && cacheKey !== undefined) {
       const hit = footerCache.get(cacheKey)
-      if (hit) return new DataFileReader(layout, directBuffer(src), hit)
+      if (hit) return new DataFileReader(layout, src, directBuffer(src), hit)
     }
     const tailStart = Math.max(0, src.size - tailBytes)
-    const tail = await src.read(tailStart, src.size)
-    if (tail.length !== src.size - tailStart) throw new Error(`data file read [${tailStart}, ${src.size}) returned ${tail.length} bytes`)
+    const tail = await readSource(src, tailStart, src.size)
+    if (tail.length !== src.size - tailStart) throw new Error(`data file read [${tailStart}, ${src.size}) returned ${tail.length} bytes; is the file ${src.size} bytes long?`)
     const file = cachedTail(src, tail, tailStart)
     let metadata: FileMetaData
     try {
@@ -1117,8 +1326,10 @@ export class DataFileReader {
     const index = await indexFile(file, metadata, chunkOf, elements, layout.keyFields.length)
     const schema = metadata.schema.map((element) => rawElements.get(element) ?? element)
     const footer: DataFileFooter = { schema, numRows: Number(metadata.num_rows), columns, elements, index }
+    // checked against the manifest before it is cached: a cached footer is a sound one
+    const reader = new DataFileReader(layout, src, file, footer)
     if (footerCache && cacheKey !== undefined) footerCache.set(cacheKey, footer, footerBytes(footer))
-    return new DataFileReader(layout, file, footer)
+    return reader
   }
 
   get rowCount(): number {
@@ -1146,17 +1357,73 @@ export class DataFileReader {
    * rows it marks all are not read at all.
    */
   async *batches(opts: DataFileBatchOptions = {}): AsyncIterable<KeyValue[]> {
-    const { keyFields } = this.#layout
     const { valueColumns, rowStart = 0, rowEnd = this.rowCount, batchRows = DEFAULT_BATCH_ROWS, deleted, stats } = opts
     if (!Number.isSafeInteger(rowStart) || !Number.isSafeInteger(rowEnd) || rowStart < 0 || rowEnd < rowStart) {
       throw new StrataInputError(`data file rows [${rowStart}, ${rowEnd}): expected integers with 0 <= rowStart <= rowEnd`)
     }
     if (!Number.isSafeInteger(batchRows) || batchRows < 1) throw new StrataInputError(`batchRows ${batchRows} is not a positive integer`)
     const selected = this.#selected(valueColumns)
-    const nk = keyFields.length
-    const readIdx = [...Array.from({ length: nk + 2 }, (_, i) => i), ...selected.map((j) => nk + 2 + j)]
     const end = Math.min(rowEnd, this.rowCount)
     const dead = deleted && deleted.cardinality > 0 ? deleted.sortedPositions() : null
+    const check = this.#check()
+    try {
+      for await (const batch of this.#batches(selected, rowStart, end, batchRows, dead, deleted, stats)) {
+        if (check) this.#checkBatch(check, batch, selected)
+        yield batch
+      }
+      // a read of every row: the file's first and last key and its counts are the entry's
+      if (check && rowStart === 0 && end === this.rowCount && dead === null) check.whole()
+    } catch (e) {
+      throw namedFileError(this.#src, e)
+    }
+  }
+
+  /** Keys in order and within the entry's bounds; a primary-key field read as a value holds its key. */
+  #checkBatch(check: ManifestCheck, batch: KeyValue[], selected: number[]): void {
+    const cmp = (a: unknown[], b: unknown[]) => check.compare(a, b)
+    let retracts = 0
+    for (let r = 0; r < batch.length; r++) retracts += batch[r].kind & 1
+    check.batch(
+      batch.length,
+      (r) => batch[r].key,
+      () => {
+        for (let r = 1; r < batch.length; r++) if (cmp(batch[r - 1].key, batch[r].key) > 0) return r
+        return 0
+      },
+      retracts,
+    )
+    this.#checkKeyValues(check, batch, selected)
+  }
+
+  /** Each record's key agrees with the value columns of its primary-key fields, where they were read. */
+  #checkKeyValues(check: ManifestCheck, batch: KeyValue[], selected: number[]): void {
+    const nk = this.#layout.keyFields.length
+    for (let i = 0; i < nk; i++) {
+      const j = this.#keyValueFields[i]
+      if (j < 0 || !selected.includes(j)) continue
+      const name = this.#layout.valueFields[j].name
+      for (const kv of batch) {
+        const k = kv.key[i]
+        const v = kv.value[j]
+        if (k !== v && check.compareField(i, k, v) !== 0) {
+          check.fail(`key ${describeKey(kv.key)} holds ${describeKey([v])} in its value column ${name}`)
+        }
+      }
+    }
+  }
+
+  async *#batches(
+    selected: number[],
+    rowStart: number,
+    end: number,
+    batchRows: number,
+    dead: Uint32Array | Float64Array | null,
+    deleted: DataFileBatchOptions['deleted'],
+    stats: DataFileReadStats | undefined,
+  ): AsyncGenerator<KeyValue[]> {
+    const { keyFields } = this.#layout
+    const nk = keyFields.length
+    const readIdx = [...Array.from({ length: nk + 2 }, (_, i) => i), ...selected.map((j) => nk + 2 + j)]
     const index = this.#index
     const groups = index.groupCount
     const prefetched = new PrefetchedFile(this.#file)
@@ -1217,6 +1484,17 @@ export class DataFileReader {
     const nk = this.#layout.keyFields.length
     if (!Array.isArray(key) || key.length !== nk) throw new StrataInputError(`lookup key: expected ${nk} values, got ${Array.isArray(key) ? key.length : typeof key}`)
     const selected = this.#selected(opts.valueColumns)
+    try {
+      return await this.#lookup(key, keyCmp, opts, selected)
+    } catch (e) {
+      throw namedFileError(this.#src, e)
+    }
+  }
+
+  async #lookup(key: Value[], keyCmp: (a: Value[], b: Value[]) => number, opts: DataFileLookupOptions, selected: number[]): Promise<KeyLookupResult | null> {
+    const nk = this.#layout.keyFields.length
+    // the key pages read must be in order and within the entry's bounds, as in a scan
+    const check = this.#check()
     const statKeys = this.#statKeys(key)
     const keyIdx = Array.from({ length: nk }, (_, i) => i)
     const rowIdx = [nk, nk + 1, ...selected.map((j) => nk + 2 + j)]
@@ -1235,6 +1513,14 @@ export class DataFileReader {
       else await prefetched.fetch(keyBytes, LOOKUP_SPAN_BYTES, RANGE_GAP_BYTES)
       const keys = await this.#readRows(keyIdx, g, groupStart + lo, groupStart + hi, prefetched)
       const at = (r: number): Value[] => keys.map((col) => col[r])
+      if (check) {
+        check.batch(
+          hi - lo,
+          at,
+          () => check.firstDisorder(keys, hi - lo),
+          0,
+        )
+      }
       let a = 0
       let b = hi - lo - 1
       let found = -1
@@ -1258,7 +1544,9 @@ export class DataFileReader {
       await prefetched.fetch(groupBytes(index, g, rowIdx, [[pos, pos + 1]]), ROW_SPAN_BYTES, RANGE_GAP_BYTES)
       const row = await this.#readRows(rowIdx, g, pos, pos + 1, prefetched)
       const data = [...keys.map((col) => [col[found]]), ...row]
-      return { pos, record: this.#records(data, nk, selected, 0, 1, pos)[0] }
+      const record = this.#records(data, nk, selected, 0, 1, pos)[0]
+      if (check) this.#checkKeyValues(check, [record], selected)
+      return { pos, record }
     }
     return null
   }
@@ -1283,7 +1571,7 @@ export class DataFileReader {
    * group g. hyparquet reads them from a FileMetaData of that one row group, made from the
    * index, in which the rows are numbered from the group's first.
    */
-  async #readRows(idx: number[], g: number, from: number, to: number, file: AsyncBuffer = this.#file): Promise<Value[][]> {
+  async #readRows(idx: number[], g: number, from: number, to: number, file: PrefetchedFile): Promise<Value[][]> {
     const columns = idx.map((c) => this.#columns[c])
     const n = to - from
     const out = columns.map(() => new Array<Value>(n))
@@ -1319,6 +1607,12 @@ export class DataFileReader {
     for (const c of idx) {
       const pages = index.pageLocations(g, c)
       if (pages) pageLocations[this.#columns[c].spec.name] = pages
+    }
+    // the pages hyparquet will decode, their headers checked first (it trusts them: checkPages)
+    const ranges = idx.map((c) => index.chunkBytesFor(g, c, from - base, to - base))
+    await file.fetch(ranges.flat(), ROW_SPAN_BYTES, RANGE_GAP_BYTES)
+    for (let i = 0; i < idx.length; i++) {
+      for (const [s, e] of ranges[i]) checkPages(file.bytes(s, e)!, `column ${columns[i].spec.name}`, s)
     }
     await parquetRead({
       file,
@@ -1361,7 +1655,7 @@ function directBuffer(src: ByteSource): AsyncBuffer {
   return {
     byteLength: src.size,
     async slice(start: number, end: number = src.size): Promise<ArrayBuffer> {
-      const bytes = await src.read(start, end)
+      const bytes = await readSource(src, start, end)
       if (bytes.length !== end - start) throw new Error(`data file read [${start}, ${end}) returned ${bytes.length} bytes; is the file ${src.size} bytes long?`)
       return arrayBufferOf(bytes)
     },

@@ -148,7 +148,9 @@ function entryOf(f: LsmFile): ManifestEntry {
 
 /** An input file's bytes. */
 function inputOf(table: Table, io: ObjectStore, dir: string, f: LsmFile): ByteSource {
-  return byteSourceOf(io, dataFileKey(table, dir, entryOf(f).file), Number(entryOf(f).file.fileSize))
+  const file = entryOf(f).file
+  // with its manifest entry: the reads check keys and row counts against it
+  return byteSourceOf(io, dataFileKey(table, dir, file), Number(file.fileSize), file)
 }
 
 /** An input file for the row merge: a file of an older schema is mapped to the table's by field id (lib/table/evolution.ts). */

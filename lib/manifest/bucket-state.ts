@@ -6,7 +6,7 @@
 import { deserializeBinaryRow } from '../format/binary-row.ts'
 import { type DeletionVector, DELETION_VECTORS_INDEX, deletionVectorReadLength, readDeletionVector } from '../format/deletion-vector.ts'
 import { bucketPath } from '../format/partition-path.ts'
-import { type DataFileMeta, type IndexManifestEntry, type KeyValue, type ManifestEntry, type Row, type Snapshot, StrataInputError } from '../types.ts'
+import { type DataFileMeta, type IndexManifestEntry, type KeyValue, type ManifestEntry, type Row, type Snapshot, CorruptFileError, StrataInputError } from '../types.ts'
 import { bucketIdentifier } from './manifests.ts'
 import { indexKey } from '../table/paths.ts'
 import type { Table } from '../table/table.ts'
@@ -47,8 +47,14 @@ export async function loadDeletionVectors(table: Table, indexEntries: IndexManif
       if (only && !only.has(meta.dataFileName)) continue
       reads.push(
         (async () => {
-          const bytes = await table.manifests.readImmutableRange(indexFileKey(table, e), meta.offset, Math.min(Number(e.fileSize), meta.offset + deletionVectorReadLength(meta)))
-          out.set(meta.dataFileName, readDeletionVector(bytes, meta))
+          const key = indexFileKey(table, e)
+          const bytes = await table.manifests.readImmutableRange(key, meta.offset, Math.min(Number(e.fileSize), meta.offset + deletionVectorReadLength(meta)))
+          try {
+            out.set(meta.dataFileName, readDeletionVector(bytes, meta))
+          } catch (err) {
+            // the decoder names the data file the vector is for, not the index file it is in
+            throw new CorruptFileError(key, (err as Error).message, { cause: err })
+          }
         })(),
       )
     }

@@ -6,7 +6,7 @@
 import { deserializeBinaryRow } from '../format/binary-row.ts'
 import { bucketOf } from '../format/bucket.ts'
 import { rowComparator } from '../format/compare.ts'
-import type { ByteSource } from '../format/data-file.ts'
+import type { ByteSource, FileExpectation } from '../format/data-file.ts'
 import { bucketPath } from '../format/partition-path.ts'
 import { compareLevel0 } from '../lsm/levels.ts'
 import { mergeSortedRuns } from '../lsm/merge-reader.ts'
@@ -46,6 +46,12 @@ export interface ScanOptions {
   filter?: KeyFilter
   /** filled in as the read goes: what it opened and whether it merged */
   stats?: ReadStats
+  /**
+   * open every file the read will read (footer, row count against the manifest) and load its
+   * deletion vectors before the first row, so that a missing, truncated or garbled footer
+   * fails the read before it yields anything (`checkFiles`)
+   */
+  checkFilesFirst?: boolean
 }
 
 /** What a read touched, for tests and metrics. */
@@ -76,8 +82,13 @@ export interface ScanPlan {
   dvIndex: Map<string, IndexManifestEntry[]>
 }
 
-export function byteSourceOf(store: ObjectStore, key: string, size: number): ByteSource {
-  return { size, read: (start, end) => store.getRange(key, start, end) }
+/**
+ * The object `key` as a ByteSource named by its key (errors decoding it name it). With the
+ * file's manifest entry (`expect`, its DataFileMeta), reads check what they decode against it:
+ * keys in order within its min/max key, its row count (lib/format/data-file.ts ManifestCheck).
+ */
+export function byteSourceOf(store: ObjectStore, key: string, size: number, expect?: FileExpectation): ByteSource {
+  return { size, name: key, expect, read: (start, end) => store.getRange(key, start, end) }
 }
 
 export interface CompiledFilter {
@@ -232,7 +243,7 @@ export async function openFile(table: Table, store: ObjectStore, split: Split, e
     table,
     e.file.fileName,
     e.file.schemaId,
-    byteSourceOf(store, key, Number(e.file.fileSize)),
+    byteSourceOf(store, key, Number(e.file.fileSize), e.file),
     // the handle's footer cache: a file opened before costs no request to open again
     { footerCache: table.footers, cacheKey: key },
   )
@@ -377,9 +388,35 @@ export async function* readSplitRecords(
   })
 }
 
+/**
+ * Opens every data file the plan's reads will read and loads their deletion vectors, at most
+ * `io.max-concurrent-requests` at once: a missing or truncated file, a footer that does not
+ * parse or whose row count is not the manifest's, a garbled deletion vector, fails here. The
+ * footers go to the handle's footer cache, so the read that follows opens them again without
+ * a request (while the cache holds them). Damage inside a file's pages shows only when they
+ * are decoded, which takes the read itself: the read then fails naming the file.
+ */
+export async function checkFiles(table: Table, plan: ScanPlan): Promise<void> {
+  const io = new BoundedStore(table.store, table.view.options.ioMaxConcurrentRequests)
+  const files = plan.splits.flatMap((split) => filesToRead(table, split).map((e) => ({ split, e })))
+  const limit = table.view.options.ioMaxConcurrentRequests
+  // (the readers and vectors are dropped as soon as made: only the caches keep anything)
+  await Promise.all([
+    mapBounded(files, limit, async ({ split, e }) => {
+      await openFile(table, io, split, e)
+    }),
+    table.view.options.deletionVectors
+      ? mapBounded(plan.splits, limit, async (split) => {
+          await loadDeletionVectors(table, plan.dvIndex.get(bucketIdentifier(split.partition, split.bucket)))
+        })
+      : null,
+  ])
+}
+
 /** Rows of the snapshot, in (split, key) order, projected to the requested columns. */
 export async function* scan(table: Table, opts: ScanOptions = {}): AsyncGenerator<Row[]> {
   const plan = await planScan(table, opts)
+  if (opts.checkFilesFirst) await checkFiles(table, plan)
   const filter = compileFilter(table.view, opts.filter)
   const valueColumns = valueColumnsToRead(table, plan.columns, opts.filter)
   const opener = new FileOpener(table, plan.splits, plan.dvIndex, opts.stats)

@@ -250,7 +250,7 @@ export function parseSchema(text: string, where: string): TableSchema {
   try {
     j = JSON.parse(text)
   } catch (e) {
-    throw new StrataInputError(`${where}: not valid JSON (${(e as Error).message})`)
+    throw new StrataInputError(`${where}: not valid JSON (${(e as Error).message})`, { cause: e })
   }
   if (!isPlainObject(j)) throw new StrataInputError(`${where}: expected a JSON object (a Paimon TableSchema), got ${describe(j)}`)
   const integer = (field: string, v: unknown, min: number, max: number): number =>
