@@ -204,10 +204,7 @@ export class ColumnarFileReader {
       rawElements.set(found.element, rawReadElement(found.element, types[c]))
     }
     const rawSchema = metadata.schema.map((element) => rawElements.get(element) ?? element)
-    if (src.expect) {
-      const groupRows = metadata.row_groups.reduce((n, g) => n + Number(g.num_rows), 0)
-      new ManifestCheck(src.name ?? 'data file', src.expect, layout.keyFields, true).footerRows(Number(metadata.num_rows), groupRows)
-    }
+    ManifestCheck.footerRows(src, Number(metadata.num_rows), metadata.row_groups.reduce((n, g) => n + Number(g.num_rows), 0))
     return new ColumnarFileReader(src, layout, file, { ...metadata, schema: rawSchema }, specs, layout.keyFields.length)
   }
 

@@ -1009,10 +1009,16 @@ export class ManifestCheck {
     throw new CorruptFileError(this.file, `${problem}; the file is damaged or is not the file its manifest entry describes`)
   }
 
-  /** The footer's row count (at open): the entry's when the footer is sound. */
-  footerRows(rows: number, groupRows: number): void {
-    if (rows !== groupRows) this.fail(`footer says ${rows} rows, its row groups hold ${groupRows}`)
-    if (BigInt(rows) !== this.expect.rowCount) this.fail(`footer says ${rows} rows, the manifest says ${this.expect.rowCount}`)
+  /**
+   * The footer's row count, checked when the file is opened (no key is decoded for it): its
+   * row groups' sum, and the entry's.
+   */
+  static footerRows(src: ByteSource, rows: number, groupRows: number): void {
+    const expect = src.expect
+    if (expect === undefined) return
+    const file = src.name ?? 'data file'
+    if (rows !== groupRows) throw new CorruptFileError(file, `footer says ${rows} rows, its row groups hold ${groupRows}`)
+    if (BigInt(rows) !== expect.rowCount) throw new CorruptFileError(file, `footer says ${rows} rows, the manifest says ${expect.rowCount}; the file is damaged or is not the file its manifest entry describes`)
   }
 
   /** Order of two values of key field i. */
@@ -1255,7 +1261,7 @@ export class DataFileReader {
     this.#index = footer.index
     this.#columns = footer.columns
     this.#keyValueFields = layout.keyFields.map((k) => layout.valueFields.findIndex((f) => f.id === k.id))
-    if (src.expect) new ManifestCheck(this.#name, src.expect, layout.keyFields, false).footerRows(footer.numRows, this.#index.rowStart(this.#index.groupCount))
+    ManifestCheck.footerRows(src, footer.numRows, this.#index.rowStart(this.#index.groupCount))
   }
 
   get #name(): string {
