@@ -29,7 +29,13 @@
 //   (kind, commitUser, commitIdentifier) of every message it folded. The sidecar is written
 //   before the snapshot and is only read through a snapshot naming it, so a sidecar of a
 //   fold that never landed means nothing. A message whose identity landed after its
-//   `builtAfterSnapshotId` is acknowledged as a duplicate and not landed again.
+//   `builtAfterSnapshotId` is acknowledged as a duplicate and not landed again; an APPEND
+//   built before the newest expired snapshot of that walk does not land (whether it did
+//   cannot be told any more).
+// - Abandoned attempts (docs/design.md "Abandoned attempts"): a redelivered writer batch
+//   names the earlier attempts whose records it carries again (`supersedes`); its snapshot's
+//   sidecar records them, an attempt recorded so never lands, and a superseding message
+//   does not land once an attempt it names has.
 // - Each snapshot is created through FileStoreCommit, conditionally: a stray direct committer
 //   stays safe. A lost race retries inside FileStoreCommit with the folded checks re-run
 //   (checkConflicts); if they now fail, the batch is planned again from fresh state (what
