@@ -337,7 +337,7 @@ describe('dashboard', () => {
   it('splits the alarms over several status widgets past 100', () => {
     const many = synth({ stackName: 'StrataMany', tables: Array.from({ length: 9 }, (_, i) => ({ name: `t${i}`, schema: schema('2') })) })
     const n = alarms(many).length
-    expect(n).toBe(1 + 1 + 2 * 3 + 9 * 12) // ingest DLQ + age, 3 stack functions × 2, per table 12 (with the commit feed's)
+    expect(n).toBe(1 + 1 + 2 * 3 + 9 * 13) // ingest DLQ + age, 3 stack functions × 2, per table 13 (with the commit feed's and the committer lease's)
     const b = body(many)
     expect(b).toContain(`Alarms (1–100 of ${n})`)
     expect(b).toContain(`Alarms (101–${n} of ${n})`)
