@@ -16,6 +16,8 @@ import { describe, expect, it } from 'vitest'
 import { byteSource, readDataFile } from '../lib/format/data-file.ts'
 import { compactTable } from '../lib/lsm/compact-table.ts'
 import { lookup, planScan, readAll } from '../lib/read/table-read.ts'
+import { INGEST_MARKER_DIR, ingest } from '../lib/ingest/ingest.ts'
+import { MemoryStore } from '../lib/store/memory-store.ts'
 import { openStore } from '../lib/store/open-store.ts'
 import type { ObjectStore } from '../lib/store/object-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
@@ -299,6 +301,20 @@ describe('garbled metadata and footers name their file', () => {
     await expectNamed(readAll(await reopen(store)), imKey)
   })
 
+  it("a garbled ingest marker (a redelivered batch's record of its earlier attempt)", async () => {
+    const { table } = await writtenTable()
+    const opts = { resolve: async () => ({ table, jobs: null }), defaultTable: 't', rejects: new MemoryStore(), commitUser: 'w' }
+    const rec = (id: string, receiveCount = 1) => ({ id, source: id, body: JSON.stringify({ id: 1000, v: id }), receiveCount, firstReceivedAt: Date.now() })
+    expect((await ingest([rec('m1')], opts)).errors).toEqual([])
+    const markers = (await table.store.list(INGEST_MARKER_DIR)).map((o) => o.key).filter((k) => !k.includes('/r/'))
+    expect(markers.length).toBe(1)
+    await table.store.put(markers[0], new TextEncoder().encode('{"startedAfter": 1, "startedAt": '))
+    // the same batch again: it finds its marker and reads it
+    const res = await ingest([rec('m1', 2)], opts)
+    expect(res.errors.length).toBe(1)
+    expect(res.errors[0].error).toContain(markers[0])
+  })
+
   it('a garbled schema file', async () => {
     const { store } = await writtenTable()
     const bytes = (await store.get('schema/schema-0'))!
@@ -307,6 +323,23 @@ describe('garbled metadata and footers name their file', () => {
     await store.put('schema/schema-0', bad)
     const e = await expectNamed(Table.open(store), 'schema/schema-0')
     expect(e.cause).toBeInstanceOf(Error)
+  })
+})
+
+describe('sound files read as before', () => {
+  it('string keys in code point order read with the checks on, surrogate pairs against U+E000..U+FFFF included', async () => {
+    const store = new MemoryStore()
+    const table = await Table.create(store, { fields: [{ name: 'k', type: 'STRING' }, { name: 'v', type: 'INT' }], primaryKeys: ['k'], options: { bucket: '1' } })
+    // code point order: 'a' < U+E000 < U+FFFD < U+1F600 (UTF-16 units would put the last first)
+    const keys = ['', 'a', '\uE000', '\uFFFD', '\u{1F600}', '\u{1F600}x']
+    const put = (base: number) => writeBatch(table, keys.map((k, i) => ({ ...recordFromJson(table.view, { k, v: base + i }, `k ${i}`), where: `k ${i}` })))
+    await put(0)
+    expect((await readAll(await reopen(store))).map((r) => r[0])).toEqual(keys)
+    for (const k of keys) expect(await lookup(await reopen(store), { k })).not.toBeNull()
+    // a compaction reads both files (columnar) with the checks on
+    await put(100)
+    await compactTable(await reopen(store), { full: true })
+    expect(await readAll(await reopen(store))).toEqual(keys.map((k, i) => [k, 100 + i]))
   })
 })
 

@@ -1057,20 +1057,43 @@ export class ManifestCheck {
         }
         return 0
       }
-      const f = this.#fns[0]
-      for (let r = 1; r < n; r++) if (f(a[r - 1] as Value, a[r] as Value) > 0) return r
+      for (let r = 1; r < n; r++) if (this.#fieldBelow(0, a[r - 1], a[r]) > 0) return r
       return 0
     }
-    const fns = this.#fns
+    const nk = cols.length
     for (let r = 1; r < n; r++) {
       let c = 0
-      for (let i = 0; i < fns.length && c === 0; i++) c = fns[i](cols[i][r - 1] as Value, cols[i][r] as Value)
+      for (let i = 0; i < nk && c === 0; i++) c = this.#fieldBelow(i, cols[i][r - 1], cols[i][r])
       if (c > 0) return r
     }
     return 0
   }
 
-  /** A key read, in order after the last one: it must follow it and lie within min/max. */
+  /** Whether the key `cur`, read after `prev`, is below it (the row path's keys). */
+  below(prev: readonly unknown[], cur: readonly unknown[]): boolean {
+    let c = 0
+    for (let i = 0; i < prev.length && c === 0; i++) c = this.#fieldBelow(i, prev[i], cur[i])
+    return c > 0
+  }
+
+  /**
+   * > 0 when `cur` is below `prev` in key field i, < 0 above, 0 equal. Strings are compared by
+   * UTF-16 units first (no scan for surrogates, which the exact order needs) and by the exact
+   * order only when those put `cur` below: a pair out of order only in code point order
+   * (a surrogate pair against U+E000..U+FFFF) passes, a pair in order never fails.
+   */
+  #fieldBelow(i: number, prev: unknown, cur: unknown): number {
+    if (prev === cur) return 0
+    const t = typeof prev
+    if (t === typeof cur) {
+      // (bigints are equal only when ===; numbers in order by < are in order by compareFloats too)
+      if (t === 'bigint') return (cur as bigint) < (prev as bigint) ? 1 : -1
+      if ((t === 'string' || t === 'number') && (prev as number) < (cur as number)) return -1
+    }
+    return this.#fns[i](prev as Value, cur as Value)
+  }
+
+  /** The first key of a batch: not below the last key checked, nor the first below minKey. */
   #next(key: ArrayLike<unknown>): void {
     const last = this.#last
     if (last === null) {
@@ -1083,14 +1106,15 @@ export class ManifestCheck {
 
   /**
    * A batch of rows read in file order, `n` of them: `keyAt(r)` row r's key (called for the
-   * first and the last only), `ascending()` whether each key in the batch is above the one
-   * before (the caller's loop, specialised for its columns), `retracts` the batch's -U/-D rows.
+   * first and the last, and a bad row), `disorder()` the first row whose key is below the one
+   * before it, or 0 (the caller's loop, made for its columns: `firstDisorder`), `retracts` the
+   * batch's -U/-D rows.
    */
-  batch(n: number, keyAt: (r: number) => unknown[], ascending: () => number, retracts: number): void {
+  batch(n: number, keyAt: (r: number) => unknown[], disorder: () => number, retracts: number): void {
     if (n === 0) return
     const first = keyAt(0)
     this.#next(first)
-    const bad = ascending()
+    const bad = disorder()
     if (bad > 0) this.fail(`key ${describeKeyOf(keyAt(bad))} follows ${describeKeyOf(keyAt(bad - 1))}: rows are sorted by key`)
     const last = n === 1 ? first : keyAt(n - 1)
     if (this.compare(last, this.maxKey) > 0) this.fail(`key ${describeKeyOf(last)} is above the manifest's maxKey ${describeKeyOf(this.maxKey)}`)
@@ -1386,14 +1410,13 @@ export class DataFileReader {
 
   /** Keys in order and within the entry's bounds; a primary-key field read as a value holds its key. */
   #checkBatch(check: ManifestCheck, batch: KeyValue[], selected: number[]): void {
-    const cmp = (a: unknown[], b: unknown[]) => check.compare(a, b)
     let retracts = 0
     for (let r = 0; r < batch.length; r++) retracts += batch[r].kind & 1
     check.batch(
       batch.length,
       (r) => batch[r].key,
       () => {
-        for (let r = 1; r < batch.length; r++) if (cmp(batch[r - 1].key, batch[r].key) > 0) return r
+        for (let r = 1; r < batch.length; r++) if (check.below(batch[r - 1].key, batch[r].key)) return r
         return 0
       },
       retracts,
