@@ -13,7 +13,7 @@ import type { ObjectStore } from '../store/object-store.ts'
 import { JsonNumber, parseJsonLine } from '../table/json-line.ts'
 import { recordFromJson } from '../table/json-values.ts'
 import type { Table } from '../table/table.ts'
-import { type Snapshot, StrataInputError } from '../types.ts'
+import { type Snapshot, CorruptFileError, StrataInputError } from '../types.ts'
 import { type WriteRecord, refusedRecord, writeBatch } from '../write/table-write.ts'
 
 export interface IngestRecord {
@@ -157,7 +157,7 @@ async function earlierAttempt(
     ...indexKeys(user, identifier, ids, now).map((k) => table.store.put(k, new Uint8Array(0))),
   ])
   if (created) return { landed: null, existed: false, latestSnapshot }
-  const prev = parseMarker(await table.store.get(key))
+  const prev = parseMarker(await table.store.get(key), key)
   const landed = prev ? await landedSince(table, user, identifier, prev, latest) : null
   if (landed !== null) return { landed, existed: true, latestSnapshot }
   await table.store.put(key, body)
@@ -168,8 +168,14 @@ function markerKey(user: string, identifier: bigint): string {
   return `${MARKER_DIR}${user}/${identifier.toString(16)}`
 }
 
-function parseMarker(bytes: Uint8Array | null): Marker | null {
-  return bytes ? (JSON.parse(new TextDecoder().decode(bytes)) as Marker) : null
+function parseMarker(bytes: Uint8Array | null, key: string): Marker | null {
+  if (!bytes) return null
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes)) as Marker
+  } catch (e) {
+    // JSON.parse's message names no file
+    throw new CorruptFileError(key, `not valid JSON (${(e as Error).message})`, { cause: e })
+  }
 }
 
 /**
@@ -224,7 +230,7 @@ async function committedEarlier(
   if (candidates.size === 0) return { landed: out, unresolved }
   for (const [identifierHex, ids] of candidates) {
     const identifier = BigInt(`0x${identifierHex}`)
-    const marker = parseMarker(await table.store.get(markerKey(user, identifier)))
+    const marker = parseMarker(await table.store.get(markerKey(user, identifier)), markerKey(user, identifier))
     if (!marker?.ids) continue
     const held = new Set(marker.ids)
     const confirmed = [...ids].filter((id) => held.has(id) && !out.has(id))
