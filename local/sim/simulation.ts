@@ -67,9 +67,9 @@ export interface SimResult {
 
 /**
  * The documented bound on the writer and follow-up jobs of one bucket on its queue, the one
- * in flight included (docs/design.md "Compaction jobs": three, and one more for a writer
- * batch redelivered past SQS's five-minute deduplication window); the maintenance sweep's
- * jobs are counted apart.
+ * in flight included (docs/design.md "Compaction jobs": three, and one more for a job sent
+ * again under a still-current key past SQS's five-minute deduplication window); the
+ * maintenance sweep's jobs are counted apart.
  */
 export const JOBS_PER_BUCKET_BOUND = 4
 
