@@ -1,5 +1,5 @@
 // Strata's decoder of flat Parquet column chunks into column batches (lib/format/columnar-types.ts):
-// the input side of the columnar compaction path (issue 18), used by ColumnarFileReader
+// the input side of the columnar compaction path, used by ColumnarFileReader
 // (lib/format/columnar-reader.ts) for the columns stored as Strata's writer stores them.
 // hyparquet stays the reader of everything else (nested columns, other encodings and codecs,
 // other physical storage), and the reference this decoder is tested against

@@ -1,4 +1,4 @@
-// Strata's encoder of Parquet column chunks (issue 18: encoding was ~30% of compaction CPU in
+// Strata's encoder of Parquet column chunks (encoding was ~30% of compaction CPU in
 // hyparquet-writer). It writes one flat column chunk of a data file from a typed array
 // (Int32Array, BigInt64Array, Float32Array, Float64Array, …) or a plain array (strings, bytes,
 // bigints, nulls) without making an object per value where it can, and returns the chunk's

@@ -1,4 +1,4 @@
-// Bounded request parallelism (issue 14). Every object-store request waits a first-byte
+// Bounded request parallelism. Every object-store request waits a first-byte
 // latency, so independent requests go out together; `io.max-concurrent-requests` caps how
 // many one operation keeps in flight, which keeps it under S3's per-prefix request rates and
 // inside the client's socket pool. Retries and throttle handling stay in the store below

@@ -1,4 +1,4 @@
-// The write buffer of one (partition, bucket) held as columns (issue 18, part 4): a typed
+// The write buffer of one (partition, bucket) held as columns: a typed
 // array per fixed-width field instead of a `Row` array per record, so a buffered record costs
 // a few dozen bytes outside the V8 heap instead of ~257 B of objects the collector has to
 // trace. At a flush the group is sorted by a permutation over its key columns, each key's
