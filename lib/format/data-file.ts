@@ -7,7 +7,6 @@
 import zlib from 'node:zlib'
 import { parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet'
 import type { AsyncBuffer, ColumnData, CompressionCodec, Compressors, FileMetaData, SchemaElement } from 'hyparquet'
-import { compressors as bundledDecompressors } from 'hyparquet-compressors'
 import { ByteWriter } from 'hyparquet-writer'
 import { CorruptFileError, isRetract, StrataInputError, type DataField, type DataType, type KeyValue, type RowKind, type Value } from '../types.ts'
 import { compareDoubles, rowComparator, valueComparator } from './compare.ts'
@@ -32,6 +31,7 @@ import { type ByteRange, type FileIndex, type GroupIndex, type PageLocation, Pre
 import { type ByteLru, approximateBytes } from '../manifest/byte-cache.ts'
 import { deserializeBinaryRow } from './binary-row.ts'
 import { checkPages } from './parquet-decode.ts'
+import { DECOMPRESSORS } from './decompressors.ts'
 
 export const KEY_FIELD_PREFIX = '_KEY_'
 /** `SpecialFields.KEY_FIELD_ID_START` = Integer.MAX_VALUE / 2; a `_KEY_` column's id is this + the field id. */
@@ -140,14 +140,6 @@ function codecOf(compression: FileCompression, zstdLevel: number): Codec {
     default:
       throw new StrataInputError(`file.compression ${JSON.stringify(compression)} is not one of 'none', 'snappy', 'gzip', 'zstd', 'lz4'`)
   }
-}
-
-// Everything Parquet files may use, read with node:zlib where it is native (faster than JS).
-/** Decompressors for every codec Paimon writes (zstd where this Node has it). */
-export const DECOMPRESSORS: Compressors = {
-  ...bundledDecompressors,
-  GZIP: (input) => zlib.gunzipSync(input),
-  ...(typeof zlibExtra.zstdDecompressSync === 'function' ? { ZSTD: (input: Uint8Array) => zlibExtra.zstdDecompressSync!(input) } : {}),
 }
 
 // ---------------------------------------------------------------------------------------------

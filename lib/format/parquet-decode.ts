@@ -31,7 +31,7 @@ import { isUtf8 } from 'node:buffer'
 import type { ColumnMetaData, CompressionCodec, SchemaElement } from 'hyparquet'
 import type { DataType } from '../types.ts'
 import { type Column, Utf8Column } from './columnar-types.ts'
-import { DECOMPRESSORS } from './data-file.ts'
+import { DECOMPRESSORS } from './decompressors.ts'
 import { SNAPPY_SLACK, snappyInto } from './snappy.ts'
 
 if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) throw new Error("Strata's Parquet decoder needs a little-endian platform")
