@@ -9,7 +9,7 @@ import { compactTable } from '../lib/lsm/compact-table.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { manifestKey } from '../lib/table/paths.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 
 const buckets = Number(process.argv[2] ?? 1024)

@@ -10,10 +10,11 @@
 //
 //   npx tsx --expose-gc bench/footer-cache.ts [--target-mb 128] [--lookups 200]
 
-import { type ByteSource, type DataFileFooter, type DataFileLayout, DataFileReader, DataFileWriter } from '../lib/format/data-file.ts'
+import type { ByteSource } from '../lib/store/byte-source.ts'
+import { type DataFileFooter, type DataFileLayout, DataFileReader, DataFileWriter } from '../lib/format/data-file.ts'
 import { rowComparator } from '../lib/format/compare.ts'
-import { ByteLru } from '../lib/manifest/byte-cache.ts'
-import { DEFAULT_FOOTER_CACHE_BYTES } from '../lib/table/table.ts'
+import { ByteLru } from '../lib/format/byte-cache.ts'
+import { DEFAULT_FOOTER_CACHE_BYTES } from '../lib/handle/table.ts'
 import type { DataType, KeyValue, Value } from '../lib/types.ts'
 import { parseBenchArgs } from './lib/args.ts'
 import { seededRandom } from './lib/dataset.ts'

@@ -25,7 +25,7 @@ import { readAll } from '../lib/read/table-read.ts'
 import { LocalFileStore } from '../lib/store/local-store.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import type { ObjectStore } from '../lib/store/object-store.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import { RowKind } from '../lib/types.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 import { parseBenchArgs } from './lib/args.ts'
@@ -40,7 +40,7 @@ export interface MemoryPoint {
   rssMb: number
   externalMb: number
   arrayBuffersMb: number
-  /** the handle's caches: entries and MB charged against their bounds (lib/manifest/byte-cache.ts) */
+  /** the handle's caches: entries and MB charged against their bounds (lib/format/byte-cache.ts) */
   metadataEntries: number
   metadataMb: number
   snapshotsCached: number

@@ -9,7 +9,7 @@
 // would take it over, and a row too large to go out alone is answered 422, naming its key
 // and size, with a cursor that skips it. Pages continue with an opaque cursor that pins the
 // snapshot, so every page reads one snapshot however many commits land in between.
-// `tag` reads the snapshot a tag pins (lib/table/tags.ts), as `strata read --tag` does; its
+// `tag` reads the snapshot a tag pins (lib/handle/tags.ts), as `strata read --tag` does; its
 // cursor pins the tag and the snapshot. Op `changes` reads what the snapshots (fromSnapshot,
 // toSnapshot] changed, each row with its `_kind` (lib/read/incremental.ts), as `strata read
 // --from-snapshot` does; its cursor pins the range and the mode. Consumer progress is not
@@ -22,12 +22,12 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware'
 import type { Context } from 'aws-lambda'
 import { tableStatus } from '../lib/cli/status.ts'
 import { valueComparator } from '../lib/format/compare.ts'
-import { valueColumnsForMerge } from '../lib/lsm/merge-function.ts'
+import { valueColumnsForMerge } from '../lib/merge/merge-function.ts'
 import { type KeyFilter, type ReadStats, FileOpener, lookup, newReadStats, planScan, readSplitRecords } from '../lib/read/table-read.ts'
 import { rowToJsonLine, valueFromJson } from '../lib/table/json-values.ts'
 import { INCREMENTAL_MODES, type IncrementalMode, changeColumns, planIncremental, readPlanSplits } from '../lib/read/incremental.ts'
-import type { Table } from '../lib/table/table.ts'
-import { checkTagName, getTag, requireTag } from '../lib/table/tags.ts'
+import type { Table } from '../lib/handle/table.ts'
+import { checkTagName, getTag, requireTag } from '../lib/handle/tags.ts'
 import { ROW_KIND_SHORT, type Row, StrataInputError, isRetract } from '../lib/types.ts'
 import { ConfigError } from './shared/config.ts'
 import { HttpError, type HttpResponse, errorResponse, isFunctionUrlEvent, jsonResponse, parseJsonObject, requestOf } from './shared/http.ts'

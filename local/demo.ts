@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { readAll } from '../lib/read/table-read.ts'
 import { tableStatus } from '../lib/cli/status.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import { type LocalRuntime, startLocalRuntime } from './runtime/local-runtime.ts'
 import { freshnessChart } from './chart.ts'
 

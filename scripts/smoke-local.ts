@@ -20,7 +20,7 @@ import { loadDeployConfig } from '../cdk/config.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import { S3Store, clientFromEnvironment } from '../lib/store/s3-store.ts'
 import { rowToJsonLine } from '../lib/table/json-values.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 
 process.env.AWS_ENDPOINT_URL ??= 'http://localhost:4566'
 process.env.AWS_REGION ??= process.env.AWS_DEFAULT_REGION ?? 'us-east-1'

@@ -15,7 +15,7 @@ import { compactTable } from '../lib/lsm/compact-table.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import { writeMessage } from './helpers/commit.ts'
 
 const schema = {

@@ -1,8 +1,8 @@
 import { describe, it, expect } from 'vitest'
 import fc from 'fast-check'
 import { StrataInputError, type DataType, type TypeRoot, type Value } from '../lib/types.ts'
-import { createFieldAggregator, resolveAggregateFunction, type AggregateFunctionName, type FieldAggregatorOptions } from '../lib/lsm/aggregate.ts'
-import { formatDataType as typeToString } from '../lib/table/data-type.ts'
+import { createFieldAggregator, resolveAggregateFunction, type AggregateFunctionName, type FieldAggregatorOptions } from '../lib/merge/aggregate.ts'
+import { formatDataType as typeToString } from '../lib/format/data-type.ts'
 
 const t = (root: TypeRoot, extra: Partial<DataType> = {}): DataType => ({ root, nullable: true, ...extra })
 const INT = t('INT')

@@ -1,4 +1,4 @@
-// `strata alter` and lib/table/alter.ts: the schema files an alter writes (Paimon's
+// `strata alter` and lib/handle/alter.ts: the schema files an alter writes (Paimon's
 // versioning: schema-N+1, field ids from highestFieldId, options following a rename), the
 // race of two alters for one id, and every refusal: each names the change, the column, the
 // value and what was expected, and writes nothing.
@@ -9,9 +9,9 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { readAll } from '../lib/read/table-read.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
-import { type SchemaChange, alterTable, applySchemaChanges } from '../lib/table/alter.ts'
+import { type SchemaChange, alterTable, applySchemaChanges } from '../lib/handle/alter.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import { StrataInputError } from '../lib/types.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 import { strata } from './helpers/cli-in-process.ts'

@@ -27,7 +27,7 @@ import { readAll } from '../lib/read/table-read.ts'
 import type { ObjectStore } from '../lib/store/object-store.ts'
 import { S3Store } from '../lib/store/s3-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import { CommitConflictError, type Row, StrataInputError } from '../lib/types.ts'
 import { type EmbeddedBackend, startEmbeddedBackend } from '../local/embedded.ts'
 import { sqsEventOf, sqsRecordOf } from '../local/runtime/sqs-event.ts'
@@ -119,7 +119,7 @@ describe('batching committer', () => {
           const directFailed: number[] = []
           for (let i = 0; i < messages.length; i++) {
             try {
-              await direct.committer.commit(requestFromMessage(direct, messages[i]))
+              await direct.committer.commit(requestFromMessage(direct.view, messages[i]))
             } catch (e) {
               if (!(e instanceof CommitConflictError)) throw e
               directFailed.push(i)
@@ -305,7 +305,7 @@ describe('batching committer', () => {
         if (raced) return
         raced = true
         const [d] = await compactionMessagesOf(direct, true)
-        await direct.committer.commit(requestFromMessage(direct, d))
+        await direct.committer.commit(requestFromMessage(direct.view, d))
       },
     })
     const res = await committer.commit([w, c])

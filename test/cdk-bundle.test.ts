@@ -23,7 +23,7 @@ import { logicalIdOf } from '../cdk/nag.ts'
 import type { StrataStack } from '../cdk/stack.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import { S3Store } from '../lib/store/s3-store.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import { type EmbeddedBackend, startEmbeddedBackend } from '../local/embedded.ts'
 import { sqsEventOf, sqsRecordOf } from '../local/runtime/sqs-event.ts'
 

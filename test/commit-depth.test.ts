@@ -8,7 +8,7 @@ import { compactBucket } from '../lib/lsm/compact-task.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 import { TracedStore } from './helpers/traced-store.ts'
 

@@ -17,7 +17,7 @@ import { COMMITTER_LEASE_KEY, COMMITTER_LEASE_SKEW_ALLOWANCE_MS, COMMITTER_LEASE
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import type { ObjectStore } from '../lib/store/object-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import { writeMessage } from './helpers/commit.ts'
 import { captureMetrics } from './helpers/metrics.ts'
 import { type Op, schemaFor } from './helpers/model.ts'

@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { tableStatus } from '../lib/cli/status.ts'
 import { readAll } from '../lib/read/table-read.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import { startLocalRuntime } from '../local/runtime/local-runtime.ts'
 
 const FAULTY = join(import.meta.dirname, 'fixtures', 'faulty-compactor.ts')

@@ -3,17 +3,8 @@ import fc from 'fast-check'
 import { parquetMetadata } from 'hyparquet'
 import { parquetWriteBuffer } from 'hyparquet-writer'
 import { describe, expect, it } from 'vitest'
-import {
-  byteSource,
-  DataFileReader,
-  DataFileWriter,
-  readDataFile,
-  writeDataFile,
-  type ByteSource,
-  type ColumnStats,
-  type DataFileLayout,
-  type FileCompression,
-} from '../lib/format/data-file.ts'
+import type { ByteSource } from '../lib/store/byte-source.ts'
+import { byteSource, DataFileReader, DataFileWriter, readDataFile, writeDataFile, type ColumnStats, type DataFileLayout, type FileCompression } from '../lib/format/data-file.ts'
 import { decimalByteLength } from '../lib/format/parquet-types.ts'
 import { withZstd, zlibAny } from './helpers/zstd.ts'
 import { StrataInputError, type DataField, type DataType, type KeyValue, type RowKind, type Value } from '../lib/types.ts'

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { optionKeysOfMergeEngines } from '../lib/lsm/merge-function.ts'
+import { optionKeysOfMergeEngines } from '../lib/merge/merge-function.ts'
 import { OPTION_SPECS } from '../lib/table/options.ts'
 
 const ops = readFileSync(join(import.meta.dirname, '..', 'docs', 'operations.md'), 'utf8')

@@ -8,7 +8,7 @@ import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs
 import { describe, expect, it } from 'vitest'
 import type { CommitEvent } from '../lib/commit/commit-feed.ts'
 import { consumerStart, planIncremental, readPlan, recordConsumer } from '../lib/read/incremental.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import { ROW_KIND_SHORT } from '../lib/types.ts'
 import { startLocalRuntime } from '../local/runtime/local-runtime.ts'
 

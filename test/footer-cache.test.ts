@@ -17,20 +17,11 @@ import { parquetMetadata, readColumnIndex, readOffsetIndex } from 'hyparquet'
 import { parquetWriteBuffer } from 'hyparquet-writer'
 import { describe, expect, it } from 'vitest'
 import { rowComparator } from '../lib/format/compare.ts'
-import {
-  type ByteSource,
-  type DataFileFooter,
-  type DataFileLayout,
-  DataFileReader,
-  KEY_FIELD_PREFIX,
-  SEQUENCE_NUMBER,
-  VALUE_KIND,
-  footerBytes,
-  writeDataFile,
-} from '../lib/format/data-file.ts'
+import type { ByteSource } from '../lib/store/byte-source.ts'
+import { type DataFileFooter, type DataFileLayout, DataFileReader, KEY_FIELD_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, footerBytes, writeDataFile } from '../lib/format/data-file.ts'
 import { deletionVectorOf } from '../lib/format/deletion-vector.ts'
 import { type ChunkIndex, type GroupIndex, type PageLocation, STAT_PARSERS } from '../lib/format/page-index.ts'
-import { ByteLru, approximateBytes } from '../lib/manifest/byte-cache.ts'
+import { ByteLru, approximateBytes } from '../lib/format/byte-cache.ts'
 import type { DataField, DataType, KeyValue, RowKind, Value } from '../lib/types.ts'
 
 const MAX = 2147483647

@@ -15,7 +15,7 @@ import type { ObjectStore } from '../lib/store/object-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { OPTION_SPECS, coreOptions, validateOptions } from '../lib/table/options.ts'
 import { createSchema, describeSchema, parseSchema, serializeSchema } from '../lib/table/schema.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import { StrataInputError } from '../lib/types.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 

@@ -1,4 +1,4 @@
-// Incremental reads (lib/read/incremental.ts) and consumer progress (lib/table/consumers.ts):
+// Incremental reads (lib/read/incremental.ts) and consumer progress (lib/handle/consumers.ts):
 // a model-based property test of random writes, compactions and expirations followed by
 // incremental reads between random retained snapshots, compared with the model's delta
 // (per APPEND commit, per key, the commit's last record with its kind, raw and unmerged
@@ -16,9 +16,9 @@ import { removeOrphanFiles } from '../lib/maintenance/orphans.ts'
 import { consumerStart, planIncremental, readIncremental, recordConsumer } from '../lib/read/incremental.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { LocalFileStore } from '../lib/store/local-store.ts'
-import { checkConsumerId, consumerKey, getConsumer, listConsumers, parseConsumer, serializeConsumer, setConsumer } from '../lib/table/consumers.ts'
+import { checkConsumerId, consumerKey, getConsumer, listConsumers, parseConsumer, serializeConsumer, setConsumer } from '../lib/handle/consumers.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import { ROW_KIND_SHORT, StrataInputError } from '../lib/types.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 import { strata } from './helpers/cli-in-process.ts'

@@ -29,7 +29,7 @@ import { type JobMessage, type ProcessOptions, processCompactionJobs } from '../
 import { readAll } from '../lib/read/table-read.ts'
 import { S3Store } from '../lib/store/s3-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 import { type EmbeddedBackend, startEmbeddedBackend } from '../local/embedded.ts'
 import { type Op, TableModel, schemaFor, sortRows } from './helpers/model.ts'

@@ -15,7 +15,7 @@ import { MemoryJobQueue } from '../lib/jobs/compaction-job.ts'
 import { compactTable } from '../lib/lsm/compact-table.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 
 const put = (t: Table, id: number, sequenceBase: bigint) =>

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest'
 import { JsonNumber, parseJsonLine } from '../lib/table/json-line.ts'
 import { formatDecimal, recordFromJson, recordFromJsonLine, valueFromJson, valueToJson } from '../lib/table/json-values.ts'
 import { describeSchema, createSchema } from '../lib/table/schema.ts'
-import { parseDataType } from '../lib/table/data-type.ts'
+import { parseDataType } from '../lib/format/data-type.ts'
 import { type DataField, StrataInputError, type Value } from '../lib/types.ts'
 
 const field = (type: string, name = 'v'): DataField => ({ id: 0, name, type: parseDataType(type, 'test') })

@@ -14,24 +14,16 @@ import fc from 'fast-check'
 import { parquetMetadata } from 'hyparquet'
 import { describe, expect, it } from 'vitest'
 import { rowComparator } from '../lib/format/compare.ts'
-import {
-  type ByteSource,
-  type DataFileFooter,
-  type DataFileLayout,
-  DataFileReader,
-  byteSource,
-  newDataFileReadStats,
-  readDataFile,
-  writeDataFile,
-} from '../lib/format/data-file.ts'
+import type { ByteSource } from '../lib/store/byte-source.ts'
+import { type DataFileFooter, type DataFileLayout, DataFileReader, byteSource, newDataFileReadStats, readDataFile, writeDataFile } from '../lib/format/data-file.ts'
 import { deletionVectorOf } from '../lib/format/deletion-vector.ts'
 import { compactTable } from '../lib/lsm/compact-table.ts'
-import { ByteLru } from '../lib/manifest/byte-cache.ts'
+import { ByteLru } from '../lib/format/byte-cache.ts'
 import { lookup, newReadStats, readAll } from '../lib/read/table-read.ts'
 import { InterceptingStore, type StoreOp } from '../lib/store/intercepting-store.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { S3Store } from '../lib/store/s3-store.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { type DataField, type DataType, type KeyValue, type RowKind, type Value, RowKind as RK } from '../lib/types.ts'
 import { writeBatch } from '../lib/write/table-write.ts'

@@ -13,7 +13,7 @@ import { compactTable } from '../lib/lsm/compact-table.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 
 const HIGH = 5_000_000n << 20n

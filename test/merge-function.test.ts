@@ -8,7 +8,7 @@ import {
   parseMergeEngineConfig,
   sequenceComparator,
   type MergeEngineConfig,
-} from '../lib/lsm/merge-function.ts'
+} from '../lib/merge/merge-function.ts'
 
 const type = (root: TypeRoot, nullable = true, extra: Partial<DataType> = {}): DataType => ({ root, nullable, ...extra })
 const field = (id: number, name: string, t: DataType): DataField => ({ id, name, type: t })

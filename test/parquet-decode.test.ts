@@ -36,7 +36,7 @@ import { writeFooter } from '../lib/format/parquet-footer.ts'
 import { snappyDecompress } from '../lib/format/snappy.ts'
 import { snappyCompress } from '../lib/format/snappy.ts'
 import { physicalEncoder } from '../lib/format/parquet-types.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import type { DataField, DataType, KeyValue, RowKind, Value } from '../lib/types.ts'
 import { buildHarness, missingTools, paimonBatch, writeJsonLines } from './helpers/interop.ts'
 

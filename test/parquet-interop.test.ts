@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { DuckDBInstance } from '@duckdb/node-api'
 import { afterAll, describe, expect, it } from 'vitest'
 import { type FileCompression, writeDataFile } from '../lib/format/data-file.ts'
-import { parseDataType } from '../lib/table/data-type.ts'
+import { parseDataType } from '../lib/format/data-type.ts'
 import { type DataField, type KeyValue, RowKind } from '../lib/types.ts'
 import { withZstd } from './helpers/zstd.ts'
 

@@ -20,7 +20,7 @@ import { expireSnapshots } from '../lib/maintenance/expire.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import { S3Store } from '../lib/store/s3-store.ts'
 import { recordFromJson, rowToJsonLine } from '../lib/table/json-values.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import type { Row } from '../lib/types.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 import { type EmbeddedBackend, startEmbeddedBackend } from '../local/embedded.ts'
@@ -519,7 +519,7 @@ describe('metrics', () => {
 
 describe('tag', () => {
   it("scan and lookup of a tag read the tagged snapshot, across pages while commits land; bad tag input is refused naming the field", async () => {
-    const { createTag } = await import('../lib/table/tags.ts')
+    const { createTag } = await import('../lib/handle/tags.ts')
     await createTag(orders, 'first', { snapshotId: 1 })
     const expected = expectedText(orders, await readAll(orders, { snapshotId: 1 }))
     let wrote = false

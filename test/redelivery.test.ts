@@ -18,7 +18,7 @@ import { writerHandler } from '../functions/writer.ts'
 import { type CompactionJob, messageGroupId } from '../lib/jobs/compaction-job.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import { openStore } from '../lib/store/open-store.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import { sqsEvent, sqsRecord } from './helpers/lambda.ts'
 
 const SCHEMA = {

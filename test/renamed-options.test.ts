@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { compactBucket } from '../lib/lsm/compact-task.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import { StrataInputError } from '../lib/types.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 

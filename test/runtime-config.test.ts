@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest'
 import { ConfigError, parseConfig } from '../functions/shared/config.ts'
-import { DEFAULT_FOOTER_CACHE_BYTES } from '../lib/table/table.ts'
+import { DEFAULT_FOOTER_CACHE_BYTES } from '../lib/handle/table.ts'
 
 const env = (tables: unknown) => ({ STRATA_TABLES: JSON.stringify(tables) })
 

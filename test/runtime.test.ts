@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { readAll } from '../lib/read/table-read.ts'
 import { tableStatus } from '../lib/cli/status.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import { type LocalRuntime, startLocalRuntime } from '../local/runtime/local-runtime.ts'
 import { sortRows } from './helpers/model.ts'
 

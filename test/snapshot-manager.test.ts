@@ -22,7 +22,7 @@ import { readAll } from '../lib/read/table-read.ts'
 import { SNAPSHOT_TRUST_MS } from '../lib/manifest/snapshot-manager.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 import { schemaFor } from './helpers/model.ts'
 

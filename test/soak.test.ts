@@ -28,7 +28,7 @@ import { MIN_ORPHAN_OLDER_THAN_MS } from '../lib/maintenance/orphans.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 
 describe('soak (short)', () => {

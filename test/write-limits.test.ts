@@ -12,7 +12,7 @@ import { readAll } from '../lib/read/table-read.ts'
 import { LocalFileStore } from '../lib/store/local-store.ts'
 import type { ObjectStore } from '../lib/store/object-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
-import { Table } from '../lib/table/table.ts'
+import { Table } from '../lib/handle/table.ts'
 import { StrataInputError } from '../lib/types.ts'
 import { rowSize, writeBatch } from '../lib/write/table-write.ts'
 

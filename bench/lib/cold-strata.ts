@@ -10,7 +10,7 @@
 import { serializeBinaryRow } from '../../lib/format/binary-row.ts'
 import { compactBucket } from '../../lib/lsm/compact-task.ts'
 import { openStore } from '../../lib/store/open-store.ts'
-import { Table } from '../../lib/table/table.ts'
+import { Table } from '../../lib/handle/table.ts'
 import { cpuSecondsOf, reportToParent, timed } from './child.ts'
 
 const table = await Table.open(openStore(process.argv[2]))

@@ -7,7 +7,7 @@ import { serializeBinaryRow } from '../../lib/format/binary-row.ts'
 import { compactBucket } from '../../lib/lsm/compact-task.ts'
 import { openStore } from '../../lib/store/open-store.ts'
 import type { ObjectStore } from '../../lib/store/object-store.ts'
-import { Table } from '../../lib/table/table.ts'
+import { Table } from '../../lib/handle/table.ts'
 import { type Row, RowKind } from '../../lib/types.ts'
 import { type WriteRecord, writeBatch } from '../../lib/write/table-write.ts'
 

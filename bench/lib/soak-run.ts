@@ -35,7 +35,7 @@ import { MIN_ORPHAN_OLDER_THAN_MS, REMOVE_ORPHANS_TASK, removeOrphanFiles } from
 import { snapshotRange, snapshotReferences } from '../../lib/maintenance/references.ts'
 import { lookup, readAll } from '../../lib/read/table-read.ts'
 import { S3Store } from '../../lib/store/s3-store.ts'
-import { Table } from '../../lib/table/table.ts'
+import { Table } from '../../lib/handle/table.ts'
 import type { InvokeResult } from '../../local/runtime/execution-environment.ts'
 import { ExecutionEnvironmentPool } from '../../local/runtime/execution-environment.ts'
 import { type LocalRuntime, startLocalRuntime } from '../../local/runtime/local-runtime.ts'

@@ -14,9 +14,9 @@
 // It speaks CloudFormation's custom-resource protocol itself (a PUT of the result to the
 // pre-signed ResponseURL), so no provider framework Lambda is deployed alongside.
 
-import { formatDataType } from '../../lib/table/data-type.ts'
+import { formatDataType } from '../../lib/format/data-type.ts'
 import { createSchema } from '../../lib/table/schema.ts'
-import { Table } from '../../lib/table/table.ts'
+import { Table } from '../../lib/handle/table.ts'
 import { type TableSchema, StrataInputError } from '../../lib/types.ts'
 
 export interface TableInitProperties {

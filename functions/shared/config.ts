@@ -14,7 +14,7 @@
 //   unset, no events are published.
 
 import { StrataInputError } from '../../lib/types.ts'
-import { DEFAULT_FOOTER_CACHE_BYTES } from '../../lib/table/table.ts'
+import { DEFAULT_FOOTER_CACHE_BYTES } from '../../lib/handle/table.ts'
 
 export interface TableConfig {
   name: string

@@ -2,7 +2,7 @@
 // table handles (opened once, reused while warm — their manifest and snapshot caches are
 // what makes a warm invocation cheap), AWS clients, and Powertools logger and metrics.
 // Everything here is bounded: one handle per configured table (its caches bounded by bytes,
-// lib/manifest/byte-cache.ts), one SQS client, one reject store.
+// lib/format/byte-cache.ts), one SQS client, one reject store.
 
 import { SQSClient } from '@aws-sdk/client-sqs'
 import { Logger } from '@aws-lambda-powertools/logger'
@@ -15,7 +15,7 @@ import { openStore } from '../../lib/store/open-store.ts'
 import type { ObjectStore } from '../../lib/store/object-store.ts'
 import { takeCompressionThreadFallbacks } from '../../lib/format/compression-thread.ts'
 import { takeS3RetryCounts } from '../../lib/store/s3-store.ts'
-import { Table } from '../../lib/table/table.ts'
+import { Table } from '../../lib/handle/table.ts'
 import { type RuntimeConfig, parseConfig } from './config.ts'
 
 export const NAMESPACE = 'Strata'

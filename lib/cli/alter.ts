@@ -1,10 +1,10 @@
 // `strata alter <table> <change> …`: the command line's words for a schema change, turned
-// into lib/table/alter.ts's SchemaChange (the words follow Flink SQL's ALTER TABLE: ADD,
+// into lib/handle/alter.ts's SchemaChange (the words follow Flink SQL's ALTER TABLE: ADD,
 // RENAME … TO, DROP, MODIFY, COMMENT). Every word and option is checked before the table
 // is touched.
 
-import type { SchemaChange } from '../table/alter.ts'
-import { formatDataType } from '../table/data-type.ts'
+import type { SchemaChange } from '../handle/alter.ts'
+import { formatDataType } from '../format/data-type.ts'
 import { type TableSchema, StrataInputError } from '../types.ts'
 
 export interface AlterOptions {

@@ -6,14 +6,14 @@ import { createReadStream, readFileSync } from 'node:fs'
 import { Command, CommanderError } from 'commander'
 import { lookup, scan } from '../read/table-read.ts'
 import { INCREMENTAL_MODES, type IncrementalMode, consumerStart, planIncremental, readPlan, recordConsumer } from '../read/incremental.ts'
-import { checkConsumerId, consumerKey, deleteConsumer, listConsumers } from '../table/consumers.ts'
+import { checkConsumerId, consumerKey, deleteConsumer, listConsumers } from '../handle/consumers.ts'
 import { expireSnapshots } from '../maintenance/expire.ts'
 import { DEFAULT_ORPHAN_OLDER_THAN_MS, MIN_ORPHAN_OLDER_THAN_MS, checkOrphanAge, formatAge, removeOrphanFiles } from '../maintenance/orphans.ts'
 import { parseDuration } from '../table/options.ts'
 import { tableStatus, formatStatus } from './status.ts'
 import { rowToJsonLine, valueToText } from '../table/json-values.ts'
-import { Table } from '../table/table.ts'
-import { checkTagName, createTag, listTags } from '../table/tags.ts'
+import { Table } from '../handle/table.ts'
+import { checkTagName, createTag, listTags } from '../handle/tags.ts'
 import { deleteTag } from '../maintenance/tag-deletion.ts'
 import { localDateTimeText } from '../format/tag.ts'
 import { ROW_KIND_SHORT, type Row, StrataInputError } from '../types.ts'
@@ -538,7 +538,7 @@ export function buildProgram(): Command {
     .option('--not-null', 'modify: make a column NOT NULL (refused, as Paimon refuses it by default)')
     .action(async (uri: string, change: string, args: string[], o: { first?: boolean; after?: string; comment?: string; nullable?: boolean; notNull?: boolean }) => {
       const { alterChanges, describeSchemaChange } = await import('./alter.ts')
-      const { alterTable } = await import('../table/alter.ts')
+      const { alterTable } = await import('../handle/alter.ts')
       const changes = alterChanges(change, args, o)
       const table = await alterTable(uri, changes)
       out(`schema ${table.schema.id}: ${describeSchemaChange(table.schema)}`)

@@ -2,10 +2,10 @@
 
 import { deserializeBinaryRow } from '../format/binary-row.ts'
 import { partitionPath } from '../format/partition-path.ts'
-import type { Table } from '../table/table.ts'
-import { bucketIdentifier } from '../manifest/manifests.ts'
-import { dvIndexByBucket } from '../manifest/bucket-state.ts'
-import { compactsWithLookup } from '../lsm/merge-function.ts'
+import type { Table } from '../handle/table.ts'
+import { bucketIdentifier } from '../manifest/identifiers.ts'
+import { dvIndexByBucket } from '../handle/bucket-state.ts'
+import { compactsWithLookup } from '../merge/merge-function.ts'
 
 export interface BucketStatus {
   partition: string

@@ -44,13 +44,15 @@
 import { randomBytes } from 'node:crypto'
 import pLimit from 'p-limit'
 import { partitionStatsOf } from '../table/file-meta.ts'
-import type { Table } from '../table/table.ts'
+import type { ManifestIO } from '../manifest/manifests.ts'
+import type { SchemaView } from '../table/schema.ts'
+import type { CommitContext } from './commit-context.ts'
 import { type IndexManifestEntry, type Snapshot, CommitConflictError, StrataInputError } from '../types.ts'
 import type { CommitRequest, IndexReplacement } from './committer.ts'
 import { type CommitMessage, type ReceivedMessage, readSpilled } from './commit-message.ts'
 import { CommitState, bucketsOf, checkCompaction } from './conflicts.ts'
 import { FOLDING_COMMIT_USER, commitKeyOf, foldedCommitsBody, foldedCommitsKey, foldedKeys, supersededKeyOf } from './landed.ts'
-import { bucketIdentifier, fileIdentifier } from '../manifest/manifests.ts'
+import { bucketIdentifier, fileIdentifier } from '../manifest/identifiers.ts'
 import { bucketsScope } from '../manifest/bucket-scope.ts'
 
 /** One input of a fold: a decoded message, or a received body (a spilled one is read only if needed). */
@@ -86,8 +88,8 @@ interface Item {
 }
 
 /** A COMPACT message's checks against the folded state (lib/commit/conflicts.ts). */
-export function checkCompactMessage(table: Table, m: CommitMessage, state: CommitState): void {
-  checkCompaction(table.view, { ...m, label: `COMPACT ${m.commitUser}/${m.commitIdentifier}` }, state)
+export function checkCompactMessage(view: SchemaView, m: CommitMessage, state: CommitState): void {
+  checkCompaction(view, { ...m, label: `COMPACT ${m.commitUser}/${m.commitIdentifier}` }, state)
 }
 
 /** The outcome of an attempt superseded by a redelivery of its records: it never lands (a conflict, so its receipt says so). */
@@ -106,8 +108,7 @@ function mergeReplacements(ms: CommitMessage[]): IndexReplacement[] {
  * A message as a direct FileStoreCommit request (what committing it alone, without the
  * queue, means; used for comparisons and by a caller that wants to bypass the queue).
  */
-export function requestFromMessage(table: Table, m: CommitMessage): CommitRequest {
-  const view = table.view
+export function requestFromMessage(view: SchemaView, m: CommitMessage): CommitRequest {
   return {
     kind: m.kind,
     adds: m.adds,
@@ -126,8 +127,8 @@ export function requestFromMessage(table: Table, m: CommitMessage): CommitReques
   }
 }
 
-async function indexOf(table: Table, s: Snapshot | null): Promise<IndexManifestEntry[]> {
-  return s?.indexManifest ? table.manifests.readIndexManifest(s.indexManifest) : []
+async function indexOf(manifests: ManifestIO, s: Snapshot | null): Promise<IndexManifestEntry[]> {
+  return s?.indexManifest ? manifests.readIndexManifest(s.indexManifest) : []
 }
 
 function randomIdentifier(): bigint {
@@ -150,7 +151,7 @@ export interface BatchingCommitterOptions {
 
 export class BatchingCommitter {
   constructor(
-    readonly table: Table,
+    readonly table: CommitContext,
     private readonly opts: BatchingCommitterOptions = {},
   ) {}
 
@@ -282,7 +283,7 @@ export class BatchingCommitter {
       const scope = bucketsScope(table.view, compacts.flatMap((it) => [...bucketsOf(it.message!).values()]))
       const latest = latestId === 0 ? null : await table.snapshots.snapshot(latestId)
       // the live files and the index manifest at once: one round trip less per fold
-      const [live, index] = await Promise.all([latest ? table.manifests.liveEntries(latest, scope) : [], indexOf(table, latest)])
+      const [live, index] = await Promise.all([latest ? table.manifests.liveEntries(latest, scope) : [], indexOf(table.manifests, latest)])
       const state = new CommitState(live, index.filter((e) => scope.holds(e.partition, e.bucket)))
       for (const it of appends) state.apply(it.message!)
       let group: Item[] = []
@@ -290,7 +291,7 @@ export class BatchingCommitter {
       for (const it of compacts) {
         const m = it.message!
         try {
-          checkCompactMessage(table, m, state)
+          checkCompactMessage(table.view, m, state)
         } catch (e) {
           if (!(e instanceof CommitConflictError)) throw e
           outcomes[it.index] = { status: 'failed', error: e, conflict: true }
@@ -397,7 +398,7 @@ export class BatchingCommitter {
         kind === 'COMPACT'
           ? (state: CommitState) => {
               for (const m of ms) {
-                checkCompactMessage(table, m, state)
+                checkCompactMessage(table.view, m, state)
                 state.apply(m)
               }
             }

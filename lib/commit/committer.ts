@@ -8,6 +8,7 @@
 // Both run the same conflict checks (conflicts.ts) and the same idempotency rule: one
 // (commitUser, commitIdentifier, kind) lands once after `baseSnapshotId`.
 
+import { randomUUID } from 'node:crypto'
 import type { CommitKind, IndexManifestEntry, ManifestEntry, SimpleStats } from '../types.ts'
 
 /** Paimon's batch commit identifier (BatchWriteBuilder.COMMIT_IDENTIFIER = Long.MAX_VALUE). */
@@ -98,4 +99,9 @@ export interface Committer {
    * of the same identity is recognised if it did).
    */
   commit(req: CommitRequest): Promise<CommitResult>
+}
+
+/** A commit user for one writer or compaction: a fresh UUID, after `commit.user-prefix` when the table sets one. */
+export function commitUserFor(prefix: string | null | undefined): string {
+  return prefix ? `${prefix}_${randomUUID()}` : randomUUID()
 }

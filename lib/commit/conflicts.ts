@@ -6,7 +6,7 @@
 // - after applying it, a level >= 1 of one of its buckets would hold overlapping files.
 // Appends never conflict: they only add level-0 files under fresh names.
 
-import { bucketIdentifier, fileIdentifier } from '../manifest/manifests.ts'
+import { bucketIdentifier, fileIdentifier } from '../manifest/identifiers.ts'
 import { checkLevelsDisjoint } from '../manifest/level-check.ts'
 import type { SchemaView } from '../table/schema.ts'
 import { type IndexManifestEntry, type ManifestEntry, CommitConflictError } from '../types.ts'

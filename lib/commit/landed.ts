@@ -10,7 +10,7 @@
 import type { ObjectStore } from '../store/object-store.ts'
 import type { Snapshot } from '../types.ts'
 import type { SnapshotManager } from '../manifest/snapshot-manager.ts'
-import { ByteLru, type CacheStats, approximateBytes } from '../manifest/byte-cache.ts'
+import { ByteLru, type CacheStats, approximateBytes } from '../format/byte-cache.ts'
 import { snapshotKey } from '../table/paths.ts'
 
 /**

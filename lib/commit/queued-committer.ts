@@ -14,7 +14,7 @@
 // sender learns of its landing as soon as the snapshot exists.
 
 import { CommitConflictError } from '../types.ts'
-import type { Table } from '../table/table.ts'
+import type { ReceiptContext } from './commit-context.ts'
 import { type CommitRequest, type CommitResult, type Committer, CommitFailedError } from './committer.ts'
 import { commitMessageOf, encodeCommitMessage } from './commit-message.ts'
 import type { CommitQueue } from './commit-queue.ts'
@@ -38,7 +38,7 @@ const RECEIPT_EVERY_POLLS = 3
 
 export class QueuedCommitter implements Committer {
   constructor(
-    private readonly table: Table,
+    private readonly table: ReceiptContext,
     private readonly queue: CommitQueue,
     private readonly opts: QueuedCommitterOptions = {},
   ) {}

@@ -5,7 +5,7 @@
 // non-compact DECIMAL/TIMESTAMP keep Java's layout, not pypaimon's.
 
 import { StrataInputError } from '../types.ts'
-import { typeLabel } from '../table/data-type.ts'
+import { typeLabel } from './data-type.ts'
 import type { DataType, Value } from '../types.ts'
 
 // Paimon's DecimalType / TimestampType defaults, used when a type object omits them.

@@ -28,10 +28,11 @@ import {
 } from './parquet-types.ts'
 import type { DeletionVector } from './deletion-vector.ts'
 import { type ByteRange, type FileIndex, type GroupIndex, type PageLocation, PrefetchedFile, arrayBufferOf, STAT_PARSERS, indexFile, mergeRanges, statKey } from './page-index.ts'
-import { type ByteLru, approximateBytes } from '../manifest/byte-cache.ts'
+import { type ByteLru, approximateBytes } from './byte-cache.ts'
 import { deserializeBinaryRow } from './binary-row.ts'
 import { checkPages } from './parquet-decode.ts'
 import { DECOMPRESSORS } from './decompressors.ts'
+import type { ByteSource, FileExpectation } from '../store/byte-source.ts'
 
 export const KEY_FIELD_PREFIX = '_KEY_'
 /** `SpecialFields.KEY_FIELD_ID_START` = Integer.MAX_VALUE / 2; a `_KEY_` column's id is this + the field id. */
@@ -905,26 +906,6 @@ export function writeDataFile(layout: DataFileLayout, records: Iterable<KeyValue
 
 // ---------------------------------------------------------------------------------------------
 // Reader
-
-/** Random access to a file's bytes; `read` returns bytes [start, end). */
-export interface ByteSource {
-  size: number
-  read(start: number, end: number): Promise<Uint8Array>
-  /** the file's key in its store: an error decoding the file is a CorruptFileError naming it */
-  name?: string
-  /** what the file's manifest entry says of its rows (a DataFileMeta): reads check it */
-  expect?: FileExpectation
-}
-
-/** The fields of a file's DataFileMeta that reads check the decoded rows against. */
-export interface FileExpectation {
-  rowCount: bigint
-  /** serialized BinaryRows (with arity prefix) of the first and the last key */
-  minKey: Uint8Array
-  maxKey: Uint8Array
-  /** rows of kind -U or -D, when the entry records it */
-  deleteRowCount: bigint | null
-}
 
 // Errors the store raised reading a file (a missing object, a network failure): they name
 // the key already and keep their class (retries look at it), so they pass unwrapped.

@@ -18,7 +18,7 @@ import type { AsyncBuffer, ColumnChunk, ColumnIndex, CompressionCodec, FileMetaD
 import { DEFAULT_PARSERS } from 'hyparquet/src/convert.js'
 import { convertMetadata } from 'hyparquet/src/metadata.js'
 import type { DataType } from '../types.ts'
-import { approximateBytes, viewBytes } from '../manifest/byte-cache.ts'
+import { approximateBytes, viewBytes } from './byte-cache.ts'
 
 /** Where a data page is, in bytes and rows (an OffsetIndex entry). */
 export type PageLocation = OffsetIndex['page_locations'][number]

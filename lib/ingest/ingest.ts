@@ -12,7 +12,7 @@ import { commitKeyOf } from '../commit/landed.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import { JsonNumber, parseJsonLine } from '../table/json-line.ts'
 import { recordFromJson } from '../table/json-values.ts'
-import type { Table } from '../table/table.ts'
+import type { Table } from '../handle/table.ts'
 import { type Snapshot, CorruptFileError, StrataInputError } from '../types.ts'
 import { type WriteRecord, refusedRecord, writeBatch } from '../write/table-write.ts'
 

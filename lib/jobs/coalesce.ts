@@ -51,13 +51,13 @@
 //   worst one more job per bucket per 5 minutes.
 
 import { createHash } from 'node:crypto'
-import type { Table } from '../table/table.ts'
+import type { Table } from '../handle/table.ts'
 import { bucketsScope } from '../manifest/bucket-scope.ts'
-import { bucketDirOf } from '../manifest/bucket-state.ts'
+import { bucketDirOf } from '../handle/bucket-state.ts'
 import { compactionNeeded } from '../lsm/compact-task.ts'
-import { compactsWithLookup } from '../lsm/merge-function.ts'
+import { compactsWithLookup } from '../merge/merge-function.ts'
 import type { CompactionJob } from './compaction-job.ts'
-import { bucketIdentifier } from '../manifest/manifests.ts'
+import { bucketIdentifier } from '../manifest/identifiers.ts'
 import type { ManifestEntry } from '../types.ts'
 
 /**

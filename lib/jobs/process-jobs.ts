@@ -10,7 +10,7 @@
 //   waiting out the queue's visibility timeout after a Lambda timeout.
 
 import { compactBucket, type CompactBucketResult } from '../lsm/compact-task.ts'
-import type { Table } from '../table/table.ts'
+import type { Table } from '../handle/table.ts'
 import { type Committer, CommitFailedError } from '../commit/committer.ts'
 import { CommitConflictError } from '../types.ts'
 import { type CompactionJob, type GiveBack, type JobQueue, bucketKeyOf, decodeJob } from './compaction-job.ts'

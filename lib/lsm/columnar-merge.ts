@@ -14,7 +14,7 @@ import { type Column, type ColumnBatch, gatherColumn, isNullAt, isUtf8Column, ph
 import type { PositionedBatch } from '../format/columnar-reader.ts'
 import { physicalEncoder } from '../format/parquet-types.ts'
 import { RowKind, type DataType, type KeyValue, type Value } from '../types.ts'
-import { type MergeEngine, type MergeEngineConfig, type MergeFunction, engineTraits, sequenceValueComparator } from './merge-function.ts'
+import { type MergeEngine, type MergeEngineConfig, type MergeFunction, engineTraits, sequenceValueComparator } from '../merge/merge-function.ts'
 
 /**
  * What the columnar merge knows of an engine: how one key's records (in merge order, oldest
@@ -59,7 +59,7 @@ export type ColumnarEngine =
 /**
  * A lone +I merges to itself under every engine (partial-update fills its row from it,
  * aggregation starts every aggregator from it: each implemented function returns its first
- * input, lib/lsm/aggregate.ts); a lone +U does too where the engine keeps records whole
+ * input, lib/merge/aggregate.ts); a lone +U does too where the engine keeps records whole
  * (first-row), while partial-update and aggregation turn it into +I. Lone retractions are
  * left to the merge function (the reducer passes them, the lookup merge does not).
  */

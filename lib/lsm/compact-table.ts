@@ -1,9 +1,9 @@
 // Compaction across a table: every (partition, bucket) that needs it, or the ones named.
 
 import { deserializeBinaryRow } from '../format/binary-row.ts'
-import { bucketIdentifier } from '../manifest/manifests.ts'
+import { bucketIdentifier } from '../manifest/identifiers.ts'
 import { valueFromJson } from '../table/json-values.ts'
-import type { Table } from '../table/table.ts'
+import type { Table } from '../handle/table.ts'
 import { type Row, StrataInputError } from '../types.ts'
 import { type CompactBucketResult, compactBucket } from './compact-task.ts'
 import type { MergePathRequest } from './columnar-merge.ts'

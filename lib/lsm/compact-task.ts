@@ -11,28 +11,28 @@
 // Readers then skip level 0 and read every other file on its own, vector applied.
 
 import { rowComparator } from '../format/compare.ts'
-import { type ByteSource, DataFileWriter, KEY_FIELD_PREFIX } from '../format/data-file.ts'
+import type { ByteSource } from '../store/byte-source.ts'
+import { DataFileWriter, KEY_FIELD_PREFIX } from '../format/data-file.ts'
 import { type DeletionVector, DELETION_VECTORS_INDEX, deletionVectorOf, writeDeletionVectorFiles } from '../format/deletion-vector.ts'
 import { type IndexManifestEntry, type KeyValue, type ManifestEntry, type Snapshot, type Value, CommitConflictError, FileKind, isRetract } from '../types.ts'
 import { bucketsScope } from '../manifest/bucket-scope.ts'
-import { bucketIdentifier, fileIdentifier } from '../manifest/manifests.ts'
-import { byteSourceOf } from '../read/table-read.ts'
+import { bucketIdentifier, fileIdentifier } from '../manifest/identifiers.ts'
+import { byteSourceOf } from '../store/byte-source.ts'
 import { BoundedStore, Uploads, startedAhead } from '../store/bounded.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import { compressionThreadUseful, startCompressionThread } from '../format/compression-thread.ts'
 import { dataFileMeta, decodeKey, newDataFileWriter, partitionStatsOf } from '../table/file-meta.ts'
 import { CHANGELOG_FILE_PREFIX, FileNamer } from '../table/paths.ts'
-import type { Table } from '../table/table.ts'
-import { commitUserFor } from '../write/table-write.ts'
-import { bucketDirOf, dataFileKey, dvIndexByBucket, indexFileKey, livePositioned, loadDeletionVectors } from '../manifest/bucket-state.ts'
+import type { Table } from '../handle/table.ts'
+import { bucketDirOf, dataFileKey, dvIndexByBucket, indexFileKey, livePositioned, loadDeletionVectors } from '../handle/bucket-state.ts'
 import { type CompactOptions, type CompactStep, type CompactUnit, type LsmFile, Levels, compactionFileSize, limitInput, needsBackPressure, pickCompaction, pickFullCompaction, planCompaction, shouldDropDelete } from './universal-compaction.ts'
 import { mergeSortedRuns } from './merge-reader.ts'
 import { type LookupFile, type MergePathRequest, chooseMergePath, mergeColumnarRuns } from './columnar-merge.ts'
 import { physicalEncoder } from '../format/parquet-types.ts'
 import { type ColumnarSource, type RecordFileReader, openColumnarFile, openRecordFile } from '../table/evolution.ts'
 import type { ColumnBatch } from '../format/columnar-types.ts'
-import { compactsWithLookup, createLookupMergeFunction, createMergeFunction, engineTraits, sequenceComparator } from './merge-function.ts'
-import { BATCH_COMMIT_IDENTIFIER, type Committer, type ExpectedIndex } from '../commit/committer.ts'
+import { compactsWithLookup, createLookupMergeFunction, createMergeFunction, engineTraits, sequenceComparator } from '../merge/merge-function.ts'
+import { BATCH_COMMIT_IDENTIFIER, type Committer, type ExpectedIndex, commitUserFor } from '../commit/committer.ts'
 import { commitKeyOf } from '../commit/landed.ts'
 import { type CoreOptions, assertWritable } from '../table/options.ts'
 import { LookupChangelog } from './lookup-changelog.ts'
@@ -403,7 +403,7 @@ export async function compactBucket(table: Table, req: CompactBucketRequest): Pr
   /** new deletion-vector marks, by data file */
   const marks = new Map<string, number[]>()
   let rowsIn = 0, rowsOut = 0, upgraded = 0, marked = 0, columnarSteps = 0
-  const commitUser = req.commitUser ?? commitUserFor(table)
+  const commitUser = req.commitUser ?? commitUserFor(table.view.options.commitUserPrefix)
   let commitStarted = false
   // an engine whose newer record replaces the older whole needs the superseded row's
   // position and the `sequence.field` fields that decide; others merge its whole value

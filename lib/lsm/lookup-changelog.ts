@@ -17,7 +17,7 @@
 // levels it does not rewrite), and `after` is what a read of the key gives after the job.
 
 import { type KeyValue, type Value, RowKind, isRetract } from '../types.ts'
-import { type MergeEngineConfig, type MergeFunction, createMergeFunction, sequenceComparator } from './merge-function.ts'
+import { type MergeEngineConfig, type MergeFunction, createMergeFunction, sequenceComparator } from '../merge/merge-function.ts'
 
 /** What one merged key of a compaction step saw among its inputs. */
 export interface KeyInputs {

@@ -19,9 +19,9 @@
 // Changelog files are referenced by the one snapshot whose changelog manifests list them,
 // so they go when it expires (Paimon's `changelog.num-retained.*`, which keeps them longer,
 // is refused).
-// Tags (lib/table/tags.ts) keep their snapshot's objects however long ago it expired, as
+// Tags (lib/handle/tags.ts) keep their snapshot's objects however long ago it expired, as
 // Paimon's expiration skips the data files and manifests of tagged snapshots.
-// Consumers (lib/table/consumers.ts) keep their next snapshot and every later one: nothing
+// Consumers (lib/handle/consumers.ts) keep their next snapshot and every later one: nothing
 // from the smallest `nextSnapshot` on expires (ExpireSnapshotsImpl's consumer bound).
 // A crash after 2 leaves only unreferenced objects, which removeOrphanFiles deletes later.
 // Paimon instead walks each expired snapshot's delta (SnapshotDeletion) and deletes files
@@ -33,10 +33,10 @@ import type { Snapshot } from '../types.ts'
 import { StrataInputError } from '../types.ts'
 import { EARLIEST_KEY, snapshotKey } from '../table/paths.ts'
 import { FOLDING_COMMIT_USER, foldedCommitsKey } from '../commit/landed.ts'
-import type { Table } from '../table/table.ts'
+import type { Table } from '../handle/table.ts'
 import { ExpectedObjects, MissingReferenceError, runReferences, snapshotRange, snapshotReferences, verifyExpected } from './references.ts'
-import { taggedSnapshots } from '../table/tags.ts'
-import { expireConsumers, minNextSnapshot } from '../table/consumers.ts'
+import { taggedSnapshots } from '../handle/tags.ts'
+import { expireConsumers, minNextSnapshot } from '../handle/consumers.ts'
 import { CHANGELOG_RETENTION_KEYS } from '../table/options.ts'
 
 export interface ExpireOptions {
@@ -116,7 +116,7 @@ export async function expireSnapshots(table: Table, opts: ExpireOptions = {}): P
   // a consumer still needs its next snapshot and every later one (consumers idle past
   // consumer.expiration-time are deleted first, as Paimon deletes them at commit)
   await expireConsumers(table, now)
-  // a garbled consumer file (lib/table/consumers.ts refuses it) stops expiration: guessing
+  // a garbled consumer file (lib/handle/consumers.ts refuses it) stops expiration: guessing
   // its progress could delete snapshots that consumer still needs
   const consumerNext = await minNextSnapshot(table).catch((e: unknown) => {
     throw e instanceof StrataInputError ? new StrataInputError(`expire refused, nothing expired: ${e.message}`) : e
@@ -181,7 +181,7 @@ export async function expireSnapshots(table: Table, opts: ExpireOptions = {}): P
   await snapshots.writeEarliestHint(end)
 
   // 2b. tags created since they were read. A tag is written and then checks that its
-  // snapshot file still exists (lib/table/tags.ts createTag): one that passed that check
+  // snapshot file still exists (lib/handle/tags.ts createTag): one that passed that check
   // was written before the snapshot file was deleted above, so it is listed here.
   for (const tag of await taggedSnapshots(table)) {
     if (tagsRead.has(tag.id)) continue

@@ -5,7 +5,7 @@
 // manifests), from a crash between expiration's snapshot deletes and file deletes, and from
 // writers that died before committing.
 //
-// Tags (lib/table/tags.ts) count as references, read before and again after the snapshots.
+// Tags (lib/handle/tags.ts) count as references, read before and again after the snapshots.
 //
 // All or nothing: the live set is built from every retained snapshot and tag, every file read
 // for it is checked (lib/maintenance/references.ts), and every object it names must be in
@@ -26,10 +26,10 @@
 import { CorruptFileError, StrataInputError } from '../types.ts'
 import type { ObjectInfo } from '../store/object-store.ts'
 import { SNAPSHOT_DIR, parseSnapshotId, tagKey } from '../table/paths.ts'
-import type { Table } from '../table/table.ts'
+import type { Table } from '../handle/table.ts'
 import { forEachLimited } from './expire.ts'
 import { BucketDirs, ExpectedObjects, MissingReferenceError, isSnapshotManagedKey, rangeReferences, snapshotRange, snapshotReferences, verifyExpected } from './references.ts'
-import { listTags } from '../table/tags.ts'
+import { listTags } from '../handle/tags.ts'
 
 export interface OrphanOptions {
   /** only objects last modified more than this long before `now` go; default 1 day, as Paimon's `older_than`; at least MIN_ORPHAN_OLDER_THAN_MS */
@@ -114,7 +114,7 @@ export const REMOVE_ORPHANS_TASK = 'remove-orphans'
  * Snapshots `earliest..latest` are walked (rangeReferences), then those that landed
  * meanwhile; tags are read before and again after the snapshots (a tag created since, on a
  * snapshot the walk found expired, was written before that snapshot file was deleted:
- * lib/table/tags.ts createTag). A snapshot expired while this runs is skipped (Paimon does
+ * lib/handle/tags.ts createTag). A snapshot expired while this runs is skipped (Paimon does
  * the same on FileNotFoundException): expiration deletes the snapshot file before its
  * objects, so a missing manifest with the snapshot file gone is that race, while a missing
  * manifest with the snapshot file present is corruption.

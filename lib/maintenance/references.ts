@@ -16,12 +16,13 @@ import pLimit from 'p-limit'
 import { deserializeBinaryRow } from '../format/binary-row.ts'
 import { bucketPath } from '../format/partition-path.ts'
 import { unknownSnapshotKeys } from '../format/snapshot.ts'
-import { foldEntries, hex } from '../manifest/manifests.ts'
+import { hex } from '../manifest/identifiers.ts'
+import { foldEntries } from '../manifest/manifests.ts'
 import { type ManifestEntry, type ManifestFileMeta, type Row, type Snapshot, CorruptFileError, FileKind } from '../types.ts'
 import { INDEX_DIR, MANIFEST_DIR, manifestKey, schemaKey, snapshotKey } from '../table/paths.ts'
-import { externalKey, indexFileKey } from '../manifest/bucket-state.ts'
+import { externalKey, indexFileKey } from '../handle/bucket-state.ts'
 import type { ObjectInfo } from '../store/object-store.ts'
-import type { Table } from '../table/table.ts'
+import type { Table } from '../handle/table.ts'
 
 /** `core:utils/FileStorePathFactory.java` statsFileFactory: `statistics/<name>`. */
 export const STATISTICS_DIR = 'statistics/'
@@ -361,7 +362,7 @@ async function addReferences(table: Table, snapshot: Snapshot, refs: Set<string>
         } catch {
           return // outside the table directory: never listed, never deleted
         }
-        // readers take every entry (lib/manifest/bucket-state.ts), so every one is kept; an
+        // readers take every entry (lib/handle/bucket-state.ts), so every one is kept; an
         // ADD's file must be there as recorded
         found.push([at, e.kind === FileKind.ADD ? e.fileSize : null])
       })

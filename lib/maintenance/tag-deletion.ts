@@ -1,10 +1,10 @@
-// Deleting a tag (lib/table/tags.ts) and the objects only it kept, as Paimon's
+// Deleting a tag (lib/handle/tags.ts) and the objects only it kept, as Paimon's
 // TagManager.deleteTag with TagDeletion: a maintenance operation, since it decides which of
 // the tagged snapshot's objects no retained snapshot and no other tag still references.
 
 import { snapshotKey, tagKey } from '../table/paths.ts'
-import type { Table } from '../table/table.ts'
-import { listTags, requireTag } from '../table/tags.ts'
+import type { Table } from '../handle/table.ts'
+import { listTags, requireTag } from '../handle/tags.ts'
 import { BucketDirs, snapshotRange, snapshotReferences } from './references.ts'
 
 export interface DeleteTagResult {

@@ -8,9 +8,9 @@
 import { deserializeBinaryRow } from '../format/binary-row.ts'
 import { compareValues } from '../format/compare.ts'
 import type { SchemaView } from '../table/schema.ts'
-import { withNullable } from '../table/data-type.ts'
+import { withNullable } from '../format/data-type.ts'
 import type { ManifestFileMeta, Value } from '../types.ts'
-import { bucketIdentifier } from './manifests.ts'
+import { bucketIdentifier } from './identifiers.ts'
 
 export interface BucketScope {
   /** whether an entry of this (partition, bucket) is wanted */

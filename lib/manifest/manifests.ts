@@ -17,21 +17,8 @@ import type { ObjectStore } from '../store/object-store.ts'
 import { type IndexManifestEntry, type ManifestEntry, type ManifestFileMeta, type SimpleStats, type Snapshot, CorruptFileError, FileKind } from '../types.ts'
 import { FileNamer, manifestKey } from '../table/paths.ts'
 import type { BucketScope } from './bucket-scope.ts'
-import { ByteLru, type CacheStats, DEFAULT_METADATA_CACHE_BYTES, approximateBytes } from './byte-cache.ts'
-
-export function hex(bytes: Uint8Array): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex')
-}
-
-/** Identity of a data file inside a snapshot (the fields FileEntry.Identifier compares). */
-export function fileIdentifier(e: ManifestEntry): string {
-  return `${hex(e.partition)}|${e.bucket}|${e.file.level}|${e.file.fileName}`
-}
-
-/** Identity of a (partition, bucket). */
-export function bucketIdentifier(partition: Uint8Array, bucket: number): string {
-  return `${hex(partition)}|${bucket}`
-}
+import { fileIdentifier, hex } from './identifiers.ts'
+import { ByteLru, type CacheStats, DEFAULT_METADATA_CACHE_BYTES, approximateBytes } from '../format/byte-cache.ts'
 
 /** Folds entries in order into the live set of ADDs. */
 export function foldEntries(entries: Iterable<ManifestEntry>, into = new Map<string, ManifestEntry>()): Map<string, ManifestEntry> {

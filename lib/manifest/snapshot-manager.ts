@@ -8,7 +8,7 @@ import { parseHint, parseSnapshot, serializeHint } from '../format/snapshot.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import { CorruptFileError, type Snapshot } from '../types.ts'
 import { EARLIEST_KEY, LATEST_KEY, SNAPSHOT_DIR, parseSnapshotId, snapshotKey } from '../table/paths.ts'
-import { ByteLru, type CacheStats, approximateBytes } from './byte-cache.ts'
+import { ByteLru, type CacheStats, approximateBytes } from '../format/byte-cache.ts'
 
 const decoder = new TextDecoder()
 

@@ -2,12 +2,12 @@
 // manifests its `changelogManifestList` names and the records of the files they add, with
 // their row kinds. A building block for incremental reads, kept apart from the batch read.
 
-import { bucketDirOf, dataFileKey } from '../manifest/bucket-state.ts'
+import { bucketDirOf, dataFileKey } from '../handle/bucket-state.ts'
 import { mapBounded } from '../store/bounded.ts'
 import { openRecordFile } from '../table/evolution.ts'
-import type { Table } from '../table/table.ts'
+import type { Table } from '../handle/table.ts'
 import { type ManifestEntry, type Row, type RowKind, type Snapshot, FileKind } from '../types.ts'
-import { byteSourceOf } from './table-read.ts'
+import { byteSourceOf } from '../store/byte-source.ts'
 
 export interface ChangelogRecord {
   partition: Uint8Array

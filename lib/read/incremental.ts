@@ -24,10 +24,10 @@
 import { bucketPath } from '../format/partition-path.ts'
 import { deserializeBinaryRow } from '../format/binary-row.ts'
 import { BoundedStore, mapBounded, startedAhead } from '../store/bounded.ts'
-import { bucketIdentifier } from '../manifest/manifests.ts'
+import { bucketIdentifier } from '../manifest/identifiers.ts'
 import { FileKind, type KeyValue, type ManifestEntry, type Row, type RowKind, type Snapshot, StrataInputError } from '../types.ts'
-import type { Table } from '../table/table.ts'
-import { checkConsumerId, getConsumer, setConsumer } from '../table/consumers.ts'
+import type { Table } from '../handle/table.ts'
+import { checkConsumerId, getConsumer, setConsumer } from '../handle/consumers.ts'
 import type { RecordFileReader } from '../table/evolution.ts'
 import { type KeyFilter, type ReadStats, type Split, compileFilter, openFile } from './table-read.ts'
 

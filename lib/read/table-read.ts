@@ -6,24 +6,24 @@
 import { deserializeBinaryRow } from '../format/binary-row.ts'
 import { bucketOf } from '../format/bucket.ts'
 import { rowComparator } from '../format/compare.ts'
-import type { ByteSource, FileExpectation } from '../format/data-file.ts'
+import { type ByteSource, type FileExpectation, byteSourceOf } from '../store/byte-source.ts'
 import { bucketPath } from '../format/partition-path.ts'
 import { compareLevel0 } from '../lsm/levels.ts'
 import { mergeSortedRuns } from '../lsm/merge-reader.ts'
-import { createMergeFunction, readsSkipLevel0, sequenceComparator, valueColumnsForMerge } from '../lsm/merge-function.ts'
+import { createMergeFunction, readsSkipLevel0, sequenceComparator, valueColumnsForMerge } from '../merge/merge-function.ts'
 import { BoundedStore, mapBounded, startedAhead } from '../store/bounded.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import type { DeletionVector } from '../format/deletion-vector.ts'
 import { type IndexManifestEntry, type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, StrataInputError, isRetract } from '../types.ts'
 import { filteredScope } from '../manifest/bucket-scope.ts'
-import { bucketIdentifier } from '../manifest/manifests.ts'
-import { dataFileKey, dvIndexByBucket, loadDeletionVectors } from '../manifest/bucket-state.ts'
+import { bucketIdentifier } from '../manifest/identifiers.ts'
+import { dataFileKey, dvIndexByBucket, loadDeletionVectors } from '../handle/bucket-state.ts'
 import { decodeKey } from '../table/file-meta.ts'
 import { valueFromJson } from '../table/json-values.ts'
 import type { SchemaView } from '../table/schema.ts'
-import type { Table } from '../table/table.ts'
+import type { Table } from '../handle/table.ts'
 import { type RecordFileReader, openRecordFile } from '../table/evolution.ts'
-import { requireTag } from '../table/tags.ts'
+import { requireTag } from '../handle/tags.ts'
 
 export interface Split {
   partition: Uint8Array
@@ -39,7 +39,7 @@ export type KeyFilter = Record<string, unknown>
 
 export interface ScanOptions {
   snapshotId?: number
-  /** read the snapshot this tag pins (lib/table/tags.ts), even when the snapshot itself has expired; not with snapshotId */
+  /** read the snapshot this tag pins (lib/handle/tags.ts), even when the snapshot itself has expired; not with snapshotId */
   tag?: string
   /** value columns to return, in this order; default all */
   columns?: string[]
@@ -80,15 +80,6 @@ export interface ScanPlan {
   columns: number[]
   /** deletion-vector index entries by bucket identifier (deletion-vector tables) */
   dvIndex: Map<string, IndexManifestEntry[]>
-}
-
-/**
- * The object `key` as a ByteSource named by its key (errors decoding it name it). With the
- * file's manifest entry (`expect`, its DataFileMeta), reads check what they decode against it:
- * keys in order within its min/max key, its row count (lib/format/data-file.ts ManifestCheck).
- */
-export function byteSourceOf(store: ObjectStore, key: string, size: number, expect?: FileExpectation): ByteSource {
-  return { size, name: key, expect, read: (start, end) => store.getRange(key, start, end) }
 }
 
 export interface CompiledFilter {

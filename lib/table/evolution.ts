@@ -6,12 +6,13 @@
 // Both readers go through here: records (reads, lookups, the row compaction path) and
 // column batches (the columnar compaction path).
 
-import { type ByteSource, type DataFileLayout, DataFileReader, type DataFileReaderOptions } from '../format/data-file.ts'
+import type { ByteSource } from '../store/byte-source.ts'
+import { type DataFileLayout, DataFileReader, type DataFileReaderOptions } from '../format/data-file.ts'
 import { ColumnarFileReader, type PositionedBatch, type RowGroupOptions } from '../format/columnar-reader.ts'
 import { type Column, physicalToValue, valueAt } from '../format/columnar-types.ts'
 import { physicalEncoder } from '../format/parquet-types.ts'
 import { type DataField, type DataType, type TableSchema, type Value, StrataInputError } from '../types.ts'
-import { formatDataType, typeLabel } from './data-type.ts'
+import { formatDataType, typeLabel } from '../format/data-type.ts'
 import { describeSchema } from './schema.ts'
 
 /** Decimal digits every value of an integer type fits in. */

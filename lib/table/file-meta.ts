@@ -5,7 +5,7 @@ import { deserializeBinaryRow, serializeBinaryRow } from '../format/binary-row.t
 import { compareValues } from '../format/compare.ts'
 import { type ColumnStats, type DataFileStats, DataFileWriter } from '../format/data-file.ts'
 import type { DataFileMeta, DataType, ManifestEntry, SimpleStats, Value } from '../types.ts'
-import { withNullable } from './data-type.ts'
+import { withNullable } from '../format/data-type.ts'
 import type { SchemaView } from './schema.ts'
 
 function statsOf(types: DataType[], s: ColumnStats): SimpleStats {

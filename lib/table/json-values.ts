@@ -6,7 +6,7 @@
 
 import { type DataField, type DataType, type Row, type RowKind, RowKind as RK, type Value, StrataInputError } from '../types.ts'
 import { civilFromDays } from '../format/partition-path.ts'
-import { MAX_LENGTH, typeLabel } from './data-type.ts'
+import { MAX_LENGTH, typeLabel } from '../format/data-type.ts'
 import { JsonNumber, parseJsonLine } from './json-line.ts'
 import type { SchemaView } from './schema.ts'
 

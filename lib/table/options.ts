@@ -3,7 +3,7 @@
 // names the key, the value and what was expected (a typo is an error, not a silent
 // default). Defaults are Paimon's (api:CoreOptions.java) unless the doc says why not.
 
-import { deletionVectorsConflict, optionKeysOfMergeEngines } from '../lsm/merge-function.ts'
+import { deletionVectorsConflict, optionKeysOfMergeEngines } from '../merge/merge-function.ts'
 import { StrataInputError } from '../types.ts'
 
 export type OptionType = 'int' | 'long' | 'boolean' | 'string' | 'memory' | 'duration' | 'enum'

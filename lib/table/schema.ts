@@ -4,10 +4,10 @@
 
 import { type DataField, type DataType, type TableSchema, StrataInputError } from '../types.ts'
 import { escapePathName } from '../format/partition-path.ts'
-import { parseMergeEngineConfig } from '../lsm/merge-function.ts'
-import { formatDataType, parseDataType, withNullable } from './data-type.ts'
+import { parseMergeEngineConfig } from '../merge/merge-function.ts'
+import { formatDataType, parseDataType, withNullable } from '../format/data-type.ts'
 import { type CoreOptions, coreOptions, validateOptions, validateStoredOptions } from './options.ts'
-import { deletionVectorsConflict } from '../lsm/merge-function.ts'
+import { deletionVectorsConflict } from '../merge/merge-function.ts'
 import { MAX_PARTITION_DIR_BYTES, MAX_PARTITION_PATH_BYTES } from './paths.ts'
 
 export const SCHEMA_VERSION = 3

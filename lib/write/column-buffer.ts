@@ -25,8 +25,8 @@ import { valueComparator } from '../format/compare.ts'
 import type { Column, ColumnBatch } from '../format/columnar-types.ts'
 import { physicalEncoder, type PhysicalEncoder } from '../format/parquet-types.ts'
 import { COLUMNAR_ENGINES } from '../lsm/columnar-merge.ts'
-import type { MergeEngineConfig, MergeFunction } from '../lsm/merge-function.ts'
-import { sequenceValueComparator } from '../lsm/merge-function.ts'
+import type { MergeEngineConfig, MergeFunction } from '../merge/merge-function.ts'
+import { sequenceValueComparator } from '../merge/merge-function.ts'
 import { type DataField, type DataType, type KeyValue, type Row, type RowKind, StrataInputError, type Value } from '../types.ts'
 
 /** How a field's values are stored in a group. */

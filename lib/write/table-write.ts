@@ -15,18 +15,17 @@ import { serializeBinaryRow } from '../format/binary-row.ts'
 import { rowComparator } from '../format/compare.ts'
 import type { DataFileStats } from '../format/data-file.ts'
 import { bucketPath, partitionPath } from '../format/partition-path.ts'
-import { createMergeFunction, engineTraits, sequenceComparator } from '../lsm/merge-function.ts'
+import { createMergeFunction, engineTraits, sequenceComparator } from '../merge/merge-function.ts'
 import { type DataType, type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, FileKind, RowKind, StrataInputError, isRetract } from '../types.ts'
-import { BATCH_COMMIT_IDENTIFIER, type CommitResult, type Committer } from '../commit/committer.ts'
+import { BATCH_COMMIT_IDENTIFIER, type CommitResult, type Committer, commitUserFor } from '../commit/committer.ts'
 import { bucketsScope } from '../manifest/bucket-scope.ts'
-import { bucketIdentifier, hex } from '../manifest/manifests.ts'
+import { bucketIdentifier, hex } from '../manifest/identifiers.ts'
 import { mapBounded } from '../store/bounded.ts'
 import { dataFileMeta, newDataFileWriter, partitionStatsOf } from '../table/file-meta.ts'
 import { rowToJsonLine } from '../table/json-values.ts'
 import { CHANGELOG_FILE_PREFIX, FileNamer, MAX_PARTITION_DIR_BYTES, MAX_PARTITION_PATH_BYTES } from '../table/paths.ts'
 import type { SchemaView } from '../table/schema.ts'
-import type { Table } from '../table/table.ts'
-import { randomUUID } from 'node:crypto'
+import type { Table } from '../handle/table.ts'
 import { assertWritable } from '../table/options.ts'
 import { ColumnLayout, GroupColumns } from './column-buffer.ts'
 
@@ -207,11 +206,6 @@ export function sequenceBase(rows: number, nowMs: number = Date.now(), floor = 0
   const start = base > lastSequenceEnd ? base : lastSequenceEnd
   lastSequenceEnd = start + BigInt(Math.max(rows, 1))
   return start
-}
-
-export function commitUserFor(table: Table): string {
-  const prefix = table.view.options.commitUserPrefix
-  return prefix ? `${prefix}_${randomUUID()}` : randomUUID()
 }
 
 /**
@@ -681,7 +675,7 @@ export class BatchWriter {
       adds,
       deletes: [],
       ...(changelog.length ? { changelog } : {}),
-      commitUser: opts.commitUser ?? commitUserFor(this.table),
+      commitUser: opts.commitUser ?? commitUserFor(this.table.view.options.commitUserPrefix),
       commitIdentifier: opts.commitIdentifier ?? BATCH_COMMIT_IDENTIFIER,
       baseSnapshotId: opts.dedupAfterSnapshotId ?? latestId,
       dedup: opts.dedupAfterSnapshotId !== undefined,

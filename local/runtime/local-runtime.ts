@@ -10,7 +10,7 @@
 import { join } from 'node:path'
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient, SendMessageBatchCommand } from '@aws-sdk/client-sqs'
 import { S3Store } from '../../lib/store/s3-store.ts'
-import { Table } from '../../lib/table/table.ts'
+import { Table } from '../../lib/handle/table.ts'
 import { type BackendProcessOptions, startBackendProcess } from '../backend-process.ts'
 import { type EmbeddedBackend, type EmbeddedLatency, type EmbeddedStats, startEmbeddedBackend } from '../embedded.ts'
 import { ExecutionEnvironmentPool, type Isolation } from './execution-environment.ts'

@@ -13,7 +13,7 @@ import { basename, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8'
 import type { Context } from 'aws-lambda'
-import { cachedBytesInIsolate } from '../../lib/manifest/byte-cache.ts'
+import { cachedBytesInIsolate } from '../../lib/format/byte-cache.ts'
 
 export interface WorkerInit {
   handlerModule: string
@@ -50,7 +50,7 @@ export interface ThreadMemory {
   external: number
   /** the part of external held by ArrayBuffers (Buffers included) */
   arrayBuffers: number
-  /** what the isolate's bounded caches (lib/manifest/byte-cache.ts) charge now: heap they may fill up to their bounds */
+  /** what the isolate's bounded caches (lib/format/byte-cache.ts) charge now: heap they may fill up to their bounds */
   cachedBytes: number
   /** committed bytes of each of the isolate's V8 heap spaces (new_space, old_space, code_space, …), which add up to heapTotal */
   spaces: Record<string, number>

@@ -5,7 +5,7 @@
 import type { CommitRequest, CommitResult, Committer } from '../../lib/commit/committer.ts'
 import { type CommitMessage, commitMessageOf } from '../../lib/commit/commit-message.ts'
 import { type CompactBucketRequest, compactBucket } from '../../lib/lsm/compact-task.ts'
-import type { Table } from '../../lib/table/table.ts'
+import type { Table } from '../../lib/handle/table.ts'
 import { type WriteOptions, type WriteRecord, writeBatch } from '../../lib/write/table-write.ts'
 
 export class RecordingCommitter implements Committer {

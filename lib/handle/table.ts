@@ -4,15 +4,15 @@ import { FileStoreCommit } from '../commit/commit.ts'
 import { LANDED_CACHE_BYTES, LandedCommits } from '../commit/landed.ts'
 import { ManifestIO } from '../manifest/manifests.ts'
 import { SNAPSHOT_CACHE_BYTES, SnapshotManager } from '../manifest/snapshot-manager.ts'
-import { ByteLru, DEFAULT_METADATA_CACHE_BYTES } from '../manifest/byte-cache.ts'
+import { ByteLru, DEFAULT_METADATA_CACHE_BYTES } from '../format/byte-cache.ts'
 import type { DataFileFooter, FooterCache } from '../format/data-file.ts'
-import { type MergeEngineConfig, parseMergeEngineConfig } from '../lsm/merge-function.ts'
+import { type MergeEngineConfig, parseMergeEngineConfig } from '../merge/merge-function.ts'
 import { openStore } from '../store/open-store.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import { type TableSchema, StrataInputError } from '../types.ts'
-import { type FieldMapping, fieldMapping } from './evolution.ts'
-import { SCHEMA_DIR, schemaKey } from './paths.ts'
-import { type SchemaView, createSchema, describeSchema, parseSchema, serializeSchema } from './schema.ts'
+import { type FieldMapping, fieldMapping } from '../table/evolution.ts'
+import { SCHEMA_DIR, schemaKey } from '../table/paths.ts'
+import { type SchemaView, createSchema, describeSchema, parseSchema, serializeSchema } from '../table/schema.ts'
 
 const decoder = new TextDecoder()
 
@@ -27,7 +27,7 @@ export class StaleSchemaError extends Error {
 /** What a process decides about a handle, as opposed to the table's own options. */
 export interface TableOpenOptions {
   /**
-   * bound of the handle's metadata cache in bytes of memory (lib/manifest/byte-cache.ts;
+   * bound of the handle's metadata cache in bytes of memory (lib/format/byte-cache.ts;
    * default DEFAULT_METADATA_CACHE_BYTES). The snapshot and landed-commit caches take their
    * share of the same budget: 1/32 and 1/8 of it, at most SNAPSHOT_CACHE_BYTES and
    * LANDED_CACHE_BYTES, so a small budget bounds every metadata cache of the handle.

@@ -7,7 +7,7 @@
 
 import { type Tag, parseTag } from '../format/tag.ts'
 import { type Snapshot, StrataInputError } from '../types.ts'
-import { TAG_DIR, TAG_PREFIX, snapshotKey, tagKey } from './paths.ts'
+import { TAG_DIR, TAG_PREFIX, snapshotKey, tagKey } from '../table/paths.ts'
 import type { Table } from './table.ts'
 
 const decoder = new TextDecoder()

@@ -8,7 +8,7 @@
 
 import { StrataInputError, type DataType, type TypeRoot, type Value } from '../types.ts'
 import { compareBytes, compareDoubles, compareStringsUtf8 } from '../format/compare.ts'
-import { formatDataType } from '../table/data-type.ts'
+import { formatDataType } from '../format/data-type.ts'
 
 /** The aggregate functions Strata implements, by their Paimon identifiers. */
 export const AGGREGATE_FUNCTIONS = [

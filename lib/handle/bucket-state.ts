@@ -7,9 +7,9 @@ import { deserializeBinaryRow } from '../format/binary-row.ts'
 import { type DeletionVector, DELETION_VECTORS_INDEX, deletionVectorReadLength, readDeletionVector } from '../format/deletion-vector.ts'
 import { bucketPath } from '../format/partition-path.ts'
 import { type DataFileMeta, type IndexManifestEntry, type KeyValue, type ManifestEntry, type Row, type Snapshot, CorruptFileError, StrataInputError } from '../types.ts'
-import { bucketIdentifier } from './manifests.ts'
+import { bucketIdentifier } from '../manifest/identifiers.ts'
 import { indexKey } from '../table/paths.ts'
-import type { Table } from '../table/table.ts'
+import type { Table } from './table.ts'
 
 export interface BucketFiles {
   partition: Uint8Array

@@ -8,12 +8,12 @@
 
 import type { ObjectStore } from '../store/object-store.ts'
 import { type DataField, type TableSchema, StrataInputError } from '../types.ts'
-import { parseDataType, typeLabel } from './data-type.ts'
+import { parseDataType, typeLabel } from '../format/data-type.ts'
 import { openStore } from '../store/open-store.ts'
-import { WIDENINGS, isWidening } from './evolution.ts'
-import { isKnownOptionKey } from './options.ts'
-import { schemaKey } from './paths.ts'
-import { SCHEMA_VERSION, columnNameProblem, describeSchema, newFieldNameProblem, parseSchema, serializeSchema } from './schema.ts'
+import { WIDENINGS, isWidening } from '../table/evolution.ts'
+import { isKnownOptionKey } from '../table/options.ts'
+import { schemaKey } from '../table/paths.ts'
+import { SCHEMA_VERSION, columnNameProblem, describeSchema, newFieldNameProblem, parseSchema, serializeSchema } from '../table/schema.ts'
 import { Table, latestSchemaIdIn } from './table.ts'
 
 /** Where an added column goes (Paimon's SchemaChange.Move): first, or after a field; default last. */
