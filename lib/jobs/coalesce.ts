@@ -1,54 +1,7 @@
-// Compaction jobs coalesce (docs/design.md "Compaction jobs: failures, time and
-// coalescing"): a bucket with a queued or running job does not gain a new job for every
-// writer commit.
-//
-// The mechanism is SQS FIFO deduplication, keyed so that a writer's job is dropped only
-// when an earlier job is bound to take its files, or to leave a follow-up that will:
-// - A writer whose commit landed in snapshot S keys each touched bucket's job by the
-//   bucket's files live in S (jobKeyOf): its level-0 file f that landed first and a digest
-//   of its files above level 0, `l0:<f>@<digest>`. Every compaction that lands changes the key: it takes
-//   f or writes new files above level 0 (a compaction never outputs to level 0). Between
-//   two landed compactions the key stays put while writers add level-0 files after f, so
-//   every writer landing meanwhile computes the same key, and within SQS's 5-minute
-//   deduplication window they share the one job the first sent.
-// - Why no file is left without a job. Take a job J sent under key k (after S, where k was
-//   the bucket's key). J reads the latest snapshot R when it starts. If the key was still
-//   k at R, J reads every file of the writers that shared k and landed by R, and the
-//   others (landing after R, while k held) are in the latest snapshot after J's commit,
-//   which J's follow-up check looks at (followUpOf). If the key had changed by R, a
-//   compaction landed after S; no later writer computes k again, and the writers that
-//   shared k landed before that compaction's follow-up check, which sees them. What the
-//   argument needs from the follow-up check: it sends a job whenever the bucket has work
-//   for one, keyed as a writer landing there keys its job (the key the next writers
-//   compute, so they share it), and it never shares a key with a job that is done.
-// - When a bucket has work for a job. A deletion-vector table's readers skip level 0 (so do
-//   a first-row table's, compacted with lookup like it: levelZeroWaits), so every level-0
-//   file needs a job: its writers send one for every touched bucket, and the
-//   follow-up goes out when level 0 holds a file the job did not see, or the job's input
-//   was capped (compaction.max-input-files, which may leave level-0 files). Its pick (Paimon's
-//   force-up-level-0) is never empty while level 0 holds a file. Other tables' reads merge
-//   level 0 in, and their universal pick is empty below the trigger: their writers send a
-//   job only for a bucket that needs compaction in S, its own files included
-//   (compactionNeeded: the pick a job would make there is not empty), and the follow-up
-//   goes out when the bucket still needs compaction in the latest snapshot, capped or not.
-//   A job J keyed k, sent when the bucket needed compaction, that reads R with the key
-//   still k finds something to pick: only newer level-0 runs were added since, and a newer
-//   sorted run keeps a pick non-empty (run count and size amplification only grow; a
-//   size-ratio pick that the new run breaks falls back to the run-count pick, now past the
-//   trigger). So a job that does nothing never leaves its key behind for a writer to share.
-//   (Keyed by f alone, a capped compaction could land between S and R, leave f, and leave J
-//   nothing to pick; a later writer keyed by f would then be dropped as J's duplicate. The
-//   property test in test/job-coalescing.test.ts finds this with an input cap of 2.)
-// - A compactor that dies after its commit landed leaves its message on the queue without
-//   the follow-up check, and the writers landing after its commit have sent a job under
-//   the new key, queued behind the message. The redelivery is then overtaken (overtakenAt:
-//   every job of it keyed `l0:`, none with the bucket's key now): it compacts nothing and
-//   makes the follow-up check the dead invocation owed, as a job that saw no file, so
-//   its follow-up and the queued job share the current key. Compacting instead would land
-//   another compaction, change the key again and leave three jobs for the bucket. A
-//   redelivery whose compaction had not landed finds its key unchanged and compacts.
-// - A job sent more than 5 minutes after the first of its key is not deduplicated: at
-//   worst one more job per bucket per 5 minutes.
+// Compaction jobs coalesce: writers key a bucket's job for SQS FIFO deduplication by the
+// bucket's live files (`l0:<oldest level-0 file>@<digest of the files above level 0>`), and a
+// compactor sends a follow-up while the bucket still has work. Why no file is left without a
+// job: docs/design.md, "Coalescing: why no level-0 file is left without a job".
 
 import { createHash } from 'node:crypto'
 import type { Table } from '../handle/table.ts'
