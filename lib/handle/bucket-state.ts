@@ -9,7 +9,8 @@ import { bucketPath } from '../format/partition-path.ts'
 import { type DataFileMeta, type IndexManifestEntry, type KeyValue, type ManifestEntry, type Row, type Snapshot, CorruptFileError, StrataInputError } from '../types.ts'
 import { bucketIdentifier } from '../manifest/identifiers.ts'
 import { indexKey } from '../table/paths.ts'
-import type { Table } from './table.ts'
+import type { ManifestIO } from '../manifest/manifests.ts'
+import type { SchemaView } from '../table/schema.ts'
 
 export interface BucketFiles {
   partition: Uint8Array
@@ -20,8 +21,23 @@ export interface BucketFiles {
   files: ManifestEntry[]
 }
 
+/** The table's root: a file at an external path is read only when it lies under it. */
+export interface TableRoot {
+  readonly uri: string
+}
+
+/** What names a bucket's directory: the partition fields and the table's options. */
+export interface BucketLayout {
+  readonly view: Pick<SchemaView, 'partitionFields' | 'options'>
+}
+
+/** What finds and reads a deletion-vector index file (the table handle is one). */
+export interface IndexFiles extends TableRoot, BucketLayout {
+  readonly manifests: Pick<ManifestIO, 'readImmutableRange'>
+}
+
 /** The deletion-vector index entries of a snapshot, by bucket identifier. */
-export async function dvIndexByBucket(table: Table, snapshot: Snapshot | null): Promise<Map<string, IndexManifestEntry[]>> {
+export async function dvIndexByBucket(table: { readonly manifests: Pick<ManifestIO, 'readIndexManifest'> }, snapshot: Snapshot | null): Promise<Map<string, IndexManifestEntry[]>> {
   const out = new Map<string, IndexManifestEntry[]>()
   if (!snapshot?.indexManifest) return out
   for (const e of await table.manifests.readIndexManifest(snapshot.indexManifest)) {
@@ -38,7 +54,7 @@ export async function dvIndexByBucket(table: Table, snapshot: Snapshot | null): 
  * Loads the deletion vector of each named data file with one range read per vector, so a
  * reader of one file fetches only that file's vector.
  */
-export async function loadDeletionVectors(table: Table, indexEntries: IndexManifestEntry[] | undefined, only?: Set<string>): Promise<Map<string, DeletionVector>> {
+export async function loadDeletionVectors(table: IndexFiles, indexEntries: IndexManifestEntry[] | undefined, only?: Set<string>): Promise<Map<string, DeletionVector>> {
   const out = new Map<string, DeletionVector>()
   if (!indexEntries) return out
   const reads: Promise<void>[] = []
@@ -68,7 +84,7 @@ export async function loadDeletionVectors(table: Table, indexEntries: IndexManif
  * URI: `data-file.external-paths`). Strata reads only through the table's own store, so a
  * location outside the table directory is refused, naming the option.
  */
-export function externalKey(table: Table, uri: string, what: string): string {
+export function externalKey(table: TableRoot, uri: string, what: string): string {
   // Paimon writes local paths as `file:/…`, a table's URI is `file:///…`
   const norm = (u: string) => u.replace(/^file:\/\/\//, 'file:/').replace(/\/+$/, '')
   const root = `${norm(table.uri)}/`
@@ -80,7 +96,7 @@ export function externalKey(table: Table, uri: string, what: string): string {
 }
 
 /** Where a live data file of the bucket directory `dir` is: `dir/<name>`, or its external path. */
-export function dataFileKey(table: Table, dir: string, file: DataFileMeta): string {
+export function dataFileKey(table: TableRoot, dir: string, file: DataFileMeta): string {
   return file.externalPath ? externalKey(table, file.externalPath, `data file ${file.fileName}`) : `${dir}/${file.fileName}`
 }
 
@@ -89,12 +105,12 @@ export function dataFileKey(table: Table, dir: string, file: DataFileMeta): stri
  * directory when the table sets `index-file-in-data-file-dir` (Paimon then records no path,
  * the option says where); else under `index/`.
  */
-export function indexFileKey(table: Table, e: Pick<IndexManifestEntry, 'fileName' | 'partition' | 'bucket' | 'externalPath'>, bucketDir = (partition: Uint8Array, bucket: number) => bucketDirOf(table, partition, bucket).path): string {
+export function indexFileKey(table: TableRoot & BucketLayout, e: Pick<IndexManifestEntry, 'fileName' | 'partition' | 'bucket' | 'externalPath'>, bucketDir = (partition: Uint8Array, bucket: number) => bucketDirOf(table, partition, bucket).path): string {
   if (e.externalPath) return externalKey(table, e.externalPath, `index file ${e.fileName}`)
   return table.view.options.indexFileInDataFileDir ? `${bucketDir(e.partition, e.bucket)}/${e.fileName}` : indexKey(e.fileName)
 }
 
-export function bucketDirOf(table: Table, partition: Uint8Array, bucket: number): { partitionValues: Row; path: string } {
+export function bucketDirOf(table: BucketLayout, partition: Uint8Array, bucket: number): { partitionValues: Row; path: string } {
   const view = table.view
   const partitionValues = deserializeBinaryRow(
     view.partitionFields.map((f) => f.type),
