@@ -14,7 +14,8 @@ import type { ObjectStore } from '../lib/store/object-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { Table } from '../lib/handle/table.ts'
 import { StrataInputError } from '../lib/types.ts'
-import { rowSize, writeBatch } from '../lib/write/table-write.ts'
+import { rowSize } from '../lib/write/record-checks.ts'
+import { writeBatch } from '../lib/write/table-write.ts'
 
 const dirs: string[] = []
 afterEach(() => {

@@ -14,7 +14,8 @@ import { JsonNumber, parseJsonLine } from '../table/json-line.ts'
 import { recordFromJson } from '../table/json-values.ts'
 import type { Table } from '../handle/table.ts'
 import { type Snapshot, CorruptFileError, StrataInputError } from '../types.ts'
-import { type WriteRecord, refusedRecord, writeBatch } from '../write/table-write.ts'
+import { type WriteRecord, refusedRecord } from '../write/record-checks.ts'
+import { writeBatch } from '../write/table-write.ts'
 
 export interface IngestRecord {
   /** stable id of the record at its source, the same on every redelivery (SQS messageId, Kinesis sequence number) */

@@ -13,27 +13,38 @@
 import { bucketFunction } from '../format/bucket.ts'
 import { serializeBinaryRow } from '../format/binary-row.ts'
 import { rowComparator } from '../format/compare.ts'
-import type { DataFileStats } from '../format/data-file.ts'
+import type { DataFileStats } from '../format/data-file-stats.ts'
 import { bucketPath, partitionPath } from '../format/partition-path.ts'
 import { createMergeFunction, engineTraits, sequenceComparator } from '../merge/merge-function.ts'
 import { type DataType, type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, FileKind, RowKind, StrataInputError, isRetract } from '../types.ts'
 import { BATCH_COMMIT_IDENTIFIER, type CommitResult, type Committer, commitUserFor } from '../commit/committer.ts'
-import { bucketsScope } from '../manifest/bucket-scope.ts'
+import { type BucketScope, bucketsScope } from '../manifest/bucket-scope.ts'
 import { bucketIdentifier, hex } from '../manifest/identifiers.ts'
 import { mapBounded } from '../store/bounded.ts'
+import type { ObjectStore } from '../store/object-store.ts'
 import { dataFileMeta, newDataFileWriter, partitionStatsOf } from '../table/file-meta.ts'
 import { rowToJsonLine } from '../table/json-values.ts'
 import { CHANGELOG_FILE_PREFIX, FileNamer, MAX_PARTITION_DIR_BYTES, MAX_PARTITION_PATH_BYTES } from '../table/paths.ts'
 import type { SchemaView } from '../table/schema.ts'
-import type { Table } from '../handle/table.ts'
 import { assertWritable } from '../table/options.ts'
 import { ColumnLayout, GroupColumns } from './column-buffer.ts'
+import { type RecordRules, type WriteRecord, oversizeRow, refusedRetraction, unstorablePartition } from './record-checks.ts'
+import { type SequenceClock, defaultSequenceClock } from './sequence-clock.ts'
 
-export interface WriteRecord {
-  kind: RowKind
-  row: Row
-  /** where the record came from, for error messages (e.g. 'line 12') */
-  where?: string
+export type { WriteRecord } from './record-checks.ts'
+
+/**
+ * What a batch writer needs of a table: where files go, the schema and merge engine, the
+ * latest snapshot and its buckets' highest sequence numbers, and the committer. The Table
+ * handle (lib/handle/table.ts) is one; a test can build one without a table.
+ */
+export interface WriteContext extends RecordRules {
+  readonly uri: string
+  readonly store: Pick<ObjectStore, 'put' | 'delete'>
+  readonly snapshots: { latest(): Promise<Snapshot | null> }
+  readonly manifests: { maxSequenceNumber(snapshot: Snapshot, scope: BucketScope): Promise<bigint> }
+  /** the default committer; WriteOptions.committer overrides it */
+  readonly committer: Committer
 }
 
 export interface TouchedBucket {
@@ -76,8 +87,10 @@ export interface WriteOptions {
   baseSnapshot?: Snapshot | null
   /** identities of earlier attempts whose records this batch carries again (CommitRequest.supersedes) */
   supersedes?: string[]
-  /** tests only: number the rows from this instead of sequenceBase() (to build exact ties) */
+  /** tests only: number the rows from this instead of the sequence clock (to build exact ties) */
   sequenceBase?: bigint
+  /** the process's claim on sequence numbers; default defaultSequenceClock (a test may give its own) */
+  sequenceClock?: SequenceClock
   /** bytes of buffered records before a flush; default the table's `write-buffer-size` */
   writeBufferSize?: number
   /**
@@ -86,126 +99,6 @@ export interface WriteOptions {
    * 'rows' (one KeyValue per record, written row by row: the reference the tests compare with)
    */
   buffer?: 'columns' | 'rows'
-}
-
-/**
- * Why the table's merge engine refuses this record (a retraction it cannot apply), or null.
- * Paimon refuses some retractions when it merges (a partial-update table given a -D
- * without `ignore-delete`, an aggregate function that cannot retract) or, for first-row,
- * in the lookup compaction of the commit that writes them (a -D or -U without
- * `ignore-delete`). Strata asks the merge function up front, so a refused record fails the
- * whole batch before anything stays written instead of poisoning later reads.
- */
-export function refusedRetraction(table: Table, r: WriteRecord): string | null {
-  if (!engineTraits(table.mergeConfig.engine).mayRefuseRetractions || !isRetract(r.kind)) return null
-  const mf = createMergeFunction(table.mergeConfig)
-  mf.reset()
-  mf.add({ key: [], seq: 0n, kind: RowKind.INSERT, value: r.row })
-  try {
-    mf.add({ key: [], seq: 1n, kind: r.kind, value: r.row })
-    mf.result()
-    return null
-  } catch (e) {
-    return (e as Error).message
-  }
-}
-
-/**
- * The size of a row as `write.max-row-size` counts it: strings as UTF-8, bytes raw, 8 for
- * every other non-null value (null counts nothing).
- */
-export function rowSize(row: Row): number {
-  let size = 0
-  for (const v of row) size += valueSize(v)
-  return size
-}
-
-function valueSize(v: Value): number {
-  if (v === null) return 0
-  if (typeof v === 'string') return Buffer.byteLength(v, 'utf8')
-  if (v instanceof Uint8Array) return v.length
-  return 8
-}
-
-/** Longest key text an error message shows. */
-const KEY_TEXT_CHARS = 80
-
-/** Why a row is too large for the table (naming its key, size and largest field), or null. Runs once per input row. */
-export function oversizeRow(view: SchemaView, row: Row): string | null {
-  const limit = view.options.maxRowBytes
-  // a cheap upper bound first (a UTF-16 unit is at most 3 UTF-8 bytes): most rows end here
-  let bound = 0
-  for (const v of row) bound += typeof v === 'string' ? v.length * 3 : valueSize(v)
-  if (bound <= limit) return null
-  const size = rowSize(row)
-  if (size <= limit) return null
-  let largest = 0
-  for (let i = 1; i < row.length; i++) if (valueSize(row[i]) > valueSize(row[largest])) largest = i
-  const keyIndexes = view.schema.primaryKeys.map((k) => view.fieldIndex.get(k)!)
-  let key = rowToJsonLine(view.fields, keyIndexes, row)
-  if (key.length > KEY_TEXT_CHARS) key = key.slice(0, KEY_TEXT_CHARS - 3) + '...'
-  return `row of ${size} bytes is larger than write.max-row-size (${limit} bytes); key ${key}, largest field '${view.fields[largest].name}' (${valueSize(row[largest])} bytes)`
-}
-
-/** Why the storage cannot hold a partition's directory (a value too long once escaped), or null. */
-export function unstorablePartition(view: SchemaView, partitionValues: Row): string | null {
-  if (view.partitionFields.length === 0) return null
-  let path: string
-  try {
-    path = partitionPath(view.partitionFields, partitionValues, view.options.partitionDefaultName)
-  } catch (e) {
-    if (e instanceof StrataInputError) return e.message
-    throw e
-  }
-  const dirs = path.slice(0, -1).split('/')
-  for (let i = 0; i < dirs.length; i++) {
-    const bytes = Buffer.byteLength(dirs[i], 'utf8')
-    if (bytes > MAX_PARTITION_DIR_BYTES) {
-      const shown = dirs[i].length > 40 ? dirs[i].slice(0, 37) + '...' : dirs[i]
-      return `partition field '${view.partitionFields[i].name}': directory name '${shown}' is ${bytes} bytes; a partition directory name (key=value, escaped) has at most ${MAX_PARTITION_DIR_BYTES}`
-    }
-  }
-  const total = Buffer.byteLength(path, 'utf8')
-  if (total > MAX_PARTITION_PATH_BYTES) {
-    return `partition path of ${total} bytes (fields ${view.partitionFields.map((f) => `'${f.name}'`).join(', ')}, escaped); a partition path has at most ${MAX_PARTITION_PATH_BYTES} bytes, so a data file's S3 key stays within 1024`
-  }
-  return null
-}
-
-/**
- * Why a record cannot be written to the table — a row too large, a partition the storage
- * cannot name, a retraction the merge engine refuses — or null. What writeBatch checks for
- * each record, for a caller (the writer function) that rejects records one by one.
- */
-export function refusedRecord(table: Table, r: WriteRecord): string | null {
-  const view = table.view
-  return oversizeRow(view, r.row) ?? unstorablePartition(view, view.partitionIndexes.map((j) => r.row[j])) ?? refusedRetraction(table, r)
-}
-
-/** Low bits of a sequence number: the row's index in its batch (2^20 rows per millisecond). */
-export const SEQUENCE_ROW_BITS = 20n
-let lastSequenceEnd = 0n
-
-/**
- * The first sequence number of a batch of `rows` rows: the writer's clock in milliseconds
- * shifted past the row bits, and past every number this process handed out before, so a
- * process's batches always ascend and a batch of more than 2^20 rows takes the next
- * milliseconds too. Two batches that race for one snapshot (concurrent writers, or a
- * committer folding several messages) get distinct ranges, ordered by when they started,
- * where numbering from the next snapshot id gave both the same base and left ties for
- * file order to settle. Clocks of different writers agree to well under the time a batch
- * takes to write and commit, so a batch that started after another one committed numbers
- * above it. 2^41 ms (year 2039) << 20 stays below 2^63; and above the `snapshot id << 32`
- * numbering of earlier Strata versions for any table of fewer than 4·10^8 snapshots.
- * `floor` (one above the touched buckets' highest number) wins over the clock: a writer
- * whose clock is behind an earlier writer's still numbers above what it read.
- */
-export function sequenceBase(rows: number, nowMs: number = Date.now(), floor = 0n): bigint {
-  let base = BigInt(Math.floor(nowMs)) << SEQUENCE_ROW_BITS
-  if (floor > base) base = floor
-  const start = base > lastSequenceEnd ? base : lastSequenceEnd
-  lastSequenceEnd = start + BigInt(Math.max(rows, 1))
-  return start
 }
 
 /**
@@ -297,14 +190,14 @@ interface RecordedError {
  *
  * Sequence numbers are as writeBatch's always were: a record's is the batch's base plus its
  * index in the batch (so later input wins), the base taken from the writer's clock
- * (sequenceBase) and raised above the touched buckets' highest number in the snapshot the
+ * (SequenceClock.claim) and raised above the touched buckets' highest number in the snapshot the
  * batch started from. A single flush numbers from the clock while that floor is read and
  * writes again in the rare case it must rise; a batch that flushes early reads the floor of
  * the buckets it flushes before encoding them, and the base only rises from one flush to the
  * next, so numbers ascend in input order across the whole batch.
  */
 export class BatchWriter {
-  readonly table: Table
+  readonly table: WriteContext
   readonly #opts: WriteOptions
   /** names a record by its index when it has no `where` (only for an error) */
   readonly #whereOf: (index: number) => string
@@ -327,14 +220,16 @@ export class BatchWriter {
   #error: RecordedError | null = null
   /** the sequence number of batch index 0: numbers are #shift + index */
   #shift: bigint
-  /** the end of this writer's last claim on the process's sequence range (lastSequenceEnd) */
+  /** the process's claim on sequence numbers */
+  readonly #clock: SequenceClock
+  /** the end of this writer's last claim on the clock's range (SequenceClock.end) */
   #claimEnd = 0n
   readonly #fixedBase: boolean
   #finished = false
   /** the column buffer's per-table part, or null for the 'rows' buffer */
   readonly #layout: ColumnLayout | null
 
-  constructor(table: Table, opts: WriteOptions & { expectedRows?: number; whereOf?: (index: number) => string } = {}) {
+  constructor(table: WriteContext, opts: WriteOptions & { expectedRows?: number; whereOf?: (index: number) => string } = {}) {
     const view = table.view
     assertWritable(view.options, table.uri, 'write')
     this.table = table
@@ -350,10 +245,11 @@ export class BatchWriter {
     this.#latestP = opts.baseSnapshot !== undefined ? Promise.resolve(opts.baseSnapshot) : table.snapshots.latest()
     this.#latestP.catch(() => undefined) // awaited at the first flush; a batch that fails first must not leave it unhandled
     this.#fixedBase = opts.sequenceBase !== undefined
+    this.#clock = opts.sequenceClock ?? defaultSequenceClock
     if (opts.sequenceBase !== undefined) this.#shift = opts.sequenceBase
     else {
-      this.#shift = sequenceBase(opts.expectedRows ?? 1, Date.now())
-      this.#claimEnd = lastSequenceEnd
+      this.#shift = this.#clock.claim(opts.expectedRows ?? 1, Date.now())
+      this.#claimEnd = this.#clock.end
     }
   }
 
@@ -482,12 +378,13 @@ export class BatchWriter {
     let min = floor
     // another batch of this process claimed numbers since this one last did, and these
     // numbers reach past this one's claim: they go above the other's
-    if (lastSequenceEnd !== this.#claimEnd && this.#shift + BigInt(to) > this.#claimEnd && lastSequenceEnd > min) min = lastSequenceEnd
+    const claimed = this.#clock.end
+    if (claimed !== this.#claimEnd && this.#shift + BigInt(to) > this.#claimEnd && claimed > min) min = claimed
     const start = this.#shift + BigInt(from)
     if (start < min) this.#shift += min - start
     const end = this.#shift + BigInt(Math.max(to, from + 1))
-    if (end > lastSequenceEnd) lastSequenceEnd = end
-    this.#claimEnd = lastSequenceEnd
+    this.#clock.extendTo(end)
+    this.#claimEnd = this.#clock.end
   }
 
   /** The sequence floor of those of these buckets whose floor was not read yet (0 when none). */
@@ -716,9 +613,9 @@ export class BatchWriter {
       await Promise.all(files.map((f) => this.table.store.delete(`${f.dir}/${f.fileName}`).catch(() => undefined)))
       const gone = new Set(files)
       this.#files.splice(0, this.#files.length, ...this.#files.filter((f) => !gone.has(f)))
-      const next = sequenceBase(to - from, Date.now(), floor)
+      const next = this.#clock.claim(to - from, Date.now(), floor)
       this.#shift = next - BigInt(from)
-      this.#claimEnd = lastSequenceEnd
+      this.#claimEnd = this.#clock.end
       files = await this.#writeGroups(groups)
     }
   }
@@ -733,7 +630,7 @@ export class BatchWriter {
 }
 
 /** Writes a batch of records as one commit (BatchWriter over an array or iterable). */
-export async function writeBatch(table: Table, records: Iterable<WriteRecord> | AsyncIterable<WriteRecord>, opts: WriteOptions = {}): Promise<WriteResult> {
+export async function writeBatch(table: WriteContext, records: Iterable<WriteRecord> | AsyncIterable<WriteRecord>, opts: WriteOptions = {}): Promise<WriteResult> {
   const w = new BatchWriter(table, { ...opts, expectedRows: Array.isArray(records) ? records.length : undefined })
   try {
     if (Symbol.asyncIterator in records) {
@@ -760,7 +657,7 @@ export async function writeBatch(table: Table, records: Iterable<WriteRecord> | 
  * Files those buckets held before and no longer do count too (the manifests still name
  * them): a higher floor is as correct, and the manifests need not be folded.
  */
-async function sequenceFloor(table: Table, latest: Snapshot | null, groups: Iterable<{ partition: Uint8Array; bucket: number }>): Promise<bigint> {
+async function sequenceFloor(table: WriteContext, latest: Snapshot | null, groups: Iterable<{ partition: Uint8Array; bucket: number }>): Promise<bigint> {
   if (!latest) return 0n
   const pairs = [...groups]
   if (pairs.length === 0) return 0n
