@@ -77,6 +77,8 @@ function allSeries(metricName: string, fn: string, statistic: string, label: str
   })
 }
 
+const graph = (title: string, left: IMetric[], width = 8, right?: IMetric[]) => new GraphWidget({ title, left, right, width, height: 6 })
+
 /**
  * The stack's alarm topic: encrypted with a customer-managed key (rotated yearly) whose
  * policy lets CloudWatch use it — CloudWatch encrypts what it publishes with the topic's key
@@ -126,6 +128,39 @@ function createAlarmTopic(scope: Construct, email: string | undefined): Topic {
   return topic
 }
 
+const atLeastOne = { threshold: 1, comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD, evaluationPeriods: 1 }
+
+// Errors and Throttles of every function. Errors counts invocations that failed as a
+// whole (a crash, the timeout, a thrown error); a record or job that fails alone goes back
+// through the partial batch response and is not an error.
+const ERRORS_WHY: Partial<Record<StrataFunction['kind'], (label: string) => string>> = {
+  committer: (l) => `${l}: invocations failed (not single messages: those are returned to the queue). See the committer's log and docs/operations.md, "Metrics and alarms".`,
+  maintenance: (l) => `${l}: the maintenance run failed: snapshots are not expired, orphan files not removed, and the table's metrics may be missing (the freshness alarm fires when they stop). See its log and docs/operations.md, "Metrics and alarms".`,
+}
+
+/** Every function of the stack, as the alarms and the dashboard name it. */
+function watchedFunctions(props: MonitoringProps): WatchedFunction[] {
+  return [
+    { fn: props.writer, id: 'Writer', label: 'writer' },
+    { fn: props.reader, id: 'Reader', label: 'reader' },
+    { fn: props.tableInit, id: 'TableInit', label: 'table-init' },
+    ...props.tables.flatMap((t): WatchedFunction[] => [
+      { fn: t.compactor, id: `${t.node.id}Compactor`, label: `compactor ${t.name}` },
+      { fn: t.committer, id: `${t.node.id}Committer`, label: `committer ${t.name}` },
+      { fn: t.maintenance, id: `${t.node.id}Maintenance`, label: `maintenance ${t.name}` },
+    ]),
+  ]
+}
+
+/** A function added to the stack without being listed in `functions` would go unwatched. */
+function refuseUnwatched(scope: Construct, functions: WatchedFunction[]): void {
+  const listed = new Set(functions.map((f) => f.fn))
+  const unlisted = Stack.of(scope)
+    .node.findAll()
+    .filter((c): c is StrataFunction => c instanceof StrataFunction && !listed.has(c))
+  if (unlisted.length) throw new Error(`Monitoring: functions without alarms: ${unlisted.map((f) => f.node.path).join(', ')}`)
+}
+
 export class Monitoring extends Construct {
   readonly alarms: Alarm[] = []
   readonly dashboard: Dashboard
@@ -135,6 +170,7 @@ export class Monitoring extends Construct {
   readonly createdTopic?: Topic
   /** every function of the stack, each with an Errors and a Throttles alarm */
   readonly functions: WatchedFunction[]
+  private readonly action: SnsAction
 
   constructor(scope: Construct, id: string, props: MonitoringProps) {
     super(scope, id)
@@ -145,46 +181,47 @@ export class Monitoring extends Construct {
       this.createdTopic = createAlarmTopic(this, config.alarms.email)
       this.topic = this.createdTopic
     }
-    const action = new SnsAction(this.topic)
-    const add = (alarm: Alarm) => {
-      alarm.addAlarmAction(action)
-      alarm.addOkAction(action)
-      this.alarms.push(alarm)
-      return alarm
-    }
-    const atLeastOne = { threshold: 1, comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD, evaluationPeriods: 1 }
+    this.action = new SnsAction(this.topic)
+    this.functions = watchedFunctions(props)
+    refuseUnwatched(this, this.functions)
 
-    this.functions = [
-      { fn: props.writer, id: 'Writer', label: 'writer' },
-      { fn: props.reader, id: 'Reader', label: 'reader' },
-      { fn: props.tableInit, id: 'TableInit', label: 'table-init' },
-      ...tables.flatMap((t): WatchedFunction[] => [
-        { fn: t.compactor, id: `${t.node.id}Compactor`, label: `compactor ${t.name}` },
-        { fn: t.committer, id: `${t.node.id}Committer`, label: `committer ${t.name}` },
-        { fn: t.maintenance, id: `${t.node.id}Maintenance`, label: `maintenance ${t.name}` },
-      ]),
-    ]
-    // a function added to the stack without being listed here would go unwatched
-    const listed = new Set(this.functions.map((f) => f.fn))
-    const unlisted = Stack.of(this)
-      .node.findAll()
-      .filter((c): c is StrataFunction => c instanceof StrataFunction && !listed.has(c))
-    if (unlisted.length) throw new Error(`Monitoring: functions without alarms: ${unlisted.map((f) => f.node.path).join(', ')}`)
+    this.dlqAlarm('IngestDeadLettersAlarm', props.ingestDeadLetters, config.ingest.type === 'sqs' ? 'The ingest DLQ' : 'The Kinesis on-failure queue')
+    this.ingestAgeAlarm(props)
+    for (const w of this.functions) this.functionAlarms(w)
+    // Maintenance publishes the table metrics once per run, so one period is one run.
+    const schedule = Duration.minutes(config.functions.maintenance.scheduleMinutes)
+    for (const t of tables) this.tableAlarms(t, config, schedule)
 
-    const dlqAlarm = (id: string, queue: Queue, what: string) =>
-      add(
-        new Alarm(this, id, {
-          alarmDescription: `${what} has messages: they failed every retry. See docs/operations.md, "Dead-letter queues".`,
-          metric: queue.metricApproximateNumberOfMessagesVisible({ period: FIVE_MINUTES, statistic: 'Maximum' }),
-          ...atLeastOne,
-          treatMissingData: TreatMissingData.NOT_BREACHING,
-        }),
-      )
-    dlqAlarm('IngestDeadLettersAlarm', props.ingestDeadLetters, config.ingest.type === 'sqs' ? 'The ingest DLQ' : 'The Kinesis on-failure queue')
+    this.dashboard = new Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(3) })
+    this.addStatusWidgets()
+    this.addTableGraphs(tables, schedule)
+    this.addRuntimeGraphs(props, schedule)
+  }
 
-    const ingestAge = config.alarms.ingestAgeSeconds
+  /** Sends the alarm's ALARM and OK notifications to the topic, and lists it. */
+  private watch(alarm: Alarm): Alarm {
+    alarm.addAlarmAction(this.action)
+    alarm.addOkAction(this.action)
+    this.alarms.push(alarm)
+    return alarm
+  }
+
+  private dlqAlarm(id: string, queue: Queue, what: string): Alarm {
+    return this.watch(
+      new Alarm(this, id, {
+        alarmDescription: `${what} has messages: they failed every retry. See docs/operations.md, "Dead-letter queues".`,
+        metric: queue.metricApproximateNumberOfMessagesVisible({ period: FIVE_MINUTES, statistic: 'Maximum' }),
+        ...atLeastOne,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+    )
+  }
+
+  /** The ingest source falling behind: the oldest ingest message, or the writer's Kinesis iterator age. */
+  private ingestAgeAlarm(props: MonitoringProps): void {
+    const ingestAge = props.config.alarms.ingestAgeSeconds
     if (props.ingestQueue) {
-      add(
+      this.watch(
         new Alarm(this, 'IngestAgeAlarm', {
           alarmDescription: `The oldest message on the ingest queue is more than ${ingestAge} s old: the writers are not keeping up, or messages keep failing and coming back. See the writer's errors, throttles and log, and docs/operations.md, "Metrics and alarms".`,
           metric: props.ingestQueue.metricApproximateAgeOfOldestMessage({ period: ONE_MINUTE, statistic: 'Maximum' }),
@@ -195,7 +232,7 @@ export class Monitoring extends Construct {
         }),
       )
     } else {
-      add(
+      this.watch(
         new Alarm(this, 'IngestAgeAlarm', {
           alarmDescription: `The writer's Kinesis iterator age is more than ${ingestAge} s: the writer is behind the stream, or a batch keeps failing and is retried. See the writer's errors and log, and docs/operations.md, "Metrics and alarms".`,
           metric: props.writer.fn.metric('IteratorAge', { period: ONE_MINUTE, statistic: 'Maximum' }),
@@ -206,109 +243,101 @@ export class Monitoring extends Construct {
         }),
       )
     }
+  }
 
-    // Errors and Throttles of every function. Errors counts invocations that failed as a
-    // whole (a crash, the timeout, a thrown error); a record or job that fails alone goes back
-    // through the partial batch response and is not an error.
-    const errorsWhy: Partial<Record<StrataFunction['kind'], (label: string) => string>> = {
-      committer: (l) => `${l}: invocations failed (not single messages: those are returned to the queue). See the committer's log and docs/operations.md, "Metrics and alarms".`,
-      maintenance: (l) => `${l}: the maintenance run failed: snapshots are not expired, orphan files not removed, and the table's metrics may be missing (the freshness alarm fires when they stop). See its log and docs/operations.md, "Metrics and alarms".`,
-    }
-    for (const w of this.functions) {
-      const kind = w.fn.kind
-      add(
-        new Alarm(this, `${w.id}ErrorsAlarm`, {
-          alarmDescription:
-            errorsWhy[kind]?.(w.label) ??
-            `${w.label}: invocations failed as a whole (a crash, the timeout, a thrown error). See its log and docs/operations.md, "Metrics and alarms".`,
-          metric: w.fn.fn.metricErrors({ period: FIVE_MINUTES, statistic: 'Sum' }),
-          ...atLeastOne,
-          treatMissingData: TreatMissingData.NOT_BREACHING,
-        }),
-      )
-      add(
-        new Alarm(this, `${w.id}ThrottlesAlarm`, {
-          alarmDescription: `${w.label}: invocations were throttled. No function of the stack is meant to be (event sources are capped with maxConcurrency, docs/operations.md "compaction.task-threads on Lambda"): the account's concurrency is used up, or a reservation is below its event source's cap.`,
-          metric: w.fn.fn.metricThrottles({ period: FIVE_MINUTES, statistic: 'Sum' }),
-          ...atLeastOne,
-          treatMissingData: TreatMissingData.NOT_BREACHING,
-        }),
-      )
-    }
+  /** A function's Errors and Throttles alarms (ERRORS_WHY). */
+  private functionAlarms(w: WatchedFunction): void {
+    this.watch(
+      new Alarm(this, `${w.id}ErrorsAlarm`, {
+        alarmDescription:
+          ERRORS_WHY[w.fn.kind]?.(w.label) ??
+          `${w.label}: invocations failed as a whole (a crash, the timeout, a thrown error). See its log and docs/operations.md, "Metrics and alarms".`,
+        metric: w.fn.fn.metricErrors({ period: FIVE_MINUTES, statistic: 'Sum' }),
+        ...atLeastOne,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+    )
+    this.watch(
+      new Alarm(this, `${w.id}ThrottlesAlarm`, {
+        alarmDescription: `${w.label}: invocations were throttled. No function of the stack is meant to be (event sources are capped with maxConcurrency, docs/operations.md "compaction.task-threads on Lambda"): the account's concurrency is used up, or a reservation is below its event source's cap.`,
+        metric: w.fn.fn.metricThrottles({ period: FIVE_MINUTES, statistic: 'Sum' }),
+        ...atLeastOne,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+    )
+  }
 
-    // Maintenance publishes the table metrics once per run, so one period is one run. Only
-    // the maintenance function publishes FreshnessLag, so a missing datapoint means a run
-    // that failed or never came: missing counts as breaching. A run that drifts across a
-    // period boundary leaves one period empty, so the alarm needs two periods in a row,
-    // breaching or empty, and a single drift never fires it.
-    const schedule = Duration.minutes(config.functions.maintenance.scheduleMinutes)
-    for (const t of tables) {
-      dlqAlarm(`${t.node.id}DeadLettersAlarm`, t.deadLetters, `The compaction DLQ of table '${t.name}'`)
-      dlqAlarm(`${t.node.id}CommitDeadLettersAlarm`, t.commitDeadLetters, `The commit DLQ of table '${t.name}'`)
-      const dims = tableDimensions('maintenance', t.name)
-      const cfg = config.tables.find((c) => c.name === t.name)!
-      add(
-        new Alarm(this, `${t.node.id}CommitQueueAgeAlarm`, {
-          alarmDescription: `Table '${t.name}': a commit message has waited more than ${cfg.alarms.commitQueueAgeSeconds} s on the commit queue; writers and compactors wait for their commits. See docs/operations.md, "Metrics and alarms".`,
-          metric: t.commitQueue.metricApproximateAgeOfOldestMessage({ period: ONE_MINUTE, statistic: 'Maximum' }),
-          threshold: cfg.alarms.commitQueueAgeSeconds,
-          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-          evaluationPeriods: 1,
-          treatMissingData: TreatMissingData.NOT_BREACHING,
-        }),
-      )
-      add(
-        new Alarm(this, `${t.node.id}FreshnessLagAlarm`, {
-          alarmDescription: `Table '${t.name}': rows written more than ${cfg.alarms.freshnessLagMinutes} min ago are not yet visible to deletion-vector readers, or the maintenance function has published no FreshnessLag for two periods (it failed or did not run). Runbook: docs/operations.md, "Runbook: readers lag behind the writers".`,
-          metric: strataMetric('FreshnessLag', dims, 'Maximum', schedule),
-          threshold: cfg.alarms.freshnessLagMinutes * 60_000, // FreshnessLag is in milliseconds
-          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-          evaluationPeriods: 2,
-          datapointsToAlarm: 2,
-          treatMissingData: TreatMissingData.BREACHING,
-        }),
-      )
-      // published by every committer invocation (0 when all is well)
-      add(
-        new Alarm(this, `${t.node.id}CommitterLeaseAlarm`, {
-          alarmDescription: `Table '${t.name}': a committer took the committer lease over before it expired: the lease lay beyond the bound of its clock (another committer's clock runs ahead, or a stray lease object), or a message had been forwarded too often. Commits go on (two committers fold at once meanwhile). See the committer's log ("committer lease overridden") and docs/operations.md, "Runbook: the committer lease was overridden".`,
-          metric: strataMetric('CommitterLeaseOverridden', tableDimensions('committer', t.name), 'Sum', FIVE_MINUTES),
-          ...atLeastOne,
-          treatMissingData: TreatMissingData.NOT_BREACHING,
-        }),
-      )
-      if (config.feed.enabled) {
-        add(
-          new Alarm(this, `${t.node.id}FeedFailuresAlarm`, {
-            alarmDescription: `Table '${t.name}': the committer could not publish commit-feed events (the snapshots landed; subscribers were not told). See the committer's log ("commit feed event not published") and docs/operations.md, "The commit feed".`,
-            metric: strataMetric('FeedFailures', tableDimensions('committer', t.name), 'Sum', FIVE_MINUTES),
-            ...atLeastOne,
-            treatMissingData: TreatMissingData.NOT_BREACHING,
-          }),
-        )
-      }
-      // missing data keeps the state: the freshness alarm and the maintenance Errors alarm
-      // already say when the maintenance metrics stop
-      add(
-        new Alarm(this, `${t.node.id}L0FilesAlarm`, {
-          alarmDescription: `Table '${t.name}': a bucket has more than ${cfg.alarms.l0FileCount} level-0 files (back-pressure). Runbook: docs/operations.md, "Runbook: readers lag behind the writers".`,
-          metric: strataMetric('L0FileCountMax', dims, 'Maximum', schedule),
-          threshold: cfg.alarms.l0FileCount,
-          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-          evaluationPeriods: 1,
-          treatMissingData: TreatMissingData.IGNORE,
-        }),
-      )
-    }
+  /**
+   * A table's alarms: its DLQs, its commit path, and the table metrics maintenance publishes
+   * once per run (`schedule` is one run). Only the maintenance function publishes
+   * FreshnessLag, so a missing datapoint means a run that failed or never came: missing counts
+   * as breaching. A run that drifts across a period boundary leaves one period empty, so the
+   * alarm needs two periods in a row, breaching or empty, and a single drift never fires it.
+   */
+  private tableAlarms(t: TableResources, config: DeployConfig, schedule: Duration): void {
+    this.dlqAlarm(`${t.node.id}DeadLettersAlarm`, t.deadLetters, `The compaction DLQ of table '${t.name}'`)
+    this.dlqAlarm(`${t.node.id}CommitDeadLettersAlarm`, t.commitDeadLetters, `The commit DLQ of table '${t.name}'`)
+    const dims = tableDimensions('maintenance', t.name)
+    const cfg = config.tables.find((c) => c.name === t.name)!
+    this.watch(
+      new Alarm(this, `${t.node.id}CommitQueueAgeAlarm`, {
+        alarmDescription: `Table '${t.name}': a commit message has waited more than ${cfg.alarms.commitQueueAgeSeconds} s on the commit queue; writers and compactors wait for their commits. See docs/operations.md, "Metrics and alarms".`,
+        metric: t.commitQueue.metricApproximateAgeOfOldestMessage({ period: ONE_MINUTE, statistic: 'Maximum' }),
+        threshold: cfg.alarms.commitQueueAgeSeconds,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+    )
+    this.watch(
+      new Alarm(this, `${t.node.id}FreshnessLagAlarm`, {
+        alarmDescription: `Table '${t.name}': rows written more than ${cfg.alarms.freshnessLagMinutes} min ago are not yet visible to deletion-vector readers, or the maintenance function has published no FreshnessLag for two periods (it failed or did not run). Runbook: docs/operations.md, "Runbook: readers lag behind the writers".`,
+        metric: strataMetric('FreshnessLag', dims, 'Maximum', schedule),
+        threshold: cfg.alarms.freshnessLagMinutes * 60_000, // FreshnessLag is in milliseconds
+        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 2,
+        datapointsToAlarm: 2,
+        treatMissingData: TreatMissingData.BREACHING,
+      }),
+    )
+    this.committerAlarms(t, config.feed.enabled)
+    // missing data keeps the state: the freshness alarm and the maintenance Errors alarm
+    // already say when the maintenance metrics stop
+    this.watch(
+      new Alarm(this, `${t.node.id}L0FilesAlarm`, {
+        alarmDescription: `Table '${t.name}': a bucket has more than ${cfg.alarms.l0FileCount} level-0 files (back-pressure). Runbook: docs/operations.md, "Runbook: readers lag behind the writers".`,
+        metric: strataMetric('L0FileCountMax', dims, 'Maximum', schedule),
+        threshold: cfg.alarms.l0FileCount,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: TreatMissingData.IGNORE,
+      }),
+    )
+  }
 
-    const perTable = (metricName: string, fn: 'maintenance' | 'writer' | 'compactor' | 'committer', statistic: string, period: Duration): IMetric[] =>
-      tables.map((t) => strataMetric(metricName, tableDimensions(fn, t.name), statistic, period, t.name))
-    const graph = (title: string, left: IMetric[], width = 8, right?: IMetric[]) => new GraphWidget({ title, left, right, width, height: 6 })
-    // each compactor serves one table and publishes with its table dimension
-    const compactor = (metricName: string, statistic: string, label: string): IMetric[] =>
-      tables.map((t) => strataMetric(metricName, tableDimensions('compactor', t.name), statistic, FIVE_MINUTES, `${t.name} ${label}`))
+  /** What a table's committer publishes: lease overrides (every invocation, 0 when all is well) and, with the feed on, feed failures. */
+  private committerAlarms(t: TableResources, feedEnabled: boolean): void {
+    this.watch(
+      new Alarm(this, `${t.node.id}CommitterLeaseAlarm`, {
+        alarmDescription: `Table '${t.name}': a committer took the committer lease over before it expired: the lease lay beyond the bound of its clock (another committer's clock runs ahead, or a stray lease object), or a message had been forwarded too often. Commits go on (two committers fold at once meanwhile). See the committer's log ("committer lease overridden") and docs/operations.md, "Runbook: the committer lease was overridden".`,
+        metric: strataMetric('CommitterLeaseOverridden', tableDimensions('committer', t.name), 'Sum', FIVE_MINUTES),
+        ...atLeastOne,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+    )
+    if (!feedEnabled) return
+    this.watch(
+      new Alarm(this, `${t.node.id}FeedFailuresAlarm`, {
+        alarmDescription: `Table '${t.name}': the committer could not publish commit-feed events (the snapshots landed; subscribers were not told). See the committer's log ("commit feed event not published") and docs/operations.md, "The commit feed".`,
+        metric: strataMetric('FeedFailures', tableDimensions('committer', t.name), 'Sum', FIVE_MINUTES),
+        ...atLeastOne,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+    )
+  }
 
-    this.dashboard = new Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(3) })
+  /** The dashboard's heading and its alarm status widgets, ALARMS_PER_STATUS_WIDGET alarms each. */
+  private addStatusWidgets(): void {
     this.dashboard.addWidgets(
       new TextWidget({
         markdown: '## Strata\nFreshness lag is how long written rows stay invisible to deletion-vector readers. When it grows, see the runbook "Runbook: readers lag behind the writers" in docs/operations.md.',
@@ -321,10 +350,19 @@ export class Monitoring extends Construct {
       const title = this.alarms.length > ALARMS_PER_STATUS_WIDGET ? `Alarms (${i + 1}–${i + alarms.length} of ${this.alarms.length})` : 'Alarms'
       this.dashboard.addWidgets(new AlarmStatusWidget({ title, alarms, width: 24, height: Math.min(12, 2 + Math.ceil(alarms.length / 6)) }))
     }
+  }
+
+  /** The tables' rows of graphs: freshness and level 0, compaction, the commit path. */
+  private addTableGraphs(tables: TableResources[], schedule: Duration): void {
+    // the maximum over a maintenance run of what it publishes per table
+    const perRun = (metricName: string): IMetric[] => tables.map((t) => strataMetric(metricName, tableDimensions('maintenance', t.name), 'Maximum', schedule, t.name))
+    // each compactor serves one table and publishes with its table dimension
+    const compactor = (metricName: string, statistic: string, label: string): IMetric[] =>
+      tables.map((t) => strataMetric(metricName, tableDimensions('compactor', t.name), statistic, FIVE_MINUTES, `${t.name} ${label}`))
     this.dashboard.addWidgets(
-      graph('Freshness lag (ms, max)', perTable('FreshnessLag', 'maintenance', 'Maximum', schedule)),
-      graph('L0 files in the worst bucket', perTable('L0FileCountMax', 'maintenance', 'Maximum', schedule)),
-      graph('Queued compaction jobs', perTable('QueuedJobs', 'maintenance', 'Maximum', schedule)),
+      graph('Freshness lag (ms, max)', perRun('FreshnessLag')),
+      graph('L0 files in the worst bucket', perRun('L0FileCountMax')),
+      graph('Queued compaction jobs', perRun('QueuedJobs')),
     )
     this.dashboard.addWidgets(
       graph('Compactor busy (ms per 5 min)', compactor('CompactorBusy', 'Sum', 'busy')),
@@ -354,28 +392,28 @@ export class Monitoring extends Construct {
         ]),
       ),
     )
+  }
+
+  /** The stack's rows of graphs: rows written, DLQs, the functions, queue ages, maintenance. */
+  private addRuntimeGraphs(props: MonitoringProps, schedule: Duration): void {
+    const { tables } = props
     this.dashboard.addWidgets(
-      graph('Rows written', perTable('RowsWritten', 'writer', 'Sum', FIVE_MINUTES)),
+      graph('Rows written', tables.map((t) => strataMetric('RowsWritten', tableDimensions('writer', t.name), 'Sum', FIVE_MINUTES, t.name))),
       graph('Rows rejected', [allSeries('RowsRejected', 'writer', 'Sum', 'rejected')]),
-      graph(
-        'Dead-letter queues (messages)',
-        [
-          props.ingestDeadLetters.metricApproximateNumberOfMessagesVisible({ period: FIVE_MINUTES, statistic: 'Maximum', label: 'ingest' }),
-          ...tables.flatMap((t) => [
-            t.deadLetters.metricApproximateNumberOfMessagesVisible({ period: FIVE_MINUTES, statistic: 'Maximum', label: `compaction ${t.name}` }),
-            t.commitDeadLetters.metricApproximateNumberOfMessagesVisible({ period: FIVE_MINUTES, statistic: 'Maximum', label: `commit ${t.name}` }),
-          ]),
-        ],
-      ),
+      graph('Dead-letter queues (messages)', [
+        props.ingestDeadLetters.metricApproximateNumberOfMessagesVisible({ period: FIVE_MINUTES, statistic: 'Maximum', label: 'ingest' }),
+        ...tables.flatMap((t) => [
+          t.deadLetters.metricApproximateNumberOfMessagesVisible({ period: FIVE_MINUTES, statistic: 'Maximum', label: `compaction ${t.name}` }),
+          t.commitDeadLetters.metricApproximateNumberOfMessagesVisible({ period: FIVE_MINUTES, statistic: 'Maximum', label: `commit ${t.name}` }),
+        ]),
+      ]),
     )
     const all = this.functions
+    const running = all.filter((w) => w.fn.kind !== 'tableInit')
     this.dashboard.addWidgets(
       graph('Throttles', all.map((w) => w.fn.fn.metricThrottles({ period: FIVE_MINUTES, statistic: 'Sum', label: w.label }))),
       graph('Errors', all.map((w) => w.fn.fn.metricErrors({ period: FIVE_MINUTES, statistic: 'Sum', label: w.label }))),
-      graph(
-        'Concurrent executions (max)',
-        all.filter((w) => w.fn.kind !== 'tableInit').map((w) => w.fn.fn.metric('ConcurrentExecutions', { period: FIVE_MINUTES, statistic: 'Maximum', label: w.label })),
-      ),
+      graph('Concurrent executions (max)', running.map((w) => w.fn.fn.metric('ConcurrentExecutions', { period: FIVE_MINUTES, statistic: 'Maximum', label: w.label }))),
     )
     this.dashboard.addWidgets(
       graph(
@@ -395,10 +433,7 @@ export class Monitoring extends Construct {
           strataMetric('MaintenanceErrors', tableDimensions('maintenance', t.name), 'Sum', schedule, `${t.name} failed steps`),
         ]),
       ),
-      graph(
-        'Invocations',
-        all.filter((w) => w.fn.kind !== 'tableInit').map((w) => w.fn.fn.metricInvocations({ period: FIVE_MINUTES, statistic: 'Sum', label: w.label })),
-      ),
+      graph('Invocations', running.map((w) => w.fn.fn.metricInvocations({ period: FIVE_MINUTES, statistic: 'Sum', label: w.label }))),
     )
   }
 }

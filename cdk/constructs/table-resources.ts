@@ -45,6 +45,32 @@ export const COMMIT_MESSAGES = '_strata/commit-messages/'
 /** The committer's sidecars listing what a folded snapshot holds, under a table's root. */
 export const FOLDED_COMMITS = '_strata/folded-commits/'
 
+/**
+ * A FIFO queue `<id>Queue` with a FIFO DLQ `<id>DeadLetters`, as both of a table's queues
+ * are: deduplication ids set by the senders, high-throughput FIFO (the limits apply per
+ * message group), SQS-managed encryption and TLS only.
+ */
+function fifoQueueWithDeadLetters(scope: Construct, id: string, o: { visibilityTimeout: Duration; retentionPeriod: Duration }): { queue: Queue; deadLetters: Queue } {
+  const deadLetters = new Queue(scope, `${id}DeadLetters`, {
+    fifo: true,
+    encryption: QueueEncryption.SQS_MANAGED,
+    enforceSSL: true,
+    retentionPeriod: DLQ_RETENTION,
+  })
+  const queue = new Queue(scope, `${id}Queue`, {
+    fifo: true,
+    contentBasedDeduplication: false,
+    deduplicationScope: DeduplicationScope.MESSAGE_GROUP,
+    fifoThroughputLimit: FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
+    visibilityTimeout: o.visibilityTimeout,
+    retentionPeriod: o.retentionPeriod,
+    encryption: QueueEncryption.SQS_MANAGED,
+    enforceSSL: true,
+    deadLetterQueue: { queue: deadLetters, maxReceiveCount: MAX_RECEIVE_COUNT },
+  })
+  return { queue, deadLetters }
+}
+
 export interface TableResourcesProps {
   table: TableDeployConfig
   config: DeployConfig
@@ -77,8 +103,7 @@ export class TableResources extends Construct {
 
   constructor(scope: Construct, id: string, props: TableResourcesProps) {
     super(scope, id)
-    const { table, config, bucket } = props
-    const fns = config.functions
+    const { table, bucket } = props
     this.name = table.name
     this.taskThreads = table.taskThreads
     this.prefix = tablePrefix(table.name)
@@ -91,48 +116,25 @@ export class TableResources extends Construct {
     })
     allowObjects(props.tableInit.role, bucket, ['s3:GetObject', 's3:PutObject'], [`${this.prefix}schema/*`])
 
-    this.deadLetters = new Queue(this, 'CompactionDeadLetters', {
-      fifo: true,
-      encryption: QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      retentionPeriod: DLQ_RETENTION,
-    })
-    this.queue = new Queue(this, 'CompactionQueue', {
-      fifo: true,
-      // writers give every job a deduplication id derived from its bucket and snapshot
-      contentBasedDeduplication: false,
-      // high-throughput FIFO: the limits apply per message group (per bucket), not per queue
-      deduplicationScope: DeduplicationScope.MESSAGE_GROUP,
-      fifoThroughputLimit: FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
+    // writers give every job a deduplication id derived from its bucket and snapshot;
+    // high-throughput FIFO: the limits apply per message group (per bucket), not per queue
+    const compaction = fifoQueueWithDeadLetters(this, 'Compaction', {
       visibilityTimeout: Duration.seconds(VISIBILITY_FACTOR * table.compactor.timeoutSeconds),
       retentionPeriod: Duration.days(14),
-      encryption: QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      deadLetterQueue: { queue: this.deadLetters, maxReceiveCount: MAX_RECEIVE_COUNT },
     })
-
-    this.commitDeadLetters = new Queue(this, 'CommitDeadLetters', {
-      fifo: true,
-      encryption: QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      retentionPeriod: DLQ_RETENTION,
-    })
-    this.commitQueue = new Queue(this, 'CommitQueue', {
-      fifo: true,
-      // senders set a deduplication id per send, derived from the commit's identity
-      contentBasedDeduplication: false,
-      // high-throughput FIFO: each commit message has a message group of its own (commit
-      // messages need no order among themselves), so the limits apply per message
-      deduplicationScope: DeduplicationScope.MESSAGE_GROUP,
-      fifoThroughputLimit: FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
+    this.queue = compaction.queue
+    this.deadLetters = compaction.deadLetters
+    // senders set a deduplication id per send, derived from the commit's identity;
+    // high-throughput FIFO: each commit message has a message group of its own (commit
+    // messages need no order among themselves), so the limits apply per message
+    const commit = fifoQueueWithDeadLetters(this, 'Commit', {
       visibilityTimeout: Duration.seconds(VISIBILITY_FACTOR * table.committer.timeoutSeconds),
       // under orphan cleanup's default age (1 day): a message older than that may name
       // data files that cleanup has already removed as unreferenced
       retentionPeriod: Duration.seconds(COMMIT_QUEUE_RETENTION_SECONDS),
-      encryption: QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      deadLetterQueue: { queue: this.commitDeadLetters, maxReceiveCount: MAX_RECEIVE_COUNT },
     })
+    this.commitQueue = commit.queue
+    this.commitDeadLetters = commit.deadLetters
 
     // a receipt is deleted by its sender once read; one left behind (its sender gave up
     // waiting) only matters to a redelivery of that commit, which comes within the commit
@@ -143,16 +145,23 @@ export class TableResources extends Construct {
       expiration: Duration.days(COMMIT_RECEIPT_RETENTION_DAYS),
     })
 
-    const stack = Stack.of(this)
-    const own = stack.toJsonString({ [table.name]: this.runtimeEntry() })
+    const own = Stack.of(this).toJsonString({ [table.name]: this.runtimeEntry() })
+    this.committer = this.addCommitter(props, own)
+    this.concurrency = compactorConcurrency(table.taskThreads, { reservedConcurrency: table.compactor.reservedConcurrency, maxConcurrency: table.compactor.maxConcurrency })
+    this.compactor = this.addCompactor(props, own)
+    this.maintenance = this.addMaintenance(props, own)
+  }
 
-    this.committer = new StrataFunction(this, 'Committer', {
+  /** The committer, on the commit queue: it alone writes snapshots. */
+  private addCommitter(props: TableResourcesProps, own: string): StrataFunction {
+    const { table, config, bucket } = props
+    const committer = new StrataFunction(this, 'Committer', {
       kind: 'committer',
       description: `Folds the commit messages of table '${table.name}' into snapshots`,
       settings: table.committer,
       environment: { STRATA_TABLES: own, STRATA_TABLE: table.name, ...(props.feed ? { STRATA_FEED_QUEUE_URL: props.feed.queue.queueUrl } : {}) },
-      logRetentionDays: fns.logRetentionDays,
-      logLevel: fns.logLevel,
+      logRetentionDays: config.functions.logRetentionDays,
+      logLevel: config.functions.logLevel,
     })
     // maxConcurrency 2, the smallest the event source takes, rather than reserved concurrency
     // 1: with a message group per commit the mapping runs several pollers, and a reserved
@@ -163,35 +172,39 @@ export class TableResources extends Construct {
     // The mapping grants ReceiveMessage, DeleteMessage, ChangeMessageVisibility and
     // GetQueueAttributes on the queue, which the committer also uses itself to drain it
     // beyond the batch it was invoked with and to give back what it could not land.
-    this.committer.fn.addEventSource(
+    committer.fn.addEventSource(
       new SqsEventSource(this.commitQueue, {
         batchSize: COMMITTER_BATCH_SIZE,
         reportBatchItemFailures: true,
         maxConcurrency: COMMITTER_MAX_CONCURRENCY,
       }),
     )
-    allowList(this.committer.role, bucket)
+    allowList(committer.role, bucket)
     // reads the table's state and spilled message bodies
-    allowObjects(this.committer.role, bucket, ['s3:GetObject'], [`${this.prefix}*`])
+    allowObjects(committer.role, bucket, ['s3:GetObject'], [`${this.prefix}*`])
     // manifests, snapshots and LATEST, the folded-commits sidecars, the senders' receipts, the committer lease
-    allowObjects(this.committer.role, bucket, ['s3:PutObject'], [`${this.prefix}manifest/*`, `${this.prefix}snapshot/*`, `${this.prefix}${FOLDED_COMMITS}*`, `${this.prefix}${COMMIT_RECEIPTS}*`, `${this.prefix}${COMMITTER_LEASE_KEY}`])
+    allowObjects(committer.role, bucket, ['s3:PutObject'], [`${this.prefix}manifest/*`, `${this.prefix}snapshot/*`, `${this.prefix}${FOLDED_COMMITS}*`, `${this.prefix}${COMMIT_RECEIPTS}*`, `${this.prefix}${COMMITTER_LEASE_KEY}`])
     // spilled bodies once landed, the manifests of a lost snapshot race, the lease when released
-    allowObjects(this.committer.role, bucket, ['s3:DeleteObject'], [`${this.prefix}manifest/*`, `${this.prefix}${COMMIT_MESSAGES}*`, `${this.prefix}${COMMITTER_LEASE_KEY}`])
+    allowObjects(committer.role, bucket, ['s3:DeleteObject'], [`${this.prefix}manifest/*`, `${this.prefix}${COMMIT_MESSAGES}*`, `${this.prefix}${COMMITTER_LEASE_KEY}`])
     // an invocation that finds another holding the lease forwards its batch to the queue
-    allowSend(this.committer.role, [this.commitQueue])
+    allowSend(committer.role, [this.commitQueue])
     // one event per fold to the commit feed, which it may send to and nothing else
-    props.feed?.grantPublish(this.committer.role)
-    denySchemaWrites(this.committer.role, bucket, [this.prefix])
-    this.committer.fn.node.addDependency(this.created)
+    props.feed?.grantPublish(committer.role)
+    denySchemaWrites(committer.role, bucket, [this.prefix])
+    committer.fn.node.addDependency(this.created)
+    return committer
+  }
 
-    this.concurrency = compactorConcurrency(table.taskThreads, { reservedConcurrency: table.compactor.reservedConcurrency, maxConcurrency: table.compactor.maxConcurrency })
-    this.compactor = new StrataFunction(this, 'Compactor', {
+  /** The compactor, on the compaction queue, its concurrency mapped from `compaction.task-threads`. */
+  private addCompactor(props: TableResourcesProps, own: string): StrataFunction {
+    const { table, config, bucket } = props
+    const compactor = new StrataFunction(this, 'Compactor', {
       kind: 'compactor',
       description: `Compacts table '${table.name}' (compaction.task-threads ${table.taskThreads})`,
       settings: table.compactor,
       environment: { STRATA_TABLES: own, STRATA_TABLE: table.name, STRATA_COMMIT_TIMEOUT_MS: commitWaitMs(table.compactor.timeoutSeconds) },
-      logRetentionDays: fns.logRetentionDays,
-      logLevel: fns.logLevel,
+      logRetentionDays: config.functions.logRetentionDays,
+      logLevel: config.functions.logLevel,
       reservedConcurrency: this.concurrency.reservedConcurrency,
     })
     // maxConcurrency is always set (cdk/concurrency.ts): 2 at task-threads 1, where one
@@ -199,21 +212,27 @@ export class TableResources extends Construct {
     // The mapping grants ReceiveMessage, DeleteMessage, ChangeMessageVisibility and
     // GetQueueAttributes on the queue; the compactor also calls ChangeMessageVisibility itself
     // to give a failed job back after a short backoff instead of the visibility timeout.
-    this.compactor.fn.addEventSource(
+    compactor.fn.addEventSource(
       new SqsEventSource(this.queue, {
         batchSize: COMPACTOR_BATCH_SIZE,
         reportBatchItemFailures: true,
         maxConcurrency: this.concurrency.maxConcurrency,
       }),
     )
-    allowList(this.compactor.role, bucket)
-    allowObjects(this.compactor.role, bucket, ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], [`${this.prefix}*`])
+    allowList(compactor.role, bucket)
+    allowObjects(compactor.role, bucket, ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], [`${this.prefix}*`])
     // follow-up jobs when an input cap left work; commit messages
-    allowSend(this.compactor.role, [this.queue, this.commitQueue])
-    denySchemaWrites(this.compactor.role, bucket, [this.prefix])
-    this.compactor.fn.node.addDependency(this.created)
+    allowSend(compactor.role, [this.queue, this.commitQueue])
+    denySchemaWrites(compactor.role, bucket, [this.prefix])
+    compactor.fn.node.addDependency(this.created)
+    return compactor
+  }
 
-    this.maintenance = new StrataFunction(this, 'Maintenance', {
+  /** The maintenance function and its two schedules: the frequent run, and orphan cleanup. */
+  private addMaintenance(props: TableResourcesProps, own: string): StrataFunction {
+    const { table, bucket } = props
+    const fns = props.config.functions
+    const maintenance = new StrataFunction(this, 'Maintenance', {
       kind: 'maintenance',
       description: `Expires snapshots, removes orphan files and publishes metrics of table '${table.name}'`,
       settings: fns.maintenance,
@@ -221,30 +240,31 @@ export class TableResources extends Construct {
       logRetentionDays: fns.logRetentionDays,
       logLevel: fns.logLevel,
     })
-    allowList(this.maintenance.role, bucket)
-    allowObjects(this.maintenance.role, bucket, ['s3:GetObject', 's3:DeleteObject'], [`${this.prefix}*`])
+    allowList(maintenance.role, bucket)
+    allowObjects(maintenance.role, bucket, ['s3:GetObject', 's3:DeleteObject'], [`${this.prefix}*`])
     // expiration moves the EARLIEST hint; it writes nothing else
-    allowObjects(this.maintenance.role, bucket, ['s3:PutObject'], [`${this.prefix}snapshot/EARLIEST`])
-    allowQueueAttributes(this.maintenance.role, [this.queue])
-    denySchemaWrites(this.maintenance.role, bucket, [this.prefix])
-    this.maintenance.fn.node.addDependency(this.created)
+    allowObjects(maintenance.role, bucket, ['s3:PutObject'], [`${this.prefix}snapshot/EARLIEST`])
+    allowQueueAttributes(maintenance.role, [this.queue])
+    denySchemaWrites(maintenance.role, bucket, [this.prefix])
+    maintenance.fn.node.addDependency(this.created)
     new Rule(this, 'Schedule', {
       description: `Strata maintenance of table '${table.name}'`,
       schedule: Schedule.rate(Duration.minutes(fns.maintenance.scheduleMinutes)),
       // a missed run is made up by the next one
-      targets: [new LambdaFunction(this.maintenance.fn, { retryAttempts: 2, maxEventAge: Duration.minutes(fns.maintenance.scheduleMinutes) })],
+      targets: [new LambdaFunction(maintenance.fn, { retryAttempts: 2, maxEventAge: Duration.minutes(fns.maintenance.scheduleMinutes) })],
     })
     new Rule(this, 'OrphanSchedule', {
       description: `Strata orphan-file cleanup of table '${table.name}'`,
       schedule: Schedule.rate(Duration.hours(fns.maintenance.orphanScheduleHours)),
       targets: [
-        new LambdaFunction(this.maintenance.fn, {
+        new LambdaFunction(maintenance.fn, {
           event: RuleTargetInput.fromObject({ task: REMOVE_ORPHANS_TASK }),
           retryAttempts: 2,
           maxEventAge: Duration.hours(1),
         }),
       ],
     })
+    return maintenance
   }
 
   /**
