@@ -7,9 +7,9 @@
 //   both                      → -U before, +U after (nothing when they are equal and
 //                               `changelog-producer.row-deduplicate` is true; Paimon's
 //                               default, false, writes the pair even then)
-// A retraction (-U/-D) as before or after counts as no row. The first-row engine follows
-// Paimon's FirstRowMergeFunctionWrapper instead: +I for a key no level above 0 holds, else
-// nothing (its first row never changes).
+// A retraction (-U/-D) as before or after counts as no row. An engine whose descriptor says
+// `lookup.changelog: 'new-keys'` (first-row) follows Paimon's FirstRowMergeFunctionWrapper
+// instead: +I for a key no level above 0 holds, else nothing (its first row never changes).
 //
 // Paimon takes `before` from the newest record above level 0, its lookup merge keeping that
 // record the whole of the older ones; Strata's reads merge every level, so `before` here is
@@ -17,7 +17,10 @@
 // levels it does not rewrite), and `after` is what a read of the key gives after the job.
 
 import { type KeyValue, type Value, RowKind, isRetract } from '../types.ts'
-import { type MergeEngineConfig, type MergeFunction, createMergeFunction, sequenceComparator } from '../merge/merge-function.ts'
+import { mergeEngineOf } from '../merge/engines.ts'
+import { createMergeFunction } from '../merge/merge-function.ts'
+import type { MergeEngineConfig, MergeFunction } from '../merge/merge-types.ts'
+import { sequenceComparator } from '../merge/sequence-order.ts'
 
 /** What one merged key of a compaction step saw among its inputs. */
 export interface KeyInputs {
@@ -31,7 +34,8 @@ export class LookupChangelog {
   readonly #cfg: MergeEngineConfig
   readonly #seqCmp: (a: KeyValue, b: KeyValue) => number
   readonly #rowDeduplicate: boolean
-  readonly #firstRow: boolean
+  /** the engine's lookup changelog gives +I for new keys only (first-row) */
+  readonly #newKeysOnly: boolean
   /** level-0 records, as the step's sources read them */
   readonly #level0 = new WeakSet<KeyValue>()
   /** the inputs of each merged record not taken yet (one output batch at most) */
@@ -41,7 +45,7 @@ export class LookupChangelog {
     this.#cfg = cfg
     this.#seqCmp = sequenceComparator(cfg)
     this.#rowDeduplicate = rowDeduplicate
-    this.#firstRow = cfg.engine === 'first-row'
+    this.#newKeysOnly = mergeEngineOf(cfg.engine).lookup.changelog === 'new-keys'
   }
 
   /** Marks records read from a level-0 file. */
@@ -91,7 +95,7 @@ export class LookupChangelog {
    * the job, `after` its value after the job (null: none).
    */
   changes(high: KeyValue[], after: KeyValue | null): KeyValue[] {
-    if (this.#firstRow) return high.length === 0 && after && !isRetract(after.kind) ? [{ ...after, kind: RowKind.INSERT }] : []
+    if (this.#newKeysOnly) return high.length === 0 && after && !isRetract(after.kind) ? [{ ...after, kind: RowKind.INSERT }] : []
     const before = this.merged(high)
     const b = before && !isRetract(before.kind) ? before : null
     const a = after && !isRetract(after.kind) ? after : null

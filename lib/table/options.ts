@@ -3,7 +3,8 @@
 // names the key, the value and what was expected (a typo is an error, not a silent
 // default). Defaults are Paimon's (api:CoreOptions.java) unless the doc says why not.
 
-import { deletionVectorsConflict, optionKeysOfMergeEngines } from '../merge/merge-function.ts'
+import { changelogProducerConflict, deletionVectorsConflict } from '../merge/engines.ts'
+import { optionKeysOfMergeEngines } from '../merge/merge-config.ts'
 import { StrataInputError } from '../types.ts'
 
 export type OptionType = 'int' | 'long' | 'boolean' | 'string' | 'memory' | 'duration' | 'enum'
@@ -303,17 +304,6 @@ export function unwritableReasons(raw: Record<string, string>): string[] {
   const changelogConflict = changelogProducerConflict(raw)
   if (changelogConflict) out.push(changelogConflict)
   return out
-}
-
-/**
- * Raw options Paimon's SchemaValidation refuses together: a first-row table produces only the
- * lookup changelog ("Only support 'none' and 'lookup' changelog-producer on FIRST_ROW merge
- * engine"). The reason, naming both options; else null.
- */
-export function changelogProducerConflict(raw: Record<string, string>): string | null {
-  const producer = raw['changelog-producer']?.trim().toLowerCase()
-  if (raw['merge-engine']?.trim().toLowerCase() !== 'first-row' || producer === undefined || producer === 'none' || producer === 'lookup') return null
-  return `option 'changelog-producer' is ${JSON.stringify(raw['changelog-producer'])} with 'merge-engine' = ${JSON.stringify(raw['merge-engine'])}: Paimon supports only 'none' and 'lookup' changelog-producer on the first-row merge engine (and refuses such a table)`
 }
 
 /**

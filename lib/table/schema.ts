@@ -4,10 +4,10 @@
 
 import { type DataField, type DataType, type TableSchema, StrataInputError } from '../types.ts'
 import { escapePathName } from '../format/partition-path.ts'
-import { parseMergeEngineConfig } from '../merge/merge-function.ts'
+import { parseMergeEngineConfig } from '../merge/merge-config.ts'
 import { formatDataType, parseDataType, withNullable } from '../format/data-type.ts'
 import { type CoreOptions, coreOptions, validateOptions, validateStoredOptions } from './options.ts'
-import { deletionVectorsConflict } from '../merge/merge-function.ts'
+import { deletionVectorsConflict } from '../merge/engines.ts'
 import { MAX_PARTITION_DIR_BYTES, MAX_PARTITION_PATH_BYTES } from './paths.ts'
 
 export const SCHEMA_VERSION = 3
@@ -158,8 +158,8 @@ export function createSchema(input: unknown, timeMillis = Date.now()): TableSche
     throw new StrataInputError(`schema.options: expected an object of string values, got ${JSON.stringify(obj.options)}`)
   }
   const options = validateOptions(obj.options)
-  const firstRowDv = deletionVectorsConflict(options)
-  if (firstRowDv) throw new StrataInputError(`schema.options: ${firstRowDv}`)
+  const dvConflict = deletionVectorsConflict(options)
+  if (dvConflict) throw new StrataInputError(`schema.options: ${dvConflict}`)
   // stored explicitly: a schema without it is dynamic bucket mode to Paimon (unwritableReasons)
   options.bucket ??= '1'
   checkPartitionNames(partitionKeys, options)
