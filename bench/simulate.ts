@@ -233,244 +233,346 @@ function directRate(curve: SimCalibration['directCurve'], n: number): number {
 
 const pct = (xs: number[], p: number): number => percentile(xs, p, 0)
 
-export function simulate(cal: SimCalibration, opts: SimOptions, path: SimPath, taskThreads: number): SimPoint {
-  const random = seededRandom(opts.seed)
-  const slots = taskThreads === -1 ? Math.min(opts.buckets, opts.lambdaConcurrency) : Math.min(taskThreads, opts.lambdaConcurrency)
-  const buckets: Bucket[] = Array.from({ length: opts.buckets }, () => ({ l0: [], jobs: 0, busy: false, ready: false }))
-  const readyQueue: number[] = []
-  let readyHead = 0
-  const ev = new Events<Ev>()
-  const commitQueue: Commit[] = []
-  let commitHead = 0
-  // direct: one server (snapshots one after another, at the measured rate); folded: the
-  // committers, each `fresh` when its next round is an invocation's first
-  const servers = Array.from({ length: path === 'folded' ? Math.max(1, cal.committers ?? 2) : 1 }, () => ({ busy: false, ready: true, fresh: true, startedAt: 0, arrivalsAtStart: 0 }))
-  // folded: the last snapshot, when and by which committer (a round after another's reads its delta first)
-  let lastLand: { t: number; by: number } | null = null
-  let lostRaces = 0
-  // commit messages sent so far: a committer whose round saw some arrive keeps collecting
-  let arrivals = 0
-  const drainMax = cal.drainMax ?? 1000
-  const overheadS = (cal.committerOverheadMs ?? 0) / 1000
-  const receiptWaitS = (cal.receiptWaitMs ?? 0) / 1000
+/** What a calibration says the folded commit path costs, in seconds. */
+interface CommitCosts {
+  drainMax: number
+  overheadS: number
+  receiptWaitS: number
+  /** committer rounds: a committer that finds messages waiting when its round landed folds them at once */
+  rounds: boolean
+  /** what holds a sender for its round's receipts (older calibrations only) */
+  receiptsS: (k: number) => number
+  /** one round folding k messages: a cold invocation's first, one after the other committer's snapshot, or any other */
+  roundS: (k: number, fresh: boolean, foreign: boolean) => number
+}
+
+function commitCosts(cal: SimCalibration): CommitCosts {
   const perMessageReceipts = cal.receiptBaseMs !== undefined && cal.receiptPerCommitMs !== undefined
   const rounds = cal.rounds ?? perMessageReceipts
-  // only older calibrations hold a sender for its round's receipts
-  const receiptsS = (k: number) => (perMessageReceipts ? (cal.receiptBaseMs! + cal.receiptPerCommitMs! * k) / 1000 : 0)
-  const roundS = (k: number, fresh: boolean, foreign: boolean) =>
-    (rounds && fresh && cal.firstRoundBaseMs !== undefined
-      ? cal.firstRoundBaseMs + (cal.firstRoundPerCommitMs ?? cal.foldPerCommitMs) * k
-      : rounds && foreign && cal.foreignRoundBaseMs !== undefined
-        ? cal.foreignRoundBaseMs + (cal.foreignRoundPerCommitMs ?? cal.foldPerCommitMs) * k
-        : cal.foldBaseMs + cal.foldPerCommitMs * k) / 1000
+  return {
+    drainMax: cal.drainMax ?? 1000,
+    overheadS: (cal.committerOverheadMs ?? 0) / 1000,
+    receiptWaitS: (cal.receiptWaitMs ?? 0) / 1000,
+    rounds,
+    // only older calibrations hold a sender for its round's receipts
+    receiptsS: (k) => (perMessageReceipts ? (cal.receiptBaseMs! + cal.receiptPerCommitMs! * k) / 1000 : 0),
+    roundS: (k, fresh, foreign) =>
+      (rounds && fresh && cal.firstRoundBaseMs !== undefined
+        ? cal.firstRoundBaseMs + (cal.firstRoundPerCommitMs ?? cal.foldPerCommitMs) * k
+        : rounds && foreign && cal.foreignRoundBaseMs !== undefined
+          ? cal.foreignRoundBaseMs + (cal.foreignRoundPerCommitMs ?? cal.foldPerCommitMs) * k
+          : cal.foldBaseMs + cal.foldPerCommitMs * k) / 1000,
+  }
+}
+
+/** A commit server: direct, the one path; folded, a committer, `fresh` when its next round is an invocation's first. */
+interface Server {
+  busy: boolean
+  ready: boolean
+  fresh: boolean
+  startedAt: number
+  arrivalsAtStart: number
+}
+
+/** The time the model spent in each state after the warm-up, for the utilizations. */
+interface BusyTimes {
+  commitBusy: number
+  slotsFull: number
+  /** bucket-time waiting for commits (and receipts), and slot-time working */
+  slotWait: number
+  slotWork: number
+}
+
+export function simulate(cal: SimCalibration, opts: SimOptions, path: SimPath, taskThreads: number): SimPoint {
+  const run = new ModelRun(cal, opts, path, taskThreads)
+  run.run()
+  return run.point()
+}
+
+/** One run of the model: its state, the handler of each event, and the point it measured. */
+class ModelRun {
+  private readonly random: () => number
+  readonly slots: number
+  private readonly buckets: Bucket[]
+  private readonly readyQueue: number[] = []
+  private readyHead = 0
+  private readonly ev = new Events<Ev>()
+  private readonly commitQueue: Commit[] = []
+  private commitHead = 0
+  private readonly servers: Server[]
+  /** folded: the last snapshot, when and by which committer (a round after another's reads its delta first) */
+  private lastLand: { t: number; by: number } | null = null
+  private lostRaces = 0
+  /** commit messages sent so far: a committer whose round saw some arrive keeps collecting */
+  private arrivals = 0
+  private readonly costs: CommitCosts
   // a compactor invocation compacts up to `lanes` buckets at once (process-jobs'
   // bucketsAtOnce): its work is the fitted per-bucket cost one bucket after another (the fit
   // is of whole invocations, so the overlap of the lanes' work is in it), while the lanes'
   // waits for their commits overlap. A slot can start work when it is not working and fewer
   // than `lanes` of its buckets wait for their commits.
-  const lanes = Math.max(1, cal.bucketsAtOnce ?? 1)
-  const slotState = Array.from({ length: slots }, () => ({ working: false, waiting: 0 }))
-  const available: number[] = Array.from({ length: slots }, (_, i) => slots - 1 - i)
-  const end = opts.warmupSeconds + opts.seconds
-  const lags: { t: number; lag: number }[] = []
-  let compactions = 0, snapshots = 0, folded = 0, commitBusyTime = 0, slotsFullTime = 0, lastT = 0, peakL0 = 0
-  // buckets waiting for their commit (and receipt) and slots working, and their time
-  let waitingBuckets = 0, workingSlots = 0, slotWaitTime = 0, slotWorkTime = 0
+  private readonly lanes: number
+  private readonly slotState: { working: boolean; waiting: number }[]
+  private readonly available: number[]
+  private readonly end: number
+  private readonly lags: { t: number; lag: number }[] = []
+  private compactions = 0
+  private snapshots = 0
+  private folded = 0
+  private peakL0 = 0
+  private lastT = 0
+  private readonly times: BusyTimes = { commitBusy: 0, slotsFull: 0, slotWait: 0, slotWork: 0 }
+  // buckets waiting for their commit (and receipt), and slots working
+  private waitingBuckets = 0
+  private workingSlots = 0
 
-  const markReady = (b: number) => {
-    const bk = buckets[b]
-    if (bk.jobs > 0 && !bk.busy && !bk.ready) {
-      bk.ready = true
-      readyQueue.push(b)
+  constructor(
+    private readonly cal: SimCalibration,
+    private readonly opts: SimOptions,
+    private readonly path: SimPath,
+    private readonly taskThreads: number,
+  ) {
+    this.random = seededRandom(opts.seed)
+    const slots = taskThreads === -1 ? Math.min(opts.buckets, opts.lambdaConcurrency) : Math.min(taskThreads, opts.lambdaConcurrency)
+    this.slots = slots
+    this.buckets = Array.from({ length: opts.buckets }, () => ({ l0: [], jobs: 0, busy: false, ready: false }))
+    // direct: one server (snapshots one after another, at the measured rate); folded: the committers
+    this.servers = Array.from({ length: path === 'folded' ? Math.max(1, cal.committers ?? 2) : 1 }, () => ({ busy: false, ready: true, fresh: true, startedAt: 0, arrivalsAtStart: 0 }))
+    this.costs = commitCosts(cal)
+    this.lanes = Math.max(1, cal.bucketsAtOnce ?? 1)
+    this.slotState = Array.from({ length: slots }, () => ({ working: false, waiting: 0 }))
+    this.available = Array.from({ length: slots }, (_, i) => slots - 1 - i)
+    this.end = opts.warmupSeconds + opts.seconds
+  }
+
+  run(): void {
+    const ev = this.ev
+    ev.push(0, { e: 'writer' })
+    ev.push(this.opts.warmupSeconds, { e: 'sample' })
+    while (ev.size) {
+      const { t, v } = ev.pop()
+      if (t > this.end) break
+      if (t >= this.opts.warmupSeconds) this.accountTime(t)
+      this.lastT = t
+      if (v.e === 'writer') this.onWriter(t)
+      else if (v.e === 'compacted') this.onCompacted(t, v)
+      else if (v.e === 'committed') this.onCommitted(t, v)
+      else if (v.e === 'serverReady') {
+        this.servers[v.server].ready = true
+        this.startCommit(t)
+      } else if (v.e === 'released') this.release(t, v.bucket, v.slot)
+      else this.sample(t)
     }
   }
-  const startCompactions = (t: number) => {
-    while (available.length > 0 && readyHead < readyQueue.length) {
-      const b = readyQueue[readyHead++]
-      const bk = buckets[b]
+
+  /** Adds the time since the last event to whatever was busy meanwhile. */
+  private accountTime(t: number): void {
+    const dt = t - this.lastT
+    // a committer between invocations (the poller's delete and receive) is not free either
+    this.times.commitBusy += (dt * this.servers.filter((x) => x.busy || !x.ready).length) / this.servers.length
+    if (this.available.length === 0) this.times.slotsFull += dt
+    this.times.slotWait += this.waitingBuckets * dt
+    this.times.slotWork += this.workingSlots * dt
+  }
+
+  private markReady(b: number): void {
+    const bk = this.buckets[b]
+    if (bk.jobs > 0 && !bk.busy && !bk.ready) {
+      bk.ready = true
+      this.readyQueue.push(b)
+    }
+  }
+
+  private startCompactions(t: number): void {
+    while (this.available.length > 0 && this.readyHead < this.readyQueue.length) {
+      const b = this.readyQueue[this.readyHead++]
+      const bk = this.buckets[b]
       bk.ready = false
       const taken = Math.min(10, bk.jobs)
       bk.jobs -= taken
       bk.busy = true
-      const slot = available.pop()!
-      slotState[slot].working = true
-      workingSlots++
-      const ms = (cal.perBucketMs + cal.perJobMs * taken) * (0.8 + 0.4 * random())
-      ev.push(t + ms / 1000, { e: 'compacted', bucket: b, takenUpTo: bk.l0.length, slot })
+      const slot = this.available.pop()!
+      this.slotState[slot].working = true
+      this.workingSlots++
+      const ms = (this.cal.perBucketMs + this.cal.perJobMs * taken) * (0.8 + 0.4 * this.random())
+      this.ev.push(t + ms / 1000, { e: 'compacted', bucket: b, takenUpTo: bk.l0.length, slot })
     }
-    if (readyHead > 4096 && readyHead * 2 > readyQueue.length) {
-      readyQueue.splice(0, readyHead)
-      readyHead = 0
+    if (this.readyHead > 4096 && this.readyHead * 2 > this.readyQueue.length) {
+      this.readyQueue.splice(0, this.readyHead)
+      this.readyHead = 0
     }
   }
-  const waiting = () => commitQueue.length - commitHead
-  const take = (n: number): Commit[] => {
-    const batch = commitQueue.slice(commitHead, commitHead + n)
-    commitHead += n
-    if (commitHead > 4096 && commitHead * 2 > commitQueue.length) {
-      commitQueue.splice(0, commitHead)
-      commitHead = 0
+
+  private waiting(): number {
+    return this.commitQueue.length - this.commitHead
+  }
+
+  private take(n: number): Commit[] {
+    const batch = this.commitQueue.slice(this.commitHead, this.commitHead + n)
+    this.commitHead += n
+    if (this.commitHead > 4096 && this.commitHead * 2 > this.commitQueue.length) {
+      this.commitQueue.splice(0, this.commitHead)
+      this.commitHead = 0
     }
     return batch
   }
+
   /** Starts a commit on each free server while commits wait, `first` (a committer continuing its rounds) before the others. */
-  const startCommit = (t: number, first?: number) => {
+  private startCommit(t: number, first?: number): void {
+    const servers = this.servers
     const order = first === undefined ? servers.map((_, i) => i) : [first, ...servers.map((_, i) => i).filter((i) => i !== first)]
     for (const i of order) {
-      if (waiting() === 0) break
+      if (this.waiting() === 0) break
       const server = servers[i]
       if (server.busy || !server.ready) continue
       server.busy = true
       let batch: Commit[]
       let seconds: number
-      if (path === 'direct') {
-        seconds = 1 / directRate(cal.directCurve, waiting())
-        batch = take(1)
+      if (this.path === 'direct') {
+        seconds = 1 / directRate(this.cal.directCurve, this.waiting())
+        batch = this.take(1)
       } else {
         // every message waiting: the invoked batch and the drain beyond it, or what the last round collected
-        batch = take(Math.min(drainMax, waiting()))
-        seconds = roundS(batch.length, server.fresh, lastLand !== null && lastLand.by !== i)
+        batch = this.take(Math.min(this.costs.drainMax, this.waiting()))
+        seconds = this.costs.roundS(batch.length, server.fresh, this.lastLand !== null && this.lastLand.by !== i)
         server.fresh = false
         server.startedAt = t
-        server.arrivalsAtStart = arrivals
+        server.arrivalsAtStart = this.arrivals
       }
-      ev.push(t + seconds, { e: 'committed', batch, server: i })
+      this.ev.push(t + seconds, { e: 'committed', batch, server: i })
     }
-  }
-  const release = (t: number, bucket: number, slot: number) => {
-    const bk = buckets[bucket]
-    bk.busy = false
-    const st = slotState[slot]
-    st.waiting--
-    waitingBuckets--
-    if (!st.working && st.waiting === lanes - 1) available.push(slot)
-    markReady(bucket)
-    startCompactions(t)
   }
 
-  ev.push(0, { e: 'writer' })
-  ev.push(opts.warmupSeconds, { e: 'sample' })
-  while (ev.size) {
-    const { t, v } = ev.pop()
-    if (t > end) break
-    if (t >= opts.warmupSeconds) {
-      // a committer between invocations (the poller's delete and receive) is not free either
-      commitBusyTime += ((t - lastT) * servers.filter((x) => x.busy || !x.ready).length) / servers.length
-      if (available.length === 0) slotsFullTime += t - lastT
-      slotWaitTime += waitingBuckets * (t - lastT)
-      slotWorkTime += workingSlots * (t - lastT)
+  private release(t: number, bucket: number, slot: number): void {
+    const bk = this.buckets[bucket]
+    bk.busy = false
+    const st = this.slotState[slot]
+    st.waiting--
+    this.waitingBuckets--
+    if (!st.working && st.waiting === this.lanes - 1) this.available.push(slot)
+    this.markReady(bucket)
+    this.startCompactions(t)
+  }
+
+  private onWriter(t: number): void {
+    const touched: number[] = []
+    for (let b = 0; b < this.opts.buckets; b++) if (this.random() < this.cal.touchProbability) touched.push(b)
+    this.commitQueue.push({ kind: 'writer', touched })
+    this.arrivals++
+    this.startCommit(t)
+    this.ev.push(t + 1 / this.cal.writerCommitsPerSecond, { e: 'writer' })
+  }
+
+  private onCompacted(t: number, v: { bucket: number; takenUpTo: number; slot: number }): void {
+    const st = this.slotState[v.slot]
+    st.working = false
+    this.workingSlots--
+    st.waiting++
+    this.waitingBuckets++
+    if (st.waiting < this.lanes) this.available.push(v.slot)
+    this.commitQueue.push({ kind: 'compact', bucket: v.bucket, takenUpTo: v.takenUpTo, slot: v.slot })
+    this.arrivals++
+    this.startCommit(t)
+    this.startCompactions(t)
+  }
+
+  private onCommitted(t: number, v: Extract<Ev, { e: 'committed' }>): void {
+    const server = this.servers[v.server]
+    const lastLand = this.lastLand
+    if (this.path === 'folded' && this.cal.lostRaceMs !== undefined && lastLand !== null && lastLand.by !== v.server && lastLand.t > server.startedAt) {
+      // the other committer took snapshot-N while this round folded: it tries again on top of that one
+      this.lostRaces++
+      server.startedAt = t
+      this.ev.push(t + this.cal.lostRaceMs / 1000, v)
+      return
     }
-    lastT = t
-    if (v.e === 'writer') {
-      const touched: number[] = []
-      for (let b = 0; b < opts.buckets; b++) if (random() < cal.touchProbability) touched.push(b)
-      commitQueue.push({ kind: 'writer', touched })
-      arrivals++
-      startCommit(t)
-      ev.push(t + 1 / cal.writerCommitsPerSecond, { e: 'writer' })
-    } else if (v.e === 'compacted') {
-      const st = slotState[v.slot]
-      st.working = false
-      workingSlots--
-      st.waiting++
-      waitingBuckets++
-      if (st.waiting < lanes) available.push(v.slot)
-      commitQueue.push({ kind: 'compact', bucket: v.bucket, takenUpTo: v.takenUpTo, slot: v.slot })
-      arrivals++
-      startCommit(t)
-      startCompactions(t)
-    } else if (v.e === 'committed') {
-      const server = servers[v.server]
-      if (path === 'folded' && cal.lostRaceMs !== undefined && lastLand !== null && lastLand.by !== v.server && lastLand.t > server.startedAt) {
-        // the other committer took snapshot-N while this round folded: it tries again on top of that one
-        lostRaces++
-        server.startedAt = t
-        ev.push(t + cal.lostRaceMs / 1000, v)
-        continue
+    if (this.path === 'folded') this.lastLand = { t, by: v.server }
+    server.busy = false
+    this.snapshots++
+    this.folded += v.batch.length
+    for (const c of v.batch) this.land(t, c, v.batch.length)
+    // with rounds, a committer that finds messages waiting folds them at once, and one that
+    // saw messages arrive during its round stays in its invocation (its receives got some of
+    // them; the model lets whichever committer is free first take what waits); otherwise
+    // its invocation ends: the poller's delete and next receive, then a first round
+    if (this.path === 'folded' && !(this.costs.rounds && (this.waiting() > 0 || this.arrivals > server.arrivalsAtStart))) {
+      server.fresh = true
+      if (this.costs.overheadS > 0) {
+        server.ready = false
+        this.ev.push(t + this.costs.overheadS, { e: 'serverReady', server: v.server })
       }
-      if (path === 'folded') lastLand = { t, by: v.server }
-      server.busy = false
-      snapshots++
-      folded += v.batch.length
-      for (const c of v.batch) {
-        if (c.kind === 'writer') {
-          for (const b of c.touched) {
-            const bk = buckets[b]
-            bk.l0.push(t)
-            peakL0 = Math.max(peakL0, bk.l0.length)
-            bk.jobs++
-            markReady(b)
-          }
-        } else {
-          buckets[c.bucket].l0.splice(0, c.takenUpTo)
-          compactions++
-          // the compactor returns once its probe has found the snapshot (older calibrations:
-          // once its receipt is written and read); direct: at once
-          const toRelease = receiptsS(v.batch.length) + receiptWaitS
-          if (path === 'folded' && toRelease > 0) ev.push(t + toRelease, { e: 'released', bucket: c.bucket, slot: c.slot })
-          else release(t, c.bucket, c.slot)
-        }
+    }
+    this.startCommit(t, v.server)
+    this.startCompactions(t)
+  }
+
+  /** One commit of a snapshot that landed at `t` with `k` commits in it. */
+  private land(t: number, c: Commit, k: number): void {
+    if (c.kind === 'writer') {
+      for (const b of c.touched) {
+        const bk = this.buckets[b]
+        bk.l0.push(t)
+        this.peakL0 = Math.max(this.peakL0, bk.l0.length)
+        bk.jobs++
+        this.markReady(b)
       }
-      // with rounds, a committer that finds messages waiting folds them at once, and one that
-      // saw messages arrive during its round stays in its invocation (its receives got some of
-      // them; the model lets whichever committer is free first take what waits); otherwise
-      // its invocation ends: the poller's delete and next receive, then a first round
-      if (path === 'folded' && !(rounds && (waiting() > 0 || arrivals > server.arrivalsAtStart))) {
-        server.fresh = true
-        if (overheadS > 0) {
-          server.ready = false
-          ev.push(t + overheadS, { e: 'serverReady', server: v.server })
-        }
-      }
-      startCommit(t, v.server)
-      startCompactions(t)
-    } else if (v.e === 'serverReady') {
-      servers[v.server].ready = true
-      startCommit(t)
-    } else if (v.e === 'released') {
-      release(t, v.bucket, v.slot)
-    } else {
-      let oldest = Infinity
-      for (const bk of buckets) if (bk.l0.length && bk.l0[0] < oldest) oldest = bk.l0[0]
-      lags.push({ t, lag: oldest === Infinity ? 0 : t - oldest })
-      ev.push(t + 1, { e: 'sample' })
+      return
+    }
+    this.buckets[c.bucket].l0.splice(0, c.takenUpTo)
+    this.compactions++
+    // the compactor returns once its probe has found the snapshot (older calibrations:
+    // once its receipt is written and read); direct: at once
+    const toRelease = this.costs.receiptsS(k) + this.costs.receiptWaitS
+    if (this.path === 'folded' && toRelease > 0) this.ev.push(t + toRelease, { e: 'released', bucket: c.bucket, slot: c.slot })
+    else this.release(t, c.bucket, c.slot)
+  }
+
+  private sample(t: number): void {
+    let oldest = Infinity
+    for (const bk of this.buckets) if (bk.l0.length && bk.l0[0] < oldest) oldest = bk.l0[0]
+    this.lags.push({ t, lag: oldest === Infinity ? 0 : t - oldest })
+    this.ev.push(t + 1, { e: 'sample' })
+  }
+
+  point(): SimPoint {
+    const { path, lags, end, times } = this
+    const measured = this.opts.seconds
+    const values = lags.map((l) => l.lag)
+    const mid = lags[Math.floor(lags.length / 2)]
+    const last = lags[lags.length - 1]
+    const commitUtilization = times.commitBusy / measured
+    const slotUtilization = times.slotsFull / measured
+    const growth = last && mid && last.t > mid.t ? (last.lag - mid.lag) / (last.t - mid.t) : 0
+    return {
+      path,
+      taskThreads: this.taskThreads,
+      slots: this.slots,
+      lagP50S: pct(values, 50),
+      lagP99S: pct(values, 99),
+      lagMaxS: Math.max(0, ...values),
+      lagGrowthPerS: growth,
+      compactionsPerSecond: this.compactions / end,
+      snapshotsPerSecond: this.snapshots / end,
+      commitUtilization,
+      messagesPerFold: path === 'folded' ? this.folded / Math.max(1, this.snapshots) : undefined,
+      lostRacesPerSnapshot: path === 'folded' && this.cal.lostRaceMs !== undefined ? this.lostRaces / Math.max(1, this.snapshots) : undefined,
+      slotUtilization,
+      // a folded commit path is busy much of the time once loaded, yet each snapshot then
+      // carries more, so it limits only when the slots are not the limit; a direct one limits
+      // once saturated
+      slotCommitWaitShare: times.slotWait + times.slotWork > 0 ? times.slotWait / (times.slotWait + times.slotWork) : 0,
+      bottleneck: bottleneck(path, commitUtilization, slotUtilization, times),
+      peakL0PerBucket: this.peakL0,
     }
   }
-  const measured = opts.seconds
-  const values = lags.map((l) => l.lag)
-  const mid = lags[Math.floor(lags.length / 2)]
-  const last = lags[lags.length - 1]
-  const commitUtilization = commitBusyTime / measured
-  const slotUtilization = slotsFullTime / measured
-  const growth = last && mid && last.t > mid.t ? (last.lag - mid.lag) / (last.t - mid.t) : 0
-  return {
-    path,
-    taskThreads,
-    slots,
-    lagP50S: pct(values, 50),
-    lagP99S: pct(values, 99),
-    lagMaxS: Math.max(0, ...values),
-    lagGrowthPerS: growth,
-    compactionsPerSecond: compactions / end,
-    snapshotsPerSecond: snapshots / end,
-    commitUtilization,
-    messagesPerFold: path === 'folded' ? folded / Math.max(1, snapshots) : undefined,
-    lostRacesPerSnapshot: path === 'folded' && cal.lostRaceMs !== undefined ? lostRaces / Math.max(1, snapshots) : undefined,
-    slotUtilization,
-    // a folded commit path is busy much of the time once loaded, yet each snapshot then
-    // carries more, so it limits only when the slots are not the limit; a direct one limits
-    // once saturated
-    slotCommitWaitShare: slotWaitTime + slotWorkTime > 0 ? slotWaitTime / (slotWaitTime + slotWorkTime) : 0,
-    // slots that are all taken mostly by compactions waiting for their commits are the
-    // commit path's limit, not compaction's
-    bottleneck:
-      path === 'direct'
-        ? commitUtilization > 0.95 ? 'commit path' : slotUtilization > 0.95 ? 'compaction' : 'neither'
-        : slotUtilization > 0.95
-          ? slotWaitTime > slotWorkTime ? 'commit path' : 'compaction'
-          : commitUtilization > 0.95 ? 'commit path' : 'neither',
-    peakL0PerBucket: peakL0,
-  }
+}
+
+// slots that are all taken mostly by compactions waiting for their commits are the
+// commit path's limit, not compaction's
+function bottleneck(path: SimPath, commitUtilization: number, slotUtilization: number, times: BusyTimes): SimPoint['bottleneck'] {
+  if (path === 'direct') return commitUtilization > 0.95 ? 'commit path' : slotUtilization > 0.95 ? 'compaction' : 'neither'
+  if (slotUtilization > 0.95) return times.slotWait > times.slotWork ? 'commit path' : 'compaction'
+  return commitUtilization > 0.95 ? 'commit path' : 'neither'
 }
 
 export const SIM_TASK_THREADS = [1, 2, 3, 4, 8, 16, -1]
