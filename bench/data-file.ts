@@ -2,7 +2,10 @@
 // of (BIGINT key, STRING, DOUBLE). Prints the cost per row; asserts nothing.
 // Run: npx tsx bench/data-file.ts [rows]
 
-import { DataFileReader, byteSource, writeDataFile, type DataFileLayout, type FileCompression } from '../lib/format/data-file.ts'
+import { DataFileReader } from '../lib/format/data-file-reader.ts'
+import { byteSource } from '../lib/format/data-file-source.ts'
+import { writeDataFile, type FileCompression } from '../lib/format/data-file-writer.ts'
+import { type DataFileLayout } from '../lib/format/data-file-layout.ts'
 import type { KeyValue } from '../lib/types.ts'
 
 const rows = Number(process.argv[2] ?? 500_000)

@@ -11,7 +11,9 @@
 //   npx tsx --expose-gc bench/footer-cache.ts [--target-mb 128] [--lookups 200]
 
 import type { ByteSource } from '../lib/store/byte-source.ts'
-import { type DataFileFooter, type DataFileLayout, DataFileReader, DataFileWriter } from '../lib/format/data-file.ts'
+import { type DataFileFooter, DataFileReader } from '../lib/format/data-file-reader.ts'
+import { type DataFileLayout } from '../lib/format/data-file-layout.ts'
+import { DataFileWriter } from '../lib/format/data-file-writer.ts'
 import { rowComparator } from '../lib/format/compare.ts'
 import { ByteLru } from '../lib/format/byte-cache.ts'
 import { DEFAULT_FOOTER_CACHE_BYTES } from '../lib/handle/table.ts'

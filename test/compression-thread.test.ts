@@ -13,7 +13,9 @@ import { BUNDLING } from '../cdk/bundling.ts'
 import { logger } from '../functions/shared/runtime.ts'
 import { captureMetrics, metricNames } from './helpers/metrics.ts'
 import { compressionThreadCounts, compressionThreadUseful, stallCompressionThread, stopCompressionThread } from '../lib/format/compression-thread.ts'
-import { type DataFileLayout, DataFileWriter, readDataFile } from '../lib/format/data-file.ts'
+import { type DataFileLayout } from '../lib/format/data-file-layout.ts'
+import { DataFileWriter } from '../lib/format/data-file-writer.ts'
+import { readDataFile } from '../lib/format/data-file-reader.ts'
 import type { DataField, DataType, KeyValue, RowKind } from '../lib/types.ts'
 
 const t = (root: DataType['root'], extra: Partial<DataType> = {}): DataType => ({ root, nullable: true, ...extra })

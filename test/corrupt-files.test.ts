@@ -13,7 +13,8 @@
 
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { byteSource, readDataFile } from '../lib/format/data-file.ts'
+import { byteSource } from '../lib/format/data-file-source.ts'
+import { readDataFile } from '../lib/format/data-file-reader.ts'
 import { compactTable } from '../lib/lsm/compact-table.ts'
 import { lookup, planScan, readAll } from '../lib/read/table-read.ts'
 import { INGEST_MARKER_DIR, ingest } from '../lib/ingest/ingest.ts'

@@ -8,7 +8,7 @@
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fileIdentifier } from '../lib/manifest/identifiers.ts'
-import { DataFileWriter } from '../lib/format/data-file.ts'
+import { DataFileWriter } from '../lib/format/data-file-writer.ts'
 import { type ExpireOptions, expireSnapshots } from '../lib/maintenance/expire.ts'
 import { removeOrphanFiles } from '../lib/maintenance/orphans.ts'
 import { snapshotReferences } from '../lib/maintenance/references.ts'

@@ -12,7 +12,8 @@
 
 import { rowComparator } from '../format/compare.ts'
 import type { ByteSource } from '../store/byte-source.ts'
-import { DataFileWriter, KEY_FIELD_PREFIX } from '../format/data-file.ts'
+import { DataFileWriter } from '../format/data-file-writer.ts'
+import { KEY_FIELD_PREFIX } from '../format/data-file-layout.ts'
 import { type DeletionVector, DELETION_VECTORS_INDEX, deletionVectorOf, writeDeletionVectorFiles } from '../format/deletion-vector.ts'
 import { type IndexManifestEntry, type KeyValue, type ManifestEntry, type Snapshot, type Value, CommitConflictError, FileKind, isRetract } from '../types.ts'
 import { bucketsScope } from '../manifest/bucket-scope.ts'

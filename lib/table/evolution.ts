@@ -7,7 +7,8 @@
 // column batches (the columnar compaction path).
 
 import type { ByteSource } from '../store/byte-source.ts'
-import { type DataFileLayout, DataFileReader, type DataFileReaderOptions } from '../format/data-file.ts'
+import { type DataFileLayout } from '../format/data-file-layout.ts'
+import { DataFileReader, type DataFileReaderOptions } from '../format/data-file-reader.ts'
 import { ColumnarFileReader, type PositionedBatch, type RowGroupOptions } from '../format/columnar-reader.ts'
 import { type Column, physicalToValue, valueAt } from '../format/columnar-types.ts'
 import { physicalEncoder } from '../format/parquet-types.ts'

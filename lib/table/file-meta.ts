@@ -3,7 +3,8 @@
 
 import { deserializeBinaryRow, serializeBinaryRow } from '../format/binary-row.ts'
 import { compareValues } from '../format/compare.ts'
-import { type ColumnStats, type DataFileStats, DataFileWriter } from '../format/data-file.ts'
+import { type ColumnStats, type DataFileStats } from '../format/data-file-stats.ts'
+import { DataFileWriter } from '../format/data-file-writer.ts'
 import type { DataFileMeta, DataType, ManifestEntry, SimpleStats, Value } from '../types.ts'
 import { withNullable } from '../format/data-type.ts'
 import type { SchemaView } from './schema.ts'
