@@ -1,14 +1,10 @@
 import { describe, it, expect } from 'vitest'
 import fc from 'fast-check'
 import { RowKind, StrataInputError, isRetract, type DataField, type DataType, type KeyValue, type Row, type TypeRoot } from '../lib/types.ts'
-import {
-  createEngineMergeFunction,
-  createMergeFunction,
-  optionKeysOfMergeEngines,
-  parseMergeEngineConfig,
-  sequenceComparator,
-  type MergeEngineConfig,
-} from '../lib/merge/merge-function.ts'
+import { createEngineMergeFunction, createMergeFunction } from '../lib/merge/merge-function.ts'
+import { optionKeysOfMergeEngines, parseMergeEngineConfig } from '../lib/merge/merge-config.ts'
+import type { MergeEngineConfig } from '../lib/merge/merge-types.ts'
+import { sequenceComparator } from '../lib/merge/sequence-order.ts'
 
 const type = (root: TypeRoot, nullable = true, extra: Partial<DataType> = {}): DataType => ({ root, nullable, ...extra })
 const field = (id: number, name: string, t: DataType): DataField => ({ id, name, type: t })
