@@ -3,7 +3,9 @@
 // and JSON responses. Bad input is a StrataInputError (400); other statuses an HttpError.
 
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda'
-import { StrataInputError } from '../../lib/types.ts'
+import { parseJsonObject } from '../../lib/read/read-request.ts'
+
+export { parseJsonObject }
 
 /** An answer other than 400 or 500, with the status it maps to. */
 export class HttpError extends Error {
@@ -40,21 +42,6 @@ export function requestOf(event: APIGatewayProxyEventV2): HttpRequest {
   const raw = event.body ?? ''
   const text = event.isBase64Encoded ? Buffer.from(raw, 'base64').toString('utf8') : raw
   return { method, fields: parseJsonObject(text, 'body') }
-}
-
-/** A JSON object from text, or a StrataInputError naming `field`. */
-export function parseJsonObject(text: string, field: string): Record<string, unknown> {
-  if (text.trim() === '') throw new StrataInputError(`${field}: empty; expected a JSON object`)
-  let v: unknown
-  try {
-    v = JSON.parse(text)
-  } catch (e) {
-    throw new StrataInputError(`${field}: not valid JSON (${(e as Error).message})`)
-  }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) {
-    throw new StrataInputError(`${field}: expected a JSON object, got ${Array.isArray(v) ? 'an array' : JSON.stringify(v)}`)
-  }
-  return v as Record<string, unknown>
 }
 
 const HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store' }
