@@ -75,6 +75,7 @@ import { bucketFunction } from '../lib/format/bucket.ts'
 import { tableStatus } from '../lib/cli/status.ts'
 import { compactBucket } from '../lib/lsm/compact-task.ts'
 import { lookup } from '../lib/read/table-read.ts'
+import { wrapOpenedStores } from '../lib/store/open-store.ts'
 import { S3Store, clientFromEnvironment } from '../lib/store/s3-store.ts'
 import { Table } from '../lib/handle/table.ts'
 import { RowKind } from '../lib/types.ts'
@@ -336,14 +337,14 @@ async function childMain(argv: string[]): Promise<void> {
     return
   }
   if (job === 'cli-main') {
-    // lib/cli/main.ts builds its S3 client inside openStore; every client's first send
-    // attaches the trace, so the CLI's code runs unchanged
+    // lib/cli/main.ts builds its S3 store (and client) inside openStore; the trace goes
+    // onto the client of every S3 store openStore opens (its wrapper seam), so the CLI's
+    // code runs unchanged
     const trace = new RequestTrace()
-    const send = S3Client.prototype.send
-    S3Client.prototype.send = function (this: S3Client, ...args: Parameters<S3Client['send']>) {
-      trace.attach(this)
-      return (send as (...a: unknown[]) => ReturnType<S3Client['send']>).apply(this, args)
-    } as S3Client['send']
+    wrapOpenedStores((store) => {
+      if (store instanceof S3Store) trace.attach(store.client)
+      return store
+    })
     const { main } = await import('../lib/cli/main.ts')
     const write = process.stdout.write.bind(process.stdout)
     let printed = ''

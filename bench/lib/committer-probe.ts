@@ -3,20 +3,24 @@
 // where its time went, returned beside the partial batch response (the event-source poller
 // reads only `batchItemFailures`, so the extra field changes nothing it does).
 //
-// The probe wraps, inside this worker thread only, the methods the committer calls:
-// SqsCommitQueue receive/delete/release (the drain beyond the invoked batch and the receives
-// that collect the next round while a round folds), the BatchingCommitter's fold (one per
-// round: snapshots, lost races for `snapshot-N`, re-plans), and every S3 request the worker
-// sends (by operation and by what it touches). It also records when each `snapshot-N`
-// conditional create succeeded: senders learn of a landing from the snapshot chain, so that
-// instant, not a receipt, is when a sender's poll can first see its commit. No lib/ code
-// changes; the wrapped methods run unchanged. Load it as `committerModule` (local runtime) or as the
-// handler module of an ExecutionEnvironmentPool.
+// The probe watches, inside this worker thread only, through seams the committer's code
+// offers: the commit queue it drains (receive/delete/release: the drain beyond the invoked
+// batch and the receives that collect the next round while a round folds) and its fold (one
+// per round: snapshots, lost races for `snapshot-N`, re-plans), both wrapped by
+// commitFromQueue's wrapper seam (lib/commit/commit-service.ts wrapCommitService); and every
+// S3 request the worker sends (by operation and by what it touches), by a middleware on the
+// client of each S3 store the function opens (openStore's wrapper seam, then the SDK's
+// middleware stack). It also records when each `snapshot-N` conditional create succeeded:
+// senders learn of a landing from the snapshot chain, so that instant, not a receipt, is
+// when a sender's poll can first see its commit. The wrapped code runs unchanged. Load it as
+// `committerModule` (local runtime) or as the handler module of an ExecutionEnvironmentPool.
 
-import { S3Client } from '@aws-sdk/client-s3'
+import type { S3Client } from '@aws-sdk/client-s3'
 import type { Context, SQSEvent } from 'aws-lambda'
-import { BatchingCommitter } from '../../lib/commit/batching-committer.ts'
-import { SqsCommitQueue } from '../../lib/commit/commit-queue.ts'
+import type { DrainableCommitQueue } from '../../lib/commit/commit-queue.ts'
+import { type Fold, wrapCommitService } from '../../lib/commit/commit-service.ts'
+import { wrapOpenedStores } from '../../lib/store/open-store.ts'
+import { S3Store } from '../../lib/store/s3-store.ts'
 import { handler as committerHandler } from '../../functions/committer.ts'
 
 export interface CommitterProbe {
@@ -90,86 +94,112 @@ const snapshotIdOf = (key: string | undefined): number | null => {
   return m ? Number(m[1]) : null
 }
 
-function install(): void {
-  const s3Send = S3Client.prototype.send
-  S3Client.prototype.send = function (this: S3Client, command: { constructor: { name: string }; input?: { Key?: string; Prefix?: string; IfNoneMatch?: string } }, ...rest: unknown[]) {
-    const p = current
-    if (!p) return (s3Send as (...a: unknown[]) => unknown).call(this, command, ...rest)
-    const op = command.constructor.name.replace(/Command$/, '')
-    p.s3[op] = (p.s3[op] ?? 0) + 1
-    const kind = keyKind(command.input?.Key ?? command.input?.Prefix)
-    p.s3ByKey[`${op} ${kind}`] = (p.s3ByKey[`${op} ${kind}`] ?? 0) + 1
-    const t0 = Date.now()
-    const res = (s3Send as (...a: unknown[]) => Promise<unknown>).call(this, command, ...rest)
+/** Counts an S3 request of the invocation in flight: by operation and key kind, its time, a receipt's or snapshot's landing. */
+function noteS3Request(p: Live, op: string, input: { Key?: string; Prefix?: string; IfNoneMatch?: string }, res: Promise<unknown>): void {
+  const t0 = Date.now()
+  p.s3[op] = (p.s3[op] ?? 0) + 1
+  const kind = keyKind(input.Key ?? input.Prefix)
+  p.s3ByKey[`${op} ${kind}`] = (p.s3ByKey[`${op} ${kind}`] ?? 0) + 1
+  void res.then(
+    () => (p.s3Ms += Date.now() - t0),
+    () => (p.s3Ms += Date.now() - t0),
+  )
+  if (kind === 'receipt' && op === 'PutObject') {
+    const key = input.Key!
+    const name = key.slice(key.lastIndexOf('/') + 1)
     void res.then(
-      () => (p.s3Ms += Date.now() - t0),
-      () => (p.s3Ms += Date.now() - t0),
+      () => {
+        const t1 = Date.now()
+        p.receipts[name] = t1
+        p.receiptsFirstStart ??= t0
+        p.receiptsMs = t1 - p.receiptsFirstStart
+      },
+      () => undefined,
     )
-    if (kind === 'receipt' && op === 'PutObject') {
-      const key = command.input!.Key!
-      const name = key.slice(key.lastIndexOf('/') + 1)
-      void res.then(
-        () => {
-          const t1 = Date.now()
-          p.receipts[name] = t1
-          p.receiptsFirstStart ??= t0
-          p.receiptsMs = t1 - p.receiptsFirstStart
-        },
-        () => undefined,
-      )
-    }
-    const created = op === 'PutObject' && command.input?.IfNoneMatch ? snapshotIdOf(command.input.Key) : null
-    if (created !== null) {
-      void res.then(
-        () => (p.snapshotsCreated![created] = Date.now()),
-        () => undefined,
-      )
-    }
-    return res
-  } as typeof S3Client.prototype.send
-
-  const receive = SqsCommitQueue.prototype.receive
-  SqsCommitQueue.prototype.receive = async function (this: SqsCommitQueue, max: number) {
-    const t0 = Date.now()
-    const got = await receive.call(this, max)
-    if (current) {
-      current.receives++
-      current.receiveMs += Date.now() - t0
-      current.drained += got.length
-    }
-    return got
   }
-  for (const name of ['delete', 'release'] as const) {
-    const orig = SqsCommitQueue.prototype[name]
-    SqsCommitQueue.prototype[name] = async function (this: SqsCommitQueue, messages) {
+  const created = op === 'PutObject' && input.IfNoneMatch ? snapshotIdOf(input.Key) : null
+  if (created !== null) {
+    void res.then(
+      () => (p.snapshotsCreated![created] = Date.now()),
+      () => undefined,
+    )
+  }
+}
+
+const counted = new WeakSet<S3Client>()
+
+/** A middleware before the SDK's retries, so each command counts once, as a call of send did. */
+function countRequests(client: S3Client): void {
+  if (counted.has(client)) return
+  counted.add(client)
+  client.middlewareStack.add(
+    (next, context) => (args) => {
+      const res = next(args)
+      const p = current
+      if (p) noteS3Request(p, (context.commandName ?? 'Unknown').replace(/Command$/, ''), args.input as { Key?: string }, res)
+      return res
+    },
+    { step: 'initialize', name: 'committerProbeS3Requests', override: true },
+  )
+}
+
+/** The commit queue as the committer drains it, each call timed into the invocation in flight. */
+function probedQueue(queue: DrainableCommitQueue): DrainableCommitQueue {
+  const timedDelete = (call: () => Promise<void>) => async () => {
+    const t0 = Date.now()
+    try {
+      return await call()
+    } finally {
+      if (current) current.deleteMs += Date.now() - t0
+    }
+  }
+  return {
+    async receive(max) {
       const t0 = Date.now()
-      try {
-        return await orig.call(this, messages)
-      } finally {
-        if (current) current.deleteMs += Date.now() - t0
+      const got = await queue.receive(max)
+      if (current) {
+        current.receives++
+        current.receiveMs += Date.now() - t0
+        current.drained += got.length
       }
-    }
+      return got
+    },
+    delete: (messages) => timedDelete(() => queue.delete(messages))(),
+    release: (messages) => timedDelete(() => queue.release(messages))(),
   }
+}
 
-  const fold = BatchingCommitter.prototype.commit
-  BatchingCommitter.prototype.commit = async function (this: BatchingCommitter, inputs) {
-    const p = current
-    const t0 = Date.now()
-    if (p) p.foldStartedAt ??= t0
-    const r = await fold.call(this, inputs)
-    if (p) {
-      p.foldEndedAt = Date.now()
-      p.firstFoldEndedAt ??= p.foldEndedAt
-      p.folds++
-      p.foldMs += p.foldEndedAt - t0
-      p.rounds!.push({ size: inputs.length, ms: p.foldEndedAt - t0 })
-      p.snapshots += r.snapshots.length
-      p.messages += r.snapshots.reduce((n, s) => n + s.messages, 0)
-      p.retries += r.retries
-      p.replans += r.replans
-    }
-    return r
+/** The fold as the committer calls it, each round's time and outcome added to the invocation in flight. */
+function probedFold(fold: Fold): Fold {
+  return {
+    table: fold.table,
+    async commit(inputs) {
+      const p = current
+      const t0 = Date.now()
+      if (p) p.foldStartedAt ??= t0
+      const r = await fold.commit(inputs)
+      if (p) {
+        p.foldEndedAt = Date.now()
+        p.firstFoldEndedAt ??= p.foldEndedAt
+        p.folds++
+        p.foldMs += p.foldEndedAt - t0
+        p.rounds!.push({ size: inputs.length, ms: p.foldEndedAt - t0 })
+        p.snapshots += r.snapshots.length
+        p.messages += r.snapshots.reduce((n, s) => n + s.messages, 0)
+        p.retries += r.retries
+        p.replans += r.replans
+      }
+      return r
+    },
   }
+}
+
+function install(): void {
+  wrapOpenedStores((store) => {
+    if (store instanceof S3Store) countRequests(store.client)
+    return store
+  })
+  wrapCommitService({ fold: probedFold, queue: probedQueue })
 }
 
 install()

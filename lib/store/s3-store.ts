@@ -71,7 +71,8 @@ export class S3Store implements ObjectStore {
   readonly uri: string
   readonly bucket: string
   readonly prefix: string
-  private readonly client: S3Client
+  /** the SDK client: its middleware stack is the seam for watching the HTTP requests (bench/lib/request-trace.ts) */
+  readonly client: S3Client
   private readonly ownsClient: boolean
   private readonly listPageSize: number
   private readonly partSize: number

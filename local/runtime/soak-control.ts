@@ -16,11 +16,16 @@
 // each exits at once (busy ones mid-job), so the next invocations cold-start. A file, not a
 // worker_threads channel, so that it reaches environments that are processes of their own. (Each environment's memory is asked through its pool: ExecutionEnvironmentPool.memory().)
 //
-// The S3 write hook patches S3Store in the worker's own module instance; it stands for a
-// crash at an exact point of the write path, which a timer could hit only by chance.
+// The S3 write hook is a store wrapper (lib/store/observed-store.ts) around every S3 store
+// the environment's function code opens (openStore's wrapper seam, in the worker's own module
+// instance); it stands for a crash at an exact point of the write path, which a timer could
+// hit only by chance.
 import { appendFileSync, mkdirSync, readFileSync, readdirSync, renameSync, watch, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { threadId } from 'node:worker_threads'
+import { ObservedStore, type StoreRequest } from '../../lib/store/observed-store.ts'
+import type { ObjectStore } from '../../lib/store/object-store.ts'
+import { wrapOpenedStores } from '../../lib/store/open-store.ts'
 import { S3Store } from '../../lib/store/s3-store.ts'
 
 export const CONTROL_DIR_ENV = 'STRATA_SOAK_CONTROL_DIR'
@@ -167,22 +172,30 @@ export function installSoakControl(r: Role): void {
     }
   })
   watcher.unref()
-  const proto = S3Store.prototype as unknown as Record<'put' | 'putIfAbsent', (this: S3Store, key: string, data: Uint8Array) => Promise<unknown>>
-  for (const method of ['put', 'putIfAbsent'] as const) {
-    const original = proto[method]
-    proto[method] = async function (this: S3Store, key: string, data: Uint8Array) {
+  wrapOpenedStores((store) => (store instanceof S3Store ? exitAtWrite(store) : store))
+}
+
+/** The store as the environment's code sees it: each write counted, the armed exit-at-write struck at its write. */
+function exitAtWrite(store: ObjectStore): ObjectStore {
+  const isWrite = (r: StoreRequest) => r.op === 'put' || r.op === 'putIfAbsent'
+  const what = (r: StoreRequest) => `${r.op === 'put' ? 'PutObject' : 'PutObject If-None-Match'} ${store.uri}/${r.key}`
+  // the write this invocation dies after, once it landed
+  let dieAfter: StoreRequest | null = null
+  return new ObservedStore(store, {
+    before(r) {
+      if (!isWrite(r)) return
       writesThisInvocation++
       const c = current
       if (c && c.fault.kind === 'exit-at-write' && ++c.writes === c.target) {
-        const what = `${method === 'put' ? 'PutObject' : 'PutObject If-None-Match'} ${this.uri}/${key}`
-        if (!c.fault.landed) die(`before write ${c.writes} of ~${writesLastInvocation || '?'} (${what})`)
-        const result = await original.call(this, key, data)
-        die(`after write ${c.writes} of ~${writesLastInvocation || '?'} landed (${what})`)
-        return result
+        if (!c.fault.landed) die(`before write ${c.writes} of ~${writesLastInvocation || '?'} (${what(r)})`)
+        dieAfter = r
       }
-      return original.call(this, key, data)
-    }
-  }
+    },
+    after(r, outcome) {
+      if (r !== dieAfter || !outcome.ok) return
+      die(`after write ${current!.writes} of ~${writesLastInvocation || '?'} landed (${what(r)})`)
+    },
+  })
 }
 
 /** The armed fault for this role, if any, now owned by this invocation. */
