@@ -20,7 +20,7 @@ const COMMON_OPTION_KEYS = ['merge-engine', ...IGNORE_DELETE_KEYS, 'ignore-updat
 /** fields.<field>.<suffix> options of any engine: suffix → its kind of value, or why Strata refuses it. */
 const FIELD_OPTIONS = new Map<string, { kind: 'boolean' | 'text'; refused?: string }>()
 for (const e of MERGE_ENGINES) {
-  for (const [suffix, kind] of Object.entries(e.fieldOptions)) FIELD_OPTIONS.set(suffix, { kind, refused: e.refusals.fieldOptions[suffix] })
+  for (const [suffix, kind] of Object.entries(e.fieldOptions)) FIELD_OPTIONS.set(suffix, { kind, refused: e.refusals.fieldOptions[suffix] ?? FIELD_OPTIONS.get(suffix)?.refused })
 }
 
 /** The option keys the merge engines understand, for the central unknown-key check. */
