@@ -44,10 +44,10 @@ function brokenLinks(doc: string, text: string, exists: (path: string) => boolea
 
 const normal = (s: string) => s.replace(/`/g, '').replace(/\s+/g, ' ').trim()
 
-/** The section names a doc can be cited by: its headings and its bold run-in paragraph labels. */
+/** The section names a doc can be cited by: its headings and the bold labels that open a paragraph or a list item. */
 function sectionNames(text: string): string[] {
   const headings = [...text.matchAll(/^#+ (.*)$/gm)].map((m) => normal(m[1]))
-  const labels = [...text.matchAll(/^\*\*([^*\n]+?)\.?\*\*/gm)].map((m) => normal(m[1]))
+  const labels = [...text.matchAll(/^(?:- )?\*\*([^*\n]+?)\.?\*\*/gm)].map((m) => normal(m[1]))
   return [...headings, ...labels]
 }
 
@@ -85,6 +85,16 @@ describe('the docs hold together', () => {
     const missing = DOCS.flatMap((doc) => missingSections(doc, read(doc), readDoc))
     expect(missing).toEqual([])
   })
+  it('a section a code comment cites in a doc exists there', () => {
+    const sources = ['lib', 'functions', 'cdk', 'local', 'bench', 'scripts'].flatMap((dir) =>
+      (readdirSync(join(ROOT, dir), { recursive: true }) as string[]).filter((f) => f.endsWith('.ts')).map((f) => join(dir, f)),
+    )
+    // code cites a doc by its path from the root; a citation may wrap onto the comment's next line
+    const missing = sources
+      .flatMap((file) => missingSections(file, read(file).replace(/\n\s*(\/\/|\*)\s*/g, ' '), readDoc))
+      .filter((m) => m.includes(': docs/'))
+    expect(missing).toEqual([])
+  })
   it('the README gets a newcomer started in under 1,000 words, before any reference table', () => {
     const readme = read('README.md')
     expect(wordsBeforeFirstTable(readme)).toBeLessThan(1000)
@@ -101,8 +111,8 @@ describe('the docs hold together', () => {
   it('the checks catch what they look for', () => {
     expect(wordsBeforeFirstTable('one two\nthree\n| a |\nfour')).toBe(3)
     expect(brokenLinks('docs/a.md', '[x](b.md) [y](../README.md) [z](https://x.org/c.md)', (p) => p === 'README.md')).toEqual(['docs/a.md: b.md'])
-    const docs: Record<string, string> = { 'docs/b.md': '# B\n## Real section\n**A label.** text' }
-    expect(missingSections('docs/a.md', 'see docs/b.md, "Real section" and b.md "A label" and docs/b.md, "Gone"', (p) => docs[p])).toEqual(['docs/a.md: docs/b.md "Gone"'])
+    const docs: Record<string, string> = { 'docs/b.md': '# B\n## Real section\n**A label.** text\n- **An item**: text' }
+    expect(missingSections('docs/a.md', 'see docs/b.md, "Real section", b.md "A label", docs/b.md "An item" and docs/b.md, "Gone"', (p) => docs[p])).toEqual(['docs/a.md: docs/b.md "Gone"'])
     expect(historyMarks('issue 18, #12, at 542dffb; 2147483647, `1e400000000`, 0e99999')).toEqual(['issue 18', '#12', '542dffb'])
   })
 })
