@@ -7,26 +7,20 @@ import { randomUUID } from 'node:crypto'
 import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3'
 import { buildApp } from 'fauxqs'
 import { s3RequestHandlerOptions } from '../lib/store/s3-store.ts'
+import { applyFauxqsFifoFix, fauxqsModule } from './fauxqs-fifo-fix.ts'
 
 type FauxqsApp = ReturnType<typeof buildApp>
 
-// FIFO receive order. fauxqs 1.9 walks a queue's message groups in insertion order and takes
-// the first unlocked ones, so a group that always has messages waiting never leaves the
-// front and the groups behind it starve once receivers keep up with the front: with a
-// compaction job per bucket per writer commit, some buckets were never compacted. Real SQS
-// serves other groups' older messages. Here a group that was just received from moves
-// behind the others, which serves groups round robin by their oldest waiting message.
-// SqsQueue is not exported; its module is reached through the package's own file URL,
-// which is the module instance buildApp uses.
-interface FauxqsFifoQueue {
-  fifoMessages: Map<string, unknown[]>
-  fifoLockedGroups: Map<string, number>
-  inflightMessages: Map<string, { message: { messageGroupId?: string } }>
-  dequeueFifo(...args: unknown[]): { ReceiptHandle: string }[]
-}
+// fauxqs's FIFO queue as Strata needs it (receive order, messages per group, deduplication
+// window): changed in one file of its own, which says what and why.
+await applyFauxqsFifoFix()
+
 // The stores fauxqs keeps its state in, created here and handed to buildApp so that stats()
 // can count what they hold (their fields as fauxqs 1.9 names them).
-interface FauxqsQueueState extends FauxqsFifoQueue {
+interface FauxqsQueueState {
+  fifoMessages: Map<string, unknown[]>
+  fifoLockedGroups: Map<string, number>
+  inflightMessages: Map<string, unknown>
   name: string
   messages: unknown[]
   delayedMessages: unknown[]
@@ -54,87 +48,9 @@ function ownAllocation(body: Buffer): Buffer {
   body.copy(own)
   return own
 }
-const fauxqsModule = (path: string) => import(new URL(path, import.meta.resolve('fauxqs')).href)
-const { SqsQueue, SqsStore } = (await fauxqsModule('./sqs/sqsStore.js')) as {
-  SqsQueue?: { prototype: FauxqsFifoQueue & { strataRoundRobin?: true } }
-  SqsStore: new () => FauxqsSqsStore
-}
+const { SqsStore } = (await fauxqsModule('./sqs/sqsStore.js')) as { SqsStore: new () => FauxqsSqsStore }
 const { S3Store: FauxqsS3StoreClass } = (await fauxqsModule('./s3/s3Store.js')) as { S3Store: new () => FauxqsS3Store }
 const { SnsStore } = (await fauxqsModule('./sns/snsStore.js')) as { SnsStore: new () => unknown }
-if (typeof SqsQueue?.prototype.dequeueFifo !== 'function') {
-  throw new Error('embedded backend: fauxqs SqsQueue.dequeueFifo not found; the FIFO fairness patch needs fauxqs 1.9.x (see package.json)')
-}
-// Messages per group per receive. fauxqs 1.9 takes one message of a group per receive and
-// locks the group; SQS returns as many messages of one group as it can (up to the receive's
-// maximum) before it moves to the next group, which is what lets a compactor coalesce a
-// bucket's waiting jobs, and a task-threads-1 table (one group) compact ten buckets per
-// batch. Here, after each message, the same group is offered again: it is put first and
-// unlocked for one more single-message receive, then its lock count is restored plus the
-// message taken.
-// Deduplication records. fauxqs keeps a FIFO queue's records (one per message sent) in a
-// count-bounded map of 10,000 with a 5-minute time-to-live that is checked only when the
-// same id is sent again, so expired records stay until the count pushes them out. SQS's
-// deduplication window is those 5 minutes: here each new record first drops the expired
-// ones at the front (the map is in insertion order), so what a queue keeps follows its
-// last 5 minutes of sends.
-interface DedupRecords {
-  keys(): IterableIterator<string>
-  expiresAt(key: string): number | undefined
-  delete(key: string): void
-}
-if (!SqsQueue.prototype.strataRoundRobin) {
-  const proto = SqsQueue.prototype as unknown as { deduplicationCache: DedupRecords; recordDeduplication(...args: unknown[]): unknown }
-  const recordDeduplication = proto.recordDeduplication
-  proto.recordDeduplication = function (this: { deduplicationCache: DedupRecords }, ...args: unknown[]) {
-    const records = this.deduplicationCache
-    const now = Date.now()
-    for (const key of records.keys()) {
-      if ((records.expiresAt(key) ?? Infinity) > now) break
-      records.delete(key)
-    }
-    return recordDeduplication.apply(this, args)
-  }
-  const dequeueFifo = SqsQueue.prototype.dequeueFifo
-  const groupOf = (q: FauxqsFifoQueue, r: { ReceiptHandle: string }) => q.inflightMessages.get(r.ReceiptHandle)?.message.messageGroupId ?? '__default'
-  const roundRobin = function (this: FauxqsFifoQueue, ...args: unknown[]) {
-    const received = dequeueFifo.apply(this, args)
-    for (const r of received) {
-      const groupId = groupOf(this, r)
-      const waiting = this.fifoMessages.get(groupId)
-      if (waiting === undefined) continue
-      this.fifoMessages.delete(groupId)
-      this.fifoMessages.set(groupId, waiting)
-    }
-    return received
-  }
-  SqsQueue.prototype.dequeueFifo = function (this: FauxqsFifoQueue, maxCount: unknown, ...rest: unknown[]) {
-    const count = Math.min(Number(maxCount) || 1, 10)
-    const out: { ReceiptHandle: string }[] = []
-    while (out.length < count) {
-      const first = roundRobin.call(this, 1, ...rest)
-      if (first.length === 0) break
-      out.push(...first)
-      const groupId = groupOf(this, first[0])
-      while (out.length < count && (this.fifoMessages.get(groupId)?.length ?? 0) > 0) {
-        const lock = this.fifoLockedGroups.get(groupId) ?? 0
-        const waiting = this.fifoMessages.get(groupId)!
-        const others = [...this.fifoMessages].filter(([g]) => g !== groupId)
-        this.fifoMessages.clear()
-        this.fifoMessages.set(groupId, waiting)
-        for (const [g, m] of others) this.fifoMessages.set(g, m)
-        this.fifoLockedGroups.delete(groupId)
-        const more = roundRobin.call(this, 1, ...rest)
-        const sameGroup = more.length > 0 && groupOf(this, more[0]) === groupId
-        // fauxqs locked the group it took from with count 1; the group's count is its in-flight messages
-        this.fifoLockedGroups.set(groupId, lock + (sameGroup ? 1 : 0))
-        out.push(...more)
-        if (!sameGroup) break
-      }
-    }
-    return out
-  }
-  SqsQueue.prototype.strataRoundRobin = true
-}
 
 export interface EmbeddedBackend {
   /** http://127.0.0.1:<port>, for S3 (path-style) and SQS clients alike */
