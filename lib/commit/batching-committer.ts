@@ -1,45 +1,7 @@
-// The batching committer (docs/design.md "How a commit travels"): the committer function
-// takes every commit message it holds (its batch and what it drained from the queue), in
-// order, and folds them into as few snapshots as it can, so commit throughput grows with
-// the number of senders instead of collapsing under them racing for `snapshot-N`.
-//
-// Folding:
-// - APPEND messages are concatenated into one APPEND snapshot, their ADD entries in FIFO
-//   order. Which of two folded writes of one key wins is decided by sequence numbers
-//   (lib/write/table-write.ts sequenceBase: above what each writer read, then its clock), so
-//   the batch that started later wins whatever the queue order; an exact tie (two writers,
-//   one millisecond) is settled by file order, the same way by reads and compaction
-//   (orderFiles, compareLevel0).
-// - COMPACT messages follow in one COMPACT snapshot (more only when a message deletes a file
-//   an earlier message of the same snapshot added). Paimon snapshots have one kind, and
-//   incremental readers treat the two differently (APPEND deltas are new data, COMPACT
-//   deltas are rewrites of data already seen), so a mixed snapshot would be wrong for one of
-//   them. Landing the batch's APPENDs before its COMPACTs, instead of one snapshot per run of
-//   a kind in arrival order, bounds a batch to two snapshots, and is safe because the two
-//   commute: an APPEND only adds level-0 files under fresh names, and a COMPACT only deletes
-//   files that had landed before it was built and adds files at level >= 1 (or moves a file
-//   up), so neither reads or removes what the other adds.
-// - Each COMPACT message's checks (its deleted files and `requireLive` files still live, its
-//   bucket's index files as expected, no level >= 1 key-range overlap after applying it) run
-//   against the state as folded so far (lib/commit/conflicts.ts). A message that fails them
-//   is failed alone, as a conflict; the rest land.
-// - Idempotency per message: a snapshot holding one message carries that message's own
-//   commitUser and commitIdentifier; a snapshot folding several carries the committer's user
-//   and a fresh identifier, and `_strata/folded-commits/<identifier>.json` lists the
-//   (kind, commitUser, commitIdentifier) of every message it folded. The sidecar is written
-//   before the snapshot and is only read through a snapshot naming it, so a sidecar of a
-//   fold that never landed means nothing. A message whose identity landed after its
-//   `builtAfterSnapshotId` is acknowledged as a duplicate and not landed again; an APPEND
-//   built before the newest expired snapshot of that walk does not land (whether it did
-//   cannot be told any more).
-// - Abandoned attempts (docs/design.md "Abandoned attempts"): a redelivered writer batch
-//   names the earlier attempts whose records it carries again (`supersedes`); its snapshot's
-//   sidecar records them, an attempt recorded so never lands, and a superseding message
-//   does not land once an attempt it names has.
-// - Each snapshot is created through FileStoreCommit, conditionally: a stray direct committer
-//   stays safe. A lost race retries inside FileStoreCommit with the folded checks re-run
-//   (checkConflicts); if they now fail, the batch is planned again from fresh state (what
-//   already landed is then found as duplicates).
+// The batching committer: the committer function folds every commit message it holds (its
+// batch and what it drained from the queue), in order, into as few snapshots as it can (one
+// APPEND, then one COMPACT), so commit throughput grows with the number of senders. The
+// folding rules and why they are safe: docs/design.md "The path of one commit".
 
 import { randomBytes } from 'node:crypto'
 import pLimit from 'p-limit'

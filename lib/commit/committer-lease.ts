@@ -1,25 +1,7 @@
-// The committer lease (docs/design.md "Why this shape"): the event source runs two committer
-// invocations of a table at once under load (maxConcurrency 2 is the smallest it takes).
-// When both fold, their rounds overlap: each usually builds on the other's snapshot (its
-// delta read first) and often loses the race for `snapshot-N` to it, and with commits
-// arriving a few at a time the table's commit path saturates on those retries. The lease
-// keeps one invocation folding: one that finds another's live lease forwards the messages
-// it was invoked with as new messages to the commit queue (where the holder's receives
-// collect them) and returns, and one that sees another holder at the start of a round ends
-// its rounds.
-//
-// The lease is an optimisation only. Two holders at once (both read an empty lease, or one
-// outlived its expiry) fold as two committers always could: the conditional create of
-// `snapshot-N` and the re-checked folds keep that safe, and the next round's renewal leaves
-// one of them (S3 reads its own writes: both then read the last PUT). A garbled lease
-// reads as none.
-//
-// Clocks (docs/design.md "The committer lease and clocks"): the expiry is the holder's
-// clock reading plus the TTL, and a reader can check it only against its own clock. A lease
-// whose expiry lies more than the bound (TTL + skew allowance) beyond the reader's clock is
-// taken over, so no lease object holds a reader off for more than the bound of its own time,
-// whatever clock wrote it. Such a takeover is recorded in `overrides` (the committer
-// publishes it as CommitterLeaseOverridden).
+// The committer lease: an object in S3 that keeps one committer invocation of a table
+// folding while the other forwards its batches, and its clock bound (a lease expiring too
+// far beyond the reader's clock is taken over and recorded in `overrides`). An optimisation
+// only: docs/design.md "Why this shape" and "The committer lease and clocks".
 
 import { randomUUID } from 'node:crypto'
 import type { ObjectStore } from '../store/object-store.ts'

@@ -147,22 +147,10 @@ export class SnapshotManager {
 
   /**
    * The true latest snapshot (null when the table has none), body included: callers that
-   * need the id and those that need the snapshot pay the same.
-   *
-   * A handle that knows a committed snapshot N (highestKnownId) asks whether
-   * `snapshot-(N+1)` exists: snapshot ids are dense and a snapshot is created only after
-   * its predecessor, so while N+1 is absent nothing newer is, and N is the latest. A present
-   * N+1 walks forward a few ids, then the hint takes over.
-   *
-   * An absent N+1 proves N the latest only while N itself is still in the store: expiration
-   * removes snapshots oldest first, so on a handle left idle past the retention both N and
-   * N+1 may be gone. N is usually cached, and the cache cannot say that: when N comes from
-   * the cache and this handle has not seen it in the store within SNAPSHOT_TRUST_MS, a HEAD
-   * of `snapshot-N` goes out in the same round trip, and an N gone from the store sends the
-   * handle to the hint. (A handle that trusted its cache here took an
-   * expired snapshot for the latest; a compaction then read manifests expiration had
-   * deleted. This assumes snapshots are never removed from the top; a rollback by another
-   * tool, which Strata does not do, needs a new handle.)
+   * need the id and those that need the snapshot pay the same. Probes `snapshot-(N+1)` from
+   * the highest known N (with a HEAD of N when the cache cannot vouch for it), else asks
+   * the LATEST hint. Why that finds the latest: docs/design.md "Finding the latest
+   * snapshot is two steps".
    */
   async latest(): Promise<Snapshot | null> {
     const known = this.highest
