@@ -13,7 +13,7 @@ import type { Table } from '../handle/table.ts'
 import type { Snapshot } from '../types.ts'
 import { writeBatch } from '../write/table-write.ts'
 import { batchIdentifier, committedEarlier, deltaBuckets, earlierAttempt } from './attempts.ts'
-import { type IngestRecord, type ParsedBatch, type ParsedRecords, parseRecords, storeRejections } from './parse-records.ts'
+import { type IngestRecord, type ParsedBatch, type ParsedRecords, TableTargets, parseRecords, storeRejections } from './parse-records.ts'
 
 export type { IngestRecord } from './parse-records.ts'
 
@@ -66,7 +66,8 @@ export { INGEST_MARKER_DIR, batchIdentifier } from './attempts.ts'
 
 export async function ingest(records: IngestRecord[], opts: IngestOptions): Promise<IngestResult> {
   const now = opts.now ?? Date.now
-  const batch = await parseRecords(records, opts.resolve, opts)
+  const targets = new TableTargets(opts.resolve)
+  const batch = await parseRecords(records, targets, opts)
   await storeRejections(batch, records, opts.rejects, opts.orderedSource, now)
   const byId = new Map(records.map((r) => [r.id, r]))
   const results: TableIngestResult[] = []
@@ -74,7 +75,7 @@ export async function ingest(records: IngestRecord[], opts: IngestOptions): Prom
     const pending = admitted(parsed, records, batch)
     if (pending.records.length === 0) continue
     try {
-      results.push(await ingestTable(name, batch.targets.get(name)!, pending, byId, opts, now))
+      results.push(await ingestTable(name, targets.opened(name)!, pending, byId, opts, now))
     } catch (e) {
       batch.errors.push({ table: name, error: (e as Error).message })
       // storage or commit failure: the source redelivers these records; nothing of them
@@ -86,7 +87,7 @@ export async function ingest(records: IngestRecord[], opts: IngestOptions): Prom
 }
 
 /** A table's records that may be committed: on an ordered source, none from the first failed record on (those are redelivered). */
-function admitted(parsed: ParsedRecords, records: IngestRecord[], batch: ParsedBatch<unknown>): ParsedRecords {
+function admitted(parsed: ParsedRecords, records: IngestRecord[], batch: ParsedBatch): ParsedRecords {
   if (batch.cut >= records.length) return { ...parsed }
   const allowed = new Set(records.slice(0, batch.cut).map((r) => r.id))
   const keep = parsed.ids.map((id) => allowed.has(id))

@@ -63,17 +63,37 @@ export interface ParsedRecords {
 }
 
 /** What parsing a batch found: the records per table, the rejected ones, and the ones the source must redeliver. */
-export interface ParsedBatch<T> {
+export interface ParsedBatch {
   /** each table's records, in the order the tables first appeared */
   tables: Map<string, ParsedRecords>
-  /** the target each table name resolved to */
-  targets: Map<string, T>
   rejections: Rejection[]
   /** ids the source must redeliver */
   failed: string[]
   errors: { table: string; error: string }[]
   /** ordered sources: the index of the first record that failed; nothing from it on may be committed */
   cut: number
+}
+
+/** The tables a batch's records name, each resolved once (by its first record) and kept for the batch's later steps. */
+export class TableTargets<T> {
+  readonly #resolve: (name: string) => Promise<T | null>
+  readonly #opened = new Map<string, T>()
+
+  constructor(resolve: (name: string) => Promise<T | null>) {
+    this.#resolve = resolve
+  }
+
+  /** The table's target, resolved now; null for an unknown table (not kept: the next record asks again). */
+  async open(name: string): Promise<T | null> {
+    const target = await this.#resolve(name)
+    if (target) this.#opened.set(name, target)
+    return target
+  }
+
+  /** The target `open` resolved for the table, or null. */
+  opened(name: string): T | null {
+    return this.#opened.get(name) ?? null
+  }
 }
 
 /**
@@ -84,10 +104,10 @@ export interface ParsedBatch<T> {
  */
 export async function parseRecords<T extends { table: RecordRules }>(
   records: IngestRecord[],
-  resolve: (name: string) => Promise<T | null>,
+  targets: TableTargets<T>,
   opts: { defaultTable?: string; orderedSource?: boolean },
-): Promise<ParsedBatch<T>> {
-  const out: ParsedBatch<T> = { tables: new Map(), targets: new Map(), rejections: [], failed: [], errors: [], cut: records.length }
+): Promise<ParsedBatch> {
+  const out: ParsedBatch = { tables: new Map(), rejections: [], failed: [], errors: [], cut: records.length }
   // tables whose opening failed in this call: their records are redelivered, not retried one by one
   const unopened = new Set<string>()
   for (let i = 0; i < records.length; i++) {
@@ -101,10 +121,10 @@ export async function parseRecords<T extends { table: RecordRules }>(
       continue
     }
     const { name, columns } = routed
-    let target = out.targets.get(name) ?? null
+    let target = targets.opened(name)
     if (!target) {
       try {
-        if (!unopened.has(name)) target = await resolve(name)
+        if (!unopened.has(name)) target = await targets.open(name)
       } catch (e) {
         unopened.add(name)
         out.errors.push({ table: name, error: (e as Error).message })
@@ -118,7 +138,6 @@ export async function parseRecords<T extends { table: RecordRules }>(
         reject(new StrataInputError(`field '_table': unknown table '${name}'`))
         continue
       }
-      out.targets.set(name, target)
       out.tables.set(name, { records: [], ids: [] })
     }
     try {
@@ -140,7 +159,7 @@ export async function parseRecords<T extends { table: RecordRules }>(
  * go first: a record is acked only once it is either committed or stored as rejected, so
  * when the store fails they are redelivered.
  */
-export async function storeRejections(batch: ParsedBatch<unknown>, records: IngestRecord[], rejects: ObjectStore, orderedSource: boolean | undefined, now: () => number): Promise<void> {
+export async function storeRejections(batch: ParsedBatch, records: IngestRecord[], rejects: ObjectStore, orderedSource: boolean | undefined, now: () => number): Promise<void> {
   const rejections = batch.rejections
   if (rejections.length === 0) return
   const day = new Date(now()).toISOString().slice(0, 10)

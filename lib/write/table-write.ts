@@ -234,6 +234,13 @@ export class BatchWriter {
     assertWritable(view.options, table.uri, 'write')
     this.table = table
     this.#opts = opts
+    this.#fixedBase = opts.sequenceBase !== undefined
+    this.#clock = opts.sequenceClock ?? defaultSequenceClock
+    if (opts.sequenceBase !== undefined) this.#shift = opts.sequenceBase
+    else {
+      this.#shift = this.#clock.claim(opts.expectedRows ?? 1, Date.now())
+      this.#claimEnd = this.#clock.end
+    }
     this.#whereOf = opts.whereOf ?? ((i) => `record ${i + 1}`)
     this.#view = view
     this.#bufferLimit = opts.writeBufferSize ?? view.options.writeBufferSize
@@ -244,13 +251,6 @@ export class BatchWriter {
     this.#layout = opts.buffer === 'rows' ? null : new ColumnLayout(view.fields, view.keyIndexes, view.partitionIndexes, table.mergeConfig)
     this.#latestP = opts.baseSnapshot !== undefined ? Promise.resolve(opts.baseSnapshot) : table.snapshots.latest()
     this.#latestP.catch(() => undefined) // awaited at the first flush; a batch that fails first must not leave it unhandled
-    this.#fixedBase = opts.sequenceBase !== undefined
-    this.#clock = opts.sequenceClock ?? defaultSequenceClock
-    if (opts.sequenceBase !== undefined) this.#shift = opts.sequenceBase
-    else {
-      this.#shift = this.#clock.claim(opts.expectedRows ?? 1, Date.now())
-      this.#claimEnd = this.#clock.end
-    }
   }
 
   /** Records accepted so far. */
