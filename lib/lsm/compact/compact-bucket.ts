@@ -1,0 +1,74 @@
+// Compaction of one (partition, bucket) as a library call, in the steps of Paimon's
+// MergeTreeCompactTask: plan (read the bucket's levels at the latest snapshot, pick with
+// universal compaction: plan.ts), rewrite (merge the picked runs into new files: rewrite.ts),
+// deletion vectors (rising keys looked up in the older levels, their rows marked; the
+// bucket's new index: deletion-vectors.ts), commit (a COMPACT snapshot: commit.ts). The
+// Lambda compactor wraps this.
+
+import { type CommitResult, commitUserFor } from '../../commit/committer.ts'
+import { compressionThreadUseful, startCompressionThread } from '../../format/compression-thread.ts'
+import { bucketDirOf } from '../../handle/bucket-state.ts'
+import { compactsWithLookup } from '../../merge/merge-function.ts'
+import { BoundedStore } from '../../store/bounded.ts'
+import { assertWritable } from '../../table/options.ts'
+import { needsBackPressure } from '../universal-compaction.ts'
+import { type CompactCommit, commitCompaction, settleFailedJob } from './commit.ts'
+import type { CompactBucketRequest, CompactBucketResult, CompactionContext } from './context.ts'
+import { nextDeletionVectors, writeDeletionVectorIndex } from './deletion-vectors.ts'
+import { BucketInputs } from './inputs.ts'
+import { CompactionOutput } from './output.ts'
+import { pickOptionsOf, pickUnit, planSteps, readBucket } from './plan.ts'
+import { type RewriteJob, rewriteStep } from './rewrite.ts'
+
+export async function compactBucket(ctx: CompactionContext, req: CompactBucketRequest): Promise<CompactBucketResult> {
+  const { view, mergeConfig } = ctx
+  const opts = view.options
+  assertWritable(opts, ctx.uri, `compaction of bucket ${req.bucket}`)
+  const snapshot = await ctx.snapshots.latest()
+  const bucket = await readBucket(ctx, snapshot, req.partition, req.bucket)
+  const summary = { baseSnapshotId: snapshot?.id ?? 0, backPressure: needsBackPressure(bucket.levels, opts.stopTrigger) }
+  const picked = pickUnit(bucket, { pick: pickOptionsOf(ctx), full: req.full, maxInputFiles: req.maxInputFiles ?? opts.compactionMaxInputFiles })
+  if (!picked) return { snapshotId: null, ...summary, inputFiles: 0, outputFiles: 0, upgradedFiles: 0, rowsIn: 0, rowsOut: 0, rowsDeletedByVector: 0, outputLevel: null, needsMore: false, retries: 0 }
+  const { unit, needsMore } = picked
+  const dvs = bucket.deletionVectors()
+  const lookup = compactsWithLookup(mergeConfig.engine, opts.deletionVectors)
+  // changelog-producer lookup: every key taken up from level 0 is looked up in the levels
+  // above and its change written to a changelog file (lib/lsm/lookup-changelog.ts)
+  const changelogLookup = opts.changelogProducer === 'lookup'
+  const steps = planSteps(unit, bucket, { keyTypes: view.keyTypes, deletionVectors: opts.deletionVectors, lookup, changelogLookup, targetFileSize: opts.targetFileSize })
+  // started now, it is running when the first row group's pages are ready (it takes ~30 ms)
+  const compressionThread = req.compressionThread ?? compressionThreadUseful()
+  if (compressionThread && steps.some((s) => s.kind !== 'upgrade')) startCompressionThread()
+  // the job's data-file and index requests: inputs opened together, outputs PUT while the
+  // merge goes on, at most `io.max-concurrent-requests` in flight
+  const io = new BoundedStore(ctx.store, opts.ioMaxConcurrentRequests)
+  const dir = bucketDirOf(ctx, req.partition, req.bucket).path
+  const output = new CompactionOutput(io, view, { partition: req.partition, bucket: req.bucket, totalBuckets: opts.bucket, dir })
+  const commit: CompactCommit = { commitUser: req.commitUser ?? commitUserFor(opts.commitUserPrefix), baseSnapshotId: summary.baseSnapshotId, dvIndex: bucket.dvIndex, indexReplacement: null }
+  const job: RewriteJob = {
+    view, mergeConfig, output, lookup, changelogLookup, compressionThread, mergePath: req.mergePath,
+    inputs: new BucketInputs(ctx, io, dir, dvs, opts.ioMaxConcurrentRequests),
+    levels: bucket.levels,
+    inputNames: new Set(unit.files.map((f) => f.name)),
+  }
+  const resultOf = (c: Pick<CommitResult, 'snapshotId' | 'retries'>): CompactBucketResult => ({
+    snapshotId: c.snapshotId, ...summary, inputFiles: unit.files.length, outputFiles: output.adds.length - output.upgraded, upgradedFiles: output.upgraded,
+    rowsIn: output.rowsIn, rowsOut: output.rowsOut, rowsDeletedByVector: output.marked, outputLevel: unit.outputLevel, needsMore, retries: c.retries, columnarSteps: output.columnarSteps,
+  })
+  let commitStarted = false
+  try {
+    for (const step of steps) await rewriteStep(step, job)
+    if (opts.deletionVectors) {
+      const next = nextDeletionVectors(await dvs, output, opts.bitmap64)
+      if (next) commit.indexReplacement = await writeDeletionVectorIndex(ctx, next, output)
+    }
+    await output.uploads.done()
+    await req.beforeCommit?.()
+    commitStarted = true
+    return resultOf(await commitCompaction(req.committer ?? ctx.committer, view, output, commit))
+  } catch (e) {
+    const landed = await settleFailedJob(ctx, output, commit, commitStarted, e)
+    if (landed !== null) return resultOf({ snapshotId: landed, retries: 0 })
+    throw e
+  }
+}

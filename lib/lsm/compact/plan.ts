@@ -1,0 +1,142 @@
+// Step one of a bucket's compaction: read the bucket's LSM shape at a snapshot and pick what
+// to compact (universal compaction; force-up-level-0 in deletion-vector mode), planned as
+// steps that each upgrade one file or rewrite some runs.
+
+import { rowComparator } from '../../format/compare.ts'
+import type { DeletionVector } from '../../format/deletion-vector.ts'
+import { type IndexFiles, dvIndexByBucket, loadDeletionVectors } from '../../handle/bucket-state.ts'
+import { bucketsScope } from '../../manifest/bucket-scope.ts'
+import { bucketIdentifier } from '../../manifest/identifiers.ts'
+import type { ManifestIO } from '../../manifest/manifests.ts'
+import { type MergeEngineConfig, compactsWithLookup } from '../../merge/merge-function.ts'
+import { startedAhead } from '../../store/bounded.ts'
+import { decodeKey } from '../../table/file-meta.ts'
+import type { SchemaView } from '../../table/schema.ts'
+import type { IndexManifestEntry, ManifestEntry, Snapshot } from '../../types.ts'
+import { type CompactOptions, type CompactStep, type CompactUnit, type LsmFile, Levels, compactionFileSize, limitInput, pickCompaction, pickFullCompaction, planCompaction, shouldDropDelete } from '../universal-compaction.ts'
+
+/** What reading a bucket needs of a table: its schema, its merge engine, its manifests and index files. */
+export interface BucketSource extends IndexFiles {
+  readonly view: SchemaView
+  readonly mergeConfig: MergeEngineConfig
+  readonly manifests: Pick<ManifestIO, 'liveEntries' | 'readIndexManifest' | 'readImmutableRange'>
+}
+
+/** A bucket at a snapshot: its files as levels, and its deletion vectors. */
+export interface BucketState {
+  levels: Levels
+  /** the bucket's deletion-vector index entries (deletion-vector mode) */
+  dvIndex: IndexManifestEntry[] | undefined
+  /** whether a file carries a non-empty vector, known before the vectors load */
+  hasDeletionVector: (f: LsmFile) => boolean
+  /** the bucket's deletion vectors, loading from the first call on (empty outside deletion-vector mode) */
+  deletionVectors: () => Promise<Map<string, DeletionVector>>
+}
+
+export function lsmFileOf(view: SchemaView, e: ManifestEntry): LsmFile {
+  return {
+    name: e.file.fileName,
+    level: e.file.level,
+    size: Number(e.file.fileSize),
+    minKey: decodeKey(view, e.file.minKey),
+    maxKey: decodeKey(view, e.file.maxKey),
+    maxSequenceNumber: e.file.maxSequenceNumber,
+    minSequenceNumber: e.file.minSequenceNumber,
+    creationTime: e.file.creationTime,
+    rowCount: Number(e.file.rowCount),
+    deleteRowCount: e.file.deleteRowCount === null ? null : Number(e.file.deleteRowCount),
+    entry: e,
+  }
+}
+
+/** A bucket's live files as LSM levels. */
+export function levelsOf(view: SchemaView, entries: ManifestEntry[]): Levels {
+  return new Levels(
+    entries.map((e) => lsmFileOf(view, e)),
+    view.options.numLevels,
+    rowComparator(view.keyTypes),
+  )
+}
+
+/** The options a bucket's compaction pick runs with (`pickCompaction`), from the table's. */
+export function pickOptionsOf(table: { readonly view: SchemaView; readonly mergeConfig: MergeEngineConfig }): CompactOptions {
+  const opts = table.view.options
+  return {
+    compactionTrigger: opts.compactionTrigger,
+    maxSizeAmplificationPercent: opts.maxSizeAmplificationPercent,
+    sizeRatio: opts.sizeRatio,
+    numLevels: opts.numLevels,
+    // changelog-producer lookup: Paimon's ForceUpLevel0Compaction too, so that every
+    // level-0 key meets the lookup that writes its changelog
+    deletionVectors: compactsWithLookup(table.mergeConfig.engine, opts.deletionVectors) || opts.changelogProducer === 'lookup',
+  }
+}
+
+/**
+ * Whether a bucket holding these live files has something to compact: the pick a compaction
+ * job of it would make (not a full compaction) is not empty.
+ */
+export function compactionNeeded(table: { readonly view: SchemaView; readonly mergeConfig: MergeEngineConfig }, entries: ManifestEntry[]): boolean {
+  return pickCompaction(levelsOf(table.view, entries), pickOptionsOf(table)) !== null
+}
+
+/** Reads the bucket's files and, in deletion-vector mode, its index entries: independent reads of the snapshot, at once. */
+export async function readBucket(source: BucketSource, snapshot: Snapshot | null, partition: Uint8Array, bucket: number): Promise<BucketState> {
+  const deletionVectorMode = source.view.options.deletionVectors
+  const [entries, dvIndex] = await Promise.all([
+    // only the manifests whose list records can hold this bucket are opened
+    snapshot ? source.manifests.liveEntries(snapshot, bucketsScope(source.view, [{ partition, bucket }])) : [],
+    deletionVectorMode ? dvIndexByBucket(source, snapshot).then((m) => m.get(bucketIdentifier(partition, bucket))) : undefined,
+  ])
+  // Which files carry a non-empty vector is in the index entries (each vector's
+  // cardinality), so picking and planning need not wait for the vectors themselves: they
+  // load while the inputs are opened. A vector recorded without a cardinality (another
+  // writer's) has to be read first to know.
+  const cardinality = new Map<string, bigint | null>()
+  for (const e of dvIndex ?? []) for (const m of e.dvRanges ?? []) cardinality.set(m.dataFileName, m.cardinality)
+  let loading: Promise<Map<string, DeletionVector>> | null = null
+  const deletionVectors = () => (loading ??= startedAhead(deletionVectorMode ? loadDeletionVectors(source, dvIndex) : Promise.resolve(new Map<string, DeletionVector>())))
+  const known = [...cardinality.values()].includes(null) ? await deletionVectors() : null
+  const hasDeletionVector = (f: LsmFile) => (known ? (known.get(f.name)?.cardinality ?? 0) > 0 : (cardinality.get(f.name) ?? 0n) > 0n)
+  return { levels: levelsOf(source.view, entries), dvIndex, hasDeletionVector, deletionVectors }
+}
+
+/** What a pick is made with: the table's pick options, and the request's. */
+export interface PickSettings {
+  pick: CompactOptions
+  /** compact everything into the highest level */
+  full?: boolean
+  /** cap on the job's input files */
+  maxInputFiles: number
+}
+
+/** The files the job compacts, capped to `maxInputFiles`; null when there is nothing to do. */
+export function pickUnit(bucket: BucketState, s: PickSettings): { unit: CompactUnit; needsMore: boolean } | null {
+  const picked = s.full ? pickFullCompaction(bucket.levels, s.pick.numLevels, { hasDeletionVector: bucket.hasDeletionVector }) : pickCompaction(bucket.levels, s.pick)
+  if (!picked) return null
+  const unit = limitInput(picked, s.maxInputFiles, bucket.levels)
+  return { unit, needsMore: unit.files.length < picked.files.length }
+}
+
+/** What the steps of a unit are planned with. */
+export interface StepSettings {
+  keyTypes: SchemaView['keyTypes']
+  deletionVectors: boolean
+  /** the merge looks each rising key up in the older levels (`compactsWithLookup`) */
+  lookup: boolean
+  /** changelog-producer lookup: every key taken up from level 0 writes its change */
+  changelogLookup: boolean
+  targetFileSize: number
+}
+
+/** The unit as steps: files upgraded where they are, runs rewritten by merge. */
+export function planSteps(unit: CompactUnit, bucket: BucketState, s: StepSettings): CompactStep[] {
+  return planCompaction(unit, {
+    keyComparator: rowComparator(s.keyTypes),
+    dropDelete: shouldDropDelete(unit.outputLevel, bucket.levels, s.deletionVectors),
+    deletionVectors: s.lookup,
+    changelogFromLevel0: s.changelogLookup,
+    minFileSize: compactionFileSize(s.targetFileSize),
+    hasDeletionVector: bucket.hasDeletionVector,
+  })
+}

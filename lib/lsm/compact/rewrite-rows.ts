@@ -1,0 +1,41 @@
+// The row merge of a rewrite step (the reference model of the columnar merge): records
+// merged by key (merge-reader.ts), each merged record looked up in the older levels where
+// the job keeps deletion vectors or writes changelog, and written.
+
+import { engineTraits } from '../../merge/merge-function.ts'
+import { CHANGELOG_FILE_PREFIX } from '../../table/paths.ts'
+import { isRetract } from '../../types.ts'
+import { LookupChangelog } from '../lookup-changelog.ts'
+import { mergeSortedRuns } from '../merge-reader.ts'
+import type { CompactStep } from '../universal-compaction.ts'
+import { lookUpOlder } from './deletion-vectors.ts'
+import { RollingFiles } from './output.ts'
+import type { StepRewrite } from './rewrite.ts'
+
+export async function rewriteRows(s: StepRewrite, step: Extract<CompactStep, { kind: 'rewrite' }>, changelogStep: boolean): Promise<void> {
+  const { inputs, output, view, mergeConfig: cfg } = s.job
+  const opts = view.options
+  const tracker = changelogStep ? new LookupChangelog(cfg, opts.changelogRowDeduplicate) : null
+  // level 0's records are marked for the changelog (a run of a step may join files of several levels)
+  const sources = s.runs.map((run) => inputs.run(run, tracker ? (kvs) => tracker.level0(kvs) : undefined))
+  // the changelog needs the whole old row, not only the fields that decide the merge
+  const lookups = s.lookupRuns.map((files) => inputs.levelLookup(files, changelogStep ? undefined : s.lookupColumns, s.fromKey))
+  const changelog = new RollingFiles(s.newWriter, opts.targetFileSize, (w) => output.putFile(w, CHANGELOG_FILE_PREFIX, step.outputLevel, true))
+  const supersede = s.job.lookup ? { mf: s.stepMerge(), seqCmp: s.seqCmp, keepsOneRecord: engineTraits(cfg.engine).keepsOneRecord, output } : null
+  const merging = tracker ? tracker.track(s.stepMerge()) : s.stepMerge()
+  for await (const batch of mergeSortedRuns(sources, { keyComparator: s.job.levels.keyComparator, sequenceComparator: s.seqCmp, mergeFunction: merging })) {
+    for (const kv of batch) {
+      const taken = tracker?.take(kv)
+      const { out, after, hits } = lookups.length ? await lookUpOlder(kv, lookups, supersede) : { out: kv, after: undefined, hits: [] }
+      if (tracker && taken?.containsLevel0) {
+        for (const c of tracker.changes([...taken.high, ...hits], after !== undefined ? after : tracker.merged([...hits, kv]))) changelog.append(c)
+        await changelog.rollIfFull()
+      }
+      if (!out) continue
+      if (step.dropDelete && isRetract(out.kind)) continue
+      await s.files.write(out)
+    }
+  }
+  await s.files.flush()
+  await changelog.flush()
+}

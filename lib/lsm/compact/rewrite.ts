@@ -1,0 +1,111 @@
+// Step two of a bucket's compaction: each planned step, as it comes. A file that moves up
+// unchanged is an upgrade; runs are rewritten by streaming merge, column by column where
+// columnar-merge.ts supports the table (the default), else record by record (rewrite-rows.ts).
+
+import type { DataFileWriter } from '../../format/data-file-writer.ts'
+import { type MergeEngineConfig, type MergeFunction, createLookupMergeFunction, createMergeFunction, engineTraits, sequenceComparator } from '../../merge/merge-function.ts'
+import { newDataFileWriter } from '../../table/file-meta.ts'
+import type { SchemaView } from '../../table/schema.ts'
+import type { KeyValue } from '../../types.ts'
+import { type ColumnarEngine, type MergePathRequest, chooseMergePath, mergeColumnarRuns } from '../columnar-merge.ts'
+import type { CompactStep, Levels, LsmFile } from '../universal-compaction.ts'
+import { type BucketInputs, entryOf } from './inputs.ts'
+import { type CompactionOutput, RollingFiles } from './output.ts'
+import { rewriteRows } from './rewrite-rows.ts'
+
+/** What rewriting a job's steps needs: the table's layout and engine, the inputs, the output. */
+export interface RewriteJob {
+  view: SchemaView
+  mergeConfig: MergeEngineConfig
+  inputs: BucketInputs
+  output: CompactionOutput
+  /** the bucket's levels before the job */
+  levels: Levels
+  /** names of the job's input files */
+  inputNames: Set<string>
+  /** rising keys are looked up in the older levels and superseded rows marked (`compactsWithLookup`) */
+  lookup: boolean
+  /** changelog-producer lookup: every key taken up from level 0 writes its change (lib/lsm/lookup-changelog.ts) */
+  changelogLookup: boolean
+  mergePath?: MergePathRequest
+  compressionThread: boolean
+}
+
+/** One rewrite step as the merges take it. */
+export interface StepRewrite {
+  job: RewriteJob
+  /** the step's runs, oldest first: the later source wins a tie of sequence numbers, as the read path orders them (orderFiles) */
+  runs: LsmFile[][]
+  /** older levels not rewritten by this job, newest first, for lookups */
+  lookupRuns: LsmFile[][]
+  /** the smallest key the step can probe (its inputs' smallest) */
+  fromKey: unknown[]
+  /** the fields a lookup reads besides the key: an engine whose newer record replaces the older whole needs only the `sequence.field` fields that decide */
+  lookupColumns: string[] | undefined
+  /** a new merge function of the step: records taken up from level 0 of a lookup table meet Paimon's lookup merge, as in Paimon's writer at their commit */
+  stepMerge: () => MergeFunction
+  seqCmp: (a: KeyValue, b: KeyValue) => number
+  /** the step's data files */
+  files: RollingFiles
+  newWriter: () => DataFileWriter
+}
+
+export async function rewriteStep(step: CompactStep, job: RewriteJob): Promise<void> {
+  const { output, view, mergeConfig: cfg } = job
+  if (step.kind === 'upgrade') return output.upgrade(entryOf(step.file), step.outputLevel)
+  const fromLevel0 = step.runs.some((run) => run.some((f) => f.level === 0))
+  const changelogStep = job.changelogLookup && fromLevel0
+  output.rewrite(step.runs.flat().map(entryOf))
+  // older levels not rewritten by this job, newest first, for deletion-vector lookups (a pick
+  // is a newest-first prefix of the runs, so every run it leaves is older and sits above the
+  // output level)
+  const stepFiles = step.runs.flat()
+  const keyCmp = job.levels.keyComparator
+  const fromKey = stepFiles.reduce((min, f) => (keyCmp(f.minKey, min) < 0 ? f.minKey : min), stepFiles[0].minKey)
+  const lookupRuns = job.lookup || changelogStep ? job.levels.levelSortedRuns().filter((r) => r.level > step.outputLevel && !r.run.files.some((f) => job.inputNames.has(f.name))).map((r) => r.run.files) : []
+  // a step that writes changelog merges by rows (the columnar merge does not track a key's inputs)
+  const choice = changelogStep ? { path: 'row' as const } : chooseMergePath(cfg, job.mergePath)
+  const lookupMerge = job.lookup && fromLevel0
+  // a step writes about what it reads, at most a target-size file at a time
+  const stepBytes = stepFiles.reduce((n, f) => n + Number(entryOf(f).file.fileSize), 0)
+  const target = view.options.targetFileSize
+  const newWriter = () => newDataFileWriter(view, { expectedBytes: Math.min(stepBytes, target), compressionThread: job.compressionThread })
+  const s: StepRewrite = {
+    job,
+    runs: [...step.runs].reverse(),
+    lookupRuns,
+    fromKey,
+    lookupColumns: engineTraits(cfg.engine).newerReplacesOlder ? [...cfg.sequenceFields] : undefined,
+    stepMerge: () => (lookupMerge ? createLookupMergeFunction(cfg) : createMergeFunction(cfg)),
+    seqCmp: sequenceComparator(cfg),
+    files: new RollingFiles(newWriter, target, (w) => output.putFile(w, view.options.dataFilePrefix, step.outputLevel)),
+    newWriter,
+  }
+  if (choice.path === 'columnar') await rewriteColumnar(s, choice.engine, step.dropDelete)
+  else await rewriteRows(s, step, changelogStep)
+}
+
+/**
+ * The same merge as the row path, without a record object per row: column batches in, a
+ * permutation merged, columns gathered and written (lib/lsm/columnar-merge.ts).
+ */
+async function rewriteColumnar(s: StepRewrite, engine: ColumnarEngine, dropDelete: boolean): Promise<void> {
+  const { inputs, output, view, mergeConfig } = s.job
+  output.columnarSteps++
+  const runs = s.runs.map((run) => inputs.columnarRun(run))
+  const lookups = s.lookupRuns.map((files) => inputs.columnarLookupLevel(files, s.lookupColumns, s.fromKey))
+  const mergeOpts = {
+    keyTypes: view.keyTypes,
+    cfg: mergeConfig,
+    engine,
+    // an engine that folds merges with the row path's own merge function
+    mergeFunction: engine.keeps === 'fold' ? s.stepMerge() : undefined,
+    recordOrder: s.seqCmp,
+    dropDelete,
+    lookupLevels: lookups.map((l) => l.files),
+    lookupStart: lookups.map((l) => l.startAt),
+    onSuperseded: (file: string, position: number) => output.mark(file, position),
+  }
+  await mergeColumnarRuns(runs, mergeOpts, (batch) => s.files.writeColumns(batch))
+  await s.files.flush()
+}
