@@ -1,7 +1,7 @@
-// Commit contention on one table: N independent Table handles (as N writer invocations
-// would hold) each call writeBatch with a few rows in a loop for a fixed time, so every
-// iteration is one APPEND commit (design.md "Commit protocol"). Run on the embedded S3, with
-// and without a first-byte latency per request, N = 1..32.
+// Commit contention on one table: N independent Table handles (as N writer invocations would
+// hold) each call writeBatch with a few rows in a loop for a fixed time, so every iteration is
+// one APPEND commit (docs/design.md "How a commit travels"). Run on the embedded S3, with and
+// without a first-byte latency per request, N = 1..32.
 //
 //   npx tsx bench/commit-contention.ts [--quick] [--seconds 10] [--runs 3] [--writers 32]
 //                                      [--first-poll-ms 10] [--max-poll-ms 100] [--queued-only]

@@ -1,12 +1,12 @@
-// The footer cache at the default target-file-size (issue 18 part 3 follow-up): one data file
-// of a 10-field table written up to --target-mb (default 128, `target-file-size`'s default) at
-// the default row-group size, so about 2,000 row groups. Prints what a table handle's footer
-// cache charges for the file's parsed footer and page index (per file and per row group), the
-// heap the cached footer really keeps (with --expose-gc), how long a cold open takes, whether
-// the footer stays cached in a cache of the default size (DEFAULT_FOOTER_CACHE_BYTES), and the
-// requests and bytes of --lookups warm point lookups through that cache (each opens the file
-// through the cache, as a table read does). Uses only DataFileReader's public API, so the same
-// script measures an older checkout. Asserts only that every lookup finds its row.
+// The footer cache at the default target-file-size: one data file of a 10-field table written
+// up to --target-mb (default 128, `target-file-size`'s default) at the default row-group size,
+// so about 2,000 row groups. Prints what a table handle's footer cache charges for the file's
+// parsed footer and page index (per file and per row group), the heap the cached footer really
+// keeps (with --expose-gc), how long a cold open takes, whether the footer stays cached in a
+// cache of the default size (DEFAULT_FOOTER_CACHE_BYTES), and the requests and bytes of
+// --lookups warm point lookups through that cache (each opens the file through the cache, as a
+// table read does). Uses only DataFileReader's public API, so the same script measures an
+// older checkout. Asserts only that every lookup finds its row.
 //
 //   npx tsx --expose-gc bench/footer-cache.ts [--target-mb 128] [--lookups 200]
 

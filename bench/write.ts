@@ -1,13 +1,13 @@
-// `strata write` of N JSON lines (one commit), before and after streaming writes, side by
-// side in one run: rows/s, CPU and peak RSS (VmHWM) of a fresh child process running the
-// CLI's own code, on local disk and on the embedded S3 backend (no latency model).
+// `strata write` of N JSON lines (one commit), a change's before and after side by side in
+// one run: rows/s, CPU and peak RSS (VmHWM) of a fresh child process running the CLI's own
+// code, on local disk and on the embedded S3 backend (no latency model).
 //
-// "before" is the source tree of another commit (default: the last commit before streaming
-// writes), extracted with `git archive` into a temporary directory that borrows this
+// "before" is the source tree of `--before <rev>` (default HEAD~1, the commit before the
+// checked-out one), extracted with `git archive` into a temporary directory that borrows this
 // checkout's node_modules; "after" is this checkout. Runs alternate before/after so load on
-// the machine falls on both alike.
+// the machine falls on both alike. --no-before measures this checkout alone.
 //
-//   npx tsx bench/write.ts [--rows 1000000] [--runs 3] [--before <rev>] [--after <rev>] [--no-before] [--no-s3] [--buffer <size>] [--profile]
+//   npx tsx bench/write.ts [--rows 1000000] [--runs 3] [--before <rev> (default HEAD~1)] [--after <rev>] [--no-before] [--no-s3] [--buffer <size>] [--profile]
 //
 // --buffer sets the table's write-buffer-size (default: the table default). --heap-mb N runs
 // every child with `--max-old-space-size=N`, as a runtime with that much memory sizes V8's heap
@@ -32,8 +32,8 @@ import { markdownTable, writeResults } from './lib/report.ts'
 import { median, rate } from './lib/stats.ts'
 
 const ROOT = join(import.meta.dirname, '..')
-/** The last commit before streaming writes (issue 18, part 4). */
-const DEFAULT_BEFORE = '2289509'
+/** The tree measured as "before" when --before names none: the commit before the checked-out one. */
+const DEFAULT_BEFORE = 'HEAD~1'
 const PACKAGES = ['hyparquet', 'hyparquet-writer', 'fauxqs', '@aws-sdk/client-s3', 'tsx']
 
 interface WriteReport extends ChildReport {
