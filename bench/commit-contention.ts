@@ -1011,9 +1011,9 @@ function senderWords(r: ContentionResult) {
       wait: 'landing seen after the snapshot',
       polls: 'GETs per commit while waiting',
       receiptsColumn: 'conflict receipts (ms)',
-      committerText: `The queued path's committer side (the median run of each point): an invocation folds in rounds while messages keep arriving, and receives the next round's messages while a round folds (BatchingCommitter: the snapshot after the last one it knows, duplicate search, manifests, conditional snapshot create, with lost races for \`snapshot-N\` against the other committer); "receives" are the first drain's, those during the folds and the last look (their summed time: several overlap). The deletes of what a round drained go on behind the next round; a receipt is written only for a conflict (none here). "Idle between invocations" is one environment's gap between two invocations that carried messages (the poller's delete of the invoked batch and its next receive).`,
-      senderText: (first: number, max: number | undefined) =>
-        `On the writer's side, "landed" is when the conditional create of the snapshot that landed its commit returned (the committer's probe records it), "landing seen" when the writer's commit() returned, having found its commit in the snapshot chain, and "landing seen after the snapshot" the difference: the rest of its pause between probes, the probe's GET and, for a folded snapshot, the sidecar's GET (QueuedCommitter's pauses ${pauses(first, max)}). "GETs per commit while waiting" are the writer's store GETs during commit(): \`snapshot-(known+1)\` probes, sidecar reads and its conflict receipt GETs, one beside each probe.`,
+      committerText: `The queued path's committer side (the median run of each point). "Receives" are summed (several overlap); "idle between invocations" is one environment's gap between two invocations that carried messages.`,
+      senderText: () =>
+        `On the writer's side, "landed" is when the snapshot that landed its commit was created, "landing seen" when the writer's commit() returned, and "GETs per commit while waiting" its probes, sidecar reads and conflict-receipt GETs.`,
     }
   }
   return {
@@ -1031,11 +1031,11 @@ function senderWords(r: ContentionResult) {
 /** The fold sweep's text and table (a sweep from before the snapshot chain keeps its own words). */
 function sweepMarkdown(sw: FoldSweep): string[] {
   const fitText = (f: FoldFit, d = 2) => `${f.baseMs.toFixed(0)} ms + ${f.perCommitMs.toFixed(d)} ms per message`
-  const intro = `Fold sweep (${sw.latencyMs} ms${sw.remeasured ? `; ${sw.remeasured}` : ''}): k commit messages of one kind made by the real write and compaction paths wait on the queue; one committer invocation drains and folds them (no writers running, no second committer). APPEND: k writer batches; COMPACT: k buckets of a deletion-vector table compacted from the same snapshot.`
+  const intro = `Fold sweep (${sw.latencyMs} ms${sw.remeasured ? `; ${sw.remeasured}` : ''}): k commit messages of one kind (APPEND: writer batches; COMPACT: buckets of a deletion-vector table compacted from one snapshot) wait on the queue; one committer invocation drains and folds them`
   const whole = `Fits: a whole invocation APPEND ≈ ${fitText(sw.fit.APPEND)}; COMPACT ≈ ${fitText(sw.fit.COMPACT)}.`
   if (sw.roundModel !== 'fold + one receive' && sw.roundModel !== 'fold') {
     return [
-      intro,
+      `${intro}.`,
       '',
       markdownTable(
         ['kind', 'messages', 'invocation (ms)', 'round: start → fold end (ms)', 'drain receives (summed ms)', 'fold (ms)', 'receipts (ms)', 'deletes (ms)', 'snapshots', 'S3 requests'],
@@ -1051,7 +1051,7 @@ function sweepMarkdown(sw: FoldSweep): string[] {
   if (sw.roundModel === 'fold') {
     const afterText = (p: SweepPoint) => (p.after === 'own' ? 'its own' : p.after === 'foreign' ? 'another committer\'s' : '-')
     return [
-      `${intro} Before a COMPACT fold the committer folded the two writer batches itself ("its own": the fold follows its own round), or the second was committed directly ("another committer's": as when the second invocation the event source runs landed a snapshot since this committer's last round, whose delta the fold reads first). Every case ran once unrecorded before, as a committer folding round after round runs JIT-compiled code.`,
+      `${intro}, building on its own last snapshot or on another committer's (whose delta it reads first). Every case ran once unrecorded first, so the code is JIT-compiled.`,
       '',
       markdownTable(
         ['kind', 'messages', 'snapshot the fold builds on', 'invocation (ms)', 'a cold invocation\'s first round: start → fold end (ms)', 'receives (summed ms; mean each)', 'fold = steady round (ms)', 'conflict receipts (ms)', 'deletes (ms)', 'snapshots', 'S3 requests'],
@@ -1060,12 +1060,12 @@ function sweepMarkdown(sw: FoldSweep): string[] {
       '',
       whole +
         (sw.roundFit && sw.firstRoundFit && sw.settleFit && sw.foreignRoundFit
-          ? ` In steady state a round's messages are received while the round before folds, and the next round starts when a round's snapshot has landed, without waiting for the receive then in flight (its messages go to the round after), so a round costs its fold: COMPACT after its own snapshot ≈ ${fitText(sw.roundFit.COMPACT)}, after another committer's ≈ ${fitText(sw.foreignRoundFit.COMPACT)}; APPEND ≈ ${fitText(sw.roundFit.APPEND)}. A cold invocation's first round (start → fold end: the whole first drain, parsing and the fold) COMPACT ≈ ${fitText(sw.firstRoundFit.COMPACT)}, APPEND ≈ ${fitText(sw.firstRoundFit.APPEND)}. After a round its deletes (and conflict receipts, none here) COMPACT ≈ ${fitText(sw.settleFit.COMPACT)} go on behind the next round and delay no sender.`
+          ? ` In steady state a round costs its fold: COMPACT after its own snapshot ≈ ${fitText(sw.roundFit.COMPACT)}, after another committer's ≈ ${fitText(sw.foreignRoundFit.COMPACT)}; APPEND ≈ ${fitText(sw.roundFit.APPEND)}. A cold invocation's first round (start → fold end: the whole first drain, parsing and the fold) COMPACT ≈ ${fitText(sw.firstRoundFit.COMPACT)}, APPEND ≈ ${fitText(sw.firstRoundFit.APPEND)}. After a round its deletes (and conflict receipts, none here) COMPACT ≈ ${fitText(sw.settleFit.COMPACT)} go on behind the next round and delay no sender.`
           : ''),
     ]
   }
   return [
-    intro,
+    `${intro}.`,
     '',
     markdownTable(
       ['kind', 'messages', 'invocation (ms)', 'a cold invocation\'s first round: start → fold end (ms)', 'receives (summed ms; mean each)', 'fold (ms)', 'steady round: fold + one receive (ms)', 'conflict receipts (ms)', 'deletes (ms)', 'snapshots', 'S3 requests'],
@@ -1082,8 +1082,14 @@ function sweepMarkdown(sw: FoldSweep): string[] {
   ]
 }
 
-export function contentionMarkdown(r: ContentionResult): string {
-  const rows = r.summary.map((s) => [
+/**
+ * The contention tables and their text, rows at `latencies` (default: every latency measured;
+ * docs/benchmarks.md shows the realistic one). Requests and GETs by kind are left to the
+ * results file.
+ */
+export function contentionMarkdown(r: ContentionResult, latencies: number[] = r.params.latenciesMs): string {
+  const shown = r.summary.filter((s) => latencies.includes(s.latencyMs))
+  const rows = shown.map((s) => [
     s.path,
     s.latencyMs === 0 ? 'none' : `${s.latencyMs} ms`,
     s.committers,
@@ -1098,10 +1104,11 @@ export function contentionMarkdown(r: ContentionResult): string {
     f0(s.latencyP99Ms),
   ])
   const table = markdownTable(['commit path', 'S3 first-byte latency', 'writers', 'writer batches committed/s', 'snapshots/s', 'vs 1 direct writer', 'lost races per commit (seen by writers)', 'gave up', 'commit p50 (ms)', 'commit p99 (ms)', 'writeBatch p50 (ms)', 'writeBatch p99 (ms)'], rows)
-  const queued = r.summary.filter((s) => s.path === 'queued' && s.queued)
+  const queued = shown.filter((s) => s.path === 'queued' && s.queued)
   const w = senderWords(r)
+  const pollsByKind = queued.some((s) => s.queued!.pollsByKind) ? ' (by kind: results.json)' : ''
   const qtable = markdownTable(
-    ['S3 first-byte latency', 'writers', 'committer invocations', 'rounds per invocation', 'messages per invocation', 'messages per snapshot', 'committer lost races (per snapshot)', 'invocation mean / p99 (ms)', 'receives (summed ms)', 'fold, all rounds (ms)', w.receiptsColumn, 'deletes (ms)', 'S3 requests per invocation', 'idle between invocations (ms)', `send → ${w.seen} p50 / p99 (ms)`, `send → ${w.written} p50 (ms)`, `${w.wait} p50 / p99 (ms)`, w.polls],
+    ['S3 first-byte latency', 'writers', 'committer invocations', 'rounds per invocation', 'messages per invocation', 'messages per snapshot', 'committer lost races (per snapshot)', 'invocation mean / p99 (ms)', 'receives (summed ms)', 'fold, all rounds (ms)', w.receiptsColumn, 'deletes (ms)', 'S3 requests per invocation (by kind: bench/out/results.json)', 'idle between invocations (ms)', `send → ${w.seen} p50 / p99 (ms)`, `send → ${w.written} p50 (ms)`, `${w.wait} p50 / p99 (ms)`, `${w.polls}${pollsByKind}`],
     queued.map((s) => {
       const q = s.queued!
       return [
@@ -1117,12 +1124,12 @@ export function contentionMarkdown(r: ContentionResult): string {
         f0(q.foldMs),
         f0(q.receiptsMs),
         f0(q.deleteMs),
-        `${f1(q.s3Requests)}: ${Object.entries(q.s3ByKey).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')}`,
+        f1(q.s3Requests),
         f0(q.gapMs),
         `${f0(q.sendToReceiptP50Ms)} / ${f0(q.sendToReceiptP99Ms)}`,
         f0(q.sendToWrittenP50Ms),
         `${f0(q.receiptWaitP50Ms)} / ${f0(q.receiptWaitP99Ms)}`,
-        `${f1(q.pollsPerCommit)}${q.pollsByKind ? `: ${Object.entries(q.pollsByKind).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')}` : ''}`,
+        f1(q.pollsPerCommit),
       ]
     }),
   )
@@ -1133,7 +1140,6 @@ export function contentionMarkdown(r: ContentionResult): string {
     const round = rf && rf.snapshots > 0 ? `; one round (its fold plus one receive) ≈ ${rf.baseMs.toFixed(0)} ms + ${rf.perCommitMs.toFixed(1)} ms per message (fit over ${rf.snapshots} rounds)` : ''
     return `${l} ms: queued ${r.queuedGainAt32[l].toFixed(1)}× direct at ${Math.max(...r.params.committers)} writers, one committer invocation ≈ ${q.baseMs.toFixed(0)} ms + ${q.perCommitMs.toFixed(1)} ms per message (fit over ${q.snapshots} invocations)${round}; the in-process folding prototype ${r.foldedGainAt32[l].toFixed(1)}× direct, one snapshot ≈ ${f.baseMs.toFixed(0)} ms + ${f.perCommitMs.toFixed(1)} ms per request (fit over ${f.snapshots})`
   })
-  const t = r.target
   const sw = r.foldSweep
   const sweepPart = sw ? ['', ...sweepMarkdown(sw)] : []
   if (r.points.length === 0) return sweepPart.join('\n').trim()
@@ -1148,8 +1154,13 @@ export function contentionMarkdown(r: ContentionResult): string {
     '',
     `Fits: ${fits.join('; ')}.`,
     ...sweepPart,
-    ...(t ? ['', `Target (${REALISTIC_MS} ms, ${t.writers} writers, queued): ≥ ${t.commitsPerSecond} commits/s with no lost race seen by a writer; measured ${t.measured.toFixed(1)} commits/s, ${t.lostRacesVisible} lost races seen by writers: **${t.met ? 'met' : 'not met'}**.`] : []),
   ].join('\n')
+}
+
+/** The deployed path's throughput target and whether the run met it (empty without one). */
+export function targetMarkdown(r: ContentionResult): string {
+  const t = r.target
+  return t ? `Target (${REALISTIC_MS} ms, ${t.writers} writers, deployed path): at least ${t.commitsPerSecond} commits/s with no lost race seen by a writer: measured ${t.measured.toFixed(1)}/s, ${t.lostRacesVisible} seen, **${t.met ? 'met' : 'not met'}**.` : ''
 }
 
 if (import.meta.filename === process.argv[1]) {
@@ -1171,6 +1182,7 @@ if (import.meta.filename === process.argv[1]) {
     maxPollMs: args.num('--max-poll-ms', 0) || undefined,
   })
   console.log(contentionMarkdown(r))
+  if (r.target) console.log(`\n${targetMarkdown(r)}`)
   console.log(`\n${machineMarkdown(machine)}`)
   process.stderr.write(`results: ${writeResults(quick ? 'commit-contention-quick' : 'commit-contention', { machine, ...r })}\n`)
 }

@@ -12,7 +12,10 @@
 //   npx tsx bench/run.ts --resimulate --latest-sweep   # … with the fold sweep of the last
 //                                       # `bench/commit-contention.ts --sweep-only` (bench/out/commit-contention.json)
 //   add --no-docs to leave docs/benchmarks.md as it is (results.json and the charts only)
-//   npx tsx bench/run.ts --docs-only    # rewrite the generated sections of docs/benchmarks.md from bench/out/results.json
+//   npx tsx bench/run.ts --docs-only    # re-render the generated sections of docs/benchmarks.md from
+//                                       # bench/out/results.json, running no benchmark
+//   add --doc <file> to write the generated sections into another Markdown file instead
+//   (--docs-only --doc /tmp/benchmarks.md shows what a render would change)
 
 import { execFileSync, spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
@@ -22,13 +25,13 @@ import { freshnessChart } from '../local/chart.ts'
 import { parseBenchArgs } from './lib/args.ts'
 import { machineInfo, machineMarkdown } from './lib/machine.ts'
 import { OUT_DIR, markdownTable, writeResults } from './lib/report.ts'
-import { REALISTIC_MS, type ContentionResult, contentionMarkdown, runContention } from './commit-contention.ts'
+import { REALISTIC_MS, type ContentionResult, contentionMarkdown, runContention, targetMarkdown } from './commit-contention.ts'
 import { type FreshnessResult, compactionCostFits, compactionThroughput, freshnessMarkdown, runFreshness, writeFreshnessChart } from './freshness.ts'
 import { DEFAULT_BUCKETS_AT_ONCE } from '../lib/jobs/process-jobs.ts'
 import { type SimCalibration, type SimulationResult, runSimulation, simulationMarkdown } from './simulate.ts'
 
 const ROOT = join(import.meta.dirname, '..')
-const DOC = join(ROOT, 'docs', 'benchmarks.md')
+const DEFAULT_DOC = join(ROOT, 'docs', 'benchmarks.md')
 const SIM_SEED = 20_260_601
 const SIM_BUCKETS = 1024
 const LAMBDA_CONCURRENCY = 1000
@@ -239,9 +242,10 @@ async function runOtherBenchmark(script: string, quick: boolean): Promise<string
 }
 
 async function main(): Promise<void> {
-  const args = parseBenchArgs(process.argv.slice(2), ['--quick', '--no-others', '--docs-only', '--resimulate', '--latest-sweep', '--no-docs'], ['--freshness-seconds', '--contention-seconds'])
-  if (args.has('--docs-only')) return writeDocs(JSON.parse(readFileSync(join(OUT_DIR, 'results.json'), 'utf8')) as Results)
-  if (args.has('--resimulate')) return resimulate(!args.has('--no-docs'), args.has('--latest-sweep'))
+  const args = parseBenchArgs(process.argv.slice(2), ['--quick', '--no-others', '--docs-only', '--resimulate', '--latest-sweep', '--no-docs'], ['--freshness-seconds', '--contention-seconds'], ['--doc'])
+  const doc = args.has('--no-docs') ? undefined : args.str('--doc', DEFAULT_DOC)
+  if (args.has('--docs-only')) return writeDocs(JSON.parse(readFileSync(join(OUT_DIR, 'results.json'), 'utf8')) as Results, doc ?? DEFAULT_DOC)
+  if (args.has('--resimulate')) return resimulate(doc, args.has('--latest-sweep'))
   const quick = args.has('--quick')
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
   const started = Date.now()
@@ -273,7 +277,7 @@ async function main(): Promise<void> {
     freshness,
     simulation,
   }
-  finish(results, !args.has('--no-docs'))
+  finish(results, doc)
 }
 
 function simulate(contention: ContentionResult, freshness: FreshnessResult, quick: boolean): SimulationResult {
@@ -296,14 +300,14 @@ function simulationSummary(r: SimulationResult): string {
  * re-fitted by the current rule (compactionCostFits): for when the calibration, not the
  * measurement, changed. The header keeps the measured run's machine and wall time.
  */
-function resimulate(docs: boolean, latestSweep: boolean): void {
+function resimulate(doc: string | undefined, latestSweep: boolean): void {
   const r = JSON.parse(readFileSync(join(OUT_DIR, 'results.json'), 'utf8')) as Results
   if (latestSweep) {
     // the committer's costs changed since the full run: its fold sweep again, the rest as measured then
-    const c = JSON.parse(readFileSync(join(OUT_DIR, 'commit-contention.json'), 'utf8')) as ContentionResult & { machine?: { gitCommit?: string } }
+    const c = JSON.parse(readFileSync(join(OUT_DIR, 'commit-contention.json'), 'utf8')) as ContentionResult
     if (!c.foldSweep) throw new Error('bench/out/commit-contention.json has no fold sweep; run `npx tsx bench/commit-contention.ts --sweep-only` first')
-    r.contention.foldSweep = { ...c.foldSweep, remeasured: `re-measured alone${c.machine?.gitCommit ? ` at ${c.machine.gitCommit}` : ''} with \`npx tsx bench/commit-contention.ts --sweep-only\`, after the rest of this section` }
-    r.simulationSweepFrom = `the fold sweep of \`npx tsx bench/commit-contention.ts --sweep-only\`${c.machine?.gitCommit ? ` at ${c.machine.gitCommit}` : ''}; every other input from the full run`
+    r.contention.foldSweep = { ...c.foldSweep, remeasured: 're-measured alone with `npx tsx bench/commit-contention.ts --sweep-only`, after the rest of this section' }
+    r.simulationSweepFrom = 'the fold sweep of `npx tsx bench/commit-contention.ts --sweep-only`; every other input from the full run'
     log(`simulating with ${r.simulationSweepFrom}`)
   }
   const fits = compactionCostFits(r.freshness.runs)
@@ -311,10 +315,11 @@ function resimulate(docs: boolean, latestSweep: boolean): void {
   r.freshness.compactionCostFitAllSettings = fits.all
   log(`re-fitted compaction cost: ${fits.uncontended.perBucketMs.toFixed(0)} ms per bucket (task-threads ${fits.uncontended.fittedOn?.join(', ')}), ${fits.all.perBucketMs.toFixed(0)} ms over every setting; simulating`)
   r.simulation = simulate(r.contention, r.freshness, r.mode === 'quick')
-  finish(r, docs)
+  finish(r, doc)
 }
 
-function finish(r: Results, docs = true): void {
+/** Writes results.json and the charts, and the generated sections into `doc` when given. */
+function finish(r: Results, doc: string | undefined): void {
   const { contention, freshness, simulation } = r
   mkdirSync(OUT_DIR, { recursive: true })
   const svgs = {
@@ -343,8 +348,8 @@ function finish(r: Results, docs = true): void {
     ),
   }
   writeResults('results', { ...r, svgs })
-  if (docs) writeDocs(r)
-  log(`wrote ${docs ? `${DOC}, ` : ''}${join(OUT_DIR, 'results.json')} and ${Object.values(svgs).join(', ')} (measured in ${r.wallSeconds.toFixed(0)} s)`)
+  if (doc) writeDocs(r, doc)
+  log(`wrote ${doc ? `${doc}, ` : ''}${join(OUT_DIR, 'results.json')} and ${Object.values(svgs).join(', ')} (measured in ${r.wallSeconds.toFixed(0)} s)`)
 }
 
 interface Results {
@@ -358,15 +363,15 @@ interface Results {
   simulationSweepFrom?: string
 }
 
-/** The doc sections from one run's results (`--docs-only` rewrites them from results.json). */
-function writeDocs(r: Results): void {
-  let doc = existsSync(DOC) ? readFileSync(DOC, 'utf8') : '# Benchmarks\n'
+/** The generated sections from one run's results, written into the Markdown file `path` (`--docs-only` renders them from results.json). */
+function writeDocs(r: Results, path: string): void {
+  let doc = existsSync(path) ? readFileSync(path, 'utf8') : '# Benchmarks\n'
   const m = r.machine
   doc = replaceSection(doc, 'header', headerSection(r.mode === 'quick', m, m.busyProcessesAtStart, m.busyProcessesAtEnd, m.loadAvgAtEnd, r.wallSeconds))
   doc = replaceSection(doc, 'contention', contentionSection(r.contention))
-  doc = replaceSection(doc, 'freshness', freshnessSection(r.freshness))
-  doc = replaceSection(doc, 'simulation', simulationSection(r.simulation, r.freshness, r.simulationSweepFrom))
-  writeFileSync(DOC, doc)
+  doc = replaceSection(doc, 'freshness', freshnessSection(r.freshness, m.nproc))
+  doc = replaceSection(doc, 'simulation', simulationSection(r.simulation, r.freshness, r.contention, r.simulationSweepFrom))
+  writeFileSync(path, doc)
 }
 
 function headerSection(quick: boolean, m: ReturnType<typeof machineInfo>, busyStart: string[], busyEnd: string[], loadEnd: number[], wall: number): string {
@@ -386,76 +391,62 @@ function contentionSection(c: ContentionResult): string {
   const row = (path: string, n: number) => c.summary.find((s) => s.path === path && s.latencyMs === lat && s.committers === n)
   const d1 = row('direct', 1)
   const dTop = row('direct', top)
-  const fTop = row('folded', top)
-  const qTop = row('queued', top)
-  const fold = c.foldFit[lat]
-  const qfit = c.queuedFit[lat]
-  const t = c.target
   const deployed = c.params.committerConcurrency !== undefined
   // senders learn of their landing from the snapshot chain (absent: a receipt per message)
   const chain = c.params.landingSeenFrom === 'snapshot chain'
-  const rfit = c.queuedRoundFit?.[lat]
-  const sweepRound = c.foldSweep?.roundModel === 'fold + one receive' || c.foldSweep?.roundModel === 'fold' ? c.foldSweep.roundFit?.COMPACT : undefined
-  const sweepForeign = c.foldSweep?.roundModel === 'fold' ? c.foldSweep.foreignRoundFit?.COMPACT : undefined
+  // the tables show the realistic latency; the other latencies' rows stay in results.json
+  const shown = c.params.latenciesMs.includes(lat) ? [lat] : c.params.latenciesMs
+  const others = c.params.latenciesMs.filter((l) => !shown.includes(l))
+  const latencyWords = (ls: number[]) => ls.map((l) => (l === 0 ? 'without added latency' : `with ${l} ms first-byte latency on every request`)).join(' and ')
+  const runs = c.params.runs
   return [
     '## Commit contention',
     '',
-    `N independent \`Table\` handles on one table (N writers) each call \`writeBatch\` with ${c.params.rowsPerBatch} rows (one bucket) in a loop for ${c.params.seconds} s, each waiting for its commit before the next batch. Embedded S3 and SQS ${c.params.latenciesMs.map((l) => (l === 0 ? 'without added latency' : `with ${l} ms first-byte latency on every request`)).join(' and ')}${c.params.backend === 'child process' ? ', served from a child process of its own (not the measuring process\'s event loop)' : ''}; median of ${c.params.runs} run(s). Three commit paths:`,
+    `N independent \`Table\` handles on one table (N writers) each call \`writeBatch\` with ${c.params.rowsPerBatch} rows (one bucket) in a loop for ${c.params.seconds} s, each waiting for its commit before the next batch. Embedded S3 and SQS ${latencyWords(shown)}${others.length ? ` (the run also measures them ${latencyWords(others)}; those rows are in \`bench/out/results.json\`)` : ''}${c.params.backend === 'child process' ? ', served from a child process of its own' : ''}; median of ${runs} run${runs === 1 ? '' : 's'}. Three commit paths:`,
     '',
     '- **direct**: every batch creates its own snapshot through `FileStoreCommit`, racing the others for `snapshot-N` (conditional create, backoff 10 ms·2^n ±20%, `commit.max-retries` 10): a table without a commit queue.',
     '- **folded**: an in-process prototype of folding without the queue: writers hand their commit request to one committer in the same process, which folds every request waiting into one snapshot. No SQS, no receipts, one committer: the ceiling of folding here.',
     !deployed
       ? '- **queued**: (these results predate the deployed-path benchmark: one committer loop, no receipts.)'
       : chain
-        ? `- **queued**: the path the stack deploys. Each writer commits through a \`QueuedCommitter\` (lib/commit/queued-committer.ts) on a real embedded SQS FIFO queue (each message its own group), then follows the snapshot chain in S3 until a snapshot names its commit: it probes \`snapshot-(known+1)\` (first after ${c.params.firstPollMs} ms, growing ×1.5 to ${c.params.maxPollMs ?? 100} ms), reads a folded snapshot's sidecar, and GETs its conflict receipt key beside its first probe and every third after. The committer function (functions/committer.ts) runs in worker-thread execution environments behind the local event-source poller, at most ${c.params.committerConcurrency} at once (the stack's maxConcurrency): each invocation gets up to 10 messages, drains the queue beyond them and folds them, then folds in rounds what it received while the last round folded; it writes a receipt only for a conflict and deletes what it drained behind the next round.`
+        ? `- **queued**: the path the stack deploys. Each writer commits through a \`QueuedCommitter\` on a real embedded SQS FIFO queue, then follows the snapshot chain in S3 until a snapshot names its commit (probes from ${c.params.firstPollMs} ms, growing ×1.5 to ${c.params.maxPollMs ?? 100} ms). The committer function runs in worker-thread environments behind the local event-source poller, at most ${c.params.committerConcurrency} at once (the stack's maxConcurrency), and folds in rounds (docs/design.md, "How a commit travels").`
         : `- **queued**: the path the stack deployed when these results were taken. Each writer commits through a \`QueuedCommitter\` (lib/commit/queued-committer.ts) on a real embedded SQS FIFO queue (each message its own group), then polls its receipt in S3 (first poll after ${c.params.firstPollMs} ms, growing ×1.5 to ${c.params.maxPollMs ?? 'QueuedCommitter\'s default'} ms). The committer function (functions/committer.ts) runs in worker-thread execution environments behind the local event-source poller, at most ${c.params.committerConcurrency} at once (the stack's maxConcurrency): each invocation gets up to 10 messages, drains the queue beyond them, folds everything into one snapshot, writes the receipts and deletes what it drained.`,
     '',
     'At the end of every point the table\'s latest snapshot and total record count must equal what the committers and writers were told, or the benchmark fails.',
     '',
-    contentionMarkdown(c),
+    contentionMarkdown(c, shown),
     '',
     col && d1 && dTop
       ? col.collapsed
         ? `**Direct commits collapse.** With ${lat} ms per request, one writer lands ${d1.commitsPerSecond.toFixed(1)} commits/s (a commit takes ${c.singleCommitMs[lat].toFixed(0)} ms: about a dozen dependent S3 requests plus CPU); the peak is ${col.peakCommitsPerSecond.toFixed(1)}/s at ${col.peakAt} writer(s), and ${top} writers land ${dTop.commitsPerSecond.toFixed(1)}/s with ${dTop.retriesPerCommit.toFixed(1)} lost races per commit. Every lost race redoes the read of the latest snapshot and rewrites the base manifest list, and the backoff grows, so adding writers lowers throughput instead of raising it.`
         : `Direct commits did not collapse in this run: the peak was ${col.peakCommitsPerSecond.toFixed(1)} commits/s at ${col.peakAt} writers and ${top} writers landed ${dTop.commitsPerSecond.toFixed(1)}/s (${dTop.retriesPerCommit.toFixed(1)} lost races per commit).`
       : '',
-    '',
-    [
-      fTop ? `The folding prototype lands ${fTop.commitsPerSecond.toFixed(1)} writer batches/s at ${top} writers (${c.foldedGainAt32[lat].toFixed(1)}× direct) in ${fTop.snapshotsPerSecond.toFixed(1)} snapshots/s; one folded snapshot costs about ${fold.baseMs.toFixed(0)} ms + ${fold.perCommitMs.toFixed(1)} ms per request (fit over ${fold.snapshots} snapshots).` : '',
-      qTop && qfit
-        ? `The deployed path lands ${qTop.commitsPerSecond.toFixed(1)}/s at ${top} writers (${c.queuedGainAt32[lat].toFixed(1)}× direct) in ${qTop.snapshotsPerSecond.toFixed(1)} snapshots/s, ${qTop.queued ? `${qTop.queued.messagesPerSnapshot.toFixed(1)} messages per snapshot, ${qTop.queued.committerRetries} lost races between its committers and ` : ''}${(qTop.retriesPerCommit + qTop.failures).toFixed(0)} seen by writers; ${
-            chain && sweepRound
-              ? `one committer invocation costs about ${qfit.baseMs.toFixed(0)} ms + ${qfit.perCommitMs.toFixed(1)} ms per message (fit over ${qfit.snapshots} invocations, each of several rounds)${rfit && rfit.snapshots > 0 ? `, one round (its fold plus one receive) ${rfit.baseMs.toFixed(0)} ms + ${rfit.perCommitMs.toFixed(1)} ms per message (fit over ${rfit.snapshots} rounds)` : ''}. The simulation's round cost is the fold sweep's (${sweepRound.baseMs.toFixed(0)} ms + ${sweepRound.perCommitMs.toFixed(2)} ms per compaction message${sweepForeign ? `, ${sweepForeign.baseMs.toFixed(0)} ms + ${sweepForeign.perCommitMs.toFixed(2)} ms after the other committer's snapshot, whose lost races it models` : ''}), one committer without writers competing for the CPU.`
-              : `one committer invocation costs about ${qfit.baseMs.toFixed(0)} ms + ${qfit.perCommitMs.toFixed(1)} ms per message (fit over ${qfit.snapshots} invocations), the simulation's fold cost.`
-          }`
-        : '',
-    ].filter(Boolean).join(' '),
-    ...(t ? ['', `Target (${lat} ms, ${t.writers} writers, deployed path): at least ${t.commitsPerSecond} commits/s with no lost race seen by a writer: measured ${t.measured.toFixed(1)}/s, ${t.lostRacesVisible} seen, **${t.met ? 'met' : 'not met'}**.`] : []),
+    ...(c.target ? ['', targetMarkdown(c)] : []),
   ].join('\n')
 }
 
 const label = (t: number) => (t === -1 ? '-1' : String(t))
 
-function freshnessSection(f: FreshnessResult): string {
+function freshnessSection(f: FreshnessResult, cores: number): string {
   const fit = f.compactionCostFit
   return [
     '## Freshness lag vs `compaction.task-threads` (measured, local runtime)',
     '',
     `One run, one setting after another, each on a fresh local runtime (embedded S3 + SQS, the real writer and compactor handlers in worker threads behind event-source pollers; compactor concurrency mapped from \`compaction.task-threads\` as the CDK stack maps it): a deletion-vector table with ${f.params.buckets} buckets, ${f.params.rate} upserts/s of random keys from 200,000 for ${f.params.seconds} s through the ingest queue, ${f.params.writerConcurrency} writer invocations at most, ${f.params.writerBatchingWindowMs / 1000} s batching window, so each writer commit adds an L0 file to most buckets and enqueues a job for each. Settings: ${f.params.settings.map((s) => (s === -1 ? '-1' : s)).join(', ')}${f.params.settings.length < 6 ? ' (the quick run; the full run adds the others of 1, 2, 3, 4, 8, -1)' : ''}.`,
     '',
-    `S3 model (local/embedded.ts \`TransferModel\`): every S3 request waits ${f.params.s3.firstByteMs} ms before it is handled (first-byte latency), then its request and response bodies move at ${(f.params.s3.bytesPerSecond / 2 ** 20).toFixed(0)} MiB/s per request (parallel requests each get their own cap, as S3 connections do); SQS gets no added latency. With it a compaction is bound by dependent S3 round trips and by how many compactions run at once, not by this machine's ${2} cores.`,
+    `S3 model (local/embedded.ts \`TransferModel\`): every S3 request waits ${f.params.s3.firstByteMs} ms before it is handled (first-byte latency), then its request and response bodies move at ${(f.params.s3.bytesPerSecond / 2 ** 20).toFixed(0)} MiB/s per request (parallel requests each get their own cap, as S3 connections do); SQS gets no added latency. With it a compaction is bound by dependent S3 round trips and by how many compactions run at once, not by this machine's ${cores} cores.`,
     '',
     'Freshness lag is `tableStatus().maxFreshnessLagMs`: the age of the oldest L0 file of any bucket (rows deletion-vector readers cannot see yet), sampled every second during the load; "peak L0 files per bucket" is the most L0 files one bucket had at a sample.',
     '',
     ...(f.runs.some((r) => r.committerInvocations !== undefined)
       ? [
-          'Every table has a commit queue and a committer function (as deployed): writers and compactors commit through it and wait until it has landed their commit, so a compaction\'s time includes its commit. "Lag steady" compares the lag p50 of the last third of the window with the middle third (steady: at most 20% + 2 s above); a setting that is not steady has not worked off its backlog, and its figures depend on the window. In the commit table, lost races are the compactions\' commit retries (0 through the queue: the committer absorbs its races) and the committers\' lost races for `snapshot-N` against each other; recompactions are compactions redone from fresh state after a conflicting or failed commit (process-jobs); messages per snapshot is what the committers folded.',
+          'Writers and compactors commit through the table\'s committer, as deployed, so a compaction\'s time includes its commit. "Lag steady": the last third\'s lag p50 at most 20% + 2 s above the middle third\'s. Recompactions are compactions redone after a conflicting or failed commit.',
           '',
         ]
       : []),
     freshnessMarkdown(f),
     '',
-    `Per-bucket compaction cost (the simulation's input), least squares over the ${fit.invocations} compactor invocations of the task-threads ${fit.fittedOn?.join(', ') ?? 'all'} run, where one compactor ran at a time${fit.commitWaitExcluded ? ', less the time in which every compaction of an invocation only waited for its commit (the simulation models the commit path itself)' : ''}: ${fit.perBucketMs.toFixed(0)} ms per bucket compacted + ${fit.perJobMs.toFixed(0)} ms per coalesced job. ${f.compactionCostFitAllSettings ? `Fitted over every setting's ${f.compactionCostFitAllSettings.invocations} invocations it is ${f.compactionCostFitAllSettings.perBucketMs.toFixed(0)} ms: at higher settings the compactors share this machine's ${2} cores with each other and with the writers, which a Lambda invocation with its own CPU does not. ` : ''}The median of each invocation's ms per bucket and the least-squares cost per setting differ where a few long invocations (under CPU contention, the first ones of a window) carry most of the buckets. "Buckets compacted/s" is the buckets of every compactor invocation divided by the time from the first invocation's start to the last one's end: the compaction throughput each setting reached. The lag of a setting that cannot keep up keeps growing for the whole window, so its p50/max depend on the window length (${f.params.seconds} s); compare settings, not absolute values. Worker threads share this machine's cores, so at high settings CPU, not S3 round trips, caps the gain.`,
+    `Per-bucket compaction cost (the simulation's input), least squares over the ${fit.invocations} compactor invocations of the task-threads ${fit.fittedOn?.join(', ') ?? 'all'} run, where one compactor ran at a time${fit.commitWaitExcluded ? ', less the time in which every compaction of an invocation only waited for its commit (the simulation models the commit path itself)' : ''}: ${fit.perBucketMs.toFixed(0)} ms per bucket compacted + ${fit.perJobMs.toFixed(0)} ms per coalesced job. ${f.compactionCostFitAllSettings ? `Fitted over every setting's ${f.compactionCostFitAllSettings.invocations} invocations it is ${f.compactionCostFitAllSettings.perBucketMs.toFixed(0)} ms: at higher settings the compactors share this machine's ${cores} cores, which a Lambda invocation with its own CPU does not, so at high settings CPU, not S3 round trips, caps the gain.` : `Worker threads share this machine's ${cores} cores, so at high settings CPU, not S3 round trips, caps the gain.`}`,
     '',
     (() => {
       const one = f.runs.find((r) => r.taskThreads === 1)
@@ -468,7 +459,7 @@ function freshnessSection(f: FreshnessResult): string {
         parts.push(`Compaction throughput rose from ${tp(one).toFixed(2)} buckets/s at 1 thread to ${f.runs.filter((r) => r !== one).map((r) => `${tp(r).toFixed(2)} at ${label(r.taskThreads)} (${(tp(r) / Math.max(1e-9, tp(one))).toFixed(1)}×)`).join(', ')}; the most was at ${label(top.taskThreads)}. Where it stops rising, this machine's cores, not the queue or S3, are the limit.`)
       }
       if (one && best.taskThreads === 1) {
-        parts.push(`**In this run more task-threads did not lower the measured lag.** Per-bucket compaction time rose with concurrency (${f.runs.map((r) => `${r.perBucketCompactionMs.toFixed(0)} ms at ${label(r.taskThreads)}`).join(', ')}): the compactor worker threads, the writers and the other sessions' processes all shared ${2} cores, so added compactors competed for CPU instead of overlapping S3 waits, and a ${f.params.seconds} s window is dominated by the first writer commits and worker start-up. The measured table shows this machine's limit, not the model's; the simulation below carries the measured costs to Lambda, where each invocation has its own CPU.`)
+        parts.push(`**In this run more task-threads did not lower the measured lag.** Per-bucket compaction time rose with concurrency (${f.runs.map((r) => `${r.perBucketCompactionMs.toFixed(0)} ms at ${label(r.taskThreads)}`).join(', ')}): the compactor worker threads, the writers and the other sessions' processes all shared ${cores} cores, so added compactors competed for CPU instead of overlapping S3 waits, and a ${f.params.seconds} s window is dominated by the first writer commits and worker start-up. The measured table shows this machine's limit, not the model's; the simulation below carries the measured costs to Lambda, where each invocation has its own CPU.`)
       } else if (one) {
         parts.push(`The lowest p50 was at task-threads ${label(best.taskThreads)}: ${(best.lagP50Ms / 1000).toFixed(1)} s against ${(one.lagP50Ms / 1000).toFixed(1)} s with 1 (${(one.lagP50Ms / Math.max(1, best.lagP50Ms)).toFixed(1)}×).`)
       }
@@ -481,7 +472,8 @@ function freshnessSection(f: FreshnessResult): string {
 }
 
 /** The simulation's folded commit path in words, as its calibration models it. */
-function foldedBullet(c: SimCalibration): string {
+function foldedBullet(c: SimCalibration, contention: ContentionResult): string {
+  if (c.rounds && c.receiptBaseMs === undefined && c.foreignRoundBaseMs !== undefined) return roundsBullet(c, contention)
   const head = c.committerLease
     ? '- folded commits, the deployed design: writers and compactors send commit messages; one committer invocation folds at a time (the committer lease: the event source\'s second invocation forwards its batches to the queue, an extra hop not modelled)'
     : `- folded commits, the deployed design: writers and compactors send commit messages; ${c.committers ?? 1} committer invocation(s) at most`
@@ -494,7 +486,28 @@ function foldedBullet(c: SimCalibration): string {
   return `${head}, each folding every message waiting when it starts (up to ${c.drainMax ?? 1000}) at ${c.foldBaseMs.toFixed(0)} ms + ${c.foldPerCommitMs.toFixed(2)} ms per message (${c.foldSource ?? 'the folding prototype\'s fit'})${c.receiptBaseMs !== undefined ? `; a committer that finds messages waiting after a round folds them at once, while that round's receipts and deletes (${c.receiptBaseMs.toFixed(0)} ms + ${(c.receiptPerCommitMs ?? 0).toFixed(2)} ms per message) are written` : ''}; ${idle}; a compactor keeps its slot and its bucket until its commit has landed${c.receiptBaseMs !== undefined ? ', its receipt is written,' : ''} and it has read its receipt ${(c.receiptWaitMs ?? 0).toFixed(0)} ms later (the measured poll wait).`
 }
 
-function simulationSection(s: SimulationResult, f: FreshnessResult, sweepFrom?: string): string {
+/**
+ * The folded commit path of a calibration by committer rounds, with the costs of a round
+ * after the other committer's snapshot (steadyRounds): what the deployed committer does.
+ */
+function roundsBullet(c: SimCalibration, contention: ContentionResult): string {
+  const fit = (base: number, perMessage: number, d = 2) => `${base.toFixed(0)} ms + ${perMessage.toFixed(d)} ms`
+  const who = c.committerLease ? 'one committer invocation folds at a time (the lease)' : `${c.committers ?? 1} committer invocations fold at once at most`
+  const first = c.firstRoundBaseMs !== undefined ? `; a cold invocation's first round ${fit(c.firstRoundBaseMs, c.firstRoundPerCommitMs ?? c.foldPerCommitMs)} per message` : ''
+  const deletes = c.settleBaseMs !== undefined ? `; deletes (${fit(c.settleBaseMs, c.settlePerCommitMs ?? 0)} per message) go on behind the next round` : ''
+  const contended = contention.queuedRoundFit?.[REALISTIC_MS]
+  const writersRuns =
+    contended && contended.snapshots > 0 && Number.isFinite(contended.baseMs)
+      ? ` The writers' runs at ${REALISTIC_MS} ms measured a round at ${fit(contended.baseMs, contended.perCommitMs, 1)} per message with ${Math.max(...contention.params.committers)} writers sharing the CPU; not used, since a Lambda committer has its own CPU.`
+      : ''
+  return (
+    `- folded commits, the deployed design: ${who}; each round folds every message waiting (up to ${c.drainMax ?? 1000}) at the fold sweep's COMPACT cost, ${fit(c.foldBaseMs, c.foldPerCommitMs)} per message after its own snapshot and ${fit(c.foreignRoundBaseMs!, c.foreignRoundPerCommitMs ?? c.foldPerCommitMs)} after the other committer's` +
+    `${c.lostRaceMs !== undefined ? ` (a lost race for \`snapshot-N\` costs ${c.lostRaceMs.toFixed(0)} ms more)` : ''}${first}${deletes}; idle ${(c.committerOverheadMs ?? 0).toFixed(0)} ms between invocations.` +
+    ` A compactor keeps its slot until the snapshot that lands its commit exists and ${(c.receiptWaitMs ?? 0).toFixed(0)} ms more (a sender's measured probe wait).${writersRuns}`
+  )
+}
+
+function simulationSection(s: SimulationResult, f: FreshnessResult, contention: ContentionResult, sweepFrom?: string): string {
   const c = s.calibration
   const at = (path: string, k: number) => s.points.find((p) => p.path === path && p.taskThreads === k)
   const firstCommitBound = s.points.find((p) => p.path === 'direct' && p.bottleneck === 'commit path')
@@ -519,15 +532,15 @@ function simulationSection(s: SimulationResult, f: FreshnessResult, sweepFrom?: 
     `A discrete-event model (bench/simulate.ts, seed ${s.options.seed}, ${s.options.seconds} simulated seconds after ${s.options.warmupSeconds} s warm-up, Lambda concurrency ${s.options.lambdaConcurrency}) of one table with ${s.options.buckets} buckets, calibrated with this run's measurements:`,
     '',
     `- write load as in the freshness run, per bucket: ${c.writerCommitsPerSecond.toFixed(2)} writer commits/s, each touching a bucket with probability ${c.touchProbability.toFixed(2)} (${f.params.rate} rows/s over ${f.params.buckets} buckets); the table-wide load therefore grows with the buckets;`,
-    `- compaction of one bucket: ${c.perBucketMs.toFixed(0)} ms + ${c.perJobMs.toFixed(0)} ms per coalesced job (≤ 10 per invocation, the FIFO batch), ±20% jitter (fitted on the freshness run's task-threads ${f.compactionCostFit.fittedOn?.join(', ') ?? ''} invocations, one compactor at a time${f.compactionCostFitAllSettings ? `; over every setting, CPU contention included, it is ${f.compactionCostFitAllSettings.perBucketMs.toFixed(0)} ms` : ''}${f.compactionCostFit.commitWaitExcluded ? '; the time in which a compactor only waited for its commits is left out, the commit path is modelled below' : ''}); a compactor compacts up to ${c.bucketsAtOnce ?? 1} bucket(s) of its batch at once, so while that many wait for their commits it works on the next;`,
+    `- compaction of one bucket: ${c.perBucketMs.toFixed(0)} ms + ${c.perJobMs.toFixed(0)} ms per coalesced job (≤ 10 per invocation, the FIFO batch), ±20% jitter, fitted on the freshness run's task-threads ${f.compactionCostFit.fittedOn?.join(', ') ?? ''} invocations${f.compactionCostFit.commitWaitExcluded ? ' less their commit waits' : ''}; a compactor compacts up to ${c.bucketsAtOnce ?? 1} bucket${(c.bucketsAtOnce ?? 1) === 1 ? '' : 's'} of its batch at once;`,
     `- direct commits: the commit path completes waiting commits at the rate the contention benchmark measured for that many concurrent committers at ${REALISTIC_MS} ms (${c.directCurve.map((d) => `${d.committers}: ${d.commitsPerSecond.toFixed(1)}/s`).join(', ')}); a compactor holds its slot until its commit lands;`,
-    foldedBullet(c),
+    foldedBullet(c, contention),
     ...(sweepFrom ? ['', `**Re-simulated** with ${sweepFrom}.`] : []),
     ...(s.notes?.length ? ['', ...s.notes.map((n) => `**Calibration note**: ${n}.`)] : []),
     '',
     c.rounds
-      ? `Not modelled, so the model is optimistic for both paths: the direct path's compaction commits are heavier than the appends its curve was measured with (deletes, conflict checks, the index manifest is a full listing); folds larger than the fold sweep's (an extrapolation of its fit); ${c.lostRaceMs !== undefined ? 'a lost race whose retry costs more or less than the modelled one (its costs are fixed, its backoff left out), and which committer receives which message (the first free one takes all that wait)' : 'the lost races between the two committers (the round is measured with one)'}; an invocation's rounds ending after \`STRATA_COMMIT_ROUNDS_MS\`; cold starts; S3 request rates per prefix and per key (at -1 every waiting compaction probes the same \`snapshot-(N+1)\` key and its own conflict receipt key every ≤ 100 ms, up to ~20 GETs per second each); writers waiting for their own landings (the write load is open loop).`
-      : 'Not modelled, so the model is optimistic for both paths: the direct path\'s compaction commits are heavier than the appends its curve was measured with (deletes, conflict checks, the index manifest is a full listing); folds larger than the fold sweep\'s (an extrapolation of its fit); cold starts; S3 per-prefix request rates (at -1 every compaction adds a receipt PUT and several receipt GETs under one prefix); writers waiting for their own receipts (the write load is open loop).',
+      ? `Not modelled, so the model is optimistic for both paths: compaction commits heavier than the appends the direct curve was measured with; folds larger than the fold sweep's; ${c.lostRaceMs !== undefined ? 'the varying cost of lost races; which committer receives which message' : 'the lost races between the two committers (the round is measured with one)'}; an invocation's rounds ending after \`STRATA_COMMIT_ROUNDS_MS\`; cold starts; S3 request rates per prefix and per key; writers waiting for their own landings (the write load is open loop).`
+      : 'Not modelled, so the model is optimistic for both paths: compaction commits heavier than the appends the direct curve was measured with; folds larger than the fold sweep\'s; cold starts; S3 request rates per prefix (every compaction adds a receipt PUT and receipt GETs); writers waiting for their own receipts (the write load is open loop).',
     '',
     simulationMarkdown(s),
     '',

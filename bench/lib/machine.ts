@@ -13,6 +13,7 @@ export interface MachineInfo {
   node: string
   platform: string
   packages: Record<string, string>
+  /** the checked-out commit (and whether lib/ had uncommitted changes): in results files, never in docs */
   gitCommit: string | null
   command: string
   /** 1, 5 and 15-minute load averages when the benchmark started (other work on the cores) */
@@ -53,7 +54,11 @@ export function machineInfo(packages: string[]): MachineInfo {
   }
 }
 
+/**
+ * The machine and command in words, for docs and console reports. The commit a run measured
+ * stays in its JSON results (`gitCommit`): docs state the present and leave history to git.
+ */
 export function machineMarkdown(m: MachineInfo): string {
   const pk = Object.entries(m.packages).map(([k, v]) => `${k} ${v}`).join(', ')
-  return `Machine: ${m.nproc} cores (${m.cpuModel}), ${m.memoryGb} GB, ${m.platform}, Node ${m.node}; ${pk}; commit ${m.gitCommit ?? 'unknown'}; load average at start ${m.loadAvgAtStart.join(', ')}.\nCommand: \`${m.command}\``
+  return `Machine: ${m.nproc} cores (${m.cpuModel}), ${m.memoryGb} GB, ${m.platform}, Node ${m.node}; ${pk}; load average at start ${m.loadAvgAtStart.join(', ')}.\nCommand: \`${m.command}\``
 }
