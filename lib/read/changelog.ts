@@ -2,12 +2,21 @@
 // manifests its `changelogManifestList` names and the records of the files they add, with
 // their row kinds. A building block for incremental reads, kept apart from the batch read.
 
-import { bucketDirOf, dataFileKey } from '../handle/bucket-state.ts'
+import { type BucketLayout, type TableRoot, bucketDirOf, dataFileKey } from '../handle/bucket-state.ts'
 import { mapBounded } from '../store/bounded.ts'
-import { openRecordFile } from '../table/evolution.ts'
-import type { Table } from '../handle/table.ts'
+import { type EvolvingTable, openRecordFile } from '../table/evolution.ts'
+import type { ManifestIO } from '../manifest/manifests.ts'
+import type { ObjectStore } from '../store/object-store.ts'
+import type { SchemaView } from '../table/schema.ts'
 import { type ManifestEntry, type Row, type RowKind, type Snapshot, FileKind } from '../types.ts'
 import { byteSourceOf } from '../store/byte-source.ts'
+
+/** What reading a snapshot's changelog needs: its manifests, and the store, root and schema its files are read with (the Table handle is one). */
+export interface ChangelogContext extends TableRoot, BucketLayout, EvolvingTable {
+  readonly store: ObjectStore
+  readonly view: SchemaView
+  readonly manifests: Pick<ManifestIO, 'readList' | 'readManifest'>
+}
 
 export interface ChangelogRecord {
   partition: Uint8Array
@@ -20,7 +29,7 @@ export interface ChangelogRecord {
 }
 
 /** The changelog files `snapshot` adds (its changelog manifests' ADD entries, in manifest order); none when it carries no changelog. */
-export async function changelogEntries(table: Table, snapshot: Snapshot): Promise<ManifestEntry[]> {
+export async function changelogEntries(table: Pick<ChangelogContext, 'manifests'>, snapshot: Snapshot): Promise<ManifestEntry[]> {
   if (!snapshot.changelogManifestList) return []
   const metas = await table.manifests.readList(snapshot.changelogManifestList)
   const manifests = await Promise.all(metas.map((m) => table.manifests.readManifest(m.fileName)))
@@ -31,7 +40,7 @@ export async function changelogEntries(table: Table, snapshot: Snapshot): Promis
  * The records of `snapshot`'s changelog files: file by file in manifest order, each file's
  * records in its order (by key, a key's changes in the order they happened).
  */
-export async function changelogRecords(table: Table, snapshot: Snapshot): Promise<ChangelogRecord[]> {
+export async function changelogRecords(table: ChangelogContext, snapshot: Snapshot): Promise<ChangelogRecord[]> {
   const entries = await changelogEntries(table, snapshot)
   const perFile = await mapBounded(entries, table.view.options.ioMaxConcurrentRequests, async (e) => {
     const key = dataFileKey(table, bucketDirOf(table, e.partition, e.bucket).path, e.file)

@@ -27,9 +27,11 @@ import { BoundedStore, mapBounded, startedAhead } from '../store/bounded.ts'
 import { bucketIdentifier } from '../manifest/identifiers.ts'
 import { FileKind, type KeyValue, type ManifestEntry, type Row, type RowKind, type Snapshot, StrataInputError } from '../types.ts'
 import type { Table } from '../handle/table.ts'
+import type { ManifestIO } from '../manifest/manifests.ts'
+import type { SnapshotManager } from '../manifest/snapshot-manager.ts'
 import { checkConsumerId, getConsumer, setConsumer } from '../handle/consumers.ts'
 import type { RecordFileReader } from '../table/evolution.ts'
-import { type KeyFilter, type ReadStats, type Split, compileFilter, openFile } from './table-read.ts'
+import { type KeyFilter, type ReadContext, type ReadStats, type Split, compileFilter, openFile } from './table-read.ts'
 
 export const INCREMENTAL_MODES = ['auto', 'delta', 'changelog'] as const
 export type IncrementalMode = (typeof INCREMENTAL_MODES)[number]
@@ -66,10 +68,20 @@ export interface ChangeRow {
   row: Row
 }
 
+/**
+ * What planning and reading a range of snapshots needs: the file reader's context
+ * (ReadContext), the snapshots, and the manifest lists and manifests they name. The Table
+ * handle (lib/handle/table.ts) is one.
+ */
+export interface IncrementalContext extends ReadContext {
+  readonly snapshots: Pick<SnapshotManager, 'snapshot' | 'earliestId' | 'latestId'>
+  readonly manifests: Pick<ManifestIO, 'readIndexManifest' | 'readImmutableRange' | 'readList' | 'readManifest'>
+}
+
 const CLI_NAMES = { from: '--from-snapshot', to: '--to-snapshot', mode: '--mode' }
 
 /** The table's changelog producer as Paimon reads the option (default none). */
-export function changelogProducerOf(table: Table): string {
+export function changelogProducerOf(table: Pick<ReadContext, 'view'>): string {
   return (table.view.options.raw['changelog-producer'] ?? 'none').trim().toLowerCase()
 }
 
@@ -84,7 +96,7 @@ function snapshotId(name: string, v: number, min: number): number {
  * snapshot, a start after the end, an unknown mode, changelog mode on a table without a
  * changelog producer.
  */
-export async function planIncremental(table: Table, opts: IncrementalOptions): Promise<IncrementalPlan> {
+export async function planIncremental(table: IncrementalContext, opts: IncrementalOptions): Promise<IncrementalPlan> {
   const names = opts.names ?? CLI_NAMES
   const view = table.view
   const requested = opts.mode ?? 'auto'
@@ -171,7 +183,7 @@ export async function planIncremental(table: Table, opts: IncrementalOptions): P
  * the index of their split; files are opened up to `io.max-concurrent-requests` ahead of the
  * one being read.
  */
-export async function* readPlanSplits(table: Table, plan: IncrementalPlan, valueColumns: string[], fromSplit = 0, stats?: ReadStats): AsyncGenerator<{ split: number; batch: KeyValue[] }> {
+export async function* readPlanSplits(table: ReadContext, plan: IncrementalPlan, valueColumns: string[], fromSplit = 0, stats?: ReadStats): AsyncGenerator<{ split: number; batch: KeyValue[] }> {
   const io = new BoundedStore(table.store, table.view.options.ioMaxConcurrentRequests)
   const queue = plan.splits.slice(fromSplit).flatMap((split, i) => split.files.map((entry) => ({ split, index: fromSplit + i, entry })))
   const window = table.view.options.ioMaxConcurrentRequests
@@ -191,17 +203,17 @@ export async function* readPlanSplits(table: Table, plan: IncrementalPlan, value
 }
 
 /** The value columns a read of the plan decodes: the projected ones and the filter's (no merge needs more). */
-export function changeColumns(table: Table, plan: IncrementalPlan, filter?: KeyFilter): string[] {
+export function changeColumns(table: Pick<ReadContext, 'view'>, plan: IncrementalPlan, filter?: KeyFilter): string[] {
   return [...new Set([...plan.columns.map((i) => table.view.fields[i].name), ...Object.keys(filter ?? {})])]
 }
 
 /** The changes of the range, in batches: each row projected to the requested columns, with its kind. */
-export async function* scanIncremental(table: Table, opts: IncrementalOptions): AsyncGenerator<ChangeRow[]> {
+export async function* scanIncremental(table: IncrementalContext, opts: IncrementalOptions): AsyncGenerator<ChangeRow[]> {
   yield* readPlan(table, await planIncremental(table, opts), opts)
 }
 
 /** The changes a plan names (planIncremental with the same options). */
-export async function* readPlan(table: Table, plan: IncrementalPlan, opts: Pick<IncrementalOptions, 'filter' | 'stats'> = {}): AsyncGenerator<ChangeRow[]> {
+export async function* readPlan(table: ReadContext, plan: IncrementalPlan, opts: Pick<IncrementalOptions, 'filter' | 'stats'> = {}): AsyncGenerator<ChangeRow[]> {
   const filter = compileFilter(table.view, opts.filter)
   // no merge: only the projected columns and the filter's
   for await (const { batch } of readPlanSplits(table, plan, changeColumns(table, plan, opts.filter), 0, opts.stats)) {
@@ -214,7 +226,7 @@ export async function* readPlan(table: Table, plan: IncrementalPlan, opts: Pick<
   }
 }
 
-export async function readIncremental(table: Table, opts: IncrementalOptions): Promise<ChangeRow[]> {
+export async function readIncremental(table: IncrementalContext, opts: IncrementalOptions): Promise<ChangeRow[]> {
   const out: ChangeRow[] = []
   for await (const rows of scanIncremental(table, opts)) out.push(...rows)
   return out

@@ -17,13 +17,29 @@ import type { DeletionVector } from '../format/deletion-vector.ts'
 import { type IndexManifestEntry, type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, StrataInputError, isRetract } from '../types.ts'
 import { filteredScope } from '../manifest/bucket-scope.ts'
 import { bucketIdentifier } from '../manifest/identifiers.ts'
-import { dataFileKey, dvIndexByBucket, loadDeletionVectors } from '../handle/bucket-state.ts'
+import { type IndexFiles, dataFileKey, dvIndexByBucket, loadDeletionVectors } from '../handle/bucket-state.ts'
 import { decodeKey } from '../table/file-meta.ts'
 import { valueFromJson } from '../table/json-values.ts'
 import type { SchemaView } from '../table/schema.ts'
 import type { Table } from '../handle/table.ts'
-import { type RecordFileReader, openRecordFile } from '../table/evolution.ts'
+import type { FooterCache } from '../format/data-file-reader.ts'
+import type { ManifestIO } from '../manifest/manifests.ts'
+import type { MergeEngineConfig } from '../merge/merge-function.ts'
+import { type EvolvingTable, type RecordFileReader, openRecordFile } from '../table/evolution.ts'
 import { requireTag } from '../handle/tags.ts'
+
+/**
+ * What reading a table's data files needs: its store and root, schema and merge engine, the
+ * footer cache, how a file of another schema maps (EvolvingTable), and the manifests' index
+ * entries and ranges (deletion vectors). The Table handle (lib/handle/table.ts) is one.
+ */
+export interface ReadContext extends IndexFiles, EvolvingTable {
+  readonly store: ObjectStore
+  readonly view: SchemaView
+  readonly mergeConfig: MergeEngineConfig
+  readonly footers: FooterCache
+  readonly manifests: Pick<ManifestIO, 'readIndexManifest' | 'readImmutableRange'>
+}
 
 export interface Split {
   partition: Uint8Array
@@ -202,7 +218,7 @@ export async function planScan(table: Table, opts: ScanOptions = {}): Promise<Sc
 }
 
 /** Value columns a merge needs besides the projected ones. */
-function valueColumnsToRead(table: Table, columns: number[], filter?: KeyFilter): string[] {
+function valueColumnsToRead(table: Pick<ReadContext, 'view' | 'mergeConfig'>, columns: number[], filter?: KeyFilter): string[] {
   return valueColumnsForMerge(table.mergeConfig, [...columns.map((i) => table.view.fields[i].name), ...Object.keys(filter ?? {})])
 }
 
@@ -226,7 +242,7 @@ function countOpen(stats: ReadStats | undefined, level: number): void {
   stats.filesOpened[level]++
 }
 
-export async function openFile(table: Table, store: ObjectStore, split: Split, e: ManifestEntry, stats?: ReadStats): Promise<RecordFileReader> {
+export async function openFile(table: ReadContext, store: ObjectStore, split: Split, e: ManifestEntry, stats?: ReadStats): Promise<RecordFileReader> {
   countOpen(stats, e.file.level)
   const key = dataFileKey(table, split.path, e.file)
   // a file of an older schema is read in its own layout and mapped by field id (lib/table/evolution.ts)
@@ -241,7 +257,7 @@ export async function openFile(table: Table, store: ObjectStore, split: Split, e
 }
 
 /** The files a read of the split opens, in the order it reads them. */
-function filesToRead(table: Table, split: Split): ManifestEntry[] {
+function filesToRead(table: Pick<ReadContext, 'view' | 'mergeConfig'>, split: Split): ManifestEntry[] {
   const { deletionVectors, dvMergeOnRead } = table.view.options
   // a deletion-vector read merges nothing, so its files go in any order; a merge takes them oldest first
   const files = deletionVectors && !dvMergeOnRead ? split.files : orderFiles(split.files)
@@ -274,7 +290,7 @@ export class FileOpener {
   private next = 0
 
   constructor(
-    private readonly table: Table,
+    private readonly table: ReadContext,
     splits: Split[],
     private readonly dvIndex?: Map<string, IndexManifestEntry[]>,
     private readonly stats?: ReadStats,
@@ -345,7 +361,7 @@ export class FileOpener {
  * split's files while it reads this one); without one, over this split alone.
  */
 export async function* readSplitRecords(
-  table: Table,
+  table: ReadContext,
   split: Split,
   valueColumns: string[],
   dvIndex?: Map<string, IndexManifestEntry[]>,
@@ -387,7 +403,7 @@ export async function* readSplitRecords(
  * a request (while the cache holds them). Damage inside a file's pages shows only when they
  * are decoded, which takes the read itself: the read then fails naming the file.
  */
-export async function checkFiles(table: Table, plan: ScanPlan): Promise<void> {
+export async function checkFiles(table: ReadContext, plan: ScanPlan): Promise<void> {
   const io = new BoundedStore(table.store, table.view.options.ioMaxConcurrentRequests)
   const files = plan.splits.flatMap((split) => filesToRead(table, split).map((e) => ({ split, e })))
   const limit = table.view.options.ioMaxConcurrentRequests
