@@ -31,7 +31,8 @@ import { DECOMPRESSORS } from './decompressors.ts'
 import { type Column, type ColumnBatch, columnRows, concatColumns, isUtf8Column, pickRows, valueAt } from './columnar-types.ts'
 import { physicalEncoder, rawReadElement, sameStorage, valueDecoder } from './parquet-types.ts'
 import { type ByteRange, PrefetchedFile } from './page-index.ts'
-import { ColumnBuilder, type FlatColumn, UnsupportedParquet, checkPages, chunkReadable, flatColumnOf } from './parquet-decode.ts'
+import { ColumnBuilder, type FlatColumn, UnsupportedParquet, chunkReadable, flatColumnOf } from './parquet-decode.ts'
+import { checkPages } from './parquet-page-header.ts'
 
 const DEFAULT_TAIL_BYTES = 512 * 1024
 /** Rows and compressed bytes of the row groups fetched with one request per run of chunks (at least one group). */

@@ -8,7 +8,7 @@ import { physicalEncoder, rawReadElement, valueDecoder, type PhysicalEncoder, ty
 import type { DeletionVector } from './deletion-vector.ts'
 import { type ByteRange, type FileIndex, type GroupIndex, type PageLocation, PrefetchedFile, STAT_PARSERS, indexFile, mergeRanges, statKey } from './page-index.ts'
 import { type ByteLru, approximateBytes } from './byte-cache.ts'
-import { checkPages } from './parquet-decode.ts'
+import { checkPages } from './parquet-page-header.ts'
 import { DECOMPRESSORS } from './decompressors.ts'
 import { type ColumnSpec, type DataFileLayout, KEY_FIELD_PREFIX, VALUE_KIND, describeKey, fileColumns } from './data-file-layout.ts'
 import { ManifestCheck } from './data-file-check.ts'
