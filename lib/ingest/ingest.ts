@@ -5,20 +5,26 @@
 // committed (its process died before acking) is recognised and not written twice.
 
 import type { JobQueue } from '../jobs/compaction-job.ts'
-import { writerJobs } from '../jobs/coalesce.ts'
+import { type JobContext, writerJobs } from '../jobs/coalesce.ts'
 import type { Committer } from '../commit/committer.ts'
 import { commitKeyOf } from '../commit/landed.ts'
 import type { ObjectStore } from '../store/object-store.ts'
-import type { Table } from '../handle/table.ts'
 import type { Snapshot } from '../types.ts'
-import { writeBatch } from '../write/table-write.ts'
-import { batchIdentifier, committedEarlier, deltaBuckets, earlierAttempt } from './attempts.ts'
+import { type WriteContext, writeBatch } from '../write/table-write.ts'
+import { type AttemptLog, type DeltaReader, batchIdentifier, committedEarlier, deltaBuckets, earlierAttempt } from './attempts.ts'
 import { type IngestRecord, type ParsedBatch, type ParsedRecords, TableTargets, parseRecords, storeRejections } from './parse-records.ts'
 
 export type { IngestRecord } from './parse-records.ts'
 
+/**
+ * What ingesting into a table needs of it: writing and committing (WriteContext), the
+ * attempt markers (AttemptLog), the buckets of landed snapshots (DeltaReader) and keying
+ * their jobs (JobContext). The Table handle (lib/handle/table.ts) is one.
+ */
+export type IngestTable = WriteContext & AttemptLog & DeltaReader & JobContext
+
 export interface IngestTarget {
-  table: Table
+  table: IngestTable
   jobs: JobQueue | null
   /** where the batch's commit goes; default the table's direct committer */
   committer?: Committer

@@ -4,11 +4,13 @@
 // job: docs/design.md, "Coalescing: why no level-0 file is left without a job".
 
 import { createHash } from 'node:crypto'
-import type { Table } from '../handle/table.ts'
+import type { ManifestIO } from '../manifest/manifests.ts'
+import type { SnapshotManager } from '../manifest/snapshot-manager.ts'
+import type { SchemaView } from '../table/schema.ts'
 import { bucketsScope } from '../manifest/bucket-scope.ts'
 import { bucketDirOf } from '../handle/bucket-state.ts'
 import { compactionNeeded } from '../lsm/compact-task.ts'
-import { compactsWithLookup } from '../merge/merge-function.ts'
+import { type MergeEngineConfig, compactsWithLookup } from '../merge/merge-function.ts'
 import type { CompactionJob } from './compaction-job.ts'
 import { bucketIdentifier } from '../manifest/identifiers.ts'
 import type { ManifestEntry } from '../types.ts'
@@ -20,8 +22,16 @@ import type { ManifestEntry } from '../types.ts'
  * `changelog-producer` lookup is read with its level 0, but its changelog waits for the job
  * that takes level 0 up, so its writers do the same.
  */
-function levelZeroWaits(table: Table): boolean {
+function levelZeroWaits(table: JobContext): boolean {
   return compactsWithLookup(table.mergeConfig.engine, table.view.options.deletionVectors) || table.view.options.changelogProducer === 'lookup'
+}
+
+/** What keying a bucket's jobs needs of a table: its schema and merge engine, its snapshots and their live files (the Table handle is one). */
+export interface JobContext {
+  readonly view: SchemaView
+  readonly mergeConfig: MergeEngineConfig
+  readonly snapshots: Pick<SnapshotManager, 'snapshot' | 'latest' | 'latestFrom'>
+  readonly manifests: Pick<ManifestIO, 'liveEntries'>
 }
 
 export interface BucketRef {
@@ -30,7 +40,7 @@ export interface BucketRef {
 }
 
 /** Files of the buckets live in snapshot `id` (0: none), by bucketIdentifier; `level0Only`: only level 0. */
-async function liveFilesByBucket(table: Table, id: number, buckets: BucketRef[], level0Only: boolean): Promise<Map<string, ManifestEntry[]>> {
+async function liveFilesByBucket(table: JobContext, id: number, buckets: BucketRef[], level0Only: boolean): Promise<Map<string, ManifestEntry[]>> {
   const out = new Map<string, ManifestEntry[]>()
   const snapshot = id > 0 ? await table.snapshots.snapshot(id) : null
   if (!snapshot || buckets.length === 0) return out
@@ -65,7 +75,7 @@ export function jobKeyOf(files: ManifestEntry[], id: number): string {
  * them where level 0 waits for a job (deletion vectors, first-row: levelZeroWaits), else only
  * those that need compaction in `id` (see the file comment).
  */
-export async function bucketsNeedingJobs(table: Table, id: number, buckets: BucketRef[]): Promise<{ bucket: BucketRef; dedupKey: string }[]> {
+export async function bucketsNeedingJobs(table: JobContext, id: number, buckets: BucketRef[]): Promise<{ bucket: BucketRef; dedupKey: string }[]> {
   const waits = levelZeroWaits(table)
   const files = await liveFilesByBucket(table, id, buckets, false)
   const out: { bucket: BucketRef; dedupKey: string }[] = []
@@ -81,11 +91,11 @@ export async function bucketsNeedingJobs(table: Table, id: number, buckets: Buck
  * before), keyed to coalesce (jobKeyOf): every bucket where level 0 waits for a job, in
  * other tables the buckets that need compaction.
  */
-export async function writerJobs(tableName: string, table: Table, landedAt: number, touched: BucketRef[], now = Date.now()): Promise<CompactionJob[]> {
+export async function writerJobs(tableName: string, table: JobContext, landedAt: number, touched: BucketRef[], now = Date.now()): Promise<CompactionJob[]> {
   return (await bucketsNeedingJobs(table, landedAt, touched)).map(({ bucket, dedupKey }) => jobFor(tableName, table, bucket, landedAt, now, dedupKey))
 }
 
-function jobFor(tableName: string, table: Table, { partition, bucket }: BucketRef, snapshotId: number, now: number, dedupKey: string): CompactionJob {
+function jobFor(tableName: string, table: JobContext, { partition, bucket }: BucketRef, snapshotId: number, now: number, dedupKey: string): CompactionJob {
   const { path } = bucketDirOf(table, partition, bucket)
   return {
     table: tableName,
@@ -110,7 +120,7 @@ function jobFor(tableName: string, table: Table, { partition, bucket }: BucketRe
  * which compacts what is left or nothing. A sweep at an unchanged snapshot repeats the key,
  * and the queue drops it.
  */
-export async function stalledBucketJobs(tableName: string, table: Table, now: number, olderThanMs: number): Promise<CompactionJob[]> {
+export async function stalledBucketJobs(tableName: string, table: JobContext, now: number, olderThanMs: number): Promise<CompactionJob[]> {
   const latest = await table.snapshots.latest()
   if (!latest) return []
   const waits = levelZeroWaits(table)
@@ -144,7 +154,7 @@ export async function stalledBucketJobs(tableName: string, table: Table, now: nu
  * a capped compaction whose output was empty, and ruling it out costs nothing.
  */
 export async function followUpOf(
-  table: Table,
+  table: JobContext,
   result: { baseSnapshotId: number; snapshotId: number | null; needsMore: boolean },
   b: BucketRef,
   ownKeys: (string | undefined)[] = [],
@@ -171,7 +181,7 @@ export async function followUpOf(
  * since changed (each keyed `l0:`, none equal to the bucket's key in the latest snapshot),
  * the latest snapshot id; else null (see the file comment).
  */
-export async function overtakenAt(table: Table, jobs: CompactionJob[], b: BucketRef): Promise<number | null> {
+export async function overtakenAt(table: JobContext, jobs: CompactionJob[], b: BucketRef): Promise<number | null> {
   if (!jobs.every((j) => j.dedupKey?.startsWith('l0:'))) return null
   const latest = await table.snapshots.latest()
   if (!latest) return null
