@@ -5,6 +5,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, normalize } from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { machineMarkdown } from '../bench/lib/machine.ts'
 import { optionKeysOfMergeEngines } from '../lib/merge/merge-function.ts'
 import { OPTION_SPECS } from '../lib/table/options.ts'
 
@@ -107,6 +108,10 @@ describe('the docs hold together', () => {
   it('the docs state the present: no issue numbers, no commit hashes', () => {
     const marks = DOCS.flatMap((doc) => historyMarks(read(doc)).map((m) => `${doc}: ${m}`))
     expect(marks).toEqual([])
+  })
+  it('the benchmarks write no commit into the docs they generate', () => {
+    const machine = { nproc: 2, cpuModel: 'cpu', memoryGb: 4, node: 'v20', platform: 'linux-x64', packages: { tsx: '4.0.0' }, gitCommit: '542dffb (lib/ modified)', command: 'npx tsx bench/run.ts', loadAvgAtStart: [1, 1, 1] }
+    expect(historyMarks(machineMarkdown(machine))).toEqual([])
   })
   it('the checks catch what they look for', () => {
     expect(wordsBeforeFirstTable('one two\nthree\n| a |\nfour')).toBe(3)
