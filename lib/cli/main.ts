@@ -20,112 +20,10 @@ import { ROW_KIND_SHORT, type Row, StrataInputError } from '../types.ts'
 import { jsonRecordReader } from '../write/json-record-reader.ts'
 import { BatchWriter, type WriteResult } from '../write/table-write.ts'
 import { Progress } from './progress.ts'
+import { OutputError, RowOutput, quietOnClosedPipe } from './row-output.ts'
 
 function out(line: string): void {
   process.stdout.write(line + '\n')
-}
-
-/** A read's text goes to stdout in pieces of about this many characters. */
-const OUTPUT_PIECE = 1 << 16
-
-/** stdout failed (EPIPE: the reader closed the pipe) after `rows` rows were written. */
-class OutputError extends Error {
-  constructor(
-    readonly failure: NodeJS.ErrnoException,
-    readonly rows: number,
-  ) {
-    super(failure.code === 'EPIPE' ? `output closed after ${rows} rows (EPIPE)` : `output failed after ${rows} rows (${failure.message})`)
-  }
-}
-
-/**
- * `read`'s rows on stdout, with backpressure: a piece is written only once the stream has
- * taken the ones before ('drain'), so memory stays bounded however slowly the reader reads.
- * An error on the stream is kept and thrown (an OutputError) by the next flush or by `end`,
- * which returns only once every piece has been handed to the OS, so what follows it (a
- * consumer's progress) never runs ahead of the output.
- */
-class RowOutput {
-  /** rows in pieces the stream has taken */
-  private written = 0
-  private error: NodeJS.ErrnoException | null = null
-  private piece: string[] = []
-  private pieceChars = 0
-  private pieceRows = 0
-  private readonly onError = (e: Error) => {
-    this.error ??= e
-  }
-  // its write is looked up at each call: the in-process CLI helper replaces it
-  private readonly stream = process.stdout
-
-  constructor() {
-    // while this listener is on, bin/strata.js leaves stdout's errors to it
-    this.stream.on('error', this.onError)
-  }
-
-  /** Adds a line (a row's unless `row` is false); true when a piece is full and `flush` is due. */
-  add(text: string, row = true): boolean {
-    this.piece.push(text)
-    this.pieceChars += text.length + 1
-    if (row) this.pieceRows++
-    return this.pieceChars >= OUTPUT_PIECE
-  }
-
-  /** Writes the piece, then waits while the stream holds more than its high-water mark. */
-  async flush(): Promise<void> {
-    this.check()
-    if (this.piece.length === 0) return
-    const text = this.piece.join('\n') + '\n'
-    const rows = this.pieceRows
-    this.piece = []
-    this.pieceChars = 0
-    this.pieceRows = 0
-    let ok: boolean
-    try {
-      ok = this.stream.write(text, (e) => (e ? this.onError(e) : (this.written += rows)))
-    } catch (e) {
-      this.onError(e as Error)
-      ok = true
-    }
-    if (!ok) await this.settle((done) => this.stream.once('drain', done))
-    this.check()
-  }
-
-  /**
-   * Writes what is left and waits until the stream has handed all of it to the OS. The
-   * listener comes off only then: on any other way out, writes still queued may fail yet.
-   */
-  async end(): Promise<void> {
-    await this.flush()
-    // pieces still in the stream's buffer: a write queued behind them calls back once they are out
-    if (this.stream.writableLength > 0) await this.settle((done) => this.stream.write('', () => done()))
-    // a write that completed at once reports its outcome on the next tick
-    await new Promise((resolve) => setImmediate(resolve))
-    this.check()
-    this.stream.off('error', this.onError)
-  }
-
-  /** Waits for `start`'s event, or for the stream to fail or close. */
-  private settle(start: (done: () => void) => void): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        this.stream.off('drain', done)
-        this.stream.off('error', done)
-        this.stream.off('close', done)
-        resolve()
-      }
-      if (this.error || this.stream.destroyed) return resolve()
-      this.stream.once('error', done)
-      this.stream.once('close', done)
-      start(done)
-    })
-  }
-
-  /** Throws the stream's error, if it has failed or been closed. */
-  private check(): void {
-    if (!this.error && this.stream.destroyed) this.error = new Error('stdout was closed')
-    if (this.error) throw new OutputError(this.error, this.written)
-  }
 }
 
 async function readSchemaFile(path: string): Promise<unknown> {
@@ -331,7 +229,16 @@ export function buildProgram(): Command {
     .showHelpAfterError(false)
     .configureOutput({ writeErr: (s) => process.stderr.write(s) })
     .exitOverride()
+  // in this order in the help
+  addDataCommands(program)
+  addUpkeepCommands(program)
+  addConsumerCommands(program)
+  addTagCommands(program)
+  return program
+}
 
+/** create, write, read, lookup: a table's data in and out. */
+function addDataCommands(program: Command): void {
   program
     .command('create <table>')
     .description('create a table from a schema JSON file')
@@ -364,77 +271,7 @@ export function buildProgram(): Command {
     .option('--to-snapshot <id>', 'incremental read: up to this snapshot (inclusive); default the latest')
     .option('--mode <mode>', 'incremental read: auto (changelog when the table has a changelog producer, else delta), delta or changelog')
     .option('--consumer-id <id>', "incremental read from the consumer's next snapshot (--from-snapshot the first time); once stdout has taken every row, records its progress in consumer/consumer-<id>")
-    .action(async (uri: string, o: { snapshot?: string; tag?: string; columns?: string; filter?: string; json?: boolean; fromSnapshot?: string; toSnapshot?: string; mode?: string; consumerId?: string }) => {
-      const snapshotId = parseSnapshotOption(o.snapshot)
-      const tag = parseTagOption(o.tag, snapshotId)
-      const incremental = o.fromSnapshot !== undefined || o.consumerId !== undefined
-      if (incremental && (snapshotId !== undefined || tag !== undefined)) {
-        throw new StrataInputError(`${o.consumerId !== undefined ? '--consumer-id' : '--from-snapshot'} with ${snapshotId !== undefined ? '--snapshot' : '--tag'}: expected one of them (an incremental read covers a range of snapshots, --snapshot and --tag read one)`)
-      }
-      if (!incremental && (o.toSnapshot !== undefined || o.mode !== undefined)) {
-        throw new StrataInputError(`${o.toSnapshot !== undefined ? '--to-snapshot' : '--mode'}: only with --from-snapshot or --consumer-id (an incremental read)`)
-      }
-      const filter = o.filter === undefined ? undefined : parseJsonOption('--filter', o.filter)
-      const fromSnapshot = o.fromSnapshot === undefined ? undefined : parseSnapshotId('--from-snapshot', o.fromSnapshot, 0)
-      const toSnapshot = o.toSnapshot === undefined ? undefined : parseSnapshotId('--to-snapshot', o.toSnapshot, 1)
-      if (o.mode !== undefined && !(INCREMENTAL_MODES as readonly string[]).includes(o.mode)) {
-        throw new StrataInputError(`--mode ${JSON.stringify(o.mode)}: expected one of ${INCREMENTAL_MODES.join(', ')}`)
-      }
-      if (o.consumerId !== undefined) checkConsumerId(o.consumerId)
-      const table = await Table.open(uri)
-      const columns = parseColumns(table, o.columns) ?? table.view.fields.map((f) => f.name)
-      const fields = columns.map((c) => table.view.fields[table.view.fieldIndex.get(c)!])
-      const indexes = fields.map((_, j) => j)
-      const text = (r: Row) => (o.json ? rowToJsonLine(fields, indexes, r) : r.map((v, j) => valueToText(fields[j].type, v)).join('\t'))
-      if (incremental) {
-        const from = o.consumerId !== undefined ? await consumerStart(table, o.consumerId, fromSnapshot) : fromSnapshot!
-        // a range that starts at the consumer's progress is named as such in messages
-        const fromProgress = o.consumerId !== undefined && from !== fromSnapshot
-        const names = { from: fromProgress ? `--consumer-id ${JSON.stringify(o.consumerId)} (its progress) from snapshot` : '--from-snapshot', to: '--to-snapshot', mode: '--mode' }
-        // planned (and refused) before anything is printed
-        const plan = await planIncremental(table, { fromSnapshot: from, toSnapshot, mode: o.mode as IncrementalMode | undefined, columns, filter, names })
-        const output = new RowOutput()
-        try {
-          if (!o.json) output.add(['_kind', ...columns].join('\t'), false)
-          for await (const batch of readPlan(table, plan, { filter })) {
-            for (const c of batch) {
-              if (output.add(o.json ? `{"_kind":"${ROW_KIND_SHORT[c.kind]}",${text(c.row).slice(1)}` : `${ROW_KIND_SHORT[c.kind]}\t${text(c.row)}`)) await output.flush()
-            }
-          }
-          await output.end()
-        } catch (e) {
-          if (!(e instanceof OutputError)) throw e
-          // a reader that stopped early has not seen the range: its consumer stays put
-          if (o.consumerId === undefined) return quietOnClosedPipe(e)
-          const stays = fromProgress ? `its next snapshot stays ${from + 1}` : 'it has no progress recorded'
-          throw new Error(`read: ${e.message}; consumer ${JSON.stringify(o.consumerId)} not advanced (${stays})`)
-        }
-        // progress is recorded once every row of the range has been handed to the OS
-        if (o.consumerId !== undefined) {
-          const next = await recordConsumer(table, o.consumerId, plan)
-          process.stderr.write(`read snapshots (${plan.from}, ${plan.to}] (${plan.mode}); consumer ${JSON.stringify(o.consumerId)} next snapshot ${next ?? 'none yet'}\n`)
-        }
-        return
-      }
-      // checkFilesFirst: every file's footer and deletion vectors are read before the first
-      // row, so a missing, truncated or garbled file fails the read with nothing printed;
-      // damage inside a file's pages shows only as it is decoded (the read then fails, naming it)
-      const iter = scan(table, { snapshotId, tag, columns, filter, checkFilesFirst: true })
-      // the scan checks the snapshot and the filter when it plans, on its first batch: take
-      // that batch before printing, so a refused read prints nothing on stdout
-      let next = await iter.next()
-      const output = new RowOutput()
-      try {
-        if (!o.json) output.add(columns.join('\t'), false)
-        for (; !next.done; next = await iter.next()) {
-          for (const r of next.value) if (output.add(text(r))) await output.flush()
-        }
-        await output.end()
-      } catch (e) {
-        if (!(e instanceof OutputError)) throw e
-        quietOnClosedPipe(e)
-      }
-    })
+    .action(readCommand)
 
   program
     .command('lookup <table>')
@@ -453,13 +290,114 @@ export function buildProgram(): Command {
       if (!row) {
         if (o.json) out('null')
         else out('not found')
+        // a soft failure: exit code 1 without a message (main)
         process.exitCode = 1
         return
       }
       if (o.json) out(rowToJsonLine(fields, fields.map((_, i) => i), row))
       else for (let i = 0; i < fields.length; i++) out(`${fields[i].name}\t${valueToText(fields[i].type, row[i])}`)
     })
+}
 
+interface ReadCommandOptions {
+  snapshot?: string
+  tag?: string
+  columns?: string
+  filter?: string
+  json?: boolean
+  fromSnapshot?: string
+  toSnapshot?: string
+  mode?: string
+  consumerId?: string
+}
+
+/** `read`'s options, checked before the table is opened. */
+function parseReadOptions(o: ReadCommandOptions) {
+  const snapshotId = parseSnapshotOption(o.snapshot)
+  const tag = parseTagOption(o.tag, snapshotId)
+  const incremental = o.fromSnapshot !== undefined || o.consumerId !== undefined
+  if (incremental && (snapshotId !== undefined || tag !== undefined)) {
+    throw new StrataInputError(`${o.consumerId !== undefined ? '--consumer-id' : '--from-snapshot'} with ${snapshotId !== undefined ? '--snapshot' : '--tag'}: expected one of them (an incremental read covers a range of snapshots, --snapshot and --tag read one)`)
+  }
+  if (!incremental && (o.toSnapshot !== undefined || o.mode !== undefined)) {
+    throw new StrataInputError(`${o.toSnapshot !== undefined ? '--to-snapshot' : '--mode'}: only with --from-snapshot or --consumer-id (an incremental read)`)
+  }
+  const filter = o.filter === undefined ? undefined : parseJsonOption('--filter', o.filter)
+  const fromSnapshot = o.fromSnapshot === undefined ? undefined : parseSnapshotId('--from-snapshot', o.fromSnapshot, 0)
+  const toSnapshot = o.toSnapshot === undefined ? undefined : parseSnapshotId('--to-snapshot', o.toSnapshot, 1)
+  if (o.mode !== undefined && !(INCREMENTAL_MODES as readonly string[]).includes(o.mode)) {
+    throw new StrataInputError(`--mode ${JSON.stringify(o.mode)}: expected one of ${INCREMENTAL_MODES.join(', ')}`)
+  }
+  if (o.consumerId !== undefined) checkConsumerId(o.consumerId)
+  return { snapshotId, tag, incremental, filter, fromSnapshot, toSnapshot }
+}
+
+async function readCommand(uri: string, o: ReadCommandOptions): Promise<void> {
+  const { snapshotId, tag, incremental, filter, fromSnapshot, toSnapshot } = parseReadOptions(o)
+  const table = await Table.open(uri)
+  const columns = parseColumns(table, o.columns) ?? table.view.fields.map((f) => f.name)
+  const fields = columns.map((c) => table.view.fields[table.view.fieldIndex.get(c)!])
+  const indexes = fields.map((_, j) => j)
+  const text = (r: Row) => (o.json ? rowToJsonLine(fields, indexes, r) : r.map((v, j) => valueToText(fields[j].type, v)).join('\t'))
+  if (incremental) return readChanges(table, { columns, filter, fromSnapshot, toSnapshot, mode: o.mode as IncrementalMode | undefined, consumerId: o.consumerId, json: o.json }, text)
+  // checkFilesFirst: every file's footer and deletion vectors are read before the first
+  // row, so a missing, truncated or garbled file fails the read with nothing printed;
+  // damage inside a file's pages shows only as it is decoded (the read then fails, naming it)
+  const iter = scan(table, { snapshotId, tag, columns, filter, checkFilesFirst: true })
+  // the scan checks the snapshot and the filter when it plans, on its first batch: take
+  // that batch before printing, so a refused read prints nothing on stdout
+  let next = await iter.next()
+  const output = new RowOutput()
+  try {
+    if (!o.json) output.add(columns.join('\t'), false)
+    for (; !next.done; next = await iter.next()) {
+      for (const r of next.value) if (output.add(text(r))) await output.flush()
+    }
+    await output.end()
+  } catch (e) {
+    if (!(e instanceof OutputError)) throw e
+    quietOnClosedPipe(e)
+  }
+}
+
+/** `read --from-snapshot` or `--consumer-id`: what the snapshots (from, to] changed, each row with its _kind. */
+async function readChanges(
+  table: Table,
+  o: { columns: string[]; filter?: Record<string, unknown>; fromSnapshot?: number; toSnapshot?: number; mode?: IncrementalMode; consumerId?: string; json?: boolean },
+  text: (r: Row) => string,
+): Promise<void> {
+  const { consumerId, fromSnapshot } = o
+  const from = consumerId !== undefined ? await consumerStart(table, consumerId, fromSnapshot) : fromSnapshot!
+  // a range that starts at the consumer's progress is named as such in messages
+  const fromProgress = consumerId !== undefined && from !== fromSnapshot
+  const names = { from: fromProgress ? `--consumer-id ${JSON.stringify(consumerId)} (its progress) from snapshot` : '--from-snapshot', to: '--to-snapshot', mode: '--mode' }
+  // planned (and refused) before anything is printed
+  const plan = await planIncremental(table, { fromSnapshot: from, toSnapshot: o.toSnapshot, mode: o.mode, columns: o.columns, filter: o.filter, names })
+  const output = new RowOutput()
+  try {
+    if (!o.json) output.add(['_kind', ...o.columns].join('\t'), false)
+    for await (const batch of readPlan(table, plan, { filter: o.filter })) {
+      for (const c of batch) {
+        if (output.add(o.json ? `{"_kind":"${ROW_KIND_SHORT[c.kind]}",${text(c.row).slice(1)}` : `${ROW_KIND_SHORT[c.kind]}\t${text(c.row)}`)) await output.flush()
+      }
+    }
+    await output.end()
+  } catch (e) {
+    if (!(e instanceof OutputError)) throw e
+    // a reader that stopped early has not seen the range: its consumer stays put
+    if (consumerId === undefined) return quietOnClosedPipe(e)
+    const stays = fromProgress ? `its next snapshot stays ${from + 1}` : 'it has no progress recorded'
+    throw new Error(`read: ${e.message}; consumer ${JSON.stringify(consumerId)} not advanced (${stays})`)
+  }
+  // progress is recorded once every row of the range has been handed to the OS
+  if (consumerId !== undefined) {
+    const next = await recordConsumer(table, consumerId, plan)
+    process.stderr.write(`read snapshots (${plan.from}, ${plan.to}] (${plan.mode}); consumer ${JSON.stringify(consumerId)} next snapshot ${next ?? 'none yet'}\n`)
+  }
+}
+
+/** status, compact, expire, alter: a table's shape and upkeep. */
+function addUpkeepCommands(program: Command): void {
   program
     .command('status <table>')
     .description('latest snapshot and, per partition and bucket, files per level and row counts')
@@ -478,35 +416,7 @@ export function buildProgram(): Command {
     .option('--bucket <n>', 'only this bucket')
     .option('--full', 'full compaction into the highest level')
     .option('--json', 'one JSON line per compaction job')
-    .action(async (uri: string, o: { partition?: string; bucket?: string; full?: boolean; json?: boolean }) => {
-      const table = await Table.open(uri)
-      const { compactTable, parsePartitionSpec } = await import('../lsm/compact-table.ts')
-      let bucket: number | undefined
-      if (o.bucket !== undefined) {
-        bucket = /^\d+$/.test(o.bucket) ? Number(o.bucket) : Number.NaN
-        if (!Number.isInteger(bucket) || bucket < 0 || bucket >= table.view.options.bucket) {
-          throw new StrataInputError(`--bucket: expected a bucket number in [0, ${table.view.options.bucket - 1}], got ${JSON.stringify(o.bucket)}`)
-        }
-      }
-      const progress = new Progress()
-      let jobs = 0
-      const results = await compactTable(table, {
-        partition: o.partition === undefined ? undefined : parsePartitionSpec(table, o.partition),
-        bucket,
-        full: o.full,
-        onBucket: (partition, b, r) => {
-          if (r.snapshotId === null) return
-          jobs++
-          progress.update(`compacted ${jobs} buckets`)
-          if (o.json) out(JSON.stringify({ partition, bucket: b, ...r }))
-        },
-      })
-      progress.done()
-      const done = results.filter((r) => r.snapshotId !== null)
-      if (!o.json) {
-        out(done.length === 0 ? 'nothing to compact' : `${done.length} compaction(s): ${done.reduce((n, r) => n + r.inputFiles, 0)} files in, ${done.reduce((n, r) => n + r.outputFiles, 0)} written, ${done.reduce((n, r) => n + r.upgradedFiles, 0)} upgraded; latest snapshot ${done[done.length - 1].snapshotId}`)
-      }
-    })
+    .action(compactCommand)
 
   program
     .command('expire <table>')
@@ -543,7 +453,40 @@ export function buildProgram(): Command {
       const table = await alterTable(uri, changes)
       out(`schema ${table.schema.id}: ${describeSchemaChange(table.schema)}`)
     })
+}
 
+async function compactCommand(uri: string, o: { partition?: string; bucket?: string; full?: boolean; json?: boolean }): Promise<void> {
+  const table = await Table.open(uri)
+  const { compactTable, parsePartitionSpec } = await import('../lsm/compact-table.ts')
+  let bucket: number | undefined
+  if (o.bucket !== undefined) {
+    bucket = /^\d+$/.test(o.bucket) ? Number(o.bucket) : Number.NaN
+    if (!Number.isInteger(bucket) || bucket < 0 || bucket >= table.view.options.bucket) {
+      throw new StrataInputError(`--bucket: expected a bucket number in [0, ${table.view.options.bucket - 1}], got ${JSON.stringify(o.bucket)}`)
+    }
+  }
+  const progress = new Progress()
+  let jobs = 0
+  const results = await compactTable(table, {
+    partition: o.partition === undefined ? undefined : parsePartitionSpec(table, o.partition),
+    bucket,
+    full: o.full,
+    onBucket: (partition, b, r) => {
+      if (r.snapshotId === null) return
+      jobs++
+      progress.update(`compacted ${jobs} buckets`)
+      if (o.json) out(JSON.stringify({ partition, bucket: b, ...r }))
+    },
+  })
+  progress.done()
+  const done = results.filter((r) => r.snapshotId !== null)
+  if (!o.json) {
+    out(done.length === 0 ? 'nothing to compact' : `${done.length} compaction(s): ${done.reduce((n, r) => n + r.inputFiles, 0)} files in, ${done.reduce((n, r) => n + r.outputFiles, 0)} written, ${done.reduce((n, r) => n + r.upgradedFiles, 0)} upgraded; latest snapshot ${done[done.length - 1].snapshotId}`)
+  }
+}
+
+/** consumer list, consumer delete. */
+function addConsumerCommands(program: Command): void {
   const consumer = program.command('consumer').description("consumer ids: the progress of `read --consumer-id`, kept by expiration (Paimon's consumer files)")
   consumer
     .command('list <table>')
@@ -571,7 +514,10 @@ export function buildProgram(): Command {
       await deleteConsumer(table, id)
       out(`deleted consumer ${JSON.stringify(id)}`)
     })
+}
 
+/** tag create, tag delete, tag list. */
+function addTagCommands(program: Command): void {
   const tag = program.command('tag').description("tags: names that pin a snapshot, kept by expiration and orphan cleanup (Paimon's tag files)")
   tag
     .command('create <table> <name>')
@@ -609,16 +555,6 @@ export function buildProgram(): Command {
         else out([t.name, t.snapshot.id, time, t.snapshot.totalRecordCount, created ?? '', retained ?? ''].join('\t'))
       }
     })
-
-  return program
-}
-
-/**
- * A read without a consumer whose reader stopped early (`strata read … | head`) ends quietly,
- * as Unix tools do; any other output error fails it.
- */
-function quietOnClosedPipe(e: OutputError): void {
-  if (e.failure.code !== 'EPIPE') throw new Error(`read: ${e.message}`)
 }
 
 /** `--tag NAME`: a valid tag name, and not together with `--snapshot`. */
@@ -639,6 +575,21 @@ function parseJsonOption(name: string, text: string): Record<string, unknown> {
   return v as Record<string, unknown>
 }
 
+/**
+ * What a failure ends the CLI with: its exit code and the one line printed after `strata: `
+ * (null when nothing is printed). The one place errors become exit codes:
+ * - commander's own exits (help, version: 0; a usage error: 2), which it has printed itself;
+ * - bad input, a StrataInputError (an option, a file's content, a name): 2;
+ * - anything else (storage, a conflict, a closed output): 1.
+ * A command that ends normally may still set a soft failure through process.exitCode (a
+ * lookup that finds nothing: 1), with no message.
+ */
+export function exitOf(e: unknown): { code: number; message: string | null } {
+  if (e instanceof CommanderError) return { code: e.exitCode === 0 ? 0 : 2, message: null }
+  const msg = e instanceof Error ? e.message : String(e)
+  return { code: e instanceof StrataInputError ? 2 : 1, message: msg.split('\n')[0] }
+}
+
 export async function main(argv: string[]): Promise<number> {
   const program = buildProgram()
   // actions report a soft failure (a lookup that finds nothing) through process.exitCode;
@@ -649,11 +600,12 @@ export async function main(argv: string[]): Promise<number> {
     await program.parseAsync(argv, { from: 'user' })
     return typeof process.exitCode === 'number' ? process.exitCode : 0
   } catch (e) {
-    if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : 2
-    const msg = e instanceof Error ? e.message : String(e)
-    process.stderr.write(`strata: ${msg.split('\n')[0]}\n`)
-    if (process.env.STRATA_DEBUG && e instanceof Error) process.stderr.write(`${e.stack}\n`)
-    return e instanceof StrataInputError ? 2 : 1
+    const { code, message } = exitOf(e)
+    if (message !== null) {
+      process.stderr.write(`strata: ${message}\n`)
+      if (process.env.STRATA_DEBUG && e instanceof Error) process.stderr.write(`${e.stack}\n`)
+    }
+    return code
   } finally {
     process.exitCode = outer
   }
