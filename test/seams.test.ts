@@ -7,12 +7,14 @@ import { BatchingCommitter } from '../lib/commit/batching-committer.ts'
 import { encodeCommitMessage } from '../lib/commit/commit-message.ts'
 import type { DrainableCommitQueue, QueuedCommitMessage } from '../lib/commit/commit-queue.ts'
 import { type Fold, commitFromQueue, wrapCommitService } from '../lib/commit/commit-service.ts'
+import { QueuedCommitter, type QueuedCommitSpan, observeQueuedCommits } from '../lib/commit/queued-committer.ts'
 import { Table } from '../lib/handle/table.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { CountingStore, ObservedStore, type StoreOutcome, type StoreRequest } from '../lib/store/observed-store.ts'
 import type { ObjectStore } from '../lib/store/object-store.ts'
 import { openStore, wrapOpenedStores } from '../lib/store/open-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
+import { writeBatch } from '../lib/write/table-write.ts'
 import { writeMessage } from './helpers/commit.ts'
 import { schemaFor } from './helpers/model.ts'
 
@@ -146,5 +148,19 @@ describe('the commit service wrappers', () => {
     const queue = queueOf([])
     const res = await commitFromQueue(new BatchingCommitter(table), [{ id: 'm1', body }], { tableName: 't', drain: { queue, max: 10 } })
     expect(res).toMatchObject({ landed: 1, snapshots: [1] })
+  })
+})
+
+describe('the queued committer observer', () => {
+  it('each queued commit ends with one span told to every observer: here a send that fails', async () => {
+    const table = await Table.create(new MemoryStore(), schemaFor('deduplicate', { bucket: '2' }))
+    const spans: QueuedCommitSpan[] = []
+    removals.push(observeQueuedCommits((span) => void spans.push(span)))
+    const committer = new QueuedCommitter(table, { send: async () => Promise.reject(new Error('queue down')) }, { timeoutMs: 1000 })
+    const op = { _kind: '+I', dt: '2024-05-01', id: 1, a: 1, b: null, c: null }
+    await expect(writeBatch(table, [recordFromJson(table.view, op, 'op 0')], { committer })).rejects.toThrow('queue down')
+    expect(spans).toHaveLength(1)
+    expect(spans[0]).toMatchObject({ ok: false, error: { message: 'queue down' } })
+    expect(spans[0].endedAt).toBeGreaterThanOrEqual(spans[0].startedAt)
   })
 })

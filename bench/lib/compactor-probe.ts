@@ -3,16 +3,18 @@
 // with their commits, returned beside the partial batch response (the event-source poller
 // reads only `batchItemFailures`).
 //
-// Inside this worker thread only, it wraps QueuedCommitter.commit (each commit's time from
-// its call until it returns, having seen its landing in the snapshot chain or its conflict
-// receipt; its outcome) and Metrics.addMetric (the handler's per-compaction metrics:
-// `CompactionTime` per bucket, `CommitRetries` = the compaction's result.retries + the
-// fresh-state retries process-jobs made after a conflict or a failed commit). No lib/ code
-// changes; the wrapped methods run unchanged.
+// Inside this worker thread only, it observes each queued commit (observeQueuedCommits in
+// lib/commit/queued-committer.ts: its time from its call until it returns, having seen its
+// landing in the snapshot chain or its conflict receipt; its outcome) and wraps
+// Metrics.addMetric (the handler's per-compaction metrics: `CompactionTime` per bucket,
+// `CommitRetries` = the compaction's result.retries + the fresh-state retries process-jobs
+// made after a conflict or a failed commit). The metrics wrapper is the one patch left: the
+// handler's Metrics object is built in functions/shared/runtime.ts, which offers no observer
+// of the metrics a handler adds yet.
 
 import { Metrics } from '@aws-lambda-powertools/metrics'
 import type { Context, SQSEvent } from 'aws-lambda'
-import { QueuedCommitter } from '../../lib/commit/queued-committer.ts'
+import { type QueuedCommitSpan, observeQueuedCommits } from '../../lib/commit/queued-committer.ts'
 import { CommitConflictError } from '../../lib/types.ts'
 import { handler as compactorHandler } from '../../functions/compactor.ts'
 
@@ -42,30 +44,20 @@ type Live = CompactorProbe & { commitSpans: [number, number][]; compactionSpans:
 
 let current: Live | null = null
 
+/** A queued commit of the invocation in flight: counted, its outcome and span kept. */
+function noteCommit(span: QueuedCommitSpan): void {
+  const p = current
+  if (!p) return
+  if (span.ok) p.commitRetries += span.result.retries
+  else if (span.error instanceof CommitConflictError) p.conflicts++
+  else p.failedCommits++
+  p.commits++
+  p.commitMs.push(span.endedAt - span.startedAt)
+  p.commitSpans.push([span.startedAt, span.endedAt])
+}
+
 function install(): void {
-  const commit = QueuedCommitter.prototype.commit
-  QueuedCommitter.prototype.commit = async function (this: QueuedCommitter, req) {
-    const p = current
-    const t0 = Date.now()
-    try {
-      const r = await commit.call(this, req)
-      if (p) p.commitRetries += r.retries
-      return r
-    } catch (e) {
-      if (p) {
-        if (e instanceof CommitConflictError) p.conflicts++
-        else p.failedCommits++
-      }
-      throw e
-    } finally {
-      if (p) {
-        const t1 = Date.now()
-        p.commits++
-        p.commitMs.push(t1 - t0)
-        p.commitSpans.push([t0, t1])
-      }
-    }
-  }
+  observeQueuedCommits(noteCommit)
   const addMetric = Metrics.prototype.addMetric
   Metrics.prototype.addMetric = function (this: Metrics, name: string, unit: Parameters<Metrics['addMetric']>[1], value: number) {
     const p = current
