@@ -395,16 +395,263 @@ function med<T extends ChildReport>(s: Series<T>, pick: (r: T) => number): numbe
   return median(s.reports.map(pick))
 }
 
-async function parentMain(argv: string[]): Promise<void> {
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
+interface BenchArgs {
+  codecs: CodecVariant[]
+  quick: boolean
+  runs: number
+  withS3: boolean
+  rows: number
+  profile: boolean
+  heapProbe: boolean
+  functionEnv: boolean
+}
+
+function parseParentArgs(argv: string[]): BenchArgs {
   const args = parseBenchArgs(argv, ['--quick', '--no-s3', '--profile', '--heap-probe', '--no-function-env'], ['--runs'], ['--compression'])
   const codecList = args.str('--compression', '')
-  const codecs = codecList === '' ? [] : parseCodecs(codecList)
   const quick = args.has('--quick')
-  const runs = args.num('--runs', 3)
-  const withS3 = !args.has('--no-s3')
   const scale = quick ? 10 : 1
-  const rows = 1_000_000 / scale
+  return {
+    codecs: codecList === '' ? [] : parseCodecs(codecList),
+    quick,
+    runs: args.num('--runs', 3),
+    withS3: !args.has('--no-s3'),
+    rows: 1_000_000 / scale,
+    profile: args.has('--profile'),
+    heapProbe: args.has('--heap-probe'),
+    functionEnv: !args.has('--no-function-env'),
+  }
+}
+
+/** Every prebuilt table; every job compacts a fresh copy of one. */
+interface Fixtures {
+  fullOff: Fixture
+  fullOn: Fixture
+  baseOn: Fixture
+  quarter: Fixture
+  half: Fixture
+  tenRuns: Fixture
+  /** the engines that fold a key's records, on the same records (their deletes remove the row) */
+  engines: Fixture[]
+  /** --compression: the full compaction's fixture per codec (the default's is fullOff) */
+  codecs: Map<string, Fixture>
+  /** with S3: full-off, full-on and base-on rolling output files at 8 mb */
+  small: Fixture[] | null
+}
+
+async function buildFixtures(work: string, a: BenchArgs): Promise<Fixtures> {
+  const { rows } = a
+  const keySpace = (rows * 3) / 5
+  const fullOff = await buildFixture(work, 'full-off', { rows, runs: 5, deletionVectors: false, kind: 'full' }, plainPlan(rows, 5, keySpace))
+  const fullOn = await buildFixture(work, 'full-on', { rows, runs: 5, deletionVectors: true, kind: 'full' }, plainPlan(rows, 5, keySpace))
+  const baseOn = await buildFixture(work, 'base-on', { rows, runs: 5, deletionVectors: true, kind: 'base' }, plainPlan((rows * 2) / 5, 4, keySpace))
+  const quarter = await buildFixture(work, 'full-off-quarter', { rows: rows / 4, runs: 5, deletionVectors: false, kind: 'full' }, plainPlan(rows / 4, 5, keySpace / 4))
+  const half = await buildFixture(work, 'full-off-half', { rows: rows / 2, runs: 5, deletionVectors: false, kind: 'full' }, plainPlan(rows / 2, 5, keySpace / 2))
+  const tenRuns = await buildFixture(work, 'full-off-10runs', { rows, runs: 10, deletionVectors: false, kind: 'full' }, plainPlan(rows, 10, keySpace))
+  const engines = [
+    await buildFixture(work, 'full-partial-update', { rows, runs: 5, deletionVectors: false, kind: 'full', options: ENGINE_OPTIONS['partial-update'] }, plainPlan(rows, 5, keySpace)),
+    await buildFixture(work, 'full-aggregation', { rows, runs: 5, deletionVectors: false, kind: 'full', options: ENGINE_OPTIONS.aggregation }, plainPlan(rows, 5, keySpace)),
+  ]
+  const codecs = new Map<string, Fixture>()
+  for (const v of a.codecs) {
+    if (codecs.has(v.name)) continue
+    const isDefault = v.compression === 'snappy'
+    codecs.set(v.name, isDefault ? fullOff : await buildFixture(work, `full-off-${v.name.replace(':', '')}`, { rows, runs: 5, deletionVectors: false, kind: 'full', options: codecTableOptions(v) }, plainPlan(rows, 5, keySpace)))
+  }
+  let small: Fixture[] | null = null
+  if (a.withS3) {
+    // The embedded backend (fastify under fauxqs 1.9) refuses bodies over 11 MiB with HTTP
+    // 413, and S3Store.put sends a data file as one PutObject, so a 1M-row compaction's
+    // ~12 MB output cannot land there at the default 128 mb target. These fixtures roll
+    // output files at 8 mb and run on both stores, so the store comparison is like for like.
+    const target = { targetFileSize: SMALL_TARGET }
+    small = [
+      await buildFixture(work, `full-off${SMALL_SUFFIX}`, { rows, runs: 5, deletionVectors: false, kind: 'full', ...target }, plainPlan(rows, 5, keySpace)),
+      await buildFixture(work, `full-on${SMALL_SUFFIX}`, { rows, runs: 5, deletionVectors: true, kind: 'full', ...target }, plainPlan(rows, 5, keySpace)),
+      await buildFixture(work, `base-on${SMALL_SUFFIX}`, { rows, runs: 5, deletionVectors: true, kind: 'base', ...target }, plainPlan((rows * 2) / 5, 4, keySpace)),
+    ]
+  }
+  return { fullOff, fullOn, baseOn, quarter, half, tenRuns, engines, codecs, small }
+}
+
+/** The jobs of one round, in the order they run and report. */
+interface JobPlan {
+  stores: Store[]
+  /** the main table: full compactions and lifts, warm and inline variants, both stores */
+  main: CompactJob[]
+  engines: CompactJob[]
+  scaling: CompactJob[]
+  codecJobs: CompactJob[]
+  jobs: CompactJob[]
+}
+
+function planJobs(f: Fixtures, withS3: boolean): JobPlan {
+  const stores: Store[] = withS3 ? ['local', 's3'] : ['local']
+  const mainJobs = (suffix: string, fixtures: Fixture[], store: Store): CompactJob[] => [
+    { id: `full-off${suffix}`, label: 'full compaction, deletion vectors off (columnar merge)', fixture: fixtures[0], store, mode: 'full', path: 'auto' },
+    { id: `full-off-row${suffix}`, label: 'full compaction, deletion vectors off (row merge)', fixture: fixtures[0], store, mode: 'full', path: 'row' },
+    { id: `full-on${suffix}`, label: 'full compaction, deletion vectors on (columnar merge)', fixture: fixtures[1], store, mode: 'full', path: 'auto' },
+    { id: `full-on-row${suffix}`, label: 'full compaction, deletion vectors on (row merge)', fixture: fixtures[1], store, mode: 'full', path: 'row' },
+    { id: `lift-on${suffix}`, label: 'deletion vectors on: 4 L0 runs lifted over a compacted top level (lookups; columnar merge)', fixture: fixtures[2], store, mode: 'auto', path: 'auto' },
+    { id: `lift-on-row${suffix}`, label: 'deletion vectors on: 4 L0 runs lifted over a compacted top level (lookups; row merge)', fixture: fixtures[2], store, mode: 'auto', path: 'row' },
+  ]
+  const main = mainJobs('', [f.fullOff, f.fullOn, f.baseOn], 'local')
+  const warm: CompactJob = { id: 'full-off-warm', label: 'full compaction, deletion vectors off (columnar merge), warm process (second job)', fixture: f.fullOff, store: 'local', mode: 'full', path: 'auto', warmUps: 1 }
+  const steady: CompactJob = { id: 'full-off-steady', label: 'full compaction, deletion vectors off (columnar merge), warm process (sixth job)', fixture: f.fullOff, store: 'local', mode: 'full', path: 'auto', warmUps: 5 }
+  // the same jobs with the output's pages compressed inline, for the compression thread's effect
+  const inline = (j: CompactJob): CompactJob => ({ ...j, id: `${j.id}-inline`, label: `${j.label}, pages compressed inline`, compressionThread: false })
+  main.splice(1, 0, warm, steady, inline(main[0]), inline(warm), inline(steady))
+  if (f.small) for (const store of stores) main.push(...mainJobs(SMALL_SUFFIX, f.small, store))
+  const scaling: CompactJob[] = [f.quarter, f.half, f.tenRuns].map((x) => ({ id: x.id, label: `${x.rows} rows in ${x.runs} runs`, fixture: x, store: 'local' as const, mode: 'full' as const, path: 'auto' as const }))
+  const engines: CompactJob[] = f.engines.flatMap((x) => [
+    { id: x.id, label: `full compaction, ${x.options!['merge-engine']} (columnar merge)`, fixture: x, store: 'local' as const, mode: 'full' as const, path: 'auto' as const },
+    { id: `${x.id}-row`, label: `full compaction, ${x.options!['merge-engine']} (row merge)`, fixture: x, store: 'local' as const, mode: 'full' as const, path: 'row' as const },
+  ])
+  const codecJobs: CompactJob[] = [...f.codecs]
+    .filter(([, x]) => x !== f.fullOff)
+    .map(([name, x]) => ({ id: x.id, label: `full compaction, deletion vectors off (columnar merge), file.compression ${name}`, fixture: x, store: 'local' as const, mode: 'full' as const, path: 'auto' as const }))
+  return { stores, main, engines, scaling, codecJobs, jobs: [...main, ...engines, ...scaling, ...codecJobs] }
+}
+
+/** Every report of every round, by job, DuckDB setting, codec and cold process. */
+interface Measured {
+  results: Map<string, Series<CompactReport>>
+  duck: Map<number, Series<DuckReport>>
+  /** DuckDB single-threaded on each non-default codec's fixture, writing that codec */
+  duckCodec: Map<string, Series<DuckReport>>
+  idle: Map<Store, number[]>
+  cold: { strata: Series<ColdReport>; duckdb: Series<ColdReport> }
+  /** DuckDB reads the same data files Strata compacts (no copy, no patch) */
+  inputFiles: string[]
+  inputBytes: number
+}
+
+async function measure(env: Env, a: BenchArgs, f: Fixtures, plan: JobPlan, nproc: number): Promise<Measured> {
+  const results = new Map<string, Series<CompactReport>>(plan.jobs.map((j) => [`${j.id}/${j.store}`, { reports: [] }]))
+  const duck = new Map<number, Series<DuckReport>>([[nproc, { reports: [] }], [1, { reports: [] }]])
+  const duckCodec = new Map<string, Series<DuckReport>>([...f.codecs].filter(([, x]) => x !== f.fullOff).map(([name]) => [name, { reports: [] }]))
+  const idle = new Map<Store, number[]>(plan.stores.map((s) => [s, []]))
+  const coldEntries = await buildColdEntries()
+  const m: Measured = { results, duck, duckCodec, idle, cold: { strata: { reports: [] }, duckdb: { reports: [] } }, inputFiles: dataFilesOf(f.fullOff), inputBytes: 0 }
+  m.inputBytes = m.inputFiles.reduce((n, x) => n + statSync(x).size, 0)
+  for (let rep = 0; rep < a.runs; rep++) {
+    for (const store of plan.stores) idle.get(store)!.push(await idleRss(env, f.fullOff, store))
+    for (const job of plan.jobs) {
+      const r = await runCompactJob(env, job, rep)
+      results.get(`${job.id}/${job.store}`)!.reports.push(r)
+      if (job.path === 'row' && r.columnarSteps !== 0) throw new Error(`${job.id}: the row merge was requested, ${r.columnarSteps} steps went columnar`)
+      if (job.path === 'auto' && r.columnarSteps === 0) throw new Error(`${job.id}: expected the columnar merge, the row merge ran`)
+      process.stderr.write(`run ${rep + 1}/${a.runs} ${job.id} ${job.store}: ${r.rowsIn} → ${r.rowsOut} rows (${r.columnarSteps} columnar steps), ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s, load ${r.loadAvg.toFixed(1)}), ${r.peakRssMb.toFixed(0)} MB, ${r.threadRowGroups} row groups compressed on the thread (waited ${r.compressionWaitMs.toFixed(0)} ms)\n`)
+    }
+    await measureCold(env, f.fullOff, m, coldEntries, rep, a.runs)
+    await measureDuckDb(env, a, f, m, rep)
+  }
+  return m
+}
+
+/** One round of the cold processes: Strata's bundled compactor, then DuckDB loading its module. */
+async function measureCold(env: Env, fullOff: Fixture, m: Measured, entries: { strata: string; duckdb: string }, rep: number, runs: number): Promise<void> {
+  // the functions run with source maps on (cdk/constructs/strata-function.ts)
+  const coldEnv = { ...env.compactEnv, NODE_OPTIONS: '--enable-source-maps' }
+  const dir = join(env.work, 'runs', `cold-${rep}`)
+  cpSync(fullOff.dir, dir, { recursive: true })
+  const r = await runChild<ColdReport>(entries.strata, [dir], { env: coldEnv, built: true })
+  rmSync(dir, { recursive: true, force: true })
+  if (r.columnarSteps === 0) throw new Error('the cold process: expected the columnar merge, the row merge ran')
+  m.cold.strata.reports.push(r)
+  process.stderr.write(`run ${rep + 1}/${runs} cold process, Strata: ready at ${r.readySeconds.toFixed(2)} s, job ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s), start to end ${r.processSeconds.toFixed(2)} s (CPU ${r.processCpuSeconds.toFixed(2)} s), load ${r.loadAvg.toFixed(1)}\n`)
+  const out = join(env.work, 'runs', `cold-duckdb-${rep}.parquet`)
+  const d = await runChild<ColdReport>(entries.duckdb, [out, ...m.inputFiles], { env: env.childEnv, built: true })
+  rmSync(out, { force: true })
+  m.cold.duckdb.reports.push(d)
+  process.stderr.write(`run ${rep + 1}/${runs} cold process, DuckDB: ready at ${d.readySeconds.toFixed(2)} s, job ${d.seconds.toFixed(2)} s (CPU ${d.cpuSeconds.toFixed(2)} s), start to end ${d.processSeconds.toFixed(2)} s (CPU ${d.processCpuSeconds.toFixed(2)} s), load ${d.loadAvg.toFixed(1)}\n`)
+}
+
+/** One round of DuckDB: every thread count on the default fixture, then single-threaded per codec. */
+async function measureDuckDb(env: Env, a: BenchArgs, f: Fixtures, m: Measured, rep: number): Promise<void> {
+  /** the codec as the DuckDB child takes it, its zstd level explicit (DuckDB's default is 3) */
+  const duckCodecName = new Map(a.codecs.map((v) => [v.name, v.level === null ? v.compression : `${v.compression}:${v.level}`]))
+  for (const [threads, series] of m.duck) {
+    const out = join(env.work, 'runs', `duckdb-${threads}-${rep}.parquet`)
+    const r = await runChild<DuckReport>(import.meta.filename, ['duckdb', out, String(threads), 'snappy', ...m.inputFiles], { env: env.childEnv })
+    rmSync(out, { force: true })
+    series.reports.push(r)
+    process.stderr.write(`run ${rep + 1}/${a.runs} duckdb threads=${threads}: ${r.rowsOut} rows, ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s, load ${r.loadAvg.toFixed(1)}), ${r.peakRssMb.toFixed(0)} MB\n`)
+  }
+  for (const [name, series] of m.duckCodec) {
+    const out = join(env.work, 'runs', `duckdb-${name.replace(':', '')}-${rep}.parquet`)
+    const r = await runChild<DuckReport>(import.meta.filename, ['duckdb', out, '1', duckCodecName.get(name)!, ...dataFilesOf(f.codecs.get(name)!)], { env: env.childEnv })
+    rmSync(out, { force: true })
+    series.reports.push(r)
+    process.stderr.write(`run ${rep + 1}/${a.runs} duckdb threads=1 ${name}: ${r.rowsOut} rows, ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s, load ${r.loadAvg.toFixed(1)}), ${r.peakRssMb.toFixed(0)} MB\n`)
+  }
+}
+
+/** The two engines, every full compaction and the cold processes must have produced the same rows. */
+function checkRowsAgree(m: Measured, plan: JobPlan): void {
+  const strataOut = m.results.get('full-off/local')!.reports[0].rowsOut
+  for (const [threads, s] of m.duck) {
+    if (s.reports.some((r) => r.rowsOut !== strataOut)) throw new Error(`DuckDB (threads=${threads}) wrote ${s.reports.map((r) => r.rowsOut).join('/')} rows, Strata ${strataOut}`)
+  }
+  for (const [who, s] of [['Strata', m.cold.strata], ['DuckDB', m.cold.duckdb]] as const) {
+    if (s.reports.some((r) => r.rowsOut !== strataOut)) throw new Error(`the cold process (${who}) wrote ${s.reports.map((r) => r.rowsOut).join('/')} rows, full-off ${strataOut}`)
+  }
+  for (const [name, s] of m.duckCodec) {
+    if (s.reports.some((r) => r.rowsOut !== strataOut)) throw new Error(`DuckDB (${name}) wrote ${s.reports.map((r) => r.rowsOut).join('/')} rows, Strata ${strataOut}`)
+  }
+  for (const j of [...plan.main.filter((x) => x.mode === 'full'), ...plan.codecJobs]) {
+    const out = m.results.get(`${j.id}/${j.store}`)!.reports[0].rowsOut
+    if (out !== strataOut) throw new Error(`full compaction ${j.id} (${j.store}) wrote ${out} rows, full-off on local disk ${strataOut}`)
+  }
+}
+
+// Uncapped, V8 grows its heap lazily, so peak RSS shows headroom as much as need. The
+// smallest --max-old-space-size a compaction completes under shows the need itself.
+async function runHeapProbes(env: Env, f: Fixtures): Promise<HeapProbe[]> {
+  const heapProbe: HeapProbe[] = []
+  for (const x of [f.quarter, f.half, f.fullOff, f.tenRuns]) {
+    const job: CompactJob = { id: x.id, label: x.id, fixture: x, store: 'local', mode: 'full', path: 'auto' }
+    heapProbe.push(await probeHeap(env, job))
+    const p = heapProbe[heapProbe.length - 1]
+    process.stderr.write(`heap probe ${x.id}: fails at ${p.failedAtMb ?? '-'} MB, completes at ${p.minOldSpaceMb} MB (${p.report.seconds.toFixed(2)} s, ${p.report.peakRssMb.toFixed(0)} MB RSS)\n`)
+  }
+  return heapProbe
+}
+
+/** Each local compaction once more under V8's CPU profiler, summed up by category, file and function. */
+async function runProfiles(env: Env, a: BenchArgs, plan: JobPlan): Promise<Record<string, ProfileSummary>> {
+  const profiles: Record<string, ProfileSummary> = {}
+  const dir = join(OUT_DIR, 'profiles')
+  mkdirSync(dir, { recursive: true })
+  for (const job of plan.main.filter((j) => j.store === 'local' && j.fixture.targetFileSize === undefined)) {
+    const name = `compaction-${job.id}${a.quick ? '-quick' : ''}.cpuprofile`
+    // a warm job's profile covers its measured compaction only (the child starts the profiler after its warm-ups)
+    if (job.warmUps) await runCompactJob({ ...env, compactEnv: { ...env.compactEnv, STRATA_BENCH_PROFILE_OUT: join(dir, name) } }, job, a.runs)
+    else await runCompactJob(env, job, a.runs, ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-name', name])
+    profiles[job.id] = summarizeCpuProfile(join(dir, name))
+  }
+  return profiles
+}
+
+/** Starts the embedded S3 backend and points the children and env.s3 at it. */
+async function startS3(env: Env): Promise<EmbeddedBackend> {
+  const { startEmbeddedBackend } = await import('../local/embedded.ts')
+  const backend = await startEmbeddedBackend()
+  await backend.createBucket('bench')
+  Object.assign(env.childEnv, {
+    AWS_ENDPOINT_URL: backend.endpoint,
+    AWS_REGION: backend.region,
+    AWS_ACCESS_KEY_ID: backend.credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: backend.credentials.secretAccessKey,
+  })
+  const client = backend.s3Client()
+  env.s3 = { store: (prefix) => new S3Store({ bucket: 'bench', prefix, client }), uri: (prefix) => `s3://bench/${prefix}` }
+  return backend
+}
+
+async function parentMain(argv: string[]): Promise<void> {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
+  const a = parseParentArgs(argv)
   const machine = machineInfo(PACKAGES)
   const work = mkdtempSync(join(tmpdir(), 'strata-bench-compaction-'))
   mkdirSync(join(work, 'runs'), { recursive: true })
@@ -413,317 +660,27 @@ async function parentMain(argv: string[]): Promise<void> {
   let backend: EmbeddedBackend | null = null
   const env: Env = { work, childEnv, compactEnv: childEnv, s3: null }
   try {
-    if (withS3) {
-      const { startEmbeddedBackend } = await import('../local/embedded.ts')
-      backend = await startEmbeddedBackend()
-      await backend.createBucket('bench')
-      Object.assign(childEnv, {
-        AWS_ENDPOINT_URL: backend.endpoint,
-        AWS_REGION: backend.region,
-        AWS_ACCESS_KEY_ID: backend.credentials.accessKeyId,
-        AWS_SECRET_ACCESS_KEY: backend.credentials.secretAccessKey,
-      })
-      const client = backend.s3Client()
-      env.s3 = { store: (prefix) => new S3Store({ bucket: 'bench', prefix, client }), uri: (prefix) => `s3://bench/${prefix}` }
-    }
+    if (a.withS3) backend = await startS3(env)
     // Strata's children start as deployed functions do, unless told otherwise or already so
-    if (!args.has('--no-function-env')) env.compactEnv = { ...FUNCTION_PROCESS_ENVIRONMENT, ...childEnv }
-
+    if (a.functionEnv) env.compactEnv = { ...FUNCTION_PROCESS_ENVIRONMENT, ...childEnv }
     // fixtures, built once; every job compacts a fresh copy
-    const keySpace = (rows * 3) / 5
-    const fullOff = await buildFixture(work, 'full-off', { rows, runs: 5, deletionVectors: false, kind: 'full' }, plainPlan(rows, 5, keySpace))
-    const fullOn = await buildFixture(work, 'full-on', { rows, runs: 5, deletionVectors: true, kind: 'full' }, plainPlan(rows, 5, keySpace))
-    const baseOn = await buildFixture(work, 'base-on', { rows, runs: 5, deletionVectors: true, kind: 'base' }, plainPlan((rows * 2) / 5, 4, keySpace))
-    const quarter = await buildFixture(work, 'full-off-quarter', { rows: rows / 4, runs: 5, deletionVectors: false, kind: 'full' }, plainPlan(rows / 4, 5, keySpace / 4))
-    const half = await buildFixture(work, 'full-off-half', { rows: rows / 2, runs: 5, deletionVectors: false, kind: 'full' }, plainPlan(rows / 2, 5, keySpace / 2))
-    const tenRuns = await buildFixture(work, 'full-off-10runs', { rows, runs: 10, deletionVectors: false, kind: 'full' }, plainPlan(rows, 10, keySpace))
-    // the engines that fold a key's records, on the same records (their deletes remove the row)
-    const engineFixtures = [
-      await buildFixture(work, 'full-partial-update', { rows, runs: 5, deletionVectors: false, kind: 'full', options: ENGINE_OPTIONS['partial-update'] }, plainPlan(rows, 5, keySpace)),
-      await buildFixture(work, 'full-aggregation', { rows, runs: 5, deletionVectors: false, kind: 'full', options: ENGINE_OPTIONS.aggregation }, plainPlan(rows, 5, keySpace)),
-    ]
-
-    // --compression: the full compaction's fixture again per codec (the default's is fullOff)
-    const codecFixtures = new Map<string, Fixture>()
-    /** the codec as the DuckDB child takes it, its zstd level explicit (DuckDB's default is 3) */
-    const duckCodecName = new Map(codecs.map((v) => [v.name, v.level === null ? v.compression : `${v.compression}:${v.level}`]))
-    for (const v of codecs) {
-      if (codecFixtures.has(v.name)) continue
-      const isDefault = v.compression === 'snappy'
-      codecFixtures.set(v.name, isDefault ? fullOff : await buildFixture(work, `full-off-${v.name.replace(':', '')}`, { rows, runs: 5, deletionVectors: false, kind: 'full', options: codecTableOptions(v) }, plainPlan(rows, 5, keySpace)))
-    }
-
-    const stores: Store[] = withS3 ? ['local', 's3'] : ['local']
-    const mainJobs = (suffix: string, fixtures: Fixture[], store: Store): CompactJob[] => [
-      { id: `full-off${suffix}`, label: 'full compaction, deletion vectors off (columnar merge)', fixture: fixtures[0], store, mode: 'full', path: 'auto' },
-      { id: `full-off-row${suffix}`, label: 'full compaction, deletion vectors off (row merge)', fixture: fixtures[0], store, mode: 'full', path: 'row' },
-      { id: `full-on${suffix}`, label: 'full compaction, deletion vectors on (columnar merge)', fixture: fixtures[1], store, mode: 'full', path: 'auto' },
-      { id: `full-on-row${suffix}`, label: 'full compaction, deletion vectors on (row merge)', fixture: fixtures[1], store, mode: 'full', path: 'row' },
-      { id: `lift-on${suffix}`, label: 'deletion vectors on: 4 L0 runs lifted over a compacted top level (lookups; columnar merge)', fixture: fixtures[2], store, mode: 'auto', path: 'auto' },
-      { id: `lift-on-row${suffix}`, label: 'deletion vectors on: 4 L0 runs lifted over a compacted top level (lookups; row merge)', fixture: fixtures[2], store, mode: 'auto', path: 'row' },
-    ]
-    const main = mainJobs('', [fullOff, fullOn, baseOn], 'local')
-    const warm: CompactJob = { id: 'full-off-warm', label: 'full compaction, deletion vectors off (columnar merge), warm process (second job)', fixture: fullOff, store: 'local', mode: 'full', path: 'auto', warmUps: 1 }
-    const steady: CompactJob = { id: 'full-off-steady', label: 'full compaction, deletion vectors off (columnar merge), warm process (sixth job)', fixture: fullOff, store: 'local', mode: 'full', path: 'auto', warmUps: 5 }
-    // the same jobs with the output's pages compressed inline, for the compression thread's effect
-    const inline = (j: CompactJob): CompactJob => ({ ...j, id: `${j.id}-inline`, label: `${j.label}, pages compressed inline`, compressionThread: false })
-    main.splice(1, 0, warm, steady, inline(main[0]), inline(warm), inline(steady))
-    if (withS3) {
-      // The embedded backend (fastify under fauxqs 1.9) refuses bodies over 11 MiB with HTTP
-      // 413, and S3Store.put sends a data file as one PutObject, so a 1M-row compaction's
-      // ~12 MB output cannot land there at the default 128 mb target. These fixtures roll
-      // output files at 8 mb and run on both stores, so the store comparison is like for like.
-      const small = { targetFileSize: SMALL_TARGET }
-      const f8 = [
-        await buildFixture(work, `full-off${SMALL_SUFFIX}`, { rows, runs: 5, deletionVectors: false, kind: 'full', ...small }, plainPlan(rows, 5, keySpace)),
-        await buildFixture(work, `full-on${SMALL_SUFFIX}`, { rows, runs: 5, deletionVectors: true, kind: 'full', ...small }, plainPlan(rows, 5, keySpace)),
-        await buildFixture(work, `base-on${SMALL_SUFFIX}`, { rows, runs: 5, deletionVectors: true, kind: 'base', ...small }, plainPlan((rows * 2) / 5, 4, keySpace)),
-      ]
-      for (const store of stores) main.push(...mainJobs(SMALL_SUFFIX, f8, store))
-    }
-    const scaling: CompactJob[] = [quarter, half, tenRuns].map((f) => ({ id: f.id, label: `${f.rows} rows in ${f.runs} runs`, fixture: f, store: 'local' as const, mode: 'full' as const, path: 'auto' as const }))
-    const engines: CompactJob[] = engineFixtures.flatMap((f) => [
-      { id: f.id, label: `full compaction, ${f.options!['merge-engine']} (columnar merge)`, fixture: f, store: 'local' as const, mode: 'full' as const, path: 'auto' as const },
-      { id: `${f.id}-row`, label: `full compaction, ${f.options!['merge-engine']} (row merge)`, fixture: f, store: 'local' as const, mode: 'full' as const, path: 'row' as const },
-    ])
-    const codecJobs: CompactJob[] = [...codecFixtures]
-      .filter(([, f]) => f !== fullOff)
-      .map(([name, f]) => ({ id: f.id, label: `full compaction, deletion vectors off (columnar merge), file.compression ${name}`, fixture: f, store: 'local' as const, mode: 'full' as const, path: 'auto' as const }))
-    const jobs = [...main, ...engines, ...scaling, ...codecJobs]
-    const results = new Map<string, Series<CompactReport>>(jobs.map((j) => [`${j.id}/${j.store}`, { reports: [] }]))
-    const duck = new Map<number, Series<DuckReport>>([[machine.nproc, { reports: [] }], [1, { reports: [] }]])
-    /** DuckDB single-threaded on each non-default codec's fixture, writing that codec */
-    const duckCodec = new Map<string, Series<DuckReport>>([...codecFixtures].filter(([, f]) => f !== fullOff).map(([name]) => [name, { reports: [] }]))
-    const idle = new Map<Store, number[]>(stores.map((s) => [s, []]))
-    const cold = { entries: await buildColdEntries(), strata: { reports: [] } as Series<ColdReport>, duckdb: { reports: [] } as Series<ColdReport> }
-    // the functions run with source maps on (cdk/constructs/strata-function.ts)
-    const coldEnv = { ...env.compactEnv, NODE_OPTIONS: '--enable-source-maps' }
-    const inputFiles = dataFilesOf(fullOff)
-    const inputBytes = inputFiles.reduce((n, f) => n + statSync(f).size, 0)
-    // DuckDB reads the same data files Strata compacts (no copy, no patch)
-    const duckFiles = inputFiles
-
-    for (let rep = 0; rep < runs; rep++) {
-      for (const store of stores) idle.get(store)!.push(await idleRss(env, fullOff, store))
-      for (const job of jobs) {
-        const r = await runCompactJob(env, job, rep)
-        results.get(`${job.id}/${job.store}`)!.reports.push(r)
-        if (job.path === 'row' && r.columnarSteps !== 0) throw new Error(`${job.id}: the row merge was requested, ${r.columnarSteps} steps went columnar`)
-        if (job.path === 'auto' && r.columnarSteps === 0) throw new Error(`${job.id}: expected the columnar merge, the row merge ran`)
-        process.stderr.write(`run ${rep + 1}/${runs} ${job.id} ${job.store}: ${r.rowsIn} → ${r.rowsOut} rows (${r.columnarSteps} columnar steps), ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s, load ${r.loadAvg.toFixed(1)}), ${r.peakRssMb.toFixed(0)} MB, ${r.threadRowGroups} row groups compressed on the thread (waited ${r.compressionWaitMs.toFixed(0)} ms)\n`)
-      }
-      {
-        const dir = join(work, 'runs', `cold-${rep}`)
-        cpSync(fullOff.dir, dir, { recursive: true })
-        const r = await runChild<ColdReport>(cold.entries.strata, [dir], { env: coldEnv, built: true })
-        rmSync(dir, { recursive: true, force: true })
-        if (r.columnarSteps === 0) throw new Error('the cold process: expected the columnar merge, the row merge ran')
-        cold.strata.reports.push(r)
-        process.stderr.write(`run ${rep + 1}/${runs} cold process, Strata: ready at ${r.readySeconds.toFixed(2)} s, job ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s), start to end ${r.processSeconds.toFixed(2)} s (CPU ${r.processCpuSeconds.toFixed(2)} s), load ${r.loadAvg.toFixed(1)}\n`)
-        const out = join(work, 'runs', `cold-duckdb-${rep}.parquet`)
-        const d = await runChild<ColdReport>(cold.entries.duckdb, [out, ...duckFiles], { env: childEnv, built: true })
-        rmSync(out, { force: true })
-        cold.duckdb.reports.push(d)
-        process.stderr.write(`run ${rep + 1}/${runs} cold process, DuckDB: ready at ${d.readySeconds.toFixed(2)} s, job ${d.seconds.toFixed(2)} s (CPU ${d.cpuSeconds.toFixed(2)} s), start to end ${d.processSeconds.toFixed(2)} s (CPU ${d.processCpuSeconds.toFixed(2)} s), load ${d.loadAvg.toFixed(1)}\n`)
-      }
-      for (const [threads, series] of duck) {
-        const out = join(work, 'runs', `duckdb-${threads}-${rep}.parquet`)
-        const r = await runChild<DuckReport>(import.meta.filename, ['duckdb', out, String(threads), 'snappy', ...duckFiles], { env: childEnv })
-        rmSync(out, { force: true })
-        series.reports.push(r)
-        process.stderr.write(`run ${rep + 1}/${runs} duckdb threads=${threads}: ${r.rowsOut} rows, ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s, load ${r.loadAvg.toFixed(1)}), ${r.peakRssMb.toFixed(0)} MB\n`)
-      }
-      for (const [name, series] of duckCodec) {
-        const out = join(work, 'runs', `duckdb-${name.replace(':', '')}-${rep}.parquet`)
-        const r = await runChild<DuckReport>(import.meta.filename, ['duckdb', out, '1', duckCodecName.get(name)!, ...dataFilesOf(codecFixtures.get(name)!)], { env: childEnv })
-        rmSync(out, { force: true })
-        series.reports.push(r)
-        process.stderr.write(`run ${rep + 1}/${runs} duckdb threads=1 ${name}: ${r.rowsOut} rows, ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s, load ${r.loadAvg.toFixed(1)}), ${r.peakRssMb.toFixed(0)} MB\n`)
-      }
-    }
-
-    // the two engines must have produced the same rows
-    const strataOut = results.get('full-off/local')!.reports[0].rowsOut
-    for (const [threads, s] of duck) {
-      if (s.reports.some((r) => r.rowsOut !== strataOut)) throw new Error(`DuckDB (threads=${threads}) wrote ${s.reports.map((r) => r.rowsOut).join('/')} rows, Strata ${strataOut}`)
-    }
-    for (const [who, s] of [['Strata', cold.strata], ['DuckDB', cold.duckdb]] as const) {
-      if (s.reports.some((r) => r.rowsOut !== strataOut)) throw new Error(`the cold process (${who}) wrote ${s.reports.map((r) => r.rowsOut).join('/')} rows, full-off ${strataOut}`)
-    }
-    for (const [name, s] of duckCodec) {
-      if (s.reports.some((r) => r.rowsOut !== strataOut)) throw new Error(`DuckDB (${name}) wrote ${s.reports.map((r) => r.rowsOut).join('/')} rows, Strata ${strataOut}`)
-    }
-    for (const j of [...main.filter((x) => x.mode === 'full'), ...codecJobs]) {
-      const out = results.get(`${j.id}/${j.store}`)!.reports[0].rowsOut
-      if (out !== strataOut) throw new Error(`full compaction ${j.id} (${j.store}) wrote ${out} rows, full-off on local disk ${strataOut}`)
-    }
-
-    // Uncapped, V8 grows its heap lazily, so peak RSS shows headroom as much as need. The
-    // smallest --max-old-space-size a compaction completes under shows the need itself.
-    let heapProbe: HeapProbe[] | undefined
-    if (args.has('--heap-probe')) {
-      heapProbe = []
-      for (const f of [quarter, half, fullOff, tenRuns]) {
-        const job: CompactJob = { id: f.id, label: f.id, fixture: f, store: 'local', mode: 'full', path: 'auto' }
-        heapProbe.push(await probeHeap(env, job))
-        const p = heapProbe[heapProbe.length - 1]
-        process.stderr.write(`heap probe ${f.id}: fails at ${p.failedAtMb ?? '-'} MB, completes at ${p.minOldSpaceMb} MB (${p.report.seconds.toFixed(2)} s, ${p.report.peakRssMb.toFixed(0)} MB RSS)\n`)
-      }
-    }
-
-    let profiles: Record<string, ProfileSummary> | undefined
-    if (args.has('--profile')) {
-      profiles = {}
-      const dir = join(OUT_DIR, 'profiles')
-      mkdirSync(dir, { recursive: true })
-      for (const job of main.filter((j) => j.store === 'local' && j.fixture.targetFileSize === undefined)) {
-        const name = `compaction-${job.id}${quick ? '-quick' : ''}.cpuprofile`
-        // a warm job's profile covers its measured compaction only (the child starts the profiler after its warm-ups)
-        if (job.warmUps) await runCompactJob({ ...env, compactEnv: { ...env.compactEnv, STRATA_BENCH_PROFILE_OUT: join(dir, name) } }, job, runs)
-        else await runCompactJob(env, job, runs, ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-name', name])
-        profiles[job.id] = summarizeCpuProfile(join(dir, name))
-      }
-    }
-
-    // ----- report
-    const lines: string[] = []
-    const idleMb = Object.fromEntries(stores.map((s) => [s, median(idle.get(s)!)]))
-    lines.push(`\n### Compaction of one bucket, median of ${runs} runs\n`)
-    lines.push(
-      markdownTable(
-        ['job', 'store', 'target-file-size', 'rows in (sorted runs)', 'rows out (files)', 'rows marked in DVs', 'wall s', 'CPU s', 'rows in/s (wall)', 'peak RSS (MB)'],
-        main.map((j) => {
-          const s = results.get(`${j.id}/${j.store}`)!
-          const r = s.reports[0]
-          const secs = med(s, (x) => x.seconds)
-          const runsIn = j.mode === 'full' ? `${count(r.rowsIn)} (${j.fixture.runs})` : `${count(r.rowsIn)} (4 L0 runs; lookups in ${count(j.fixture.rows - r.rowsIn)} top-level rows)`
-          return [j.label, j.store === 's3' ? 'embedded S3' : 'local disk', j.fixture.targetFileSize ?? '128 mb', runsIn, `${count(r.rowsOut)} (${r.outputFiles})`, count(r.rowsDeletedByVector), secs.toFixed(2), med(s, (x) => x.cpuSeconds).toFixed(2), rate(r.rowsIn, secs), med(s, (x) => x.peakRssMb).toFixed(0)]
-        }),
-      ),
-    )
-    lines.push(`\nIdle child (modules loaded, table opened, nothing compacted): ${stores.map((s) => `${idleMb[s].toFixed(0)} MB (${s})`).join(', ')}.`)
-    lines.push(`\n### The engines that fold a key's records: full compaction, ${count(rows)} rows in 5 runs, local disk, median of ${runs} runs\n`)
-    lines.push(
-      markdownTable(
-        ['merge engine', 'rows out', 'columnar wall s', 'columnar CPU s', 'row merge wall s', 'row merge CPU s', 'wall ÷ row merge', 'CPU ÷ row merge', 'columnar peak RSS (MB)', 'row merge peak RSS (MB)'],
-        engineFixtures.map((f) => {
-          const c = results.get(`${f.id}/local`)!
-          const r = results.get(`${f.id}-row/local`)!
-          const [cw, cc, rw, rc] = [med(c, (x) => x.seconds), med(c, (x) => x.cpuSeconds), med(r, (x) => x.seconds), med(r, (x) => x.cpuSeconds)]
-          if (c.reports[0].rowsOut !== r.reports[0].rowsOut) throw new Error(`${f.id}: columnar wrote ${c.reports[0].rowsOut} rows, the row merge ${r.reports[0].rowsOut}`)
-          return [f.options!['merge-engine'], count(c.reports[0].rowsOut), cw.toFixed(2), cc.toFixed(2), rw.toFixed(2), rc.toFixed(2), (cw / rw).toFixed(2), (cc / rc).toFixed(2), med(c, (x) => x.peakRssMb).toFixed(0), med(r, (x) => x.peakRssMb).toFixed(0)]
-        }),
-      ),
-    )
-
-    // every engine against DuckDB single-threaded and against Strata's row merge
-    const duck1 = duck.get(1)!
-    const duckSecs = med(duck1, (x) => x.seconds)
-    const duckCpu = med(duck1, (x) => x.cpuSeconds)
-    const rowSeries = results.get('full-off-row/local')!
-    const rowSecs = med(rowSeries, (x) => x.seconds)
-    const rowCpu = med(rowSeries, (x) => x.cpuSeconds)
-    const vsLine = (engine: string, threads: number, s: Series<ChildReport & { rowsOut: number; mainThreadCpuSeconds?: number | null }>) => {
-      const secs = med(s, (x) => x.seconds)
-      const cpu = med(s, (x) => x.cpuSeconds)
-      const main = s.reports.every((r) => typeof r.mainThreadCpuSeconds === 'number') ? med(s, (x) => x.mainThreadCpuSeconds!).toFixed(2) : '-'
-      return [engine, threads, secs.toFixed(2), cpu.toFixed(2), main, count(s.reports[0].rowsOut), med(s, (x) => x.peakRssMb).toFixed(0), (secs / duckSecs).toFixed(2), (cpu / duckCpu).toFixed(2), (secs / rowSecs).toFixed(2), (cpu / rowCpu).toFixed(2)]
-    }
-    lines.push(`\n### Strata vs DuckDB on the same ${inputFiles.length} Parquet files (${(inputBytes / 2 ** 20).toFixed(1)} MiB, ${count(rows)} rows), local disk, median of ${runs} runs\n`)
-    lines.push(
-      markdownTable(
-        ['engine', 'threads', 'wall s', 'CPU s', 'main thread CPU s', 'rows out', 'peak RSS (MB)', 'wall ÷ DuckDB 1 thread', 'CPU ÷ DuckDB 1 thread', 'wall ÷ Strata row merge', 'CPU ÷ Strata row merge'],
-        [
-          vsLine('Strata `compactBucket` full, deletion vectors off, row merge', 1, rowSeries),
-          vsLine('Strata `compactBucket` full, deletion vectors off, columnar merge', 1, results.get('full-off/local')!),
-          vsLine('Strata `compactBucket` full, deletion vectors off, columnar merge, warm process (second job)', 1, results.get('full-off-warm/local')!),
-          vsLine('Strata `compactBucket` full, deletion vectors off, columnar merge, warm process (sixth job)', 1, results.get('full-off-steady/local')!),
-          vsLine('the same, fresh process, pages compressed inline (no compression thread)', 1, results.get('full-off-inline/local')!),
-          vsLine('the same, second job, pages compressed inline', 1, results.get('full-off-warm-inline/local')!),
-          vsLine('the same, sixth job, pages compressed inline', 1, results.get('full-off-steady-inline/local')!),
-          ...[...duck].map(([threads, s]) => vsLine(`DuckDB ${machine.packages['@duckdb/node-api']} window + COPY`, threads, s)),
-        ],
-      ),
-    )
-
-    lines.push(`\n### A cold process, from its start: the compactor's bundle (esbuild, the functions' options and environment) against DuckDB loading its module, the same full compaction, median of ${runs} runs\n`)
-    {
-      const d = cold.duckdb
-      const coldLine = (engine: string, s: Series<ColdReport>) => [
-        engine,
-        `${med(s, (x) => x.readySeconds).toFixed(2)} / ${med(s, (x) => x.readyCpuSeconds).toFixed(2)}`,
-        `${med(s, (x) => x.seconds).toFixed(2)} / ${med(s, (x) => x.cpuSeconds).toFixed(2)}`,
-        `${med(s, (x) => x.processSeconds).toFixed(2)} / ${med(s, (x) => x.processCpuSeconds).toFixed(2)}`,
-        med(s, (x) => x.peakRssMb).toFixed(0),
-        `${(med(s, (x) => x.seconds) / med(d, (x) => x.seconds)).toFixed(2)} / ${(med(s, (x) => x.cpuSeconds) / med(d, (x) => x.cpuSeconds)).toFixed(2)}`,
-        `${(med(s, (x) => x.processSeconds) / med(d, (x) => x.processSeconds)).toFixed(2)} / ${(med(s, (x) => x.processCpuSeconds) / med(d, (x) => x.processCpuSeconds)).toFixed(2)}`,
-      ]
-      lines.push(
-        markdownTable(
-          ['engine', 'start → ready: wall / CPU s', 'the job: wall / CPU s', 'start → job done: wall / CPU s', 'peak RSS (MB)', 'job ÷ DuckDB cold: wall / CPU', 'start → done ÷ DuckDB cold: wall / CPU'],
-          [coldLine('Strata, columnar merge (compactBucket defaults)', cold.strata), coldLine(`DuckDB ${machine.packages['@duckdb/node-api']} window + COPY, 1 thread`, d)],
-        ),
-      )
-    }
-
-    if (codecs.length) {
-      const mib = (b: number | null) => (b === null ? '-' : (b / 2 ** 20).toFixed(1))
-      lines.push(`\n### file.compression: full compaction (deletion vectors off, columnar merge, local disk) and DuckDB 1 thread writing the same codec, on the same ${count(rows)} rows written with each codec, Node ${process.versions.node}, median of ${runs} runs\n`)
-      lines.push(
-        markdownTable(
-          ['file.compression', 'input MiB (5 files)', 'Strata out MiB', 'Strata wall s', 'Strata CPU s', 'Strata peak RSS (MB)', 'DuckDB out MiB', 'DuckDB wall s', 'DuckDB CPU s', 'wall ÷ DuckDB 1 thread snappy', 'CPU ÷ DuckDB 1 thread snappy', 'wall ÷ DuckDB same codec', 'CPU ÷ DuckDB same codec'],
-          [...codecFixtures].map(([name, f]) => {
-            const s = f === fullOff ? results.get('full-off/local')! : results.get(`${f.id}/local`)!
-            const d = f === fullOff ? duck1 : duckCodec.get(name)!
-            const [sw, sc, dw, dc] = [med(s, (x) => x.seconds), med(s, (x) => x.cpuSeconds), med(d, (x) => x.seconds), med(d, (x) => x.cpuSeconds)]
-            const inBytes = dataFilesOf(f).reduce((n, p) => n + statSync(p).size, 0)
-            return [name === 'zstd' ? 'zstd (level 1)' : name.replace(':', ' level '), mib(inBytes), mib(med(s, (x) => x.outputBytes ?? NaN)), sw.toFixed(2), sc.toFixed(2), med(s, (x) => x.peakRssMb).toFixed(0), mib(med(d, (x) => x.outputBytes)), dw.toFixed(2), dc.toFixed(2), (sw / duckSecs).toFixed(2), (sc / duckCpu).toFixed(2), (sw / dw).toFixed(2), (sc / dc).toFixed(2)]
-          }),
-        ),
-      )
-    }
-
-    lines.push(`\n### Peak RSS against rows and sorted runs (full compaction, deletion vectors off, local disk), median of ${runs} runs\n`)
-    const scaleRows = [quarter, half, fullOff, tenRuns].map((f) => {
-      const s = results.get(`${f.id}/local`)!
-      const secs = med(s, (x) => x.seconds)
-      const rss = med(s, (x) => x.peakRssMb)
-      return [count(s.reports[0].rowsIn), f.runs, count(s.reports[0].rowsOut), secs.toFixed(2), med(s, (x) => x.cpuSeconds).toFixed(2), rate(s.reports[0].rowsIn, secs), rss.toFixed(0), (rss - idleMb.local).toFixed(0)]
-    })
-    lines.push(markdownTable(['rows in', 'sorted runs', 'rows out', 'wall s', 'CPU s', 'rows in/s (wall)', 'peak RSS (MB)', 'above idle child (MB)'], scaleRows))
-    if (heapProbe) {
-      lines.push(`\n### Smallest old space the same compactions complete in (one run per cap, steps of ${HEAP_STEP_MB} MB)\n`)
-      lines.push(
-        markdownTable(
-          ['rows in', 'sorted runs', 'fails at --max-old-space-size', 'completes at', 'wall s there', 'peak RSS there (MB)'],
-          heapProbe.map((p) => [count(p.fixture.rows), p.fixture.runs, p.failedAtMb === null ? '-' : `${p.failedAtMb} MB`, `${p.minOldSpaceMb} MB`, p.report.seconds.toFixed(2), p.report.peakRssMb.toFixed(0)]),
-        ),
-      )
-    }
-
-    if (profiles) {
-      for (const [id, p] of Object.entries(profiles)) {
-        const scope = main.find((j) => j.id === id)?.warmUps ? 'its measured compaction after the warm-ups' : 'the whole child'
-        lines.push(`\n### CPU profile of ${id} (one local run, ${p.totalMs} ms sampled, ${scope}): self time by category\n`)
-        lines.push(markdownTable(['category', 'ms', '%'], p.byCategory.map((e) => [e.name, e.ms, e.percent])))
-        lines.push(`\nby file\n`)
-        lines.push(markdownTable(['file', 'ms', '%'], p.byFile.map((e) => [`\`${e.name}\``, e.ms, e.percent])))
-        lines.push(`\nby function\n`)
-        lines.push(markdownTable(['function', 'ms', '%'], p.byFunction.map((e) => [`\`${e.name}\``, e.ms, e.percent])))
-      }
-    }
-    lines.push(`\n${machineMarkdown(machine)}`)
-    console.log(lines.join('\n'))
-
-    const path = writeResults(quick ? 'compaction-quick' : 'compaction', {
+    const f = await buildFixtures(work, a)
+    const plan = planJobs(f, a.withS3)
+    const m = await measure(env, a, f, plan, machine.nproc)
+    checkRowsAgree(m, plan)
+    const heapProbe = a.heapProbe ? await runHeapProbes(env, f) : undefined
+    const profiles = a.profile ? await runProfiles(env, a, plan) : undefined
+    const idleMb = Object.fromEntries(plan.stores.map((s) => [s, median(m.idle.get(s)!)]))
+    console.log(reportMarkdown({ a, f, plan, m, machine, idleMb, heapProbe, profiles }))
+    const path = writeResults(a.quick ? 'compaction-quick' : 'compaction', {
       machine,
-      params: { rows, runs, deleteRatio: DELETE_RATIO, seed: SEED, withS3, inputFiles: inputFiles.length, inputBytes },
+      params: { rows: a.rows, runs: a.runs, deleteRatio: DELETE_RATIO, seed: SEED, withS3: a.withS3, inputFiles: m.inputFiles.length, inputBytes: m.inputBytes },
       duckdbSql: duckdbSql(['<5 level-0 files>'], '<out>'),
       idleRssMb: idleMb,
-      compaction: jobs.map((j) => ({ id: j.id, label: j.label, store: j.store, mode: j.mode, fixtureRows: j.fixture.rows, fixtureRuns: j.fixture.runs, reports: results.get(`${j.id}/${j.store}`)!.reports })),
-      duckdb: [...duck].map(([threads, s]) => ({ threads, reports: s.reports })),
-      coldProcess: { strata: cold.strata.reports, duckdb: cold.duckdb.reports },
-      codecs: codecs.length ? [...codecFixtures].map(([name, f]) => ({ name, fixture: f.id, inputBytes: dataFilesOf(f).reduce((n, p) => n + statSync(p).size, 0), duckdb: f === fullOff ? 'duckdb threads=1' : duckCodec.get(name)!.reports })) : undefined,
+      compaction: plan.jobs.map((j) => ({ id: j.id, label: j.label, store: j.store, mode: j.mode, fixtureRows: j.fixture.rows, fixtureRuns: j.fixture.runs, reports: m.results.get(`${j.id}/${j.store}`)!.reports })),
+      duckdb: [...m.duck].map(([threads, s]) => ({ threads, reports: s.reports })),
+      coldProcess: { strata: m.cold.strata.reports, duckdb: m.cold.duckdb.reports },
+      codecs: a.codecs.length ? [...f.codecs].map(([name, x]) => ({ name, fixture: x.id, inputBytes: dataFilesOf(x).reduce((n, p) => n + statSync(p).size, 0), duckdb: x === f.fullOff ? 'duckdb threads=1' : m.duckCodec.get(name)!.reports })) : undefined,
       heapProbe: heapProbe?.map((p) => ({ id: p.fixture.id, rows: p.fixture.rows, runs: p.fixture.runs, failedAtMb: p.failedAtMb, minOldSpaceMb: p.minOldSpaceMb, report: p.report })),
       profiles,
     })
@@ -732,6 +689,170 @@ async function parentMain(argv: string[]): Promise<void> {
     await backend?.stop()
     rmSync(work, { recursive: true, force: true })
   }
+}
+
+interface ReportInput {
+  a: BenchArgs
+  f: Fixtures
+  plan: JobPlan
+  m: Measured
+  machine: ReturnType<typeof machineInfo>
+  idleMb: Record<string, number>
+  heapProbe: HeapProbe[] | undefined
+  profiles: Record<string, ProfileSummary> | undefined
+}
+
+// ----- report
+
+function reportMarkdown(r: ReportInput): string {
+  const lines: string[] = [...mainSection(r), ...enginesSection(r), ...versusDuckDbSection(r), ...coldSection(r)]
+  if (r.a.codecs.length) lines.push(...codecsSection(r))
+  lines.push(...scalingSection(r))
+  if (r.heapProbe) {
+    lines.push(`\n### Smallest old space the same compactions complete in (one run per cap, steps of ${HEAP_STEP_MB} MB)\n`)
+    lines.push(
+      markdownTable(
+        ['rows in', 'sorted runs', 'fails at --max-old-space-size', 'completes at', 'wall s there', 'peak RSS there (MB)'],
+        r.heapProbe.map((p) => [count(p.fixture.rows), p.fixture.runs, p.failedAtMb === null ? '-' : `${p.failedAtMb} MB`, `${p.minOldSpaceMb} MB`, p.report.seconds.toFixed(2), p.report.peakRssMb.toFixed(0)]),
+      ),
+    )
+  }
+  if (r.profiles) lines.push(...profilesSection(r.profiles, r.plan))
+  lines.push(`\n${machineMarkdown(r.machine)}`)
+  return lines.join('\n')
+}
+
+function mainSection({ a, plan, m, idleMb }: ReportInput): string[] {
+  return [
+    `\n### Compaction of one bucket, median of ${a.runs} runs\n`,
+    markdownTable(
+      ['job', 'store', 'target-file-size', 'rows in (sorted runs)', 'rows out (files)', 'rows marked in DVs', 'wall s', 'CPU s', 'rows in/s (wall)', 'peak RSS (MB)'],
+      plan.main.map((j) => {
+        const s = m.results.get(`${j.id}/${j.store}`)!
+        const r = s.reports[0]
+        const secs = med(s, (x) => x.seconds)
+        const runsIn = j.mode === 'full' ? `${count(r.rowsIn)} (${j.fixture.runs})` : `${count(r.rowsIn)} (4 L0 runs; lookups in ${count(j.fixture.rows - r.rowsIn)} top-level rows)`
+        return [j.label, j.store === 's3' ? 'embedded S3' : 'local disk', j.fixture.targetFileSize ?? '128 mb', runsIn, `${count(r.rowsOut)} (${r.outputFiles})`, count(r.rowsDeletedByVector), secs.toFixed(2), med(s, (x) => x.cpuSeconds).toFixed(2), rate(r.rowsIn, secs), med(s, (x) => x.peakRssMb).toFixed(0)]
+      }),
+    ),
+    `\nIdle child (modules loaded, table opened, nothing compacted): ${plan.stores.map((s) => `${idleMb[s].toFixed(0)} MB (${s})`).join(', ')}.`,
+  ]
+}
+
+function enginesSection({ a, f, m }: ReportInput): string[] {
+  return [
+    `\n### The engines that fold a key's records: full compaction, ${count(a.rows)} rows in 5 runs, local disk, median of ${a.runs} runs\n`,
+    markdownTable(
+      ['merge engine', 'rows out', 'columnar wall s', 'columnar CPU s', 'row merge wall s', 'row merge CPU s', 'wall ÷ row merge', 'CPU ÷ row merge', 'columnar peak RSS (MB)', 'row merge peak RSS (MB)'],
+      f.engines.map((x) => {
+        const c = m.results.get(`${x.id}/local`)!
+        const r = m.results.get(`${x.id}-row/local`)!
+        const [cw, cc, rw, rc] = [med(c, (y) => y.seconds), med(c, (y) => y.cpuSeconds), med(r, (y) => y.seconds), med(r, (y) => y.cpuSeconds)]
+        if (c.reports[0].rowsOut !== r.reports[0].rowsOut) throw new Error(`${x.id}: columnar wrote ${c.reports[0].rowsOut} rows, the row merge ${r.reports[0].rowsOut}`)
+        return [x.options!['merge-engine'], count(c.reports[0].rowsOut), cw.toFixed(2), cc.toFixed(2), rw.toFixed(2), rc.toFixed(2), (cw / rw).toFixed(2), (cc / rc).toFixed(2), med(c, (y) => y.peakRssMb).toFixed(0), med(r, (y) => y.peakRssMb).toFixed(0)]
+      }),
+    ),
+  ]
+}
+
+/** DuckDB single-threaded and Strata's row merge on the default fixture: what the other sections compare with. */
+function baselines(m: Measured) {
+  const duck1 = m.duck.get(1)!
+  const rowSeries = m.results.get('full-off-row/local')!
+  return { duck1, duckSecs: med(duck1, (x) => x.seconds), duckCpu: med(duck1, (x) => x.cpuSeconds), rowSeries, rowSecs: med(rowSeries, (x) => x.seconds), rowCpu: med(rowSeries, (x) => x.cpuSeconds) }
+}
+
+// every engine against DuckDB single-threaded and against Strata's row merge
+function versusDuckDbSection({ a, m, machine }: ReportInput): string[] {
+  const { duckSecs, duckCpu, rowSeries, rowSecs, rowCpu } = baselines(m)
+  const results = m.results
+  const vsLine = (engine: string, threads: number, s: Series<ChildReport & { rowsOut: number; mainThreadCpuSeconds?: number | null }>) => {
+    const secs = med(s, (x) => x.seconds)
+    const cpu = med(s, (x) => x.cpuSeconds)
+    const main = s.reports.every((r) => typeof r.mainThreadCpuSeconds === 'number') ? med(s, (x) => x.mainThreadCpuSeconds!).toFixed(2) : '-'
+    return [engine, threads, secs.toFixed(2), cpu.toFixed(2), main, count(s.reports[0].rowsOut), med(s, (x) => x.peakRssMb).toFixed(0), (secs / duckSecs).toFixed(2), (cpu / duckCpu).toFixed(2), (secs / rowSecs).toFixed(2), (cpu / rowCpu).toFixed(2)]
+  }
+  return [
+    `\n### Strata vs DuckDB on the same ${m.inputFiles.length} Parquet files (${(m.inputBytes / 2 ** 20).toFixed(1)} MiB, ${count(a.rows)} rows), local disk, median of ${a.runs} runs\n`,
+    markdownTable(
+      ['engine', 'threads', 'wall s', 'CPU s', 'main thread CPU s', 'rows out', 'peak RSS (MB)', 'wall ÷ DuckDB 1 thread', 'CPU ÷ DuckDB 1 thread', 'wall ÷ Strata row merge', 'CPU ÷ Strata row merge'],
+      [
+        vsLine('Strata `compactBucket` full, deletion vectors off, row merge', 1, rowSeries),
+        vsLine('Strata `compactBucket` full, deletion vectors off, columnar merge', 1, results.get('full-off/local')!),
+        vsLine('Strata `compactBucket` full, deletion vectors off, columnar merge, warm process (second job)', 1, results.get('full-off-warm/local')!),
+        vsLine('Strata `compactBucket` full, deletion vectors off, columnar merge, warm process (sixth job)', 1, results.get('full-off-steady/local')!),
+        vsLine('the same, fresh process, pages compressed inline (no compression thread)', 1, results.get('full-off-inline/local')!),
+        vsLine('the same, second job, pages compressed inline', 1, results.get('full-off-warm-inline/local')!),
+        vsLine('the same, sixth job, pages compressed inline', 1, results.get('full-off-steady-inline/local')!),
+        ...[...m.duck].map(([threads, s]) => vsLine(`DuckDB ${machine.packages['@duckdb/node-api']} window + COPY`, threads, s)),
+      ],
+    ),
+  ]
+}
+
+function coldSection({ a, m, machine }: ReportInput): string[] {
+  const d = m.cold.duckdb
+  const coldLine = (engine: string, s: Series<ColdReport>) => [
+    engine,
+    `${med(s, (x) => x.readySeconds).toFixed(2)} / ${med(s, (x) => x.readyCpuSeconds).toFixed(2)}`,
+    `${med(s, (x) => x.seconds).toFixed(2)} / ${med(s, (x) => x.cpuSeconds).toFixed(2)}`,
+    `${med(s, (x) => x.processSeconds).toFixed(2)} / ${med(s, (x) => x.processCpuSeconds).toFixed(2)}`,
+    med(s, (x) => x.peakRssMb).toFixed(0),
+    `${(med(s, (x) => x.seconds) / med(d, (x) => x.seconds)).toFixed(2)} / ${(med(s, (x) => x.cpuSeconds) / med(d, (x) => x.cpuSeconds)).toFixed(2)}`,
+    `${(med(s, (x) => x.processSeconds) / med(d, (x) => x.processSeconds)).toFixed(2)} / ${(med(s, (x) => x.processCpuSeconds) / med(d, (x) => x.processCpuSeconds)).toFixed(2)}`,
+  ]
+  return [
+    `\n### A cold process, from its start: the compactor's bundle (esbuild, the functions' options and environment) against DuckDB loading its module, the same full compaction, median of ${a.runs} runs\n`,
+    markdownTable(
+      ['engine', 'start → ready: wall / CPU s', 'the job: wall / CPU s', 'start → job done: wall / CPU s', 'peak RSS (MB)', 'job ÷ DuckDB cold: wall / CPU', 'start → done ÷ DuckDB cold: wall / CPU'],
+      [coldLine('Strata, columnar merge (compactBucket defaults)', m.cold.strata), coldLine(`DuckDB ${machine.packages['@duckdb/node-api']} window + COPY, 1 thread`, d)],
+    ),
+  ]
+}
+
+function codecsSection({ a, f, m }: ReportInput): string[] {
+  const { duck1, duckSecs, duckCpu } = baselines(m)
+  const mib = (b: number | null) => (b === null ? '-' : (b / 2 ** 20).toFixed(1))
+  return [
+    `\n### file.compression: full compaction (deletion vectors off, columnar merge, local disk) and DuckDB 1 thread writing the same codec, on the same ${count(a.rows)} rows written with each codec, Node ${process.versions.node}, median of ${a.runs} runs\n`,
+    markdownTable(
+      ['file.compression', 'input MiB (5 files)', 'Strata out MiB', 'Strata wall s', 'Strata CPU s', 'Strata peak RSS (MB)', 'DuckDB out MiB', 'DuckDB wall s', 'DuckDB CPU s', 'wall ÷ DuckDB 1 thread snappy', 'CPU ÷ DuckDB 1 thread snappy', 'wall ÷ DuckDB same codec', 'CPU ÷ DuckDB same codec'],
+      [...f.codecs].map(([name, x]) => {
+        const s = x === f.fullOff ? m.results.get('full-off/local')! : m.results.get(`${x.id}/local`)!
+        const d = x === f.fullOff ? duck1 : m.duckCodec.get(name)!
+        const [sw, sc, dw, dc] = [med(s, (y) => y.seconds), med(s, (y) => y.cpuSeconds), med(d, (y) => y.seconds), med(d, (y) => y.cpuSeconds)]
+        const inBytes = dataFilesOf(x).reduce((n, p) => n + statSync(p).size, 0)
+        return [name === 'zstd' ? 'zstd (level 1)' : name.replace(':', ' level '), mib(inBytes), mib(med(s, (y) => y.outputBytes ?? NaN)), sw.toFixed(2), sc.toFixed(2), med(s, (y) => y.peakRssMb).toFixed(0), mib(med(d, (y) => y.outputBytes)), dw.toFixed(2), dc.toFixed(2), (sw / duckSecs).toFixed(2), (sc / duckCpu).toFixed(2), (sw / dw).toFixed(2), (sc / dc).toFixed(2)]
+      }),
+    ),
+  ]
+}
+
+function scalingSection({ a, f, m, idleMb }: ReportInput): string[] {
+  const scaleRows = [f.quarter, f.half, f.fullOff, f.tenRuns].map((x) => {
+    const s = m.results.get(`${x.id}/local`)!
+    const secs = med(s, (y) => y.seconds)
+    const rss = med(s, (y) => y.peakRssMb)
+    return [count(s.reports[0].rowsIn), x.runs, count(s.reports[0].rowsOut), secs.toFixed(2), med(s, (y) => y.cpuSeconds).toFixed(2), rate(s.reports[0].rowsIn, secs), rss.toFixed(0), (rss - idleMb.local).toFixed(0)]
+  })
+  return [
+    `\n### Peak RSS against rows and sorted runs (full compaction, deletion vectors off, local disk), median of ${a.runs} runs\n`,
+    markdownTable(['rows in', 'sorted runs', 'rows out', 'wall s', 'CPU s', 'rows in/s (wall)', 'peak RSS (MB)', 'above idle child (MB)'], scaleRows),
+  ]
+}
+
+function profilesSection(profiles: Record<string, ProfileSummary>, plan: JobPlan): string[] {
+  const lines: string[] = []
+  for (const [id, p] of Object.entries(profiles)) {
+    const scope = plan.main.find((j) => j.id === id)?.warmUps ? 'its measured compaction after the warm-ups' : 'the whole child'
+    lines.push(`\n### CPU profile of ${id} (one local run, ${p.totalMs} ms sampled, ${scope}): self time by category\n`)
+    lines.push(markdownTable(['category', 'ms', '%'], p.byCategory.map((e) => [e.name, e.ms, e.percent])))
+    lines.push(`\nby file\n`)
+    lines.push(markdownTable(['file', 'ms', '%'], p.byFile.map((e) => [`\`${e.name}\``, e.ms, e.percent])))
+    lines.push(`\nby function\n`)
+    lines.push(markdownTable(['function', 'ms', '%'], p.byFunction.map((e) => [`\`${e.name}\``, e.ms, e.percent])))
+  }
+  return lines
 }
 
 const argv = process.argv.slice(2)
