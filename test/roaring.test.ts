@@ -2,7 +2,8 @@ import { describe, it, expect } from 'vitest'
 import { readFileSync } from 'node:fs'
 import { crc32 } from 'node:zlib'
 import fc from 'fast-check'
-import { RoaringBitmap32, RoaringBitmap64 } from '../lib/format/roaring.ts'
+import { RoaringBitmap32 } from '../lib/format/roaring32.ts'
+import { RoaringBitmap64 } from '../lib/format/roaring64.ts'
 import { StrataInputError } from '../lib/types.ts'
 
 const fixture = (name: string): Uint8Array =>

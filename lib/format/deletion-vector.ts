@@ -12,7 +12,8 @@
 
 import { crc32 } from 'node:zlib'
 import { StrataInputError, type DeletionVectorMeta } from '../types.ts'
-import { RoaringBitmap32, RoaringBitmap64 } from './roaring.ts'
+import { RoaringBitmap32 } from './roaring32.ts'
+import { RoaringBitmap64 } from './roaring64.ts'
 
 /** `IndexFileMeta._INDEX_TYPE` of deletion-vector index files. */
 export const DELETION_VECTORS_INDEX = 'DELETION_VECTORS'
