@@ -18,7 +18,8 @@ import { nextDeletionVectors, writeDeletionVectorIndex } from './deletion-vector
 import { BucketInputs } from './inputs.ts'
 import { CompactionOutput } from './output.ts'
 import { pickOptionsOf, pickUnit, planSteps, readBucket } from './plan.ts'
-import { type RewriteJob, rewriteStep } from './rewrite.ts'
+import type { RewriteJob } from './rewrite-job.ts'
+import { rewriteStep } from './rewrite.ts'
 
 export async function compactBucket(ctx: CompactionContext, req: CompactBucketRequest): Promise<CompactBucketResult> {
   const { view, mergeConfig } = ctx

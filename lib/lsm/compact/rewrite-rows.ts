@@ -10,7 +10,7 @@ import { mergeSortedRuns } from '../merge-reader.ts'
 import type { CompactStep } from '../universal-compaction.ts'
 import { lookUpOlder } from './deletion-vectors.ts'
 import { RollingFiles } from './output.ts'
-import type { StepRewrite } from './rewrite.ts'
+import type { StepRewrite } from './rewrite-job.ts'
 
 export async function rewriteRows(s: StepRewrite, step: Extract<CompactStep, { kind: 'rewrite' }>, changelogStep: boolean): Promise<void> {
   const { inputs, output, view, mergeConfig: cfg } = s.job
