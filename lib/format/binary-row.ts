@@ -241,17 +241,9 @@ function ensureScratch(size: number): void {
   scratchView = new DataView(scratch.buffer)
 }
 
-function encode(layout: RowLayout, values: Value[]): number {
-  const { kinds, arity, nullBitsSize, fixedSize, decimalLimits } = layout
-  if (values.length !== arity) {
-    throw new StrataInputError(
-      `BinaryRow: got ${values.length} values for ${arity} fields (${layout.types.map(typeLabel).join(', ')})`,
-    )
-  }
-  if (utf8Lens.length < arity) utf8Lens = new Int32Array(Math.max(arity, utf8Lens.length * 2))
-  const lens = utf8Lens
-
-  // Pass 1: validate and size the variable part.
+/** Checks the values the variable part holds and returns the row's size; notes each string's UTF-8 length in `lens`. */
+function encodedSize(layout: RowLayout, values: Value[], lens: Int32Array): number {
+  const { kinds, arity, fixedSize, decimalLimits } = layout
   let size = fixedSize
   for (let i = 0; i < arity; i++) {
     const v = values[i]
@@ -276,133 +268,172 @@ function encode(layout: RowLayout, values: Value[]): number {
       if (v.length > MAX_INLINE_BYTES) size += roundUp8(v.length)
     }
   }
+  return size
+}
 
+/** The slot of a null field at `slot`; returns the cursor past the variable chunk Java reserves for it. */
+function writeNull(buf: Uint8Array, view: DataView, i: number, kind: number, slot: number, cursor: number): number {
+  buf[(i + 8) >>> 3] |= 1 << ((i + 8) & 7)
+  // Java reserves the variable chunk of a null non-compact value and points the slot at it
+  // (AbstractBinaryWriter.writeDecimal/writeTimestamp with null).
+  if (kind === K_DECIMAL_WIDE) {
+    view.setUint32(slot + 4, cursor, true)
+    return cursor + 16
+  }
+  if (kind === K_TIMESTAMP_WIDE) {
+    view.setUint32(slot + 4, cursor, true)
+    return cursor + 8
+  }
+  return cursor
+}
+
+/** Whether a field of this kind may use the variable part (wide decimals and timestamps, strings, bytes). */
+function usesVariablePart(kind: number): boolean {
+  return kind === K_DECIMAL_WIDE || kind === K_TIMESTAMP_WIDE || kind === K_STRING || kind === K_BYTES
+}
+
+/** Field i, of a kind held in its 8-byte slot alone (numbers, booleans, compact decimals and timestamps), checked and written. */
+function writeSlotValue(layout: RowLayout, buf: Uint8Array, view: DataView, i: number, kind: number, slot: number, v: Value): void {
+  const decimalLimits = layout.decimalLimits
+  switch (kind) {
+    case K_BOOLEAN:
+      if (typeof v !== 'boolean') throw badValue(layout, i, v, 'a boolean')
+      buf[slot] = v ? 1 : 0
+      break
+    case K_TINYINT:
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < -128 || v > 127) {
+        throw badValue(layout, i, v, 'an integer number in -128..127')
+      }
+      view.setInt8(slot, v)
+      break
+    case K_SMALLINT:
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < -32768 || v > 32767) {
+        throw badValue(layout, i, v, 'an integer number in -32768..32767')
+      }
+      view.setInt16(slot, v, true)
+      break
+    case K_INT:
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < -2147483648 || v > 2147483647) {
+        throw badValue(layout, i, v, 'an integer number in the int32 range')
+      }
+      view.setInt32(slot, v, true)
+      break
+    case K_BIGINT:
+      if (typeof v !== 'bigint' || v < INT64_MIN || v > INT64_MAX) {
+        throw badValue(layout, i, v, 'a bigint in the int64 range')
+      }
+      view.setBigInt64(slot, v, true)
+      break
+    case K_FLOAT:
+      if (typeof v !== 'number') throw badValue(layout, i, v, 'a number')
+      view.setFloat32(slot, v, true)
+      break
+    case K_DOUBLE:
+      if (typeof v !== 'number') throw badValue(layout, i, v, 'a number')
+      view.setFloat64(slot, v, true)
+      break
+    case K_DECIMAL_COMPACT:
+      if (typeof v !== 'bigint' || v >= decimalLimits[i] || v <= -decimalLimits[i]) {
+        throw badValue(layout, i, v, `a bigint unscaled value with |v| < ${decimalLimits[i]}`)
+      }
+      view.setBigInt64(slot, v, true)
+      break
+    case K_TIMESTAMP_COMPACT: {
+      if (typeof v !== 'bigint') throw badValue(layout, i, v, 'a bigint of microseconds')
+      const millis = floorDivBig(v, 1000n)
+      if (millis < INT64_MIN || millis > INT64_MAX) {
+        throw badValue(layout, i, v, 'microseconds whose milliseconds fit in int64')
+      }
+      view.setBigInt64(slot, millis, true)
+      break
+    }
+  }
+}
+
+/**
+ * Field i, of a kind that may use the variable part (`encodedSize` checked all but timestamps),
+ * written at `slot` and, when it does not fit there, at `cursor`; returns the cursor past it.
+ */
+function writeVariableValue(layout: RowLayout, buf: Uint8Array, view: DataView, i: number, kind: number, slot: number, cursor: number, v: Value, lens: Int32Array): number {
+  switch (kind) {
+    case K_DECIMAL_WIDE: {
+      const d = v as bigint
+      const len = twosComplementLength(d)
+      writeBigIntBE(buf, cursor, d, len)
+      view.setUint32(slot, len, true)
+      view.setUint32(slot + 4, cursor, true)
+      cursor += 16
+      break
+    }
+    case K_TIMESTAMP_WIDE: {
+      if (typeof v !== 'bigint') throw badValue(layout, i, v, 'a bigint of microseconds')
+      const millis = floorDivBig(v, 1000n)
+      if (millis < INT64_MIN || millis > INT64_MAX) {
+        throw badValue(layout, i, v, 'microseconds whose milliseconds fit in int64')
+      }
+      view.setBigInt64(cursor, millis, true)
+      view.setUint32(slot, Number(v - millis * 1000n) * 1000, true)
+      view.setUint32(slot + 4, cursor, true)
+      cursor += 8
+      break
+    }
+    case K_STRING: {
+      const s = v as string
+      const n = lens[i]
+      if (n <= MAX_INLINE_BYTES) {
+        writeUtf8(buf, slot, s, n)
+        buf[slot + 7] = 0x80 | n
+      } else {
+        writeUtf8(buf, cursor, s, n)
+        view.setUint32(slot, n, true)
+        view.setUint32(slot + 4, cursor, true)
+        cursor += roundUp8(n)
+      }
+      break
+    }
+    case K_BYTES: {
+      const b = v as Uint8Array
+      const n = b.length
+      if (n <= MAX_INLINE_BYTES) {
+        buf.set(b, slot)
+        buf[slot + 7] = 0x80 | n
+      } else {
+        buf.set(b, cursor)
+        view.setUint32(slot, n, true)
+        view.setUint32(slot + 4, cursor, true)
+        cursor += roundUp8(n)
+      }
+      break
+    }
+  }
+  return cursor
+}
+
+function encode(layout: RowLayout, values: Value[]): number {
+  const { kinds, arity, nullBitsSize } = layout
+  if (values.length !== arity) {
+    throw new StrataInputError(
+      `BinaryRow: got ${values.length} values for ${arity} fields (${layout.types.map(typeLabel).join(', ')})`,
+    )
+  }
+  if (utf8Lens.length < arity) utf8Lens = new Int32Array(Math.max(arity, utf8Lens.length * 2))
+  const lens = utf8Lens
+  // Pass 1: validate and size the variable part.
+  const size = encodedSize(layout, values, lens)
   ensureScratch(size)
   const buf = scratch
   const view = scratchView
   buf.fill(0, 0, size)
 
   // Pass 2: write. Byte 0 (RowKind) stays 0 (+I), as for every row Strata serializes.
-  let cursor = fixedSize
+  let cursor = layout.fixedSize
   for (let i = 0; i < arity; i++) {
     const v = values[i]
     const kind = kinds[i]
     const slot = nullBitsSize + 8 * i
-    if (v === null) {
-      buf[(i + 8) >>> 3] |= 1 << ((i + 8) & 7)
-      // Java reserves the variable chunk of a null non-compact value and points the slot at it
-      // (AbstractBinaryWriter.writeDecimal/writeTimestamp with null).
-      if (kind === K_DECIMAL_WIDE) {
-        view.setUint32(slot + 4, cursor, true)
-        cursor += 16
-      } else if (kind === K_TIMESTAMP_WIDE) {
-        view.setUint32(slot + 4, cursor, true)
-        cursor += 8
-      }
-      continue
-    }
-    switch (kind) {
-      case K_BOOLEAN:
-        if (typeof v !== 'boolean') throw badValue(layout, i, v, 'a boolean')
-        buf[slot] = v ? 1 : 0
-        break
-      case K_TINYINT:
-        if (typeof v !== 'number' || !Number.isInteger(v) || v < -128 || v > 127) {
-          throw badValue(layout, i, v, 'an integer number in -128..127')
-        }
-        view.setInt8(slot, v)
-        break
-      case K_SMALLINT:
-        if (typeof v !== 'number' || !Number.isInteger(v) || v < -32768 || v > 32767) {
-          throw badValue(layout, i, v, 'an integer number in -32768..32767')
-        }
-        view.setInt16(slot, v, true)
-        break
-      case K_INT:
-        if (typeof v !== 'number' || !Number.isInteger(v) || v < -2147483648 || v > 2147483647) {
-          throw badValue(layout, i, v, 'an integer number in the int32 range')
-        }
-        view.setInt32(slot, v, true)
-        break
-      case K_BIGINT:
-        if (typeof v !== 'bigint' || v < INT64_MIN || v > INT64_MAX) {
-          throw badValue(layout, i, v, 'a bigint in the int64 range')
-        }
-        view.setBigInt64(slot, v, true)
-        break
-      case K_FLOAT:
-        if (typeof v !== 'number') throw badValue(layout, i, v, 'a number')
-        view.setFloat32(slot, v, true)
-        break
-      case K_DOUBLE:
-        if (typeof v !== 'number') throw badValue(layout, i, v, 'a number')
-        view.setFloat64(slot, v, true)
-        break
-      case K_DECIMAL_COMPACT:
-        if (typeof v !== 'bigint' || v >= decimalLimits[i] || v <= -decimalLimits[i]) {
-          throw badValue(layout, i, v, `a bigint unscaled value with |v| < ${decimalLimits[i]}`)
-        }
-        view.setBigInt64(slot, v, true)
-        break
-      case K_DECIMAL_WIDE: {
-        const d = v as bigint
-        const len = twosComplementLength(d)
-        writeBigIntBE(buf, cursor, d, len)
-        view.setUint32(slot, len, true)
-        view.setUint32(slot + 4, cursor, true)
-        cursor += 16
-        break
-      }
-      case K_TIMESTAMP_COMPACT: {
-        if (typeof v !== 'bigint') throw badValue(layout, i, v, 'a bigint of microseconds')
-        const millis = floorDivBig(v, 1000n)
-        if (millis < INT64_MIN || millis > INT64_MAX) {
-          throw badValue(layout, i, v, 'microseconds whose milliseconds fit in int64')
-        }
-        view.setBigInt64(slot, millis, true)
-        break
-      }
-      case K_TIMESTAMP_WIDE: {
-        if (typeof v !== 'bigint') throw badValue(layout, i, v, 'a bigint of microseconds')
-        const millis = floorDivBig(v, 1000n)
-        if (millis < INT64_MIN || millis > INT64_MAX) {
-          throw badValue(layout, i, v, 'microseconds whose milliseconds fit in int64')
-        }
-        view.setBigInt64(cursor, millis, true)
-        view.setUint32(slot, Number(v - millis * 1000n) * 1000, true)
-        view.setUint32(slot + 4, cursor, true)
-        cursor += 8
-        break
-      }
-      case K_STRING: {
-        const s = v as string
-        const n = lens[i]
-        if (n <= MAX_INLINE_BYTES) {
-          writeUtf8(buf, slot, s, n)
-          buf[slot + 7] = 0x80 | n
-        } else {
-          writeUtf8(buf, cursor, s, n)
-          view.setUint32(slot, n, true)
-          view.setUint32(slot + 4, cursor, true)
-          cursor += roundUp8(n)
-        }
-        break
-      }
-      case K_BYTES: {
-        const b = v as Uint8Array
-        const n = b.length
-        if (n <= MAX_INLINE_BYTES) {
-          buf.set(b, slot)
-          buf[slot + 7] = 0x80 | n
-        } else {
-          buf.set(b, cursor)
-          view.setUint32(slot, n, true)
-          view.setUint32(slot + 4, cursor, true)
-          cursor += roundUp8(n)
-        }
-        break
-      }
-    }
+    if (v === null) cursor = writeNull(buf, view, i, kind, slot, cursor)
+    else if (usesVariablePart(kind)) cursor = writeVariableValue(layout, buf, view, i, kind, slot, cursor, v, lens)
+    else writeSlotValue(layout, buf, view, i, kind, slot, v)
   }
   return size
 }
