@@ -181,17 +181,13 @@ export function writeManifestFile(
 }
 
 export function readManifestFile(bytes: Uint8Array): ManifestEntry[] {
-  return readAvroFile(bytes).records.map((rec, i) => {
-    const r = new Fields(rec, `manifest entry #${i}`)
-    checkVersion(r, MANIFEST_ENTRY_VERSION, 'ManifestEntrySerializer')
-    return {
-      kind: r.kind('_KIND'),
-      partition: r.bytes('_PARTITION'),
-      bucket: r.int('_BUCKET'),
-      totalBuckets: r.int('_TOTAL_BUCKETS'),
-      file: dataFileMeta(r.record('_FILE')),
-    }
-  })
+  return readRecords(bytes, 'manifest entry', MANIFEST_ENTRY_VERSION, 'ManifestEntrySerializer', (r) => ({
+    kind: r.kind('_KIND'),
+    partition: r.bytes('_PARTITION'),
+    bucket: r.int('_BUCKET'),
+    totalBuckets: r.int('_TOTAL_BUCKETS'),
+    file: dataFileMeta(r.record('_FILE')),
+  }))
 }
 
 /** What the sequence floor needs of a manifest entry (lib/write/table-write.ts). */
@@ -312,22 +308,18 @@ export function writeManifestList(
 }
 
 export function readManifestList(bytes: Uint8Array): ManifestFileMeta[] {
-  return readAvroFile(bytes).records.map((rec, i) => {
-    const r = new Fields(rec, `manifest list record #${i}`)
-    checkVersion(r, MANIFEST_FILE_META_VERSION, 'ManifestFileMetaSerializer')
-    return {
-      fileName: r.string('_FILE_NAME'),
-      fileSize: r.long('_FILE_SIZE'),
-      numAddedFiles: r.long('_NUM_ADDED_FILES'),
-      numDeletedFiles: r.long('_NUM_DELETED_FILES'),
-      partitionStats: simpleStats(r.record('_PARTITION_STATS')),
-      schemaId: r.long('_SCHEMA_ID'),
-      minBucket: r.optional('_MIN_BUCKET', () => r.int('_MIN_BUCKET')),
-      maxBucket: r.optional('_MAX_BUCKET', () => r.int('_MAX_BUCKET')),
-      minLevel: r.optional('_MIN_LEVEL', () => r.int('_MIN_LEVEL')),
-      maxLevel: r.optional('_MAX_LEVEL', () => r.int('_MAX_LEVEL')),
-    }
-  })
+  return readRecords(bytes, 'manifest list record', MANIFEST_FILE_META_VERSION, 'ManifestFileMetaSerializer', (r) => ({
+    fileName: r.string('_FILE_NAME'),
+    fileSize: r.long('_FILE_SIZE'),
+    numAddedFiles: r.long('_NUM_ADDED_FILES'),
+    numDeletedFiles: r.long('_NUM_DELETED_FILES'),
+    partitionStats: simpleStats(r.record('_PARTITION_STATS')),
+    schemaId: r.long('_SCHEMA_ID'),
+    minBucket: r.optional('_MIN_BUCKET', () => r.int('_MIN_BUCKET')),
+    maxBucket: r.optional('_MAX_BUCKET', () => r.int('_MAX_BUCKET')),
+    minLevel: r.optional('_MIN_LEVEL', () => r.int('_MIN_LEVEL')),
+    maxLevel: r.optional('_MAX_LEVEL', () => r.int('_MAX_LEVEL')),
+  }))
 }
 
 // ---- index manifest (IndexManifestEntry) ----
@@ -357,23 +349,19 @@ export function writeIndexManifest(
 }
 
 export function readIndexManifest(bytes: Uint8Array): IndexManifestEntry[] {
-  return readAvroFile(bytes).records.map((rec, i) => {
-    const r = new Fields(rec, `index manifest entry #${i}`)
-    checkVersion(r, INDEX_MANIFEST_ENTRY_VERSION, 'IndexManifestEntrySerializer')
-    return {
-      kind: r.kind('_KIND'),
-      partition: r.bytes('_PARTITION'),
-      bucket: r.int('_BUCKET'),
-      indexType: r.string('_INDEX_TYPE'),
-      fileName: r.string('_FILE_NAME'),
-      fileSize: r.long('_FILE_SIZE'),
-      rowCount: r.long('_ROW_COUNT'),
-      dvRanges: r.optional('_DELETIONS_VECTORS_RANGES', () =>
-        r.list('_DELETIONS_VECTORS_RANGES', (v, at) => deletionVectorMeta(new Fields(v, at))),
-      ),
-      externalPath: r.optional('_EXTERNAL_PATH', () => r.string('_EXTERNAL_PATH')),
-    }
-  })
+  return readRecords(bytes, 'index manifest entry', INDEX_MANIFEST_ENTRY_VERSION, 'IndexManifestEntrySerializer', (r) => ({
+    kind: r.kind('_KIND'),
+    partition: r.bytes('_PARTITION'),
+    bucket: r.int('_BUCKET'),
+    indexType: r.string('_INDEX_TYPE'),
+    fileName: r.string('_FILE_NAME'),
+    fileSize: r.long('_FILE_SIZE'),
+    rowCount: r.long('_ROW_COUNT'),
+    dvRanges: r.optional('_DELETIONS_VECTORS_RANGES', () =>
+      r.list('_DELETIONS_VECTORS_RANGES', (v, at) => deletionVectorMeta(new Fields(v, at))),
+    ),
+    externalPath: r.optional('_EXTERNAL_PATH', () => r.string('_EXTERNAL_PATH')),
+  }))
 }
 
 function deletionVectorMeta(r: Fields): DeletionVectorMeta {
@@ -390,6 +378,15 @@ function deletionVectorMeta(r: Fields): DeletionVectorMeta {
 function fileKind(kind: unknown, field: string): FileKind {
   if (kind !== 0 && kind !== 1) throw new Error(`${field}: ${String(kind)}, expected 0 (ADD) or 1 (DELETE)`)
   return kind
+}
+
+/** The records of an Avro file, each checked to be of `version` (Paimon's `serializer`) and read by `read`. */
+function readRecords<T>(bytes: Uint8Array, what: string, version: number, serializer: string, read: (r: Fields) => T): T[] {
+  return readAvroFile(bytes).records.map((rec, i) => {
+    const r = new Fields(rec, `${what} #${i}`)
+    checkVersion(r, version, serializer)
+    return read(r)
+  })
 }
 
 function checkVersion(r: Fields, expected: number, serializer: string): void {
