@@ -2,7 +2,7 @@
 // `KeyValue` object per row (the columnar compaction path, lib/lsm/columnar-merge.ts).
 //
 // A batch's columns are in a data file's column order: `_KEY_<k>`…, `_SEQUENCE_NUMBER`,
-// `_VALUE_KIND`, then every table field (lib/format/data-file.ts). Each column holds, per
+// `_VALUE_KIND`, then every table field (lib/format/data-file-layout.ts). Each column holds, per
 // row, the *physical* value that `DataFileWriter.write` would buffer for that row's `Value`
 // (`physicalEncoder`'s output, which is what the column encoder, lib/format/parquet-encode.ts, encodes): a TIMESTAMP(0..3)
 // holds epoch milliseconds, every other type its `Value`; null stands for SQL NULL. A column

@@ -1,4 +1,4 @@
-// How a data file's pages get compressed: the port between the writer (lib/format/data-file.ts)
+// How a data file's pages get compressed: the port between the writer (lib/format/data-file-writer.ts)
 // and what compresses its pages. The writer encodes a row group's pages into one of the
 // compressor's two arenas, hands them over (`begin`), and places them in the file (`body` per
 // page) once it has encoded the next row group into the other arena. In between they are

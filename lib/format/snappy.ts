@@ -1,6 +1,6 @@
 // Snappy compression: the raw block format of google/snappy's format_description.txt (a
 // varint of the uncompressed length, then literals and copies with offsets up to 64 KiB).
-// Compression is used for Parquet pages (lib/format/parquet-encode.ts, data-file.ts) and Avro
+// Compression is used for Parquet pages (lib/format/parquet-encode.ts, data-file-writer.ts) and Avro
 // manifest blocks (lib/format/avro.ts); decompression for the Parquet pages Strata's decoder
 // reads (lib/format/parquet-decode.ts). Avro blocks and the pages hyparquet reads are
 // decompressed by hyparquet's snappyUncompress.
