@@ -7,7 +7,7 @@
 
 import { type CommitResult, commitUserFor } from '../../commit/committer.ts'
 import { compressionThreadUseful, startCompressionThread } from '../../format/compression-thread.ts'
-import { bucketDirOf } from '../../handle/bucket-state.ts'
+import { bucketDirOf, indexFileKey } from '../../handle/bucket-state.ts'
 import { compactsWithLookup } from '../../merge/merge-function.ts'
 import { BoundedStore } from '../../store/bounded.ts'
 import { assertWritable } from '../../table/options.ts'
@@ -42,8 +42,10 @@ export async function compactBucket(ctx: CompactionContext, req: CompactBucketRe
   if (compressionThread && steps.some((s) => s.kind !== 'upgrade')) startCompressionThread()
   // the job's data-file and index requests: inputs opened together, outputs PUT while the
   // merge goes on, at most `io.max-concurrent-requests` in flight
-  const io = new BoundedStore(ctx.store, opts.ioMaxConcurrentRequests)
+  // where the job's files go: the bucket's new index files, in its directory or under index/
+  const indexFileKeyOf = (fileName: string) => indexFileKey(ctx, { fileName, partition: req.partition, bucket: req.bucket, externalPath: null }, () => dir)
   const dir = bucketDirOf(ctx, req.partition, req.bucket).path
+  const io = new BoundedStore(ctx.store, opts.ioMaxConcurrentRequests)
   const output = new CompactionOutput(io, view, { partition: req.partition, bucket: req.bucket, totalBuckets: opts.bucket, dir })
   const commit: CompactCommit = { commitUser: req.commitUser ?? commitUserFor(opts.commitUserPrefix), baseSnapshotId: summary.baseSnapshotId, dvIndex: bucket.dvIndex, indexReplacement: null }
   const job: RewriteJob = {
@@ -61,7 +63,7 @@ export async function compactBucket(ctx: CompactionContext, req: CompactBucketRe
     for (const step of steps) await rewriteStep(step, job)
     if (opts.deletionVectors) {
       const next = nextDeletionVectors(await dvs, output, opts.bitmap64)
-      if (next) commit.indexReplacement = await writeDeletionVectorIndex(ctx, next, output)
+      if (next) commit.indexReplacement = await writeDeletionVectorIndex(next, output, { bitmap64: opts.bitmap64, targetSize: opts.dvIndexFileTargetSize, keyOf: indexFileKeyOf })
     }
     await output.uploads.done()
     await req.beforeCommit?.()

@@ -4,7 +4,6 @@
 // Then the bucket's vectors after the job are written as one new index file set.
 
 import { type DeletionVector, DELETION_VECTORS_INDEX, deletionVectorOf, writeDeletionVectorFiles } from '../../format/deletion-vector.ts'
-import { type BucketLayout, type TableRoot, indexFileKey } from '../../handle/bucket-state.ts'
 import type { IndexReplacement } from '../../commit/committer.ts'
 import type { MergeFunction } from '../../merge/merge-function.ts'
 import { type IndexManifestEntry, type KeyValue, FileKind } from '../../types.ts'
@@ -81,20 +80,22 @@ export function nextDeletionVectors(current: Map<string, DeletionVector>, output
   return changed ? new Map([...next].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : null
 }
 
+/** How the bucket's index files are written: `deletion-vectors.bitmap64`, `deletion-vector.index-file.target-size`, and where a new one goes. */
+export interface IndexFileSettings {
+  bitmap64: boolean
+  targetSize: number
+  /** the key of a new index file of the bucket (`indexFileKey`) */
+  keyOf: (fileName: string) => string
+}
+
 /** Writes the vectors (sorted by file name) as the bucket's new index files: one per bucket per change, split at the target size. */
-export async function writeDeletionVectorIndex(
-  table: TableRoot & BucketLayout,
-  vectors: Map<string, DeletionVector>,
-  output: CompactionOutput,
-): Promise<IndexReplacement> {
-  const { partition, bucket, dir } = output.where
-  const opts = table.view.options
+export async function writeDeletionVectorIndex(vectors: Map<string, DeletionVector>, output: CompactionOutput, settings: IndexFileSettings): Promise<IndexReplacement> {
+  const { partition, bucket } = output.where
   const entries: IndexManifestEntry[] = []
-  for (const { bytes, metas } of writeDeletionVectorFiles(vectors, opts.bitmap64, opts.dvIndexFileTargetSize)) {
+  for (const { bytes, metas } of writeDeletionVectorFiles(vectors, settings.bitmap64, settings.targetSize)) {
     const fileName = output.namer.next('index-')
-    const key = indexFileKey(table, { fileName, partition, bucket, externalPath: null }, () => dir)
     // independent of the last data files' uploads: it goes up beside them
-    await output.put(key, bytes)
+    await output.put(settings.keyOf(fileName), bytes)
     entries.push({
       kind: FileKind.ADD,
       partition,

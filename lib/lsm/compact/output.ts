@@ -6,8 +6,8 @@ import type { ColumnBatch } from '../../format/columnar-types.ts'
 import type { DataFileWriter } from '../../format/data-file-writer.ts'
 import { Uploads } from '../../store/bounded.ts'
 import type { ObjectStore } from '../../store/object-store.ts'
-import { dataFileMeta } from '../../table/file-meta.ts'
-import { FileNamer } from '../../table/paths.ts'
+import { dataFileMeta, newDataFileWriter } from '../../table/file-meta.ts'
+import { CHANGELOG_FILE_PREFIX, FileNamer } from '../../table/paths.ts'
 import type { SchemaView } from '../../table/schema.ts'
 import { type KeyValue, type ManifestEntry, FileKind } from '../../types.ts'
 
@@ -79,6 +79,16 @@ export class CompactionOutput {
   async put(key: string, bytes: Uint8Array): Promise<void> {
     this.written.push(key)
     await this.uploads.put(key, bytes)
+  }
+
+  /**
+   * The data files (or, `changelog`, the changelog files) of a step writing into `level`,
+   * each about what the step reads, at most a target-size file at a time.
+   */
+  files(level: number, expectedBytes: number, compressionThread: boolean, changelog = false): RollingFiles {
+    const target = this.view.options.targetFileSize
+    const newWriter = () => newDataFileWriter(this.view, { expectedBytes: Math.min(expectedBytes, target), compressionThread })
+    return new RollingFiles(newWriter, target, (w) => this.putFile(w, changelog ? CHANGELOG_FILE_PREFIX : this.view.options.dataFilePrefix, level, changelog))
   }
 
   /**

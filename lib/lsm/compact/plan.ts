@@ -82,12 +82,11 @@ export function compactionNeeded(table: { readonly view: SchemaView; readonly me
 
 /** Reads the bucket's files and, in deletion-vector mode, its index entries: independent reads of the snapshot, at once. */
 export async function readBucket(source: BucketSource, snapshot: Snapshot | null, partition: Uint8Array, bucket: number): Promise<BucketState> {
-  const deletionVectorMode = source.view.options.deletionVectors
-  const [entries, dvIndex] = await Promise.all([
-    // only the manifests whose list records can hold this bucket are opened
-    snapshot ? source.manifests.liveEntries(snapshot, bucketsScope(source.view, [{ partition, bucket }])) : [],
-    deletionVectorMode ? dvIndexByBucket(source, snapshot).then((m) => m.get(bucketIdentifier(partition, bucket))) : undefined,
-  ])
+  const indexReading = source.view.options.deletionVectors ? dvIndexByBucket(source, snapshot).then((m) => m.get(bucketIdentifier(partition, bucket))) : undefined
+  const loadVectors = async () => loadDeletionVectors(source, await indexReading)
+  // only the manifests whose list records can hold this bucket are opened
+  const entriesReading = snapshot ? source.manifests.liveEntries(snapshot, bucketsScope(source.view, [{ partition, bucket }])) : []
+  const [entries, dvIndex] = await Promise.all([entriesReading, indexReading])
   // Which files carry a non-empty vector is in the index entries (each vector's
   // cardinality), so picking and planning need not wait for the vectors themselves: they
   // load while the inputs are opened. A vector recorded without a cardinality (another
@@ -95,7 +94,7 @@ export async function readBucket(source: BucketSource, snapshot: Snapshot | null
   const cardinality = new Map<string, bigint | null>()
   for (const e of dvIndex ?? []) for (const m of e.dvRanges ?? []) cardinality.set(m.dataFileName, m.cardinality)
   let loading: Promise<Map<string, DeletionVector>> | null = null
-  const deletionVectors = () => (loading ??= startedAhead(deletionVectorMode ? loadDeletionVectors(source, dvIndex) : Promise.resolve(new Map<string, DeletionVector>())))
+  const deletionVectors = () => (loading ??= startedAhead(indexReading ? loadVectors() : Promise.resolve(new Map<string, DeletionVector>())))
   const known = [...cardinality.values()].includes(null) ? await deletionVectors() : null
   const hasDeletionVector = (f: LsmFile) => (known ? (known.get(f.name)?.cardinality ?? 0) > 0 : (cardinality.get(f.name) ?? 0n) > 0n)
   return { levels: levelsOf(source.view, entries), dvIndex, hasDeletionVector, deletionVectors }

@@ -1,6 +1,5 @@
 // What a rewrite step works with: the job's parts (RewriteJob) and one step's (StepRewrite).
 
-import type { DataFileWriter } from '../../format/data-file-writer.ts'
 import type { MergeEngineConfig, MergeFunction } from '../../merge/merge-function.ts'
 import type { SchemaView } from '../../table/schema.ts'
 import type { KeyValue } from '../../types.ts'
@@ -43,5 +42,6 @@ export interface StepRewrite {
   seqCmp: (a: KeyValue, b: KeyValue) => number
   /** the step's data files */
   files: RollingFiles
-  newWriter: () => DataFileWriter
+  /** the step's changelog files (changelog-producer lookup) */
+  changelogFiles: () => RollingFiles
 }

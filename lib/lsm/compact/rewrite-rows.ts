@@ -3,13 +3,11 @@
 // the job keeps deletion vectors or writes changelog, and written.
 
 import { engineTraits } from '../../merge/merge-function.ts'
-import { CHANGELOG_FILE_PREFIX } from '../../table/paths.ts'
 import { isRetract } from '../../types.ts'
 import { LookupChangelog } from '../lookup-changelog.ts'
 import { mergeSortedRuns } from '../merge-reader.ts'
 import type { CompactStep } from '../universal-compaction.ts'
 import { lookUpOlder } from './deletion-vectors.ts'
-import { RollingFiles } from './output.ts'
 import type { StepRewrite } from './rewrite-job.ts'
 
 export async function rewriteRows(s: StepRewrite, step: Extract<CompactStep, { kind: 'rewrite' }>, changelogStep: boolean): Promise<void> {
@@ -20,7 +18,7 @@ export async function rewriteRows(s: StepRewrite, step: Extract<CompactStep, { k
   const sources = s.runs.map((run) => inputs.run(run, tracker ? (kvs) => tracker.level0(kvs) : undefined))
   // the changelog needs the whole old row, not only the fields that decide the merge
   const lookups = s.lookupRuns.map((files) => inputs.levelLookup(files, changelogStep ? undefined : s.lookupColumns, s.fromKey))
-  const changelog = new RollingFiles(s.newWriter, opts.targetFileSize, (w) => output.putFile(w, CHANGELOG_FILE_PREFIX, step.outputLevel, true))
+  const changelog = s.changelogFiles()
   const supersede = s.job.lookup ? { mf: s.stepMerge(), seqCmp: s.seqCmp, keepsOneRecord: engineTraits(cfg.engine).keepsOneRecord, output } : null
   const merging = tracker ? tracker.track(s.stepMerge()) : s.stepMerge()
   for await (const batch of mergeSortedRuns(sources, { keyComparator: s.job.levels.keyComparator, sequenceComparator: s.seqCmp, mergeFunction: merging })) {

@@ -3,16 +3,14 @@
 // columnar-merge.ts supports the table (the default), else record by record (rewrite-rows.ts).
 
 import { createLookupMergeFunction, createMergeFunction, engineTraits, sequenceComparator } from '../../merge/merge-function.ts'
-import { newDataFileWriter } from '../../table/file-meta.ts'
 import { type ColumnarEngine, chooseMergePath, mergeColumnarRuns } from '../columnar-merge.ts'
 import type { CompactStep } from '../universal-compaction.ts'
 import { entryOf } from './inputs.ts'
-import { RollingFiles } from './output.ts'
 import type { RewriteJob, StepRewrite } from './rewrite-job.ts'
 import { rewriteRows } from './rewrite-rows.ts'
 
 export async function rewriteStep(step: CompactStep, job: RewriteJob): Promise<void> {
-  const { output, view, mergeConfig: cfg } = job
+  const { output, mergeConfig: cfg } = job
   if (step.kind === 'upgrade') return output.upgrade(entryOf(step.file), step.outputLevel)
   const fromLevel0 = step.runs.some((run) => run.some((f) => f.level === 0))
   const changelogStep = job.changelogLookup && fromLevel0
@@ -27,10 +25,8 @@ export async function rewriteStep(step: CompactStep, job: RewriteJob): Promise<v
   // a step that writes changelog merges by rows (the columnar merge does not track a key's inputs)
   const choice = changelogStep ? { path: 'row' as const } : chooseMergePath(cfg, job.mergePath)
   const lookupMerge = job.lookup && fromLevel0
-  // a step writes about what it reads, at most a target-size file at a time
+  // a step writes about what it reads
   const stepBytes = stepFiles.reduce((n, f) => n + Number(entryOf(f).file.fileSize), 0)
-  const target = view.options.targetFileSize
-  const newWriter = () => newDataFileWriter(view, { expectedBytes: Math.min(stepBytes, target), compressionThread: job.compressionThread })
   const s: StepRewrite = {
     job,
     runs: [...step.runs].reverse(),
@@ -39,8 +35,8 @@ export async function rewriteStep(step: CompactStep, job: RewriteJob): Promise<v
     lookupColumns: engineTraits(cfg.engine).newerReplacesOlder ? [...cfg.sequenceFields] : undefined,
     stepMerge: () => (lookupMerge ? createLookupMergeFunction(cfg) : createMergeFunction(cfg)),
     seqCmp: sequenceComparator(cfg),
-    files: new RollingFiles(newWriter, target, (w) => output.putFile(w, view.options.dataFilePrefix, step.outputLevel)),
-    newWriter,
+    files: output.files(step.outputLevel, stepBytes, job.compressionThread),
+    changelogFiles: () => output.files(step.outputLevel, stepBytes, job.compressionThread, true),
   }
   if (choice.path === 'columnar') await rewriteColumnar(s, choice.engine, step.dropDelete)
   else await rewriteRows(s, step, changelogStep)
