@@ -40,11 +40,11 @@ export async function compactBucket(ctx: CompactionContext, req: CompactBucketRe
   // started now, it is running when the first row group's pages are ready (it takes ~30 ms)
   const compressionThread = req.compressionThread ?? compressionThreadUseful()
   if (compressionThread && steps.some((s) => s.kind !== 'upgrade')) startCompressionThread()
-  // the job's data-file and index requests: inputs opened together, outputs PUT while the
-  // merge goes on, at most `io.max-concurrent-requests` in flight
   // where the job's files go: the bucket's new index files, in its directory or under index/
   const indexFileKeyOf = (fileName: string) => indexFileKey(ctx, { fileName, partition: req.partition, bucket: req.bucket, externalPath: null }, () => dir)
   const dir = bucketDirOf(ctx, req.partition, req.bucket).path
+  // the job's data-file and index requests: inputs opened together, outputs PUT while the
+  // merge goes on, at most `io.max-concurrent-requests` in flight
   const io = new BoundedStore(ctx.store, opts.ioMaxConcurrentRequests)
   const output = new CompactionOutput(io, view, { partition: req.partition, bucket: req.bucket, totalBuckets: opts.bucket, dir })
   const commit: CompactCommit = { commitUser: req.commitUser ?? commitUserFor(opts.commitUserPrefix), baseSnapshotId: summary.baseSnapshotId, dvIndex: bucket.dvIndex, indexReplacement: null }
