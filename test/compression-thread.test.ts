@@ -155,7 +155,7 @@ describe('compression thread', () => {
       writeFileSync(
         entry,
         `import { compressionThreadCounts } from ${JSON.stringify(join(lib, 'compression-thread.ts'))}
-import { DataFileWriter } from ${JSON.stringify(join(lib, 'data-file.ts'))}
+import { DataFileWriter } from ${JSON.stringify(join(lib, 'data-file-writer.ts'))}
 const layout = { keyFields: [{ id: 0, name: 'id', type: { root: 'BIGINT', nullable: false } }], valueFields: [{ id: 0, name: 'id', type: { root: 'BIGINT', nullable: false } }, { id: 1, name: 's', type: { root: 'VARCHAR', nullable: true, length: 100 } }] }
 const files = [true, false].map((compressionThread) => {
   const w = new DataFileWriter(layout, { compressionThread, rowGroupRows: 50 })
@@ -185,7 +185,7 @@ describe('compression thread memory', () => {
   it("forgets the buffers of writers that never finished once they are collected", () => {
     // a child with --expose-gc: unfinished writers dropped, collected, and the thread told
     const script = `
-import { DataFileWriter } from ${JSON.stringify(join(import.meta.dirname, '..', 'lib', 'format', 'data-file.ts'))}
+import { DataFileWriter } from ${JSON.stringify(join(import.meta.dirname, '..', 'lib', 'format', 'data-file-writer.ts'))}
 import { compressionThreadHeld } from ${JSON.stringify(join(import.meta.dirname, '..', 'lib', 'format', 'compression-thread.ts'))}
 const layout = { keyFields: [{ id: 0, name: 'id', type: { root: 'BIGINT', nullable: false } }], valueFields: [{ id: 0, name: 'id', type: { root: 'BIGINT', nullable: false } }] }
 function abandon() {
