@@ -1,4 +1,5 @@
-// Throughput of the Parquet data-file writer and reader (lib/format/data-file.ts) for 500k rows
+// Throughput of the Parquet data-file writer and reader (lib/format/data-file-writer.ts,
+// lib/format/data-file-reader.ts) for 500k rows
 // of (BIGINT key, STRING, DOUBLE). Prints the cost per row; asserts nothing.
 // Run: npx tsx bench/data-file.ts [rows]
 

@@ -25,7 +25,7 @@ export interface FileExpectation {
 /**
  * The object `key` as a ByteSource named by its key (errors decoding it name it). With the
  * file's manifest entry (`expect`, its DataFileMeta), reads check what they decode against it:
- * keys in order within its min/max key, its row count (lib/format/data-file.ts ManifestCheck).
+ * keys in order within its min/max key, its row count (lib/format/data-file-check.ts ManifestCheck).
  */
 export function byteSourceOf(store: ObjectStore, key: string, size: number, expect?: FileExpectation): ByteSource {
   return { size, name: key, expect, read: (start, end) => store.getRange(key, start, end) }
