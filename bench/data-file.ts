@@ -1,6 +1,6 @@
 // Throughput of the Parquet data-file writer and reader (lib/format/data-file-writer.ts,
-// lib/format/data-file-reader.ts) for 500k rows
-// of (BIGINT key, STRING, DOUBLE). Prints the cost per row; asserts nothing.
+// lib/format/data-file-reader.ts) for 500k rows of (BIGINT key, STRING, DOUBLE). Prints the
+// cost per row; asserts nothing.
 // Run: npx tsx bench/data-file.ts [rows]
 
 import { DataFileReader } from '../lib/format/data-file-reader.ts'

@@ -28,34 +28,33 @@ export interface ProfileSummary {
   byFile: ProfileEntry[]
 }
 
-const WRITER_FUNCTIONS = new Set(['write', 'finish', '#flushRowGroup', '#storedKey', 'collect', 'codePointPrefix', 'truncatedMax', 'statsResult', 'writeColumns', '#collectColumns', 'collectRange', 'minMaxRows', 'valueOf', '#segmentsToBuffers'])
-const READER_FUNCTIONS = new Set(['#records', '#readRows', 'batches', 'open', 'readDataFile'])
+/** The data-file code by side: the writer with its statistics, the reader with its byte source and manifest check. */
+const DATA_FILE_WRITER = /^lib\/format\/data-file-(writer|stats)\.ts$/
+const DATA_FILE_READER = /^lib\/format\/data-file-(reader|source|check)\.ts$/
 
 /** What a frame's self time is spent on, in the terms a reading of a compaction needs. */
 export function categoryOf(file: string, functionName: string): string {
   if (file === '(garbage collector)') return 'garbage collection'
   if (file === '(idle)' || file === '(program)') return 'idle / VM'
   if (/^node:internal\/(modules|deps\/cjs-module-lexer)|^tsx\/|^esbuild\//.test(file)) return 'module loading (before the timed job)'
-  if (file === 'lib/format/parquet-encode.ts' || file === 'lib/format/parquet-footer.ts' || file.startsWith('hyparquet-writer/') || functionName === 'encodeUtf8String' || (file === 'node:internal/encoding' && functionName === 'encode')) return 'Parquet encode (parquet-encode.ts, parquet-footer.ts)'
+  if (/^lib\/format\/parquet-(encode|encode-[a-z]+|footer)\.ts$/.test(file) || file.startsWith('hyparquet-writer/') || functionName === 'encodeUtf8String' || (file === 'node:internal/encoding' && functionName === 'encode')) return 'Parquet encode (parquet-encode.ts, parquet-footer.ts)'
   if (file === 'lib/format/parquet-decode.ts' || functionName === 'latin1Slice') return "Parquet decode (Strata's parquet-decode.ts)"
   if (/^hyparquet(-compressors)?\/|^wasm\//.test(file) || functionName === 'decodeUTF8' || (file === 'node:internal/encoding' && functionName === 'decode')) return 'Parquet decode (hyparquet: footers, other columns)'
-  if (file === 'lib/format/data-file.ts') {
-    if (WRITER_FUNCTIONS.has(functionName)) return 'Strata data-file writer (Paimon stats, column buffers)'
-    if (READER_FUNCTIONS.has(functionName)) return 'Strata data-file reader (KeyValue assembly)'
-    return 'Strata data-file, other closures'
-  }
+  if (DATA_FILE_WRITER.test(file)) return 'Strata data-file writer (Paimon stats, column buffers)'
+  if (DATA_FILE_READER.test(file)) return 'Strata data-file reader (KeyValue assembly)'
+  if (file === 'lib/format/data-file-layout.ts') return 'Strata data-file layout (data-file-layout.ts)'
   if (file === 'lib/format/parquet-types.ts') return 'Strata value encode/decode (parquet-types.ts)'
-  if (/^lib\/(lsm\/merge-reader|lsm\/merge-function|format\/compare|lsm\/columnar-merge)\.ts$/.test(file)) return 'merge (k-way merge, key compare, merge function)'
+  if (/^lib\/(lsm\/merge-reader|merge\/[a-z-]+|format\/compare|lsm\/columnar-merge|lsm\/columnar\/[a-z-]+)\.ts$/.test(file)) return 'merge (k-way merge, key compare, merge function)'
   if (file === 'lib/format/columnar-types.ts') return 'columnar gather, concat, row selection (columnar-types.ts)'
   if (file === 'lib/format/columnar-reader.ts') return 'Strata columnar reader (column conversion)'
-  if (/^lib\/lsm\/(compact-task|bucket-state)\.ts$/.test(file)) return 'compaction loop, lookups, vector positions'
-  if (/^lib\/format\/(roaring|deletion-vector)\.ts$/.test(file)) return 'deletion vectors'
+  if (/^lib\/lsm\/(compact-task|compact\/[a-z-]+)\.ts$/.test(file)) return 'compaction loop, lookups, vector positions'
+  if (/^lib\/format\/(roaring-container|roaring32|roaring64|deletion-vector)\.ts$/.test(file)) return 'deletion vectors'
   if (/^lib\/store\/|^node:(internal\/)?fs|^@aws-sdk\/|^@smithy\/|^node:internal\/(stream|http|net)/.test(file)) return 'store I/O'
   if (/^lib\/(commit|format\/(avro|manifest|snapshot|binary-row))/.test(file)) return 'manifests, commit, binary rows'
   return 'other'
 }
 
-/** `lib/format/data-file.ts`, `hyparquet/src/…`, or the V8 pseudo-frame's name. */
+/** `lib/format/data-file-writer.ts`, `hyparquet/src/…`, or the V8 pseudo-frame's name. */
 function fileOf(url: string, functionName: string): string {
   if (url === '') return functionName || '(native)'
   const path = url.replace(/^file:\/\//, '')
