@@ -1,30 +1,6 @@
-// `compaction.task-threads` → the compactor's Lambda concurrency (docs/operations.md,
-// "compaction.task-threads on Lambda"). One bucket never runs two compactions at once in
-// any mode: all jobs of a bucket share a FIFO message group, and SQS hands out nothing of a
-// group while a message of it is in flight. This only sets how many buckets of a table
-// compact at once, and no mode relies on Lambda throttling the event source to get there:
-// a throttled batch goes back to the queue with its receive count raised, and after 5
-// receives a job that never failed lands in the DLQ.
-//
-//   1      reserved concurrency 1 and event-source maxConcurrency 2 (the smallest Lambda
-//          accepts). The Lambda side (lib/jobs/compaction-job.ts) then puts every job of
-//          the table into ONE message group, the table's name, instead of one per bucket.
-//          A FIFO event source never has more than one batch of a message group in flight
-//          (SQS returns nothing more of a group until the batch's messages are deleted or
-//          become visible again), so with a single group there is at most one batch of the
-//          queue in flight and so at most one compactor invocation: one compaction at a
-//          time per table, as Paimon's single compaction thread, and the second poller that
-//          maxConcurrency 2 allows has nothing to invoke with, so nothing is throttled. The
-//          reserved concurrency of 1 is a second fence (and keeps one environment free for
-//          the table whatever else the account runs), not the mechanism.
-//   N >= 2 event-source maxConcurrency N, so the pollers never invoke more than N at once
-//          and are not throttled; reserved concurrency N (or the configured value >= N)
-//          so that N environments are always available from the account's pool. One
-//          message group per bucket (`<table>/<partition>/<bucket>`).
-//   -1     one message group per bucket, so concurrency never exceeds the buckets with jobs
-//          waiting; event-source maxConcurrency is the table's `compactor.maxConcurrency`
-//          (default 100), an explicit cap on what one table can take from the account.
-//          Reserved concurrency only if configured, and then at least that cap.
+// `compaction.task-threads` → the compactor's reserved concurrency, event-source maxConcurrency
+// and message groups. The mapping, and why no mode relies on Lambda throttling the event source:
+// docs/operations.md "compaction.task-threads on Lambda".
 
 import { StrataInputError } from '../lib/types.ts'
 
