@@ -1,55 +1,7 @@
-// Lambda execution environments for local runs: each environment imports the handler module
-// once and then serves one invocation at a time, so CPU-bound handlers run on every core and
-// module-level state (clients, caches) lives exactly as long as it would in a warm Lambda
-// sandbox. An invocation goes to an idle warm environment, or starts a new one (a cold start)
-// while fewer than `maxEnvironments` exist, or waits.
-// A timeout, an uncaught error, process.exit or running out of memory destroys that
-// environment only; the next invocation that needs one starts a fresh environment, as Lambda
-// does after a sandbox reset.
-//
-// Isolation. What an environment is, by the pool's `isolation`:
-//   'thread'   (default) a worker thread of this process: cheap to start (no new Node
-//              process), but every environment shares this process's memory: its RSS, its
-//              malloc arenas, its V8 flags (--expose-gc and the semi-space flags apply to all).
-//   'process'  a child process of its own (child_process.fork of worker.ts), as a Lambda
-//              sandbox is a microVM of its own: its RSS is its own, so memory() reports each
-//              environment's `rss` and `pid`, and an environment starting or being replaced
-//              no longer shows in this process's RSS. A cold start costs a Node process
-//              starting and tsx loading on top of the import (0.1 to 0.3 s more than a
-//              thread on a 2-core machine), and each environment holds a Node runtime of its
-//              own (about 70 MB of RSS for a trivial handler). Messages cross the IPC channel
-//              (structured clone, like a thread's postMessage); what only threads of one
-//              process share (a BroadcastChannel) does not reach it, so the soak's fault
-//              control goes through files (soak-control.ts).
-// Both behave alike to callers (same results, errors, timeouts and replacement); the
-// environment's thread or process sits behind a small EnvironmentHost port below.
-//
-// Memory. A Lambda function's memory size bounds its whole sandbox: the runtime, the JS heap
-// and everything else. What is bounded here is an environment's V8 heap, derived from the
-// function's memory M (MB) by workerResourceLimits():
-//   young generation  maxYoungGenerationSizeMb = M / 16, clamped to [8, 48] (48 is V8's own
-//                     default on 64-bit; smaller functions get smaller scavenge spaces)
-//   old generation    maxOldGenerationSizeMb    = M - 64 - young, where 64 MB is a fixed
-//                     allowance for the runtime outside the JS heap (the environment's Node
-//                     instance, libuv, stacks, compiled code), as Lambda's M covers its runtime
-//   code              codeRangeSizeMb           = M / 16, clamped to [16, 64]
-//   stack             stackSizeMb               = 4 (Node's default)
-// e.g. 128 MB → old 56, young 8; 256 MB → old 176, young 16; 1024 MB → old 912, young 48.
-// (V8's own heap_size_limit then reads 68, 200 and 960 MB: it counts young-generation headroom.)
-// A thread gets them as the Worker's resourceLimits. A process gets the heap ones as V8
-// flags (processV8Flags): --max-old-space-size=old and --max-semi-space-size=⌈young/3⌉ (see
-// there); code range and stack keep Node's defaults.
-// Importing any of Strata's handlers takes about 20 MB of heap. An environment that exceeds
-// its heap is ended: Node terminates a thread (ERR_WORKER_OUT_OF_MEMORY), V8 aborts a process
-// ("FATAL ERROR: ... JavaScript heap out of memory" on its stderr, SIGABRT). Either way the
-// invocation in flight fails with Runtime.OutOfMemory ("Runtime exited with error: out of
-// memory ..."), as Lambda reports a sandbox killed for its memory, and the environment is
-// replaced by a cold one.
-// Not counted: memory outside the V8 heap (Buffer and ArrayBuffer contents, native
-// allocations), which Lambda would count; a handler can exceed M that way here unnoticed, in
-// either isolation (a process's RSS is reported, not bounded).
-// memory() asks every warm environment for its own heap, external and ArrayBuffer bytes, and
-// a process for its RSS too (the soak samples them), so growth there is at least seen.
+// Lambda execution environments for local runs: each imports the handler module once and serves
+// one invocation at a time, as a worker thread or a child process, its V8 heap bounded by the
+// function's memory. How they emulate Lambda's sandboxes (reuse, replacement, isolation, memory):
+// docs/operations.md "Execution environments of the local runtime".
 import { type ChildProcess, fork } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { basename, extname, isAbsolute } from 'node:path'
@@ -139,7 +91,7 @@ const MAX_TIMEOUT_MS = 900_000
 /** Memory an environment needs outside its V8 heap, taken off the function's memory. */
 export const RUNTIME_ALLOWANCE_MB = 64
 
-/** The V8 limits of an environment's thread for a function of `memoryMb` (the rule in the file's comment). */
+/** The V8 limits of an environment's thread for a function of `memoryMb` (docs/operations.md "Execution environments of the local runtime"). */
 export function workerResourceLimits(memoryMb: number): Required<ResourceLimits> {
   const clamp = (x: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, Math.floor(x)))
   const young = clamp(memoryMb / 16, 8, 48)
