@@ -1,33 +1,7 @@
-// Snapshot expiration (Paimon core:table/ExpireSnapshotsImpl.java for which snapshots go;
-// the file rule is Strata's own, see below).
-//
-// Which snapshots: the newest `snapshot.num-retained.min` always stay; past
-// `snapshot.num-retained.max` the oldest go whatever their age; in between a snapshot goes
-// only while it is older than `snapshot.time-retained`; at most `snapshot.expire.limit`
-// go per call; always oldest first, so the retained ids stay contiguous.
-//
-// Which files, and in what order — a snapshot that still exists must never point at a
-// missing object:
-//   1. candidates = (everything the expired snapshots reference) minus (everything the
-//      new earliest snapshot and the tags reference: an object's references form one
-//      unbroken run of snapshots, so a later snapshot adds nothing to that);
-//   2. delete `snapshot-N` of the expired ones, oldest first, then write `EARLIEST`; read
-//      the tags again and keep what a tag created meanwhile references;
-//   3. delete the candidates.
-// Every file read for 1 is checked against what names it (lib/maintenance/references.ts), and
-// what is kept is checked against the store before 2: a failed check expires nothing.
-// Changelog files are referenced by the one snapshot whose changelog manifests list them,
-// so they go when it expires (Paimon's `changelog.num-retained.*`, which keeps them longer,
-// is refused).
-// Tags (lib/handle/tags.ts) keep their snapshot's objects however long ago it expired, as
-// Paimon's expiration skips the data files and manifests of tagged snapshots.
-// Consumers (lib/handle/consumers.ts) keep their next snapshot and every later one: nothing
-// from the smallest `nextSnapshot` on expires (ExpireSnapshotsImpl's consumer bound).
-// A crash after 2 leaves only unreferenced objects, which removeOrphanFiles deletes later.
-// Paimon instead walks each expired snapshot's delta (SnapshotDeletion) and deletes files
-// before the snapshot files; the set difference here is simpler to reason about and
-// compares objects by path, so a level upgrade (same file, new level) is never mistaken
-// for a removal.
+// Snapshot expiration (Paimon core:table/ExpireSnapshotsImpl.java for which snapshots go; the
+// file rule is Strata's own): the expired snapshot files go first, oldest first, then the objects
+// only they referenced, so a snapshot that exists never points at a missing object. The order
+// and why it is safe: docs/design.md "Expiration and orphan cleanup".
 
 import type { Snapshot } from '../types.ts'
 import { StrataInputError } from '../types.ts'
@@ -142,17 +116,9 @@ export async function expireSnapshots(table: Table, opts: ExpireOptions = {}): P
   }
   // Retained: the new earliest (`end`) and every later snapshot, and tags.
   //
-  // 1. candidates. Every object is referenced by one unbroken run of snapshots: a data file
-  // from the commit that adds it to the one that removes it (a level upgrade keeps it
-  // live), a manifest from the commit that writes it until a merge leaves it out of a base
-  // list, an index file until its bucket's vectors change; each snapshot builds on the one
-  // before and no name is ever written twice. So what an expired snapshot references and
-  // `end` does not, no later snapshot references either, and `end` stands for them all, as
-  // in Paimon's ExpireSnapshotsImpl: a call costs the expired snapshots and one more,
-  // however many are retained. A commit racing with this call can only land on top of
-  // `latest` (it re-reads the latest snapshot on every attempt, commit.ts): what it adds
-  // is new, so no expired snapshot references it; what it keeps from `latest` is, by the
-  // same run, referenced by `end` if an expired snapshot references it.
+  // 1. candidates. References run unbroken, so `end` stands for every later snapshot, and a
+  // commit racing with this call adds nothing an expired snapshot names (docs/design.md
+  // "Expiration and orphan cleanup").
   const first = await table.snapshots.existing(end)
   if (!first) throw new MissingReferenceError(`expire: snapshot ${end}, the first to keep, is missing from ${table.uri}; nothing was expired`)
   const expected = new ExpectedObjects()

@@ -1,27 +1,7 @@
 // Orphan-file cleanup (Paimon core:operation/OrphanFilesClean.java, remove_orphan_files):
-// deletes objects in the snapshot-managed directories (manifest/, index/, statistics/ and
-// the bucket directories) that no existing snapshot or tag references and that are older
-// than `olderThanMs`. Orphans come from failed or lost commits (their data files and
-// manifests), from a crash between expiration's snapshot deletes and file deletes, and from
-// writers that died before committing.
-//
-// Tags (lib/handle/tags.ts) count as references, read before and again after the snapshots.
-//
-// All or nothing: the live set is built from every retained snapshot and tag, every file read
-// for it is checked (lib/maintenance/references.ts), and every object it names must be in
-// the store as recorded. Any failed check fails the run before anything is deleted, with an
-// error naming the file.
-//
-// Never deleted: schema/ and snapshot/ (their own life cycle), anything outside the managed
-// directories (tag/, branch/, consumer/ or foreign files: Paimon lists only its file
-// directories too), and anything younger than `olderThanMs`, because a writer may have
-// written it and not committed yet. Also deleted, anywhere under the table, when older than
-// `olderThanMs`: what writes that never finished left in the store (the local store's temp
-// files, ObjectStore.listLeftovers), which no snapshot can reference.
-//
-// Safe by construction: an age below MIN_ORPHAN_OLDER_THAN_MS is refused, and that floor is
-// longer than any file can wait for the commit that references it (LONGEST_COMMIT_DELAY_MS),
-// so a file old enough to go can no longer be committed.
+// deletes the objects of the snapshot-managed directories that no snapshot or tag references
+// and that are older than an age no commit can still be waiting for. What it deletes, and why
+// that is safe: docs/design.md "Expiration and orphan cleanup".
 
 import { CorruptFileError, StrataInputError } from '../types.ts'
 import type { ObjectInfo } from '../store/object-store.ts'
@@ -109,20 +89,10 @@ const DELETE_CONCURRENCY = 16
 export const REMOVE_ORPHANS_TASK = 'remove-orphans'
 
 /**
- * Every object the retained snapshots and the tags reference, complete or not at all.
- *
- * Snapshots `earliest..latest` are walked (rangeReferences), then those that landed
- * meanwhile; tags are read before and again after the snapshots (a tag created since, on a
- * snapshot the walk found expired, was written before that snapshot file was deleted:
- * lib/handle/tags.ts createTag). A snapshot expired while this runs is skipped (Paimon does
- * the same on FileNotFoundException): expiration deletes the snapshot file before its
- * objects, so a missing manifest with the snapshot file gone is that race, while a missing
- * manifest with the snapshot file present is corruption.
- *
- * Any file that fails its check (references.ts: a snapshot whose id is not its name's, a
- * manifest that does not decode or contradicts its list) fails the walk, and so do a
- * snapshot file past the latest or a gap inside the retained range (the ids must be
- * contiguous, or the walk would miss a snapshot); the caller then deletes nothing.
+ * Every object the retained snapshots and the tags reference, complete or not at all: tags,
+ * snapshots earliest..latest, tags again, then the snapshots that landed meanwhile; a failed
+ * check fails the walk and the caller deletes nothing (docs/design.md "Expiration and orphan
+ * cleanup", "The walk is all or nothing").
  */
 async function walkReferences(table: Table, listed: ReadonlyMap<string, ObjectInfo>): Promise<{ used: Set<string>; expected: ExpectedObjects }> {
   const dirs = new BucketDirs(table)
