@@ -173,28 +173,16 @@ interface RecordedError {
 /**
  * Streams one batch into per-bucket level-0 files and commits them as one APPEND snapshot.
  *
- * Records are buffered per (partition, bucket) until the buffered records' estimated memory
- * (bufferedRecordBytes) reaches `write-buffer-size`; then every buffered bucket is sorted by
- * key, merged with the table's merge function (one row per key) and written as a level-0
- * file, and buffering starts afresh (Paimon's write buffer flushes a sorted run the same
- * way). A batch that fits in the buffer is one file per bucket, as before; a larger one is
- * written as consecutive sub-batches, each merged on its own, so a bucket gets one level-0
- * file per flush. All files of the batch land in one snapshot: nothing is visible until it
- * commits, and a failure before the commit deletes what was written.
+ * Records are buffered per (partition, bucket) until their estimated memory
+ * (bufferedRecordBytes) reaches `write-buffer-size`; then each buffered bucket is sorted by key,
+ * merged with the table's merge function and written as a level-0 file (Paimon's write buffer
+ * flushes a sorted run the same way). Nothing is visible until the commit, and a failure before
+ * it deletes what was written. Memory is one buffer plus the files being encoded: typed columns
+ * per bucket (lib/write/column-buffer.ts), or with `buffer: 'rows'` one KeyValue per record, the
+ * reference test/columnar-write.test.ts compares the columns with, file for file.
  *
- * Memory: one buffer of records plus the files being encoded, whatever the batch's size. The
- * buffer holds records as typed columns per bucket (lib/write/column-buffer.ts: sorted by a
- * permutation, merged, gathered and written with DataFileWriter.writeColumns); the option
- * `buffer: 'rows'` keeps one KeyValue per record and writes row by row, the reference that
- * test/columnar-write.test.ts compares the column buffer with, file for file.
- *
- * Sequence numbers are as writeBatch's always were: a record's is the batch's base plus its
- * index in the batch (so later input wins), the base taken from the writer's clock
- * (SequenceClock.claim) and raised above the touched buckets' highest number in the snapshot the
- * batch started from. A single flush numbers from the clock while that floor is read and
- * writes again in the rare case it must rise; a batch that flushes early reads the floor of
- * the buckets it flushes before encoding them, and the base only rises from one flush to the
- * next, so numbers ascend in input order across the whole batch.
+ * A record's sequence number is the batch's base (SequenceClock.claim, raised above the touched
+ * buckets' floor) plus its index, ascending across flushes: docs/design.md "Sequence numbers".
  */
 export class BatchWriter {
   readonly table: WriteContext
