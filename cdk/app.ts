@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url'
 import { App, Validations } from 'aws-cdk-lib'
 import { AwsSolutionsChecks } from 'cdk-nag'
 import { configFromContext } from './config.ts'
-import { StrataInputError } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
 import { StrataStack } from './stack.ts'
 
 export function buildApp(app: App = new App()): { app: App; stack: StrataStack } {

@@ -2,7 +2,7 @@
 // and message groups. The mapping, and why no mode relies on Lambda throttling the event source:
 // docs/operations.md "compaction.task-threads on Lambda".
 
-import { StrataInputError } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
 
 /** The smallest maxConcurrency an SQS event source takes (Lambda's limit). */
 export const MIN_EVENT_SOURCE_CONCURRENCY = 2

@@ -9,7 +9,8 @@ import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { coreOptions } from '../lib/table/options.ts'
 import { createSchema } from '../lib/table/schema.ts'
-import { type TableSchema, StrataInputError } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
+import type { TableSchema } from '../lib/types.ts'
 import { DEFAULT_UNBOUNDED_MAX_CONCURRENCY, MAX_EVENT_SOURCE_CONCURRENCY, MIN_EVENT_SOURCE_CONCURRENCY } from './concurrency.ts'
 
 export { MAX_EVENT_SOURCE_CONCURRENCY }

@@ -22,7 +22,7 @@ import { stalledBucketJobs } from '../lib/jobs/coalesce.ts'
 import { type MaintenanceSummary, type MaintenanceTask, checkMaintenanceInputs, runMaintenancePass } from '../lib/maintenance/maintenance-pass.ts'
 import { DEFAULT_ORPHAN_OLDER_THAN_MS, MIN_ORPHAN_OLDER_THAN_MS, REMOVE_ORPHANS_TASK, checkOrphanAge } from '../lib/maintenance/orphans.ts'
 import type { TableMetrics } from '../lib/maintenance/table-metrics.ts'
-import { StrataInputError } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
 import { ConfigError } from './shared/config.ts'
 import { logger, newMetrics, resolveTable, runtimeConfig, sqsClient } from './shared/runtime.ts'
 

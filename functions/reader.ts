@@ -27,7 +27,7 @@ import { type PageLimits, type ReadOutcome, RowTooLargeError } from '../lib/read
 import { ReadGoneError } from '../lib/read/read-pins.ts'
 import { type ReaderRequest, describeValue, parseReaderRequest as parseRequest } from '../lib/read/read-request.ts'
 import { scanPage } from '../lib/read/scan-pages.ts'
-import { StrataInputError } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
 import { ConfigError } from './shared/config.ts'
 import { HttpError, type HttpResponse, errorResponse, isFunctionUrlEvent, jsonResponse, parseJsonObject, requestOf } from './shared/http.ts'
 import { MAX_RESPONSE_BYTES, ResponseTooLargeError, bytesInBody, responseBytes } from './shared/response-size.ts'

@@ -1,6 +1,7 @@
 import { describe, it, expect } from 'vitest'
 import fc from 'fast-check'
-import { StrataInputError, type DataType, type TypeRoot, type Value } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
+import type { DataType, TypeRoot, Value } from '../lib/types.ts'
 import { createFieldAggregator, resolveAggregateFunction, type AggregateFunctionName, type FieldAggregatorOptions } from '../lib/merge/aggregate.ts'
 import { formatDataType as typeToString } from '../lib/format/data-type.ts'
 

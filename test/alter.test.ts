@@ -12,7 +12,7 @@ import { MemoryStore } from '../lib/store/memory-store.ts'
 import { type SchemaChange, alterTable, applySchemaChanges } from '../lib/handle/alter.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { Table } from '../lib/handle/table.ts'
-import { StrataInputError } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 import { strata } from './helpers/cli-in-process.ts'
 

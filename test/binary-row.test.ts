@@ -9,7 +9,7 @@ import {
   writeBinaryRow,
 } from '../lib/format/binary-row.ts'
 import { binaryRowHash } from '../lib/format/bucket.ts'
-import { StrataInputError } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
 import type { DataType, TypeRoot, Value } from '../lib/types.ts'
 
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex')

@@ -3,7 +3,7 @@ import fc from 'fast-check'
 import { binaryRowHash, bucketFunction, bucketOf, bucketOfHash } from '../lib/format/bucket.ts'
 import { EMPTY_ROW_BODY, writeBinaryRow } from '../lib/format/binary-row.ts'
 import { murmurHashBytes, murmurHashRange } from '../lib/format/murmur.ts'
-import { StrataInputError } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
 import type { DataType, Value } from '../lib/types.ts'
 
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex')

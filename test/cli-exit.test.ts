@@ -3,7 +3,7 @@
 import { CommanderError } from 'commander'
 import { describe, expect, it } from 'vitest'
 import { exitOf } from '../lib/cli/main.ts'
-import { CommitConflictError, StrataInputError } from '../lib/types.ts'
+import { CommitConflictError, StrataInputError } from '../lib/errors.ts'
 
 describe('exitOf', () => {
   it("commander's own exits: 0 for help and version, 2 for a usage error, nothing printed (commander did)", () => {

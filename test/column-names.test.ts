@@ -14,7 +14,8 @@ import { MemoryStore } from '../lib/store/memory-store.ts'
 import { type SchemaChange, alterTable, applySchemaChanges } from '../lib/handle/alter.ts'
 import { createSchema, describeSchema } from '../lib/table/schema.ts'
 import { Table } from '../lib/handle/table.ts'
-import { StrataInputError, type TableSchema } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
+import type { TableSchema } from '../lib/types.ts'
 import { strata } from './helpers/cli-in-process.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'strata-column-names-'))

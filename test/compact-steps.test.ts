@@ -22,7 +22,8 @@ import { createMergeFunction, parseMergeEngineConfig, sequenceComparator } from 
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { createSchema, describeSchema } from '../lib/table/schema.ts'
-import { type KeyValue, type ManifestEntry, CommitConflictError, FileKind, RowKind } from '../lib/types.ts'
+import { CommitConflictError } from '../lib/errors.ts'
+import { type KeyValue, type ManifestEntry, FileKind, RowKind } from '../lib/types.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 
 const schemaInput = {

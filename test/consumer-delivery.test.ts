@@ -17,7 +17,7 @@ import { expireSnapshots } from '../lib/maintenance/expire.ts'
 import { consumerKey, parseConsumer } from '../lib/handle/consumers.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { Table } from '../lib/handle/table.ts'
-import { StrataInputError } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 import { strata as strataInProcess } from './helpers/cli-in-process.ts'
 

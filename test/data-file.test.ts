@@ -11,7 +11,8 @@ import { type ColumnStats } from '../lib/format/data-file-stats.ts'
 import { type DataFileLayout } from '../lib/format/data-file-layout.ts'
 import { decimalByteLength } from '../lib/format/parquet-types.ts'
 import { withZstd, zlibAny } from './helpers/zstd.ts'
-import { StrataInputError, type DataField, type DataType, type KeyValue, type RowKind, type Value } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
+import type { DataField, DataType, KeyValue, RowKind, Value } from '../lib/types.ts'
 
 const MAX = 2147483647
 const t = (root: DataType['root'], extra: Partial<DataType> = {}): DataType => ({ root, nullable: true, ...extra })

@@ -11,7 +11,8 @@ import {
   writeDeletionVectorFiles,
   type DeletionVector,
 } from '../lib/format/deletion-vector.ts'
-import { StrataInputError, type DeletionVectorMeta } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
+import type { DeletionVectorMeta } from '../lib/types.ts'
 
 const fixture = (path: string): Uint8Array =>
   new Uint8Array(readFileSync(new URL(`./fixtures/${path}`, import.meta.url)))

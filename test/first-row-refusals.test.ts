@@ -9,7 +9,7 @@ import { readAll } from '../lib/read/table-read.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { Table } from '../lib/handle/table.ts'
-import { StrataInputError } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 
 const schema = (options: Record<string, string>) => ({

@@ -16,7 +16,7 @@ import { recordFromJson } from '../lib/table/json-values.ts'
 import { OPTION_SPECS, coreOptions, validateOptions } from '../lib/table/options.ts'
 import { createSchema, describeSchema, parseSchema, serializeSchema } from '../lib/table/schema.ts'
 import { Table } from '../lib/handle/table.ts'
-import { StrataInputError } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 
 const RUN = { numRuns: 300, interruptAfterTimeLimit: 8_000, timeout: 2_000 }

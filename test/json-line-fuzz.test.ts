@@ -17,7 +17,8 @@ import { describe, expect, it } from 'vitest'
 import { JsonNumber, MAX_JSON_DEPTH, type JsonValue, parseJsonLine } from '../lib/table/json-line.ts'
 import { recordFromJsonLine, rowToJsonLine } from '../lib/table/json-values.ts'
 import { createSchema, describeSchema } from '../lib/table/schema.ts'
-import { type Row, StrataInputError } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
+import type { Row } from '../lib/types.ts'
 
 const SECONDS = Number(process.env.STRATA_FUZZ_SECONDS ?? 10)
 const CORPUS_DIR = new URL('./fuzz-corpus/json-lines/', import.meta.url)

@@ -10,7 +10,8 @@ import { JsonNumber, parseJsonLine } from '../lib/table/json-line.ts'
 import { formatDecimal, recordFromJson, recordFromJsonLine, valueFromJson, valueToJson } from '../lib/table/json-values.ts'
 import { describeSchema, createSchema } from '../lib/table/schema.ts'
 import { parseDataType } from '../lib/format/data-type.ts'
-import { type DataField, StrataInputError, type Value } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
+import type { DataField, Value } from '../lib/types.ts'
 
 const field = (type: string, name = 'v'): DataField => ({ id: 0, name, type: parseDataType(type, 'test') })
 const view = describeSchema(

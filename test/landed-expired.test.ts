@@ -7,7 +7,8 @@
 
 import { describe, expect, it } from 'vitest'
 import { BatchingCommitter } from '../lib/commit/batching-committer.ts'
-import { SnapshotExpiredError, commitKeyOf } from '../lib/commit/landed.ts'
+import { SnapshotExpiredError } from '../lib/errors.ts'
+import { commitKeyOf } from '../lib/commit/landed.ts'
 import { expireSnapshots } from '../lib/maintenance/expire.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'

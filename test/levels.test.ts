@@ -1,7 +1,8 @@
 import { describe, it, expect } from 'vitest'
 import fc from 'fast-check'
 import { Levels, intervalPartition, type LsmFile } from '../lib/lsm/levels.ts'
-import { StrataInputError, type Value } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
+import type { Value } from '../lib/types.ts'
 
 const cmp = (a: Value[], b: Value[]) => (a[0] as number) - (b[0] as number)
 

@@ -12,7 +12,8 @@ import { createLookupMergeFunction, createMergeFunction } from '../lib/merge/mer
 import type { MergeEngineConfig, MergeFunction } from '../lib/merge/merge-types.ts'
 import { createSchema } from '../lib/table/schema.ts'
 import { isKnownOptionKey, validateOptions } from '../lib/table/options.ts'
-import { RowKind, StrataInputError, type DataField, type KeyValue } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
+import { RowKind, type DataField, type KeyValue } from '../lib/types.ts'
 
 // id INT NOT NULL (primary key), v INT, s STRING
 const FIELDS: DataField[] = [

@@ -1,6 +1,7 @@
 import { describe, it, expect } from 'vitest'
 import fc from 'fast-check'
-import { RowKind, StrataInputError, isRetract, type DataField, type DataType, type KeyValue, type Row, type TypeRoot } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
+import { RowKind, isRetract, type DataField, type DataType, type KeyValue, type Row, type TypeRoot } from '../lib/types.ts'
 import { createEngineMergeFunction, createMergeFunction } from '../lib/merge/merge-function.ts'
 import { optionKeysOfMergeEngines, parseMergeEngineConfig } from '../lib/merge/merge-config.ts'
 import type { MergeEngineConfig } from '../lib/merge/merge-types.ts'

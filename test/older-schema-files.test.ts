@@ -12,8 +12,8 @@ import { lookup, readAll } from '../lib/read/table-read.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { alterTable } from '../lib/handle/alter.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
-import { StaleSchemaError, Table } from '../lib/handle/table.ts'
-import { StrataInputError } from '../lib/types.ts'
+import { StaleSchemaError, StrataInputError } from '../lib/errors.ts'
+import { Table } from '../lib/handle/table.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 
 const SCHEMA = {

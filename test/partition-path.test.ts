@@ -10,7 +10,7 @@ import {
   partitionPath,
   partitionValueString,
 } from '../lib/format/partition-path.ts'
-import { StrataInputError } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
 import type { DataField, DataType, TypeRoot } from '../lib/types.ts'
 
 const t = (root: TypeRoot, extra: Partial<DataType> = {}): DataType => ({ root, nullable: true, ...extra })

@@ -14,7 +14,7 @@ import {
 import type { SQSRecord } from 'aws-lambda'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startEmbeddedBackend, type EmbeddedBackend } from '../local/embedded.ts'
-import { StrataInputError } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
 import { ExecutionEnvironmentPool, type InvokeResult, type Isolation } from '../local/runtime/execution-environment.ts'
 import { EventSourcePoller, failedIdsOf, type InvocationInfo, type PollerOptions } from '../local/runtime/poller.ts'
 import { sqsEventOf, sqsRecordOf } from '../local/runtime/sqs-event.ts'

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest'
 import { checkCursorQuery, decodeChangesCursor, decodeScanCursor, encodeChangesCursor, encodeScanCursor, queryFingerprint } from '../lib/read/cursor.ts'
-import { StrataInputError } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
 
 const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url')
 const scan = { table: 'orders', snapshotId: 7, split: 2, offset: 31, query: queryFingerprint('orders', { dt: '2024-05-01' }) }

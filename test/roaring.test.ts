@@ -4,7 +4,7 @@ import { crc32 } from 'node:zlib'
 import fc from 'fast-check'
 import { RoaringBitmap32 } from '../lib/format/roaring32.ts'
 import { RoaringBitmap64 } from '../lib/format/roaring64.ts'
-import { StrataInputError } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
 
 const fixture = (name: string): Uint8Array =>
   new Uint8Array(readFileSync(new URL(`./fixtures/roaring/${name}`, import.meta.url)))

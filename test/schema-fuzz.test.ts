@@ -23,7 +23,8 @@ import { recordFromJson } from '../lib/table/json-values.ts'
 import { MAX_BUCKETS, MAX_LEVELS, OPTION_SPECS } from '../lib/table/options.ts'
 import { createSchema, serializeSchema } from '../lib/table/schema.ts'
 import { Table } from '../lib/handle/table.ts'
-import { type DataField, StrataInputError } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
+import type { DataField } from '../lib/types.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 
 const SECONDS = Number(process.env.STRATA_FUZZ_SECONDS ?? 10)

@@ -11,7 +11,7 @@ import { MemoryStore } from '../lib/store/memory-store.ts'
 import type { ObjectStore } from '../lib/store/object-store.ts'
 import { openStore } from '../lib/store/open-store.ts'
 import { S3Store } from '../lib/store/s3-store.ts'
-import { StrataInputError } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
 
 const enc = new TextEncoder()
 const dec = new TextDecoder()

@@ -18,7 +18,8 @@ import {
   shouldDropDelete,
   universalPick,
 } from '../lib/lsm/universal-compaction.ts'
-import { StrataInputError, type Value } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
+import type { Value } from '../lib/types.ts'
 
 const cmp = (a: Value[], b: Value[]) => (a[0] as number) - (b[0] as number)
 

@@ -13,7 +13,7 @@ import { LocalFileStore } from '../lib/store/local-store.ts'
 import type { ObjectStore } from '../lib/store/object-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { Table } from '../lib/handle/table.ts'
-import { StrataInputError } from '../lib/types.ts'
+import { StrataInputError } from '../lib/errors.ts'
 import { rowSize } from '../lib/write/record-checks.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 

@@ -1,7 +1,7 @@
 // Command-line flags of the benchmarks: `--quick`, `--runs 5`, `--no-s3`, `--compression
 // snappy,zstd`. Unknown flags are errors so a typo does not silently run the default benchmark.
 
-import { StrataInputError } from '../../lib/types.ts'
+import { StrataInputError } from '../../lib/errors.ts'
 
 export interface BenchArgs {
   has(name: string): boolean

@@ -15,7 +15,7 @@
 import { Metrics } from '@aws-lambda-powertools/metrics'
 import type { Context, SQSEvent } from 'aws-lambda'
 import { type QueuedCommitSpan, observeQueuedCommits } from '../../lib/commit/queued-committer.ts'
-import { CommitConflictError } from '../../lib/types.ts'
+import { CommitConflictError } from '../../lib/errors.ts'
 import { handler as compactorHandler } from '../../functions/compactor.ts'
 
 export interface CompactorProbe {

@@ -17,7 +17,8 @@
 import { formatDataType } from '../../lib/format/data-type.ts'
 import { createSchema } from '../../lib/table/schema.ts'
 import { Table } from '../../lib/handle/table.ts'
-import { type TableSchema, StrataInputError } from '../../lib/types.ts'
+import { StrataInputError } from '../../lib/errors.ts'
+import type { TableSchema } from '../../lib/types.ts'
 
 export interface TableInitProperties {
   TableName: string

@@ -13,7 +13,7 @@
 // STRATA_FEED_QUEUE_URL: committer: the commit feed's SQS queue (lib/commit/commit-feed.ts);
 //   unset, no events are published.
 
-import { StrataInputError } from '../../lib/types.ts'
+import { StrataInputError } from '../../lib/errors.ts'
 import { DEFAULT_FOOTER_CACHE_BYTES } from '../../lib/handle/table.ts'
 
 export interface TableConfig {

@@ -5,7 +5,8 @@
 
 import type { SchemaChange } from '../handle/alter.ts'
 import { formatDataType } from '../format/data-type.ts'
-import { type TableSchema, StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
+import type { TableSchema } from '../types.ts'
 
 export interface AlterOptions {
   first?: boolean

@@ -13,7 +13,8 @@
 
 import { randomUUID } from 'node:crypto'
 import type { ObjectStore } from '../store/object-store.ts'
-import { type CommitKind, type IndexManifestEntry, type ManifestEntry, StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
+import type { CommitKind, IndexManifestEntry, ManifestEntry } from '../types.ts'
 import type { CommitRequest, ExpectedIndex, IndexReplacement } from './committer.ts'
 import { commitKeyOf } from './landed.ts'
 

@@ -86,10 +86,9 @@ export interface CommitResult {
   deduplicated: boolean
 }
 
-/** The commit did not land and may be retried (lost every race, or not confirmed in time). */
-export class CommitFailedError extends Error {
-  override name = 'CommitFailedError'
-}
+// CommitFailedError lives in errors.ts; it passes through here until the modules named in
+// docs/design.md "Errors" import it from there.
+export { CommitFailedError } from '../errors.ts'
 
 export interface Committer {
   /**

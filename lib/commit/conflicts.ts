@@ -9,7 +9,8 @@
 import { bucketIdentifier, fileIdentifier } from '../manifest/identifiers.ts'
 import { checkLevelsDisjoint } from '../manifest/level-check.ts'
 import type { SchemaView } from '../table/schema.ts'
-import { type IndexManifestEntry, type ManifestEntry, CommitConflictError } from '../types.ts'
+import { CommitConflictError } from '../errors.ts'
+import type { IndexManifestEntry, ManifestEntry } from '../types.ts'
 import type { ExpectedIndex, IndexReplacement } from './committer.ts'
 
 /**

@@ -12,18 +12,7 @@ import type { Snapshot } from '../types.ts'
 import type { SnapshotManager } from '../manifest/snapshot-manager.ts'
 import { ByteLru, type CacheStats, approximateBytes } from '../format/byte-cache.ts'
 import { snapshotKey } from '../table/paths.ts'
-
-/**
- * A snapshot whose identities are asked for after it expired: a warm process may still hold
- * the snapshot in its cache, but expiration took its sidecar with it. Nothing landed in it
- * is left to find; a walk treats it as the end of what is retained.
- */
-export class SnapshotExpiredError extends Error {
-  constructor(readonly snapshotId: number) {
-    super(`snapshot ${snapshotId} has expired`)
-    this.name = 'SnapshotExpiredError'
-  }
-}
+import { SnapshotExpiredError } from '../errors.ts'
 
 /** commitUser of snapshots that fold several commits */
 export const FOLDING_COMMIT_USER = 'strata-batching-committer'

@@ -12,7 +12,7 @@ import avro from 'avsc'
 import { decompress as zstdDecompress } from 'fzstd'
 import { snappyUncompress } from 'hyparquet'
 import { snappyCompress } from './snappy.ts'
-import { StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
 
 /** Values of Paimon's `manifest.compression` option (api:CoreOptions.java, default `zstd`). */
 export type ManifestCompression = 'none' | 'zstd' | 'deflate' | 'snappy'

@@ -4,7 +4,7 @@
 // ADD/DELETE matching, bucket hashing), so every padding byte is written as zero and nulls of
 // non-compact DECIMAL/TIMESTAMP keep Java's layout, not pypaimon's.
 
-import { StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
 import { typeLabel } from './data-type.ts'
 import type { DataType, Value } from '../types.ts'
 

@@ -4,7 +4,7 @@
 // `Math.abs(hash % numBuckets)`. Readers recompute it to prune buckets, so a row written to
 // another bucket is invisible to key lookups.
 
-import { StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
 import type { DataType, Value } from '../types.ts'
 import { transientRowBytes, writeBinaryRowTransient } from './binary-row.ts'
 import { murmurHashBytes, murmurHashRange } from './murmur.ts'

@@ -22,7 +22,8 @@
 
 import { parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet'
 import type { AsyncBuffer, ColumnData, ColumnMetaData, DecodedArray, FileMetaData, SchemaElement } from 'hyparquet'
-import { StrataInputError, type DataType, type Value } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
+import type { DataType, Value } from '../types.ts'
 import type { ByteSource } from '../store/byte-source.ts'
 import { type DataFileLayout, KEY_FIELD_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, dataFileSchema } from './data-file-layout.ts'
 import { ManifestCheck } from './data-file-check.ts'

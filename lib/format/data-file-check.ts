@@ -1,7 +1,8 @@
 // ManifestCheck: what a read of one data file checks against its manifest entry (keys in order
 // and within the entry's bounds, row and retraction counts).
 
-import { CorruptFileError, type DataField, type Value } from '../types.ts'
+import { CorruptFileError } from '../errors.ts'
+import type { DataField, Value } from '../types.ts'
 import { valueComparator } from './compare.ts'
 import { deserializeBinaryRow } from './binary-row.ts'
 import { physicalEncoder } from './parquet-types.ts'

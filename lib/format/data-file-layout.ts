@@ -5,7 +5,8 @@
 // names are load-bearing.
 
 import type { SchemaElement } from 'hyparquet'
-import { StrataInputError, type DataField, type DataType, type Value } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
+import type { DataField, DataType, Value } from '../types.ts'
 import { parquetSchemaElement } from './parquet-types.ts'
 
 export const KEY_FIELD_PREFIX = '_KEY_'

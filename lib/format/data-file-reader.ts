@@ -3,7 +3,8 @@
 
 import { parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet'
 import type { AsyncBuffer, ColumnData, FileMetaData, SchemaElement } from 'hyparquet'
-import { StrataInputError, type KeyValue, type RowKind, type Value } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
+import type { KeyValue, RowKind, Value } from '../types.ts'
 import { physicalEncoder, rawReadElement, valueDecoder, type PhysicalEncoder, type ValueDecoder } from './parquet-types.ts'
 import type { DeletionVector } from './deletion-vector.ts'
 import { type ByteRange, type FileIndex, type GroupIndex, type PageLocation, PrefetchedFile, STAT_PARSERS, indexFile, mergeRanges, statKey } from './page-index.ts'

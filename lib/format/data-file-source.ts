@@ -2,7 +2,7 @@
 // from memory), errors that name the file, and hyparquet's parsers for raw values.
 
 import type { AsyncBuffer } from 'hyparquet'
-import { CorruptFileError } from '../types.ts'
+import { CorruptFileError } from '../errors.ts'
 import { arrayBufferOf } from './page-index.ts'
 import type { ByteSource } from '../store/byte-source.ts'
 

@@ -1,7 +1,8 @@
 // Paimon type strings: parse the spellings a user writes in a schema file and print the
 // canonical form Paimon's SchemaSerializer writes (docs/format.md "Schema files", `asSQLString`).
 
-import { type DataType, type TypeRoot, StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
+import type { DataType, TypeRoot } from '../types.ts'
 
 export const MAX_LENGTH = 2147483647
 const MAX_TIMESTAMP_PRECISION = 6

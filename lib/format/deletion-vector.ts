@@ -11,7 +11,8 @@
 // Positions are 0-based row positions in the data file.
 
 import { crc32 } from 'node:zlib'
-import { StrataInputError, type DeletionVectorMeta } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
+import type { DeletionVectorMeta } from '../types.ts'
 import { RoaringBitmap32 } from './roaring32.ts'
 import { RoaringBitmap64 } from './roaring64.ts'
 

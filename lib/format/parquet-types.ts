@@ -5,7 +5,8 @@
 // logical annotations stripped, so nothing goes through a float or a Date) back to a `Value`.
 
 import type { SchemaElement } from 'hyparquet'
-import { StrataInputError, type DataType, type TypeRoot, type Value } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
+import type { DataType, TypeRoot, Value } from '../types.ts'
 
 /** Largest precision of TIMESTAMP(p) that a Value (bigint microseconds) can hold. */
 export const MAX_TIMESTAMP_PRECISION = 6

@@ -4,7 +4,7 @@
 // InternalRowPartitionComputer): the value string is Java's `toString()` of the internal value,
 // which for DATE is the day count, not an ISO date.
 
-import { StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
 import type { DataField, DataType, Value } from '../types.ts'
 
 /** `partition.default-name` default: stands for a null or whitespace-only partition value. */

@@ -1,7 +1,7 @@
 // The containers of a 32-bit Roaring bitmap (an array of up to 4096 sorted u16 values, or a
 // 65536-bit bitmap), their operations, their run form on the wire, and the argument checks.
 
-import { StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
 
 /** Largest cardinality of an array container (Java `ArrayContainer.DEFAULT_MAX_SIZE`). */
 export const ARRAY_MAX = 4096

@@ -16,7 +16,7 @@
 // `toEfficientContainer`), so on the two tie cases card = 2·runs or 2·runs + 1 (card ≤ 4096)
 // Java may keep runs where this writer, like a Java bitmap built by `add`, writes an array.
 
-import { StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
 import { ARRAY_MAX, BITMAP_BYTES, BITMAP_WORDS, type Container, NO_OFFSET_THRESHOLD, SERIAL_COOKIE, SERIAL_COOKIE_NO_RUNCONTAINER, TWO_POW_32, checkPosition, checkRange, cloneContainer, containerAdd, containerAddRange, containerHas, containerUnion, corrupt, popcount, runCount, setBitRange, trailingZeros, writeRuns } from './roaring-container.ts'
 
 /** A set of unsigned 32-bit integers (Java `org.roaringbitmap.RoaringBitmap`). */

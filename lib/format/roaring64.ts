@@ -1,7 +1,7 @@
 // RoaringBitmap64: positions below 2^53 as 32-bit bitmaps keyed by their high 32 bits, in the
 // "array of 32-bit bitmaps" serialization Iceberg and Paimon use for deletion vectors.
 
-import { StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
 import { RoaringBitmap32 } from './roaring32.ts'
 import { TWO_POW_32, checkPosition, checkRange, corrupt } from './roaring-container.ts'
 

@@ -7,7 +7,8 @@
 // evolution"); a refused alter writes nothing.
 
 import type { ObjectStore } from '../store/object-store.ts'
-import { type DataField, type TableSchema, StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
+import type { DataField, TableSchema } from '../types.ts'
 import { parseDataType, typeLabel } from '../format/data-type.ts'
 import { openStore } from '../store/open-store.ts'
 import { WIDENINGS, isWidening } from '../table/evolution.ts'

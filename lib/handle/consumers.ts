@@ -8,7 +8,7 @@
 // abandoned consumer stops holding snapshots back. Orphan cleanup never touches consumer/.
 
 import { JsonNumber, describeJson, parseJsonDocument, type JsonValue } from '../format/snapshot.ts'
-import { StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
 import type { Table } from './table.ts'
 
 export const CONSUMER_DIR = 'consumer/'

@@ -9,20 +9,13 @@ import type { DataFileFooter, FooterCache } from '../format/data-file-reader.ts'
 import { type MergeEngineConfig, parseMergeEngineConfig } from '../merge/merge-function.ts'
 import { openStore } from '../store/open-store.ts'
 import type { ObjectStore } from '../store/object-store.ts'
-import { type TableSchema, StrataInputError } from '../types.ts'
+import { StaleSchemaError, StrataInputError } from '../errors.ts'
+import type { TableSchema } from '../types.ts'
 import { type FieldMapping, fieldMapping } from '../table/evolution.ts'
 import { SCHEMA_DIR, schemaKey } from '../table/paths.ts'
 import { type SchemaView, createSchema, describeSchema, parseSchema, serializeSchema } from '../table/schema.ts'
 
 const decoder = new TextDecoder()
-
-/**
- * A handle met a data file of a newer schema than its own (the table was altered after it was
- * opened). Not bad input: the same call on a handle opened again succeeds, so it is retryable.
- */
-export class StaleSchemaError extends Error {
-  override name = 'StaleSchemaError'
-}
 
 /** What a process decides about a handle, as opposed to the table's own options. */
 export interface TableOpenOptions {

@@ -6,7 +6,8 @@
 // Paimon's TagManager.deleteTag).
 
 import { type Tag, parseTag } from '../format/tag.ts'
-import { type Snapshot, StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
+import type { Snapshot } from '../types.ts'
 import { TAG_DIR, TAG_PREFIX, snapshotKey, tagKey } from '../table/paths.ts'
 import type { Table } from './table.ts'
 

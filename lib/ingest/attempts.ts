@@ -5,7 +5,8 @@
 import { createHash } from 'node:crypto'
 import { type LandedCommits, commitKeyOf } from '../commit/landed.ts'
 import type { ObjectStore } from '../store/object-store.ts'
-import { type ManifestEntry, type Snapshot, CorruptFileError } from '../types.ts'
+import { CorruptFileError } from '../errors.ts'
+import type { ManifestEntry, Snapshot } from '../types.ts'
 
 /** What the attempt markers need of a table: its store and which commits its snapshots landed (the Table handle is one). */
 export interface AttemptLog {

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto'
 import type { ObjectStore } from '../store/object-store.ts'
 import { JsonNumber, parseJsonLine } from '../table/json-line.ts'
 import { recordFromJson } from '../table/json-values.ts'
-import { StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
 import { type RecordRules, type WriteRecord, refusedRecord } from '../write/record-checks.ts'
 
 /** A record as the source delivered it. */

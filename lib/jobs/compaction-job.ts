@@ -9,7 +9,7 @@
 
 import { createHash } from 'node:crypto'
 import { ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs'
-import { StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
 
 export interface CompactionJob {
   /** table name as configured (not its URI) */

@@ -5,7 +5,8 @@
 // Level 0 holds files straight from writers, each its own sorted run, newest first. Every
 // level >= 1 is one sorted run: files in key order whose [minKey, maxKey] do not overlap.
 
-import { StrataInputError, type Value } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
+import type { Value } from '../types.ts'
 
 export type KeyComparator = (a: Value[], b: Value[]) => number
 

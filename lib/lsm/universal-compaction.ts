@@ -8,7 +8,7 @@
 // Not modelled (no Strata option): compaction.optimization-interval and the size thresholds
 // of EarlyFullCompaction, off-peak ratios, lookup-compact GENTLE, record-level expiry.
 
-import { StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
 import { type KeyComparator, type LevelSortedRun, type LsmFile, compareLevel0, intervalPartition, Levels } from './levels.ts'
 
 export { Levels } from './levels.ts'

@@ -4,11 +4,11 @@
 // and why it is safe: docs/design.md "Expiration and orphan cleanup".
 
 import type { Snapshot } from '../types.ts'
-import { StrataInputError } from '../types.ts'
+import { MissingReferenceError, StrataInputError } from '../errors.ts'
 import { EARLIEST_KEY, snapshotKey } from '../table/paths.ts'
 import { FOLDING_COMMIT_USER, foldedCommitsKey } from '../commit/landed.ts'
 import type { Table } from '../handle/table.ts'
-import { ExpectedObjects, MissingReferenceError, runReferences, snapshotRange, snapshotReferences, verifyExpected } from './references.ts'
+import { ExpectedObjects, runReferences, snapshotRange, snapshotReferences, verifyExpected } from './references.ts'
 import { taggedSnapshots } from '../handle/tags.ts'
 import { expireConsumers, minNextSnapshot } from '../handle/consumers.ts'
 import { CHANGELOG_RETENTION_KEYS } from '../table/options.ts'

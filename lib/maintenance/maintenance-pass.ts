@@ -6,7 +6,7 @@
 // long each took. What needs the runtime (the job queue) comes in as functions.
 
 import type { Table } from '../handle/table.ts'
-import { StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
 import { type ExpireResult, expireSnapshots } from './expire.ts'
 import { removeOldMarkers } from './markers.ts'
 import { REMOVE_ORPHANS_TASK, checkOrphanAge, removeOrphanFiles } from './orphans.ts'

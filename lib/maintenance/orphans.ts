@@ -3,12 +3,12 @@
 // and that are older than an age no commit can still be waiting for. What it deletes, and why
 // that is safe: docs/design.md "Expiration and orphan cleanup".
 
-import { CorruptFileError, StrataInputError } from '../types.ts'
+import { CorruptFileError, MissingReferenceError, StrataInputError } from '../errors.ts'
 import type { ObjectInfo } from '../store/object-store.ts'
 import { SNAPSHOT_DIR, parseSnapshotId, tagKey } from '../table/paths.ts'
 import type { Table } from '../handle/table.ts'
 import { forEachLimited } from './expire.ts'
-import { BucketDirs, ExpectedObjects, MissingReferenceError, isSnapshotManagedKey, rangeReferences, snapshotRange, snapshotReferences, verifyExpected } from './references.ts'
+import { BucketDirs, ExpectedObjects, isSnapshotManagedKey, rangeReferences, snapshotRange, snapshotReferences, verifyExpected } from './references.ts'
 import { listTags } from '../handle/tags.ts'
 
 export interface OrphanOptions {

@@ -18,7 +18,8 @@ import { bucketPath } from '../format/partition-path.ts'
 import { unknownSnapshotKeys } from '../format/snapshot.ts'
 import { hex } from '../manifest/identifiers.ts'
 import { foldEntries } from '../manifest/manifests.ts'
-import { type ManifestEntry, type ManifestFileMeta, type Row, type Snapshot, CorruptFileError, FileKind } from '../types.ts'
+import { type ManifestEntry, type ManifestFileMeta, type Row, type Snapshot, FileKind } from '../types.ts'
+import { MissingReferenceError, CorruptFileError } from '../errors.ts'
 import { INDEX_DIR, MANIFEST_DIR, manifestKey, schemaKey, snapshotKey } from '../table/paths.ts'
 import { externalKey, indexFileKey } from '../handle/bucket-state.ts'
 import type { ObjectInfo } from '../store/object-store.ts'
@@ -26,11 +27,6 @@ import type { Table } from '../handle/table.ts'
 
 /** `core:utils/FileStorePathFactory.java` statsFileFactory: `statistics/<name>`. */
 export const STATISTICS_DIR = 'statistics/'
-
-/** An object a snapshot names (a manifest, a data or index file, its schema) is missing from the store. */
-export class MissingReferenceError extends Error {
-  override name = 'MissingReferenceError'
-}
 
 /**
  * What the files read for a run's references say about the objects they name: each must

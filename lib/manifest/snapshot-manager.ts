@@ -6,7 +6,8 @@
 
 import { parseHint, parseSnapshot, serializeHint } from '../format/snapshot.ts'
 import type { ObjectStore } from '../store/object-store.ts'
-import { CorruptFileError, type Snapshot } from '../types.ts'
+import { CorruptFileError } from '../errors.ts'
+import type { Snapshot } from '../types.ts'
 import { EARLIEST_KEY, LATEST_KEY, SNAPSHOT_DIR, parseSnapshotId, snapshotKey } from '../table/paths.ts'
 import { ByteLru, type CacheStats, approximateBytes } from '../format/byte-cache.ts'
 

@@ -6,7 +6,8 @@
 // on unscaled values of the column's scale and becomes null when a result no longer fits the
 // column's precision (Paimon's Decimal.fromBigDecimal returns null).
 
-import { StrataInputError, type DataType, type TypeRoot, type Value } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
+import type { DataType, TypeRoot, Value } from '../types.ts'
 import { compareBytes, compareDoubles, compareStringsUtf8 } from '../format/compare.ts'
 import { formatDataType } from '../format/data-type.ts'
 

@@ -3,7 +3,8 @@
 // fresh +I, or -D when the last record was a -D under `aggregation.remove-record-on-delete`,
 // with the key and sequence number of the last record.
 
-import { RowKind, StrataInputError, isRetract, type KeyValue, type Row } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
+import { RowKind, isRetract, type KeyValue, type Row } from '../types.ts'
 import { createFieldAggregator, resolveAggregateFunction, type AggregateFunctionName, type FieldAggregator } from './aggregate.ts'
 import type { EngineOptions, MergeEngineDescriptor } from './descriptor.ts'
 import { initRow } from './merge-rows.ts'

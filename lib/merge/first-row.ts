@@ -4,7 +4,8 @@
 // options, and refuses it with deletion vectors, with `sequence.field`, and with a changelog
 // producer other than none or lookup (schema/SchemaValidation).
 
-import { RowKind, StrataInputError, isRetract, type KeyValue } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
+import { RowKind, isRetract, type KeyValue } from '../types.ts'
 import type { MergeEngineDescriptor } from './descriptor.ts'
 import { kindName } from './merge-rows.ts'
 import type { MergeFunction } from './merge-types.ts'

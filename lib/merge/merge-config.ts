@@ -2,7 +2,8 @@
 // schema/SchemaValidation): the options every engine reads here, those of one engine in its
 // descriptor (lib/merge/engines.ts).
 
-import { StrataInputError, type DataField } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
+import type { DataField } from '../types.ts'
 import type { EngineOptions } from './descriptor.ts'
 import { MERGE_ENGINES, UNSUPPORTED_MERGE_ENGINES, mergeEngineNamed } from './engines.ts'
 import type { MergeEngineConfig } from './merge-types.ts'

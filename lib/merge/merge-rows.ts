@@ -1,7 +1,8 @@
 // Helpers the merge functions that build a fresh row share (partial-update, aggregation):
 // starting a row from a retraction, and naming a record in an error.
 
-import { RowKind, StrataInputError, type DataField, type KeyValue, type Row } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
+import { RowKind, type DataField, type KeyValue, type Row } from '../types.ts'
 import type { MergeEngineConfig } from './merge-types.ts'
 
 /**

@@ -1,7 +1,7 @@
 // Reading merge options as Paimon reads them, with errors that name the key, the value and
 // what was expected.
 
-import { StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
 
 export function invalid(key: string, value: string, expected: string): StrataInputError {
   return new StrataInputError(`Option '${key}' = '${value}' is invalid: ${expected}`)

@@ -4,7 +4,8 @@
 // the sequence number of the last record not ignored (0 if none, as Paimon). Sequence groups
 // are not supported.
 
-import { RowKind, StrataInputError, isRetract, type KeyValue, type Row, type Value } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
+import { RowKind, isRetract, type KeyValue, type Row, type Value } from '../types.ts'
 import { resolveAggregateFunction } from './aggregate.ts'
 import { refuseAggregatesOnPrimaryKeys } from './aggregation.ts'
 import type { EngineOptions, MergeEngineDescriptor } from './descriptor.ts'

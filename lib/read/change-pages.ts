@@ -6,7 +6,8 @@
 
 import type { Table } from '../handle/table.ts'
 import { rowToJsonLine } from '../table/json-values.ts'
-import { ROW_KIND_SHORT, StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
+import { ROW_KIND_SHORT } from '../types.ts'
 import { type ChangesCursor, checkCursorQuery, decodeChangesCursor, encodeChangesCursor, queryFingerprint } from './cursor.ts'
 import { type IncrementalMode, changeColumns, planIncremental, readPlanSplits } from './incremental.ts'
 import { PageBuilder, type PageLimits, type ReadOutcome, filterMatcher, primaryKeyText, rowBudget } from './page-rows.ts'

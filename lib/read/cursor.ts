@@ -4,7 +4,7 @@
 // every field, so a cursor this reader did not issue is refused as bad input.
 
 import { createHash } from 'node:crypto'
-import { StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
 import type { KeyFilter } from './table-read.ts'
 
 /**

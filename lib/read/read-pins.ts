@@ -6,7 +6,7 @@
 import type { Table } from '../handle/table.ts'
 import { getTag } from '../handle/tags.ts'
 import type { SnapshotManager } from '../manifest/snapshot-manager.ts'
-import { StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
 
 /** The snapshot or tag a read pinned is gone: start the read again. */
 export class ReadGoneError extends Error {

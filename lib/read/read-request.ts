@@ -3,7 +3,7 @@
 // each must hold; the reader function answers a StrataInputError here 400.
 
 import { checkTagName } from '../handle/tags.ts'
-import { StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
 import { INCREMENTAL_MODES, type IncrementalMode } from './incremental.ts'
 import type { KeyFilter } from './table-read.ts'
 

@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto'
 import { link, mkdir, open, readdir, readFile, rename, rmdir, stat, unlink, writeFile } from 'node:fs/promises'
 import { dirname, join, resolve, sep } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
 import { checkRange } from './memory-store.ts'
 import type { ObjectInfo, ObjectStore } from './object-store.ts'
 

@@ -25,7 +25,7 @@ import {
   S3Client,
   UploadPartCommand,
 } from '@aws-sdk/client-s3'
-import { StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
 import { checkRange } from './memory-store.ts'
 import type { ObjectInfo, ObjectStore } from './object-store.ts'
 

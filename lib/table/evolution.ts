@@ -12,7 +12,8 @@ import { DataFileReader, type DataFileReaderOptions } from '../format/data-file-
 import { ColumnarFileReader, type PositionedBatch, type RowGroupOptions } from '../format/columnar-reader.ts'
 import { type Column, physicalToValue, valueAt } from '../format/columnar-types.ts'
 import { physicalEncoder } from '../format/parquet-types.ts'
-import { type DataField, type DataType, type TableSchema, type Value, StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
+import type { DataField, DataType, TableSchema, Value } from '../types.ts'
 import { formatDataType, typeLabel } from '../format/data-type.ts'
 import { describeSchema } from './schema.ts'
 

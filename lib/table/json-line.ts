@@ -9,7 +9,7 @@
 // key), numbers as JsonNumber holding their text, strings, booleans, null and arrays as
 // JavaScript values. Every error is a StrataInputError naming the character position.
 
-import { StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
 
 /** A JSON number as written: its text, so conversions to a column's type are exact. */
 export class JsonNumber {

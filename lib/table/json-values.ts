@@ -4,7 +4,8 @@
 // "Values in JSON lines"). Output is exact (bigints, decimals and timestamps print without
 // going through a float), and every stored value reads back in through its own text.
 
-import { type DataField, type DataType, type Row, type RowKind, RowKind as RK, type Value, StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
+import { type DataField, type DataType, type Row, type RowKind, RowKind as RK, type Value } from '../types.ts'
 import { civilFromDays } from '../format/partition-path.ts'
 import { MAX_LENGTH, typeLabel } from '../format/data-type.ts'
 import { JsonNumber, parseJsonLine } from './json-line.ts'

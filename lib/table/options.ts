@@ -5,7 +5,7 @@
 
 import { changelogProducerConflict, deletionVectorsConflict } from '../merge/engines.ts'
 import { optionKeysOfMergeEngines } from '../merge/merge-config.ts'
-import { StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
 
 export type OptionType = 'int' | 'long' | 'boolean' | 'string' | 'memory' | 'duration' | 'enum'
 

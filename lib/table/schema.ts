@@ -2,7 +2,8 @@
 // (TableSchema version 3, docs/format.md "Schema files"), and viewed as the field positions the
 // engine needs (partition, trimmed primary key, bucket key).
 
-import { type DataField, type DataType, type TableSchema, StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
+import type { DataField, DataType, TableSchema } from '../types.ts'
 import { escapePathName } from '../format/partition-path.ts'
 import { parseMergeEngineConfig } from '../merge/merge-config.ts'
 import { formatDataType, parseDataType, withNullable } from '../format/data-type.ts'

@@ -27,7 +27,8 @@ import { physicalEncoder, type PhysicalEncoder } from '../format/parquet-types.t
 import { COLUMNAR_ENGINES } from '../lsm/columnar-merge.ts'
 import type { MergeEngineConfig, MergeFunction } from '../merge/merge-function.ts'
 import { sequenceValueComparator } from '../merge/merge-function.ts'
-import { type DataField, type DataType, type KeyValue, type Row, type RowKind, StrataInputError, type Value } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
+import type { DataField, DataType, KeyValue, Row, RowKind, Value } from '../types.ts'
 
 /** How a field's values are stored in a group. */
 const enum Mode {

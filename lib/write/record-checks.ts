@@ -5,7 +5,8 @@
 
 import { partitionPath } from '../format/partition-path.ts'
 import { type MergeEngineConfig, createMergeFunction, engineTraits } from '../merge/merge-function.ts'
-import { type Row, type Value, RowKind, StrataInputError, isRetract } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
+import { type Row, type Value, RowKind, isRetract } from '../types.ts'
 import { rowToJsonLine } from '../table/json-values.ts'
 import { MAX_PARTITION_DIR_BYTES, MAX_PARTITION_PATH_BYTES } from '../table/paths.ts'
 import type { SchemaView } from '../table/schema.ts'

@@ -10,7 +10,7 @@ import type { Readable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { type ResourceLimits, Worker } from 'node:worker_threads'
 import type { Context } from 'aws-lambda'
-import { StrataInputError } from '../../lib/types.ts'
+import { StrataInputError } from '../../lib/errors.ts'
 import { errorInfoOf, PROCESS_INIT_ENV, type ContextData, type ErrorInfo, type FromWorker, type ThreadMemory, type ToWorker, type WorkerInit } from './worker.ts'
 
 export type InvokeResult =

@@ -24,7 +24,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs'
 import type { SQSRecord } from 'aws-lambda'
-import { StrataInputError } from '../../lib/types.ts'
+import { StrataInputError } from '../../lib/errors.ts'
 import type { ExecutionEnvironmentPool, InvokeResult } from './execution-environment.ts'
 import { sqsEventOf, sqsRecordOf } from './sqs-event.ts'
 
