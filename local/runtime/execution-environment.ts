@@ -105,22 +105,9 @@ export function workerResourceLimits(memoryMb: number): Required<ResourceLimits>
 
 /**
  * The V8 flags of an environment's own process for a function's `limits` (workerResourceLimits),
- * bounding its heap as a thread's resourceLimits do:
- *   --max-old-space-size  = maxOldGenerationSizeMb
- *   --max-semi-space-size = ⌈maxYoungGenerationSizeMb / 3⌉ (at least 1). V8's young generation
- *     is three semi-spaces in Node 20 (two for the scavenger, one more of headroom for new
- *     large objects), and V8 rounds the semi-space up to a power of two. Checked on Node
- *     20.20: v8.getHeapStatistics().heap_size_limit less --max-old-space-size reads 3, 6, 12,
- *     12, 24, 24, 24, 48, 48, 96 MB for --max-semi-space-size 1, 2, 3, 4, 5, 6, 8, 9, 16, 17,
- *     and a Worker given maxYoungGenerationSizeMb 8, 16, 30, 48 reads 12, 24, 48, 48: the
- *     same as a semi-space of young / 3 rounded up. ⌈young / 3⌉ then lands on the same power
- *     of two (⌊8 / 3⌋ = 2 would not: 6 MB where the thread gets 12), so a process environment's
- *     heap_size_limit equals a thread's: 68, 200 and 960 MB for 128, 256 and 1024 MB.
- * V8 flags are per process, so two of this process's own are passed on when it has them
- * (with threads, every environment shares them anyway):
- *   --expose-gc           memory(…, collect) runs gc() in the environment (the soak runs with it)
- *   --min-semi-space-size the young generation's starting size (the soak pre-sizes it), at
- *                         most the environment's --max-semi-space-size
+ * bounding its heap as a thread's resourceLimits do: --max-old-space-size, --max-semi-space-size
+ * = ⌈young / 3⌉, and this process's --expose-gc and --min-semi-space-size when it has them. Why a
+ * third, as measured: docs/operations.md "Execution environments of the local runtime".
  */
 export function processV8Flags(limits: Pick<ResourceLimits, 'maxOldGenerationSizeMb' | 'maxYoungGenerationSizeMb'>, parentExecArgv: readonly string[] = process.execArgv): string[] {
   const semi = Math.max(1, Math.ceil(limits.maxYoungGenerationSizeMb! / 3))
