@@ -49,7 +49,7 @@ export interface MemoryRequestOptions {
   betweenInvocations?: boolean
 }
 
-/** What an execution environment is: a worker thread of this process, or a child process of its own (the file's comment). */
+/** What an execution environment is: a worker thread of this process, or a child process of its own (docs/operations.md "Execution environments of the local runtime", "Isolation"). */
 export type Isolation = 'thread' | 'process'
 
 export interface ExecutionEnvironmentPoolOptions {
