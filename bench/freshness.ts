@@ -34,7 +34,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadavg } from 'node:os'
-import { tableStatus } from '../lib/cli/status.ts'
+import { tableStatus } from '../lib/maintenance/table-status.ts'
 import { Table } from '../lib/handle/table.ts'
 import { freshnessChart } from '../local/chart.ts'
 import type { TransferModel } from '../local/embedded.ts'

@@ -36,7 +36,8 @@ import { freshnessChart } from '../local/chart.ts'
 import { parseBenchArgs } from './lib/args.ts'
 import { machineInfo, machineMarkdown } from './lib/machine.ts'
 import { OUT_DIR, markdownTable, writeResults } from './lib/report.ts'
-import { SOAK_DEFAULTS, type SoakResult, faultRecovery, runSoak } from './lib/soak-run.ts'
+import { faultRecovery } from './lib/soak-checks.ts'
+import { SOAK_DEFAULTS, type SoakResult, runSoak } from './lib/soak-run.ts'
 import { memoryDetail } from './lib/soak-memory.ts'
 
 /** the semi-space size every isolate's young generation starts at, in MB (see below) */

@@ -17,7 +17,7 @@ import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs'
 import { MetricUnit } from '@aws-lambda-powertools/metrics'
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware'
 import type { Context, ScheduledEvent } from 'aws-lambda'
-import { INGEST_MARKER_DIR } from '../lib/ingest/ingest.ts'
+import { INGEST_MARKER_DIR } from '../lib/ingest/attempts.ts'
 import { stalledBucketJobs } from '../lib/jobs/coalesce.ts'
 import { type MaintenanceSummary, type MaintenanceTask, checkMaintenanceInputs, runMaintenancePass } from '../lib/maintenance/maintenance-pass.ts'
 import { DEFAULT_ORPHAN_OLDER_THAN_MS, MIN_ORPHAN_OLDER_THAN_MS, REMOVE_ORPHANS_TASK, checkOrphanAge } from '../lib/maintenance/orphans.ts'
@@ -26,8 +26,6 @@ import { StrataInputError } from '../lib/errors.ts'
 import { ConfigError } from './shared/config.ts'
 import { logger, newMetrics, resolveTable, runtimeConfig, sqsClient } from './shared/runtime.ts'
 
-export type { MaintenanceSummary, MaintenanceTask } from '../lib/maintenance/maintenance-pass.ts'
-export type { TableMetrics } from '../lib/maintenance/table-metrics.ts'
 
 const metrics = newMetrics('maintenance')
 

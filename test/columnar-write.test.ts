@@ -13,7 +13,8 @@ import { MemoryStore } from '../lib/store/memory-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { Table } from '../lib/handle/table.ts'
 import { type Row, RowKind, type Value } from '../lib/types.ts'
-import { type WriteRecord, type WriteResult, writeBatch } from '../lib/write/table-write.ts'
+import type { WriteRecord } from '../lib/write/record-checks.ts'
+import { type WriteResult, writeBatch } from '../lib/write/table-write.ts'
 import { type Engine, type Op, opArb, schemaFor } from './helpers/model.ts'
 
 const ENGINES: Engine[] = ['deduplicate', 'partial-update', 'aggregation', 'first-row']

@@ -6,7 +6,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, normalize } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { machineMarkdown } from '../bench/lib/machine.ts'
-import { optionKeysOfMergeEngines } from '../lib/merge/merge-function.ts'
+import { optionKeysOfMergeEngines } from '../lib/merge/merge-config.ts'
 import { OPTION_SPECS } from '../lib/table/options.ts'
 
 const ROOT = join(import.meta.dirname, '..')

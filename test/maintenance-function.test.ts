@@ -17,7 +17,7 @@ vi.hoisted(() => {
 
 import { handler, runMaintenance } from '../functions/maintenance.ts'
 import { resetRuntime } from '../functions/shared/runtime.ts'
-import { INGEST_MARKER_DIR } from '../lib/ingest/ingest.ts'
+import { INGEST_MARKER_DIR } from '../lib/ingest/attempts.ts'
 import { compactTable } from '../lib/lsm/compact-table.ts'
 import { MIN_ORPHAN_OLDER_THAN_MS } from '../lib/maintenance/orphans.ts'
 import { referencesOf } from '../lib/maintenance/references.ts'

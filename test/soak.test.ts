@@ -22,7 +22,9 @@
 // (local/runtime/soak-control.ts): no real fault stops a handler at an exact write.
 
 import { describe, expect, it } from 'vitest'
-import { FAULT_KINDS, type Sample, compactorLogDetail, longLevelZeroWaits, runSoak } from '../bench/lib/soak-run.ts'
+import { longLevelZeroWaits } from '../bench/lib/soak-checks.ts'
+import { compactorLogDetail } from '../bench/lib/soak-invocations.ts'
+import { FAULT_KINDS, type Sample, runSoak } from '../bench/lib/soak-run.ts'
 import { compactTable } from '../lib/lsm/compact-table.ts'
 import { MIN_ORPHAN_OLDER_THAN_MS } from '../lib/maintenance/orphans.ts'
 import { readAll } from '../lib/read/table-read.ts'

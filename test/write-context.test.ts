@@ -5,7 +5,7 @@
 
 import { describe, expect, it } from 'vitest'
 import type { CommitRequest, CommitResult } from '../lib/commit/committer.ts'
-import { parseMergeEngineConfig } from '../lib/merge/merge-function.ts'
+import { parseMergeEngineConfig } from '../lib/merge/merge-config.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { createSchema, describeSchema } from '../lib/table/schema.ts'

@@ -9,7 +9,8 @@ import { openStore } from '../../lib/store/open-store.ts'
 import type { ObjectStore } from '../../lib/store/object-store.ts'
 import { Table } from '../../lib/handle/table.ts'
 import { type Row, RowKind } from '../../lib/types.ts'
-import { type WriteRecord, writeBatch } from '../../lib/write/table-write.ts'
+import type { WriteRecord } from '../../lib/write/record-checks.ts'
+import { writeBatch } from '../../lib/write/table-write.ts'
 
 /** The serialized empty partition of an unpartitioned table. */
 export const NO_PARTITION: Uint8Array = serializeBinaryRow([], [])

@@ -2,7 +2,7 @@
 // the model (soak-load.ts), the dead-letter queues, rejects, snapshot references, orphan
 // cleanup, maintenance, level-0 waits, probes, and each fault's recovery of the lag.
 
-import { tableStatus } from '../../lib/cli/status.ts'
+import { tableStatus } from '../../lib/maintenance/table-status.ts'
 import { Table } from '../../lib/handle/table.ts'
 import { bucketsNeedingJobs } from '../../lib/jobs/coalesce.ts'
 import { MIN_ORPHAN_OLDER_THAN_MS, removeOrphanFiles } from '../../lib/maintenance/orphans.ts'
@@ -177,7 +177,6 @@ export class SoakChecks {
   async verifyTotals(what: string): Promise<void> {
     const { totals } = this.s
     if (!totals) return
-    const { totalsMeta } = this.invocations
     const table = await Table.open(totals.table.store)
     const rows = await readAll(table)
     const got = new Map(rows.map((r) => [String(r[0]), { qty: Number(r[1]), n: Number(r[2]) }]))

@@ -33,7 +33,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { tableStatus } from '../../lib/cli/status.ts'
+import { tableStatus } from '../../lib/maintenance/table-status.ts'
 import { S3Store } from '../../lib/store/s3-store.ts'
 import { Table } from '../../lib/handle/table.ts'
 import { ExecutionEnvironmentPool } from '../../local/runtime/execution-environment.ts'
@@ -49,8 +49,6 @@ import { memoryDetail, memoryVerdict } from './soak-memory.ts'
 import { Sampler } from './soak-sampler.ts'
 import { type Durations, type SoakOptions, type SoakResult, type SoakShared, type WindowStats, SOAK_DEFAULTS, pct, secondsSince, sleep } from './soak-types.ts'
 
-export { faultRecovery, longLevelZeroWaits } from './soak-checks.ts'
-export { compactorLogDetail } from './soak-invocations.ts'
 export {
   type Check,
   type Durations,

@@ -3,7 +3,7 @@
 // every 10th sample what the store and the backend hold; also the bucket compactions that
 // landed, counted from each new COMPACT snapshot.
 
-import { tableStatus } from '../../lib/cli/status.ts'
+import { tableStatus } from '../../lib/maintenance/table-status.ts'
 import type { Table } from '../../lib/handle/table.ts'
 import type { ExecutionEnvironmentPool } from '../../local/runtime/execution-environment.ts'
 import type { FaultDriver } from './soak-faults.ts'

@@ -5,7 +5,6 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda'
 import { parseJsonObject } from '../../lib/read/read-request.ts'
 
-export { parseJsonObject }
 
 /** An answer other than 400 or 500, with the status it maps to. */
 export class HttpError extends Error {

@@ -1,9 +1,7 @@
 // `strata status`: the latest snapshot and, per partition and bucket, its LSM shape, as text.
-// The status itself is lib/maintenance/table-status.ts's, exported here too for its callers.
+// The status itself is lib/maintenance/table-status.ts's.
 
-import { type BucketStatus, type TableStatus, tableStatus } from '../maintenance/table-status.ts'
-
-export { type BucketStatus, type TableStatus, tableStatus }
+import type { TableStatus } from '../maintenance/table-status.ts'
 
 export function formatStatus(s: TableStatus): string {
   if (!s.snapshot) return `${s.table}: no snapshots yet`

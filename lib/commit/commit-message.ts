@@ -16,7 +16,6 @@ import type { ObjectStore } from '../store/object-store.ts'
 import { StrataInputError } from '../errors.ts'
 import type { CommitKind, IndexManifestEntry, ManifestEntry } from '../types.ts'
 import type { CommitRequest, ExpectedIndex, IndexReplacement } from './committer.ts'
-import { commitKeyOf } from './landed.ts'
 
 /** SQS's largest message (body plus attributes), 256 KiB. */
 export const SQS_MAX_MESSAGE_BYTES = 262_144

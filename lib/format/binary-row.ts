@@ -10,7 +10,6 @@ import type { DataType, Value } from '../types.ts'
 
 // Paimon's DecimalType / TimestampType defaults, used when a type object omits them.
 const DEFAULT_DECIMAL_PRECISION = 10
-const DEFAULT_DECIMAL_SCALE = 0
 const DEFAULT_TIMESTAMP_PRECISION = 6
 const MAX_DECIMAL_PRECISION = 38
 // Decimal.MAX_COMPACT_PRECISION and Timestamp.isCompact: above these the value lives in the

@@ -14,7 +14,6 @@ import { type WriteContext, writeBatch } from '../write/table-write.ts'
 import { type AttemptLog, type DeltaReader, batchIdentifier, committedEarlier, deltaBuckets, earlierAttempt } from './attempts.ts'
 import { type IngestRecord, type ParsedBatch, type ParsedRecords, TableTargets, parseRecords, storeRejections } from './parse-records.ts'
 
-export type { IngestRecord } from './parse-records.ts'
 
 /**
  * What ingesting into a table needs of it: writing and committing (WriteContext), the
@@ -68,7 +67,6 @@ export interface IngestResult {
   errors: { table: string; error: string }[]
 }
 
-export { INGEST_MARKER_DIR, batchIdentifier } from './attempts.ts'
 
 export async function ingest(records: IngestRecord[], opts: IngestOptions): Promise<IngestResult> {
   const now = opts.now ?? Date.now

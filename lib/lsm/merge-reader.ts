@@ -3,7 +3,7 @@
 // merge function (Paimon's SortMergeReader + MergeFunctionWrapper).
 
 import type { KeyValue, Value } from '../types.ts'
-import type { MergeFunction } from '../merge/merge-function.ts'
+import type { MergeFunction } from '../merge/merge-types.ts'
 
 /** A sorted source of records, consumed a batch at a time so memory stays per-run. */
 export type RecordSource = AsyncIterable<KeyValue[]>

@@ -8,7 +8,7 @@ import { partitionPath } from '../format/partition-path.ts'
 import type { Table } from '../handle/table.ts'
 import { bucketIdentifier } from '../manifest/identifiers.ts'
 import { dvIndexByBucket } from '../handle/bucket-state.ts'
-import { compactsWithLookup } from '../merge/merge-function.ts'
+import { compactsWithLookup } from '../merge/engines.ts'
 
 export interface BucketStatus {
   partition: string

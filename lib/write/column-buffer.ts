@@ -18,15 +18,15 @@
 //   flush by `physicalEncoder` as `DataFileWriter.write` encodes it (same errors);
 // - partition fields are one value per group (a group is one partition): stored once;
 // - a key with one record that its engine keeps as it is (a lone +I under every engine, lone
-//   kinds `COLUMNAR_ENGINES` names) is gathered as it is; every other key's records are made
+//   kinds the engine's descriptor names, lib/merge/engines.ts) is gathered as it is; every other key's records are made
 //   into `KeyValue`s and folded by the table's merge function, whose result is written.
 
 import { valueComparator } from '../format/compare.ts'
 import type { Column, ColumnBatch } from '../format/columnar-types.ts'
 import { physicalEncoder, type PhysicalEncoder } from '../format/parquet-types.ts'
-import { COLUMNAR_ENGINES } from '../lsm/columnar-merge.ts'
-import type { MergeEngineConfig, MergeFunction } from '../merge/merge-function.ts'
-import { sequenceValueComparator } from '../merge/merge-function.ts'
+import { mergeEngineOf } from '../merge/engines.ts'
+import type { MergeEngineConfig, MergeFunction } from '../merge/merge-types.ts'
+import { sequenceValueComparator } from '../merge/sequence-order.ts'
 import { StrataInputError } from '../errors.ts'
 import type { DataField, DataType, KeyValue, Row, RowKind, Value } from '../types.ts'
 
@@ -127,11 +127,11 @@ export class ColumnLayout {
     this.mergeConfig = mergeConfig
     const part = new Set(partitionIndexes)
     this.specs = fields.map((f, i) => fieldSpec(f, part.has(i)))
-    const engine = COLUMNAR_ENGINES[mergeConfig.engine]
+    const engine = mergeEngineOf(mergeConfig.engine).columnar
     // a lone +I merges to itself under every engine; deduplicate keeps any lone record its
     // row-kind filter lets through, which the merge function decides: only +I here
-    this.keepsAlone = engine.keeps === 'fold' ? engine.keepsAlone : (kind) => kind === 0
-    this.refusesNullInNotNull = engine.keeps === 'fold' && engine.refusesNullInNotNull
+    this.keepsAlone = engine?.keeps === 'fold' ? engine.keepsAlone : (kind) => kind === 0
+    this.refusesNullInNotNull = engine?.keeps === 'fold' && engine.refusesNullInNotNull
     this.notNullFields = fields.flatMap((f, i) => (f.type.nullable === false ? [i] : []))
   }
 }

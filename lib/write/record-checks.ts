@@ -4,7 +4,9 @@
 // (refusedRecord) so it can reject records one by one.
 
 import { partitionPath } from '../format/partition-path.ts'
-import { type MergeEngineConfig, createMergeFunction, engineTraits } from '../merge/merge-function.ts'
+import type { MergeEngineConfig } from '../merge/merge-types.ts'
+import { mergeEngineOf } from '../merge/engines.ts'
+import { createMergeFunction } from '../merge/merge-function.ts'
 import { StrataInputError } from '../errors.ts'
 import { type Row, type Value, RowKind, isRetract } from '../types.ts'
 import { rowToJsonLine } from '../table/json-values.ts'
@@ -34,7 +36,7 @@ export interface WriteRecord {
  * whole batch before anything stays written instead of poisoning later reads.
  */
 export function refusedRetraction(table: Pick<RecordRules, 'mergeConfig'>, r: WriteRecord): string | null {
-  if (!engineTraits(table.mergeConfig.engine).mayRefuseRetractions || !isRetract(r.kind)) return null
+  if (!mergeEngineOf(table.mergeConfig.engine).refusals.retractions || !isRetract(r.kind)) return null
   const mf = createMergeFunction(table.mergeConfig)
   mf.reset()
   mf.add({ key: [], seq: 0n, kind: RowKind.INSERT, value: r.row })

@@ -14,25 +14,25 @@ import { bucketFunction } from '../format/bucket.ts'
 import { serializeBinaryRow } from '../format/binary-row.ts'
 import { rowComparator } from '../format/compare.ts'
 import type { DataFileStats } from '../format/data-file-stats.ts'
-import { bucketPath, partitionPath } from '../format/partition-path.ts'
-import { createMergeFunction, engineTraits, sequenceComparator } from '../merge/merge-function.ts'
+import { bucketPath } from '../format/partition-path.ts'
+import { mergeEngineOf } from '../merge/engines.ts'
+import { sequenceComparator } from '../merge/sequence-order.ts'
+import { createMergeFunction } from '../merge/merge-function.ts'
 import { StrataInputError } from '../errors.ts'
 import { type DataType, type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, FileKind, RowKind, isRetract } from '../types.ts'
 import { BATCH_COMMIT_IDENTIFIER, type CommitResult, type Committer, commitUserFor } from '../commit/committer.ts'
 import { type BucketScope, bucketsScope } from '../manifest/bucket-scope.ts'
-import { bucketIdentifier, hex } from '../manifest/identifiers.ts'
+import { hex } from '../manifest/identifiers.ts'
 import { mapBounded } from '../store/bounded.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import { dataFileMeta, newDataFileWriter, partitionStatsOf } from '../table/file-meta.ts'
-import { rowToJsonLine } from '../table/json-values.ts'
-import { CHANGELOG_FILE_PREFIX, FileNamer, MAX_PARTITION_DIR_BYTES, MAX_PARTITION_PATH_BYTES } from '../table/paths.ts'
+import { CHANGELOG_FILE_PREFIX, FileNamer } from '../table/paths.ts'
 import type { SchemaView } from '../table/schema.ts'
 import { assertWritable } from '../table/options.ts'
 import { ColumnLayout, GroupColumns } from './column-buffer.ts'
 import { type RecordRules, type WriteRecord, oversizeRow, refusedRetraction, unstorablePartition } from './record-checks.ts'
 import { type SequenceClock, defaultSequenceClock } from './sequence-clock.ts'
 
-export type { WriteRecord } from './record-checks.ts'
 
 /**
  * What a batch writer needs of a table: where files go, the schema and merge engine, the
@@ -236,7 +236,7 @@ export class BatchWriter {
     this.#bucketFn = bucketFunction(view.bucketKeyTypes, view.options.bucket)
     this.#bucketKey = new Array(view.bucketKeyIndexes.length)
     this.#partitionTypes = view.partitionFields.map((f) => f.type)
-    this.#refusesRetractions = engineTraits(table.mergeConfig.engine).mayRefuseRetractions
+    this.#refusesRetractions = mergeEngineOf(table.mergeConfig.engine).refusals.retractions
     this.#layout = opts.buffer === 'rows' ? null : new ColumnLayout(view.fields, view.keyIndexes, view.partitionIndexes, table.mergeConfig)
     this.#latestP = opts.baseSnapshot !== undefined ? Promise.resolve(opts.baseSnapshot) : table.snapshots.latest()
     this.#latestP.catch(() => undefined) // awaited at the first flush; a batch that fails first must not leave it unhandled

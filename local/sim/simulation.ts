@@ -13,7 +13,6 @@ import { SimContext, type SimOptions } from './context.ts'
 import { runLoad } from './load.ts'
 import { NO_FAULTS, type RequestFaults } from './world.ts'
 
-export { JOBS_PER_BUCKET_BOUND, type SimOptions } from './context.ts'
 
 export interface SimResult {
   seed: number

@@ -6,7 +6,8 @@ import type { CommitRequest, CommitResult, Committer } from '../../lib/commit/co
 import { type CommitMessage, commitMessageOf } from '../../lib/commit/commit-message.ts'
 import { type CompactBucketRequest, compactBucket } from '../../lib/lsm/compact-task.ts'
 import type { Table } from '../../lib/handle/table.ts'
-import { type WriteOptions, type WriteRecord, writeBatch } from '../../lib/write/table-write.ts'
+import type { WriteRecord } from '../../lib/write/record-checks.ts'
+import { type WriteOptions, writeBatch } from '../../lib/write/table-write.ts'
 
 export class RecordingCommitter implements Committer {
   readonly requests: CommitRequest[] = []
