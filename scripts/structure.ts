@@ -3,7 +3,7 @@
 // which functions are over the length limits. test/structure.test.ts holds the repository to
 // them; `npx tsx scripts/structure.ts` prints the report.
 
-import { readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import ts from 'typescript'
 
@@ -48,6 +48,7 @@ export interface ImportEdge {
 
 function sourceFiles(root: string, dir: string): string[] {
   const out: string[] = []
+  if (!existsSync(join(root, dir))) return out
   const walk = (d: string): void => {
     for (const e of readdirSync(join(root, d), { withFileTypes: true })) {
       const p = join(d, e.name)

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { SOURCE_DIRS, floorViolations, importCycles } from '../scripts/structure.ts'
+import { LIB_FILE_LINE_LIMIT, SOURCE_DIRS, floorViolations, importCycles, longFiles, longFunctions } from '../scripts/structure.ts'
 
 const root = join(dirname(new URL(import.meta.url).pathname), '..')
 const scratch = mkdtempSync(join(tmpdir(), 'strata-structure-'))
@@ -37,15 +37,40 @@ describe('floors of lib/', () => {
       'lib/read/d.ts': "export * from '../write/e.ts'\n",
       'lib/write/e.ts': 'export const e = 1\n',
     })
-    expect(floorViolations(t)).toEqual([
-      'lib/format/a.ts (lib/format, floor 3) imports lib/commit/b.ts (lib/commit, floor 7)',
-      'lib/read/d.ts (lib/read, floor 10) imports lib/write/e.ts (lib/write, floor 10)',
-    ])
+    const v = floorViolations(t)
+    expect(v).toHaveLength(2)
+    expect(v[0]).toMatch(/^lib\/format\/a\.ts \(lib\/format, floor \d+\) imports lib\/commit\/b\.ts \(lib\/commit, floor \d+\)$/)
+    expect(v[1]).toMatch(/^lib\/read\/d\.ts \(lib\/read, floor (\d+)\) imports lib\/write\/e\.ts \(lib\/write, floor \1\)$/)
     expect(importCycles(t, ['lib'])).toEqual([['lib/commit/b.ts', 'lib/commit/c.ts']])
   })
 
   it('a module on no floor is named', () => {
     const t = tree({ 'lib/newcomer/a.ts': "import { b } from '../store/b.ts'\n", 'lib/store/b.ts': 'export const b = 1\n' })
     expect(() => floorViolations(t)).toThrow(/lib\/newcomer is on no floor/)
+  })
+})
+
+describe('lengths', () => {
+  it('no function is over its folder\'s limit, and no file of lib/ over its limit', () => {
+    expect(longFunctions(root).map((f) => `${f.file}:${f.line} ${f.name}: ${f.lines} lines (limit ${f.limit})`)).toEqual([])
+    expect(longFiles(root)).toEqual([])
+  })
+
+  it('the checks see a long function, method, arrow and file, and let one at the limit pass', () => {
+    const body = (n: number): string => Array.from({ length: n - 2 }, (_, i) => `  x += ${i}`).join('\n')
+    const t = tree({
+      'lib/a.ts': `export function ok(): void {\n  let x = 0\n${body(149)}\n}\n`,
+      'lib/b.ts': `export function long(): void {\n  let x = 0\n${body(150)}\n}\n`,
+      'lib/c.ts': `export class C {\n  m(): void {\n    let x = 0\n${body(151)}\n  }\n}\n`,
+      'bench/d.ts': `export const f = (): void => {\n  let x = 0\n${body(200)}\n}\n`,
+      'bench/e.ts': `export const g = (): void => {\n  let x = 0\n${body(199)}\n}\n`,
+      'lib/f.ts': Array.from({ length: LIB_FILE_LINE_LIMIT + 1 }, (_, i) => `export const v${i} = ${i}`).join('\n') + '\n',
+    })
+    expect(longFunctions(t).map((f) => [f.file, f.name, f.lines])).toEqual([
+      ['bench/d.ts', 'f', 201],
+      ['lib/c.ts', 'C.m', 152],
+      ['lib/b.ts', 'long', 151],
+    ])
+    expect(longFiles(t)).toEqual([{ file: 'lib/f.ts', lines: LIB_FILE_LINE_LIMIT + 1 }])
   })
 })
