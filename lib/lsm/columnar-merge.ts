@@ -179,12 +179,26 @@ export async function mergeColumnarRuns(sources: AsyncIterable<ColumnBatch>[], o
       if (b !== null && (m < 0 || keyCmp(b, pos[r], blocks[m]!, pos[m]) < 0)) m = r
     }
     if (m < 0) break
-    if (fold) {
-      await fold.collect(blocks, pos, m, keyCmp, nextBlock)
-      continue
-    }
     const minB = blocks[m]!
     const minI = pos[m]
+    if (fold) {
+      // the key's records from every run, then folded (the gathering stays in this loop: no promise per key)
+      fold.startGroup()
+      for (let r = 0; r < k; r++) {
+        let b = blocks[r]
+        while (b !== null && keyCmp(b, pos[r], minB, minI) === 0) {
+          fold.add(b, pos[r])
+          if (++pos[r] >= b.n) {
+            // the blocks stay readable: the group holds them, and pending rows are gathered first
+            await pending.flush()
+            b = blocks[r] = await nextBlock(r)
+            pos[r] = 0
+          }
+        }
+      }
+      await fold.foldGroup()
+      continue
+    }
     // the key's records, oldest run first and in file order within a run: the last one the
     // filter keeps, by merge order (ties to the later record), survives
     let wB: Block | null = null

@@ -57,27 +57,15 @@ export class FoldGroups {
     this.keepsOneRecord = engineTraits(s.cfg.engine).keepsOneRecord
   }
 
-  /** Takes the records of the key at run `m`'s head from every run, then folds them. */
-  async collect(blocks: (Block | null)[], pos: Int32Array, m: number, keyCmp: BlockKeyComparator, nextBlock: (r: number) => Promise<Block | null>): Promise<void> {
-    const { groupB, groupI } = this
-    const minB = blocks[m]!
-    const minI = pos[m]
-    groupB.length = 0
-    groupI.length = 0
-    for (let r = 0; r < blocks.length; r++) {
-      let b = blocks[r]
-      while (b !== null && keyCmp(b, pos[r], minB, minI) === 0) {
-        groupB.push(b)
-        groupI.push(pos[r])
-        if (++pos[r] >= b.n) {
-          // the blocks stay readable: the group holds them, and pending rows are gathered first
-          await this.s.pending.flush()
-          b = blocks[r] = await nextBlock(r)
-          pos[r] = 0
-        }
-      }
-    }
-    await this.foldGroup()
+  /** Starts the group of the next key: its records are added oldest run first, in file order within a run. */
+  startGroup(): void {
+    this.groupB.length = 0
+    this.groupI.length = 0
+  }
+
+  add(b: Block, i: number): void {
+    this.groupB.push(b)
+    this.groupI.push(i)
   }
 
   /**
@@ -85,12 +73,15 @@ export class FoldGroups {
    * lookup into older levels and its dropping of retractions at the top level): gathered as
    * they are when the merge function would return the lone record unchanged, else folded.
    */
-  private async foldGroup(): Promise<void> {
+  async foldGroup(): Promise<void> {
     const { groupB, groupI, s } = this
     const n = groupB.length
     let kv: KeyValue | null = null
     let alone = n === 1 && this.keptAlone(groupB[0], groupI[0])
-    if (!alone && s.engine.lastNonNull && s.lookups.length === 0 && this.upsertsOnly()) return this.pushLastNonNull()
+    if (!alone && s.engine.lastNonNull && s.lookups.length === 0 && this.upsertsOnly()) {
+      await this.pushLastNonNull()
+      return
+    }
     if (!alone) {
       const records: KeyValue[] = new Array(n)
       for (let g = 0; g < n; g++) records[g] = this.recordOf(groupB[g], groupI[g])
