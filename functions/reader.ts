@@ -27,7 +27,7 @@ import { type PageLimits, type ReadOutcome, RowTooLargeError } from '../lib/read
 import { ReadGoneError } from '../lib/read/read-pins.ts'
 import { type ReaderRequest, describeValue, parseReaderRequest as parseRequest } from '../lib/read/read-request.ts'
 import { scanPage } from '../lib/read/scan-pages.ts'
-import { StrataInputError } from '../lib/errors.ts'
+import { errorKind, StrataInputError } from '../lib/errors.ts'
 import { ConfigError } from './shared/config.ts'
 import { HttpError, type HttpResponse, errorResponse, isFunctionUrlEvent, jsonResponse, parseJsonObject, requestOf } from './shared/http.ts'
 import { MAX_RESPONSE_BYTES, ResponseTooLargeError, bytesInBody, responseBytes } from './shared/response-size.ts'
@@ -104,11 +104,18 @@ function directRequest(event: unknown): Record<string, unknown> {
   if (typeof event !== 'object' || event === null || Array.isArray(event)) throw new StrataInputError(`event: expected a Function URL event or a request object {"table", "op", ...}, got ${describeValue(event)}`)
   return event as Record<string, unknown>
 }
+/**
+ * An error's status by its kind: what the request asked for wrongly (bad input, a name that
+ * does not exist, something Strata refuses) 400, anything else 500. A configuration error is
+ * the deployment's, not the request's: 500. A missing table is answered 404 where it is found
+ * (executeRead); other names that do not exist stay 400, as they always were.
+ */
 
 function statusOf(err: unknown): number {
   if (err instanceof HttpError) return err.statusCode
-  if (err instanceof StrataInputError && !(err instanceof ConfigError)) return 400
-  return 500
+  if (err instanceof ConfigError) return 500
+  const kind = errorKind(err)
+  return kind === 'input' || kind === 'not-found' || kind === 'refused' ? 400 : 500
 }
 
 export async function readerHandler(event: unknown, context?: Context): Promise<HttpResponse> {

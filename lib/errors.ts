@@ -1,7 +1,7 @@
 // The errors a caller can branch on: every error Strata raises on purpose is a StrataError
 // whose `kind` names its cause, so a caller (the CLI's exit codes, the reader's HTTP
 // statuses) switches on the kind instead of reading messages. What the kinds mean and why
-// the classes nest as they do: docs/design.md, "Errors". This module imports nothing of lib/.
+// the classes nest as they do: docs/design.md "Errors". This module imports nothing of lib/.
 
 /** What went wrong, as a caller acts on it. */
 export type StrataErrorKind = 'input' | 'not-found' | 'conflict' | 'stale-schema' | 'store' | 'refused' | 'corrupt'
@@ -35,6 +35,22 @@ export class NotFoundError extends StrataInputError {
 export class RefusedError extends StrataInputError {
   override name = 'RefusedError'
   override readonly kind: StrataErrorKind = 'refused'
+}
+
+/**
+ * What the caller asked to create exists already (a table, a tag). Bad input, not a conflict:
+ * retrying the same request cannot succeed; the caller picks another name or deletes first.
+ */
+export class AlreadyExistsError extends StrataInputError {
+  override name = 'AlreadyExistsError'
+}
+
+/**
+ * An error of the same class as `e` with another message: a caller that adds where the
+ * failure happened keeps its kind. Every StrataInputError of lib/ takes the message alone.
+ */
+export function inputErrorLike(e: StrataInputError, message: string): StrataInputError {
+  return new (e.constructor as new (message: string) => StrataInputError)(message)
 }
 
 /** Another writer or maintenance won a race; redo the work from fresh state. */

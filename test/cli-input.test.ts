@@ -47,12 +47,16 @@ beforeAll(async () => {
 })
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-/** Runs each case and expects exit 2, nothing on stdout, the one-line reason, and the table untouched. */
+/**
+ * Runs each case and expects exit 2 (3 for a snapshot that does not exist: docs/operations.md
+ * "Exit codes"), nothing on stdout, the one-line reason, and the table untouched.
+ */
 async function expectRefused(command: string, cases: [string[], string][]): Promise<void> {
   const before = tree(table)
   for (const [args, reason] of cases) {
     const r = await strata([command, table, ...args])
-    expect({ args, ...r }).toEqual({ args, code: 2, stdout: '', stderr: `strata: ${reason}\n` })
+    const code = reason.includes('no such snapshot') ? 3 : 2
+    expect({ args, ...r }).toEqual({ args, code, stdout: '', stderr: `strata: ${reason}\n` })
     expect(tree(table)).toEqual(before)
   }
 }

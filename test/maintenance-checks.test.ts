@@ -166,7 +166,7 @@ describe('a snapshot whose body contradicts its file name', () => {
     const before = fileTree(dir)
 
     const r = await strata(['expire', dir, '--remove-orphans', '--older-than', '13h'])
-    expect(r.code).toBe(1)
+    expect(r.code).toBe(8) // a corrupt file (docs/operations.md "Exit codes")
     expect(r.stdout).toBe('')
     expect(r.stderr).toContain(`snapshot/snapshot-${latest.id}`)
     expect(r.stderr).toContain(`"id" is ${latest.id - 1}, expected ${latest.id}`)

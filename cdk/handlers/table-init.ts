@@ -17,7 +17,7 @@
 import { formatDataType } from '../../lib/format/data-type.ts'
 import { createSchema } from '../../lib/table/schema.ts'
 import { Table } from '../../lib/handle/table.ts'
-import { StrataInputError } from '../../lib/errors.ts'
+import { AlreadyExistsError, NotFoundError, StrataInputError } from '../../lib/errors.ts'
 import type { TableSchema } from '../../lib/types.ts'
 
 export interface TableInitProperties {
@@ -71,13 +71,13 @@ export async function ensureTable(props: TableInitProperties): Promise<string> {
   try {
     table = await Table.open(props.TableUri)
   } catch (e) {
-    if (!(e instanceof StrataInputError)) throw e
+    if (!(e instanceof NotFoundError)) throw e
     try {
       await Table.create(props.TableUri, input)
       return `created table '${props.TableName}' at ${props.TableUri}`
     } catch (err) {
       // another deployment created it meanwhile: check it like any existing table
-      if (!(err instanceof StrataInputError) || !/already exists/.test(err.message)) throw err
+      if (!(err instanceof AlreadyExistsError)) throw err
       table = await Table.open(props.TableUri)
     }
   }

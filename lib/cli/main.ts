@@ -16,7 +16,7 @@ import { Table } from '../handle/table.ts'
 import { checkTagName, createTag, listTags } from '../handle/tags.ts'
 import { deleteTag } from '../maintenance/tag-deletion.ts'
 import { localDateTimeText } from '../format/tag.ts'
-import { StrataInputError } from '../errors.ts'
+import { errorKind, type ErrorKind, NotFoundError, StrataInputError } from '../errors.ts'
 import { ROW_KIND_SHORT, type Row } from '../types.ts'
 import { jsonRecordReader } from '../write/json-record-reader.ts'
 import { BatchWriter, type WriteResult } from '../write/table-write.ts'
@@ -510,7 +510,7 @@ function addConsumerCommands(program: Command): void {
       const table = await Table.open(uri)
       // the file's presence, not its content: a garbled consumer file can be deleted too
       if ((await table.store.head(consumerKey(id))) === null) {
-        throw new StrataInputError(`consumer id ${JSON.stringify(id)}: no such consumer in ${table.uri} (consumers: ${(await listConsumers(table)).map((c) => c.id).join(', ') || 'none'})`)
+        throw new NotFoundError(`consumer id ${JSON.stringify(id)}: no such consumer in ${table.uri} (consumers: ${(await listConsumers(table)).map((c) => c.id).join(', ') || 'none'})`)
       }
       await deleteConsumer(table, id)
       out(`deleted consumer ${JSON.stringify(id)}`)
@@ -576,19 +576,32 @@ function parseJsonOption(name: string, text: string): Record<string, unknown> {
   return v as Record<string, unknown>
 }
 
+/** The exit code of each kind of error (docs/operations.md lists them). */
+export const EXIT_CODES: Readonly<Record<ErrorKind, number>> = {
+  input: 2,
+  'not-found': 3,
+  conflict: 4,
+  'stale-schema': 5,
+  store: 6,
+  refused: 7,
+  corrupt: 8,
+  internal: 1,
+}
+
 /**
  * What a failure ends the CLI with: its exit code and the one line printed after `strata: `
  * (null when nothing is printed). The one place errors become exit codes:
  * - commander's own exits (help, version: 0; a usage error: 2), which it has printed itself;
- * - bad input, a StrataInputError (an option, a file's content, a name): 2;
- * - anything else (storage, a conflict, a closed output): 1.
+ * - a StrataError or a store's error: its kind's code in EXIT_CODES (bad input 2, not found 3,
+ *   a lost race 4, a stale schema 5, the store 6, refused 7, a corrupt file 8);
+ * - anything else (a closed output, a bug): 1.
  * A command that ends normally may still set a soft failure through process.exitCode (a
  * lookup that finds nothing: 1), with no message.
  */
 export function exitOf(e: unknown): { code: number; message: string | null } {
   if (e instanceof CommanderError) return { code: e.exitCode === 0 ? 0 : 2, message: null }
   const msg = e instanceof Error ? e.message : String(e)
-  return { code: e instanceof StrataInputError ? 2 : 1, message: msg.split('\n')[0] }
+  return { code: EXIT_CODES[errorKind(e)], message: msg.split('\n')[0] }
 }
 
 export async function main(argv: string[]): Promise<number> {

@@ -12,7 +12,7 @@ import type { Snapshot } from '../types.ts'
 import type { SnapshotManager } from '../manifest/snapshot-manager.ts'
 import { ByteLru, type CacheStats, approximateBytes } from '../format/byte-cache.ts'
 import { snapshotKey } from '../table/paths.ts'
-import { SnapshotExpiredError } from '../errors.ts'
+import { MissingReferenceError, SnapshotExpiredError } from '../errors.ts'
 
 /** commitUser of snapshots that fold several commits */
 export const FOLDING_COMMIT_USER = 'strata-batching-committer'
@@ -75,7 +75,7 @@ export class LandedCommits {
     if (s.commitUser === FOLDING_COMMIT_USER) {
       const bytes = await this.store.get(foldedCommitsKey(s.commitIdentifier))
       if (!bytes && !(await this.store.head(snapshotKey(s.id)))) throw new SnapshotExpiredError(s.id)
-      if (!bytes) throw new Error(`snapshot ${s.id} folds several commits but ${foldedCommitsKey(s.commitIdentifier)} is missing from ${this.store.uri}`)
+      if (!bytes) throw new MissingReferenceError(`snapshot ${s.id} folds several commits but ${foldedCommitsKey(s.commitIdentifier)} is missing from ${this.store.uri}`)
       const body = JSON.parse(new TextDecoder().decode(bytes)) as { commits: [string, string, string][]; superseded?: string[] }
       keys = body.commits.map(([kind, id, user]) => commitKeyOf({ kind, commitIdentifier: BigInt(id), commitUser: user }))
       for (const k of body.superseded ?? []) keys.push(supersededKeyOf(k))

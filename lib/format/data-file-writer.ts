@@ -4,7 +4,7 @@
 import zlib from 'node:zlib'
 import type { CompressionCodec, SchemaElement } from 'hyparquet'
 import { ByteWriter } from 'hyparquet-writer'
-import { StrataInputError } from '../errors.ts'
+import { RefusedError, StrataInputError } from '../errors.ts'
 import { isRetract, type DataType, type KeyValue, type RowKind, type Value } from '../types.ts'
 import { rowComparator } from './compare.ts'
 import { type Column, type ColumnBatch, Utf8Column, columnRows, concatColumns, isTypedColumn, physicalToValue, valueAt } from './columnar-types.ts'
@@ -49,7 +49,7 @@ function codecOf(compression: FileCompression, zstdLevel: number): Codec {
       return { codec: 'ZSTD', compressors: { ZSTD: (input) => compress(input, { params: { [levelKey]: zstdLevel } }) } }
     }
     case 'lz4':
-      throw new StrataInputError(`file.compression 'lz4' is not supported by Strata's Parquet writer (no LZ4 encoder); use 'zstd', 'snappy', 'gzip' or 'none'`)
+      throw new RefusedError(`file.compression 'lz4' is not supported by Strata's Parquet writer (no LZ4 encoder); use 'zstd', 'snappy', 'gzip' or 'none'`)
     default:
       throw new StrataInputError(`file.compression ${JSON.stringify(compression)} is not one of 'none', 'snappy', 'gzip', 'zstd', 'lz4'`)
   }

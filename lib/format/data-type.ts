@@ -1,7 +1,7 @@
 // Paimon type strings: parse the spellings a user writes in a schema file and print the
 // canonical form Paimon's SchemaSerializer writes (docs/format.md "Schema files", `asSQLString`).
 
-import { StrataInputError } from '../errors.ts'
+import { RefusedError, StrataInputError } from '../errors.ts'
 import type { DataType, TypeRoot } from '../types.ts'
 
 export const MAX_LENGTH = 2147483647
@@ -38,7 +38,7 @@ function nestedTypeKind(type: unknown): string | null {
 
 /** The refusal of a nested type, naming it. */
 function nestedTypeError(where: string, kind: string): StrataInputError {
-  return new StrataInputError(`${where}: ${kind} is a nested type, which Strata does not support yet; expected an atomic type: ${SUPPORTED}`)
+  return new RefusedError(`${where}: ${kind} is a nested type, which Strata does not support yet; expected an atomic type: ${SUPPORTED}`)
 }
 
 /** Parses a Paimon type string such as `BIGINT NOT NULL`, `DECIMAL(10, 2)` or `VARCHAR(20)`. */

@@ -5,7 +5,7 @@
 // logical annotations stripped, so nothing goes through a float or a Date) back to a `Value`.
 
 import type { SchemaElement } from 'hyparquet'
-import { StrataInputError } from '../errors.ts'
+import { RefusedError, StrataInputError } from '../errors.ts'
 import type { DataType, TypeRoot, Value } from '../types.ts'
 
 /** Largest precision of TIMESTAMP(p) that a Value (bigint microseconds) can hold. */
@@ -38,7 +38,7 @@ function timestampPrecision(type: DataType, column: string): number {
   const p = type.precision ?? 6
   if (!Number.isInteger(p) || p < 0 || p > MAX_TIMESTAMP_PRECISION) {
     // Paimon writes p > 6 as INT96 nanoseconds; a Strata Value holds microseconds only.
-    throw new StrataInputError(`column ${column}: TIMESTAMP(${p}) is not supported; expected precision 0..${MAX_TIMESTAMP_PRECISION} (nanosecond timestamps do not fit a microsecond Value)`)
+    throw new RefusedError(`column ${column}: TIMESTAMP(${p}) is not supported; expected precision 0..${MAX_TIMESTAMP_PRECISION} (nanosecond timestamps do not fit a microsecond Value)`)
   }
   return p
 }

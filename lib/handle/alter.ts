@@ -7,7 +7,7 @@
 // evolution"); a refused alter writes nothing.
 
 import type { ObjectStore } from '../store/object-store.ts'
-import { StrataInputError } from '../errors.ts'
+import { inputErrorLike, StrataInputError } from '../errors.ts'
 import type { DataField, TableSchema } from '../types.ts'
 import { parseDataType, typeLabel } from '../format/data-type.ts'
 import { openStore } from '../store/open-store.ts'
@@ -171,7 +171,7 @@ export function applySchemaChanges(schema: TableSchema, changes: readonly Schema
   try {
     parsed = parseSchema(serializeSchema(next), `alter: schema ${next.id}`)
   } catch (e) {
-    if (e instanceof StrataInputError) throw new StrataInputError(`${e.message} (the schema these changes would make is invalid; nothing was written)`)
+    if (e instanceof StrataInputError) throw inputErrorLike(e, `${e.message} (the schema these changes would make is invalid; nothing was written)`)
     throw e
   }
   // as create checks it: the smallest row counts at most 8 bytes a field

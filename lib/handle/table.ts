@@ -9,7 +9,7 @@ import type { DataFileFooter, FooterCache } from '../format/data-file-reader.ts'
 import { type MergeEngineConfig, parseMergeEngineConfig } from '../merge/merge-function.ts'
 import { openStore } from '../store/open-store.ts'
 import type { ObjectStore } from '../store/object-store.ts'
-import { StaleSchemaError, StrataInputError } from '../errors.ts'
+import { AlreadyExistsError, inputErrorLike, NotFoundError, StaleSchemaError, StrataInputError } from '../errors.ts'
 import type { TableSchema } from '../types.ts'
 import { type FieldMapping, fieldMapping } from '../table/evolution.ts'
 import { SCHEMA_DIR, schemaKey } from '../table/paths.ts'
@@ -93,7 +93,7 @@ export class Table {
     }
     return m.catch((e: Error) => {
       if (e instanceof StaleSchemaError) throw new StaleSchemaError(`data file ${fileName}: ${e.message}`)
-      throw e instanceof StrataInputError ? new StrataInputError(`data file ${fileName}: ${e.message}`) : e
+      throw e instanceof StrataInputError ? inputErrorLike(e, `data file ${fileName}: ${e.message}`) : e
     })
   }
 
@@ -104,7 +104,7 @@ export class Table {
       throw new StaleSchemaError(`written under schema ${id}, newer than this handle's schema ${this.schema.id}: the table was altered after it was opened; open it again`)
     }
     const bytes = await this.store.get(schemaKey(id))
-    if (!bytes) throw new StrataInputError(`written under schema ${id}, which is missing from ${this.uri} (no ${schemaKey(id)})`)
+    if (!bytes) throw new NotFoundError(`written under schema ${id}, which is missing from ${this.uri} (no ${schemaKey(id)})`)
     return parseSchema(decoder.decode(bytes), `${this.uri}/${schemaKey(id)}`)
   }
 
@@ -124,7 +124,7 @@ export class Table {
     const schema = createSchema(schemaInput)
     parseMergeEngineConfig(schema.fields, schema.primaryKeys, schema.options)
     const created = await s.putIfAbsent(schemaKey(0), new TextEncoder().encode(serializeSchema(schema)))
-    if (!created) throw new StrataInputError(`table ${s.uri} already exists (it has ${schemaKey(0)})`)
+    if (!created) throw new AlreadyExistsError(`table ${s.uri} already exists (it has ${schemaKey(0)})`)
     return new Table(s, schema, opts)
   }
 
@@ -132,7 +132,7 @@ export class Table {
   static async open(store: ObjectStore | string, opts?: TableOpenOptions): Promise<Table> {
     const s = typeof store === 'string' ? openStore(store) : store
     const id = await latestSchemaIdIn(s)
-    if (id < 0) throw new StrataInputError(`no table at ${s.uri} (no ${SCHEMA_DIR}schema-N); create it with 'strata create'`)
+    if (id < 0) throw new NotFoundError(`no table at ${s.uri} (no ${SCHEMA_DIR}schema-N); create it with 'strata create'`)
     const bytes = await s.get(schemaKey(id))
     return new Table(s, parseSchema(decoder.decode(bytes!), `${s.uri}/${schemaKey(id)}`), opts)
   }

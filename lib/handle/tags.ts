@@ -6,7 +6,7 @@
 // Paimon's TagManager.deleteTag).
 
 import { type Tag, parseTag } from '../format/tag.ts'
-import { StrataInputError } from '../errors.ts'
+import { AlreadyExistsError, NotFoundError, StrataInputError } from '../errors.ts'
 import type { Snapshot } from '../types.ts'
 import { TAG_DIR, TAG_PREFIX, snapshotKey, tagKey } from '../table/paths.ts'
 import type { Table } from './table.ts'
@@ -71,7 +71,7 @@ export async function requireTag(table: Table, name: string, what = '--tag'): Pr
   checkTagName(name, what)
   const tag = await getTag(table, name)
   if (tag) return tag
-  throw new StrataInputError(`${what} ${JSON.stringify(name)}: no such tag in ${table.uri} (tags: ${tagNames(await listTags(table))})`)
+  throw new NotFoundError(`${what} ${JSON.stringify(name)}: no such tag in ${table.uri} (tags: ${tagNames(await listTags(table))})`)
 }
 
 /** The retained snapshots as the snapshot directory's hints give them (for messages only). */
@@ -108,14 +108,14 @@ export async function createTag(table: Table, name: string, opts: CreateTagOptio
   const id = opts.snapshotId ?? (await table.snapshots.latestId())
   if (id === 0) throw new StrataInputError(`tag ${JSON.stringify(name)}: ${table.uri} has no snapshot to tag yet`)
   if (await table.store.head(tagKey(name))) {
-    throw new StrataInputError(`tag ${JSON.stringify(name)} already exists in ${table.uri}; delete it first to move it`)
+    throw new AlreadyExistsError(`tag ${JSON.stringify(name)} already exists in ${table.uri}; delete it first to move it`)
   }
   const bytes = await table.store.get(snapshotKey(id))
-  if (!bytes) throw new StrataInputError(`--snapshot ${id}: no such snapshot (retained snapshots: ${await retainedText(table)}); a tag can only pin a retained snapshot`)
+  if (!bytes) throw new NotFoundError(`--snapshot ${id}: no such snapshot (retained snapshots: ${await retainedText(table)}); a tag can only pin a retained snapshot`)
   // a tag that Paimon could not read is never written
   parseTag(decoder.decode(bytes), `${table.uri}/${snapshotKey(id)}`)
   if (!(await table.store.putIfAbsent(tagKey(name), bytes))) {
-    throw new StrataInputError(`tag ${JSON.stringify(name)} already exists in ${table.uri}; delete it first to move it`)
+    throw new AlreadyExistsError(`tag ${JSON.stringify(name)} already exists in ${table.uri}; delete it first to move it`)
   }
   if ((await table.store.head(snapshotKey(id))) === null) {
     await table.store.delete(tagKey(name))

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto'
 import type { ObjectStore } from '../store/object-store.ts'
 import { JsonNumber, parseJsonLine } from '../table/json-line.ts'
 import { recordFromJson } from '../table/json-values.ts'
-import { StrataInputError } from '../errors.ts'
+import { NotFoundError, StrataInputError } from '../errors.ts'
 import { type RecordRules, type WriteRecord, refusedRecord } from '../write/record-checks.ts'
 
 /** A record as the source delivered it. */
@@ -135,7 +135,7 @@ export async function parseRecords<T extends { table: RecordRules }>(
         continue
       }
       if (!target) {
-        reject(new StrataInputError(`field '_table': unknown table '${name}'`))
+        reject(new NotFoundError(`field '_table': unknown table '${name}'`))
         continue
       }
       out.tables.set(name, { records: [], ids: [] })

@@ -4,7 +4,7 @@
 // and why it is safe: docs/design.md "Expiration and orphan cleanup".
 
 import type { Snapshot } from '../types.ts'
-import { MissingReferenceError, StrataInputError } from '../errors.ts'
+import { inputErrorLike, MissingReferenceError, RefusedError, StrataInputError } from '../errors.ts'
 import { EARLIEST_KEY, snapshotKey } from '../table/paths.ts'
 import { FOLDING_COMMIT_USER, foldedCommitsKey } from '../commit/landed.ts'
 import type { Table } from '../handle/table.ts'
@@ -77,7 +77,7 @@ export async function expireSnapshots(table: Table, opts: ExpireOptions = {}): P
   // (decoupled changelog) is left for Paimon to expire.
   const decoupled = CHANGELOG_RETENTION_KEYS.find((k) => table.view.options.raw[k] !== undefined)
   if (decoupled) {
-    throw new StrataInputError(`expire refused: table ${table.uri} sets option '${decoupled}' (${JSON.stringify(table.view.options.raw[decoupled])}), which keeps changelog files longer than their snapshots; Strata expires a snapshot's changelog with it and does not support that option`)
+    throw new RefusedError(`expire refused: table ${table.uri} sets option '${decoupled}' (${JSON.stringify(table.view.options.raw[decoupled])}), which keeps changelog files longer than their snapshots; Strata expires a snapshot's changelog with it and does not support that option`)
   }
   const { retainMin, retainMax, maxDeletes, olderThanMillis, now } = resolve(table, opts)
   const snapshots = table.snapshots
@@ -93,7 +93,7 @@ export async function expireSnapshots(table: Table, opts: ExpireOptions = {}): P
   // a garbled consumer file (lib/handle/consumers.ts refuses it) stops expiration: guessing
   // its progress could delete snapshots that consumer still needs
   const consumerNext = await minNextSnapshot(table).catch((e: unknown) => {
-    throw e instanceof StrataInputError ? new StrataInputError(`expire refused, nothing expired: ${e.message}`) : e
+    throw e instanceof StrataInputError ? inputErrorLike(e, `expire refused, nothing expired: ${e.message}`) : e
   })
   if (consumerNext !== null) end = Math.min(end, consumerNext)
   for (let id = min; id < end; id++) {

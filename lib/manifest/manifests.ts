@@ -14,7 +14,7 @@ import {
 } from '../format/manifest.ts'
 import pLimit, { type LimitFunction } from 'p-limit'
 import type { ObjectStore } from '../store/object-store.ts'
-import { CorruptFileError } from '../errors.ts'
+import { CorruptFileError, MissingReferenceError } from '../errors.ts'
 import { type IndexManifestEntry, type ManifestEntry, type ManifestFileMeta, type SimpleStats, type Snapshot, FileKind } from '../types.ts'
 import { FileNamer, manifestKey } from '../table/paths.ts'
 import type { BucketScope } from './bucket-scope.ts'
@@ -74,7 +74,7 @@ export class ManifestIO {
     const hit = this.cache.get(cacheKey) as T | undefined
     if (hit !== undefined) return hit
     const bytes = await this.store.get(key)
-    if (!bytes) throw new Error(`manifest file ${key} is missing from ${this.store.uri}`)
+    if (!bytes) throw new MissingReferenceError(`manifest file ${key} is missing from ${this.store.uri}`)
     let value: T
     try {
       value = decode(bytes)

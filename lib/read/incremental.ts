@@ -25,7 +25,7 @@ import { bucketPath } from '../format/partition-path.ts'
 import { deserializeBinaryRow } from '../format/binary-row.ts'
 import { BoundedStore, mapBounded, startedAhead } from '../store/bounded.ts'
 import { bucketIdentifier } from '../manifest/identifiers.ts'
-import { StrataInputError } from '../errors.ts'
+import { NotFoundError, StrataInputError } from '../errors.ts'
 import { FileKind, type KeyValue, type ManifestEntry, type Row, type RowKind, type Snapshot } from '../types.ts'
 import type { Table } from '../handle/table.ts'
 import type { ManifestIO } from '../manifest/manifests.ts'
@@ -123,7 +123,7 @@ export async function planIncremental(table: IncrementalContext, opts: Increment
   const retained = latest === 0 ? 'none' : `${earliest}..${latest}`
   if (opts.toSnapshot !== undefined) {
     snapshotId(names.to, opts.toSnapshot, 0)
-    if (opts.toSnapshot > latest) throw new StrataInputError(`${names.to} ${opts.toSnapshot}: no such snapshot (retained snapshots: ${retained})`)
+    if (opts.toSnapshot > latest) throw new NotFoundError(`${names.to} ${opts.toSnapshot}: no such snapshot (retained snapshots: ${retained})`)
   }
   const to = opts.toSnapshot ?? latest
   if (from > to) {
@@ -145,7 +145,7 @@ export async function planIncremental(table: IncrementalContext, opts: Increment
   const limit = view.options.ioMaxConcurrentRequests
   const snapshots: Snapshot[] = await mapBounded(ids, limit, async (id) => {
     const s = await table.snapshots.snapshot(id)
-    if (!s) throw new StrataInputError(`${names.from} ${from}: snapshot ${id} of the range (${from}, ${to}] has expired meanwhile or does not exist (retained snapshots: ${retained}); nothing was read`)
+    if (!s) throw new NotFoundError(`${names.from} ${from}: snapshot ${id} of the range (${from}, ${to}] has expired meanwhile or does not exist (retained snapshots: ${retained}); nothing was read`)
     return s
   })
   const lists = snapshots.map((s) => {

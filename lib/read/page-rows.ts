@@ -8,6 +8,7 @@ import { valueColumnsForMerge } from '../merge/merge-function.ts'
 import { rowToJsonLine, valueFromJson } from '../table/json-values.ts'
 import type { Row } from '../types.ts'
 import type { KeyFilter, ReadStats } from './table-read.ts'
+import { StrataError, type StrataErrorKind } from '../errors.ts'
 
 /** How large a response may be, and how the caller counts its bytes (a Lambda response's, say). */
 export interface ResponseLimit {
@@ -35,8 +36,10 @@ export interface ReadOutcome {
 }
 
 /** One row cannot fit in a response on its own; `skipCursor`, when present, starts past it. */
-export class RowTooLargeError extends Error {
+export class RowTooLargeError extends StrataError {
   override name = 'RowTooLargeError'
+  // refused, but not a RefusedError: the request was valid; the row is too large for a response
+  readonly kind: StrataErrorKind = 'refused'
   constructor(
     /** the row, for messages: `the row with primary key {...}` */
     readonly what: string,

@@ -6,10 +6,10 @@
 import type { Table } from '../handle/table.ts'
 import { getTag } from '../handle/tags.ts'
 import type { SnapshotManager } from '../manifest/snapshot-manager.ts'
-import { StrataInputError } from '../errors.ts'
+import { ConflictError, NotFoundError, StrataInputError } from '../errors.ts'
 
 /** The snapshot or tag a read pinned is gone: start the read again. */
-export class ReadGoneError extends Error {
+export class ReadGoneError extends ConflictError {
   override name = 'ReadGoneError'
 }
 
@@ -19,7 +19,7 @@ export async function requireSnapshot(snapshots: SnapshotManager, id: number, fi
   const [earliest, latest] = [await snapshots.earliestId(), await snapshots.latestId()]
   const retained = latest === 0 ? 'none' : `${earliest}..${latest}`
   if (field === 'cursor') throw new ReadGoneError(`cursor: snapshot ${id} of this scan has expired (retained snapshots: ${retained}); start the scan again without a cursor`)
-  throw new StrataInputError(`snapshotId: no snapshot ${id} (retained snapshots: ${retained})`)
+  throw new NotFoundError(`snapshotId: no snapshot ${id} (retained snapshots: ${retained})`)
 }
 
 /**

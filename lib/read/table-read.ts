@@ -14,7 +14,7 @@ import { createMergeFunction, readsSkipLevel0, sequenceComparator, valueColumnsF
 import { BoundedStore, mapBounded, startedAhead } from '../store/bounded.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import type { DeletionVector } from '../format/deletion-vector.ts'
-import { StrataInputError } from '../errors.ts'
+import { NotFoundError, StrataInputError } from '../errors.ts'
 import { type IndexManifestEntry, type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, isRetract } from '../types.ts'
 import { filteredScope } from '../manifest/bucket-scope.ts'
 import { bucketIdentifier } from '../manifest/identifiers.ts'
@@ -163,7 +163,7 @@ export async function planScan(table: Table, opts: ScanOptions = {}): Promise<Sc
   if (opts.snapshotId !== undefined && !snapshot) {
     const earliest = await table.snapshots.earliestId()
     const latest = await table.snapshots.latestId()
-    throw new StrataInputError(`--snapshot ${opts.snapshotId}: no such snapshot (retained snapshots: ${earliest === 0 ? 'none' : `${earliest}..${latest}`})`)
+    throw new NotFoundError(`--snapshot ${opts.snapshotId}: no such snapshot (retained snapshots: ${earliest === 0 ? 'none' : `${earliest}..${latest}`})`)
   }
   if (!snapshot) return { snapshot: null, splits: [], columns, dvIndex: new Map() }
   const partTypes = view.partitionFields.map((f) => f.type)

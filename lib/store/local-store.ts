@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto'
 import { link, mkdir, open, readdir, readFile, rename, rmdir, stat, unlink, writeFile } from 'node:fs/promises'
 import { dirname, join, resolve, sep } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { StrataInputError } from '../errors.ts'
+import { StoreError, StrataInputError } from '../errors.ts'
 import { checkRange } from './memory-store.ts'
 import type { ObjectInfo, ObjectStore } from './object-store.ts'
 
@@ -41,18 +41,18 @@ export class LocalFileStore implements ObjectStore {
     try {
       fh = await open(this.path(key), 'r')
     } catch (err) {
-      if (isAbsent(err)) throw new Error(`getRange: no object '${key}' in ${this.uri}`)
+      if (isAbsent(err)) throw new StoreError(`getRange: no object '${key}' in ${this.uri}`)
       throw err
     }
     try {
       const st = await fh.stat()
-      if (!st.isFile()) throw new Error(`getRange: no object '${key}' in ${this.uri}`)
+      if (!st.isFile()) throw new StoreError(`getRange: no object '${key}' in ${this.uri}`)
       checkRange(key, start, end, st.size)
       const out = new Uint8Array(end - start)
       let done = 0
       while (done < out.length) {
         const { bytesRead } = await fh.read(out, done, out.length - done, start + done)
-        if (bytesRead === 0) throw new Error(`getRange '${key}': file shrank while reading in ${this.uri}`)
+        if (bytesRead === 0) throw new StoreError(`getRange '${key}': file shrank while reading in ${this.uri}`)
         done += bytesRead
       }
       return out

@@ -2,6 +2,7 @@
 // bytes in and out so a caller mutating its buffer cannot change what is stored, which is
 // what S3 and the file system give too.
 import type { ObjectInfo, ObjectStore } from './object-store.ts'
+import { StoreError } from '../errors.ts'
 
 interface StoredObject {
   data: Uint8Array
@@ -23,7 +24,7 @@ export class MemoryStore implements ObjectStore {
 
   async getRange(key: string, start: number, end: number): Promise<Uint8Array> {
     const obj = this.objects.get(key)
-    if (!obj) throw new Error(`getRange: no object '${key}' in ${this.uri}`)
+    if (!obj) throw new StoreError(`getRange: no object '${key}' in ${this.uri}`)
     checkRange(key, start, end, obj.data.length)
     return obj.data.slice(start, end)
   }

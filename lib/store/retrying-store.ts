@@ -18,6 +18,7 @@
 // wrapper is for stores without a retry layer of their own, and for the fault sweeps.
 import type { ObjectInfo, ObjectStore } from './object-store.ts'
 import { S3Store } from './s3-store.ts'
+import { RefusedError } from '../errors.ts'
 
 export interface RetryEvent {
   op: string
@@ -81,7 +82,7 @@ export class RetryingStore implements ObjectStore {
     opts: RetryOptions = {},
   ) {
     if (inner instanceof S3Store) {
-      throw new Error(
+      throw new RefusedError(
         `RetryingStore over S3Store ${inner.uri}: the AWS SDK already retries S3 requests, so attempts would multiply; use the S3Store itself`,
       )
     }

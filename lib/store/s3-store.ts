@@ -25,7 +25,7 @@ import {
   S3Client,
   UploadPartCommand,
 } from '@aws-sdk/client-s3'
-import { StrataInputError } from '../errors.ts'
+import { StoreError, StrataInputError } from '../errors.ts'
 import { checkRange } from './memory-store.ts'
 import type { ObjectInfo, ObjectStore } from './object-store.ts'
 
@@ -119,7 +119,7 @@ export class S3Store implements ObjectStore {
     if (start === end) {
       // S3 has no empty byte range; HEAD still reports absence and the size bound.
       const info = await this.head(key)
-      if (!info) throw new Error(`getRange: no object '${key}' in ${this.uri}`)
+      if (!info) throw new StoreError(`getRange: no object '${key}' in ${this.uri}`)
       checkRange(key, start, end, info.size)
       return new Uint8Array(0)
     }
@@ -130,10 +130,10 @@ export class S3Store implements ObjectStore {
       )
       bytes = res.Body ? await res.Body.transformToByteArray() : new Uint8Array(0)
     } catch (err) {
-      if (isNotFound(err)) throw new Error(`getRange: no object '${key}' in ${this.uri}`)
+      if (isNotFound(err)) throw new StoreError(`getRange: no object '${key}' in ${this.uri}`)
       if (statusOf(err) === 416) {
         const info = await this.head(key)
-        if (!info) throw new Error(`getRange: no object '${key}' in ${this.uri}`)
+        if (!info) throw new StoreError(`getRange: no object '${key}' in ${this.uri}`)
         checkRange(key, start, end, info.size)
       }
       throw this.wrap('GetObject', key, err)
@@ -202,7 +202,7 @@ export class S3Store implements ObjectStore {
     // unless an earlier SDK attempt of ours landed before a retry conflicted.
     if (await this.head(key)) return ambiguous ? this.holds(key, data) : false
     const op = multipart ? 'CompleteMultipartUpload (If-None-Match: *)' : 'PutObject (If-None-Match: *)'
-    throw new Error(
+    throw new StoreError(
       `S3 ${op} ${this.uri}/${key} failed: ` +
         `${CONFLICT_ATTEMPTS} attempts answered 409 ConditionalRequestConflict and the key is still absent`,
     )
@@ -229,7 +229,7 @@ export class S3Store implements ObjectStore {
     } catch (err) {
       throw this.wrap('CreateMultipartUpload', key, err)
     }
-    if (!uploadId) throw new Error(`S3 CreateMultipartUpload ${this.uri}/${key} answered no UploadId`)
+    if (!uploadId) throw new StoreError(`S3 CreateMultipartUpload ${this.uri}/${key} answered no UploadId`)
     const op = ifAbsent ? 'CompleteMultipartUpload (If-None-Match: *)' : 'CompleteMultipartUpload'
     let gone = false
     try {
@@ -348,7 +348,7 @@ export class S3Store implements ObjectStore {
     const status = statusOf(err)
     const attempts = attemptsOf(err)
     const detail = `${nameOf(err) ?? 'Error'}${status ? ` (HTTP ${status})` : ''}: ${(err as Error)?.message ?? String(err)}`
-    return new Error(`S3 ${op} ${this.uri}/${key} failed${attempts > 1 ? ` after ${attempts} attempts` : ''}: ${detail}`, { cause: err })
+    return new StoreError(`S3 ${op} ${this.uri}/${key} failed${attempts > 1 ? ` after ${attempts} attempts` : ''}: ${detail}`, { cause: err })
   }
 }
 

@@ -5,7 +5,7 @@
 
 import { changelogProducerConflict, deletionVectorsConflict } from '../merge/engines.ts'
 import { optionKeysOfMergeEngines } from '../merge/merge-config.ts'
-import { StrataInputError } from '../errors.ts'
+import { RefusedError, StrataInputError } from '../errors.ts'
 
 export type OptionType = 'int' | 'long' | 'boolean' | 'string' | 'memory' | 'duration' | 'enum'
 
@@ -225,10 +225,10 @@ export function validateOptions(raw: unknown): Record<string, string> {
     }
     const text = String(value)
     if (key === 'changelog-producer' && text.trim().toLowerCase() === 'full-compaction') {
-      throw new StrataInputError(`option 'changelog-producer': value "full-compaction" is not supported by Strata; expected none, input or lookup (lookup gives the same -U/+U, +I, -D changelog from each compaction of level 0)`)
+      throw new RefusedError(`option 'changelog-producer': value "full-compaction" is not supported by Strata; expected none, input or lookup (lookup gives the same -U/+U, +I, -D changelog from each compaction of level 0)`)
     }
     if (CHANGELOG_RETENTION_KEYS.includes(key)) {
-      throw new StrataInputError(`option '${key}' (value ${JSON.stringify(text)}) is not supported: Strata keeps a snapshot's changelog files exactly as long as the snapshot (snapshot.num-retained.*, snapshot.time-retained), it does not decouple their lifetime`)
+      throw new RefusedError(`option '${key}' (value ${JSON.stringify(text)}) is not supported: Strata keeps a snapshot's changelog files exactly as long as the snapshot (snapshot.num-retained.*, snapshot.time-retained), it does not decouple their lifetime`)
     }
     if (key === RENAMED_MAX_INPUT_FILES) {
       throw new StrataInputError(`option '${key}' (value ${JSON.stringify(text)}) is now 'compaction.max-input-files': Paimon removed '${key}', an append-table option, so Strata no longer writes its job input cap under that name`)
@@ -311,7 +311,7 @@ export function unwritableReasons(raw: Record<string, string>): string[] {
  * before anything is written.
  */
 export function assertWritable(options: CoreOptions, uri: string, action: string): void {
-  if (options.unwritable.length) throw new StrataInputError(`${action} refused: table ${uri} can be read but not written by Strata: ${options.unwritable.join('; ')}`)
+  if (options.unwritable.length) throw new RefusedError(`${action} refused: table ${uri} can be read but not written by Strata: ${options.unwritable.join('; ')}`)
 }
 
 /**

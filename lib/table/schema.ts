@@ -2,7 +2,7 @@
 // (TableSchema version 3, docs/format.md "Schema files"), and viewed as the field positions the
 // engine needs (partition, trimmed primary key, bucket key).
 
-import { StrataInputError } from '../errors.ts'
+import { inputErrorLike, StrataInputError } from '../errors.ts'
 import type { DataField, DataType, TableSchema } from '../types.ts'
 import { escapePathName } from '../format/partition-path.ts'
 import { parseMergeEngineConfig } from '../merge/merge-config.ts'
@@ -320,7 +320,7 @@ export function parseSchema(text: string, where: string): TableSchema {
     describeSchema(s)
     parseMergeEngineConfig(s.fields, s.primaryKeys, s.options)
   } catch (e) {
-    if (e instanceof StrataInputError) throw new StrataInputError(`${where}: ${e.message}`)
+    if (e instanceof StrataInputError) throw inputErrorLike(e, `${where}: ${e.message}`)
     throw e
   }
   return s
