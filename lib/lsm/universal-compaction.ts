@@ -331,27 +331,9 @@ function runsOfUnit(files: LsmFile[]): LsmFile[][] {
 
 /**
  * Caps one job's input at `maxFiles` files (compaction.max-input-files; a Lambda job must end in
- * time); the bucket gets a follow-up job for the rest. Returns `unit` itself when it fits.
- *
- * The kept files are whole sorted runs forming one contiguous segment of the unit's runs in
- * newest-first order, written to a level O chosen so that after the job, for every key, newer
- * versions still sit at lower levels than older ones (level 0 lowest):
- * - every older run left out stays above O: O = (level of the first older run left out) - 1,
- *   which must be >= 1, so that run must be at level >= 2; when no older run of the unit is
- *   left out, O is the unit's own output level (already below every run outside the unit);
- * - every newer run left out is at level 0 or below O; this holds by itself, as O is at least
- *   the level of every kept run and runs come in rising level order.
- * A newest-first prefix is such a segment only when the first run it leaves is at level >= 2.
- * When the cut falls among level-0 files (a writer backlog), only the oldest level-0 files can
- * rise to level >= 1: leaving an older level-0 file below newer data would let a dropped
- * delete or a deletion-vector lookup miss it. Dropping a newer run never changes dropDelete
- * (it asks only what lies below O), and in deletion-vector mode the level-0 files left behind
- * are newer than the output, so their own later lookup finds it.
- *
- * Among valid segments the one merging the most runs wins, then the fewest bytes, then the
- * newest. When no segment of two or more runs (or one level-0 file) fits, e.g. one level run
- * alone exceeds the cap, the unit is returned uncapped: a run cannot be split safely.
- * A file-rewrite unit rewrites each file on its own, so any subset of it is safe.
+ * time); the bucket gets a follow-up job for the rest. Returns `unit` itself when it fits, and
+ * uncapped when no segment of whole runs fits. Which runs it keeps, and the level that keeps newer
+ * versions lower: docs/design.md "A capped job keeps newer versions lower".
  *
  * `levels`, when given, is the bucket the unit was picked from; the result is checked against
  * all of it (a failed check is a bug, not bad input).
