@@ -13,7 +13,6 @@ import { StrataInputError } from '../lib/errors.ts'
 import type { TableSchema } from '../lib/types.ts'
 import { DEFAULT_UNBOUNDED_MAX_CONCURRENCY, MAX_EVENT_SOURCE_CONCURRENCY, MIN_EVENT_SOURCE_CONCURRENCY } from './concurrency.ts'
 
-export { MAX_EVENT_SOURCE_CONCURRENCY }
 
 export class DeployConfigError extends StrataInputError {
   override name = 'DeployConfigError'

@@ -19,7 +19,7 @@ import middy from '@middy/core'
 import { MetricUnit } from '@aws-lambda-powertools/metrics'
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware'
 import type { Context } from 'aws-lambda'
-import { tableStatus } from '../lib/cli/status.ts'
+import { tableStatus } from '../lib/maintenance/table-status.ts'
 import type { Table } from '../lib/handle/table.ts'
 import { changesPage } from '../lib/read/change-pages.ts'
 import { lookupRow } from '../lib/read/lookup-row.ts'
@@ -29,12 +29,11 @@ import { type ReaderRequest, describeValue, parseReaderRequest as parseRequest }
 import { scanPage } from '../lib/read/scan-pages.ts'
 import { errorKind, StrataInputError } from '../lib/errors.ts'
 import { ConfigError } from './shared/config.ts'
-import { HttpError, type HttpResponse, errorResponse, isFunctionUrlEvent, jsonResponse, parseJsonObject, requestOf } from './shared/http.ts'
+import { parseJsonObject } from '../lib/read/read-request.ts'
+import { HttpError, type HttpResponse, errorResponse, isFunctionUrlEvent, jsonResponse, requestOf } from './shared/http.ts'
 import { MAX_RESPONSE_BYTES, ResponseTooLargeError, bytesInBody, responseBytes } from './shared/response-size.ts'
 import { logger, newMetrics, resolveTable, runtimeConfig } from './shared/runtime.ts'
 
-export type { ReadOp, ReaderRequest } from '../lib/read/read-request.ts'
-export type { ReadOutcome } from '../lib/read/page-rows.ts'
 
 const metrics = newMetrics('reader')
 
@@ -104,13 +103,13 @@ function directRequest(event: unknown): Record<string, unknown> {
   if (typeof event !== 'object' || event === null || Array.isArray(event)) throw new StrataInputError(`event: expected a Function URL event or a request object {"table", "op", ...}, got ${describeValue(event)}`)
   return event as Record<string, unknown>
 }
+
 /**
  * An error's status by its kind: what the request asked for wrongly (bad input, a name that
  * does not exist, something Strata refuses) 400, anything else 500. A configuration error is
  * the deployment's, not the request's: 500. A missing table is answered 404 where it is found
  * (executeRead); other names that do not exist stay 400, as they always were.
  */
-
 function statusOf(err: unknown): number {
   if (err instanceof HttpError) return err.statusCode
   if (err instanceof ConfigError) return 500

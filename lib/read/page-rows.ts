@@ -4,7 +4,7 @@
 
 import { valueComparator } from '../format/compare.ts'
 import type { Table } from '../handle/table.ts'
-import { valueColumnsForMerge } from '../merge/merge-function.ts'
+import { valueColumnsForMerge } from '../merge/engines.ts'
 import { rowToJsonLine, valueFromJson } from '../table/json-values.ts'
 import type { Row } from '../types.ts'
 import type { KeyFilter, ReadStats } from './table-read.ts'
