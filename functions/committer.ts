@@ -22,9 +22,7 @@ import { BatchingCommitter } from '../lib/commit/batching-committer.ts'
 import { type CommitServiceOptions, type CommitServiceResult, commitFromQueue, forwardMessages } from '../lib/commit/commit-service.ts'
 import { CommitterLease } from '../lib/commit/committer-lease.ts'
 import { type CommitFeed, SqsCommitFeed } from '../lib/commit/commit-feed.ts'
-import { logger, newMetrics, resolveTable, runtimeConfig, sqsClient } from './shared/runtime.ts'
-
-const metrics = newMetrics('committer')
+import { type FunctionRuntime, functionRuntime, logger } from './shared/runtime.ts'
 
 /** time left in an invocation below which it starts no new round */
 const ROUNDS_RESERVE_MS = 15_000
@@ -33,33 +31,47 @@ const ROUNDS_RESERVE_MS = 15_000
 export type CommitterHooks = Pick<CommitServiceOptions, 'afterFold' | 'afterReceipts'> & { beforeSnapshotCreate?: (id: number) => Promise<void> | void; feed?: CommitFeed }
 
 
-export async function committerHandler(event: SQSEvent, context?: Context, hooks: CommitterHooks = {}): Promise<SQSBatchResponse> {
+export type CommitterHandler = (event: SQSEvent, context?: Context, hooks?: CommitterHooks) => Promise<SQSBatchResponse>
+
+/**
+ * The committer function on a runtime: the bare handler (tests call it with hooks) and the
+ * deployed one, which flushes its metrics. The seams of the runtime go around the fold and
+ * the drained queue.
+ */
+export function committerFunction(runtime: FunctionRuntime) {
+  const metrics = runtime.metrics('committer')
+  const committerHandler: CommitterHandler = (event, context, hooks = {}) => commitInvocation(runtime, metrics, event, context, hooks)
+  return { committerHandler, handler: middy((event: SQSEvent, context: Context) => committerHandler(event, context)).use(logMetrics(metrics)) }
+}
+
+async function commitInvocation(runtime: FunctionRuntime, metrics: Metrics, event: SQSEvent, context: Context | undefined, hooks: CommitterHooks): Promise<SQSBatchResponse> {
   if (!event || !Array.isArray(event.Records)) throw new Error('committer: expected an SQS event with a Records array')
-  const cfg = runtimeConfig()
+  const cfg = runtime.config()
   const name = cfg.table
   if (!name) throw new Error('committer: environment variable STRATA_TABLE must name the one table this committer serves (STRATA_TABLES has several)')
   metrics.addDimension('table', name)
-  const resolved = await resolveTable(name)
+  const resolved = await runtime.resolveTable(name)
   if (!resolved) throw new Error(`committer: table '${name}' is not in STRATA_TABLES`)
   const { table, commitQueue } = resolved
+  const { wrapFold, wrapQueue } = runtime.seams
   // holds no state of its own: what a warm committer knows (landed commits, manifests,
   // snapshots) lives in the table handle, which resolveTable keeps while warm
-  const committer = new BatchingCommitter(table, { beforeSnapshotCreate: hooks.beforeSnapshotCreate })
+  const fold = new BatchingCommitter(table, { beforeSnapshotCreate: hooks.beforeSnapshotCreate })
   const started = Date.now()
   // more rounds while the queue has more, for at most STRATA_COMMIT_ROUNDS_MS, and never into
   // the last ROUNDS_RESERVE_MS of the timeout (a round's fold and deletions must fit)
   const moreRounds = () => Date.now() - started < cfg.commitRoundsMs && (context?.getRemainingTimeInMillis() ?? Infinity) > ROUNDS_RESERVE_MS
   const res = await commitFromQueue(
-    committer,
+    wrapFold ? wrapFold(fold) : fold,
     event.Records.map((r) => ({ id: r.messageId, body: r.body, receiptHandle: r.receiptHandle })),
     {
       tableName: name,
-      drain: commitQueue ? { queue: commitQueue, max: cfg.commitDrainMax } : undefined,
+      drain: commitQueue ? { queue: wrapQueue ? wrapQueue(commitQueue) : commitQueue, max: cfg.commitDrainMax } : undefined,
       afterFold: hooks.afterFold,
       afterReceipts: hooks.afterReceipts,
       moreRounds,
       lease: commitQueue && cfg.committerLease ? { lease: new CommitterLease(table.store), forward: (msgs) => forwardMessages(commitQueue, msgs) } : undefined,
-      feed: cfg.feedQueueUrl ? { feed: hooks.feed ?? new SqsCommitFeed(sqsClient(), cfg.feedQueueUrl), onFailure: (error, ev) => logger.error('commit feed event not published; the snapshots landed', { table: name, fromSnapshot: ev.fromSnapshot, toSnapshot: ev.toSnapshot, error }) } : undefined,
+      feed: cfg.feedQueueUrl ? { feed: hooks.feed ?? new SqsCommitFeed(runtime.sqsClient(), cfg.feedQueueUrl), onFailure: (error, ev) => logger.error('commit feed event not published; the snapshots landed', { table: name, fromSnapshot: ev.fromSnapshot, toSnapshot: ev.toSnapshot, error }) } : undefined,
     },
   )
   for (const e of res.errors) logger.error(e.conflict ? 'commit message conflicts; its sender is told by its receipt' : 'commit message not landed', { messageId: e.id, error: e.error })
@@ -95,4 +107,7 @@ export function publishCommitMetrics(metrics: Metrics, res: CommitServiceResult,
   }
 }
 
-export const handler = middy((event: SQSEvent, context: Context) => committerHandler(event, context)).use(logMetrics(metrics))
+/** The deployed committer, on the execution environment's runtime (no seams). */
+const deployed = committerFunction(functionRuntime)
+export const committerHandler = deployed.committerHandler
+export const handler = deployed.handler

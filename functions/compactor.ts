@@ -7,20 +7,29 @@
 // mapped from `compaction.task-threads`.
 
 import middy from '@middy/core'
-import { MetricUnit } from '@aws-lambda-powertools/metrics'
+import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics'
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware'
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda'
 import { processCompactionJobs } from '../lib/jobs/process-jobs.ts'
-import { logger, newMetrics, resolveTable, runtimeConfig } from './shared/runtime.ts'
+import { type FunctionRuntime, functionRuntime, logger } from './shared/runtime.ts'
 
-const metrics = newMetrics('compactor')
+/**
+ * The compactor function on a runtime: the bare handler (tests call it) and the deployed one,
+ * which flushes its metrics. The runtime's seams reach the tables it resolves (their stores
+ * and committers) and its metrics.
+ */
+export function compactorFunction(runtime: FunctionRuntime) {
+  const metrics = runtime.metrics('compactor')
+  const compactorHandler = (event: SQSEvent, context?: Context) => compactInvocation(runtime, metrics, event, context)
+  return { compactorHandler, handler: middy(compactorHandler).use(logMetrics(metrics)) }
+}
 
-export async function compactorHandler(event: SQSEvent, context?: Context): Promise<SQSBatchResponse> {
+async function compactInvocation(runtime: FunctionRuntime, metrics: Metrics, event: SQSEvent, context?: Context): Promise<SQSBatchResponse> {
   if (!event || !Array.isArray(event.Records)) throw new Error('compactor: expected an SQS event with a Records array')
   const started = Date.now()
   // one compactor serves one table (its own queue and concurrency), so every metric of the
   // invocation carries that table
-  const table = runtimeConfig().table
+  const table = runtime.config().table
   if (table) metrics.addDimension('table', table)
   const messages = event.Records.map((r) => ({
     id: r.messageId,
@@ -30,9 +39,9 @@ export async function compactorHandler(event: SQSEvent, context?: Context): Prom
     receiveCount: Number(r.attributes?.ApproximateReceiveCount ?? 1),
   }))
   // this compactor's own table: its queue and its task-threads
-  const own = table ? await resolveTable(table) : null
+  const own = table ? await runtime.resolveTable(table) : null
   const res = await processCompactionJobs(messages, {
-    resolve: resolveTable,
+    resolve: (name) => runtime.resolveTable(name),
     taskThreads: own?.taskThreads,
     remainingMs: context ? () => context.getRemainingTimeInMillis() : undefined,
     giveBack: own?.jobs?.giveBack ? (m) => own.jobs!.giveBack!(m) : undefined,
@@ -65,4 +74,7 @@ export async function compactorHandler(event: SQSEvent, context?: Context): Prom
   return { batchItemFailures: res.failedIds.map((itemIdentifier) => ({ itemIdentifier })) }
 }
 
-export const handler = middy(compactorHandler).use(logMetrics(metrics))
+/** The deployed compactor, on the execution environment's runtime (no seams). */
+const deployed = compactorFunction(functionRuntime)
+export const compactorHandler = deployed.compactorHandler
+export const handler = deployed.handler

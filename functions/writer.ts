@@ -4,13 +4,12 @@
 // are reported per record (partial batch response), so nothing is lost or written twice.
 
 import middy from '@middy/core'
-import { MetricUnit } from '@aws-lambda-powertools/metrics'
+import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics'
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware'
 import type { Context, KinesisStreamEvent, SQSBatchResponse, SQSEvent } from 'aws-lambda'
-import { type IngestRecord, ingest } from '../lib/ingest/ingest.ts'
-import { logger, newMetrics, rejectStore, resolveTable, runtimeConfig } from './shared/runtime.ts'
-
-const metrics = newMetrics('writer')
+import type { IngestRecord } from '../lib/ingest/parse-records.ts'
+import { ingest } from '../lib/ingest/ingest.ts'
+import { type FunctionRuntime, functionRuntime, logger } from './shared/runtime.ts'
 
 export type WriterEvent = SQSEvent | KinesisStreamEvent
 
@@ -60,14 +59,25 @@ export interface WriterHooks {
   beforeSnapshotCreate?: (table: string, snapshotId: number) => Promise<void> | void
 }
 
-export async function writerHandler(event: WriterEvent, context?: Context, hooks: WriterHooks = {}): Promise<SQSBatchResponse> {
-  const cfg = runtimeConfig()
+/**
+ * The writer function on a runtime: the bare handler (tests call it with hooks) and the
+ * deployed one, which flushes its metrics. The runtime's seams reach the tables it resolves
+ * (their stores and committers), the reject store and its metrics.
+ */
+export function writerFunction(runtime: FunctionRuntime) {
+  const metrics = runtime.metrics('writer')
+  const writerHandler = (event: WriterEvent, context?: Context, hooks: WriterHooks = {}) => writeInvocation(runtime, metrics, event, context, hooks)
+  return { writerHandler, handler: middy((event: WriterEvent, context: Context) => writerHandler(event, context)).use(logMetrics(metrics)) }
+}
+
+async function writeInvocation(runtime: FunctionRuntime, metrics: Metrics, event: WriterEvent, context: Context | undefined, hooks: WriterHooks): Promise<SQSBatchResponse> {
+  const cfg = runtime.config()
   const { records, ordered } = recordsOf(event)
   const started = Date.now()
   const res = await ingest(records, {
-    resolve: resolveTable,
+    resolve: (name) => runtime.resolveTable(name),
     defaultTable: cfg.tables.size === 1 ? [...cfg.tables.keys()][0] : undefined,
-    rejects: rejectStore(),
+    rejects: runtime.rejectStore(),
     commitUser: `strata-writer-${process.env.AWS_LAMBDA_FUNCTION_NAME ?? 'local'}`,
     orderedSource: ordered,
     beforeSnapshotCreate: hooks.beforeSnapshotCreate,
@@ -97,4 +107,7 @@ export async function writerHandler(event: WriterEvent, context?: Context, hooks
   return { batchItemFailures: res.failedIds.map((itemIdentifier) => ({ itemIdentifier })) }
 }
 
-export const handler = middy((event: WriterEvent, context: Context) => writerHandler(event, context)).use(logMetrics(metrics))
+/** The deployed writer, on the execution environment's runtime (no seams). */
+const deployed = writerFunction(functionRuntime)
+export const writerHandler = deployed.writerHandler
+export const handler = deployed.handler

@@ -1,21 +1,25 @@
 // The seams probes, counters and faults go through instead of patching classes: store
 // wrappers at the store port (ObservedStore, CountingStore), the wrappers openStore puts
-// around every store it opens (wrapOpenedStores), and the fold and queue wrappers of the
-// commit service (wrapCommitService).
+// around every store it opens (wrapOpenedStores, for the CLI), and the seams a function's
+// runtime is built with (functions/shared/runtime.ts RuntimeSeams: around its stores, its
+// tables' committers, the committer function's fold and drained queue, and an observer of
+// its metrics).
 import { afterEach, describe, expect, it } from 'vitest'
-import { BatchingCommitter } from '../lib/commit/batching-committer.ts'
+import { committerFunction } from '../functions/committer.ts'
+import { type AddedMetric, FunctionRuntime } from '../functions/shared/runtime.ts'
+import { writerFunction } from '../functions/writer.ts'
 import { encodeCommitMessage } from '../lib/commit/commit-message.ts'
 import type { DrainableCommitQueue, QueuedCommitMessage } from '../lib/commit/commit-queue.ts'
-import { type Fold, commitFromQueue, wrapCommitService } from '../lib/commit/commit-service.ts'
-import { QueuedCommitter, type QueuedCommitSpan, observeQueuedCommits } from '../lib/commit/queued-committer.ts'
+import type { Fold } from '../lib/commit/commit-service.ts'
 import { Table } from '../lib/handle/table.ts'
+import { FaultyStore } from '../lib/store/faulty-store.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { CountingStore, ObservedStore, type StoreOutcome, type StoreRequest } from '../lib/store/observed-store.ts'
 import type { ObjectStore } from '../lib/store/object-store.ts'
 import { openStore, wrapOpenedStores } from '../lib/store/open-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
-import { writeBatch } from '../lib/write/table-write.ts'
 import { writeMessage } from './helpers/commit.ts'
+import { sqsEvent, sqsRecord } from './helpers/lambda.ts'
 import { schemaFor } from './helpers/model.ts'
 
 const removals: (() => void)[] = []
@@ -99,68 +103,113 @@ describe('store wrappers at the store port', () => {
   })
 })
 
-describe('the commit service wrappers', () => {
-  async function tableAndBody(): Promise<{ table: Table; body: string }> {
-    const store = new MemoryStore()
-    const table = await Table.create(store, schemaFor('deduplicate', { bucket: '2' }))
+describe('the seams a function runtime is built with', () => {
+  const saved = { ...process.env }
+  afterEach(() => {
+    for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k]
+    Object.assign(process.env, saved)
+  })
+
+  let n = 0
+  /** A fresh memory:// table as the one table of the functions' configuration. */
+  async function configuredTable(extra: { commitQueueUrl?: string } = {}): Promise<{ uri: string; table: Table }> {
+    const uri = `memory://seams-runtime-${n++}`
+    const table = await Table.create(openStore(uri), schemaFor('deduplicate', { bucket: '2' }))
+    Object.assign(process.env, {
+      AWS_REGION: 'us-east-1',
+      POWERTOOLS_METRICS_DISABLED: 'true',
+      POWERTOOLS_LOG_LEVEL: 'SILENT',
+      STRATA_TABLES: JSON.stringify({ t: { uri, ...extra } }),
+    })
+    return { uri, table }
+  }
+
+  const rows = (...ids: number[]) => sqsEvent(ids.map((id) => sqsRecord(JSON.stringify({ dt: '2024-05-01', id, a: id }))))
+
+  it('wrapStore: every store the runtime opens (the table\'s, the reject store) comes through the wrapper', async () => {
+    const { uri } = await configuredTable()
+    const wrapped = new Map<string, CountingStore>()
+    const writer = writerFunction(new FunctionRuntime({ wrapStore: (s) => {
+      const c = new CountingStore(s)
+      wrapped.set(s.uri, c)
+      return c
+    } }))
+    // one good record and one the schema refuses (a reject)
+    const bad = sqsRecord(JSON.stringify({ dt: '2024-05-01', id: 'not a number' }))
+    const res = await writer.writerHandler(sqsEvent([...rows(1).Records, bad]))
+    expect(res.batchItemFailures).toEqual([])
+    expect([...wrapped.keys()].sort()).toEqual([uri, `${uri}-rejects`].sort())
+    expect(wrapped.get(uri)!.take().put).toBeGreaterThan(0)
+    expect(wrapped.get(`${uri}-rejects`)!.take().put).toBe(1)
+  })
+
+  it('wrapStore: a store wrapper that fails the data file\'s write fails the writer\'s records, which go back', async () => {
+    await configuredTable()
+    const writer = writerFunction(new FunctionRuntime({ wrapStore: (s) => new FaultyStore(s, { rules: [{ kind: 'error', when: (c) => c.op === 'put' && /data-/.test(c.key), times: Infinity }] }) }))
+    const event = rows(1, 2)
+    const res = await writer.writerHandler(event)
+    expect(res.batchItemFailures.map((f) => f.itemIdentifier).sort()).toEqual(event.Records.map((r) => r.messageId).sort())
+  })
+
+  it('wrapCommitter: a writer commits through the wrapper around its table\'s committer', async () => {
+    const { table } = await configuredTable()
+    const seen: number[] = []
+    const writer = writerFunction(new FunctionRuntime({
+      wrapCommitter: (committer) => ({ commit: (req) => committer.commit(req).then((r) => (seen.push(r.snapshotId!), r)) }),
+    }))
+    await writer.writerHandler(rows(1, 2))
+    expect(seen).toEqual([(await table.snapshots.latestId())!])
+  })
+
+  it('wrapFold and wrapQueue: the committer function folds through the one and drains through the other', async () => {
+    const { table } = await configuredTable({ commitQueueUrl: 'http://127.0.0.1:9/000000000000/seams-commits.fifo' })
     const ops = [1, 2].map((id) => ({ _kind: '+I', dt: '2024-05-01', id, a: 1, b: null, c: null }))
     const m = await writeMessage(table, ops.map((op, i) => recordFromJson(table.view, op, `op ${i}`)), { table: 't' })
-    return { table, body: (await encodeCommitMessage(m!, store)).body }
-  }
-
-  /** A queue holding `waiting` messages, each received once. */
-  function queueOf(waiting: QueuedCommitMessage[]): DrainableCommitQueue & { deleted: string[] } {
-    const deleted: string[] = []
-    return {
-      deleted,
-      receive: async (max) => waiting.splice(0, max),
-      delete: async (ms) => void deleted.push(...ms.map((m) => m.messageId)),
-      release: async () => undefined,
-    }
-  }
-
-  it('commitFromQueue folds through the fold wrapper and drains through the queue wrapper, each call seen', async () => {
-    const { table, body } = await tableAndBody()
+    const body = (await encodeCommitMessage(m!, table.store)).body
+    // the drained queue: one waiting message, each received once; the SQS queue behind it is never asked
+    const waiting: QueuedCommitMessage[] = [{ messageId: 'd1', body, receiptHandle: 'h1' }]
     const calls: string[] = []
-    removals.push(wrapCommitService({
-      fold: (fold: Fold): Fold => ({ table: fold.table, commit: (inputs) => (calls.push(`fold ${inputs.length}`), fold.commit(inputs)) }),
-      queue: (q) => ({
+    const committer = committerFunction(new FunctionRuntime({
+      wrapFold: (fold: Fold): Fold => ({ table: fold.table, commit: (inputs) => (calls.push(`fold ${inputs.length}`), fold.commit(inputs)) }),
+      wrapQueue: (): DrainableCommitQueue => ({
         receive: async (max) => {
-          const got = await q.receive(max)
+          const got = waiting.splice(0, max)
           calls.push(`receive ${got.length}`)
           return got
         },
-        delete: (ms) => (calls.push(`delete ${ms.length}`), q.delete(ms)),
-        release: (ms) => (calls.push(`release ${ms.length}`), q.release(ms)),
+        delete: async (ms) => void calls.push(`delete ${ms.map((x) => x.messageId).join(',')}`),
+        release: async (ms) => void calls.push(`release ${ms.length}`),
       }),
     }))
-    const queue = queueOf([{ messageId: 'd1', body, receiptHandle: 'h1' }])
-    const res = await commitFromQueue(new BatchingCommitter(table), [], { tableName: 't', drain: { queue, max: 10 } })
-    expect(res).toMatchObject({ drained: 1, landed: 1, snapshots: [1] })
+    const res = await committer.committerHandler(sqsEvent([]))
+    expect(res.batchItemFailures).toEqual([])
     expect(calls).toContain('fold 1')
-    expect(calls.filter((c) => c.startsWith('receive')).length).toBeGreaterThan(0)
-    expect(calls).toContain('delete 1')
-    expect(queue.deleted).toEqual(['d1'])
+    expect(calls).toContain('receive 1')
+    expect(calls).toContain('delete d1')
+    expect(await table.snapshots.latestId()).toBe(1)
   })
 
-  it('without a wrapper, commitFromQueue uses the fold and queue it is handed as they are', async () => {
-    const { table, body } = await tableAndBody()
-    const queue = queueOf([])
-    const res = await commitFromQueue(new BatchingCommitter(table), [{ id: 'm1', body }], { tableName: 't', drain: { queue, max: 10 } })
-    expect(res).toMatchObject({ landed: 1, snapshots: [1] })
+  it('onMetric: each metric a handler adds is told to the observer', async () => {
+    await configuredTable()
+    const metrics: AddedMetric[] = []
+    const writer = writerFunction(new FunctionRuntime({ onMetric: (m) => void metrics.push(m) }))
+    await writer.writerHandler(rows(1, 2, 3))
+    expect(metrics).toContainEqual({ name: 'RowsWritten', unit: 'Count', value: 3 })
+    expect(metrics.map((m) => m.name)).toContain('WriteLatency')
   })
-})
 
-describe('the queued committer observer', () => {
-  it('each queued commit ends with one span told to every observer: here a send that fails', async () => {
-    const table = await Table.create(new MemoryStore(), schemaFor('deduplicate', { bucket: '2' }))
-    const spans: QueuedCommitSpan[] = []
-    removals.push(observeQueuedCommits((span) => void spans.push(span)))
-    const committer = new QueuedCommitter(table, { send: async () => Promise.reject(new Error('queue down')) }, { timeoutMs: 1000 })
-    const op = { _kind: '+I', dt: '2024-05-01', id: 1, a: 1, b: null, c: null }
-    await expect(writeBatch(table, [recordFromJson(table.view, op, 'op 0')], { committer })).rejects.toThrow('queue down')
-    expect(spans).toHaveLength(1)
-    expect(spans[0]).toMatchObject({ ok: false, error: { message: 'queue down' } })
-    expect(spans[0].endedAt).toBeGreaterThanOrEqual(spans[0].startedAt)
+  it('a runtime\'s seams are its own: a runtime built without them, in the same process, passes through none', async () => {
+    await configuredTable()
+    const told: string[] = []
+    const seamed = new FunctionRuntime({
+      wrapStore: (s) => (told.push('store'), s),
+      wrapCommitter: (c) => (told.push('committer'), c),
+      onMetric: () => void told.push('metric'),
+    })
+    writerFunction(seamed)
+    const plain = writerFunction(new FunctionRuntime())
+    const res = await plain.writerHandler(rows(1))
+    expect(res.batchItemFailures).toEqual([])
+    expect(told).toEqual([])
   })
 })

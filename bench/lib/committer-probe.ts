@@ -1,27 +1,28 @@
-// The committer function (functions/committer.ts `handler`, the deployed export) as the
-// benchmarks run it in an execution environment, with a probe: what one invocation did and
-// where its time went, returned beside the partial batch response (the event-source poller
-// reads only `batchItemFailures`, so the extra field changes nothing it does).
+// The committer function (functions/committer.ts, its handler with the metrics flush, as
+// deployed) as the benchmarks run it in an execution environment, with a probe: what one
+// invocation did and where its time went, returned beside the partial batch response (the
+// event-source poller reads only `batchItemFailures`, so the extra field changes nothing it
+// does).
 //
-// The probe watches, inside this worker thread only, through seams the committer's code
-// offers: the commit queue it drains (receive/delete/release: the drain beyond the invoked
-// batch and the receives that collect the next round while a round folds) and its fold (one
-// per round: snapshots, lost races for `snapshot-N`, re-plans), both wrapped by
-// commitFromQueue's wrapper seam (lib/commit/commit-service.ts wrapCommitService); and every
-// S3 request the worker sends (by operation and by what it touches), by a middleware on the
-// client of each S3 store the function opens (openStore's wrapper seam, then the SDK's
-// middleware stack). It also records when each `snapshot-N` conditional create succeeded:
-// senders learn of a landing from the snapshot chain, so that instant, not a receipt, is
-// when a sender's poll can first see its commit. The wrapped code runs unchanged. Load it as
-// `committerModule` (local runtime) or as the handler module of an ExecutionEnvironmentPool.
+// The probe runs the committer on a runtime of its own (functions/shared/runtime.ts), built
+// with three seams: wrappers around the commit queue it drains (receive/delete/release: the
+// drain beyond the invoked batch and the receives that collect the next round while a round
+// folds) and around its fold (one per round: snapshots, lost races for `snapshot-N`,
+// re-plans); and a store wrapper that puts a middleware on the client of each S3 store the
+// runtime opens, counting every S3 request (by operation and by what it touches). It also
+// records when each `snapshot-N` conditional create succeeded: senders learn of a landing
+// from the snapshot chain, so that instant, not a receipt, is when a sender's poll can first
+// see its commit. The committer's code runs unchanged. Load it as `committerModule` (local
+// runtime) or as the handler module of an ExecutionEnvironmentPool.
 
 import type { S3Client } from '@aws-sdk/client-s3'
 import type { Context, SQSEvent } from 'aws-lambda'
 import type { DrainableCommitQueue } from '../../lib/commit/commit-queue.ts'
-import { type Fold, wrapCommitService } from '../../lib/commit/commit-service.ts'
-import { wrapOpenedStores } from '../../lib/store/open-store.ts'
+import type { Fold } from '../../lib/commit/commit-service.ts'
+import type { ObjectStore } from '../../lib/store/object-store.ts'
 import { S3Store } from '../../lib/store/s3-store.ts'
-import { handler as committerHandler } from '../../functions/committer.ts'
+import { committerFunction } from '../../functions/committer.ts'
+import { FunctionRuntime } from '../../functions/shared/runtime.ts'
 
 export interface CommitterProbe {
   startedAt: number
@@ -194,15 +195,13 @@ function probedFold(fold: Fold): Fold {
   }
 }
 
-function install(): void {
-  wrapOpenedStores((store) => {
-    if (store instanceof S3Store) countRequests(store.client)
-    return store
-  })
-  wrapCommitService({ fold: probedFold, queue: probedQueue })
+/** A store the runtime opened: an S3 store's requests counted (the store itself unchanged). */
+function countedStore(store: ObjectStore): ObjectStore {
+  if (store instanceof S3Store) countRequests(store.client)
+  return store
 }
 
-install()
+const committer = committerFunction(new FunctionRuntime({ wrapStore: countedStore, wrapFold: probedFold, wrapQueue: probedQueue }))
 
 export async function handler(event: SQSEvent, context: Context): Promise<unknown> {
   const p: Live = {
@@ -212,7 +211,7 @@ export async function handler(event: SQSEvent, context: Context): Promise<unknow
   }
   current = p
   try {
-    const res = (await committerHandler(event, context)) as object
+    const res = (await committer.handler(event, context)) as object
     return { ...res, probe: done(p) }
   } finally {
     current = null

@@ -1,22 +1,21 @@
-// The compactor function (functions/compactor.ts `handler`, the deployed export) with a
-// probe, for the local runtime's `compactorModule`: what one invocation's compactions did
-// with their commits, returned beside the partial batch response (the event-source poller
-// reads only `batchItemFailures`).
+// The compactor function (functions/compactor.ts, its handler with the metrics flush, as
+// deployed) with a probe, for the local runtime's `compactorModule`: what one invocation's
+// compactions did with their commits, returned beside the partial batch response (the
+// event-source poller reads only `batchItemFailures`).
 //
-// Inside this worker thread only, it observes each queued commit (observeQueuedCommits in
-// lib/commit/queued-committer.ts: its time from its call until it returns, having seen its
-// landing in the snapshot chain or its conflict receipt; its outcome) and wraps
-// Metrics.addMetric (the handler's per-compaction metrics: `CompactionTime` per bucket,
-// `CommitRetries` = the compaction's result.retries + the fresh-state retries process-jobs
-// made after a conflict or a failed commit). The metrics wrapper is the one patch left: the
-// handler's Metrics object is built in functions/shared/runtime.ts, which offers no observer
-// of the metrics a handler adds yet.
+// It runs the compactor on a runtime of its own (functions/shared/runtime.ts), built with two
+// seams: a wrapper around each table's committer, which times each commit from its call until
+// it returns (having seen its landing in the snapshot chain or its conflict receipt) and
+// keeps its outcome; and an observer of the metrics the handler adds (its per-compaction
+// metrics: `CompactionTime` per bucket, `CommitRetries` = the compaction's result.retries +
+// the fresh-state retries process-jobs made after a conflict or a failed commit). The
+// compactor's code runs unchanged.
 
-import { Metrics } from '@aws-lambda-powertools/metrics'
 import type { Context, SQSEvent } from 'aws-lambda'
-import { type QueuedCommitSpan, observeQueuedCommits } from '../../lib/commit/queued-committer.ts'
-import { CommitConflictError } from '../../lib/errors.ts'
-import { handler as compactorHandler } from '../../functions/compactor.ts'
+import type { CommitRequest, CommitResult, Committer } from '../../lib/commit/committer.ts'
+import { CommitConflictError } from '../../lib/types.ts'
+import { compactorFunction } from '../../functions/compactor.ts'
+import { type AddedMetric, FunctionRuntime } from '../../functions/shared/runtime.ts'
 
 export interface CompactorProbe {
   startedAt: number
@@ -44,34 +43,44 @@ type Live = CompactorProbe & { commitSpans: [number, number][]; compactionSpans:
 
 let current: Live | null = null
 
-/** A queued commit of the invocation in flight: counted, its outcome and span kept. */
-function noteCommit(span: QueuedCommitSpan): void {
-  const p = current
-  if (!p) return
-  if (span.ok) p.commitRetries += span.result.retries
-  else if (span.error instanceof CommitConflictError) p.conflicts++
-  else p.failedCommits++
-  p.commits++
-  p.commitMs.push(span.endedAt - span.startedAt)
-  p.commitSpans.push([span.startedAt, span.endedAt])
-}
-
-function install(): void {
-  observeQueuedCommits(noteCommit)
-  const addMetric = Metrics.prototype.addMetric
-  Metrics.prototype.addMetric = function (this: Metrics, name: string, unit: Parameters<Metrics['addMetric']>[1], value: number) {
-    const p = current
-    if (p && name === 'CommitRetries') p.commitRetriesMetric += value
-    if (p && name === 'CompactionTime') {
-      const now = Date.now()
-      p.compactionMs.push(value)
-      p.compactionSpans.push([now - value, now])
-    }
-    return addMetric.call(this, name, unit, value)
+/** The table's committer, each commit of the invocation in flight counted, its outcome and span kept. */
+function timedCommitter(committer: Committer): Committer {
+  return {
+    async commit(req: CommitRequest): Promise<CommitResult> {
+      const p = current
+      const startedAt = Date.now()
+      try {
+        const result = await committer.commit(req)
+        if (p) p.commitRetries += result.retries
+        return result
+      } catch (error) {
+        if (p && error instanceof CommitConflictError) p.conflicts++
+        else if (p) p.failedCommits++
+        throw error
+      } finally {
+        if (p) {
+          const endedAt = Date.now()
+          p.commits++
+          p.commitMs.push(endedAt - startedAt)
+          p.commitSpans.push([startedAt, endedAt])
+        }
+      }
+    },
   }
 }
 
-install()
+/** A metric the handler added during the invocation in flight: the ones the probe sums. */
+function noteMetric({ name, value }: AddedMetric): void {
+  const p = current
+  if (p && name === 'CommitRetries') p.commitRetriesMetric += value
+  if (p && name === 'CompactionTime') {
+    const now = Date.now()
+    p.compactionMs.push(value)
+    p.compactionSpans.push([now - value, now])
+  }
+}
+
+const compactor = compactorFunction(new FunctionRuntime({ wrapCommitter: timedCommitter, onMetric: noteMetric }))
 
 /** Length of the time covered by every compaction span in flight being inside a commit span. */
 function blockedOnCommit(compactions: [number, number][], commits: [number, number][]): number {
@@ -100,7 +109,7 @@ export async function handler(event: SQSEvent, context: Context): Promise<unknow
   }
   current = p
   try {
-    const res = (await compactorHandler(event, context)) as object
+    const res = (await compactor.handler(event, context)) as object
     return { ...res, probe: done(p) }
   } finally {
     current = null

@@ -125,43 +125,13 @@ const LEASE_RECHECK_MS = 20
 export const MAX_FORWARDS = 20
 
 
-/** What commitFromQueue folds with: a BatchingCommitter, or a wrapper that passes to one. */
+/**
+ * What commitFromQueue folds with: a BatchingCommitter, or a wrapper that passes to one (the
+ * committer function's fold seam, functions/shared/runtime.ts RuntimeSeams).
+ */
 export type Fold = Pick<BatchingCommitter, 'table' | 'commit'>
 
-/** Wrappers for what commitFromQueue folds with and drains from; either may be absent. */
-export interface CommitServiceWrapper {
-  fold?: (fold: Fold) => Fold
-  queue?: (queue: DrainableCommitQueue) => DrainableCommitQueue
-}
-
-/**
- * The wrappers commitFromQueue puts around the fold and the drained queue it is handed, in
- * the order added (the last one outermost): the seam where a process that runs the committer
- * function unchanged (the benchmarks' committer probe) watches its rounds. Empty in the
- * functions.
- */
-const serviceWrappers: CommitServiceWrapper[] = []
-
-/** Adds a wrapper for the invocations of commitFromQueue from now on; returns what removes it. */
-export function wrapCommitService(wrapper: CommitServiceWrapper): () => void {
-  serviceWrappers.push(wrapper)
-  return () => {
-    const i = serviceWrappers.indexOf(wrapper)
-    if (i >= 0) serviceWrappers.splice(i, 1)
-  }
-}
-
-function wrapped(fold: Fold, opts: CommitServiceOptions): { committer: Fold; opts: CommitServiceOptions } {
-  let drain = opts.drain
-  for (const w of serviceWrappers) {
-    if (w.fold) fold = w.fold(fold)
-    if (w.queue && drain) drain = { ...drain, queue: w.queue(drain.queue) }
-  }
-  return { committer: fold, opts: drain === opts.drain ? opts : { ...opts, drain } }
-}
-
-export async function commitFromQueue(fold: Fold, invoked: InvokedMessage[], options: CommitServiceOptions): Promise<CommitServiceResult> {
-  const { committer, opts } = wrapped(fold, options)
+export async function commitFromQueue(committer: Fold, invoked: InvokedMessage[], opts: CommitServiceOptions): Promise<CommitServiceResult> {
   const total: CommitServiceResult = { failedIds: [], received: 0, drained: 0, landed: 0, duplicates: 0, conflicts: 0, failed: 0, snapshots: [], rounds: 0, forwarded: 0, leaseOverrides: [], retries: 0, replans: 0, errors: [], feedPublished: 0, feedFailures: 0 }
   // the lease is an optimisation: a store that cannot answer for it does not stop a fold
   const holdLease = () => (opts.lease ? opts.lease.lease.hold().catch(() => true) : Promise.resolve(true))

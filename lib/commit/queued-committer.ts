@@ -36,22 +36,6 @@ export interface QueuedCommitterOptions {
 /** The conflict receipt is read on the first poll and every this many polls after it. */
 const RECEIPT_EVERY_POLLS = 3
 
-/** One commit as its sender saw it: from the call to the return (landed) or the throw (conflict, not landed in time). */
-export type QueuedCommitSpan = { startedAt: number; endedAt: number } & ({ ok: true; result: CommitResult } | { ok: false; error: unknown })
-
-/**
- * Told of every queued commit in this process when it ends: the seam where a process that
- * runs a function's code unchanged (the benchmarks' compactor probe) times its commits.
- * Empty in the functions.
- */
-const spanObservers = new Set<(span: QueuedCommitSpan) => void>()
-
-/** Adds an observer of the queued commits that end from now on; returns what removes it. */
-export function observeQueuedCommits(observer: (span: QueuedCommitSpan) => void): () => void {
-  spanObservers.add(observer)
-  return () => void spanObservers.delete(observer)
-}
-
 export class QueuedCommitter implements Committer {
   constructor(
     private readonly table: ReceiptContext,
@@ -60,23 +44,6 @@ export class QueuedCommitter implements Committer {
   ) {}
 
   async commit(req: CommitRequest): Promise<CommitResult> {
-    if (spanObservers.size === 0) return this.land(req)
-    const startedAt = Date.now()
-    let span: QueuedCommitSpan
-    try {
-      const result = await this.land(req)
-      span = { startedAt, endedAt: Date.now(), ok: true, result }
-      return result
-    } catch (error) {
-      span = { startedAt, endedAt: Date.now(), ok: false, error }
-      throw error
-    } finally {
-      for (const observe of spanObservers) observe(span!)
-    }
-  }
-
-  /** Sends the request and waits for its landing (or its conflict receipt). */
-  private async land(req: CommitRequest): Promise<CommitResult> {
     const { store, snapshots, landed } = this.table
     const message = commitMessageOf(req, this.opts.tableName)
     const identity = commitKeyOf(message)

@@ -14,9 +14,10 @@ const memoryStores = new Map<string, MemoryStore>()
 
 /**
  * Wrappers every store openStore opens goes through, in the order they were added (the last
- * one outermost). The seam where a process that runs a function's code unchanged (the local
- * runtime's probes, the soak's crash points, a benchmark's request trace) puts a store wrapper
- * around the stores that code opens by URI; empty in the functions and the CLI.
+ * one outermost), for a process that runs code which opens its stores by URI and takes no
+ * wrapper itself: the CLI's entry point (lib/cli/main.ts `main`, argv only), whose requests a
+ * benchmark traces. Empty in the functions and the CLI; the functions take their wrappers as
+ * seams of their runtime instead (functions/shared/runtime.ts).
  */
 const storeWrappers: ((store: ObjectStore) => ObjectStore)[] = []
 

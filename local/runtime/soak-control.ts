@@ -17,15 +17,15 @@
 // worker_threads channel, so that it reaches environments that are processes of their own. (Each environment's memory is asked through its pool: ExecutionEnvironmentPool.memory().)
 //
 // The S3 write hook is a store wrapper (lib/store/observed-store.ts) around every S3 store
-// the environment's function code opens (openStore's wrapper seam, in the worker's own module
-// instance); it stands for a crash at an exact point of the write path, which a timer could
-// hit only by chance.
+// the environment's function opens: installSoakControl hands it to the wrapper module, which
+// builds the function's runtime with it (functions/shared/runtime.ts, its wrapStore seam). It
+// stands for a crash at an exact point of the write path, which a timer could hit only by
+// chance.
 import { appendFileSync, mkdirSync, readFileSync, readdirSync, renameSync, watch, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { threadId } from 'node:worker_threads'
 import { ObservedStore, type StoreRequest } from '../../lib/store/observed-store.ts'
 import type { ObjectStore } from '../../lib/store/object-store.ts'
-import { wrapOpenedStores } from '../../lib/store/open-store.ts'
 import { S3Store } from '../../lib/store/s3-store.ts'
 
 export const CONTROL_DIR_ENV = 'STRATA_SOAK_CONTROL_DIR'
@@ -156,13 +156,15 @@ function environmentName(): string {
 }
 
 /**
- * Sets up this environment for `r`: the restart watch and the S3 write hook. Called once, at
- * the top of a wrapper module; a no-op outside an environment of the soak (no control
- * directory in its environment variables, which only the soak's functions get).
+ * Sets up this environment for `r`: the restart watch; returns the S3 write hook, a store
+ * wrapper for the runtime the wrapper module builds. Called once, at the top of a wrapper
+ * module; outside an environment of the soak (no control directory in its environment
+ * variables, which only the soak's functions get) it watches nothing and the wrapper
+ * returns each store as it is.
  */
-export function installSoakControl(r: Role): void {
+export function installSoakControl(r: Role): { wrapStore: (store: ObjectStore) => ObjectStore } {
   const dir = controlDir()
-  if (!dir || role !== null) return
+  if (!dir || role !== null) return { wrapStore: (store) => store }
   role = r
   const watcher = watch(join(dir, RESTART), (_event, file) => {
     const m = typeof file === 'string' ? /^(writer|compactor)-(\d+)$/.exec(file) : null
@@ -172,7 +174,7 @@ export function installSoakControl(r: Role): void {
     }
   })
   watcher.unref()
-  wrapOpenedStores((store) => (store instanceof S3Store ? exitAtWrite(store) : store))
+  return { wrapStore: (store) => (store instanceof S3Store ? exitAtWrite(store) : store) }
 }
 
 /** The store as the environment's code sees it: each write counted, the armed exit-at-write struck at its write. */
