@@ -1,11 +1,11 @@
 // The structure rules of docs/design.md "Floors of lib/", held against the code. Each check
 // is also run on a small tree made to break it, so that it cannot pass for want of reading.
 
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { LIB_FILE_LINE_LIMIT, SOURCE_DIRS, floorViolations, importCycles, longFiles, longFunctions } from '../scripts/structure.ts'
+import { LIB_FILE_LINE_LIMIT, LIB_FLOORS, SOURCE_DIRS, floorViolations, importCycles, longFiles, longFunctions } from '../scripts/structure.ts'
 
 const root = join(dirname(new URL(import.meta.url).pathname), '..')
 const scratch = mkdtempSync(join(tmpdir(), 'strata-structure-'))
@@ -42,6 +42,13 @@ describe('floors of lib/', () => {
     expect(v[0]).toMatch(/^lib\/format\/a\.ts \(lib\/format, floor \d+\) imports lib\/commit\/b\.ts \(lib\/commit, floor \d+\)$/)
     expect(v[1]).toMatch(/^lib\/read\/d\.ts \(lib\/read, floor (\d+)\) imports lib\/write\/e\.ts \(lib\/write, floor \1\)$/)
     expect(importCycles(t, ['lib'])).toEqual([['lib/commit/b.ts', 'lib/commit/c.ts']])
+  })
+
+  it('docs/design.md "Floors of lib/" lists the floors the check holds', () => {
+    const doc = readFileSync(join(root, 'docs/design.md'), 'utf8')
+    const section = doc.slice(doc.indexOf('### Floors of `lib/`'), doc.indexOf('\n## ', doc.indexOf('### Floors of `lib/`')))
+    const rows = [...section.matchAll(/^\| (\d+) \| ([^|]+) \|/gm)].map((m) => [...m[2].matchAll(/`([^`]+)`/g)].map((n) => n[1].replace(/\/$/, '')))
+    expect(rows).toEqual(LIB_FLOORS)
   })
 
   it('a module on no floor is named', () => {
