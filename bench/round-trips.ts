@@ -72,14 +72,15 @@ import { createInterface } from 'node:readline'
 import { promisify } from 'node:util'
 import { S3Client } from '@aws-sdk/client-s3'
 import { bucketFunction } from '../lib/format/bucket.ts'
-import { tableStatus } from '../lib/cli/status.ts'
+import { tableStatus } from '../lib/maintenance/table-status.ts'
 import { compactBucket } from '../lib/lsm/compact-task.ts'
 import { lookup } from '../lib/read/table-read.ts'
 import { wrapOpenedStores } from '../lib/store/open-store.ts'
 import { S3Store, clientFromEnvironment } from '../lib/store/s3-store.ts'
 import { Table } from '../lib/handle/table.ts'
 import { RowKind } from '../lib/types.ts'
-import { type WriteRecord, writeBatch } from '../lib/write/table-write.ts'
+import type { WriteRecord } from '../lib/write/record-checks.ts'
+import { writeBatch } from '../lib/write/table-write.ts'
 import { parseBenchArgs } from './lib/args.ts'
 import { type ChildReport, cpuSecondsOf, reportToParent, runChild } from './lib/child.ts'
 import { KeySampler, NO_PARTITION, batchOf, createBenchTable, rowOf, seededRandom } from './lib/dataset.ts'
@@ -337,9 +338,9 @@ async function childMain(argv: string[]): Promise<void> {
     return
   }
   if (job === 'cli-main') {
-    // lib/cli/main.ts builds its S3 store (and client) inside openStore; the trace goes
-    // onto the client of every S3 store openStore opens (its wrapper seam), so the CLI's
-    // code runs unchanged
+    // lib/cli/main.ts builds its S3 store (and client) inside openStore and takes nothing
+    // but its arguments; the trace goes onto the client of every S3 store openStore opens
+    // (its process-wide wrapper list, there for this), so the CLI's code runs unchanged
     const trace = new RequestTrace()
     wrapOpenedStores((store) => {
       if (store instanceof S3Store) trace.attach(store.client)
