@@ -9,7 +9,7 @@
 
 import { JsonNumber, describeJson, parseJsonDocument, type JsonValue } from '../format/snapshot.ts'
 import { StrataInputError } from '../errors.ts'
-import type { Table } from './table.ts'
+import type { Table, TableStore } from './table.ts'
 
 export const CONSUMER_DIR = 'consumer/'
 export const CONSUMER_PREFIX = 'consumer-'
@@ -75,25 +75,25 @@ export interface ConsumerInfo {
 }
 
 /** The consumer's next snapshot, or null when it has none. */
-export async function getConsumer(table: Table, id: string, what = '--consumer-id'): Promise<number | null> {
+export async function getConsumer(table: TableStore, id: string, what = '--consumer-id'): Promise<number | null> {
   checkConsumerId(id, what)
   const bytes = await table.store.get(consumerKey(id))
   return bytes ? parseConsumer(decoder.decode(bytes), `${table.uri}/${consumerKey(id)}`) : null
 }
 
 /** Records the consumer's progress (Paimon's resetConsumer: the file is overwritten). */
-export async function setConsumer(table: Table, id: string, nextSnapshot: number): Promise<void> {
+export async function setConsumer(table: TableStore, id: string, nextSnapshot: number): Promise<void> {
   checkConsumerId(id)
   await table.store.put(consumerKey(id), new TextEncoder().encode(serializeConsumer(nextSnapshot)))
 }
 
-export async function deleteConsumer(table: Table, id: string): Promise<void> {
+export async function deleteConsumer(table: TableStore, id: string): Promise<void> {
   checkConsumerId(id)
   await table.store.delete(consumerKey(id))
 }
 
 /** Every consumer, by id. One deleted while this lists is left out. */
-export async function listConsumers(table: Table): Promise<ConsumerInfo[]> {
+export async function listConsumers(table: TableStore): Promise<ConsumerInfo[]> {
   const out: ConsumerInfo[] = []
   for (const info of await table.store.list(CONSUMER_DIR)) {
     const m = CONSUMER_KEY.exec(info.key)

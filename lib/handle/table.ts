@@ -37,7 +37,13 @@ export interface TableOpenOptions {
  */
 export const DEFAULT_FOOTER_CACHE_BYTES = 16 * 1024 * 1024
 
-export class Table {
+/** What reads and writes a table's own small files (tags, consumers) use: its store, and its URI for messages. */
+export interface TableStore {
+  readonly store: ObjectStore
+  readonly uri: string
+}
+
+export class Table implements TableStore {
   readonly view: SchemaView
   readonly snapshots: SnapshotManager
   readonly manifests: ManifestIO

@@ -9,7 +9,7 @@ import { type Tag, parseTag } from '../format/tag.ts'
 import { AlreadyExistsError, NotFoundError, StrataInputError } from '../errors.ts'
 import type { Snapshot } from '../types.ts'
 import { TAG_DIR, TAG_PREFIX, snapshotKey, tagKey } from '../table/paths.ts'
-import type { Table } from './table.ts'
+import type { Table, TableStore } from './table.ts'
 
 const decoder = new TextDecoder()
 
@@ -40,13 +40,13 @@ export interface NamedTag extends Tag {
 const TAG_KEY = /^tag\/tag-([^/]+)$/
 
 /** The tag of that name, or null when there is none. A tag file that is not a tag is an error naming it. */
-export async function getTag(table: Table, name: string): Promise<Tag | null> {
+export async function getTag(table: TableStore, name: string): Promise<Tag | null> {
   const bytes = await table.store.get(tagKey(name))
   return bytes ? parseTag(decoder.decode(bytes), `tag '${name}' (${table.uri}/${tagKey(name)})`) : null
 }
 
 /** Every tag, ordered by snapshot id, then name. A tag deleted while this lists is left out (as Paimon does). */
-export async function listTags(table: Table): Promise<NamedTag[]> {
+export async function listTags(table: TableStore): Promise<NamedTag[]> {
   const out: NamedTag[] = []
   for (const info of await table.store.list(TAG_DIR)) {
     const m = TAG_KEY.exec(info.key)
@@ -67,7 +67,7 @@ function tagNames(tags: NamedTag[]): string {
 }
 
 /** The tag, or an error naming the tags there are; `what` names the input (an option, a field). */
-export async function requireTag(table: Table, name: string, what = '--tag'): Promise<Tag> {
+export async function requireTag(table: TableStore, name: string, what = '--tag'): Promise<Tag> {
   checkTagName(name, what)
   const tag = await getTag(table, name)
   if (tag) return tag

@@ -27,7 +27,8 @@ import { BoundedStore, mapBounded, startedAhead } from '../store/bounded.ts'
 import { bucketIdentifier } from '../manifest/identifiers.ts'
 import { NotFoundError, StrataInputError } from '../errors.ts'
 import { FileKind, type KeyValue, type ManifestEntry, type Row, type RowKind, type Snapshot } from '../types.ts'
-import type { Table } from '../handle/table.ts'
+import type { TableStore } from '../handle/table.ts'
+import type { SchemaView } from '../table/schema.ts'
 import type { ManifestIO } from '../manifest/manifests.ts'
 import type { SnapshotManager } from '../manifest/snapshot-manager.ts'
 import { checkConsumerId, getConsumer, setConsumer } from '../handle/consumers.ts'
@@ -238,7 +239,7 @@ export async function readIncremental(table: IncrementalContext, opts: Increment
  * nextSnapshot, or `fromSnapshot` when it has none yet (or the table has
  * `consumer.ignore-progress`). A consumer without progress and no `fromSnapshot` is refused.
  */
-export async function consumerStart(table: Table, consumerId: string, fromSnapshot: number | undefined, names = CLI_NAMES): Promise<number> {
+export async function consumerStart(table: TableStore & { readonly view: SchemaView }, consumerId: string, fromSnapshot: number | undefined, names = CLI_NAMES): Promise<number> {
   checkConsumerId(consumerId)
   const next = await getConsumer(table, consumerId)
   if (next !== null && !(table.view.options.consumerIgnoreProgress && fromSnapshot !== undefined)) return next - 1
@@ -252,7 +253,7 @@ export async function consumerStart(table: Table, consumerId: string, fromSnapsh
  * Records that the consumer has read the plan's range: nextSnapshot = to + 1. Nothing is
  * written for an empty table (to 0), nor when the progress would not move.
  */
-export async function recordConsumer(table: Table, consumerId: string, plan: IncrementalPlan): Promise<number | null> {
+export async function recordConsumer(table: TableStore, consumerId: string, plan: IncrementalPlan): Promise<number | null> {
   if (plan.to === 0) return null
   const next = plan.to + 1
   if ((await getConsumer(table, consumerId)) === next) return next

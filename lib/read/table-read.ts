@@ -24,7 +24,8 @@ import { type IndexFiles, dataFileKey, dvIndexByBucket, loadDeletionVectors } fr
 import { decodeKey } from '../table/file-meta.ts'
 import { valueFromJson } from '../table/json-values.ts'
 import type { SchemaView } from '../table/schema.ts'
-import type { Table } from '../handle/table.ts'
+import type { TableStore } from '../handle/table.ts'
+import type { SnapshotManager } from '../manifest/snapshot-manager.ts'
 import type { FooterCache } from '../format/data-file-reader.ts'
 import type { ManifestIO } from '../manifest/manifests.ts'
 import type { MergeEngineConfig } from '../merge/merge-types.ts'
@@ -42,6 +43,12 @@ export interface ReadContext extends IndexFiles, EvolvingTable {
   readonly mergeConfig: MergeEngineConfig
   readonly footers: FooterCache
   readonly manifests: Pick<ManifestIO, 'readIndexManifest' | 'readImmutableRange'>
+}
+
+/** What planning a scan uses besides the file reads: snapshots by id, live manifest entries, the table's tags. */
+export interface ScanContext extends ReadContext, TableStore {
+  readonly snapshots: Pick<SnapshotManager, 'snapshot' | 'latest' | 'earliestId' | 'latestId'>
+  readonly manifests: Pick<ManifestIO, 'readIndexManifest' | 'readImmutableRange' | 'liveEntries'>
 }
 
 export interface Split {
@@ -145,7 +152,7 @@ function keyPrefix(view: SchemaView, f: CompiledFilter): Value[] {
   return prefix
 }
 
-export async function planScan(table: Table, opts: ScanOptions = {}): Promise<ScanPlan> {
+export async function planScan(table: ScanContext, opts: ScanOptions = {}): Promise<ScanPlan> {
   const view = table.view
   const columns = (opts.columns ?? view.fields.map((f) => f.name)).map((c) => {
     const i = view.fieldIndex.get(c)
@@ -424,7 +431,7 @@ export async function checkFiles(table: ReadContext, plan: ScanPlan): Promise<vo
 }
 
 /** Rows of the snapshot, in (split, key) order, projected to the requested columns. */
-export async function* scan(table: Table, opts: ScanOptions = {}): AsyncGenerator<Row[]> {
+export async function* scan(table: ScanContext, opts: ScanOptions = {}): AsyncGenerator<Row[]> {
   const plan = await planScan(table, opts)
   if (opts.checkFilesFirst) await checkFiles(table, plan)
   const filter = compileFilter(table.view, opts.filter)
@@ -442,7 +449,7 @@ export async function* scan(table: Table, opts: ScanOptions = {}): AsyncGenerato
   }
 }
 
-export async function readAll(table: Table, opts: ScanOptions = {}): Promise<Row[]> {
+export async function readAll(table: ScanContext, opts: ScanOptions = {}): Promise<Row[]> {
   const out: Row[] = []
   for await (const rows of scan(table, opts)) for (const r of rows) out.push(r)
   return out
@@ -454,7 +461,7 @@ export async function readAll(table: Table, opts: ScanOptions = {}): Promise<Row
  * groups and key pages are pruned by statistics and the page index, and only the pages that
  * can hold the key and then its row's pages are read (one request for a Strata row group).
  */
-export async function lookup(table: Table, key: KeyFilter, opts: { snapshotId?: number; tag?: string; columns?: string[] } = {}): Promise<Row | null> {
+export async function lookup(table: ScanContext, key: KeyFilter, opts: { snapshotId?: number; tag?: string; columns?: string[] } = {}): Promise<Row | null> {
   const view = table.view
   for (const k of view.schema.primaryKeys) {
     if (!(k in key)) throw new StrataInputError(`--key: missing primary key field '${k}' (primary key: [${view.schema.primaryKeys.join(', ')}])`)
