@@ -2,7 +2,9 @@
 // table handles (opened once, reused while warm — their manifest and snapshot caches are
 // what makes a warm invocation cheap), AWS clients, and Powertools logger and metrics.
 // Everything here is bounded: one handle per configured table (its caches bounded by bytes,
-// lib/format/byte-cache.ts), one SQS client, one reject store.
+// lib/format/byte-cache.ts), one SQS client, one reject store. A FunctionRuntime holds them
+// with the seams it was built with (RuntimeSeams: wrappers a probe, the soak or a test puts
+// around what it builds); the deployed handlers share one without seams (functionRuntime).
 
 import { SQSClient } from '@aws-sdk/client-sqs'
 import { Logger } from '@aws-lambda-powertools/logger'
