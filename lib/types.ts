@@ -206,7 +206,3 @@ export interface Snapshot {
   properties?: Record<string, string>
   nextRowId?: number
 }
-
-// The error classes once here live in errors.ts. Until the modules named in docs/design.md
-// "Errors" import them from there, these names pass through.
-export { CommitConflictError, CorruptFileError, StrataInputError } from './errors.ts'

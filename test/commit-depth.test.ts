@@ -4,7 +4,7 @@
 // manifests, lists and index manifest at once, the conditional snapshot create, the hint.
 
 import { describe, expect, it } from 'vitest'
-import { compactBucket } from '../lib/lsm/compact-task.ts'
+import { compactBucket } from '../lib/lsm/compact/compact-bucket.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'

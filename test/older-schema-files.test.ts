@@ -99,7 +99,7 @@ describe('data files of an older schema', () => {
 
   for (const mergePath of ['row', 'columnar'] as const) {
     it(`merge engines over files of several schemas (${mergePath} merge): aggregation sums a widened column, partial-update fills an added one`, async () => {
-      const { compactBucket } = await import('../lib/lsm/compact-task.ts')
+      const { compactBucket } = await import('../lib/lsm/compact/compact-bucket.ts')
       const { serializeBinaryRow } = await import('../lib/format/binary-row.ts')
       const compactAll = async (t: Table) => compactBucket(t, { partition: serializeBinaryRow([], []), bucket: 0, full: true, mergePath })
       const agg = new MemoryStore()

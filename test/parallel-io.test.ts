@@ -6,7 +6,7 @@
 import { describe, expect, it, vi } from 'vitest'
 import type { CommitRequest, Committer } from '../lib/commit/committer.ts'
 import { ingest } from '../lib/ingest/ingest.ts'
-import { compactBucket } from '../lib/lsm/compact-task.ts'
+import { compactBucket } from '../lib/lsm/compact/compact-bucket.ts'
 import { lookup, readAll } from '../lib/read/table-read.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { Table } from '../lib/handle/table.ts'

@@ -8,7 +8,7 @@
 
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { compactBucket } from '../lib/lsm/compact-task.ts'
+import { compactBucket } from '../lib/lsm/compact/compact-bucket.ts'
 import { expireSnapshots } from '../lib/maintenance/expire.ts'
 import { MissingReferenceError } from '../lib/errors.ts'
 import { rangeReferences, snapshotReferences } from '../lib/maintenance/references.ts'

@@ -3,7 +3,7 @@
 // the new one; a schema an older Strata stored with it is still read, and its cap holds.
 
 import { describe, expect, it } from 'vitest'
-import { compactBucket } from '../lib/lsm/compact-task.ts'
+import { compactBucket } from '../lib/lsm/compact/compact-bucket.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { Table } from '../lib/handle/table.ts'

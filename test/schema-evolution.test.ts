@@ -9,7 +9,7 @@
 
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { compactBucket } from '../lib/lsm/compact-task.ts'
+import { compactBucket } from '../lib/lsm/compact/compact-bucket.ts'
 import type { MergePathRequest } from '../lib/lsm/columnar-merge.ts'
 import { bucketIdentifier } from '../lib/manifest/identifiers.ts'
 import { lookup, readAll } from '../lib/read/table-read.ts'

@@ -13,7 +13,7 @@ import { parseSchema } from '../lib/table/schema.ts'
 import { Table } from '../lib/handle/table.ts'
 import { StrataInputError } from '../lib/errors.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
-import { compactBucket } from '../lib/lsm/compact-task.ts'
+import { compactBucket } from '../lib/lsm/compact/compact-bucket.ts'
 import { withZstd } from './helpers/zstd.ts'
 
 const FIELDS = [

@@ -115,7 +115,7 @@ describe('soak (short)', () => {
   // compaction lifted it out of L0, so a reader of the latest snapshot saw the older row.
   // Shrunk from a random sequence: two keys, one compaction, then the older version of one.
   // Cause: the deletion-vector lookup of a deduplicate table read no value columns, so the
-  // older file's row had no `version` to compare (fixed in lib/lsm/compact-task.ts).
+  // older file's row had no `version` to compare (fixed in lib/lsm/compact/deletion-vectors.ts).
   it('finds each stretch in which a level-0 file waited past the limit, with its peak (the totals stall the probes do not show)', () => {
     const at = (t: number, l0AgeMs: number, totalsL0 = 0) => ({ t, l0AgeMs, ordersL0: 1, totalsL0 }) as Sample
     const samples = [at(1, 5_000), at(2, 151_000, 30), at(3, 290_000, 90), at(4, 300_000, 95), at(5, 2_000), at(6, 149_000), at(7, 160_000, 4)]

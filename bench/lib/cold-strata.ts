@@ -8,7 +8,7 @@
 //   node cold-strata.mjs <table uri>      (a table with one unpartitioned bucket)
 
 import { serializeBinaryRow } from '../../lib/format/binary-row.ts'
-import { compactBucket } from '../../lib/lsm/compact-task.ts'
+import { compactBucket } from '../../lib/lsm/compact/compact-bucket.ts'
 import { openStore } from '../../lib/store/open-store.ts'
 import { Table } from '../../lib/handle/table.ts'
 import { cpuSecondsOf, reportToParent, timed } from './child.ts'

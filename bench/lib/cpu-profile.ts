@@ -47,7 +47,7 @@ export function categoryOf(file: string, functionName: string): string {
   if (/^lib\/(lsm\/merge-reader|merge\/[a-z-]+|format\/compare|lsm\/columnar-merge|lsm\/columnar\/[a-z-]+)\.ts$/.test(file)) return 'merge (k-way merge, key compare, merge function)'
   if (file === 'lib/format/columnar-types.ts') return 'columnar gather, concat, row selection (columnar-types.ts)'
   if (file === 'lib/format/columnar-reader.ts') return 'Strata columnar reader (column conversion)'
-  if (/^lib\/lsm\/(compact-task|compact\/[a-z-]+)\.ts$/.test(file)) return 'compaction loop, lookups, vector positions'
+  if (/^lib\/lsm\/compact\/[a-z-]+\.ts$/.test(file)) return 'compaction loop, lookups, vector positions'
   if (/^lib\/format\/(roaring-container|roaring32|roaring64|deletion-vector)\.ts$/.test(file)) return 'deletion vectors'
   if (/^lib\/store\/|^node:(internal\/)?fs|^@aws-sdk\/|^@smithy\/|^node:internal\/(stream|http|net)/.test(file)) return 'store I/O'
   if (/^lib\/(commit|format\/(avro|manifest|snapshot|binary-row))/.test(file)) return 'manifests, commit, binary rows'

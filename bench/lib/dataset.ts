@@ -4,7 +4,7 @@
 // modes see exactly the same records.
 
 import { serializeBinaryRow } from '../../lib/format/binary-row.ts'
-import { compactBucket } from '../../lib/lsm/compact-task.ts'
+import { compactBucket } from '../../lib/lsm/compact/compact-bucket.ts'
 import { openStore } from '../../lib/store/open-store.ts'
 import type { ObjectStore } from '../../lib/store/object-store.ts'
 import { Table } from '../../lib/handle/table.ts'

@@ -86,10 +86,6 @@ export interface CommitResult {
   deduplicated: boolean
 }
 
-// CommitFailedError lives in errors.ts; it passes through here until the modules named in
-// docs/design.md "Errors" import it from there.
-export { CommitFailedError } from '../errors.ts'
-
 export interface Committer {
   /**
    * Lands the request as (part of) a snapshot and resolves once it is committed, or throws

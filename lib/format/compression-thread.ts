@@ -2,7 +2,7 @@
 // a compaction's writer encodes row group N while the thread compresses row group N - 1, which
 // the writer then places in the file (lib/format/page-compression.ts, the port). Measured in
 // docs/benchmarks.md ("Output pages compressed on a thread"); a compaction uses it where a
-// second thread can run (compressionThreadUseful, lib/lsm/compact-task.ts).
+// second thread can run (compressionThreadUseful, lib/lsm/compact/compact-bucket.ts).
 //
 // - One thread per process, started on first use, unref'd (it never keeps a process alive).
 //   Its code is the source text of makeSnappyCompressor, which refers to nothing outside

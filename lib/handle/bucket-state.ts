@@ -6,7 +6,8 @@
 import { deserializeBinaryRow } from '../format/binary-row.ts'
 import { type DeletionVector, DELETION_VECTORS_INDEX, deletionVectorReadLength, readDeletionVector } from '../format/deletion-vector.ts'
 import { bucketPath } from '../format/partition-path.ts'
-import { type DataFileMeta, type IndexManifestEntry, type KeyValue, type ManifestEntry, type Row, type Snapshot, CorruptFileError, StrataInputError } from '../types.ts'
+import { CorruptFileError, RefusedError } from '../errors.ts'
+import { type DataFileMeta, type IndexManifestEntry, type KeyValue, type ManifestEntry, type Row, type Snapshot } from '../types.ts'
 import { bucketIdentifier } from '../manifest/identifiers.ts'
 import { indexKey } from '../table/paths.ts'
 import type { ManifestIO } from '../manifest/manifests.ts'
@@ -90,7 +91,7 @@ export function externalKey(table: TableRoot, uri: string, what: string): string
   const root = `${norm(table.uri)}/`
   const path = norm(uri)
   if (path.startsWith(root) && !path.slice(root.length).split('/').includes('..')) return path.slice(root.length)
-  throw new StrataInputError(
+  throw new RefusedError(
     `${what} is stored at the external path ${JSON.stringify(uri)}, outside the table at ${table.uri}: external data paths (option 'data-file.external-paths') are not supported by Strata yet`,
   )
 }

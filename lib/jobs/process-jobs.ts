@@ -9,10 +9,12 @@
 //   started go back at once (visible again immediately), instead of the whole batch
 //   waiting out the queue's visibility timeout after a Lambda timeout.
 
-import { compactBucket, type CompactBucketResult } from '../lsm/compact-task.ts'
+import { compactBucket } from '../lsm/compact/compact-bucket.ts'
+import type { CompactBucketResult } from '../lsm/compact/context.ts'
 import type { Table } from '../handle/table.ts'
-import { type Committer, CommitFailedError } from '../commit/committer.ts'
-import { CommitConflictError } from '../types.ts'
+import { CommitFailedError } from '../errors.ts'
+import { type Committer } from '../commit/committer.ts'
+import { CommitConflictError } from '../errors.ts'
 import { type CompactionJob, type GiveBack, type JobQueue, bucketKeyOf, decodeJob } from './compaction-job.ts'
 import { followUpOf, overtakenAt } from './coalesce.ts'
 

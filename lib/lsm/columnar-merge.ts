@@ -8,72 +8,18 @@
 // retractions at the top level), and
 // the row path stays the reference model: test/columnar-compaction.test.ts compares the
 // files both write on random inputs. Which path merges a step is decided in one place,
-// `chooseMergePath`, from the descriptor `COLUMNAR_ENGINES`.
+// `chooseMergePath`, from the engine's descriptor (its `columnar` fact, lib/merge/).
 
 import type { ColumnBatch } from '../format/columnar-types.ts'
 import { RowKind, type DataType, type KeyValue } from '../types.ts'
-import type { MergeEngine, MergeEngineConfig, MergeFunction } from '../merge/merge-function.ts'
+import type { MergeEngineConfig, MergeFunction } from '../merge/merge-types.ts'
+import type { ColumnarEngine } from '../merge/descriptor.ts'
+import { mergeEngineOf } from '../merge/engines.ts'
 import { type Block, NUMERIC_KEY_ROOTS, boundComparatorOf, isRetract, keyComparatorOf, mergeOrderOf, nextBlockOf, rowKindFilterOf } from './columnar/block.ts'
 import { FoldGroups } from './columnar/fold.ts'
 import { ColumnarLevelLookup, type LookupFile, lookUpPending } from './columnar/lookup.ts'
 import { PendingOutput } from './columnar/pending-output.ts'
 import { PLAIN_DONE, PLAIN_FULL, PlainMerge } from './columnar/plain-merge.ts'
-
-export type { LookupFile }
-
-/**
- * What the columnar merge knows of an engine: how one key's records (in merge order, oldest
- * first: `sequence.field`, then `_SEQUENCE_NUMBER`, ties to the newer run) reduce to the
- * record the key keeps.
- */
-export type ColumnarEngine =
-  | {
-      /**
-       * The key keeps its last record in merge order among those the row-kind filter
-       * (`ignore-delete`, `ignore-update-before`) lets through, whatever its kind; none when
-       * the filter drops them all. That is deduplicate under both of Paimon's compositions,
-       * the table's (filter, reducer, engine) and the lookup merge's (filter, engine): the
-       * reducer only passes a key's lone retraction through, which deduplicate keeps anyway.
-       * Rising keys looked up in older levels (deletion vectors) supersede the older row
-       * unless it sorts after them in merge order, as the row path decides with the engine's
-       * merge of the two.
-       */
-      keeps: 'last'
-    }
-  | {
-      /**
-       * The engine's own merge function (the row path's, the reference) folds each key that
-       * has more than one record, or one it does not keep as it is, and each key found in an
-       * older level, with that level's row; its result is written as a row of its own. A key
-       * with one record of a kind `keepsAlone` accepts, met in no older level, is gathered as
-       * it is: what the merge function would return for it is that record unchanged.
-       */
-      keeps: 'fold'
-      /** a lone record of this kind merges to itself (the kind, sequence number and values unchanged) */
-      keepsAlone: (kind: RowKind) => boolean
-      /**
-       * Records that are all +I or +U merge field by field to each field's last non-null
-       * value in merge order, as +I with the last record's sequence number (partial-update):
-       * such a key is reduced over the columns as they are, without making records
-       */
-      lastNonNull?: true
-      /** a lone record with null in a NOT NULL value field is refused by the merge function: fold it to get its error */
-      refusesNullInNotNull: boolean
-    }
-
-/**
- * A lone +I merges to itself under every engine (partial-update fills its row from it,
- * aggregation starts every aggregator from it: each implemented function returns its first
- * input, lib/merge/aggregate.ts); a lone +U does too where the engine keeps records whole
- * (first-row), while partial-update and aggregation turn it into +I. Lone retractions are
- * left to the merge function (the reducer passes them, the lookup merge does not).
- */
-export const COLUMNAR_ENGINES: Readonly<Record<MergeEngine, ColumnarEngine>> = {
-  deduplicate: { keeps: 'last' },
-  'first-row': { keeps: 'fold', keepsAlone: (kind) => kind === RowKind.INSERT || kind === RowKind.UPDATE_AFTER, refusesNullInNotNull: false },
-  'partial-update': { keeps: 'fold', keepsAlone: (kind) => kind === RowKind.INSERT, refusesNullInNotNull: true, lastNonNull: true },
-  aggregation: { keeps: 'fold', keepsAlone: (kind) => kind === RowKind.INSERT, refusesNullInNotNull: false },
-}
 
 /** `auto`: columnar; `row`: always the row path; `columnar`: the columnar path, refusing what it cannot merge (tests, benchmarks). */
 export type MergePathRequest = 'auto' | 'row' | 'columnar'
@@ -87,7 +33,8 @@ export type MergePathChoice = { path: 'columnar'; engine: ColumnarEngine } | { p
  */
 export function chooseMergePath(cfg: MergeEngineConfig, requested: MergePathRequest = 'auto'): MergePathChoice {
   if (requested === 'row') return { path: 'row', reason: 'the row path was requested' }
-  return { path: 'columnar', engine: COLUMNAR_ENGINES[cfg.engine] }
+  const engine = mergeEngineOf(cfg.engine).columnar
+  return engine ? { path: 'columnar', engine } : { path: 'row', reason: `the ${cfg.engine} engine merges by rows only` }
 }
 
 export interface ColumnarMergeOptions {

@@ -6,7 +6,8 @@ import { valueFromJson } from '../table/json-values.ts'
 import type { Table } from '../handle/table.ts'
 import { StrataInputError } from '../errors.ts'
 import type { Row } from '../types.ts'
-import { type CompactBucketResult, compactBucket } from './compact-task.ts'
+import { compactBucket } from './compact/compact-bucket.ts'
+import type { CompactBucketResult } from './compact/context.ts'
 import type { MergePathRequest } from './columnar-merge.ts'
 
 export interface CompactTableOptions {

@@ -11,8 +11,6 @@
 import { StrataInputError } from '../errors.ts'
 import { type KeyComparator, type LevelSortedRun, type LsmFile, compareLevel0, intervalPartition, Levels } from './levels.ts'
 
-export { Levels } from './levels.ts'
-export type { KeyComparator, LevelSortedRun, LsmFile, SortedRun } from './levels.ts'
 
 /**
  * Files to compact into `outputLevel`. `maxLevel` is the bucket's top level when the unit was

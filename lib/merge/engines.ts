@@ -84,34 +84,3 @@ export function valueColumnsForMerge(cfg: MergeEngineConfig, wanted: Iterable<st
   if (!mergeEngineOf(cfg.engine).keepsOneRecord) return cfg.fields.map((f) => f.name)
   return [...new Set([...wanted, ...cfg.sequenceFields])]
 }
-
-/** The facts of an engine as one flat record (what `engineTraits` returned before descriptors). */
-export interface MergeEngineTraits {
-  /** descriptor.keepsOneRecord */
-  readonly keepsOneRecord: boolean
-  /** descriptor.lookup.newerReplacesOlder */
-  readonly newerReplacesOlder: boolean
-  /** descriptor.refusals.retractions */
-  readonly mayRefuseRetractions: boolean
-  /** descriptor.lookup.always */
-  readonly lookupCompaction: boolean
-  /** descriptor.refusals.deletionVectors */
-  readonly refusesDeletionVectors: string | null
-}
-
-function traitsOf(d: MergeEngineDescriptor): MergeEngineTraits {
-  return {
-    keepsOneRecord: d.keepsOneRecord,
-    newerReplacesOlder: d.lookup.newerReplacesOlder,
-    mayRefuseRetractions: d.refusals.retractions,
-    lookupCompaction: d.lookup.always,
-    refusesDeletionVectors: d.refusals.deletionVectors,
-  }
-}
-
-const TRAITS = new Map(MERGE_ENGINES.map((d) => [d.name, traitsOf(d)]))
-
-/** The flat facts of an engine; new code reads `mergeEngineOf(name)` instead. */
-export function engineTraits(engine: MergeEngineName): MergeEngineTraits {
-  return TRAITS.get(engine)!
-}

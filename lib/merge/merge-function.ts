@@ -17,13 +17,6 @@ import { RowKind, isRetract, type KeyValue } from '../types.ts'
 import { mergeEngineOf } from './engines.ts'
 import type { MergeEngineConfig, MergeFunction } from './merge-types.ts'
 
-// What other modules imported from here before the engines got descriptors; new code imports
-// from the module that holds each.
-export type { MergeEngineName as MergeEngine, MergeEngineConfig, MergeFunction, FieldAggregation } from './merge-types.ts'
-export { type MergeEngineTraits, compactsWithLookup, deletionVectorsConflict, engineTraits, readsSkipLevel0, valueColumnsForMerge } from './engines.ts'
-export { optionKeysOfMergeEngines, parseMergeEngineConfig } from './merge-config.ts'
-export { sequenceComparator, sequenceValueComparator } from './sequence-order.ts'
-
 /** The engine's merge function alone, without the row-kind filter and reducer of `createMergeFunction`. */
 export function createEngineMergeFunction(cfg: MergeEngineConfig): MergeFunction {
   return mergeEngineOf(cfg.engine).createMergeFunction(cfg)

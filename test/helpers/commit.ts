@@ -4,7 +4,8 @@
 
 import type { CommitRequest, CommitResult, Committer } from '../../lib/commit/committer.ts'
 import { type CommitMessage, commitMessageOf } from '../../lib/commit/commit-message.ts'
-import { type CompactBucketRequest, compactBucket } from '../../lib/lsm/compact-task.ts'
+import { compactBucket } from '../../lib/lsm/compact/compact-bucket.ts'
+import type { CompactBucketRequest } from '../../lib/lsm/compact/context.ts'
 import type { Table } from '../../lib/handle/table.ts'
 import type { WriteRecord } from '../../lib/write/record-checks.ts'
 import { type WriteOptions, writeBatch } from '../../lib/write/table-write.ts'

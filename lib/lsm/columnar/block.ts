@@ -4,7 +4,8 @@
 import { valueComparator } from '../../format/compare.ts'
 import { type Column, type ColumnBatch, isUtf8Column, valueAt } from '../../format/columnar-types.ts'
 import type { PositionedBatch } from '../../format/columnar-reader.ts'
-import { type MergeEngineConfig, sequenceValueComparator } from '../../merge/merge-function.ts'
+import type { MergeEngineConfig } from '../../merge/merge-types.ts'
+import { sequenceValueComparator } from '../../merge/sequence-order.ts'
 import { RowKind, type DataType, type Value } from '../../types.ts'
 
 /** The run's next non-empty batch as a Block, or null at its end. */

@@ -4,13 +4,14 @@
 
 import { type Column, isNullAt, physicalToValue, valueAt } from '../../format/columnar-types.ts'
 import { type PhysicalEncoder, physicalEncoder } from '../../format/parquet-types.ts'
-import { type MergeEngineConfig, type MergeFunction, engineTraits } from '../../merge/merge-function.ts'
+import type { MergeEngineConfig, MergeFunction } from '../../merge/merge-types.ts'
+import { mergeEngineOf } from '../../merge/engines.ts'
 import { RowKind, type DataType, type KeyValue, type Value } from '../../types.ts'
 import { type Block, type BlockKeyComparator, isRetract } from './block.ts'
 import { type ColumnarLevelLookup, filePositionOf, findOlder } from './lookup.ts'
 import { MadeRows, type PendingOutput } from './pending-output.ts'
 
-/** What folding knows of an engine: `ColumnarEngine` with `keeps: 'fold'` (lib/lsm/columnar-merge.ts). */
+/** What folding knows of an engine: `ColumnarEngine` with `keeps: 'fold'` (lib/merge/descriptor.ts). */
 export interface FoldingEngine {
   keepsAlone: (kind: RowKind) => boolean
   lastNonNull?: true
@@ -54,7 +55,7 @@ export class FoldGroups {
     this.fieldToValue = fields.map((f) => physicalToValue(f.type))
     this.fieldEncoders = fields.map((f) => physicalEncoder(f.name, f.type))
     this.notNullColumns = fields.flatMap((f, j) => (f.type.nullable ? [] : [this.nk + 2 + j]))
-    this.keepsOneRecord = engineTraits(s.cfg.engine).keepsOneRecord
+    this.keepsOneRecord = mergeEngineOf(s.cfg.engine).keepsOneRecord
   }
 
   /** Starts the group of the next key: its records are added oldest run first, in file order within a run. */

@@ -8,7 +8,8 @@ import type { ObjectStore } from '../../store/object-store.ts'
 import { DELETION_VECTORS_INDEX } from '../../format/deletion-vector.ts'
 import { partitionStatsOf } from '../../table/file-meta.ts'
 import type { SchemaView } from '../../table/schema.ts'
-import { type IndexManifestEntry, CommitConflictError } from '../../types.ts'
+import { CommitConflictError } from '../../errors.ts'
+import { type IndexManifestEntry } from '../../types.ts'
 import type { CompactionOutput } from './output.ts'
 
 /** The commit's identity and what it was built on. */

@@ -8,7 +8,7 @@
 import { type CommitResult, commitUserFor } from '../../commit/committer.ts'
 import { compressionThreadUseful, startCompressionThread } from '../../format/compression-thread.ts'
 import { bucketDirOf, indexFileKey } from '../../handle/bucket-state.ts'
-import { compactsWithLookup } from '../../merge/merge-function.ts'
+import { compactsWithLookup } from '../../merge/engines.ts'
 import { BoundedStore } from '../../store/bounded.ts'
 import { assertWritable } from '../../table/options.ts'
 import { needsBackPressure } from '../universal-compaction.ts'

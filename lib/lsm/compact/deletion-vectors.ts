@@ -5,7 +5,7 @@
 
 import { type DeletionVector, DELETION_VECTORS_INDEX, deletionVectorOf, writeDeletionVectorFiles } from '../../format/deletion-vector.ts'
 import type { IndexReplacement } from '../../commit/committer.ts'
-import type { MergeFunction } from '../../merge/merge-function.ts'
+import type { MergeFunction } from '../../merge/merge-types.ts'
 import { type IndexManifestEntry, type KeyValue, FileKind } from '../../types.ts'
 import type { LevelLookup } from './level-lookup.ts'
 import type { CompactionOutput } from './output.ts'

@@ -13,8 +13,8 @@ import type { ObjectStore } from '../../store/object-store.ts'
 import { type ColumnarSource, type EvolvingTable, type RecordFileReader, openColumnarFile, openRecordFile } from '../../table/evolution.ts'
 import type { SchemaView } from '../../table/schema.ts'
 import type { KeyValue, ManifestEntry, Value } from '../../types.ts'
-import type { LookupFile } from '../columnar-merge.ts'
-import type { LsmFile } from '../universal-compaction.ts'
+import type { LookupFile } from '../columnar/lookup.ts'
+import type { LsmFile } from '../levels.ts'
 import { LevelLookup } from './level-lookup.ts'
 
 /** What opening a bucket's data files needs of a table: where they are, and how older schemas map. */

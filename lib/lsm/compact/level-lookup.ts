@@ -4,7 +4,7 @@ import type { DeletionVector } from '../../format/deletion-vector.ts'
 import { livePositioned } from '../../handle/bucket-state.ts'
 import type { RecordFileReader } from '../../table/evolution.ts'
 import type { KeyValue } from '../../types.ts'
-import type { LsmFile } from '../universal-compaction.ts'
+import type { LsmFile } from '../levels.ts'
 import { startedAhead } from '../../store/bounded.ts'
 
 /**

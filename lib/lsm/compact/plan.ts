@@ -8,12 +8,14 @@ import { type IndexFiles, dvIndexByBucket, loadDeletionVectors } from '../../han
 import { bucketsScope } from '../../manifest/bucket-scope.ts'
 import { bucketIdentifier } from '../../manifest/identifiers.ts'
 import type { ManifestIO } from '../../manifest/manifests.ts'
-import { type MergeEngineConfig, compactsWithLookup } from '../../merge/merge-function.ts'
+import type { MergeEngineConfig } from '../../merge/merge-types.ts'
+import { compactsWithLookup } from '../../merge/engines.ts'
 import { startedAhead } from '../../store/bounded.ts'
 import { decodeKey } from '../../table/file-meta.ts'
 import type { SchemaView } from '../../table/schema.ts'
 import type { IndexManifestEntry, ManifestEntry, Snapshot } from '../../types.ts'
-import { type CompactOptions, type CompactStep, type CompactUnit, type LsmFile, Levels, compactionFileSize, limitInput, pickCompaction, pickFullCompaction, planCompaction, shouldDropDelete } from '../universal-compaction.ts'
+import { type LsmFile, Levels } from '../levels.ts'
+import { type CompactOptions, type CompactStep, type CompactUnit, compactionFileSize, limitInput, pickCompaction, pickFullCompaction, planCompaction, shouldDropDelete } from '../universal-compaction.ts'
 
 /** What reading a bucket needs of a table: its schema, its merge engine, its manifests and index files. */
 export interface BucketSource extends IndexFiles {

@@ -1,10 +1,10 @@
 // What a rewrite step works with: the job's parts (RewriteJob) and one step's (StepRewrite).
 
-import type { MergeEngineConfig, MergeFunction } from '../../merge/merge-function.ts'
+import type { MergeEngineConfig, MergeFunction } from '../../merge/merge-types.ts'
 import type { SchemaView } from '../../table/schema.ts'
 import type { KeyValue } from '../../types.ts'
 import type { MergePathRequest } from '../columnar-merge.ts'
-import type { Levels, LsmFile } from '../universal-compaction.ts'
+import type { Levels, LsmFile } from '../levels.ts'
 import type { BucketInputs } from './inputs.ts'
 import type { CompactionOutput, RollingFiles } from './output.ts'
 

@@ -2,7 +2,7 @@
 // merged by key (merge-reader.ts), each merged record looked up in the older levels where
 // the job keeps deletion vectors or writes changelog, and written.
 
-import { engineTraits } from '../../merge/merge-function.ts'
+import { mergeEngineOf } from '../../merge/engines.ts'
 import { isRetract } from '../../types.ts'
 import { LookupChangelog } from '../lookup-changelog.ts'
 import { mergeSortedRuns } from '../merge-reader.ts'
@@ -19,7 +19,7 @@ export async function rewriteRows(s: StepRewrite, step: Extract<CompactStep, { k
   // the changelog needs the whole old row, not only the fields that decide the merge
   const lookups = s.lookupRuns.map((files) => inputs.levelLookup(files, changelogStep ? undefined : s.lookupColumns, s.fromKey))
   const changelog = s.changelogFiles()
-  const supersede = s.job.lookup ? { mf: s.stepMerge(), seqCmp: s.seqCmp, keepsOneRecord: engineTraits(cfg.engine).keepsOneRecord, output } : null
+  const supersede = s.job.lookup ? { mf: s.stepMerge(), seqCmp: s.seqCmp, keepsOneRecord: mergeEngineOf(cfg.engine).keepsOneRecord, output } : null
   const merging = tracker ? tracker.track(s.stepMerge()) : s.stepMerge()
   for await (const batch of mergeSortedRuns(sources, { keyComparator: s.job.levels.keyComparator, sequenceComparator: s.seqCmp, mergeFunction: merging })) {
     for (const kv of batch) {

@@ -2,8 +2,11 @@
 // unchanged is an upgrade; runs are rewritten by streaming merge, column by column where
 // columnar-merge.ts supports the table (the default), else record by record (rewrite-rows.ts).
 
-import { createLookupMergeFunction, createMergeFunction, engineTraits, sequenceComparator } from '../../merge/merge-function.ts'
-import { type ColumnarEngine, chooseMergePath, mergeColumnarRuns } from '../columnar-merge.ts'
+import { mergeEngineOf } from '../../merge/engines.ts'
+import { sequenceComparator } from '../../merge/sequence-order.ts'
+import { createLookupMergeFunction, createMergeFunction } from '../../merge/merge-function.ts'
+import type { ColumnarEngine } from '../../merge/descriptor.ts'
+import { chooseMergePath, mergeColumnarRuns } from '../columnar-merge.ts'
 import type { CompactStep } from '../universal-compaction.ts'
 import { entryOf } from './inputs.ts'
 import type { RewriteJob, StepRewrite } from './rewrite-job.ts'
@@ -32,7 +35,7 @@ export async function rewriteStep(step: CompactStep, job: RewriteJob): Promise<v
     runs: [...step.runs].reverse(),
     lookupRuns,
     fromKey,
-    lookupColumns: engineTraits(cfg.engine).newerReplacesOlder ? [...cfg.sequenceFields] : undefined,
+    lookupColumns: mergeEngineOf(cfg.engine).lookup.newerReplacesOlder ? [...cfg.sequenceFields] : undefined,
     stepMerge: () => (lookupMerge ? createLookupMergeFunction(cfg) : createMergeFunction(cfg)),
     seqCmp: sequenceComparator(cfg),
     files: output.files(step.outputLevel, stepBytes, job.compressionThread),
