@@ -8,7 +8,7 @@
 
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { tableStatus } from '../lib/cli/status.ts'
+import { tableStatus } from '../lib/maintenance/table-status.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import { Table } from '../lib/handle/table.ts'
 import { startLocalRuntime } from '../local/runtime/local-runtime.ts'

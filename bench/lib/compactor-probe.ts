@@ -13,7 +13,7 @@
 
 import type { Context, SQSEvent } from 'aws-lambda'
 import type { CommitRequest, CommitResult, Committer } from '../../lib/commit/committer.ts'
-import { CommitConflictError } from '../../lib/types.ts'
+import { CommitConflictError } from '../../lib/errors.ts'
 import { compactorFunction } from '../../functions/compactor.ts'
 import { type AddedMetric, FunctionRuntime } from '../../functions/shared/runtime.ts'
 

@@ -27,7 +27,7 @@
 // leaves every message either on the queue or with its outcome readable.
 
 import pLimit from 'p-limit'
-import { StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
 import { type BatchingCommitter, type FoldInput, type FoldOutcome } from './batching-committer.ts'
 import { forwardedBody, forwardsOf, parseCommitMessageBody } from './commit-message.ts'
 import type { CommitQueue, DrainableCommitQueue, QueuedCommitMessage } from './commit-queue.ts'

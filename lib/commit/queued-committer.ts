@@ -13,9 +13,10 @@
 // committer that lands a round therefore pays no request per message for its senders, and a
 // sender learns of its landing as soon as the snapshot exists.
 
-import { CommitConflictError } from '../types.ts'
+import { CommitConflictError } from '../errors.ts'
 import type { ReceiptContext } from './commit-context.ts'
-import { type CommitRequest, type CommitResult, type Committer, CommitFailedError } from './committer.ts'
+import { CommitFailedError } from '../errors.ts'
+import { type CommitRequest, type CommitResult, type Committer } from './committer.ts'
 import { commitMessageOf, encodeCommitMessage } from './commit-message.ts'
 import type { CommitQueue } from './commit-queue.ts'
 import { commitKeyOf } from './landed.ts'

@@ -1,7 +1,7 @@
 // Turns a table location string into an ObjectStore, so the CLI, handlers and tests name
 // storage the same way: a path or file:// URI, s3://bucket/prefix, or memory://name.
 import { fileURLToPath } from 'node:url'
-import { StrataInputError } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
 import { LocalFileStore } from './local-store.ts'
 import { MemoryStore } from './memory-store.ts'
 import type { ObjectStore } from './object-store.ts'
