@@ -75,8 +75,8 @@ import { bucketFunction } from '../lib/format/bucket.ts'
 import { tableStatus } from '../lib/maintenance/table-status.ts'
 import { compactBucket } from '../lib/lsm/compact/compact-bucket.ts'
 import { lookup } from '../lib/read/table-read.ts'
-import { wrapOpenedStores } from '../lib/store/open-store.ts'
 import { S3Store, clientFromEnvironment } from '../lib/store/s3-store.ts'
+import type { ObjectStore } from '../lib/store/object-store.ts'
 import { Table } from '../lib/handle/table.ts'
 import { RowKind } from '../lib/types.ts'
 import type { WriteRecord } from '../lib/write/record-checks.ts'
@@ -338,14 +338,12 @@ async function childMain(argv: string[]): Promise<void> {
     return
   }
   if (job === 'cli-main') {
-    // lib/cli/main.ts builds its S3 store (and client) inside openStore and takes nothing
-    // but its arguments; the trace goes onto the client of every S3 store openStore opens
-    // (its process-wide wrapper list, there for this), so the CLI's code runs unchanged
+    // the trace goes onto the client of every S3 store the CLI opens (its wrapStore seam)
     const trace = new RequestTrace()
-    wrapOpenedStores((store) => {
+    const wrapStore = (store: ObjectStore) => {
       if (store instanceof S3Store) trace.attach(store.client)
       return store
-    })
+    }
     const { main } = await import('../lib/cli/main.ts')
     const write = process.stdout.write.bind(process.stdout)
     let printed = ''
@@ -355,7 +353,7 @@ async function childMain(argv: string[]): Promise<void> {
     }) as typeof process.stdout.write
     const t0 = performance.now()
     const cpu0 = process.cpuUsage()
-    const code = await main(['write', `s3://${S3_BUCKET}/${prefix}`, argv[2]])
+    const code = await main(['write', `s3://${S3_BUCKET}/${prefix}`, argv[2]], { wrapStore })
     const wallMs = performance.now() - t0
     const cpu = process.cpuUsage(cpu0)
     process.stdout.write = write

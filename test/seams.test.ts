@@ -1,6 +1,6 @@
 // The seams probes, counters and faults go through instead of patching classes: store
-// wrappers at the store port (ObservedStore, CountingStore), the wrappers openStore puts
-// around every store it opens (wrapOpenedStores, for the CLI), and the seams a function's
+// wrappers at the store port (ObservedStore, CountingStore), the wrapper the CLI's entry
+// point puts around every store it opens (CliSeams), and the seams a function's
 // runtime is built with (functions/shared/runtime.ts RuntimeSeams: around its stores, its
 // tables' committers, the committer function's fold and drained queue, and an observer of
 // its metrics).
@@ -16,16 +16,13 @@ import { FaultyStore } from '../lib/store/faulty-store.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { CountingStore, ObservedStore, type StoreOutcome, type StoreRequest } from '../lib/store/observed-store.ts'
 import type { ObjectStore } from '../lib/store/object-store.ts'
-import { openStore, wrapOpenedStores } from '../lib/store/open-store.ts'
+import { openStore } from '../lib/store/open-store.ts'
+import { main } from '../lib/cli/main.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { writeMessage } from './helpers/commit.ts'
 import { sqsEvent, sqsRecord } from './helpers/lambda.ts'
 import { schemaFor } from './helpers/model.ts'
 
-const removals: (() => void)[] = []
-afterEach(() => {
-  for (const remove of removals.splice(0)) remove()
-})
 
 const bytes = (s: string) => new TextEncoder().encode(s)
 
@@ -74,31 +71,23 @@ describe('store wrappers at the store port', () => {
     expect(seen).toEqual(['before put k', 'after put k ok', 'before get k', 'after get k ok', 'before put refused', 'before getRange nothing', 'after getRange nothing failed'])
   })
 
-  it('openStore puts every wrapper added around the stores it opens, the last one outermost, until removed', async () => {
-    const order: string[] = []
-    const tag = (name: string) => (s: ObjectStore) =>
-      new ObservedStore(s, { before: () => void order.push(name) })
-    removals.push(wrapOpenedStores(tag('inner')))
-    const removeOuter = wrapOpenedStores(tag('outer'))
-    removals.push(removeOuter)
-    await openStore('memory://seams-test').put('k', bytes('v'))
-    expect(order).toEqual(['outer', 'inner'])
-    removeOuter()
-    order.length = 0
-    expect(await openStore('memory://seams-test').get('k')).not.toBeNull()
-    expect(order).toEqual(['inner'])
-  })
-
-  it('a Table opened by URI sees its store through the wrapper: a counting store counts its requests', async () => {
-    await Table.create(openStore('memory://seams-table'), schemaFor('deduplicate', { bucket: '2' }))
+  it('the CLI opens every table through the wrapper it is given: a counting store counts its requests', async () => {
+    await Table.create(openStore('memory://seams-cli'), schemaFor('deduplicate', { bucket: '2' }))
     const counters: CountingStore[] = []
-    removals.push(wrapOpenedStores((s) => {
+    const wrapStore = (s: ObjectStore) => {
       const c = new CountingStore(s)
       counters.push(c)
       return c
-    }))
-    const table = await Table.open('memory://seams-table')
-    expect(table.store).toBe(counters[0])
+    }
+    const write = process.stdout.write
+    process.stdout.write = (() => true) as typeof process.stdout.write
+    try {
+      expect(await main(['status', 'memory://seams-cli'], { wrapStore })).toBe(0)
+      expect(await main(['status', 'memory://seams-cli'])).toBe(0)
+    } finally {
+      process.stdout.write = write
+    }
+    expect(counters).toHaveLength(1)
     expect(counters[0].total).toBeGreaterThan(0)
   })
 })

@@ -21,6 +21,8 @@ import { errorKind, type ErrorKind, NotFoundError, StrataInputError } from '../e
 import { ROW_KIND_SHORT, type Row } from '../types.ts'
 import { jsonRecordReader } from '../write/json-record-reader.ts'
 import { BatchWriter, type WriteResult } from '../write/table-write.ts'
+import { openStore } from '../store/open-store.ts'
+import type { ObjectStore } from '../store/object-store.ts'
 import { Progress } from './progress.ts'
 import { OutputError, RowOutput, quietOnClosedPipe } from './row-output.ts'
 
@@ -223,7 +225,17 @@ function parseOrphanAge(v: string): number {
   return checkOrphanAge(ms, `--older-than ${JSON.stringify(v)}`)
 }
 
-export function buildProgram(): Command {
+/** What a caller of the CLI in-process may hand it: a wrapper around every store a command opens (a trace, a fault). */
+export interface CliSeams {
+  wrapStore?: (store: ObjectStore) => ObjectStore
+}
+
+/** The store a command opens for a table URI: the URI itself, or the opened store wrapped. */
+type StoreAt = (uri: string) => ObjectStore | string
+
+export function buildProgram(seams: CliSeams = {}): Command {
+  const wrap = seams.wrapStore
+  const at: StoreAt = wrap ? (uri) => wrap(openStore(uri)) : (uri) => uri
   const program = new Command()
   program
     .name('strata')
@@ -232,21 +244,21 @@ export function buildProgram(): Command {
     .configureOutput({ writeErr: (s) => process.stderr.write(s) })
     .exitOverride()
   // in this order in the help
-  addDataCommands(program)
-  addUpkeepCommands(program)
-  addConsumerCommands(program)
-  addTagCommands(program)
+  addDataCommands(program, at)
+  addUpkeepCommands(program, at)
+  addConsumerCommands(program, at)
+  addTagCommands(program, at)
   return program
 }
 
 /** create, write, read, lookup: a table's data in and out. */
-function addDataCommands(program: Command): void {
+function addDataCommands(program: Command, at: StoreAt): void {
   program
     .command('create <table>')
     .description('create a table from a schema JSON file')
     .requiredOption('--schema <file>', 'schema JSON: {"fields":[{"name","type"}],"primaryKeys":[],"partitionKeys":[],"options":{}}')
     .action(async (uri: string, o: { schema: string }) => {
-      const table = await Table.create(uri, await readSchemaFile(o.schema))
+      const table = await Table.create(at(uri), await readSchemaFile(o.schema))
       out(`created ${table.uri} (schema 0, ${table.view.fields.length} fields, ${table.view.options.bucket} buckets)`)
     })
 
@@ -254,7 +266,7 @@ function addDataCommands(program: Command): void {
     .command('write <table> [file]')
     .description('write JSON lines (a file or - for stdin) as one commit; prints the snapshot id')
     .action(async (uri: string, file: string | undefined) => {
-      const table = await Table.open(uri)
+      const table = await Table.open(at(uri))
       const progress = new Progress()
       const res = await writeInput(table, file, progress)
       progress.done()
@@ -273,7 +285,7 @@ function addDataCommands(program: Command): void {
     .option('--to-snapshot <id>', 'incremental read: up to this snapshot (inclusive); default the latest')
     .option('--mode <mode>', 'incremental read: auto (changelog when the table has a changelog producer, else delta), delta or changelog')
     .option('--consumer-id <id>', "incremental read from the consumer's next snapshot (--from-snapshot the first time); once stdout has taken every row, records its progress in consumer/consumer-<id>")
-    .action(readCommand)
+    .action((uri: string, o: ReadCommandOptions) => readCommand(at, uri, o))
 
   program
     .command('lookup <table>')
@@ -286,7 +298,7 @@ function addDataCommands(program: Command): void {
       const key = parseJsonOption('--key', o.key)
       const snapshotId = parseSnapshotOption(o.snapshot)
       const tag = parseTagOption(o.tag, snapshotId)
-      const table = await Table.open(uri)
+      const table = await Table.open(at(uri))
       const row = await lookup(table, key, { snapshotId, tag })
       const fields = table.view.fields
       if (!row) {
@@ -334,9 +346,9 @@ function parseReadOptions(o: ReadCommandOptions) {
   return { snapshotId, tag, incremental, filter, fromSnapshot, toSnapshot }
 }
 
-async function readCommand(uri: string, o: ReadCommandOptions): Promise<void> {
+async function readCommand(at: StoreAt, uri: string, o: ReadCommandOptions): Promise<void> {
   const { snapshotId, tag, incremental, filter, fromSnapshot, toSnapshot } = parseReadOptions(o)
-  const table = await Table.open(uri)
+  const table = await Table.open(at(uri))
   const columns = parseColumns(table, o.columns) ?? table.view.fields.map((f) => f.name)
   const fields = columns.map((c) => table.view.fields[table.view.fieldIndex.get(c)!])
   const indexes = fields.map((_, j) => j)
@@ -399,13 +411,13 @@ async function readChanges(
 }
 
 /** status, compact, expire, alter: a table's shape and upkeep. */
-function addUpkeepCommands(program: Command): void {
+function addUpkeepCommands(program: Command, at: StoreAt): void {
   program
     .command('status <table>')
     .description('latest snapshot and, per partition and bucket, files per level and row counts')
     .option('--json', 'machine-readable output')
     .action(async (uri: string, o: { json?: boolean }) => {
-      const table = await Table.open(uri)
+      const table = await Table.open(at(uri))
       const status = await tableStatus(table)
       if (o.json) out(JSON.stringify(status))
       else out(formatStatus(status))
@@ -418,7 +430,7 @@ function addUpkeepCommands(program: Command): void {
     .option('--bucket <n>', 'only this bucket')
     .option('--full', 'full compaction into the highest level')
     .option('--json', 'one JSON line per compaction job')
-    .action(compactCommand)
+    .action((uri: string, o: CompactCommandOptions) => compactCommand(at, uri, o))
 
   program
     .command('expire <table>')
@@ -429,7 +441,7 @@ function addUpkeepCommands(program: Command): void {
       // every option is checked before expiration deletes anything
       if (o.olderThan !== undefined && !o.removeOrphans) throw new StrataInputError(`--older-than ${JSON.stringify(o.olderThan)}: applies only with --remove-orphans`)
       const olderThanMs = o.olderThan === undefined ? DEFAULT_ORPHAN_OLDER_THAN_MS : parseOrphanAge(o.olderThan)
-      const table = await Table.open(uri)
+      const table = await Table.open(at(uri))
       const r = await expireSnapshots(table)
       out(r.expired.length ? `expired snapshots ${r.expired[0]}..${r.expired[r.expired.length - 1]} (${r.deletedFiles} files deleted); retained ${r.earliest}..${r.latest}` : `nothing to expire; retained ${r.earliest}..${r.latest}`)
       if (o.removeOrphans) {
@@ -452,13 +464,20 @@ function addUpkeepCommands(program: Command): void {
       const { alterChanges, describeSchemaChange } = await import('./alter.ts')
       const { alterTable } = await import('../handle/alter.ts')
       const changes = alterChanges(change, args, o)
-      const table = await alterTable(uri, changes)
+      const table = await alterTable(at(uri), changes)
       out(`schema ${table.schema.id}: ${describeSchemaChange(table.schema)}`)
     })
 }
 
-async function compactCommand(uri: string, o: { partition?: string; bucket?: string; full?: boolean; json?: boolean }): Promise<void> {
-  const table = await Table.open(uri)
+interface CompactCommandOptions {
+  partition?: string
+  bucket?: string
+  full?: boolean
+  json?: boolean
+}
+
+async function compactCommand(at: StoreAt, uri: string, o: CompactCommandOptions): Promise<void> {
+  const table = await Table.open(at(uri))
   const { compactTable, parsePartitionSpec } = await import('../lsm/compact-table.ts')
   let bucket: number | undefined
   if (o.bucket !== undefined) {
@@ -488,14 +507,14 @@ async function compactCommand(uri: string, o: { partition?: string; bucket?: str
 }
 
 /** consumer list, consumer delete. */
-function addConsumerCommands(program: Command): void {
+function addConsumerCommands(program: Command, at: StoreAt): void {
   const consumer = program.command('consumer').description("consumer ids: the progress of `read --consumer-id`, kept by expiration (Paimon's consumer files)")
   consumer
     .command('list <table>')
     .description('the consumers: id, next snapshot, last update')
     .option('--json', 'one JSON object per consumer')
     .action(async (uri: string, o: { json?: boolean }) => {
-      const table = await Table.open(uri)
+      const table = await Table.open(at(uri))
       const all = await listConsumers(table)
       if (!o.json) out(['id', 'nextSnapshot', 'updated'].join('\t'))
       for (const c of all) {
@@ -508,7 +527,7 @@ function addConsumerCommands(program: Command): void {
     .description('delete a consumer, so expiration no longer keeps snapshots for it')
     .action(async (uri: string, id: string) => {
       checkConsumerId(id, 'consumer id')
-      const table = await Table.open(uri)
+      const table = await Table.open(at(uri))
       // the file's presence, not its content: a garbled consumer file can be deleted too
       if ((await table.store.head(consumerKey(id))) === null) {
         throw new NotFoundError(`consumer id ${JSON.stringify(id)}: no such consumer in ${table.uri} (consumers: ${(await listConsumers(table)).map((c) => c.id).join(', ') || 'none'})`)
@@ -519,7 +538,7 @@ function addConsumerCommands(program: Command): void {
 }
 
 /** tag create, tag delete, tag list. */
-function addTagCommands(program: Command): void {
+function addTagCommands(program: Command, at: StoreAt): void {
   const tag = program.command('tag').description("tags: names that pin a snapshot, kept by expiration and orphan cleanup (Paimon's tag files)")
   tag
     .command('create <table> <name>')
@@ -528,7 +547,7 @@ function addTagCommands(program: Command): void {
     .action(async (uri: string, name: string, o: { snapshot?: string }) => {
       checkTagName(name)
       const snapshotId = parseSnapshotOption(o.snapshot)
-      const table = await Table.open(uri)
+      const table = await Table.open(at(uri))
       const r = await createTag(table, name, { snapshotId })
       out(`tagged snapshot ${r.snapshotId} as ${JSON.stringify(r.name)}`)
     })
@@ -537,7 +556,7 @@ function addTagCommands(program: Command): void {
     .description('delete a tag, and the files only it kept')
     .action(async (uri: string, name: string) => {
       checkTagName(name)
-      const table = await Table.open(uri)
+      const table = await Table.open(at(uri))
       const r = await deleteTag(table, name)
       out(`deleted tag ${JSON.stringify(r.name)} of snapshot ${r.snapshotId} (${r.deletedFiles} files only it kept deleted)`)
     })
@@ -546,7 +565,7 @@ function addTagCommands(program: Command): void {
     .description('list the tags: name, snapshot id, snapshot time, rows, and when Paimon set them the tag time and retention')
     .option('--json', 'one JSON object per tag')
     .action(async (uri: string, o: { json?: boolean }) => {
-      const table = await Table.open(uri)
+      const table = await Table.open(at(uri))
       const tags = await listTags(table)
       if (!o.json) out(['name', 'snapshot', 'snapshotTime', 'rows', 'tagCreateTime', 'tagTimeRetained'].join('\t'))
       for (const t of tags) {
@@ -605,8 +624,8 @@ export function exitOf(e: unknown): { code: number; message: string | null } {
   return { code: EXIT_CODES[errorKind(e)], message: msg.split('\n')[0] }
 }
 
-export async function main(argv: string[]): Promise<number> {
-  const program = buildProgram()
+export async function main(argv: string[], seams: CliSeams = {}): Promise<number> {
+  const program = buildProgram(seams)
   // actions report a soft failure (a lookup that finds nothing) through process.exitCode;
   // isolate it so in-process callers (the demo, tests) get one call's code each
   const outer = process.exitCode

@@ -12,29 +12,7 @@ const ACCEPTED = "a file system path, 'file:///abs/path', 's3://bucket[/prefix]'
 /** memory:// stores by name, so two openStore calls in one process see the same objects. */
 const memoryStores = new Map<string, MemoryStore>()
 
-/**
- * Wrappers every store openStore opens goes through, in the order they were added (the last
- * one outermost), for a process that runs code which opens its stores by URI and takes no
- * wrapper itself: the CLI's entry point (lib/cli/main.ts `main`, argv only), whose requests a
- * benchmark traces. Empty in the functions and the CLI; the functions take their wrappers as
- * seams of their runtime instead (functions/shared/runtime.ts).
- */
-const storeWrappers: ((store: ObjectStore) => ObjectStore)[] = []
-
-/** Adds a wrapper for the stores openStore opens from now on; returns what removes it. */
-export function wrapOpenedStores(wrap: (store: ObjectStore) => ObjectStore): () => void {
-  storeWrappers.push(wrap)
-  return () => {
-    const i = storeWrappers.indexOf(wrap)
-    if (i >= 0) storeWrappers.splice(i, 1)
-  }
-}
-
 export function openStore(uri: string): ObjectStore {
-  return storeWrappers.reduce((store, wrap) => wrap(store), openUnwrapped(uri))
-}
-
-function openUnwrapped(uri: string): ObjectStore {
   if (typeof uri !== 'string' || uri.trim() === '') {
     throw new StrataInputError(`store URI '${String(uri)}' is empty: expected ${ACCEPTED}`)
   }
