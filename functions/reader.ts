@@ -25,24 +25,19 @@ import { changesPage } from '../lib/read/change-pages.ts'
 import { lookupRow } from '../lib/read/lookup-row.ts'
 import { type PageLimits, type ReadOutcome, RowTooLargeError } from '../lib/read/page-rows.ts'
 import { ReadGoneError } from '../lib/read/read-pins.ts'
-import { type ReaderRequest, describeValue, parseReaderRequest as parseRequest } from '../lib/read/read-request.ts'
+import { type ReaderRequest, describeValue, parseJsonObject, parseReaderRequest as parseRequest } from '../lib/read/read-request.ts'
 import { scanPage } from '../lib/read/scan-pages.ts'
 import { errorKind, StrataInputError } from '../lib/errors.ts'
 import { ConfigError } from './shared/config.ts'
-import { parseJsonObject } from '../lib/read/read-request.ts'
 import { HttpError, type HttpResponse, errorResponse, isFunctionUrlEvent, jsonResponse, requestOf } from './shared/http.ts'
 import { MAX_RESPONSE_BYTES, ResponseTooLargeError, bytesInBody, responseBytes } from './shared/response-size.ts'
 import { logger, newMetrics, resolveTable, runtimeConfig } from './shared/runtime.ts'
-
 
 const metrics = newMetrics('reader')
 
 const INSTEAD = 'request fewer columns (columns), or read it with the library or the CLI (strata read, strata lookup), which have no response limit'
 
-/**
- * Validates a request (lib/read/read-request.ts): `limit` at most STRATA_MAX_RESULT_ROWS
- * unless `maxRows` says otherwise.
- */
+/** Validates a request (lib/read/read-request.ts): `limit` at most STRATA_MAX_RESULT_ROWS unless `maxRows` says otherwise. */
 export function parseReaderRequest(fields: Record<string, unknown>, { fromQuery = false, maxRows = runtimeConfig().maxResultRows } = {}): ReaderRequest {
   return parseRequest(fields, { fromQuery, maxRows })
 }
