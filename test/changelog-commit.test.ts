@@ -17,7 +17,7 @@ import { changelogEntries, changelogRecords } from '../lib/read/changelog.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { Table } from '../lib/handle/table.ts'
-import { StrataInputError } from '../lib/errors.ts'
+import { RefusedError, StrataInputError } from '../lib/errors.ts'
 import { ROW_KIND_SHORT } from '../lib/types.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 import { compactionMessage, writeMessage } from './helpers/commit.ts'
@@ -143,8 +143,9 @@ describe('changelog and maintenance', () => {
   })
 
   it('refuses full-compaction and decoupled changelog retention at create, naming the option, the value and what is supported', async () => {
+    // refused by design (a StrataInputError too: docs/design.md "Errors")
     await expect(newTable({ 'changelog-producer': 'full-compaction' })).rejects.toThrow(
-      new StrataInputError(`option 'changelog-producer': value "full-compaction" is not supported by Strata; expected none, input or lookup (lookup gives the same -U/+U, +I, -D changelog from each compaction of level 0)`),
+      new RefusedError(`option 'changelog-producer': value "full-compaction" is not supported by Strata; expected none, input or lookup (lookup gives the same -U/+U, +I, -D changelog from each compaction of level 0)`),
     )
     // Paimon's SchemaValidation: first-row produces only the lookup changelog
     const s = schemaFor('first-row') as { options: Record<string, string> }
