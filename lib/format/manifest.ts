@@ -30,6 +30,9 @@ export const INDEX_MANIFEST_ENTRY_VERSION = 1
 
 const nullable = (type: unknown) => ({ type: ['null', type], default: null })
 
+/** A top-level record schema as Paimon's Java writer names it. */
+const javaRecord = <F>(fields: F[]) => ({ type: 'record', name: 'record', namespace: NAMESPACE, fields })
+
 function simpleStatsRecord(name: string) {
   return {
     type: 'record',
@@ -43,124 +46,109 @@ function simpleStatsRecord(name: string) {
 }
 
 /** Java's writer schema for manifest-list records. */
-export const MANIFEST_FILE_META_SCHEMA = {
-  type: 'record',
-  name: 'record',
-  namespace: NAMESPACE,
-  fields: [
-    { name: '_VERSION', type: 'int' },
-    { name: '_FILE_NAME', type: 'string' },
-    { name: '_FILE_SIZE', type: 'long' },
-    { name: '_NUM_ADDED_FILES', type: 'long' },
-    { name: '_NUM_DELETED_FILES', type: 'long' },
-    { name: '_PARTITION_STATS', type: simpleStatsRecord('record__PARTITION_STATS') },
-    { name: '_SCHEMA_ID', type: 'long' },
-    { name: '_MIN_BUCKET', ...nullable('int') },
-    { name: '_MAX_BUCKET', ...nullable('int') },
-    { name: '_MIN_LEVEL', ...nullable('int') },
-    { name: '_MAX_LEVEL', ...nullable('int') },
-    { name: '_MIN_ROW_ID', ...nullable('long') },
-    { name: '_MAX_ROW_ID', ...nullable('long') },
-  ],
-}
+export const MANIFEST_FILE_META_SCHEMA = javaRecord([
+  { name: '_VERSION', type: 'int' },
+  { name: '_FILE_NAME', type: 'string' },
+  { name: '_FILE_SIZE', type: 'long' },
+  { name: '_NUM_ADDED_FILES', type: 'long' },
+  { name: '_NUM_DELETED_FILES', type: 'long' },
+  { name: '_PARTITION_STATS', type: simpleStatsRecord('record__PARTITION_STATS') },
+  { name: '_SCHEMA_ID', type: 'long' },
+  { name: '_MIN_BUCKET', ...nullable('int') },
+  { name: '_MAX_BUCKET', ...nullable('int') },
+  { name: '_MIN_LEVEL', ...nullable('int') },
+  { name: '_MAX_LEVEL', ...nullable('int') },
+  { name: '_MIN_ROW_ID', ...nullable('long') },
+  { name: '_MAX_ROW_ID', ...nullable('long') },
+])
 
 const stringArray = { type: 'array', items: 'string' }
 
 /** Java's writer schema for manifest records. */
-export const MANIFEST_ENTRY_SCHEMA = {
-  type: 'record',
-  name: 'record',
-  namespace: NAMESPACE,
-  fields: [
-    { name: '_VERSION', type: 'int' },
-    { name: '_KIND', type: 'int' },
-    { name: '_PARTITION', type: 'bytes' },
-    { name: '_BUCKET', type: 'int' },
-    { name: '_TOTAL_BUCKETS', type: 'int' },
-    {
-      name: '_FILE',
-      type: {
-        type: 'record',
-        name: 'record__FILE',
-        fields: [
-          { name: '_FILE_NAME', type: 'string' },
-          { name: '_FILE_SIZE', type: 'long' },
-          { name: '_ROW_COUNT', type: 'long' },
-          { name: '_MIN_KEY', type: 'bytes' },
-          { name: '_MAX_KEY', type: 'bytes' },
-          { name: '_KEY_STATS', type: simpleStatsRecord('record__FILE__KEY_STATS') },
-          { name: '_VALUE_STATS', type: simpleStatsRecord('record__FILE__VALUE_STATS') },
-          { name: '_MIN_SEQUENCE_NUMBER', type: 'long' },
-          { name: '_MAX_SEQUENCE_NUMBER', type: 'long' },
-          { name: '_SCHEMA_ID', type: 'long' },
-          { name: '_LEVEL', type: 'int' },
-          { name: '_EXTRA_FILES', type: stringArray },
-          { name: '_CREATION_TIME', ...nullable({ type: 'long', logicalType: 'timestamp-millis' }) },
-          { name: '_DELETE_ROW_COUNT', ...nullable('long') },
-          { name: '_EMBEDDED_FILE_INDEX', ...nullable('bytes') },
-          { name: '_FILE_SOURCE', ...nullable('int') },
-          { name: '_VALUE_STATS_COLS', ...nullable(stringArray) },
-          { name: '_EXTERNAL_PATH', ...nullable('string') },
-          { name: '_FIRST_ROW_ID', ...nullable('long') },
-          { name: '_WRITE_COLS', ...nullable(stringArray) },
-          { name: '_WRITE_COLS_SEQUENCES', ...nullable({ type: 'array', items: 'long' }) },
-        ],
-      },
+export const MANIFEST_ENTRY_SCHEMA = javaRecord([
+  { name: '_VERSION', type: 'int' },
+  { name: '_KIND', type: 'int' },
+  { name: '_PARTITION', type: 'bytes' },
+  { name: '_BUCKET', type: 'int' },
+  { name: '_TOTAL_BUCKETS', type: 'int' },
+  {
+    name: '_FILE',
+    type: {
+      type: 'record',
+      name: 'record__FILE',
+      fields: [
+        { name: '_FILE_NAME', type: 'string' },
+        { name: '_FILE_SIZE', type: 'long' },
+        { name: '_ROW_COUNT', type: 'long' },
+        { name: '_MIN_KEY', type: 'bytes' },
+        { name: '_MAX_KEY', type: 'bytes' },
+        { name: '_KEY_STATS', type: simpleStatsRecord('record__FILE__KEY_STATS') },
+        { name: '_VALUE_STATS', type: simpleStatsRecord('record__FILE__VALUE_STATS') },
+        { name: '_MIN_SEQUENCE_NUMBER', type: 'long' },
+        { name: '_MAX_SEQUENCE_NUMBER', type: 'long' },
+        { name: '_SCHEMA_ID', type: 'long' },
+        { name: '_LEVEL', type: 'int' },
+        { name: '_EXTRA_FILES', type: stringArray },
+        { name: '_CREATION_TIME', ...nullable({ type: 'long', logicalType: 'timestamp-millis' }) },
+        { name: '_DELETE_ROW_COUNT', ...nullable('long') },
+        { name: '_EMBEDDED_FILE_INDEX', ...nullable('bytes') },
+        { name: '_FILE_SOURCE', ...nullable('int') },
+        { name: '_VALUE_STATS_COLS', ...nullable(stringArray) },
+        { name: '_EXTERNAL_PATH', ...nullable('string') },
+        { name: '_FIRST_ROW_ID', ...nullable('long') },
+        { name: '_WRITE_COLS', ...nullable(stringArray) },
+        { name: '_WRITE_COLS_SEQUENCES', ...nullable({ type: 'array', items: 'long' }) },
+      ],
     },
-  ],
-}
+  },
+])
 
 /** Java's writer schema for index-manifest records. */
-export const INDEX_MANIFEST_ENTRY_SCHEMA = {
-  type: 'record',
-  name: 'record',
-  namespace: NAMESPACE,
-  fields: [
-    { name: '_VERSION', type: 'int' },
-    { name: '_KIND', type: 'int' },
-    { name: '_PARTITION', type: 'bytes' },
-    { name: '_BUCKET', type: 'int' },
-    { name: '_INDEX_TYPE', type: 'string' },
-    { name: '_FILE_NAME', type: 'string' },
-    { name: '_FILE_SIZE', type: 'long' },
-    { name: '_ROW_COUNT', type: 'long' },
-    {
-      name: '_DELETIONS_VECTORS_RANGES',
-      ...nullable({
-        type: 'array',
-        items: [
-          'null',
-          {
-            type: 'record',
-            name: 'record__DELETIONS_VECTORS_RANGES',
-            fields: [
-              { name: 'f0', type: 'string' },
-              { name: 'f1', type: 'int' },
-              { name: 'f2', type: 'int' },
-              { name: '_CARDINALITY', ...nullable('long') },
-            ],
-          },
-        ],
-      }),
-    },
-    { name: '_EXTERNAL_PATH', ...nullable('string') },
-    {
-      name: '_GLOBAL_INDEX',
-      ...nullable({
-        type: 'record',
-        name: 'record__GLOBAL_INDEX',
-        fields: [
-          { name: '_ROW_RANGE_START', type: 'long' },
-          { name: '_ROW_RANGE_END', type: 'long' },
-          { name: '_INDEX_FIELD_ID', type: 'int' },
-          { name: '_EXTRA_FIELD_IDS', ...nullable({ type: 'array', items: 'int' }) },
-          { name: '_INDEX_META', ...nullable('bytes') },
-          { name: '_SOURCE_META', ...nullable('bytes') },
-        ],
-      }),
-    },
-  ],
-}
+export const INDEX_MANIFEST_ENTRY_SCHEMA = javaRecord([
+  { name: '_VERSION', type: 'int' },
+  { name: '_KIND', type: 'int' },
+  { name: '_PARTITION', type: 'bytes' },
+  { name: '_BUCKET', type: 'int' },
+  { name: '_INDEX_TYPE', type: 'string' },
+  { name: '_FILE_NAME', type: 'string' },
+  { name: '_FILE_SIZE', type: 'long' },
+  { name: '_ROW_COUNT', type: 'long' },
+  {
+    name: '_DELETIONS_VECTORS_RANGES',
+    ...nullable({
+      type: 'array',
+      items: [
+        'null',
+        {
+          type: 'record',
+          name: 'record__DELETIONS_VECTORS_RANGES',
+          fields: [
+            { name: 'f0', type: 'string' },
+            { name: 'f1', type: 'int' },
+            { name: 'f2', type: 'int' },
+            { name: '_CARDINALITY', ...nullable('long') },
+          ],
+        },
+      ],
+    }),
+  },
+  { name: '_EXTERNAL_PATH', ...nullable('string') },
+  {
+    name: '_GLOBAL_INDEX',
+    ...nullable({
+      type: 'record',
+      name: 'record__GLOBAL_INDEX',
+      fields: [
+        { name: '_ROW_RANGE_START', type: 'long' },
+        { name: '_ROW_RANGE_END', type: 'long' },
+        { name: '_INDEX_FIELD_ID', type: 'int' },
+        { name: '_EXTRA_FIELD_IDS', ...nullable({ type: 'array', items: 'int' }) },
+        { name: '_INDEX_META', ...nullable('bytes') },
+        { name: '_SOURCE_META', ...nullable('bytes') },
+      ],
+    }),
+  },
+])
 
 // ---- manifest (ManifestEntry) ----
 
