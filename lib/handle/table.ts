@@ -9,6 +9,7 @@ import type { DataFileFooter, FooterCache } from '../format/data-file-reader.ts'
 import type { MergeEngineConfig } from '../merge/merge-types.ts'
 import { parseMergeEngineConfig } from '../merge/merge-config.ts'
 import { openStore } from '../store/open-store.ts'
+import type { TableRoot } from './bucket-state.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import { AlreadyExistsError, inputErrorLike, NotFoundError, StaleSchemaError, StrataInputError } from '../errors.ts'
 import type { TableSchema } from '../types.ts'
@@ -38,9 +39,8 @@ export interface TableOpenOptions {
 export const DEFAULT_FOOTER_CACHE_BYTES = 16 * 1024 * 1024
 
 /** What reads and writes a table's own small files (tags, consumers) use: its store, and its URI for messages. */
-export interface TableStore {
+export interface TableStore extends TableRoot {
   readonly store: ObjectStore
-  readonly uri: string
 }
 
 export class Table implements TableStore {
