@@ -228,6 +228,8 @@ function parseOrphanAge(v: string): number {
 /** What a caller of the CLI in-process may hand it: a wrapper around every store a command opens (a trace, a fault). */
 export interface CliSeams {
   wrapStore?: (store: ObjectStore) => ObjectStore
+  /** adds commands that live outside lib/ (the bin's `local`), called last with the program */
+  extend?: (program: Command) => void
 }
 
 /** The store a command opens for a table URI: the URI itself, or the opened store wrapped. */
@@ -248,6 +250,7 @@ export function buildProgram(seams: CliSeams = {}): Command {
   addUpkeepCommands(program, at)
   addConsumerCommands(program, at)
   addTagCommands(program, at)
+  seams.extend?.(program)
   return program
 }
 
