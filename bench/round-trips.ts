@@ -102,7 +102,7 @@ const BACKLOG = 48
 /** writer commits measured in a row at each checkpoint and latency (the median is reported) */
 const WRITER_REPEATS = 3
 const S3_BUCKET = 'round-trips'
-const BIN = join(import.meta.dirname, '..', 'bin', 'strata.js')
+const BIN = join(import.meta.dirname, '..', 'bin', 'strata.ts')
 const MARKERS = { begin: '<!-- round-trips:begin -->', end: '<!-- round-trips:end -->' }
 
 /** The round-trip targets of docs/benchmarks.md "S3 round trips per job", at 20 ms. */
@@ -660,7 +660,7 @@ async function cliCheck(backend: LatencyBackend, t: BenchTable, dir: string, run
     // alternating, so a drift of the machine's load hits both alike
     for (const x of inputs) {
       const t0 = performance.now()
-      await run(process.execPath, [BIN, 'write', `s3://${S3_BUCKET}/${t.prefix}`, x.file], { env: backend.env() })
+      await run(process.execPath, ['--import', 'tsx', BIN, 'write', `s3://${S3_BUCKET}/${t.prefix}`, x.file], { env: backend.env() })
       const s = (performance.now() - t0) / 1000
       processSeconds.get(x.kind)!.push(s)
       const main = await runChild<CliMainReport>(import.meta.filename, ['cli-main', t.prefix, x.file], { env: backend.env() })

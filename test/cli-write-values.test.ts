@@ -11,10 +11,10 @@ import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 const run = promisify(execFile)
-const BIN = join(import.meta.dirname, '..', 'bin', 'strata.js')
+const BIN = join(import.meta.dirname, '..', 'bin', 'strata.ts')
 
 async function strata(args: string[], input: string): Promise<{ code: number; stderr: string }> {
-  const child = run(process.execPath, [BIN, ...args], { encoding: 'utf8' })
+  const child = run(process.execPath, ['--import', 'tsx', BIN, ...args], { encoding: 'utf8' })
   child.child.stdin!.end(input)
   try {
     const { stderr } = await child
@@ -49,7 +49,7 @@ beforeAll(async () => {
       partitionKeys: ['dt'],
     }),
   )
-  expect((await run(process.execPath, [BIN, 'create', table, '--schema', schema])).stdout).toMatch(/^created /)
+  expect((await run(process.execPath, ['--import', 'tsx', BIN, 'create', table, '--schema', schema])).stdout).toMatch(/^created /)
 }, 60_000)
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 

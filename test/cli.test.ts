@@ -10,7 +10,7 @@ import { fileTree } from './helpers/file-tree.ts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 const run = promisify(execFile)
-const BIN = join(import.meta.dirname, '..', 'bin', 'strata.js')
+const BIN = join(import.meta.dirname, '..', 'bin', 'strata.ts')
 
 interface Result {
   code: number
@@ -19,7 +19,7 @@ interface Result {
 }
 
 async function strata(args: string[], input?: string): Promise<Result> {
-  const child = run(process.execPath, [BIN, ...args], { encoding: 'utf8' })
+  const child = run(process.execPath, ['--import', 'tsx', BIN, ...args], { encoding: 'utf8' })
   if (input !== undefined) {
     child.child.stdin!.end(input)
   } else child.child.stdin!.end()
@@ -223,7 +223,7 @@ describe('bad input: a clear reason, a non-zero exit, the table unchanged', () =
     const rows = Array.from({ length: 20_000 }, (_, i) => ({ dt: '2024-05-01', id: i, name: `n${i}` }))
     expect((await strata(['write', big, '-'], lines(...rows))).code).toBe(0)
     const { spawn } = await import('node:child_process')
-    const child = spawn(process.execPath, [BIN, 'read', big, '--json'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, ['--import', 'tsx', BIN, 'read', big, '--json'], { stdio: ['ignore', 'pipe', 'pipe'] })
     let stderr = ''
     child.stderr.on('data', (d) => (stderr += d))
     // the first chunk arrives, then the reader goes away, as `head` does

@@ -12,13 +12,13 @@ import { promisify } from 'node:util'
 import { afterAll, describe, expect, it } from 'vitest'
 
 const run = promisify(execFile)
-const BIN = join(import.meta.dirname, '..', 'bin', 'strata.js')
+const BIN = join(import.meta.dirname, '..', 'bin', 'strata.ts')
 const SKEW = join(import.meta.dirname, 'helpers', 'clock-skew.mjs')
 const dirs: string[] = []
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
 
 async function strata(args: string[], input: string | undefined, skewMs = 0): Promise<string> {
-  const child = run(process.execPath, ['--import', SKEW, BIN, ...args], { encoding: 'utf8', env: { ...process.env, STRATA_TEST_CLOCK_SKEW_MS: String(skewMs) } })
+  const child = run(process.execPath, ['--import', 'tsx', '--import', SKEW, BIN, ...args], { encoding: 'utf8', env: { ...process.env, STRATA_TEST_CLOCK_SKEW_MS: String(skewMs) } })
   child.child.stdin!.end(input ?? '')
   return (await child).stdout
 }

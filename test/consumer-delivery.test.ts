@@ -21,7 +21,7 @@ import { StrataInputError } from '../lib/errors.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 import { strata as strataInProcess } from './helpers/cli-in-process.ts'
 
-const BIN = join(import.meta.dirname, '..', 'bin', 'strata.js')
+const BIN = join(import.meta.dirname, '..', 'bin', 'strata.ts')
 const SIGNAL = join(import.meta.dirname, 'helpers', 'stdout-drain-signal.mjs')
 const SCHEMA = { fields: [{ name: 'id', type: 'BIGINT' }, { name: 'payload', type: 'STRING' }], primaryKeys: ['id'], options: { bucket: '2' } }
 // 4000 rows of ~330 bytes as JSON: ~1.3 MB of output, far more than a pipe (64 KiB), the
@@ -62,7 +62,7 @@ class Child {
   private readonly watchers = new Set<(line: string) => void>()
 
   constructor(args: string[], stdout: 'pipe' | number = 'pipe') {
-    this.child = spawn(process.execPath, ['--import', SIGNAL, BIN, ...args], { stdio: ['ignore', stdout, 'pipe'] })
+    this.child = spawn(process.execPath, ['--import', 'tsx', '--import', SIGNAL, BIN, ...args], { stdio: ['ignore', stdout, 'pipe'] })
     let partial = ''
     this.child.stderr!.setEncoding('utf8').on('data', (s: string) => {
       this.stderr += s
