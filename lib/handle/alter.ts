@@ -4,17 +4,20 @@
 // so that two alters racing for the same id cannot both land; the loser applies its changes
 // again to the schema that won (Paimon's SchemaManager.commitChanges does the same). What
 // Paimon refuses is refused here, and narrowing more strictly (docs/format.md "Schema
-// evolution"); a refused alter writes nothing.
+// evolution"); a refused alter writes nothing. Options change as Paimon's ALTER TABLE … SET /
+// RESET: a value set is checked as create checks it, and what Paimon keeps fixed once the
+// table has snapshots is refused (lib/table/options.ts optionChangeRefusal).
 
 import type { ObjectStore } from '../store/object-store.ts'
-import { inputErrorLike, StrataInputError } from '../errors.ts'
+import { inputErrorLike, RefusedError, StrataInputError } from '../errors.ts'
 import type { DataField, TableSchema } from '../types.ts'
 import { parseDataType, typeLabel } from '../format/data-type.ts'
 import { openStore } from '../store/open-store.ts'
 import { WIDENINGS, isWidening } from '../table/evolution.ts'
-import { isKnownOptionKey } from '../table/options.ts'
+import { checkOptionCombinations, isKnownOptionKey, optionChangeRefusal, runtimeOptionRefusal, validateOption, zstdEncoderAvailable } from '../table/options.ts'
+import { deletionVectorsConflict } from '../merge/engines.ts'
 import { schemaKey } from '../table/paths.ts'
-import { SCHEMA_VERSION, columnNameProblem, describeSchema, newFieldNameProblem, parseSchema, serializeSchema } from '../table/schema.ts'
+import { SCHEMA_VERSION, checkPartitionNames, columnNameProblem, describeSchema, newFieldNameProblem, parseSchema, serializeSchema } from '../table/schema.ts'
 import { Table, latestSchemaIdIn } from './table.ts'
 
 /** Where an added column goes (Paimon's SchemaChange.Move): first, or after a field; default last. */
@@ -32,17 +35,35 @@ export type SchemaChange =
   | { kind: 'update-column-comment'; name: string; comment: string | null }
   /** the table's comment; null removes it */
   | { kind: 'update-comment'; comment: string | null }
+  /** Paimon's SchemaChange.setOption: `ALTER TABLE … SET ('key' = 'value')` */
+  | { kind: 'set-option'; key: string; value: string }
+  /** Paimon's SchemaChange.removeOption: `ALTER TABLE … RESET ('key')`; an option not set may be reset */
+  | { kind: 'reset-option'; key: string }
+
+/** What an alter needs to know besides the schema. */
+export interface AlterContext {
+  /** whether the table has a snapshot, after which Paimon keeps some options fixed (default true) */
+  hasSnapshots?: boolean
+  /** whether this Node can write zstd (default: node:zlib has zstdCompressSync) */
+  zstdAvailable?: boolean
+}
+
+const CHANGE_KINDS = 'add-column, rename-column, drop-column, update-column-type, update-column-nullability, update-column-comment, update-comment, set-option or reset-option'
 
 /** Per-field option suffixes whose key names the field (Paimon renames them with the column). */
 const FIELD_OPTION_SUFFIXES = ['aggregate-function', 'ignore-retract', 'distinct', 'list-agg-delimiter']
 
 function describeChange(c: SchemaChange): string {
-  return c.kind === 'update-comment' ? `alter ${c.kind}` : `alter ${c.kind} '${c.name}'`
+  if (c.kind === 'update-comment') return `alter ${c.kind}`
+  if (c.kind === 'set-option' || c.kind === 'reset-option') return `alter ${c.kind} '${c.key}'`
+  return `alter ${c.kind} '${c.name}'`
 }
 
 /** Applies `changes` in order to `schema`, giving schema id + 1; throws StrataInputError naming the change and column. */
-export function applySchemaChanges(schema: TableSchema, changes: readonly SchemaChange[], timeMillis = Date.now()): TableSchema {
-  if (changes.length === 0) throw new StrataInputError('alter: expected at least one change (add-column, rename-column, drop-column, update-column-type, update-column-nullability, update-column-comment, update-comment)')
+export function applySchemaChanges(schema: TableSchema, changes: readonly SchemaChange[], timeMillis = Date.now(), context: AlterContext = {}): TableSchema {
+  if (changes.length === 0) throw new StrataInputError(`alter: expected at least one change (${CHANGE_KINDS})`)
+  const ctx = { hasSnapshots: context.hasSnapshots ?? true, zstdAvailable: context.zstdAvailable ?? zstdEncoderAvailable() }
+  const setKeys = new Set<string>()
   let fields: DataField[] = schema.fields.map((f) => ({ ...f }))
   let highestFieldId = schema.highestFieldId
   let primaryKeys = [...schema.primaryKeys]
@@ -150,8 +171,12 @@ export function applySchemaChanges(schema: TableSchema, changes: readonly Schema
         comment = c.comment ?? undefined
         break
       }
+      case 'set-option':
+      case 'reset-option':
+        options = applyOptionChange(schema.options, options, c, ctx, setKeys, where)
+        break
       default:
-        throw new StrataInputError(`alter: unknown change ${JSON.stringify((c as { kind?: unknown }).kind)}; expected add-column, rename-column, drop-column, update-column-type, update-column-nullability, update-column-comment or update-comment`)
+        throw new StrataInputError(`alter: unknown change ${JSON.stringify((c as { kind?: unknown }).kind)}; expected ${CHANGE_KINDS}`)
     }
   }
   const next: TableSchema = {
@@ -174,14 +199,93 @@ export function applySchemaChanges(schema: TableSchema, changes: readonly Schema
     if (e instanceof StrataInputError) throw inputErrorLike(e, `${e.message} (the schema these changes would make is invalid; nothing was written)`)
     throw e
   }
-  // as create checks it: the smallest row counts at most 8 bytes a field
-  const smallestRow = 8 * fields.length
+  checkAlteredOptions(parsed, changes, setKeys)
+  return parsed
+}
+
+/**
+ * A set-option or reset-option applied to `options` (Paimon's SchemaManager.generateTableSchema):
+ * refused as Paimon refuses it, judged against the options before the alter (`before`); a
+ * value set is checked as create checks it, and must be one this Node can write. Setting an
+ * option to its value before the alter is Paimon's no-op: not checked, though the alter still
+ * writes a new schema. `setKeys` collects the keys set.
+ */
+function applyOptionChange(
+  before: Record<string, string>,
+  options: Record<string, string>,
+  c: Extract<SchemaChange, { kind: 'set-option' | 'reset-option' }>,
+  ctx: Required<AlterContext>,
+  setKeys: Set<string>,
+  where: string,
+): Record<string, string> {
+  if (typeof c.key !== 'string' || c.key.trim() === '') throw new StrataInputError(`${where}: key: expected an option name (a non-empty string), got ${JSON.stringify(c.key)}`)
+  const value = c.kind === 'set-option' ? c.value : undefined
+  if (c.kind === 'set-option' && typeof value !== 'string') throw new StrataInputError(`${where}: value: expected a string, got ${JSON.stringify(value)}`)
+  const out: Record<string, string> = { ...options }
+  if (value === undefined) {
+    const refusal = optionChangeRefusal(before, c.key, undefined, ctx.hasSnapshots)
+    if (refusal) throw new RefusedError(`${where}: ${refusal}`)
+    delete out[c.key]
+    setKeys.delete(c.key)
+    return out
+  }
+  if (before[c.key] !== value) {
+    const refusal = optionChangeRefusal(before, c.key, value, ctx.hasSnapshots)
+    if (refusal) throw new RefusedError(`${where}: ${refusal}`)
+    try {
+      validateOption(c.key, value)
+    } catch (e) {
+      if (e instanceof StrataInputError) throw inputErrorLike(e, `${where}: ${e.message}`)
+      throw e
+    }
+    const runtime = runtimeOptionRefusal({ [c.key]: value }, ctx.zstdAvailable)
+    if (runtime) throw new RefusedError(`${where}: ${runtime}`)
+    setKeys.add(c.key)
+  }
+  Object.defineProperty(out, c.key, { value, enumerable: true, writable: true, configurable: true })
+  return out
+}
+
+/**
+ * What create checks across the options, for the schema an alter makes: the smallest row
+ * within write.max-row-size (8 bytes a field) after any change; after an option change, the
+ * combinations (lib/table/options.ts checkOptionCombinations), deletion vectors against the
+ * merge engine, and a new partition.default-name against the partition directory limits.
+ */
+function checkAlteredOptions(parsed: TableSchema, changes: readonly SchemaChange[], setKeys: ReadonlySet<string>): void {
+  const options = parsed.options
+  const smallestRow = 8 * parsed.fields.length
   if (options['write.max-row-size'] !== undefined && describeSchema(parsed).options.maxRowBytes < smallestRow) {
     throw new StrataInputError(
-      `alter: option 'write.max-row-size' is ${JSON.stringify(options['write.max-row-size'])}, expected at least ${smallestRow} bytes for the ${fields.length} fields after these changes (8 per field), or no row could be written; raise it first`,
+      `alter: option 'write.max-row-size' is ${JSON.stringify(options['write.max-row-size'])}, expected at least ${smallestRow} bytes for the ${parsed.fields.length} fields after these changes (8 per field), or no row could be written; raise it first`,
     )
   }
-  return parsed
+  if (!changes.some((c) => c.kind === 'set-option' || c.kind === 'reset-option')) return
+  try {
+    checkOptionCombinations(options)
+    const dvConflict = deletionVectorsConflict(options)
+    if (dvConflict) throw new StrataInputError(dvConflict)
+    if (setKeys.has('partition.default-name')) checkPartitionNames(parsed.partitionKeys, options)
+  } catch (e) {
+    if (e instanceof StrataInputError) throw inputErrorLike(e, `alter: ${e.message} (in the options these changes would make; nothing was written)`)
+    throw e
+  }
+}
+
+/**
+ * The set-option and reset-option changes that turn options `stored` into `wanted`, sorted by
+ * key: a set for each key of `wanted` whose value differs or is absent, a reset for each key
+ * of `stored` not in `wanted`. Keys in `ignore` are left alone. Empty when they agree.
+ */
+export function optionChanges(stored: Record<string, string>, wanted: Record<string, string>, ignore: ReadonlySet<string> = new Set()): SchemaChange[] {
+  const has = (o: Record<string, string>, k: string) => Object.prototype.hasOwnProperty.call(o, k)
+  const keys = [...new Set([...Object.keys(stored), ...Object.keys(wanted)])].filter((k) => !ignore.has(k)).sort()
+  const out: SchemaChange[] = []
+  for (const key of keys) {
+    if (!has(wanted, key)) out.push({ kind: 'reset-option', key })
+    else if (!has(stored, key) || stored[key] !== wanted[key]) out.push({ kind: 'set-option', key, value: wanted[key] })
+  }
+  return out
 }
 
 function notNullRefusal(name: string): string {
@@ -224,11 +328,14 @@ const ALTER_ATTEMPTS = 10
  * created only if absent; on a lost race, applies them again to the schema that won. Returns
  * a handle on the new schema. Nothing is written when a change is refused.
  */
-export async function alterTable(store: ObjectStore | string | Table, changes: readonly SchemaChange[]): Promise<Table> {
+export async function alterTable(store: ObjectStore | string | Table, changes: readonly SchemaChange[], opts: { zstdAvailable?: boolean } = {}): Promise<Table> {
   const s = store instanceof Table ? store.store : typeof store === 'string' ? openStore(store) : store
+  const changesOptions = changes.some((c) => c.kind === 'set-option' || c.kind === 'reset-option')
   for (let attempt = 0; attempt < ALTER_ATTEMPTS; attempt++) {
     const table = await Table.open(s)
-    const next = applySchemaChanges(table.schema, changes)
+    // only option changes ask (Paimon asks lazily too); snapshot ids start at 1
+    const hasSnapshots = changesOptions ? (await table.snapshots.latestId()) > 0 : true
+    const next = applySchemaChanges(table.schema, changes, Date.now(), { hasSnapshots, zstdAvailable: opts.zstdAvailable })
     if (await table.store.putIfAbsent(schemaKey(next.id), new TextEncoder().encode(serializeSchema(next)))) return Table.open(table.store)
   }
   const latest = await latestSchemaIdIn(s)

@@ -5,6 +5,7 @@
 
 import { changelogProducerConflict, deletionVectorsConflict } from '../merge/engines.ts'
 import { optionKeysOfMergeEngines } from '../merge/merge-config.ts'
+import zlib from 'node:zlib'
 import { RefusedError, StrataInputError } from '../errors.ts'
 
 export type OptionType = 'int' | 'long' | 'boolean' | 'string' | 'memory' | 'duration' | 'enum'
@@ -219,27 +220,39 @@ export function validateOptions(raw: unknown): Record<string, string> {
     throw new StrataInputError(`options: expected an object of string values, got ${JSON.stringify(raw)}`)
   }
   const out: Record<string, string> = {}
-  for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
-    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
-      throw new StrataInputError(`option '${key}': value must be a string, got ${JSON.stringify(value)}`)
-    }
-    const text = String(value)
-    if (key === 'changelog-producer' && text.trim().toLowerCase() === 'full-compaction') {
-      throw new RefusedError(`option 'changelog-producer': value "full-compaction" is not supported by Strata; expected none, input or lookup (lookup gives the same -U/+U, +I, -D changelog from each compaction of level 0)`)
-    }
-    if (CHANGELOG_RETENTION_KEYS.includes(key)) {
-      throw new RefusedError(`option '${key}' (value ${JSON.stringify(text)}) is not supported: Strata keeps a snapshot's changelog files exactly as long as the snapshot (snapshot.num-retained.*, snapshot.time-retained), it does not decouple their lifetime`)
-    }
-    if (key === RENAMED_MAX_INPUT_FILES) {
-      throw new StrataInputError(`option '${key}' (value ${JSON.stringify(text)}) is now 'compaction.max-input-files': Paimon removed '${key}', an append-table option, so Strata no longer writes its job input cap under that name`)
-    }
-    const spec = SPEC_BY_KEY.get(key)
-    if (spec) checkValue(spec, text)
-    else if (!extraKeys.has(key) && !extraPatterns.some((p) => p.test(key))) {
-      throw new StrataInputError(`option '${key}' is unknown (value ${JSON.stringify(text)}); see docs/operations.md for the supported options`)
-    }
-    out[key] = text
+  for (const [key, value] of Object.entries(raw as Record<string, unknown>)) out[key] = validateOption(key, value)
+  checkOptionCombinations(out)
+  return out
+}
+
+/**
+ * One option as create takes it (its key known, its value well-typed, a value Strata refuses
+ * named): the value as a string. An alter's set-option goes through the same check.
+ */
+export function validateOption(key: string, value: unknown): string {
+  if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
+    throw new StrataInputError(`option '${key}': value must be a string, got ${JSON.stringify(value)}`)
   }
+  const text = String(value)
+  if (key === 'changelog-producer' && text.trim().toLowerCase() === 'full-compaction') {
+    throw new RefusedError(`option 'changelog-producer': value "full-compaction" is not supported by Strata; expected none, input or lookup (lookup gives the same -U/+U, +I, -D changelog from each compaction of level 0)`)
+  }
+  if (CHANGELOG_RETENTION_KEYS.includes(key)) {
+    throw new RefusedError(`option '${key}' (value ${JSON.stringify(text)}) is not supported: Strata keeps a snapshot's changelog files exactly as long as the snapshot (snapshot.num-retained.*, snapshot.time-retained), it does not decouple their lifetime`)
+  }
+  if (key === RENAMED_MAX_INPUT_FILES) {
+    throw new StrataInputError(`option '${key}' (value ${JSON.stringify(text)}) is now 'compaction.max-input-files': Paimon removed '${key}', an append-table option, so Strata no longer writes its job input cap under that name`)
+  }
+  const spec = SPEC_BY_KEY.get(key)
+  if (spec) checkValue(spec, text)
+  else if (!extraKeys.has(key) && !extraPatterns.some((p) => p.test(key))) {
+    throw new StrataInputError(`option '${key}' is unknown (value ${JSON.stringify(text)}); see docs/operations.md for the supported options`)
+  }
+  return text
+}
+
+/** What create checks across a table's options (each already valid on its own). */
+export function checkOptionCombinations(out: Record<string, string>): void {
   const cpt = Number(out['compaction.task-threads'] ?? '1')
   if (cpt === 0 || cpt < -1) {
     throw new StrataInputError(`option 'compaction.task-threads': invalid value ${JSON.stringify(out['compaction.task-threads'])}, expected -1 or an integer >= 1`)
@@ -247,7 +260,6 @@ export function validateOptions(raw: unknown): Record<string, string> {
   checkCombinations(out)
   const changelogConflict = changelogProducerConflict(out)
   if (changelogConflict) throw new StrataInputError(changelogConflict)
-  return out
 }
 
 /**
@@ -279,6 +291,85 @@ export function validateStoredOptions(options: Record<string, string>, where: st
       throw new StrataInputError(`${where}: ${(e as Error).message}`)
     }
   }
+}
+
+/**
+ * Paimon's options that cannot change once a table has a snapshot: the options CoreOptions
+ * marks @Immutable (CoreOptions.IMMUTABLE_OPTIONS, api:CoreOptions.java), which
+ * SchemaManager.checkAlterTableOption and checkResetTableOption refuse to set or reset.
+ */
+export const IMMUTABLE_OPTION_KEYS: ReadonlySet<string> = new Set([
+  'type', 'bucket-key', 'bucket-function.type', 'data-file.path-directory', 'merge-engine',
+  'sequence.snapshot-ordering', 'aggregation.remove-record-on-delete', 'partial-update.remove-record-on-delete',
+  'partial-update.remove-record-on-sequence-group', 'rowkind.field', 'primary-key', 'primary-key.nullable',
+  'partition', 'dynamic-bucket.initial-buckets', 'force-lookup', 'row-tracking.enabled', 'data-evolution.enabled',
+  'index-file-in-data-file-dir', 'blob-field', 'blob-descriptor-field', 'blob-view-field', 'pk-clustering-override',
+])
+
+const isTrue = (v: string | undefined, dflt: boolean): boolean => (v === undefined ? dflt : v.trim().toLowerCase() === 'true')
+
+/**
+ * Why an alter may not set option `key` to `value` (undefined: reset it) on a table whose
+ * options are `stored`, or null when it may. Paimon's rules (SchemaManager.generateTableSchema,
+ * checkAlterTableOption, checkResetTableOption, and FlinkCatalog's checkAlterTablePath): `type`
+ * and `path` never change; the rest apply only once the table has a snapshot. Strata adds one:
+ * a fixed bucket count changes only with a rescale overwrite, which Strata does not have, and
+ * `bucket` is never reset (a schema without it is dynamic bucket mode to Paimon).
+ */
+export function optionChangeRefusal(stored: Record<string, string>, key: string, value: string | undefined, hasSnapshots: boolean): string | null {
+  const old = stored[key]
+  if (key === 'type') return `option 'type': Paimon does not change a table's type after create`
+  if (key === 'path') return `option 'path': Paimon does not change a table's path (it is where the table is)`
+  if (key === 'bucket' && value === undefined) return `option 'bucket' cannot be reset: Paimon refuses it, and a schema without 'bucket' is dynamic bucket mode (bucket -1), which Strata does not write; set another value instead`
+  if (!hasSnapshots) return null
+  if (IMMUTABLE_OPTION_KEYS.has(key)) {
+    return `option '${key}' cannot change once the table has snapshots: Paimon fixes it at create (an @Immutable option of its CoreOptions); create a new table instead`
+  }
+  if (key === 'bucket') {
+    return `option 'bucket' cannot change from ${JSON.stringify(old ?? '1')} to ${JSON.stringify(value)} once the table has snapshots: the rows already written stay in the buckets of the old count until a rescale overwrite rewrites them (Paimon's INSERT OVERWRITE after the change), which Strata does not have; create a new table with the bucket count and copy the rows into it`
+  }
+  if (key === 'deletion-vectors.enabled' && !isTrue(stored['deletion-vectors.modifiable'], false)) {
+    const from = isTrue(old, false)
+    const to = isTrue(value, false)
+    if (from !== to) {
+      return `option 'deletion-vectors.enabled' cannot change from ${from} to ${to} once the table has snapshots: as Paimon warns, switching deletion-vector mode without a full compaction can return rows twice (Paimon allows it only with 'deletion-vectors.modifiable' = 'true' stored, which Strata does not set)`
+    }
+  }
+  for (const flag of ['ignore-delete', 'ignore-update-before']) {
+    if (key === flag && isTrue(old, false) && !isTrue(value, false)) return `option '${flag}' cannot change from true to false once the table has snapshots (Paimon refuses it)`
+  }
+  if (key === 'clustering-columns' && stored['pk-clustering-override'] !== undefined) {
+    return `option 'clustering-columns' cannot change while 'pk-clustering-override' is set (Paimon refuses it)`
+  }
+  return null
+}
+
+/** Whether this Node can write zstd (node:zlib's zstdCompressSync, Node >= 22.15 / 23.8), read at each call. */
+export function zstdEncoderAvailable(): boolean {
+  return typeof (zlib as unknown as { zstdCompressSync?: unknown }).zstdCompressSync === 'function'
+}
+
+/** The options whose value zstd makes the writer compress with node:zlib's zstd encoder. */
+const ZSTD_WRITE_KEYS = ['file.compression', 'manifest.compression']
+
+/**
+ * Why the running Node cannot write a table with these options, or null: zstd for data files
+ * or manifests needs node:zlib's encoder. Checked where a schema is written (create, an
+ * alter's set-option), never where a table is opened: a table made elsewhere stays readable.
+ * `zstdAvailable` is the capability, passed in so that both answers can be tested.
+ */
+export function runtimeOptionRefusal(options: Record<string, string>, zstdAvailable: boolean = zstdEncoderAvailable()): string | null {
+  if (zstdAvailable) return null
+  const key = ZSTD_WRITE_KEYS.find((k) => options[k]?.trim().toLowerCase() === 'zstd')
+  if (key === undefined) return null
+  const major = process.versions.node.split('.')[0]
+  return `option '${key}': value ${JSON.stringify(options[key])} needs Node >= 22.15 (node:zlib zstd) to be written; this is Node ${major}.x (${process.versions.node}); Lambda nodejs22.x has it; expected ${key === 'file.compression' ? 'snappy, gzip or none' : 'deflate, snappy or none'} on this Node`
+}
+
+/** Throws RefusedError when runtimeOptionRefusal finds a reason; `where` starts the message. */
+export function assertRuntimeServes(options: Record<string, string>, where: string, zstdAvailable: boolean = zstdEncoderAvailable()): void {
+  const refusal = runtimeOptionRefusal(options, zstdAvailable)
+  if (refusal) throw new RefusedError(`${where}: ${refusal}`)
 }
 
 /**

@@ -192,7 +192,7 @@ export function createSchema(input: unknown, timeMillis = Date.now()): TableSche
  * partition key names leave no room for a one-byte value, or for the default name of a
  * blank value, could not store those rows: refused here.
  */
-function checkPartitionNames(partitionKeys: string[], options: Record<string, string>): void {
+export function checkPartitionNames(partitionKeys: string[], options: Record<string, string>): void {
   const keyBytes = partitionKeys.map((k) => Buffer.byteLength(escapePathName(k)))
   partitionKeys.forEach((k, i) => {
     if (keyBytes[i] + 2 > MAX_PARTITION_DIR_BYTES) {
