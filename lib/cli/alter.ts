@@ -1,7 +1,8 @@
 // `strata alter <table> <change> …`: the command line's words for a schema change, turned
 // into lib/handle/alter.ts's SchemaChange (the words follow Flink SQL's ALTER TABLE: ADD,
-// RENAME … TO, DROP, MODIFY, COMMENT). Every word and option is checked before the table
-// is touched.
+// RENAME … TO, DROP, MODIFY, COMMENT; SET and RESET of table options, several at once as in
+// Paimon's ALTER TABLE … SET ('k' = 'v', …)). Every word and option is checked before the
+// table is touched.
 
 import type { SchemaChange } from '../handle/alter.ts'
 import { formatDataType } from '../format/data-type.ts'
@@ -22,6 +23,8 @@ const USAGE: Record<string, string> = {
   drop: 'drop <column>',
   modify: 'modify <column> [<type>] [--comment <text>] [--nullable]',
   comment: 'comment <text>',
+  set: 'set <key> <value> [<key> <value> …]',
+  reset: 'reset <key> [<key> …]',
 }
 
 /** The schema changes of one `strata alter` call (one schema file). */
@@ -69,11 +72,37 @@ export function alterChanges(change: string, args: string[], o: AlterOptions): S
       if (out.length === 0) throw new StrataInputError(`alter modify '${name}': nothing to change; expected ${usage}`)
       return out
     }
+    case 'set':
+    case 'reset':
+      only([])
+      return optionWords(change, args, usage)
     default:
       arity(1, 1)
       only([])
       return [{ kind: 'update-comment', comment: args[0] }]
   }
+}
+
+/** `set k1 v1 k2 v2 …` or `reset k1 k2 …`: one change per key, each key once. */
+function optionWords(change: 'set' | 'reset', args: string[], usage: string): SchemaChange[] {
+  const step = change === 'set' ? 2 : 1
+  if (args.length === 0 || args.length % step !== 0) {
+    throw new StrataInputError(`alter ${change}: expected ${usage}, got ${args.length} argument(s) ${JSON.stringify(args)}${change === 'set' && args.length > 0 ? ' (a key without its value)' : ''}`)
+  }
+  const out: SchemaChange[] = []
+  const seen = new Set<string>()
+  for (let i = 0; i < args.length; i += step) {
+    const key = args[i]
+    if (seen.has(key)) throw new StrataInputError(`alter ${change}: option '${key}' is given twice; expected each key once`)
+    seen.add(key)
+    out.push(change === 'set' ? { kind: 'set-option', key, value: args[i + 1] } : { kind: 'reset-option', key })
+  }
+  return out
+}
+
+/** The options an alter changed, as `set k=v` and `reset k`, joined by '; '. */
+export function describeOptionChanges(changes: readonly SchemaChange[]): string {
+  return changes.map((c) => (c.kind === 'set-option' ? `set ${c.key}=${c.value}` : c.kind === 'reset-option' ? `reset ${c.key}` : c.kind)).join('; ')
 }
 
 /** The schema's columns as one line: `id name TYPE`, keys marked. */

@@ -14,17 +14,20 @@ import { tableStatus } from '../maintenance/table-status.ts'
 import { formatStatus } from './status.ts'
 import { rowToJsonLine, valueToText } from '../table/json-values.ts'
 import { Table } from '../handle/table.ts'
-import { checkTagName, createTag, listTags } from '../handle/tags.ts'
+import { checkTagName, createTag, listTags, requireTag } from '../handle/tags.ts'
 import { deleteTag } from '../maintenance/tag-deletion.ts'
 import { localDateTimeText } from '../format/tag.ts'
 import { errorKind, type ErrorKind, NotFoundError, StrataInputError } from '../errors.ts'
-import { ROW_KIND_SHORT, type Row } from '../types.ts'
-import { jsonRecordReader } from '../write/json-record-reader.ts'
-import { BatchWriter, type WriteResult } from '../write/table-write.ts'
+import { type DataField, ROW_KIND_SHORT, type Snapshot } from '../types.ts'
+import { writeJsonLines } from '../write/json-lines.ts'
+import type { WriteResult } from '../write/table-write.ts'
 import { openStore } from '../store/open-store.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import { Progress } from './progress.ts'
 import { OutputError, RowOutput, quietOnClosedPipe } from './row-output.ts'
+import { ROW_FORMATS, type RowFormat, RowPrinter, chooseFormat } from './row-formats.ts'
+import { packageVersion } from './version.ts'
+import { rowsWaitingForCompaction } from '../read/level0-rows.ts'
 
 function out(line: string): void {
   process.stdout.write(line + '\n')
@@ -44,15 +47,7 @@ async function readSchemaFile(path: string): Promise<unknown> {
   }
 }
 
-/**
- * Streams the input's lines into a BatchWriter (per-bucket buffers flushed as level-0 files
- * at write-buffer-size) and commits them as one snapshot. Lines are parsed as they arrive; a
- * bad line fails the write, naming its line, before anything is committed, and the files
- * written so far are deleted. Errors keep the precedence of a write that parsed every line
- * first: a malformed line (JSON, UTF-8, a value of the wrong type) wins over a row too large
- * or a partition the storage cannot name, which wins over a retraction the merge engine
- * refuses.
- */
+/** `strata write`: the input's JSON lines (a file, or stdin for none or '-') as one commit. */
 async function writeInput(table: Table, source: string | undefined, progress: Progress): Promise<WriteResult> {
   // 64 KiB reads: a chunk decodes to a string small enough for V8's young generation, where it
   // dies cheaply; 1 MiB strings went to the large-object space and piled up there until a full
@@ -64,134 +59,7 @@ async function writeInput(table: Table, source: string | undefined, progress: Pr
       input.once('error', (e: NodeJS.ErrnoException) => reject(new StrataInputError(`${source}: cannot read the file (${e.code ?? e.message})`)))
     })
   }
-  // a record's line: its index, plus the blank lines before it (each noted by the index of the
-  // record after it), so no text naming a line is made unless an error needs it
-  const skippedAt: number[] = []
-  const lineOf = (index: number): number => {
-    let line = index + 1
-    for (const at of skippedAt) if (at <= index) line++
-    return line
-  }
-  const readRecord = jsonRecordReader(table.view, (n) => `line ${n}`)
-  const writer = new BatchWriter(table, {
-    onProgress: (done, total, phase) => progress.update(`${phase}: ${done}/${total} rows`),
-    whereOf: (index) => `line ${lineOf(index)}`,
-  })
-  let lineNo = 0
-  const onLine = (text: string): void => {
-    lineNo++
-    // a byte-order mark opens a file, not a record
-    const line = lineNo === 1 && text.startsWith('\ufeff') ? text.slice(1) : text
-    if (line.trim() === '') {
-      skippedAt.push(writer.records)
-      return
-    }
-    // reads as the strict line parser does (exact number literals, no repeated key), with a
-    // fast path for plain lines (lib/write/json-record-reader.ts)
-    writer.add(readRecord(line, lineNo))
-  }
-  try {
-    for await (const lines of textLines(input, () => lineNo)) {
-      for (let i = 0; i < lines.length; i++) {
-        onLine(lines[i])
-        if (writer.full) await writer.flush()
-      }
-      progress.update(`parsed ${lineNo} lines`)
-    }
-    if (writer.records === 0) throw new StrataInputError(`${source ?? 'stdin'}: no records to write`)
-  } catch (e) {
-    await writer.abort()
-    throw e
-  }
-  return writer.finish()
-}
-
-/**
- * The input's lines as text, a chunk's worth at a time: split at LF (a byte no multi-byte
- * UTF-8 sequence contains), a CR before it dropped. The whole lines of a chunk are decoded at
- * once; if they are not UTF-8, line by line, so the error names the first bad line and byte
- * (`linesBefore` says how many lines came before the chunk).
- */
-async function* textLines(input: AsyncIterable<Buffer | string>, linesBefore: () => number): AsyncGenerator<string[]> {
-  // the pieces of the line not yet ended: a long line is joined once, not once per chunk
-  let pieces: Buffer[] = []
-  for await (const chunk of input) {
-    // Buffer.from would copy a Buffer chunk; only a string needs converting
-    const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk
-    const last = buf.lastIndexOf(0x0a)
-    if (last < 0) {
-      if (buf.length) pieces.push(buf)
-      continue
-    }
-    const whole = pieces.length ? Buffer.concat([...pieces, buf.subarray(0, last + 1)]) : buf.subarray(0, last + 1)
-    pieces = last + 1 < buf.length ? [buf.subarray(last + 1)] : []
-    const { lines, error } = decodeLines(whole, linesBefore())
-    yield lines
-    if (error) throw error
-  }
-  if (pieces.length) {
-    const { lines, error } = decodeLines(Buffer.concat([...pieces, Buffer.from([0x0a])]), linesBefore())
-    yield lines
-    if (error) throw error
-  }
-}
-
-/**
- * Lines of `bytes` (each ended by LF), decoded; `before` lines came earlier in the input. When
- * a line is not UTF-8, the lines before it and that line's error, to be thrown once those
- * lines are taken (an earlier malformed line is still the one reported).
- */
-function decodeLines(bytes: Buffer, before: number): { lines: string[]; error?: unknown } {
-  let lines: string[]
-  let error: unknown
-  try {
-    lines = strictUtf8.decode(bytes).split('\n')
-    lines.pop() // after the last LF
-  } catch {
-    lines = []
-    let from = 0
-    for (let nl = bytes.indexOf(0x0a); nl >= 0; nl = bytes.indexOf(0x0a, from)) {
-      try {
-        lines.push(utf8Line(bytes.subarray(from, nl), before + lines.length + 1))
-      } catch (e) {
-        error = e
-        break
-      }
-      from = nl + 1
-    }
-  }
-  for (let i = 0; i < lines.length; i++) {
-    const l = lines[i]
-    if (l.length && l.charCodeAt(l.length - 1) === 0x0d) lines[i] = l.slice(0, -1)
-  }
-  return { lines, error }
-}
-
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
-
-/** A line's text; bytes that are not UTF-8 are refused rather than replaced by U+FFFD. */
-function utf8Line(bytes: Buffer, lineNo: number): string {
-  try {
-    return strictUtf8.decode(bytes)
-  } catch {
-    const ok = validUtf8Prefix(bytes)
-    throw new StrataInputError(`line ${lineNo}: byte ${ok + 1} is not valid UTF-8 (0x${bytes[ok]?.toString(16).padStart(2, '0')}); expected UTF-8 text`)
-  }
-}
-
-/** How many leading bytes form valid UTF-8 (to name the first bad byte). */
-function validUtf8Prefix(b: Buffer): number {
-  let i = 0
-  while (i < b.length) {
-    const c = b[i]
-    const n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0
-    if (n === 0 || i + n > b.length) return i
-    for (let k = 1; k < n; k++) if ((b[i + k] & 0xc0) !== 0x80) return i
-    // overlong, surrogate and beyond-U+10FFFF forms
-    if ((c === 0xe0 && b[i + 1] < 0xa0) || (c === 0xed && b[i + 1] > 0x9f) || (c === 0xf0 && b[i + 1] < 0x90) || (c === 0xf4 && b[i + 1] > 0x8f)) return i
-    i += n
-  }
-  return i
+  return writeJsonLines(table, input, { name: source ?? 'stdin', onProgress: (m) => progress.update(m) })
 }
 
 function parseSnapshotId(flag: string, v: string, min: number): number {
@@ -245,6 +113,7 @@ export function buildProgram(seams: CliSeams = {}): Command {
     .showHelpAfterError(false)
     .configureOutput({ writeErr: (s) => process.stderr.write(s) })
     .exitOverride()
+    .version(packageVersion(), '-V, --version', 'print the version')
   // in this order in the help
   addDataCommands(program, at)
   addUpkeepCommands(program, at)
@@ -268,6 +137,7 @@ function addDataCommands(program: Command, at: StoreAt): void {
   program
     .command('write <table> [file]')
     .description('write JSON lines (a file or - for stdin) as one commit; prints the snapshot id')
+    .addHelpText('after', WRITE_INPUT_HELP)
     .action(async (uri: string, file: string | undefined) => {
       const table = await Table.open(at(uri))
       const progress = new Progress()
@@ -283,7 +153,8 @@ function addDataCommands(program: Command, at: StoreAt): void {
     .option('--tag <name>', 'read the snapshot this tag pins (not with --snapshot)')
     .option('--columns <a,b>', 'columns to return, in this order')
     .option('--filter <json>', 'equality filter on partition and primary-key fields, e.g. {"dt":"2024-05-01"}')
-    .option('--json', 'one JSON object per line holding every selected column')
+    .option('--format <format>', `${ROW_FORMATS.join(', ')}: an aligned table for people, or for programs tab- or comma-separated values (PostgreSQL's text format, RFC 4180) or one JSON object per line; default table on a terminal, else tsv`)
+    .option('--json', 'the same as --format json')
     .option('--from-snapshot <id>', 'incremental read: the changes after this snapshot (exclusive), each row with its _kind')
     .option('--to-snapshot <id>', 'incremental read: up to this snapshot (inclusive); default the latest')
     .option('--mode <mode>', 'incremental read: auto (changelog when the table has a changelog producer, else delta), delta or changelog')
@@ -316,11 +187,38 @@ function addDataCommands(program: Command, at: StoreAt): void {
     })
 }
 
+/** `write --help`: what a line of input holds (docs/operations.md "Values in JSON lines" has the whole table). */
+const WRITE_INPUT_HELP = `
+Input: JSON lines (UTF-8; CRLF line ends and a byte-order mark are taken), one JSON object
+per record. Keys are column names; a column left out is null. Blank lines are skipped.
+  _kind   the record's row kind: "+I" (insert; the default: a row with the same primary
+          key replaces the one before, as an upsert), "+U" (update: the same as +I),
+          "-U" and "-D" (retract the key's row: a deduplicate table deletes it). Partial-
+          update, aggregation and first-row tables refuse the retractions they cannot apply.
+Values by column type:
+  BOOLEAN               true or false
+  TINYINT/SMALLINT/INT  an integer number (7, 7.0, 7e2), within the type's range
+  BIGINT                an integer number, or a string of digits with an optional minus
+                        ("9223372036854775807"): 64 bits
+  FLOAT, DOUBLE         a number (rounded to the type); "NaN", "Infinity", "-Infinity"
+  DECIMAL(p, s)         a number or a decimal string ("1.50"), never rounded: at most s
+                        fraction digits and p - s integer digits
+  CHAR/VARCHAR/STRING   a string of at most n characters
+  BINARY/VARBINARY/BYTES  standard base64 with '=' padding, as read prints bytes
+  DATE                  "YYYY-MM-DD" or an integer day count since 1970-01-01
+  TIMESTAMP(p)          "YYYY-MM-DD HH:MM[:SS[.fraction]]" (or T for the space), at most p
+                        fraction digits, or integer epoch milliseconds (a multiple of
+                        10^(3 - p) when p < 3)
+  null                  NULL (refused for a NOT NULL column, as every primary-key column is)
+A bad line (malformed JSON, an unknown column, a value of the wrong type) fails the whole
+write naming its line and field, and nothing of it is committed.`
+
 interface ReadCommandOptions {
   snapshot?: string
   tag?: string
   columns?: string
   filter?: string
+  format?: string
   json?: boolean
   fromSnapshot?: string
   toSnapshot?: string
@@ -346,42 +244,59 @@ function parseReadOptions(o: ReadCommandOptions) {
     throw new StrataInputError(`--mode ${JSON.stringify(o.mode)}: expected one of ${INCREMENTAL_MODES.join(', ')}`)
   }
   if (o.consumerId !== undefined) checkConsumerId(o.consumerId)
-  return { snapshotId, tag, incremental, filter, fromSnapshot, toSnapshot }
+  const format = chooseFormat(o, process.stdout.isTTY === true)
+  return { snapshotId, tag, incremental, filter, fromSnapshot, toSnapshot, format }
 }
 
 async function readCommand(at: StoreAt, uri: string, o: ReadCommandOptions): Promise<void> {
-  const { snapshotId, tag, incremental, filter, fromSnapshot, toSnapshot } = parseReadOptions(o)
+  const { snapshotId, tag, incremental, filter, fromSnapshot, toSnapshot, format } = parseReadOptions(o)
   const table = await Table.open(at(uri))
   const columns = parseColumns(table, o.columns) ?? table.view.fields.map((f) => f.name)
   const fields = columns.map((c) => table.view.fields[table.view.fieldIndex.get(c)!])
-  const indexes = fields.map((_, j) => j)
-  const text = (r: Row) => (o.json ? rowToJsonLine(fields, indexes, r) : r.map((v, j) => valueToText(fields[j].type, v)).join('\t'))
-  if (incremental) return readChanges(table, { columns, filter, fromSnapshot, toSnapshot, mode: o.mode as IncrementalMode | undefined, consumerId: o.consumerId, json: o.json }, text)
+  if (incremental) return readChanges(table, { columns, fields, filter, fromSnapshot, toSnapshot, mode: o.mode as IncrementalMode | undefined, consumerId: o.consumerId, format })
+  // a read of the latest snapshot reads the one it finds now, by id: the level-0 hint below
+  // then counts the files of the snapshot whose rows were printed
+  const pinned = snapshotId ?? (tag === undefined ? (await table.snapshots.latest())?.id : undefined)
   // checkFilesFirst: every file's footer and deletion vectors are read before the first
   // row, so a missing, truncated or garbled file fails the read with nothing printed;
   // damage inside a file's pages shows only as it is decoded (the read then fails, naming it)
-  const iter = scan(table, { snapshotId, tag, columns, filter, checkFilesFirst: true })
+  const iter = scan(table, { snapshotId: pinned, tag, columns, filter, checkFilesFirst: true })
   // the scan checks the snapshot and the filter when it plans, on its first batch: take
   // that batch before printing, so a refused read prints nothing on stdout
   let next = await iter.next()
   const output = new RowOutput()
   try {
-    if (!o.json) output.add(columns.join('\t'), false)
+    const printer = new RowPrinter(output, format, fields)
     for (; !next.done; next = await iter.next()) {
-      for (const r of next.value) if (output.add(text(r))) await output.flush()
+      for (const r of next.value) if (printer.add(r)) await output.flush()
     }
+    printer.end()
     await output.end()
   } catch (e) {
     if (!(e instanceof OutputError)) throw e
-    quietOnClosedPipe(e)
+    return quietOnClosedPipe(e)
   }
+  const snapshot = tag !== undefined ? (await requireTag(table, tag)).snapshot : pinned === undefined ? null : await table.snapshots.snapshot(pinned)
+  if (snapshot) await level0Hint(table, uri, snapshot)
+}
+
+/**
+ * On stderr, after a read of a table whose reads skip level 0: how many rows of the snapshot
+ * wait in level 0 for a compaction to show them, and what shows them.
+ */
+async function level0Hint(table: Table, uri: string, snapshot: Snapshot): Promise<void> {
+  const rows = await rowsWaitingForCompaction(table, snapshot)
+  if (rows === 0) return
+  const verb = rows === 1 ? 'row in level 0 waits' : 'rows in level 0 wait'
+  // merge-on-read lets deletion-vector reads merge level 0 in; first-row reads skip it whatever the options (as Paimon's)
+  const instead = table.mergeConfig.engine === 'first-row' ? '' : "; or set the table option 'deletion-vectors.merge-on-read' to 'true' to merge level 0 into reads"
+  process.stderr.write(`${rows} ${verb} for compaction; run 'strata compact ${uri}' to make them visible${instead}\n`)
 }
 
 /** `read --from-snapshot` or `--consumer-id`: what the snapshots (from, to] changed, each row with its _kind. */
 async function readChanges(
   table: Table,
-  o: { columns: string[]; filter?: Record<string, unknown>; fromSnapshot?: number; toSnapshot?: number; mode?: IncrementalMode; consumerId?: string; json?: boolean },
-  text: (r: Row) => string,
+  o: { columns: string[]; fields: DataField[]; filter?: Record<string, unknown>; fromSnapshot?: number; toSnapshot?: number; mode?: IncrementalMode; consumerId?: string; format: RowFormat },
 ): Promise<void> {
   const { consumerId, fromSnapshot } = o
   const from = consumerId !== undefined ? await consumerStart(table, consumerId, fromSnapshot) : fromSnapshot!
@@ -392,12 +307,11 @@ async function readChanges(
   const plan = await planIncremental(table, { fromSnapshot: from, toSnapshot: o.toSnapshot, mode: o.mode, columns: o.columns, filter: o.filter, names })
   const output = new RowOutput()
   try {
-    if (!o.json) output.add(['_kind', ...o.columns].join('\t'), false)
+    const printer = new RowPrinter(output, o.format, o.fields, true)
     for await (const batch of readPlan(table, plan, { filter: o.filter })) {
-      for (const c of batch) {
-        if (output.add(o.json ? `{"_kind":"${ROW_KIND_SHORT[c.kind]}",${text(c.row).slice(1)}` : `${ROW_KIND_SHORT[c.kind]}\t${text(c.row)}`)) await output.flush()
-      }
+      for (const c of batch) if (printer.add(c.row, ROW_KIND_SHORT[c.kind])) await output.flush()
     }
+    printer.end()
     await output.end()
   } catch (e) {
     if (!(e instanceof OutputError)) throw e
@@ -428,7 +342,7 @@ function addUpkeepCommands(program: Command, at: StoreAt): void {
 
   program
     .command('compact <table>')
-    .description('compact every bucket that needs it, or the named partition/bucket')
+    .description('compact every bucket that needs it, or the named partition/bucket, in one snapshot; says why buckets were left alone')
     .option('--partition <k=v,…>', 'only this partition')
     .option('--bucket <n>', 'only this bucket')
     .option('--full', 'full compaction into the highest level')
@@ -456,7 +370,7 @@ function addUpkeepCommands(program: Command, at: StoreAt): void {
   program
     .command('alter <table> <change> [args...]')
     .description(
-      'evolve the schema, one change per call, each a new schema file: add <column> <type> [--first | --after <col>] [--comment <text>]; rename <column> <new-name>; drop <column>; modify <column> [<type>] [--comment <text>] [--nullable]; comment <text> (the table\'s)',
+      "evolve the schema or the table's options, one change per call, each a new schema file: add <column> <type> [--first | --after <col>] [--comment <text>]; rename <column> <new-name>; drop <column>; modify <column> [<type>] [--comment <text>] [--nullable]; comment <text> (the table's); set <key> <value> [<key> <value> …]; reset <key> [<key> …] (options; what Paimon keeps fixed once the table has snapshots is refused)",
     )
     .option('--first', 'add: put the column first')
     .option('--after <column>', 'add: put the column after this one (default: last)')
@@ -464,11 +378,12 @@ function addUpkeepCommands(program: Command, at: StoreAt): void {
     .option('--nullable', 'modify: make a NOT NULL column nullable')
     .option('--not-null', 'modify: make a column NOT NULL (refused, as Paimon refuses it by default)')
     .action(async (uri: string, change: string, args: string[], o: { first?: boolean; after?: string; comment?: string; nullable?: boolean; notNull?: boolean }) => {
-      const { alterChanges, describeSchemaChange } = await import('./alter.ts')
+      const { alterChanges, describeOptionChanges, describeSchemaChange } = await import('./alter.ts')
       const { alterTable } = await import('../handle/alter.ts')
       const changes = alterChanges(change, args, o)
       const table = await alterTable(at(uri), changes)
-      out(`schema ${table.schema.id}: ${describeSchemaChange(table.schema)}`)
+      const options = change === 'set' || change === 'reset'
+      out(`schema ${table.schema.id}: ${options ? describeOptionChanges(changes) : describeSchemaChange(table.schema)}`)
     })
 }
 
@@ -481,7 +396,7 @@ interface CompactCommandOptions {
 
 async function compactCommand(at: StoreAt, uri: string, o: CompactCommandOptions): Promise<void> {
   const table = await Table.open(at(uri))
-  const { compactTable, parsePartitionSpec } = await import('../lsm/compact-table.ts')
+  const { compactTable, describeSkipped, parsePartitionSpec, skippedOf } = await import('../lsm/compact-table.ts')
   let bucket: number | undefined
   if (o.bucket !== undefined) {
     bucket = /^\d+$/.test(o.bucket) ? Number(o.bucket) : Number.NaN
@@ -503,10 +418,24 @@ async function compactCommand(at: StoreAt, uri: string, o: CompactCommandOptions
     },
   })
   progress.done()
+  if (o.json) return
   const done = results.filter((r) => r.snapshotId !== null)
-  if (!o.json) {
-    out(done.length === 0 ? 'nothing to compact' : `${done.length} compaction(s): ${done.reduce((n, r) => n + r.inputFiles, 0)} files in, ${done.reduce((n, r) => n + r.outputFiles, 0)} written, ${done.reduce((n, r) => n + r.upgradedFiles, 0)} upgraded; latest snapshot ${done[done.length - 1].snapshotId}`)
+  const skipped = skippedOf(results)
+  if (done.length === 0) {
+    const filtered = o.partition !== undefined || bucket !== undefined
+    const why = results.length === 0 ? (filtered ? 'no bucket with data files matches --partition/--bucket' : 'the table has no data files') : describeSkipped(skipped)
+    // --full rewrites what the picker leaves alone, unless every bucket already is one top-level run
+    const hint = !o.full && skipped.some((r) => r.kind !== 'one-top-run' && r.kind !== 'no-files') ? "; 'strata compact --full' rewrites every bucket into the top level" : ''
+    out(`nothing to compact: ${why}${hint}`)
+    return
   }
+  const snapshots = new Set(done.map((r) => r.snapshotId)).size
+  const sum = (f: (r: (typeof done)[number]) => number) => done.reduce((n, r) => n + f(r), 0)
+  out(
+    `${done.length} compaction(s): ${sum((r) => r.inputFiles)} files in, ${sum((r) => r.outputFiles)} written, ${sum((r) => r.upgradedFiles)} upgraded; ` +
+      `${snapshots === 1 ? 'snapshot' : `${snapshots} snapshots, latest`} ${done[done.length - 1].snapshotId}` +
+      (skipped.length ? `; skipped ${describeSkipped(skipped, true)}` : ''),
+  )
 }
 
 /** consumer list, consumer delete. */
