@@ -193,8 +193,9 @@ Input: JSON lines (UTF-8; CRLF line ends and a byte-order mark are taken), one J
 per record. Keys are column names; a column left out is null. Blank lines are skipped.
   _kind   the record's row kind: "+I" (insert; the default: a row with the same primary
           key replaces the one before, as an upsert), "+U" (update: the same as +I),
-          "-U" and "-D" (retract the key's row: a deduplicate table deletes it). Partial-
-          update, aggregation and first-row tables refuse the retractions they cannot apply.
+          "-U" and "-D" (retractions: a deduplicate table deletes the key's row; partial-
+          update, aggregation and first-row tables apply them as Paimon does, and a
+          retraction one of them cannot apply fails the write).
 Values by column type:
   BOOLEAN               true or false
   TINYINT/SMALLINT/INT  an integer number (7, 7.0, 7e2), within the type's range
