@@ -1,13 +1,15 @@
-// Compaction across a table: every (partition, bucket) that needs it, or the ones named.
+// Compaction across a table: every (partition, bucket) that needs it, or the ones named,
+// landed together in one snapshot.
 
 import { deserializeBinaryRow } from '../format/binary-row.ts'
 import { bucketIdentifier } from '../manifest/identifiers.ts'
 import { valueFromJson } from '../table/json-values.ts'
 import type { Table } from '../handle/table.ts'
-import { StrataInputError } from '../errors.ts'
 import type { Row } from '../types.ts'
-import { compactBucket } from './compact/compact-bucket.ts'
+import { CommitConflictError, CommitFailedError, StrataInputError } from '../errors.ts'
 import type { CompactBucketResult } from './compact/context.ts'
+import { compactRound } from './compact/fold-round.ts'
+import type { SkipReason } from './compact/plan.ts'
 import type { MergePathRequest } from './columnar-merge.ts'
 
 export interface CompactTableOptions {
@@ -17,7 +19,10 @@ export interface CompactTableOptions {
   full?: boolean
   /** the merge path of every job (default: as the engine chooses) */
   mergePath?: MergePathRequest
+  /** each job's result once its round's snapshot landed, and each bucket that needed nothing */
   onBucket?: (partition: string, bucket: number, result: CompactBucketResult) => void
+  /** test hook: runs in each round once every job has written its output, before the commit */
+  beforeCommit?: () => Promise<void> | void
 }
 
 /** Parses `k=v,k2=v2` into partition values, validated against the partition keys. */
@@ -47,7 +52,34 @@ function coerce(root: string, text: string): unknown {
   return text
 }
 
-export async function compactTable(table: Table, opts: CompactTableOptions = {}): Promise<CompactBucketResult[]> {
+/** One entry of a table-wide compaction's result: a job that compacted, or a bucket that needed none (`skipped` says why). */
+export interface TableCompactionJob extends CompactBucketResult {
+  /** the partition's values joined by '/', as `onBucket` names it */
+  partition: string
+  bucket: number
+}
+
+/** Fresh-state retries of a bucket whose commit conflicted (its inputs changed underneath), as the compactor does. */
+export const MAX_CONFLICT_RETRIES = 3
+
+/** Jobs merging at once for `compaction.task-threads` -1 (one per active bucket), as the compactor's batch does. */
+const MERGES_AT_ONCE_UNBOUNDED = 4
+
+/** Jobs merging at once: `compaction.task-threads`, or a few for -1. */
+function mergesAtOnce(table: Table): number {
+  const n = table.view.options.compactionTaskThreads
+  return n === -1 ? MERGES_AT_ONCE_UNBOUNDED : Math.max(1, n)
+}
+
+/**
+ * Compacts every (partition, bucket) that needs it, or the ones named, landing all their
+ * commits in one COMPACT snapshot (lib/lsm/compact/fold-round.ts). A bucket whose job was
+ * capped (`needsMore`) goes again in a second round, and one whose commit conflicted is redone
+ * from fresh state: each round lands at most one snapshot. Returns every job that compacted
+ * and every bucket that needed nothing, with the planner's reason; no snapshot when nothing
+ * changed.
+ */
+export async function compactTable(table: Table, opts: CompactTableOptions = {}): Promise<TableCompactionJob[]> {
   const snapshot = await table.snapshots.latest()
   if (!snapshot) return []
   const partTypes = table.view.partitionFields.map((f) => f.type)
@@ -61,17 +93,71 @@ export async function compactTable(table: Table, opts: CompactTableOptions = {})
     if (!matches(values)) continue
     buckets.set(id, { partition: e.partition, bucket: e.bucket, values })
   }
-  const results: CompactBucketResult[] = []
-  for (const b of buckets.values()) {
-    let r = await compactBucket(table, { partition: b.partition, bucket: b.bucket, full: opts.full, mergePath: opts.mergePath })
-    opts.onBucket?.(b.values.join('/'), b.bucket, r)
-    results.push(r)
-    // a capped job leaves work behind; the CLI keeps going until the bucket is done
-    while (r.needsMore && r.snapshotId !== null) {
-      r = await compactBucket(table, { partition: b.partition, bucket: b.bucket, full: opts.full, mergePath: opts.mergePath })
-      opts.onBucket?.(b.values.join('/'), b.bucket, r)
-      results.push(r)
-    }
+  const results: TableCompactionJob[] = []
+  let todo = [...buckets.values()].map((b) => ({ ...b, round: 0, conflicts: 0 }))
+  while (todo.length > 0) {
+    const outcomes = await compactRound(table, todo, { full: opts.full, mergePath: opts.mergePath, mergesAtOnce: mergesAtOnce(table), beforeCommit: opts.beforeCommit })
+    const again: typeof todo = []
+    let failure: unknown = undefined
+    outcomes.forEach((o, i) => {
+      const b = todo[i]
+      if ('error' in o) {
+        const retry = (o.error instanceof CommitConflictError || o.error instanceof CommitFailedError) && b.conflicts < MAX_CONFLICT_RETRIES
+        if (retry) again.push({ ...b, round: b.round + 1, conflicts: b.conflicts + 1 })
+        else failure ??= o.error
+        return
+      }
+      // a later round that found the rest already done adds nothing to report
+      if (o.result.snapshotId === null && b.round > 0 && b.conflicts === 0) return
+      const partition = b.values.join('/')
+      opts.onBucket?.(partition, b.bucket, o.result)
+      results.push({ ...o.result, partition, bucket: b.bucket })
+      // a capped job leaves work behind: the bucket goes again until it is done
+      if (o.result.needsMore && o.result.snapshotId !== null) again.push({ ...b, round: b.round + 1 })
+    })
+    if (failure !== undefined) throw failure
+    todo = again
   }
   return results
+}
+
+/**
+ * How many buckets were skipped for each reason, in words: "12 buckets below the trigger
+ * (num-sorted-run.compaction-trigger 5; most runs in a bucket: 3)"; `brief` leaves out the
+ * parentheses.
+ */
+export function describeSkipped(skipped: SkipReason[], brief = false): string {
+  const byKind = new Map<SkipReason['kind'], SkipReason[]>()
+  for (const r of skipped) byKind.set(r.kind, [...(byKind.get(r.kind) ?? []), r])
+  const mostRuns = (rs: SkipReason[]) => Math.max(...rs.map((r) => ('sortedRuns' in r ? r.sortedRuns : 0)))
+  const triggerOf = (rs: SkipReason[]) => (rs[0] as { trigger: number }).trigger
+  const parts: string[] = []
+  for (const [kind, rs] of byKind) {
+    const n = `${rs.length} bucket${rs.length === 1 ? '' : 's'}`
+    const [what, detail] = ((): [string, string?] => {
+      switch (kind) {
+        case 'below-trigger':
+          return ['below the trigger', `num-sorted-run.compaction-trigger ${triggerOf(rs)}; most runs in a bucket: ${mostRuns(rs)}`]
+        case 'no-level-0':
+          return ['with no level-0 file', `with deletion vectors a level-0 file makes compaction due; below num-sorted-run.compaction-trigger ${triggerOf(rs)}, most runs in a bucket: ${mostRuns(rs)}`]
+        case 'size-ratio':
+          return ['at the trigger whose run sizes call for no merge yet', `num-sorted-run.compaction-trigger ${triggerOf(rs)}, compaction.size-ratio ${(rs[0] as { sizeRatio: number }).sizeRatio}`]
+        case 'one-run':
+          return ['already one sorted run']
+        case 'one-top-run':
+          return ['already one run at the top level']
+        case 'no-files':
+          return ['with no files']
+        default:
+          return ['whose pick would leave its one file where it is']
+      }
+    })()
+    parts.push(`${n} ${what}${detail && !brief ? ` (${detail})` : ''}`)
+  }
+  return parts.join(', ')
+}
+
+/** The skipped buckets' reasons (entries with `skipped`) of a compactTable result. */
+export function skippedOf(results: TableCompactionJob[]): SkipReason[] {
+  return results.flatMap((r) => (r.skipped ? [r.skipped] : []))
 }

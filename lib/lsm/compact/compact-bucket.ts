@@ -17,7 +17,7 @@ import type { CompactBucketRequest, CompactBucketResult, CompactionContext } fro
 import { nextDeletionVectors, writeDeletionVectorIndex } from './deletion-vectors.ts'
 import { BucketInputs } from './inputs.ts'
 import { CompactionOutput } from './output.ts'
-import { pickOptionsOf, pickUnit, planSteps, readBucket } from './plan.ts'
+import { pickOptionsOf, pickUnit, planSteps, readBucket, whyNoPick } from './plan.ts'
 import type { RewriteJob } from './rewrite-job.ts'
 import { rewriteStep } from './rewrite.ts'
 
@@ -28,8 +28,12 @@ export async function compactBucket(ctx: CompactionContext, req: CompactBucketRe
   const snapshot = await ctx.snapshots.latest()
   const bucket = await readBucket(ctx, snapshot, req.partition, req.bucket)
   const summary = { baseSnapshotId: snapshot?.id ?? 0, backPressure: needsBackPressure(bucket.levels, opts.stopTrigger) }
-  const picked = pickUnit(bucket, { pick: pickOptionsOf(ctx), full: req.full, maxInputFiles: req.maxInputFiles ?? opts.compactionMaxInputFiles })
-  if (!picked) return { snapshotId: null, ...summary, inputFiles: 0, outputFiles: 0, upgradedFiles: 0, rowsIn: 0, rowsOut: 0, rowsDeletedByVector: 0, outputLevel: null, needsMore: false, retries: 0 }
+  const pickSettings = { pick: pickOptionsOf(ctx), full: req.full, maxInputFiles: req.maxInputFiles ?? opts.compactionMaxInputFiles }
+  const picked = pickUnit(bucket, pickSettings)
+  if (!picked) {
+    const skipped = whyNoPick(bucket.levels, pickSettings)
+    return { snapshotId: null, ...summary, inputFiles: 0, outputFiles: 0, upgradedFiles: 0, rowsIn: 0, rowsOut: 0, rowsDeletedByVector: 0, outputLevel: null, needsMore: false, retries: 0, skipped }
+  }
   const { unit, needsMore } = picked
   const dvs = bucket.deletionVectors()
   const lookup = compactsWithLookup(mergeConfig.engine, opts.deletionVectors)

@@ -11,6 +11,7 @@ import type { ObjectStore } from '../../store/object-store.ts'
 import type { FieldMapping } from '../../table/evolution.ts'
 import type { SchemaView } from '../../table/schema.ts'
 import type { MergePathRequest } from '../columnar-merge.ts'
+import type { SkipReason } from './plan.ts'
 
 /** The parts of a table a compaction reads, writes and commits through. */
 export interface CompactionContext {
@@ -75,4 +76,6 @@ export interface CompactBucketResult {
   retries: number
   /** rewrite steps merged by the columnar path (the others by rows) */
   columnarSteps?: number
+  /** nothing needed doing (snapshotId null): why, from the planner */
+  skipped?: SkipReason
 }
