@@ -25,6 +25,7 @@ export const LIB_FLOORS: readonly (readonly string[])[] = [
   ['read', 'write', 'maintenance'],
   ['jobs'],
   ['ingest'],
+  ['api'],
   ['cli'],
 ]
 

@@ -1,0 +1,42 @@
+// The package's library API (`import { openTable } from 'strata-tables'`): open or create a
+// table, then write, read, look up, read changes, compact, alter, tag and expire it through
+// StrataTable. Errors are the classes below; branch on them with instanceof or errorKind.
+// docs/api.md is the reference.
+
+export { createTable, openTable, StrataTable } from './strata-table.ts'
+export type {
+  Changes,
+  ChangeRecord,
+  ChangesOptions,
+  CompactOptions,
+  CompactSummary,
+  ExpireSummary,
+  ExpireTableOptions,
+  OpenTableOptions,
+  ReadOptions,
+  SnapshotChoice,
+  TableShape,
+  WriteSummary,
+} from './strata-table.ts'
+export type { RecordValue, TableRecord, WriteRecordInput } from './values.ts'
+export type { SchemaChange, ColumnPosition } from '../handle/alter.ts'
+export type { IncrementalMode } from '../read/incremental.ts'
+export type { TableStatus, BucketStatus } from '../maintenance/table-status.ts'
+export type { ObjectStore } from '../store/object-store.ts'
+export {
+  AlreadyExistsError,
+  CommitConflictError,
+  CommitFailedError,
+  ConflictError,
+  CorruptFileError,
+  errorKind,
+  MissingReferenceError,
+  NotFoundError,
+  RefusedError,
+  SnapshotExpiredError,
+  StaleSchemaError,
+  StoreError,
+  StrataError,
+  StrataInputError,
+} from '../errors.ts'
+export type { ErrorKind, StrataErrorKind } from '../errors.ts'

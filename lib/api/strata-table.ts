@@ -1,0 +1,365 @@
+// The library's handle on one table: every operation the CLI offers, typed, over the engine's
+// own functions. What a caller gets back is plain data (records, summaries); errors are the
+// classes of lib/errors.ts, re-exported by lib/api/index.ts. docs/api.md is the reference.
+
+import { StrataInputError } from '../errors.ts'
+import { alterTable, optionChanges, type SchemaChange } from '../handle/alter.ts'
+import { checkConsumerId, deleteConsumer, listConsumers } from '../handle/consumers.ts'
+import { checkTagName, createTag, listTags } from '../handle/tags.ts'
+import { Table, type TableOpenOptions } from '../handle/table.ts'
+import { compactTable } from '../lsm/compact-table.ts'
+import { expireSnapshots } from '../maintenance/expire.ts'
+import { checkOrphanAge, DEFAULT_ORPHAN_OLDER_THAN_MS, removeOrphanFiles } from '../maintenance/orphans.ts'
+import { deleteTag } from '../maintenance/tag-deletion.ts'
+import { tableStatus, type TableStatus } from '../maintenance/table-status.ts'
+import { consumerStart, type IncrementalMode, planIncremental, readPlan, recordConsumer } from '../read/incremental.ts'
+import { lookup, scan } from '../read/table-read.ts'
+import type { ObjectStore } from '../store/object-store.ts'
+import { openStore } from '../store/open-store.ts'
+import { formatDataType } from '../format/data-type.ts'
+import { parseDuration } from '../table/options.ts'
+import { recordFromJson } from '../table/json-values.ts'
+import { writeJsonLines } from '../write/json-lines.ts'
+import { writeBatch, type WriteResult } from '../write/table-write.ts'
+import type { WriteRecord } from '../write/record-checks.ts'
+import { ROW_KIND_SHORT, type DataField, type TableSchema } from '../types.ts'
+import { jsonFormOf, rowRecord, type TableRecord, type WriteRecordInput } from './values.ts'
+
+/** How a table is opened: where its files are, and the handle's memory bounds. */
+export interface OpenTableOptions extends TableOpenOptions {
+  /** wraps the store the table is opened on (a trace, a fault, a cache): for tests and tools */
+  wrapStore?: (store: ObjectStore) => ObjectStore
+}
+
+/** What a write landed. */
+export interface WriteSummary {
+  /** the snapshot the write committed */
+  snapshotId: number
+  /** records given */
+  rowsIn: number
+  /** rows written to files (records of one key in one write are merged first) */
+  rowsWritten: number
+}
+
+/** Which snapshot a read sees: the latest by default, or one snapshot id, or a tag's. */
+export interface SnapshotChoice {
+  snapshotId?: number
+  tag?: string
+}
+
+export interface ReadOptions extends SnapshotChoice {
+  /** columns to return, in this order; default all */
+  columns?: string[]
+  /** equality filter on partition and primary-key columns, values as a write takes them */
+  filter?: Record<string, unknown>
+}
+
+export interface ChangesOptions {
+  /** the range starts after this snapshot (0: from the first); with consumerId, only for its first read */
+  fromSnapshot?: number
+  /** the last snapshot of the range; default the latest */
+  toSnapshot?: number
+  /** default 'auto': the changelog when the table has a changelog producer, else the delta */
+  mode?: IncrementalMode
+  columns?: string[]
+  filter?: Record<string, unknown>
+  /** read from this consumer's progress; `Changes.commit()` records the new progress */
+  consumerId?: string
+}
+
+/** A change read: the record's columns and its `_kind`. */
+export type ChangeRecord = TableRecord & { _kind: '+I' | '-U' | '+U' | '-D' }
+
+/** A range of snapshots' changes: iterate them, then `commit()` a consumer's progress. */
+export interface Changes extends AsyncIterable<ChangeRecord> {
+  /** the range (from, to] and how it is read */
+  readonly from: number
+  readonly to: number
+  readonly mode: 'delta' | 'changelog'
+  /**
+   * Records the consumer's progress (next snapshot to + 1) once the caller has taken every
+   * change: at-least-once, as the CLI does after stdout took every row. Returns the next
+   * snapshot, or null for an empty table. Refused without a consumerId.
+   */
+  commit(): Promise<number | null>
+}
+
+export interface CompactOptions {
+  /** only this partition: values by partition key, as text (`{ dt: '2024-05-01' }`) */
+  partition?: Record<string, string>
+  bucket?: number
+  /** rewrite every bucket into the top level */
+  full?: boolean
+}
+
+export interface CompactSummary {
+  /** buckets compacted */
+  compactions: number
+  inputFiles: number
+  outputFiles: number
+  upgradedFiles: number
+  /** the latest snapshot the compaction landed, or null when there was nothing to compact */
+  snapshotId: number | null
+}
+
+export interface ExpireTableOptions {
+  /** also delete files no snapshot or tag references */
+  removeOrphans?: boolean
+  /** with removeOrphans: only files older than this ('1 d', '13 h' or milliseconds); default 1 day */
+  olderThan?: string | number
+}
+
+export interface ExpireSummary {
+  expired: number[]
+  deletedFiles: number
+  earliest: number
+  latest: number
+  /** with removeOrphans: the orphan files deleted */
+  orphansRemoved?: number
+}
+
+/** A table's shape: its columns, keys and options. */
+export interface TableShape {
+  schemaId: number
+  fields: { name: string; type: string; nullable: boolean; comment?: string }[]
+  primaryKeys: string[]
+  partitionKeys: string[]
+  options: Record<string, string>
+  comment?: string
+}
+
+/** Opens the store at `uri` (s3://bucket/prefix, file:// or a local path), wrapped if asked. */
+function storeAt(uri: string, wrap?: (store: ObjectStore) => ObjectStore): ObjectStore | string {
+  if (!wrap) return uri
+  return wrap(openStore(uri))
+}
+
+/** Creates a table at `uri` from a schema ({ fields, primaryKeys, partitionKeys, options }). */
+export async function createTable(uri: string, schema: unknown, opts: OpenTableOptions = {}): Promise<StrataTable> {
+  return new StrataTable(await Table.create(storeAt(uri, opts.wrapStore), schema, opts))
+}
+
+/** Opens the table at `uri`; a NotFoundError when there is none. */
+export async function openTable(uri: string, opts: OpenTableOptions = {}): Promise<StrataTable> {
+  return new StrataTable(await Table.open(storeAt(uri, opts.wrapStore), opts))
+}
+
+export class StrataTable {
+  /** @internal the engine's handle; a new schema (alter) makes a new StrataTable */
+  constructor(readonly handle: Table) {}
+
+  /** Where the table is. */
+  get uri(): string {
+    return this.handle.uri
+  }
+
+  /** The table's columns, keys and options as of its latest schema when opened. */
+  get shape(): TableShape {
+    return shapeOf(this.handle.schema)
+  }
+
+  /** Writes records as one commit (one snapshot). A bad record fails the write, naming it, and nothing is committed. */
+  async write(records: Iterable<WriteRecordInput> | AsyncIterable<WriteRecordInput>): Promise<WriteSummary> {
+    return summary(await writeBatch(this.handle, writeRecords(this.handle, records)))
+  }
+
+  /** Writes JSON lines (the CLI's input) as one commit: a string, or a stream of text or bytes. */
+  async writeJsonLines(input: string | AsyncIterable<string | Uint8Array>, name = 'input'): Promise<WriteSummary> {
+    const source = typeof input === 'string' ? [input] : input
+    return summary(await writeJsonLines(this.handle, toAsync(source), { name }))
+  }
+
+  /** The rows of a snapshot (the latest by default), in primary-key order per bucket. */
+  async *read(opts: ReadOptions = {}): AsyncGenerator<TableRecord> {
+    const fields = this.fieldsOf(opts.columns)
+    const iter = scan(this.handle, { snapshotId: opts.snapshotId, tag: opts.tag, columns: fields.map((f) => f.name), filter: opts.filter })
+    for await (const batch of iter) for (const row of batch) yield rowRecord(fields, row)
+  }
+
+  /** Every row of a snapshot, in one array. */
+  async readAll(opts: ReadOptions = {}): Promise<TableRecord[]> {
+    const out: TableRecord[] = []
+    for await (const r of this.read(opts)) out.push(r)
+    return out
+  }
+
+  /** The row with this primary key, or null. */
+  async lookup(key: Record<string, unknown>, opts: SnapshotChoice = {}): Promise<TableRecord | null> {
+    const row = await lookup(this.handle, key, { snapshotId: opts.snapshotId, tag: opts.tag })
+    return row === null ? null : rowRecord(this.handle.view.fields, row)
+  }
+
+  /** What the snapshots (from, to] changed, each record with its `_kind`; planned (and refused) before it returns. */
+  async changes(opts: ChangesOptions): Promise<Changes> {
+    const { consumerId, fromSnapshot } = opts
+    if (consumerId !== undefined) checkConsumerId(consumerId, 'consumerId')
+    if (consumerId === undefined && fromSnapshot === undefined) throw new StrataInputError('changes: expected fromSnapshot or consumerId')
+    const table = this.handle
+    const from = consumerId !== undefined ? await consumerStart(table, consumerId, fromSnapshot, API_NAMES) : fromSnapshot!
+    const fields = this.fieldsOf(opts.columns)
+    const plan = await planIncremental(table, { fromSnapshot: from, toSnapshot: opts.toSnapshot, mode: opts.mode, columns: fields.map((f) => f.name), filter: opts.filter, names: API_NAMES })
+    return {
+      from: plan.from,
+      to: plan.to,
+      mode: plan.mode,
+      async *[Symbol.asyncIterator]() {
+        for await (const batch of readPlan(table, plan, { filter: opts.filter })) {
+          for (const c of batch) yield { _kind: ROW_KIND_SHORT[c.kind], ...rowRecord(fields, c.row) } as ChangeRecord
+        }
+      },
+      commit: async () => {
+        if (consumerId === undefined) throw new StrataInputError('changes: commit() records a consumer\'s progress; expected the read to name a consumerId')
+        return recordConsumer(table, consumerId, plan)
+      },
+    }
+  }
+
+  /** Compacts every bucket that needs it (or the ones named); one snapshot for the call. */
+  async compact(opts: CompactOptions = {}): Promise<CompactSummary> {
+    if (opts.bucket !== undefined && (!Number.isInteger(opts.bucket) || opts.bucket < 0 || opts.bucket >= this.handle.view.options.bucket)) {
+      throw new StrataInputError(`bucket: expected a bucket number in [0, ${this.handle.view.options.bucket - 1}], got ${opts.bucket}`)
+    }
+    const results = await compactTable(this.handle, opts)
+    const done = results.filter((r) => r.snapshotId !== null)
+    return {
+      compactions: done.length,
+      inputFiles: done.reduce((n, r) => n + r.inputFiles, 0),
+      outputFiles: done.reduce((n, r) => n + r.outputFiles, 0),
+      upgradedFiles: done.reduce((n, r) => n + r.upgradedFiles, 0),
+      snapshotId: done.length ? done[done.length - 1].snapshotId : null,
+    }
+  }
+
+  /** Applies schema changes as one new schema; returns a handle on it. */
+  async alter(changes: readonly SchemaChange[]): Promise<StrataTable> {
+    return new StrataTable(await alterTable(this.handle, changes))
+  }
+
+  /** Sets table options (ALTER TABLE … SET), validated as at create; what Paimon refuses to change is refused. */
+  async setOptions(options: Record<string, string>): Promise<StrataTable> {
+    const changes: SchemaChange[] = Object.entries(options).map(([key, value]) => ({ kind: 'set-option', key, value }))
+    return this.alter(changes)
+  }
+
+  /** Resets table options to their defaults (ALTER TABLE … RESET). */
+  async resetOptions(keys: readonly string[]): Promise<StrataTable> {
+    return this.alter(keys.map((key) => ({ kind: 'reset-option', key })))
+  }
+
+  /** Makes the table's options equal `options` (set what differs, reset what is gone), as one schema; this handle if nothing differs. */
+  async syncOptions(options: Record<string, string>): Promise<StrataTable> {
+    const changes = optionChanges(this.handle.schema.options, options)
+    return changes.length ? this.alter(changes) : this
+  }
+
+  /** Tags a snapshot (the latest by default). */
+  async createTag(name: string, opts: { snapshotId?: number } = {}): Promise<{ name: string; snapshotId: number }> {
+    checkTagName(name, 'tag name')
+    return createTag(this.handle, name, opts)
+  }
+
+  /** Deletes a tag and the files only it kept. */
+  async deleteTag(name: string): Promise<{ name: string; snapshotId: number; deletedFiles: number }> {
+    checkTagName(name, 'tag name')
+    const r = await deleteTag(this.handle, name)
+    return { name: r.name, snapshotId: r.snapshotId, deletedFiles: r.deletedFiles }
+  }
+
+  /** The tags: name, snapshot id, and the snapshot's time and rows. */
+  async listTags(): Promise<{ name: string; snapshotId: number; snapshotTimeMillis: number; rows: number }[]> {
+    return (await listTags(this.handle)).map((t) => ({ name: t.name, snapshotId: t.snapshot.id, snapshotTimeMillis: t.snapshot.timeMillis, rows: t.snapshot.totalRecordCount }))
+  }
+
+  /** The consumers (ids of incremental readers) and their next snapshots. */
+  async listConsumers(): Promise<{ id: string; nextSnapshot: number; lastModifiedMillis: number }[]> {
+    return (await listConsumers(this.handle)).map((c) => ({ id: c.id, nextSnapshot: c.nextSnapshot, lastModifiedMillis: c.lastModified }))
+  }
+
+  /** Deletes a consumer, so expiration no longer keeps snapshots for it. */
+  async deleteConsumer(id: string): Promise<void> {
+    checkConsumerId(id, 'consumer id')
+    await deleteConsumer(this.handle, id)
+  }
+
+  /** Expires old snapshots by the table's retention options; optionally removes orphan files. */
+  async expire(opts: ExpireTableOptions = {}): Promise<ExpireSummary> {
+    const olderThanMs = opts.olderThan === undefined ? DEFAULT_ORPHAN_OLDER_THAN_MS : orphanAge(opts.olderThan)
+    if (opts.olderThan !== undefined && !opts.removeOrphans) throw new StrataInputError(`olderThan ${JSON.stringify(opts.olderThan)}: applies only with removeOrphans`)
+    const r = await expireSnapshots(this.handle)
+    const out: ExpireSummary = { expired: r.expired, deletedFiles: r.deletedFiles, earliest: r.earliest, latest: r.latest }
+    if (opts.removeOrphans) out.orphansRemoved = (await removeOrphanFiles(this.handle, { olderThanMs })).deleted.length
+    return out
+  }
+
+  /** The latest snapshot and, per partition and bucket, files per level and rows. */
+  async status(): Promise<TableStatus> {
+    return tableStatus(this.handle)
+  }
+
+  /** The fields of `columns` (all by default), each checked to be a column. */
+  private fieldsOf(columns: string[] | undefined): DataField[] {
+    const view = this.handle.view
+    if (columns === undefined) return view.fields
+    const all = view.fields.map((f) => f.name).join(', ')
+    return columns.map((c) => {
+      const i = view.fieldIndex.get(c)
+      if (i === undefined) throw new StrataInputError(`columns: unknown column ${JSON.stringify(c)} (columns: ${all})`)
+      return view.fields[i]
+    })
+  }
+}
+
+/** How the range's inputs are named in messages from the library. */
+const API_NAMES = { from: 'fromSnapshot', to: 'toSnapshot', mode: 'mode' }
+
+function summary(r: WriteResult): WriteSummary {
+  return { snapshotId: r.snapshotId, rowsIn: r.rowsIn, rowsWritten: r.rowsWritten }
+}
+
+function shapeOf(s: TableSchema): TableShape {
+  return {
+    schemaId: s.id,
+    fields: s.fields.map((f) => ({ name: f.name, type: formatDataType(f.type), nullable: f.type.nullable, ...(f.description ? { comment: f.description } : {}) })),
+    primaryKeys: [...s.primaryKeys],
+    partitionKeys: [...s.partitionKeys],
+    options: { ...s.options },
+    ...(s.comment ? { comment: s.comment } : {}),
+  }
+}
+
+/** `olderThan`: a duration text or milliseconds, no shorter than orphan cleanup's floor. */
+function orphanAge(v: string | number): number {
+  const ms = typeof v === 'number' ? v : parseDuration(v)
+  if (ms === null || !Number.isFinite(ms)) throw new StrataInputError(`olderThan ${JSON.stringify(v)}: expected a duration such as '1 d' or '13 h', or milliseconds`)
+  return checkOrphanAge(ms, `olderThan ${JSON.stringify(v)}`)
+}
+
+/** The caller's records as the writer takes them, each checked and named by its index. */
+function* writeRecordsSync(table: Table, records: Iterable<WriteRecordInput>): Generator<WriteRecord> {
+  let i = 0
+  for (const r of records) yield toWriteRecord(table, r, i++)
+}
+
+async function* writeRecordsAsync(table: Table, records: AsyncIterable<WriteRecordInput>): AsyncGenerator<WriteRecord> {
+  let i = 0
+  for await (const r of records) yield toWriteRecord(table, r, i++)
+}
+
+function writeRecords(table: Table, records: Iterable<WriteRecordInput> | AsyncIterable<WriteRecordInput>): Iterable<WriteRecord> | AsyncIterable<WriteRecord> {
+  return Symbol.asyncIterator in records ? writeRecordsAsync(table, records) : writeRecordsSync(table, records)
+}
+
+function toWriteRecord(table: Table, r: WriteRecordInput, index: number): WriteRecord {
+  const where = `record ${index}`
+  if (typeof r !== 'object' || r === null || Array.isArray(r)) return { ...recordFromJson(table.view, r, where), where }
+  const json: Record<string, unknown> = {}
+  for (const key of Object.keys(r)) {
+    const i = table.view.fieldIndex.get(key)
+    json[key] = i === undefined ? r[key] : jsonFormOf(table.view.fields[i], r[key])
+  }
+  return { ...recordFromJson(table.view, json, where), where }
+}
+
+async function* toAsync(source: Iterable<string> | AsyncIterable<string | Uint8Array>): AsyncGenerator<string | Uint8Array> {
+  yield* source
+}
