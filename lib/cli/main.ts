@@ -425,8 +425,8 @@ async function compactCommand(at: StoreAt, uri: string, o: CompactCommandOptions
   if (done.length === 0) {
     const filtered = o.partition !== undefined || bucket !== undefined
     const why = results.length === 0 ? (filtered ? 'no bucket with data files matches --partition/--bucket' : 'the table has no data files') : describeSkipped(skipped)
-    // --full rewrites what the picker leaves alone, unless every bucket already is one top-level run
-    const hint = !o.full && skipped.some((r) => r.kind !== 'one-top-run' && r.kind !== 'no-files') ? "; 'strata compact --full' rewrites every bucket into the top level" : ''
+    // --full rewrites what the picker leaves alone, where a full compaction would change something
+    const hint = !o.full && skipped.some((r) => 'fullWouldCompact' in r && r.fullWouldCompact) ? "; 'strata compact --full' rewrites every bucket into the top level" : ''
     out(`nothing to compact: ${why}${hint}`)
     return
   }

@@ -31,7 +31,7 @@ export async function compactBucket(ctx: CompactionContext, req: CompactBucketRe
   const pickSettings = { pick: pickOptionsOf(ctx), full: req.full, maxInputFiles: req.maxInputFiles ?? opts.compactionMaxInputFiles }
   const picked = pickUnit(bucket, pickSettings)
   if (!picked) {
-    const skipped = whyNoPick(bucket.levels, pickSettings)
+    const skipped = whyNoPick(bucket, pickSettings)
     return { snapshotId: null, ...summary, inputFiles: 0, outputFiles: 0, upgradedFiles: 0, rowsIn: 0, rowsOut: 0, rowsDeletedByVector: 0, outputLevel: null, needsMore: false, retries: 0, skipped }
   }
   const { unit, needsMore } = picked

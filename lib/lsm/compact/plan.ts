@@ -121,36 +121,41 @@ export function pickUnit(bucket: BucketState, s: PickSettings): { unit: CompactU
 
 /**
  * Why a bucket's pick was empty, as the planner saw it (the CLI's "nothing to compact" and a
- * table-wide compaction's report say it; `whyNoPick`).
+ * table-wide compaction's report say it; `whyNoPick`). `fullWouldCompact`: a full compaction
+ * of the bucket would pick something.
  */
 export type SkipReason =
   /** the bucket has no live files */
   | { kind: 'no-files' }
-  /** fewer sorted runs than `num-sorted-run.compaction-trigger` */
-  | { kind: 'below-trigger'; sortedRuns: number; trigger: number }
-  /** force-up-level-0 (deletion vectors, lookup): no level-0 file, and the runs above it pick nothing */
-  | { kind: 'no-level-0'; sortedRuns: number; trigger: number }
-  /** a single sorted run, below the top level (a full compaction would move it up) */
-  | { kind: 'one-run'; level: number }
-  /** at the trigger, but neither size amplification nor `compaction.size-ratio` calls for a merge */
-  | { kind: 'size-ratio'; sortedRuns: number; trigger: number; sizeRatio: number }
   /** full: already one run at the top level, with no file a rewrite would shrink */
   | { kind: 'one-top-run' }
-  /** the pick would only leave its one file where it is */
-  | { kind: 'in-place' }
+  | ({ fullWouldCompact: boolean } & (
+      /** fewer sorted runs than `num-sorted-run.compaction-trigger` */
+      | { kind: 'below-trigger'; sortedRuns: number; trigger: number }
+      /** force-up-level-0 (deletion vectors, lookup): no level-0 file, and the runs above it pick nothing */
+      | { kind: 'no-level-0'; sortedRuns: number; trigger: number }
+      /** a single sorted run */
+      | { kind: 'one-run'; level: number }
+      /** at the trigger, but neither size amplification nor `compaction.size-ratio` calls for a merge */
+      | { kind: 'size-ratio'; sortedRuns: number; trigger: number; sizeRatio: number }
+      /** the pick would only leave its one file where it is */
+      | { kind: 'in-place' }
+    ))
 
 /** The reason `pickUnit` found nothing with these settings (call it only when it did). */
-export function whyNoPick(levels: Levels, s: PickSettings): SkipReason {
+export function whyNoPick(bucket: BucketState, s: PickSettings): SkipReason {
+  const { levels } = bucket
   const runs = levels.levelSortedRuns()
   const trigger = s.pick.compactionTrigger
   if (runs.length === 0) return { kind: 'no-files' }
   if (s.full) return { kind: 'one-top-run' }
-  // force-up-level-0 picks whenever level 0 holds a file, the runs are newest first
-  if (s.pick.deletionVectors && runs[0].level !== 0) return { kind: 'no-level-0', sortedRuns: runs.length, trigger }
-  if (runs.length < trigger) return { kind: 'below-trigger', sortedRuns: runs.length, trigger }
-  if (runs.length === 1) return { kind: 'one-run', level: runs[0].level }
-  if (runs.length === trigger) return { kind: 'size-ratio', sortedRuns: runs.length, trigger, sizeRatio: s.pick.sizeRatio }
-  return { kind: 'in-place' }
+  const fullWouldCompact = pickFullCompaction(levels, s.pick.numLevels, { hasDeletionVector: bucket.hasDeletionVector }) !== null
+  // force-up-level-0 picks whenever level 0 holds a file (the runs are newest first)
+  if (s.pick.deletionVectors && runs[0].level !== 0) return { kind: 'no-level-0', sortedRuns: runs.length, trigger, fullWouldCompact }
+  if (runs.length < trigger) return { kind: 'below-trigger', sortedRuns: runs.length, trigger, fullWouldCompact }
+  if (runs.length === 1) return { kind: 'one-run', level: runs[0].level, fullWouldCompact }
+  if (runs.length === trigger) return { kind: 'size-ratio', sortedRuns: runs.length, trigger, sizeRatio: s.pick.sizeRatio, fullWouldCompact }
+  return { kind: 'in-place', fullWouldCompact }
 }
 
 /** What the steps of a unit are planned with. */
