@@ -255,7 +255,7 @@ describe('row formats', () => {
 
 describe('the level-0 hint', () => {
   const hint = (rows: number, t: string) =>
-    `${rows} rows in level 0 wait for compaction; run 'strata compact ${t}' to make them visible; or set the table option 'deletion-vectors.merge-on-read' to 'true' to merge level 0 into reads\n`
+    `${rows} rows in level 0 wait for compaction; run 'strata compact ${t}' to make them visible, or 'strata alter ${t} set deletion-vectors.merge-on-read true' to merge level 0 into every read\n`
 
   async function tableWith(name: string, options: Record<string, string>): Promise<string> {
     const t = join(dir, name)
@@ -275,6 +275,21 @@ describe('the level-0 hint', () => {
     expect((await strata(['read', t, '--from-snapshot', '0'])).stderr).toBe('')
     expect((await strata(['compact', t])).code).toBe(0)
     expect(await strata(['read', t, '--format', 'tsv'])).toEqual({ code: 0, stdout: 'id\tv\n1\ta\n2\tb\n3\tc\n', stderr: '' })
+  })
+
+  it("the other way: with 'deletion-vectors.merge-on-read' set, reads merge level 0 in and say nothing", async () => {
+    const t = join(dir, 'dv-one')
+    writeFileSync(join(dir, 'dv-one.json'), JSON.stringify({ fields: [{ name: 'id', type: 'INT NOT NULL' }], primaryKeys: ['id'], options: { bucket: '1', 'deletion-vectors.enabled': 'true' } }))
+    expect((await strata(['create', t, '--schema', join(dir, 'dv-one.json')])).code).toBe(0)
+    writeFileSync(join(dir, 'dv-one.jsonl'), '{"id":7}\n')
+    expect((await strata(['write', t, join(dir, 'dv-one.jsonl')])).code).toBe(0)
+    expect(await strata(['read', t])).toEqual({
+      code: 0,
+      stdout: 'id\n',
+      stderr: `1 row in level 0 waits for compaction; run 'strata compact ${t}' to make it visible, or 'strata alter ${t} set deletion-vectors.merge-on-read true' to merge level 0 into every read\n`,
+    })
+    expect((await strata(['alter', t, 'set', 'deletion-vectors.merge-on-read', 'true'])).code).toBe(0)
+    expect(await strata(['read', t])).toEqual({ code: 0, stdout: 'id\n7\n', stderr: '' })
   })
 
   it('a first-row table: the same hint, without merge-on-read (first-row reads skip level 0 whatever the options)', async () => {

@@ -288,10 +288,10 @@ async function readCommand(at: StoreAt, uri: string, o: ReadCommandOptions): Pro
 async function level0Hint(table: Table, uri: string, snapshot: Snapshot): Promise<void> {
   const rows = await rowsWaitingForCompaction(table, snapshot)
   if (rows === 0) return
-  const verb = rows === 1 ? 'row in level 0 waits' : 'rows in level 0 wait'
+  const waiting = rows === 1 ? '1 row in level 0 waits for compaction' : `${rows} rows in level 0 wait for compaction`
   // merge-on-read lets deletion-vector reads merge level 0 in; first-row reads skip it whatever the options (as Paimon's)
-  const instead = table.mergeConfig.engine === 'first-row' ? '' : "; or set the table option 'deletion-vectors.merge-on-read' to 'true' to merge level 0 into reads"
-  process.stderr.write(`${rows} ${verb} for compaction; run 'strata compact ${uri}' to make them visible${instead}\n`)
+  const instead = table.mergeConfig.engine === 'first-row' ? '' : `, or 'strata alter ${uri} set deletion-vectors.merge-on-read true' to merge level 0 into every read`
+  process.stderr.write(`${waiting}; run 'strata compact ${uri}' to make ${rows === 1 ? 'it' : 'them'} visible${instead}\n`)
 }
 
 /** `read --from-snapshot` or `--consumer-id`: what the snapshots (from, to] changed, each row with its _kind. */
