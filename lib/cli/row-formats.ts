@@ -157,9 +157,9 @@ export class RowPrinter {
         return this.sink.add(this.kind ? `{"_kind":${JSON.stringify(kind)},${line.slice(1)}` : line)
       }
       case 'tsv':
-        return this.sink.add(this.texts(row, kind).map(tsvField).join('\t'))
+        return this.sink.add(this.line(row, kind, tsvField, '\t'))
       case 'csv':
-        return this.sink.add(this.texts(row, kind).map(csvField).join(',') + CSV_LINE_END)
+        return this.sink.add(this.line(row, kind, csvField, ',') + CSV_LINE_END)
       case 'table': {
         // null shows as an empty cell (as psql shows it), the string "NULL" as NULL
         const cells = this.texts(row, kind).map((t) => (t === null ? '' : tableCell(t)))
@@ -175,6 +175,17 @@ export class RowPrinter {
     if (this.format !== 'table') return
     if (this.held !== null) this.release()
     this.sink.add(`(${this.rows} ${this.rows === 1 ? 'row' : 'rows'})`, false)
+  }
+
+  /** A row's fields in one format, joined by `sep` (one string built, no arrays: this runs per row). */
+  private line(row: Row, kind: string | undefined, field: (text: string | null) => string, sep: string): string {
+    let line = this.kind ? field(kind ?? null) : ''
+    for (let j = 0; j < row.length; j++) {
+      const v = row[j]
+      if (j > 0 || this.kind) line += sep
+      line += field(v === null ? null : valueToText(this.fields[j].type, v))
+    }
+    return line
   }
 
   private texts(row: Row, kind: string | undefined): (string | null)[] {
