@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { strata } from './helpers/cli-in-process.ts'
 import { RowPrinter, TABLE_SIZING_ROWS, chooseFormat, csvField, displayWidth, tsvField } from '../lib/cli/row-formats.ts'
 import type { DataField } from '../lib/types.ts'
+import { MAX_LENGTH } from '../lib/format/data-type.ts'
 
 /** id → s: every value that a format must escape, quote or keep apart. */
 const VALUES: [number, string | null][] = [
@@ -198,7 +199,7 @@ describe('read --format', () => {
 
 describe('row formats', () => {
   const fields: DataField[] = [
-    { id: 0, name: 'k', type: { root: 'STRING', nullable: true } },
+    { id: 0, name: 'k', type: { root: 'VARCHAR', nullable: true, length: MAX_LENGTH } },
     { id: 1, name: 'n', type: { root: 'BIGINT', nullable: true } },
   ]
   const collect = () => {
