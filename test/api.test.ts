@@ -3,7 +3,7 @@
 // the error classes a caller branches on, and a property against a map of the latest row
 // per key.
 
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import fc from 'fast-check'
@@ -146,5 +146,18 @@ describe('the library API', () => {
       }),
       { numRuns: 25, seed: 39 },
     )
+  })
+})
+
+describe('docs/api.md', () => {
+  it('names every export of the library and every public member of StrataTable', async () => {
+    const doc = readFileSync(join(import.meta.dirname, '..', 'docs', 'api.md'), 'utf8')
+    const index = readFileSync(join(import.meta.dirname, '..', 'lib', 'api', 'index.ts'), 'utf8')
+    const exported = [...index.matchAll(/^\s+(?:type )?(\w+),?$/gm), ...index.matchAll(/export \{ ([^}]+) \}/g)].flatMap((m) => m[1].split(',').map((s) => s.trim()).filter(Boolean))
+    const source = readFileSync(join(import.meta.dirname, '..', 'lib', 'api', 'strata-table.ts'), 'utf8')
+    const members = [...source.matchAll(/^  (?:async \*?|get )?(\w+)\(/gm)].map((m) => m[1]).filter((m) => m !== 'constructor')
+    const missing = [...exported.filter((e) => !/^(ObjectStore|BucketStatus|ColumnPosition|StrataErrorKind|ErrorKind|RecordValue)$/.test(e)), ...members].filter((name) => !doc.includes(`\`${name}`) && !doc.includes(`${name}(`) && !doc.includes(`${name}\``))
+    expect(missing).toEqual([])
+    expect(members.length).toBeGreaterThan(15)
   })
 })
