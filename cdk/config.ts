@@ -166,35 +166,42 @@ const EVENT_BUS = /^(?:create|arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus\
 // one address, no display name or list; what SNS's email protocol takes
 const EMAIL = /^(?=.{3,254}$)[A-Za-z0-9.!#$%&'*+\/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/
 
+/**
+ * How errors name a path of the config: the config's own path, or (typed CDK props mapped
+ * onto the config, cdk/props.ts) the prop it came from.
+ */
+export type PathNames = (path: string) => string
+
 /** Walks one object of the config, checking its keys and typing its values, naming paths. */
 class Section {
   constructor(
     private readonly obj: Record<string, unknown>,
     private readonly path: string,
     private readonly where: string,
+    private readonly names: PathNames = (p) => p,
   ) {}
 
   /** `removed`: keys no longer accepted, each with why; one that is set fails naming its value. */
-  static of(value: unknown, path: string, where: string, keys: string[], removed: Record<string, string> = {}): Section {
+  static of(value: unknown, path: string, where: string, keys: string[], removed: Record<string, string> = {}, names: PathNames = (p) => p): Section {
     if (value === undefined) value = {}
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-      throw new DeployConfigError(`${where}: ${path || 'the config'}: expected an object, got ${JSON.stringify(value)}`)
+      throw new DeployConfigError(`${where}: ${path ? names(path) : 'the config'}: expected an object, got ${JSON.stringify(value)}`)
     }
     const obj = value as Record<string, unknown>
-    const section = new Section(obj, path, where)
+    const section = new Section(obj, path, where, names)
     for (const [k, why] of Object.entries(removed)) {
       if (obj[k] !== undefined) section.fail(k, `no value: ${why}`)
     }
     for (const k of Object.keys(obj)) {
       if (!keys.includes(k)) {
-        throw new DeployConfigError(`${where}: unknown key '${path ? `${path}.` : ''}${k}'; expected one of ${keys.join(', ')}`)
+        throw new DeployConfigError(`${where}: unknown key '${section.name(k)}'; expected one of ${keys.join(', ')}`)
       }
     }
     return section
   }
 
   name(key: string): string {
-    return this.path ? `${this.path}.${key}` : key
+    return this.names(this.path ? `${this.path}.${key}` : key)
   }
 
   raw(key: string): unknown {
@@ -203,6 +210,11 @@ class Section {
 
   error(message: string): never {
     throw new DeployConfigError(`${this.where}: ${message}`)
+  }
+
+  /** How errors name the path of a nested section (`tables[0]`). */
+  named(path: string): string {
+    return this.names(path)
   }
 
   fail(key: string, expected: string): never {
@@ -248,7 +260,7 @@ class Section {
   }
 
   section(key: string, keys: string[], removed: Record<string, string> = {}): Section {
-    return Section.of(this.obj[key], this.name(key), this.where, keys, removed)
+    return Section.of(this.obj[key], this.path ? `${this.path}.${key}` : key, this.where, keys, removed, this.names)
   }
 }
 
@@ -302,8 +314,9 @@ function kinesisIngest(s: Section): KinesisIngest {
   }
 }
 
-function tableConfig(value: unknown, i: number, where: string): TableDeployConfig {
-  const s = Section.of(value, `tables[${i}]`, where, ['name', 'schema', 'compactor', 'committer', 'alarms'])
+function tableConfig(value: unknown, i: number, where: string, names: PathNames): TableDeployConfig {
+  const s = Section.of(value, `tables[${i}]`, where, ['name', 'schema', 'compactor', 'committer', 'alarms'], {}, names)
+  const at = names(`tables[${i}]`)
   const name = s.string('name', TABLE_NAME, 'a name of letters, digits, _ and - starting with a letter (at most 63 characters)')
   let schema: TableSchema
   try {
@@ -311,14 +324,14 @@ function tableConfig(value: unknown, i: number, where: string): TableDeployConfi
     // the schema with the time of the deployment that creates the table
     schema = createSchema(s.raw('schema'), 0)
   } catch (e) {
-    if (e instanceof StrataInputError) throw new DeployConfigError(`${where}: tables[${i}] ('${name}'): ${e.message}`)
+    if (e instanceof StrataInputError) throw new DeployConfigError(`${where}: ${at ? `${at} ` : ''}('${name}'): ${e.message}`)
     throw e
   }
   const options = coreOptions(schema.options)
   const taskThreads = options.compactionTaskThreads
   if (taskThreads > MAX_EVENT_SOURCE_CONCURRENCY) {
     throw new DeployConfigError(
-      `${where}: tables[${i}] ('${name}'): option 'compaction.task-threads': invalid value "${taskThreads}", expected -1 or 1..${MAX_EVENT_SOURCE_CONCURRENCY} (Lambda caps an SQS event source's maxConcurrency at ${MAX_EVENT_SOURCE_CONCURRENCY})`,
+      `${where}: ${at ? `${at} ` : ''}('${name}'): option 'compaction.task-threads': invalid value "${taskThreads}", expected -1 or 1..${MAX_EVENT_SOURCE_CONCURRENCY} (Lambda caps an SQS event source's maxConcurrency at ${MAX_EVENT_SOURCE_CONCURRENCY})`,
     )
   }
   const cs = s.section('compactor', ['memoryMb', 'timeoutSeconds', 'reservedConcurrency', 'maxConcurrency'])
@@ -335,7 +348,7 @@ function tableConfig(value: unknown, i: number, where: string): TableDeployConfi
       cs.fail('reservedConcurrency', `no value: it applies only when compaction.task-threads is N >= 2 or -1 (here 1, which sets reserved concurrency 1)`)
     }
     if (taskThreads === -1) {
-      if (reserved < compactor.maxConcurrency!) cs.fail('reservedConcurrency', `at least tables[${i}].compactor.maxConcurrency (${compactor.maxConcurrency}), or the event source's pollers are throttled`)
+      if (reserved < compactor.maxConcurrency!) cs.fail('reservedConcurrency', `at least ${names(`tables[${i}].compactor.maxConcurrency`)} (${compactor.maxConcurrency}), or the event source's pollers are throttled`)
     } else if (reserved < taskThreads) {
       cs.fail('reservedConcurrency', `at least compaction.task-threads (${taskThreads}), or the event source's pollers are throttled`)
     }
@@ -365,19 +378,22 @@ function tableConfig(value: unknown, i: number, where: string): TableDeployConfi
   }
 }
 
-/** Validates a parsed config object; `where` names its source in every error. */
-export function parseDeployConfig(value: unknown, where = 'strata config'): DeployConfig {
-  const top = Section.of(value, '', where, ['stackName', 'tables', 'ingest', 'bucket', 'functions', 'alarms', 'feed'])
+/**
+ * Validates a parsed config object; `where` names its source in every error, `names` how
+ * an error names a path of it (the CDK construct's props name their own).
+ */
+export function parseDeployConfig(value: unknown, where = 'strata config', names: PathNames = (p) => p): DeployConfig {
+  const top = Section.of(value, '', where, ['stackName', 'tables', 'ingest', 'bucket', 'functions', 'alarms', 'feed'], {}, names)
   const rawTables = top.raw('tables')
   if (!Array.isArray(rawTables) || rawTables.length === 0) {
     top.fail('tables', 'a non-empty array of {"name", "schema"}')
   }
-  const tables = (rawTables as unknown[]).map((t, i) => tableConfig(t, i, where))
+  const tables = (rawTables as unknown[]).map((t, i) => tableConfig(t, i, where, names))
   const seen = new Set<string>()
   for (const [i, t] of tables.entries()) {
     // table names become construct ids (`page_views` → TablePageViews): compare them as such
     const key = t.name.toLowerCase().replace(/[-_]/g, '')
-    if (seen.has(key)) throw new DeployConfigError(`${where}: tables[${i}].name: '${t.name}' clashes with another table's name (names must differ in more than case, '-' and '_')`)
+    if (seen.has(key)) throw new DeployConfigError(`${where}: ${names(`tables[${i}].name`)}: '${t.name}' clashes with another table's name (names must differ in more than case, '-' and '_')`)
     seen.add(key)
   }
   const ingest = ingestConfig(top.section('ingest', [...new Set([...SQS_INGEST_KEYS, ...KINESIS_INGEST_KEYS])]))

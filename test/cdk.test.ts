@@ -173,7 +173,7 @@ describe('queues and event sources', () => {
       BisectBatchOnFunctionError: false,
       MaximumRetryAttempts: 20,
       ParallelizationFactor: 2,
-      DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [idOf(s.ingest.deadLetters), 'Arn'] } } },
+      DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [idOf(s.ingest.deadLetters!), 'Arn'] } } },
     })
     const read = policyOf(kinesisStack, s.writer.role).filter((st) => actions(st).some((a) => a.startsWith('kinesis:')))
     expect(read.length).toBeGreaterThan(0)
@@ -336,10 +336,11 @@ describe('least privilege', () => {
     }
   })
 
-  it('table init: only the schema directories', () => {
+  it('table init: writes only the schema directories, reads the snapshots too (an option change is checked against them)', () => {
     const s = sqsStack.stack
     const keys = s.tables.map((t) => `/tables/${t.name}/schema/*`).sort()
-    expect(s3Grants(sqsStack, s.tableInit.role)).toEqual({ list: true, objects: { 's3:GetObject': keys, 's3:PutObject': keys } })
+    const snapshots = s.tables.map((t) => `/tables/${t.name}/snapshot/*`)
+    expect(s3Grants(sqsStack, s.tableInit.role)).toEqual({ list: true, objects: { 's3:GetObject': [...keys, ...snapshots].sort(), 's3:PutObject': keys } })
   })
 
   it('writer, committers, compactors and maintenance are denied writes to the schemas', () => {
@@ -415,7 +416,7 @@ describe('alarms and dashboard', () => {
 
   it('every DLQ has a depth alarm', () => {
     const s = sqsStack.stack
-    const dlqs = [s.ingest.deadLetters, ...s.tables.flatMap((t) => [t.deadLetters, t.commitDeadLetters])]
+    const dlqs = [s.ingest.deadLetters!, ...s.tables.flatMap((t) => [t.deadLetters, t.commitDeadLetters])]
     for (const q of dlqs) {
       const a = alarms(sqsStack).find((p) => p.Namespace === 'AWS/SQS' && p.Dimensions[0].Value['Fn::GetAtt'][0] === idOf(q))
       expect(a, idOf(q)).toMatchObject({ MetricName: 'ApproximateNumberOfMessagesVisible', Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold' })
@@ -606,10 +607,11 @@ describe('deployment config', () => {
 })
 
 describe('table init schema check', () => {
-  it('names what differs, ignoring compaction.task-threads', () => {
+  it('names what differs in columns and keys; options are applied, not compared (test/cdk-table-init.test.ts)', () => {
     const a = createSchema(schema({ 'compaction.task-threads': '1' }))
     expect(schemaDifferences(a, createSchema(schema({ 'compaction.task-threads': '8' })))).toEqual([])
-    expect(schemaDifferences(a, createSchema(schema({ bucket: '8' })))).toEqual(['options.bucket: stored "4", configured "8"'])
+    expect(schemaDifferences(a, createSchema(schema({ bucket: '8' })))).toEqual([])
+    expect(schemaDifferences(a, createSchema({ ...schema(), primaryKeys: ['dt', 'id', 'v'] }))).toEqual(['primaryKeys: stored "dt, id", configured "dt, id, v"'])
     const renamed = createSchema({ ...schema(), fields: [...schema().fields.slice(0, 2), { name: 'w', type: 'INT' }] })
     expect(schemaDifferences(a, renamed)).toEqual(['fields: stored "dt STRING NOT NULL, id BIGINT NOT NULL, v STRING", configured "dt STRING NOT NULL, id BIGINT NOT NULL, w INT"'])
   })

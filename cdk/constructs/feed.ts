@@ -12,10 +12,12 @@ import { Duration, Stack } from 'aws-cdk-lib'
 import { EventBus, type IEventBus } from 'aws-cdk-lib/aws-events'
 import { type IRole, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam'
 import { CfnPipe } from 'aws-cdk-lib/aws-pipes'
-import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs'
+import type { IKey } from 'aws-cdk-lib/aws-kms'
+import { Queue } from 'aws-cdk-lib/aws-sqs'
 import { Construct } from 'constructs'
 import { acknowledge } from '../nag.ts'
-import { allowSend } from './permissions.ts'
+import { queueEncryption } from './ingest.ts'
+import { allowKey, allowSend } from './permissions.ts'
 
 export class CommitFeedQueue extends Construct {
   readonly queue: Queue
@@ -23,10 +25,11 @@ export class CommitFeedQueue extends Construct {
   readonly bus?: IEventBus
   readonly pipe?: CfnPipe
 
-  constructor(scope: Construct, id: string, cfg: { retentionDays: number; eventBus?: string }) {
+  /** `bus`: an event bus of the user's to forward to (instead of `cfg.eventBus`); `key`: the queue's KMS key. */
+  constructor(scope: Construct, id: string, cfg: { retentionDays: number; eventBus?: string }, bus?: IEventBus, private readonly key?: IKey) {
     super(scope, id)
     this.queue = new Queue(this, 'Queue', {
-      encryption: QueueEncryption.SQS_MANAGED,
+      ...queueEncryption(key),
       enforceSSL: true,
       retentionPeriod: Duration.days(cfg.retentionDays),
     })
@@ -35,11 +38,12 @@ export class CommitFeedQueue extends Construct {
       'SQS3',
       "The commit feed's events are notifications that snapshots exist, not data: a consumer that fails one reads the same increment on its next event through its consumer id (strata read --consumer-id), so a poison event has nothing to preserve; the queue's consumers are the user's functions, whose event-source mappings set their own failure handling.",
     )
-    if (cfg.eventBus === undefined) return
-    this.bus = cfg.eventBus === 'create' ? new EventBus(this, 'Bus', { eventBusName: `${Stack.of(this).stackName}-commits` }) : EventBus.fromEventBusArn(this, 'Bus', cfg.eventBus)
+    if (cfg.eventBus === undefined && !bus) return
+    this.bus = bus ?? (cfg.eventBus === 'create' ? new EventBus(this, 'Bus', { eventBusName: `${Stack.of(this).stackName}-commits` }) : EventBus.fromEventBusArn(this, 'Bus', cfg.eventBus!))
     const role = new Role(this, 'PipeRole', { assumedBy: new ServicePrincipal('pipes.amazonaws.com'), description: 'Forwards commit-feed events from the feed queue to the event bus' })
     role.addToPrincipalPolicy(new PolicyStatement({ actions: ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'], resources: [this.queue.queueArn] }))
     role.addToPrincipalPolicy(new PolicyStatement({ actions: ['events:PutEvents'], resources: [this.bus.eventBusArn] }))
+    allowKey(role, key, false)
     this.pipe = new CfnPipe(this, 'Pipe', {
       description: 'Strata commit feed: queue to event bus',
       roleArn: role.roleArn,
@@ -59,5 +63,6 @@ export class CommitFeedQueue extends Construct {
   /** sqs:SendMessage on this queue only. */
   grantPublish(role: IRole): void {
     allowSend(role, [this.queue])
+    allowKey(role, this.key)
   }
 }

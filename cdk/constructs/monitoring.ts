@@ -7,8 +7,8 @@
 // older than its limit (writers and compactors wait for their commits), and a committer that
 // took the committer lease over before it expired (a clock off, a stray lease object, or
 // messages forwarded too often: docs/design.md "The committer lease and clocks"). Every
-// alarm notifies one SNS topic: the configured one, or one the stack creates, encrypted with
-// a customer-managed KMS key that CloudWatch may use (it cannot publish to a topic encrypted
+// alarm notifies one SNS topic: the configured one, or one created here, encrypted with
+// a customer-managed KMS key (the construct's `encryptionKey`, or one of its own) that CloudWatch may use (it cannot publish to a topic encrypted
 // with the AWS-managed SNS key) and refusing anything but TLS. The dashboard adds what the
 // runbook in docs/operations.md ("Runbook: readers lag behind the writers") looks at, and
 // the commit queues and committers.
@@ -28,10 +28,10 @@ import {
 } from 'aws-cdk-lib/aws-cloudwatch'
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions'
 import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam'
-import { Key } from 'aws-cdk-lib/aws-kms'
+import { type IKey, Key } from 'aws-cdk-lib/aws-kms'
 import { type ITopic, Topic } from 'aws-cdk-lib/aws-sns'
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions'
-import type { Queue } from 'aws-cdk-lib/aws-sqs'
+import type { IQueue } from 'aws-cdk-lib/aws-sqs'
 import { Construct } from 'constructs'
 import type { DeployConfig } from '../config.ts'
 import { METRICS_NAMESPACE, tableDimensions } from '../metrics.ts'
@@ -44,9 +44,15 @@ export interface MonitoringProps {
   writer: StrataFunction
   reader: StrataFunction
   tableInit: StrataFunction
-  ingestQueue?: Queue
-  /** the ingest DLQ, or the Kinesis mapping's on-failure queue */
-  ingestDeadLetters: Queue
+  ingestQueue?: IQueue
+  /** the ingest DLQ, or the Kinesis mapping's on-failure queue (none for a user's queue without one given) */
+  ingestDeadLetters?: IQueue
+  /** whether the writer has an ingest source (a queue, or a Kinesis stream) */
+  ingestEnabled: boolean
+  /** the user's alarm topic (else `config.alarms.topicArn`, else one created here) */
+  topic?: ITopic
+  /** the construct's KMS key: it encrypts the created topic */
+  key?: IKey
 }
 
 /** A function of the stack as the alarms and the dashboard name it. */
@@ -63,7 +69,7 @@ const ONE_MINUTE = Duration.minutes(1)
 /** The most alarms one alarm status widget shows. */
 const ALARMS_PER_STATUS_WIDGET = 100
 
-function strataMetric(metricName: string, dimensionsMap: Record<string, string>, statistic: string, period: Duration, label?: string): Metric {
+export function strataMetric(metricName: string, dimensionsMap: Record<string, string>, statistic: string, period: Duration, label?: string): Metric {
   return new Metric({ namespace: METRICS_NAMESPACE, metricName, dimensionsMap, statistic, period, label })
 }
 
@@ -87,18 +93,22 @@ const graph = (title: string, left: IMetric[], width = 8, right?: IMetric[]) => 
  * without TLS and lets CloudWatch alarms of this account publish (a topic policy replaces
  * SNS's default one, which is what let same-account alarms publish before).
  */
-function createAlarmTopic(scope: Construct, email: string | undefined): Topic {
+function createAlarmTopic(scope: Construct, email: string | undefined, given?: IKey): Topic {
   const stack = Stack.of(scope)
-  const key = new Key(scope, 'AlarmTopicKey', {
-    description: `Encrypts the alarm topic of stack ${stack.stackName}`,
-    enableKeyRotation: true,
-    // the key protects alarm notifications in transit through SNS and nothing at rest:
-    // nothing is left to decrypt once the stack and its topic are gone
-    removalPolicy: RemovalPolicy.DESTROY,
-    pendingWindow: Duration.days(7),
-  })
-  // no aws:SourceArn/SourceAccount condition here: the key encrypts this one topic only, and
-  // publishing to it is what the topic policy below restricts to this account's alarms
+  const key =
+    given ??
+    new Key(scope, 'AlarmTopicKey', {
+      description: `Encrypts the alarm topic of stack ${stack.stackName}`,
+      enableKeyRotation: true,
+      // the key protects alarm notifications in transit through SNS and nothing at rest:
+      // nothing is left to decrypt once the stack and its topic are gone
+      removalPolicy: RemovalPolicy.DESTROY,
+      pendingWindow: Duration.days(7),
+    })
+  // no aws:SourceArn/SourceAccount condition here: CloudWatch may use the key to encrypt
+  // what it publishes, and publishing to the topic is what the topic policy below restricts
+  // to this account's alarms. A key imported by ARN takes no statement from here (its policy
+  // is its owner's: docs/operations.md, "A KMS key of your own").
   key.addToResourcePolicy(
     new PolicyStatement({
       sid: 'AllowCloudWatchAlarmsToEncryptForTheTopic',
@@ -106,6 +116,7 @@ function createAlarmTopic(scope: Construct, email: string | undefined): Topic {
       actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
       resources: ['*'],
     }),
+    true,
   )
   const topic = new Topic(scope, 'AlarmTopic', {
     displayName: `Strata alarms (${stack.stackName})`,
@@ -152,11 +163,11 @@ function watchedFunctions(props: MonitoringProps): WatchedFunction[] {
   ]
 }
 
-/** A function added to the stack without being listed in `functions` would go unwatched. */
+/** A function added to the construct without being listed in `functions` would go unwatched. */
 function refuseUnwatched(scope: Construct, functions: WatchedFunction[]): void {
   const listed = new Set(functions.map((f) => f.fn))
-  const unlisted = Stack.of(scope)
-    .node.findAll()
+  const unlisted = (scope.node.scope ?? scope).node
+    .findAll()
     .filter((c): c is StrataFunction => c instanceof StrataFunction && !listed.has(c))
   if (unlisted.length) throw new Error(`Monitoring: functions without alarms: ${unlisted.map((f) => f.node.path).join(', ')}`)
 }
@@ -166,7 +177,7 @@ export class Monitoring extends Construct {
   readonly dashboard: Dashboard
   /** where every alarm and OK notification goes */
   readonly topic: ITopic
-  /** the topic the stack created (undefined when `alarms.topicArn` names one) */
+  /** the topic created here (undefined when the user's topic or `alarms.topicArn` is used) */
   readonly createdTopic?: Topic
   /** every function of the stack, each with an Errors and a Throttles alarm */
   readonly functions: WatchedFunction[]
@@ -175,18 +186,20 @@ export class Monitoring extends Construct {
   constructor(scope: Construct, id: string, props: MonitoringProps) {
     super(scope, id)
     const { config, tables } = props
-    if (config.alarms.topicArn) {
+    if (props.topic) {
+      this.topic = props.topic
+    } else if (config.alarms.topicArn) {
       this.topic = Topic.fromTopicArn(this, 'AlarmTopic', config.alarms.topicArn)
     } else {
-      this.createdTopic = createAlarmTopic(this, config.alarms.email)
+      this.createdTopic = createAlarmTopic(this, config.alarms.email, props.key)
       this.topic = this.createdTopic
     }
     this.action = new SnsAction(this.topic)
     this.functions = watchedFunctions(props)
     refuseUnwatched(this, this.functions)
 
-    this.dlqAlarm('IngestDeadLettersAlarm', props.ingestDeadLetters, config.ingest.type === 'sqs' ? 'The ingest DLQ' : 'The Kinesis on-failure queue')
-    this.ingestAgeAlarm(props)
+    if (props.ingestDeadLetters) this.dlqAlarm('IngestDeadLettersAlarm', props.ingestDeadLetters, config.ingest.type === 'sqs' ? 'The ingest DLQ' : 'The Kinesis on-failure queue')
+    if (props.ingestEnabled) this.ingestAgeAlarm(props)
     for (const w of this.functions) this.functionAlarms(w)
     // Maintenance publishes the table metrics once per run, so one period is one run.
     const schedule = Duration.minutes(config.functions.maintenance.scheduleMinutes)
@@ -206,7 +219,7 @@ export class Monitoring extends Construct {
     return alarm
   }
 
-  private dlqAlarm(id: string, queue: Queue, what: string): Alarm {
+  private dlqAlarm(id: string, queue: IQueue, what: string): Alarm {
     return this.watch(
       new Alarm(this, id, {
         alarmDescription: `${what} has messages: they failed every retry. See docs/operations.md, "Dead-letter queues".`,
@@ -401,7 +414,7 @@ export class Monitoring extends Construct {
       graph('Rows written', tables.map((t) => strataMetric('RowsWritten', tableDimensions('writer', t.name), 'Sum', FIVE_MINUTES, t.name))),
       graph('Rows rejected', [allSeries('RowsRejected', 'writer', 'Sum', 'rejected')]),
       graph('Dead-letter queues (messages)', [
-        props.ingestDeadLetters.metricApproximateNumberOfMessagesVisible({ period: FIVE_MINUTES, statistic: 'Maximum', label: 'ingest' }),
+        ...(props.ingestDeadLetters ? [props.ingestDeadLetters.metricApproximateNumberOfMessagesVisible({ period: FIVE_MINUTES, statistic: 'Maximum', label: 'ingest' })] : []),
         ...tables.flatMap((t) => [
           t.deadLetters.metricApproximateNumberOfMessagesVisible({ period: FIVE_MINUTES, statistic: 'Maximum', label: `compaction ${t.name}` }),
           t.commitDeadLetters.metricApproximateNumberOfMessagesVisible({ period: FIVE_MINUTES, statistic: 'Maximum', label: `commit ${t.name}` }),
@@ -424,7 +437,7 @@ export class Monitoring extends Construct {
         ],
         8,
         // a Kinesis source has no queue: the writer's iterator age is its ingest age
-        props.ingestQueue ? undefined : [props.writer.fn.metric('IteratorAge', { period: ONE_MINUTE, statistic: 'Maximum', label: 'writer iterator age (ms)' })],
+        props.ingestQueue || !props.ingestEnabled ? undefined : [props.writer.fn.metric('IteratorAge', { period: ONE_MINUTE, statistic: 'Maximum', label: 'writer iterator age (ms)' })],
       ),
       graph(
         'Maintenance: failed runs and steps',

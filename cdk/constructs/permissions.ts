@@ -7,10 +7,12 @@
 // (`snapshot-(N+1)` until absent), so a 403 there would break every commit. Listing shows
 // key names only; object contents stay scoped to each function's prefixes below.
 
-import { Effect, type IRole, PolicyStatement } from 'aws-cdk-lib/aws-iam'
-import type { CfnBucket, IBucket } from 'aws-cdk-lib/aws-s3'
+import { Effect, type IPrincipal, type IRole, PolicyStatement } from 'aws-cdk-lib/aws-iam'
+import type { IKey } from 'aws-cdk-lib/aws-kms'
+import type { IBucket } from 'aws-cdk-lib/aws-s3'
 import type { IQueue } from 'aws-cdk-lib/aws-sqs'
-import { acknowledge, logicalIdOf } from '../nag.ts'
+import { Construct, type IConstruct } from 'constructs'
+import { acknowledge, findingName } from '../nag.ts'
 
 export function allowList(role: IRole, bucket: IBucket): void {
   role.addToPrincipalPolicy(new PolicyStatement({ effect: Effect.ALLOW, actions: ['s3:ListBucket'], resources: [bucket.bucketArn] }))
@@ -23,14 +25,28 @@ export function allowList(role: IRole, bucket: IBucket): void {
  */
 export function allowObjects(role: IRole, bucket: IBucket, actions: string[], keys: string[]): void {
   role.addToPrincipalPolicy(new PolicyStatement({ effect: Effect.ALLOW, actions, resources: keys.map((k) => bucket.arnForObjects(k)) }))
-  const bucketId = logicalIdOf(bucket.node.defaultChild as CfnBucket)
-  for (const key of keys.filter((k) => k.endsWith('*'))) {
+  acknowledgePrefixes(role, bucket, actions, keys)
+}
+
+/**
+ * The IAM5 findings of prefix grants in `bucket`, acknowledged on `principal` (when it is a
+ * construct: a role of this app) by name with the reason.
+ */
+export function acknowledgePrefixes(principal: IPrincipal | IConstruct, bucket: IBucket, actions: string[], keys: string[]): void {
+  if (!Construct.isConstruct(principal)) return
+  for (const key of keys.filter((k) => k.includes('*'))) {
     acknowledge(
-      role,
-      `IAM5[Resource::<${bucketId}.Arn>/${key}]`,
-      `Prefix grant (${actions.join(', ')} on ${key}) inside the stack's bucket: Strata names its own files (data, manifest and index files with UUIDs, partition directories from row values), so the objects cannot be listed one by one; the prefix is the table's root, one of its subdirectories, or the reject prefix.`,
+      principal,
+      `IAM5[Resource::${findingName(principal, bucket.arnForObjects(key))}]`,
+      `Prefix grant (${actions.join(', ')} on ${key}) inside Strata's bucket: Strata names its own files (data, manifest and index files with UUIDs, partition directories from row values), so the objects cannot be listed one by one; the prefix is a table's root, one of its subdirectories, or the reject prefix.`,
     )
   }
+}
+
+/** What a principal needs of the KMS key that encrypts Strata's bucket and queues: decrypt to read, and data keys to write. */
+export function allowKey(role: IRole, key: IKey | undefined, write = true): void {
+  if (!key) return
+  role.addToPrincipalPolicy(new PolicyStatement({ effect: Effect.ALLOW, actions: write ? ['kms:Decrypt', 'kms:GenerateDataKey'] : ['kms:Decrypt'], resources: [key.keyArn] }))
 }
 
 /**

@@ -1,5 +1,7 @@
 // The one bucket every table lives in: tables under `tables/<name>/`, rejected ingest
-// records under `rejects/`. Encrypted at rest (SSE-S3), never public, TLS only, retained
+// records under `rejects/`: a bucket of the user's (the construct's `bucket` prop, used as it
+// is), or one created here. A created bucket is encrypted at rest (SSE-S3, or SSE-KMS with
+// an S3 Bucket Key under the construct's `encryptionKey`), never public, TLS only, retained
 // when the stack is deleted (it holds the data). Versioning is off unless configured: the
 // commit protocol's conditional PUT (`If-None-Match: *`) works on either kind of bucket, all
 // table files but the LATEST/EARLIEST hints are written once, and snapshot expiration and
@@ -7,7 +9,8 @@
 // as a noncurrent version, so turning it on also turns on a noncurrent-version expiration.
 
 import { Duration, RemovalPolicy } from 'aws-cdk-lib'
-import { BlockPublicAccess, Bucket, BucketEncryption, type LifecycleRule, ObjectOwnership } from 'aws-cdk-lib/aws-s3'
+import type { IKey } from 'aws-cdk-lib/aws-kms'
+import { BlockPublicAccess, Bucket, BucketEncryption, type IBucket, type LifecycleRule, ObjectOwnership } from 'aws-cdk-lib/aws-s3'
 import { Construct } from 'constructs'
 import type { DeployConfig } from '../config.ts'
 import { acknowledge } from '../nag.ts'
@@ -19,11 +22,16 @@ export const REJECTS_PREFIX = 'rejects/'
 export const tablePrefix = (name: string): string => `${TABLES_PREFIX}${name}/`
 
 export class StrataStorage extends Construct {
-  readonly bucket: Bucket
+  readonly bucket: IBucket
   readonly accessLogs?: Bucket
 
-  constructor(scope: Construct, id: string, cfg: DeployConfig['bucket']) {
+  /** `given`: the user's bucket, used as it is (`cfg` then holds only defaults); `key`: SSE-KMS for a created bucket. */
+  constructor(scope: Construct, id: string, cfg: DeployConfig['bucket'], given?: IBucket, key?: IKey) {
     super(scope, id)
+    if (given) {
+      this.bucket = given
+      return
+    }
     if (cfg.accessLogs) {
       this.accessLogs = new Bucket(this, 'AccessLogs', {
         // S3 server access logs can only be delivered to an SSE-S3 bucket
@@ -44,7 +52,7 @@ export class StrataStorage extends Construct {
       lifecycleRules.push({ id: 'expire-noncurrent-versions', noncurrentVersionExpiration: Duration.days(cfg.noncurrentVersionRetentionDays), expiredObjectDeleteMarker: true })
     }
     this.bucket = new Bucket(this, 'Data', {
-      encryption: BucketEncryption.S3_MANAGED,
+      ...(key ? { encryption: BucketEncryption.KMS, encryptionKey: key, bucketKeyEnabled: true } : { encryption: BucketEncryption.S3_MANAGED }),
       blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
       enforceSSL: true,
       versioned: cfg.versioned,

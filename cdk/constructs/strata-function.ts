@@ -1,13 +1,20 @@
-// One Strata Lambda function: a NodejsFunction bundled as every other (cdk/bundling.ts),
-// arm64 on nodejs22.x, with its own log group (retention set) and its own role. The role
+// One Strata Lambda function, arm64 on nodejs22.x, with its own log group (retention set) and its own role. The role
 // starts empty except for writing to that one log group — no AWSLambdaBasicExecutionRole,
 // whose logs permissions cover every log group — and each construct adds only the S3 keys
 // and queue actions that function uses (cdk/constructs/permissions.ts).
+//
+// The code: run compiled from the package (this module's URL ends in `.js`), the function
+// deploys the bundle the package ships, `dist/bundles/<kind>/index.mjs` (built by the
+// package's build with the options of cdk/bundling.ts), so a CDK user needs neither esbuild
+// nor Strata's sources; run from source in the checkout, a NodejsFunction bundles the
+// handler with esbuild at synth.
 
-import { join } from 'node:path'
+import { existsSync, readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { Duration, RemovalPolicy } from 'aws-cdk-lib'
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam'
-import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda'
+import { Architecture, Code, Function as LambdaFunction, type FunctionProps, Runtime } from 'aws-cdk-lib/aws-lambda'
 import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs'
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs'
 import { Construct } from 'constructs'
@@ -17,6 +24,35 @@ import { acknowledge } from '../nag.ts'
 
 export const RUNTIME = Runtime.NODEJS_22_X
 export const ARCHITECTURE = Architecture.ARM_64
+
+/** The names the package has had: the bundles are looked for under the root of either. */
+const PACKAGE_NAMES = ['strata-tables', 'strata']
+
+/** The directory of the package holding `from` (a directory): the nearest package.json up the tree named as Strata's. */
+export function packageRoot(from: string): string | undefined {
+  for (let dir = from; ; dir = dirname(dir)) {
+    const manifest = join(dir, 'package.json')
+    if (existsSync(manifest)) {
+      try {
+        if (PACKAGE_NAMES.includes(JSON.parse(readFileSync(manifest, 'utf8')).name)) return dir
+      } catch {
+        // an unreadable manifest is not Strata's: keep walking up
+      }
+    }
+    if (dirname(dir) === dir) return undefined
+  }
+}
+
+/**
+ * The directory of the packaged bundle of `kind` when this module runs compiled and the
+ * bundle is there; undefined when it runs from source (the checkout bundles at synth).
+ */
+export function packagedBundle(kind: FunctionKind, moduleUrl: string = import.meta.url): string | undefined {
+  if (!moduleUrl.endsWith('.js')) return undefined
+  const root = packageRoot(dirname(fileURLToPath(moduleUrl)))
+  const dir = root && join(root, 'dist', 'bundles', kind)
+  return dir && existsSync(join(dir, 'index.mjs')) ? dir : undefined
+}
 
 export interface StrataFunctionProps {
   kind: FunctionKind
@@ -30,7 +66,8 @@ export interface StrataFunctionProps {
 
 export class StrataFunction extends Construct {
   readonly kind: FunctionKind
-  readonly fn: NodejsFunction
+  /** a NodejsFunction when bundled at synth, a Function of the packaged bundle otherwise */
+  readonly fn: LambdaFunction
   readonly role: Role
   readonly logGroup: LogGroup
 
@@ -46,9 +83,7 @@ export class StrataFunction extends Construct {
       description: `Strata ${props.kind}: ${props.description}`,
     })
     this.logGroup.grantWrite(this.role)
-    this.fn = new NodejsFunction(this, 'Function', {
-      entry: ENTRIES[props.kind],
-      handler: 'handler',
+    const common: Omit<FunctionProps, 'code' | 'handler'> = {
       runtime: RUNTIME,
       architecture: ARCHITECTURE,
       memorySize: props.settings.memoryMb,
@@ -57,9 +92,6 @@ export class StrataFunction extends Construct {
       role: this.role,
       logGroup: this.logGroup,
       reservedConcurrentExecutions: props.reservedConcurrency,
-      projectRoot: REPO_ROOT,
-      depsLockFilePath: join(REPO_ROOT, 'package-lock.json'),
-      bundling: BUNDLING,
       environment: {
         ...FUNCTION_PROCESS_ENVIRONMENT,
         // stack traces through the bundle's source map name the TypeScript files
@@ -67,7 +99,18 @@ export class StrataFunction extends Construct {
         POWERTOOLS_LOG_LEVEL: props.logLevel,
         ...props.environment,
       },
-    })
+    }
+    const bundle = packagedBundle(props.kind)
+    this.fn = bundle
+      ? new LambdaFunction(this, 'Function', { ...common, code: Code.fromAsset(bundle), handler: 'index.handler' })
+      : new NodejsFunction(this, 'Function', {
+          ...common,
+          entry: ENTRIES[props.kind],
+          handler: 'handler',
+          projectRoot: REPO_ROOT,
+          depsLockFilePath: join(REPO_ROOT, 'package-lock.json'),
+          bundling: BUNDLING,
+        })
     acknowledge(
       this.fn,
       'L1',

@@ -8,13 +8,14 @@ import { CustomResource, Duration, Stack } from 'aws-cdk-lib'
 import { Rule, RuleTargetInput, Schedule } from 'aws-cdk-lib/aws-events'
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets'
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources'
-import type { Bucket } from 'aws-cdk-lib/aws-s3'
-import { DeduplicationScope, FifoThroughputLimit, Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs'
+import type { IKey } from 'aws-cdk-lib/aws-kms'
+import { Bucket, type IBucket } from 'aws-cdk-lib/aws-s3'
+import { DeduplicationScope, FifoThroughputLimit, Queue } from 'aws-cdk-lib/aws-sqs'
 import { Construct } from 'constructs'
 import { type CompactorConcurrency, compactorConcurrency } from '../concurrency.ts'
 import { COMMIT_QUEUE_RETENTION_SECONDS, type DeployConfig, type TableDeployConfig } from '../config.ts'
-import { DLQ_RETENTION, MAX_RECEIVE_COUNT, VISIBILITY_FACTOR } from './ingest.ts'
-import { allowList, allowObjects, allowQueueAttributes, allowSend, denySchemaWrites } from './permissions.ts'
+import { DLQ_RETENTION, MAX_RECEIVE_COUNT, VISIBILITY_FACTOR, queueEncryption } from './ingest.ts'
+import { allowKey, allowList, allowObjects, allowQueueAttributes, allowSend, denySchemaWrites } from './permissions.ts'
 import { COMMITTER_LEASE_KEY } from '../../lib/commit/committer-lease.ts'
 import { REMOVE_ORPHANS_TASK } from '../../lib/maintenance/orphans.ts'
 import { tablePrefix } from './storage.ts'
@@ -50,10 +51,10 @@ export const FOLDED_COMMITS = '_strata/folded-commits/'
  * are: deduplication ids set by the senders, high-throughput FIFO (the limits apply per
  * message group), SQS-managed encryption and TLS only.
  */
-function fifoQueueWithDeadLetters(scope: Construct, id: string, o: { visibilityTimeout: Duration; retentionPeriod: Duration }): { queue: Queue; deadLetters: Queue } {
+function fifoQueueWithDeadLetters(scope: Construct, id: string, o: { visibilityTimeout: Duration; retentionPeriod: Duration; key?: IKey }): { queue: Queue; deadLetters: Queue } {
   const deadLetters = new Queue(scope, `${id}DeadLetters`, {
     fifo: true,
-    encryption: QueueEncryption.SQS_MANAGED,
+    ...queueEncryption(o.key),
     enforceSSL: true,
     retentionPeriod: DLQ_RETENTION,
   })
@@ -64,7 +65,7 @@ function fifoQueueWithDeadLetters(scope: Construct, id: string, o: { visibilityT
     fifoThroughputLimit: FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
     visibilityTimeout: o.visibilityTimeout,
     retentionPeriod: o.retentionPeriod,
-    encryption: QueueEncryption.SQS_MANAGED,
+    ...queueEncryption(o.key),
     enforceSSL: true,
     deadLetterQueue: { queue: deadLetters, maxReceiveCount: MAX_RECEIVE_COUNT },
   })
@@ -74,7 +75,9 @@ function fifoQueueWithDeadLetters(scope: Construct, id: string, o: { visibilityT
 export interface TableResourcesProps {
   table: TableDeployConfig
   config: DeployConfig
-  bucket: Bucket
+  bucket: IBucket
+  /** the KMS key of the bucket and queues, when the construct is given one */
+  key?: IKey
   /** the stack's table-init function, shared by every table */
   tableInit: StrataFunction
   /** the stack's commit feed, when on: the committer publishes to it */
@@ -114,13 +117,16 @@ export class TableResources extends Construct {
       resourceType: 'Custom::StrataTable',
       properties: { TableName: table.name, TableUri: this.uri, Schema: JSON.stringify(table.schemaInput) },
     })
+    // schemas, and whether the table has snapshots (an option change is checked against it)
     allowObjects(props.tableInit.role, bucket, ['s3:GetObject', 's3:PutObject'], [`${this.prefix}schema/*`])
+    allowObjects(props.tableInit.role, bucket, ['s3:GetObject'], [`${this.prefix}snapshot/*`])
 
     // writers give every job a deduplication id derived from its bucket and snapshot;
     // high-throughput FIFO: the limits apply per message group (per bucket), not per queue
     const compaction = fifoQueueWithDeadLetters(this, 'Compaction', {
       visibilityTimeout: Duration.seconds(VISIBILITY_FACTOR * table.compactor.timeoutSeconds),
       retentionPeriod: Duration.days(14),
+      key: props.key,
     })
     this.queue = compaction.queue
     this.deadLetters = compaction.deadLetters
@@ -132,18 +138,22 @@ export class TableResources extends Construct {
       // under orphan cleanup's default age (1 day): a message older than that may name
       // data files that cleanup has already removed as unreferenced
       retentionPeriod: Duration.seconds(COMMIT_QUEUE_RETENTION_SECONDS),
+      key: props.key,
     })
     this.commitQueue = commit.queue
     this.commitDeadLetters = commit.deadLetters
 
     // a receipt is deleted by its sender once read; one left behind (its sender gave up
     // waiting) only matters to a redelivery of that commit, which comes within the commit
-    // queue's retention
-    bucket.addLifecycleRule({
-      id: `expire-commit-receipts-${table.name}`,
-      prefix: `${this.prefix}${COMMIT_RECEIPTS}`,
-      expiration: Duration.days(COMMIT_RECEIPT_RETENTION_DAYS),
-    })
+    // queue's retention. A bucket imported by name or ARN takes no rule from here: its
+    // owner adds it (docs/operations.md, "A bucket of your own").
+    if (bucket instanceof Bucket) {
+      bucket.addLifecycleRule({
+        id: `expire-commit-receipts-${table.name}`,
+        prefix: `${this.prefix}${COMMIT_RECEIPTS}`,
+        expiration: Duration.days(COMMIT_RECEIPT_RETENTION_DAYS),
+      })
+    }
 
     const own = Stack.of(this).toJsonString({ [table.name]: this.runtimeEntry() })
     this.committer = this.addCommitter(props, own)
@@ -180,6 +190,7 @@ export class TableResources extends Construct {
       }),
     )
     allowList(committer.role, bucket)
+    allowKey(committer.role, props.key)
     // reads the table's state and spilled message bodies
     allowObjects(committer.role, bucket, ['s3:GetObject'], [`${this.prefix}*`])
     // manifests, snapshots and LATEST, the folded-commits sidecars, the senders' receipts, the committer lease
@@ -220,6 +231,7 @@ export class TableResources extends Construct {
       }),
     )
     allowList(compactor.role, bucket)
+    allowKey(compactor.role, props.key)
     allowObjects(compactor.role, bucket, ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], [`${this.prefix}*`])
     // follow-up jobs when an input cap left work; commit messages
     allowSend(compactor.role, [this.queue, this.commitQueue])
@@ -241,6 +253,7 @@ export class TableResources extends Construct {
       logLevel: fns.logLevel,
     })
     allowList(maintenance.role, bucket)
+    allowKey(maintenance.role, props.key)
     allowObjects(maintenance.role, bucket, ['s3:GetObject', 's3:DeleteObject'], [`${this.prefix}*`])
     // expiration moves the EARLIEST hint; it writes nothing else
     allowObjects(maintenance.role, bucket, ['s3:PutObject'], [`${this.prefix}snapshot/EARLIEST`])

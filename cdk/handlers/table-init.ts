@@ -3,11 +3,14 @@
 // functions find a table on their first event. It lives under cdk/ because it is part of
 // provisioning, not a runtime function.
 //
-// Create/Update: no table at the URI → create it; a table there → check that its schema is
-// the configured one and fail the deployment, naming the differences, if not. A deployment
-// does not alter a table: changing keys or a layout option such as `bucket` under live data
-// would misplace rows, and columns change through `strata alter` (the config then follows the
-// latest schema). `compaction.task-threads` may differ: it is a deployment setting (the
+// Create/Update: no table at the URI → create it; a table there → check that its columns,
+// primary keys and partition keys are the configured ones and fail the deployment, naming
+// the differences, if not: a deployment does not alter columns (they change through
+// `strata alter`, and the config then follows the latest schema). Options that differ are
+// applied as an alter of the table (set-option, reset-option: lib/handle/alter.ts), which
+// refuses what Paimon refuses to change on a live table (`bucket`, `merge-engine`, …) naming
+// the option; the deployment then fails with that message and nothing is written.
+// `compaction.task-threads` may differ and is left alone: it is a deployment setting (the
 // compactor's concurrency), not something the stored table depends on.
 // Delete: nothing. The data outlives the stack (the bucket is retained).
 //
@@ -17,6 +20,7 @@
 import { formatDataType } from '../../lib/format/data-type.ts'
 import { createSchema } from '../../lib/table/schema.ts'
 import { Table } from '../../lib/handle/table.ts'
+import { alterTable, optionChanges } from '../../lib/handle/alter.ts'
 import { AlreadyExistsError, NotFoundError, StrataInputError } from '../../lib/errors.ts'
 import type { TableSchema } from '../../lib/types.ts'
 
@@ -37,20 +41,18 @@ export interface CustomResourceEvent {
   ResourceProperties: TableInitProperties & { ServiceToken?: string }
 }
 
-/** Options that may differ between the stored table and the deployment. */
-const DEPLOYMENT_OPTIONS = new Set(['compaction.task-threads'])
+/** Options that may differ between the stored table and the deployment, and are not applied to it. */
+export const DEPLOYMENT_OPTIONS: ReadonlySet<string> = new Set(['compaction.task-threads'])
 
 function shape(s: TableSchema): Record<string, string> {
-  const out: Record<string, string> = {
+  return {
     fields: s.fields.map((f) => `${f.name} ${formatDataType(f.type)}`).join(', '),
     primaryKeys: s.primaryKeys.join(', '),
     partitionKeys: s.partitionKeys.join(', '),
   }
-  for (const [k, v] of Object.entries(s.options)) if (!DEPLOYMENT_OPTIONS.has(k)) out[`options.${k}`] = v
-  return out
 }
 
-/** What differs between the stored schema and the configured one, one line each. */
+/** What differs between the stored columns and keys and the configured ones, one line each (options are applied, not compared). */
 export function schemaDifferences(stored: TableSchema, configured: TableSchema): string[] {
   const a = shape(stored)
   const b = shape(configured)
@@ -84,10 +86,22 @@ export async function ensureTable(props: TableInitProperties): Promise<string> {
   const diff = schemaDifferences(table.schema, configured)
   if (diff.length) {
     throw new StrataInputError(
-      `table '${props.TableName}' at ${props.TableUri} already exists with a different schema (a deployment does not alter tables: change the columns with 'strata alter' and make the config match, deploy it under a new name, or restore the config): ${diff.join('; ')}`,
+      `table '${props.TableName}' at ${props.TableUri} already exists with a different schema (a deployment does not alter columns or keys: change the columns with 'strata alter' and make the config match, deploy it under a new name, or restore the config): ${diff.join('; ')}`,
     )
   }
-  return `table '${props.TableName}' at ${props.TableUri} exists with the configured schema`
+  const changes = optionChanges(table.schema.options, configured.options, DEPLOYMENT_OPTIONS)
+  if (changes.length === 0) return `table '${props.TableName}' at ${props.TableUri} exists with the configured schema`
+  try {
+    const altered = await alterTable(table, changes)
+    return `table '${props.TableName}' at ${props.TableUri}: applied ${changes.map(describeOptionChange).join(', ')} (schema ${altered.schema.id})`
+  } catch (e) {
+    if (!(e instanceof StrataInputError)) throw e
+    throw new StrataInputError(`table '${props.TableName}' at ${props.TableUri}: the deployment changes options the table cannot take (nothing was changed; restore the option in the config, or deploy the table under a new name): ${e.message}`)
+  }
+}
+
+function describeOptionChange(c: { kind: string; key?: string; value?: string }): string {
+  return c.kind === 'set-option' ? `set '${c.key}' = '${c.value}'` : `reset '${c.key}'`
 }
 
 async function respond(event: CustomResourceEvent, status: 'SUCCESS' | 'FAILED', reason: string, physicalId: string): Promise<void> {
