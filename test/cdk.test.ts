@@ -611,7 +611,10 @@ describe('table init schema check', () => {
     const a = createSchema(schema({ 'compaction.task-threads': '1' }))
     expect(schemaDifferences(a, createSchema(schema({ 'compaction.task-threads': '8' })))).toEqual([])
     expect(schemaDifferences(a, createSchema(schema({ bucket: '8' })))).toEqual([])
-    expect(schemaDifferences(a, createSchema({ ...schema(), primaryKeys: ['dt', 'id', 'v'] }))).toEqual(['primaryKeys: stored "dt, id", configured "dt, id, v"'])
+    expect(schemaDifferences(a, createSchema({ ...schema(), primaryKeys: ['dt', 'id', 'v'] }))).toEqual([
+      'fields: stored "dt STRING NOT NULL, id BIGINT NOT NULL, v STRING", configured "dt STRING NOT NULL, id BIGINT NOT NULL, v STRING NOT NULL"',
+      'primaryKeys: stored "dt, id", configured "dt, id, v"',
+    ])
     const renamed = createSchema({ ...schema(), fields: [...schema().fields.slice(0, 2), { name: 'w', type: 'INT' }] })
     expect(schemaDifferences(a, renamed)).toEqual(['fields: stored "dt STRING NOT NULL, id BIGINT NOT NULL, v STRING", configured "dt STRING NOT NULL, id BIGINT NOT NULL, w INT"'])
   })
