@@ -77,7 +77,8 @@ function mergesAtOnce(table: Table): number {
  * capped (`needsMore`) goes again in a second round, and one whose commit conflicted is redone
  * from fresh state: each round lands at most one snapshot. Returns every job that compacted
  * and every bucket that needed nothing, with the planner's reason; no snapshot when nothing
- * changed.
+ * changed. A job that fails otherwise (a refusal, a store error) fails the call once its
+ * round's snapshot, holding the other buckets, has landed.
  */
 export async function compactTable(table: Table, opts: CompactTableOptions = {}): Promise<TableCompactionJob[]> {
   const snapshot = await table.snapshots.latest()
