@@ -70,9 +70,34 @@ describe('alter set-option of zstd', () => {
 })
 
 describe('create', () => {
-  // Table.create (lib/handle/table.ts) does not call assertRuntimeServes yet: a zstd table is
-  // created on any Node, and its first write is refused (test/schema-validation.test.ts)
-  it.todo('Table.create and strata create refuse zstd on a Node without the encoder, naming the option and the Node, writing nothing')
+  it('Table.create refuses zstd on a Node without the encoder, naming the option and the Node, writing nothing; with one it creates', async () => {
+    for (const key of ['file.compression', 'manifest.compression']) {
+      const store = new MemoryStore()
+      const refused = await Table.create(store, { ...SCHEMA, options: { [key]: 'zstd' } }, { zstdAvailable: false }).catch((e: unknown) => e)
+      expect(refused).toBeInstanceOf(RefusedError)
+      expect((refused as Error).message).toMatch(new RegExp(`^create .*option '${key.replace('.', '\\.')}': value "zstd" needs Node >= 22\\.15`))
+      expect(await store.list('')).toEqual([])
+      const made = await Table.create(new MemoryStore(), { ...SCHEMA, options: { [key]: 'zstd' } }, { zstdAvailable: true })
+      expect(made.schema.options[key]).toBe('zstd')
+    }
+  })
+
+  it(`strata create on this Node (${process.versions.node}) ${HAS_ZSTD ? 'creates' : 'refuses (exit 7)'} a zstd table`, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'strata-create-zstd-'))
+    try {
+      const schemaPath = join(dir, 'schema.json')
+      writeFileSync(schemaPath, JSON.stringify({ ...SCHEMA, options: { 'file.compression': 'zstd' } }))
+      const r = await strata(['create', join(dir, 't'), '--schema', schemaPath])
+      if (HAS_ZSTD) expect(r.code).toBe(0)
+      else {
+        expect(r.code).toBe(7)
+        expect(r.stderr).toContain(`this is Node ${NODE_MAJOR}.x`)
+        expect(readdirSync(dir)).toEqual(['schema.json'])
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
 })
 
 describe('strata alter set file.compression zstd on this Node', () => {

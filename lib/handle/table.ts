@@ -16,6 +16,7 @@ import type { TableSchema } from '../types.ts'
 import { type FieldMapping, fieldMapping } from '../table/evolution.ts'
 import { SCHEMA_DIR, schemaKey } from '../table/paths.ts'
 import { type SchemaView, createSchema, describeSchema, parseSchema, serializeSchema } from '../table/schema.ts'
+import { assertRuntimeServes } from '../table/options.ts'
 
 const decoder = new TextDecoder()
 
@@ -125,11 +126,16 @@ export class Table implements TableStore {
     return latestSchemaIdIn(this.store)
   }
 
-  /** Creates a table from the user's schema JSON; refuses if one already exists there. */
-  static async create(store: ObjectStore | string, schemaInput: unknown, opts?: TableOpenOptions): Promise<Table> {
+  /**
+   * Creates a table from the user's schema JSON; refuses if one already exists there, and
+   * refuses options this Node cannot write (zstd before Node 22.15; `zstdAvailable` answers
+   * for it in tests).
+   */
+  static async create(store: ObjectStore | string, schemaInput: unknown, opts?: TableOpenOptions & { zstdAvailable?: boolean }): Promise<Table> {
     const s = typeof store === 'string' ? openStore(store) : store
     const schema = createSchema(schemaInput)
     parseMergeEngineConfig(schema.fields, schema.primaryKeys, schema.options)
+    assertRuntimeServes(schema.options, `create ${s.uri}`, opts?.zstdAvailable)
     const created = await s.putIfAbsent(schemaKey(0), new TextEncoder().encode(serializeSchema(schema)))
     if (!created) throw new AlreadyExistsError(`table ${s.uri} already exists (it has ${schemaKey(0)})`)
     return new Table(s, schema, opts)
