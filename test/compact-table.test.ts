@@ -95,6 +95,18 @@ describe('compactTable lands one snapshot for all its buckets', () => {
     expect(sortRows(await readAll(table))).toEqual(model.snapshot())
   })
 
+  it('capped jobs (compaction.max-input-files 2) go again: one snapshot per round, each holding every bucket', async () => {
+    const table = await Table.create(stores.fresh(), schemaFor('deduplicate', { 'compaction.max-input-files': '2' }))
+    const model = new TableModel('deduplicate')
+    for (let i = 0; i < 4; i++) await write(table, model, everywhere(12, i))
+    const results = await compactTable(table, { full: true })
+    const rounds = [...new Set(results.map((r) => r.snapshotId))]
+    expect(rounds).toEqual([5, 6, 7])
+    for (const id of rounds) expect(results.filter((r) => r.snapshotId === id)).toHaveLength(6)
+    expect(await table.snapshots.latestId()).toBe(7)
+    expect(sortRows(await readAll(table))).toEqual(model.snapshot())
+  })
+
   for (const mode of ['mor', 'dv'] as const) {
     it(`${mode}: random writes into several buckets, then one compactTable: at most one snapshot, reads as the model before and after`, async () => {
       await fc.assert(
@@ -102,8 +114,11 @@ describe('compactTable lands one snapshot for all its buckets', () => {
           fc.array(fc.array(opArb('deduplicate'), { minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 6 }),
           fc.integer({ min: 1, max: 4 }),
           fc.boolean(),
-          async (batches, trigger, full) => {
-            const table = await Table.create(stores.fresh(), schemaFor('deduplicate', { 'num-sorted-run.compaction-trigger': String(trigger), ...(mode === 'dv' ? DV : {}) }))
+          // jobs merging at once: one, three, or compaction.task-threads -1
+          fc.constantFrom('1', '3', '-1'),
+          async (batches, trigger, full, threads) => {
+            const options = { 'num-sorted-run.compaction-trigger': String(trigger), 'compaction.task-threads': threads, ...(mode === 'dv' ? DV : {}) }
+            const table = await Table.create(stores.fresh(), schemaFor('deduplicate', options))
             const model = new TableModel('deduplicate')
             for (const ops of batches) await write(table, model, ops)
             const before = sortRows(await readAll(table))
