@@ -71,7 +71,7 @@ export async function compactRound(table: CompactionContext & CommitContext, buc
           return reply.promise
         },
       }
-      jobs[i] = compactBucket(table, { ...buckets[i], full: o.full, mergePath: o.mergePath, committer })
+      jobs[i] = compactBucket(table, { partition: buckets[i].partition, bucket: buckets[i].bucket, full: o.full, mergePath: o.mergePath, committer })
       const ended = () => reached[i].resolve()
       jobs[i].then(ended, ended)
       await reached[i].promise
