@@ -37,7 +37,12 @@ type ValidatedProps = StrataTablesProps & { [VALIDATED]?: { config: DeployConfig
 
 /** The repository's app: StrataTables from a config validated from JSON (cdk/config.ts). */
 export function strataTablesFromConfig(scope: Construct, id: string, config: DeployConfig): StrataTables {
-  const props: ValidatedProps = { tables: [], [VALIDATED]: { config, resources: { ingestEnabled: true } } }
+  return strataTablesOf(scope, id, { config, resources: { ingestEnabled: true } })
+}
+
+/** StrataTables from a config and resources validated already (StrataTable's props, the JSON config). */
+export function strataTablesOf(scope: Construct, id: string, validated: { config: DeployConfig; resources: StrataResources }): StrataTables {
+  const props: ValidatedProps = { tables: [], [VALIDATED]: validated }
   return new StrataTables(scope, id, props)
 }
 
