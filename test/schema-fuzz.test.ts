@@ -48,7 +48,7 @@ function expectNamedRefusal(e: unknown, names: RegExp): void {
 }
 
 /** Create's refusals name `schema…`, an option or a field (merge-engine messages quote Paimon's `Option '…'`). */
-const CREATE_NAMES = /^(schema[.:]|options?\b|Option '|field |Primary key ')/
+const CREATE_NAMES = /^(create \S+: option '|schema[.:]|options?\b|Option '|field |Primary key ')/
 /** Open's refusals name the schema file first; a write's refusal names an option, field or value. */
 const STORED_NAMES = new RegExp(`^${STORE_URI}/${SCHEMA_KEY}: `)
 
