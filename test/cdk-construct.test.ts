@@ -5,6 +5,10 @@
 // grantInvokeReader; the metrics; typed props refused with the prop named; two deployments
 // in one stack. Bundling is skipped (the tests read templates).
 
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { Duration, Stack, Validations } from 'aws-cdk-lib'
 import { Template } from 'aws-cdk-lib/assertions'
 import { Key } from 'aws-cdk-lib/aws-kms'
@@ -14,6 +18,7 @@ import { Queue } from 'aws-cdk-lib/aws-sqs'
 import { AwsSolutionsChecks } from 'cdk-nag'
 import { describe, expect, it } from 'vitest'
 import { DeployConfigError, StrataTable, StrataTables, type StrataTableProps } from '../cdk/index.ts'
+import { packagedBundle } from '../cdk/constructs/strata-function.ts'
 import { CDK_CONTEXT, testApp } from './helpers/cdk.ts'
 
 const schema = {
@@ -206,5 +211,26 @@ describe('typed props are validated with the deploy config rules, naming the pro
     expect(() => new StrataTable(stack, 'T', { name: 't', schema, bucket, bucketOptions: { versioned: true } })).toThrow('bucketOptions: applies to the bucket Strata creates; expected none with a bucket of your own')
     expect(() => new StrataTables(stack, 'Many', { tables: [] })).toThrow('tables: invalid value [], expected at least one table')
     expect(build({ alarms: { email: 'not-an-address' } })).toThrow(DeployConfigError)
+  })
+})
+
+describe("the functions' code", () => {
+  it("compiled inside the package, a function deploys the package's bundle; from source, it bundles at synth", () => {
+    const root = mkdtempSync(join(tmpdir(), 'strata-package-'))
+    try {
+      writeFileSync(join(root, 'package.json'), JSON.stringify({ name: 'strata-tables' }))
+      mkdirSync(join(root, 'dist', 'bundles', 'writer'), { recursive: true })
+      writeFileSync(join(root, 'dist', 'bundles', 'writer', 'index.mjs'), 'export const handler = async () => {}')
+      const compiled = pathToFileURL(join(root, 'dist', 'cdk', 'constructs', 'strata-function.js')).href
+      expect(packagedBundle('writer', compiled)).toBe(join(root, 'dist', 'bundles', 'writer'))
+      // no bundle built for that kind, or running from the TypeScript source: bundle at synth
+      expect(packagedBundle('reader', compiled)).toBeUndefined()
+      expect(packagedBundle('writer', pathToFileURL(join(root, 'cdk', 'constructs', 'strata-function.ts')).href)).toBeUndefined()
+      // another package's tree is not Strata's
+      writeFileSync(join(root, 'package.json'), JSON.stringify({ name: 'someone-else' }))
+      expect(packagedBundle('writer', compiled)).toBeUndefined()
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
   })
 })
