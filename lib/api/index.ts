@@ -9,6 +9,7 @@ export type {
   ChangeRecord,
   ChangesOptions,
   CompactOptions,
+  CompactionJob,
   CompactSummary,
   ExpireSummary,
   ExpireTableOptions,
@@ -21,6 +22,7 @@ export type {
 export type { RecordValue, TableRecord, WriteRecordInput } from './values.ts'
 export type { SchemaChange, ColumnPosition } from '../handle/alter.ts'
 export type { IncrementalMode } from '../read/incremental.ts'
+export type { SkipReason } from '../lsm/compact/plan.ts'
 export type { TableStatus, BucketStatus } from '../maintenance/table-status.ts'
 export type { ObjectStore } from '../store/object-store.ts'
 export {

@@ -2,12 +2,14 @@
 // own functions. What a caller gets back is plain data (records, summaries); errors are the
 // classes of lib/errors.ts, re-exported by lib/api/index.ts. docs/api.md is the reference.
 
-import { StrataInputError } from '../errors.ts'
+import { NotFoundError, StrataInputError } from '../errors.ts'
 import { alterTable, optionChanges, type SchemaChange } from '../handle/alter.ts'
-import { checkConsumerId, deleteConsumer, listConsumers } from '../handle/consumers.ts'
+import { checkConsumerId, consumerKey, deleteConsumer, listConsumers } from '../handle/consumers.ts'
 import { checkTagName, createTag, listTags } from '../handle/tags.ts'
 import { Table, type TableOpenOptions } from '../handle/table.ts'
-import { compactTable } from '../lsm/compact-table.ts'
+import { compactTable, skippedOf } from '../lsm/compact-table.ts'
+import type { CompactBucketResult } from '../lsm/compact/context.ts'
+import type { SkipReason } from '../lsm/compact/plan.ts'
 import { expireSnapshots } from '../maintenance/expire.ts'
 import { checkOrphanAge, DEFAULT_ORPHAN_OLDER_THAN_MS, removeOrphanFiles } from '../maintenance/orphans.ts'
 import { deleteTag } from '../maintenance/tag-deletion.ts'
@@ -90,16 +92,31 @@ export interface CompactOptions {
   bucket?: number
   /** rewrite every bucket into the top level */
   full?: boolean
+  /** each compaction once its snapshot landed */
+  onCompaction?: (job: CompactionJob) => void
+}
+
+/** One bucket's compaction. */
+export interface CompactionJob {
+  /** the partition's values joined by '/' ('' when unpartitioned) */
+  partition: string
+  bucket: number
+  inputFiles: number
+  outputFiles: number
+  /** files moved up a level without a rewrite */
+  upgradedFiles: number
+  snapshotId: number
 }
 
 export interface CompactSummary {
-  /** buckets compacted */
-  compactions: number
-  inputFiles: number
-  outputFiles: number
-  upgradedFiles: number
+  /** the buckets compacted (a capped bucket may take more than one job) */
+  jobs: CompactionJob[]
+  /** the buckets left alone, and why (below the trigger, one run, …) */
+  skipped: SkipReason[]
   /** the latest snapshot the compaction landed, or null when there was nothing to compact */
   snapshotId: number | null
+  /** snapshots landed: one, unless capped jobs or a lost race took another round */
+  snapshots: number
 }
 
 export interface ExpireTableOptions {
@@ -164,9 +181,9 @@ export class StrataTable {
   }
 
   /** Writes JSON lines (the CLI's input) as one commit: a string, or a stream of text or bytes. */
-  async writeJsonLines(input: string | AsyncIterable<string | Uint8Array>, name = 'input'): Promise<WriteSummary> {
+  async writeJsonLines(input: string | AsyncIterable<string | Uint8Array>, opts: { name?: string; onProgress?: (message: string) => void } = {}): Promise<WriteSummary> {
     const source = typeof input === 'string' ? [input] : input
-    return summary(await writeJsonLines(this.handle, toAsync(source), { name }))
+    return summary(await writeJsonLines(this.handle, toAsync(source), { name: opts.name ?? 'input', onProgress: opts.onProgress }))
   }
 
   /** The rows of a snapshot (the latest by default), in primary-key order per bucket. */
@@ -219,15 +236,23 @@ export class StrataTable {
     if (opts.bucket !== undefined && (!Number.isInteger(opts.bucket) || opts.bucket < 0 || opts.bucket >= this.handle.view.options.bucket)) {
       throw new StrataInputError(`bucket: expected a bucket number in [0, ${this.handle.view.options.bucket - 1}], got ${opts.bucket}`)
     }
-    const results = await compactTable(this.handle, opts)
-    const done = results.filter((r) => r.snapshotId !== null)
-    return {
-      compactions: done.length,
-      inputFiles: done.reduce((n, r) => n + r.inputFiles, 0),
-      outputFiles: done.reduce((n, r) => n + r.outputFiles, 0),
-      upgradedFiles: done.reduce((n, r) => n + r.upgradedFiles, 0),
-      snapshotId: done.length ? done[done.length - 1].snapshotId : null,
-    }
+    const job = (partition: string, bucket: number, r: CompactBucketResult): CompactionJob => ({
+      partition,
+      bucket,
+      inputFiles: r.inputFiles,
+      outputFiles: r.outputFiles,
+      upgradedFiles: r.upgradedFiles,
+      snapshotId: r.snapshotId!,
+    })
+    const onCompaction = opts.onCompaction
+    const results = await compactTable(this.handle, {
+      partition: opts.partition === undefined ? undefined : checkPartition(this.handle, opts.partition),
+      bucket: opts.bucket,
+      full: opts.full,
+      onBucket: onCompaction && ((partition, bucket, r) => r.snapshotId !== null && onCompaction(job(partition, bucket, r))),
+    })
+    const jobs = results.filter((r) => r.snapshotId !== null).map((r) => job(r.partition, r.bucket, r))
+    return { jobs, skipped: skippedOf(results), snapshotId: jobs.length ? jobs[jobs.length - 1].snapshotId : null, snapshots: new Set(jobs.map((j) => j.snapshotId)).size }
   }
 
   /** Applies schema changes as one new schema; returns a handle on it. */
@@ -275,10 +300,15 @@ export class StrataTable {
     return (await listConsumers(this.handle)).map((c) => ({ id: c.id, nextSnapshot: c.nextSnapshot, lastModifiedMillis: c.lastModified }))
   }
 
-  /** Deletes a consumer, so expiration no longer keeps snapshots for it. */
+  /** Deletes a consumer, so expiration no longer keeps snapshots for it; a NotFoundError when there is none. */
   async deleteConsumer(id: string): Promise<void> {
     checkConsumerId(id, 'consumer id')
-    await deleteConsumer(this.handle, id)
+    const table = this.handle
+    // the file's presence, not its content: a garbled consumer file can be deleted too
+    if ((await table.store.head(consumerKey(id))) === null) {
+      throw new NotFoundError(`consumer id ${JSON.stringify(id)}: no such consumer in ${table.uri} (consumers: ${(await listConsumers(table)).map((c) => c.id).join(', ') || 'none'})`)
+    }
+    await deleteConsumer(table, id)
   }
 
   /** Expires old snapshots by the table's retention options; optionally removes orphan files. */
@@ -325,6 +355,15 @@ function shapeOf(s: TableSchema): TableShape {
     options: { ...s.options },
     ...(s.comment ? { comment: s.comment } : {}),
   }
+}
+
+/** Partition values by key, each key a partition key of the table. */
+function checkPartition(table: Table, partition: Record<string, string>): Record<string, string> {
+  const keys = table.view.partitionFields.map((f) => f.name)
+  for (const k of Object.keys(partition)) {
+    if (!keys.includes(k)) throw new StrataInputError(`partition: '${k}' is not a partition key (partition keys: ${keys.join(', ') || 'none'})`)
+  }
+  return partition
 }
 
 /** `olderThan`: a duration text or milliseconds, no shorter than orphan cleanup's floor. */
