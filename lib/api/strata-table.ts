@@ -96,15 +96,12 @@ export interface CompactOptions {
   onCompaction?: (job: CompactionJob) => void
 }
 
-/** One bucket's compaction. */
-export interface CompactionJob {
+/** One bucket's compaction: files and rows in and out, rows marked in deletion vectors, the level written. */
+export interface CompactionJob extends Omit<CompactBucketResult, 'snapshotId' | 'skipped'> {
   /** the partition's values joined by '/' ('' when unpartitioned) */
   partition: string
   bucket: number
-  inputFiles: number
-  outputFiles: number
-  /** files moved up a level without a rewrite */
-  upgradedFiles: number
+  /** the snapshot it landed in */
   snapshotId: number
 }
 
@@ -236,14 +233,10 @@ export class StrataTable {
     if (opts.bucket !== undefined && (!Number.isInteger(opts.bucket) || opts.bucket < 0 || opts.bucket >= this.handle.view.options.bucket)) {
       throw new StrataInputError(`bucket: expected a bucket number in [0, ${this.handle.view.options.bucket - 1}], got ${opts.bucket}`)
     }
-    const job = (partition: string, bucket: number, r: CompactBucketResult): CompactionJob => ({
-      partition,
-      bucket,
-      inputFiles: r.inputFiles,
-      outputFiles: r.outputFiles,
-      upgradedFiles: r.upgradedFiles,
-      snapshotId: r.snapshotId!,
-    })
+    const job = (partition: string, bucket: number, r: CompactBucketResult): CompactionJob => {
+      const { skipped: _, ...done } = r
+      return { partition, bucket, ...done, snapshotId: r.snapshotId! }
+    }
     const onCompaction = opts.onCompaction
     const results = await compactTable(this.handle, {
       partition: opts.partition === undefined ? undefined : checkPartition(this.handle, opts.partition),

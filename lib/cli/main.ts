@@ -1,4 +1,5 @@
-// `strata`: the command-line face of the engine. Every failure exits non-zero with one line
+// `strata`: the command-line face of the library API (lib/api/), whose tables it opens; reads
+// and lookups print the engine's rows as they stream. Every failure exits non-zero with one line
 // saying why; every option and input is validated before anything is written, deleted or
 // printed.
 
@@ -6,22 +7,17 @@ import { createReadStream, readFileSync } from 'node:fs'
 import { Command, CommanderError } from 'commander'
 import { lookup, scan } from '../read/table-read.ts'
 import { INCREMENTAL_MODES, type IncrementalMode, consumerStart, planIncremental, readPlan, recordConsumer } from '../read/incremental.ts'
-import { checkConsumerId, consumerKey, deleteConsumer, listConsumers } from '../handle/consumers.ts'
-import { expireSnapshots } from '../maintenance/expire.ts'
-import { DEFAULT_ORPHAN_OLDER_THAN_MS, MIN_ORPHAN_OLDER_THAN_MS, checkOrphanAge, formatAge, removeOrphanFiles } from '../maintenance/orphans.ts'
+import { checkConsumerId } from '../handle/consumers.ts'
+import { DEFAULT_ORPHAN_OLDER_THAN_MS, MIN_ORPHAN_OLDER_THAN_MS, checkOrphanAge, formatAge } from '../maintenance/orphans.ts'
 import { parseDuration } from '../table/options.ts'
-import { tableStatus } from '../maintenance/table-status.ts'
 import { formatStatus } from './status.ts'
 import { rowToJsonLine, valueToText } from '../table/json-values.ts'
 import { Table } from '../handle/table.ts'
-import { checkTagName, createTag, listTags, requireTag } from '../handle/tags.ts'
-import { deleteTag } from '../maintenance/tag-deletion.ts'
+import { checkTagName, listTags, requireTag } from '../handle/tags.ts'
 import { localDateTimeText } from '../format/tag.ts'
-import { errorKind, type ErrorKind, NotFoundError, StrataInputError } from '../errors.ts'
+import { errorKind, type ErrorKind, StrataInputError } from '../errors.ts'
 import { type DataField, ROW_KIND_SHORT, type Snapshot } from '../types.ts'
-import { writeJsonLines } from '../write/json-lines.ts'
-import type { WriteResult } from '../write/table-write.ts'
-import { openStore } from '../store/open-store.ts'
+import { createTable, openTable, type StrataTable, type WriteSummary } from '../api/strata-table.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import { Progress } from './progress.ts'
 import { OutputError, RowOutput, quietOnClosedPipe } from './row-output.ts'
@@ -48,7 +44,7 @@ async function readSchemaFile(path: string): Promise<unknown> {
 }
 
 /** `strata write`: the input's JSON lines (a file, or stdin for none or '-') as one commit. */
-async function writeInput(table: Table, source: string | undefined, progress: Progress): Promise<WriteResult> {
+async function writeInput(table: StrataTable, source: string | undefined, progress: Progress): Promise<WriteSummary> {
   // 64 KiB reads: a chunk decodes to a string small enough for V8's young generation, where it
   // dies cheaply; 1 MiB strings went to the large-object space and piled up there until a full
   // collection (~80 MB more peak RSS over a 1M-line write, docs/benchmarks.md "Streaming writes")
@@ -59,7 +55,7 @@ async function writeInput(table: Table, source: string | undefined, progress: Pr
       input.once('error', (e: NodeJS.ErrnoException) => reject(new StrataInputError(`${source}: cannot read the file (${e.code ?? e.message})`)))
     })
   }
-  return writeJsonLines(table, input, { name: source ?? 'stdin', onProgress: (m) => progress.update(m) })
+  return table.writeJsonLines(input, { name: source ?? 'stdin', onProgress: (m) => progress.update(m) })
 }
 
 function parseSnapshotId(flag: string, v: string, min: number): number {
@@ -100,12 +96,15 @@ export interface CliSeams {
   extend?: (program: Command) => void
 }
 
-/** The store a command opens for a table URI: the URI itself, or the opened store wrapped. */
-type StoreAt = (uri: string) => ObjectStore | string
+/** How a command gets its table: through the library API, with the caller's store wrapper. */
+interface Tables {
+  open(uri: string): Promise<StrataTable>
+  create(uri: string, schema: unknown): Promise<StrataTable>
+}
 
 export function buildProgram(seams: CliSeams = {}): Command {
-  const wrap = seams.wrapStore
-  const at: StoreAt = wrap ? (uri) => wrap(openStore(uri)) : (uri) => uri
+  const options = { wrapStore: seams.wrapStore }
+  const at: Tables = { open: (uri) => openTable(uri, options), create: (uri, schema) => createTable(uri, schema, options) }
   const program = new Command()
   program
     .name('strata')
@@ -124,14 +123,15 @@ export function buildProgram(seams: CliSeams = {}): Command {
 }
 
 /** create, write, read, lookup: a table's data in and out. */
-function addDataCommands(program: Command, at: StoreAt): void {
+function addDataCommands(program: Command, at: Tables): void {
   program
     .command('create <table>')
     .description('create a table from a schema JSON file')
     .requiredOption('--schema <file>', 'schema JSON: {"fields":[{"name","type"}],"primaryKeys":[],"partitionKeys":[],"options":{}}')
     .action(async (uri: string, o: { schema: string }) => {
-      const table = await Table.create(at(uri), await readSchemaFile(o.schema))
-      out(`created ${table.uri} (schema 0, ${table.view.fields.length} fields, ${table.view.options.bucket} buckets)`)
+      const table = await at.create(uri, await readSchemaFile(o.schema))
+      const { fields, options } = table.shape
+      out(`created ${table.uri} (schema 0, ${fields.length} fields, ${options.bucket} buckets)`)
     })
 
   program
@@ -139,7 +139,7 @@ function addDataCommands(program: Command, at: StoreAt): void {
     .description('write JSON lines (a file or - for stdin) as one commit; prints the snapshot id')
     .addHelpText('after', WRITE_INPUT_HELP)
     .action(async (uri: string, file: string | undefined) => {
-      const table = await Table.open(at(uri))
+      const table = await at.open(uri)
       const progress = new Progress()
       const res = await writeInput(table, file, progress)
       progress.done()
@@ -172,7 +172,7 @@ function addDataCommands(program: Command, at: StoreAt): void {
       const key = parseJsonOption('--key', o.key)
       const snapshotId = parseSnapshotOption(o.snapshot)
       const tag = parseTagOption(o.tag, snapshotId)
-      const table = await Table.open(at(uri))
+      const table = (await at.open(uri)).handle
       const row = await lookup(table, key, { snapshotId, tag })
       const fields = table.view.fields
       if (!row) {
@@ -249,9 +249,10 @@ function parseReadOptions(o: ReadCommandOptions) {
   return { snapshotId, tag, incremental, filter, fromSnapshot, toSnapshot, format }
 }
 
-async function readCommand(at: StoreAt, uri: string, o: ReadCommandOptions): Promise<void> {
+async function readCommand(at: Tables, uri: string, o: ReadCommandOptions): Promise<void> {
   const { snapshotId, tag, incremental, filter, fromSnapshot, toSnapshot, format } = parseReadOptions(o)
-  const table = await Table.open(at(uri))
+  // the engine's rows, printed per column type as they stream (no record objects in between)
+  const table = (await at.open(uri)).handle
   const columns = parseColumns(table, o.columns) ?? table.view.fields.map((f) => f.name)
   const fields = columns.map((c) => table.view.fields[table.view.fieldIndex.get(c)!])
   if (incremental) return readChanges(table, { columns, fields, filter, fromSnapshot, toSnapshot, mode: o.mode as IncrementalMode | undefined, consumerId: o.consumerId, format })
@@ -329,14 +330,13 @@ async function readChanges(
 }
 
 /** status, compact, expire, alter: a table's shape and upkeep. */
-function addUpkeepCommands(program: Command, at: StoreAt): void {
+function addUpkeepCommands(program: Command, at: Tables): void {
   program
     .command('status <table>')
     .description('latest snapshot and, per partition and bucket, files per level and row counts')
     .option('--json', 'machine-readable output')
     .action(async (uri: string, o: { json?: boolean }) => {
-      const table = await Table.open(at(uri))
-      const status = await tableStatus(table)
+      const status = await (await at.open(uri)).status()
       if (o.json) out(JSON.stringify(status))
       else out(formatStatus(status))
     })
@@ -359,13 +359,10 @@ function addUpkeepCommands(program: Command, at: StoreAt): void {
       // every option is checked before expiration deletes anything
       if (o.olderThan !== undefined && !o.removeOrphans) throw new StrataInputError(`--older-than ${JSON.stringify(o.olderThan)}: applies only with --remove-orphans`)
       const olderThanMs = o.olderThan === undefined ? DEFAULT_ORPHAN_OLDER_THAN_MS : parseOrphanAge(o.olderThan)
-      const table = await Table.open(at(uri))
-      const r = await expireSnapshots(table)
+      const table = await at.open(uri)
+      const r = await table.expire({ removeOrphans: o.removeOrphans, olderThan: o.removeOrphans ? olderThanMs : undefined })
       out(r.expired.length ? `expired snapshots ${r.expired[0]}..${r.expired[r.expired.length - 1]} (${r.deletedFiles} files deleted); retained ${r.earliest}..${r.latest}` : `nothing to expire; retained ${r.earliest}..${r.latest}`)
-      if (o.removeOrphans) {
-        const res = await removeOrphanFiles(table, { olderThanMs })
-        out(`removed ${res.deleted.length} orphan file(s)`)
-      }
+      if (r.orphansRemoved !== undefined) out(`removed ${r.orphansRemoved} orphan file(s)`)
     })
 
   program
@@ -380,9 +377,8 @@ function addUpkeepCommands(program: Command, at: StoreAt): void {
     .option('--not-null', 'modify: make a column NOT NULL (refused, as Paimon refuses it by default)')
     .action(async (uri: string, change: string, args: string[], o: { first?: boolean; after?: string; comment?: string; nullable?: boolean; notNull?: boolean }) => {
       const { alterChanges, describeOptionChanges, describeSchemaChange } = await import('./alter.ts')
-      const { alterTable } = await import('../handle/alter.ts')
       const changes = alterChanges(change, args, o)
-      const table = await alterTable(at(uri), changes)
+      const table = (await (await at.open(uri)).alter(changes)).handle
       const options = change === 'set' || change === 'reset'
       out(`schema ${table.schema.id}: ${options ? describeOptionChanges(changes) : describeSchemaChange(table.schema)}`)
     })
@@ -395,63 +391,60 @@ interface CompactCommandOptions {
   json?: boolean
 }
 
-async function compactCommand(at: StoreAt, uri: string, o: CompactCommandOptions): Promise<void> {
-  const table = await Table.open(at(uri))
-  const { compactTable, describeSkipped, parsePartitionSpec, skippedOf } = await import('../lsm/compact-table.ts')
+async function compactCommand(at: Tables, uri: string, o: CompactCommandOptions): Promise<void> {
+  const table = await at.open(uri)
+  const { describeSkipped, parsePartitionSpec } = await import('../lsm/compact-table.ts')
+  const buckets = table.handle.view.options.bucket
   let bucket: number | undefined
   if (o.bucket !== undefined) {
     bucket = /^\d+$/.test(o.bucket) ? Number(o.bucket) : Number.NaN
-    if (!Number.isInteger(bucket) || bucket < 0 || bucket >= table.view.options.bucket) {
-      throw new StrataInputError(`--bucket: expected a bucket number in [0, ${table.view.options.bucket - 1}], got ${JSON.stringify(o.bucket)}`)
+    if (!Number.isInteger(bucket) || bucket < 0 || bucket >= buckets) {
+      throw new StrataInputError(`--bucket: expected a bucket number in [0, ${buckets - 1}], got ${JSON.stringify(o.bucket)}`)
     }
   }
   const progress = new Progress()
   let jobs = 0
-  const results = await compactTable(table, {
-    partition: o.partition === undefined ? undefined : parsePartitionSpec(table, o.partition),
+  const r = await table.compact({
+    partition: o.partition === undefined ? undefined : parsePartitionSpec(table.handle, o.partition),
     bucket,
     full: o.full,
-    onBucket: (partition, b, r) => {
-      if (r.snapshotId === null) return
+    onCompaction: (job) => {
       jobs++
       progress.update(`compacted ${jobs} buckets`)
-      if (o.json) out(JSON.stringify({ partition, bucket: b, ...r }))
+      if (o.json) out(JSON.stringify(job))
     },
   })
   progress.done()
   if (o.json) return
-  const done = results.filter((r) => r.snapshotId !== null)
-  const skipped = skippedOf(results)
+  const { jobs: done, skipped } = r
   if (done.length === 0) {
     const filtered = o.partition !== undefined || bucket !== undefined
-    const why = results.length === 0 ? (filtered ? 'no bucket with data files matches --partition/--bucket' : 'the table has no data files') : describeSkipped(skipped)
+    const why = skipped.length === 0 ? (filtered ? 'no bucket with data files matches --partition/--bucket' : 'the table has no data files') : describeSkipped(skipped)
     // --full rewrites what the picker leaves alone, where a full compaction would change something
-    const hint = !o.full && skipped.some((r) => 'fullWouldCompact' in r && r.fullWouldCompact) ? "; 'strata compact --full' rewrites every bucket into the top level" : ''
+    const hint = !o.full && skipped.some((k) => 'fullWouldCompact' in k && k.fullWouldCompact) ? "; 'strata compact --full' rewrites every bucket into the top level" : ''
     out(`nothing to compact: ${why}${hint}`)
     return
   }
-  const snapshots = new Set(done.map((r) => r.snapshotId)).size
-  const sum = (f: (r: (typeof done)[number]) => number) => done.reduce((n, r) => n + f(r), 0)
+  const sum = (f: (j: (typeof done)[number]) => number) => done.reduce((n, j) => n + f(j), 0)
   out(
-    `${done.length} compaction(s): ${sum((r) => r.inputFiles)} files in, ${sum((r) => r.outputFiles)} written, ${sum((r) => r.upgradedFiles)} upgraded; ` +
-      `${snapshots === 1 ? 'snapshot' : `${snapshots} snapshots, latest`} ${done[done.length - 1].snapshotId}` +
+    `${done.length} compaction(s): ${sum((j) => j.inputFiles)} files in, ${sum((j) => j.outputFiles)} written, ${sum((j) => j.upgradedFiles)} upgraded; ` +
+      `${r.snapshots === 1 ? 'snapshot' : `${r.snapshots} snapshots, latest`} ${r.snapshotId}` +
       (skipped.length ? `; skipped ${describeSkipped(skipped, true)}` : ''),
   )
 }
 
 /** consumer list, consumer delete. */
-function addConsumerCommands(program: Command, at: StoreAt): void {
+function addConsumerCommands(program: Command, at: Tables): void {
   const consumer = program.command('consumer').description("consumer ids: the progress of `read --consumer-id`, kept by expiration (Paimon's consumer files)")
   consumer
     .command('list <table>')
     .description('the consumers: id, next snapshot, last update')
     .option('--json', 'one JSON object per consumer')
     .action(async (uri: string, o: { json?: boolean }) => {
-      const table = await Table.open(at(uri))
-      const all = await listConsumers(table)
+      const all = await (await at.open(uri)).listConsumers()
       if (!o.json) out(['id', 'nextSnapshot', 'updated'].join('\t'))
       for (const c of all) {
-        const updated = new Date(c.lastModified).toISOString()
+        const updated = new Date(c.lastModifiedMillis).toISOString()
         out(o.json ? JSON.stringify({ id: c.id, nextSnapshot: c.nextSnapshot, updated }) : [c.id, c.nextSnapshot, updated].join('\t'))
       }
     })
@@ -460,18 +453,13 @@ function addConsumerCommands(program: Command, at: StoreAt): void {
     .description('delete a consumer, so expiration no longer keeps snapshots for it')
     .action(async (uri: string, id: string) => {
       checkConsumerId(id, 'consumer id')
-      const table = await Table.open(at(uri))
-      // the file's presence, not its content: a garbled consumer file can be deleted too
-      if ((await table.store.head(consumerKey(id))) === null) {
-        throw new NotFoundError(`consumer id ${JSON.stringify(id)}: no such consumer in ${table.uri} (consumers: ${(await listConsumers(table)).map((c) => c.id).join(', ') || 'none'})`)
-      }
-      await deleteConsumer(table, id)
+      await (await at.open(uri)).deleteConsumer(id)
       out(`deleted consumer ${JSON.stringify(id)}`)
     })
 }
 
 /** tag create, tag delete, tag list. */
-function addTagCommands(program: Command, at: StoreAt): void {
+function addTagCommands(program: Command, at: Tables): void {
   const tag = program.command('tag').description("tags: names that pin a snapshot, kept by expiration and orphan cleanup (Paimon's tag files)")
   tag
     .command('create <table> <name>')
@@ -480,8 +468,7 @@ function addTagCommands(program: Command, at: StoreAt): void {
     .action(async (uri: string, name: string, o: { snapshot?: string }) => {
       checkTagName(name)
       const snapshotId = parseSnapshotOption(o.snapshot)
-      const table = await Table.open(at(uri))
-      const r = await createTag(table, name, { snapshotId })
+      const r = await (await at.open(uri)).createTag(name, { snapshotId })
       out(`tagged snapshot ${r.snapshotId} as ${JSON.stringify(r.name)}`)
     })
   tag
@@ -489,8 +476,7 @@ function addTagCommands(program: Command, at: StoreAt): void {
     .description('delete a tag, and the files only it kept')
     .action(async (uri: string, name: string) => {
       checkTagName(name)
-      const table = await Table.open(at(uri))
-      const r = await deleteTag(table, name)
+      const r = await (await at.open(uri)).deleteTag(name)
       out(`deleted tag ${JSON.stringify(r.name)} of snapshot ${r.snapshotId} (${r.deletedFiles} files only it kept deleted)`)
     })
   tag
@@ -498,8 +484,8 @@ function addTagCommands(program: Command, at: StoreAt): void {
     .description('list the tags: name, snapshot id, snapshot time, rows, and when Paimon set them the tag time and retention')
     .option('--json', 'one JSON object per tag')
     .action(async (uri: string, o: { json?: boolean }) => {
-      const table = await Table.open(at(uri))
-      const tags = await listTags(table)
+      // the tags as stored, with the times Paimon may have set on them
+      const tags = await listTags((await at.open(uri)).handle)
       if (!o.json) out(['name', 'snapshot', 'snapshotTime', 'rows', 'tagCreateTime', 'tagTimeRetained'].join('\t'))
       for (const t of tags) {
         const created = t.tagCreateTime ? localDateTimeText(t.tagCreateTime) : null
