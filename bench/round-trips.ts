@@ -50,7 +50,7 @@
 // manifest files and index manifests (by name prefix): what a fresh compactor downloads
 // and decodes before it can touch its bucket, at 64 against 1,024 buckets.
 //
-// The CLI check: `strata write` (bin/strata.js, a child process per write, as a user runs
+// The CLI check: `strata write` (bin/strata.ts through tsx, a child process per write, as a user runs
 // it; the 20 ms model is the server's, so the CLI gets it through AWS_ENDPOINT_URL) of
 // 200 rows touching ≈ 180 of 1,024 buckets against 200 rows all in one bucket, on the
 // 1,024-bucket table at 20 ms; the median process wall time of --cli-runs each, and
@@ -776,7 +776,7 @@ function markdown(ms: Measurement[], cli: CliResult[], cliRuns: number, machine:
     const mainRatio = spread.main.wallMs / one.main.wallMs
     lines.push('', `### \`strata write\`: ${spread.bucketsTouched} buckets against one (1,024-bucket table, ${TARGET_MS} ms)`, '')
     lines.push(
-      `bin/strata.js in a child process per write, against the embedded S3 at ${TARGET_MS} ms (the latency is the server's, so the CLI gets it through AWS_ENDPOINT_URL); ${spread.rows} rows each, alternating, median of ${cliRuns} run(s). Process time includes Node and tsx start-up (the same for both). Each run also calls the CLI's entry point (lib/cli/main.ts \`main(['write', …])\`) in a child process whose S3 clients are traced, timed from the call to its return: Table.open, parsing, writeBatch and its commit; its columns are the run of median main() time. Every write is a commit of its own on the 1,024-bucket table.`,
+      `bin/strata.ts (through tsx) in a child process per write, against the embedded S3 at ${TARGET_MS} ms (the latency is the server's, so the CLI gets it through AWS_ENDPOINT_URL); ${spread.rows} rows each, alternating, median of ${cliRuns} run(s). Process time includes Node and tsx start-up (the same for both). Each run also calls the CLI's entry point (lib/cli/main.ts \`main(['write', …])\`) in a child process whose S3 clients are traced, timed from the call to its return: Table.open, parsing, writeBatch and its commit; its columns are the run of median main() time. Every write is a commit of its own on the 1,024-bucket table.`,
       '',
     )
     lines.push(

@@ -1,4 +1,4 @@
-// The `strata` command as a user runs it (a real child process through bin/strata.js), and
+// The `strata` command as a user runs it (a real child process through bin/strata.ts), and
 // bad input at every boundary: a clear one-line reason, a non-zero exit, the table unchanged.
 
 import { execFile } from 'node:child_process'

@@ -1,7 +1,7 @@
 // Sequence numbers follow commit order, whatever the writers' clocks say: a writer whose
 // clock runs 5 s fast commits a row, then a writer with a correct clock, one second later,
 // commits a new version of it. The later commit wins in reads, lookups, and after
-// compaction. Each writer is a real `strata` process (bin/strata.js); the fast clock comes
+// compaction. Each writer is a real `strata` process (bin/strata.ts); the fast clock comes
 // from test/helpers/clock-skew.mjs, preloaded into the first one.
 
 import { execFile } from 'node:child_process'

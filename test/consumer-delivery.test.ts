@@ -1,5 +1,5 @@
 // A consumer's progress never runs ahead of what `strata read --consumer-id` delivered: the
-// real CLI (bin/strata.js) in a child process, its stdout a pipe the test reads as a slow
+// real CLI (bin/strata.ts) in a child process, its stdout a pipe the test reads as a slow
 // or vanishing reader would. A reader that closes the pipe early leaves the consumer where
 // it was and strata exits non-zero; a paused reader holds strata back (it waits for stdout
 // to drain, with a bounded amount pending, and records nothing) until it reads on. The

@@ -35,7 +35,7 @@ export class RowOutput {
   private readonly stream = process.stdout
 
   constructor() {
-    // while this listener is on, bin/strata.js leaves stdout's errors to it
+    // while this listener is on, bin/strata.ts leaves stdout's errors to it
     this.stream.on('error', this.onError)
   }
 
