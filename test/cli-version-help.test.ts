@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { strata } from './helpers/cli-in-process.ts'
-import { findVersion } from '../lib/cli/version.ts'
+import { findPackage } from '../lib/package.ts'
 
 const pkg = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8')) as { name: string; version: string }
 const dirs: string[] = []
@@ -29,9 +29,9 @@ describe('strata --version', () => {
     // a package.json nearer the CLI that is not the package's (a nested one a bundler left)
     writeFileSync(join(root, 'dist', 'package.json'), JSON.stringify({ type: 'module' }))
     writeFileSync(join(root, 'dist', 'lib', 'package.json'), '{ not json')
-    expect(findVersion(cli)).toBe('9.8.7')
-    // with no package of that name above it: 'unknown', not a crash
-    expect(findVersion(join(tmpdir()))).toBe('unknown')
+    expect(findPackage(cli)).toEqual({ root, version: '9.8.7' })
+    // with no package of that name above it: none, not a crash
+    expect(findPackage(join(tmpdir()))).toBeUndefined()
   })
 })
 

@@ -9,7 +9,7 @@
 // nor Strata's sources; run from source in the checkout, a NodejsFunction bundles the
 // handler with esbuild at synth.
 
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Duration, RemovalPolicy } from 'aws-cdk-lib'
@@ -21,27 +21,10 @@ import { Construct } from 'constructs'
 import { BUNDLING, ENTRIES, type FunctionKind, REPO_ROOT } from '../bundling.ts'
 import { FUNCTION_PROCESS_ENVIRONMENT, type FunctionSettings } from '../config.ts'
 import { acknowledge } from '../nag.ts'
+import { findPackage } from '../../lib/package.ts'
 
 export const RUNTIME = Runtime.NODEJS_22_X
 export const ARCHITECTURE = Architecture.ARM_64
-
-/** The names the package has had: the bundles are looked for under the root of either. */
-const PACKAGE_NAMES = ['strata-tables', 'strata']
-
-/** The directory of the package holding `from` (a directory): the nearest package.json up the tree named as Strata's. */
-export function packageRoot(from: string): string | undefined {
-  for (let dir = from; ; dir = dirname(dir)) {
-    const manifest = join(dir, 'package.json')
-    if (existsSync(manifest)) {
-      try {
-        if (PACKAGE_NAMES.includes(JSON.parse(readFileSync(manifest, 'utf8')).name)) return dir
-      } catch {
-        // an unreadable manifest is not Strata's: keep walking up
-      }
-    }
-    if (dirname(dir) === dir) return undefined
-  }
-}
 
 /**
  * The directory of the packaged bundle of `kind` when this module runs compiled and the
@@ -49,7 +32,7 @@ export function packageRoot(from: string): string | undefined {
  */
 export function packagedBundle(kind: FunctionKind, moduleUrl: string = import.meta.url): string | undefined {
   if (!moduleUrl.endsWith('.js')) return undefined
-  const root = packageRoot(dirname(fileURLToPath(moduleUrl)))
+  const root = findPackage(dirname(fileURLToPath(moduleUrl)))?.root
   const dir = root && join(root, 'dist', 'bundles', kind)
   return dir && existsSync(join(dir, 'index.mjs')) ? dir : undefined
 }
