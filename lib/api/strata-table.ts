@@ -239,7 +239,7 @@ export class StrataTable {
     }
     const onCompaction = opts.onCompaction
     const results = await compactTable(this.handle, {
-      partition: opts.partition === undefined ? undefined : checkPartition(this.handle, opts.partition),
+      partition: opts.partition,
       bucket: opts.bucket,
       full: opts.full,
       onBucket: onCompaction && ((partition, bucket, r) => r.snapshotId !== null && onCompaction(job(partition, bucket, r))),
@@ -348,15 +348,6 @@ function shapeOf(s: TableSchema): TableShape {
     options: { ...s.options },
     ...(s.comment ? { comment: s.comment } : {}),
   }
-}
-
-/** Partition values by key, each key a partition key of the table. */
-function checkPartition(table: Table, partition: Record<string, string>): Record<string, string> {
-  const keys = table.view.partitionFields.map((f) => f.name)
-  for (const k of Object.keys(partition)) {
-    if (!keys.includes(k)) throw new StrataInputError(`partition: '${k}' is not a partition key (partition keys: ${keys.join(', ') || 'none'})`)
-  }
-  return partition
 }
 
 /** `olderThan`: a duration text or milliseconds, no shorter than orphan cleanup's floor. */

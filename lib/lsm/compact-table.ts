@@ -33,11 +33,16 @@ export function parsePartitionSpec(table: Table, spec: string): Record<string, s
     if (i <= 0) throw new StrataInputError(`--partition: expected k=v[,k=v…], got ${JSON.stringify(spec)}`)
     out[part.slice(0, i)] = part.slice(i + 1)
   }
+  return checkPartitionKeys(table, out, '--partition')
+}
+
+/** `spec` itself, once every key in it is a partition key of the table (`what` names the input). */
+export function checkPartitionKeys(table: Table, spec: Record<string, string>, what: string): Record<string, string> {
   const keys = table.view.partitionFields.map((f) => f.name)
-  for (const k of Object.keys(out)) {
-    if (!keys.includes(k)) throw new StrataInputError(`--partition: '${k}' is not a partition key (partition keys: ${keys.join(', ') || 'none'})`)
+  for (const k of Object.keys(spec)) {
+    if (!keys.includes(k)) throw new StrataInputError(`${what}: '${k}' is not a partition key (partition keys: ${keys.join(', ') || 'none'})`)
   }
-  return out
+  return spec
 }
 
 function partitionBytesMatching(table: Table, spec: Record<string, string>): (values: Row) => boolean {
@@ -81,6 +86,7 @@ function mergesAtOnce(table: Table): number {
  * round's snapshot, holding the other buckets, has landed.
  */
 export async function compactTable(table: Table, opts: CompactTableOptions = {}): Promise<TableCompactionJob[]> {
+  if (opts.partition) checkPartitionKeys(table, opts.partition, 'partition')
   const snapshot = await table.snapshots.latest()
   if (!snapshot) return []
   const partTypes = table.view.partitionFields.map((f) => f.type)
