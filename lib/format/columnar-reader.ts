@@ -20,14 +20,14 @@
 // hyparquet gave a plain array (columnar-types.ts: both encode alike). Two columns stored in
 // the same bytes (a primary-key field, as `_KEY_<k>` and `<k>`) come back as one shared array.
 
-import { parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet'
+import { parquetRead } from 'hyparquet'
 import type { AsyncBuffer, ColumnData, ColumnMetaData, DecodedArray, FileMetaData, SchemaElement } from 'hyparquet'
 import { StrataInputError } from '../errors.ts'
 import type { DataType, Value } from '../types.ts'
 import type { ByteSource } from '../store/byte-source.ts'
 import { type DataFileLayout, KEY_FIELD_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, dataFileSchema } from './data-file-layout.ts'
 import { ManifestCheck } from './data-file-check.ts'
-import { RAW_PARSERS, cachedTail, namedFileError, readSource } from './data-file-source.ts'
+import { RAW_PARSERS, namedFileError, openFooter, openNamed } from './data-file-source.ts'
 import { DECOMPRESSORS } from './decompressors.ts'
 import { type Column, type ColumnBatch, columnRows, concatColumns, isUtf8Column, pickRows, valueAt } from './columnar-types.ts'
 import { physicalEncoder, rawReadElement, sameStorage, valueDecoder } from './parquet-types.ts'
@@ -163,29 +163,12 @@ export class ColumnarFileReader {
 
   /** Reads the footer and checks that every column of the layout is there (by name) and readable as its type. */
   static async open(src: ByteSource, layout: DataFileLayout, opts: ColumnarReaderOptions = {}): Promise<ColumnarFileReader> {
-    if (!Number.isSafeInteger(src.size) || src.size < 0) throw new StrataInputError(`ByteSource.size ${src.size} is not a byte count`)
-    try {
-      return await ColumnarFileReader.#open(src, layout, opts)
-    } catch (e) {
-      throw namedFileError(src, e)
-    }
+    return openNamed(src, () => ColumnarFileReader.#open(src, layout, opts))
   }
 
   static async #open(src: ByteSource, layout: DataFileLayout, opts: ColumnarReaderOptions): Promise<ColumnarFileReader> {
     const { tailBytes = DEFAULT_TAIL_BYTES, decoder = 'strata' } = opts
-    if (src.size < 12) throw new Error(`data file is ${src.size} bytes, too short for Parquet (magic + footer need 12)`)
-    const tailStart = Math.max(0, src.size - tailBytes)
-    const tail = await readSource(src, tailStart, src.size)
-    if (tail.length !== src.size - tailStart) throw new Error(`data file read [${tailStart}, ${src.size}) returned ${tail.length} bytes; is the file ${src.size} bytes long?`)
-    const file = cachedTail(src, tail, tailStart)
-    let metadata: FileMetaData
-    try {
-      metadata = await parquetMetadataAsync(file, { initialFetchSize: tailBytes } as Parameters<typeof parquetMetadataAsync>[1])
-    } catch (e) {
-      throw new Error(`data file (${src.size} bytes) is not a readable Parquet file: ${(e as Error).message}`)
-    }
-    const present = new Map<string, { element: SchemaElement; group: boolean }>()
-    for (const child of parquetSchema(metadata).children) present.set(child.element.name, { element: child.element, group: child.children.length > 0 })
+    const { file, metadata, present } = await openFooter(src, tailBytes)
 
     const ours = dataFileSchema(layout).slice(1)
     const types: DataType[] = [

@@ -1,7 +1,7 @@
 // The reader of data files written by Strata, Paimon's Java writer or pypaimon: opens the footer
 // (cached), streams records with a projection and a deletion vector, and looks keys up.
 
-import { parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet'
+import { parquetRead } from 'hyparquet'
 import type { AsyncBuffer, ColumnData, FileMetaData, SchemaElement } from 'hyparquet'
 import { StrataInputError } from '../errors.ts'
 import type { KeyValue, RowKind, Value } from '../types.ts'
@@ -13,7 +13,7 @@ import { checkPages } from './parquet-page-header.ts'
 import { DECOMPRESSORS } from './decompressors.ts'
 import { type ColumnSpec, type DataFileLayout, KEY_FIELD_PREFIX, VALUE_KIND, describeKey, fileColumns } from './data-file-layout.ts'
 import { ManifestCheck } from './data-file-check.ts'
-import { RAW_PARSERS, cachedTail, directBuffer, namedFileError, readSource } from './data-file-source.ts'
+import { RAW_PARSERS, directBuffer, namedFileError, openFooter, openNamed } from './data-file-source.ts'
 import type { ByteSource } from '../store/byte-source.ts'
 
 export interface DataFileReaderOptions {
@@ -156,36 +156,16 @@ export class DataFileReader {
    * readable as its type; with a `footerCache`, a file opened before costs no request.
    */
   static async open(src: ByteSource, layout: DataFileLayout, opts: DataFileReaderOptions = {}): Promise<DataFileReader> {
-    if (!Number.isSafeInteger(src.size) || src.size < 0) throw new StrataInputError(`ByteSource.size ${src.size} is not a byte count`)
-    try {
-      return await DataFileReader.#open(src, layout, opts)
-    } catch (e) {
-      throw namedFileError(src, e)
-    }
+    return openNamed(src, () => DataFileReader.#open(src, layout, opts))
   }
 
   static async #open(src: ByteSource, layout: DataFileLayout, opts: DataFileReaderOptions): Promise<DataFileReader> {
     const { tailBytes = DEFAULT_TAIL_BYTES, footerCache, cacheKey } = opts
-    if (src.size < 12) throw new Error(`data file is ${src.size} bytes, too short for Parquet (magic + footer need 12)`)
     if (footerCache && cacheKey !== undefined) {
       const hit = footerCache.get(cacheKey)
       if (hit) return new DataFileReader(layout, src, directBuffer(src), hit)
     }
-    const tailStart = Math.max(0, src.size - tailBytes)
-    const tail = await readSource(src, tailStart, src.size)
-    if (tail.length !== src.size - tailStart) throw new Error(`data file read [${tailStart}, ${src.size}) returned ${tail.length} bytes; is the file ${src.size} bytes long?`)
-    const file = cachedTail(src, tail, tailStart)
-    let metadata: FileMetaData
-    try {
-      metadata = await parquetMetadataAsync(file, { initialFetchSize: tailBytes, parsers: STAT_PARSERS } as Parameters<typeof parquetMetadataAsync>[1])
-    } catch (e) {
-      throw new Error(`data file (${src.size} bytes) is not a readable Parquet file: ${(e as Error).message}`)
-    }
-
-    const present = new Map<string, { element: SchemaElement; group: boolean }>()
-    for (const child of parquetSchema(metadata).children) {
-      present.set(child.element.name, { element: child.element, group: child.children.length > 0 })
-    }
+    const { file, metadata, present } = await openFooter(src, tailBytes, STAT_PARSERS)
     const columns: ReadColumn[] = []
     const elements: SchemaElement[] = []
     const rawElements = new Map<SchemaElement, SchemaElement>()

@@ -1,8 +1,9 @@
 // A data file as its readers fetch it: ranged reads of a ByteSource (inside the tail read on open
 // from memory), errors that name the file, and hyparquet's parsers for raw values.
 
-import type { AsyncBuffer } from 'hyparquet'
-import { CorruptFileError } from '../errors.ts'
+import { parquetMetadataAsync, parquetSchema } from 'hyparquet'
+import type { AsyncBuffer, FileMetaData, SchemaElement } from 'hyparquet'
+import { CorruptFileError, StrataInputError } from '../errors.ts'
 import { arrayBufferOf } from './page-index.ts'
 import type { ByteSource } from '../store/byte-source.ts'
 
@@ -70,4 +71,39 @@ export function directBuffer(src: ByteSource): AsyncBuffer {
       return arrayBufferOf(bytes)
     },
   }
+}
+
+/** `open()`, for a source whose size is a byte count, its failures as errors that name the file. */
+export async function openNamed<T>(src: ByteSource, open: () => Promise<T>): Promise<T> {
+  if (!Number.isSafeInteger(src.size) || src.size < 0) throw new StrataInputError(`ByteSource.size ${src.size} is not a byte count`)
+  try {
+    return await open()
+  } catch (e) {
+    throw namedFileError(src, e)
+  }
+}
+
+/** A data file's top-level columns by name: the schema element, and whether it is a group. */
+export type FooterColumns = Map<string, { element: SchemaElement; group: boolean }>
+
+/**
+ * Opens a data file: its last `tailBytes` in one request (most footers fit, so parsing them
+ * costs no other), the footer parsed, and its top-level columns by name. Both readers open a
+ * file this way; `parsers` are hyparquet's statistics parsers, if any.
+ */
+export async function openFooter(src: ByteSource, tailBytes: number, parsers?: object): Promise<{ file: AsyncBuffer; metadata: FileMetaData; present: FooterColumns }> {
+  if (src.size < 12) throw new Error(`data file is ${src.size} bytes, too short for Parquet (magic + footer need 12)`)
+  const tailStart = Math.max(0, src.size - tailBytes)
+  const tail = await readSource(src, tailStart, src.size)
+  if (tail.length !== src.size - tailStart) throw new Error(`data file read [${tailStart}, ${src.size}) returned ${tail.length} bytes; is the file ${src.size} bytes long?`)
+  const file = cachedTail(src, tail, tailStart)
+  let metadata: FileMetaData
+  try {
+    metadata = await parquetMetadataAsync(file, { initialFetchSize: tailBytes, ...(parsers ? { parsers } : {}) } as Parameters<typeof parquetMetadataAsync>[1])
+  } catch (e) {
+    throw new Error(`data file (${src.size} bytes) is not a readable Parquet file: ${(e as Error).message}`)
+  }
+  const present: FooterColumns = new Map()
+  for (const child of parquetSchema(metadata).children) present.set(child.element.name, { element: child.element, group: child.children.length > 0 })
+  return { file, metadata, present }
 }
