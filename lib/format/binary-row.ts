@@ -337,16 +337,18 @@ function writeSlotValue(layout: RowLayout, buf: Uint8Array, view: DataView, i: n
       }
       view.setBigInt64(slot, v, true)
       break
-    case K_TIMESTAMP_COMPACT: {
-      if (typeof v !== 'bigint') throw badValue(layout, i, v, 'a bigint of microseconds')
-      const millis = floorDivBig(v, 1000n)
-      if (millis < INT64_MIN || millis > INT64_MAX) {
-        throw badValue(layout, i, v, 'microseconds whose milliseconds fit in int64')
-      }
-      view.setBigInt64(slot, millis, true)
+    case K_TIMESTAMP_COMPACT:
+      view.setBigInt64(slot, timestampMillis(layout, i, v), true)
       break
-    }
   }
+}
+
+/** A timestamp's microseconds `v` as the epoch milliseconds BinaryRow stores (floored), or a named error. */
+function timestampMillis(layout: RowLayout, i: number, v: Value): bigint {
+  if (typeof v !== 'bigint') throw badValue(layout, i, v, 'a bigint of microseconds')
+  const millis = floorDivBig(v, 1000n)
+  if (millis < INT64_MIN || millis > INT64_MAX) throw badValue(layout, i, v, 'microseconds whose milliseconds fit in int64')
+  return millis
 }
 
 /**
@@ -365,13 +367,9 @@ function writeVariableValue(layout: RowLayout, buf: Uint8Array, view: DataView, 
       break
     }
     case K_TIMESTAMP_WIDE: {
-      if (typeof v !== 'bigint') throw badValue(layout, i, v, 'a bigint of microseconds')
-      const millis = floorDivBig(v, 1000n)
-      if (millis < INT64_MIN || millis > INT64_MAX) {
-        throw badValue(layout, i, v, 'microseconds whose milliseconds fit in int64')
-      }
+      const millis = timestampMillis(layout, i, v)
       view.setBigInt64(cursor, millis, true)
-      view.setUint32(slot, Number(v - millis * 1000n) * 1000, true)
+      view.setUint32(slot, Number((v as bigint) - millis * 1000n) * 1000, true)
       view.setUint32(slot + 4, cursor, true)
       cursor += 8
       break
