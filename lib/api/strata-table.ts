@@ -3,7 +3,7 @@
 // classes of lib/errors.ts, re-exported by lib/api/index.ts. docs/api.md is the reference.
 
 import { NotFoundError, StrataInputError } from '../errors.ts'
-import { alterTable, optionChanges, type SchemaChange } from '../handle/alter.ts'
+import { alterTable, type SchemaChange } from '../handle/alter.ts'
 import { checkConsumerId, consumerKey, deleteConsumer, listConsumers } from '../handle/consumers.ts'
 import { checkTagName, createTag, listTags } from '../handle/tags.ts'
 import { Table, type TableOpenOptions } from '../handle/table.ts'
@@ -262,12 +262,6 @@ export class StrataTable {
   /** Resets table options to their defaults (ALTER TABLE … RESET). */
   async resetOptions(keys: readonly string[]): Promise<StrataTable> {
     return this.alter(keys.map((key) => ({ kind: 'reset-option', key })))
-  }
-
-  /** Makes the table's options equal `options` (set what differs, reset what is gone), as one schema; this handle if nothing differs. */
-  async syncOptions(options: Record<string, string>): Promise<StrataTable> {
-    const changes = optionChanges(this.handle.schema.options, options)
-    return changes.length ? this.alter(changes) : this
   }
 
   /** Tags a snapshot (the latest by default). */
