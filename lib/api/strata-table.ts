@@ -230,9 +230,6 @@ export class StrataTable {
 
   /** Compacts every bucket that needs it (or the ones named); one snapshot for the call. */
   async compact(opts: CompactOptions = {}): Promise<CompactSummary> {
-    if (opts.bucket !== undefined && (!Number.isInteger(opts.bucket) || opts.bucket < 0 || opts.bucket >= this.handle.view.options.bucket)) {
-      throw new StrataInputError(`bucket: expected a bucket number in [0, ${this.handle.view.options.bucket - 1}], got ${opts.bucket}`)
-    }
     const job = (partition: string, bucket: number, r: CompactBucketResult): CompactionJob => {
       const { skipped: _, ...done } = r
       return { partition, bucket, ...done, snapshotId: r.snapshotId! }

@@ -393,15 +393,8 @@ interface CompactCommandOptions {
 
 async function compactCommand(at: Tables, uri: string, o: CompactCommandOptions): Promise<void> {
   const table = await at.open(uri)
-  const { describeSkipped, parsePartitionSpec } = await import('../lsm/compact-table.ts')
-  const buckets = table.handle.view.options.bucket
-  let bucket: number | undefined
-  if (o.bucket !== undefined) {
-    bucket = /^\d+$/.test(o.bucket) ? Number(o.bucket) : Number.NaN
-    if (!Number.isInteger(bucket) || bucket < 0 || bucket >= buckets) {
-      throw new StrataInputError(`--bucket: expected a bucket number in [0, ${buckets - 1}], got ${JSON.stringify(o.bucket)}`)
-    }
-  }
+  const { checkBucket, describeSkipped, parsePartitionSpec } = await import('../lsm/compact-table.ts')
+  const bucket = o.bucket === undefined ? undefined : checkBucket(table.handle, /^\d+$/.test(o.bucket) ? Number(o.bucket) : Number.NaN, '--bucket', o.bucket)
   const progress = new Progress()
   let jobs = 0
   const r = await table.compact({

@@ -36,6 +36,13 @@ export function parsePartitionSpec(table: Table, spec: string): Record<string, s
   return checkPartitionKeys(table, out, '--partition')
 }
 
+/** `bucket` itself, once it is a bucket number of the table (`what` names the input, `given` as it was given). */
+export function checkBucket(table: Table, bucket: number, what: string, given: unknown = bucket): number {
+  const count = table.view.options.bucket
+  if (!Number.isInteger(bucket) || bucket < 0 || bucket >= count) throw new StrataInputError(`${what}: expected a bucket number in [0, ${count - 1}], got ${JSON.stringify(given)}`)
+  return bucket
+}
+
 /** `spec` itself, once every key in it is a partition key of the table (`what` names the input). */
 export function checkPartitionKeys(table: Table, spec: Record<string, string>, what: string): Record<string, string> {
   const keys = table.view.partitionFields.map((f) => f.name)
@@ -87,6 +94,7 @@ function mergesAtOnce(table: Table): number {
  */
 export async function compactTable(table: Table, opts: CompactTableOptions = {}): Promise<TableCompactionJob[]> {
   if (opts.partition) checkPartitionKeys(table, opts.partition, 'partition')
+  if (opts.bucket !== undefined) checkBucket(table, opts.bucket, 'bucket')
   const snapshot = await table.snapshots.latest()
   if (!snapshot) return []
   const partTypes = table.view.partitionFields.map((f) => f.type)
