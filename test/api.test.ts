@@ -136,7 +136,7 @@ describe('the library API', () => {
     await createTable(uri, SCHEMA)
     await expect(createTable(uri, SCHEMA)).rejects.toBeInstanceOf(AlreadyExistsError)
     const t = await openTable(uri)
-    await expect(t.readAll({ columns: ['nope'] })).rejects.toThrow(/columns: unknown column "nope"/)
+    await expect(t.readAll({ columns: ['nope'] })).rejects.toThrow(/columns: unknown column 'nope'/)
     await expect(t.compact({ bucket: 2 })).rejects.toThrow(/bucket: expected a bucket number in \[0, 1\], got 2/)
   })
 

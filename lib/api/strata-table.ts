@@ -19,6 +19,7 @@ import { lookup, scan } from '../read/table-read.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import { openStore } from '../store/open-store.ts'
 import { formatDataType } from '../format/data-type.ts'
+import { columnIndexes } from '../table/schema.ts'
 import { parseDuration } from '../table/options.ts'
 import { recordFromJson } from '../table/json-values.ts'
 import { writeJsonLines } from '../write/json-lines.ts'
@@ -313,13 +314,7 @@ export class StrataTable {
   /** The fields of `columns` (all by default), each checked to be a column. */
   private fieldsOf(columns: string[] | undefined): DataField[] {
     const view = this.handle.view
-    if (columns === undefined) return view.fields
-    const all = view.fields.map((f) => f.name).join(', ')
-    return columns.map((c) => {
-      const i = view.fieldIndex.get(c)
-      if (i === undefined) throw new StrataInputError(`columns: unknown column ${JSON.stringify(c)} (columns: ${all})`)
-      return view.fields[i]
-    })
+    return columnIndexes(view, columns).map((i) => view.fields[i])
   }
 }
 

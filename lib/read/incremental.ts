@@ -28,7 +28,7 @@ import { bucketIdentifier } from '../manifest/identifiers.ts'
 import { NotFoundError, StrataInputError } from '../errors.ts'
 import { FileKind, type KeyValue, type ManifestEntry, type Row, type RowKind, type Snapshot } from '../types.ts'
 import type { TableStore } from '../handle/table.ts'
-import type { SchemaView } from '../table/schema.ts'
+import { columnIndexes, type SchemaView } from '../table/schema.ts'
 import type { ManifestIO } from '../manifest/manifests.ts'
 import type { SnapshotManager } from '../manifest/snapshot-manager.ts'
 import { checkConsumerId, getConsumer, setConsumer } from '../handle/consumers.ts'
@@ -112,11 +112,7 @@ export async function planIncremental(table: IncrementalContext, opts: Increment
     )
   }
   const mode: 'delta' | 'changelog' = requested === 'auto' ? (producer === 'none' ? 'delta' : 'changelog') : requested
-  const columns = (opts.columns ?? view.fields.map((f) => f.name)).map((c) => {
-    const i = view.fieldIndex.get(c)
-    if (i === undefined) throw new StrataInputError(`columns: unknown column '${c}' (columns: ${view.fields.map((f) => f.name).join(', ')})`)
-    return i
-  })
+  const columns = columnIndexes(view, opts.columns)
   const filter = compileFilter(view, opts.filter)
   const from = snapshotId(names.from, opts.fromSnapshot, 0)
   const latest = await table.snapshots.latestId()

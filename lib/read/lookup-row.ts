@@ -5,6 +5,7 @@
 import type { Table } from '../handle/table.ts'
 import { requireTag } from '../handle/tags.ts'
 import { rowToJsonLine, valueFromJson } from '../table/json-values.ts'
+import { columnIndexes } from '../table/schema.ts'
 import { StrataInputError } from '../errors.ts'
 import type { Row } from '../types.ts'
 import { type ReadOutcome, type ResponseLimit, RowTooLargeError } from './page-rows.ts'
@@ -52,11 +53,7 @@ export async function lookupRow(table: Table, req: LookupRowRequest, limit: Resp
   const view = table.view
   checkKey(table, req.key)
   const names = req.columns ?? view.fields.map((f) => f.name)
-  const fields = names.map((c) => {
-    const i = view.fieldIndex.get(c)
-    if (i === undefined) throw new StrataInputError(`columns: unknown column '${c}' (columns: ${view.fields.map((f) => f.name).join(', ')})`)
-    return view.fields[i]
-  })
+  const fields = columnIndexes(view, names).map((i) => view.fields[i])
   const { row, snapshotId } = await readRow(table, req, names)
   const text = row === null ? 'null' : rowToJsonLine(fields, fields.map((_, i) => i), row)
   const body = `{"snapshotId":${snapshotId ?? null},"row":${text}}`

@@ -23,7 +23,7 @@ import { bucketIdentifier } from '../manifest/identifiers.ts'
 import { type IndexFiles, dataFileKey, dvIndexByBucket, loadDeletionVectors } from '../handle/bucket-state.ts'
 import { decodeKey } from '../table/file-meta.ts'
 import { valueFromJson } from '../table/json-values.ts'
-import type { SchemaView } from '../table/schema.ts'
+import { columnIndexes, type SchemaView } from '../table/schema.ts'
 import type { TableStore } from '../handle/table.ts'
 import type { SnapshotManager } from '../manifest/snapshot-manager.ts'
 import type { FooterCache } from '../format/data-file-reader.ts'
@@ -154,11 +154,7 @@ function keyPrefix(view: SchemaView, f: CompiledFilter): Value[] {
 
 export async function planScan(table: ScanContext, opts: ScanOptions = {}): Promise<ScanPlan> {
   const view = table.view
-  const columns = (opts.columns ?? view.fields.map((f) => f.name)).map((c) => {
-    const i = view.fieldIndex.get(c)
-    if (i === undefined) throw new StrataInputError(`columns: unknown column '${c}' (columns: ${view.fields.map((f) => f.name).join(', ')})`)
-    return i
-  })
+  const columns = columnIndexes(view, opts.columns)
   const filter = compileFilter(view, opts.filter)
   if (opts.tag !== undefined && opts.snapshotId !== undefined) {
     throw new StrataInputError(`--tag ${JSON.stringify(opts.tag)} and --snapshot ${opts.snapshotId}: expected one of them (a tag names its snapshot)`)

@@ -353,6 +353,16 @@ export interface SchemaView {
   bucketKeyTypes: DataType[]
 }
 
+/** The positions of `columns` (default all) in the view's fields; an unknown name is refused, naming the table's columns. */
+export function columnIndexes(view: Pick<SchemaView, 'fields' | 'fieldIndex'>, columns?: readonly string[]): number[] {
+  if (columns === undefined) return view.fields.map((_, i) => i)
+  return columns.map((c) => {
+    const i = view.fieldIndex.get(c)
+    if (i === undefined) throw new StrataInputError(`columns: unknown column '${c}' (columns: ${view.fields.map((f) => f.name).join(', ')})`)
+    return i
+  })
+}
+
 export function describeSchema(schema: TableSchema): SchemaView {
   const options = coreOptions(schema.options)
   const fieldIndex = new Map(schema.fields.map((f, i) => [f.name, i]))
