@@ -20,6 +20,7 @@ export const LIB_FLOORS: readonly (readonly string[])[] = [
   ['table'],
   ['manifest'],
   ['commit'],
+  ['iceberg'],
   ['handle'],
   ['lsm'],
   ['read', 'write', 'maintenance'],
