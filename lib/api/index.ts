@@ -1,9 +1,12 @@
 // The package's library API (`import { openTable } from 'strata-tables'`): open or create a
-// table, then write, read, look up, read changes, compact, alter, tag and expire it through
-// StrataTable. Errors are the classes below; branch on them with instanceof or errorKind.
-// docs/api.md is the reference.
+// table, by URI or by name in a Paimon warehouse, then write, read, look up, read changes,
+// compact, alter, tag and expire it through StrataTable. Errors are the classes below; branch
+// on them with instanceof or errorKind. docs/api.md is the reference.
 
-export { createTable, openTable, StrataTable } from './strata-table.ts'
+export { StrataTable } from './strata-table.ts'
+export { createTable, openTable, openWarehouse, Warehouse } from './warehouse.ts'
+export type { TableLocation, WarehouseTable, WarehouseTableName } from './warehouse.ts'
+export type { TableIdentifier } from '../table/warehouse.ts'
 export type {
   Changes,
   ChangeRecord,
