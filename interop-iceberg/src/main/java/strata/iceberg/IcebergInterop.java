@@ -24,6 +24,7 @@ import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.types.Types;
+import org.apache.iceberg.util.SnapshotUtil;
 
 import java.io.BufferedReader;
 import java.io.File;
@@ -47,7 +48,7 @@ import java.util.Map;
  * to its file through `version-hint.text`, as Iceberg's HadoopTableOperations does.
  *
  * <pre>
- *   read &lt;location&gt; [--snapshot N] [--out F]   every row of IcebergGenerics, one JSON object a line
+ *   read &lt;location&gt; [--snapshot N [--current-schema]] [--out F]   every row of IcebergGenerics, one JSON object a line
  *   meta &lt;location&gt; [--snapshot N] [--out F]   format version, snapshot, schema, spec, data and delete files
  *   batch                                      commands from stdin, one JSON array of arguments a line
  * </pre>
@@ -102,6 +103,7 @@ public final class IcebergInterop {
         String location = null;
         String out = null;
         Long snapshot = null;
+        boolean currentSchema = false;
         for (int i = 1; i < args.length; i++) {
             switch (args[i]) {
                 case "--out":
@@ -109,6 +111,9 @@ public final class IcebergInterop {
                     break;
                 case "--snapshot":
                     snapshot = Long.parseLong(value(args, ++i));
+                    break;
+                case "--current-schema":
+                    currentSchema = true;
                     break;
                 default:
                     if (args[i].startsWith("--") || location != null) throw new IllegalArgumentException("unexpected argument '" + args[i] + "'");
@@ -122,7 +127,7 @@ public final class IcebergInterop {
                 PrintWriter w = new PrintWriter(new OutputStreamWriter(os, StandardCharsets.UTF_8))) {
             switch (command) {
                 case "read":
-                    read(table, snapshot, w);
+                    read(table, snapshot, currentSchema, w);
                     break;
                 case "meta":
                     w.println(MAPPER.writeValueAsString(meta(table, snapshot)));
@@ -165,18 +170,20 @@ public final class IcebergInterop {
 
     /**
      * IcebergGenerics' read of the current or given snapshot (deletes applied), every column
-     * of the snapshot's schema, ordered by the identifier fields when the schema has them,
-     * else by the whole rendered row.
+     * of the snapshot's schema (Iceberg's time travel), or with `currentSchema` of the table's
+     * current schema, matched by field id (as Paimon and Strata read an older snapshot);
+     * ordered by the identifier fields when the schema has them, else by the whole rendered row.
      */
-    private static void read(Table table, Long snapshot, PrintWriter out) throws Exception {
+    private static void read(Table table, Long snapshot, boolean currentSchema, PrintWriter out) throws Exception {
         IcebergGenerics.ScanBuilder scan = IcebergGenerics.read(table);
         if (snapshot != null) scan = scan.useSnapshot(snapshot);
-        Schema schema = snapshot == null ? table.schema() : table.schemas().get(table.snapshot(snapshot).schemaId());
+        if (currentSchema) scan = scan.project(table.schema());
+        Schema schema = snapshot == null || currentSchema ? table.schema() : SnapshotUtil.schemaFor(table, snapshot);
         List<String> keyNames = new ArrayList<>(schema.identifierFieldNames());
         List<String[]> rows = new ArrayList<>();
         try (CloseableIterable<Record> records = scan.build()) {
             for (Record r : records) {
-                ObjectNode row = JsonValues.recordToJson(r.struct(), r);
+                ObjectNode row = JsonValues.recordToJson(schema.asStruct(), r);
                 ArrayNode key = MAPPER.createArrayNode();
                 for (String k : keyNames) key.add(row.get(k));
                 String line = MAPPER.writeValueAsString(row);

@@ -30,13 +30,14 @@ final class JsonValues {
 
     private JsonValues() {}
 
-    /** A record as a JSON object, field name → rendered value, nulls included, in schema order. */
+    /**
+     * A record as a JSON object, the read schema's field name → rendered value, nulls included,
+     * in schema order. By name: a record read with deletes also carries the `_pos` column the
+     * delete filter needed, which is not the table's.
+     */
     static ObjectNode recordToJson(Types.StructType type, Record record) {
         ObjectNode out = JSON.objectNode();
-        List<Types.NestedField> fields = type.fields();
-        for (int i = 0; i < fields.size(); i++) {
-            out.set(fields.get(i).name(), valueToJson(fields.get(i).type(), record.get(i)));
-        }
+        for (Types.NestedField f : type.fields()) out.set(f.name(), valueToJson(f.type(), record.getField(f.name())));
         return out;
     }
 
