@@ -240,9 +240,42 @@ describe('GluePointer', () => {
     expect(p.takeCounts()).toEqual({ updates: 0, skipped: 0, failures: 0 })
   })
 
-  it('a table that is not in Glue is a failure (EntityNotFoundException), counted and not thrown', async () => {
+  it('creates a table that is not in Glue yet, as an Iceberg table at the metadata\'s table location (the exact CreateTable body)', async () => {
+    const p = new GluePointer({ glue, database: DB, table: 'fresh', now: () => clock })
+    await p.published(meta(1), 1)
+    expect(server.requests).toEqual([
+      { operation: 'GetTable', body: { DatabaseName: DB, Name: 'fresh' } },
+      {
+        operation: 'CreateTable',
+        body: {
+          DatabaseName: DB,
+          TableInput: { Name: 'fresh', TableType: 'EXTERNAL_TABLE', Parameters: { table_type: 'ICEBERG', metadata_location: meta(1) }, StorageDescriptor: { Location: ROOT }, PartitionKeys: [] },
+        },
+      },
+    ])
+    expect(server.table(DB, 'fresh')!.input.Parameters.metadata_location).toBe(meta(1))
+    clock = 10_000 // the default interval
+    await p.published(meta(2), 2)
+    expect(server.table(DB, 'fresh')).toMatchObject({ versionId: '1', input: { Parameters: { metadata_location: meta(2), previous_metadata_location: meta(1) } } })
+    expect(p.takeCounts()).toEqual({ updates: 2, skipped: 0, failures: 0 })
+  })
+
+  it('a table created by another committer between the read and the create is read again and moved forward', async () => {
+    const a = new GluePointer({ glue, database: DB, table: 'fresh', now: () => clock })
+    const b = new GluePointer({ glue, database: DB, table: 'fresh', now: () => clock })
+    const held = server.hold('CreateTable')
+    const aDone = a.published(meta(5), 5)
+    await held.arrived
+    await b.published(meta(3), 3)
+    held.release()
+    await aDone
+    expect(operations()).toEqual(['GetTable', 'CreateTable', 'GetTable', 'CreateTable', 'GetTable', 'UpdateTable'])
+    expect(server.table(DB, 'fresh')).toMatchObject({ versionId: '1', input: { Parameters: { metadata_location: meta(5), previous_metadata_location: meta(3) } } })
+  })
+
+  it('a database that is not in Glue is a failure (EntityNotFoundException), counted and not thrown', async () => {
     const failures: unknown[] = []
-    const p = new GluePointer({ glue, database: DB, table: 'missing', now: () => clock, onFailure: (e) => failures.push(e) })
+    const p = new GluePointer({ glue, database: 'nodb', table: TABLE, now: () => clock, onFailure: (e) => failures.push(e) })
     await p.published(meta(1), 1)
     await p.flush()
     expect(failures.map((e) => (e as Error).name)).toEqual(['EntityNotFoundException', 'EntityNotFoundException'])

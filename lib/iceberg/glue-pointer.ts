@@ -9,16 +9,20 @@
 // - Never backwards: the snapshot id of Glue's metadata_location (`v<N>.metadata.json`) is
 //   compared with the one to send, and an update is skipped when Glue's is the same or newer
 //   (another committer got there first). A location of another name counts as older.
+// - A table that is not in Glue yet is created (CreateTable) pointing at the metadata: so it
+//   appears with the table's first snapshot, and CloudFormation, which never holds it, cannot
+//   set its metadata_location back on a stack update. One created meanwhile by another
+//   committer (AlreadyExistsException) is read again and updated as above.
 // - At most one update per `intervalMs` (the injected clock): a publish inside the interval
 //   only keeps the newest location pending; the next publish after the interval sends it,
 //   and `flush` always does, so the pointer ends on the newest metadata when the committer stops.
 // - A failed update never fails the commit: it is counted and reported to `onFailure`, the
 //   location stays pending, and the next publish after the interval or the next flush retries it.
 
-import { type GlueClient, GetTableCommand, UpdateTableCommand } from '@aws-sdk/client-glue'
+import { CreateTableCommand, type GlueClient, GetTableCommand, type Table, UpdateTableCommand } from '@aws-sdk/client-glue'
 import { ConflictError } from '../errors.ts'
 import type { IcebergCatalogPort } from './catalog-port.ts'
-import { METADATA_LOCATION_PARAM, icebergTableInput, metadataSnapshotId } from './glue-table-input.ts'
+import { METADATA_LOCATION_PARAM, icebergTableInput, metadataSnapshotId, newIcebergTableInput } from './glue-table-input.ts'
 
 /**
  * A committer that folds rounds for up to 20 s (STRATA_COMMIT_ROUNDS_MS) moves the pointer
@@ -100,6 +104,11 @@ export class GluePointer implements IcebergCatalogPort {
     if (this.pending) await this.send()
   }
 
+  /** Follows `metadata.iceberg.glue.skip-archive` as the table's options now have it. */
+  setSkipArchive(on: boolean): void {
+    this.o.skipArchive = on
+  }
+
   /** The counts since the last call, reset. */
   takeCounts(): GluePointerCounts {
     const c = this.counts
@@ -140,8 +149,11 @@ export class GluePointer implements IcebergCatalogPort {
   private async update(p: PublishedMetadata): Promise<Exclude<GlueUpdateOutcome, 'failed'>> {
     const { glue, catalogId, database, table } = this.o
     for (let attempt = 1; attempt <= this.o.attempts; attempt++) {
-      const { Table: current } = await glue.send(new GetTableCommand({ CatalogId: catalogId, DatabaseName: database, Name: table }))
-      if (!current) throw new Error(`Glue table ${database}.${table}: GetTable returned no table`)
+      const current = await this.read()
+      if (current === null) {
+        if (await this.create(p)) return 'updated'
+        continue
+      }
       const location = current.Parameters?.[METADATA_LOCATION_PARAM]
       const currentId = location === undefined ? null : metadataSnapshotId(location)
       if (currentId !== null && currentId >= p.snapshotId) {
@@ -159,5 +171,34 @@ export class GluePointer implements IcebergCatalogPort {
       }
     }
     throw new GlueConcurrentModificationError(`Glue table ${database}.${table}: still modified concurrently after ${this.o.attempts} attempts to point it at ${p.location}`)
+  }
+
+  /**
+   * The Glue table, or null when Glue does not find it. Glue says EntityNotFoundException for a
+   * missing database too; CreateTable then fails with it, and that is the update's failure.
+   */
+  private async read(): Promise<Table | null> {
+    const { glue, catalogId, database, table } = this.o
+    try {
+      const { Table: t } = await glue.send(new GetTableCommand({ CatalogId: catalogId, DatabaseName: database, Name: table }))
+      if (!t) throw new Error(`Glue table ${database}.${table}: GetTable returned no table`)
+      return t
+    } catch (e) {
+      if ((e as { name?: string }).name === 'EntityNotFoundException') return null
+      throw e
+    }
+  }
+
+  /** Creates the table pointing at `p`; false when another committer created it meanwhile. */
+  private async create(p: PublishedMetadata): Promise<boolean> {
+    const { glue, catalogId, database, table } = this.o
+    try {
+      await glue.send(new CreateTableCommand({ CatalogId: catalogId, DatabaseName: database, TableInput: newIcebergTableInput(table, p.location) }))
+      this.known = Math.max(this.known, p.snapshotId)
+      return true
+    } catch (e) {
+      if ((e as { name?: string }).name === 'AlreadyExistsException') return false
+      throw e
+    }
   }
 }

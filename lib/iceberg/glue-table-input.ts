@@ -20,6 +20,23 @@ export function metadataSnapshotId(location: string): number | null {
 }
 
 /**
+ * The TableInput of a new Glue table for the metadata at `metadataLocation`, as Iceberg's Glue
+ * catalog registers one: an external table at the Iceberg table's location (the directory
+ * above `metadata/`) with the Iceberg parameters. Athena reads the columns from the metadata
+ * file; `PartitionKeys` is an empty list because Glue's API reference asks that of a table
+ * Athena uses.
+ */
+export function newIcebergTableInput(name: string, metadataLocation: string): TableInput {
+  return {
+    Name: name,
+    TableType: 'EXTERNAL_TABLE',
+    Parameters: { [TABLE_TYPE_PARAM]: ICEBERG_TABLE_TYPE, [METADATA_LOCATION_PARAM]: metadataLocation },
+    StorageDescriptor: { Location: metadataLocation.replace(/\/metadata\/[^/]+$/, '') },
+    PartitionKeys: [],
+  }
+}
+
+/**
  * The TableInput of `table` pointing at `metadataLocation`. Only the fields TableInput
  * accepts are copied (Table also carries read-only ones: CreateTime, VersionId, CatalogId, …);
  * a federated table and a view's definition are not Iceberg tables Strata points, and are left out.
