@@ -95,29 +95,36 @@ export class Warehouse {
     return directoryExists(this.store, checkDatabaseName(database) + DB_SUFFIX)
   }
 
-  /** Creates a database: its directory (on S3 a marker object), nothing in it. */
-  async createDatabase(database: string, { ignoreIfExists = false }: { ignoreIfExists?: boolean } = {}): Promise<void> {
+  /**
+   * Creates a database: its directory (on S3 a marker object), nothing in it, as Paimon's
+   * filesystem catalog (which keeps no database properties). Returns false when it existed
+   * and `ignoreIfExists` let that pass.
+   */
+  async createDatabase(database: string, { ignoreIfExists = false }: { ignoreIfExists?: boolean } = {}): Promise<boolean> {
     if (await this.databaseExists(database)) {
-      if (ignoreIfExists) return
+      if (ignoreIfExists) return false
       throw new AlreadyExistsError(`database ${JSON.stringify(database)} already exists in warehouse ${this.uri}`)
     }
     await makeDirectory(this.store, database + DB_SUFFIX)
+    return true
   }
 
   /**
    * Drops a database and its directory. One that holds tables is refused unless `cascade`
-   * (then its tables go with it), as Paimon's `dropDatabase`.
+   * (then its tables go with it), as Paimon's `dropDatabase`. Returns whether it was there
+   * and the tables dropped with it.
    */
-  async dropDatabase(database: string, { cascade = false, ignoreIfNotExists = false }: { cascade?: boolean; ignoreIfNotExists?: boolean } = {}): Promise<void> {
+  async dropDatabase(database: string, { cascade = false, ignoreIfNotExists = false }: { cascade?: boolean; ignoreIfNotExists?: boolean } = {}): Promise<{ dropped: boolean; tables: string[] }> {
     if (!(await this.databaseExists(database))) {
-      if (ignoreIfNotExists) return
+      if (ignoreIfNotExists) return { dropped: false, tables: [] }
       throw await this.noDatabase(database)
     }
     const tables = await this.listTablesIn(database)
     if (tables.length > 0 && !cascade) {
-      throw new RefusedError(`database ${JSON.stringify(database)} in warehouse ${this.uri} is not empty (tables: ${tables.join(', ')}); drop it with cascade to drop its tables too`)
+      throw new RefusedError(`database ${JSON.stringify(database)} in warehouse ${this.uri} is not empty (tables: ${tables.join(', ')}); set cascade to drop its tables with it ('strata database drop --cascade')`)
     }
     await removeDirectory(this.store, database + DB_SUFFIX)
+    return { dropped: true, tables }
   }
 
   /** The tables of a database: its directories holding a `schema/schema-N`, sorted by name. */

@@ -15,9 +15,11 @@ import { rowToJsonLine, valueToText } from '../table/json-values.ts'
 import { Table } from '../handle/table.ts'
 import { checkTagName, listTags, requireTag } from '../handle/tags.ts'
 import { localDateTimeText } from '../format/tag.ts'
-import { errorKind, type ErrorKind, StrataInputError } from '../errors.ts'
+import { errorKind, type ErrorKind, NotFoundError, StrataInputError } from '../errors.ts'
 import { type DataField, ROW_KIND_SHORT, type Snapshot } from '../types.ts'
-import { createTable, openTable, type StrataTable, type WriteSummary } from '../api/strata-table.ts'
+import type { StrataTable, WriteSummary } from '../api/strata-table.ts'
+import { createTable, openTable, openWarehouse } from '../api/warehouse.ts'
+import { addWarehouseCommands, chosenWarehouse, looksLikeTableName, tableArgument, tableLocation, WAREHOUSE_ENV } from './warehouse.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import { Progress } from './progress.ts'
 import { OutputError, RowOutput, quietOnClosedPipe } from './row-output.ts'
@@ -96,19 +98,39 @@ export interface CliSeams {
   extend?: (program: Command) => void
 }
 
-/** How a command gets its table: through the library API, with the caller's store wrapper. */
+/**
+ * How a command gets its table: through the library API, with the caller's store wrapper; a
+ * `<table>` is a table URI, or `<database>.<table>` in the warehouse (lib/cli/warehouse.ts).
+ */
 interface Tables {
-  open(uri: string): Promise<StrataTable>
-  create(uri: string, schema: unknown): Promise<StrataTable>
+  open(table: string): Promise<StrataTable>
+  create(table: string, schema: unknown): Promise<StrataTable>
+  /** the table as a hint names it, for a command it suggests */
+  argument(table: string): string
 }
 
 export function buildProgram(seams: CliSeams = {}): Command {
   const options = { wrapStore: seams.wrapStore }
-  const at: Tables = { open: (uri) => openTable(uri, options), create: (uri, schema) => createTable(uri, schema, options) }
   const program = new Command()
+  // a name with no warehouse chosen was read as a path: say how to name a table in a warehouse
+  const hinted = async <T>(table: string, work: Promise<T>): Promise<T> => {
+    try {
+      return await work
+    } catch (e) {
+      if (!(e instanceof NotFoundError) || chosenWarehouse(program) !== null || !looksLikeTableName(table)) throw e
+      throw new NotFoundError(`${e.message}; to name <database>.<table> in a Paimon warehouse, give --warehouse <uri> or set ${WAREHOUSE_ENV}`)
+    }
+  }
+  const at: Tables = {
+    open: (table) => hinted(table, openTable(tableLocation(program, table), options)),
+    create: (table, schema) => createTable(tableLocation(program, table), schema, options),
+    argument: (table) => tableArgument(program, table),
+  }
   program
     .name('strata')
     .description('Primary-key tables on S3 or local disk in Apache Paimon format')
+    .option('--warehouse <uri>', `a Paimon warehouse (a path, file:// or s3://bucket/prefix) in which a <table> of the form <database>.<table> is named; default $${WAREHOUSE_ENV}`)
+    .addHelpText('after', `\nA <table> is a table URI (a path, file:///abs/path, s3://bucket/prefix) or, with --warehouse or ${WAREHOUSE_ENV}, <database>.<table> in that warehouse.\n`)
     .showHelpAfterError(false)
     .configureOutput({ writeErr: (s) => process.stderr.write(s) })
     .exitOverride()
@@ -118,6 +140,7 @@ export function buildProgram(seams: CliSeams = {}): Command {
   addUpkeepCommands(program, at)
   addConsumerCommands(program, at)
   addTagCommands(program, at)
+  addWarehouseCommands(program, (uri) => openWarehouse(uri, options))
   seams.extend?.(program)
   return program
 }
@@ -279,7 +302,7 @@ async function readCommand(at: Tables, uri: string, o: ReadCommandOptions): Prom
     return quietOnClosedPipe(e)
   }
   const snapshot = tag !== undefined ? (await requireTag(table, tag)).snapshot : pinned === undefined ? null : await table.snapshots.snapshot(pinned)
-  if (snapshot) await level0Hint(table, uri, snapshot)
+  if (snapshot) await level0Hint(table, at.argument(uri), snapshot)
 }
 
 /**
