@@ -122,6 +122,7 @@ public final class PaimonInterop {
 
     private static void run(String[] args, boolean inBatch) throws Exception {
         if (ChangelogCommands.handles(args)) { ChangelogCommands.run(args, inBatch); return; }
+        if (CatalogCommands.handles(args)) { CatalogCommands.run(args, inBatch); return; }
         Args a = new Args(args);
         if (inBatch && a.out == null) throw new IllegalArgumentException("a batch command needs --out (stdout carries the status lines)");
         try (OutputStream os = a.out == null ? nonClosing(System.out) : new FileOutputStream(a.out);
