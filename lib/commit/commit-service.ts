@@ -236,8 +236,9 @@ export async function commitFromQueue(committer: Fold, invoked: InvokedMessage[]
     // every round started is settled (or has failed) before the invocation returns or fails
     await Promise.all(settling)
     await Promise.all(publishing)
-    // the LATEST rewrites went out beside the deletions; done before the instance may freeze
-    await committer.table.snapshots.settleHints()
+    // the LATEST rewrites went out beside the deletions, and the Iceberg metadata of the
+    // snapshots landed (a table with metadata.iceberg.storage): done before the instance may freeze
+    await Promise.all([committer.table.snapshots.settleHints(), committer.table.committer.settle()])
     await releasing
   }
   if (settleError !== undefined) throw settleError

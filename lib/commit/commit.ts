@@ -50,6 +50,17 @@ export interface DirectCommitRequest extends CommitRequest {
   beforeCreate?: Promise<unknown>
 }
 
+/**
+ * Told of each snapshot the direct committer creates, once it exists (the table handle
+ * composes the Iceberg metadata writer this way: docs/design.md "Iceberg metadata"). `landed`
+ * returns at once and never throws: nothing it does can fail or delay the commit.
+ */
+export interface LandingListener {
+  landed(snapshot: Snapshot, req: CommitRequest): void
+  /** resolves once the work `landed` queued is done */
+  settle(): Promise<void>
+}
+
 function backoffMs(attempt: number, capMs = 10_000): number {
   const base = Math.min(capMs, 10 * 2 ** attempt)
   return base * (0.8 + Math.random() * 0.4)
@@ -64,7 +75,13 @@ export class FileStoreCommit implements Committer {
     private readonly manifests: ManifestIO,
     private readonly landed: LandedCommits,
     private readonly view: SchemaView,
+    private readonly listener?: LandingListener,
   ) {}
+
+  /** Resolves once the listener has done what the snapshots landed so far asked of it. */
+  settle(): Promise<void> {
+    return this.listener?.settle() ?? Promise.resolve()
+  }
 
   async commit(req: DirectCommitRequest): Promise<CommitResult> {
     const check =
@@ -183,6 +200,7 @@ export class FileStoreCommit implements Committer {
         this.landed.remember(id, [commitKeyOf(req)])
         // LATEST is a hint (readers probe past a stale one): rewritten without holding the commit
         this.snapshots.hintLatest(id)
+        this.listener?.landed(snapshot, req)
         return { snapshotId: id, retries, deduplicated: false }
       }
       retries++

@@ -11,12 +11,15 @@ import { parseMergeEngineConfig } from '../merge/merge-config.ts'
 import { openStore } from '../store/open-store.ts'
 import type { TableRoot } from './bucket-state.ts'
 import type { ObjectStore } from '../store/object-store.ts'
-import { AlreadyExistsError, inputErrorLike, NotFoundError, StaleSchemaError, StrataInputError } from '../errors.ts'
+import { AlreadyExistsError, inputErrorLike, NotFoundError, RefusedError, StaleSchemaError, StrataInputError } from '../errors.ts'
 import type { TableSchema } from '../types.ts'
 import { type FieldMapping, fieldMapping } from '../table/evolution.ts'
 import { SCHEMA_DIR, schemaKey } from '../table/paths.ts'
 import { type SchemaView, createSchema, describeSchema, parseSchema, serializeSchema } from '../table/schema.ts'
 import { assertRuntimeServes } from '../table/options.ts'
+import type { IcebergCatalogPort } from '../iceberg/catalog-port.ts'
+import { IcebergMetadataWriter } from '../iceberg/metadata-writer.ts'
+import { icebergOptions, icebergRefusal } from '../iceberg/options.ts'
 
 const decoder = new TextDecoder()
 
@@ -31,6 +34,13 @@ export interface TableOpenOptions {
   metadataCacheBytes?: number
   /** bound of the handle's data-file footer cache, in bytes of memory (default DEFAULT_FOOTER_CACHE_BYTES) */
   footerCacheBytes?: number
+  /**
+   * told of each Iceberg metadata file the handle's committer writes, when the table sets
+   * `metadata.iceberg.storage` (a catalog pointer such as AWS Glue's; docs/design.md "Iceberg metadata")
+   */
+  icebergCatalog?: IcebergCatalogPort
+  /** the store of an Iceberg metadata directory outside the table (hadoop-catalog); default: opened from its URI */
+  icebergMetadataStore?: ObjectStore
 }
 
 /**
@@ -55,6 +65,11 @@ export class Table implements TableStore {
   readonly mergeConfig: MergeEngineConfig
   /** footers and page indexes of the data files this handle opened (data files never change) */
   readonly footers: FooterCache
+  /**
+   * writes the Iceberg metadata of each snapshot the direct committer lands, when the table
+   * sets `metadata.iceberg.storage` (its stats count what failed); null when it does not
+   */
+  readonly iceberg: IcebergMetadataWriter | null
 
   private constructor(
     readonly store: ObjectStore,
@@ -73,7 +88,12 @@ export class Table implements TableStore {
       maxConcurrentRequests: o.ioMaxConcurrentRequests,
     })
     this.landed = new LandedCommits(store, this.snapshots, Math.min(LANDED_CACHE_BYTES, Math.floor(metadataBytes / 8)))
-    this.committer = new FileStoreCommit(store, this.snapshots, this.manifests, this.landed, this.view)
+    this.iceberg = icebergWriterFor(this, opts)
+    const iceberg = this.iceberg
+    this.committer = new FileStoreCommit(store, this.snapshots, this.manifests, this.landed, this.view, iceberg ? {
+      landed: (snapshot, req) => iceberg.landed(snapshot, { adds: req.adds, deletes: req.deletes, indexChanged: (req.indexReplacements?.length ?? 0) > 0 }),
+      settle: () => iceberg.settle(),
+    } : undefined)
   }
 
   get uri(): string {
@@ -136,6 +156,8 @@ export class Table implements TableStore {
     const schema = createSchema(schemaInput)
     parseMergeEngineConfig(schema.fields, schema.primaryKeys, schema.options)
     assertRuntimeServes(schema.options, `create ${s.uri}`, opts?.zstdAvailable)
+    const iceberg = icebergRefusal(schema, s.uri)
+    if (iceberg) throw new RefusedError(`create ${s.uri}: ${iceberg}`)
     const created = await s.putIfAbsent(schemaKey(0), new TextEncoder().encode(serializeSchema(schema)))
     if (!created) throw new AlreadyExistsError(`table ${s.uri} already exists (it has ${schemaKey(0)})`)
     return new Table(s, schema, opts)
@@ -149,6 +171,16 @@ export class Table implements TableStore {
     const bytes = await s.get(schemaKey(id))
     return new Table(s, parseSchema(decoder.decode(bytes!), `${s.uri}/${schemaKey(id)}`), opts)
   }
+}
+
+/**
+ * The Iceberg metadata writer of a handle whose table sets `metadata.iceberg.storage`; null
+ * when it does not, or when the table is somewhere Strata would not have created it with the
+ * option (another tool's table outside a `.db` directory): then no metadata is written.
+ */
+function icebergWriterFor(table: Table, opts: TableOpenOptions): IcebergMetadataWriter | null {
+  if (icebergOptions(table.schema.options).storage === 'disabled' || icebergRefusal(table.schema, table.uri)) return null
+  return new IcebergMetadataWriter(table, { catalog: opts.icebergCatalog, metadataStore: opts.icebergMetadataStore })
 }
 
 /** The largest N of the store's `schema/schema-N`, or -1 when there is none. */

@@ -102,6 +102,19 @@ export const OPTION_SPECS: OptionSpec[] = [
   { key: 'write-buffer-size', type: 'memory', default: '64 mb', min: 1, doc: 'Memory a write buffers before it sorts, merges and writes each buffered bucket as a level-0 file (Paimon\'s write buffer); a larger batch is written in several flushes, each merged on its own, and still commits as one snapshot. Counted as the buffered records\' estimated JavaScript heap, which is several times their encoded size, so the default is 64 mb where Paimon\'s (binary rows in managed memory) is 256 mb: a writer then stays within a small Lambda or a laptop whatever the batch size.' },
   { key: 'write-only', type: 'boolean', default: 'false', doc: 'Accepted for Paimon compatibility; Strata writers never compact inline.' },
   { key: 'path', type: 'string', doc: 'Table location as Paimon catalogs record it; informational.' },
+  // Paimon's Iceberg compatibility (docs/format.md "Iceberg metadata"; lib/iceberg/options.ts reads them)
+  { key: 'metadata.iceberg.storage', type: 'enum', default: 'disabled', values: ['disabled', 'table-location', 'hadoop-catalog'], doc: 'Iceberg metadata written beside every snapshot: disabled; table-location (<table>/metadata/); hadoop-catalog (<warehouse>/iceberg/<db>/<table>/metadata/). The table must be <warehouse>/<db>.db/<table>. hive-catalog and rest-catalog are refused.' },
+  { key: 'metadata.iceberg.storage-location', type: 'enum', values: ['table-location', 'catalog-location'], doc: 'Where the Iceberg metadata goes, overriding the storage type\'s place: table-location (<table>/metadata/) or catalog-location (<warehouse>/iceberg/<db>/<table>/metadata/).' },
+  { key: 'metadata.iceberg.format-version', type: 'enum', default: '2', values: ['2', '3'], doc: 'Iceberg format version: 2 (readers see the top level only; refused with deletion vectors) or 3 (deletion vectors handed to Iceberg, readers see every level above 0; needs deletion-vectors.bitmap64 when deletion vectors are on; row lineage written).' },
+  { key: 'metadata.iceberg.manifest-compression', type: 'enum', default: 'snappy', values: ['none', 'deflate', 'snappy', 'zstd'], doc: 'Avro codec of the Iceberg manifests and manifest lists (Paimon\'s default snappy; zstd needs Node >= 22.15).' },
+  { key: 'metadata.iceberg.manifest-legacy-version', type: 'boolean', default: 'false', doc: 'Manifest lists with Iceberg 1.4\'s field names (added_data_files_count, …) for old readers.' },
+  { key: 'metadata.iceberg.compaction.min.file-num', type: 'int', default: '10', min: 2, doc: 'Small Iceberg data manifests (under 2/3 of manifest.target-file-size) that make a commit consider merging them.' },
+  { key: 'metadata.iceberg.compaction.max.file-num', type: 'int', default: '50', min: 2, doc: 'Small Iceberg data manifests past which a commit merges them whatever their total size.' },
+  { key: 'metadata.iceberg.delete-after-commit.enabled', type: 'boolean', default: 'true', doc: 'Delete Iceberg metadata files older than metadata.iceberg.previous-versions-max after each commit (Strata keeps at least one previous version).' },
+  { key: 'metadata.iceberg.previous-versions-max', type: 'int', default: '0', min: 0, doc: 'Previous Iceberg metadata files kept after each commit when delete-after-commit is on (Strata keeps at least 1).' },
+  { key: 'metadata.iceberg.database', type: 'string', doc: 'Database name a catalog pointer registers the Iceberg table under (default: the table\'s <db>.db directory without .db).' },
+  { key: 'metadata.iceberg.table', type: 'string', doc: 'Table name a catalog pointer registers the Iceberg table under (default: the table\'s directory name).' },
+  { key: 'metadata.iceberg.glue.skip-archive', type: 'boolean', default: 'false', doc: 'The AWS Glue pointer skips archiving the previous table version when it moves.' },
 ]
 
 const SPEC_BY_KEY = new Map(OPTION_SPECS.map((s) => [s.key, s]))
@@ -111,6 +124,25 @@ const RENAMED_MAX_INPUT_FILES = 'compaction.max.file-num'
 
 /** Paimon's options that keep changelog files longer than their snapshots (decoupled changelog): refused at create, and by expiration of a table that stores them. */
 export const CHANGELOG_RETENTION_KEYS = ['changelog.num-retained.min', 'changelog.num-retained.max', 'changelog.time-retained']
+
+/** Iceberg table properties written into the Iceberg metadata (`metadata.iceberg.table-properties.<key>`). */
+export const ICEBERG_TABLE_PROPERTIES_PREFIX = 'metadata.iceberg.table-properties.'
+
+/** Paimon's Iceberg keys that only its Hive and REST committers read: refused, since Strata writes neither. */
+const ICEBERG_CATALOG_ONLY_KEYS = ['metadata.iceberg.uri', 'metadata.iceberg.hive-conf-dir', 'metadata.iceberg.hadoop-conf-dir', 'metadata.iceberg.hive-client-class', 'metadata.iceberg.hive-skip-update-stats']
+const ICEBERG_REST_PREFIX = 'metadata.iceberg.rest.'
+
+/** Why an Iceberg key or storage value is refused, or null (docs/format.md "Iceberg metadata"). */
+function icebergOptionRefusal(key: string, text: string): string | null {
+  const storage = text.trim().toLowerCase()
+  if (key === 'metadata.iceberg.storage' && (storage === 'hive-catalog' || storage === 'rest-catalog')) {
+    return `option 'metadata.iceberg.storage': value ${JSON.stringify(text)} is not supported by Strata: it writes the Iceberg metadata files only and registers no ${storage === 'hive-catalog' ? 'Hive Metastore' : 'REST catalog'} table; expected disabled, table-location or hadoop-catalog (an AWS Glue pointer can be given to the committer)`
+  }
+  if (ICEBERG_CATALOG_ONLY_KEYS.includes(key) || (key.startsWith(ICEBERG_REST_PREFIX) && key.length > ICEBERG_REST_PREFIX.length)) {
+    return `option '${key}' (value ${JSON.stringify(text)}) is not supported: only Paimon's hive-catalog and rest-catalog Iceberg storage read it, which Strata does not write`
+  }
+  return null
+}
 
 /** Keys the merge engines understand (merge-engine, fields.<f>.aggregate-function, …). */
 const mergeKeys = optionKeysOfMergeEngines()
@@ -122,7 +154,7 @@ const extraPatterns: RegExp[] = mergeKeys.patterns
  * Paimon keys it reads but refuses at create. Other tools' keys pass in a stored schema.
  */
 export function isKnownOptionKey(key: string): boolean {
-  return SPEC_BY_KEY.has(key) || extraKeys.has(key) || extraPatterns.some((p) => p.test(key)) || key === RENAMED_MAX_INPUT_FILES || CHANGELOG_RETENTION_KEYS.includes(key)
+  return SPEC_BY_KEY.has(key) || extraKeys.has(key) || key.startsWith(ICEBERG_TABLE_PROPERTIES_PREFIX) || extraPatterns.some((p) => p.test(key)) || key === RENAMED_MAX_INPUT_FILES || CHANGELOG_RETENTION_KEYS.includes(key)
 }
 
 /** Paimon spells memory sizes like `128 mb`, `64MB`, `1 gb` or plain bytes. */
@@ -243,8 +275,11 @@ export function validateOption(key: string, value: unknown): string {
   if (key === RENAMED_MAX_INPUT_FILES) {
     throw new StrataInputError(`option '${key}' (value ${JSON.stringify(text)}) is now 'compaction.max-input-files': Paimon removed '${key}', an append-table option, so Strata no longer writes its job input cap under that name`)
   }
+  const icebergRefusal = icebergOptionRefusal(key, text)
+  if (icebergRefusal) throw new RefusedError(icebergRefusal)
   const spec = SPEC_BY_KEY.get(key)
   if (spec) checkValue(spec, text)
+  else if (key.startsWith(ICEBERG_TABLE_PROPERTIES_PREFIX) && key.length > ICEBERG_TABLE_PROPERTIES_PREFIX.length) return text
   else if (!extraKeys.has(key) && !extraPatterns.some((p) => p.test(key))) {
     throw new StrataInputError(`option '${key}' is unknown (value ${JSON.stringify(text)}); see docs/operations.md for the supported options`)
   }
@@ -350,7 +385,7 @@ export function zstdEncoderAvailable(): boolean {
 }
 
 /** The options whose value zstd makes the writer compress with node:zlib's zstd encoder. */
-const ZSTD_WRITE_KEYS = ['file.compression', 'manifest.compression']
+const ZSTD_WRITE_KEYS = ['file.compression', 'manifest.compression', 'metadata.iceberg.manifest-compression']
 
 /**
  * Why the running Node cannot write a table with these options, or null: zstd for data files

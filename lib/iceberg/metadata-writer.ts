@@ -1,0 +1,560 @@
+// Iceberg metadata for every snapshot a table's committers land (docs/design.md "Iceberg
+// metadata"; Paimon's IcebergCommitCallback). After `snapshot-N` exists, `v<N>.metadata.json`
+// is derived from `v<N-1>` and the snapshot's delta: a delta that changes no visible file
+// reuses the previous manifest list, one that adds files writes one manifest, one that removes
+// files rewrites the manifests that held them. Without a usable base (a crash between a
+// snapshot and its metadata, a base written by Paimon's Java or in another format version) the
+// metadata is rebuilt from the snapshot. Failures are counted, never thrown at the commit: the
+// next snapshot catches up.
+
+import { randomUUID } from 'node:crypto'
+import type { IcebergCatalogPort } from './catalog-port.ts'
+import type { ManifestIO } from '../manifest/manifests.ts'
+import type { SnapshotManager } from '../manifest/snapshot-manager.ts'
+import { openStore } from '../store/open-store.ts'
+import type { ObjectStore } from '../store/object-store.ts'
+import type { SchemaView } from '../table/schema.ts'
+import { FileKind, type ManifestEntry, type Snapshot, type TableSchema } from '../types.ts'
+import { Content, type IcebergEntry, type IcebergManifestMeta, Status, manifestMetaOf, readIcebergManifest, readIcebergManifestList, writeIcebergManifest, writeIcebergManifestList } from './manifests.ts'
+import { type BaseMetadata, METADATA_DIR, VERSION_HINT, buildMetadata, metadataFileName, parseBaseMetadata, tableUuidOf } from './metadata.ts'
+import { type IcebergLocation, type IcebergOptions, icebergLocation, icebergOptions } from './options.ts'
+import { icebergSchemaOf, partitionSpecOf } from './schema.ts'
+import { TableFiles } from './table-files.ts'
+import { MetadataDir } from './versions.ts'
+
+/** What the writer reads of its table: the handle's parts (lib/handle/table.ts composes it). */
+export interface IcebergSource {
+  readonly store: ObjectStore
+  readonly view: SchemaView
+  readonly snapshots: SnapshotManager
+  readonly manifests: ManifestIO
+  schemaById(id: number): Promise<TableSchema>
+}
+
+/** A snapshot's changes as its committer knows them (read from the snapshot when not given). */
+export interface SnapshotDelta {
+  adds: ManifestEntry[]
+  deletes: ManifestEntry[]
+  /** whether the snapshot changed any bucket's deletion vectors */
+  indexChanged: boolean
+}
+
+/** What callers can see of the writer's work (docs/operations.md "Table options"). */
+export interface IcebergWriteStats {
+  /** metadata files written */
+  written: number
+  /** of those, rebuilt from their snapshot without a base */
+  rebuilt: number
+  /** snapshots whose metadata failed (the next snapshot catches up) */
+  failed: number
+  /** the last failure's message */
+  lastError: string | null
+  /** the highest snapshot id whose metadata this writer wrote or found */
+  latest: number
+}
+
+export interface IcebergWriterOptions {
+  catalog?: IcebergCatalogPort
+  /** the store of a metadata directory outside the table (hadoop-catalog); default openStore(root) */
+  metadataStore?: ObjectStore
+  /** told of each failure (the stats count it too) */
+  onError?: (snapshotId: number, error: Error) => void
+  now?: () => number
+}
+
+/** One version as the writer builds the next on it. */
+interface Version {
+  snapshotId: number
+  listKey: string
+  data: IcebergManifestMeta[]
+  deletes: IcebergManifestMeta[]
+  nextRowId: bigint
+  uuid: string
+  /** data file location → the manifest (key) holding it, once known */
+  files: Map<string, string> | null
+}
+
+/** Snapshots a writer folds into one step before it rebuilds instead. */
+const MAX_CATCH_UP = 20
+/** Entries per manifest a rebuild or a merge writes. */
+const ROLL_ENTRIES = 20_000
+/** Decoded manifests kept for the next removal. */
+const ENTRY_CACHE = 64
+
+const encoder = new TextEncoder()
+const decoder = new TextDecoder()
+
+export class IcebergMetadataWriter {
+  readonly options: IcebergOptions
+  readonly location: IcebergLocation
+  readonly dir: MetadataDir
+  readonly stats: IcebergWriteStats = { written: 0, rebuilt: 0, failed: 0, lastError: null, latest: 0 }
+  private readonly files: TableFiles
+  private state: Version | null = null
+  private tail: Promise<void> = Promise.resolve()
+  private hinted = 0
+  private readonly schemas = new Map<number, Promise<TableSchema>>()
+  private readonly entries = new Map<string, IcebergEntry[]>()
+
+  constructor(
+    private readonly src: IcebergSource,
+    private readonly opts: IcebergWriterOptions = {},
+  ) {
+    this.options = icebergOptions(src.view.schema.options)
+    const where = icebergLocation(src.store.uri, this.options)
+    if ('refused' in where) throw new Error(where.refused)
+    this.location = where
+    this.dir = new MetadataDir(where.inTable ? src.store : (opts.metadataStore ?? openStore(where.root)), where.root)
+    this.files = new TableFiles(src.store.uri.replace(/\/+$/, ''), src.view, this.options.formatVersion)
+  }
+
+  private get dvOn(): boolean {
+    return this.options.formatVersion >= 3 && this.src.view.options.deletionVectors
+  }
+
+  /** Queues the metadata of a snapshot that exists now; returns at once (the commit does not wait). */
+  landed(snapshot: Snapshot, delta?: SnapshotDelta): void {
+    this.tail = this.tail.then(() => this.write(snapshot, delta)).catch((e: Error) => this.failed(snapshot.id, e))
+  }
+
+  /** Resolves once every queued snapshot's metadata is written or has failed. */
+  settle(): Promise<void> {
+    return this.tail
+  }
+
+  /** Writes the latest snapshot's metadata when it is missing; the id it ends on (0: no snapshot). */
+  async catchUp(): Promise<number> {
+    const latest = await this.src.snapshots.latest()
+    if (!latest) return 0
+    if (this.state?.snapshotId !== latest.id && !(await this.dir.store.head(`${METADATA_DIR}${metadataFileName(latest.id)}`))) {
+      this.landed(latest)
+    }
+    await this.settle()
+    return latest.id
+  }
+
+  private failed(snapshotId: number, e: Error): void {
+    this.stats.failed++
+    this.stats.lastError = `snapshot ${snapshotId}: ${e.message}`
+    this.opts.onError?.(snapshotId, e)
+  }
+
+  private async write(snapshot: Snapshot, delta?: SnapshotDelta): Promise<void> {
+    const n = snapshot.id
+    if (this.state && this.state.snapshotId >= n) return
+    let base = this.state?.snapshotId === n - 1 ? this.state : null
+    let deltas: SnapshotDelta[] | null = null
+    if (!base) base = await this.readVersion(n - 1)
+    if (base && base.snapshotId === n - 1) deltas = [delta ?? (await this.deltaOf(snapshot))]
+    else if (this.state && n - this.state.snapshotId <= MAX_CATCH_UP) {
+      base = this.state
+      deltas = await this.deltasSince(base.snapshotId, snapshot)
+    }
+    const next = base && deltas ? await this.derive(base, snapshot, deltas) : await this.rebuild(snapshot)
+    await this.publish(snapshot, next)
+  }
+
+  // ---- reading what is there ----
+
+  /** Version `id` as a base, or null when it is missing or not one to build on. */
+  private async readVersion(id: number): Promise<Version | null> {
+    if (id < 1) return null
+    const bytes = await this.dir.store.get(`${METADATA_DIR}${metadataFileName(id)}`)
+    const base = bytes ? parseBaseMetadata(decoder.decode(bytes)) : null
+    if (!base || base.formatVersion !== this.options.formatVersion || base.snapshotId !== id) return null
+    const listKey = this.dir.keyOf(base.manifestList)
+    const listBytes = listKey ? await this.dir.store.get(listKey) : null
+    if (!listKey || !listBytes) return null
+    const metas = readIcebergManifestList(listBytes)
+    return this.versionOf(base, listKey, metas)
+  }
+
+  private versionOf(base: BaseMetadata, listKey: string, metas: IcebergManifestMeta[]): Version {
+    return {
+      snapshotId: base.snapshotId,
+      listKey,
+      data: metas.filter((m) => m.content === Content.DATA),
+      deletes: metas.filter((m) => m.content !== Content.DATA),
+      nextRowId: BigInt(base.nextRowId ?? 0),
+      uuid: base.uuid,
+      files: null,
+    }
+  }
+
+  private async deltaOf(s: Snapshot): Promise<SnapshotDelta> {
+    const [entries, prev] = await Promise.all([this.src.manifests.deltaEntries(s), s.id > 1 ? this.src.snapshots.snapshot(s.id - 1) : null])
+    return {
+      adds: entries.filter((e) => e.kind === FileKind.ADD),
+      deletes: entries.filter((e) => e.kind === FileKind.DELETE),
+      indexChanged: !prev || prev.indexManifest !== s.indexManifest,
+    }
+  }
+
+  /** The deltas of the snapshots after `fromId` up to `to`, or null when one of them is gone. */
+  private async deltasSince(fromId: number, to: Snapshot): Promise<SnapshotDelta[] | null> {
+    const out: SnapshotDelta[] = []
+    for (let id = fromId + 1; id <= to.id; id++) {
+      const s = id === to.id ? to : await this.src.snapshots.snapshot(id)
+      if (!s) return null
+      out.push(await this.deltaOf(s))
+    }
+    return out
+  }
+
+  private async manifestEntries(m: IcebergManifestMeta): Promise<IcebergEntry[]> {
+    const hit = this.entries.get(m.path)
+    if (hit) return hit
+    const key = this.dir.keyOf(m.path)
+    const bytes = key ? await this.dir.store.get(key) : null
+    if (!bytes) throw new Error(`Iceberg manifest ${m.path} is missing`)
+    const entries = readIcebergManifest(bytes, this.src.view.partitionFields, m.firstRowId)
+    this.cacheEntries(m.path, entries)
+    return entries
+  }
+
+  private cacheEntries(path: string, entries: IcebergEntry[]): void {
+    this.entries.set(path, entries)
+    if (this.entries.size > ENTRY_CACHE) this.entries.delete(this.entries.keys().next().value!)
+  }
+
+  /** Which data manifest holds each live data file of `v` (read once per writer, then kept up). */
+  private async fileIndex(v: Version): Promise<Map<string, string>> {
+    if (v.files) return v.files
+    const files = new Map<string, string>()
+    const all = await Promise.all(v.data.map(async (m) => [m.path, await this.manifestEntries(m)] as const))
+    for (const [path, entries] of all) for (const e of entries) if (e.status !== Status.DELETED) files.set(e.file.path, path)
+    v.files = files
+    return files
+  }
+
+  // ---- building the next version ----
+
+  /** The next version from `base` and the deltas since (docs/design.md "Iceberg metadata"). */
+  private async derive(base: Version, snapshot: Snapshot, deltas: SnapshotDelta[]): Promise<Pending> {
+    const removed = new Set<string>()
+    const added = new Map<string, ManifestEntry>()
+    let indexChanged = false
+    for (const d of deltas) {
+      for (const e of d.deletes) {
+        if (!this.files.visible(e.file.level)) continue
+        const p = this.files.dataPath(e)
+        if (!added.delete(p)) removed.add(p)
+      }
+      for (const e of d.adds) {
+        if (!this.files.visible(e.file.level)) continue
+        const p = this.files.dataPath(e)
+        if (!removed.delete(p)) added.set(p, e)
+      }
+      indexChanged ||= d.indexChanged
+    }
+    const sid = BigInt(snapshot.id)
+    const pending = new Pending(this, base, sid)
+    const fresh: IcebergEntry[] = [...added.values()].map((e) => ({ status: Status.ADDED, snapshotId: sid, sequenceNumber: sid, fileSequenceNumber: sid, file: this.files.dataFile(e) }))
+    let data = base.data
+    let files = base.files ? new Map(base.files) : null
+    if (removed.size) {
+      const index = await this.fileIndex(base)
+      files = new Map(index)
+      const affected = new Set<string>()
+      for (const p of removed) {
+        const m = index.get(p)
+        if (m) affected.add(m)
+        files.delete(p)
+      }
+      const rewritten = await Promise.all(data.filter((m) => affected.has(m.path)).map((m) => this.manifestEntries(m)))
+      for (const e of rewritten.flat()) if (e.status !== Status.DELETED && !removed.has(e.file.path)) fresh.push(existing(e))
+      data = data.filter((m) => !affected.has(m.path))
+    }
+    if (fresh.length) data = [...data, ...pending.manifests(fresh, Content.DATA)]
+    data = await this.mergeIfNeeded(data, pending)
+    const deletes = this.dvOn && indexChanged ? await this.deletionVectorManifests(snapshot, pending) : base.deletes
+    if (files) for (const w of pending.written) for (const e of w.entries) if (w.meta.content === Content.DATA) files.set(e.file.path, w.meta.path)
+    pending.finish(data, deletes, files, { removed: removed.size, added: added.size })
+    return pending
+  }
+
+  /** The version of a snapshot built from its live files alone. */
+  private async rebuild(snapshot: Snapshot): Promise<Pending> {
+    const prior = await this.priorVersion(snapshot.id)
+    const sid = BigInt(snapshot.id)
+    const base: Version = { snapshotId: 0, listKey: '', data: [], deletes: [], nextRowId: BigInt(prior?.nextRowId ?? 0), uuid: prior?.uuid ?? tableUuidOf(this.src.store.uri), files: new Map() }
+    const pending = new Pending(this, base, sid)
+    const live = (await this.src.manifests.liveEntries(snapshot)).filter((e) => this.files.visible(e.file.level))
+    const fresh: IcebergEntry[] = live.map((e) => ({ status: Status.ADDED, snapshotId: sid, sequenceNumber: sid, fileSequenceNumber: sid, file: this.files.dataFile(e) }))
+    const data: IcebergManifestMeta[] = []
+    for (let i = 0; i < fresh.length; i += ROLL_ENTRIES) data.push(...pending.manifests(fresh.slice(i, i + ROLL_ENTRIES), Content.DATA))
+    const deletes = this.dvOn ? await this.deletionVectorManifests(snapshot, pending) : []
+    const files = new Map<string, string>()
+    for (const w of pending.written) for (const e of w.entries) if (w.meta.content === Content.DATA) files.set(e.file.path, w.meta.path)
+    pending.finish(data, deletes, files, { removed: 0, added: fresh.length }, true)
+    this.stats.rebuilt++
+    return pending
+  }
+
+  /** The newest version before `id` that parses at all, for its table uuid and next row id. */
+  private async priorVersion(id: number): Promise<BaseMetadata | null> {
+    const ids = (await this.dir.versionIds()).filter((v) => v < id)
+    for (const v of ids.reverse().slice(0, 3)) {
+      const bytes = await this.dir.store.get(`${METADATA_DIR}${metadataFileName(v)}`)
+      if (!bytes) continue
+      try {
+        const m = JSON.parse(decoder.decode(bytes))
+        if (typeof m?.['table-uuid'] === 'string') return { formatVersion: m['format-version'], uuid: m['table-uuid'], snapshotId: v, manifestList: '', nextRowId: typeof m['next-row-id'] === 'number' ? m['next-row-id'] : null, schemas: [] }
+      } catch {
+        // an unreadable version names nothing to keep
+      }
+    }
+    return null
+  }
+
+  /** Every deletion vector of the snapshot's index as Iceberg deletion vectors (v3). */
+  private async deletionVectorManifests(snapshot: Snapshot, pending: Pending): Promise<IcebergManifestMeta[]> {
+    const index = await this.src.manifests.readIndexManifest(snapshot.indexManifest)
+    const sid = BigInt(snapshot.id)
+    const entries = this.files.deletionVectors(index).map((file) => ({ status: Status.ADDED, snapshotId: sid, sequenceNumber: sid, fileSequenceNumber: sid, file }))
+    const out: IcebergManifestMeta[] = []
+    for (let i = 0; i < entries.length; i += ROLL_ENTRIES) out.push(...pending.manifests(entries.slice(i, i + ROLL_ENTRIES), Content.POSITION_DELETES))
+    return out
+  }
+
+  /**
+   * Paimon's compactMetadataIfNeeded: the data manifests under 2/3 of manifest.target-file-size
+   * are merged into one once there are compaction.min.file-num of them and either
+   * compaction.max.file-num of them or manifest.target-file-size of bytes.
+   */
+  private async mergeIfNeeded(data: IcebergManifestMeta[], pending: Pending): Promise<IcebergManifestMeta[]> {
+    const target = this.src.view.options.manifestTargetFileSize
+    const small = data.filter((m) => Number(m.length) < (target * 2) / 3)
+    const total = small.reduce((n, m) => n + Number(m.length), 0)
+    if (small.length < this.options.compactMinFileNum) return data
+    if (small.length < this.options.compactMaxFileNum && total < target) return data
+    const sid = pending.snapshotId
+    const merged: IcebergEntry[] = []
+    for (const m of small) {
+      const own = pending.take(m.path)
+      for (const e of own ?? (await this.manifestEntries(m))) {
+        if (e.status === Status.DELETED) continue
+        merged.push(e.fileSequenceNumber === sid && e.status === Status.ADDED ? e : existing(e))
+      }
+    }
+    const rest = data.filter((m) => !small.includes(m))
+    const out: IcebergManifestMeta[] = []
+    for (let i = 0; i < merged.length; i += ROLL_ENTRIES) out.push(...pending.manifests(merged.slice(i, i + ROLL_ENTRIES), Content.DATA))
+    return [...rest, ...out]
+  }
+
+  // ---- writing it ----
+
+  /** Schemas 0..id of the table (each read once per writer). */
+  private async schemasUpTo(id: number): Promise<TableSchema[]> {
+    return Promise.all(
+      Array.from({ length: id + 1 }, (_, i) => {
+        let s = this.schemas.get(i)
+        if (!s) {
+          s = this.src.schemaById(i)
+          s.catch(() => this.schemas.delete(i))
+          this.schemas.set(i, s)
+        }
+        return s
+      }),
+    )
+  }
+
+  private async publish(snapshot: Snapshot, p: Pending): Promise<void> {
+    const n = snapshot.id
+    const currentSchemaId = Math.max(snapshot.schemaId, this.src.view.schema.id)
+    const [schemas, listKey] = await Promise.all([this.schemasUpTo(currentSchemaId), p.write()])
+    const schema = schemas[currentSchemaId]
+    const version = p.version(listKey)
+    const metadata = buildMetadata({
+      formatVersion: this.options.formatVersion,
+      uuid: version.uuid,
+      location: this.src.store.uri.replace(/\/+$/, ''),
+      snapshotId: n,
+      timestampMs: snapshot.timeMillis,
+      operation: p.change.removed === 0 ? 'append' : p.change.added === 0 ? 'delete' : 'overwrite',
+      summary: { 'added-data-files': String(p.change.added), 'deleted-data-files': String(p.change.removed) },
+      manifestList: this.dir.uriOf(listKey),
+      snapshotSchemaId: snapshot.schemaId,
+      schemas: schemas.map(icebergSchemaOf),
+      currentSchemaId,
+      lastColumnId: Math.max(...schemas.map((s) => s.highestFieldId)),
+      partitionFields: partitionSpecOf(schema),
+      properties: this.options.tableProperties,
+      firstRowId: Number(p.firstRowId),
+      addedRows: Number(version.nextRowId - p.firstRowId),
+      now: (this.opts.now ?? Date.now)(),
+    })
+    const key = `${METADATA_DIR}${metadataFileName(n)}`
+    if (!(await this.dir.store.putIfAbsent(key, encoder.encode(JSON.stringify(metadata))))) {
+      // another committer wrote this version first: build on its version, drop what was written here
+      await p.discard()
+      this.state = await this.readVersion(n)
+      this.stats.latest = Math.max(this.stats.latest, n)
+      return
+    }
+    this.state = version
+    this.dir.remember(n, { list: listKey, manifests: [...version.data, ...version.deletes].map((m) => this.dir.keyOf(m.path)!) })
+    this.stats.written++
+    this.stats.latest = Math.max(this.stats.latest, n)
+    // the hint names a version that exists (written just before) and never moves back in this process
+    if (n > this.hinted) {
+      this.hinted = n
+      await this.dir.store.put(`${METADATA_DIR}${VERSION_HINT}`, encoder.encode(String(n)))
+    }
+    await this.expireAfterCommit(n)
+    await this.opts.catalog?.published(this.dir.uriOf(key), n)
+  }
+
+  /**
+   * metadata.iceberg.delete-after-commit.enabled: the version that falls out of the kept
+   * window goes, with the files no kept version names. Strata keeps at least one previous
+   * version, so a version-hint a concurrent committer wrote late still names a file.
+   */
+  private async expireAfterCommit(n: number): Promise<void> {
+    if (!this.options.deleteAfterCommit) return
+    const keep = Math.max(1, this.options.previousVersionsMax)
+    const victim = n - keep - 1
+    if (victim < 1) return
+    const kept = Array.from({ length: keep + 1 }, (_, i) => n - i)
+    await this.dir.remove([victim], kept)
+  }
+
+  /**
+   * Removes the versions older than Paimon's first kept snapshot (expiration) after making
+   * sure the latest snapshot has its version, so every kept version lists a snapshot whose
+   * files expiration keeps. Returns the ids removed.
+   */
+  async expireBefore(firstKept: number): Promise<number[]> {
+    await this.catchUp()
+    const ids = await this.dir.versionIds()
+    if (ids.length === 0) return []
+    const newest = ids[ids.length - 1]
+    const victims = ids.filter((id) => id < firstKept && id !== newest)
+    await this.dir.remove(victims, ids.filter((id) => !victims.includes(id)))
+    return victims
+  }
+
+  /** `randomUUID`-named file keys of a new manifest or list. */
+  newKey(kind: 'manifest' | 'list', snapshotId: bigint, i = 0): string {
+    const u = randomUUID()
+    return `${METADATA_DIR}${kind === 'list' ? `snap-${snapshotId}-${u}.avro` : `${u}-m${i}.avro`}`
+  }
+
+  encodeManifest(entries: IcebergEntry[]): Uint8Array {
+    return writeIcebergManifest(entries, this.src.view.partitionFields, this.options.formatVersion, this.options.manifestCompression)
+  }
+
+  encodeList(metas: IcebergManifestMeta[]): Uint8Array {
+    return writeIcebergManifestList(metas, this.options.formatVersion, this.options.manifestLegacyVersion, this.options.manifestCompression)
+  }
+
+  remember(path: string, entries: IcebergEntry[]): void {
+    this.cacheEntries(path, entries)
+  }
+}
+
+/** An entry carried into a new manifest: EXISTING, its row id written out (spec "First Row ID Inheritance"). */
+function existing(e: IcebergEntry): IcebergEntry {
+  return { ...e, status: Status.EXISTING }
+}
+
+/** Entries with the row ids a reader inherits from their manifest's `first_row_id` (as readIcebergManifest gives them). */
+function inherit(entries: IcebergEntry[], first: bigint | null): IcebergEntry[] {
+  if (first === null) return entries
+  let next = first
+  return entries.map((e) => {
+    if (e.file.firstRowId !== null || e.file.content !== Content.DATA) return e
+    const out = { ...e, file: { ...e.file, firstRowId: next } }
+    next += e.file.recordCount
+    return out
+  })
+}
+
+/** The files of the next version, encoded but not yet written. */
+class Pending {
+  readonly written: { key: string; meta: IcebergManifestMeta; entries: IcebergEntry[]; bytes: Uint8Array }[] = []
+  change = { removed: 0, added: 0 }
+  firstRowId: bigint
+  private data: IcebergManifestMeta[] = []
+  private deletes: IcebergManifestMeta[] = []
+  private files: Map<string, string> | null = null
+  private reuse = false
+  private listKey: string | null = null
+
+  constructor(
+    private readonly w: IcebergMetadataWriter,
+    private readonly base: Version,
+    readonly snapshotId: bigint,
+  ) {
+    this.firstRowId = base.nextRowId
+  }
+
+  /** Encodes one manifest of `entries`; its list record. */
+  manifests(entries: IcebergEntry[], content: number): IcebergManifestMeta[] {
+    const key = this.w.newKey('manifest', this.snapshotId, this.written.length)
+    const bytes = this.w.encodeManifest(entries)
+    const meta = manifestMetaOf(this.w.dir.uriOf(key), bytes.length, content, this.snapshotId, entries)
+    this.written.push({ key, meta, entries, bytes })
+    return [meta]
+  }
+
+  /** Takes back a manifest encoded in this step (a merge folds it), or null for an older one. */
+  take(path: string): IcebergEntry[] | null {
+    const i = this.written.findIndex((w) => w.meta.path === path)
+    if (i < 0) return null
+    return this.written.splice(i, 1)[0].entries
+  }
+
+  finish(data: IcebergManifestMeta[], deletes: IcebergManifestMeta[], files: Map<string, string> | null, change: { removed: number; added: number }, rebuilt = false): void {
+    this.data = data
+    this.deletes = deletes
+    this.files = files
+    this.change = change
+    // nothing visible changed: the next version lists the same manifests, so it names the same list
+    this.reuse = !rebuilt && this.written.length === 0 && deletes === this.base.deletes && data.length === this.base.data.length && data.every((m, i) => m === this.base.data[i])
+  }
+
+  /** Writes the manifests and the list at once (the list records are known before the PUTs); the list's key. */
+  async write(): Promise<string> {
+    if (this.listKey) return this.listKey
+    if (this.reuse) return (this.listKey = this.base.listKey)
+    // row lineage (spec "First Row ID Assignment"): each data manifest without one gets the next
+    // id range, as long as its added and existing rows
+    let next = this.base.nextRowId
+    if (this.w.options.formatVersion >= 3) {
+      this.data = this.data.map((m) => {
+        if (m.firstRowId !== null) return m
+        const assigned = { ...m, firstRowId: next }
+        next += m.addedRows + m.existingRows
+        return assigned
+      })
+    }
+    this.nextRowId = next
+    const key = this.w.newKey('list', this.snapshotId)
+    await Promise.all([...this.written.map((f) => this.w.dir.store.put(f.key, f.bytes)), this.w.dir.store.put(key, this.w.encodeList([...this.data, ...this.deletes]))])
+    const assigned = new Map(this.data.map((m) => [m.path, m.firstRowId]))
+    for (const f of this.written) this.w.remember(f.meta.path, inherit(f.entries, assigned.get(f.meta.path) ?? null))
+    return (this.listKey = key)
+  }
+
+  private nextRowId: bigint | null = null
+
+  version(listKey: string): Version {
+    return {
+      snapshotId: Number(this.snapshotId),
+      listKey,
+      data: this.data,
+      deletes: this.deletes,
+      nextRowId: this.nextRowId ?? this.base.nextRowId,
+      uuid: this.base.uuid,
+      files: this.files,
+    }
+  }
+
+  /** Deletes what write() put (another committer's version won). */
+  async discard(): Promise<void> {
+    if (this.reuse || !this.listKey) return
+    await Promise.all([...this.written.map((f) => this.w.dir.store.delete(f.key)), this.w.dir.store.delete(this.listKey)])
+  }
+}

@@ -1,0 +1,86 @@
+// The Iceberg metadata directory as a set of versions (docs/design.md "Iceberg metadata"):
+// `v<N>.metadata.json` names one manifest list, which names manifests. Versions share
+// manifests and lists, so a version goes with only the files no kept version names.
+
+import type { ObjectStore } from '../store/object-store.ts'
+import { METADATA_DIR, metadataFileName, metadataVersionOf, parseBaseMetadata } from './metadata.ts'
+import { readIcebergManifestList } from './manifests.ts'
+
+const decoder = new TextDecoder()
+
+/** The files one version names, as keys of the metadata store. */
+export interface VersionFiles {
+  list: string
+  manifests: string[]
+}
+
+/** The metadata directory of one table: its store (rooted at `root`) and what it knows of its versions. */
+export class MetadataDir {
+  private readonly known = new Map<number, VersionFiles | null>()
+
+  constructor(
+    readonly store: ObjectStore,
+    /** the URI the store is rooted at; `<root>/metadata/…` are the files' locations */
+    readonly root: string,
+  ) {}
+
+  uriOf(key: string): string {
+    return `${this.root}/${key}`
+  }
+
+  /** The store key of a location under this directory, or null for one elsewhere. */
+  keyOf(uri: string): string | null {
+    const prefix = `${this.root}/${METADATA_DIR}`
+    return uri.startsWith(prefix) && !uri.slice(prefix.length).includes('/') ? uri.slice(this.root.length + 1) : null
+  }
+
+  /** Remembers what a version this process wrote names, so removing it later reads nothing. */
+  remember(id: number, files: VersionFiles): void {
+    this.known.set(id, files)
+    if (this.known.size > 64) this.known.delete(Math.min(...this.known.keys()))
+  }
+
+  /** Versions present, ascending (one LIST). */
+  async versionIds(): Promise<number[]> {
+    const ids: number[] = []
+    for (const o of await this.store.list(METADATA_DIR)) {
+      const id = metadataVersionOf(o.key.slice(METADATA_DIR.length))
+      if (id !== null) ids.push(id)
+    }
+    return ids.sort((a, b) => a - b)
+  }
+
+  /** What version `id` names; null when it is absent. Throws when a file it names cannot be read. */
+  async filesOf(id: number): Promise<VersionFiles | null> {
+    const hit = this.known.get(id)
+    if (hit) return hit
+    const bytes = await this.store.get(`${METADATA_DIR}${metadataFileName(id)}`)
+    if (!bytes) return null
+    const base = parseBaseMetadata(decoder.decode(bytes))
+    const list = base ? this.keyOf(base.manifestList) : null
+    if (!list) return { list: '', manifests: [] }
+    const listBytes = await this.store.get(list)
+    if (!listBytes) return { list, manifests: [] }
+    const files = { list, manifests: readIcebergManifestList(listBytes).map((m) => this.keyOf(m.path)).filter((k): k is string => k !== null) }
+    this.known.set(id, files)
+    return files
+  }
+
+  /**
+   * Removes versions `victims`: each metadata file first, then the lists and manifests that no
+   * version in `kept` names. A crash in between leaves only files no version names, which
+   * orphan cleanup removes (lib/maintenance/orphans.ts).
+   */
+  async remove(victims: number[], kept: number[]): Promise<number> {
+    if (victims.length === 0) return 0
+    const [gone, stay] = await Promise.all([Promise.all(victims.map((id) => this.filesOf(id))), Promise.all(kept.map((id) => this.filesOf(id)))])
+    const named = new Set<string>()
+    for (const f of stay) if (f) [f.list, ...f.manifests].forEach((k) => named.add(k))
+    await Promise.all(victims.map((id) => this.store.delete(`${METADATA_DIR}${metadataFileName(id)}`)))
+    const drop = new Set<string>()
+    for (const f of gone) if (f) for (const k of [f.list, ...f.manifests]) if (k && !named.has(k)) drop.add(k)
+    await Promise.all([...drop].map((k) => this.store.delete(k)))
+    for (const id of victims) this.known.delete(id)
+    return victims.length
+  }
+}
