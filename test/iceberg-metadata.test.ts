@@ -85,3 +85,54 @@ describe('Iceberg metadata, format version 2', () => {
     expect(t.handle.iceberg!.stats).toMatchObject({ written: 2, failed: 0 })
   })
 })
+
+describe('Iceberg metadata, format version 3 with deletion vectors', () => {
+  it('lists every file above level 0, hands Paimon deletion vectors over as Iceberg deletion vectors, and carries row lineage', async () => {
+    const uri = fresh()
+    const t = await createTable(uri, SCHEMA({ 'deletion-vectors.enabled': 'true', 'deletion-vectors.bitmap64': 'true', 'metadata.iceberg.format-version': '3' }))
+    const rows = (names: string) => Array.from({ length: 20 }, (_, i) => ({ dt: i % 2 ? '2024-05-01' : '2024-05-02', id: i, name: `${names}${i}`, amount: '1.00' }))
+    await t.write(rows('a'))
+    await t.compact()
+    await t.write(rows('b').slice(0, 7))
+    await t.compact()
+    await t.handle.iceberg!.settle()
+    const h = t.handle
+    const latest = (await h.snapshots.latest())!
+    const meta = json(join(uri, 'metadata', `v${latest.id}.metadata.json`))
+    expect(meta['format-version']).toBe(3)
+    const snap = meta.snapshots[0]
+    expect(snap['snapshot-id']).toBe(latest.id)
+    expect(typeof meta['next-row-id']).toBe('number')
+    expect(snap['first-row-id'] + snap['added-rows']).toBe(meta['next-row-id'])
+    const list = readIcebergManifestList(readFileSync(localPath(snap['manifest-list'])))
+    const data = list.filter((m) => m.content === 0)
+    const deletes = list.filter((m) => m.content === 1)
+    for (const m of data) expect(m.firstRowId).not.toBeNull()
+    for (const m of deletes) expect(m.firstRowId).toBeNull()
+    const read = (m: { path: string; firstRowId: bigint | null }) => readIcebergManifest(readFileSync(localPath(m.path)), h.view.partitionFields, m.firstRowId)
+    const dataFiles = data.flatMap(read).filter((e) => e.status !== 2)
+    // the live files above level 0, by location
+    const live = (await h.manifests.liveEntries(latest)).filter((e) => e.file.level > 0)
+    expect(dataFiles.map((e) => e.file.path.split('/').pop()).sort()).toEqual(live.map((e) => e.file.fileName).sort())
+    // every data file has a row id range, and the ranges do not overlap
+    const ranges = dataFiles.map((e) => [e.file.firstRowId!, e.file.firstRowId! + e.file.recordCount] as const).sort((a, b) => (a[0] < b[0] ? -1 : 1))
+    for (let i = 1; i < ranges.length; i++) expect(ranges[i][0] >= ranges[i - 1][1]).toBe(true)
+    expect(ranges[ranges.length - 1][1] <= BigInt(meta['next-row-id'])).toBe(true)
+    // the deletion vectors equal the index's, each pointing at its blob in the index file
+    const index = await h.manifests.readIndexManifest(latest.indexManifest)
+    const dvs = index.flatMap((e) => (e.dvRanges ?? []).map((r) => ({ file: e.fileName, data: r.dataFileName, offset: BigInt(r.offset), length: BigInt(r.length), card: r.cardinality })))
+    expect(dvs.length).toBeGreaterThan(0)
+    const entries = deletes.flatMap(read)
+    expect(entries.map((e) => ({ file: e.file.path.split('/').pop(), data: e.file.referencedDataFile!.split('/').pop(), offset: e.file.contentOffset, length: e.file.contentSize, card: e.file.recordCount })).sort((a, b) => a.data!.localeCompare(b.data!))).toEqual(
+      dvs.sort((a, b) => a.data.localeCompare(b.data)),
+    )
+    for (const e of entries) {
+      expect(e.file.format).toBe('PUFFIN')
+      const blob = readFileSync(localPath(e.file.path)).subarray(Number(e.file.contentOffset), Number(e.file.contentOffset! + e.file.contentSize!))
+      // Iceberg's deletion-vector-v1 blob: length, magic D1 D3 39 64, bitmap, CRC
+      expect(blob.readUInt32BE(0)).toBe(blob.length - 8)
+      expect([...blob.subarray(4, 8)]).toEqual([0xd1, 0xd3, 0x39, 0x64])
+      expect(existsSync(localPath(e.file.referencedDataFile!))).toBe(true)
+    }
+  })
+})
