@@ -10,6 +10,7 @@
 
 import type { ObjectStore } from '../store/object-store.ts'
 import { inputErrorLike, RefusedError, StrataInputError } from '../errors.ts'
+import { icebergRefusal } from '../iceberg/options.ts'
 import type { DataField, TableSchema } from '../types.ts'
 import { parseDataType, typeLabel } from '../format/data-type.ts'
 import { openStore } from '../store/open-store.ts'
@@ -336,6 +337,9 @@ export async function alterTable(store: ObjectStore | string | Table, changes: r
     // only option changes ask (Paimon asks lazily too); snapshot ids start at 1
     const hasSnapshots = changesOptions ? (await table.snapshots.latestId()) > 0 : true
     const next = applySchemaChanges(table.schema, changes, Date.now(), { hasSnapshots, zstdAvailable: opts.zstdAvailable })
+    // a table with Iceberg metadata stays one Strata writes it for (docs/format.md "Iceberg metadata")
+    const iceberg = icebergRefusal(next, table.uri)
+    if (iceberg) throw new RefusedError(`alter: ${iceberg} (in the schema these changes would make; nothing was written)`)
     if (await table.store.putIfAbsent(schemaKey(next.id), new TextEncoder().encode(serializeSchema(next)))) return Table.open(table.store)
   }
   const latest = await latestSchemaIdIn(s)
