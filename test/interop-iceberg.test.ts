@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { NotFoundError, SnapshotExpiredError, createTable, openTable, type SchemaChange, type StrataTable } from '../lib/api/index.ts'
-import { buildHarness, byKey, paimonBatch, parseRows, writeJsonLines, type PaimonResult } from './helpers/interop.ts'
+import { JAR as PAIMON_JAR, buildHarness, byKey, parseRows, writeJsonLines, type PaimonResult } from './helpers/interop.ts'
 import {
   ICEBERG_RUN_COMMAND,
   type IcebergMeta,
@@ -30,6 +30,7 @@ import {
   currentMetadataFile,
   icebergBatch,
   icebergRendering,
+  jarBatch,
   missingTools,
   withNextRowId,
 } from './helpers/iceberg-java.ts'
@@ -293,10 +294,11 @@ if (missing.length > 0 && !process.env.CI) {
           owners.push([cell, paimon.length - 1])
         }
       }
-      const paimonResults = paimonBatch(paimon)
-      for (const [cell, k] of owners) cell.paimonSteps.push(paimonResults[k])
+      const paimonRun = jarBatch(PAIMON_JAR, paimon).then((results) => {
+        for (const [cell, k] of owners) cell.paimonSteps.push(results[k])
+      })
 
-      // Strata's tables, then every read Iceberg is to make, in one JVM
+      // Strata's tables while that JVM works, then every read Iceberg is to make, in one JVM
       const reads: string[][] = []
       const then: ((r: IcebergResult) => void)[] = []
       const ask = (command: string[], done: (r: IcebergResult) => void) => {
@@ -333,6 +335,9 @@ if (missing.length > 0 && !process.env.CI) {
         } catch (e) {
           cell.strataError = String(e)
         }
+      }
+      await paimonRun
+      for (const cell of cells.values()) {
         const paimonMetadata = join(cell.paimonDir, 'metadata')
         try {
           let location = paimonMetadata
@@ -346,7 +351,7 @@ if (missing.length > 0 && !process.env.CI) {
           cell.paimonCurrent = { ok: false, error: String(e), output: '' }
         }
       }
-      const results = icebergBatch(reads)
+      const results = await icebergBatch(reads)
       results.forEach((r, k) => then[k](r))
     }, 600_000)
 

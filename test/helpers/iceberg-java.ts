@@ -3,7 +3,7 @@
 // rendering (interop-iceberg/README.md), so Strata's rows and Iceberg's compare as text.
 // Whether Java and Maven are here is the Paimon harness's check (test/helpers/interop.ts).
 
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -49,16 +49,36 @@ export interface IcebergResult {
  * Runs harness commands (`read`, `meta` with their arguments) in one JVM through its `batch`
  * mode, in order; a failed command does not stop the others.
  */
-export function icebergBatch(commands: string[][]): IcebergResult[] {
+export function icebergBatch(commands: string[][]): Promise<IcebergResult[]> {
+  return jarBatch(ICEBERG_JAR, commands)
+}
+
+/**
+ * Runs commands in one JVM of a harness jar that has the `batch` protocol (this one's and
+ * the Paimon harness's: one JSON array of arguments a line in, one status line each out, each
+ * command's data in its `--out` file). Asynchronous, so a test builds Strata's tables while a
+ * JVM works on Paimon's.
+ */
+export async function jarBatch(jar: string, commands: string[][]): Promise<IcebergResult[]> {
   const dir = mkdtempSync(join(tmpdir(), 'strata-iceberg-out-'))
   try {
     const outs = commands.map((_, i) => join(dir, `out-${i}`))
     const input = commands.map((c, i) => JSON.stringify([...c, '--out', outs[i]])).join('\n') + '\n'
     // a short-lived JVM: the C1 compiler alone and the serial collector start fastest
-    const r = spawnSync('java', ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-jar', ICEBERG_JAR, 'batch'], { input, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
-    if (r.status !== 0) throw new Error(`the Iceberg harness failed (exit ${r.status}):\n${r.stderr}`)
-    const statuses = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { ok: boolean; error?: string })
-    if (statuses.length !== commands.length) throw new Error(`the Iceberg harness answered ${statuses.length} of ${commands.length} commands:\n${r.stderr}`)
+    const child = spawn('java', ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-jar', jar, 'batch'], { stdio: ['pipe', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
+    const status = new Promise<number | null>((resolve, reject) => {
+      child.on('error', reject)
+      child.on('close', resolve)
+    })
+    child.stdin.end(input)
+    const code = await status
+    if (code !== 0) throw new Error(`${jar} failed (exit ${code}):\n${stderr}`)
+    const statuses = stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { ok: boolean; error?: string })
+    if (statuses.length !== commands.length) throw new Error(`${jar} answered ${statuses.length} of ${commands.length} commands:\n${stderr}`)
     return statuses.map((s, i) => ({ ...s, output: existsSync(outs[i]) ? readFileSync(outs[i], 'utf8') : '' }))
   } finally {
     rmSync(dir, { recursive: true, force: true })
