@@ -260,6 +260,7 @@ describe('the CLI with a warehouse', () => {
   })
 
   it('creates databases and tables, lists them, and works on a table by <database>.<table>', async () => {
+    expect(await strata(['create', 'sales.orders', '--schema', schemaFile, '--warehouse', wh])).toMatchObject({ code: 3, stderr: `strata: database "sales": no such database in warehouse ${wh} (databases: none); create it with 'strata database create sales'\n` })
     expect(await strata(['database', 'create', 'sales', '--warehouse', wh])).toEqual({ code: 0, stdout: `created database "sales" in ${wh}\n`, stderr: '' })
     expect((await strata(['--warehouse', wh, 'database', 'create', 'sales', '--ignore-if-exists'])).stdout).toBe(`database "sales" exists already in ${wh}\n`)
     expect((await strata(['database', 'create', 'sales', '--warehouse', wh])).code).toBe(2)

@@ -19,7 +19,7 @@ import { errorKind, type ErrorKind, NotFoundError, StrataInputError } from '../e
 import { type DataField, ROW_KIND_SHORT, type Snapshot } from '../types.ts'
 import type { StrataTable, WriteSummary } from '../api/strata-table.ts'
 import { createTable, openTable, openWarehouse } from '../api/warehouse.ts'
-import { addWarehouseCommands, chosenWarehouse, looksLikeTableName, tableArgument, tableLocation, WAREHOUSE_ENV } from './warehouse.ts'
+import { addWarehouseCommands, chosenWarehouse, looksLikeTableName, missingDatabaseHint, tableArgument, tableLocation, WAREHOUSE_ENV } from './warehouse.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import { Progress } from './progress.ts'
 import { OutputError, RowOutput, quietOnClosedPipe } from './row-output.ts'
@@ -123,7 +123,13 @@ export function buildProgram(seams: CliSeams = {}): Command {
   }
   const at: Tables = {
     open: (table) => hinted(table, openTable(tableLocation(program, table), options)),
-    create: (table, schema) => createTable(tableLocation(program, table), schema, options),
+    create: async (table, schema) => {
+      try {
+        return await createTable(tableLocation(program, table), schema, options)
+      } catch (e) {
+        throw missingDatabaseHint(e, table)
+      }
+    },
     argument: (table) => tableArgument(program, table),
   }
   program

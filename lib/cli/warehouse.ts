@@ -4,7 +4,7 @@
 // `database create`, `database drop`, `table list`). docs/operations.md "Warehouses".
 
 import type { Command } from 'commander'
-import { StrataInputError } from '../errors.ts'
+import { NotFoundError, StrataInputError } from '../errors.ts'
 import type { TableLocation, Warehouse } from '../api/warehouse.ts'
 
 /** The environment variable that names the warehouse when `--warehouse` is not given. */
@@ -39,6 +39,12 @@ export function tableLocation(program: Command, arg: string): TableLocation {
 export function tableArgument(program: Command, arg: string): string {
   const warehouse = chosenWarehouse(program)
   return warehouse?.from === 'flag' && looksLikeTableName(arg) ? `--warehouse ${warehouse.uri} ${arg}` : arg
+}
+
+/** A create in a database that is not there says which command makes it. */
+export function missingDatabaseHint(e: unknown, arg: string): unknown {
+  if (!(e instanceof NotFoundError) || !looksLikeTableName(arg) || !e.message.startsWith('database ')) return e
+  return new NotFoundError(`${e.message}; create it with 'strata database create ${arg.slice(0, arg.indexOf('.'))}'`)
 }
 
 /** The chosen warehouse, or an error naming the flag and the variable. */
