@@ -223,6 +223,48 @@ for (const place of [localPlace(), s3Place()]) {
   })
 }
 
+describe('a warehouse against a model (property)', () => {
+  let dir = ''
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'strata-warehouse-model-'))
+  })
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+  type Op = { kind: 'create-db' | 'drop-db' | 'drop-db-cascade'; db: string } | { kind: 'create-table'; db: string; table: string }
+  const db = fc.constantFrom('a', 'b', 'default')
+  const op: fc.Arbitrary<Op> = fc.oneof(
+    fc.record({ kind: fc.constantFrom('create-db' as const, 'drop-db' as const, 'drop-db-cascade' as const), db }),
+    fc.record({ kind: fc.constant('create-table' as const), db, table: fc.constantFrom('t', 'u', 'v.w') }),
+  )
+
+  it('lists what was created and not dropped; refuses what Paimon refuses, with the class a caller branches on', async () => {
+    let run = 0
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 12 }), async (ops) => {
+        const wh = await openWarehouse(join(dir, `run-${run++}`))
+        const model = new Map<string, Set<string>>()
+        for (const o of ops) {
+          const tables = model.get(o.db)
+          let expected: (new (...args: never[]) => Error) | null = null
+          if (o.kind === 'create-db') expected = tables ? AlreadyExistsError : null
+          else if (o.kind === 'create-table') expected = !tables ? NotFoundError : tables.has(o.table) ? AlreadyExistsError : null
+          else expected = !tables ? NotFoundError : o.kind === 'drop-db' && tables.size > 0 ? RefusedError : null
+          const done = o.kind === 'create-db' ? wh.createDatabase(o.db) : o.kind === 'create-table' ? wh.createTable(`${o.db}.${o.table}`, SCHEMA) : wh.dropDatabase(o.db, { cascade: o.kind === 'drop-db-cascade' })
+          if (expected) await expect(done).rejects.toThrow(expected)
+          else await done
+          if (expected) continue
+          if (o.kind === 'create-db') model.set(o.db, new Set())
+          else if (o.kind === 'create-table') tables!.add(o.table)
+          else model.delete(o.db)
+        }
+        expect(await wh.listDatabases()).toEqual([...model.keys()].sort())
+        for (const [name, tables] of model) expect((await wh.listTables(name)).map((t) => t.table)).toEqual([...tables].sort())
+      }),
+      { numRuns: 15 },
+    )
+  })
+})
+
 describe('refusals', () => {
   it('a memory:// warehouse, a malformed location, a bad name', async () => {
     await expect(openWarehouse('memory://wh')).rejects.toThrow(/warehouse "memory:\/\/wh": a memory:\/\/ store cannot hold a warehouse/)
