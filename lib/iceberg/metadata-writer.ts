@@ -8,6 +8,7 @@
 // next snapshot catches up.
 
 import { randomUUID } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { IcebergCatalogPort } from './catalog-port.ts'
 import type { ManifestIO } from '../manifest/manifests.ts'
 import type { SnapshotManager } from '../manifest/snapshot-manager.ts'
@@ -74,8 +75,11 @@ interface Version {
   files: Map<string, string> | null
 }
 
-/** Snapshots a writer folds into one step before it rebuilds instead. */
-const MAX_CATCH_UP = 20
+/**
+ * Pauses before a writer gives up on the version of a snapshot another process landed and
+ * rebuilds instead (that process writes it a few round trips after its snapshot).
+ */
+const BASE_WAITS_MS = [50, 100, 200, 400]
 /** Entries per manifest a rebuild or a merge writes. */
 const ROLL_ENTRIES = 20_000
 /** Decoded manifests kept for the next removal. */
@@ -93,6 +97,10 @@ export class IcebergMetadataWriter {
   private state: Version | null = null
   private tail: Promise<void> = Promise.resolve()
   private hinted = 0
+  /** snapshots this writer tried to write (recent ones): their missing versions are not waited for */
+  private readonly attempted = new Set<number>()
+  /** whether every version below the kept window is known removed (expireAfterCommit) */
+  private swept = false
   private readonly schemas = new Map<number, Promise<TableSchema>>()
   private readonly entries = new Map<string, IcebergEntry[]>()
 
@@ -122,14 +130,18 @@ export class IcebergMetadataWriter {
     return this.tail
   }
 
-  /** Writes the latest snapshot's metadata when it is missing; the id it ends on (0: no snapshot). */
+  /**
+   * Writes the latest snapshot's metadata when it is missing; the id it ends on (0: no
+   * snapshot). Throws when it could not be written.
+   */
   async catchUp(): Promise<number> {
     const latest = await this.src.snapshots.latest()
     if (!latest) return 0
-    if (this.state?.snapshotId !== latest.id && !(await this.dir.store.head(`${METADATA_DIR}${metadataFileName(latest.id)}`))) {
-      this.landed(latest)
-    }
+    const key = `${METADATA_DIR}${metadataFileName(latest.id)}`
+    if (this.state?.snapshotId === latest.id || (await this.dir.store.head(key))) return latest.id
+    this.landed(latest)
     await this.settle()
+    if (!(await this.dir.store.head(key))) throw new Error(`the Iceberg metadata of snapshot ${latest.id} could not be written (${this.stats.lastError ?? 'no error recorded'})`)
     return latest.id
   }
 
@@ -139,18 +151,24 @@ export class IcebergMetadataWriter {
     this.opts.onError?.(snapshotId, e)
   }
 
+  /**
+   * A version is derived only from the version just before it, so whatever it shares with an
+   * older version that version's successor shares too (what removing old versions relies on,
+   * MetadataDir.remove). Without that base it is rebuilt, sharing nothing.
+   */
   private async write(snapshot: Snapshot, delta?: SnapshotDelta): Promise<void> {
     const n = snapshot.id
     if (this.state && this.state.snapshotId >= n) return
-    let base = this.state?.snapshotId === n - 1 ? this.state : null
-    let deltas: SnapshotDelta[] | null = null
-    if (!base) base = await this.readVersion(n - 1)
-    if (base && base.snapshotId === n - 1) deltas = [delta ?? (await this.deltaOf(snapshot))]
-    else if (this.state && n - this.state.snapshotId <= MAX_CATCH_UP) {
-      base = this.state
-      deltas = await this.deltasSince(base.snapshotId, snapshot)
+    const attempted = this.attempted.has(n - 1)
+    this.attempted.add(n)
+    if (this.attempted.size > 64) this.attempted.delete(Math.min(...this.attempted))
+    let base = this.state?.snapshotId === n - 1 ? this.state : await this.readVersion(n - 1)
+    // a snapshot another process landed: its version may be on its way
+    for (let i = 0; !base && !attempted && i < BASE_WAITS_MS.length && n > 1; i++) {
+      await sleep(BASE_WAITS_MS[i])
+      base = await this.readVersion(n - 1)
     }
-    const next = base && deltas ? await this.derive(base, snapshot, deltas) : await this.rebuild(snapshot)
+    const next = base ? await this.derive(base, snapshot, [delta ?? (await this.deltaOf(snapshot))]) : await this.rebuild(snapshot)
     await this.publish(snapshot, next)
   }
 
@@ -188,17 +206,6 @@ export class IcebergMetadataWriter {
       deletes: entries.filter((e) => e.kind === FileKind.DELETE),
       indexChanged: !prev || prev.indexManifest !== s.indexManifest,
     }
-  }
-
-  /** The deltas of the snapshots after `fromId` up to `to`, or null when one of them is gone. */
-  private async deltasSince(fromId: number, to: Snapshot): Promise<SnapshotDelta[] | null> {
-    const out: SnapshotDelta[] = []
-    for (let id = fromId + 1; id <= to.id; id++) {
-      const s = id === to.id ? to : await this.src.snapshots.snapshot(id)
-      if (!s) return null
-      out.push(await this.deltaOf(s))
-    }
-    return out
   }
 
   private async manifestEntries(m: IcebergManifestMeta): Promise<IcebergEntry[]> {
@@ -414,10 +421,16 @@ export class IcebergMetadataWriter {
   private async expireAfterCommit(n: number): Promise<void> {
     if (!this.options.deleteAfterCommit) return
     const keep = Math.max(1, this.options.previousVersionsMax)
-    const victim = n - keep - 1
-    if (victim < 1) return
-    const kept = Array.from({ length: keep + 1 }, (_, i) => n - i)
-    await this.dir.remove([victim], kept)
+    const oldest = n - keep
+    if (oldest <= 1) return
+    // once this writer has seen the directory hold no version below the window, each commit
+    // has one version to remove; until then (a new process, a failed removal, a crash that
+    // skipped versions) one LIST finds them all
+    const ids = this.swept ? [oldest - 1, ...Array.from({ length: keep + 1 }, (_, i) => n - i)] : await this.dir.versionIds()
+    const victims = ids.filter((id) => id < oldest)
+    this.swept = false
+    await this.dir.remove(victims, ids.filter((id) => id >= oldest))
+    this.swept = true
   }
 
   /**

@@ -2,7 +2,7 @@
 // `v<N>.metadata.json` names one manifest list, which names manifests. Versions share
 // manifests and lists, so a version goes with only the files no kept version names.
 
-import type { ObjectStore } from '../store/object-store.ts'
+import type { ObjectInfo, ObjectStore } from '../store/object-store.ts'
 import { METADATA_DIR, metadataFileName, metadataVersionOf, parseBaseMetadata } from './metadata.ts'
 import { readIcebergManifestList } from './manifests.ts'
 
@@ -64,6 +64,29 @@ export class MetadataDir {
     const files = { list, manifests: readIcebergManifestList(listBytes).map((m) => this.keyOf(m.path)).filter((k): k is string => k !== null) }
     this.known.set(id, files)
     return files
+  }
+
+  /**
+   * The manifests and lists of the directory that no version names and that were last
+   * modified before `cutoff`: orphans of a crash between a version's deletion and its files',
+   * or of a write that never got its version. Listed first; the versions are read after, and
+   * read again until no new one appears, so a version written meanwhile (which names only its
+   * base's files or new ones) is seen.
+   */
+  async unreferenced(cutoff: number): Promise<ObjectInfo[]> {
+    const listed = await this.store.list(METADATA_DIR)
+    const named = new Set<string>()
+    const read = new Set<number>()
+    for (let ids = listed.map((o) => metadataVersionOf(o.key.slice(METADATA_DIR.length))).filter((id): id is number => id !== null); ; ids = await this.versionIds()) {
+      const fresh = ids.filter((id) => !read.has(id))
+      if (fresh.length === 0) break
+      for (const id of fresh) {
+        read.add(id)
+        const f = await this.filesOf(id)
+        if (f) [f.list, ...f.manifests].forEach((k) => named.add(k))
+      }
+    }
+    return listed.filter((o) => o.key.endsWith('.avro') && !named.has(o.key) && o.lastModified < cutoff)
   }
 
   /**

@@ -139,6 +139,11 @@ export async function expireSnapshots(table: Table, opts: ExpireOptions = {}): P
   // idempotency checks stop at the first expired snapshot and never read it again
   for (const s of expired) if (s.commitUser === FOLDING_COMMIT_USER) candidates.push(foldedCommitsKey(s.commitIdentifier))
 
+  // 1b. Iceberg metadata (docs/design.md "Iceberg metadata"): brought to the latest snapshot,
+  // then every version older than the first kept snapshot goes but the newest, before any
+  // file those versions name can go; a failure expires nothing
+  await table.iceberg?.expireBefore(end)
+
   // 2. snapshot files, oldest first, so a crash midway still leaves a contiguous range
   for (const s of expired) {
     await table.store.delete(snapshotKey(s.id))

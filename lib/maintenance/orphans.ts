@@ -165,6 +165,8 @@ export async function removeOrphanFiles(table: Table, opts: OrphanOptions = {}):
   }
 
   const candidates = objects.filter((o) => isSnapshotManagedKey(table, o.key) && o.lastModified < cutoff && !used.has(o.key))
+  // the Iceberg metadata directory's manifests and lists no version names (docs/design.md "Iceberg metadata")
+  const iceberg = table.iceberg ? await table.iceberg.dir.unreferenced(cutoff) : []
 
   // no key of an object ever names a leftover, so no snapshot can reference one
   const store = table.store
@@ -172,7 +174,10 @@ export async function removeOrphanFiles(table: Table, opts: OrphanOptions = {}):
 
   if (!opts.dryRun) {
     await forEachLimited(candidates, DELETE_CONCURRENCY, (o) => store.delete(o.key))
+    await forEachLimited(iceberg, DELETE_CONCURRENCY, (o) => table.iceberg!.dir.store.delete(o.key))
     await forEachLimited(leftovers, DELETE_CONCURRENCY, (o) => store.deleteLeftover!(o.key))
   }
-  return { deleted: [...candidates, ...leftovers].map((o) => o.key), kept: objects.length - candidates.length }
+  // a directory outside the table (hadoop-catalog) is reported by its URI
+  const icebergKeys = iceberg.map((o) => (table.iceberg!.location.inTable ? o.key : table.iceberg!.dir.uriOf(o.key)))
+  return { deleted: [...candidates.map((o) => o.key), ...icebergKeys, ...leftovers.map((o) => o.key)], kept: objects.length - candidates.length - (table.iceberg?.location.inTable ? iceberg.length : 0) }
 }
