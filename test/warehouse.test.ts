@@ -341,5 +341,6 @@ describe('the CLI with a warehouse', () => {
     expect(r.code).toBe(3)
     expect(r.stderr).toMatch(/no table at .*sales\.orders .*; to name <database>\.<table> in a Paimon warehouse, give --warehouse <uri> or set STRATA_WAREHOUSE\n$/)
     expect((await strata(['--help'])).stdout).toMatch(/--warehouse <uri> .*default\s+\$STRATA_WAREHOUSE/s)
+    expect((await strata(['read', '--help'])).stdout).toMatch(/Global Options:\s+--warehouse <uri>/)
   })
 })

@@ -138,6 +138,8 @@ export function buildProgram(seams: CliSeams = {}): Command {
     .option('--warehouse <uri>', `a Paimon warehouse (a path, file:// or s3://bucket/prefix) in which a <table> of the form <database>.<table> is named; default $${WAREHOUSE_ENV}`)
     .addHelpText('after', `\nA <table> is a table URI (a path, file:///abs/path, s3://bucket/prefix) or, with --warehouse or ${WAREHOUSE_ENV}, <database>.<table> in that warehouse.\n`)
     .showHelpAfterError(false)
+    // every command's help shows --warehouse, which any <table> argument can lean on
+    .configureHelp({ showGlobalOptions: true })
     .configureOutput({ writeErr: (s) => process.stderr.write(s) })
     .exitOverride()
     .version(packageVersion(), '-V, --version', 'print the version')
