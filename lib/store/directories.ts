@@ -6,7 +6,7 @@
 // readdir and mkdir on disk, a delimited ListObjectsV2 on S3, key prefixes in memory.
 
 import { mkdir, readdir, rm, stat } from 'node:fs/promises'
-import { join, sep } from 'node:path'
+import { sep } from 'node:path'
 import { ListObjectsV2Command } from '@aws-sdk/client-s3'
 import { StoreError, StrataInputError } from '../errors.ts'
 import { LocalFileStore } from './local-store.ts'
@@ -44,8 +44,7 @@ export async function listDirectories(store: ObjectStore, dir: string): Promise<
       if (code === 'ENOENT' || code === 'ENOTDIR') return []
       throw err
     }
-    // the store's temp files live in directories, never are one; skip dot directories alike
-    return entries.filter((e) => e.isDirectory() && !e.name.startsWith('.tmp-')).map((e) => e.name).sort()
+    return entries.filter((e) => e.isDirectory()).map((e) => e.name).sort()
   }
   if (store instanceof S3Store) return listS3Directories(store, dir)
   // any other store: the first segment of every key below (a full listing)
@@ -121,7 +120,7 @@ export async function removeDirectory(store: ObjectStore, dir: string): Promise<
   if (dir === '') throw new StrataInputError(`removeDirectory: refusing to delete the root of ${store.uri}; expected a directory under it`)
   if (store instanceof LocalFileStore) {
     const files = (await store.list(under(dir))).length
-    await rm(join(localPath(store, dir)), { recursive: true, force: true })
+    await rm(localPath(store, dir), { recursive: true, force: true })
     return files
   }
   const keys = (await store.list(under(dir))).map((o) => o.key)
