@@ -325,8 +325,14 @@ describe('the CLI with a warehouse', () => {
     } finally {
       delete process.env.STRATA_WAREHOUSE
     }
-    expect(await strata(['database', 'drop', 'sales', '--warehouse', wh])).toMatchObject({ code: 7, stderr: `strata: database "sales" in warehouse ${wh} is not empty (tables: orders); set cascade to drop its tables with it ('strata database drop --cascade')\n` })
-    expect(await strata(['database', 'drop', 'sales', '--cascade', '--warehouse', wh])).toEqual({ code: 0, stdout: 'dropped database "sales" and its 1 table(s): orders\n', stderr: '' })
+    // a hint names the table as the command was given it, so the command it suggests finds it
+    const dv = join(dir, 'dv.json')
+    writeFileSync(dv, JSON.stringify({ ...SCHEMA, options: { bucket: '1', 'deletion-vectors.enabled': 'true' } }))
+    expect((await strata(['create', 'sales.dv', '--schema', dv, '--warehouse', wh])).code).toBe(0)
+    expect((await strata(['write', 'sales.dv', rows, '--warehouse', wh])).code).toBe(0)
+    expect((await strata(['read', 'sales.dv', '--warehouse', wh])).stderr).toContain(`run 'strata compact --warehouse ${wh} sales.dv' to make them visible`)
+    expect(await strata(['database', 'drop', 'sales', '--warehouse', wh])).toMatchObject({ code: 7, stderr: `strata: database "sales" in warehouse ${wh} is not empty (tables: dv, orders); set cascade to drop its tables with it ('strata database drop --cascade')\n` })
+    expect(await strata(['database', 'drop', 'sales', '--cascade', '--warehouse', wh])).toEqual({ code: 0, stdout: 'dropped database "sales" and its 2 table(s): dv, orders\n', stderr: '' })
     expect((await strata(['database', 'drop', 'sales', '--ignore-if-not-exists', '--warehouse', wh])).stdout).toBe(`no database "sales" in ${wh}; nothing dropped\n`)
   })
 
