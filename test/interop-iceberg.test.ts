@@ -156,6 +156,8 @@ const SPECS: Spec[] = [
   ...ENGINES.filter((e) => e !== 'first-row').flatMap((engine) =>
     [true, false].map((partitioned): Spec => ({ name: `v3 ${engine}${partitioned ? ' partitioned' : ''}`, engine, partitioned, version: 3, options: { ...V3, [KEEP_VERSIONS]: 'false', ...ENGINE_OPTIONS[engine] }, steps: interleave(writes(engine), 'minor') })),
   ),
+  // the metadata in the warehouse's Hadoop catalog, <warehouse>/iceberg/<db>/<table>/metadata/
+  { name: 'v2 hadoop-catalog', engine: 'deduplicate', partitioned: true, version: 2, options: { 'metadata.iceberg.storage': 'hadoop-catalog' }, steps: interleave(writes('deduplicate'), 'full') },
   { name: 'v2 expired', engine: 'deduplicate', partitioned: false, version: 2, options: { ...V2, ...RETAIN }, steps: [...interleave(writes('deduplicate'), 'full'), { expire: true }] },
   { name: 'v3 expired', engine: 'deduplicate', partitioned: true, version: 3, options: { ...V3, ...RETAIN }, steps: [...interleave(writes('deduplicate'), 'minor'), { expire: true }] },
   { name: 'v2 altered', engine: 'deduplicate', partitioned: true, version: 2, options: V2, steps: alterSteps('full') },
@@ -171,7 +173,13 @@ function schemaOf(spec: Spec) {
   }
 }
 
-const dirName = (spec: Spec) => spec.name.replaceAll(' ', '_')
+const dirName = (spec: Spec) => spec.name.replaceAll(' ', '_').replaceAll('-', '_')
+
+/** Where a table's Iceberg metadata is (its table is <warehouse>/db.db/<name>). */
+function metadataDirOf(spec: Spec, tableDir: string): string {
+  if (spec.options['metadata.iceberg.storage'] === 'hadoop-catalog') return join(tableDir, '..', '..', 'iceberg', 'db', dirName(spec), 'metadata')
+  return join(tableDir, 'metadata')
+}
 
 // ---- what each table's cell holds once built and read ----
 
@@ -333,7 +341,7 @@ if (missing.length > 0 && !process.env.CI) {
           const { table, failures } = await buildStrata(cell.spec, cell.strataDir)
           cell.failures = failures
           cell.dvCardinality = (await table.status()).buckets.reduce((n, b) => n + b.dvCardinality, 0)
-          const metadataDir = join(cell.strataDir, 'metadata')
+          const metadataDir = metadataDirOf(cell.spec, cell.strataDir)
           ask(['read', metadataDir], (r) => (cell.current = r))
           ask(['meta', metadataDir], (r) => (cell.meta = r))
           cell.strataRows.set(-1, await strataRead(table))
@@ -361,7 +369,7 @@ if (missing.length > 0 && !process.env.CI) {
       }
       await paimonRun
       for (const cell of cells.values()) {
-        const paimonMetadata = join(cell.paimonDir, 'metadata')
+        const paimonMetadata = metadataDirOf(cell.spec, cell.paimonDir)
         try {
           let location = paimonMetadata
           if (cell.spec.version === 3) {
