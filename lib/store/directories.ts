@@ -7,7 +7,7 @@
 
 import { mkdir, readdir, rm, stat } from 'node:fs/promises'
 import { sep } from 'node:path'
-import { ListObjectsV2Command } from '@aws-sdk/client-s3'
+import { DeleteObjectsCommand, ListObjectsV2Command } from '@aws-sdk/client-s3'
 import { StoreError, StrataInputError } from '../errors.ts'
 import { LocalFileStore } from './local-store.ts'
 import type { ObjectStore } from './object-store.ts'
@@ -126,7 +126,23 @@ export async function removeDirectory(store: ObjectStore, dir: string): Promise<
   const keys = (await store.list(under(dir))).map((o) => o.key)
   // objects first, the marker last, so a delete that fails midway leaves the directory listed
   const objects = keys.filter((k) => k !== `${dir}/`)
-  for (let i = 0; i < objects.length; i += 16) await Promise.all(objects.slice(i, i + 16).map((k) => store.delete(k)))
+  if (store instanceof S3Store) await deleteS3Objects(store, dir, objects)
+  else for (let i = 0; i < objects.length; i += 16) await Promise.all(objects.slice(i, i + 16).map((k) => store.delete(k)))
   await store.delete(`${dir}/`)
   return objects.length
+}
+
+/** DeleteObjects, 1,000 keys a request (S3's limit); a key S3 could not delete fails the call, naming it. */
+async function deleteS3Objects(store: S3Store, dir: string, keys: string[]): Promise<void> {
+  for (let i = 0; i < keys.length; i += 1000) {
+    const batch = keys.slice(i, i + 1000)
+    let res
+    try {
+      res = await store.client.send(new DeleteObjectsCommand({ Bucket: store.bucket, Delete: { Objects: batch.map((k) => ({ Key: s3Key(store, k) })), Quiet: true } }))
+    } catch (err) {
+      throw s3Error(store, 'DeleteObjects', dir, err)
+    }
+    const failed = res.Errors?.[0]
+    if (failed) throw new StoreError(`S3 DeleteObjects ${store.uri}/${dir} failed for ${res.Errors!.length} key(s), first ${failed.Key}: ${failed.Code ?? 'Error'} ${failed.Message ?? ''}`.trim())
+  }
 }
