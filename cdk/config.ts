@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { coreOptions } from '../lib/table/options.ts'
 import { createSchema } from '../lib/table/schema.ts'
+import { DEFAULT_DATABASE, checkDatabaseName } from '../lib/table/warehouse.ts'
 import { StrataInputError } from '../lib/errors.ts'
 import type { TableSchema } from '../lib/types.ts'
 import { DEFAULT_UNBOUNDED_MAX_CONCURRENCY, MAX_EVENT_SOURCE_CONCURRENCY, MIN_EVENT_SOURCE_CONCURRENCY } from './concurrency.ts'
@@ -65,10 +66,31 @@ export interface TableDeployConfig {
    */
   committer: FunctionSettings
   alarms: { freshnessLagMinutes: number; l0FileCount: number; commitQueueAgeSeconds: number }
+  /** the table's database in the warehouse (`<warehouse>/<database>.db/<name>`); `default` unless configured, used only with `warehouse` */
+  database: string
+  /** the table registered in the AWS Glue Data Catalog as an Iceberg table (docs/operations.md "Registering tables in AWS Glue") */
+  glue?: GlueRegistration
+}
+
+/** A table's Glue registration: where the committer keeps the table's metadata_location. */
+export interface GlueRegistration {
+  /** the Glue database */
+  database: string
+  /** the stack creates the database (AWS::Glue::Database) rather than finding it by name */
+  createDatabase: boolean
+  /** the Glue table's name */
+  tableName: string
+  /** at most one UpdateTable per this many seconds while the committer folds (it always moves the pointer before it returns) */
+  updateIntervalSeconds: number
 }
 
 export interface DeployConfig {
   stackName: string
+  /**
+   * A key prefix of the bucket holding the tables as a Paimon warehouse, each table at
+   * `<warehouse>/<database>.db/<name>/`; absent, each table is at `tables/<name>/`.
+   */
+  warehouse?: string
   tables: TableDeployConfig[]
   ingest: IngestConfig
   bucket: {
@@ -158,6 +180,21 @@ export const WRITER_MAX_CONCURRENCY = 8
 export const INGEST_AGE_SECONDS = 300
 
 const TABLE_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,62}$/
+// key segments of S3's safe characters, no leading, trailing or doubled '/'
+const WAREHOUSE = /^[A-Za-z0-9_.-]+(?:\/[A-Za-z0-9_.-]+)*$/
+// Athena's rule for database and table names: lowercase letters, digits and underscores
+const GLUE_NAME = /^[a-z0-9_]{1,255}$/
+/** The UpdateTable interval unless configured (lib/iceberg/glue-pointer.ts DEFAULT_GLUE_UPDATE_INTERVAL_MS). */
+export const GLUE_UPDATE_INTERVAL_SECONDS = 10
+/** Paimon's option that turns the Iceberg metadata on, and the one value a Glue registration points at. */
+export const ICEBERG_STORAGE_OPTION = 'metadata.iceberg.storage'
+export const ICEBERG_TABLE_LOCATION = 'table-location'
+/**
+ * Off under a Glue registration: on, each commit deletes the metadata version before the
+ * previous one, while Glue (moved at most once per interval) and Athena queries in flight may
+ * still read it. Off, a version goes with snapshot expiration (lib/maintenance/expire.ts).
+ */
+export const ICEBERG_DELETE_AFTER_COMMIT_OPTION = 'metadata.iceberg.delete-after-commit.enabled'
 const KINESIS_ARN = /^arn:aws[a-z-]*:kinesis:[a-z0-9-]+:\d{12}:stream\/[A-Za-z0-9_.-]{1,128}$/
 const KMS_ARN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:(key|alias)\/[A-Za-z0-9/_-]+$/
 const SNS_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/
@@ -314,15 +351,73 @@ function kinesisIngest(s: Section): KinesisIngest {
   }
 }
 
-function tableConfig(value: unknown, i: number, where: string, names: PathNames): TableDeployConfig {
-  const s = Section.of(value, `tables[${i}]`, where, ['name', 'schema', 'compactor', 'committer', 'alarms'], {}, names)
+/** A Glue table name from a Strata table name: Athena's names are lowercase, with `_` for `-`. */
+export function glueTableName(name: string): string {
+  return name.toLowerCase().replace(/-/g, '_')
+}
+
+/** The table's `metadata.iceberg.storage` as configured, lowercased, or undefined. */
+export function icebergStorage(schemaInput: unknown): string | undefined {
+  const options = (schemaInput as { options?: unknown } | null)?.options
+  const v = options !== null && typeof options === 'object' ? (options as Record<string, unknown>)[ICEBERG_STORAGE_OPTION] : undefined
+  return v === undefined ? undefined : String(v).trim().toLowerCase()
+}
+
+/**
+ * The table's `database` (only in a warehouse) and `glue` sections, and the schema input with
+ * the Iceberg storage a Glue registration needs: set when absent, any other value refused.
+ */
+function warehouseAndGlue(s: Section, name: string, warehouse: string | undefined, at: string): { database: string; glue?: GlueRegistration; schemaInput: Record<string, unknown> } {
+  const raw = s.raw('schema')
+  let schemaInput = raw as Record<string, unknown>
+  if (s.raw('database') !== undefined && warehouse === undefined) s.fail('database', 'no value without warehouse (a table outside a warehouse is tables/<name>/ and has no database)')
+  let database = DEFAULT_DATABASE
+  if (s.raw('database') !== undefined) {
+    try {
+      database = checkDatabaseName(s.raw('database'))
+    } catch (e) {
+      s.fail('database', `a Paimon database name (${(e as Error).message})`)
+    }
+  }
+  const storage = icebergStorage(raw)
+  if (warehouse === undefined && storage !== undefined && storage !== 'disabled') {
+    s.error(`${at ? `${at} ` : ''}('${name}'): option '${ICEBERG_STORAGE_OPTION}' ${JSON.stringify(storage)} needs the table in a warehouse (<warehouse>/<database>.db/<table>, Paimon's rule); set warehouse`)
+  }
+  if (s.raw('glue') === undefined) return { database, schemaInput }
+  const g = s.section('glue', ['database', 'createDatabase', 'tableName', 'updateIntervalSeconds'])
+  if (warehouse === undefined) {
+    s.fail('glue', `no value without warehouse: Paimon writes a table's Iceberg metadata only for a table at <warehouse>/<database>.db/<table>`)
+  }
+  const glue: GlueRegistration = {
+    database: g.string('database', GLUE_NAME, 'a Glue database name of lowercase letters, digits and _ (Athena\'s rule; at most 255)'),
+    createDatabase: g.bool('createDatabase', false),
+    tableName: g.raw('tableName') === undefined ? glueTableName(name) : g.string('tableName', GLUE_NAME, 'a Glue table name of lowercase letters, digits and _ (Athena\'s rule; at most 255)'),
+    updateIntervalSeconds: g.int('updateIntervalSeconds', GLUE_UPDATE_INTERVAL_SECONDS, 0, 3600),
+  }
+  const options = { ...(((raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>).options : undefined) ?? {}) as Record<string, unknown>) }
+  if (storage !== undefined && storage !== ICEBERG_TABLE_LOCATION) {
+    s.fail('glue', `no value with option '${ICEBERG_STORAGE_OPTION}' ${JSON.stringify(storage)}: the Glue pointer follows the metadata Paimon writes with '${ICEBERG_TABLE_LOCATION}' (<table>/metadata/); set it to '${ICEBERG_TABLE_LOCATION}' or leave it out and the construct sets it`)
+  }
+  const deleteAfterCommit = options[ICEBERG_DELETE_AFTER_COMMIT_OPTION]
+  if (deleteAfterCommit !== undefined && String(deleteAfterCommit).trim().toLowerCase() !== 'false') {
+    s.fail('glue', `no value with option '${ICEBERG_DELETE_AFTER_COMMIT_OPTION}' ${JSON.stringify(deleteAfterCommit)}: each commit would delete a metadata version that Glue, moved at most once per interval, and Athena queries in flight may still read; leave it out (the construct sets 'false', and snapshot expiration removes old versions)`)
+  }
+  options[ICEBERG_STORAGE_OPTION] ??= ICEBERG_TABLE_LOCATION
+  options[ICEBERG_DELETE_AFTER_COMMIT_OPTION] ??= 'false'
+  schemaInput = { ...(raw as Record<string, unknown>), options }
+  return { database, glue, schemaInput }
+}
+
+function tableConfig(value: unknown, i: number, where: string, names: PathNames, warehouse?: string): TableDeployConfig {
+  const s = Section.of(value, `tables[${i}]`, where, ['name', 'schema', 'compactor', 'committer', 'alarms', 'database', 'glue'], {}, names)
   const at = names(`tables[${i}]`)
   const name = s.string('name', TABLE_NAME, 'a name of letters, digits, _ and - starting with a letter (at most 63 characters)')
+  const placed = warehouseAndGlue(s, name, warehouse, at)
   let schema: TableSchema
   try {
     // the timestamp is fixed so that synth is deterministic; the table-init resource stores
     // the schema with the time of the deployment that creates the table
-    schema = createSchema(s.raw('schema'), 0)
+    schema = createSchema(placed.schemaInput, 0)
   } catch (e) {
     if (e instanceof StrataInputError) throw new DeployConfigError(`${where}: ${at ? `${at} ` : ''}('${name}'): ${e.message}`)
     throw e
@@ -363,7 +458,7 @@ function tableConfig(value: unknown, i: number, where: string, names: PathNames)
   const as = s.section('alarms', ['freshnessLagMinutes', 'l0FileCount', 'commitQueueAgeSeconds'])
   return {
     name,
-    schemaInput: s.raw('schema') as Record<string, unknown>,
+    schemaInput: placed.schemaInput,
     schema,
     taskThreads,
     compactor,
@@ -375,6 +470,8 @@ function tableConfig(value: unknown, i: number, where: string, names: PathNames)
       // writers and compactors wait for their commit; at most the commit queue's retention
       commitQueueAgeSeconds: as.int('commitQueueAgeSeconds', 60, 1, COMMIT_QUEUE_RETENTION_SECONDS),
     },
+    database: placed.database,
+    ...(placed.glue ? { glue: placed.glue } : {}),
   }
 }
 
@@ -383,12 +480,13 @@ function tableConfig(value: unknown, i: number, where: string, names: PathNames)
  * an error names a path of it (the CDK construct's props name their own).
  */
 export function parseDeployConfig(value: unknown, where = 'strata config', names: PathNames = (p) => p): DeployConfig {
-  const top = Section.of(value, '', where, ['stackName', 'tables', 'ingest', 'bucket', 'functions', 'alarms', 'feed'], {}, names)
+  const top = Section.of(value, '', where, ['stackName', 'tables', 'ingest', 'bucket', 'functions', 'alarms', 'feed', 'warehouse'], {}, names)
   const rawTables = top.raw('tables')
   if (!Array.isArray(rawTables) || rawTables.length === 0) {
     top.fail('tables', 'a non-empty array of {"name", "schema"}')
   }
-  const tables = (rawTables as unknown[]).map((t, i) => tableConfig(t, i, where, names))
+  const warehouse = warehousePrefix(top)
+  const tables = (rawTables as unknown[]).map((t, i) => tableConfig(t, i, where, names, warehouse))
   const seen = new Set<string>()
   for (const [i, t] of tables.entries()) {
     // table names become construct ids (`page_views` → TablePageViews): compare them as such
@@ -423,6 +521,7 @@ export function parseDeployConfig(value: unknown, where = 'strata config', names
   const eventBus = feed.optionalString('eventBus', EVENT_BUS, `"create" (a custom bus the stack makes) or an EventBridge bus ARN like arn:aws:events:eu-west-1:123456789012:event-bus/commits`)
   if (eventBus !== undefined && !feedEnabled) feed.fail('eventBus', 'no value when feed.enabled is false (the bus is fed from the feed queue)')
   const config: DeployConfig = {
+    ...(warehouse !== undefined ? { warehouse } : {}),
     feed: { enabled: feedEnabled, retentionDays: feed.int('retentionDays', 4, 1, 14), ...(eventBus !== undefined ? { eventBus } : {}) },
     stackName: top.raw('stackName') === undefined ? 'Strata' : top.string('stackName', STACK_NAME, 'a CloudFormation stack name (letters, digits and -, starting with a letter)'),
     tables,
@@ -449,6 +548,18 @@ export function parseDeployConfig(value: unknown, where = 'strata config', names
     },
   }
   return config
+}
+
+/**
+ * The warehouse key prefix, without slashes at its ends; not under `rejects/`, whose objects
+ * expire (cdk/constructs/storage.ts REJECTS_PREFIX).
+ */
+function warehousePrefix(top: Section): string | undefined {
+  if (top.raw('warehouse') === undefined) return undefined
+  const w = top.string('warehouse', WAREHOUSE, "a key prefix of the bucket such as 'warehouse' or 'lake/prod' (letters, digits, '_', '.', '-' in segments between single '/')")
+  if (w.split('/').some((seg) => seg === '.' || seg === '..')) top.fail('warehouse', "a key prefix without '.' or '..' segments")
+  if (w === 'rejects' || w.startsWith('rejects/')) top.fail('warehouse', "a prefix outside 'rejects/' (rejected records there expire)")
+  return w
 }
 
 /** Reads and validates a config file. */

@@ -14,6 +14,7 @@ export type {
   StrataField,
   StrataFunctionOptions,
   StrataFunctionsOptions,
+  StrataGlueOptions,
   StrataIngestOptions,
   StrataSchema,
   StrataTableAlarmOptions,

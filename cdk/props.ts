@@ -7,6 +7,7 @@
 
 import { type Duration, Token } from 'aws-cdk-lib'
 import type { IEventBus } from 'aws-cdk-lib/aws-events'
+import type { CfnDatabase } from 'aws-cdk-lib/aws-glue'
 import type { IKey } from 'aws-cdk-lib/aws-kms'
 import type { IStream } from 'aws-cdk-lib/aws-kinesis'
 import type { StartingPosition } from 'aws-cdk-lib/aws-lambda'
@@ -66,10 +67,31 @@ export interface StrataTableAlarmOptions {
   readonly commitQueueAge?: Duration
 }
 
+/**
+ * A table registered in the AWS Glue Data Catalog as an Iceberg table, its metadata_location
+ * kept on the newest Iceberg metadata by the committer (docs/operations.md "Registering tables
+ * in AWS Glue"). Needs the construct's `warehouse`; sets `metadata.iceberg.storage` to
+ * `table-location` unless the schema sets it (any other value is refused).
+ */
+export interface StrataGlueOptions {
+  /** The Glue database: a name (found in the catalog, or created with `createDatabase`), or a CfnDatabase of your app. */
+  readonly database: string | CfnDatabase
+  /** Create the database named by `database` (AWS::Glue::Database, deleted with the stack). @default false */
+  readonly createDatabase?: boolean
+  /** Lowercase letters, digits and `_` (Athena's rule). @default the table's name, lowercase, `-` as `_` */
+  readonly tableName?: string
+  /** At most one UpdateTable per this while the committer folds, whole seconds (it always moves the pointer before it returns). @default 10 seconds */
+  readonly updateInterval?: Duration
+}
+
 /** One table of a StrataTables. */
 export interface StrataTableSpec {
-  /** Letters, digits, `_` and `-`, starting with a letter; the table lives under `tables/<name>/`. */
+  /** Letters, digits, `_` and `-`, starting with a letter; the table lives under `tables/<name>/`, or `<warehouse>/<database>.db/<name>/` in a warehouse. */
   readonly name: string
+  /** The table's Paimon database in the warehouse (with `warehouse` only). @default 'default' */
+  readonly database?: string
+  /** Register the table in AWS Glue as an Iceberg table (with `warehouse` only). @default not registered */
+  readonly glue?: StrataGlueOptions
   readonly schema: StrataSchema
   /** The compactor's concurrency: 1, N >= 2, or -1 (docs/operations.md "compaction.task-threads on Lambda"). @default 1 */
   readonly compactionTaskThreads?: number
@@ -156,6 +178,12 @@ export interface StrataFeedOptions {
 
 /** What StrataTables and StrataTable share. */
 export interface StrataCommonProps {
+  /**
+   * A key prefix of the bucket that holds the tables as a Paimon warehouse: each table at
+   * `<warehouse>/<database>.db/<name>/`, where Paimon's catalogs, and its Iceberg metadata,
+   * expect it. @default none: each table at `tables/<name>/`
+   */
+  readonly warehouse?: string
   /** Your bucket: the tables live under `tables/`, rejected records under `rejects/`. @default a bucket Strata creates (encrypted, TLS only, never public, retained) */
   readonly bucket?: IBucket
   /**
@@ -198,6 +226,8 @@ export interface StrataResources {
   ingestEnabled: boolean
   topic?: ITopic
   eventBus?: IEventBus
+  /** a CfnDatabase of the user's app, by the name of the table registered in it */
+  glueDatabases?: Record<string, CfnDatabase>
 }
 
 /** Config paths → prop names, applied in order (the units a Duration prop was measured in). */
@@ -205,7 +235,7 @@ const RENAMES: [RegExp, string][] = [
   [/^bucket\.(rejectRetention|noncurrentVersionRetention|accessLogRetention)Days$/, 'bucketOptions.$1 (whole days)'],
   [/^bucket\./, 'bucketOptions.'],
   [/\.memoryMb$/, '.memorySize'],
-  [/\.(timeout|maxBatchingWindow|commitQueueAge|ingestAge)Seconds$/, '.$1 (whole seconds)'],
+  [/\.(timeout|maxBatchingWindow|commitQueueAge|ingestAge|updateInterval)Seconds$/, '.$1 (whole seconds)'],
   [/\.(schedule|freshnessLag)Minutes$/, '.$1 (whole minutes)'],
   [/\.orphanScheduleHours$/, '.orphanSchedule (whole hours)'],
   [/\.logRetentionDays$/, '.logRetention'],
@@ -260,6 +290,8 @@ function tableInput(t: StrataTableSpec, prop: Where, where: string): Record<stri
   const a = t.alarms
   return strip({
     name: t.name,
+    database: t.database,
+    glue: t.glue && glueInput(t.glue, prop, where),
     schema,
     compactor: t.compactor && strip({ ...fnSettings(t.compactor, prop('compactor'), where), reservedConcurrency: t.compactor.reservedConcurrency, maxConcurrency: t.compactor.maxConcurrency }),
     committer: fnSettings(t.committer, prop('committer'), where),
@@ -268,6 +300,28 @@ function tableInput(t: StrataTableSpec, prop: Where, where: string): Record<stri
       l0FileCount: a.l0FileCount,
       commitQueueAgeSeconds: whole(a.commitQueueAge, 'seconds', prop('alarms.commitQueueAge'), where),
     }),
+  })
+}
+
+/** The name of a Glue database given as a CfnDatabase: it must be written in the app, not a token. */
+function glueDatabaseName(db: string | CfnDatabase, prop: Where, where: string): string {
+  if (typeof db === 'string') return db
+  const name = (db.databaseInput as CfnDatabase.DatabaseInputProperty | undefined)?.name
+  if (typeof name !== 'string' || Token.isUnresolved(name)) {
+    throw new DeployConfigError(`${where}: ${prop('glue.database')}: the CfnDatabase '${db.node.path}' has no literal databaseInput.name; expected a name written in the app (the committer's IAM policy and environment name it)`)
+  }
+  return name
+}
+
+function glueInput(g: StrataGlueOptions, prop: Where, where: string): Record<string, unknown> {
+  if (typeof g.database !== 'string' && g.createDatabase !== undefined) {
+    throw new DeployConfigError(`${where}: ${prop('glue.createDatabase')}: expected none with a CfnDatabase (your app creates it)`)
+  }
+  return strip({
+    database: glueDatabaseName(g.database, prop, where),
+    createDatabase: g.createDatabase,
+    tableName: g.tableName,
+    updateIntervalSeconds: whole(g.updateInterval, 'seconds', prop('glue.updateInterval'), where),
   })
 }
 
@@ -321,6 +375,7 @@ function commonInput(p: StrataCommonProps, alarms: StrataAlarmOptions | undefine
   const feed = p.feed
   if (feed?.eventBus !== undefined && feed.enabled === false) throw new DeployConfigError(`${where}: feed.eventBus: expected none when feed.enabled is false (the bus is fed from the feed queue)`)
   return strip({
+    warehouse: p.warehouse,
     ingest: ingestInput(p.ingest, where),
     bucket: b && strip({
       rejectRetentionDays: whole(b.rejectRetention, 'days', 'bucketOptions.rejectRetention', where),
@@ -352,11 +407,17 @@ function resourcesOf(p: StrataCommonProps, alarms: StrataAlarmOptions | undefine
   }
 }
 
+/** The CfnDatabases given in `glue.database`, by table name. */
+function glueDatabasesOf(tables: readonly StrataTableSpec[]): Record<string, CfnDatabase> | undefined {
+  const given = tables.filter((t) => t.glue && typeof t.glue.database !== 'string').map((t) => [t.name, t.glue!.database as CfnDatabase] as const)
+  return given.length ? Object.fromEntries(given) : undefined
+}
+
 /** Validates StrataTables props with the deployment config's rules; errors name the prop. */
 export function configOfTables(props: StrataTablesProps, where: string): { config: DeployConfig; resources: StrataResources } {
   if (!Array.isArray(props.tables) || props.tables.length === 0) throw new DeployConfigError(`${where}: tables: invalid value ${JSON.stringify(props.tables)}, expected at least one table`)
   const input = { ...commonInput(props, props.alarms, where), tables: props.tables.map((t, i) => tableInput(t, (k) => `tables[${i}].${k}`, where)) }
-  const resources = resourcesOf(props, props.alarms, where)
+  const resources = { ...resourcesOf(props, props.alarms, where), glueDatabases: glueDatabasesOf(props.tables) }
   return { config: parseDeployConfig(input, where, propNames(false)), resources }
 }
 
@@ -365,7 +426,7 @@ export function configOfTable(props: StrataTableProps, where: string): { config:
   const { alarms } = props
   const shared: StrataAlarmOptions | undefined = alarms && { topic: alarms.topic, email: alarms.email, ingestAge: alarms.ingestAge }
   const own: StrataTableAlarmOptions | undefined = alarms && { freshnessLag: alarms.freshnessLag, l0FileCount: alarms.l0FileCount, commitQueueAge: alarms.commitQueueAge }
-  const spec: StrataTableSpec = { name: props.name, schema: props.schema, compactionTaskThreads: props.compactionTaskThreads, compactor: props.compactor, committer: props.committer, alarms: own }
+  const spec: StrataTableSpec = { name: props.name, schema: props.schema, compactionTaskThreads: props.compactionTaskThreads, compactor: props.compactor, committer: props.committer, alarms: own, database: props.database, glue: props.glue }
   const input = { ...commonInput(props, shared, where), tables: [tableInput(spec, (k) => k, where)] }
-  return { config: parseDeployConfig(input, where, propNames(true)), resources: resourcesOf(props, shared, where) }
+  return { config: parseDeployConfig(input, where, propNames(true)), resources: { ...resourcesOf(props, shared, where), glueDatabases: glueDatabasesOf([spec]) } }
 }

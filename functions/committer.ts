@@ -13,6 +13,9 @@
 // failing the invocation. A lease taken over before its expiry (beyond the bound of this
 // clock, or a message forwarded too often: docs/design.md "The committer lease and clocks")
 // is logged and counted (CommitterLeaseOverridden), which the stack alarms on.
+// With STRATA_GLUE_DATABASE, the table's Iceberg metadata is announced to its Glue pointer
+// (lib/iceberg/glue-pointer.ts, kept while warm), flushed before the invocation returns; a
+// failed Glue update is logged and counted (GlueUpdateFailures), never failing the invocation.
 
 import middy from '@middy/core'
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics'
@@ -22,6 +25,7 @@ import { BatchingCommitter } from '../lib/commit/batching-committer.ts'
 import { type CommitServiceOptions, type CommitServiceResult, commitFromQueue, forwardMessages } from '../lib/commit/commit-service.ts'
 import { CommitterLease } from '../lib/commit/committer-lease.ts'
 import { type CommitFeed, SqsCommitFeed } from '../lib/commit/commit-feed.ts'
+import type { GluePointerCounts } from '../lib/iceberg/glue-pointer.ts'
 import { type FunctionRuntime, functionRuntime, logger } from './shared/runtime.ts'
 
 /** time left in an invocation below which it starts no new round */
@@ -61,6 +65,7 @@ async function commitInvocation(runtime: FunctionRuntime, metrics: Metrics, even
   // more rounds while the queue has more, for at most STRATA_COMMIT_ROUNDS_MS, and never into
   // the last ROUNDS_RESERVE_MS of the timeout (a round's fold and deletions must fit)
   const moreRounds = () => Date.now() - started < cfg.commitRoundsMs && (context?.getRemainingTimeInMillis() ?? Infinity) > ROUNDS_RESERVE_MS
+  const glue = runtime.gluePointer()
   const res = await commitFromQueue(
     wrapFold ? wrapFold(fold) : fold,
     event.Records.map((r) => ({ id: r.messageId, body: r.body, receiptHandle: r.receiptHandle })),
@@ -73,18 +78,18 @@ async function commitInvocation(runtime: FunctionRuntime, metrics: Metrics, even
       lease: commitQueue && cfg.committerLease ? { lease: new CommitterLease(table.store), forward: (msgs) => forwardMessages(commitQueue, msgs) } : undefined,
       feed: cfg.feedQueueUrl ? { feed: hooks.feed ?? new SqsCommitFeed(runtime.sqsClient(), cfg.feedQueueUrl), onFailure: (error, ev) => logger.error('commit feed event not published; the snapshots landed', { table: name, fromSnapshot: ev.fromSnapshot, toSnapshot: ev.toSnapshot, error }) } : undefined,
     },
-  )
+  ).finally(() => glue?.flush())
   for (const e of res.errors) logger.error(e.conflict ? 'commit message conflicts; its sender is told by its receipt' : 'commit message not landed', { messageId: e.id, error: e.error })
   logger.info('folded', {
     table: name, invoked: event.Records.length, drained: res.drained, landed: res.landed, duplicates: res.duplicates, conflicts: res.conflicts,
     notSettled: res.failed, snapshots: res.snapshots, rounds: res.rounds, forwarded: res.forwarded, retries: res.retries, replans: res.replans, requestId: context?.awsRequestId,
   })
-  publishCommitMetrics(metrics, res, { feed: Boolean(cfg.feedQueueUrl), commitTimeMs: Date.now() - started })
+  publishCommitMetrics(metrics, res, { feed: Boolean(cfg.feedQueueUrl), commitTimeMs: Date.now() - started, glue: glue?.takeCounts() })
   return { batchItemFailures: res.failedIds.map((itemIdentifier) => ({ itemIdentifier })) }
 }
 
 /** An invocation's metrics (flushed by logMetrics), and a warning per lease it took over. */
-export function publishCommitMetrics(metrics: Metrics, res: CommitServiceResult, opts: { feed: boolean; commitTimeMs: number }): void {
+export function publishCommitMetrics(metrics: Metrics, res: CommitServiceResult, opts: { feed: boolean; commitTimeMs: number; glue?: GluePointerCounts }): void {
   for (const o of res.leaseOverrides) {
     // the lease's renewedAt against `at` shows how far the holder's clock is from this one's
     logger.warn('committer lease overridden', { reason: o.reason, lease: o.lease, at: o.at, holderAheadMs: o.lease.renewedAt !== undefined ? o.lease.renewedAt - o.at : undefined })
@@ -104,6 +109,10 @@ export function publishCommitMetrics(metrics: Metrics, res: CommitServiceResult,
   if (opts.feed) {
     metrics.addMetric('FeedEvents', MetricUnit.Count, res.feedPublished)
     metrics.addMetric('FeedFailures', MetricUnit.Count, res.feedFailures)
+  }
+  if (opts.glue) {
+    metrics.addMetric('GlueUpdates', MetricUnit.Count, opts.glue.updates)
+    metrics.addMetric('GlueUpdateFailures', MetricUnit.Count, opts.glue.failures)
   }
 }
 

@@ -11,6 +11,7 @@
 
 import { Duration, Stack } from 'aws-cdk-lib'
 import type { MetricOptions, Metric } from 'aws-cdk-lib/aws-cloudwatch'
+import { CfnDatabase } from 'aws-cdk-lib/aws-glue'
 import { Effect, Grant, type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam'
 import type { IKey } from 'aws-cdk-lib/aws-kms'
 import { type Function as LambdaFunction, type FunctionUrl, FunctionUrlAuthType } from 'aws-cdk-lib/aws-lambda'
@@ -67,6 +68,8 @@ export class StrataTables extends Construct {
   readonly alarmTopic: ITopic
   /** The tables' names, in the order given. */
   readonly tableNames: string[]
+  /** The Glue databases the tables are registered in that this app makes (created here, or given as a CfnDatabase), by name. */
+  readonly glueDatabases: ReadonlyMap<string, CfnDatabase>
 
   // the parts, for the repository's stack and its tests
   readonly config: DeployConfig
@@ -94,7 +97,10 @@ export class StrataTables extends Construct {
     allowKey(this.tableInit.role, key)
     this.feed = config.feed.enabled ? new CommitFeedQueue(this, 'CommitFeed', config.feed, resources.eventBus, key) : undefined
     this.feedQueue = this.feed?.queue
-    this.tables = config.tables.map((t) => new TableResources(this, `Table${pascal(t.name)}`, { table: t, config, bucket, key, tableInit: this.tableInit, feed: this.feed }))
+    this.glueDatabases = this.addGlueDatabases(config, resources)
+    this.tables = config.tables.map(
+      (t) => new TableResources(this, `Table${pascal(t.name)}`, { table: t, config, bucket, key, tableInit: this.tableInit, feed: this.feed, glueDatabase: t.glue && this.glueDatabases.get(t.glue.database) }),
+    )
     this.tableNames = this.tables.map((t) => t.name)
 
     this.ingest = new IngestSource(this, 'Ingest', config.ingest, fns.writer.timeoutSeconds, {
@@ -133,6 +139,32 @@ export class StrataTables extends Construct {
       key,
     })
     this.alarmTopic = this.monitoring.topic
+  }
+
+  /**
+   * The Glue databases of the registered tables that this app makes: a CfnDatabase given in a
+   * table's props, or one created here (once per name) for `createDatabase`. A database named
+   * only is found in the catalog at run time. Only the database is in the template: the tables
+   * are created by their committers, so a stack update never sets a metadata_location back.
+   */
+  private addGlueDatabases(config: DeployConfig, resources: StrataResources): Map<string, CfnDatabase> {
+    const out = new Map<string, CfnDatabase>()
+    for (const t of config.tables) {
+      const given = resources.glueDatabases?.[t.name]
+      if (given) out.set(t.glue!.database, given)
+    }
+    for (const t of config.tables) {
+      const g = t.glue
+      if (!g?.createDatabase || out.has(g.database)) continue
+      out.set(
+        g.database,
+        new CfnDatabase(this, `GlueDatabase${pascal(g.database)}`, {
+          catalogId: Stack.of(this).account,
+          databaseInput: { name: g.database, description: 'Strata tables registered as Iceberg tables (their committers keep metadata_location on the newest metadata)' },
+        }),
+      )
+    }
+    return out
   }
 
   private fn(id: string, kind: StrataFunction['kind'], description: string, settings: { memoryMb: number; timeoutSeconds: number }, environment: Record<string, string>): StrataFunction {

@@ -5,13 +5,14 @@
 // table.
 
 import { CustomResource, Duration, Stack } from 'aws-cdk-lib'
+import { Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam'
 import { Rule, RuleTargetInput, Schedule } from 'aws-cdk-lib/aws-events'
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets'
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources'
 import type { IKey } from 'aws-cdk-lib/aws-kms'
 import { Bucket, type IBucket } from 'aws-cdk-lib/aws-s3'
 import { DeduplicationScope, FifoThroughputLimit, Queue } from 'aws-cdk-lib/aws-sqs'
-import { Construct } from 'constructs'
+import { Construct, type IConstruct } from 'constructs'
 import { type CompactorConcurrency, compactorConcurrency } from '../concurrency.ts'
 import { COMMIT_QUEUE_RETENTION_SECONDS, type DeployConfig, type TableDeployConfig } from '../config.ts'
 import { DLQ_RETENTION, MAX_RECEIVE_COUNT, VISIBILITY_FACTOR, queueEncryption } from './ingest.ts'
@@ -19,6 +20,8 @@ import { allowKey, allowList, allowObjects, allowQueueAttributes, allowSend, den
 import { COMMITTER_LEASE_KEY } from '../../lib/commit/committer-lease.ts'
 import { REMOVE_ORPHANS_TASK } from '../../lib/maintenance/orphans.ts'
 import { tablePrefix } from './storage.ts'
+import { warehouseTableUri } from '../../lib/table/warehouse.ts'
+import { icebergStorage } from '../config.ts'
 import { StrataFunction } from './strata-function.ts'
 import type { CommitFeedQueue } from './feed.ts'
 
@@ -82,13 +85,15 @@ export interface TableResourcesProps {
   tableInit: StrataFunction
   /** the stack's commit feed, when on: the committer publishes to it */
   feed?: CommitFeedQueue
+  /** the Glue database the table is registered in, when the app makes it (the committer waits for it) */
+  glueDatabase?: IConstruct
 }
 
 export class TableResources extends Construct {
   readonly name: string
-  /** `tables/<name>/` */
+  /** `tables/<name>/`, or `<warehouse>/<database>.db/<name>/` in a warehouse */
   readonly prefix: string
-  /** s3://<bucket>/tables/<name> */
+  /** s3://<bucket>/<prefix without its slash> */
   readonly uri: string
   readonly queue: Queue
   readonly deadLetters: Queue
@@ -109,8 +114,10 @@ export class TableResources extends Construct {
     const { table, bucket } = props
     this.name = table.name
     this.taskThreads = table.taskThreads
-    this.prefix = tablePrefix(table.name)
-    this.uri = `s3://${bucket.bucketName}/${this.prefix.slice(0, -1)}`
+    const root = `s3://${bucket.bucketName}/`
+    const warehouse = props.config.warehouse
+    this.uri = warehouse === undefined ? `${root}${tablePrefix(table.name).slice(0, -1)}` : warehouseTableUri(`${root}${warehouse}`, { database: table.database, table: table.name })
+    this.prefix = `${this.uri.slice(root.length)}/`
 
     this.created = new CustomResource(this, 'Table', {
       serviceToken: props.tableInit.fn.functionArn,
@@ -169,7 +176,7 @@ export class TableResources extends Construct {
       kind: 'committer',
       description: `Folds the commit messages of table '${table.name}' into snapshots`,
       settings: table.committer,
-      environment: { STRATA_TABLES: own, STRATA_TABLE: table.name, ...(props.feed ? { STRATA_FEED_QUEUE_URL: props.feed.queue.queueUrl } : {}) },
+      environment: { STRATA_TABLES: own, STRATA_TABLE: table.name, ...(props.feed ? { STRATA_FEED_QUEUE_URL: props.feed.queue.queueUrl } : {}), ...glueEnvironment(table) },
       logRetentionDays: config.functions.logRetentionDays,
       logLevel: config.functions.logLevel,
     })
@@ -201,9 +208,39 @@ export class TableResources extends Construct {
     allowSend(committer.role, [this.commitQueue])
     // one event per fold to the commit feed, which it may send to and nothing else
     props.feed?.grantPublish(committer.role)
+    this.allowIceberg(committer, props)
     denySchemaWrites(committer.role, bucket, [this.prefix])
     committer.fn.node.addDependency(this.created)
     return committer
+  }
+
+  /**
+   * What the committer needs for the table's Iceberg metadata: the objects under its metadata
+   * directory (written after each snapshot, the older ones deleted), and with a Glue
+   * registration GetTable, UpdateTable and CreateTable on exactly the catalog, the database and
+   * the table (Glue authorizes a table call against all three).
+   */
+  private allowIceberg(committer: StrataFunction, props: TableResourcesProps): void {
+    const { table, bucket } = props
+    const metadata = icebergMetadataPrefix(this.prefix, table, props.config.warehouse)
+    if (metadata !== undefined) {
+      allowObjects(committer.role, bucket, ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], [`${metadata}*`])
+    }
+    if (!table.glue) return
+    const stack = Stack.of(this)
+    const { database, tableName } = table.glue
+    committer.role.addToPrincipalPolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        actions: ['glue:GetTable', 'glue:UpdateTable', 'glue:CreateTable'],
+        resources: [
+          stack.formatArn({ service: 'glue', resource: 'catalog' }),
+          stack.formatArn({ service: 'glue', resource: 'database', resourceName: database }),
+          stack.formatArn({ service: 'glue', resource: 'table', resourceName: `${database}/${tableName}` }),
+        ],
+      }),
+    )
+    if (props.glueDatabase) committer.fn.node.addDependency(props.glueDatabase)
   }
 
   /** The compactor, on the compaction queue, its concurrency mapped from `compaction.task-threads`. */
@@ -289,4 +326,29 @@ export class TableResources extends Construct {
   runtimeEntry(): { uri: string; compactionQueueUrl: string; commitQueueUrl: string; taskThreads: number } {
     return { uri: this.uri, compactionQueueUrl: this.queue.queueUrl, commitQueueUrl: this.commitQueue.queueUrl, taskThreads: this.taskThreads }
   }
+}
+
+/** The committer's Glue pointer (functions/shared/runtime.ts reads these). */
+function glueEnvironment(table: TableDeployConfig): Record<string, string> {
+  if (!table.glue) return {}
+  return {
+    STRATA_GLUE_DATABASE: table.glue.database,
+    STRATA_GLUE_TABLE: table.glue.tableName,
+    STRATA_GLUE_UPDATE_INTERVAL_MS: String(table.glue.updateIntervalSeconds * 1000),
+  }
+}
+
+/**
+ * Where the table's Iceberg metadata is written, as a key prefix ending in `metadata/`, or
+ * undefined when the table writes none: its own `metadata/` with `table-location`, the
+ * warehouse's `iceberg/<database>/<table>/metadata/` with the catalog location (Paimon's
+ * `metadata.iceberg.storage` and `metadata.iceberg.storage-location`, lib/iceberg/options.ts).
+ */
+export function icebergMetadataPrefix(prefix: string, table: TableDeployConfig, warehouse: string | undefined): string | undefined {
+  const storage = icebergStorage(table.schemaInput)
+  if (storage === undefined || storage === 'disabled') return undefined
+  const options = table.schema.options
+  const location = options['metadata.iceberg.storage-location']?.trim().toLowerCase() ?? (storage === 'table-location' ? 'table-location' : 'catalog-location')
+  if (location === 'table-location' || warehouse === undefined) return `${prefix}metadata/`
+  return `${warehouse}/iceberg/${table.database}/${table.name}/metadata/`
 }
