@@ -8,7 +8,16 @@
 // server as Glue's own error responses.
 
 import { GlueClient, UpdateTableCommand } from '@aws-sdk/client-glue'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { committerFunction } from '../functions/committer.ts'
+import { type AddedMetric, FunctionRuntime, resetRuntime } from '../functions/shared/runtime.ts'
+import { encodeCommitMessage } from '../lib/commit/commit-message.ts'
+import { Table } from '../lib/handle/table.ts'
+import { S3Store } from '../lib/store/s3-store.ts'
+import { recordFromJson } from '../lib/table/json-values.ts'
+import { type EmbeddedBackend, startEmbeddedBackend } from '../local/embedded.ts'
+import { writeMessage } from './helpers/commit.ts'
+import { sqsEvent, sqsRecord, useFunctionEnv } from './helpers/lambda.ts'
 import { GlueConcurrentModificationError, GluePointer, type GluePointerOptions } from '../lib/iceberg/glue-pointer.ts'
 import { icebergTableInput, metadataSnapshotId } from '../lib/iceberg/glue-table-input.ts'
 import { GlueServer } from './helpers/glue-server.ts'
@@ -294,5 +303,71 @@ describe('GluePointer', () => {
     await Promise.all([first, flushed])
     expect(glueLocation()).toBe(meta(3))
     expect(server.recorded('UpdateTable').map((u) => u.TableInput.Parameters.metadata_location)).toEqual([meta(2), meta(3)])
+  })
+})
+
+// The committer function wired as the stack deploys it (STRATA_GLUE_* in its environment, the
+// SDK pointed at the Glue server by AWS_ENDPOINT_URL_GLUE), on the embedded S3 backend: the
+// Iceberg metadata its fold writes reaches Glue by the end of the invocation, and a Glue that
+// refuses the update fails nothing and is counted.
+describe('the committer function with a Glue registration', () => {
+  let backend: EmbeddedBackend
+  const BUCKET = 'glue-committer'
+  const savedEnv = { ...process.env }
+  beforeAll(async () => {
+    backend = await startEmbeddedBackend()
+    await backend.createBucket(BUCKET)
+  })
+  afterAll(async () => {
+    process.env = savedEnv
+    resetRuntime()
+    await backend?.stop()
+  })
+
+  it('moves the Glue table to the metadata of each invocation\'s snapshot, and counts a refused update without failing', async () => {
+    const prefix = 'lake/sales.db/orders'
+    const uri = `s3://${BUCKET}/${prefix}`
+    const store = new S3Store({ bucket: BUCKET, prefix, client: backend.s3Client() })
+    const table = await Table.create(store, {
+      fields: [
+        { name: 'id', type: 'BIGINT NOT NULL' },
+        { name: 'v', type: 'STRING' },
+      ],
+      primaryKeys: ['id'],
+      options: { bucket: '1', 'metadata.iceberg.storage': 'table-location', 'metadata.iceberg.delete-after-commit.enabled': 'false' },
+    })
+    process.env = { ...savedEnv }
+    // an interval longer than the test: only the flush at each invocation's end moves Glue
+    useFunctionEnv(backend, { orders: { uri } }, { STRATA_TABLE: 'orders', STRATA_GLUE_DATABASE: DB, STRATA_GLUE_TABLE: 'fresh', STRATA_GLUE_UPDATE_INTERVAL_MS: '3600000', AWS_ENDPOINT_URL_GLUE: server.endpoint })
+    const metrics: AddedMetric[] = []
+    const { committerHandler } = committerFunction(new FunctionRuntime({ onMetric: (m) => metrics.push(m) }))
+    const invoke = async (id: number) => {
+      const message = await writeMessage(table, [recordFromJson(table.view, { id, v: `v${id}` }, 'row')], { table: 'orders' })
+      const body = (await encodeCommitMessage(message!, table.store)).body
+      return committerHandler(sqsEvent([sqsRecord(body, { messageId: `m${id}` })]))
+    }
+    const glueMetrics = () => metrics.splice(0).filter((m) => m.name.startsWith('Glue')).map((m) => [m.name, m.value])
+
+    expect((await invoke(1)).batchItemFailures).toEqual([])
+    expect(server.table(DB, 'fresh')!.input).toMatchObject({ TableType: 'EXTERNAL_TABLE', StorageDescriptor: { Location: uri }, Parameters: { table_type: 'ICEBERG', metadata_location: `${uri}/metadata/v1.metadata.json` } })
+    expect(await store.head('metadata/v1.metadata.json')).not.toBeNull()
+    expect(glueMetrics()).toEqual([['GlueUpdates', 1], ['GlueUpdateFailures', 0]])
+
+    // the same warm environment, inside the interval: the flush at the end still sends
+    expect((await invoke(2)).batchItemFailures).toEqual([])
+    expect(server.table(DB, 'fresh')!.input.Parameters).toMatchObject({ metadata_location: `${uri}/metadata/v2.metadata.json`, previous_metadata_location: `${uri}/metadata/v1.metadata.json` })
+    expect(glueMetrics()).toEqual([['GlueUpdates', 1], ['GlueUpdateFailures', 0]])
+
+    // a role without glue:UpdateTable: Glue says AccessDeniedException (not retried by the SDK)
+    server.failNext('UpdateTable', { status: 400, type: 'AccessDeniedException', message: 'User is not authorized to perform: glue:UpdateTable' })
+    expect((await invoke(3)).batchItemFailures).toEqual([])
+    expect(server.table(DB, 'fresh')!.input.Parameters.metadata_location).toBe(`${uri}/metadata/v2.metadata.json`)
+    expect(await table.snapshots.latestId()).toBe(3)
+    expect(glueMetrics()).toEqual([['GlueUpdates', 0], ['GlueUpdateFailures', 1]])
+
+    // the next invocation sends its own, newer metadata
+    expect((await invoke(4)).batchItemFailures).toEqual([])
+    expect(server.table(DB, 'fresh')!.input.Parameters.metadata_location).toBe(`${uri}/metadata/v4.metadata.json`)
+    expect(glueMetrics()).toEqual([['GlueUpdates', 1], ['GlueUpdateFailures', 0]])
   })
 })
