@@ -6,6 +6,11 @@
 //   npx tsx bench/commit-contention.ts [--quick] [--seconds 10] [--runs 3] [--writers 32]
 //                                      [--first-poll-ms 10] [--max-poll-ms 100] [--queued-only]
 //                                      [--in-process-backend] [--no-sweep | --sweep-only] [--no-lease]
+//                                      [--iceberg]
+//
+// --iceberg runs every point twice, without and then with Iceberg metadata
+// (metadata.iceberg.storage table-location), and counts the S3 requests the metadata adds per
+// snapshot (icebergRequestsPerSnapshot, counted at the store seam).
 //
 // Three commit paths, side by side in one run:
 // - direct: every writeBatch creates its own snapshot through the table's FileStoreCommit,
@@ -55,6 +60,9 @@ import { QueuedCommitter } from '../lib/commit/queued-committer.ts'
 import { COMMIT_RECEIPT_DIR } from '../lib/commit/receipts.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
 import { compactBucket } from '../lib/lsm/compact/compact-bucket.ts'
+import { compactTable } from '../lib/lsm/compact-table.ts'
+import { InterceptingStore, type StoreOp } from '../lib/store/intercepting-store.ts'
+import { MemoryStore } from '../lib/store/memory-store.ts'
 import { bucketFunction } from '../lib/format/bucket.ts'
 import { serializeBinaryRow } from '../lib/format/binary-row.ts'
 import { commitMessageOf, encodeCommitMessage } from '../lib/commit/commit-message.ts'
@@ -266,6 +274,9 @@ const SCHEMA = {
   options: { bucket: String(BUCKETS) },
 }
 
+/** The same table with Iceberg metadata (docs/format.md "Iceberg metadata"), for --iceberg. */
+const ICEBERG_SCHEMA = { ...SCHEMA, options: { ...SCHEMA.options, 'metadata.iceberg.storage': 'table-location' } }
+
 /**
  * The folding prototype: requests queue up while a commit is in flight; the next commit
  * carries all of them (their ADD entries in one APPEND snapshot) and answers each.
@@ -440,6 +451,7 @@ class QueuedPath {
 interface PointOptions {
   firstPollMs: number
   maxPollMs?: number
+  iceberg?: boolean
 }
 
 async function onePoint(
@@ -468,7 +480,7 @@ async function onePoint(
     }
     return s
   }
-  await Table.create(store(), SCHEMA)
+  await Table.create(store(), opts.iceberg ? ICEBERG_SCHEMA : SCHEMA)
   const handles = await Promise.all(Array.from({ length: committers }, (_, c) => Table.open(store(c))))
   const folder = path === 'folded' ? new FoldingCommitter(await Table.open(store())) : null
   const queued = path === 'queued' ? await QueuedPath.start(backend, `q${prefix.replace(/[^a-zA-Z0-9]/g, '-')}`, `s3://${bucket}/${prefix}`) : null
@@ -880,6 +892,8 @@ export interface ContentionOptions {
   inProcessBackend?: boolean
   /** the fold sweep at REALISTIC_MS (default on) */
   sweep?: boolean
+  /** the table writes Iceberg metadata (metadata.iceberg.storage table-location, in a `<db>.db` directory) */
+  iceberg?: boolean
   log?: (s: string) => void
 }
 
@@ -901,7 +915,7 @@ export async function runContention(opts: ContentionOptions): Promise<Contention
       for (let run = 0; run < runs; run++) {
         for (const n of committerCounts) {
           for (const path of paths) {
-            const p = await onePoint(backend, 'contention', `l${latencyMs}/r${run}/${path}/n${n}`, path, n, seconds, { firstPollMs, maxPollMs: opts.maxPollMs })
+            const p = await onePoint(backend, 'contention', `${opts.iceberg ? 'iceberg/' : ''}l${latencyMs}/r${run}/${path}/n${n}${opts.iceberg ? '/wh/bench.db/t' : ''}`, path, n, seconds, { firstPollMs, maxPollMs: opts.maxPollMs, iceberg: opts.iceberg })
             points.push({ latencyMs, run, ...p })
             const q = p.queued
             log(
@@ -1164,14 +1178,89 @@ export function targetMarkdown(r: ContentionResult): string {
   return t ? `Target (${REALISTIC_MS} ms, ${t.writers} writers, deployed path): at least ${t.commitsPerSecond} commits/s with no lost race seen by a writer: measured ${t.measured.toFixed(1)}/s, ${t.lostRacesVisible} seen, **${t.met ? 'met' : 'not met'}**.` : ''
 }
 
+/** Requests to the Iceberg metadata directory, by operation. */
+class MetadataRequests extends InterceptingStore {
+  readonly byOp: Record<string, number> = {}
+  protected call<T>(op: StoreOp, key: string, run: () => Promise<T>): Promise<T> {
+    if (key.startsWith('metadata/')) this.byOp[op] = (this.byOp[op] ?? 0) + 1
+    return run()
+  }
+  take(): Record<string, number> {
+    const out = { ...this.byOp }
+    for (const k of Object.keys(this.byOp)) delete this.byOp[k]
+    return out
+  }
+}
+
+export interface IcebergRequestRow {
+  mode: string
+  snapshot: string
+  snapshots: number
+  /** mean requests under metadata/ per snapshot, by operation, and in all */
+  byOp: Record<string, number>
+  perSnapshot: number
+}
+
+/**
+ * The S3 requests the Iceberg metadata adds per snapshot, counted at the store seam (no
+ * timing): a long-lived handle (the committer's) lands `n` level-0 APPENDs, then `n` rounds
+ * of an APPEND and a compaction, for format v2 and for v3 with deletion vectors. The first
+ * snapshot (a rebuild: no base) is left out.
+ */
+export async function icebergRequestsPerSnapshot(n = 20): Promise<IcebergRequestRow[]> {
+  const rows: IcebergRequestRow[] = []
+  const modes: Record<string, Record<string, string>> = {
+    'v2': {},
+    'v3, deletion vectors': { 'deletion-vectors.enabled': 'true', 'deletion-vectors.bitmap64': 'true', 'metadata.iceberg.format-version': '3' },
+  }
+  for (const [mode, options] of Object.entries(modes)) {
+    const counter = new MetadataRequests(new MemoryStore({ uri: `memory://bench-iceberg/${rows.length}/wh/bench.db/t` }))
+    const table = await Table.create(counter, { ...ICEBERG_SCHEMA, options: { ...ICEBERG_SCHEMA.options, bucket: '4', ...options } })
+    let key = 0
+    const write = async () => {
+      await writeBatch(table, Array.from({ length: 8 }, (_, j) => ({ kind: RowKind.INSERT, row: [BigInt((key++ * 7 + j * 13) % 500), `v${key}`] })))
+      await table.iceberg!.settle()
+    }
+    await write()
+    counter.take()
+    const add = (snapshot: string, count: number, byOp: Record<string, number>) => {
+      const total = Object.values(byOp).reduce((a, b) => a + b, 0)
+      rows.push({ mode, snapshot, snapshots: count, byOp: Object.fromEntries(Object.entries(byOp).map(([k, v]) => [k, v / count])), perSnapshot: total / count })
+    }
+    for (let i = 0; i < n; i++) await write()
+    add('APPEND (level 0 only)', n, counter.take())
+    const compacts: Record<string, number> = {}
+    let compactions = 0
+    for (let i = 0; i < n; i++) {
+      await write()
+      counter.take()
+      const before = (await table.snapshots.latest())!.id
+      await compactTable(table, { full: i % 4 === 3 })
+      await table.iceberg!.settle()
+      compactions += (await table.snapshots.latest())!.id - before
+      for (const [k, v] of Object.entries(counter.take())) compacts[k] = (compacts[k] ?? 0) + v
+    }
+    add('COMPACT', compactions, compacts)
+  }
+  return rows
+}
+
+export function icebergRequestsMarkdown(rows: IcebergRequestRow[]): string {
+  const ops = ['get', 'head', 'put', 'putIfAbsent', 'delete', 'list']
+  return markdownTable(
+    ['format', 'snapshot', 'snapshots', 'requests per snapshot', ...ops.map((o) => `${o}`)],
+    rows.map((r) => [r.mode, r.snapshot, String(r.snapshots), r.perSnapshot.toFixed(1), ...ops.map((o) => (r.byOp[o] ?? 0).toFixed(1))]),
+  )
+}
+
 if (import.meta.filename === process.argv[1]) {
-  const args = parseBenchArgs(process.argv.slice(2), ['--quick', '--queued-only', '--in-process-backend', '--sweep-only', '--no-sweep', '--no-lease'], ['--seconds', '--runs', '--writers', '--first-poll-ms', '--max-poll-ms'])
+  const args = parseBenchArgs(process.argv.slice(2), ['--quick', '--queued-only', '--in-process-backend', '--sweep-only', '--no-sweep', '--no-lease', '--iceberg'], ['--seconds', '--runs', '--writers', '--first-poll-ms', '--max-poll-ms'])
   if (args.has('--no-lease')) process.env.STRATA_COMMITTER_LEASE = 'off'
   const quick = args.has('--quick')
   const machine = machineInfo(['fauxqs', '@aws-sdk/client-s3', '@aws-sdk/client-sqs', 'tsx'])
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
   const writers = args.num('--writers', 0)
-  const r = await runContention({
+  const options: ContentionOptions = {
     quick,
     seconds: args.num('--seconds', quick ? 4 : 10),
     runs: args.num('--runs', quick ? 1 : 3),
@@ -1181,8 +1270,19 @@ if (import.meta.filename === process.argv[1]) {
     inProcessBackend: args.has('--in-process-backend'),
     firstPollMs: args.num('--first-poll-ms', FIRST_POLL_MS),
     maxPollMs: args.num('--max-poll-ms', 0) || undefined,
-  })
-  console.log(contentionMarkdown(r))
+  }
+  // --iceberg: the same points without and with Iceberg metadata, one after the other in one run
+  const r = await runContention(options)
+  if (args.has('--iceberg')) {
+    const on = await runContention({ ...options, iceberg: true })
+    console.log('Iceberg metadata off:\n')
+    console.log(contentionMarkdown(r))
+    console.log('\nIceberg metadata on (metadata.iceberg.storage table-location):\n')
+    console.log(contentionMarkdown(on))
+    if (on.target) console.log(`\nWith Iceberg metadata: ${targetMarkdown(on)}`)
+    console.log(`\nS3 requests the Iceberg metadata adds per snapshot:\n\n${icebergRequestsMarkdown(await icebergRequestsPerSnapshot())}`)
+    writeResults(quick ? 'commit-contention-iceberg-quick' : 'commit-contention-iceberg', { machine, on })
+  } else console.log(contentionMarkdown(r))
   if (r.target) console.log(`\n${targetMarkdown(r)}`)
   console.log(`\n${machineMarkdown(machine)}`)
   process.stderr.write(`results: ${writeResults(quick ? 'commit-contention-quick' : 'commit-contention', { machine, ...r })}\n`)
