@@ -314,6 +314,7 @@ export class Monitoring extends Construct {
       }),
     )
     this.committerAlarms(t, config.feed.enabled)
+    if (cfg.glue) this.glueAlarm(t, `${cfg.glue.database}.${cfg.glue.tableName}`)
     // missing data keeps the state: the freshness alarm and the maintenance Errors alarm
     // already say when the maintenance metrics stop
     this.watch(
@@ -343,6 +344,22 @@ export class Monitoring extends Construct {
       new Alarm(this, `${t.node.id}FeedFailuresAlarm`, {
         alarmDescription: `Table '${t.name}': the committer could not publish commit-feed events (the snapshots landed; subscribers were not told). See the committer's log ("commit feed event not published") and docs/operations.md, "The commit feed".`,
         metric: strataMetric('FeedFailures', tableDimensions('committer', t.name), 'Sum', FIVE_MINUTES),
+        ...atLeastOne,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+    )
+  }
+
+  /**
+   * A Glue registration's failed updates: each is retried by the next commit, so one alone is
+   * a blip, but a lasting cause (a missing database, a role without the Glue actions) keeps
+   * Athena on an old snapshot until someone acts.
+   */
+  private glueAlarm(t: TableResources, glueTable: string): void {
+    this.watch(
+      new Alarm(this, `${t.node.id}GlueUpdateFailuresAlarm`, {
+        alarmDescription: `Table '${t.name}': the committer could not move Glue table ${glueTable} to the newest Iceberg metadata (the snapshots landed; Athena reads the snapshot Glue still names). See the committer's log ("Glue table not moved") and docs/operations.md, "Registering tables in AWS Glue".`,
+        metric: strataMetric('GlueUpdateFailures', tableDimensions('committer', t.name), 'Sum', FIVE_MINUTES),
         ...atLeastOne,
         treatMissingData: TreatMissingData.NOT_BREACHING,
       }),
