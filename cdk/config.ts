@@ -388,13 +388,18 @@ function warehouseAndGlue(s: Section, name: string, warehouse: string | undefine
   if (warehouse === undefined) {
     s.fail('glue', `no value without warehouse: Paimon writes a table's Iceberg metadata only for a table at <warehouse>/<database>.db/<table>`)
   }
+  const options = { ...(((raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>).options : undefined) ?? {}) as Record<string, unknown>) }
+  // Paimon's name for the table in an Iceberg catalog, when the schema gives one
+  const icebergTable = options['metadata.iceberg.table']
+  if (g.raw('tableName') === undefined && icebergTable !== undefined && !GLUE_NAME.test(String(icebergTable))) {
+    g.fail('tableName', `a Glue table name of lowercase letters, digits and _ (Athena's rule): the schema's option 'metadata.iceberg.table' ${JSON.stringify(icebergTable)} is not one, so give glue.tableName`)
+  }
   const glue: GlueRegistration = {
     database: g.string('database', GLUE_NAME, 'a Glue database name of lowercase letters, digits and _ (Athena\'s rule; at most 255)'),
     createDatabase: g.bool('createDatabase', false),
-    tableName: g.raw('tableName') === undefined ? glueTableName(name) : g.string('tableName', GLUE_NAME, 'a Glue table name of lowercase letters, digits and _ (Athena\'s rule; at most 255)'),
+    tableName: g.raw('tableName') !== undefined ? g.string('tableName', GLUE_NAME, 'a Glue table name of lowercase letters, digits and _ (Athena\'s rule; at most 255)') : icebergTable !== undefined ? String(icebergTable) : glueTableName(name),
     updateIntervalSeconds: g.int('updateIntervalSeconds', GLUE_UPDATE_INTERVAL_SECONDS, 0, 3600),
   }
-  const options = { ...(((raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>).options : undefined) ?? {}) as Record<string, unknown>) }
   if (storage !== undefined && storage !== ICEBERG_TABLE_LOCATION) {
     s.fail('glue', `no value with option '${ICEBERG_STORAGE_OPTION}' ${JSON.stringify(storage)}: the Glue pointer follows the metadata Paimon writes with '${ICEBERG_TABLE_LOCATION}' (<table>/metadata/); set it to '${ICEBERG_TABLE_LOCATION}' or leave it out and the construct sets it`)
   }

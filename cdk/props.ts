@@ -78,7 +78,7 @@ export interface StrataGlueOptions {
   readonly database: string | CfnDatabase
   /** Create the database named by `database` (AWS::Glue::Database, deleted with the stack). @default false */
   readonly createDatabase?: boolean
-  /** Lowercase letters, digits and `_` (Athena's rule). @default the table's name, lowercase, `-` as `_` */
+  /** Lowercase letters, digits and `_` (Athena's rule). @default the schema's `metadata.iceberg.table`, else the table's name, lowercase, `-` as `_` */
   readonly tableName?: string
   /** At most one UpdateTable per this while the committer folds, whole seconds (it always moves the pointer before it returns). @default 10 seconds */
   readonly updateInterval?: Duration

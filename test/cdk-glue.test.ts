@@ -186,6 +186,7 @@ describe('refusals', () => {
     ['an interval in milliseconds', { glue: { database: 'analytics', updateInterval: Duration.millis(1500) } }, /glue.updateInterval: invalid value .*whole number of seconds/],
     ['a warehouse under rejects/', { warehouse: 'rejects/lake' }, /warehouse: invalid value "rejects\/lake", expected a prefix outside 'rejects\/'/],
     ['a warehouse with a leading slash', { warehouse: '/lake' }, /warehouse: invalid value "\/lake"/],
+    ['an Iceberg table name Athena cannot query', { glue: { database: 'analytics' }, schema: { ...schema, options: { 'metadata.iceberg.table': 'Orders' } } }, /glue.tableName: invalid value undefined, expected a Glue table name .*'metadata.iceberg.table' "Orders"/],
     ['a database Paimon refuses', { database: 'a.b' }, /database: invalid value "a.b", expected a Paimon database name/],
   ]
   for (const [what, props, message] of cases) {
@@ -194,6 +195,12 @@ describe('refusals', () => {
       expect(make(props)).toThrow(message)
     })
   }
+
+  it("names the Glue table after the schema's metadata.iceberg.table when glue.tableName is not given", () => {
+    const { stack } = appStack('IcebergName')
+    const t = new StrataTable(stack, 'T', { name: 'orders', schema: { ...schema, options: { 'metadata.iceberg.table': 'orders_iceberg' } }, warehouse: 'lake', glue: { database: 'analytics' } })
+    expect(t.deployment.config.tables[0].glue).toEqual({ database: 'analytics', createDatabase: false, tableName: 'orders_iceberg', updateIntervalSeconds: 10 })
+  })
 
   it('refuses a CfnDatabase whose name is a token, and createDatabase with a CfnDatabase', () => {
     const { stack } = appStack('Tokens')
