@@ -44,7 +44,7 @@ export interface SnapshotDelta {
 export interface IcebergWriteStats {
   /** metadata files written */
   written: number
-  /** of those, rebuilt from their snapshot without a base */
+  /** of those, built from their snapshot's live files without a base (the first one, and after a lost base) */
   rebuilt: number
   /** snapshots whose metadata failed (the next snapshot catches up) */
   failed: number
@@ -294,7 +294,6 @@ export class IcebergMetadataWriter {
     const files = new Map<string, string>()
     for (const w of pending.written) for (const e of w.entries) if (w.meta.content === Content.DATA) files.set(e.file.path, w.meta.path)
     pending.finish(data, deletes, files, { removed: 0, added: fresh.length }, true)
-    this.stats.rebuilt++
     return pending
   }
 
@@ -403,6 +402,7 @@ export class IcebergMetadataWriter {
     this.state = version
     this.dir.remember(n, { list: listKey, manifests: [...version.data, ...version.deletes].map((m) => this.dir.keyOf(m.path)!) })
     this.stats.written++
+    if (p.rebuilt) this.stats.rebuilt++
     this.stats.latest = Math.max(this.stats.latest, n)
     // the hint names a version that exists (written just before) and never moves back in this process
     if (n > this.hinted) {
@@ -494,6 +494,8 @@ class Pending {
   private files: Map<string, string> | null = null
   private reuse = false
   private listKey: string | null = null
+  /** built from the snapshot's live files, without a base */
+  rebuilt = false
 
   constructor(
     private readonly w: IcebergMetadataWriter,
@@ -524,6 +526,7 @@ class Pending {
     this.deletes = deletes
     this.files = files
     this.change = change
+    this.rebuilt = rebuilt
     // nothing visible changed: the next version lists the same manifests, so it names the same list
     this.reuse = !rebuilt && this.written.length === 0 && deletes === this.base.deletes && data.length === this.base.data.length && data.every((m, i) => m === this.base.data[i])
   }

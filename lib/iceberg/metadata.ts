@@ -63,6 +63,12 @@ export function tableUuidOf(location: string): string {
   return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20, 32)}`
 }
 
+/**
+ * The summary key that marks a version Strata wrote. Only such a version is built on: one
+ * Paimon's Java wrote may list level-0 files (its first snapshot's scan includes them).
+ */
+export const WRITTEN_BY = 'written-by'
+
 export interface MetadataInput {
   formatVersion: number
   uuid: string
@@ -90,7 +96,7 @@ export function buildMetadata(i: MetadataInput): IcebergMetadataJson {
     'sequence-number': i.snapshotId,
     'snapshot-id': i.snapshotId,
     'timestamp-ms': i.timestampMs,
-    summary: { operation: i.operation, ...i.summary },
+    summary: { operation: i.operation, ...i.summary, [WRITTEN_BY]: 'strata' },
     'manifest-list': i.manifestList,
     'schema-id': i.snapshotSchemaId,
     ...(v3 ? { 'first-row-id': i.firstRowId, 'added-rows': i.addedRows } : {}),
@@ -121,6 +127,17 @@ export function buildMetadata(i: MetadataInput): IcebergMetadataJson {
   }
 }
 
+/** The manifest list of a metadata file's current snapshot, whoever wrote it; null when it names none. */
+export function currentManifestList(text: string): string | null {
+  try {
+    const m = JSON.parse(text)
+    const current = m?.snapshots?.find?.((s: any) => s?.['snapshot-id'] === m['current-snapshot-id'])
+    return typeof current?.['manifest-list'] === 'string' ? current['manifest-list'] : null
+  } catch {
+    return null
+  }
+}
+
 /** What a writer takes from a previous metadata file; null when it is not one Strata can build on. */
 export interface BaseMetadata {
   formatVersion: number
@@ -141,6 +158,7 @@ export function parseBaseMetadata(text: string): BaseMetadata | null {
   if (typeof m !== 'object' || m === null) return null
   const current = Array.isArray(m.snapshots) ? m.snapshots.find((s: any) => s?.['snapshot-id'] === m['current-snapshot-id']) : undefined
   if (typeof m['format-version'] !== 'number' || typeof m['table-uuid'] !== 'string' || !current || typeof current['manifest-list'] !== 'string') return null
+  if (current.summary?.[WRITTEN_BY] !== 'strata') return null
   // a v3 base without row lineage (Paimon 1.4.2 writes none) cannot be built on
   if (m['format-version'] >= 3 && typeof m['next-row-id'] !== 'number') return null
   return {

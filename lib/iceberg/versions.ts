@@ -3,7 +3,7 @@
 // manifests and lists, so a version goes with only the files no kept version names.
 
 import type { ObjectInfo, ObjectStore } from '../store/object-store.ts'
-import { METADATA_DIR, metadataFileName, metadataVersionOf, parseBaseMetadata } from './metadata.ts'
+import { METADATA_DIR, currentManifestList, metadataFileName, metadataVersionOf } from './metadata.ts'
 import { readIcebergManifestList } from './manifests.ts'
 
 const decoder = new TextDecoder()
@@ -28,10 +28,12 @@ export class MetadataDir {
     return `${this.root}/${key}`
   }
 
-  /** The store key of a location under this directory, or null for one elsewhere. */
+  /** The store key of a location under this directory, or null for one elsewhere (`file:/…` and `file:///…` alike: Paimon writes the first). */
   keyOf(uri: string): string | null {
-    const prefix = `${this.root}/${METADATA_DIR}`
-    return uri.startsWith(prefix) && !uri.slice(prefix.length).includes('/') ? uri.slice(this.root.length + 1) : null
+    const norm = (u: string) => u.replace(/^file:\/\/\//, 'file:/')
+    const prefix = `${norm(this.root)}/${METADATA_DIR}`
+    const u = norm(uri)
+    return u.startsWith(prefix) && !u.slice(prefix.length).includes('/') ? u.slice(prefix.length - METADATA_DIR.length) : null
   }
 
   /** Remembers what a version this process wrote names, so removing it later reads nothing. */
@@ -56,8 +58,8 @@ export class MetadataDir {
     if (hit) return hit
     const bytes = await this.store.get(`${METADATA_DIR}${metadataFileName(id)}`)
     if (!bytes) return null
-    const base = parseBaseMetadata(decoder.decode(bytes))
-    const list = base ? this.keyOf(base.manifestList) : null
+    const listUri = currentManifestList(decoder.decode(bytes))
+    const list = listUri ? this.keyOf(listUri) : null
     if (!list) return { list: '', manifests: [] }
     const listBytes = await this.store.get(list)
     if (!listBytes) return { list, manifests: [] }

@@ -1,0 +1,144 @@
+// Iceberg metadata when things go wrong (docs/design.md "Iceberg metadata"): a metadata write
+// that fails never fails or undoes the commit and the next snapshot catches up; two committers
+// landing at once keep each other's versions whole; a base Strata did not write is rebuilt, not
+// built on; orphan cleanup removes the manifests no version names; a hadoop-catalog directory
+// lives in the warehouse. Faults are injected with FaultyStore: a failed PUT under metadata/
+// cannot be caused otherwise.
+
+import { describe, expect, it } from 'vitest'
+import { createTable, openTable } from '../lib/api/index.ts'
+import { FaultyStore } from '../lib/store/faulty-store.ts'
+import { MemoryStore } from '../lib/store/memory-store.ts'
+import type { ObjectStore } from '../lib/store/object-store.ts'
+import { removeOrphanFiles, MIN_ORPHAN_OLDER_THAN_MS } from '../lib/maintenance/orphans.ts'
+import { readIcebergManifestList } from '../lib/iceberg/manifests.ts'
+
+let n = 0
+const SCHEMA = (options: Record<string, string> = {}) => ({
+  fields: [{ name: 'k', type: 'INT NOT NULL' }, { name: 'v', type: 'STRING' }],
+  primaryKeys: ['k'],
+  options: { bucket: '2', 'metadata.iceberg.storage': 'table-location', ...options },
+})
+const text = async (s: ObjectStore, key: string) => new TextDecoder().decode((await s.get(key))!)
+const versions = async (s: ObjectStore) => (await s.list('metadata/')).map((o) => o.key).filter((k) => k.endsWith('.metadata.json')).sort()
+
+describe('Iceberg metadata under faults', () => {
+  it('a failed metadata write neither fails nor undoes the commit; it is counted, and the next snapshot catches up', async () => {
+    const uri = `memory://iceberg-faults-${n++}/wh/db.db/t`
+    let faulty!: FaultyStore
+    const t = await createTable(uri, SCHEMA(), { wrapStore: (s) => (faulty = new FaultyStore(s)) })
+    await t.write([{ k: 1, v: 'a' }])
+    await t.handle.iceberg!.settle()
+    faulty.inject({ kind: 'error', when: (c) => c.key === 'metadata/v2.metadata.json', times: Infinity })
+    const w = await t.write([{ k: 2, v: 'b' }])
+    expect(w.snapshotId).toBe(2)
+    await t.handle.iceberg!.settle()
+    expect(t.handle.iceberg!.stats).toMatchObject({ failed: 1, written: 1 })
+    expect(t.handle.iceberg!.stats.lastError).toMatch(/snapshot 2: injected fault/)
+    expect(await versions(faulty)).toEqual(['metadata/v1.metadata.json'])
+    faulty.heal()
+    // the snapshot landed with its rows
+    expect((await t.handle.snapshots.latest())!.totalRecordCount).toBe(2)
+    await t.compact({ full: true })
+    await t.handle.iceberg!.settle()
+    expect(t.handle.iceberg!.stats).toMatchObject({ failed: 1, written: 2, rebuilt: 2 })
+    // v1 falls out of the kept window (v2, v3)
+    expect(await versions(faulty)).toEqual(['metadata/v3.metadata.json'])
+    expect(await text(faulty, 'metadata/version-hint.text')).toBe('3')
+  })
+
+  it('two committers landing at once: each writes its own versions, none broken, the hint never moves back in a process', async () => {
+    const uri = `memory://iceberg-faults-${n++}/wh/db.db/t`
+    const a = await createTable(uri, SCHEMA({ 'metadata.iceberg.previous-versions-max': '50' }))
+    const b = await openTable(uri)
+    const store = a.handle.store
+    const hints: string[] = []
+    for (let i = 0; i < 6; i++) {
+      await Promise.all([a.write([{ k: i, v: 'a' }]), b.write([{ k: 100 + i, v: 'b' }])])
+      await Promise.all([a.handle.iceberg!.settle(), b.handle.iceberg!.settle()])
+      hints.push(await text(store, 'metadata/version-hint.text'))
+    }
+    const latest = (await a.handle.snapshots.latest())!.id
+    expect(latest).toBe(12)
+    expect(await versions(store)).toHaveLength(12)
+    for (const key of await versions(store)) {
+      const meta = JSON.parse(await text(store, key))
+      const list = meta.snapshots[0]['manifest-list'].slice(`${uri}/`.length)
+      expect(await store.get(list)).not.toBeNull()
+      for (const m of readIcebergManifestList((await store.get(list))!)) expect(await store.get(m.path.slice(`${uri}/`.length))).not.toBeNull()
+    }
+    expect(a.handle.iceberg!.stats.failed + b.handle.iceberg!.stats.failed).toBe(0)
+    // every version exists that a hint named
+    for (const h of hints) expect(await store.head(`metadata/v${h}.metadata.json`)).not.toBeNull()
+  })
+
+  it('a base Strata did not write (Paimon Java\'s, without row lineage) is rebuilt from the snapshot, keeping its table uuid', async () => {
+    const uri = `memory://iceberg-faults-${n++}/wh/db.db/t`
+    const t = await createTable(uri, SCHEMA({ 'metadata.iceberg.format-version': '3' }))
+    await t.write([{ k: 1, v: 'a' }])
+    await t.handle.iceberg!.settle()
+    const store = t.handle.store
+    const v1 = JSON.parse(await text(store, 'metadata/v1.metadata.json'))
+    // what Paimon 1.4.2 writes: no next-row-id, no mark of Strata
+    delete v1['next-row-id']
+    delete v1.snapshots[0].summary['written-by']
+    v1['table-uuid'] = '0b8f6c1e-7a1d-4c55-9c38-2f5e1d3a9b70'
+    await store.put('metadata/v1.metadata.json', new TextEncoder().encode(JSON.stringify(v1)))
+    const fresh = await openTable(uri)
+    await fresh.write([{ k: 2, v: 'b' }])
+    await fresh.handle.iceberg!.settle()
+    expect(fresh.handle.iceberg!.stats).toMatchObject({ rebuilt: 1, written: 1, failed: 0 })
+    const v2 = JSON.parse(await text(store, 'metadata/v2.metadata.json'))
+    expect(v2['table-uuid']).toBe('0b8f6c1e-7a1d-4c55-9c38-2f5e1d3a9b70')
+    expect(typeof v2['next-row-id']).toBe('number')
+  })
+
+  it('orphan cleanup removes the Iceberg manifests and lists no version names (a crash between a version\'s deletion and its files\')', async () => {
+    const uri = `memory://iceberg-faults-${n++}/wh/db.db/t`
+    let faulty!: FaultyStore
+    const t = await createTable(uri, SCHEMA({ 'num-sorted-run.compaction-trigger': '2' }), { wrapStore: (s) => (faulty = new FaultyStore(s)) })
+    // the deletions of old versions' manifests and lists fail (the metadata files themselves go)
+    faulty.inject({ kind: 'error', when: (c) => c.op === 'delete' && c.key.startsWith('metadata/') && c.key.endsWith('.avro'), times: Infinity })
+    for (let i = 0; i < 4; i++) {
+      await t.write([{ k: i, v: 'a' }])
+      await t.compact({ full: true })
+    }
+    await t.handle.iceberg!.settle()
+    faulty.heal()
+    const named = new Set<string>()
+    for (const key of await versions(faulty)) {
+      const meta = JSON.parse(await text(faulty, key))
+      const list = meta.snapshots[0]['manifest-list'].slice(`${uri}/`.length)
+      named.add(list)
+      for (const m of readIcebergManifestList((await faulty.get(list))!)) named.add(m.path.slice(`${uri}/`.length))
+    }
+    const avro = async () => (await faulty.list('metadata/')).map((o) => o.key).filter((k) => k.endsWith('.avro'))
+    const orphans = (await avro()).filter((k) => !named.has(k))
+    expect(orphans.length).toBeGreaterThan(0)
+    // younger than the orphan age: kept
+    expect((await removeOrphanFiles(t.handle, { olderThanMs: MIN_ORPHAN_OLDER_THAN_MS })).deleted.filter((k) => k.startsWith('metadata/'))).toEqual([])
+    const r = await removeOrphanFiles(t.handle, { olderThanMs: MIN_ORPHAN_OLDER_THAN_MS, now: Date.now() + 2 * MIN_ORPHAN_OLDER_THAN_MS })
+    expect(r.deleted.filter((k) => k.startsWith('metadata/')).sort()).toEqual(orphans.sort())
+    expect((await avro()).sort()).toEqual([...named].sort())
+  })
+
+  it('hadoop-catalog: the metadata goes to <warehouse>/iceberg/<db>/<table>/metadata/, locations as full URIs', async () => {
+    const warehouse = new MemoryStore({ uri: `memory://iceberg-faults-${n++}/wh` })
+    const uri = `${warehouse.uri}/sales.db/orders`
+    const catalogDir = new MemoryStore({ uri: `${warehouse.uri}/iceberg/sales/orders` })
+    const published: [string, number][] = []
+    const t = await createTable(uri, SCHEMA({ 'metadata.iceberg.storage': 'hadoop-catalog' }))
+    const { Table } = await import('../lib/handle/table.ts')
+    const h = await Table.open(t.handle.store, { icebergMetadataStore: catalogDir, icebergCatalog: { published: async (loc, id) => void published.push([loc, id]), flush: async () => {} } })
+    expect(h.iceberg!.location).toMatchObject({ root: `${warehouse.uri}/iceberg/sales/orders`, inTable: false, database: 'sales', table: 'orders' })
+    const { writeBatch } = await import('../lib/write/table-write.ts')
+    await writeBatch(h, [{ kind: 0, row: [1, 'a'] }])
+    await h.iceberg!.settle()
+    expect(await versions(catalogDir)).toEqual(['metadata/v1.metadata.json'])
+    expect(await t.handle.store.list('metadata/')).toEqual([])
+    const meta = JSON.parse(await text(catalogDir, 'metadata/v1.metadata.json'))
+    expect(meta.location).toBe(uri)
+    expect(meta.snapshots[0]['manifest-list'].startsWith(`${warehouse.uri}/iceberg/sales/orders/metadata/snap-1-`)).toBe(true)
+    expect(published).toEqual([[`${warehouse.uri}/iceberg/sales/orders/metadata/v1.metadata.json`, 1]])
+  })
+})
