@@ -17,7 +17,7 @@ export class StrataTable extends Construct {
   /** The StrataTables this table is deployed with (its functions, queues, alarms). */
   readonly deployment: StrataTables
   readonly tableName: string
-  /** `s3://<bucket>/tables/<name>`: where the library opens the table. */
+  /** `s3://<bucket>/tables/<name>`, or `s3://<bucket>/<warehouse>/<database>.db/<name>`: where the library opens the table. */
   readonly tableUri: string
   readonly bucket: IBucket
   readonly encryptionKey?: IKey

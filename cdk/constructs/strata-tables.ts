@@ -48,7 +48,7 @@ export function strataTablesOf(scope: Construct, id: string, validated: { config
 }
 
 export class StrataTables extends Construct {
-  /** The bucket the tables live in (`tables/<name>/`), the user's or a created one. */
+  /** The bucket the tables live in (`tables/<name>/`, or `<warehouse>/<database>.db/<name>/`), the user's or a created one. */
   readonly bucket: IBucket
   /** The KMS key of the bucket, queues and alarm topic, when given. */
   readonly encryptionKey?: IKey
@@ -202,7 +202,7 @@ export class StrataTables extends Construct {
     return names.map((n) => this.tables.find((t) => t.name === n) ?? invalid(n, this.tableNames))
   }
 
-  /** `s3://<bucket>/tables/<name>`: where the library opens the table. */
+  /** `s3://<bucket>/tables/<name>`, or `s3://<bucket>/<warehouse>/<database>.db/<name>`: where the library opens the table. */
   tableUri(table: string): string {
     return this.selected([table])[0].uri
   }
