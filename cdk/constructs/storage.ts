@@ -2,11 +2,12 @@
 // `<warehouse>/<database>.db/<name>/`), rejected ingest records under `rejects/`: a bucket
 // of the user's (the construct's `bucket` prop, used as it is), or one created here. A
 // created bucket is encrypted at rest (SSE-S3, or SSE-KMS with an S3 Bucket Key under the
-// construct's `encryptionKey`), never public, TLS only, retained when the stack is deleted (it holds the data). Versioning is off unless configured: the
-// commit protocol's conditional PUT (`If-None-Match: *`) works on either kind of bucket, all
-// table files but the LATEST/EARLIEST hints are written once, and snapshot expiration and
-// orphan cleanup delete files on purpose — a versioned bucket would keep every deleted file
-// as a noncurrent version, so turning it on also turns on a noncurrent-version expiration.
+// construct's `encryptionKey`), never public, TLS only, retained when the stack is deleted
+// (it holds the data). Versioning is off unless configured: the commit protocol's
+// conditional PUT (`If-None-Match: *`) works on either kind of bucket, all table files but
+// the LATEST/EARLIEST hints are written once, and snapshot expiration and orphan cleanup
+// delete files on purpose — a versioned bucket would keep every deleted file as a
+// noncurrent version, so turning it on also turns on a noncurrent-version expiration.
 
 import { Duration, RemovalPolicy } from 'aws-cdk-lib'
 import type { IKey } from 'aws-cdk-lib/aws-kms'
