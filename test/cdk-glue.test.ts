@@ -95,12 +95,16 @@ describe('StrataTables in a warehouse, one table registered in Glue', () => {
     expect(elsewhere).toEqual([])
   })
 
-  it("lets the committer write and delete the table's Iceberg metadata under its metadata/ only", () => {
+  it("lets the committer and maintenance write and delete the table's Iceberg metadata under its metadata/", () => {
     const s3 = roleStatements(resources, committerRole).filter((st) => st.Effect === 'Allow' && actions(st).includes('s3:DeleteObject'))
     const resourcesOf = (st: Statement) => (Array.isArray(st.Resource) ? st.Resource : [st.Resource])
     const metadata = s3.filter((st) => resourcesOf(st).some((r) => JSON.stringify(r).includes('/lake/sales.db/orders/metadata/*')))
     expect(metadata).toHaveLength(1)
     expect(actions(metadata[0]).sort()).toEqual(['s3:DeleteObject', 's3:GetObject', 's3:PutObject'])
+    // maintenance brings the metadata up to date before it expires old versions
+    const maintenanceRole = stack.getLogicalId(orders.maintenance.role.node.defaultChild as never)
+    const maintenance = roleStatements(resources, maintenanceRole).filter((st) => st.Effect === 'Allow' && resourcesOf(st).some((r) => JSON.stringify(r).includes('/lake/sales.db/orders/metadata/*')))
+    expect(maintenance.flatMap(actions).sort()).toEqual(['s3:DeleteObject', 's3:GetObject', 's3:PutObject'])
     // the table without Iceberg metadata gets no such grant
     const viewsRole = stack.getLogicalId(views.committer.role.node.defaultChild as never)
     expect(JSON.stringify(roleStatements(resources, viewsRole))).not.toContain('metadata/*')

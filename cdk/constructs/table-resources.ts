@@ -292,8 +292,12 @@ export class TableResources extends Construct {
     allowList(maintenance.role, bucket)
     allowKey(maintenance.role, props.key)
     allowObjects(maintenance.role, bucket, ['s3:GetObject', 's3:DeleteObject'], [`${this.prefix}*`])
-    // expiration moves the EARLIEST hint; it writes nothing else
+    // expiration moves the EARLIEST hint; it writes nothing else but, with Iceberg metadata,
+    // the latest snapshot's version when the committer's write of it failed (it brings the
+    // metadata up to date before removing old versions)
     allowObjects(maintenance.role, bucket, ['s3:PutObject'], [`${this.prefix}snapshot/EARLIEST`])
+    const metadata = icebergMetadataPrefix(this.prefix, table, props.config.warehouse)
+    if (metadata !== undefined) allowObjects(maintenance.role, bucket, ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], [`${metadata}*`])
     allowQueueAttributes(maintenance.role, [this.queue])
     denySchemaWrites(maintenance.role, bucket, [this.prefix])
     maintenance.fn.node.addDependency(this.created)
