@@ -10,7 +10,7 @@
 import { GlueClient, UpdateTableCommand } from '@aws-sdk/client-glue'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { committerFunction } from '../functions/committer.ts'
-import { type AddedMetric, FunctionRuntime, resetRuntime } from '../functions/shared/runtime.ts'
+import { type AddedMetric, FunctionRuntime, glueTarget, resetRuntime } from '../functions/shared/runtime.ts'
 import { encodeCommitMessage } from '../lib/commit/commit-message.ts'
 import { Table } from '../lib/handle/table.ts'
 import { S3Store } from '../lib/store/s3-store.ts'
@@ -303,6 +303,19 @@ describe('GluePointer', () => {
     await Promise.all([first, flushed])
     expect(glueLocation()).toBe(meta(3))
     expect(server.recorded('UpdateTable').map((u) => u.TableInput.Parameters.metadata_location)).toEqual([meta(2), meta(3)])
+  })
+})
+
+describe('glueTarget (the committer\'s STRATA_GLUE_* variables)', () => {
+  it('reads both names and the interval, defaults the interval, and is undefined without them', () => {
+    expect(glueTarget({ STRATA_GLUE_DATABASE: 'd', STRATA_GLUE_TABLE: 't', STRATA_GLUE_UPDATE_INTERVAL_MS: '0' })).toEqual({ database: 'd', table: 't', updateIntervalMs: 0 })
+    expect(glueTarget({ STRATA_GLUE_DATABASE: 'd', STRATA_GLUE_TABLE: 't' })).toEqual({ database: 'd', table: 't', updateIntervalMs: 10_000 })
+    expect(glueTarget({})).toBeUndefined()
+  })
+
+  it('refuses one name without the other and an interval that is not a whole number, naming the variable', () => {
+    expect(() => glueTarget({ STRATA_GLUE_DATABASE: 'd' })).toThrow(/STRATA_GLUE_DATABASE and STRATA_GLUE_TABLE: expected both or neither, got only STRATA_GLUE_DATABASE/)
+    expect(() => glueTarget({ STRATA_GLUE_DATABASE: 'd', STRATA_GLUE_TABLE: 't', STRATA_GLUE_UPDATE_INTERVAL_MS: '10s' })).toThrow(/STRATA_GLUE_UPDATE_INTERVAL_MS: expected a non-negative integer, got "10s"/)
   })
 })
 
