@@ -97,10 +97,12 @@ export class IcebergMetadataWriter {
   private state: Version | null = null
   private tail: Promise<void> = Promise.resolve()
   private hinted = 0
+  /** snapshots queued and not yet written */
+  private queued = 0
   /** snapshots this writer tried to write (recent ones): their missing versions are not waited for */
   private readonly attempted = new Set<number>()
-  /** whether every version below the kept window is known removed (expireAfterCommit) */
-  private swept = false
+  /** no version below this id is left (expireAfterCommit); 0 when not known */
+  private sweptBelow = 0
   private readonly schemas = new Map<number, Promise<TableSchema>>()
   private readonly entries = new Map<string, IcebergEntry[]>()
 
@@ -122,7 +124,11 @@ export class IcebergMetadataWriter {
 
   /** Queues the metadata of a snapshot that exists now; returns at once (the commit does not wait). */
   landed(snapshot: Snapshot, delta?: SnapshotDelta): void {
-    this.tail = this.tail.then(() => this.write(snapshot, delta)).catch((e: Error) => this.failed(snapshot.id, e))
+    this.queued++
+    this.tail = this.tail
+      .then(() => this.write(snapshot, delta))
+      .catch((e: Error) => this.failed(snapshot.id, e))
+      .finally(() => this.queued--)
   }
 
   /** Resolves once every queued snapshot's metadata is written or has failed. */
@@ -404,13 +410,16 @@ export class IcebergMetadataWriter {
     this.stats.written++
     if (p.rebuilt) this.stats.rebuilt++
     this.stats.latest = Math.max(this.stats.latest, n)
-    // the hint names a version that exists (written just before) and never moves back in this process
-    if (n > this.hinted) {
-      this.hinted = n
-      await this.dir.store.put(`${METADATA_DIR}${VERSION_HINT}`, encoder.encode(String(n)))
-    }
+    const published = this.opts.catalog?.published(this.dir.uriOf(key), n)
+    // with more snapshots queued behind this one, the last of them moves the hint and removes
+    // old versions: a backlog costs one request per level-0 snapshot
+    if (this.queued > 1) return void (await published)
+    // the hint names a version that exists (written just before) and never moves back in this
+    // process; old versions go only once it names this one
+    const hint = n > this.hinted ? this.dir.store.put(`${METADATA_DIR}${VERSION_HINT}`, encoder.encode(String(n))) : undefined
+    this.hinted = Math.max(this.hinted, n)
+    await Promise.all([hint, published])
     await this.expireAfterCommit(n)
-    await this.opts.catalog?.published(this.dir.uriOf(key), n)
   }
 
   /**
@@ -423,14 +432,14 @@ export class IcebergMetadataWriter {
     const keep = Math.max(1, this.options.previousVersionsMax)
     const oldest = n - keep
     if (oldest <= 1) return
-    // once this writer has seen the directory hold no version below the window, each commit
-    // has one version to remove; until then (a new process, a failed removal, a crash that
-    // skipped versions) one LIST finds them all
-    const ids = this.swept ? [oldest - 1, ...Array.from({ length: keep + 1 }, (_, i) => n - i)] : await this.dir.versionIds()
+    // once this writer has seen the directory hold no version below `sweptBelow`, a commit has
+    // the versions from there to the window to remove (one, without a backlog); until then (a
+    // new process, a failed removal, a crash that skipped versions) one LIST finds them all
+    const ids = this.sweptBelow > 0 ? Array.from({ length: n - this.sweptBelow + 1 }, (_, i) => this.sweptBelow + i) : await this.dir.versionIds()
     const victims = ids.filter((id) => id < oldest)
-    this.swept = false
+    this.sweptBelow = 0
     await this.dir.remove(victims, ids.filter((id) => id >= oldest))
-    this.swept = true
+    this.sweptBelow = oldest
   }
 
   /**
