@@ -291,6 +291,22 @@ describe('GluePointer', () => {
     expect(p.failures).toBe(2)
   })
 
+  it('a location pending while an update finds Glue already past it is dropped, not sent', async () => {
+    const a = pointer()
+    const b = pointer()
+    await b.published(meta(9), 9)
+    const held = server.hold('GetTable')
+    const first = a.published(meta(5), 5)
+    await held.arrived
+    await a.published(meta(6), 6) // pending behind the update in flight
+    held.release()
+    await first // Glue names v9: v5 skipped, and v6 known to be older
+    const before = server.requests.length
+    await a.flush()
+    expect(server.requests.length).toBe(before)
+    expect(glueLocation()).toBe(meta(9))
+  })
+
   it('a publish while an update is in flight stays pending, and flush waits for the update and then sends it', async () => {
     const p = pointer()
     const held = server.hold('UpdateTable')

@@ -119,6 +119,11 @@ export class GluePointer implements IcebergCatalogPort {
   private async send(): Promise<void> {
     const p = this.pending
     if (!p) return
+    // Glue was seen on this snapshot or a newer one since it was published
+    if (p.snapshotId <= this.known) {
+      this.pending = null
+      return
+    }
     this.lastAttemptAt = this.o.now()
     const run = this.move(p).then((outcome) => {
       if (outcome !== 'failed' && this.pending === p) this.pending = null
