@@ -22,7 +22,7 @@ type Op =
   | { kind: 'write'; keys: number[]; tag: number }
   | { kind: 'delete'; keys: number[] }
   | { kind: 'compact'; full: boolean }
-  | { kind: 'alter'; change: 'add' | 'rename' | 'drop' | 'widen' }
+  | { kind: 'alter'; change: 'add' | 'rename' | 'drop' | 'widen' | 'levels' }
   | { kind: 'expire' }
   | { kind: 'orphans' }
   | { kind: 'crash' }
@@ -31,7 +31,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 5, arbitrary: fc.record({ kind: fc.constant('write' as const), keys: fc.uniqueArray(fc.integer({ min: 0, max: 30 }), { minLength: 1, maxLength: 8 }), tag: fc.integer({ min: 0, max: 99 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('delete' as const), keys: fc.uniqueArray(fc.integer({ min: 0, max: 30 }), { minLength: 1, maxLength: 4 }) }) },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('compact' as const), full: fc.boolean() }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('alter' as const), change: fc.constantFrom('add' as const, 'rename' as const, 'drop' as const, 'widen' as const) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('alter' as const), change: fc.constantFrom('add' as const, 'rename' as const, 'drop' as const, 'widen' as const, 'levels' as const) }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'expire' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'orphans' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'crash' as const }) },
@@ -97,7 +97,10 @@ async function check(t: StrataTable, w: IcebergMetadataWriter, raw: ObjectStore,
   const list = readIcebergManifestList(await mustGet(raw, keyIn(raw, snap['manifest-list'])))
   const entries = async (content: number) =>
     (await Promise.all(list.filter((m) => m.content === content).map(async (m) => readIcebergManifest(await mustGet(raw, keyIn(raw, m.path)), h.view.partitionFields, m.firstRowId)))).flat().filter((e) => e.status !== 2)
-  const visible = (level: number) => (dv ? level > 0 : level === h.view.options.numLevels - 1)
+  // the levels the version lists, as it records them: an alter of num-levels takes effect at the next snapshot
+  const rule = snap.summary['visible-levels']
+  expect(rule).toBe(dv ? 'above 0' : rule)
+  const visible = (level: number) => (rule === 'above 0' ? level > 0 : level === Number(rule))
   const live = (await h.manifests.liveEntries(latest)).filter((e) => visible(e.file.level))
   const data = await entries(0)
   expect(data.map((e) => e.file.path.split('/').pop()).sort()).toEqual(live.map((e) => e.file.fileName).sort())
@@ -144,8 +147,11 @@ async function run(options: Record<string, string>, ops: Op[]): Promise<void> {
         break
       case 'alter': {
         await w.settle()
+        // one more level moves the top level a v2 reader sees
+        const levels = t.handle.view.options.numLevels
         const change =
-          o.change === 'add' ? { kind: 'add-column' as const, name: `c${extra++}`, type: 'INT' }
+          o.change === 'levels' ? { kind: 'set-option' as const, key: 'num-levels', value: String(Math.min(levels + 1, 6)) }
+          : o.change === 'add' ? { kind: 'add-column' as const, name: `c${extra++}`, type: 'INT' }
           : o.change === 'rename' && columns.length ? { kind: 'rename-column' as const, name: columns[0], newName: `r${extra++}` }
           : o.change === 'drop' && columns.length > 1 ? { kind: 'drop-column' as const, name: columns[columns.length - 1] }
           : columns.length ? { kind: 'update-column-type' as const, name: columns[0], type: 'BIGINT' }

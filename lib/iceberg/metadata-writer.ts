@@ -17,7 +17,7 @@ import type { ObjectStore } from '../store/object-store.ts'
 import type { SchemaView } from '../table/schema.ts'
 import { FileKind, type ManifestEntry, type Snapshot, type TableSchema } from '../types.ts'
 import { Content, type IcebergEntry, type IcebergManifestMeta, Status, manifestMetaOf, readIcebergManifest, readIcebergManifestList, writeIcebergManifest, writeIcebergManifestList } from './manifests.ts'
-import { type BaseMetadata, METADATA_DIR, VERSION_HINT, buildMetadata, metadataFileName, parseBaseMetadata, tableUuidOf } from './metadata.ts'
+import { type BaseMetadata, METADATA_DIR, VERSION_HINT, VISIBLE_LEVELS, buildMetadata, metadataFileName, parseBaseMetadata, tableUuidOf } from './metadata.ts'
 import { type IcebergLocation, type IcebergOptions, icebergLocation, icebergOptions } from './options.ts'
 import { icebergSchemaOf, partitionSpecOf } from './schema.ts'
 import { TableFiles } from './table-files.ts'
@@ -185,7 +185,7 @@ export class IcebergMetadataWriter {
     if (id < 1) return null
     const bytes = await this.dir.store.get(`${METADATA_DIR}${metadataFileName(id)}`)
     const base = bytes ? parseBaseMetadata(decoder.decode(bytes)) : null
-    if (!base || base.formatVersion !== this.options.formatVersion || base.snapshotId !== id) return null
+    if (!base || base.formatVersion !== this.options.formatVersion || base.snapshotId !== id || base.visibleLevels !== this.files.visibleLevels) return null
     const listKey = this.dir.keyOf(base.manifestList)
     const listBytes = listKey ? await this.dir.store.get(listKey) : null
     if (!listKey || !listBytes) return null
@@ -311,7 +311,7 @@ export class IcebergMetadataWriter {
       if (!bytes) continue
       try {
         const m = JSON.parse(decoder.decode(bytes))
-        if (typeof m?.['table-uuid'] === 'string') return { formatVersion: m['format-version'], uuid: m['table-uuid'], snapshotId: v, manifestList: '', nextRowId: typeof m['next-row-id'] === 'number' ? m['next-row-id'] : null, schemas: [] }
+        if (typeof m?.['table-uuid'] === 'string') return { formatVersion: m['format-version'], visibleLevels: null, uuid: m['table-uuid'], snapshotId: v, manifestList: '', nextRowId: typeof m['next-row-id'] === 'number' ? m['next-row-id'] : null, schemas: [] }
       } catch {
         // an unreadable version names nothing to keep
       }
@@ -385,7 +385,7 @@ export class IcebergMetadataWriter {
       snapshotId: n,
       timestampMs: snapshot.timeMillis,
       operation: p.change.removed === 0 ? 'append' : p.change.added === 0 ? 'delete' : 'overwrite',
-      summary: { 'added-data-files': String(p.change.added), 'deleted-data-files': String(p.change.removed) },
+      summary: { 'added-data-files': String(p.change.added), 'deleted-data-files': String(p.change.removed), [VISIBLE_LEVELS]: this.files.visibleLevels },
       manifestList: this.dir.uriOf(listKey),
       snapshotSchemaId: snapshot.schemaId,
       schemas: schemas.map(icebergSchemaOf),

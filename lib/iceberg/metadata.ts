@@ -68,6 +68,8 @@ export function tableUuidOf(location: string): string {
  * Paimon's Java wrote may list level-0 files (its first snapshot's scan includes them).
  */
 export const WRITTEN_BY = 'written-by'
+/** The summary key naming the levels a version lists (TableFiles.visibleLevels). */
+export const VISIBLE_LEVELS = 'visible-levels'
 
 export interface MetadataInput {
   formatVersion: number
@@ -141,6 +143,8 @@ export function currentManifestList(text: string): string | null {
 /** What a writer takes from a previous metadata file; null when it is not one Strata can build on. */
 export interface BaseMetadata {
   formatVersion: number
+  /** the summary's visible-levels */
+  visibleLevels: string | null
   uuid: string
   snapshotId: number
   manifestList: string
@@ -163,6 +167,7 @@ export function parseBaseMetadata(text: string): BaseMetadata | null {
   if (m['format-version'] >= 3 && typeof m['next-row-id'] !== 'number') return null
   return {
     formatVersion: m['format-version'],
+    visibleLevels: typeof current.summary?.[VISIBLE_LEVELS] === 'string' ? current.summary[VISIBLE_LEVELS] : null,
     uuid: m['table-uuid'],
     snapshotId: m['current-snapshot-id'],
     manifestList: current['manifest-list'],

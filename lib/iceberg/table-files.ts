@@ -22,6 +22,15 @@ export class TableFiles {
     private readonly formatVersion: number,
   ) {}
 
+  /**
+   * Which levels a reader sees, as a version's summary records it (`visible-levels`): a
+   * version listed under another rule (num-levels or deletion vectors altered since) is not
+   * built on.
+   */
+  get visibleLevels(): string {
+    return this.formatVersion >= 3 && this.view.options.deletionVectors ? 'above 0' : `${this.view.options.numLevels - 1}`
+  }
+
   /** Whether a reader of this format version sees a file at `level`. */
   visible(level: number): boolean {
     return this.formatVersion >= 3 && this.view.options.deletionVectors ? level > 0 : level === this.view.options.numLevels - 1
