@@ -83,11 +83,11 @@ export class GluePointer implements IcebergCatalogPort {
 
   constructor(options: GluePointerOptions) {
     this.o = {
-      intervalMs: DEFAULT_GLUE_UPDATE_INTERVAL_MS,
-      skipArchive: false,
-      attempts: DEFAULT_GLUE_UPDATE_ATTEMPTS,
-      now: Date.now,
       ...options,
+      intervalMs: options.intervalMs ?? DEFAULT_GLUE_UPDATE_INTERVAL_MS,
+      skipArchive: options.skipArchive ?? false,
+      attempts: options.attempts ?? DEFAULT_GLUE_UPDATE_ATTEMPTS,
+      now: options.now ?? Date.now,
     }
   }
 
