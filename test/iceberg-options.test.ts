@@ -91,3 +91,12 @@ describe('metadata.iceberg.* at alter', () => {
     await expect(t.alter([{ kind: 'set-option', key: 'metadata.iceberg.storage', value: 'hadoop-catalog' }])).rejects.toThrow(/option 'metadata.iceberg.storage': value 'hadoop-catalog' needs the table in a warehouse/)
   })
 })
+
+describe('a stored schema with Paimon\'s catalog storage', () => {
+  it('is readable but not written: Strata would leave the Hive or REST catalog\'s Iceberg table behind', async () => {
+    const { coreOptions } = await import('../lib/table/options.ts')
+    const o = coreOptions({ bucket: '1', 'metadata.iceberg.storage': 'hive-catalog' })
+    expect(o.unwritable.join('; ')).toMatch(/option 'metadata.iceberg.storage' is "hive-catalog"; Strata writes Iceberg metadata only for table-location and hadoop-catalog/)
+    expect(coreOptions({ bucket: '1', 'metadata.iceberg.storage': 'table-location' }).unwritable).toEqual([])
+  })
+})

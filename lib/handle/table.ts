@@ -179,7 +179,8 @@ export class Table implements TableStore {
  * option (another tool's table outside a `.db` directory): then no metadata is written.
  */
 function icebergWriterFor(table: Table, opts: TableOpenOptions): IcebergMetadataWriter | null {
-  if (icebergOptions(table.schema.options).storage === 'disabled' || icebergRefusal(table.schema, table.uri)) return null
+  const storage = icebergOptions(table.schema.options).storage
+  if ((storage !== 'table-location' && storage !== 'hadoop-catalog') || icebergRefusal(table.schema, table.uri)) return null
   return new IcebergMetadataWriter(table, { catalog: opts.icebergCatalog, metadataStore: opts.icebergMetadataStore })
 }
 

@@ -429,6 +429,10 @@ export function unwritableReasons(raw: Record<string, string>): string[] {
   if (dvConflict) out.push(dvConflict)
   const changelogConflict = changelogProducerConflict(raw)
   if (changelogConflict) out.push(changelogConflict)
+  // Paimon keeps a Hive or REST catalog's Iceberg table up to date at each commit; Strata's
+  // commits would leave it behind (docs/format.md "Iceberg metadata")
+  const iceberg = raw['metadata.iceberg.storage']?.trim().toLowerCase()
+  if (iceberg === 'hive-catalog' || iceberg === 'rest-catalog') out.push(`option 'metadata.iceberg.storage' is ${JSON.stringify(raw['metadata.iceberg.storage'])}; Strata writes Iceberg metadata only for table-location and hadoop-catalog, and registers nothing in a ${iceberg === 'hive-catalog' ? 'Hive Metastore' : 'REST catalog'}, so its commits would leave that catalog's Iceberg table behind`)
   return out
 }
 
