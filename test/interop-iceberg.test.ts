@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DuckDBInstance } from '@duckdb/node-api'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { NotFoundError, SnapshotExpiredError, createTable, openTable, type SchemaChange, type StrataTable } from '../lib/api/index.ts'
+import { NotFoundError, type ObjectStore, SnapshotExpiredError, createTable, openTable, type SchemaChange, type StrataTable } from '../lib/api/index.ts'
 import { JAR as PAIMON_JAR, buildHarness, byKey, parseRows, writeJsonLines, type PaimonResult } from './helpers/interop.ts'
 import {
   ICEBERG_RUN_COMMAND,
@@ -291,8 +291,12 @@ async function buildStrata(spec: Spec, dir: string): Promise<{ table: StrataTabl
     else if ('compact' in step) {
       const done = await table.compact({ full: step.compact === 'full' })
       if (step.compact === 'full' && done.snapshotId !== null) fullAt.push(done.snapshotId)
-    } else if ('expire' in step) await table.expire()
-    else if ('removeOrphans' in step) {
+    } else if ('expire' in step) {
+      // the metadata of every snapshot written first: expiring while the writer has a backlog
+      // is the cell 'version-hint after an expiration…' below
+      await settle()
+      await table.expire()
+    } else if ('removeOrphans' in step) {
       await settle()
       ageFiles(dir, 3 * 86_400_000)
       await table.expire({ removeOrphans: true, olderThan: '1 d' })
@@ -339,6 +343,77 @@ async function duckdbIceberg(): Promise<{ db: DuckDBInstance } | { reason: strin
     conn.closeSync()
   }
 }
+/**
+ * A store whose writes of Iceberg metadata versions wait until the writer is asked (by `head`)
+ * whether version `held` exists: an expiration that catches the metadata up while the writer
+ * still has that version queued, made to happen every time rather than under load only.
+ */
+function holdVersionUntilAsked(held: number): { wrap: (store: ObjectStore) => ObjectStore; hold: () => void } {
+  let release: (() => void) | null = null
+  let released: Promise<void> = Promise.resolve()
+  const isVersion = (key: string, n?: number) => {
+    const m = /(?:^|\/)metadata\/v(\d+)\.metadata\.json$/.exec(key)
+    return m !== null && (n === undefined || Number(m[1]) === n)
+  }
+  const wrap = (store: ObjectStore): ObjectStore =>
+    new Proxy(store, {
+      get(target, prop) {
+        if (prop === 'putIfAbsent') {
+          return async (key: string, data: Uint8Array) => {
+            if (isVersion(key)) await released
+            return target.putIfAbsent(key, data)
+          }
+        }
+        if (prop === 'head') {
+          return async (key: string) => {
+            const info = await target.head(key)
+            if (release && isVersion(key, held)) {
+              release()
+              release = null
+            }
+            return info
+          }
+        }
+        const v = Reflect.get(target, prop, target) as unknown
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v
+      },
+    })
+  const hold = () => {
+    released = new Promise<void>((r) => (release = r))
+  }
+  return { wrap, hold }
+}
+
+// Strata's Iceberg writer moves version-hint.text only for the last of the snapshots queued
+// behind one another; an expiration that finds the newest version not yet written queues that
+// snapshot again, and the second, finding it written, returns before the hint: the hint stays
+// on the version before until the next commit, and a reader that follows it (Iceberg's
+// HadoopTables, this harness) reads an older snapshot. The hold makes the backlog certain.
+describe('Iceberg metadata: version-hint after an expiration that caught up a backlog', () => {
+  it.fails('version-hint.text names the newest version (it stays one behind)', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'strata-iceberg-hint-'))
+    try {
+      mkdirSync(join(root, 'db.db'))
+      const dir = join(root, 'db.db', 't')
+      const { wrap, hold } = holdVersionUntilAsked(3)
+      const table = await createTable(dir, { fields: [{ name: 'id', type: 'BIGINT' }, { name: 'v', type: 'INT' }], primaryKeys: ['id'], options: { bucket: '1', ...V2, ...RETAIN } }, { wrapStore: wrap })
+      for (const v of [1, 2]) {
+        await table.write([{ id: 1, v }])
+        await table.handle.iceberg!.settle()
+      }
+      hold()
+      await table.write([{ id: 1, v: 3 }])
+      const expired = await table.expire()
+      await table.handle.iceberg!.settle()
+      expect(expired.expired).toEqual([1])
+      expect(readdirSync(join(dir, 'metadata'))).toContain('v3.metadata.json')
+      expect(readFileSync(join(dir, 'metadata', 'version-hint.text'), 'utf8').trim()).toBe('3')
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+})
+
 const missing = missingTools()
 // asked only where the suite runs, so a machine without Java says one line, not two
 const duck = missing.length > 0 ? { reason: 'the suite does not run' } : await duckdbIceberg()
@@ -407,14 +482,13 @@ if (missing.length > 0 && !process.env.CI) {
             }
             ask(['read', metadataDir, '--snapshot', String(s), '--current-schema'], (r) => cell.atSnapshot.set(s, r))
           }
-          if (cell.spec.options[KEEP_VERSIONS] === 'false') {
-            // every snapshot as Iceberg saw it when it landed: writes (level 0 pending) and compactions
-            for (const name of readdirSync(metadataDir)) {
-              const n = /^v(\d+)\.metadata\.json$/.exec(name)?.[1]
-              if (n === undefined) continue
-              cell.strataRows.set(Number(n), await strataRead(table, Number(n)))
-              ask(['read', join(metadataDir, name)], (r) => cell.versions.set(Number(n), r))
-            }
+          // every version the directory holds (a catalog pointer that lags may name any of them);
+          // with all kept, every snapshot as Iceberg saw it when it landed
+          for (const name of readdirSync(metadataDir)) {
+            const n = /^v(\d+)\.metadata\.json$/.exec(name)?.[1]
+            if (n === undefined) continue
+            if (cell.spec.options[KEEP_VERSIONS] === 'false') cell.strataRows.set(Number(n), await strataRead(table, Number(n)))
+            ask(['read', join(metadataDir, name)], (r) => cell.versions.set(Number(n), r))
           }
         } catch (e) {
           cell.strataError = String(e)
@@ -487,6 +561,13 @@ if (missing.length > 0 && !process.env.CI) {
 
         it("Strata's metadata writer reported no failure", () => {
           expect(cell().failures).toEqual([])
+        })
+
+        it('every metadata version left in the directory opens and reads, and version-hint.text names the newest', () => {
+          const c = cell()
+          expect(c.versions.size).toBeGreaterThan(0)
+          for (const [n, r] of c.versions) expect({ version: n, error: r.error }).toEqual({ version: n, error: undefined })
+          expect(Number(readFileSync(join(metadataDirOf(spec, c.strataDir), 'version-hint.text'), 'utf8').trim())).toBe(Math.max(...c.versions.keys()))
         })
 
         if (spec.options[KEEP_VERSIONS] === 'false' && !dv) {
