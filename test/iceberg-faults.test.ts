@@ -141,4 +141,20 @@ describe('Iceberg metadata under faults', () => {
     expect(meta.snapshots[0]['manifest-list'].startsWith(`${warehouse.uri}/iceberg/sales/orders/metadata/snap-1-`)).toBe(true)
     expect(published).toEqual([[`${warehouse.uri}/iceberg/sales/orders/metadata/v1.metadata.json`, 1]])
   })
+
+  it('hadoop-catalog: the first snapshot clears what a table dropped at the same place left in the catalog directory', async () => {
+    const warehouse = new MemoryStore({ uri: `memory://iceberg-faults-${n++}/wh` })
+    const catalogDir = new MemoryStore({ uri: `${warehouse.uri}/iceberg/sales/orders` })
+    const stale = { 'format-version': 2, 'table-uuid': 'x', 'current-snapshot-id': 2, snapshots: [{ 'snapshot-id': 2, 'manifest-list': `${catalogDir.uri}/metadata/snap-2-old.avro`, summary: { operation: 'append', 'written-by': 'strata' } }] }
+    for (const id of [1, 2]) await catalogDir.put(`metadata/v${id}.metadata.json`, new TextEncoder().encode(JSON.stringify({ ...stale, 'current-snapshot-id': id })))
+    await catalogDir.put('metadata/snap-2-old.avro', new Uint8Array(8))
+    const t = await createTable(`${warehouse.uri}/sales.db/orders`, SCHEMA({ 'metadata.iceberg.storage': 'hadoop-catalog' }), { icebergMetadataStore: catalogDir })
+    await t.write([{ k: 1, v: 'a' }])
+    await t.write([{ k: 2, v: 'b' }])
+    await t.handle.iceberg!.settle()
+    expect(t.handle.iceberg!.stats).toMatchObject({ written: 2, failed: 0 })
+    expect((await catalogDir.list('metadata/')).map((o) => o.key).filter((k) => k.includes('old'))).toEqual([])
+    const v2 = JSON.parse(await text(catalogDir, 'metadata/v2.metadata.json'))
+    expect(v2['table-uuid']).not.toBe('x')
+  })
 })

@@ -165,6 +165,10 @@ export class IcebergMetadataWriter {
   private async write(snapshot: Snapshot, delta?: SnapshotDelta): Promise<void> {
     const n = snapshot.id
     if (this.state && this.state.snapshotId >= n) return
+    // the first snapshot of a table: a directory outside it (hadoop-catalog) may still hold
+    // the versions of a table dropped there before, which must not be taken for this one's
+    // (Paimon clears it at the first snapshot too)
+    if (n === 1) await Promise.all((await this.dir.store.list(METADATA_DIR)).map((o) => this.dir.store.delete(o.key)))
     const attempted = this.attempted.has(n - 1)
     this.attempted.add(n)
     if (this.attempted.size > 64) this.attempted.delete(Math.min(...this.attempted))
