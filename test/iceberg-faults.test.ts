@@ -72,6 +72,35 @@ describe('Iceberg metadata under faults', () => {
     for (const h of hints) expect(await store.head(`metadata/v${h}.metadata.json`)).not.toBeNull()
   })
 
+  it('two writers of the same version: one creates it, the other deletes what it wrote and builds on the winner', async () => {
+    const uri = `memory://iceberg-faults-${n++}/wh/db.db/t`
+    const t = await createTable(uri, SCHEMA())
+    await t.write([{ k: 1, v: 'a' }])
+    // a compaction, so each writer of v2 writes a manifest and a list of its own
+    await t.compact({ full: true })
+    await t.handle.iceberg!.settle()
+    const store = t.handle.store
+    await store.delete('metadata/v2.metadata.json')
+    // the lost version's own files are orphans now; the writers below must leave no more
+    const before = new Set((await store.list('metadata/')).map((o) => o.key))
+    const [a, b] = [await openTable(uri), await openTable(uri)]
+    await Promise.all([a.handle.iceberg!.catchUp(), b.handle.iceberg!.catchUp()])
+    expect(a.handle.iceberg!.stats.written + b.handle.iceberg!.stats.written).toBe(1)
+    const meta = JSON.parse(await text(store, 'metadata/v2.metadata.json'))
+    const named = new Set([meta.snapshots[0]['manifest-list'].slice(`${uri}/`.length)])
+    for (const m of readIcebergManifestList((await store.get([...named][0]))!)) named.add(m.path.slice(`${uri}/`.length))
+    // what the loser wrote is gone: every file no version names was there before
+    const v1 = JSON.parse(await text(store, 'metadata/v1.metadata.json'))
+    named.add(v1.snapshots[0]['manifest-list'].slice(`${uri}/`.length))
+    const unnamed = (await store.list('metadata/')).map((o) => o.key).filter((k) => k.endsWith('.avro') && !named.has(k))
+    expect(unnamed.filter((k) => !before.has(k))).toEqual([])
+    expect(named.size).toBeGreaterThan(1)
+    // both build the next version on v2
+    await a.write([{ k: 3, v: 'c' }])
+    await a.handle.iceberg!.settle()
+    expect(a.handle.iceberg!.stats.failed).toBe(0)
+  })
+
   it('a base Strata did not write (Paimon Java\'s, without row lineage) is rebuilt from the snapshot, keeping its table uuid', async () => {
     const uri = `memory://iceberg-faults-${n++}/wh/db.db/t`
     const t = await createTable(uri, SCHEMA({ 'metadata.iceberg.format-version': '3' }))
