@@ -1,20 +1,23 @@
 // Apache Iceberg's own Java library (interop-iceberg/, Iceberg 1.12.0) reads the Iceberg
-// metadata Strata writes beside a table (`metadata.iceberg.storage` = table-location), and
-// its generic reader must return exactly Strata's rows:
-// - format version 2, deletion vectors off: Iceberg sees the top level only, so after a full
-//   compaction its read equals Strata's; every merge engine, partitioned and not.
-// - format version 3 with 64-bit deletion vectors: Iceberg sees every level above 0 with
-//   Strata's deletion vectors handed over, so at every snapshot the metadata lists (after
-//   writes and compactions, none full) Iceberg's read equals Strata's read of that snapshot,
-//   which skips level 0 too.
-// - after expirations and after alters (add, rename, drop, widen a column).
+// metadata Strata writes beside a table (`metadata.iceberg.storage` table-location, one
+// table hadoop-catalog), and its generic reader must return exactly Strata's rows:
+// - deletion vectors off (v2, and v3 first-row): Iceberg sees the top level only, so after a
+//   full compaction its read equals Strata's, and at every snapshot between it shows what the
+//   last full compaction left; every merge engine, partitioned and not.
+// - v3 with 64-bit deletion vectors: Iceberg sees every level above 0 with Strata's deletion
+//   vectors handed over, so at every snapshot (writes and compactions, none full) Iceberg's
+//   read equals Strata's read of that snapshot, which skips level 0 too.
+// - after expirations, orphan removal and alters (add, rename, drop, widen a column); every
+//   metadata version left in the directory opens, and version-hint.text names the newest.
 // Side by side, Paimon 1.4.2 (interop/) writes its own Iceberg metadata for the same writes,
 // compactions, expirations and alters; Iceberg's reads of both tables are equal, and so is the
-// metadata's shape (schema, partition spec, visible files' row counts). Paimon's v3 metadata
-// lacks `next-row-id`, which Iceberg refuses; a cell records that refusal, and the v3
-// comparison reads a copy with the field added (interop-iceberg/README.md says why).
-// All tables are built first; then one JVM reads them all. Without Java or Maven the file
-// is skipped with one line, except under CI, where it fails.
+// metadata's shape (schema with field ids, partition spec, rows per partition). Paimon's v3
+// metadata lacks `next-row-id`, which Iceberg refuses; a cell records that refusal, and the
+// v3 comparison reads a copy with the field added (interop-iceberg/README.md says why).
+// Where the two differ in what a reader sees, the cell is an `it.fails` naming it.
+// All tables are built first (Strata's while a JVM writes Paimon's); then one JVM reads them
+// all. DuckDB's iceberg_scan reads one table where its extension loads. Without Java or Maven
+// the file is skipped with one line, except under CI, where it fails.
 
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
