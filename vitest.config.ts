@@ -1,8 +1,50 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { defineConfig } from 'vitest/config'
+
+const TEST_DIR = join(import.meta.dirname, 'test')
+
+// What makes a test file keep a module graph of its own (isolate, vitest's default): it changes
+// process-wide state (the environment, timers, the clock, mocks, listeners, the functions'
+// cached runtime), registers hooks from a shared helper (test/helpers/cdk.ts), counts on
+// module-level state starting fresh (the compression thread's counters, the byte caches,
+// memory:// stores by name), or starts child processes, worker threads, servers or
+// execution environments that could outlive a test.
+const NEEDS_ISOLATION = [
+  /process\.env/,
+  /process\.(on|once|chdir|exitCode)\b/,
+  /vi\.(mock|doMock|stubEnv|stubGlobal|useFakeTimers|resetModules)/,
+  /fake-timers/,
+  /globalThis\./,
+  /Date\.now\s*=/,
+  /useFunctionEnv|resetRuntime|\.\.\/functions\//,
+  /helpers\/cdk\.ts/,
+  /compression-thread|byte-cache|liveCaches|memory:\/\//,
+  /child_process|worker_threads|ExecutionEnvironmentPool|execution-environment|startLocalRuntime|startEmbeddedBackend|embedded\.ts/,
+]
+
+// Small unit files share one module graph per worker (isolate: false): each then costs its
+// tests, not a fresh import of lib/ and its dependencies (about a second of CPU a file; these
+// 43 ran in 86 s instead of 134 s, CPU 54 s instead of 79 s). Only files named here, each a
+// few seconds at most: long files gain little, and one worker carrying every file's heap grew
+// past a gigabyte and slowed down. A named file that comes to need isolation gets it anyway.
+const SHARED = [
+  'abandoned-attempts', 'aggregate', 'alter', 'alter-options', 'api', 'binary-row',
+  'bounded-uploads', 'bucket', 'changelog-commit', 'cli-exit', 'cli-formats', 'cli-input',
+  'cli-version-help', 'column-names', 'compact-steps', 'cpu-profile', 'deletion-vector', 'docs',
+  'errors', 'first-row-refusals', 'job-key', 'json-record-reader', 'json-values', 'landed-expired',
+  'levels', 'lookup-compaction', 'lookup-sequence-order', 'maintenance-pass', 'manifest',
+  'merge-engines', 'merge-function', 'older-schema-files', 'option-runtime', 'partition-path',
+  'read-cursor', 'read-pages', 'renamed-options', 'retention-horizon', 'schema-validation',
+  'snapshot', 'soak-memory', 'universal-compaction', 'write-limits',
+]
+const shared = SHARED.map((name) => `${name}.test.ts`)
+  .filter((f) => existsSync(join(TEST_DIR, f)))
+  .filter((f) => !NEEDS_ISOLATION.some((m) => m.test(readFileSync(join(TEST_DIR, f), 'utf8'))))
+  .map((f) => `test/${f}`)
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     // Two test files at a time on CI's 2 cores (vitest's default is cores − 1, i.e. one): most
     // files wait on loopback S3/SQS, child processes (Maven, Paimon's JVM, the CLI) and timers,
     // not on the CPU, and no test asserts a wall-clock time.
@@ -10,5 +52,9 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', POWERTOOLS_LOG_LEVEL: 'SILENT', POWERTOOLS_METRICS_DISABLED: 'true' },
+    projects: [
+      { extends: true, test: { name: 'shared', include: shared, isolate: false } },
+      { extends: true, test: { name: 'isolated', include: ['test/**/*.test.ts'], exclude: shared } },
+    ],
   },
 })
