@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { strata as inProcess } from './helpers/cli-in-process.ts'
 
 const run = promisify(execFile)
 const BIN = join(import.meta.dirname, '..', 'bin', 'strata.ts')
@@ -49,7 +50,8 @@ beforeAll(async () => {
       partitionKeys: ['dt'],
     }),
   )
-  expect((await run(process.execPath, ['--import', 'tsx', BIN, 'create', table, '--schema', schema])).stdout).toMatch(/^created /)
+  // the table is set up in-process; the writes below are the child processes under test
+  expect((await inProcess(['create', table, '--schema', schema])).stdout).toMatch(/^created /)
 }, 60_000)
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
