@@ -22,6 +22,7 @@ import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.TableScan;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
+import org.apache.iceberg.expressions.Expression;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.types.Types;
 import org.apache.iceberg.util.SnapshotUtil;
@@ -48,7 +49,7 @@ import java.util.Map;
  * to its file through `version-hint.text`, as Iceberg's HadoopTableOperations does.
  *
  * <pre>
- *   read &lt;location&gt; [--snapshot N [--current-schema]] [--out F]   every row of IcebergGenerics, one JSON object a line
+ *   read &lt;location&gt; [--snapshot N [--current-schema]] [--filter JSON] [--out F]   every row of IcebergGenerics, one JSON object a line
  *   meta &lt;location&gt; [--snapshot N] [--out F]   format version, snapshot, schema, spec, data and delete files
  *   batch                                      commands from stdin, one JSON array of arguments a line
  * </pre>
@@ -104,6 +105,7 @@ public final class IcebergInterop {
         String out = null;
         Long snapshot = null;
         boolean currentSchema = false;
+        String filter = null;
         for (int i = 1; i < args.length; i++) {
             switch (args[i]) {
                 case "--out":
@@ -114,6 +116,9 @@ public final class IcebergInterop {
                     break;
                 case "--current-schema":
                     currentSchema = true;
+                    break;
+                case "--filter":
+                    filter = value(args, ++i);
                     break;
                 default:
                     if (args[i].startsWith("--") || location != null) throw new IllegalArgumentException("unexpected argument '" + args[i] + "'");
@@ -127,7 +132,7 @@ public final class IcebergInterop {
                 PrintWriter w = new PrintWriter(new OutputStreamWriter(os, StandardCharsets.UTF_8))) {
             switch (command) {
                 case "read":
-                    read(table, snapshot, currentSchema, w);
+                    read(table, snapshot, currentSchema, filter == null ? null : Filters.parse(MAPPER.readTree(filter), table.schema()), w);
                     break;
                 case "meta":
                     w.println(MAPPER.writeValueAsString(meta(table, snapshot)));
@@ -171,11 +176,14 @@ public final class IcebergInterop {
     /**
      * IcebergGenerics' read of the current or given snapshot (deletes applied), every column
      * of the snapshot's schema (Iceberg's time travel), or with `currentSchema` of the table's
-     * current schema, matched by field id (as Paimon and Strata read an older snapshot);
+     * current schema, matched by field id (as Paimon and Strata read an older snapshot); with a
+     * filter, Iceberg's planner prunes manifests and files by their partition summaries and
+     * column bounds, and the reader drops the rows the residual rejects;
      * ordered by the identifier fields when the schema has them, else by the whole rendered row.
      */
-    private static void read(Table table, Long snapshot, boolean currentSchema, PrintWriter out) throws Exception {
+    private static void read(Table table, Long snapshot, boolean currentSchema, Expression filter, PrintWriter out) throws Exception {
         IcebergGenerics.ScanBuilder scan = IcebergGenerics.read(table);
+        if (filter != null) scan = scan.where(filter);
         if (snapshot != null) scan = scan.useSnapshot(snapshot);
         if (currentSchema) scan = scan.project(table.schema());
         Schema schema = snapshot == null || currentSchema ? table.schema() : SnapshotUtil.schemaFor(table, snapshot);
