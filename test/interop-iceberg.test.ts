@@ -689,6 +689,14 @@ if (missing.length > 0 && !process.env.CI) {
             it.fails("lists the snapshots Paimon's metadata lists (Strata's lists only the current one)", () => {
               expect(metaOf(cell().meta).snapshots).toEqual(metaOf(cell().paimonMeta).snapshots)
             })
+
+            // what a planner prunes files by: Paimon's data files carry lower and upper bounds and
+            // null counts per column (from Paimon's stats); Strata's carry none, so Iceberg plans
+            // every file of a partition for any column filter (rows stay right, reads cost more)
+            it.fails("data files carry column bounds and null counts as Paimon's do (Strata's carry none)", () => {
+              const columns = (m: IcebergMeta) => [...new Set(m.dataFiles.map((f) => JSON.stringify([f.boundedColumns, f.nullCountedColumns])))].sort()
+              expect(columns(metaOf(cell().meta))).toEqual(columns(metaOf(cell().paimonMeta)))
+            })
           }
 
           it('the metadata has the shape of Paimon\'s: format, schema, partition spec, live rows per partition', () => {

@@ -114,6 +114,10 @@ export interface IcebergFile {
   dataSequenceNumber: number | null
   fileSequenceNumber: number | null
   firstRowId?: number
+  /** field ids with a lower and an upper bound */
+  boundedColumns: number[]
+  /** field ids with a null count */
+  nullCountedColumns: number[]
 }
 
 /**

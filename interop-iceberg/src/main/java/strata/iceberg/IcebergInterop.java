@@ -311,6 +311,10 @@ public final class IcebergInterop {
         out.put("dataSequenceNumber", f.dataSequenceNumber());
         out.put("fileSequenceNumber", f.fileSequenceNumber());
         if (f.firstRowId() != null) out.put("firstRowId", f.firstRowId());
+        // the columns whose metrics a planner prunes by: field ids with a lower and an upper bound, with null counts
+        out.set("boundedColumns", MAPPER.valueToTree(f.lowerBounds() == null || f.upperBounds() == null ? List.of()
+                : f.lowerBounds().keySet().stream().filter(f.upperBounds()::containsKey).sorted().toList()));
+        out.set("nullCountedColumns", MAPPER.valueToTree(f.nullValueCounts() == null ? List.of() : f.nullValueCounts().keySet().stream().sorted().toList()));
         return out;
     }
 
