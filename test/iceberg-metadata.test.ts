@@ -76,6 +76,18 @@ describe('Iceberg metadata, format version 2', () => {
       expect(existsSync(localPath(e.file.path))).toBe(true)
       expect(e.file.format).toBe('PARQUET')
     }
+    // column bounds from Paimon's value statistics, in Iceberg's single-value form, by field id
+    const byPartition = new Map(entries.map((e) => [e.file.partition[0], e.file.metrics!]))
+    const first = byPartition.get('2024-05-01')!
+    const bound = (m: [number, Uint8Array][], id: number) => Buffer.from(m.find(([k]) => k === id)![1])
+    expect(bound(first.lower, 1).readBigInt64LE()).toBe(1n)
+    expect(bound(first.upper, 1).readBigInt64LE()).toBe(1n)
+    expect(bound(first.lower, 2).toString()).toBe('a')
+    expect([...bound(first.lower, 3)]).toEqual([0x00, 0x96]) // 1.50 as the unscaled 150, two's complement
+    expect(first.valueCounts).toContainEqual([3, 1n])
+    expect(first.nullCounts).toContainEqual([2, 0n])
+    // the manifest list's partition summary spans both days
+    expect(list2[0].partitions).toEqual([{ containsNull: false, containsNan: null, lower: new Uint8Array(Buffer.from('2024-05-01')), upper: new Uint8Array(Buffer.from('2024-05-02')) }])
     const manifestSchema = readAvroFile(readFileSync(localPath(list2[0].path))).schema as any
     const dataFile = manifestSchema.fields.find((f: any) => f.name === 'data_file')
     expect(dataFile['field-id']).toBe(2)

@@ -1,11 +1,12 @@
 // Iceberg manifests and manifest lists in Avro (Iceberg's format/spec.md "Manifests",
 // "Manifest Lists"; Paimon's iceberg/manifest/). Every field carries its Iceberg `field-id`,
 // which Iceberg's readers resolve by, and the writer schema is embedded as given
-// (lib/format/avro.ts). Optional fields Strata does not fill (column metrics, split offsets,
-// partition summaries) are left out of the schema: a reader projects them as null.
+// (lib/format/avro.ts). Optional fields Strata does not fill (column sizes, NaN counts, split
+// offsets, sort order) are left out of the schema: a reader projects them as null.
 
 import { readAvroFile, writeAvroFile, type ManifestCompression } from '../format/avro.ts'
 import type { DataField, Value } from '../types.ts'
+import { type FieldMetric, type FileMetrics, type PartitionSummary, partitionSummaries } from './bounds.ts'
 import { partitionAvroType, partitionAvroValue } from './schema.ts'
 
 /** `status` of a manifest entry. */
@@ -27,6 +28,8 @@ export interface IcebergDataFile {
   referencedDataFile: string | null
   contentOffset: bigint | null
   contentSize: bigint | null
+  /** column metrics of a data file (value counts, null counts, bounds), when its statistics give them */
+  metrics: FileMetrics | null
 }
 
 export interface IcebergEntry {
@@ -54,10 +57,22 @@ export interface IcebergManifestMeta {
   deletedRows: bigint
   /** v3 data manifests: assigned when first listed, kept after */
   firstRowId: bigint | null
+  /** one per partition field, or null (no summaries written) */
+  partitions: PartitionSummary[] | null
 }
 
 const opt = (type: unknown, id: number, name: string) => ({ name, type: ['null', type], default: null, 'field-id': id })
 const req = (type: unknown, id: number, name: string) => ({ name, type, 'field-id': id })
+
+/** Iceberg's map with int keys in Avro: an array of key/value records (logicalType map). */
+const intMap = (keyId: number, valueId: number, value: string) => ({
+  type: 'array',
+  logicalType: 'map',
+  items: { type: 'record', name: `k${keyId}_v${valueId}`, fields: [req('int', keyId, 'key'), req(value, valueId, 'value')] },
+})
+
+const metricOut = <T>(m: FieldMetric<T> | undefined) => (m ? m.map(([key, value]) => ({ key, value })) : null)
+const metricIn = <T>(m: { key: number; value: T }[] | null | undefined): FieldMetric<T> | null => (m ? m.map((x) => [x.key, x.value] as [number, T]) : null)
 
 /** The manifest entry schema (Iceberg's ManifestEntry / DataFile field ids). */
 export function manifestEntrySchema(partitionFields: DataField[], formatVersion: number): object {
@@ -81,6 +96,10 @@ export function manifestEntrySchema(partitionFields: DataField[], formatVersion:
             req(partitionAvroType(partitionFields), 102, 'partition'),
             req('long', 103, 'record_count'),
             req('long', 104, 'file_size_in_bytes'),
+            opt(intMap(119, 120, 'long'), 109, 'value_counts'),
+            opt(intMap(121, 122, 'long'), 110, 'null_value_counts'),
+            opt(intMap(126, 127, 'bytes'), 125, 'lower_bounds'),
+            opt(intMap(129, 130, 'bytes'), 128, 'upper_bounds'),
             ...(v3
               ? [opt('long', 142, 'first_row_id'), opt('string', 143, 'referenced_data_file'), opt('long', 144, 'content_offset'), opt('long', 145, 'content_size_in_bytes')]
               : []),
@@ -113,6 +132,19 @@ export function manifestListSchema(formatVersion: number, legacy: boolean): obje
       req('long', 512, 'added_rows_count'),
       req('long', 513, 'existing_rows_count'),
       req('long', 514, 'deleted_rows_count'),
+      opt(
+        {
+          type: 'array',
+          items: {
+            type: 'record',
+            name: 'r508',
+            fields: [req('boolean', 509, 'contains_null'), opt('boolean', 518, 'contains_nan'), opt('bytes', 510, 'lower_bound'), opt('bytes', 511, 'upper_bound')],
+          },
+          'element-id': 508,
+        },
+        507,
+        'partitions',
+      ),
       ...(formatVersion >= 3 ? [opt('long', 520, 'first_row_id')] : []),
     ],
   }
@@ -132,6 +164,10 @@ export function writeIcebergManifest(entries: IcebergEntry[], partitionFields: D
       partition: partitionAvroValue(partitionFields, e.file.partition),
       record_count: e.file.recordCount,
       file_size_in_bytes: e.file.fileSize,
+      value_counts: metricOut(e.file.metrics?.valueCounts),
+      null_value_counts: metricOut(e.file.metrics?.nullCounts),
+      lower_bounds: metricOut(e.file.metrics?.lower),
+      upper_bounds: metricOut(e.file.metrics?.upper),
       ...(v3
         ? { first_row_id: e.file.firstRowId, referenced_data_file: e.file.referencedDataFile, content_offset: e.file.contentOffset, content_size_in_bytes: e.file.contentSize }
         : {}),
@@ -173,6 +209,9 @@ export function readIcebergManifest(bytes: Uint8Array, partitionFields: DataFiel
         referencedDataFile: d.referenced_data_file ?? null,
         contentOffset: d.content_offset ?? null,
         contentSize: d.content_size_in_bytes ?? null,
+        metrics: d.value_counts || d.lower_bounds
+          ? { valueCounts: metricIn(d.value_counts) ?? [], nullCounts: metricIn(d.null_value_counts) ?? [], lower: metricIn(d.lower_bounds) ?? [], upper: metricIn(d.upper_bounds) ?? [] }
+          : null,
       },
     }
   })
@@ -194,6 +233,7 @@ export function writeIcebergManifestList(metas: IcebergManifestMeta[], formatVer
     added_rows_count: m.addedRows,
     existing_rows_count: m.existingRows,
     deleted_rows_count: m.deletedRows,
+    partitions: m.partitions?.map((p) => ({ contains_null: p.containsNull, contains_nan: p.containsNan, lower_bound: p.lower, upper_bound: p.upper })) ?? null,
     ...(formatVersion >= 3 ? { first_row_id: m.firstRowId } : {}),
   }))
   return writeAvroFile(manifestListSchema(formatVersion, legacy), records, compression)
@@ -214,11 +254,12 @@ export function readIcebergManifestList(bytes: Uint8Array): IcebergManifestMeta[
     existingRows: r.existing_rows_count,
     deletedRows: r.deleted_rows_count,
     firstRowId: r.first_row_id ?? null,
+    partitions: r.partitions ? r.partitions.map((p: any) => ({ containsNull: p.contains_null, containsNan: p.contains_nan ?? null, lower: p.lower_bound ?? null, upper: p.upper_bound ?? null })) : null,
   }))
 }
 
 /** The list record of a manifest of `entries` written at `snapshotId` (its sequence number). */
-export function manifestMetaOf(path: string, length: number, content: number, snapshotId: bigint, entries: IcebergEntry[]): IcebergManifestMeta {
+export function manifestMetaOf(path: string, length: number, content: number, snapshotId: bigint, entries: IcebergEntry[], partitionFields: DataField[]): IcebergManifestMeta {
   let addedFiles = 0, existingFiles = 0, deletedFiles = 0
   let addedRows = 0n, existingRows = 0n, deletedRows = 0n
   let minSeq: bigint | null = null
@@ -242,5 +283,6 @@ export function manifestMetaOf(path: string, length: number, content: number, sn
     existingRows,
     deletedRows,
     firstRowId: null,
+    partitions: partitionSummaries(partitionFields, entries.map((e) => e.file.partition)),
   }
 }

@@ -15,7 +15,7 @@ import type { SnapshotManager } from '../manifest/snapshot-manager.ts'
 import { openStore } from '../store/open-store.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import type { SchemaView } from '../table/schema.ts'
-import { FileKind, type ManifestEntry, type Snapshot, type TableSchema } from '../types.ts'
+import { type DataField, FileKind, type ManifestEntry, type Snapshot, type TableSchema } from '../types.ts'
 import { Content, type IcebergEntry, type IcebergManifestMeta, Status, manifestMetaOf, readIcebergManifest, readIcebergManifestList, writeIcebergManifest, writeIcebergManifestList } from './manifests.ts'
 import { type BaseMetadata, METADATA_DIR, VERSION_HINT, VISIBLE_LEVELS, buildMetadata, metadataFileName, parseBaseMetadata, tableUuidOf } from './metadata.ts'
 import { type IcebergLocation, type IcebergOptions, icebergLocation, icebergOptions } from './options.ts'
@@ -266,7 +266,8 @@ export class IcebergMetadataWriter {
     }
     const sid = BigInt(snapshot.id)
     const pending = new Pending(this, base, sid)
-    const fresh: IcebergEntry[] = [...added.values()].map((e) => ({ status: Status.ADDED, snapshotId: sid, sequenceNumber: sid, fileSequenceNumber: sid, file: this.files.dataFile(e) }))
+    const fieldsOf = await this.schemaFieldsOf([...added.values()])
+    const fresh: IcebergEntry[] = [...added.values()].map((e) => ({ status: Status.ADDED, snapshotId: sid, sequenceNumber: sid, fileSequenceNumber: sid, file: this.files.dataFile(e, fieldsOf(e)) }))
     let data = base.data
     let files = base.files ? new Map(base.files) : null
     if (removed.size) {
@@ -297,7 +298,8 @@ export class IcebergMetadataWriter {
     const base: Version = { snapshotId: 0, listKey: '', data: [], deletes: [], nextRowId: BigInt(prior?.nextRowId ?? 0), uuid: prior?.uuid ?? tableUuidOf(this.src.store.uri), files: new Map() }
     const pending = new Pending(this, base, sid)
     const live = (await this.src.manifests.liveEntries(snapshot)).filter((e) => this.files.visible(e.file.level))
-    const fresh: IcebergEntry[] = live.map((e) => ({ status: Status.ADDED, snapshotId: sid, sequenceNumber: sid, fileSequenceNumber: sid, file: this.files.dataFile(e) }))
+    const fieldsOf = await this.schemaFieldsOf(live)
+    const fresh: IcebergEntry[] = live.map((e) => ({ status: Status.ADDED, snapshotId: sid, sequenceNumber: sid, fileSequenceNumber: sid, file: this.files.dataFile(e, fieldsOf(e)) }))
     const data: IcebergManifestMeta[] = []
     for (let i = 0; i < fresh.length; i += ROLL_ENTRIES) data.push(...pending.manifests(fresh.slice(i, i + ROLL_ENTRIES), Content.DATA))
     const deletes = this.dvOn ? await this.deletionVectorManifests(snapshot, pending) : []
@@ -360,6 +362,13 @@ export class IcebergMetadataWriter {
   }
 
   // ---- writing it ----
+
+  /** The fields of the schema each of `entries` was written under (its statistics cover them). */
+  private async schemaFieldsOf(entries: ManifestEntry[]): Promise<(e: ManifestEntry) => DataField[]> {
+    const top = entries.reduce((m, e) => Math.max(m, Number(e.file.schemaId)), 0)
+    const schemas = entries.length ? await this.schemasUpTo(top) : []
+    return (e) => schemas[Number(e.file.schemaId)].fields
+  }
 
   /** Schemas 0..id of the table (each read once per writer). */
   private async schemasUpTo(id: number): Promise<TableSchema[]> {
@@ -467,6 +476,10 @@ export class IcebergMetadataWriter {
     return `${METADATA_DIR}${kind === 'list' ? `snap-${snapshotId}-${u}.avro` : `${u}-m${i}.avro`}`
   }
 
+  get partitionFields(): DataField[] {
+    return this.src.view.partitionFields
+  }
+
   encodeManifest(entries: IcebergEntry[]): Uint8Array {
     return writeIcebergManifest(entries, this.src.view.partitionFields, this.options.formatVersion, this.options.manifestCompression)
   }
@@ -522,7 +535,7 @@ class Pending {
   manifests(entries: IcebergEntry[], content: number): IcebergManifestMeta[] {
     const key = this.w.newKey('manifest', this.snapshotId, this.written.length)
     const bytes = this.w.encodeManifest(entries)
-    const meta = manifestMetaOf(this.w.dir.uriOf(key), bytes.length, content, this.snapshotId, entries)
+    const meta = manifestMetaOf(this.w.dir.uriOf(key), bytes.length, content, this.snapshotId, entries, this.w.partitionFields)
     this.written.push({ key, meta, entries, bytes })
     return [meta]
   }

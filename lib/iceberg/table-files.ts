@@ -7,7 +7,8 @@
 import { deserializeBinaryRow } from '../format/binary-row.ts'
 import { DELETION_VECTORS_INDEX } from '../format/deletion-vector.ts'
 import { bucketPath } from '../format/partition-path.ts'
-import type { IndexManifestEntry, ManifestEntry, Value } from '../types.ts'
+import type { DataField, IndexManifestEntry, ManifestEntry, Value } from '../types.ts'
+import { fileMetrics } from './bounds.ts'
 import { indexKey } from '../table/paths.ts'
 import type { SchemaView } from '../table/schema.ts'
 import { Content, type IcebergDataFile } from './manifests.ts'
@@ -50,7 +51,13 @@ export class TableFiles {
     return e.file.externalPath ?? `${this.tableUri}/${this.partition(e.partition, e.bucket).dir}/${e.file.fileName}`
   }
 
-  dataFile(e: ManifestEntry): IcebergDataFile {
+  /**
+   * A data file's entry; `schemaFields` are the fields of the schema it was written under,
+   * which its value statistics cover (or those `_VALUE_STATS_COLS` names).
+   */
+  dataFile(e: ManifestEntry, schemaFields: DataField[]): IcebergDataFile {
+    const cols = e.file.valueStatsCols
+    const statsFields = cols ? cols.map((c) => schemaFields.find((f) => f.name === c)).filter((f): f is DataField => f !== undefined) : schemaFields
     return {
       content: Content.DATA,
       path: this.dataPath(e),
@@ -62,6 +69,7 @@ export class TableFiles {
       referencedDataFile: null,
       contentOffset: null,
       contentSize: null,
+      metrics: cols && statsFields.length !== cols.length ? null : fileMetrics(statsFields, e.file.valueStats, e.file.rowCount),
     }
   }
 
@@ -94,6 +102,7 @@ export class TableFiles {
           referencedDataFile: `${this.tableUri}/${dir}/${dv.dataFileName}`,
           contentOffset: BigInt(dv.offset),
           contentSize: BigInt(dv.length),
+          metrics: null,
         })
       }
     }
