@@ -187,3 +187,38 @@ describe('Iceberg metadata under faults', () => {
     expect(v2['table-uuid']).not.toBe('x')
   })
 })
+
+describe('version-hint.text', () => {
+  it('names the newest version after an expiration queued the same snapshot again (a catch-up behind its own write)', async () => {
+    const uri = `memory://iceberg-hint-${n++}/wh/db.db/t`
+    // the version of snapshot 3 waits until the expiration's catch-up has looked for it and queued it too
+    let release: (() => void) | null = null
+    let held: Promise<void> = Promise.resolve()
+    const wrap = (s: ObjectStore): ObjectStore => {
+      const f = new FaultyStore(s)
+      const putIfAbsent = f.putIfAbsent.bind(f)
+      const head = f.head.bind(f)
+      f.putIfAbsent = async (key, data) => {
+        if (key === 'metadata/v3.metadata.json') await held
+        return putIfAbsent(key, data)
+      }
+      f.head = async (key) => {
+        const info = await head(key)
+        if (key === 'metadata/v3.metadata.json' && release) (release(), (release = null))
+        return info
+      }
+      return f
+    }
+    const t = await createTable(uri, SCHEMA({ 'snapshot.num-retained.min': '1', 'snapshot.num-retained.max': '2', 'snapshot.time-retained': '0 s' }), { wrapStore: wrap })
+    for (const v of ['a', 'b']) {
+      await t.write([{ k: 1, v }])
+      await t.handle.iceberg!.settle()
+    }
+    held = new Promise<void>((r) => (release = r))
+    await t.write([{ k: 1, v: 'c' }])
+    const expired = await t.expire()
+    await t.handle.iceberg!.settle()
+    expect(expired.expired.length).toBeGreaterThan(0)
+    expect(await text(t.handle.store, 'metadata/version-hint.text')).toBe('3')
+  })
+})

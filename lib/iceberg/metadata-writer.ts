@@ -97,8 +97,8 @@ export class IcebergMetadataWriter {
   private state: Version | null = null
   private tail: Promise<void> = Promise.resolve()
   private hinted = 0
-  /** snapshots queued and not yet written */
-  private queued = 0
+  /** ids of the snapshots queued and not yet written (one may be queued twice: a catch-up) */
+  private readonly queued: number[] = []
   /** snapshots this writer tried to write (recent ones): their missing versions are not waited for */
   private readonly attempted = new Set<number>()
   /** no version below this id is left (expireAfterCommit); 0 when not known */
@@ -124,11 +124,11 @@ export class IcebergMetadataWriter {
 
   /** Queues the metadata of a snapshot that exists now; returns at once (the commit does not wait). */
   landed(snapshot: Snapshot, delta?: SnapshotDelta): void {
-    this.queued++
+    this.queued.push(snapshot.id)
     this.tail = this.tail
       .then(() => this.write(snapshot, delta))
       .catch((e: Error) => this.failed(snapshot.id, e))
-      .finally(() => this.queued--)
+      .finally(() => this.queued.splice(this.queued.indexOf(snapshot.id), 1))
   }
 
   /** Resolves once every queued snapshot's metadata is written or has failed. */
@@ -424,9 +424,9 @@ export class IcebergMetadataWriter {
     if (p.rebuilt) this.stats.rebuilt++
     this.stats.latest = Math.max(this.stats.latest, n)
     const published = this.opts.catalog?.published(this.dir.uriOf(key), n)
-    // with more snapshots queued behind this one, the last of them moves the hint and removes
+    // with newer snapshots queued behind this one, the last of them moves the hint and removes
     // old versions: a backlog costs one request per level-0 snapshot
-    if (this.queued > 1) return void (await published)
+    if (this.queued.some((id) => id > n)) return void (await published)
     // the hint names a version that exists (written just before) and never moves back in this
     // process; old versions go only once it names this one
     const hint = n > this.hinted ? this.dir.store.put(`${METADATA_DIR}${VERSION_HINT}`, encoder.encode(String(n))) : undefined
