@@ -1228,21 +1228,43 @@ if (missing.length > 0 && !process.env.CI) {
       const schema = (options: Record<string, string>) =>
         JSON.stringify({ fields: [{ name: 'id', type: 'INT' }, { name: 'v', type: 'STRING' }], primaryKeys: ['id'], options: { bucket: '1', ...options } })
       let dir = ''
+      // Paimon's side of the three tables below, in one JVM: each test's table is its own
+      const paimon: Record<'index' | 'added' | 'external', PaimonResult[]> = { index: [], added: [], external: [] }
       beforeAll(() => {
         dir = mkdtempSync(join(tmpdir(), 'strata-interop-locations-'))
+        const lines = (name: string, recs: Rec[]) => writeJsonLines(join(dir, name), recs)
+        const index = join(dir, 'index-in-bucket-dir')
+        const added = join(dir, 'added-column')
+        const external = join(dir, 'external')
+        const commands = {
+          index: [
+            ['write', index, '--schema', schema({ 'deletion-vectors.enabled': 'true', 'index-file-in-data-file-dir': 'true' }), '--in', lines('w1.jsonl', [{ id: 1, v: 'a' }, { id: 2, v: 'b' }, { id: 3, v: 'c' }])],
+            ['compact', index, '--full'],
+            ['write', index, '--in', lines('w2.jsonl', [{ id: 1, v: 'a2' }])],
+            ['write', index, '--in', lines('w3.jsonl', [{ _kind: '-D', id: 2, v: 'b' }])],
+            ['read', index],
+          ],
+          added: [
+            ['write', added, '--schema', schema({}), '--in', lines('a1.jsonl', [{ id: 1, v: 'a' }])],
+            ['add-column', added, '--column', 'extra', 'INT'],
+            ['write', added, '--in', lines('a2.jsonl', [{ id: 2, v: 'b', extra: 5 }])],
+            ['read', added],
+          ],
+          external: [
+            ['write', external, '--schema', schema({ 'data-file.external-paths': `file://${join(dir, 'elsewhere')}`, 'data-file.external-paths.strategy': 'round-robin' }), '--in', lines('e1.jsonl', [{ id: 1, v: 'a' }])],
+            ['read', external],
+          ],
+        }
+        const results = paimonBatch([...commands.index, ...commands.added, ...commands.external])
+        paimon.index = results.splice(0, commands.index.length)
+        paimon.added = results.splice(0, commands.added.length)
+        paimon.external = results
       })
       afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
       it("index-file-in-data-file-dir: Strata reads Paimon's deletion vectors from the bucket directory, writes its own there, and its orphan cleanup keeps them; Paimon reads Strata's continuation", async () => {
         const t = join(dir, 'index-in-bucket-dir')
-        const lines = (name: string, recs: Rec[]) => writeJsonLines(join(dir, name), recs)
-        const [w1, c1, w2, w3, before] = paimonBatch([
-          ['write', t, '--schema', schema({ 'deletion-vectors.enabled': 'true', 'index-file-in-data-file-dir': 'true' }), '--in', lines('w1.jsonl', [{ id: 1, v: 'a' }, { id: 2, v: 'b' }, { id: 3, v: 'c' }])],
-          ['compact', t, '--full'],
-          ['write', t, '--in', lines('w2.jsonl', [{ id: 1, v: 'a2' }])],
-          ['write', t, '--in', lines('w3.jsonl', [{ _kind: '-D', id: 2, v: 'b' }])],
-          ['read', t],
-        ])
+        const [w1, c1, w2, w3, before] = paimon.index
         for (const r of [w1, c1, w2, w3]) expect(r.ok, r.error).toBe(true)
         const table = await Table.open(t)
         const snapshot = (await table.snapshots.latest())!
@@ -1275,12 +1297,7 @@ if (missing.length > 0 && !process.env.CI) {
 
       it('files older than the current schema: Paimon adds a column and reads both files; so does Strata, mapping the older file by field id (test/interop-schema.test.ts has the rest)', async () => {
         const t = join(dir, 'added-column')
-        const [w1, alter, w2, read] = paimonBatch([
-          ['write', t, '--schema', schema({}), '--in', writeJsonLines(join(dir, 'a1.jsonl'), [{ id: 1, v: 'a' }])],
-          ['add-column', t, '--column', 'extra', 'INT'],
-          ['write', t, '--in', writeJsonLines(join(dir, 'a2.jsonl'), [{ id: 2, v: 'b', extra: 5 }])],
-          ['read', t],
-        ])
+        const [w1, alter, w2, read] = paimon.added
         for (const r of [w1, alter, w2]) expect(r.ok, r.error).toBe(true)
         expect(paimonRows(read)).toEqual([{ id: 1, v: 'a', extra: null }, { id: 2, v: 'b', extra: 5 }])
         const table = await Table.open(t)
@@ -1289,11 +1306,7 @@ if (missing.length > 0 && !process.env.CI) {
 
       it('data-file.external-paths outside the table: Strata refuses to read the files there and to write the table, naming the option', async () => {
         const t = join(dir, 'external')
-        const ext = join(dir, 'elsewhere')
-        const [w1, read] = paimonBatch([
-          ['write', t, '--schema', schema({ 'data-file.external-paths': `file://${ext}`, 'data-file.external-paths.strategy': 'round-robin' }), '--in', writeJsonLines(join(dir, 'e1.jsonl'), [{ id: 1, v: 'a' }])],
-          ['read', t],
-        ])
+        const [w1, read] = paimon.external
         expect(w1.ok, w1.error).toBe(true)
         expect(paimonRows(read)).toEqual([{ id: 1, v: 'a' }])
         const table = await Table.open(t)
