@@ -148,3 +148,32 @@ describe('Iceberg metadata, format version 3 with deletion vectors', () => {
     }
   })
 })
+
+describe('Iceberg delete manifests by group of buckets', () => {
+  it('a compaction rewrites the delete manifests of the partitions it touched, and keeps the others', async () => {
+    const uri = fresh()
+    const t = await createTable(uri, SCHEMA({ 'deletion-vectors.enabled': 'true', 'deletion-vectors.bitmap64': 'true', 'metadata.iceberg.format-version': '3' }))
+    const days = ['2024-05-01', '2024-05-02', '2024-05-03']
+    const rows = (tag: string, n = 2) => days.flatMap((dt) => Array.from({ length: n }, (_, i) => ({ dt, id: i, name: `${tag}${i}`, amount: '1.00' })))
+    await t.write(rows('a', 12))
+    await t.compact()
+    await t.write(rows('b'))
+    await t.compact()
+    await t.handle.iceberg!.settle()
+    const deletesAt = () => {
+      const id = JSON.parse(readFileSync(join(uri, 'metadata', 'version-hint.text'), 'utf8'))
+      const meta = json(join(uri, 'metadata', `v${id}.metadata.json`))
+      const list = readIcebergManifestList(readFileSync(localPath(meta.snapshots[0]['manifest-list'])))
+      return new Map(list.filter((m) => m.content === 1).map((m) => [readIcebergManifest(readFileSync(localPath(m.path)), t.handle.view.partitionFields, null)[0].file.partition[0] as string, m.path]))
+    }
+    const before = deletesAt()
+    expect([...before.keys()].sort()).toEqual(days)
+    await t.write(rows('c').filter((r) => r.dt === days[0]))
+    await t.compact({ partition: { dt: days[0] } })
+    await t.handle.iceberg!.settle()
+    const after = deletesAt()
+    expect(after.get(days[0])).not.toBe(before.get(days[0]))
+    expect(after.get(days[1])).toBe(before.get(days[1]))
+    expect(after.get(days[2])).toBe(before.get(days[2]))
+  })
+})

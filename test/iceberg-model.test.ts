@@ -21,7 +21,7 @@ import type { IcebergMetadataWriter } from '../lib/iceberg/metadata-writer.ts'
 type Op =
   | { kind: 'write'; keys: number[]; tag: number }
   | { kind: 'delete'; keys: number[] }
-  | { kind: 'compact'; full: boolean }
+  | { kind: 'compact'; full: boolean; part: number | null }
   | { kind: 'alter'; change: 'add' | 'rename' | 'drop' | 'widen' | 'levels' }
   | { kind: 'expire' }
   | { kind: 'orphans' }
@@ -30,7 +30,7 @@ type Op =
 const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 5, arbitrary: fc.record({ kind: fc.constant('write' as const), keys: fc.uniqueArray(fc.integer({ min: 0, max: 30 }), { minLength: 1, maxLength: 8 }), tag: fc.integer({ min: 0, max: 99 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('delete' as const), keys: fc.uniqueArray(fc.integer({ min: 0, max: 30 }), { minLength: 1, maxLength: 4 }) }) },
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('compact' as const), full: fc.boolean() }) },
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('compact' as const), full: fc.boolean(), part: fc.option(fc.integer({ min: 0, max: 2 })) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('alter' as const), change: fc.constantFrom('add' as const, 'rename' as const, 'drop' as const, 'widen' as const, 'levels' as const) }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'expire' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'orphans' as const }) },
@@ -39,9 +39,12 @@ const op: fc.Arbitrary<Op> = fc.oneof(
 
 let tables = 0
 
-const MODES: Record<string, Record<string, string>> = {
-  v2: { 'num-sorted-run.compaction-trigger': '2' },
-  'v3 with deletion vectors': { 'deletion-vectors.enabled': 'true', 'deletion-vectors.bitmap64': 'true', 'metadata.iceberg.format-version': '3', 'metadata.iceberg.compaction.min.file-num': '2', 'metadata.iceberg.compaction.max.file-num': '3' },
+const V3 = { 'deletion-vectors.enabled': 'true', 'deletion-vectors.bitmap64': 'true', 'metadata.iceberg.format-version': '3', 'metadata.iceberg.compaction.min.file-num': '2', 'metadata.iceberg.compaction.max.file-num': '3' }
+const MODES: Record<string, { options: Record<string, string>; partitioned: boolean }> = {
+  v2: { options: { 'num-sorted-run.compaction-trigger': '2' }, partitioned: false },
+  'v3 with deletion vectors': { options: V3, partitioned: false },
+  // three partitions: a compaction rewrites the delete manifests of the groups it touched only
+  'v3 with deletion vectors, partitioned': { options: V3, partitioned: true },
 }
 
 /** The key of a location under the table's store, or null for one elsewhere. */
@@ -123,11 +126,13 @@ async function check(t: StrataTable, w: IcebergMetadataWriter, raw: ObjectStore,
   return lastRowId
 }
 
-async function run(options: Record<string, string>, ops: Op[]): Promise<void> {
+async function run({ options, partitioned }: { options: Record<string, string>; partitioned: boolean }, ops: Op[]): Promise<void> {
   const uri = `memory://iceberg-model-${tables++}/wh/db1.db/t`
   let faulty: FaultyStore | null = null
   const wrapStore = (s: ObjectStore) => (faulty = new FaultyStore(s))
-  let t = await createTable(uri, { fields: [{ name: 'k', type: 'INT NOT NULL' }, { name: 'v', type: 'INT' }], primaryKeys: ['k'], options: { bucket: '2', 'metadata.iceberg.storage': 'table-location', ...options } }, { wrapStore })
+  const fields = [...(partitioned ? [{ name: 'p', type: 'INT NOT NULL' }] : []), { name: 'k', type: 'INT NOT NULL' }, { name: 'v', type: 'INT' }]
+  let t = await createTable(uri, { fields, partitionKeys: partitioned ? ['p'] : [], primaryKeys: [...(partitioned ? ['p'] : []), 'k'], options: { bucket: '2', 'metadata.iceberg.storage': 'table-location', ...options } }, { wrapStore })
+  const key = (k: number) => (partitioned ? { p: k % 3, k } : { k })
   const raw = faulty!
   let columns = ['v']
   let extra = 0
@@ -137,13 +142,14 @@ async function run(options: Record<string, string>, ops: Op[]): Promise<void> {
     const w = t.handle.iceberg!
     switch (o.kind) {
       case 'write':
-        await t.write(o.keys.map((k) => Object.fromEntries([['k', k], ...columns.map((c) => [c, o.tag])])))
+        await t.write(o.keys.map((k) => ({ ...key(k), ...Object.fromEntries(columns.map((c) => [c, o.tag])) })))
         break
       case 'delete':
-        await t.write(o.keys.map((k) => ({ k, _kind: '-D' })))
+        await t.write(o.keys.map((k) => ({ ...key(k), _kind: '-D' })))
         break
       case 'compact':
-        await t.compact({ full: o.full })
+        // a partitioned table compacts one partition at times: the other groups' delete manifests stay
+        await t.compact({ full: o.full, ...(partitioned && o.part !== null ? { partition: { p: String(o.part) } } : {}) })
         break
       case 'alter': {
         await w.settle()
@@ -157,7 +163,7 @@ async function run(options: Record<string, string>, ops: Op[]): Promise<void> {
           : columns.length ? { kind: 'update-column-type' as const, name: columns[0], type: 'BIGINT' }
           : { kind: 'add-column' as const, name: `c${extra++}`, type: 'INT' }
         const next = await t.alter([change])
-        columns = next.handle.schema.fields.map((f) => f.name).filter((n) => n !== 'k')
+        columns = next.handle.schema.fields.map((f) => f.name).filter((n) => n !== 'k' && n !== 'p')
         t = await openTable(uri, { wrapStore: () => raw })
         break
       }
@@ -174,13 +180,13 @@ async function run(options: Record<string, string>, ops: Op[]): Promise<void> {
         // the next write lands; its metadata does not (every write under metadata/ fails)
         raw.inject({ kind: 'error', when: (c) => c.key.startsWith('metadata/') && (c.op === 'put' || c.op === 'putIfAbsent'), times: Infinity })
         const failedBefore = w.stats.failed
-        await t.write([{ k: 99, ...Object.fromEntries(columns.map((c) => [c, 1])) }])
+        await t.write([{ ...key(99), ...Object.fromEntries(columns.map((c) => [c, 1])) }])
         await w.settle()
         raw.heal()
         expect(w.stats.failed).toBe(failedBefore + 1)
         // a fresh handle (the crashed process is gone) catches up at its next snapshot
         t = await openTable(uri, { wrapStore: () => raw })
-        await t.write([{ k: 98, ...Object.fromEntries(columns.map((c) => [c, 1])) }])
+        await t.write([{ ...key(98), ...Object.fromEntries(columns.map((c) => [c, 1])) }])
         break
       }
     }
@@ -191,10 +197,10 @@ async function run(options: Record<string, string>, ops: Op[]): Promise<void> {
 }
 
 describe('Iceberg metadata against the Paimon table', () => {
-  for (const [mode, options] of Object.entries(MODES)) {
-    it(`${mode}: the newest version mirrors the latest snapshot, and every file a kept version names exists`, async () => {
+  for (const [name, mode] of Object.entries(MODES)) {
+    it(`${name}: the newest version mirrors the latest snapshot, and every file a kept version names exists`, async () => {
       await fc.assert(
-        fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 14 }), (ops) => run(options, ops)),
+        fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 14 }), (ops) => run(mode, ops)),
         { numRuns: 25 },
       )
     }, 120_000)

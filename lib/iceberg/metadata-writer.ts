@@ -38,6 +38,8 @@ export interface SnapshotDelta {
   deletes: ManifestEntry[]
   /** whether the snapshot changed any bucket's deletion vectors */
   indexChanged: boolean
+  /** the buckets whose deletion vectors it changed, when known (else every bucket counts as changed) */
+  indexBuckets?: { partition: Uint8Array; bucket: number }[]
 }
 
 /** What callers can see of the writer's work (docs/operations.md "Table options"). */
@@ -73,6 +75,8 @@ interface Version {
   uuid: string
   /** data file location → the manifest (key) holding it, once known */
   files: Map<string, string> | null
+  /** the delete manifests by group of buckets (TableFiles.groupOf), once known */
+  dvGroups: Map<string, IcebergManifestMeta[]> | null
 }
 
 /**
@@ -206,6 +210,7 @@ export class IcebergMetadataWriter {
       nextRowId: BigInt(base.nextRowId ?? 0),
       uuid: base.uuid,
       files: null,
+      dvGroups: null,
     }
   }
 
@@ -251,6 +256,7 @@ export class IcebergMetadataWriter {
     const removed = new Set<string>()
     const added = new Map<string, ManifestEntry>()
     let indexChanged = false
+    let indexBuckets: { partition: Uint8Array; bucket: number }[] | null = []
     for (const d of deltas) {
       for (const e of d.deletes) {
         if (!this.files.visible(e.file.level)) continue
@@ -263,6 +269,7 @@ export class IcebergMetadataWriter {
         if (!removed.delete(p)) added.set(p, e)
       }
       indexChanged ||= d.indexChanged
+      if (d.indexChanged) indexBuckets = d.indexBuckets && indexBuckets ? [...indexBuckets, ...d.indexBuckets] : null
     }
     const sid = BigInt(snapshot.id)
     const pending = new Pending(this, base, sid)
@@ -285,9 +292,10 @@ export class IcebergMetadataWriter {
     }
     if (fresh.length) data = [...data, ...pending.manifests(fresh, Content.DATA)]
     data = await this.mergeIfNeeded(data, pending)
-    const deletes = this.dvOn && indexChanged ? await this.deletionVectorManifests(snapshot, pending) : base.deletes
+    const dv = this.dvOn && indexChanged ? await this.deletionVectorManifests(snapshot, pending, base, indexBuckets) : { deletes: base.deletes, groups: base.dvGroups }
+    const deletes = dv.deletes
     if (files) for (const w of pending.written) for (const e of w.entries) if (w.meta.content === Content.DATA) files.set(e.file.path, w.meta.path)
-    pending.finish(data, deletes, files, { removed: removed.size, added: added.size })
+    pending.finish(data, deletes, files, { removed: removed.size, added: added.size }, false, dv.groups)
     return pending
   }
 
@@ -295,17 +303,18 @@ export class IcebergMetadataWriter {
   private async rebuild(snapshot: Snapshot): Promise<Pending> {
     const prior = await this.priorVersion(snapshot.id)
     const sid = BigInt(snapshot.id)
-    const base: Version = { snapshotId: 0, listKey: '', data: [], deletes: [], nextRowId: BigInt(prior?.nextRowId ?? 0), uuid: prior?.uuid ?? tableUuidOf(this.src.store.uri), files: new Map() }
+    const base: Version = { snapshotId: 0, listKey: '', data: [], deletes: [], nextRowId: BigInt(prior?.nextRowId ?? 0), uuid: prior?.uuid ?? tableUuidOf(this.src.store.uri), files: new Map(), dvGroups: new Map() }
     const pending = new Pending(this, base, sid)
     const live = (await this.src.manifests.liveEntries(snapshot)).filter((e) => this.files.visible(e.file.level))
     const fieldsOf = await this.schemaFieldsOf(live)
     const fresh: IcebergEntry[] = live.map((e) => ({ status: Status.ADDED, snapshotId: sid, sequenceNumber: sid, fileSequenceNumber: sid, file: this.files.dataFile(e, fieldsOf(e)) }))
     const data: IcebergManifestMeta[] = []
     for (let i = 0; i < fresh.length; i += ROLL_ENTRIES) data.push(...pending.manifests(fresh.slice(i, i + ROLL_ENTRIES), Content.DATA))
-    const deletes = this.dvOn ? await this.deletionVectorManifests(snapshot, pending) : []
+    const dv = this.dvOn ? await this.deletionVectorManifests(snapshot, pending, null, null) : { deletes: [], groups: new Map() }
+    const deletes = dv.deletes
     const files = new Map<string, string>()
     for (const w of pending.written) for (const e of w.entries) if (w.meta.content === Content.DATA) files.set(e.file.path, w.meta.path)
-    pending.finish(data, deletes, files, { removed: 0, added: fresh.length }, true)
+    pending.finish(data, deletes, files, { removed: 0, added: fresh.length }, true, dv.groups)
     return pending
   }
 
@@ -325,14 +334,46 @@ export class IcebergMetadataWriter {
     return null
   }
 
-  /** Every deletion vector of the snapshot's index as Iceberg deletion vectors (v3). */
-  private async deletionVectorManifests(snapshot: Snapshot, pending: Pending): Promise<IcebergManifestMeta[]> {
-    const index = await this.src.manifests.readIndexManifest(snapshot.indexManifest)
+  /**
+   * The delete manifests of the snapshot (v3): one per group of buckets (TableFiles.groupOf),
+   * so only the groups whose deletion vectors changed (`buckets`; null: any) are rewritten
+   * from the snapshot's index, the others kept as `base` lists them. A base whose delete
+   * manifests are not one group each (or not known) has every group rewritten once.
+   */
+  private async deletionVectorManifests(snapshot: Snapshot, pending: Pending, base: Version | null, buckets: { partition: Uint8Array; bucket: number }[] | null): Promise<{ deletes: IcebergManifestMeta[]; groups: Map<string, IcebergManifestMeta[]> }> {
+    const [index, known] = await Promise.all([this.src.manifests.readIndexManifest(snapshot.indexManifest), base ? this.dvGroupsOf(base) : null])
+    const changed = buckets && known ? new Set(buckets.map((b) => this.files.groupOf(b.partition, b.bucket))) : null
+    const groups = new Map(changed ? known : [])
     const sid = BigInt(snapshot.id)
-    const entries = this.files.deletionVectors(index).map((file) => ({ status: Status.ADDED, snapshotId: sid, sequenceNumber: sid, fileSequenceNumber: sid, file }))
-    const out: IcebergManifestMeta[] = []
-    for (let i = 0; i < entries.length; i += ROLL_ENTRIES) out.push(...pending.manifests(entries.slice(i, i + ROLL_ENTRIES), Content.POSITION_DELETES))
-    return out
+    const byGroup = new Map<string, IcebergEntry[]>()
+    for (const { group, file } of this.files.deletionVectors(index)) {
+      if (changed && !changed.has(group)) continue
+      let g = byGroup.get(group)
+      if (!g) byGroup.set(group, (g = []))
+      g.push({ status: Status.ADDED, snapshotId: sid, sequenceNumber: sid, fileSequenceNumber: sid, file })
+    }
+    for (const g of changed ?? []) groups.delete(g)
+    for (const [g, entries] of byGroup) {
+      const metas: IcebergManifestMeta[] = []
+      for (let i = 0; i < entries.length; i += ROLL_ENTRIES) metas.push(...pending.manifests(entries.slice(i, i + ROLL_ENTRIES), Content.POSITION_DELETES))
+      groups.set(g, metas)
+    }
+    const deletes = [...groups.keys()].sort().flatMap((g) => groups.get(g)!)
+    return { deletes, groups }
+  }
+
+  /** The delete manifests of `v` by group; null when one of them holds several groups (read once per writer). */
+  private async dvGroupsOf(v: Version): Promise<Map<string, IcebergManifestMeta[]> | null> {
+    if (v.dvGroups) return v.dvGroups
+    const groups = new Map<string, IcebergManifestMeta[]>()
+    for (const m of v.deletes) {
+      const of = new Set((await this.manifestEntries(m)).map((e) => (e.file.referencedDataFile ? this.files.groupOfPath(e.file.referencedDataFile) : null)))
+      if (of.size !== 1 || of.has(null)) return null
+      const g = [...of][0]!
+      groups.set(g, [...(groups.get(g) ?? []), m])
+    }
+    v.dvGroups = groups
+    return groups
   }
 
   /**
@@ -518,6 +559,7 @@ class Pending {
   private data: IcebergManifestMeta[] = []
   private deletes: IcebergManifestMeta[] = []
   private files: Map<string, string> | null = null
+  private dvGroups: Map<string, IcebergManifestMeta[]> | null = null
   private reuse = false
   private listKey: string | null = null
   /** built from the snapshot's live files, without a base */
@@ -547,7 +589,8 @@ class Pending {
     return this.written.splice(i, 1)[0].entries
   }
 
-  finish(data: IcebergManifestMeta[], deletes: IcebergManifestMeta[], files: Map<string, string> | null, change: { removed: number; added: number }, rebuilt = false): void {
+  finish(data: IcebergManifestMeta[], deletes: IcebergManifestMeta[], files: Map<string, string> | null, change: { removed: number; added: number }, rebuilt: boolean, dvGroups: Map<string, IcebergManifestMeta[]> | null): void {
+    this.dvGroups = dvGroups
     this.data = data
     this.deletes = deletes
     this.files = files
@@ -591,6 +634,7 @@ class Pending {
       nextRowId: this.nextRowId ?? this.base.nextRowId,
       uuid: this.base.uuid,
       files: this.files,
+      dvGroups: this.dvGroups,
     }
   }
 

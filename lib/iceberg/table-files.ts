@@ -13,6 +13,14 @@ import { indexKey } from '../table/paths.ts'
 import type { SchemaView } from '../table/schema.ts'
 import { Content, type IcebergDataFile } from './manifests.ts'
 
+/** Buckets per group of delete manifests (as Strata's Paimon manifests group them, manifest.bucket-group-size's default). */
+export const BUCKET_GROUP = 64
+
+/** `k=v/bucket-130` → `k=v/bucket-group-2`. */
+function groupOfDir(dir: string): string {
+  return dir.replace(/bucket-(\d+)$/, (_, n: string) => `bucket-group-${Math.floor(Number(n) / BUCKET_GROUP)}`)
+}
+
 export class TableFiles {
   private readonly partitions = new Map<string, { values: Value[]; dirs: Map<number, string> }>()
 
@@ -79,19 +87,36 @@ export class TableFiles {
   }
 
   /**
+   * The group of a bucket's deletion vectors: its partition directory and the bucket's group of
+   * BUCKET_GROUP consecutive buckets. Delete manifests hold one group each, so a compaction
+   * rewrites the delete manifests of the groups it touched, not every one.
+   */
+  groupOf(partition: Uint8Array, bucket: number): string {
+    return groupOfDir(this.partition(partition, bucket).dir)
+  }
+
+  /** The group of a data file by its location (a deletion vector's `referenced_data_file`); null for one elsewhere. */
+  groupOfPath(path: string): string | null {
+    const prefix = `${this.tableUri}/`
+    if (!path.startsWith(prefix)) return null
+    const rel = path.slice(prefix.length)
+    return groupOfDir(rel.slice(0, rel.lastIndexOf('/')))
+  }
+
+  /**
    * One Iceberg deletion vector per Paimon deletion vector of the index (v3): the blob is the
    * 64-bit entry at its offset, `content_size_in_bytes` its whole length (prefix, magic,
    * bitmap, CRC), `record_count` its cardinality, which Iceberg checks against the blob.
    */
-  deletionVectors(index: IndexManifestEntry[]): IcebergDataFile[] {
-    const out: IcebergDataFile[] = []
+  deletionVectors(index: IndexManifestEntry[]): { group: string; file: IcebergDataFile }[] {
+    const out: { group: string; file: IcebergDataFile }[] = []
     for (const e of index) {
       if (e.indexType !== DELETION_VECTORS_INDEX || !e.dvRanges) continue
       const { values, dir } = this.partition(e.partition, e.bucket)
       for (const dv of e.dvRanges) {
         // Iceberg checks a vector's cardinality against record_count; Paimon refuses such a vector too
         if (dv.cardinality === null) throw new Error(`deletion vector of data file ${dv.dataFileName} in index file ${e.fileName} has no cardinality, which an Iceberg deletion vector needs`)
-        out.push({
+        out.push({ group: groupOfDir(dir), file: {
           content: Content.POSITION_DELETES,
           path: this.indexPath(e),
           format: 'PUFFIN',
@@ -103,7 +128,7 @@ export class TableFiles {
           contentOffset: BigInt(dv.offset),
           contentSize: BigInt(dv.length),
           metrics: null,
-        })
+        } })
       }
     }
     return out
