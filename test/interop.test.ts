@@ -1319,28 +1319,29 @@ if (missing.length > 0 && !process.env.CI) {
   describe('Paimon interop: tags (issue 19)', () => {
     const schema = { fields: [{ name: 'id', type: 'INT' }, { name: 'v', type: 'STRING' }], primaryKeys: ['id'], options: { bucket: '2' } }
     let dir = ''
-    beforeAll(() => {
-      buildHarness()
-      dir = mkdtempSync(join(tmpdir(), 'strata-interop-tags-'))
-    })
-    afterAll(() => rmSync(dir, { recursive: true, force: true }))
     const version = (ids: number[], v: string) => ids.map((id) => ({ id, v: `${v}-${id}` }))
     const tagRows = async (t: string, tag: string) => {
       const table = await Table.open(t)
       return byKey((await readAll(table, { tag })).map((r) => renderRow(table.view.fields, r)), ['id'])
     }
-
-    it("Paimon reads the tags Strata created, before and after its own expiration and Strata's, the rows Strata reads; Paimon deletes one and Strata still reads the other", async () => {
+    // Strata's tagged and expired table for the first test, then one JVM for Paimon's commands
+    // of both tests (their tables are apart); the second test's last read needs a JVM of its own
+    const strataSide = { want: { v1: [] as Rows, v3: [] as Rows }, expired: [] as number[] }
+    let paimonOfStrata: PaimonResult[] = []
+    let paimonTags: PaimonResult[] = []
+    beforeAll(async () => {
+      buildHarness()
+      dir = mkdtempSync(join(tmpdir(), 'strata-interop-tags-'))
       const t = join(dir, 'strata-tags')
       const table = await Table.create(t, schema)
       const writes = [version([1, 2, 3, 4], 'a'), version([2, 5], 'b'), [{ _kind: '-D', id: 3 }, ...version([6], 'c')], version([1, 7], 'd'), version([8], 'e')]
       for (const w of writes) await strataWrite(table, w)
       await createTag(table, 'v1', { snapshotId: 1 })
       await createTag(table, 'v3', { snapshotId: 3 })
-      const want = { v1: await strataRows(table, 1), v3: await strataRows(table, 3) }
+      strataSide.want = { v1: await strataRows(table, 1), v3: await strataRows(table, 3) }
       // Strata expires the tagged snapshots; the tags keep their files
-      expect((await expireSnapshots(table, { numRetainedMin: 2, timeRetainedMs: 0, now: Date.now() + 86_400_000 })).expired).toEqual([1, 2, 3])
-      const [r1, r3, expire, r1after, r3after, del, r3last] = paimonBatch([
+      strataSide.expired = (await expireSnapshots(table, { numRetainedMin: 2, timeRetainedMs: 0, now: Date.now() + 86_400_000 })).expired
+      const ofStrata = [
         ['read', t, '--tag', 'v1'],
         ['read', t, '--tag', 'v3'],
         ['expire', t, '--retain', '1'],
@@ -1348,7 +1349,30 @@ if (missing.length > 0 && !process.env.CI) {
         ['read', t, '--tag', 'v3'],
         ['tag-delete', t, '--name', 'v1'],
         ['read', t, '--tag', 'v3'],
-      ])
+      ]
+      const p = join(dir, 'paimon-tags')
+      const lines = (name: string, recs: Rec[]) => writeJsonLines(join(dir, name), recs)
+      const tags = [
+        ['write', p, '--schema', JSON.stringify(schema), '--in', lines('p1.jsonl', version([1, 2, 3], 'a'))],
+        ['write', p, '--in', lines('p2.jsonl', [...version([2, 4], 'b'), { _kind: '-D', id: 1 }])],
+        ['tag-create', p, '--name', 'p1', '--snapshot', '1'],
+        ['write', p, '--in', lines('p3.jsonl', version([3, 5], 'c'))],
+        ['tag-create', p, '--name', 'last', '--time-retained', 'PT24H'],
+        ['expire', p, '--retain', '1'],
+        ['read', p, '--tag', 'p1'],
+        ['read', p, '--tag', 'last'],
+      ]
+      const results = paimonBatch([...ofStrata, ...tags])
+      paimonOfStrata = results.splice(0, ofStrata.length)
+      paimonTags = results
+    })
+    afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+    it("Paimon reads the tags Strata created, before and after its own expiration and Strata's, the rows Strata reads; Paimon deletes one and Strata still reads the other", async () => {
+      const t = join(dir, 'strata-tags')
+      const { want } = strataSide
+      expect(strataSide.expired).toEqual([1, 2, 3])
+      const [r1, r3, expire, r1after, r3after, del, r3last] = paimonOfStrata
       expect(byKey(paimonRows(r1), ['id']), "Paimon's read of Strata's tag v1 (expected: Strata's)").toEqual(byKey(want.v1, ['id']))
       expect(byKey(paimonRows(r3), ['id'])).toEqual(byKey(want.v3, ['id']))
       expect(expire.ok, expire.error).toBe(true)
@@ -1366,17 +1390,7 @@ if (missing.length > 0 && !process.env.CI) {
 
     it("Strata reads the tags Paimon created (one with a retention, its file rewritten character for character), after Paimon's expiration; Strata deletes one and Paimon still reads the other", async () => {
       const t = join(dir, 'paimon-tags')
-      const lines = (name: string, recs: Rec[]) => writeJsonLines(join(dir, name), recs)
-      const [w1, w2, tag1, w3, tagLast, expire, p1, pLast] = paimonBatch([
-        ['write', t, '--schema', JSON.stringify(schema), '--in', lines('p1.jsonl', version([1, 2, 3], 'a'))],
-        ['write', t, '--in', lines('p2.jsonl', [...version([2, 4], 'b'), { _kind: '-D', id: 1 }])],
-        ['tag-create', t, '--name', 'p1', '--snapshot', '1'],
-        ['write', t, '--in', lines('p3.jsonl', version([3, 5], 'c'))],
-        ['tag-create', t, '--name', 'last', '--time-retained', 'PT24H'],
-        ['expire', t, '--retain', '1'],
-        ['read', t, '--tag', 'p1'],
-        ['read', t, '--tag', 'last'],
-      ])
+      const [w1, w2, tag1, w3, tagLast, expire, p1, pLast] = paimonTags
       for (const r of [w1, w2, tag1, w3, tagLast, expire]) expect(r.ok, r.error).toBe(true)
       expect(JSON.parse(tagLast.output)).toEqual({ snapshot: 3 })
       const table = await Table.open(t)
