@@ -17,7 +17,7 @@ import type { ObjectStore } from '../store/object-store.ts'
 import type { SchemaView } from '../table/schema.ts'
 import { type DataField, FileKind, type ManifestEntry, type Snapshot, type TableSchema } from '../types.ts'
 import { Content, type IcebergEntry, type IcebergManifestMeta, Status, manifestMetaOf, readIcebergManifest, readIcebergManifestList, writeIcebergManifest, writeIcebergManifestList } from './manifests.ts'
-import { type BaseMetadata, METADATA_DIR, VERSION_HINT, VISIBLE_LEVELS, buildMetadata, metadataFileName, parseBaseMetadata, tableUuidOf } from './metadata.ts'
+import { type BaseMetadata, METADATA_DIR, VERSION_HINT, VISIBLE_LEVELS, buildMetadata, metadataFileName, metadataVersionOf, parseBaseMetadata, tableUuidOf } from './metadata.ts'
 import { type IcebergLocation, type IcebergOptions, icebergLocation, icebergOptions } from './options.ts'
 import { icebergSchemaOf, partitionSpecOf } from './schema.ts'
 import { TableFiles } from './table-files.ts'
@@ -171,8 +171,10 @@ export class IcebergMetadataWriter {
     if (this.state && this.state.snapshotId >= n) return
     // the first snapshot of a table: a directory outside it (hadoop-catalog) may still hold
     // the versions of a table dropped there before, which must not be taken for this one's
-    // (Paimon clears it at the first snapshot too)
-    if (n === 1) await Promise.all((await this.dir.store.list(METADATA_DIR)).map((o) => this.dir.store.delete(o.key)))
+    // (Paimon clears the directory at the first snapshot). Only the version files go: their
+    // manifests are then named by no version, for orphan cleanup, and a version another
+    // writer of this table creates meanwhile names no file deleted here.
+    if (n === 1) await Promise.all((await this.dir.store.list(METADATA_DIR)).filter((o) => metadataVersionOf(o.key.slice(METADATA_DIR.length)) !== null).map((o) => this.dir.store.delete(o.key)))
     const attempted = this.attempted.has(n - 1)
     this.attempted.add(n)
     if (this.attempted.size > 64) this.attempted.delete(Math.min(...this.attempted))
