@@ -4,9 +4,9 @@
 // Whether Java and Maven are here is the Paimon harness's check (test/helpers/interop.ts).
 
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import type { TableRecord } from '../../lib/api/index.ts'
 import { ROOT } from './interop.ts'
 
@@ -58,27 +58,42 @@ export function icebergBatch(commands: string[][]): Promise<IcebergResult[]> {
  * the Paimon harness's: one JSON array of arguments a line in, one status line each out, each
  * command's data in its `--out` file). Asynchronous, so a test builds Strata's tables while a
  * JVM works on Paimon's.
+ *
+ * The JVM runs a private copy of the jar: a JVM loads classes from its jar as it goes, and
+ * another test file (or another checkout's `mvn package`) rebuilding the jar meanwhile left
+ * one with a class half loaded, waiting forever in Paimon's code-generation cache. A JVM that
+ * has not answered after `timeoutMs` is killed and the batch fails, rather than the hook
+ * waiting out its own timeout with nothing said.
  */
-export async function jarBatch(jar: string, commands: string[][]): Promise<IcebergResult[]> {
+export async function jarBatch(jar: string, commands: string[][], { timeoutMs = 480_000 } = {}): Promise<IcebergResult[]> {
   const dir = mkdtempSync(join(tmpdir(), 'strata-iceberg-out-'))
   try {
+    const privateJar = join(dir, basename(jar))
+    copyFileSync(jar, privateJar)
     const outs = commands.map((_, i) => join(dir, `out-${i}`))
     const input = commands.map((c, i) => JSON.stringify([...c, '--out', outs[i]])).join('\n') + '\n'
     // a short-lived JVM: the C1 compiler alone and the serial collector start fastest
-    const child = spawn('java', ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-jar', jar, 'batch'], { stdio: ['pipe', 'pipe', 'pipe'] })
+    const child = spawn('java', ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-jar', privateJar, 'batch'], { stdio: ['pipe', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
+    let timedOut = false
+    const timer = setTimeout(() => {
+      timedOut = true
+      child.kill('SIGKILL')
+    }, timeoutMs)
     const status = new Promise<number | null>((resolve, reject) => {
       child.on('error', reject)
       child.on('close', resolve)
     })
     child.stdin.end(input)
-    const code = await status
-    if (code !== 0) throw new Error(`${jar} failed (exit ${code}):\n${stderr}`)
+    const code = await status.finally(() => clearTimeout(timer))
+    const answered = stdout.split('\n').filter(Boolean).length
+    if (timedOut) throw new Error(`${basename(jar)} did not finish in ${timeoutMs / 1000} s (${answered} of ${commands.length} commands answered; the next: ${JSON.stringify(commands[answered])}):\n${stderr}`)
+    if (code !== 0) throw new Error(`${basename(jar)} failed (exit ${code}):\n${stderr}`)
     const statuses = stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { ok: boolean; error?: string })
-    if (statuses.length !== commands.length) throw new Error(`${jar} answered ${statuses.length} of ${commands.length} commands:\n${stderr}`)
+    if (statuses.length !== commands.length) throw new Error(`${basename(jar)} answered ${statuses.length} of ${commands.length} commands:\n${stderr}`)
     return statuses.map((s, i) => ({ ...s, output: existsSync(outs[i]) ? readFileSync(outs[i], 'utf8') : '' }))
   } finally {
     rmSync(dir, { recursive: true, force: true })
@@ -98,6 +113,8 @@ export interface IcebergMeta {
   schema: { schemaId: number; fields: { id: number; name: string; type: string; required: boolean }[]; identifierFieldIds: number[] }
   spec: { specId: number; fields: { sourceId: number; fieldId: number; name: string; transform: string }[] }
   snapshot?: { id: number; sequenceNumber: number; parentId: number | null; schemaId: number | null; operation: string; firstRowId?: number | null; addedRows?: number | null; summary: Record<string, string> }
+  /** the manifest list: each manifest's partition summaries (null when it has none) */
+  manifests: { content: string; addedFiles: number; existingFiles: number; firstRowId: number | null; partitions: { containsNull: boolean; lower: unknown; upper: unknown }[] | null }[]
   dataFiles: IcebergFile[]
   deleteFiles: (IcebergFile & { referencedDataFile: string | null; contentOffset: number | null; contentSizeInBytes: number | null })[]
   tasks: { file: string; deletes: string[] }[]

@@ -237,6 +237,28 @@ public final class IcebergInterop {
         s.set("summary", MAPPER.valueToTree(snap.summary()));
 
         Map<Integer, PartitionSpec> specs = md.specsById();
+        // the manifest list: what a planner prunes whole manifests by (partition summaries)
+        ArrayNode manifests = out.putArray("manifests");
+        for (ManifestFile m : snap.allManifests(table.io())) {
+            ObjectNode mf = manifests.addObject();
+            mf.put("content", m.content().name());
+            mf.put("addedFiles", m.addedFilesCount());
+            mf.put("existingFiles", m.existingFilesCount());
+            mf.put("firstRowId", m.firstRowId());
+            Types.StructType partitionType = specs.get(m.partitionSpecId()).partitionType();
+            if (m.partitions() == null) mf.putNull("partitions");
+            else {
+                ArrayNode summaries = mf.putArray("partitions");
+                for (int i = 0; i < m.partitions().size(); i++) {
+                    ManifestFile.PartitionFieldSummary p = m.partitions().get(i);
+                    Types.NestedField field = partitionType.fields().get(i);
+                    ObjectNode summary = summaries.addObject();
+                    summary.put("containsNull", p.containsNull());
+                    summary.set("lower", p.lowerBound() == null ? null : JsonValues.valueToJson(field.type(), org.apache.iceberg.types.Conversions.fromByteBuffer(field.type(), p.lowerBound())));
+                    summary.set("upper", p.upperBound() == null ? null : JsonValues.valueToJson(field.type(), org.apache.iceberg.types.Conversions.fromByteBuffer(field.type(), p.upperBound())));
+                }
+            }
+        }
         ArrayNode dataFiles = out.putArray("dataFiles");
         for (ManifestFile m : snap.dataManifests(table.io())) {
             try (ManifestReader<DataFile> r = ManifestFiles.read(m, table.io(), specs)) {
