@@ -195,6 +195,8 @@ export const ICEBERG_TABLE_LOCATION = 'table-location'
  * still read it. Off, a version goes with snapshot expiration (lib/maintenance/expire.ts).
  */
 export const ICEBERG_DELETE_AFTER_COMMIT_OPTION = 'metadata.iceberg.delete-after-commit.enabled'
+/** On by default under a Glue registration (Athena); a table may set it 'false'. */
+export const ICEBERG_LEGACY_MANIFEST_OPTION = 'metadata.iceberg.manifest-legacy-version'
 const KINESIS_ARN = /^arn:aws[a-z-]*:kinesis:[a-z0-9-]+:\d{12}:stream\/[A-Za-z0-9_.-]{1,128}$/
 const KMS_ARN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:(key|alias)\/[A-Za-z0-9/_-]+$/
 const SNS_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/
@@ -409,6 +411,9 @@ function warehouseAndGlue(s: Section, name: string, warehouse: string | undefine
   }
   options[ICEBERG_STORAGE_OPTION] ??= ICEBERG_TABLE_LOCATION
   options[ICEBERG_DELETE_AFTER_COMMIT_OPTION] ??= 'false'
+  // Athena reads manifest lists by Iceberg 1.4's field names; Paimon's Iceberg docs advise the
+  // legacy spelling for it
+  options[ICEBERG_LEGACY_MANIFEST_OPTION] ??= 'true'
   schemaInput = { ...(raw as Record<string, unknown>), options }
   return { database, glue, schemaInput }
 }

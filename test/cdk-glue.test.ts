@@ -110,10 +110,10 @@ describe('StrataTables in a warehouse, one table registered in Glue', () => {
     expect(JSON.stringify(roleStatements(resources, viewsRole))).not.toContain('metadata/*')
   })
 
-  it('stores the table with the Iceberg options a registration needs: table-location storage, no deletion of versions after commit', () => {
+  it('stores the table with the Iceberg options a registration needs: table-location storage, no deletion of versions after commit, manifests Athena reads', () => {
     const init = Object.values(resources).filter((r) => r.Type === 'Custom::StrataTable')
     const ordersInit = init.find((r) => r.Properties.TableName === 'orders')!
-    expect(JSON.parse(ordersInit.Properties.Schema).options).toEqual({ bucket: '2', 'metadata.iceberg.storage': 'table-location', 'metadata.iceberg.delete-after-commit.enabled': 'false' })
+    expect(JSON.parse(ordersInit.Properties.Schema).options).toEqual({ bucket: '2', 'metadata.iceberg.storage': 'table-location', 'metadata.iceberg.delete-after-commit.enabled': 'false', 'metadata.iceberg.manifest-legacy-version': 'true' })
     const viewsInit = init.find((r) => r.Properties.TableName === 'page-views')!
     expect(JSON.parse(viewsInit.Properties.Schema).options).toEqual({ bucket: '2' })
   })

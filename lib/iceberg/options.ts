@@ -91,10 +91,9 @@ export function icebergRefusal(schema: TableSchema, tableUri: string): string | 
   if ('refused' in where) return where.refused
   const dv = (schema.options['deletion-vectors.enabled'] ?? 'false').trim().toLowerCase() === 'true'
   const bitmap64 = (schema.options['deletion-vectors.bitmap64'] ?? 'false').trim().toLowerCase() === 'true'
-  if (dv && o.formatVersion === 2) {
-    return `option 'metadata.iceberg.format-version': value '2' with 'deletion-vectors.enabled' = 'true' is refused: files of the top level carry deletion vectors, which a v2 reader cannot apply, so it would return deleted and superseded rows; expected 3 (with 'deletion-vectors.bitmap64' = 'true')`
-  }
-  if (dv && !bitmap64) {
+  // v2 with deletion vectors lists the top level without them, as Paimon does: the top level
+  // is written only by merges of its whole run (docs/design.md "Iceberg metadata")
+  if (dv && o.formatVersion === 3 && !bitmap64) {
     return `option 'deletion-vectors.bitmap64': value '${schema.options['deletion-vectors.bitmap64'] ?? 'false'}' with 'metadata.iceberg.format-version' = '3' and deletion vectors on is refused: Iceberg reads only 64-bit deletion vectors (its deletion-vector-v1 blob); expected true`
   }
   if (o.compactMaxFileNum < o.compactMinFileNum) {
