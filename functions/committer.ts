@@ -16,6 +16,8 @@
 // With STRATA_GLUE_DATABASE, the table's Iceberg metadata is announced to its Glue pointer
 // (lib/iceberg/glue-pointer.ts, kept while warm), flushed before the invocation returns; a
 // failed Glue update is logged and counted (GlueUpdateFailures), never failing the invocation.
+// A table with Iceberg metadata counts the versions its invocation wrote and failed to write
+// (IcebergMetadataWritten, IcebergMetadataFailures; the commit service settles them first).
 
 import middy from '@middy/core'
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics'
@@ -66,6 +68,7 @@ async function commitInvocation(runtime: FunctionRuntime, metrics: Metrics, even
   // the last ROUNDS_RESERVE_MS of the timeout (a round's fold and deletions must fit)
   const moreRounds = () => Date.now() - started < cfg.commitRoundsMs && (context?.getRemainingTimeInMillis() ?? Infinity) > ROUNDS_RESERVE_MS
   const glue = runtime.gluePointer()
+  const iceberg = table.iceberg ? { stats: table.iceberg.stats, written: table.iceberg.stats.written, failed: table.iceberg.stats.failed } : null
   const res = await commitFromQueue(
     wrapFold ? wrapFold(fold) : fold,
     event.Records.map((r) => ({ id: r.messageId, body: r.body, receiptHandle: r.receiptHandle })),
@@ -84,12 +87,14 @@ async function commitInvocation(runtime: FunctionRuntime, metrics: Metrics, even
     table: name, invoked: event.Records.length, drained: res.drained, landed: res.landed, duplicates: res.duplicates, conflicts: res.conflicts,
     notSettled: res.failed, snapshots: res.snapshots, rounds: res.rounds, forwarded: res.forwarded, retries: res.retries, replans: res.replans, requestId: context?.awsRequestId,
   })
-  publishCommitMetrics(metrics, res, { feed: Boolean(cfg.feedQueueUrl), commitTimeMs: Date.now() - started, glue: glue?.takeCounts() })
+  const icebergCounts = iceberg ? { written: iceberg.stats.written - iceberg.written, failures: iceberg.stats.failed - iceberg.failed } : undefined
+  if (icebergCounts?.failures) logger.error('Iceberg metadata not written; the snapshots landed, and a later snapshot catches up', { table: name, failures: icebergCounts.failures, lastError: iceberg!.stats.lastError })
+  publishCommitMetrics(metrics, res, { feed: Boolean(cfg.feedQueueUrl), commitTimeMs: Date.now() - started, glue: glue?.takeCounts(), iceberg: icebergCounts })
   return { batchItemFailures: res.failedIds.map((itemIdentifier) => ({ itemIdentifier })) }
 }
 
 /** An invocation's metrics (flushed by logMetrics), and a warning per lease it took over. */
-export function publishCommitMetrics(metrics: Metrics, res: CommitServiceResult, opts: { feed: boolean; commitTimeMs: number; glue?: GluePointerCounts }): void {
+export function publishCommitMetrics(metrics: Metrics, res: CommitServiceResult, opts: { feed: boolean; commitTimeMs: number; glue?: GluePointerCounts; iceberg?: { written: number; failures: number } }): void {
   for (const o of res.leaseOverrides) {
     // the lease's renewedAt against `at` shows how far the holder's clock is from this one's
     logger.warn('committer lease overridden', { reason: o.reason, lease: o.lease, at: o.at, holderAheadMs: o.lease.renewedAt !== undefined ? o.lease.renewedAt - o.at : undefined })
@@ -109,6 +114,10 @@ export function publishCommitMetrics(metrics: Metrics, res: CommitServiceResult,
   if (opts.feed) {
     metrics.addMetric('FeedEvents', MetricUnit.Count, res.feedPublished)
     metrics.addMetric('FeedFailures', MetricUnit.Count, res.feedFailures)
+  }
+  if (opts.iceberg) {
+    metrics.addMetric('IcebergMetadataWritten', MetricUnit.Count, opts.iceberg.written)
+    metrics.addMetric('IcebergMetadataFailures', MetricUnit.Count, opts.iceberg.failures)
   }
   if (opts.glue) {
     metrics.addMetric('GlueUpdates', MetricUnit.Count, opts.glue.updates)

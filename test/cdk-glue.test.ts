@@ -118,6 +118,13 @@ describe('StrataTables in a warehouse, one table registered in Glue', () => {
     expect(JSON.parse(viewsInit.Properties.Schema).options).toEqual({ bucket: '2' })
   })
 
+  it("alarms on the Iceberg table's IcebergMetadataFailures, at least one in 5 minutes, and on no other table's", () => {
+    const alarms = Object.values(resources).filter((r) => r.Type === 'AWS::CloudWatch::Alarm' && r.Properties.MetricName === 'IcebergMetadataFailures')
+    expect(alarms).toHaveLength(1)
+    expect(alarms[0].Properties).toMatchObject({ Namespace: 'Strata', Statistic: 'Sum', Period: 300, Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching' })
+    expect(alarms[0].Properties.Dimensions).toEqual(expect.arrayContaining([{ Name: 'table', Value: 'orders' }, { Name: 'function', Value: 'committer' }]))
+  })
+
   it("alarms on the registered table's GlueUpdateFailures, at least one in 5 minutes, and on no other table's", () => {
     const alarms = Object.values(resources).filter((r) => r.Type === 'AWS::CloudWatch::Alarm' && r.Properties.MetricName === 'GlueUpdateFailures')
     expect(alarms).toHaveLength(1)

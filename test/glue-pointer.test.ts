@@ -375,11 +375,13 @@ describe('the committer function with a Glue registration', () => {
       const body = (await encodeCommitMessage(message!, table.store)).body
       return committerHandler(sqsEvent([sqsRecord(body, { messageId: `m${id}` })]))
     }
+    const icebergMetrics = () => metrics.filter((m) => m.name.startsWith('Iceberg')).map((m) => [m.name, m.value])
     const glueMetrics = () => metrics.splice(0).filter((m) => m.name.startsWith('Glue')).map((m) => [m.name, m.value])
 
     expect((await invoke(1)).batchItemFailures).toEqual([])
     expect(server.table(DB, 'fresh')!.input).toMatchObject({ TableType: 'EXTERNAL_TABLE', StorageDescriptor: { Location: uri }, Parameters: { table_type: 'ICEBERG', metadata_location: `${uri}/metadata/v1.metadata.json` } })
     expect(await store.head('metadata/v1.metadata.json')).not.toBeNull()
+    expect(icebergMetrics()).toEqual([['IcebergMetadataWritten', 1], ['IcebergMetadataFailures', 0]])
     expect(glueMetrics()).toEqual([['GlueUpdates', 1], ['GlueUpdateFailures', 0]])
 
     // the same warm environment, inside the interval: the flush at the end still sends
@@ -392,6 +394,7 @@ describe('the committer function with a Glue registration', () => {
     expect((await invoke(3)).batchItemFailures).toEqual([])
     expect(server.table(DB, 'fresh')!.input.Parameters.metadata_location).toBe(`${uri}/metadata/v2.metadata.json`)
     expect(await table.snapshots.latestId()).toBe(3)
+    expect(icebergMetrics()).toEqual([['IcebergMetadataWritten', 1], ['IcebergMetadataFailures', 0]])
     expect(glueMetrics()).toEqual([['GlueUpdates', 0], ['GlueUpdateFailures', 1]])
 
     // the next invocation sends its own, newer metadata

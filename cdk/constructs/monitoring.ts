@@ -33,7 +33,7 @@ import { type ITopic, Topic } from 'aws-cdk-lib/aws-sns'
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions'
 import type { IQueue } from 'aws-cdk-lib/aws-sqs'
 import { Construct } from 'constructs'
-import type { DeployConfig } from '../config.ts'
+import { type DeployConfig, icebergStorage } from '../config.ts'
 import { METRICS_NAMESPACE, tableDimensions } from '../metrics.ts'
 import { StrataFunction } from './strata-function.ts'
 import type { TableResources } from './table-resources.ts'
@@ -315,6 +315,8 @@ export class Monitoring extends Construct {
     )
     this.committerAlarms(t, config.feed.enabled)
     if (cfg.glue) this.glueAlarm(t, `${cfg.glue.database}.${cfg.glue.tableName}`)
+    const iceberg = icebergStorage(cfg.schemaInput)
+    if (iceberg !== undefined && iceberg !== 'disabled') this.icebergAlarm(t)
     // missing data keeps the state: the freshness alarm and the maintenance Errors alarm
     // already say when the maintenance metrics stop
     this.watch(
@@ -360,6 +362,18 @@ export class Monitoring extends Construct {
       new Alarm(this, `${t.node.id}GlueUpdateFailuresAlarm`, {
         alarmDescription: `Table '${t.name}': the committer could not move Glue table ${glueTable} to the newest Iceberg metadata (the snapshots landed; Athena reads the snapshot Glue still names). See the committer's log ("Glue table not moved") and docs/operations.md, "Registering tables in AWS Glue".`,
         metric: strataMetric('GlueUpdateFailures', tableDimensions('committer', t.name), 'Sum', FIVE_MINUTES),
+        ...atLeastOne,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+    )
+  }
+
+  /** A table with Iceberg metadata: its committer failed to write a version (the snapshots landed). */
+  private icebergAlarm(t: TableResources): void {
+    this.watch(
+      new Alarm(this, `${t.node.id}IcebergMetadataFailuresAlarm`, {
+        alarmDescription: `Table '${t.name}': the committer could not write the Iceberg metadata of a snapshot (the snapshots landed; Iceberg readers read the last version written until a later snapshot's catches up). See the committer's log ("Iceberg metadata not written") and docs/operations.md, "Iceberg metadata".`,
+        metric: strataMetric('IcebergMetadataFailures', tableDimensions('committer', t.name), 'Sum', FIVE_MINUTES),
         ...atLeastOne,
         treatMissingData: TreatMissingData.NOT_BREACHING,
       }),
