@@ -177,6 +177,8 @@ const SPECS: Spec[] = [
   ...ENGINES.flatMap((engine) =>
     [true, false].map((partitioned): Spec => ({ name: `v2 ${engine}${partitioned ? ' partitioned' : ''}`, engine, partitioned, version: 2, options: { ...V2, [KEEP_VERSIONS]: 'false', ...ENGINE_OPTIONS[engine] }, steps: interleave(writes(engine), 'full') })),
   ),
+  // format version 2 with deletion vectors, as Paimon writes it: the top level, vectors not handed over
+  { name: 'v2 deduplicate with deletion vectors', engine: 'deduplicate', partitioned: true, version: 2, options: { ...V2, [KEEP_VERSIONS]: 'false', 'deletion-vectors.enabled': 'true' }, steps: interleave(writes('deduplicate'), 'full') },
   // first-row takes no deletion vectors (Paimon refuses the table)
   ...ENGINES.filter((e) => e !== 'first-row').flatMap((engine) =>
     [true, false].map((partitioned): Spec => ({ name: `v3 ${engine}${partitioned ? ' partitioned' : ''}`, engine, partitioned, version: 3, options: { ...V3, [KEEP_VERSIONS]: 'false', ...ENGINE_OPTIONS[engine] }, steps: interleave(writes(engine), 'minor') })),
@@ -184,8 +186,8 @@ const SPECS: Spec[] = [
   // partition values of other types in Iceberg's manifests: a date and an int
   { name: 'v2 date and int partitions', typedPartition: true, engine: 'deduplicate', partitioned: true, version: 2, options: V2, steps: interleave(writes('deduplicate'), 'full') },
   { name: 'v3 date and int partitions', typedPartition: true, engine: 'deduplicate', partitioned: true, version: 3, options: { ...V3, [KEEP_VERSIONS]: 'false' }, steps: interleave(writes('deduplicate'), 'minor') },
-  // Strata spells uncompressed Avro 'none', Paimon 1.4.2 hands the value to Avro, which knows 'null'
-  { name: 'v2 uncompressed manifests', engine: 'deduplicate', partitioned: true, version: 2, options: { ...V2, 'metadata.iceberg.manifest-compression': 'none' }, paimonRefuses: 'Unrecognized codec: none', steps: interleave(writes('deduplicate').slice(0, 2), 'full') },
+  // uncompressed Avro by the name Paimon 1.4.2 takes (it hands the value to Avro: 'null')
+  { name: 'v2 uncompressed manifests', engine: 'deduplicate', partitioned: true, version: 2, options: { ...V2, 'metadata.iceberg.manifest-compression': 'null' }, steps: interleave(writes('deduplicate').slice(0, 2), 'full') },
   // format version 3 without deletion vectors: the top level only, as in v2
   { name: 'v3 first-row', engine: 'first-row', partitioned: true, version: 3, options: { ...V2, 'metadata.iceberg.format-version': '3', [KEEP_VERSIONS]: 'false', ...ENGINE_OPTIONS['first-row'] }, steps: interleave(writes('first-row'), 'full') },
   // the metadata in the warehouse's Hadoop catalog, <warehouse>/iceberg/<db>/<table>/metadata/
@@ -607,7 +609,8 @@ if (missing.length > 0 && !process.env.CI) {
 
     for (const spec of SPECS) {
       describe(spec.name, () => {
-        const dv = spec.options['deletion-vectors.enabled'] === 'true'
+        // deletion vectors reach Iceberg in format version 3 only (v2 lists the top level without them)
+        const dv = spec.options['deletion-vectors.enabled'] === 'true' && spec.version === 3
         const cell = () => {
           const c = cells.get(spec.name)!
           if (c.strataError) throw new Error(`Strata could not build the table: ${c.strataError}`)

@@ -37,7 +37,7 @@ export function icebergOptions(raw: Record<string, string>): IcebergOptions {
     // Paimon's inferDefaultMetadataLocation: the catalog's place for every catalog storage
     storageLocation: (get('storage-location')?.toLowerCase() as IcebergOptions['storageLocation']) ?? (storage === 'table-location' ? 'table-location' : 'catalog-location'),
     formatVersion: get('format-version') === '3' ? 3 : 2,
-    manifestCompression: (get('manifest-compression')?.toLowerCase() ?? 'snappy') as ManifestCompression,
+    manifestCompression: avroCodec(get('manifest-compression')?.toLowerCase() ?? 'snappy'),
     manifestLegacyVersion: bool('manifest-legacy-version', false),
     compactMinFileNum: Number(get('compaction.min.file-num') ?? 10),
     compactMaxFileNum: Number(get('compaction.max.file-num') ?? 50),
@@ -108,4 +108,9 @@ export function icebergRefusal(schema: TableSchema, tableUri: string): string | 
     if (why) return `option 'metadata.iceberg.storage': ${why}`
   }
   return null
+}
+
+/** Paimon's (Avro's) codec names as Strata's Avro writer spells them: `null` is none, `zstandard` zstd. */
+function avroCodec(name: string): ManifestCompression {
+  return (name === 'null' ? 'none' : name === 'zstandard' ? 'zstd' : name) as ManifestCompression
 }

@@ -106,7 +106,7 @@ export const OPTION_SPECS: OptionSpec[] = [
   { key: 'metadata.iceberg.storage', type: 'enum', default: 'disabled', values: ['disabled', 'table-location', 'hadoop-catalog'], doc: 'Iceberg metadata written beside every snapshot: disabled; table-location (<table>/metadata/); hadoop-catalog (<warehouse>/iceberg/<db>/<table>/metadata/). The table must be <warehouse>/<db>.db/<table>. hive-catalog and rest-catalog are refused.' },
   { key: 'metadata.iceberg.storage-location', type: 'enum', values: ['table-location', 'catalog-location'], doc: 'Where the Iceberg metadata goes, overriding the storage type\'s place: table-location (<table>/metadata/) or catalog-location (<warehouse>/iceberg/<db>/<table>/metadata/).' },
   { key: 'metadata.iceberg.format-version', type: 'enum', default: '2', values: ['2', '3'], doc: 'Iceberg format version: 2 (readers see the top level only; refused with deletion vectors) or 3 (deletion vectors handed to Iceberg, readers see every level above 0; needs deletion-vectors.bitmap64 when deletion vectors are on; row lineage written).' },
-  { key: 'metadata.iceberg.manifest-compression', type: 'enum', default: 'snappy', values: ['none', 'deflate', 'snappy', 'zstd'], doc: 'Avro codec of the Iceberg manifests and manifest lists (Paimon\'s default snappy; zstd needs Node >= 22.15).' },
+  { key: 'metadata.iceberg.manifest-compression', type: 'enum', default: 'snappy', values: ['null', 'deflate', 'snappy', 'zstd', 'zstandard'], doc: 'Avro codec of the Iceberg manifests and manifest lists, by the names Paimon takes (Avro\'s, and zstd): null (uncompressed), deflate, snappy (Paimon\'s default), zstd or zstandard (Node >= 22.15).' },
   { key: 'metadata.iceberg.manifest-legacy-version', type: 'boolean', default: 'false', doc: 'Manifest lists with Iceberg 1.4\'s field names (added_data_files_count, …) for old readers.' },
   { key: 'metadata.iceberg.compaction.min.file-num', type: 'int', default: '10', min: 2, doc: 'Small Iceberg data manifests (under 2/3 of manifest.target-file-size) that make a commit consider merging them.' },
   { key: 'metadata.iceberg.compaction.max.file-num', type: 'int', default: '50', min: 2, doc: 'Small Iceberg data manifests past which a commit merges them whatever their total size.' },
@@ -135,6 +135,9 @@ const ICEBERG_REST_PREFIX = 'metadata.iceberg.rest.'
 /** Why an Iceberg key or storage value is refused, or null (docs/format.md "Iceberg metadata"). */
 function icebergOptionRefusal(key: string, text: string): string | null {
   const storage = text.trim().toLowerCase()
+  if (key === 'metadata.iceberg.manifest-compression' && storage === 'none') {
+    return `option 'metadata.iceberg.manifest-compression': value ${JSON.stringify(text)} is not an Avro codec name (Paimon hands the value to Avro, which fails with "Unrecognized codec: none"); expected null for uncompressed manifests, or deflate, snappy, zstd`
+  }
   if (key === 'metadata.iceberg.storage' && (storage === 'hive-catalog' || storage === 'rest-catalog')) {
     return `option 'metadata.iceberg.storage': value ${JSON.stringify(text)} is not supported by Strata: it writes the Iceberg metadata files only and registers no ${storage === 'hive-catalog' ? 'Hive Metastore' : 'REST catalog'} table; expected disabled, table-location or hadoop-catalog (an AWS Glue pointer can be given to the committer)`
   }
@@ -395,10 +398,10 @@ const ZSTD_WRITE_KEYS = ['file.compression', 'manifest.compression', 'metadata.i
  */
 export function runtimeOptionRefusal(options: Record<string, string>, zstdAvailable: boolean = zstdEncoderAvailable()): string | null {
   if (zstdAvailable) return null
-  const key = ZSTD_WRITE_KEYS.find((k) => options[k]?.trim().toLowerCase() === 'zstd')
+  const key = ZSTD_WRITE_KEYS.find((k) => ['zstd', 'zstandard'].includes(options[k]?.trim().toLowerCase() ?? ''))
   if (key === undefined) return null
   const major = process.versions.node.split('.')[0]
-  return `option '${key}': value ${JSON.stringify(options[key])} needs Node >= 22.15 (node:zlib zstd) to be written; this is Node ${major}.x (${process.versions.node}); Lambda nodejs22.x has it; expected ${key === 'file.compression' ? 'snappy, gzip or none' : 'deflate, snappy or none'} on this Node`
+  return `option '${key}': value ${JSON.stringify(options[key])} needs Node >= 22.15 (node:zlib zstd) to be written; this is Node ${major}.x (${process.versions.node}); Lambda nodejs22.x has it; expected ${key === 'file.compression' ? 'snappy, gzip or none' : key === 'manifest.compression' ? 'deflate, snappy or none' : 'deflate, snappy or null'} on this Node`
 }
 
 /** Throws RefusedError when runtimeOptionRefusal finds a reason; `where` starts the message. */
