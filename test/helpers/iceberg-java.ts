@@ -7,6 +7,7 @@ import { spawn, spawnSync } from 'node:child_process'
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
+import { withBuildLock } from './build-lock.ts'
 import type { TableRecord } from '../../lib/api/index.ts'
 import { ROOT } from './interop.ts'
 
@@ -30,12 +31,14 @@ function newestMtime(path: string): number {
  * Iceberg, Parquet and Hadoop).
  */
 export function buildIcebergHarness(): { built: boolean; ms: number } {
-  const sources = Math.max(newestMtime(join(ICEBERG_DIR, 'pom.xml')), newestMtime(join(ICEBERG_DIR, 'src')))
-  if (existsSync(ICEBERG_JAR) && statSync(ICEBERG_JAR).mtimeMs > sources) return { built: false, ms: 0 }
-  const started = Date.now()
-  const r = spawnSync('mvn', ['-q', '-B', '-f', join(ICEBERG_DIR, 'pom.xml'), 'package'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
-  if (r.status !== 0) throw new Error(`the Iceberg harness did not build (mvn -q -f interop-iceberg/pom.xml package, exit ${r.status}):\n${r.stdout}\n${r.stderr}`)
-  return { built: true, ms: Date.now() - started }
+  return withBuildLock(join(ICEBERG_DIR, '.build-lock'), () => {
+    const sources = Math.max(newestMtime(join(ICEBERG_DIR, 'pom.xml')), newestMtime(join(ICEBERG_DIR, 'src')))
+    if (existsSync(ICEBERG_JAR) && statSync(ICEBERG_JAR).mtimeMs > sources) return { built: false, ms: 0 }
+    const started = Date.now()
+    const r = spawnSync('mvn', ['-q', '-B', '-f', join(ICEBERG_DIR, 'pom.xml'), 'package'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+    if (r.status !== 0) throw new Error(`the Iceberg harness did not build (mvn -q -f interop-iceberg/pom.xml package, exit ${r.status}):\n${r.stdout}\n${r.stderr}`)
+    return { built: true, ms: Date.now() - started }
+  })
 }
 
 /** One harness command's outcome: its data (the `--out` file) or Iceberg's error. */

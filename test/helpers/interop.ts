@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { withBuildLock } from './build-lock.ts'
 import { formatDate, formatDecimal, formatTimestamp } from '../../lib/table/json-values.ts'
 import type { DataField, Row, Value } from '../../lib/types.ts'
 
@@ -37,12 +38,14 @@ function newestMtime(path: string): number {
  * ~/.m2 cache keeps a rebuild to about 20 s; the first one downloads Paimon and Hadoop).
  */
 export function buildHarness(): { built: boolean; ms: number } {
-  const sources = Math.max(newestMtime(join(INTEROP_DIR, 'pom.xml')), newestMtime(join(INTEROP_DIR, 'src')))
-  if (existsSync(JAR) && statSync(JAR).mtimeMs > sources) return { built: false, ms: 0 }
-  const started = Date.now()
-  const r = spawnSync('mvn', ['-q', '-B', '-f', join(INTEROP_DIR, 'pom.xml'), 'package'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
-  if (r.status !== 0) throw new Error(`the interop harness did not build (mvn -q -f interop/pom.xml package, exit ${r.status}):\n${r.stdout}\n${r.stderr}`)
-  return { built: true, ms: Date.now() - started }
+  return withBuildLock(join(INTEROP_DIR, '.build-lock'), () => {
+    const sources = Math.max(newestMtime(join(INTEROP_DIR, 'pom.xml')), newestMtime(join(INTEROP_DIR, 'src')))
+    if (existsSync(JAR) && statSync(JAR).mtimeMs > sources) return { built: false, ms: 0 }
+    const started = Date.now()
+    const r = spawnSync('mvn', ['-q', '-B', '-f', join(INTEROP_DIR, 'pom.xml'), 'package'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+    if (r.status !== 0) throw new Error(`the interop harness did not build (mvn -q -f interop/pom.xml package, exit ${r.status}):\n${r.stdout}\n${r.stderr}`)
+    return { built: true, ms: Date.now() - started }
+  })
 }
 
 /** One harness command's outcome: its data (the `--out` file) or Paimon's error. */
