@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { defineConfig } from 'vitest/config'
+import LongFirstSequencer from './test/sequencer.ts'
 
 const TEST_DIR = join(import.meta.dirname, 'test')
 
@@ -49,6 +50,8 @@ export default defineConfig({
     // files wait on loopback S3/SQS, child processes (Maven, Paimon's JVM, the CLI) and timers,
     // not on the CPU, and no test asserts a wall-clock time.
     maxWorkers: 2,
+    // the longest files first, so none of them starts last and ends the run alone
+    sequence: { sequencer: LongFirstSequencer },
     testTimeout: 60_000,
     hookTimeout: 60_000,
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', POWERTOOLS_LOG_LEVEL: 'SILENT', POWERTOOLS_METRICS_DISABLED: 'true' },
