@@ -1,4 +1,4 @@
-// `strata write` on issue 16's hostile lines, as a user runs it (a child process through
+// `strata write` on hostile input lines reported against it, as a user runs it (a child process through
 // bin/strata.ts): the exponent that ran past 90 s, the one that exited with a bare
 // `Maximum BigInt size exceeded`, and a repeated key. Each must exit 2 with one line naming
 // the line number and the field, and leave the table as it was.

@@ -1,4 +1,4 @@
-// Apache Paimon's own Java code against Strata's tables, both ways (issue 17), through the
+// Apache Paimon's own Java code against Strata's tables, both ways, through the
 // harness in interop/ (Paimon 1.4.2's public Java API on a bare table directory):
 // - A, Paimon reads Strata: Strata writes and compacts small tables; at every snapshot
 //   Paimon's batch read must return exactly Strata's rows, and Paimon must see Strata's files.
@@ -7,7 +7,7 @@
 //   Paimon's deletion vectors delete. Then Strata writes and compacts one of those tables and
 //   Paimon reads it again.
 // - Merge engines: partial-update, aggregation and first-row tables, both ways, at every
-//   snapshot, with the issue's reproductions, and cells recording what Paimon refuses.
+//   snapshot, with the reported reproductions, and cells recording what Paimon refuses.
 // Both sides are rendered as the harness renders values (interop/README.md). A cell where
 // the two diverge is an `it.fails` naming the difference, so it fails once someone fixes it.
 // Without Java or Maven the file is skipped with one line saying how to run it, except under
@@ -47,7 +47,7 @@ interface Family {
   row(id: number, v: number): Rec
 }
 
-/** The first matrix: the types named in issue 17's first cut, each cycling through edge values. */
+/** The first matrix: the types of the first interop cut, each cycling through edge values. */
 const MAIN: Family = {
   name: 'main types',
   fields: [
@@ -443,7 +443,7 @@ const ENGINE_SPECS: EngineSpec[] = [
   // first-row with deletion vectors on: Paimon refuses the table (a refusal cell below)
 ]
 
-// Issue 17's reproductions and other small cells, unpartitioned with 1 bucket
+// Reproductions of reported divergences and other small cells, unpartitioned with 1 bucket
 const flatSchema = (fields: [string, string][], options: Record<string, string>): SchemaJson => ({
   fields: [['id', 'INT'], ...fields].map(([name, type]) => ({ name, type })),
   primaryKeys: ['id'],
@@ -458,11 +458,11 @@ const SUMS: [string, string][] = [
   ['i32', 'INT'],
   ['i64', 'BIGINT'],
 ]
-const REPRO_FIRST_ROW = 'issue 17, first-row: 3,000 rows, full compaction, 4 single-row writes of id 1, minor compaction'
-const reproPartialUpdate = (dValues: boolean) => `issue 17, partial-update with remove-record-on-delete: I(1,1,1), D${dValues ? '(1,1,1)' : ' with only its key'}, I(b=5)`
-const reproSum = (dValues: boolean) => `issue 17, aggregation sum with remove-record-on-delete: 10, -D${dValues ? ' 10' : ' with only its key'}, 5`
-const REPRO_OVERFLOW = 'issue 17, aggregation sum overflow: TINYINT, SMALLINT, INT and BIGINT sums past their range'
-const REPRO_LISTAGG = 'issue 17, aggregation listagg with empty and blank values (plain and distinct)'
+const REPRO_FIRST_ROW = 'reproduction, first-row: 3,000 rows, full compaction, 4 single-row writes of id 1, minor compaction'
+const reproPartialUpdate = (dValues: boolean) => `reproduction, partial-update with remove-record-on-delete: I(1,1,1), D${dValues ? '(1,1,1)' : ' with only its key'}, I(b=5)`
+const reproSum = (dValues: boolean) => `reproduction, aggregation sum with remove-record-on-delete: 10, -D${dValues ? ' 10' : ' with only its key'}, 5`
+const REPRO_OVERFLOW = 'reproduction, aggregation sum overflow: TINYINT, SMALLINT, INT and BIGINT sums past their range'
+const REPRO_LISTAGG = 'reproduction, aggregation listagg with empty and blank values (plain and distinct)'
 const expireSpec = (dv: boolean) => `deduplicate, deletion vectors ${dv ? 'on' : 'off'}, 2 buckets: commits, a full compaction, expire to the latest 2 snapshots, then more commits`
 const loneRetraction = (dv: boolean) => `aggregation sum, deletion vectors ${dv ? 'on' : 'off'}: a -D of a key with no row, a full compaction, then an insert`
 
@@ -1101,7 +1101,7 @@ if (missing.length > 0 && !process.env.CI) {
 
       describe("A: Paimon reads Strata's tables", () => {
         for (const spec of specsOf('A')) rowTests(spec, 'A', () => runsA.get(spec.name)!)
-        // the issue's reproduction, fixed: Strata's first-row compaction looks id 1 up in level 5
+        // the reproduction, fixed: Strata's first-row compaction looks id 1 up in level 5
         // and drops its four later writes, as Paimon's lookup compaction does
         it(`${REPRO_FIRST_ROW}: after Strata's minor compaction id 1 is live in level 5 only (its lookup dropped the four later writes), as Paimon's compaction leaves it`, () => {
           const run = runsA.get(REPRO_FIRST_ROW)!
@@ -1316,7 +1316,7 @@ if (missing.length > 0 && !process.env.CI) {
     })
   })
   // apart from the matrix above, so `vitest run test/interop.test.ts -t tags` runs these alone
-  describe('Paimon interop: tags (issue 19)', () => {
+  describe('Paimon interop: tags', () => {
     const schema = { fields: [{ name: 'id', type: 'INT' }, { name: 'v', type: 'STRING' }], primaryKeys: ['id'], options: { bucket: '2' } }
     let dir = ''
     const version = (ids: number[], v: string) => ids.map((id) => ({ id, v: `${v}-${id}` }))

@@ -6,7 +6,7 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { basename, join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import { withBuildLock } from './build-lock.ts'
 import type { TableRecord } from '../../lib/api/index.ts'
 import { ROOT } from './interop.ts'
@@ -26,8 +26,8 @@ function newestMtime(path: string): number {
 }
 
 /**
- * Builds the harness jar unless it is newer than the POM and every source file (about 35 s
- * once ~/.m2 is warm, most of it shading Hadoop's client jars; the first build downloads
+ * Builds the harness jar unless it is newer than the POM and every source file (about 5 s
+ * once ~/.m2 is warm, its dependencies copied to target/lib/; the first build downloads
  * Iceberg, Parquet and Hadoop).
  */
 export function buildIcebergHarness(): { built: boolean; ms: number } {
@@ -56,6 +56,9 @@ export function icebergBatch(commands: string[][]): Promise<IcebergResult[]> {
   return jarBatch(ICEBERG_JAR, commands)
 }
 
+/** how many JVMs this process has started (each copy of a jar gets its own name) */
+let runs = 0
+
 /**
  * Runs commands in one JVM of a harness jar that has the `batch` protocol (this one's and
  * the Paimon harness's: one JSON array of arguments a line in, one status line each out, each
@@ -70,8 +73,9 @@ export function icebergBatch(commands: string[][]): Promise<IcebergResult[]> {
  */
 export async function jarBatch(jar: string, commands: string[][], { timeoutMs = 480_000 } = {}): Promise<IcebergResult[]> {
   const dir = mkdtempSync(join(tmpdir(), 'strata-iceberg-out-'))
+  // beside the jar, so a manifest Class-Path of lib/… (the Iceberg harness's) still resolves
+  const privateJar = join(dirname(jar), `.run-${process.pid}-${++runs}-${basename(jar)}`)
   try {
-    const privateJar = join(dir, basename(jar))
     copyFileSync(jar, privateJar)
     const outs = commands.map((_, i) => join(dir, `out-${i}`))
     const input = commands.map((c, i) => JSON.stringify([...c, '--out', outs[i]])).join('\n') + '\n'
@@ -99,6 +103,7 @@ export async function jarBatch(jar: string, commands: string[][], { timeoutMs = 
     if (statuses.length !== commands.length) throw new Error(`${basename(jar)} answered ${statuses.length} of ${commands.length} commands:\n${stderr}`)
     return statuses.map((s, i) => ({ ...s, output: existsSync(outs[i]) ? readFileSync(outs[i], 'utf8') : '' }))
   } finally {
+    rmSync(privateJar, { force: true })
     rmSync(dir, { recursive: true, force: true })
   }
 }
