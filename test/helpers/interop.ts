@@ -35,7 +35,8 @@ function newestMtime(path: string): number {
 
 /**
  * Builds the harness jar unless it is newer than the POM and every source file (Maven's
- * ~/.m2 cache keeps a rebuild to about 20 s; the first one downloads Paimon and Hadoop).
+ * ~/.m2 cache keeps a rebuild to about 5 s, the dependencies copied to target/lib/; the first
+ * one downloads Paimon and Hadoop).
  */
 export function buildHarness(): { built: boolean; ms: number } {
   return withBuildLock(join(INTEROP_DIR, '.build-lock'), () => {
