@@ -175,13 +175,23 @@ export class StrataTable {
 
   /** Writes records as one commit (one snapshot). A bad record fails the write, naming it, and nothing is committed. */
   async write(records: Iterable<WriteRecordInput> | AsyncIterable<WriteRecordInput>): Promise<WriteSummary> {
-    return summary(await writeBatch(this.handle, writeRecords(this.handle, records)))
+    return this.settled(summary(await writeBatch(this.handle, writeRecords(this.handle, records))))
   }
 
   /** Writes JSON lines (the CLI's input) as one commit: a string, or a stream of text or bytes. */
   async writeJsonLines(input: string | AsyncIterable<string | Uint8Array>, opts: { name?: string; onProgress?: (message: string) => void } = {}): Promise<WriteSummary> {
     const source = typeof input === 'string' ? [input] : input
-    return summary(await writeJsonLines(this.handle, toAsync(source), { name: opts.name ?? 'input', onProgress: opts.onProgress }))
+    return this.settled(summary(await writeJsonLines(this.handle, toAsync(source), { name: opts.name ?? 'input', onProgress: opts.onProgress })))
+  }
+
+  /**
+   * `result` once what the commit set going in the background is done: the LATEST hint and
+   * the Iceberg metadata (docs/design.md "Iceberg metadata"), so a program that stops after a
+   * call leaves neither half-done. Neither can fail the call: each counts its own failures.
+   */
+  private async settled<T>(result: T): Promise<T> {
+    await Promise.all([this.handle.snapshots.settleHints().catch(() => undefined), this.handle.iceberg?.settle()])
+    return result
   }
 
   /** The rows of a snapshot (the latest by default), in primary-key order per bucket. */
@@ -243,7 +253,7 @@ export class StrataTable {
       onBucket: onCompaction && ((partition, bucket, r) => r.snapshotId !== null && onCompaction(job(partition, bucket, r))),
     })
     const jobs = results.filter((r) => r.snapshotId !== null).map((r) => job(r.partition, r.bucket, r))
-    return { jobs, skipped: skippedOf(results), snapshotId: jobs.length ? jobs[jobs.length - 1].snapshotId : null, snapshots: new Set(jobs.map((j) => j.snapshotId)).size }
+    return this.settled({ jobs, skipped: skippedOf(results), snapshotId: jobs.length ? jobs[jobs.length - 1].snapshotId : null, snapshots: new Set(jobs.map((j) => j.snapshotId)).size })
   }
 
   /** Applies schema changes as one new schema; returns a handle on it. */
