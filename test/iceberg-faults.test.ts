@@ -5,7 +5,7 @@
 // lives in the warehouse. Faults are injected with FaultyStore: a failed PUT under metadata/
 // cannot be caused otherwise.
 
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { createTable, openTable } from '../lib/api/index.ts'
 import { FaultyStore } from '../lib/store/faulty-store.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
@@ -216,8 +216,12 @@ describe('version-hint.text', () => {
       await t.handle.iceberg!.settle()
     }
     held = new Promise<void>((r) => (release = r))
-    await t.write([{ k: 1, v: 'c' }])
+    // the write returns once its metadata is written, which waits for the expiration: expire
+    // once snapshot 3 has landed, then let the write finish
+    const writing = t.write([{ k: 1, v: 'c' }])
+    await vi.waitFor(async () => expect(await t.handle.snapshots.latestId()).toBe(3), { timeout: 60_000, interval: 10 })
     const expired = await t.expire()
+    await writing
     await t.handle.iceberg!.settle()
     expect(expired.expired.length).toBeGreaterThan(0)
     expect(await text(t.handle.store, 'metadata/version-hint.text')).toBe('3')

@@ -23,7 +23,7 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, ut
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DuckDBInstance } from '@duckdb/node-api'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { NotFoundError, type ObjectStore, SnapshotExpiredError, createTable, openTable, type SchemaChange, type StrataTable } from '../lib/api/index.ts'
 import { JAR as PAIMON_JAR, buildHarness, byKey, parseRows, writeJsonLines, type PaimonResult } from './helpers/interop.ts'
 import {
@@ -471,8 +471,12 @@ describe('Iceberg metadata: version-hint after an expiration that caught up a ba
         await table.handle.iceberg!.settle()
       }
       hold()
-      await table.write([{ id: 1, v: 3 }])
+      // the write returns once its metadata is written, which the hold keeps back until the
+      // expiration asks for it: expire once snapshot 3 has landed, then let the write finish
+      const writing = table.write([{ id: 1, v: 3 }])
+      await vi.waitFor(async () => expect(await table.handle.snapshots.latestId()).toBe(3), { timeout: 60_000, interval: 10 })
       const expired = await table.expire()
+      await writing
       await table.handle.iceberg!.settle()
       expect(expired.expired).toEqual([1])
       expect(readdirSync(join(dir, 'metadata'))).toContain('v3.metadata.json')
