@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import fc from 'fast-check'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { AlreadyExistsError, createTable, NotFoundError, openTable, openWarehouse, RefusedError, StrataInputError, type Warehouse } from '../lib/api/index.ts'
 import { type EmbeddedBackend, startEmbeddedBackend } from '../local/embedded.ts'
 import { listDirectories } from '../lib/store/directories.ts'
@@ -102,7 +102,6 @@ interface Place {
 
 const BUCKET = 'strata-warehouse'
 let backend: EmbeddedBackend | null = null
-const savedEnv: Record<string, string | undefined> = {}
 
 function localPlace(): Place {
   let dir = ''
@@ -131,10 +130,7 @@ function s3Place(): Place {
       await backend.createBucket(BUCKET)
       // s3:// URIs are opened with the SDK's default client, as a user's are: point it here
       const env = { AWS_ENDPOINT_URL: backend.endpoint, AWS_REGION: backend.region, AWS_ACCESS_KEY_ID: backend.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: backend.credentials.secretAccessKey }
-      for (const [k, v] of Object.entries(env)) {
-        savedEnv[k] = process.env[k]
-        process.env[k] = v
-      }
+      for (const [k, v] of Object.entries(env)) vi.stubEnv(k, v)
     },
     fresh() {
       const prefix = `wh-${n++}`
@@ -143,10 +139,7 @@ function s3Place(): Place {
       return { uri: `s3://${BUCKET}/${prefix}`, root, mkdir: () => {} }
     },
     async teardown() {
-      for (const [k, v] of Object.entries(savedEnv)) {
-        if (v === undefined) delete process.env[k]
-        else process.env[k] = v
-      }
+      vi.unstubAllEnvs()
       await backend?.stop()
     },
   }
@@ -286,18 +279,15 @@ describe('the CLI with a warehouse', () => {
   let dir = ''
   let wh = ''
   let schemaFile = ''
-  let saved: string | undefined
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'strata-warehouse-cli-'))
     wh = join(dir, 'wh')
     schemaFile = join(dir, 'schema.json')
     writeFileSync(schemaFile, JSON.stringify(SCHEMA))
-    saved = process.env.STRATA_WAREHOUSE
-    delete process.env.STRATA_WAREHOUSE
+    vi.stubEnv('STRATA_WAREHOUSE', undefined)
   })
   afterAll(() => {
-    if (saved === undefined) delete process.env.STRATA_WAREHOUSE
-    else process.env.STRATA_WAREHOUSE = saved
+    vi.unstubAllEnvs()
     rmSync(dir, { recursive: true, force: true })
   })
 
@@ -310,7 +300,7 @@ describe('the CLI with a warehouse', () => {
     const rows = join(dir, 'rows.jsonl')
     writeFileSync(rows, '{"id":1,"v":"a"}\n{"id":2,"v":"b"}\n')
     expect(await strata(['write', 'sales.orders', rows, '--warehouse', wh])).toMatchObject({ code: 0, stdout: '1\n' })
-    process.env.STRATA_WAREHOUSE = wh
+    vi.stubEnv('STRATA_WAREHOUSE', wh)
     try {
       expect((await strata(['read', 'sales.orders', '--json'])).stdout).toBe('{"id":1,"v":"a"}\n{"id":2,"v":"b"}\n')
       expect((await strata(['lookup', 'sales.orders', '--key', '{"id":2}', '--json'])).stdout).toBe('{"id":2,"v":"b"}\n')
@@ -323,7 +313,7 @@ describe('the CLI with a warehouse', () => {
       // the flag wins over the environment
       expect(await strata(['read', 'sales.orders', '--warehouse', join(dir, 'other')])).toMatchObject({ code: 3 })
     } finally {
-      delete process.env.STRATA_WAREHOUSE
+      vi.stubEnv('STRATA_WAREHOUSE', undefined)
     }
     // a hint names the table as the command was given it, so the command it suggests finds it
     const dv = join(dir, 'dv.json')
