@@ -8,20 +8,15 @@ import org.apache.paimon.catalog.CatalogContext;
 import org.apache.paimon.catalog.CatalogFactory;
 import org.apache.paimon.catalog.Identifier;
 import org.apache.paimon.data.GenericRow;
-import org.apache.paimon.data.InternalRow;
 import org.apache.paimon.disk.IOManager;
 import org.apache.paimon.options.CatalogOptions;
 import org.apache.paimon.options.Options;
-import org.apache.paimon.reader.RecordReader;
 import org.apache.paimon.schema.Schema;
 import org.apache.paimon.table.Table;
 import org.apache.paimon.table.sink.BatchTableCommit;
 import org.apache.paimon.table.sink.BatchTableWrite;
 import org.apache.paimon.table.sink.BatchWriteBuilder;
-import org.apache.paimon.table.source.ReadBuilder;
-import org.apache.paimon.table.source.Split;
 import org.apache.paimon.types.DataTypeJsonParser;
-import org.apache.paimon.types.RowType;
 
 import java.io.BufferedReader;
 import java.io.File;
@@ -35,7 +30,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Paths;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -99,7 +93,7 @@ final class CatalogCommands {
                     list(catalog, out);
                     break;
                 case "catalog-read":
-                    read(catalog.getTable(Identifier.fromString(positional.get(1))), out);
+                    PaimonInterop.printRows(catalog.getTable(Identifier.fromString(positional.get(1))), out);
                     break;
                 case "catalog-write":
                     write(catalog, Identifier.fromString(positional.get(1)), schema, in, out);
@@ -125,26 +119,6 @@ final class CatalogCommands {
         names.sort(null);
         for (String db : names) catalog.listTables(db).forEach(databases.putArray(db)::add);
         out.println(MAPPER.writeValueAsString(root));
-    }
-
-    /** Paimon's batch read of the table the catalog opens, ordered by primary key, as `read`. */
-    private static void read(Table table, PrintWriter out) throws Exception {
-        RowType type = table.rowType();
-        List<String> keys = table.primaryKeys();
-        ReadBuilder rb = table.newReadBuilder();
-        List<Split> splits = rb.newScan().plan().splits();
-        List<Object[]> sortKeys = new ArrayList<>();
-        List<String> lines = new ArrayList<>();
-        try (RecordReader<InternalRow> reader = rb.newRead().createReader(splits)) {
-            reader.forEachRemaining(row -> {
-                sortKeys.add(JsonValues.sortKey(type, keys, row));
-                lines.add(JsonValues.rowToJson(type, row).toString());
-            });
-        }
-        Integer[] order = new Integer[lines.size()];
-        for (int i = 0; i < order.length; i++) order[i] = i;
-        Arrays.sort(order, (x, y) -> JsonValues.compareKeys(sortKeys.get(x), sortKeys.get(y)));
-        for (int i : order) out.println(lines.get(i));
     }
 
     /**

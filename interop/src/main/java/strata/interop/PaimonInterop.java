@@ -20,6 +20,7 @@ import org.apache.paimon.schema.SchemaChange;
 import org.apache.paimon.schema.SchemaManager;
 import org.apache.paimon.table.FileStoreTable;
 import org.apache.paimon.table.FileStoreTableFactory;
+import org.apache.paimon.table.Table;
 import org.apache.paimon.table.sink.BatchTableCommit;
 import org.apache.paimon.table.sink.BatchTableWrite;
 import org.apache.paimon.table.sink.BatchWriteBuilder;
@@ -189,9 +190,12 @@ public final class PaimonInterop {
         return atSnapshot(table, a.snapshot);
     }
 
-    /** Paimon's batch read (merged, retractions dropped), every column, ordered by primary key. */
     private static void read(Args a, PrintWriter out) throws Exception {
-        FileStoreTable table = readAt(a);
+        printRows(readAt(a), out);
+    }
+
+    /** Paimon's batch read (merged, retractions dropped), every column, ordered by primary key (also `catalog-read`). */
+    static void printRows(Table table, PrintWriter out) throws Exception {
         RowType type = table.rowType();
         List<String> keys = table.primaryKeys();
         ReadBuilder rb = table.newReadBuilder();
