@@ -3,13 +3,12 @@
 // rendering (interop-iceberg/README.md), so Strata's rows and Iceberg's compare as text.
 // Whether Java and Maven are here is the Paimon harness's check (test/helpers/interop.ts).
 
-import { spawn, spawnSync } from 'node:child_process'
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
-import { withBuildLock } from './build-lock.ts'
 import type { TableRecord } from '../../lib/api/index.ts'
-import { ROOT } from './interop.ts'
+import { ROOT, buildJar } from './interop.ts'
 
 export { missingTools } from './interop.ts'
 
@@ -17,28 +16,9 @@ export const ICEBERG_DIR = join(ROOT, 'interop-iceberg')
 export const ICEBERG_JAR = join(ICEBERG_DIR, 'target', 'strata-interop-iceberg.jar')
 export const ICEBERG_RUN_COMMAND = 'npx vitest run test/interop-iceberg.test.ts (needs Java 17+ and Maven 3 on PATH)'
 
-function newestMtime(path: string): number {
-  const st = statSync(path)
-  if (!st.isDirectory()) return st.mtimeMs
-  let newest = st.mtimeMs
-  for (const name of readdirSync(path)) newest = Math.max(newest, newestMtime(join(path, name)))
-  return newest
-}
-
-/**
- * Builds the harness jar unless it is newer than the POM and every source file (about 5 s
- * once ~/.m2 is warm, its dependencies copied to target/lib/; the first build downloads
- * Iceberg, Parquet and Hadoop).
- */
-export function buildIcebergHarness(): { built: boolean; ms: number } {
-  return withBuildLock(join(ICEBERG_DIR, '.build-lock'), () => {
-    const sources = Math.max(newestMtime(join(ICEBERG_DIR, 'pom.xml')), newestMtime(join(ICEBERG_DIR, 'src')))
-    if (existsSync(ICEBERG_JAR) && statSync(ICEBERG_JAR).mtimeMs > sources) return { built: false, ms: 0 }
-    const started = Date.now()
-    const r = spawnSync('mvn', ['-q', '-B', '-f', join(ICEBERG_DIR, 'pom.xml'), 'package'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
-    if (r.status !== 0) throw new Error(`the Iceberg harness did not build (mvn -q -f interop-iceberg/pom.xml package, exit ${r.status}):\n${r.stdout}\n${r.stderr}`)
-    return { built: true, ms: Date.now() - started }
-  })
+/** Builds the harness's jar when its sources changed (the first build downloads Iceberg, Parquet and Hadoop). */
+export function buildIcebergHarness(): void {
+  buildJar(ICEBERG_DIR, ICEBERG_JAR)
 }
 
 /** One harness command's outcome: its data (the `--out` file) or Iceberg's error. */

@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, join, relative } from 'node:path'
 import { withBuildLock } from './build-lock.ts'
 import { formatDate, formatDecimal, formatTimestamp } from '../../lib/table/json-values.ts'
 import type { DataField, Row, Value } from '../../lib/types.ts'
@@ -34,19 +34,22 @@ function newestMtime(path: string): number {
 }
 
 /**
- * Builds the harness jar unless it is newer than the POM and every source file (Maven's
- * ~/.m2 cache keeps a rebuild to about 5 s, the dependencies copied to target/lib/; the first
- * one downloads Paimon and Hadoop).
+ * Builds a harness's jar (`mvn package` of `dir`/pom.xml) unless it is newer than the POM and
+ * every source file, under the harness's build lock. With ~/.m2 warm a build takes about 5 s
+ * (the dependencies are copied to target/lib/, not shaded); the first one downloads them.
  */
-export function buildHarness(): { built: boolean; ms: number } {
-  return withBuildLock(join(INTEROP_DIR, '.build-lock'), () => {
-    const sources = Math.max(newestMtime(join(INTEROP_DIR, 'pom.xml')), newestMtime(join(INTEROP_DIR, 'src')))
-    if (existsSync(JAR) && statSync(JAR).mtimeMs > sources) return { built: false, ms: 0 }
-    const started = Date.now()
-    const r = spawnSync('mvn', ['-q', '-B', '-f', join(INTEROP_DIR, 'pom.xml'), 'package'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
-    if (r.status !== 0) throw new Error(`the interop harness did not build (mvn -q -f interop/pom.xml package, exit ${r.status}):\n${r.stdout}\n${r.stderr}`)
-    return { built: true, ms: Date.now() - started }
+export function buildJar(dir: string, jar: string): void {
+  withBuildLock(join(dir, '.build-lock'), () => {
+    const sources = Math.max(newestMtime(join(dir, 'pom.xml')), newestMtime(join(dir, 'src')))
+    if (existsSync(jar) && statSync(jar).mtimeMs > sources) return
+    const r = spawnSync('mvn', ['-q', '-B', '-f', join(dir, 'pom.xml'), 'package'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+    if (r.status !== 0) throw new Error(`${basename(jar)} did not build (mvn -q -f ${relative(ROOT, dir)}/pom.xml package, exit ${r.status}):\n${r.stdout}\n${r.stderr}`)
   })
+}
+
+/** Builds the Paimon harness's jar when its sources changed (the first build downloads Paimon and Hadoop). */
+export function buildHarness(): void {
+  buildJar(INTEROP_DIR, JAR)
 }
 
 /** One harness command's outcome: its data (the `--out` file) or Paimon's error. */
