@@ -66,6 +66,8 @@ describe('names and paths', () => {
     expect(messageOf(() => checkTableName('..'))).toMatch(/table name "\.\.": is '\.' or '\.\.'/)
     expect(messageOf(() => checkTableName(7))).toMatch(/table name 7: expected a string/)
     expect(messageOf(() => warehouseTableUri('', 'a.b'))).toMatch(/warehouse "": expected a warehouse URI/)
+    expect(messageOf(() => warehouseTableUri('/wh', { database: 'a', table: 5 } as never))).toMatch(/table name 5: expected a string/)
+    expect(messageOf(() => warehouseTableUri('/wh', null as never))).toMatch(/table name null: expected '<database>.<table>' or \{ database, table \}/)
   })
 
   it('read a table URI back into warehouse, database and table (property)', () => {

@@ -16,7 +16,7 @@ import {
   checkWarehouseUri,
   DB_SUFFIX,
   databaseOfDirectory,
-  parseTableIdentifier,
+  tableIdentifier,
   type TableIdentifier,
   warehouseTableUri,
 } from '../table/warehouse.ts'
@@ -140,7 +140,7 @@ export class Warehouse {
 
   /** Opens `database.table`; a NotFoundError naming the warehouse when it is not there. */
   async openTable(name: string | TableIdentifier, opts: OpenTableOptions = {}): Promise<StrataTable> {
-    const id = this.identifier(name)
+    const id = tableIdentifier(name)
     try {
       return await openTableAt(this.tableUri(id), { ...this.opts, ...opts })
     } catch (e) {
@@ -153,15 +153,9 @@ export class Warehouse {
 
   /** Creates `database.table` from a schema, as `createTable` does; the database must exist (as in Paimon). */
   async createTable(name: string | TableIdentifier, schema: unknown, opts: OpenTableOptions = {}): Promise<StrataTable> {
-    const id = this.identifier(name)
+    const id = tableIdentifier(name)
     if (!(await this.databaseExists(id.database))) throw await this.noDatabase(id.database)
     return createTableAt(this.tableUri(id), schema, { ...this.opts, ...opts })
-  }
-
-  private identifier(name: string | TableIdentifier): TableIdentifier {
-    if (typeof name === 'string') return parseTableIdentifier(name)
-    if (typeof name !== 'object' || name === null) throw new StrataInputError(`table name ${JSON.stringify(name)}: expected '<database>.<table>' or { database, table }`)
-    return parseTableIdentifier(`${checkDatabaseName(name.database)}.${name.table}`)
   }
 
   private describe(id: TableIdentifier): WarehouseTable {

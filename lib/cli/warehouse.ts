@@ -6,6 +6,7 @@
 import type { Command } from 'commander'
 import { NotFoundError, StrataInputError } from '../errors.ts'
 import type { TableLocation, Warehouse } from '../api/warehouse.ts'
+import { checkWarehouseUri } from '../table/warehouse.ts'
 
 /** The environment variable that names the warehouse when `--warehouse` is not given. */
 export const WAREHOUSE_ENV = 'STRATA_WAREHOUSE'
@@ -14,8 +15,7 @@ export const WAREHOUSE_ENV = 'STRATA_WAREHOUSE'
 export function chosenWarehouse(program: Command): { uri: string; from: 'flag' | 'env' } | null {
   const flag = program.opts<{ warehouse?: string }>().warehouse
   if (flag !== undefined) {
-    if (flag.trim() === '') throw new StrataInputError(`--warehouse ${JSON.stringify(flag)}: expected a warehouse URI (a path, 'file:///abs/path' or 's3://bucket[/prefix]')`)
-    return { uri: flag, from: 'flag' }
+    return { uri: checkWarehouseUri(flag, '--warehouse'), from: 'flag' }
   }
   const env = process.env[WAREHOUSE_ENV]
   return env === undefined || env.trim() === '' ? null : { uri: env, from: 'env' }

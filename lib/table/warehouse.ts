@@ -78,6 +78,14 @@ export function parseTableIdentifier(text: unknown, what = 'table name'): TableI
   return { database, table }
 }
 
+/** A table's name, `'db.table'` or `{ database, table }`, both parts checked. */
+export function tableIdentifier(name: unknown): TableIdentifier {
+  if (typeof name === 'string') return parseTableIdentifier(name)
+  if (typeof name !== 'object' || name === null) throw new StrataInputError(`table name ${JSON.stringify(name)}: expected '<database>.<table>' or { database, table }`)
+  const { database, table } = name as Record<string, unknown>
+  return { database: checkDatabaseName(database), table: checkTableName(table) }
+}
+
 /** The database a directory name holds (`orders.db` → `orders`), or null when it is not one. */
 export function databaseOfDirectory(dirName: string): string | null {
   // Paimon's listDatabasesInFileSystem takes every directory ending in '.db'
@@ -108,7 +116,7 @@ export function databaseUri(warehouse: string, database: string): string {
  * catalog opens for `database.table`. The name is `'db.table'` or `{ database, table }`.
  */
 export function warehouseTableUri(warehouse: string, name: string | TableIdentifier): string {
-  const id = typeof name === 'string' ? parseTableIdentifier(name) : { database: checkDatabaseName(name.database), table: checkTableName(name.table) }
+  const id = tableIdentifier(name)
   return join(databaseUri(warehouse, id.database), id.table)
 }
 
