@@ -4,9 +4,9 @@
 // Whether Java and Maven are here is the Paimon harness's check (test/helpers/interop.ts).
 
 import { spawn } from 'node:child_process'
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { basename, dirname, join } from 'node:path'
+import { basename, join } from 'node:path'
 import type { TableRecord } from '../../lib/api/index.ts'
 import { ROOT, buildJar } from './interop.ts'
 
@@ -36,31 +36,22 @@ export function icebergBatch(commands: string[][]): Promise<IcebergResult[]> {
   return jarBatch(ICEBERG_JAR, commands)
 }
 
-/** how many JVMs this process has started (each copy of a jar gets its own name) */
-let runs = 0
-
 /**
  * Runs commands in one JVM of a harness jar that has the `batch` protocol (this one's and
  * the Paimon harness's: one JSON array of arguments a line in, one status line each out, each
  * command's data in its `--out` file). Asynchronous, so a test builds Strata's tables while a
- * JVM works on Paimon's.
- *
- * The JVM runs a private copy of the jar: a JVM loads classes from its jar as it goes, and
- * another test file (or another checkout's `mvn package`) rebuilding the jar meanwhile left
- * one with a class half loaded, waiting forever in Paimon's code-generation cache. A JVM that
- * has not answered after `timeoutMs` is killed and the batch fails, rather than the hook
- * waiting out its own timeout with nothing said.
+ * JVM works on Paimon's. The jar runs in place, as `paimonBatch`'s does: builds take the
+ * build lock and re-check staleness under it (`buildJar`), so a run of the suite writes a jar
+ * before its first JVM starts and not again unless its sources are edited meanwhile. A JVM that has not answered after `timeoutMs` is killed and the batch fails,
+ * rather than the hook waiting out its own timeout with nothing said.
  */
 export async function jarBatch(jar: string, commands: string[][], { timeoutMs = 480_000 } = {}): Promise<IcebergResult[]> {
   const dir = mkdtempSync(join(tmpdir(), 'strata-iceberg-out-'))
-  // beside the jar, so a manifest Class-Path of lib/… (the Iceberg harness's) still resolves
-  const privateJar = join(dirname(jar), `.run-${process.pid}-${++runs}-${basename(jar)}`)
   try {
-    copyFileSync(jar, privateJar)
     const outs = commands.map((_, i) => join(dir, `out-${i}`))
     const input = commands.map((c, i) => JSON.stringify([...c, '--out', outs[i]])).join('\n') + '\n'
     // a short-lived JVM: the C1 compiler alone and the serial collector start fastest
-    const child = spawn('java', ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-jar', privateJar, 'batch'], { stdio: ['pipe', 'pipe', 'pipe'] })
+    const child = spawn('java', ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-jar', jar, 'batch'], { stdio: ['pipe', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
@@ -83,7 +74,6 @@ export async function jarBatch(jar: string, commands: string[][], { timeoutMs = 
     if (statuses.length !== commands.length) throw new Error(`${basename(jar)} answered ${statuses.length} of ${commands.length} commands:\n${stderr}`)
     return statuses.map((s, i) => ({ ...s, output: existsSync(outs[i]) ? readFileSync(outs[i], 'utf8') : '' }))
   } finally {
-    rmSync(privateJar, { force: true })
     rmSync(dir, { recursive: true, force: true })
   }
 }
