@@ -181,7 +181,7 @@ export class Table implements TableStore {
  */
 function icebergWriterFor(table: Table, opts: TableOpenOptions): IcebergMetadataWriter | null {
   const storage = icebergOptions(table.schema.options).storage
-  if ((storage !== 'table-location' && storage !== 'hadoop-catalog') || icebergRefusal(table.schema, table.uri)) return null
+  if ((storage !== 'table-location' && storage !== 'hadoop-catalog') || icebergRefusal(table.schema, table.uri, table.view.options)) return null
   return new IcebergMetadataWriter(table, { catalog: opts.icebergCatalog, metadataStore: opts.icebergMetadataStore })
 }
 

@@ -4,7 +4,7 @@
 
 import type { ManifestCompression } from '../format/avro.ts'
 import type { TableSchema } from '../types.ts'
-import { ICEBERG_TABLE_PROPERTIES_PREFIX } from '../table/options.ts'
+import { type CoreOptions, coreOptions, ICEBERG_TABLE_PROPERTIES_PREFIX } from '../table/options.ts'
 import { fieldRefusal, partitionFieldRefusal } from './schema.ts'
 
 export type IcebergStorage = 'disabled' | 'table-location' | 'hadoop-catalog'
@@ -82,18 +82,18 @@ export function icebergLocation(tableUri: string, o: IcebergOptions): IcebergLoc
 /**
  * Why Strata will not write Iceberg metadata for this schema at this location, or null (also
  * null when the option is off). Checked at create and at every alter, so a table that has the
- * option on can always be written.
+ * option on can always be written. `core`: the schema's deletion-vector options as the engine
+ * reads them (a handle passes its own).
  */
-export function icebergRefusal(schema: TableSchema, tableUri: string): string | null {
+export function icebergRefusal(schema: TableSchema, tableUri: string, core?: Pick<CoreOptions, 'deletionVectors' | 'bitmap64'>): string | null {
   const o = icebergOptions(schema.options)
   if (o.storage === 'disabled') return null
   const where = icebergLocation(tableUri, o)
   if ('refused' in where) return where.refused
-  const dv = (schema.options['deletion-vectors.enabled'] ?? 'false').trim().toLowerCase() === 'true'
-  const bitmap64 = (schema.options['deletion-vectors.bitmap64'] ?? 'false').trim().toLowerCase() === 'true'
+  const { deletionVectors, bitmap64 } = core ?? coreOptions(schema.options)
   // v2 with deletion vectors lists the top level without them, as Paimon does: the top level
   // is written only by merges of its whole run (docs/design.md "Iceberg metadata")
-  if (dv && o.formatVersion === 3 && !bitmap64) {
+  if (deletionVectors && o.formatVersion === 3 && !bitmap64) {
     return `option 'deletion-vectors.bitmap64': value '${schema.options['deletion-vectors.bitmap64'] ?? 'false'}' with 'metadata.iceberg.format-version' = '3' and deletion vectors on is refused: Iceberg reads only 64-bit deletion vectors (its deletion-vector-v1 blob); expected true`
   }
   if (o.compactMaxFileNum < o.compactMinFileNum) {
