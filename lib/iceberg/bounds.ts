@@ -20,7 +20,7 @@ export interface FileMetrics {
 }
 
 /** One value in Iceberg's single-value binary form; null for a type Strata gives no bound. */
-export function singleValue(t: DataType, v: Value): Uint8Array | null {
+function singleValue(t: DataType, v: Value): Uint8Array | null {
   if (v === null) return null
   switch (t.root) {
     case 'BOOLEAN':

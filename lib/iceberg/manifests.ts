@@ -75,7 +75,7 @@ const metricOut = <T>(m: FieldMetric<T> | undefined) => (m ? m.map(([key, value]
 const metricIn = <T>(m: { key: number; value: T }[] | null | undefined): FieldMetric<T> | null => (m ? m.map((x) => [x.key, x.value] as [number, T]) : null)
 
 /** The manifest entry schema (Iceberg's ManifestEntry / DataFile field ids). */
-export function manifestEntrySchema(partitionFields: DataField[], formatVersion: number): object {
+function manifestEntrySchema(partitionFields: DataField[], formatVersion: number): object {
   const v3 = formatVersion >= 3
   return {
     type: 'record',
@@ -112,9 +112,12 @@ export function manifestEntrySchema(partitionFields: DataField[], formatVersion:
   }
 }
 
-/** The manifest list schema; `legacy` spells the file counts as Iceberg 1.4 did. */
-export function manifestListSchema(formatVersion: number, legacy: boolean): object {
-  const files = legacy ? ['added_data_files_count', 'existing_data_files_count', 'deleted_data_files_count'] : ['added_files_count', 'existing_files_count', 'deleted_files_count']
+/** The manifest list's added, existing and deleted file counts; `legacy` spells them as Iceberg 1.4 did. */
+const fileCountNames = (legacy: boolean) => (legacy ? ['added_data_files_count', 'existing_data_files_count', 'deleted_data_files_count'] : ['added_files_count', 'existing_files_count', 'deleted_files_count'])
+
+/** The manifest list schema. */
+function manifestListSchema(formatVersion: number, legacy: boolean): object {
+  const files = fileCountNames(legacy)
   return {
     type: 'record',
     name: 'manifest_file',
@@ -218,7 +221,7 @@ export function readIcebergManifest(bytes: Uint8Array, partitionFields: DataFiel
 }
 
 export function writeIcebergManifestList(metas: IcebergManifestMeta[], formatVersion: number, legacy: boolean, compression: ManifestCompression): Uint8Array {
-  const [a, e, d] = legacy ? ['added_data_files_count', 'existing_data_files_count', 'deleted_data_files_count'] : ['added_files_count', 'existing_files_count', 'deleted_files_count']
+  const [a, e, d] = fileCountNames(legacy)
   const records = metas.map((m) => ({
     manifest_path: m.path,
     manifest_length: m.length,

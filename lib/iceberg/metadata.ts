@@ -67,7 +67,7 @@ export function tableUuidOf(location: string): string {
  * The summary key that marks a version Strata wrote. Only such a version is built on: one
  * Paimon's Java wrote may list level-0 files (its first snapshot's scan includes them).
  */
-export const WRITTEN_BY = 'written-by'
+const WRITTEN_BY = 'written-by'
 /** The summary key naming the levels a version lists (TableFiles.visibleLevels). */
 export const VISIBLE_LEVELS = 'visible-levels'
 

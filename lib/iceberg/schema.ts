@@ -7,7 +7,7 @@ import { RefusedError } from '../errors.ts'
 import type { DataField, DataType, TableSchema, Value } from '../types.ts'
 
 /** Iceberg's first partition field id (PartitionSpec.PARTITION_DATA_ID_START). */
-export const FIRST_PARTITION_FIELD_ID = 1000
+const FIRST_PARTITION_FIELD_ID = 1000
 
 export interface IcebergField {
   id: number
@@ -32,7 +32,7 @@ export interface IcebergPartitionField {
 }
 
 /** The Iceberg type of a Paimon type, or a reason it has none (Paimon's IcebergDataField.toTypeObject). */
-export function icebergType(t: DataType): string | { refused: string } {
+function icebergType(t: DataType): string | { refused: string } {
   switch (t.root) {
     case 'BOOLEAN':
       return 'boolean'
