@@ -16,7 +16,7 @@ import { openStore } from '../store/open-store.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import type { SchemaView } from '../table/schema.ts'
 import { type DataField, FileKind, type ManifestEntry, type Snapshot, type TableSchema } from '../types.ts'
-import { Content, type IcebergEntry, type IcebergManifestMeta, Status, manifestMetaOf, readIcebergManifest, readIcebergManifestList, writeIcebergManifest, writeIcebergManifestList } from './manifests.ts'
+import { Content, type IcebergDataFile, type IcebergEntry, type IcebergManifestMeta, Status, manifestMetaOf, readIcebergManifest, readIcebergManifestList, writeIcebergManifest, writeIcebergManifestList } from './manifests.ts'
 import { type BaseMetadata, METADATA_DIR, VERSION_HINT, VISIBLE_LEVELS, buildMetadata, metadataFileName, metadataVersionOf, parseBaseMetadata, tableUuidOf } from './metadata.ts'
 import { type IcebergLocation, type IcebergOptions, icebergLocation, icebergOptions } from './options.ts'
 import { icebergSchemaOf, partitionSpecOf } from './schema.ts'
@@ -122,10 +122,6 @@ export class IcebergMetadataWriter {
     this.files = new TableFiles(src.store.uri.replace(/\/+$/, ''), src.view, this.options.formatVersion)
   }
 
-  private get dvOn(): boolean {
-    return this.options.formatVersion >= 3 && this.src.view.options.deletionVectors
-  }
-
   /** Queues the metadata of a snapshot that exists now; returns at once (the commit does not wait). */
   landed(snapshot: Snapshot, delta?: SnapshotDelta): void {
     this.queued.push(snapshot.id)
@@ -184,7 +180,7 @@ export class IcebergMetadataWriter {
       await sleep(BASE_WAITS_MS[i])
       base = await this.readVersion(n - 1)
     }
-    const next = base ? await this.derive(base, snapshot, [delta ?? (await this.deltaOf(snapshot))]) : await this.rebuild(snapshot)
+    const next = base ? await this.derive(base, snapshot, delta ?? (await this.deltaOf(snapshot))) : await this.rebuild(snapshot)
     await this.publish(snapshot, next)
   }
 
@@ -253,30 +249,20 @@ export class IcebergMetadataWriter {
 
   // ---- building the next version ----
 
-  /** The next version from `base` and the deltas since (docs/design.md "Iceberg metadata"). */
-  private async derive(base: Version, snapshot: Snapshot, deltas: SnapshotDelta[]): Promise<Pending> {
+  /** The next version from `base` and the snapshot's delta (docs/design.md "Iceberg metadata"). */
+  private async derive(base: Version, snapshot: Snapshot, delta: SnapshotDelta): Promise<Pending> {
     const removed = new Set<string>()
     const added = new Map<string, ManifestEntry>()
-    let indexChanged = false
-    let indexBuckets: { partition: Uint8Array; bucket: number }[] | null = []
-    for (const d of deltas) {
-      for (const e of d.deletes) {
-        if (!this.files.visible(e.file.level)) continue
-        const p = this.files.dataPath(e)
-        if (!added.delete(p)) removed.add(p)
-      }
-      for (const e of d.adds) {
-        if (!this.files.visible(e.file.level)) continue
-        const p = this.files.dataPath(e)
-        if (!removed.delete(p)) added.set(p, e)
-      }
-      indexChanged ||= d.indexChanged
-      if (d.indexChanged) indexBuckets = d.indexBuckets && indexBuckets ? [...indexBuckets, ...d.indexBuckets] : null
+    // a file a snapshot moves between two visible levels (an upgrade) is deleted and added: it stays
+    for (const e of delta.deletes) if (this.files.visible(e.file.level)) removed.add(this.files.dataPath(e))
+    for (const e of delta.adds) {
+      if (!this.files.visible(e.file.level)) continue
+      const p = this.files.dataPath(e)
+      if (!removed.delete(p)) added.set(p, e)
     }
     const sid = BigInt(snapshot.id)
     const pending = new Pending(this, base, sid)
-    const fieldsOf = await this.schemaFieldsOf([...added.values()])
-    const fresh: IcebergEntry[] = [...added.values()].map((e) => ({ status: Status.ADDED, snapshotId: sid, sequenceNumber: sid, fileSequenceNumber: sid, file: this.files.dataFile(e, fieldsOf(e)) }))
+    const fresh = await this.addedEntries([...added.values()], sid)
     let data = base.data
     let files = base.files ? new Map(base.files) : null
     if (removed.size) {
@@ -292,12 +278,10 @@ export class IcebergMetadataWriter {
       for (const e of rewritten.flat()) if (e.status !== Status.DELETED && !removed.has(e.file.path)) fresh.push(existing(e))
       data = data.filter((m) => !affected.has(m.path))
     }
-    if (fresh.length) data = [...data, ...pending.manifests(fresh, Content.DATA)]
+    if (fresh.length) data = [...data, pending.manifest(fresh, Content.DATA)]
     data = await this.mergeIfNeeded(data, pending)
-    const dv = this.dvOn && indexChanged ? await this.deletionVectorManifests(snapshot, pending, base, indexBuckets) : { deletes: base.deletes, groups: base.dvGroups }
-    const deletes = dv.deletes
-    if (files) for (const w of pending.written) for (const e of w.entries) if (w.meta.content === Content.DATA) files.set(e.file.path, w.meta.path)
-    pending.finish(data, deletes, files, { removed: removed.size, added: added.size }, false, dv.groups)
+    const dv = this.files.withDeletionVectors && delta.indexChanged ? await this.deletionVectorManifests(snapshot, pending, base, delta.indexBuckets ?? null) : { deletes: base.deletes, groups: base.dvGroups }
+    pending.finish(data, dv.deletes, files, { removed: removed.size, added: added.size }, false, dv.groups)
     return pending
   }
 
@@ -308,15 +292,10 @@ export class IcebergMetadataWriter {
     const base: Version = { snapshotId: 0, listKey: '', data: [], deletes: [], nextRowId: BigInt(prior?.nextRowId ?? 0), uuid: prior?.uuid ?? tableUuidOf(this.src.store.uri), files: new Map(), dvGroups: new Map() }
     const pending = new Pending(this, base, sid)
     const live = (await this.src.manifests.liveEntries(snapshot)).filter((e) => this.files.visible(e.file.level))
-    const fieldsOf = await this.schemaFieldsOf(live)
-    const fresh: IcebergEntry[] = live.map((e) => ({ status: Status.ADDED, snapshotId: sid, sequenceNumber: sid, fileSequenceNumber: sid, file: this.files.dataFile(e, fieldsOf(e)) }))
-    const data: IcebergManifestMeta[] = []
-    for (let i = 0; i < fresh.length; i += ROLL_ENTRIES) data.push(...pending.manifests(fresh.slice(i, i + ROLL_ENTRIES), Content.DATA))
-    const dv = this.dvOn ? await this.deletionVectorManifests(snapshot, pending, null, null) : { deletes: [], groups: new Map() }
-    const deletes = dv.deletes
-    const files = new Map<string, string>()
-    for (const w of pending.written) for (const e of w.entries) if (w.meta.content === Content.DATA) files.set(e.file.path, w.meta.path)
-    pending.finish(data, deletes, files, { removed: 0, added: fresh.length }, true, dv.groups)
+    const fresh = await this.addedEntries(live, sid)
+    const data = pending.rolled(fresh, Content.DATA)
+    const dv = this.files.withDeletionVectors ? await this.deletionVectorManifests(snapshot, pending, null, null) : { deletes: [], groups: new Map() }
+    pending.finish(data, dv.deletes, new Map(), { removed: 0, added: fresh.length }, true, dv.groups)
     return pending
   }
 
@@ -352,14 +331,10 @@ export class IcebergMetadataWriter {
       if (changed && !changed.has(group)) continue
       let g = byGroup.get(group)
       if (!g) byGroup.set(group, (g = []))
-      g.push({ status: Status.ADDED, snapshotId: sid, sequenceNumber: sid, fileSequenceNumber: sid, file })
+      g.push(addedEntry(file, sid))
     }
     for (const g of changed ?? []) groups.delete(g)
-    for (const [g, entries] of byGroup) {
-      const metas: IcebergManifestMeta[] = []
-      for (let i = 0; i < entries.length; i += ROLL_ENTRIES) metas.push(...pending.manifests(entries.slice(i, i + ROLL_ENTRIES), Content.POSITION_DELETES))
-      groups.set(g, metas)
-    }
+    for (const [g, entries] of byGroup) groups.set(g, pending.rolled(entries, Content.POSITION_DELETES))
     const deletes = [...groups.keys()].sort().flatMap((g) => groups.get(g)!)
     return { deletes, groups }
   }
@@ -398,19 +373,19 @@ export class IcebergMetadataWriter {
         merged.push(e.fileSequenceNumber === sid && e.status === Status.ADDED ? e : existing(e))
       }
     }
-    const rest = data.filter((m) => !small.includes(m))
-    const out: IcebergManifestMeta[] = []
-    for (let i = 0; i < merged.length; i += ROLL_ENTRIES) out.push(...pending.manifests(merged.slice(i, i + ROLL_ENTRIES), Content.DATA))
-    return [...rest, ...out]
+    return [...data.filter((m) => !small.includes(m)), ...pending.rolled(merged, Content.DATA)]
   }
 
   // ---- writing it ----
 
-  /** The fields of the schema each of `entries` was written under (its statistics cover them). */
-  private async schemaFieldsOf(entries: ManifestEntry[]): Promise<(e: ManifestEntry) => DataField[]> {
+  /**
+   * The ADDED entries of Paimon data files at snapshot `sid`, each with the metrics of the
+   * schema it was written under (its statistics cover that schema's fields).
+   */
+  private async addedEntries(entries: ManifestEntry[], sid: bigint): Promise<IcebergEntry[]> {
     const top = entries.reduce((m, e) => Math.max(m, Number(e.file.schemaId)), 0)
     const schemas = entries.length ? await this.schemasUpTo(top) : []
-    return (e) => schemas[Number(e.file.schemaId)].fields
+    return entries.map((e) => addedEntry(this.files.dataFile(e, schemas[Number(e.file.schemaId)].fields), sid))
   }
 
   /** Schemas 0..id of the table (each read once per writer). */
@@ -536,6 +511,11 @@ export class IcebergMetadataWriter {
   }
 }
 
+/** A file added at snapshot `sid` (its sequence numbers are the snapshot id). */
+function addedEntry(file: IcebergDataFile, sid: bigint): IcebergEntry {
+  return { status: Status.ADDED, snapshotId: sid, sequenceNumber: sid, fileSequenceNumber: sid, file }
+}
+
 /** An entry carried into a new manifest: EXISTING, its row id written out (spec "First Row ID Inheritance"). */
 function existing(e: IcebergEntry): IcebergEntry {
   return { ...e, status: Status.EXISTING }
@@ -557,13 +537,14 @@ function inherit(entries: IcebergEntry[], first: bigint | null): IcebergEntry[] 
 class Pending {
   readonly written: { key: string; meta: IcebergManifestMeta; entries: IcebergEntry[]; bytes: Uint8Array }[] = []
   change = { removed: 0, added: 0 }
-  firstRowId: bigint
   private data: IcebergManifestMeta[] = []
   private deletes: IcebergManifestMeta[] = []
   private files: Map<string, string> | null = null
   private dvGroups: Map<string, IcebergManifestMeta[]> | null = null
   private reuse = false
   private listKey: string | null = null
+  /** the next version's next-row-id, once write() assigned the new manifests theirs */
+  private nextRowId: bigint | null = null
   /** built from the snapshot's live files, without a base */
   rebuilt = false
 
@@ -571,17 +552,27 @@ class Pending {
     private readonly w: IcebergMetadataWriter,
     private readonly base: Version,
     readonly snapshotId: bigint,
-  ) {
-    this.firstRowId = base.nextRowId
+  ) {}
+
+  /** The snapshot's first row id: the base's next-row-id. */
+  get firstRowId(): bigint {
+    return this.base.nextRowId
   }
 
   /** Encodes one manifest of `entries`; its list record. */
-  manifests(entries: IcebergEntry[], content: number): IcebergManifestMeta[] {
+  manifest(entries: IcebergEntry[], content: number): IcebergManifestMeta {
     const key = this.w.newKey('manifest', this.snapshotId, this.written.length)
     const bytes = this.w.encodeManifest(entries)
     const meta = manifestMetaOf(this.w.dir.uriOf(key), bytes.length, content, this.snapshotId, entries, this.w.partitionFields)
     this.written.push({ key, meta, entries, bytes })
-    return [meta]
+    return meta
+  }
+
+  /** Encodes `entries` as manifests of at most ROLL_ENTRIES each; their list records. */
+  rolled(entries: IcebergEntry[], content: number): IcebergManifestMeta[] {
+    const out: IcebergManifestMeta[] = []
+    for (let i = 0; i < entries.length; i += ROLL_ENTRIES) out.push(this.manifest(entries.slice(i, i + ROLL_ENTRIES), content))
+    return out
   }
 
   /** Takes back a manifest encoded in this step (a merge folds it), or null for an older one. */
@@ -591,7 +582,9 @@ class Pending {
     return this.written.splice(i, 1)[0].entries
   }
 
+  /** The next version's manifests; `files` (when known) gets the data files written in this step. */
   finish(data: IcebergManifestMeta[], deletes: IcebergManifestMeta[], files: Map<string, string> | null, change: { removed: number; added: number }, rebuilt: boolean, dvGroups: Map<string, IcebergManifestMeta[]> | null): void {
+    if (files) for (const w of this.written) if (w.meta.content === Content.DATA) for (const e of w.entries) files.set(e.file.path, w.meta.path)
     this.dvGroups = dvGroups
     this.data = data
     this.deletes = deletes
@@ -624,8 +617,6 @@ class Pending {
     for (const f of this.written) this.w.remember(f.meta.path, inherit(f.entries, assigned.get(f.meta.path) ?? null))
     return (this.listKey = key)
   }
-
-  private nextRowId: bigint | null = null
 
   version(listKey: string): Version {
     return {

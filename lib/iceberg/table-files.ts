@@ -14,7 +14,7 @@ import type { SchemaView } from '../table/schema.ts'
 import { Content, type IcebergDataFile } from './manifests.ts'
 
 /** Buckets per group of delete manifests (as Strata's Paimon manifests group them, manifest.bucket-group-size's default). */
-export const BUCKET_GROUP = 64
+const BUCKET_GROUP = 64
 
 /** `k=v/bucket-130` → `k=v/bucket-group-2`. */
 function groupOfDir(dir: string): string {
@@ -37,12 +37,17 @@ export class TableFiles {
    * built on.
    */
   get visibleLevels(): string {
-    return this.formatVersion >= 3 && this.view.options.deletionVectors ? 'above 0' : `${this.view.options.numLevels - 1}`
+    return this.withDeletionVectors ? 'above 0' : `${this.view.options.numLevels - 1}`
+  }
+
+  /** Whether Iceberg readers get the deletion vectors (format version 3 and the table has them). */
+  get withDeletionVectors(): boolean {
+    return this.formatVersion >= 3 && this.view.options.deletionVectors
   }
 
   /** Whether a reader of this format version sees a file at `level`. */
   visible(level: number): boolean {
-    return this.formatVersion >= 3 && this.view.options.deletionVectors ? level > 0 : level === this.view.options.numLevels - 1
+    return this.withDeletionVectors ? level > 0 : level === this.view.options.numLevels - 1
   }
 
   private partition(bytes: Uint8Array, bucket: number): { values: Value[]; dir: string } {
