@@ -187,10 +187,11 @@ export class StrataTable {
   /**
    * `result` once what the commit set going in the background is done: the LATEST hint and
    * the Iceberg metadata (docs/design.md "Iceberg metadata"), so a program that stops after a
-   * call leaves neither half-done. Neither can fail the call: each counts its own failures.
+   * call leaves neither half-done; the same wait as the commit service's (lib/commit/commit-service.ts).
+   * Neither can fail the call: a failed hint is dropped, the Iceberg writer counts its failures.
    */
   private async settled<T>(result: T): Promise<T> {
-    await Promise.all([this.handle.snapshots.settleHints().catch(() => undefined), this.handle.iceberg?.settle()])
+    await Promise.all([this.handle.snapshots.settleHints(), this.handle.committer.settle()])
     return result
   }
 
