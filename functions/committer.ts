@@ -28,6 +28,7 @@ import { type CommitServiceOptions, type CommitServiceResult, commitFromQueue, f
 import { CommitterLease } from '../lib/commit/committer-lease.ts'
 import { type CommitFeed, SqsCommitFeed } from '../lib/commit/commit-feed.ts'
 import type { GluePointerCounts } from '../lib/iceberg/glue-pointer.ts'
+import { gluePointerFromEnv } from './shared/glue.ts'
 import { type FunctionRuntime, functionRuntime, logger } from './shared/runtime.ts'
 
 /** time left in an invocation below which it starts no new round */
@@ -45,6 +46,7 @@ export type CommitterHandler = (event: SQSEvent, context?: Context, hooks?: Comm
  * the drained queue.
  */
 export function committerFunction(runtime: FunctionRuntime) {
+  runtime.useGluePointer(gluePointerFromEnv)
   const metrics = runtime.metrics('committer')
   const committerHandler: CommitterHandler = (event, context, hooks = {}) => commitInvocation(runtime, metrics, event, context, hooks)
   return { committerHandler, handler: middy((event: SQSEvent, context: Context) => committerHandler(event, context)).use(logMetrics(metrics)) }

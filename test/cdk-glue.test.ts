@@ -11,7 +11,7 @@ import { CfnDatabase } from 'aws-cdk-lib/aws-glue'
 import { AwsSolutionsChecks } from 'cdk-nag'
 import { describe, expect, it } from 'vitest'
 import { DeployConfigError, StrataTable, StrataTables, type StrataTableProps } from '../cdk/index.ts'
-import { glueTarget } from '../functions/shared/runtime.ts'
+import { glueTarget } from '../functions/shared/glue.ts'
 import { CDK_CONTEXT, synth, testApp } from './helpers/cdk.ts'
 
 const schema = {

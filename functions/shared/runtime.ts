@@ -6,7 +6,6 @@
 // with the seams it was built with (RuntimeSeams: wrappers a probe, the soak or a test puts
 // around what it builds); the deployed handlers share one without seams (functionRuntime).
 
-import { GlueClient } from '@aws-sdk/client-glue'
 import { SQSClient } from '@aws-sdk/client-sqs'
 import { Logger } from '@aws-lambda-powertools/logger'
 import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics'
@@ -20,8 +19,8 @@ import type { ObjectStore } from '../../lib/store/object-store.ts'
 import { takeCompressionThreadFallbacks } from '../../lib/format/compression-thread.ts'
 import { takeS3RetryCounts } from '../../lib/store/s3-store.ts'
 import { Table } from '../../lib/handle/table.ts'
-import { DEFAULT_GLUE_UPDATE_INTERVAL_MS, GluePointer } from '../../lib/iceberg/glue-pointer.ts'
-import { ConfigError, type RuntimeConfig, type TableConfig, parseConfig } from './config.ts'
+import type { GluePointer } from '../../lib/iceberg/glue-pointer.ts'
+import { type RuntimeConfig, type TableConfig, parseConfig } from './config.ts'
 
 export const NAMESPACE = 'Strata'
 
@@ -71,31 +70,6 @@ export const SCHEMA_CHECK_MS = 1000
 /** Paimon's option that turns off Glue's archived version per UpdateTable (read from the table's options as they are). */
 const GLUE_SKIP_ARCHIVE_OPTION = 'metadata.iceberg.glue.skip-archive'
 
-/** The committer's Glue registration (docs/operations.md "Registering tables in AWS Glue"). */
-export interface GlueTarget {
-  database: string
-  table: string
-  updateIntervalMs: number
-}
-
-/**
- * STRATA_GLUE_DATABASE and STRATA_GLUE_TABLE (both or neither) and
- * STRATA_GLUE_UPDATE_INTERVAL_MS; undefined when the table is not registered in Glue.
- */
-export function glueTarget(env: Record<string, string | undefined> = process.env): GlueTarget | undefined {
-  const database = env.STRATA_GLUE_DATABASE || undefined
-  const table = env.STRATA_GLUE_TABLE || undefined
-  if (database === undefined && table === undefined) return undefined
-  if (database === undefined || table === undefined) {
-    throw new ConfigError(`environment variables STRATA_GLUE_DATABASE and STRATA_GLUE_TABLE: expected both or neither, got only ${database === undefined ? 'STRATA_GLUE_TABLE' : 'STRATA_GLUE_DATABASE'}`)
-  }
-  const interval = env.STRATA_GLUE_UPDATE_INTERVAL_MS
-  if (interval !== undefined && interval !== '' && !/^\d+$/.test(interval)) {
-    throw new ConfigError(`environment variable STRATA_GLUE_UPDATE_INTERVAL_MS: expected a non-negative integer, got ${JSON.stringify(interval)}`)
-  }
-  return { database, table, updateIntervalMs: interval ? Number(interval) : DEFAULT_GLUE_UPDATE_INTERVAL_MS }
-}
-
 /**
  * One execution environment's runtime: its configuration, table handles, SQS client and
  * reject store, each made once and kept while warm, and the seams it was built with.
@@ -109,6 +83,8 @@ export class FunctionRuntime {
   private rejects: ObjectStore | null = null
   /** undefined until asked; null when the environment registers no Glue table */
   private glue: GluePointer | null | undefined = undefined
+  /** makes the Glue pointer: none unless the committer set one (useGluePointer) */
+  private makeGluePointer: () => GluePointer | null = () => null
 
   constructor(readonly seams: RuntimeSeams = {}) {}
 
@@ -128,22 +104,20 @@ export class FunctionRuntime {
   }
 
   /**
+   * How the Glue pointer is made. Only the committer sets it (functions/shared/glue.ts), so
+   * only its bundle carries the AWS SDK's Glue client.
+   */
+  useGluePointer(make: () => GluePointer | null): void {
+    this.makeGluePointer = make
+    this.glue = undefined
+  }
+
+  /**
    * The committer's Glue pointer, made once per execution environment (so its interval and
    * what it has sent outlive an invocation); null without STRATA_GLUE_DATABASE.
    */
   gluePointer(): GluePointer | null {
-    if (this.glue !== undefined) return this.glue
-    const target = glueTarget()
-    this.glue = target
-      ? new GluePointer({
-          // the SDK reads AWS_ENDPOINT_URL_GLUE / AWS_ENDPOINT_URL itself
-          glue: new GlueClient({}),
-          database: target.database,
-          table: target.table,
-          intervalMs: target.updateIntervalMs,
-          onFailure: (error, pending) => logger.warn('Glue table not moved to the newest Iceberg metadata; the commit landed, the next one retries', { glueTable: `${target.database}.${target.table}`, metadataLocation: pending.location, error }),
-        })
-      : null
+    if (this.glue === undefined) this.glue = this.makeGluePointer()
     return this.glue
   }
 
