@@ -114,14 +114,13 @@ export async function makeDirectory(store: ObjectStore, dir: string): Promise<vo
   await store.put(`${dir}/`, new Uint8Array(0))
 }
 
-/** Deletes `dir` and everything under it (Paimon's `fileIO.delete(path, true)`); returns the objects deleted. */
-export async function removeDirectory(store: ObjectStore, dir: string): Promise<number> {
+/** Deletes `dir` and everything under it (Paimon's `fileIO.delete(path, true)`). */
+export async function removeDirectory(store: ObjectStore, dir: string): Promise<void> {
   checkDirectory(store, dir)
   if (dir === '') throw new StrataInputError(`removeDirectory: refusing to delete the root of ${store.uri}; expected a directory under it`)
   if (store instanceof LocalFileStore) {
-    const files = (await store.list(under(dir))).length
     await rm(localPath(store, dir), { recursive: true, force: true })
-    return files
+    return
   }
   const keys = (await store.list(under(dir))).map((o) => o.key)
   // objects first, the marker last, so a delete that fails midway leaves the directory listed
@@ -129,7 +128,6 @@ export async function removeDirectory(store: ObjectStore, dir: string): Promise<
   if (store instanceof S3Store) await deleteS3Objects(store, dir, objects)
   else for (let i = 0; i < objects.length; i += 16) await Promise.all(objects.slice(i, i + 16).map((k) => store.delete(k)))
   await store.delete(`${dir}/`)
-  return objects.length
 }
 
 /** DeleteObjects, 1,000 keys a request (S3's limit); a key S3 could not delete fails the call, naming it. */
