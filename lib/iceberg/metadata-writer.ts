@@ -299,15 +299,15 @@ export class IcebergMetadataWriter {
     return pending
   }
 
-  /** The newest version before `id` that parses at all, for its table uuid and next row id. */
-  private async priorVersion(id: number): Promise<BaseMetadata | null> {
+  /** The table uuid and next row id of the newest version before `id` that parses at all. */
+  private async priorVersion(id: number): Promise<{ uuid: string; nextRowId: number | null } | null> {
     const ids = (await this.dir.versionIds()).filter((v) => v < id)
     for (const v of ids.reverse().slice(0, 3)) {
       const bytes = await this.dir.store.get(`${METADATA_DIR}${metadataFileName(v)}`)
       if (!bytes) continue
       try {
         const m = JSON.parse(decoder.decode(bytes))
-        if (typeof m?.['table-uuid'] === 'string') return { formatVersion: m['format-version'], visibleLevels: null, uuid: m['table-uuid'], snapshotId: v, manifestList: '', nextRowId: typeof m['next-row-id'] === 'number' ? m['next-row-id'] : null, schemas: [] }
+        if (typeof m?.['table-uuid'] === 'string') return { uuid: m['table-uuid'], nextRowId: typeof m['next-row-id'] === 'number' ? m['next-row-id'] : null }
       } catch {
         // an unreadable version names nothing to keep
       }

@@ -149,7 +149,6 @@ export interface BaseMetadata {
   snapshotId: number
   manifestList: string
   nextRowId: number | null
-  schemas: IcebergSchema[]
 }
 
 export function parseBaseMetadata(text: string): BaseMetadata | null {
@@ -172,6 +171,5 @@ export function parseBaseMetadata(text: string): BaseMetadata | null {
     snapshotId: m['current-snapshot-id'],
     manifestList: current['manifest-list'],
     nextRowId: typeof m['next-row-id'] === 'number' ? m['next-row-id'] : null,
-    schemas: Array.isArray(m.schemas) ? m.schemas : [],
   }
 }

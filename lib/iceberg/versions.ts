@@ -41,7 +41,7 @@ export class MetadataDir {
     return u.startsWith(prefix) && !u.slice(prefix.length).includes('/') ? u.slice(prefix.length - METADATA_DIR.length) : null
   }
 
-  /** Remembers what a version this process wrote names, so removing it later reads nothing. */
+  /** Remembers what a version names (one this process wrote or read), so removing it later reads nothing. */
   remember(id: number, files: VersionFiles): void {
     this.known.set(id, files)
     if (this.known.size > 64) this.known.delete(Math.min(...this.known.keys()))
@@ -76,8 +76,7 @@ export class MetadataDir {
       if (this.lists.size > 256) this.lists.delete(this.lists.keys().next().value!)
     }
     const files = { list, manifests }
-    this.known.set(id, files)
-    if (this.known.size > 64) this.known.delete(Math.min(...this.known.keys()))
+    this.remember(id, files)
     return files
   }
 
