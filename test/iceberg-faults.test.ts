@@ -8,6 +8,7 @@
 import { describe, expect, it, vi } from 'vitest'
 import { createTable, openTable } from '../lib/api/index.ts'
 import { FaultyStore } from '../lib/store/faulty-store.ts'
+import { InterceptingStore, type StoreOp } from '../lib/store/intercepting-store.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
 import type { ObjectStore } from '../lib/store/object-store.ts'
 import { removeOrphanFiles, MIN_ORPHAN_OLDER_THAN_MS } from '../lib/maintenance/orphans.ts'
@@ -195,22 +196,16 @@ describe('version-hint.text', () => {
     // the version of snapshot 3 waits until the expiration's catch-up has looked for it and queued it too
     let release: (() => void) | null = null
     let held: Promise<void> = Promise.resolve()
-    const wrap = (s: ObjectStore): ObjectStore => {
-      const f = new FaultyStore(s)
-      const putIfAbsent = f.putIfAbsent.bind(f)
-      const head = f.head.bind(f)
-      f.putIfAbsent = async (key, data) => {
-        if (key === 'metadata/v3.metadata.json') await held
-        return putIfAbsent(key, data)
+    class HoldV3 extends InterceptingStore {
+      protected async call<T>(op: StoreOp, key: string, run: () => Promise<T>): Promise<T> {
+        const v3 = key === 'metadata/v3.metadata.json'
+        if (v3 && op === 'putIfAbsent') await held
+        const out = await run()
+        if (v3 && op === 'head' && release) (release(), (release = null))
+        return out
       }
-      f.head = async (key) => {
-        const info = await head(key)
-        if (key === 'metadata/v3.metadata.json' && release) (release(), (release = null))
-        return info
-      }
-      return f
     }
-    const t = await createTable(uri, SCHEMA({ 'snapshot.num-retained.min': '1', 'snapshot.num-retained.max': '2', 'snapshot.time-retained': '0 s' }), { wrapStore: wrap })
+    const t = await createTable(uri, SCHEMA({ 'snapshot.num-retained.min': '1', 'snapshot.num-retained.max': '2', 'snapshot.time-retained': '0 s' }), { wrapStore: (s) => new HoldV3(s) })
     for (const v of ['a', 'b']) {
       await t.write([{ k: 1, v }])
       await t.handle.iceberg!.settle()
