@@ -1,11 +1,13 @@
-// The Paimon interop harness (interop/) from a test: whether Java and Maven are here, building
-// the harness jar when its sources changed, running its commands in one JVM, and Strata's
-// rows in the harness's JSON rendering (interop/README.md) so both sides compare as text.
+// The Paimon interop harness (interop/) from a test: whether Java and Maven are here (and a
+// suite's describe that says so), building a harness jar when its sources changed, running
+// its commands in one JVM, and Strata's rows in the harness's JSON rendering
+// (interop/README.md) so both sides compare as text.
 
 import { spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join, relative } from 'node:path'
+import { describe, it } from 'vitest'
 import { withBuildLock } from './build-lock.ts'
 import { formatDate, formatDecimal, formatTimestamp } from '../../lib/table/json-values.ts'
 import type { DataField, Row, Value } from '../../lib/types.ts'
@@ -23,6 +25,28 @@ export function missingTools(): string[] {
     if (r.error || r.status !== 0) missing.push(tool)
   }
   return missing
+}
+
+/**
+ * The suite's `describe` where Java and Maven are here. Without them the suite is skipped with
+ * one line saying how to run it, except under CI, where it fails naming the missing tools.
+ */
+export function describeWithJava(name: string, runCommand: string, body: () => void, missing = missingTools()): void {
+  if (missing.length === 0) {
+    describe(name, body)
+    return
+  }
+  const lacking = `${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not on PATH`
+  if (!process.env.CI) {
+    process.stdout.write(`${name} skipped: ${lacking}; to run it: ${runCommand}\n`)
+    describe.skip(name, () => it('needs Java and Maven', () => {}))
+  } else {
+    describe(name, () => {
+      it('runs under CI', () => {
+        throw new Error(`CI must run ${name}, but ${lacking} (${runCommand})`)
+      })
+    })
+  }
 }
 
 function newestMtime(path: string): number {
