@@ -13,10 +13,10 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect, it } from 'vitest'
 import { openWarehouse, type StrataTable, type Warehouse } from '../lib/api/index.ts'
 import { readAll } from '../lib/read/table-read.ts'
-import { type PaimonResult, RUN_COMMAND, buildHarness, byKey, missingTools, paimonBatch, parseRows, renderRow, writeJsonLines } from './helpers/interop.ts'
+import { type PaimonResult, RUN_COMMAND, buildHarness, byKey, describeWithJava, paimonBatch, parseRows, renderRow, writeJsonLines } from './helpers/interop.ts'
 
 type Rec = Record<string, unknown>
 
@@ -114,90 +114,77 @@ async function strataList(wh: Warehouse): Promise<Record<string, string[]>> {
   return out
 }
 
-const missing = missingTools()
+describeWithJava('Paimon interop: warehouse and catalog', RUN_COMMAND.replace('interop.test.ts', 'interop-catalog.test.ts'), () => {
+  let root = ''
+  let strataWarehouse = ''
+  let paimonWarehouse = ''
+  const strataRead = new Map<string, Rec[]>()
+  let results: PaimonResult[] = []
+  const at: Record<string, number> = {}
 
-if (missing.length > 0 && !process.env.CI) {
-  process.stdout.write(`interop catalog suite skipped: ${missing.join(' and ')} not on PATH; to run it: ${RUN_COMMAND.replace('interop.test.ts', 'interop-catalog.test.ts')}\n`)
-  describe.skip('Paimon interop: warehouse and catalog', () => it('needs Java and Maven', () => {}))
-} else if (missing.length > 0) {
-  describe('Paimon interop: warehouse and catalog', () => {
-    it('runs under CI', () => {
-      throw new Error(`CI must run the interop suite, but ${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not on PATH (${RUN_COMMAND})`)
-    })
-  })
-} else {
-  describe('Paimon interop: warehouse and catalog', () => {
-    let root = ''
-    let strataWarehouse = ''
-    let paimonWarehouse = ''
-    const strataRead = new Map<string, Rec[]>()
-    let results: PaimonResult[] = []
-    const at: Record<string, number> = {}
-
-    beforeAll(async () => {
-      buildHarness()
-      root = mkdtempSync(join(tmpdir(), 'strata-interop-catalog-'))
-      strataWarehouse = join(root, 'strata-wh')
-      paimonWarehouse = join(root, 'paimon-wh')
-      const wh = await openWarehouse(strataWarehouse)
-      for (const db of new Set([...STRATA_TABLES.map((t) => t.name.split('.')[0]), EMPTY_DATABASE])) await wh.createDatabase(db)
-      for (const t of STRATA_TABLES) {
-        const table = await wh.createTable(t.name, t.schema)
-        for (const w of t.writes) await table.write(w)
-        if (t.compact) await table.compact()
-        strataRead.set(t.name, await strataRows(table))
-      }
-      // neither databases nor tables, to Paimon as to Strata: a directory without '.db', an
-      // Iceberg catalog's directory, a directory in a database with no schema in it
-      mkdirSync(join(strataWarehouse, 'notes'))
-      mkdirSync(join(strataWarehouse, 'iceberg', 'sales', 'orders', 'metadata'), { recursive: true })
-      mkdirSync(join(strataWarehouse, 'sales.db', 'scratch'))
-      writeFileSync(join(strataWarehouse, 'sales.db', 'scratch', 'readme.txt'), 'not a table')
-
-      const commands: string[][] = []
-      const add = (key: string, command: string[]) => ((at[key] = commands.length), commands.push(command))
-      add('list strata', ['catalog-list', strataWarehouse])
-      for (const t of STRATA_TABLES) add(`read ${t.name}`, ['catalog-read', strataWarehouse, t.name])
-      PAIMON_WRITES.forEach(([name, rows], i) => {
-        const created = PAIMON_WRITES.findIndex(([n]) => n === name) === i
-        const input = writeJsonLines(join(root, `in-${i}.jsonl`), rows)
-        add(`write ${i}`, ['catalog-write', paimonWarehouse, name, ...(created ? ['--schema', JSON.stringify(PAIMON_SCHEMAS[name])] : []), '--in', input])
-      })
-      for (const name of Object.keys(PAIMON_SCHEMAS)) add(`read ${name}`, ['catalog-read', paimonWarehouse, name])
-      add('list paimon', ['catalog-list', paimonWarehouse])
-      results = paimonBatch(commands)
-    }, 300_000)
-
-    afterAll(() => {
-      if (root) rmSync(root, { recursive: true, force: true })
-    })
-
-    it("Paimon's catalog lists exactly the databases and tables Strata made", async () => {
-      const expected = { ops: ['events', 'first'], sales: ['compacted', 'orders', 'totals'], [EMPTY_DATABASE]: [] }
-      expect(paimonList(results[at['list strata']])).toEqual(expected)
-      expect(await strataList(await openWarehouse(strataWarehouse))).toEqual(expected)
-    })
-
+  beforeAll(async () => {
+    buildHarness()
+    root = mkdtempSync(join(tmpdir(), 'strata-interop-catalog-'))
+    strataWarehouse = join(root, 'strata-wh')
+    paimonWarehouse = join(root, 'paimon-wh')
+    const wh = await openWarehouse(strataWarehouse)
+    for (const db of new Set([...STRATA_TABLES.map((t) => t.name.split('.')[0]), EMPTY_DATABASE])) await wh.createDatabase(db)
     for (const t of STRATA_TABLES) {
-      it(`Paimon's catalog reads ${t.name} (${(t.schema.options as Rec)['merge-engine'] ?? 'deduplicate'}${t.schema.partitionKeys ? ', partitioned' : ''}) equal to Strata's read`, () => {
-        const rows = paimonRows(results[at[`read ${t.name}`]], t.schema.primaryKeys as string[])
-        expect(rows.length).toBeGreaterThan(0)
-        expect(rows).toEqual(strataRead.get(t.name))
-      })
+      const table = await wh.createTable(t.name, t.schema)
+      for (const w of t.writes) await table.write(w)
+      if (t.compact) await table.compact()
+      strataRead.set(t.name, await strataRows(table))
     }
+    // neither databases nor tables, to Paimon as to Strata: a directory without '.db', an
+    // Iceberg catalog's directory, a directory in a database with no schema in it
+    mkdirSync(join(strataWarehouse, 'notes'))
+    mkdirSync(join(strataWarehouse, 'iceberg', 'sales', 'orders', 'metadata'), { recursive: true })
+    mkdirSync(join(strataWarehouse, 'sales.db', 'scratch'))
+    writeFileSync(join(strataWarehouse, 'sales.db', 'scratch', 'readme.txt'), 'not a table')
 
-    it("Strata lists and opens by name what Paimon's catalog created, and reads it as Paimon does", async () => {
-      for (const [i] of PAIMON_WRITES.entries()) expect(results[at[`write ${i}`]]).toMatchObject({ ok: true })
-      const wh = await openWarehouse(paimonWarehouse)
-      expect(await strataList(wh)).toEqual({ lake: ['plain', 'readings'] })
-      expect(paimonList(results[at['list paimon']])).toEqual({ lake: ['plain', 'readings'] })
-      for (const [name, schema] of Object.entries(PAIMON_SCHEMAS)) {
-        const table = await wh.openTable(name)
-        expect(table.uri).toBe(`file://${paimonWarehouse}/${name.replace('.', '.db/')}`)
-        const paimon = paimonRows(results[at[`read ${name}`]], schema.primaryKeys as string[])
-        expect(paimon.length).toBeGreaterThan(0)
-        expect(await strataRows(table)).toEqual(paimon)
-      }
+    const commands: string[][] = []
+    const add = (key: string, command: string[]) => ((at[key] = commands.length), commands.push(command))
+    add('list strata', ['catalog-list', strataWarehouse])
+    for (const t of STRATA_TABLES) add(`read ${t.name}`, ['catalog-read', strataWarehouse, t.name])
+    PAIMON_WRITES.forEach(([name, rows], i) => {
+      const created = PAIMON_WRITES.findIndex(([n]) => n === name) === i
+      const input = writeJsonLines(join(root, `in-${i}.jsonl`), rows)
+      add(`write ${i}`, ['catalog-write', paimonWarehouse, name, ...(created ? ['--schema', JSON.stringify(PAIMON_SCHEMAS[name])] : []), '--in', input])
     })
+    for (const name of Object.keys(PAIMON_SCHEMAS)) add(`read ${name}`, ['catalog-read', paimonWarehouse, name])
+    add('list paimon', ['catalog-list', paimonWarehouse])
+    results = paimonBatch(commands)
+  }, 300_000)
+
+  afterAll(() => {
+    if (root) rmSync(root, { recursive: true, force: true })
   })
-}
+
+  it("Paimon's catalog lists exactly the databases and tables Strata made", async () => {
+    const expected = { ops: ['events', 'first'], sales: ['compacted', 'orders', 'totals'], [EMPTY_DATABASE]: [] }
+    expect(paimonList(results[at['list strata']])).toEqual(expected)
+    expect(await strataList(await openWarehouse(strataWarehouse))).toEqual(expected)
+  })
+
+  for (const t of STRATA_TABLES) {
+    it(`Paimon's catalog reads ${t.name} (${(t.schema.options as Rec)['merge-engine'] ?? 'deduplicate'}${t.schema.partitionKeys ? ', partitioned' : ''}) equal to Strata's read`, () => {
+      const rows = paimonRows(results[at[`read ${t.name}`]], t.schema.primaryKeys as string[])
+      expect(rows.length).toBeGreaterThan(0)
+      expect(rows).toEqual(strataRead.get(t.name))
+    })
+  }
+
+  it("Strata lists and opens by name what Paimon's catalog created, and reads it as Paimon does", async () => {
+    for (const [i] of PAIMON_WRITES.entries()) expect(results[at[`write ${i}`]]).toMatchObject({ ok: true })
+    const wh = await openWarehouse(paimonWarehouse)
+    expect(await strataList(wh)).toEqual({ lake: ['plain', 'readings'] })
+    expect(paimonList(results[at['list paimon']])).toEqual({ lake: ['plain', 'readings'] })
+    for (const [name, schema] of Object.entries(PAIMON_SCHEMAS)) {
+      const table = await wh.openTable(name)
+      expect(table.uri).toBe(`file://${paimonWarehouse}/${name.replace('.', '.db/')}`)
+      const paimon = paimonRows(results[at[`read ${name}`]], schema.primaryKeys as string[])
+      expect(paimon.length).toBeGreaterThan(0)
+      expect(await strataRows(table)).toEqual(paimon)
+    }
+  })
+})
