@@ -159,6 +159,26 @@ describe('a StrataTable registered in a CfnDatabase of the app', () => {
   })
 })
 
+describe("the grant of a table's Iceberg metadata follows where the library writes it", () => {
+  it('is the table\'s metadata/ with table-location, the warehouse\'s iceberg/<database>/<table>/metadata/ with the catalog location, none without Iceberg storage', () => {
+    const { stack } = appStack('IcebergPlaces')
+    const withStorage = (storage: Record<string, string>) => ({ ...schema, options: { bucket: '2', ...storage } })
+    const strata = new StrataTables(stack, 'Strata', {
+      warehouse: 'lake',
+      tables: [
+        { name: 'in_table', database: 'sales', schema: withStorage({ 'metadata.iceberg.storage': 'table-location' }) },
+        { name: 'in_catalog', database: 'sales', schema: withStorage({ 'metadata.iceberg.storage': 'hadoop-catalog' }) },
+        { name: 'catalog_in_table', database: 'sales', schema: withStorage({ 'metadata.iceberg.storage': 'hadoop-catalog', 'metadata.iceberg.storage-location': 'table-location' }) },
+        { name: 'plain', database: 'sales', schema },
+      ],
+    })
+    expect(strata.tables.map((t) => t.icebergMetadataPrefix)).toEqual(['lake/sales.db/in_table/metadata/', 'lake/iceberg/sales/in_catalog/metadata/', 'lake/sales.db/catalog_in_table/metadata/', undefined])
+    const resources = Template.fromStack(stack).toJSON().Resources as Record<string, Resource>
+    const role = stack.getLogicalId(strata.tables[1].committer.role.node.defaultChild as never)
+    expect(JSON.stringify(roleStatements(resources, role))).toContain('/lake/iceberg/sales/in_catalog/metadata/*')
+  })
+})
+
 describe('without a warehouse, tables keep tables/<name>/', () => {
   it('places a table as before', () => {
     const { stack } = appStack('Plain')

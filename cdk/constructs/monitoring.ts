@@ -33,7 +33,7 @@ import { type ITopic, Topic } from 'aws-cdk-lib/aws-sns'
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions'
 import type { IQueue } from 'aws-cdk-lib/aws-sqs'
 import { Construct } from 'constructs'
-import { type DeployConfig, icebergStorage } from '../config.ts'
+import type { DeployConfig } from '../config.ts'
 import { METRICS_NAMESPACE, tableDimensions } from '../metrics.ts'
 import { StrataFunction } from './strata-function.ts'
 import type { TableResources } from './table-resources.ts'
@@ -315,8 +315,7 @@ export class Monitoring extends Construct {
     )
     this.committerAlarms(t, config.feed.enabled)
     if (cfg.glue) this.glueAlarm(t, `${cfg.glue.database}.${cfg.glue.tableName}`)
-    const iceberg = icebergStorage(cfg.schemaInput)
-    if (iceberg !== undefined && iceberg !== 'disabled') this.icebergAlarm(t)
+    if (t.icebergMetadataPrefix !== undefined) this.icebergAlarm(t)
     // missing data keeps the state: the freshness alarm and the maintenance Errors alarm
     // already say when the maintenance metrics stop
     this.watch(

@@ -21,7 +21,7 @@ import { COMMITTER_LEASE_KEY } from '../../lib/commit/committer-lease.ts'
 import { REMOVE_ORPHANS_TASK } from '../../lib/maintenance/orphans.ts'
 import { tablePrefix } from './storage.ts'
 import { warehouseTableUri } from '../../lib/table/warehouse.ts'
-import { icebergStorage } from '../config.ts'
+import { icebergLocation, icebergOptions } from '../../lib/iceberg/options.ts'
 import { StrataFunction } from './strata-function.ts'
 import type { CommitFeedQueue } from './feed.ts'
 
@@ -108,6 +108,8 @@ export class TableResources extends Construct {
   readonly taskThreads: number
   /** the Custom::StrataTable resource; functions that use the table depend on it */
   readonly created: CustomResource
+  /** where the table's Iceberg metadata is written (a key prefix ending in `metadata/`); undefined when it writes none */
+  readonly icebergMetadataPrefix?: string
 
   constructor(scope: Construct, id: string, props: TableResourcesProps) {
     super(scope, id)
@@ -118,6 +120,7 @@ export class TableResources extends Construct {
     const warehouse = props.config.warehouse
     this.uri = warehouse === undefined ? `${root}${tablePrefix(table.name).slice(0, -1)}` : warehouseTableUri(`${root}${warehouse}`, { database: table.database, table: table.name })
     this.prefix = `${this.uri.slice(root.length)}/`
+    this.icebergMetadataPrefix = icebergMetadataPrefix(this.uri, root, table.schema.options)
 
     this.created = new CustomResource(this, 'Table', {
       serviceToken: props.tableInit.fn.functionArn,
@@ -222,7 +225,7 @@ export class TableResources extends Construct {
    */
   private allowIceberg(committer: StrataFunction, props: TableResourcesProps): void {
     const { table, bucket } = props
-    const metadata = icebergMetadataPrefix(this.prefix, table, props.config.warehouse)
+    const metadata = this.icebergMetadataPrefix
     if (metadata !== undefined) {
       allowObjects(committer.role, bucket, ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], [`${metadata}*`])
     }
@@ -296,7 +299,7 @@ export class TableResources extends Construct {
     // the latest snapshot's version when the committer's write of it failed (it brings the
     // metadata up to date before removing old versions)
     allowObjects(maintenance.role, bucket, ['s3:PutObject'], [`${this.prefix}snapshot/EARLIEST`])
-    const metadata = icebergMetadataPrefix(this.prefix, table, props.config.warehouse)
+    const metadata = this.icebergMetadataPrefix
     if (metadata !== undefined) allowObjects(maintenance.role, bucket, ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], [`${metadata}*`])
     allowQueueAttributes(maintenance.role, [this.queue])
     denySchemaWrites(maintenance.role, bucket, [this.prefix])
@@ -332,7 +335,7 @@ export class TableResources extends Construct {
   }
 }
 
-/** The committer's Glue pointer (functions/shared/runtime.ts reads these). */
+/** The committer's Glue pointer (functions/shared/glue.ts reads these). */
 function glueEnvironment(table: TableDeployConfig): Record<string, string> {
   if (!table.glue) return {}
   return {
@@ -343,16 +346,15 @@ function glueEnvironment(table: TableDeployConfig): Record<string, string> {
 }
 
 /**
- * Where the table's Iceberg metadata is written, as a key prefix ending in `metadata/`, or
- * undefined when the table writes none: its own `metadata/` with `table-location`, the
- * warehouse's `iceberg/<database>/<table>/metadata/` with the catalog location (Paimon's
- * `metadata.iceberg.storage` and `metadata.iceberg.storage-location`, lib/iceberg/options.ts).
+ * Where the table at `uri` (under `bucketRoot`, `s3://<bucket>/`) writes its Iceberg metadata,
+ * as a key prefix ending in `metadata/`, or undefined when it writes none: the place the
+ * library's writer takes (lib/iceberg/options.ts icebergLocation), so the grant follows it.
+ * The deploy config refuses Iceberg storage outside a warehouse; such a table would write
+ * nothing, and gets no grant.
  */
-export function icebergMetadataPrefix(prefix: string, table: TableDeployConfig, warehouse: string | undefined): string | undefined {
-  const storage = icebergStorage(table.schemaInput)
-  if (storage === undefined || storage === 'disabled') return undefined
-  const options = table.schema.options
-  const location = options['metadata.iceberg.storage-location']?.trim().toLowerCase() ?? (storage === 'table-location' ? 'table-location' : 'catalog-location')
-  if (location === 'table-location' || warehouse === undefined) return `${prefix}metadata/`
-  return `${warehouse}/iceberg/${table.database}/${table.name}/metadata/`
+function icebergMetadataPrefix(uri: string, bucketRoot: string, options: Record<string, string>): string | undefined {
+  const o = icebergOptions(options)
+  if (o.storage === 'disabled') return undefined
+  const where = icebergLocation(uri, o)
+  return 'refused' in where ? undefined : `${where.root.slice(bucketRoot.length)}/metadata/`
 }
