@@ -65,6 +65,19 @@ function pointer(o: Partial<GluePointerOptions> = {}): GluePointer {
 }
 
 const glueLocation = () => server.table(DB, TABLE)!.input.Parameters.metadata_location
+
+/**
+ * One interleaving in steps: `first` runs until its `operation` request reaches the server,
+ * which parks it while `meanwhile` runs; then the request goes on and `first` is awaited.
+ */
+async function whileHeld(operation: string, first: () => Promise<void>, meanwhile: () => Promise<unknown>): Promise<void> {
+  const held = server.hold(operation)
+  const done = first()
+  await held.arrived
+  await meanwhile()
+  held.release()
+  await done
+}
 const operations = () => server.requests.map((r) => r.operation)
 
 describe('metadataSnapshotId', () => {
@@ -169,16 +182,17 @@ describe('GluePointer', () => {
   it('two pointers interleaved step by step: the older one, overtaken between its read and its update, re-reads and skips', async () => {
     const a = pointer()
     const b = pointer()
-    const held = server.hold('UpdateTable')
-    // step 1: A reads version 0 (v1) and sends its update of v5, which the server parks
-    const aDone = a.published(meta(5), 5)
-    await held.arrived
-    // step 2: B reads version 0 and lands v7 (version 1)
-    await b.published(meta(7), 7)
-    expect(glueLocation()).toBe(meta(7))
-    // step 3: A's update arrives with version 0: Glue refuses it; A reads v7 and stops
-    held.release()
-    await aDone
+    await whileHeld(
+      'UpdateTable',
+      // step 1: A reads version 0 (v1) and sends its update of v5, which the server parks
+      () => a.published(meta(5), 5),
+      // step 2: B reads version 0 and lands v7 (version 1)
+      async () => {
+        await b.published(meta(7), 7)
+        expect(glueLocation()).toBe(meta(7))
+      },
+    )
+    // step 3: A's update arrived with version 0: Glue refused it; A read v7 and stopped
     expect(glueLocation()).toBe(meta(7))
     expect(server.table(DB, TABLE)!.versionId).toBe('1')
     expect(operations()).toEqual(['GetTable', 'UpdateTable', 'GetTable', 'UpdateTable', 'GetTable'])
@@ -192,12 +206,7 @@ describe('GluePointer', () => {
   it('a concurrent modification is retried: the newer pointer, overtaken by an older one, re-reads and lands on top', async () => {
     const a = pointer()
     const b = pointer()
-    const held = server.hold('UpdateTable')
-    const aDone = a.published(meta(9), 9)
-    await held.arrived
-    await b.published(meta(8), 8)
-    held.release()
-    await aDone
+    await whileHeld('UpdateTable', () => a.published(meta(9), 9), () => b.published(meta(8), 8))
     expect(server.table(DB, TABLE)).toMatchObject({ versionId: '2', input: { Parameters: { metadata_location: meta(9), previous_metadata_location: meta(8) } } })
     expect(server.recorded('UpdateTable').map((u) => u.VersionId)).toEqual(['0', '0', '1'])
     expect(a.takeCounts()).toEqual({ updates: 1, skipped: 0, failures: 0 })
@@ -205,13 +214,8 @@ describe('GluePointer', () => {
 
   it('a table modified by another client between the read and the update (a user editing its description) is re-read and kept', async () => {
     const p = pointer()
-    const held = server.hold('UpdateTable')
-    const done = p.published(meta(4), 4)
-    await held.arrived
     // the other client's UpdateTable is the second to arrive, so it is not held
-    await glue.send(new UpdateTableCommand({ DatabaseName: DB, TableInput: { ...SEED, Description: 'edited', LastAccessTime: undefined } }))
-    held.release()
-    await done
+    await whileHeld('UpdateTable', () => p.published(meta(4), 4), () => glue.send(new UpdateTableCommand({ DatabaseName: DB, TableInput: { ...SEED, Description: 'edited', LastAccessTime: undefined } })))
     expect(server.table(DB, TABLE)!.input).toMatchObject({ Description: 'edited', Parameters: { metadata_location: meta(4), previous_metadata_location: meta(1) } })
   })
 
@@ -273,12 +277,7 @@ describe('GluePointer', () => {
   it('a table created by another committer between the read and the create is read again and moved forward', async () => {
     const a = new GluePointer({ glue, database: DB, table: 'fresh', now: () => clock })
     const b = new GluePointer({ glue, database: DB, table: 'fresh', now: () => clock })
-    const held = server.hold('CreateTable')
-    const aDone = a.published(meta(5), 5)
-    await held.arrived
-    await b.published(meta(3), 3)
-    held.release()
-    await aDone
+    await whileHeld('CreateTable', () => a.published(meta(5), 5), () => b.published(meta(3), 3))
     expect(operations()).toEqual(['GetTable', 'CreateTable', 'GetTable', 'CreateTable', 'GetTable', 'UpdateTable'])
     expect(server.table(DB, 'fresh')).toMatchObject({ versionId: '1', input: { Parameters: { metadata_location: meta(5), previous_metadata_location: meta(3) } } })
   })
@@ -296,12 +295,9 @@ describe('GluePointer', () => {
     const a = pointer()
     const b = pointer()
     await b.published(meta(9), 9)
-    const held = server.hold('GetTable')
-    const first = a.published(meta(5), 5)
-    await held.arrived
-    await a.published(meta(6), 6) // pending behind the update in flight
-    held.release()
-    await first // Glue names v9: v5 skipped, and v6 known to be older
+    // v6 is published while the update of v5 is in flight, and stays pending behind it; that
+    // update finds Glue on v9: v5 skipped, and v6 known to be older
+    await whileHeld('GetTable', () => a.published(meta(5), 5), () => a.published(meta(6), 6))
     const before = server.requests.length
     await a.flush()
     expect(server.requests.length).toBe(before)
