@@ -3,11 +3,12 @@
 // the error classes a caller branches on, and a property against a map of the latest row
 // per key.
 
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import fc from 'fast-check'
 import { afterAll, describe, expect, it } from 'vitest'
+import { InterceptingStore, type StoreOp } from '../lib/store/intercepting-store.ts'
 import { AlreadyExistsError, createTable, errorKind, NotFoundError, openTable, RefusedError, StrataInputError, type TableRecord } from '../lib/api/index.ts'
 
 const root = mkdtempSync(join(tmpdir(), 'strata-api-'))
@@ -155,6 +156,38 @@ describe('the library API', () => {
       }),
       { numRuns: 25, seed: 39 },
     )
+  })
+})
+
+describe('a call returns once its background work is written', () => {
+  // The Iceberg metadata of a write's snapshot is written after the snapshot lands; write()
+  // must not resolve before it (a program that stops after a call would leave it unwritten).
+  // The store holds that metadata's create until the test lets it go, so the order is certain.
+  it('write resolves only after its snapshot\'s Iceberg metadata is written', async () => {
+    mkdirSync(join(root, 'wh', 'db.db'), { recursive: true })
+    let reached!: () => void
+    const atMetadata = new Promise<void>((r) => (reached = r))
+    let release!: () => void
+    const released = new Promise<void>((r) => (release = r))
+    class HoldMetadata extends InterceptingStore {
+      protected async call<T>(op: StoreOp, key: string, run: () => Promise<T>): Promise<T> {
+        if (op === 'putIfAbsent' && key === 'metadata/v1.metadata.json') {
+          reached()
+          await released
+        }
+        return run()
+      }
+    }
+    const uri = join(root, 'wh', 'db.db', 'iceberg')
+    const t = await createTable(uri, { ...SCHEMA, options: { bucket: '1', 'metadata.iceberg.storage': 'table-location' } }, { wrapStore: (s) => new HoldMetadata(s) })
+    let resolved = false
+    const writing = t.write([{ id: 1, name: 'a' }]).then((w) => ((resolved = true), w))
+    await atMetadata
+    await new Promise((r) => setImmediate(r))
+    expect(resolved).toBe(false)
+    release()
+    expect((await writing).snapshotId).toBe(1)
+    expect(readFileSync(join(uri, 'metadata', 'version-hint.text'), 'utf8').trim()).toBe('1')
   })
 })
 
