@@ -25,7 +25,7 @@ import { join } from 'node:path'
 import { DuckDBInstance } from '@duckdb/node-api'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { NotFoundError, type ObjectStore, SnapshotExpiredError, createTable, openTable, type SchemaChange, type StrataTable } from '../lib/api/index.ts'
-import { JAR as PAIMON_JAR, buildHarness, byKey, describeWithJava, parseRows, writeJsonLines, type PaimonResult } from './helpers/interop.ts'
+import { JAR as PAIMON_JAR, buildHarness, byKey, describeWithJava, jarBatch, parseRows, writeJsonLines, type PaimonResult } from './helpers/interop.ts'
 import {
   ICEBERG_RUN_COMMAND,
   type IcebergMeta,
@@ -34,7 +34,6 @@ import {
   currentMetadataFile,
   icebergBatch,
   icebergRendering,
-  jarBatch,
   missingTools,
   withNextRowId,
 } from './helpers/iceberg-java.ts'

@@ -3,12 +3,10 @@
 // rendering (interop-iceberg/README.md), so Strata's rows and Iceberg's compare as text.
 // Whether Java and Maven are here is the Paimon harness's check (test/helpers/interop.ts).
 
-import { spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { basename, join } from 'node:path'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import type { TableRecord } from '../../lib/api/index.ts'
-import { ROOT, buildJar } from './interop.ts'
+import { type PaimonResult, ROOT, buildJar, jarBatch } from './interop.ts'
 
 export { missingTools } from './interop.ts'
 
@@ -22,11 +20,7 @@ export function buildIcebergHarness(): void {
 }
 
 /** One harness command's outcome: its data (the `--out` file) or Iceberg's error. */
-export interface IcebergResult {
-  ok: boolean
-  error?: string
-  output: string
-}
+export type IcebergResult = PaimonResult
 
 /**
  * Runs harness commands (`read`, `meta` with their arguments) in one JVM through its `batch`
@@ -34,48 +28,6 @@ export interface IcebergResult {
  */
 export function icebergBatch(commands: string[][]): Promise<IcebergResult[]> {
   return jarBatch(ICEBERG_JAR, commands)
-}
-
-/**
- * Runs commands in one JVM of a harness jar that has the `batch` protocol (this one's and
- * the Paimon harness's: one JSON array of arguments a line in, one status line each out, each
- * command's data in its `--out` file). Asynchronous, so a test builds Strata's tables while a
- * JVM works on Paimon's. The jar runs in place, as `paimonBatch`'s does: builds take the
- * build lock and re-check staleness under it (`buildJar`), so a run of the suite writes a jar
- * before its first JVM starts and not again unless its sources are edited meanwhile. A JVM that has not answered after `timeoutMs` is killed and the batch fails,
- * rather than the hook waiting out its own timeout with nothing said.
- */
-export async function jarBatch(jar: string, commands: string[][], { timeoutMs = 480_000 } = {}): Promise<IcebergResult[]> {
-  const dir = mkdtempSync(join(tmpdir(), 'strata-iceberg-out-'))
-  try {
-    const outs = commands.map((_, i) => join(dir, `out-${i}`))
-    const input = commands.map((c, i) => JSON.stringify([...c, '--out', outs[i]])).join('\n') + '\n'
-    // a short-lived JVM: the C1 compiler alone and the serial collector start fastest
-    const child = spawn('java', ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-jar', jar, 'batch'], { stdio: ['pipe', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
-    let timedOut = false
-    const timer = setTimeout(() => {
-      timedOut = true
-      child.kill('SIGKILL')
-    }, timeoutMs)
-    const status = new Promise<number | null>((resolve, reject) => {
-      child.on('error', reject)
-      child.on('close', resolve)
-    })
-    child.stdin.end(input)
-    const code = await status.finally(() => clearTimeout(timer))
-    const answered = stdout.split('\n').filter(Boolean).length
-    if (timedOut) throw new Error(`${basename(jar)} did not finish in ${timeoutMs / 1000} s (${answered} of ${commands.length} commands answered; the next: ${JSON.stringify(commands[answered])}):\n${stderr}`)
-    if (code !== 0) throw new Error(`${basename(jar)} failed (exit ${code}):\n${stderr}`)
-    const statuses = stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { ok: boolean; error?: string })
-    if (statuses.length !== commands.length) throw new Error(`${basename(jar)} answered ${statuses.length} of ${commands.length} commands:\n${stderr}`)
-    return statuses.map((s, i) => ({ ...s, output: existsSync(outs[i]) ? readFileSync(outs[i], 'utf8') : '' }))
-  } finally {
-    rmSync(dir, { recursive: true, force: true })
-  }
 }
 
 /** What the harness's `meta` prints (interop-iceberg/README.md). */

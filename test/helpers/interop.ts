@@ -1,9 +1,9 @@
 // The Paimon interop harness (interop/) from a test: whether Java and Maven are here (and a
 // suite's describe that says so), building a harness jar when its sources changed, running
-// its commands in one JVM, and Strata's rows in the harness's JSON rendering
+// a harness's commands in one JVM, and Strata's rows in the harness's JSON rendering
 // (interop/README.md) so both sides compare as text.
 
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join, relative } from 'node:path'
@@ -76,11 +76,29 @@ export function buildHarness(): void {
   buildJar(INTEROP_DIR, JAR)
 }
 
-/** One harness command's outcome: its data (the `--out` file) or Paimon's error. */
+/** One harness command's outcome: its data (the `--out` file) or the harness's error. */
 export interface PaimonResult {
   ok: boolean
   error?: string
   output: string
+}
+
+// a short-lived JVM: the C1 compiler alone and the serial collector start fastest
+const JAVA_ARGS = ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-jar']
+
+/**
+ * The `batch` protocol both harnesses speak: one JSON array of arguments a line in, each
+ * command given an `--out` file in `dir` for its data; one status line each out.
+ */
+function batchInput(commands: string[][], dir: string): { input: string; outs: string[] } {
+  const outs = commands.map((_, i) => join(dir, `out-${i}`))
+  return { input: commands.map((c, i) => JSON.stringify([...c, '--out', outs[i]])).join('\n') + '\n', outs }
+}
+
+function batchResults(jar: string, stdout: string, stderr: string, outs: string[]): PaimonResult[] {
+  const statuses = stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { ok: boolean; error?: string })
+  if (statuses.length !== outs.length) throw new Error(`${basename(jar)} answered ${statuses.length} of ${outs.length} commands:\n${stderr}`)
+  return statuses.map((s, i) => ({ ...s, output: existsSync(outs[i]) ? readFileSync(outs[i], 'utf8') : '' }))
 }
 
 /**
@@ -90,14 +108,47 @@ export interface PaimonResult {
 export function paimonBatch(commands: string[][]): PaimonResult[] {
   const dir = mkdtempSync(join(tmpdir(), 'strata-interop-out-'))
   try {
-    const outs = commands.map((_, i) => join(dir, `out-${i}`))
-    const input = commands.map((c, i) => JSON.stringify([...c, '--out', outs[i]])).join('\n') + '\n'
-    // a short-lived JVM: the C1 compiler alone and the serial collector start fastest
-    const r = spawnSync('java', ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-jar', JAR, 'batch'], { input, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+    const { input, outs } = batchInput(commands, dir)
+    const r = spawnSync('java', [...JAVA_ARGS, JAR, 'batch'], { input, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
     if (r.status !== 0) throw new Error(`the interop harness failed (exit ${r.status}):\n${r.stderr}`)
-    const statuses = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { ok: boolean; error?: string })
-    if (statuses.length !== commands.length) throw new Error(`the harness answered ${statuses.length} of ${commands.length} commands:\n${r.stderr}`)
-    return statuses.map((s, i) => ({ ...s, output: existsSync(outs[i]) ? readFileSync(outs[i], 'utf8') : '' }))
+    return batchResults(JAR, r.stdout, r.stderr, outs)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/**
+ * `paimonBatch` for any harness jar, asynchronous, so a test builds Strata's tables while a
+ * JVM works on Paimon's. The jar runs in place: builds take the build lock and re-check
+ * staleness under it (`buildJar`), so a run of the suite writes a jar before its first JVM
+ * starts and not again unless its sources are edited meanwhile. A JVM that has not answered
+ * after `timeoutMs` is killed and the batch fails, rather than the hook waiting out its own
+ * timeout with nothing said.
+ */
+export async function jarBatch(jar: string, commands: string[][], { timeoutMs = 480_000 } = {}): Promise<PaimonResult[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'strata-interop-out-'))
+  try {
+    const { input, outs } = batchInput(commands, dir)
+    const child = spawn('java', [...JAVA_ARGS, jar, 'batch'], { stdio: ['pipe', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
+    let timedOut = false
+    const timer = setTimeout(() => {
+      timedOut = true
+      child.kill('SIGKILL')
+    }, timeoutMs)
+    const status = new Promise<number | null>((resolve, reject) => {
+      child.on('error', reject)
+      child.on('close', resolve)
+    })
+    child.stdin.end(input)
+    const code = await status.finally(() => clearTimeout(timer))
+    const answered = stdout.split('\n').filter(Boolean).length
+    if (timedOut) throw new Error(`${basename(jar)} did not finish in ${timeoutMs / 1000} s (${answered} of ${commands.length} commands answered; the next: ${JSON.stringify(commands[answered])}):\n${stderr}`)
+    if (code !== 0) throw new Error(`${basename(jar)} failed (exit ${code}):\n${stderr}`)
+    return batchResults(jar, stdout, stderr, outs)
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
