@@ -31,7 +31,7 @@ import { METADATA_LOCATION_PARAM, icebergTableInput, metadataSnapshotId, newIceb
  */
 export const DEFAULT_GLUE_UPDATE_INTERVAL_MS = 10_000
 /** Rounds of GetTable and UpdateTable one update makes while Glue reports concurrent modifications. */
-export const DEFAULT_GLUE_UPDATE_ATTEMPTS = 5
+const DEFAULT_GLUE_UPDATE_ATTEMPTS = 5
 
 export interface GluePointerOptions {
   glue: GlueClient
@@ -55,7 +55,7 @@ export interface PublishedMetadata {
 }
 
 /** What became of one update. */
-export type GlueUpdateOutcome = 'updated' | 'skipped' | 'failed'
+type GlueUpdateOutcome = 'updated' | 'skipped' | 'failed'
 
 /** Counts since the last `takeCounts` (the committer publishes them as metrics per invocation). */
 export interface GluePointerCounts {
@@ -78,8 +78,6 @@ export class GluePointer implements IcebergCatalogPort {
   private lastAttemptAt = -Infinity
   private inFlight: Promise<void> | null = null
   private counts: GluePointerCounts = { updates: 0, skipped: 0, failures: 0 }
-  /** failed updates since the pointer was made */
-  failures = 0
 
   constructor(options: GluePointerOptions) {
     this.o = {
@@ -144,7 +142,6 @@ export class GluePointer implements IcebergCatalogPort {
       else this.counts.skipped++
       return outcome
     } catch (error) {
-      this.failures++
       this.counts.failures++
       this.o.onFailure?.(error, p)
       return 'failed'

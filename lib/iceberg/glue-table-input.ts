@@ -5,10 +5,10 @@
 
 import type { Table, TableInput } from '@aws-sdk/client-glue'
 
-export const TABLE_TYPE_PARAM = 'table_type'
+const TABLE_TYPE_PARAM = 'table_type'
 export const METADATA_LOCATION_PARAM = 'metadata_location'
-export const PREVIOUS_METADATA_LOCATION_PARAM = 'previous_metadata_location'
-export const ICEBERG_TABLE_TYPE = 'ICEBERG'
+const PREVIOUS_METADATA_LOCATION_PARAM = 'previous_metadata_location'
+const ICEBERG_TABLE_TYPE = 'ICEBERG'
 
 /**
  * The snapshot id of a metadata file Strata writes (`…/metadata/v<N>.metadata.json`, Paimon's
