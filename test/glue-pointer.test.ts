@@ -350,7 +350,7 @@ describe('the committer function with a Glue registration', () => {
     await backend?.stop()
   })
 
-  it('moves the Glue table to the metadata of each invocation\'s snapshot, and counts a refused update without failing', async () => {
+  it('moves the Glue table to the metadata of each invocation\'s snapshot, as the table\'s skip-archive says, and counts a refused update without failing', async () => {
     const prefix = 'lake/sales.db/orders'
     const uri = `s3://${BUCKET}/${prefix}`
     const store = new S3Store({ bucket: BUCKET, prefix, client: backend.s3Client() })
@@ -360,7 +360,7 @@ describe('the committer function with a Glue registration', () => {
         { name: 'v', type: 'STRING' },
       ],
       primaryKeys: ['id'],
-      options: { bucket: '1', 'metadata.iceberg.storage': 'table-location', 'metadata.iceberg.delete-after-commit.enabled': 'false' },
+      options: { bucket: '1', 'metadata.iceberg.storage': 'table-location', 'metadata.iceberg.delete-after-commit.enabled': 'false', 'metadata.iceberg.glue.skip-archive': 'true' },
     })
     process.env = { ...savedEnv }
     // an interval longer than the test: only the flush at each invocation's end moves Glue
@@ -384,6 +384,8 @@ describe('the committer function with a Glue registration', () => {
     // the same warm environment, inside the interval: the flush at the end still sends
     expect((await invoke(2)).batchItemFailures).toEqual([])
     expect(server.table(DB, 'fresh')!.input.Parameters).toMatchObject({ metadata_location: `${uri}/metadata/v2.metadata.json`, previous_metadata_location: `${uri}/metadata/v1.metadata.json` })
+    // the runtime hands the table's metadata.iceberg.glue.skip-archive to the pointer
+    expect(server.recorded('UpdateTable').map((u) => u.SkipArchive)).toEqual([true])
     expect(glueMetrics()).toEqual([['GlueUpdates', 1], ['GlueUpdateFailures', 0]])
 
     // a role without glue:UpdateTable: Glue says AccessDeniedException (not retried by the SDK)
