@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createTable, openTable, RefusedError, StrataInputError } from '../lib/api/index.ts'
+import { icebergLocation, icebergOptions } from '../lib/iceberg/options.ts'
 
 const root = mkdtempSync(join(tmpdir(), 'strata-iceberg-options-'))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
@@ -101,5 +102,18 @@ describe('a stored schema with Paimon\'s catalog storage', () => {
     const o = coreOptions({ bucket: '1', 'metadata.iceberg.storage': 'hive-catalog' })
     expect(o.unwritable.join('; ')).toMatch(/option 'metadata.iceberg.storage' is "hive-catalog"; Strata writes Iceberg metadata only for table-location and hadoop-catalog/)
     expect(coreOptions({ bucket: '1', 'metadata.iceberg.storage': 'table-location' }).unwritable).toEqual([])
+  })
+})
+
+describe('where the metadata goes (icebergLocation)', () => {
+  const at = (uri: string, storage: string) => icebergLocation(uri, icebergOptions({ 'metadata.iceberg.storage': storage }))
+  it('finds the warehouse as the catalog does, for table-location and hadoop-catalog', () => {
+    expect(at('s3://b/wh/sales.db/orders/', 'table-location')).toEqual({ root: 's3://b/wh/sales.db/orders', inTable: true, database: 'sales', table: 'orders' })
+    expect(at('s3://b/wh/sales.db/orders', 'hadoop-catalog')).toEqual({ root: 's3://b/wh/iceberg/sales/orders', inTable: false, database: 'sales', table: 'orders' })
+    expect(at('/sales.db/orders', 'hadoop-catalog')).toMatchObject({ root: '/iceberg/sales/orders' })
+  })
+  it('refuses a .db directory that is a bucket or a scheme, not a directory of a warehouse', () => {
+    expect(at('s3://x.db/orders', 'hadoop-catalog')).toMatchObject({ refused: expect.stringMatching(/needs the table in a warehouse/) })
+    expect(at('s3://b/wh/orders', 'table-location')).toMatchObject({ refused: expect.stringMatching(/not in a directory whose name ends in .db/) })
   })
 })

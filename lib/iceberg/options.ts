@@ -5,6 +5,7 @@
 import type { ManifestCompression } from '../format/avro.ts'
 import type { TableSchema } from '../types.ts'
 import { type CoreOptions, coreOptions, ICEBERG_TABLE_PROPERTIES_PREFIX } from '../table/options.ts'
+import { warehouseLocationOf } from '../table/warehouse.ts'
 import { fieldRefusal, partitionFieldRefusal } from './schema.ts'
 
 export type IcebergStorage = 'disabled' | 'table-location' | 'hadoop-catalog'
@@ -65,18 +66,13 @@ export interface IcebergLocation {
  * catalog-location in `<warehouse>/iceberg/<db>/<table>`.
  */
 export function icebergLocation(tableUri: string, o: IcebergOptions): IcebergLocation | { refused: string } {
-  const trimmed = tableUri.replace(/\/+$/, '')
-  const slash = trimmed.lastIndexOf('/')
-  const parent = trimmed.slice(0, slash)
-  const name = trimmed.slice(slash + 1)
-  const dbDir = parent.slice(parent.lastIndexOf('/') + 1)
-  if (slash < 0 || !dbDir.endsWith('.db') || dbDir === '.db' || name === '') {
+  const loc = warehouseLocationOf(tableUri)
+  if (!loc) {
     return { refused: `option 'metadata.iceberg.storage': value '${o.storage}' needs the table in a warehouse, at <warehouse>/<db>.db/<table> (Paimon's rule); ${tableUri} is not in a directory whose name ends in .db` }
   }
-  const db = dbDir.slice(0, -'.db'.length)
-  const warehouse = parent.slice(0, parent.lastIndexOf('/'))
   const inTable = o.storageLocation === 'table-location'
-  return { root: inTable ? trimmed : `${warehouse}/iceberg/${db}/${name}`, inTable, database: o.database ?? db, table: o.table ?? name }
+  const catalogRoot = `${loc.warehouse.replace(/\/+$/, '')}/iceberg/${loc.database}/${loc.table}`
+  return { root: inTable ? tableUri.replace(/\/+$/, '') : catalogRoot, inTable, database: o.database ?? loc.database, table: o.table ?? loc.table }
 }
 
 /**
