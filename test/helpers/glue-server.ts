@@ -61,8 +61,8 @@ export class GlueServer {
   private readonly databases = new Map<string, Map<string, StoredTable>>()
   private readonly holds = new Map<string, { arrive: () => void; released: Promise<void> }[]>()
   private readonly faults = new Map<string, GlueFault[]>()
-  /** seconds since the epoch, for CreateTime and UpdateTime; the tests' own clock */
-  clock = 1_700_000_000
+  /** seconds since the epoch, for CreateTime and UpdateTime (fixed: no test asks when) */
+  private readonly clock = 1_700_000_000
 
   private constructor(
     private readonly server: Server,
