@@ -185,18 +185,18 @@ const WAREHOUSE = /^[A-Za-z0-9_.-]+(?:\/[A-Za-z0-9_.-]+)*$/
 // Athena's rule for database and table names: lowercase letters, digits and underscores
 const GLUE_NAME = /^[a-z0-9_]{1,255}$/
 /** The UpdateTable interval unless configured (lib/iceberg/glue-pointer.ts DEFAULT_GLUE_UPDATE_INTERVAL_MS). */
-export const GLUE_UPDATE_INTERVAL_SECONDS = 10
+const GLUE_UPDATE_INTERVAL_SECONDS = 10
 /** Paimon's option that turns the Iceberg metadata on, and the one value a Glue registration points at. */
-export const ICEBERG_STORAGE_OPTION = 'metadata.iceberg.storage'
-export const ICEBERG_TABLE_LOCATION = 'table-location'
+const ICEBERG_STORAGE_OPTION = 'metadata.iceberg.storage'
+const ICEBERG_TABLE_LOCATION = 'table-location'
 /**
  * Off under a Glue registration: on, each commit deletes the metadata version before the
  * previous one, while Glue (moved at most once per interval) and Athena queries in flight may
  * still read it. Off, a version goes with snapshot expiration (lib/maintenance/expire.ts).
  */
-export const ICEBERG_DELETE_AFTER_COMMIT_OPTION = 'metadata.iceberg.delete-after-commit.enabled'
+const ICEBERG_DELETE_AFTER_COMMIT_OPTION = 'metadata.iceberg.delete-after-commit.enabled'
 /** On by default under a Glue registration (Athena); a table may set it 'false'. */
-export const ICEBERG_LEGACY_MANIFEST_OPTION = 'metadata.iceberg.manifest-legacy-version'
+const ICEBERG_LEGACY_MANIFEST_OPTION = 'metadata.iceberg.manifest-legacy-version'
 const KINESIS_ARN = /^arn:aws[a-z-]*:kinesis:[a-z0-9-]+:\d{12}:stream\/[A-Za-z0-9_.-]{1,128}$/
 const KMS_ARN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:(key|alias)\/[A-Za-z0-9/_-]+$/
 const SNS_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/
@@ -354,12 +354,12 @@ function kinesisIngest(s: Section): KinesisIngest {
 }
 
 /** A Glue table name from a Strata table name: Athena's names are lowercase, with `_` for `-`. */
-export function glueTableName(name: string): string {
+function glueTableName(name: string): string {
   return name.toLowerCase().replace(/-/g, '_')
 }
 
 /** The table's `metadata.iceberg.storage` as configured, lowercased, or undefined. */
-export function icebergStorage(schemaInput: unknown): string | undefined {
+function icebergStorage(schemaInput: unknown): string | undefined {
   const options = (schemaInput as { options?: unknown } | null)?.options
   const v = options !== null && typeof options === 'object' ? (options as Record<string, unknown>)[ICEBERG_STORAGE_OPTION] : undefined
   return v === undefined ? undefined : String(v).trim().toLowerCase()
