@@ -11,6 +11,8 @@ import { CfnDatabase } from 'aws-cdk-lib/aws-glue'
 import { AwsSolutionsChecks } from 'cdk-nag'
 import { describe, expect, it } from 'vitest'
 import { DeployConfigError, StrataTable, StrataTables, type StrataTableProps } from '../cdk/index.ts'
+import { build } from 'esbuild'
+import { BUNDLING, ENTRIES } from '../cdk/bundling.ts'
 import { glueTarget } from '../functions/shared/glue.ts'
 import { CDK_CONTEXT, synth, testApp } from './helpers/cdk.ts'
 
@@ -176,6 +178,18 @@ describe("the grant of a table's Iceberg metadata follows where the library writ
     const resources = Template.fromStack(stack).toJSON().Resources as Record<string, Resource>
     const role = stack.getLogicalId(strata.tables[1].committer.role.node.defaultChild as never)
     expect(JSON.stringify(roleStatements(resources, role))).toContain('/lake/iceberg/sales/in_catalog/metadata/*')
+  })
+})
+
+describe('the function bundles', () => {
+  // the Glue client is only the committer's: functions/shared/glue.ts, which only it imports
+  it('carry the AWS SDK\'s Glue client in the committer\'s bundle only', async () => {
+    const withGlue: string[] = []
+    for (const [kind, entry] of Object.entries(ENTRIES)) {
+      const { metafile } = await build({ entryPoints: [entry], bundle: true, write: false, metafile: true, platform: 'node', format: 'esm', target: BUNDLING.target, mainFields: BUNDLING.mainFields, logLevel: 'error' })
+      if (Object.keys(metafile.inputs).some((input) => input.includes('node_modules/@aws-sdk/client-glue/'))) withGlue.push(kind)
+    }
+    expect(withGlue).toEqual(['committer'])
   })
 })
 
