@@ -17,11 +17,16 @@ export type TypeRoot =
   | 'VARBINARY'
   | 'DATE'
   | 'TIMESTAMP'
+  | 'ARRAY'
+  | 'MAP'
+  | 'MULTISET'
+  | 'ROW'
 
 /**
  * A Paimon data type. `length` is set for CHAR/VARCHAR/BINARY/VARBINARY (STRING is
  * VARCHAR(2147483647), BYTES is VARBINARY(2147483647)); `precision`/`scale` for DECIMAL;
- * `precision` (0..6) for TIMESTAMP.
+ * `precision` (0..6) for TIMESTAMP. Nested types (value columns only): `element` for ARRAY
+ * and MULTISET, `key` and `value` for MAP, `fields` for ROW.
  */
 export interface DataType {
   root: TypeRoot
@@ -29,6 +34,10 @@ export interface DataType {
   length?: number
   precision?: number
   scale?: number
+  element?: DataType
+  key?: DataType
+  value?: DataType
+  fields?: DataField[]
 }
 
 export interface DataField {
@@ -50,9 +59,19 @@ export interface DataField {
  * - BINARY, VARBINARY (BYTES): Uint8Array
  * - DATE: number, days since 1970-01-01
  * - TIMESTAMP(p): bigint, microseconds since 1970-01-01T00:00 (wall clock, no time zone)
+ * - ARRAY<T>: Value[], one element per position
+ * - ROW<...>: Value[], one value per field in field order
+ * - MAP<K, V>: MapValue, keys and values in entry order (keys are never null, never repeated)
+ * - MULTISET<T>: MapValue whose values are the INT counts (Paimon stores it as MAP<T, INT>)
  * - null for SQL NULL
  */
-export type Value = null | boolean | number | bigint | string | Uint8Array
+export type Value = null | boolean | number | bigint | string | Uint8Array | Value[] | MapValue
+
+/** A MAP or MULTISET value: parallel key and value arrays, as Paimon's BinaryMap holds them. */
+export interface MapValue {
+  readonly keys: Value[]
+  readonly values: Value[]
+}
 
 /** A row as an array of values in schema field order. */
 export type Row = Value[]

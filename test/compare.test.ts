@@ -163,7 +163,7 @@ function modelRowOrder(types: DataType[], a: Value[], b: Value[]): number {
     else if (x instanceof Uint8Array) c = modelStringOrder(Buffer.from(x).toString('latin1'), Buffer.from(y as Uint8Array).toString('latin1'))
     else if (typeof x === 'number') c = Number.isNaN(x) || Number.isNaN(y as number) || x === 0 ? compareDoubles(x, y as number) : sign(x - (y as number))
     else if (typeof x === 'boolean') c = Number(x) - Number(y)
-    else c = x < (y as bigint) ? -1 : x > (y as bigint) ? 1 : 0
+    else c = (x as bigint) < (y as bigint) ? -1 : (x as bigint) > (y as bigint) ? 1 : 0
     if (c !== 0) return c
   }
   return 0

@@ -89,6 +89,7 @@ function nonNullArb(type: DataType): fc.Arbitrary<Value> {
       return fc.bigInt({ min: -limit, max: limit }).map((v) => v * unit)
     }
   }
+  throw new Error(`no values generated for ${type.root}`)
 }
 
 const valueArb = (type: DataType): fc.Arbitrary<Value> => (type.nullable ? fc.option(nonNullArb(type), { nil: null, freq: 4 }) : nonNullArb(type))

@@ -103,6 +103,7 @@ function valueArb(t: DataType): fc.Arbitrary<Value> {
     case 'TIMESTAMP':
       return (t.precision ?? 6) <= 3 ? fc.bigInt({ min: -(10n ** 15n), max: 10n ** 15n }).map((v) => v * 1000n) : fc.bigInt({ min: -(10n ** 17n), max: 10n ** 17n })
   }
+  throw new Error(`no values generated for ${t.root}`)
 }
 
 interface Case {

@@ -29,7 +29,7 @@ export function recordValue(field: DataField, v: Value): RecordValue {
     case 'TIMESTAMP':
       return formatTimestamp(v as bigint, t.precision!)
     default:
-      return v
+      return v as RecordValue
   }
 }
 

@@ -49,6 +49,10 @@ function singleValue(t: DataType, v: Value): Uint8Array | null {
       return twosComplement(v as bigint)
     case 'FLOAT':
     case 'DOUBLE':
+    case 'ARRAY':
+    case 'MAP':
+    case 'MULTISET':
+    case 'ROW':
       return null
   }
 }

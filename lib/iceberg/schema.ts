@@ -60,6 +60,11 @@ function icebergType(t: DataType): string | { refused: string } {
       // Paimon refuses precisions below 3 (its check in IcebergDataField)
       if ((t.precision ?? 6) < 3) return { refused: `TIMESTAMP(${t.precision}) has no Iceberg type Paimon writes (precision 3 to 9)` }
       return 'timestamp'
+    case 'ARRAY':
+    case 'MAP':
+    case 'MULTISET':
+    case 'ROW':
+      return { refused: `${t.root} has no Iceberg type Strata writes yet` }
   }
 }
 

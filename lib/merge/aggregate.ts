@@ -124,7 +124,11 @@ export function compareForAggregate(type: DataType, a: Value, b: Value): number 
     case 'VARBINARY':
       return compareBytes(a as Uint8Array, b as Uint8Array)
     case 'BOOLEAN':
-      throw new StrataInputError('Incomparable type: BOOLEAN')
+    case 'ARRAY':
+    case 'MAP':
+    case 'MULTISET':
+    case 'ROW':
+      throw new StrataInputError(`Incomparable type: ${type.root}`)
   }
 }
 

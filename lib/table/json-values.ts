@@ -4,7 +4,7 @@
 // "Values in JSON lines"). Output is exact (bigints, decimals and timestamps print without
 // going through a float), and every stored value reads back in through its own text.
 
-import { StrataInputError } from '../errors.ts'
+import { RefusedError, StrataInputError } from '../errors.ts'
 import { type DataField, type DataType, type Row, type RowKind, RowKind as RK, type Value } from '../types.ts'
 import { civilFromDays } from '../format/partition-path.ts'
 import { MAX_LENGTH, typeLabel } from '../format/data-type.ts'
@@ -292,6 +292,11 @@ export function valueFromJson(field: DataField, v: unknown, where: string): Valu
       }
       return ts
     }
+    case 'ARRAY':
+    case 'MAP':
+    case 'MULTISET':
+    case 'ROW':
+      throw new RefusedError(`${where}: field '${field.name}' is ${t.root}, a nested type, which JSON input does not take yet`)
   }
 }
 

@@ -323,7 +323,7 @@ export class BatchWriter {
     else if (pi.length === 1) {
       const v = row[pi[0]]
       // a Map tells values apart as SameValueZero does: all but -0 from 0 (distinct partitions) and bytes by content
-      id = typeof v === 'object' && v !== null ? `b:${hex(v)}` : v === 0 && Object.is(v, -0) ? '-0' : v
+      id = typeof v === 'object' && v !== null ? `b:${hex(v as Uint8Array)}` : v === 0 && Object.is(v, -0) ? '-0' : v
     } else {
       let s = ''
       for (const j of pi) {
