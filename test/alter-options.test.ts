@@ -116,7 +116,9 @@ describe('set-option and reset-option', () => {
     const cases: [SchemaChange[], RegExp][] = [
       [[{ kind: 'set-option', key: 'snapshot.num-retained.max', value: 'many' }], /^alter set-option 'snapshot.num-retained.max': option 'snapshot.num-retained.max': invalid value "many", expected an integer >= 1$/],
       [[{ kind: 'set-option', key: 'target-file-size', value: '12 parsecs' }], /option 'target-file-size': invalid value "12 parsecs", expected a memory size such as '128 mb'/],
-      [[{ kind: 'set-option', key: 'file.format', value: 'orc' }], /option 'file.format': invalid value "orc", expected one of parquet/],
+      [[{ kind: 'set-option', key: 'file.format', value: 'orc' }], /option 'file.format': value "orc" is not supported: Strata neither reads nor writes ORC data files .*expected parquet/],
+      [[{ kind: 'set-option', key: 'file.format', value: 'avro' }], /option 'file.format': value "avro" is not taken .*Strata writes Parquet data files.*expected parquet/],
+      [[{ kind: 'set-option', key: 'manifest.compression', value: 'none' }], /option 'manifest.compression': value "none" is not an Avro codec name .*expected null for uncompressed manifests/],
       [[{ kind: 'set-option', key: 'sink.parallelism', value: '4' }], /option 'sink.parallelism' is unknown \(value "4"\)/],
       [[{ kind: 'set-option', key: 'changelog-producer', value: 'full-compaction' }], /value "full-compaction" is not supported by Strata/],
       // a combination, checked over the options the alter would make

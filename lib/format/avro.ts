@@ -14,7 +14,11 @@ import { snappyUncompress } from 'hyparquet'
 import { snappyCompress } from './snappy.ts'
 import { StrataInputError } from '../errors.ts'
 
-/** Values of Paimon's `manifest.compression` option (api:CoreOptions.java, default `zstd`). */
+/**
+ * The codecs Strata writes Avro files with: 'none' is Avro's `null` codec, 'zstd' its
+ * `zstandard`. Paimon's `manifest.compression` (api:CoreOptions.java, default `zstd`) takes
+ * Avro's names, which lib/table/options.ts maps onto these.
+ */
 export type ManifestCompression = 'none' | 'zstd' | 'deflate' | 'snappy'
 
 export const MANIFEST_COMPRESSIONS: readonly ManifestCompression[] = ['none', 'zstd', 'deflate', 'snappy']
@@ -114,26 +118,7 @@ export function readAvroFile(bytes: Uint8Array): { schema: object; records: any[
 function forEachBlock(bytes: Uint8Array, typeOf: (schemaJson: string) => { type: avro.Type; conv: Converter; resolver: any }, each: (value: any, conv: Converter) => void): string {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
   const src = new ByteSource(buf)
-  if (buf.length < MAGIC.length || !MAGIC.every((b, i) => buf[i] === b)) {
-    throw new Error('Avro file invalid (does not start with magic "Obj\\x01")')
-  }
-  src.pos = MAGIC.length
-  const meta = new Map<string, Buffer>()
-  for (let n = src.long(); n !== 0; n = src.long()) {
-    if (n < 0) {
-      src.long() // block byte size, present when the count is negative
-      n = -n
-    }
-    for (let i = 0; i < n; i++) {
-      const key = src.bytes().toString('utf8')
-      meta.set(key, src.bytes())
-    }
-  }
-  const sync = src.take(SYNC_SIZE)
-  const schemaBytes = meta.get('avro.schema')
-  if (!schemaBytes) throw new Error('Avro file invalid (header has no avro.schema)')
-  const schemaJson = schemaBytes.toString('utf8')
-  const codec = meta.get('avro.codec')?.toString('utf8') ?? 'null'
+  const { schemaJson, codec, sync } = readHeader(buf, src)
   if (!READ_CODECS.includes(codec)) {
     throw new Error(`Avro file uses codec '${codec}', expected one of ${READ_CODECS.join(', ')}`)
   }
@@ -157,6 +142,41 @@ function forEachBlock(bytes: Uint8Array, typeOf: (schemaJson: string) => { type:
     if (!src.take(SYNC_SIZE).equals(sync)) throw new Error('Avro file invalid (sync marker mismatch after block)')
   }
   return schemaJson
+}
+
+/** An Avro container's header: writer schema (JSON text), codec name and sync marker; `src` is left after it. */
+function readHeader(buf: Buffer, src: ByteSource): { schemaJson: string; codec: string; sync: Buffer } {
+  if (buf.length < MAGIC.length || !MAGIC.every((b, i) => buf[i] === b)) {
+    throw new Error('Avro file invalid (does not start with magic "Obj\\x01")')
+  }
+  src.pos = MAGIC.length
+  const meta = new Map<string, Buffer>()
+  for (let n = src.long(); n !== 0; n = src.long()) {
+    if (n < 0) {
+      src.long() // block byte size, present when the count is negative
+      n = -n
+    }
+    for (let i = 0; i < n; i++) {
+      const key = src.bytes().toString('utf8')
+      meta.set(key, src.bytes())
+    }
+  }
+  const sync = src.take(SYNC_SIZE)
+  const schemaBytes = meta.get('avro.schema')
+  if (!schemaBytes) throw new Error('Avro file invalid (header has no avro.schema)')
+  return { schemaJson: schemaBytes.toString('utf8'), codec: meta.get('avro.codec')?.toString('utf8') ?? 'null', sync }
+}
+
+/** The writer schema and codec name of an Avro container file, from its header alone. */
+export function avroFileHeader(bytes: Uint8Array): { schema: any; codec: string } {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  const { schemaJson, codec } = readHeader(buf, new ByteSource(buf))
+  return { schema: JSON.parse(schemaJson), codec }
+}
+
+/** Whether lib/format/avro.ts decodes Avro codec `codec` (null, deflate, snappy, zstandard). */
+export function canReadAvroCodec(codec: string): boolean {
+  return READ_CODECS.includes(codec)
 }
 
 /**

@@ -55,10 +55,10 @@ const SAFE_PREFIX_TEXT = "at most 64 ASCII letters, digits, '-', '_' and '.', no
 export const OPTION_SPECS: OptionSpec[] = [
   { key: 'bucket', type: 'int', default: '1', min: 1, max: MAX_BUCKETS, doc: 'Fixed number of buckets per partition, at most 32768. Strata supports fixed-bucket tables only (Paimon also has -1 dynamic and -2 postpone).' },
   { key: 'bucket-key', type: 'string', doc: 'Comma-separated bucket key fields, a subset of the primary key without partition keys; default the trimmed primary key.' },
-  { key: 'file.format', type: 'enum', default: 'parquet', values: ['parquet'], doc: 'Data file format. Strata writes and reads Parquet only.' },
+  { key: 'file.format', type: 'enum', default: 'parquet', values: ['parquet'], doc: 'Data file format. Strata writes Parquet data files; it reads a file by its extension, as Paimon does: Parquet and Avro (a table Paimon made with avro is read, written and compacted, new files in Parquet), ORC refused by name. A new table takes parquet only (docs/format.md "Data file formats").' },
   { key: 'file.compression', type: 'enum', default: 'snappy', values: ['none', 'snappy', 'gzip', 'zstd'], doc: 'Parquet compression. Paimon defaults to zstd; Strata defaults to snappy because Node 20 has no zstd encoder (zstd works on Node >= 22.15, i.e. Lambda nodejs22.x) and because on Node 22 zstd makes files about half the size at about 40% more compaction CPU.' },
   { key: 'file.compression.zstd-level', type: 'int', default: '1', max: 22, doc: 'zstd level of Parquet pages when file.compression is zstd, at most 22 for a new table (Paimon\'s option and default; node:zlib\'s own default is 3). Manifests keep level 1.' },
-  { key: 'manifest.compression', type: 'enum', default: 'deflate', values: ['none', 'deflate', 'snappy', 'zstd'], doc: 'Avro codec of manifests. Paimon defaults to zstd; Strata to deflate for the same reason as file.compression. Any codec is read.' },
+  { key: 'manifest.compression', type: 'enum', default: 'deflate', values: ['null', 'deflate', 'snappy', 'zstd', 'zstandard'], doc: 'Avro codec of manifests, by the names Paimon takes (Avro\'s, and zstd): null (uncompressed), deflate, snappy, zstd or zstandard (Node >= 22.15). Paimon defaults to zstd; Strata to deflate for the same reason as file.compression. none is refused (Paimon hands it to Avro, which does not know it); a schema an older Strata stored with none is read as null.' },
   { key: 'target-file-size', type: 'memory', default: '128 mb', min: 1, doc: 'Target size of a data file; compaction output rolls to a new file past it.' },
   { key: 'num-levels', type: 'int', min: 2, max: MAX_LEVELS, doc: 'Number of LSM levels, at most 100; default num-sorted-run.compaction-trigger + 1.' },
   { key: 'num-sorted-run.compaction-trigger', type: 'int', default: '5', min: 1, max: MAX_LEVELS - 1, doc: 'Sorted-run count that triggers compaction (L0 files count one each, each higher level one), at most 99.' },
@@ -131,6 +131,43 @@ export const ICEBERG_TABLE_PROPERTIES_PREFIX = 'metadata.iceberg.table-propertie
 /** Paimon's Iceberg keys that only its Hive and REST committers read: refused, since Strata writes neither. */
 const ICEBERG_CATALOG_ONLY_KEYS = ['metadata.iceberg.uri', 'metadata.iceberg.hive-conf-dir', 'metadata.iceberg.hadoop-conf-dir', 'metadata.iceberg.hive-client-class', 'metadata.iceberg.hive-skip-update-stats']
 const ICEBERG_REST_PREFIX = 'metadata.iceberg.rest.'
+
+/**
+ * Stored values read as another: a schema an older Strata stored with manifest.compression
+ * none means Avro's null codec. Never written again: create and alter refuse none, naming null.
+ */
+const STORED_ALIASES: Record<string, Record<string, string>> = { 'manifest.compression': { none: 'null' } }
+
+/**
+ * Stored values a table is still written with beyond those a new table takes: a table Paimon
+ * made with file.format avro gets Parquet files beside its Avro ones (docs/format.md "Data
+ * file formats").
+ */
+const STORED_WRITABLE: Record<string, string[]> = { 'file.format': ['avro'] }
+
+/** A stored value of an enum option as Strata reads it: trimmed, lower case, an alias resolved. */
+function storedEnumValue(key: string, text: string): string {
+  const v = text.trim().toLowerCase()
+  return STORED_ALIASES[key]?.[v] ?? v
+}
+
+/** Why a value of file.format or manifest.compression is refused at create or alter, or null. */
+function formatOptionRefusal(key: string, text: string): string | null {
+  const v = text.trim().toLowerCase()
+  if (key === 'manifest.compression' && v === 'none') {
+    return `option 'manifest.compression': value ${JSON.stringify(text)} is not an Avro codec name (Paimon hands the value to Avro, so its commits to the table fail with "Unrecognized codec: none"); expected null for uncompressed manifests, or deflate, snappy, zstd, zstandard`
+  }
+  if (key === 'manifest.compression' && (v === 'bzip2' || v === 'xz')) {
+    return `option 'manifest.compression': value ${JSON.stringify(text)} is an Avro codec Strata can neither write nor read; expected null, deflate, snappy, zstd or zstandard`
+  }
+  if (key === 'file.format' && v === 'avro') {
+    return `option 'file.format': value ${JSON.stringify(text)} is not taken for a table Strata creates or alters: Strata writes Parquet data files (it reads the Avro files of a table Paimon made with avro, and writes Parquet files beside them, which Paimon reads by their extension); expected parquet`
+  }
+  if (key === 'file.format' && v === 'orc') {
+    return `option 'file.format': value ${JSON.stringify(text)} is not supported: Strata neither reads nor writes ORC data files (there is no maintained ORC reader for JavaScript); expected parquet`
+  }
+  return null
+}
 
 /** Why an Iceberg key or storage value is refused, or null (docs/format.md "Iceberg metadata"). */
 function icebergOptionRefusal(key: string, text: string): string | null {
@@ -278,7 +315,7 @@ export function validateOption(key: string, value: unknown): string {
   if (key === RENAMED_MAX_INPUT_FILES) {
     throw new StrataInputError(`option '${key}' (value ${JSON.stringify(text)}) is now 'compaction.max-input-files': Paimon removed '${key}', an append-table option, so Strata no longer writes its job input cap under that name`)
   }
-  const icebergRefusal = icebergOptionRefusal(key, text)
+  const icebergRefusal = icebergOptionRefusal(key, text) ?? formatOptionRefusal(key, text)
   if (icebergRefusal) throw new RefusedError(icebergRefusal)
   const spec = SPEC_BY_KEY.get(key)
   if (spec) checkValue(spec, text)
@@ -401,7 +438,7 @@ export function runtimeOptionRefusal(options: Record<string, string>, zstdAvaila
   const key = ZSTD_WRITE_KEYS.find((k) => ['zstd', 'zstandard'].includes(options[k]?.trim().toLowerCase() ?? ''))
   if (key === undefined) return null
   const major = process.versions.node.split('.')[0]
-  return `option '${key}': value ${JSON.stringify(options[key])} needs Node >= 22.15 (node:zlib zstd) to be written; this is Node ${major}.x (${process.versions.node}); Lambda nodejs22.x has it; expected ${key === 'file.compression' ? 'snappy, gzip or none' : key === 'manifest.compression' ? 'deflate, snappy or none' : 'deflate, snappy or null'} on this Node`
+  return `option '${key}': value ${JSON.stringify(options[key])} needs Node >= 22.15 (node:zlib zstd) to be written; this is Node ${major}.x (${process.versions.node}); Lambda nodejs22.x has it; expected ${key === 'file.compression' ? 'snappy, gzip or none' : 'deflate, snappy or null'} on this Node`
 }
 
 /** Throws RefusedError when runtimeOptionRefusal finds a reason; `where` starts the message. */
@@ -426,7 +463,8 @@ export function unwritableReasons(raw: Record<string, string>): string[] {
   for (const spec of OPTION_SPECS) {
     const v = raw[spec.key]
     if (v === undefined || !spec.values) continue
-    if (!spec.values.includes(v.trim().toLowerCase())) out.push(`option '${spec.key}' is ${JSON.stringify(v)}; Strata writes only ${spec.values.map((x) => JSON.stringify(x)).join(' or ')}${spec.key === 'changelog-producer' ? ' (Strata does not produce the full-compaction changelog)' : ''}`)
+    const stored = storedEnumValue(spec.key, v)
+    if (!spec.values.includes(stored) && !STORED_WRITABLE[spec.key]?.includes(stored)) out.push(`option '${spec.key}' is ${JSON.stringify(v)}; Strata writes only ${spec.values.map((x) => JSON.stringify(x)).join(' or ')}${spec.key === 'changelog-producer' ? ' (Strata does not produce the full-compaction changelog)' : ''}`)
   }
   const dvConflict = deletionVectorsConflict(raw)
   if (dvConflict) out.push(dvConflict)
@@ -462,6 +500,7 @@ export interface CoreOptions {
   fileCompression: 'none' | 'snappy' | 'gzip' | 'zstd'
   /** file.compression.zstd-level */
   fileCompressionZstdLevel: number
+  /** manifest.compression as lib/format/avro.ts names it ('none' is Avro's null codec) */
   manifestCompression: 'none' | 'deflate' | 'snappy' | 'zstd'
   targetFileSize: number
   numLevels: number
@@ -506,6 +545,18 @@ export interface CoreOptions {
   unwritable: string[]
 }
 
+/**
+ * The codec manifests are written with, from manifest.compression by Paimon's names (null,
+ * zstandard and zstd as Avro's names; none, which an older Strata stored, as null). A value
+ * Strata cannot write stays as stored: the table is unwritable (unwritableReasons).
+ */
+function manifestCompressionOf(text: string): CoreOptions['manifestCompression'] {
+  const v = storedEnumValue('manifest.compression', text)
+  if (v === 'null') return 'none'
+  if (v === 'zstandard') return 'zstd'
+  return v as CoreOptions['manifestCompression']
+}
+
 export function coreOptions(raw: Record<string, string>): CoreOptions {
   const get = (key: string): string | undefined => raw[key] ?? SPEC_BY_KEY.get(key)?.default
   const int = (key: string): number => Number(get(key))
@@ -520,7 +571,7 @@ export function coreOptions(raw: Record<string, string>): CoreOptions {
     bucketKey: bucketKey ? bucketKey.split(',').map((s) => s.trim()) : null,
     fileCompression: get('file.compression')!.toLowerCase() as CoreOptions['fileCompression'],
     fileCompressionZstdLevel: int('file.compression.zstd-level'),
-    manifestCompression: get('manifest.compression')!.toLowerCase() as CoreOptions['manifestCompression'],
+    manifestCompression: manifestCompressionOf(get('manifest.compression')!),
     targetFileSize: parseMemorySize(get('target-file-size')!)!,
     numLevels: raw['num-levels'] ? Number(raw['num-levels']) : trigger + 1,
     compactionTrigger: trigger,
