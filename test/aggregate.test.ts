@@ -229,9 +229,9 @@ describe('resolveAggregateFunction', () => {
     expect(e!.message).toContain('last_non_null_value')
     expect(() => resolveAggregateFunction(key, 'SUM', 'f', INT)).toThrow(/unsupported aggregation: SUM/)
   })
-  it('refuses functions over types Strata lacks or formats it does not implement', () => {
-    expect(() => resolveAggregateFunction(key, 'collect', 'f', INT)).toThrow(/needs a ARRAY column/)
-    expect(() => resolveAggregateFunction(key, 'merge_map', 'f', INT)).toThrow(/MAP/)
+  it('refuses functions over formats it does not implement, and nested functions over other types', () => {
+    expect(() => resolveAggregateFunction(key, 'collect', 'f', INT)).toThrow("Data type for collect column must be 'Array' but was 'INT'.")
+    expect(() => resolveAggregateFunction(key, 'merge_map', 'f', INT)).toThrow("Data type for merge map column must be 'MAP' but was 'INT'")
     expect(() => resolveAggregateFunction(key, 'hll_sketch', 'f', t('VARBINARY'))).toThrow(/not supported by Strata/)
     expect(() => resolveAggregateFunction(key, 'rbm64', 'f', t('VARBINARY'))).toThrow(/not supported by Strata/)
   })

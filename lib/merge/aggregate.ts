@@ -10,6 +10,7 @@ import { StrataInputError } from '../errors.ts'
 import type { DataType, TypeRoot, Value } from '../types.ts'
 import { compareBytes, compareDoubles, compareStringsUtf8 } from '../format/compare.ts'
 import { formatDataType } from '../format/data-type.ts'
+import { NESTED_AGGREGATE_FUNCTIONS, checkNestedAggregate, isNestedAggregate, nestedAggregator, type NestedAggregateOptions } from './nested-aggregate.ts'
 
 /** The aggregate functions Strata implements, by their Paimon identifiers. */
 export const AGGREGATE_FUNCTIONS = [
@@ -25,38 +26,31 @@ export const AGGREGATE_FUNCTIONS = [
   'bool_or',
   'listagg',
   'primary-key',
+  ...NESTED_AGGREGATE_FUNCTIONS,
 ] as const
 export type AggregateFunctionName = (typeof AGGREGATE_FUNCTIONS)[number]
 
 // Paimon's legacy spelling, still registered (FieldFirstNonNullValueAggLegacyFactory).
 const ALIASES: Record<string, AggregateFunctionName> = { first_not_null_value: 'first_non_null_value' }
 
-// Paimon functions over types Strata does not have.
-const NEED_MISSING_TYPE: Record<string, string> = {
-  collect: 'ARRAY',
-  merge_map: 'MAP',
-  merge_map_with_keytime: 'MAP',
-  nested_update: 'ARRAY<ROW>',
-  nested_partial_update: 'ARRAY<ROW>',
-}
-
 // Paimon functions over VARBINARY sketches/bitmaps whose serialized formats Strata does not implement.
 const NOT_IMPLEMENTED = new Set(['hll_sketch', 'theta_sketch', 'rbm32', 'rbm64'])
 
 const NUMERIC: ReadonlySet<TypeRoot> = new Set(['TINYINT', 'SMALLINT', 'INT', 'BIGINT', 'FLOAT', 'DOUBLE', 'DECIMAL'])
 
+/** Types min and max order (InternalRowUtils.compare; not BOOLEAN nor the nested types). */
+const COMPARABLE: ReadonlySet<TypeRoot> = new Set([...NUMERIC, 'DATE', 'TIMESTAMP', 'CHAR', 'VARCHAR', 'BINARY', 'VARBINARY'])
+
 
 /**
  * Checks that `value`, given under option `optionKey`, names an aggregate function Strata can
- * run on a field of type `type`, and returns its canonical name. Paimon's factory check
- * messages are quoted so a Paimon user recognises them.
+ * run on a field of type `type` (with the field's options `opts`: a nested aggregate's key or
+ * timestamp field), and returns its canonical name. Paimon's factory check messages are
+ * quoted so a Paimon user recognises them.
  */
-export function resolveAggregateFunction(optionKey: string, value: string, field: string, type: DataType): AggregateFunctionName {
+export function resolveAggregateFunction(optionKey: string, value: string, field: string, type: DataType, opts: NestedAggregateOptions = {}): AggregateFunctionName {
   const bad = (why: string) => new StrataInputError(`Option '${optionKey}' = '${value}' is invalid for field '${field}' (${formatDataType(type)}): ${why}`)
   const name = ALIASES[value] ?? value
-  if (value in NEED_MISSING_TYPE) {
-    throw bad(`aggregate function '${value}' needs a ${NEED_MISSING_TYPE[value]} column and Strata has no ${NEED_MISSING_TYPE[value]} type`)
-  }
   if (NOT_IMPLEMENTED.has(value)) throw bad(`aggregate function '${value}' is not supported by Strata`)
   if (!(AGGREGATE_FUNCTIONS as readonly string[]).includes(name)) {
     // Paimon registers no `count` (nor anything else outside its factory list) and refuses
@@ -64,6 +58,7 @@ export function resolveAggregateFunction(optionKey: string, value: string, field
     throw bad(`Use unsupported aggregation: ${value} or spell aggregate function incorrectly! Expected one of ${AGGREGATE_FUNCTIONS.join(', ')}`)
   }
   const fn = name as AggregateFunctionName
+  if (isNestedAggregate(fn)) checkNestedAggregate(fn, field, type, opts, bad)
   switch (fn) {
     case 'sum':
     case 'product':
@@ -79,7 +74,7 @@ export function resolveAggregateFunction(optionKey: string, value: string, field
     case 'min':
     case 'max':
       // Paimon accepts the table and fails at the first merge (InternalRowUtils.compare).
-      if (type.root === 'BOOLEAN') throw bad(`Incomparable type: BOOLEAN`)
+      if (!COMPARABLE.has(type.root)) throw bad(`Incomparable type: ${type.root}`)
       break
   }
   return fn
@@ -93,12 +88,12 @@ export interface FieldAggregator {
   reset(): void
 }
 
-export interface FieldAggregatorOptions {
+export interface FieldAggregatorOptions extends NestedAggregateOptions {
   /** `fields.<f>.ignore-retract`: retractions leave the accumulator as it is */
   ignoreRetract?: boolean
   /** `fields.<f>.list-agg-delimiter` (default ",") */
   listAggDelimiter?: string
-  /** `fields.<f>.distinct`: listagg skips tokens already present */
+  /** `fields.<f>.distinct`: listagg skips tokens already present, collect elements */
   distinct?: boolean
 }
 
@@ -309,6 +304,10 @@ export function createFieldAggregator(name: AggregateFunctionName, field: string
 function baseAggregator(name: AggregateFunctionName, field: string, type: DataType, opts: FieldAggregatorOptions): FieldAggregator {
   const none = () => {}
   const unsupported = () => noRetract(name, field)
+  if (isNestedAggregate(name)) {
+    const parts = nestedAggregator(name, field, type, opts)
+    return { name, reset: none, agg: parts.agg, retract: parts.retract ?? unsupported }
+  }
   switch (name) {
     case 'sum': {
       const ar = new Arithmetic(type, field)

@@ -21,6 +21,12 @@ export interface FieldAggregation {
   ignoreRetract: boolean
   listAggDelimiter: string
   distinct: boolean
+  /** `fields.<f>.nested-key` (nested_update, nested_partial_update), empty when unset */
+  nestedKey?: readonly string[]
+  /** `fields.<f>.count-limit` (nested_update) */
+  countLimit?: number
+  /** `fields.<f>.ts-field` (merge_map_with_keytime), null when unset */
+  tsField?: string | null
 }
 
 /** The parsed, validated options that decide merging. */

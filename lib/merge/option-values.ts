@@ -19,3 +19,11 @@ export function parseBool(options: Record<string, string>, key: string, fallback
   }
   return false
 }
+
+/** A Java int, as Paimon's intType options read it (surrounding blanks allowed). */
+export function parseJavaInt(key: string, value: string): number {
+  const t = value.trim()
+  const n = /^[+-]?\d+$/.test(t) ? Number(t) : NaN
+  if (!Number.isSafeInteger(n) || n < -2147483648 || n > 2147483647) throw invalid(key, value, 'expected an integer from -2147483648 to 2147483647')
+  return n
+}
