@@ -151,6 +151,7 @@ public final class PaimonInterop {
                     tagDelete(a, out);
                     break;
                 case "incremental": IncrementalInterop.run(args, out); break;
+                case "streaming": StreamingInterop.run(args, out); break;
                 case "add-column":
                     addColumn(a, out);
                     break;
