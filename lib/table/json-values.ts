@@ -4,8 +4,8 @@
 // "Values in JSON lines"). Output is exact (bigints, decimals and timestamps print without
 // going through a float), and every stored value reads back in through its own text.
 
-import { RefusedError, StrataInputError } from '../errors.ts'
-import { type DataField, type DataType, type Row, type RowKind, RowKind as RK, type Value } from '../types.ts'
+import { StrataInputError } from '../errors.ts'
+import { type DataField, type DataType, type MapValue, type Row, type RowKind, RowKind as RK, type Value } from '../types.ts'
 import { civilFromDays } from '../format/partition-path.ts'
 import { MAX_LENGTH, typeLabel } from '../format/data-type.ts'
 import { JsonNumber, parseJsonLine } from './json-line.ts'
@@ -183,22 +183,27 @@ function isWellFormed(s: string): boolean {
 }
 
 // a plain function, not a closure per call: this runs once per input value
-function badValue(field: DataField, v: unknown, where: string, what: string): StrataInputError {
-  return new StrataInputError(`${where}: field '${field.name}' (${typeLabel(field.type)}) expected ${what}, got ${describe(v)}`)
+function badValue(t: DataType, v: unknown, where: string, what: string, path: string): StrataInputError {
+  return new StrataInputError(`${where}: field ${path} (${typeLabel(t)}) expected ${what}, got ${describe(v)}`)
 }
 
 /**
- * Converts one JSON value to the engine's Value for `field`, or throws naming the field.
- * `v` is what parseJsonLine gives (numbers as JsonNumber, exact) or what JSON.parse gives
- * (numbers as doubles: digits beyond a double's are already gone, so BIGINT asks for a string).
+ * Converts one JSON value to the engine's Value for `field`, or throws naming the field (and,
+ * inside a nested value, the path to the bad part: `field 'tags'[3].name`). `v` is what
+ * parseJsonLine gives (numbers as JsonNumber, exact) or what JSON.parse gives (numbers as
+ * doubles: digits beyond a double's are already gone, so BIGINT asks for a string).
  */
 export function valueFromJson(field: DataField, v: unknown, where: string): Value {
-  const t = field.type
+  return valueFromJsonAt(field.type, v, where, `'${field.name}'`)
+}
+
+function valueFromJsonAt(t: DataType, v: unknown, where: string, path: string): Value {
   if (v === null || v === undefined) {
-    if (!t.nullable) throw new StrataInputError(`${where}: field '${field.name}' is NOT NULL but got ${v === null ? 'null' : 'no value'}`)
+    if (!t.nullable) throw new StrataInputError(`${where}: field ${path} is NOT NULL but got ${v === null ? 'null' : 'no value'}`)
     return null
   }
-  const bad = badValue
+  const bad = (_f: unknown, x: unknown, w: string, what: string): StrataInputError => badValue(t, x, w, what, path)
+  const field = null
   switch (t.root) {
     case 'BOOLEAN':
       if (typeof v !== 'boolean') throw bad(field, v, where, 'true or false')
@@ -296,8 +301,80 @@ export function valueFromJson(field: DataField, v: unknown, where: string): Valu
     case 'MAP':
     case 'MULTISET':
     case 'ROW':
-      throw new RefusedError(`${where}: field '${field.name}' is ${t.root}, a nested type, which JSON input does not take yet`)
+      return nestedFromJson(t, v, where, path)
   }
+}
+
+/**
+ * A nested value from JSON (docs/operations.md "Values in JSON lines"): an ARRAY from an array;
+ * a ROW from an object of its fields (a field left out is null); a MAP from an object when its
+ * keys are strings, or from an array of [key, value] pairs; a MULTISET from an array of its
+ * elements, each occurrence counted once. Map keys and multiset elements are never null and
+ * a map key never repeats.
+ */
+function nestedFromJson(t: DataType, v: unknown, where: string, path: string): Value {
+  const bad = (what: string): StrataInputError => badValue(t, v, where, what, path)
+  switch (t.root) {
+    case 'ARRAY': {
+      if (!Array.isArray(v)) throw bad('an array')
+      return v.map((x, i) => valueFromJsonAt(t.element!, x, where, `${path}[${i}]`))
+    }
+    case 'ROW': {
+      if (typeof v !== 'object' || v === null || Array.isArray(v) || v instanceof JsonNumber) throw bad(`an object with the fields ${t.fields!.map((f) => f.name).join(', ')}`)
+      const o = v as Record<string, unknown>
+      for (const k of Object.keys(o)) {
+        if (!t.fields!.some((f) => f.name === k)) throw new StrataInputError(`${where}: field ${path} (${typeLabel(t)}) has no field '${k}' (fields: ${t.fields!.map((f) => f.name).join(', ')})`)
+      }
+      return t.fields!.map((f) => valueFromJsonAt(f.type, Object.hasOwn(o, f.name) ? o[f.name] : undefined, where, `${path}.${f.name}`))
+    }
+    case 'MAP': {
+      const keys: Value[] = []
+      const values: Value[] = []
+      const seen = new Set<string>()
+      const add = (k: unknown, x: unknown, at: string): void => {
+        if (k === null || k === undefined) throw new StrataInputError(`${where}: field ${at} is a key of ${typeLabel(t)}, which may not be null`)
+        const key = valueFromJsonAt({ ...t.key!, nullable: false }, k, where, `${at} (key)`)
+        const id = valueToJson(t.key!, key)
+        if (seen.has(id)) throw new StrataInputError(`${where}: field ${at}: key ${describe(k)} appears twice in ${typeLabel(t)}; expected each key once`)
+        seen.add(id)
+        keys.push(key)
+        values.push(valueFromJsonAt(t.value!, x, where, at))
+      }
+      if (Array.isArray(v)) {
+        v.forEach((pair, i) => {
+          if (!Array.isArray(pair) || pair.length !== 2) throw badValue(t, pair, where, 'a [key, value] pair', `${path}[${i}]`)
+          add(pair[0], pair[1], `${path}[${i}]`)
+        })
+      } else if (typeof v === 'object' && v !== null && !(v instanceof JsonNumber) && isStringKeyed(t)) {
+        for (const [k, x] of Object.entries(v as Record<string, unknown>)) add(k, x, `${path}[${JSON.stringify(k)}]`)
+      } else throw bad(isStringKeyed(t) ? 'an object or an array of [key, value] pairs' : 'an array of [key, value] pairs')
+      return { keys, values }
+    }
+    default: {
+      // MULTISET: an array of elements, counted
+      if (!Array.isArray(v)) throw bad('an array of elements')
+      const keys: Value[] = []
+      const counts: number[] = []
+      const index = new Map<string, number>()
+      v.forEach((x, i) => {
+        if (x === null || x === undefined) throw new StrataInputError(`${where}: field ${path}[${i}] is an element of ${typeLabel(t)}, which may not be null`)
+        const e = valueFromJsonAt({ ...t.element!, nullable: false }, x, where, `${path}[${i}]`)
+        const id = valueToJson(t.element!, e)
+        const at = index.get(id)
+        if (at === undefined) {
+          index.set(id, keys.length)
+          keys.push(e)
+          counts.push(1)
+        } else counts[at]++
+      })
+      return { keys, values: counts }
+    }
+  }
+}
+
+/** Whether a MAP's keys are strings, so that it is written as a JSON object. */
+function isStringKeyed(t: DataType): boolean {
+  return t.key!.root === 'VARCHAR' || t.key!.root === 'CHAR'
 }
 
 const KIND_BY_TEXT: Record<string, RowKind> = { '+I': RK.INSERT, '-U': RK.UPDATE_BEFORE, '+U': RK.UPDATE_AFTER, '-D': RK.DELETE }
@@ -393,6 +470,25 @@ export function valueToJson(t: DataType, v: Value): string {
       return JSON.stringify(formatDate(v as number))
     case 'TIMESTAMP':
       return JSON.stringify(formatTimestamp(v as bigint, t.precision!))
+    case 'ARRAY':
+      return `[${(v as Value[]).map((x) => valueToJson(t.element!, x)).join(',')}]`
+    case 'ROW':
+      return `{${t.fields!.map((f, i) => `${JSON.stringify(f.name)}:${valueToJson(f.type, (v as Value[])[i])}`).join(',')}}`
+    case 'MAP': {
+      const m = v as MapValue
+      if (isStringKeyed(t)) return `{${m.keys.map((k, i) => `${JSON.stringify(k)}:${valueToJson(t.value!, m.values[i])}`).join(',')}}`
+      return `[${m.keys.map((k, i) => `[${valueToJson(t.key!, k)},${valueToJson(t.value!, m.values[i])}]`).join(',')}]`
+    }
+    case 'MULTISET': {
+      // each element as often as its count, as a write takes it
+      const m = v as MapValue
+      const parts: string[] = []
+      m.keys.forEach((k, i) => {
+        const text = valueToJson(t.element!, k)
+        for (let n = 0; n < (m.values[i] as number); n++) parts.push(text)
+      })
+      return `[${parts.join(',')}]`
+    }
     default:
       return JSON.stringify(v)
   }

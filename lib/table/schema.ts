@@ -6,7 +6,7 @@ import { inputErrorLike, StrataInputError } from '../errors.ts'
 import type { DataField, DataType, TableSchema } from '../types.ts'
 import { escapePathName } from '../format/partition-path.ts'
 import { parseMergeEngineConfig } from '../merge/merge-config.ts'
-import { formatDataType, parseDataType, withNullable } from '../format/data-type.ts'
+import { assignFieldIds, dataTypeJson, isNestedType, nestedFieldIds, nestedIdsKnown, parseDataType, typeLabel, withNullable } from '../format/data-type.ts'
 import { type CoreOptions, coreOptions, validateOptions, validateStoredOptions } from './options.ts'
 import { deletionVectorsConflict } from '../merge/engines.ts'
 import { MAX_PARTITION_DIR_BYTES, MAX_PARTITION_PATH_BYTES } from './paths.ts'
@@ -72,7 +72,7 @@ function systemNameProblem(name: string): string | null {
 }
 
 export interface SchemaInput {
-  fields: { name: string; type: string; description?: string }[]
+  fields: { name: string; type: string | object; description?: string }[]
   primaryKeys: string[]
   partitionKeys?: string[]
   options?: Record<string, string>
@@ -104,6 +104,7 @@ export function createSchema(input: unknown, timeMillis = Date.now()): TableSche
   const primaryKeys = stringList(obj.primaryKeys, 'schema.primaryKeys')
   const partitionKeys = stringList(obj.partitionKeys, 'schema.partitionKeys')
   const names = new Set<string>()
+  const ids = { id: -1 }
   const fields: DataField[] = obj.fields.map((f: unknown, i: number) => {
     const where = `schema.fields[${i}]`
     if (typeof f !== 'object' || f === null) throw new StrataInputError(`${where}: expected {"name", "type"}, got ${JSON.stringify(f)}`)
@@ -123,10 +124,16 @@ export function createSchema(input: unknown, timeMillis = Date.now()): TableSche
     let dataType = parseDataType(type, `${where}.type (field '${name}')`)
     // Primary-key fields are stored NOT NULL (api:schema/Schema.java normalizeFields).
     if (primaryKeys.includes(name)) dataType = withNullable(dataType, false)
-    const field: DataField = { id: i, name, type: dataType }
+    // ids as Paimon's Schema.Builder gives them: the column's, then its ROW fields' (ReassignFieldId)
+    const id = ++ids.id
+    const field: DataField = { id, name, type: assignFieldIds(dataType, ids) }
     if (typeof description === 'string') field.description = description
     return field
   })
+  for (const [list, what] of [[primaryKeys, 'primaryKeys'], [partitionKeys, 'partitionKeys']] as const) {
+    const problem = nestedKeyProblem(fields, list, what === 'primaryKeys' ? 'primary key' : 'partition')
+    if (problem) throw new StrataInputError(`schema.${what}: ${problem}`)
+  }
   if (primaryKeys.length === 0) {
     throw new StrataInputError('schema.primaryKeys: Strata tables are primary-key tables; name at least one primary key field')
   }
@@ -168,7 +175,7 @@ export function createSchema(input: unknown, timeMillis = Date.now()): TableSche
     version: SCHEMA_VERSION,
     id: 0,
     fields,
-    highestFieldId: fields.length - 1,
+    highestFieldId: ids.id,
     partitionKeys,
     primaryKeys,
     options,
@@ -222,7 +229,7 @@ export function serializeSchema(s: TableSchema): string {
     version: s.version,
     id: s.id,
     fields: s.fields.map((f) => {
-      const o: Record<string, unknown> = { id: f.id, name: f.name, type: formatDataType(f.type) }
+      const o: Record<string, unknown> = { id: f.id, name: f.name, type: dataTypeJson(f.type) }
       if (f.description !== undefined) o.description = f.description
       return o
     }),
@@ -272,6 +279,12 @@ export function parseSchema(text: string, where: string): TableSchema {
     if (problem) fail(`${at}.name`, problem)
     const typeAt = `${where}: '${at}.type' (field '${name}')`
     const field: DataField = { id, name, type: parseDataType(f.type, typeAt) }
+    if (nestedIdsKnown(field.type) !== true) fail(`${at}.type`, `field '${name}': every ROW field inside a nested type needs its "id" (Paimon writes one for each)`)
+    for (const nestedId of nestedFieldIds(field.type)) {
+      if (nestedId >= SYSTEM_FIELD_ID_START) fail(`${at}.type`, `field '${name}': nested field id ${nestedId} is in Paimon's system range (from ${SYSTEM_FIELD_ID_START})`)
+      if (ids.has(nestedId)) fail(`${at}.type`, `field '${name}': id ${nestedId} is used twice`)
+      ids.add(nestedId)
+    }
     if (f.description !== undefined) {
       field.description = typeof f.description === 'string' ? f.description : fail(`${at}.description`, `expected a string, got ${describe(f.description)}`)
     }
@@ -295,6 +308,10 @@ export function parseSchema(text: string, where: string): TableSchema {
     if (!primaryKeys.includes(k)) fail('partitionKeys', `partition key '${k}' is not part of the primary key [${primaryKeys.join(', ')}]`)
   }
   if (primaryKeys.every((k) => partitionKeys.includes(k))) fail('primaryKeys', 'expected at least one field that is not a partition key')
+  for (const [list, what] of [[primaryKeys, 'primaryKeys'], [partitionKeys, 'partitionKeys']] as const) {
+    const problem = nestedKeyProblem(fields, list, what === 'primaryKeys' ? 'primary key' : 'partition')
+    if (problem) fail(what, problem)
+  }
   const rawOptions = j.options ?? {}
   if (!isPlainObject(rawOptions)) fail('options', `expected an object of string values, got ${describe(rawOptions)}`)
   const options: Record<string, string> = {}
@@ -303,7 +320,7 @@ export function parseSchema(text: string, where: string): TableSchema {
     Object.defineProperty(options, k, { value: v, enumerable: true, writable: true, configurable: true })
   }
   validateStoredOptions(options, where)
-  const maxId = Math.max(...fields.map((f) => f.id))
+  const maxId = Math.max(...ids)
   const s: TableSchema = {
     version: j.version === undefined ? 1 : integer('version', j.version, 1, 2147483647),
     id: j.id === undefined ? 0 : integer('id', j.id, 0, Number.MAX_SAFE_INTEGER),
@@ -324,6 +341,18 @@ export function parseSchema(text: string, where: string): TableSchema {
     throw e
   }
   return s
+}
+
+/**
+ * Why a field named in `list` (primary or partition keys) cannot be one, or null: Paimon
+ * refuses ARRAY, MAP, MULTISET and ROW there (SchemaValidation.validateOnlyContainPrimitiveType).
+ */
+export function nestedKeyProblem(fields: DataField[], list: string[], what: string): string | null {
+  for (const k of list) {
+    const f = fields.find((x) => x.name === k)
+    if (f && isNestedType(f.type)) return `${what} field '${k}' has type ${typeLabel(f.type)}; as in Paimon, a ${what} field must not be ARRAY, MAP, MULTISET or ROW`
+  }
+  return null
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
