@@ -11,7 +11,7 @@ import type { DataField, DataType, Value } from '../types.ts'
 export const DEFAULT_PARTITION_NAME = '__DEFAULT_PARTITION__'
 
 /** FileStorePathFactory: bucket -2 (postpone bucket mode) is written as `bucket-postpone`. */
-const POSTPONE_BUCKET = -2
+export const POSTPONE_BUCKET = -2
 
 // PartitionPathUtils.CHAR_TO_ESCAPE: control characters and characters that are special in
 // paths, URIs or Hive partition specs. Everything else, space and non-ASCII included, is kept.

@@ -162,7 +162,8 @@ export async function planIncremental(table: IncrementalContext, opts: Increment
       if (e.kind !== FileKind.ADD) {
         throw new Error(`snapshot ${snapshots[i].id}: its ${mode} manifests delete file ${e.file.fileName}; a ${mode} should only add files`)
       }
-      if (filter.bucket !== null && e.bucket !== filter.bucket) continue
+      // bucket-postpone: rows not yet visible (docs/design.md "Postpone buckets")
+      if (e.bucket < 0 || (filter.bucket !== null && e.bucket !== filter.bucket)) continue
       const id = bucketIdentifier(e.partition, e.bucket)
       let s = splits.get(id)
       if (!s) {

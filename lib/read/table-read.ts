@@ -130,7 +130,8 @@ export function compileFilter(view: SchemaView, filter: KeyFilter | undefined): 
     all.set(i, v)
   }
   const bucketFixed = view.bucketKeyIndexes.every((i) => key.has(i))
-  const bucket = bucketFixed && key.size > 0 ? bucketOf(view.bucketKeyTypes, view.bucketKeyIndexes.map((i) => key.get(i)!), view.options.bucket) : null
+  // postpone bucket mode (-2): a partition's bucket count is its own, so no pruning by bucket
+  const bucket = bucketFixed && key.size > 0 && view.options.bucket > 0 ? bucketOf(view.bucketKeyTypes, view.bucketKeyIndexes.map((i) => key.get(i)!), view.options.bucket) : null
   const cmp = rowComparator(view.fieldTypes.filter((_, i) => all.has(i)))
   const idx = [...all.keys()].sort((a, b) => a - b)
   const want = idx.map((i) => all.get(i)!)
@@ -189,6 +190,8 @@ export async function planScan(table: ScanContext, opts: ScanOptions = {}): Prom
   // the data manifests and the index manifest are independent reads of the snapshot: at once
   const [entries, dvIndex] = await Promise.all([
     table.manifests.liveEntries(snapshot, filteredScope(view, filter.bucket, wantedPartition, (p, b) => {
+      // bucket-postpone holds rows not yet visible: readers see real buckets only (Paimon's onlyReadRealBuckets)
+      if (b < 0) return false
       if (filter.bucket !== null && b !== filter.bucket) return false
       if (partFilterIdx.length === 0) return true
       const pv = partitionValuesOf(p)

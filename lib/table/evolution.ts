@@ -10,6 +10,7 @@ import type { ByteSource } from '../store/byte-source.ts'
 import { type DataFileLayout } from '../format/data-file-layout.ts'
 import { DataFileReader, type DataFileReaderOptions } from '../format/data-file-reader.ts'
 import { ColumnarFileReader, type PositionedBatch, type RowGroupOptions } from '../format/columnar-reader.ts'
+import { openDataFileColumns, openDataFileRecords } from '../format/data-file-open.ts'
 import { type Column, physicalToValue, valueAt } from '../format/columnar-types.ts'
 import { physicalEncoder } from '../format/parquet-types.ts'
 import { StrataInputError } from '../errors.ts'
@@ -133,7 +134,7 @@ export type RecordFileReader = Pick<DataFileReader, 'batches' | 'lookup' | 'rowC
 /** A data file of another schema, its records in the table's fields. */
 class MappedRecordReader implements RecordFileReader {
   constructor(
-    private readonly inner: DataFileReader,
+    private readonly inner: RecordFileReader,
     private readonly fields: readonly DataField[],
     private readonly m: FieldMapping,
   ) {}
@@ -174,7 +175,7 @@ class MappedColumnarReader implements ColumnarSource {
   private readonly physicalCasts: (((p: unknown) => unknown) | null)[]
 
   constructor(
-    private readonly inner: ColumnarFileReader,
+    private readonly inner: ColumnarSource,
     private readonly fields: readonly DataField[],
     private readonly nk: number,
     private readonly m: FieldMapping,
@@ -243,13 +244,13 @@ export interface EvolvingTable {
  */
 export async function openRecordFile(table: EvolvingTable, fileName: string, schemaId: bigint | number, src: ByteSource, opts?: DataFileReaderOptions): Promise<RecordFileReader> {
   const m = await table.fieldMapping(schemaId, fileName)
-  if (m === null) return DataFileReader.open(src, { keyFields: table.view.keyFields, valueFields: table.view.fields }, opts)
-  return new MappedRecordReader(await DataFileReader.open(src, m.fileLayout, opts), table.view.fields, m)
+  if (m === null) return openDataFileRecords(fileName, src, { keyFields: table.view.keyFields, valueFields: table.view.fields }, opts)
+  return new MappedRecordReader(await openDataFileRecords(fileName, src, m.fileLayout, opts), table.view.fields, m)
 }
 
 /** `openRecordFile` for the columnar compaction path. */
 export async function openColumnarFile(table: EvolvingTable, fileName: string, schemaId: bigint | number, src: ByteSource): Promise<ColumnarSource> {
   const m = await table.fieldMapping(schemaId, fileName)
-  if (m === null) return ColumnarFileReader.open(src, { keyFields: table.view.keyFields, valueFields: table.view.fields })
-  return new MappedColumnarReader(await ColumnarFileReader.open(src, m.fileLayout), table.view.fields, m.fileLayout.keyFields.length, m)
+  if (m === null) return openDataFileColumns(fileName, src, { keyFields: table.view.keyFields, valueFields: table.view.fields })
+  return new MappedColumnarReader(await openDataFileColumns(fileName, src, m.fileLayout), table.view.fields, m.fileLayout.keyFields.length, m)
 }

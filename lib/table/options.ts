@@ -7,6 +7,7 @@ import { changelogProducerConflict, deletionVectorsConflict } from '../merge/eng
 import { optionKeysOfMergeEngines } from '../merge/merge-config.ts'
 import zlib from 'node:zlib'
 import { RefusedError, StrataInputError } from '../errors.ts'
+import { POSTPONE_BUCKET } from '../format/partition-path.ts'
 
 export type OptionType = 'int' | 'long' | 'boolean' | 'string' | 'memory' | 'duration' | 'enum'
 
@@ -53,7 +54,11 @@ const SAFE_PREFIX = /^(?:[A-Za-z0-9_-][A-Za-z0-9._-]{0,63})?$/
 const SAFE_PREFIX_TEXT = "at most 64 ASCII letters, digits, '-', '_' and '.', not starting with '.'"
 
 export const OPTION_SPECS: OptionSpec[] = [
-  { key: 'bucket', type: 'int', default: '1', min: 1, max: MAX_BUCKETS, doc: 'Fixed number of buckets per partition, at most 32768. Strata supports fixed-bucket tables only (Paimon also has -1 dynamic and -2 postpone).' },
+  { key: 'bucket', type: 'int', default: '1', min: 1, max: MAX_BUCKETS, doc: 'Fixed number of buckets per partition, at most 32768; or -2, postpone bucket mode: writers write to bucket-postpone without choosing a bucket, and a postpone compaction assigns the rows to the partition\'s buckets (docs/design.md "Postpone buckets"). Paimon\'s -1 (dynamic) is not written.' },
+  // postpone bucket mode (bucket -2): docs/design.md "Postpone buckets"
+  { key: 'postpone.default-bucket-num', type: 'int', default: '1', min: 1, max: MAX_BUCKETS, doc: 'Postpone bucket mode: the number of buckets a partition gets when its postponed rows are compacted for the first time; a partition keeps the count it has.' },
+  { key: 'postpone.batch-write-fixed-bucket', type: 'boolean', default: 'true', doc: 'Paimon\'s: a bounded (batch) Flink job writes a postpone table straight into the partitions\' buckets. Accepted; Strata\'s writers are many uncoordinated writers, as Paimon\'s streaming ones, and always write to bucket-postpone.' },
+  { key: 'postpone.batch-write-fixed-bucket.max-parallelism', type: 'int', default: '2048', min: 1, doc: 'Paimon\'s (a Flink job\'s parallelism); accepted, unused by Strata.' },
   { key: 'bucket-key', type: 'string', doc: 'Comma-separated bucket key fields, a subset of the primary key without partition keys; default the trimmed primary key.' },
   { key: 'file.format', type: 'enum', default: 'parquet', values: ['parquet'], doc: 'Data file format. Strata writes Parquet data files; it reads a file by its extension, as Paimon does: Parquet and Avro (a table Paimon made with avro is read, written and compacted, new files in Parquet), ORC refused by name. A new table takes parquet only (docs/format.md "Data file formats").' },
   { key: 'file.compression', type: 'enum', default: 'snappy', values: ['none', 'snappy', 'gzip', 'zstd'], doc: 'Parquet compression. Paimon defaults to zstd; Strata defaults to snappy because Node 20 has no zstd encoder (zstd works on Node >= 22.15, i.e. Lambda nodejs22.x) and because on Node 22 zstd makes files about half the size at about 40% more compaction CPU.' },
@@ -258,7 +263,7 @@ function checkValue(spec: OptionSpec, raw: string, stored = false): void {
       const n = Number(raw)
       if (spec.type === 'int' && (n > 2147483647 || n < -2147483648)) throw bad()
       if (spec.type === 'long' && !Number.isSafeInteger(n)) throw bad()
-      if (spec.min !== undefined && n < spec.min && !(stored && spec.key === 'bucket')) throw bad()
+      if (spec.min !== undefined && n < spec.min && !(spec.key === 'bucket' && (stored || n === POSTPONE_BUCKET))) throw bad()
       if (!stored && spec.max !== undefined && n > spec.max) throw bad()
       break
     }
@@ -448,6 +453,16 @@ export function assertRuntimeServes(options: Record<string, string>, where: stri
 }
 
 /**
+ * Why Strata must not write a postpone-bucket table, or nothing: Paimon's postpone writers
+ * write no input changelog (PostponeBucketWriter), so neither does Strata's.
+ */
+function postponeUnwritable(raw: Record<string, string>): string[] {
+  const producer = raw['changelog-producer']?.trim().toLowerCase()
+  if (producer === 'input') return ["option 'changelog-producer' is \"input\" with 'bucket' -2 (postpone bucket mode): Paimon's postpone writers write no input changelog; expected none or lookup"]
+  return []
+}
+
+/**
  * Why a table whose stored schema carries these options must not be written by Strata
  * (empty when it may): an option Paimon would honour on write and Strata cannot — a
  * changelog producer (a streaming consumer would silently miss Strata's writes), a file
@@ -459,6 +474,7 @@ export function unwritableReasons(raw: Record<string, string>): string[] {
   const out: string[] = []
   const bucket = raw.bucket
   if (bucket === undefined) out.push("option 'bucket' is not set, which Paimon reads as dynamic bucket mode (bucket -1); Strata writes fixed-bucket tables only")
+  else if (Number(bucket) === POSTPONE_BUCKET) out.push(...postponeUnwritable(raw))
   else if (Number(bucket) < 1) out.push(`option 'bucket' is ${JSON.stringify(bucket)} (${Number(bucket) === -2 ? 'postpone' : 'dynamic'} bucket mode); Strata writes fixed-bucket tables only (bucket >= 1)`)
   for (const spec of OPTION_SPECS) {
     const v = raw[spec.key]
@@ -496,6 +512,8 @@ export function assertWritable(options: CoreOptions, uri: string, action: string
 export interface CoreOptions {
   raw: Record<string, string>
   bucket: number
+  /** postpone.default-bucket-num: buckets of a partition whose postponed rows are compacted first (bucket -2) */
+  postponeDefaultBucketNum: number
   bucketKey: string[] | null
   fileCompression: 'none' | 'snappy' | 'gzip' | 'zstd'
   /** file.compression.zstd-level */
@@ -568,6 +586,7 @@ export function coreOptions(raw: Record<string, string>): CoreOptions {
   const options: CoreOptions = {
     raw,
     bucket: int('bucket'),
+    postponeDefaultBucketNum: int('postpone.default-bucket-num'),
     bucketKey: bucketKey ? bucketKey.split(',').map((s) => s.trim()) : null,
     fileCompression: get('file.compression')!.toLowerCase() as CoreOptions['fileCompression'],
     fileCompressionZstdLevel: int('file.compression.zstd-level'),

@@ -14,7 +14,7 @@ import { bucketFunction } from '../format/bucket.ts'
 import { serializeBinaryRow } from '../format/binary-row.ts'
 import { rowComparator } from '../format/compare.ts'
 import type { DataFileStats } from '../format/data-file-stats.ts'
-import { bucketPath } from '../format/partition-path.ts'
+import { POSTPONE_BUCKET, bucketPath } from '../format/partition-path.ts'
 import { mergeEngineOf } from '../merge/engines.ts'
 import { sequenceComparator } from '../merge/sequence-order.ts'
 import { createMergeFunction } from '../merge/merge-function.ts'
@@ -233,7 +233,8 @@ export class BatchWriter {
     this.#whereOf = opts.whereOf ?? ((i) => `record ${i + 1}`)
     this.#view = view
     this.#bufferLimit = opts.writeBufferSize ?? view.options.writeBufferSize
-    this.#bucketFn = bucketFunction(view.bucketKeyTypes, view.options.bucket)
+    // postpone bucket mode: every row goes to bucket-postpone, a postpone compaction picks its bucket (docs/design.md "Postpone buckets")
+    this.#bucketFn = view.options.bucket === POSTPONE_BUCKET ? () => POSTPONE_BUCKET : bucketFunction(view.bucketKeyTypes, view.options.bucket)
     this.#bucketKey = new Array(view.bucketKeyIndexes.length)
     this.#partitionTypes = view.partitionFields.map((f) => f.type)
     this.#refusesRetractions = mergeEngineOf(table.mergeConfig.engine).refusals.retractions
@@ -541,7 +542,7 @@ export class BatchWriter {
       const id = `${hex(f.partition)}|${f.bucket}`
       let b = byBucket.get(id)
       if (!b) {
-        b = { partition: f.partition, partitionValues: f.partitionValues, partitionPath: f.dir.slice(0, f.dir.length - `bucket-${f.bucket}`.length), bucket: f.bucket, fileName: f.fileName, fileNames: [], rowCount: 0 }
+        b = { partition: f.partition, partitionValues: f.partitionValues, partitionPath: f.dir.slice(0, f.dir.lastIndexOf('bucket-')), bucket: f.bucket, fileName: f.fileName, fileNames: [], rowCount: 0 }
         byBucket.set(id, b)
         buckets.push(b)
       }
