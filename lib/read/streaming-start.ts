@@ -4,8 +4,8 @@
 // docs/design.md "Streaming starts" has the decisions; in short:
 //
 // - `latest-full` (`full`, and `default` without a snapshot id or timestamp): the full merged
-//   state of the latest snapshot N, every live row as a change of its merged kind (+I, or the
-//   +U a deduplicate row was last written with), then what the snapshots after N change.
+//   state of the latest snapshot N, every live row as an insert (+I, whatever kind its last
+//   write had, as Paimon hands it over), then what the snapshots after N change.
 // - `from-snapshot-full` with `scan.snapshot-id` N: the same from snapshot N (an expired N is
 //   raised to the earliest retained snapshot, as Paimon does).
 // - `from-snapshot` with `scan.snapshot-id` N: the changes of snapshot N and after, no full
@@ -32,7 +32,7 @@ import { sequenceComparator } from '../merge/sequence-order.ts'
 import { BoundedStore } from '../store/bounded.ts'
 import { checkConsumerId, getConsumer, setConsumer } from '../handle/consumers.ts'
 import type { TableStore } from '../handle/table.ts'
-import { type ManifestEntry, isRetract } from '../types.ts'
+import { type ManifestEntry, RowKind, isRetract } from '../types.ts'
 import { type ChangeRow, type IncrementalContext, type IncrementalMode, type IncrementalPlan, INCREMENTAL_MODES, changelogProducerOf, planIncremental, readPlan } from './incremental.ts'
 import { type KeyFilter, type ReadStats, type ScanContext, compileFilter, openFile, orderFiles, planScan } from './table-read.ts'
 
@@ -223,8 +223,8 @@ export interface FullStateOptions {
 }
 
 /**
- * The full merged state of snapshot `snapshotId` as changes: every live key once, with the
- * kind its merged record has, projected to `columns`. Every bucket's files of the chosen
+ * The full merged state of snapshot `snapshotId` as changes: every live key once as +I,
+ * projected to `columns`. Every bucket's files of the chosen
  * levels (level 0 too) are merged by key with their deletion vectors applied, oldest first
  * as a merge-on-read takes them (table-read.ts orderFiles).
  */
@@ -255,7 +255,7 @@ export async function* readFullState(table: ScanContext, snapshotId: number, opt
       const rows: ChangeRow[] = []
       for (const kv of batch) {
         if (isRetract(kv.kind) || !filter.matches(kv.value)) continue
-        rows.push({ kind: kv.kind, row: plan.columns.map((i) => kv.value[i]) })
+        rows.push({ kind: RowKind.INSERT, row: plan.columns.map((i) => kv.value[i]) })
       }
       if (rows.length) yield rows
     }
