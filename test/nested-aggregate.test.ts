@@ -486,6 +486,9 @@ describe('the aggregation engine over nested columns', () => {
     )
     expect(() => parseMergeEngineConfig(FIELDS, ['id'], { ...options, 'fields.attrs.ts-field': 'ts' })).toThrow("Option 'fields.attrs.ts-field' = 'ts' is invalid")
     expect(() => parseMergeEngineConfig(FIELDS, ['id'], { ...options, 'fields.info.aggregate-function': 'max' })).toThrow('Incomparable type: ROW')
+    expect(() => parseMergeEngineConfig(FIELDS, ['id'], { 'merge-engine': 'partial-update', 'sequence.field': 'info' })).toThrow(
+      "Option 'sequence.field' = 'info' is invalid: Sequence field 'info' is ROW; Strata orders sequence fields of scalar types only",
+    )
   })
 })
 

@@ -3,7 +3,7 @@
 // descriptor (lib/merge/engines.ts).
 
 import { StrataInputError } from '../errors.ts'
-import type { DataField } from '../types.ts'
+import type { DataField, TypeRoot } from '../types.ts'
 import type { EngineOptions } from './descriptor.ts'
 import { MERGE_ENGINES, UNSUPPORTED_MERGE_ENGINES, mergeEngineNamed } from './engines.ts'
 import type { MergeEngineConfig } from './merge-types.ts'
@@ -14,6 +14,8 @@ import { invalid, parseBool } from './option-values.ts'
  * named after engines but read whatever the table's engine.
  */
 const IGNORE_DELETE_KEYS = ['ignore-delete', 'first-row.ignore-delete', 'deduplicate.ignore-delete', 'partial-update.ignore-delete']
+
+const NESTED_ROOTS: ReadonlySet<TypeRoot> = new Set(['ARRAY', 'MAP', 'MULTISET', 'ROW'])
 
 /** Option keys every engine reads. */
 const COMMON_OPTION_KEYS = ['merge-engine', ...IGNORE_DELETE_KEYS, 'ignore-update-before', 'sequence.field', 'sequence.field.sort-order']
@@ -52,7 +54,8 @@ function readFieldOptions(options: Record<string, string>, indexOf: Map<string, 
 }
 
 /** `sequence.field` (SchemaValidation.validateSequenceField); Paimon splits on "," without trimming. */
-function readSequenceFields(options: Record<string, string>, indexOf: Map<string, number>, names: string[], fieldOption: EngineOptions['fieldOption']): string[] {
+function readSequenceFields(options: Record<string, string>, fields: DataField[], indexOf: Map<string, number>, fieldOption: EngineOptions['fieldOption']): string[] {
+  const names = fields.map((f) => f.name)
   const seqText = options['sequence.field']
   const sequenceFields = seqText === undefined ? [] : seqText.split(',')
   const seen = new Set<string>()
@@ -62,6 +65,9 @@ function readSequenceFields(options: Record<string, string>, indexOf: Map<string
       throw invalid(`fields.${f}.aggregate-function`, fieldOption(f, 'aggregate-function')!, `Should not define aggregation on sequence field: '${f}'.`)
     }
     if (seen.has(f)) throw invalid('sequence.field', seqText!, `Sequence field '${f}' is defined repeatedly.`)
+    // Paimon's generated comparator orders some nested values; Strata orders scalars only.
+    const root = fields[indexOf.get(f)!].type.root
+    if (NESTED_ROOTS.has(root)) throw invalid('sequence.field', seqText!, `Sequence field '${f}' is ${root}; Strata orders sequence fields of scalar types only`)
     seen.add(f)
   }
   return sequenceFields
@@ -101,7 +107,7 @@ export function parseMergeEngineConfig(fields: DataField[], primaryKeys: string[
     }
   }
 
-  const sequenceFields = readSequenceFields(options, indexOf, names, fieldOption)
+  const sequenceFields = readSequenceFields(options, fields, indexOf, fieldOption)
   if (sequenceFields.length > 0 && engine.refusals.sequenceField !== null) throw invalid('sequence.field', options['sequence.field'], engine.refusals.sequenceField)
   const orderText = options['sequence.field.sort-order']
   let sequenceAscending = true
