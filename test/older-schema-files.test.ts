@@ -2,9 +2,9 @@
 // schema-1, schema-2…; every data file records the schema it was written under). Reads,
 // lookups and compaction map such a file to the handle's schema by field id
 // (lib/table/evolution.ts): an added column reads as null, a dropped one is not read, a
-// renamed one keeps its id, a widened one is cast. What cannot be mapped safely is refused
-// by name, writing nothing: a file of a schema newer than the handle's, a schema file that
-// is missing, a type change that is not a widening (Paimon's explicit casts).
+// renamed one keeps its id, a retyped one is cast as Paimon casts it. What cannot be mapped
+// is refused by name, writing nothing: a file of a schema newer than the handle's, a schema
+// file that is missing, a type pair Paimon has no cast for, a value the cast refuses.
 
 import { describe, expect, it } from 'vitest'
 import { compactTable } from '../lib/lsm/compact-table.ts'
@@ -143,9 +143,16 @@ describe('data files of an older schema', () => {
     expect(await readAll(await Table.open(store))).toEqual([[1, 'b', 2, 7]])
   })
 
-  it("a type change that is not a widening (Paimon's explicit cast) or a missing schema file: refused naming the field or file", async () => {
-    const { table } = await alteredTable((s) => (s.fields[1].type = 'INT'))
-    await expect(readAll(table)).rejects.toThrow(/data file data-.*\.parquet: field 'v' \(id 1\) is STRING in schema 0 and INT in schema 1; expected a widening/)
+  it('a type change whose values do not convert, one Paimon has no cast for, or a missing schema file: refused naming the field or file, writing nothing', async () => {
+    // STRING → INT is Paimon's explicit cast; 'v1' does not parse, and Paimon's reader fails the same way
+    const { store, table } = await alteredTable((s) => (s.fields[1].type = 'INT'))
+    await expect(readAll(table)).rejects.toThrow(/field 'v' of data file data-.*\.parquet: cannot cast "v1" to INT: invalid character found/)
+    const before = await keys(store)
+    await expect(compactTable(table, { full: true })).rejects.toThrow(/field 'v' of data file data-.*\.parquet: cannot cast "v\d" to INT/)
+    expect(await keys(store)).toEqual(before)
+    // INT → DATE: no cast in Paimon (a schema Paimon's alter would not write)
+    const { table: t1 } = await alteredTable((s) => (s.fields[2].type = 'DATE'))
+    await expect(readAll(t1)).rejects.toThrow(/data file data-.*\.parquet: field 'n' \(id 2\) is INT in schema 0 and DATE in schema 1: there is no cast from INT to DATE/)
     const { table: t2 } = await alteredTable(() => {})
     await t2.store.delete('schema/schema-0')
     await expect(readAll(t2)).rejects.toThrow(/written under schema 0, which is missing from .* \(no schema\/schema-0\)/)

@@ -3,18 +3,18 @@
 // applied to the latest schema and written as `schema/schema-(N+1)`, created only if absent,
 // so that two alters racing for the same id cannot both land; the loser applies its changes
 // again to the schema that won (Paimon's SchemaManager.commitChanges does the same). What
-// Paimon refuses is refused here, and narrowing more strictly (docs/format.md "Schema
-// evolution"); a refused alter writes nothing. Options change as Paimon's ALTER TABLE … SET /
+// Paimon refuses is refused here, type changes by Paimon's cast rules (docs/format.md
+// "Schema evolution"); a refused alter writes nothing. Options change as Paimon's ALTER TABLE … SET /
 // RESET: a value set is checked as create checks it, and what Paimon keeps fixed once the
 // table has snapshots is refused (lib/table/options.ts optionChangeRefusal).
 
 import type { ObjectStore } from '../store/object-store.ts'
 import { inputErrorLike, RefusedError, StrataInputError } from '../errors.ts'
-import { icebergRefusal } from '../iceberg/options.ts'
-import type { DataField, TableSchema } from '../types.ts'
-import { parseDataType, typeLabel } from '../format/data-type.ts'
+import { icebergOptions, icebergRefusal } from '../iceberg/options.ts'
+import type { DataField, DataType, TableSchema } from '../types.ts'
+import { assignFieldIds, formatDataType, isNestedType, parseDataType, typeLabel } from '../format/data-type.ts'
 import { openStore } from '../store/open-store.ts'
-import { WIDENINGS, isWidening } from '../table/evolution.ts'
+import { allowedChanges, sameTypeIgnoringNull, typeChangeKind } from '../format/casts.ts'
 import { checkOptionCombinations, isKnownOptionKey, optionChangeRefusal, runtimeOptionRefusal, validateOption, zstdEncoderAvailable } from '../table/options.ts'
 import { deletionVectorsConflict } from '../merge/engines.ts'
 import { schemaKey } from '../table/paths.ts'
@@ -29,7 +29,7 @@ export type SchemaChange =
   | { kind: 'add-column'; name: string; type: string; comment?: string; position?: ColumnPosition }
   | { kind: 'rename-column'; name: string; newName: string }
   | { kind: 'drop-column'; name: string }
-  /** a widening; the column keeps its nullability unless `type` ends in NOT NULL or NULL */
+  /** a change Paimon allows (lib/format/casts.ts); the column keeps its nullability unless `type` ends in NOT NULL or NULL */
   | { kind: 'update-column-type'; name: string; type: string }
   | { kind: 'update-column-nullability'; name: string; nullable: boolean }
   /** null removes the comment */
@@ -95,7 +95,10 @@ export function applySchemaChanges(schema: TableSchema, changes: readonly Schema
         const name = freshName(c.name, 'name')
         const type = parseDataType(c.type, `${where}: type`)
         if (!type.nullable) fail(`type ${JSON.stringify(c.type)}: an added column cannot be NOT NULL (rows written before have no value for it), as in Paimon; expected a nullable type`)
-        const field: DataField = { id: ++highestFieldId, name, type }
+        // the column's id, then its ROW fields' (Paimon's SchemaManager: ReassignFieldId)
+        const ids = { id: ++highestFieldId }
+        const field: DataField = { id: ids.id, name, type: assignFieldIds(type, ids) }
+        highestFieldId = ids.id
         if (c.comment !== undefined) field.description = c.comment
         let at = fields.length
         if (c.position && 'first' in c.position) at = 0
@@ -144,11 +147,16 @@ export function applySchemaChanges(schema: TableSchema, changes: readonly Schema
         const explicit = typeof text === 'string' && /\bNULL$/i.test(text)
         const nullable = explicit ? parsed.nullable : old.nullable
         if (old.nullable && !nullable) fail(notNullRefusal(c.name))
-        const type = { ...parsed, nullable }
-        if (!isWidening(old, type)) {
-          fail(`cannot change the type from ${typeLabel(old)} to ${typeLabel(type)}: not a widening (a value of the old type could be lost or changed); expected one of ${WIDENINGS}`)
+        if (isNestedType(old) || isNestedType(parsed)) {
+          // nested types keep their ROW field ids; Paimon's nested evolution rules are not carried over
+          if (formatDataType({ ...old, nullable: true }) !== formatDataType({ ...parsed, nullable: true })) {
+            fail(`cannot change the type from ${typeLabel(old)} to ${typeLabel(parsed)}: Strata does not change the type of an ARRAY, MAP, MULTISET or ROW column, or make a column one; expected the same type (only its nullability may change)`)
+          }
+          fields[i] = { ...fields[i], type: { ...old, nullable } }
+          break
         }
-        fields[i] = { ...fields[i], type }
+        const type = { ...parsed, nullable }
+        fields[i] = { ...fields[i], type: checkTypeChange(c.name, old, type, schema.options, fail) }
         break
       }
       case 'update-column-nullability': {
@@ -287,6 +295,43 @@ export function optionChanges(stored: Record<string, string>, wanted: Record<str
     else if (!has(stored, key) || stored[key] !== wanted[key]) out.push({ kind: 'set-option', key, value: wanted[key] })
   }
   return out
+}
+
+/**
+ * Paimon's check of a column's type change (SchemaManager, UpdateColumnType): allowed when
+ * DataTypeCasts.supportsCast allows it, explicit casts unless the table's stored option
+ * `disable-explicit-type-casting` is true, and CastExecutors has a cast for the pair
+ * (lib/format/casts.ts). A table with Iceberg metadata takes only the changes its Iceberg
+ * schema can follow without rewriting files (docs/format.md "Type changes").
+ */
+function checkTypeChange(name: string, old: DataType, type: DataType, options: Record<string, string>, fail: (problem: string) => never): DataType {
+  // Paimon reads the option with Boolean.parseBoolean
+  const allowExplicit = (options['disable-explicit-type-casting'] ?? '').toLowerCase() !== 'true'
+  if (typeChangeKind(old, type, allowExplicit) === null) {
+    fail(`cannot change the type of '${name}' from ${typeLabel(old)} to ${typeLabel(type)}: Paimon has no such cast; from ${typeLabel(old)} it allows ${allowedChanges(old, allowExplicit)}`)
+  }
+  if (icebergOptions(options).storage !== 'disabled' && !sameTypeIgnoringNull(old, type) && !icebergKeepsValues(old, type)) {
+    fail(
+      `cannot change the type of '${name}' from ${typeLabel(old)} to ${typeLabel(type)} while the table keeps Iceberg metadata ('metadata.iceberg.storage'): Iceberg readers would read the older files' values and bounds in the old type; expected a change Iceberg follows with the values unchanged (an integer type to a wider one, FLOAT → DOUBLE, DECIMAL(p, s) → DECIMAL(p2 >= p, s), CHAR/VARCHAR(n) → VARCHAR(m >= n), BINARY/VARBINARY(n) → VARBINARY(m >= n), TIMESTAMP(p) → TIMESTAMP(q >= p))`,
+    )
+  }
+  return type
+}
+
+const INTEGER_RANK: Partial<Record<DataType['root'], number>> = { TINYINT: 0, SMALLINT: 1, INT: 2, BIGINT: 3 }
+
+/** Whether Iceberg's schema evolution follows the change (same Iceberg type or a promotion) and no value changes. */
+function icebergKeepsValues(from: DataType, to: DataType): boolean {
+  const f = from.root
+  const t = to.root
+  const len = (x: DataType) => x.length ?? 1
+  if (INTEGER_RANK[f] !== undefined && INTEGER_RANK[t] !== undefined) return INTEGER_RANK[t]! > INTEGER_RANK[f]!
+  if (f === 'FLOAT' && t === 'DOUBLE') return true
+  if (f === 'DECIMAL' && t === 'DECIMAL') return (to.scale ?? 0) === (from.scale ?? 0) && (to.precision ?? 10) >= (from.precision ?? 10)
+  if (t === 'VARCHAR' && (f === 'VARCHAR' || f === 'CHAR')) return len(to) >= len(from)
+  if (t === 'VARBINARY' && (f === 'VARBINARY' || f === 'BINARY')) return len(to) >= len(from)
+  if (f === 'TIMESTAMP' && t === 'TIMESTAMP') return (to.precision ?? 6) >= (from.precision ?? 6)
+  return false
 }
 
 function notNullRefusal(name: string): string {

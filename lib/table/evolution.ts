@@ -2,7 +2,8 @@
 // (DataFileMeta.schemaId); its columns are mapped to the handle's schema by field id, as
 // Paimon's SchemaEvolutionUtil does (docs/format.md "Schema evolution"). A field the file
 // lacks (added later) reads as null, a field the table no longer has (dropped) is not read,
-// a renamed field keeps its id, and a widened field's values are cast to the new type.
+// a renamed field keeps its id, and a field whose type changed is cast with Paimon's cast
+// (lib/format/casts.ts).
 // Both readers go through here: records (reads, lookups, the row compaction path) and
 // column batches (the columnar compaction path).
 
@@ -16,65 +17,19 @@ import { physicalEncoder } from '../format/parquet-types.ts'
 import { StrataInputError } from '../errors.ts'
 import type { DataField, DataType, TableSchema, Value } from '../types.ts'
 import { formatDataType, typeLabel } from '../format/data-type.ts'
+import { type Cast, CastError, castOrFail, sameTypeIgnoringNull } from '../format/casts.ts'
 import { describeSchema } from './schema.ts'
 
-/** Decimal digits every value of an integer type fits in. */
-const INTEGER_DIGITS: Partial<Record<DataType['root'], number>> = { TINYINT: 3, SMALLINT: 5, INT: 10, BIGINT: 19 }
-const INTEGER_RANK: Partial<Record<DataType['root'], number>> = { TINYINT: 0, SMALLINT: 1, INT: 2, BIGINT: 3 }
-/** Integer types whose every value a float type holds exactly. */
-const EXACT_IN: Partial<Record<DataType['root'], DataType['root'][]>> = { FLOAT: ['TINYINT', 'SMALLINT'], DOUBLE: ['TINYINT', 'SMALLINT', 'INT', 'FLOAT'] }
-
-/** The widenings Strata allows, for messages. */
-export const WIDENINGS =
-  'TINYINT → SMALLINT → INT → BIGINT; TINYINT/SMALLINT → FLOAT; TINYINT/SMALLINT/INT/FLOAT → DOUBLE; an integer type → DECIMAL(p, s) with p - s at least its digits (3, 5, 10, 19); DECIMAL(p, s) → DECIMAL(p2, s2) with s2 >= s and p2 - s2 >= p - s; VARCHAR(n) or CHAR(n) → VARCHAR(m >= n) or STRING; VARBINARY(n) or BINARY(n) → VARBINARY(m >= n) or BYTES; TIMESTAMP(p) → TIMESTAMP(q >= p)'
-
-function sameType(a: DataType, b: DataType): boolean {
-  return formatDataType({ ...a, nullable: true }) === formatDataType({ ...b, nullable: true })
-}
-
 /**
- * Whether every value of `from` converts to `to` without loss: the lossless part of Paimon's
- * implicit casts (api:types/DataTypeCasts.java), which compare type roots only and so also
- * allow DECIMAL(10, 2) → DECIMAL(5, 2) or BIGINT → FLOAT. Nullability is not considered here.
+ * The cast of a file's values of field `name` from the file's type to the table's: Paimon's
+ * (lib/format/casts.ts), straight from the type the file was written under to the handle's,
+ * as SchemaEvolutionUtil.createCastExecutor does. A pair Paimon has no cast for (a column
+ * changed DATE → STRING → VARCHAR(5) leaves no cast from DATE to VARCHAR(5)) is refused,
+ * naming the field, both types and schema ids.
  */
-export function isWidening(from: DataType, to: DataType): boolean {
-  if (sameType(from, to)) return true
-  const f = from.root
-  const t = to.root
-  if (INTEGER_RANK[f] !== undefined && INTEGER_RANK[t] !== undefined) return INTEGER_RANK[t]! > INTEGER_RANK[f]!
-  if (EXACT_IN[t]?.includes(f)) return true
-  if (t === 'DECIMAL') {
-    const p = to.precision ?? 10
-    const s = to.scale ?? 0
-    if (INTEGER_DIGITS[f] !== undefined) return p - s >= INTEGER_DIGITS[f]!
-    if (f === 'DECIMAL') {
-      const fp = from.precision ?? 10
-      const fs = from.scale ?? 0
-      return s >= fs && p - s >= fp - fs
-    }
-    return false
-  }
-  const len = (x: DataType) => x.length ?? 1
-  if (t === 'VARCHAR' && (f === 'VARCHAR' || f === 'CHAR')) return len(to) >= len(from)
-  if (t === 'VARBINARY' && (f === 'VARBINARY' || f === 'BINARY')) return len(to) >= len(from)
-  if (t === 'TIMESTAMP' && f === 'TIMESTAMP') return (to.precision ?? 6) >= (from.precision ?? 6)
-  return false
-}
-
-/** The conversion of a value of `from` to `to` (a widening), or null when the value stays as it is. */
-export function valueCast(from: DataType, to: DataType): ((v: Value) => Value) | null {
-  if (sameType(from, to)) return null
-  const f = from.root
-  const t = to.root
-  if (t === 'BIGINT' && f !== 'BIGINT') return (v) => (v === null ? null : BigInt(v as number))
-  if (t === 'DECIMAL') {
-    const shift = 10n ** BigInt((to.scale ?? 0) - (f === 'DECIMAL' ? (from.scale ?? 0) : 0))
-    if (f === 'BIGINT' || f === 'DECIMAL') return (v) => (v === null ? null : (v as bigint) * shift)
-    return (v) => (v === null ? null : BigInt(v as number) * shift)
-  }
-  // integers to wider integers or floats, FLOAT to DOUBLE (a number either way), strings,
-  // bytes and timestamps (microseconds at every precision) keep their value
-  return null
+function fieldCast(f: DataField, from: DataType, fileSchemaId: number, tableSchemaId: number): Cast | null {
+  if (sameTypeIgnoringNull(from, f.type)) return null
+  return castOrFail(from, f.type, `field '${f.name}' (id ${f.id}) is ${typeLabel(from)} in schema ${fileSchemaId} and ${typeLabel(f.type)} in schema ${tableSchemaId}`)
 }
 
 /** How the handle's fields are found in a file written under another schema. */
@@ -82,7 +37,7 @@ export interface FieldMapping {
   /** per table field: its index among the file's fields, or -1 when the file has no such field */
   source: number[]
   /** per table field: the cast of the file's values, or null */
-  casts: (((v: Value) => Value) | null)[]
+  casts: (Cast | null)[]
   /** the file's layout: its key and value fields as they are named and typed in the file */
   fileLayout: DataFileLayout
 }
@@ -95,7 +50,7 @@ export function fieldMapping(table: TableSchema, file: TableSchema): FieldMappin
   if (same) return null
   const byId = new Map(file.fields.map((f, i) => [f.id, i]))
   const source: number[] = []
-  const casts: (((v: Value) => Value) | null)[] = []
+  const casts: (Cast | null)[] = []
   for (const f of table.fields) {
     const j = byId.get(f.id)
     source.push(j ?? -1)
@@ -103,14 +58,7 @@ export function fieldMapping(table: TableSchema, file: TableSchema): FieldMappin
       casts.push(null)
       continue
     }
-    const from = file.fields[j].type
-    if (!isWidening(from, f.type)) {
-      // a file of a newer schema read through an older handle, or a schema Strata would not write
-      throw new StrataInputError(
-        `field '${f.name}' (id ${f.id}) is ${typeLabel(from)} in schema ${file.id} and ${typeLabel(f.type)} in schema ${table.id}; expected a widening (${WIDENINGS})`,
-      )
-    }
-    casts.push(valueCast(from, f.type))
+    casts.push(fieldCast(f, file.fields[j].type, file.id, table.id))
   }
   const view = describeSchema(file)
   return { source, casts, fileLayout: { keyFields: view.keyFields, valueFields: file.fields } }
@@ -128,6 +76,20 @@ function fileColumns(table: readonly DataField[], m: FieldMapping, valueColumns:
   return out
 }
 
+/**
+ * One value cast for the table, or the read refused naming the field, the file and the value
+ * when Paimon's cast refuses it (a string that does not parse as the new type): Paimon's
+ * reader fails the same way (CastFieldGetter), and nothing is skipped silently.
+ */
+function castValue(cast: Cast, v: Value, field: DataField, fileName: string): Value {
+  try {
+    return cast(v)
+  } catch (e) {
+    if (e instanceof CastError) throw new StrataInputError(`field '${field.name}' of data file ${fileName}: ${e.message}; alter the column to a type its values convert to (or back), or rewrite the rows`)
+    throw e
+  }
+}
+
 /** What reads, lookups and the row compaction path use of a data file. */
 export type RecordFileReader = Pick<DataFileReader, 'batches' | 'lookup' | 'rowCount'>
 
@@ -137,6 +99,7 @@ class MappedRecordReader implements RecordFileReader {
     private readonly inner: RecordFileReader,
     private readonly fields: readonly DataField[],
     private readonly m: FieldMapping,
+    private readonly fileName: string,
   ) {}
 
   get rowCount(): number {
@@ -149,7 +112,7 @@ class MappedRecordReader implements RecordFileReader {
     for (let i = 0; i < source.length; i++) {
       const j = source[i]
       const v = j < 0 ? null : value[j]
-      out[i] = v === null || casts[i] === null ? v : casts[i]!(v)
+      out[i] = v === null || casts[i] === null ? v : castValue(casts[i]!, v, this.fields[i], this.fileName)
     }
     return out
   }
@@ -179,6 +142,7 @@ class MappedColumnarReader implements ColumnarSource {
     private readonly fields: readonly DataField[],
     private readonly nk: number,
     private readonly m: FieldMapping,
+    fileName: string,
   ) {
     // a cast on the physical values the batches hold: to the file type's Value, cast, to the table type's physical value
     this.physicalCasts = fields.map((f, i) => {
@@ -186,16 +150,15 @@ class MappedColumnarReader implements ColumnarSource {
       if (j < 0) return null
       const from = m.fileLayout.valueFields[j].type
       // the same type (nullability aside) is stored the same: its physical values pass
-      if (sameType(from, f.type)) return null
       const cast = m.casts[i]
+      if (cast === null) return null
+      // any other cast goes value by value: physical → the file type's Value → cast → physical
       const toValue = physicalToValue(from)
-      const needsEncode = physicalToValue(f.type) !== null
-      if (cast === null && toValue === null && !needsEncode) return null
       const encode = physicalEncoder(f.name, { ...f.type, nullable: true })
       return (p: unknown) => {
         if (p === null || p === undefined) return null
-        const v = toValue ? toValue(p) : (p as Value)
-        return encode(cast ? cast(v) : v)
+        const v = castValue(cast, toValue ? toValue(p) : (p as Value), f, fileName)
+        return v === null ? null : encode(v)
       }
     })
   }
@@ -245,12 +208,12 @@ export interface EvolvingTable {
 export async function openRecordFile(table: EvolvingTable, fileName: string, schemaId: bigint | number, src: ByteSource, opts?: DataFileReaderOptions): Promise<RecordFileReader> {
   const m = await table.fieldMapping(schemaId, fileName)
   if (m === null) return openDataFileRecords(fileName, src, { keyFields: table.view.keyFields, valueFields: table.view.fields }, opts)
-  return new MappedRecordReader(await openDataFileRecords(fileName, src, m.fileLayout, opts), table.view.fields, m)
+  return new MappedRecordReader(await openDataFileRecords(fileName, src, m.fileLayout, opts), table.view.fields, m, fileName)
 }
 
 /** `openRecordFile` for the columnar compaction path. */
 export async function openColumnarFile(table: EvolvingTable, fileName: string, schemaId: bigint | number, src: ByteSource): Promise<ColumnarSource> {
   const m = await table.fieldMapping(schemaId, fileName)
   if (m === null) return openDataFileColumns(fileName, src, { keyFields: table.view.keyFields, valueFields: table.view.fields })
-  return new MappedColumnarReader(await openDataFileColumns(fileName, src, m.fileLayout), table.view.fields, m.fileLayout.keyFields.length, m)
+  return new MappedColumnarReader(await openDataFileColumns(fileName, src, m.fileLayout), table.view.fields, m.fileLayout.keyFields.length, m, fileName)
 }
