@@ -152,6 +152,7 @@ public final class PaimonInterop {
                     break;
                 case "incremental": IncrementalInterop.run(args, out); break;
                 case "streaming": StreamingInterop.run(args, out); break;
+                case "nested-agg": NestedAggInterop.run(args, out); break;
                 case "add-column":
                     addColumn(a, out);
                     break;
