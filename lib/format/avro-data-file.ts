@@ -153,10 +153,17 @@ export class AvroDataFileReader {
 
   /** Fetches and decodes the file; with a manifest entry (`src.expect`) its rows are checked against it at once. */
   static async open(src: ByteSource, layout: DataFileLayout): Promise<AvroDataFileReader> {
-    return openNamed(src, async () => {
+    const { bytes, header } = await openNamed(src, async () => {
       const bytes = await readSource(src, 0, src.size)
       if (bytes.length !== src.size) throw new Error(`data file read [0, ${src.size}) returned ${bytes.length} bytes; is the file ${src.size} bytes long?`)
-      const records = decodeRecords(bytes, layout)
+      return { bytes, header: avroFileHeader(bytes) }
+    })
+    // not a damaged file: a codec Strata lacks is refused (a RefusedError), naming the file
+    if (!canReadAvroCodec(header.codec)) {
+      throw new RefusedError(`${src.name ?? 'data file'}: Avro data file uses the Avro codec '${header.codec}' (Paimon's file.compression or avro.codec chose it), which Strata does not decode; it reads null, deflate, snappy and zstandard (zstd)`)
+    }
+    return openNamed(src, async () => {
+      const records = decodeRecords(bytes, header.schema, layout)
       if (src.expect) checkAgainstEntry(new ManifestCheck(src.name ?? 'data file', src.expect, layout.keyFields, false), records, layout)
       return new AvroDataFileReader(layout, src, records)
     })
@@ -284,13 +291,9 @@ function batchOf(
 }
 
 /** Every record of the file, in file order, in the layout's terms. */
-function decodeRecords(bytes: Uint8Array, layout: DataFileLayout): KeyValue[] {
+function decodeRecords(bytes: Uint8Array, writer: unknown, layout: DataFileLayout): KeyValue[] {
   const columns = fileColumns(layout)
   const convs: FromAvro[] = new Array(columns.length)
-  const { schema: writer, codec } = avroFileHeader(bytes)
-  if (!canReadAvroCodec(codec)) {
-    throw new RefusedError(`Avro data file uses the Avro codec '${codec}' (Paimon's file.compression or avro.codec chose it), which Strata does not decode; it reads null, deflate, snappy and zstandard (zstd)`)
-  }
   // the conversions come from the file's own schema (a projection avro.ts cached does not run `project` again)
   const reader = projection(columns, convs)(writer)
   const projectionKey = `data-file\u0000${JSON.stringify(columns.map((c) => [c.name, c.type]))}`

@@ -120,7 +120,7 @@ function forEachBlock(bytes: Uint8Array, typeOf: (schemaJson: string) => { type:
   const src = new ByteSource(buf)
   const { schemaJson, codec, sync } = readHeader(buf, src)
   if (!READ_CODECS.includes(codec)) {
-    throw new Error(`Avro file uses codec '${codec}', expected one of ${READ_CODECS.join(', ')}`)
+    throw new Error(`Avro file uses codec '${codec}', which Strata does not decode; expected one of ${READ_CODECS.join(', ')} (Paimon writes the codec manifest.compression, file.compression or avro.codec names)`)
   }
   const { type, conv, resolver } = typeOf(schemaJson)
 
