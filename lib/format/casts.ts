@@ -55,12 +55,14 @@ export function sameTypeIgnoringNull(a: DataType, b: DataType): boolean {
  * How Paimon's SchemaManager judges a change of a column's type from `from` to `to`: 'same'
  * (nullability aside), 'implicit', 'explicit', or null when refused. A change is allowed when
  * DataTypeCasts.supportsCast allows it (explicit casts only with `allowExplicit`) and
- * CastExecutors resolves a cast for the pair. Nested types are only ever 'same'.
+ * CastExecutors resolves a cast for the pair (which it does not for BOOLEAN → BOOLEAN and DATE →
+ * DATE, so Paimon refuses a no-op change of those). Nested types are only ever 'same'.
  */
 export function typeChangeKind(from: DataType, to: DataType, allowExplicit: boolean): 'same' | 'implicit' | 'explicit' | null {
   // a NOT NULL type cannot store a NULL type, unless cast explicitly (DataTypeCasts.supportsCasting)
   if (from.nullable && !to.nullable && !allowExplicit) return null
-  if (sameTypeIgnoringNull(from, to)) return 'same'
+  // no CastExecutors rule takes BOOLEAN to BOOLEAN or DATE to DATE, so SchemaManager refuses even those
+  if (sameTypeIgnoringNull(from, to)) return from.root === 'BOOLEAN' || from.root === 'DATE' ? null : 'same'
   const rules = CAST_RULES[to.root]
   if (!rules) return null
   const kind = rules.implicit.includes(from.root) ? 'implicit' : rules.explicit.includes(from.root) ? 'explicit' : null
@@ -430,7 +432,8 @@ export function resolveCast(from: DataType, to: DataType): Cast | null {
     }
     if (f === 'DATE') return (v) => BigInt(v as number) * MICROS_PER_DAY
     // NumericPrimitiveToTimestamp has an executor for INT and BIGINT only: epoch seconds
-    if (f === 'INT' || f === 'BIGINT') return (v) => BigInt.asIntN(64, asLong(v) * 1000n) * MICROS_PER_MILLI
+    // (milliseconds wrap as Java's long does; microseconds beyond the long wrap as Paimon's file would hold them)
+    if (f === 'INT' || f === 'BIGINT') return (v) => BigInt.asIntN(64, BigInt.asIntN(64, asLong(v) * 1000n) * MICROS_PER_MILLI)
     if (isString(f)) return (v) => parseTimestamp(v as string, to)
     return null
   }
