@@ -13,7 +13,8 @@ import { CommitConflictError, StrataInputError } from '../errors.ts'
 import type { IndexManifestEntry, Snapshot } from '../types.ts'
 import type { CommitRequest, IndexReplacement } from './committer.ts'
 import { type CommitMessage, type ReceivedMessage, readSpilled } from './commit-message.ts'
-import { CommitState, bucketsOf, checkCompaction } from './conflicts.ts'
+import { CommitState, bucketsOf, checkCompaction, checkPartitionIndex } from './conflicts.ts'
+import { HASH_INDEX } from '../format/hash-index.ts'
 import { FOLDING_COMMIT_USER, commitKeyOf, foldedCommitsBody, foldedCommitsKey, foldedKeys, supersededKeyOf } from './landed.ts'
 import { bucketIdentifier, fileIdentifier } from '../manifest/identifiers.ts'
 import { bucketsScope } from '../manifest/bucket-scope.ts'
@@ -84,6 +85,7 @@ export function requestFromMessage(view: SchemaView, m: CommitMessage): CommitRe
     dedup: true,
     requireLive: m.requireLive,
     expectIndex: m.expectIndex,
+    ...(m.expectPartitionIndex?.length ? { expectPartitionIndex: m.expectPartitionIndex } : {}),
     partitionStats: (entries) => partitionStatsOf(view, entries),
     schemaId: view.schema.id,
     maxRetries: view.options.commitMaxRetries,
@@ -237,7 +239,7 @@ export class BatchingCommitter {
       const by = supersededHere.get(it.key)
       if (by !== undefined && outcomes[it.index] === undefined) outcomes[it.index] = superseded(it.key, `${by} carries its records again and lands in this fold`)
     }
-    const appends = ready.filter((it) => it.message!.kind === 'APPEND' && outcomes[it.index] === undefined)
+    const appends = await this.checkAssignments(ready.filter((it) => it.message!.kind === 'APPEND' && outcomes[it.index] === undefined), latestId, outcomes)
     const compacts = ready.filter((it) => it.message!.kind === 'COMPACT' && outcomes[it.index] === undefined)
 
     // plan the COMPACT messages against the state as folded so far
@@ -310,6 +312,32 @@ export class BatchingCommitter {
   }
 
   /**
+   * Dynamic bucket mode: an APPEND that assigned new keys lands only on the HASH index it
+   * assigned against, checked in arrival order against the index as folded so far, so of two
+   * that assigned in one partition the first lands and the second is a conflict (its writer
+   * assigns again: docs/design.md "Dynamic buckets"). Returns the APPENDs that passed.
+   */
+  private async checkAssignments(appends: Item[], latestId: number, outcomes: (FoldOutcome | undefined)[]): Promise<Item[]> {
+    if (!appends.some((it) => it.message!.expectPartitionIndex?.length)) return appends
+    const latest = latestId === 0 ? null : await this.table.snapshots.snapshot(latestId)
+    const state = new CommitState([], (await indexOf(this.table.manifests, latest)).filter((e) => e.indexType === HASH_INDEX))
+    const passed: Item[] = []
+    for (const it of appends) {
+      const m = it.message!
+      try {
+        checkPartitionIndex({ ...m, label: `APPEND ${m.commitUser}/${m.commitIdentifier}` }, state)
+      } catch (e) {
+        if (!(e instanceof CommitConflictError)) throw e
+        outcomes[it.index] = { status: 'failed', error: e, conflict: true }
+        continue
+      }
+      state.apply({ adds: [], deletes: [], indexReplacements: m.indexReplacements })
+      passed.push(it)
+    }
+    return passed
+  }
+
+  /**
    * `plannedAt`: the latest snapshot when the group was planned (its duplicates checked);
    * `knownLatestId`: the latest snapshot as the fold knows it now; `checkedAt`: set when the
    * table at that snapshot is exactly the state the group's checks passed against, so a
@@ -365,7 +393,14 @@ export class BatchingCommitter {
                 state.apply(m)
               }
             }
-          : undefined,
+          : ms.some((m) => m.expectPartitionIndex?.length)
+            ? (state: CommitState) => {
+                for (const m of ms) {
+                  checkPartitionIndex({ ...m, label: `APPEND ${m.commitUser}/${m.commitIdentifier}` }, state)
+                  state.apply({ adds: [], deletes: [], indexReplacements: m.indexReplacements })
+                }
+              }
+            : undefined,
       partitionStats: (entries) => partitionStatsOf(view, entries),
       schemaId: view.schema.id,
       // the only other committer of the table is the second invocation the event source

@@ -15,7 +15,8 @@ import { randomUUID } from 'node:crypto'
 import type { ObjectStore } from '../store/object-store.ts'
 import { StrataInputError } from '../errors.ts'
 import type { CommitKind, IndexManifestEntry, ManifestEntry } from '../types.ts'
-import type { CommitRequest, ExpectedIndex, IndexReplacement } from './committer.ts'
+import type { CommitRequest, ExpectedIndex, ExpectedPartitionIndex, IndexReplacement } from './committer.ts'
+import { HASH_INDEX } from '../format/hash-index.ts'
 
 /** SQS's largest message (body plus attributes), 256 KiB. */
 export const SQS_MAX_MESSAGE_BYTES = 262_144
@@ -44,6 +45,11 @@ export interface CommitMessage {
   requireLive: string[]
   /** COMPACT: the index files each replacement was computed from; a different current set is a conflict */
   expectIndex: ExpectedIndex[]
+  /**
+   * APPEND in dynamic bucket mode: the HASH index of each partition it assigned new keys in,
+   * as it read it (CommitRequest.expectPartitionIndex); absent: none
+   */
+  expectPartitionIndex?: ExpectedPartitionIndex[]
   /**
    * APPEND: identities (commitKeyOf) of earlier attempts whose records this commit carries
    * again; once it lands they never do, and it does not land once one of them has
@@ -270,9 +276,23 @@ export function validateCommitMessage(v: unknown, at = 'commit message'): assert
     if (typeof x.indexType !== 'string') fail(`${p}.indexType`, x.indexType, 'a string')
     if (!Array.isArray(x.fileNames) || x.fileNames.some((n) => typeof n !== 'string')) fail(`${p}.fileNames`, x.fileNames, 'an array of file names')
   })
-  if (msg.kind === 'APPEND' && (msg.deletes.length || msg.indexReplacements.length || msg.requireLive.length || msg.expectIndex.length)) {
-    fail(`${at}.deletes`, `${msg.deletes.length} deletes, ${msg.indexReplacements.length} index replacements`, 'an APPEND to add files only (deletes and index changes are COMPACT)')
+  if (msg.expectPartitionIndex !== undefined) {
+    if (!Array.isArray(msg.expectPartitionIndex)) fail(`${at}.expectPartitionIndex`, msg.expectPartitionIndex, 'an array')
+    msg.expectPartitionIndex.forEach((x, i) => {
+      const p = `${at}.expectPartitionIndex[${i}]`
+      if (x === null || typeof x !== 'object') fail(p, x, 'an expected partition index')
+      if (!(x.partition instanceof Uint8Array)) fail(`${p}.partition`, x.partition, 'bytes')
+      if (typeof x.indexType !== 'string') fail(`${p}.indexType`, x.indexType, 'a string')
+      if (!Array.isArray(x.files) || x.files.some((f) => f === null || typeof f !== 'object' || !Number.isInteger(f.bucket) || typeof f.fileName !== 'string')) fail(`${p}.files`, x.files, 'an array of {bucket, fileName}')
+    })
   }
+  // an APPEND adds files; in dynamic bucket mode it also replaces the HASH files of the
+  // buckets it gave new keys, against the partition index it read
+  const hashOnly = msg.indexReplacements.every((r) => r.indexType === HASH_INDEX) && (msg.indexReplacements.length === 0 || (msg.expectPartitionIndex?.length ?? 0) > 0)
+  if (msg.kind === 'APPEND' && (msg.deletes.length || !hashOnly || msg.requireLive.length || msg.expectIndex.length)) {
+    fail(`${at}.deletes`, `${msg.deletes.length} deletes, ${msg.indexReplacements.length} index replacements`, 'an APPEND to add files only, and HASH index files with the partition index it assigned against (deletes and other index changes are COMPACT)')
+  }
+  if (msg.kind === 'COMPACT' && msg.expectPartitionIndex?.length) fail(`${at}.expectPartitionIndex`, msg.expectPartitionIndex, 'none on a COMPACT (only a writer assigns keys to buckets)')
 }
 
 /**
@@ -295,6 +315,7 @@ export function commitMessageOf(req: CommitRequest, tableName?: string): CommitM
     ...(req.changelog?.length ? { changelog: req.changelog } : {}),
     requireLive: req.requireLive ?? [],
     expectIndex: req.expectIndex ?? [],
+    ...(req.expectPartitionIndex?.length ? { expectPartitionIndex: req.expectPartitionIndex } : {}),
     ...(req.supersedes?.length ? { supersedes: req.supersedes } : {}),
   }
   validateCommitMessage(m)

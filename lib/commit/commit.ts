@@ -15,7 +15,8 @@ import { type ManifestIO, foldEntries } from '../manifest/manifests.ts'
 import type { SnapshotManager } from '../manifest/snapshot-manager.ts'
 import { type BucketScope, bucketsScope } from '../manifest/bucket-scope.ts'
 import type { CommitRequest, CommitResult, Committer } from './committer.ts'
-import { CommitState, checkCompaction } from './conflicts.ts'
+import { CommitState, checkCompaction, checkPartitionIndex } from './conflicts.ts'
+import { HASH_INDEX } from '../format/hash-index.ts'
 import { type LandedCommits, commitKeyOf } from './landed.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
 
@@ -86,7 +87,11 @@ export class FileStoreCommit implements Committer {
   async commit(req: DirectCommitRequest): Promise<CommitResult> {
     const check =
       req.checkConflicts ??
-      (req.kind === 'COMPACT' ? (state: CommitState) => checkCompaction(this.view, { ...req, label: `COMPACT ${req.commitUser}` }, state) : undefined)
+      (req.kind === 'COMPACT'
+        ? (state: CommitState) => checkCompaction(this.view, { ...req, label: `COMPACT ${req.commitUser}` }, state)
+        : req.expectPartitionIndex?.length
+          ? (state: CommitState) => checkPartitionIndex({ ...req, label: `APPEND ${req.commitUser}` }, state)
+          : undefined)
     const scope = bucketsScope(this.view, [...req.adds, ...req.deletes, ...(req.indexReplacements ?? [])])
     const deltaEntries = [...req.deletes.map((e) => ({ ...e, kind: FileKind.DELETE })), ...req.adds.map((e) => ({ ...e, kind: FileKind.ADD }))]
     let deltaMetas: ManifestFileMeta[] | null = null
@@ -130,7 +135,8 @@ export class FileStoreCommit implements Committer {
         }
         if (check) {
           try {
-            await check(new CommitState(liveSet.values(), index.filter((e) => scope.holds(e.partition, e.bucket))))
+            // HASH entries of every bucket: a dynamic-bucket check reads its whole partition
+            await check(new CommitState(liveSet.values(), index.filter((e) => scope.holds(e.partition, e.bucket) || e.indexType === HASH_INDEX)))
           } catch (e) {
             if (e instanceof CommitConflictError) throw new CommitConflictError(e.message, true)
             throw e

@@ -31,6 +31,18 @@ export interface ExpectedIndex {
   fileNames: string[]
 }
 
+/**
+ * The index files of one partition and index type a writer assigned keys against (dynamic
+ * bucket mode's HASH index: docs/design.md "Dynamic buckets"): the commit lands only while
+ * the partition's entries of that type are exactly these, no bucket's file replaced or added.
+ */
+export interface ExpectedPartitionIndex {
+  partition: Uint8Array
+  indexType: string
+  /** every entry of the partition and type at the writer's base, any order; empty when it had none */
+  files: { bucket: number; fileName: string }[]
+}
+
 export interface CommitRequest {
   kind: CommitKind
   /** ADD entries */
@@ -67,6 +79,8 @@ export interface CommitRequest {
   requireLive?: string[]
   /** COMPACT: the index files each replacement was computed from; a different current set is a conflict */
   expectIndex?: ExpectedIndex[]
+  /** APPEND in dynamic bucket mode: the HASH index of each partition it assigned new keys in, as it read it; any other current set is a conflict */
+  expectPartitionIndex?: ExpectedPartitionIndex[]
   schemaId: number
   /** partition stats of a manifest's entries (the direct path; the folding committer computes its own) */
   partitionStats: (entries: ManifestEntry[]) => SimpleStats

@@ -4,14 +4,16 @@
 // - a file that carries a deletion vector in its new index (`requireLive`) is gone;
 // - its bucket's index files differ from those it was computed from (`expectIndex`);
 // - after applying it, a level >= 1 of one of its buckets would hold overlapping files.
-// Appends never conflict: they only add level-0 files under fresh names.
+// Appends only add level-0 files under fresh names; one conflicts only in dynamic bucket mode,
+// when a partition it assigned new keys in has a HASH index other than the one it read
+// (checkPartitionIndex; docs/design.md "Dynamic buckets").
 
-import { bucketIdentifier, fileIdentifier } from '../manifest/identifiers.ts'
+import { bucketIdentifier, fileIdentifier, hex } from '../manifest/identifiers.ts'
 import { checkLevelsDisjoint } from '../manifest/level-check.ts'
 import type { SchemaView } from '../table/schema.ts'
 import { CommitConflictError } from '../errors.ts'
 import type { IndexManifestEntry, ManifestEntry } from '../types.ts'
-import type { ExpectedIndex, IndexReplacement } from './committer.ts'
+import type { ExpectedIndex, ExpectedPartitionIndex, IndexReplacement } from './committer.ts'
 
 /**
  * The live files and index entries of some buckets, as a commit sees them. Live files are
@@ -70,6 +72,7 @@ export interface ChangeToCheck {
   indexReplacements?: IndexReplacement[]
   requireLive?: string[]
   expectIndex?: ExpectedIndex[]
+  expectPartitionIndex?: ExpectedPartitionIndex[]
   /** names the change in error messages */
   label: string
 }
@@ -111,6 +114,37 @@ export function checkCompaction(view: SchemaView, c: ChangeToCheck, state: Commi
       checkLevelsDisjoint(view, after)
     } catch (e) {
       throw new CommitConflictError(`commit conflict (${at}): ${(e as Error).message}`)
+    }
+  }
+}
+
+/**
+ * Starts the message of a conflict found by checkPartitionIndex: a writer that meets it
+ * assigns its keys again from fresh state (lib/write/dynamic-bucket.ts). It travels as text
+ * through a conflict receipt, so the writer tells it from other APPEND conflicts (an
+ * abandoned attempt's, whose records must not be written again) by this prefix.
+ */
+export const HASH_INDEX_CONFLICT = 'dynamic bucket conflict'
+
+/**
+ * Throws CommitConflictError when a partition the change assigned new keys in no longer has
+ * exactly the index files it read (another commit gave keys to the partition's buckets since):
+ * its assignment may then put a key in a second bucket. `state` must hold every index entry
+ * of the expected partitions and types, not only those of the change's buckets.
+ */
+export function checkPartitionIndex(c: Pick<ChangeToCheck, 'expectPartitionIndex' | 'label'>, state: CommitState): void {
+  for (const x of c.expectPartitionIndex ?? []) {
+    const p = hex(x.partition)
+    const now: string[] = []
+    for (const [k, entries] of state.index) {
+      if (!k.startsWith(`${p}|`)) continue
+      for (const e of entries) if (e.indexType === x.indexType) now.push(`${e.bucket}:${e.fileName}`)
+    }
+    const want = x.files.map((f) => `${f.bucket}:${f.fileName}`)
+    now.sort()
+    want.sort()
+    if (now.join(',') !== want.join(',')) {
+      throw new CommitConflictError(`${HASH_INDEX_CONFLICT} (${c.label}): the ${x.indexType} index of partition ${p || '(none)'} is [${now.join(', ')}], the keys were assigned against [${want.join(', ')}]; another commit assigned keys in the partition since, so the batch assigns its keys again from fresh state`)
     }
   }
 }

@@ -18,9 +18,11 @@ import { POSTPONE_BUCKET, bucketPath } from '../format/partition-path.ts'
 import { mergeEngineOf } from '../merge/engines.ts'
 import { sequenceComparator } from '../merge/sequence-order.ts'
 import { createMergeFunction } from '../merge/merge-function.ts'
-import { StrataInputError } from '../errors.ts'
+import { CommitConflictError, StrataInputError } from '../errors.ts'
 import { type DataType, type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, FileKind, RowKind, isRetract } from '../types.ts'
 import { BATCH_COMMIT_IDENTIFIER, type CommitResult, type Committer, commitUserFor } from '../commit/committer.ts'
+import { HASH_INDEX_CONFLICT } from '../commit/conflicts.ts'
+import { DYNAMIC_BUCKET, DynamicBucketAssigner, type HashIndexChanges, type HashIndexSource, keyHash } from './dynamic-bucket.ts'
 import { type BucketScope, bucketsScope } from '../manifest/bucket-scope.ts'
 import { hex } from '../manifest/identifiers.ts'
 import { mapBounded } from '../store/bounded.ts'
@@ -41,9 +43,11 @@ import { type SequenceClock, defaultSequenceClock } from './sequence-clock.ts'
  */
 export interface WriteContext extends RecordRules {
   readonly uri: string
-  readonly store: Pick<ObjectStore, 'put' | 'delete'>
+  /** `get`: dynamic bucket mode reads the HASH index files */
+  readonly store: Pick<ObjectStore, 'put' | 'delete'> & HashIndexSource['store']
   readonly snapshots: { latest(): Promise<Snapshot | null> }
-  readonly manifests: { maxSequenceNumber(snapshot: Snapshot, scope: BucketScope): Promise<bigint> }
+  /** `readIndexManifest`: dynamic bucket mode reads the HASH index */
+  readonly manifests: { maxSequenceNumber(snapshot: Snapshot, scope: BucketScope): Promise<bigint> } & HashIndexSource['manifests']
   /** the default committer; WriteOptions.committer overrides it */
   readonly committer: Committer
 }
@@ -135,6 +139,8 @@ interface PartitionSlot {
   groups: (Group | undefined)[]
   /** the column buffer: each bucket's records in the last flush, to size its next group */
   lastRows: number[]
+  /** dynamic bucket mode: records that arrived while the partition's HASH index was being read, in arrival order */
+  parked: { row: Row; kind: RowKind; index: number }[]
 }
 
 /** One (partition, bucket) of the sub-batch being buffered: records in arrival order. */
@@ -193,6 +199,16 @@ export class BatchWriter {
   readonly #view: SchemaView
   readonly #bufferLimit: number
   readonly #bucketFn: (values: Value[]) => number
+  /** dynamic bucket mode (bucket -1): assigns buckets through the HASH index; null otherwise */
+  readonly #dynamic: DynamicBucketAssigner | null
+  /** dynamic bucket mode: a retraction of a key the index has never seen is dropped (see #dynamicBucket) */
+  readonly #dropsUnseenRetractions: boolean
+  /** dynamic bucket mode: records parked until their partition's index is read */
+  #parked = 0
+  /** dynamic bucket mode: the batch's new HASH files, once written */
+  #hashChanges: HashIndexChanges | null = null
+  /** dynamic bucket mode: keys of the HASH files written, deleted by abort */
+  #hashKeys: string[] = []
   readonly #bucketKey: Value[]
   readonly #partitionTypes: DataType[]
   readonly #slots = new Map<unknown, PartitionSlot>()
@@ -234,13 +250,17 @@ export class BatchWriter {
     this.#view = view
     this.#bufferLimit = opts.writeBufferSize ?? view.options.writeBufferSize
     // postpone bucket mode: every row goes to bucket-postpone, a postpone compaction picks its bucket (docs/design.md "Postpone buckets")
-    this.#bucketFn = view.options.bucket === POSTPONE_BUCKET ? () => POSTPONE_BUCKET : bucketFunction(view.bucketKeyTypes, view.options.bucket)
+    this.#bucketFn = view.options.bucket === POSTPONE_BUCKET ? () => POSTPONE_BUCKET : view.options.bucket === DYNAMIC_BUCKET ? () => DYNAMIC_BUCKET : bucketFunction(view.bucketKeyTypes, view.options.bucket)
     this.#bucketKey = new Array(view.bucketKeyIndexes.length)
     this.#partitionTypes = view.partitionFields.map((f) => f.type)
     this.#refusesRetractions = mergeEngineOf(table.mergeConfig.engine).refusals.retractions
     this.#layout = opts.buffer === 'rows' ? null : new ColumnLayout(view.fields, view.keyIndexes, view.partitionIndexes, table.mergeConfig)
     this.#latestP = opts.baseSnapshot !== undefined ? Promise.resolve(opts.baseSnapshot) : table.snapshots.latest()
     this.#latestP.catch(() => undefined) // awaited at the first flush; a batch that fails first must not leave it unhandled
+    // dynamic bucket mode: keys are assigned against the HASH index of the snapshot the batch read
+    this.#dynamic = view.options.bucket === DYNAMIC_BUCKET ? new DynamicBucketAssigner(table, this.#latestP) : null
+    const cfg = table.mergeConfig
+    this.#dropsUnseenRetractions = cfg.ignoreDelete || (cfg.engine === 'deduplicate' && view.options.changelogProducer !== 'input')
   }
 
   /** Records accepted so far. */
@@ -248,9 +268,9 @@ export class BatchWriter {
     return this.#records
   }
 
-  /** The buffer has reached write-buffer-size: call flush() before adding more. */
+  /** The buffer has reached write-buffer-size (or, in dynamic bucket mode, records wait for a partition's index): call flush() before adding more. */
   get full(): boolean {
-    return this.#bufferedBytes >= this.#bufferLimit
+    return this.#bufferedBytes >= this.#bufferLimit || this.#parked > 0
   }
 
   /** Level-0 files written so far. */
@@ -283,16 +303,62 @@ export class BatchWriter {
     const bki = view.bucketKeyIndexes
     const bucketKey = this.#bucketKey
     for (let j = 0; j < bki.length; j++) bucketKey[j] = row[bki[j]]
-    const bucket = this.#bucketFn(bucketKey)
+    const bucket = this.#dynamic ? this.#dynamicBucket(slot, row, r.kind, index) : this.#bucketFn(bucketKey)
+    if (bucket !== null) this.#buffer(slot, bucket, row, r.kind, index)
+  }
+
+  /**
+   * Dynamic bucket mode: the record's bucket from its partition's assignment, or null when it
+   * is parked (the partition's index is being read: flush() places it) or dropped. A
+   * retraction of a key the index has never seen is dropped when it cannot change what reads
+   * return (deduplicate without an input changelog, or ignore-delete), so it does not grow the
+   * index; Paimon assigns and records it like any key (docs/design.md "Dynamic buckets").
+   */
+  #dynamicBucket(slot: PartitionSlot, row: Row, kind: RowKind, index: number): number | null {
+    const a = this.#dynamic!.loaded(slot.bytes)
+    if (!a) {
+      slot.parked.push({ row, kind, index })
+      this.#parked++
+      this.#bufferedBytes += bufferedRecordBytes(row)
+      this.#dynamic!.load(slot.bytes).catch(() => undefined) // awaited in #placeParked
+      return null
+    }
+    const hash = keyHash(this.#view.bucketKeyTypes, this.#bucketKey)
+    if (isRetract(kind) && this.#dropsUnseenRetractions && a.bucketOf(hash) === -1) return null
+    return a.assign(hash)
+  }
+
+  /** Dynamic bucket mode: waits for the parked records' partitions' indexes and buffers the records, in arrival order per partition. */
+  async #placeParked(): Promise<void> {
+    if (this.#parked === 0) return
+    const slots = [...this.#slots.values()].filter((s) => s.parked.length > 0)
+    await Promise.all(slots.map((s) => this.#dynamic!.load(s.bytes)))
+    const bki = this.#view.bucketKeyIndexes
+    for (const slot of slots) {
+      const parked = slot.parked
+      slot.parked = []
+      for (const p of parked) {
+        this.#parked--
+        this.#bufferedBytes -= bufferedRecordBytes(p.row)
+        if (this.#error) continue
+        for (let j = 0; j < bki.length; j++) this.#bucketKey[j] = p.row[bki[j]]
+        const bucket = this.#dynamicBucket(slot, p.row, p.kind, p.index)
+        if (bucket !== null) this.#buffer(slot, bucket, p.row, p.kind, p.index)
+      }
+    }
+  }
+
+  /** Adds a record to its (partition, bucket) group. */
+  #buffer(slot: PartitionSlot, bucket: number, row: Row, kind: RowKind, index: number): void {
     let g = slot.groups[bucket]
     if (!g) {
       slot.groups[bucket] = g = { slot, bucket, cols: this.#layout && new GroupColumns(this.#layout, slot.values, slot.lastRows[bucket]), rows: [], kinds: [], index: [] }
       this.#buffered.push(g)
     }
-    if (g.cols) g.cols.add(row, r.kind, index)
+    if (g.cols) g.cols.add(row, kind, index)
     else {
       g.rows.push(row)
-      g.kinds.push(r.kind)
+      g.kinds.push(kind)
       g.index.push(index)
     }
     this.#bufferedBytes += bufferedRecordBytes(row)
@@ -314,6 +380,8 @@ export class BatchWriter {
     for (const g of this.#buffered) g.slot.groups[g.bucket] = undefined
     this.#buffered = []
     this.#bufferedBytes = 0
+    for (const slot of this.#slots.values()) slot.parked = []
+    this.#parked = 0
   }
 
   /** The record's partition, looked up by its values (a Map key that tells null from 'null'). */
@@ -337,7 +405,7 @@ export class BatchWriter {
     if (!slot) {
       const values = pi.map((j) => row[j])
       const unstorable = unstorablePartition(this.#view, values)
-      slot = { values, bytes: unstorable ? new Uint8Array(0) : serializeBinaryRow(this.#partitionTypes, values), unstorable, groups: [], lastRows: [] }
+      slot = { values, bytes: unstorable ? new Uint8Array(0) : serializeBinaryRow(this.#partitionTypes, values), unstorable, groups: [], lastRows: [], parked: [] }
       this.#slots.set(id, slot)
     }
     return slot
@@ -349,6 +417,10 @@ export class BatchWriter {
    * after the files are written.
    */
   async flush(): Promise<void> {
+    if (this.#parked > 0) {
+      await this.#placeParked()
+      if (this.#bufferedBytes < this.#bufferLimit) return
+    }
     if (this.#error || this.#buffered.length === 0) return
     const groups = this.#buffered
     const from = this.#flushStart
@@ -514,6 +586,7 @@ export class BatchWriter {
     try {
       if (this.#error) throw this.#error.error
       await this.#finalFlush()
+      if (this.#dynamic && this.#files.length > 0) await this.#writeHashIndex()
     } catch (e) {
       // nothing was committed: what this batch wrote goes
       await this.abort()
@@ -557,7 +630,7 @@ export class BatchWriter {
       return { snapshotId: latestId, retries: 0, deduplicated: false, buckets, rowsIn, rowsWritten }
     }
     const opts = this.#opts
-    const result = await (opts.committer ?? this.table.committer).commit({
+    const result = await this.#landing((opts.committer ?? this.table.committer).commit({
       kind: 'APPEND',
       adds,
       deletes: [],
@@ -567,12 +640,23 @@ export class BatchWriter {
       baseSnapshotId: opts.dedupAfterSnapshotId ?? latestId,
       dedup: opts.dedupAfterSnapshotId !== undefined,
       ...(opts.supersedes?.length ? { supersedes: opts.supersedes } : {}),
+      ...(this.#hashChanges?.replacements.length ? { indexReplacements: this.#hashChanges.replacements, expectPartitionIndex: this.#hashChanges.expectations } : {}),
       partitionStats: (entries) => partitionStatsOf(view, entries),
       schemaId: view.schema.id,
       maxRetries: view.options.commitMaxRetries,
       beforeSnapshotCreate: opts.beforeSnapshotCreate,
-    })
+    }))
     return { ...result, buckets, rowsIn, rowsWritten }
+  }
+
+  /** The commit's result; a commit the committer refused before creating any snapshot deletes what the batch wrote (a dynamic-bucket conflict). */
+  async #landing(commit: Promise<CommitResult>): Promise<CommitResult> {
+    try {
+      return await commit
+    } catch (e) {
+      if (e instanceof CommitConflictError && e.landsNever) await this.abort()
+      throw e
+    }
   }
 
   /**
@@ -582,6 +666,8 @@ export class BatchWriter {
    * buffer pays the longer of the two chains of round trips, not their sum.
    */
   async #finalFlush(): Promise<void> {
+    await this.#placeParked()
+    if (this.#error) throw this.#error.error
     const groups = this.#buffered
     if (groups.length === 0) return
     const from = this.#flushStart
@@ -610,17 +696,50 @@ export class BatchWriter {
     }
   }
 
+  /** Dynamic bucket mode: writes the new HASH file of every bucket given new keys (recorded for abort). */
+  async #writeHashIndex(): Promise<void> {
+    const written: string[] = []
+    this.#hashKeys = written
+    this.#hashChanges = await this.#dynamic!.finish(async (key, bytes) => {
+      written.push(key)
+      await this.table.store.put(key, bytes)
+    }, () => this.#namer.next('index-'))
+  }
+
   /** Deletes every file this batch wrote (best effort); for a batch that will not commit. */
   async abort(): Promise<void> {
     this.#finished = true
     this.#dropBuffer()
+    const hashKeys = this.#hashKeys.splice(0)
+    await Promise.all(hashKeys.map((k) => this.table.store.delete(k).catch(() => undefined)))
     const files = this.#files.splice(0)
     await mapBounded(files, this.#view.options.ioMaxConcurrentRequests, (f) => this.table.store.delete(`${f.dir}/${f.fileName}`).catch(() => undefined))
   }
 }
 
-/** Writes a batch of records as one commit (BatchWriter over an array or iterable). */
+/** Assignments of a dynamic-bucket batch that a concurrent writer's landing made stale, before writeBatch gives up. */
+export const DYNAMIC_BUCKET_ATTEMPTS = 10
+
+/**
+ * Writes a batch of records as one commit (BatchWriter over an array or iterable). In dynamic
+ * bucket mode a batch given as an array whose commit conflicts with another writer's
+ * assignment (HASH_INDEX_CONFLICT) is written again from fresh state, up to
+ * DYNAMIC_BUCKET_ATTEMPTS times; a stream cannot be read twice, so its conflict is thrown
+ * (docs/design.md "Dynamic buckets").
+ */
 export async function writeBatch(table: WriteContext, records: Iterable<WriteRecord> | AsyncIterable<WriteRecord>, opts: WriteOptions = {}): Promise<WriteResult> {
+  if (table.view.options.bucket !== DYNAMIC_BUCKET || !Array.isArray(records)) return writeBatchOnce(table, records, opts)
+  for (let attempt = 1; ; attempt++) {
+    try {
+      // a later attempt reads the latest snapshot again: the one the caller read is stale
+      return await writeBatchOnce(table, records, attempt === 1 ? opts : { ...opts, baseSnapshot: undefined })
+    } catch (e) {
+      if (!(e instanceof CommitConflictError) || !e.message.includes(HASH_INDEX_CONFLICT) || attempt >= DYNAMIC_BUCKET_ATTEMPTS) throw e
+    }
+  }
+}
+
+async function writeBatchOnce(table: WriteContext, records: Iterable<WriteRecord> | AsyncIterable<WriteRecord>, opts: WriteOptions): Promise<WriteResult> {
   const w = new BatchWriter(table, { ...opts, expectedRows: Array.isArray(records) ? records.length : undefined })
   try {
     if (Symbol.asyncIterator in records) {
