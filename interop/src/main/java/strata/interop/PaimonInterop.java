@@ -153,6 +153,7 @@ public final class PaimonInterop {
                 case "incremental": IncrementalInterop.run(args, out); break;
                 case "streaming": StreamingInterop.run(args, out); break;
                 case "nested-agg": NestedAggInterop.run(args, out); break;
+                case "file-formats": FileFormatInterop.run(args, out); break;
                 case "add-column":
                     addColumn(a, out);
                     break;
