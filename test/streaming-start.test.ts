@@ -322,3 +322,46 @@ describe('a consumer that starts full while writes and compactions go on', () =>
     }, 60_000)
   }
 })
+
+describe('the library: changes with a scan mode, and stream', () => {
+  it('a consumer that starts latest-full on a deletion-vector table gets the rows waiting in level 0, then continues after the start', async () => {
+    const { createTable } = await import('../lib/api/warehouse.ts')
+    const t = await createTable(`memory://lib-${Math.random()}`, schemaFor('deduplicate', { 'deletion-vectors.enabled': 'true' }), { wrapStore: () => new MemoryStore() })
+    await t.write([{ dt: '2024-05-01', id: 1, a: 1 }])
+    await t.compact({ full: true })
+    await t.write([{ dt: '2024-05-01', id: 2, a: 2 }])
+    const first = await t.changes({ scanMode: 'latest-full', consumerId: 'etl', columns: ['id', 'a'] })
+    expect([first.fullSnapshot, first.from, first.to, first.mode]).toEqual([3, 3, 3, 'delta'])
+    const got: unknown[] = []
+    for await (const r of first) got.push(r)
+    expect(got).toEqual([{ _kind: '+I', id: 1, a: 1 }, { _kind: '+I', id: 2, a: 2 }])
+    expect(await first.commit()).toBe(4)
+    // a batch read of the same snapshot does not show id 2 yet
+    expect((await t.readAll({ snapshotId: 3 })).map((r) => r.id)).toEqual([1])
+    await t.write([{ dt: '2024-05-01', id: 3, a: 3 }])
+    const next = await t.changes({ scanMode: 'latest-full', consumerId: 'etl', columns: ['id', 'a'] })
+    expect([next.fullSnapshot, next.from, next.to]).toEqual([null, 3, 4])
+    const more: unknown[] = []
+    for await (const r of next) more.push(r)
+    expect(more).toEqual([{ _kind: '+I', id: 3, a: 3 }])
+    await expect(t.changes({ fromSnapshot: 1, scanMode: 'latest' })).rejects.toThrow(/fromSnapshot 1 with a scan option/)
+    await expect(t.changes({ scanMode: 'from-snapshot' })).rejects.toThrow(/scanMode from-snapshot: expected scanSnapshotId/)
+    await expect(t.changes({})).rejects.toThrow(/changes: expected fromSnapshot, a scan mode \(scanMode\) or consumerId/)
+  })
+
+  it('stream follows the table step by step, each step committed', async () => {
+    const { createTable } = await import('../lib/api/warehouse.ts')
+    const t = await createTable(`memory://lib-${Math.random()}`, schemaFor('first-row'), { wrapStore: () => new MemoryStore() })
+    await t.write([{ dt: '2024-05-01', id: 1, a: 1 }])
+    const writes = [[{ dt: '2024-05-01', id: 1, a: 10 }, { dt: '2024-05-01', id: 2, a: 2 }], [{ dt: '2024-05-01', id: 3, a: 3 }]]
+    const steps: string[] = []
+    for await (const step of t.stream({ consumerId: 'f', columns: ['id', 'a'], waitForSnapshot: async () => (writes.length ? (await t.write(writes.shift()!), true) : false) })) {
+      const rows: string[] = []
+      for await (const r of step) rows.push(`${r._kind}${r.id}:${r.a}`)
+      steps.push(`${step.fullSnapshot ?? '-'} (${step.from},${step.to}] ${rows.join(' ')}`)
+      await step.commit()
+    }
+    expect(steps).toEqual(['1 (1,1] +I1:1', '- (1,2] +I1:10 +I2:2', '- (2,3] +I3:3'])
+    expect(await t.listConsumers()).toMatchObject([{ id: 'f', nextSnapshot: 4 }])
+  })
+})

@@ -16,6 +16,7 @@ import { deleteTag } from '../maintenance/tag-deletion.ts'
 import { tableStatus, type TableStatus } from '../maintenance/table-status.ts'
 import { consumerStart, type IncrementalMode, planIncremental, readPlan, recordConsumer } from '../read/incremental.ts'
 import { lookup, scan } from '../read/table-read.ts'
+import { type ScanMode, type StreamStep, asksForStreamingStart, notStarted, planStep, readStep, recordStep, resolveScan, startOfRead, streamSteps } from '../read/streaming-start.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import { openStore } from '../store/open-store.ts'
 import { formatDataType } from '../format/data-type.ts'
@@ -58,7 +59,7 @@ export interface ReadOptions extends SnapshotChoice {
 }
 
 export interface ChangesOptions {
-  /** the range starts after this snapshot (0: from the first); with consumerId, only for its first read */
+  /** the range starts after this snapshot (0: from the first); with consumerId, only for its first read; not with the scan options */
   fromSnapshot?: number
   /** the last snapshot of the range; default the latest */
   toSnapshot?: number
@@ -68,6 +69,29 @@ export interface ChangesOptions {
   filter?: Record<string, unknown>
   /** read from this consumer's progress; `Changes.commit()` records the new progress */
   consumerId?: string
+  /**
+   * A streaming start, Paimon's `scan.mode` (the table's option when not given): 'latest-full'
+   * or 'full' (the latest snapshot's full state, then its changes), 'from-snapshot-full' (the
+   * full state of scanSnapshotId), 'from-snapshot' (the changes of scanSnapshotId and after),
+   * 'latest' (the changes after the latest snapshot), 'from-timestamp' (the changes from the
+   * first snapshot at or after scanTimestampMillis), 'default' (Paimon's choice among them).
+   * With a consumerId that has progress, the read continues from it instead.
+   */
+  scanMode?: ScanMode
+  /** Paimon's `scan.snapshot-id`, for from-snapshot and from-snapshot-full */
+  scanSnapshotId?: number
+  /** Paimon's `scan.timestamp-millis`, for from-timestamp */
+  scanTimestampMillis?: number
+}
+
+/** A follower's options (StrataTable.stream): a streaming start, and how it waits for the next snapshot. */
+export interface StreamOptions extends Omit<ChangesOptions, 'fromSnapshot' | 'toSnapshot'> {
+  /**
+   * Called when the reader has reached the latest snapshot: resolve true to look again, false
+   * to end. Sleep here to poll (the CLI's --follow waits its discovery interval), or resolve
+   * on a commit-feed event. Default: end at once.
+   */
+  waitForSnapshot?: () => Promise<boolean>
 }
 
 /** A change read: the record's columns and its `_kind`. */
@@ -75,6 +99,8 @@ export type ChangeRecord = TableRecord & { _kind: '+I' | '-U' | '+U' | '-D' }
 
 /** A range of snapshots' changes: iterate them, then `commit()` a consumer's progress. */
 export interface Changes extends AsyncIterable<ChangeRecord> {
+  /** the snapshot whose full state comes first (every live row as +I), or null: a streaming start's */
+  readonly fullSnapshot: number | null
   /** the range (from, to] and how it is read */
   readonly from: number
   readonly to: number
@@ -215,16 +241,31 @@ export class StrataTable {
     return row === null ? null : rowRecord(this.handle.view.fields, row)
   }
 
-  /** What the snapshots (from, to] changed, each record with its `_kind`; planned (and refused) before it returns. */
+  /**
+   * What the snapshots (from, to] changed, each record with its `_kind`; or, with a scan mode
+   * (or the table's `scan.mode`), a streaming start: the full state first when the mode has
+   * one, then the changes after it up to the latest snapshot (docs/api.md). Planned (and
+   * refused) before it returns.
+   */
   async changes(opts: ChangesOptions): Promise<Changes> {
     const { consumerId, fromSnapshot } = opts
     if (consumerId !== undefined) checkConsumerId(consumerId, 'consumerId')
-    if (consumerId === undefined && fromSnapshot === undefined) throw new StrataInputError('changes: expected fromSnapshot or consumerId')
     const table = this.handle
-    const from = consumerId !== undefined ? await consumerStart(table, consumerId, fromSnapshot, API_NAMES) : fromSnapshot!
     const fields = this.fieldsOf(opts.columns)
+    const startOpts = { scanMode: opts.scanMode, scanSnapshotId: opts.scanSnapshotId, scanTimestampMillis: opts.scanTimestampMillis, mode: opts.mode, names: API_START_NAMES }
+    if (asksForStreamingStart(table, startOpts, fromSnapshot !== undefined)) {
+      if (fromSnapshot !== undefined) throw new StrataInputError(`fromSnapshot ${fromSnapshot} with a scan option (scanMode, scanSnapshotId, scanTimestampMillis): expected one of them (fromSnapshot names a range, a scan mode a streaming start)`)
+      const scan = resolveScan(table, startOpts)
+      const { start, fromProgress } = await startOfRead(table, scan, consumerId, API_START_NAMES)
+      const fromName = fromProgress ? `consumerId ${JSON.stringify(consumerId)} (its progress) from snapshot` : 'the start at snapshot'
+      const step = start === null ? notStarted(scan.mode) : await planStep(table, start, { columns: fields.map((f) => f.name), filter: opts.filter, toSnapshot: opts.toSnapshot, fromName, toName: 'toSnapshot', names: API_START_NAMES })
+      return changesOfStep(table, step, fields, opts.filter, consumerId)
+    }
+    if (consumerId === undefined && fromSnapshot === undefined) throw new StrataInputError('changes: expected fromSnapshot, a scan mode (scanMode) or consumerId')
+    const from = consumerId !== undefined ? await consumerStart(table, consumerId, fromSnapshot, API_NAMES) : fromSnapshot!
     const plan = await planIncremental(table, { fromSnapshot: from, toSnapshot: opts.toSnapshot, mode: opts.mode, columns: fields.map((f) => f.name), filter: opts.filter, names: API_NAMES })
     return {
+      fullSnapshot: null,
       from: plan.from,
       to: plan.to,
       mode: plan.mode,
@@ -238,6 +279,26 @@ export class StrataTable {
         return recordConsumer(table, consumerId, plan)
       },
     }
+  }
+
+  /**
+   * A streaming read that follows the table: the start (as `changes` with a scan mode, or the
+   * consumer's progress), then each time new snapshots land the changes up to the latest, one
+   * `Changes` per step. Take each step's records, then `commit()` it to record a consumer's
+   * progress; the next step is planned once the caller asks for it. `waitForSnapshot` says
+   * when to look again (docs/api.md "Following a table").
+   */
+  async *stream(opts: StreamOptions = {}): AsyncGenerator<Changes> {
+    const { consumerId } = opts
+    if (consumerId !== undefined) checkConsumerId(consumerId, 'consumerId')
+    const table = this.handle
+    const fields = this.fieldsOf(opts.columns)
+    const startOpts = { scanMode: opts.scanMode, scanSnapshotId: opts.scanSnapshotId, scanTimestampMillis: opts.scanTimestampMillis, mode: opts.mode, names: API_START_NAMES }
+    const scan = resolveScan(table, startOpts)
+    const { start, fromProgress } = await startOfRead(table, scan, consumerId, API_START_NAMES)
+    const fromName = fromProgress ? `consumerId ${JSON.stringify(consumerId)} (its progress) from snapshot` : 'the stream from snapshot'
+    const steps = streamSteps(table, scan, { start, columns: fields.map((f) => f.name), filter: opts.filter, fromName, names: API_START_NAMES, waitForSnapshot: opts.waitForSnapshot ?? (async () => false) })
+    for await (const step of steps) yield changesOfStep(table, step, fields, opts.filter, consumerId)
   }
 
   /** Compacts every bucket that needs it (or the ones named); one snapshot for the call. */
@@ -331,6 +392,27 @@ export class StrataTable {
 
 /** How the range's inputs are named in messages from the library. */
 const API_NAMES = { from: 'fromSnapshot', to: 'toSnapshot', mode: 'mode' }
+const API_START_NAMES = { scanMode: 'scanMode', snapshotId: 'scanSnapshotId', timestampMillis: 'scanTimestampMillis', mode: 'mode' }
+
+/** A streaming read's step as the library hands it over: the full state (as +I records), then the changes. */
+function changesOfStep(table: Table, step: StreamStep, fields: DataField[], filter: Record<string, unknown> | undefined, consumerId: string | undefined): Changes {
+  const columns = fields.map((f) => f.name)
+  return {
+    fullSnapshot: step.fullSnapshot,
+    from: step.from,
+    to: step.to,
+    mode: step.mode,
+    async *[Symbol.asyncIterator]() {
+      for await (const batch of readStep(table, step, { columns, filter })) {
+        for (const c of batch) yield { _kind: ROW_KIND_SHORT[c.kind], ...rowRecord(fields, c.row) } as ChangeRecord
+      }
+    },
+    commit: async () => {
+      if (consumerId === undefined) throw new StrataInputError("changes: commit() records a consumer's progress; expected the read to name a consumerId")
+      return recordStep(table, consumerId, step)
+    },
+  }
+}
 
 function summary(r: WriteResult): WriteSummary {
   return { snapshotId: r.snapshotId, rowsIn: r.rowsIn, rowsWritten: r.rowsWritten }

@@ -318,7 +318,7 @@ export async function* readStep(table: IncrementalContext & ScanContext, step: S
 }
 
 /** The step of a read that has no start yet: the table has no snapshot to start from. */
-const notStarted = (mode: 'delta' | 'changelog'): StreamStep => ({ fullSnapshot: null, from: 0, to: 0, mode, nextSnapshot: null, plan: null })
+export const notStarted = (mode: 'delta' | 'changelog'): StreamStep => ({ fullSnapshot: null, from: 0, to: 0, mode, nextSnapshot: null, plan: null })
 
 /**
  * A streaming read, step by step: the start (located again at each poll while the table has
@@ -354,6 +354,24 @@ export async function* streamSteps(
     }
     if (!(await wait())) return
   }
+}
+
+/** Whether a read asks for a streaming start: a scan option of its own, or the table's `scan.mode` (when the read names no range of its own). */
+export function asksForStreamingStart(table: Pick<IncrementalContext, 'view'>, opts: StreamStartOptions, namesARange: boolean): boolean {
+  if (opts.scanMode !== undefined || opts.scanSnapshotId !== undefined || opts.scanTimestampMillis !== undefined) return true
+  return !namesARange && table.view.options.raw['scan.mode'] !== undefined
+}
+
+/**
+ * The start of a streaming read: the consumer's progress when it has some (changes only),
+ * else where the scan starts (null while the table has no snapshot to start from).
+ */
+export async function startOfRead(table: IncrementalContext & TableStore, scan: ResolvedScan, consumerId?: string, names: StartNames = CLI_NAMES): Promise<{ start: StreamStart | null; fromProgress: boolean }> {
+  if (consumerId !== undefined) {
+    const progress = await consumerProgressStart(table, consumerId, scan, table.view.options.consumerIgnoreProgress)
+    if (progress) return { start: progress, fromProgress: true }
+  }
+  return { start: await locateStart(table, scan, names), fromProgress: false }
 }
 
 /**
