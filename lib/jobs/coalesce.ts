@@ -15,6 +15,7 @@ import { compactsWithLookup } from '../merge/engines.ts'
 import type { CompactionJob } from './compaction-job.ts'
 import { bucketIdentifier } from '../manifest/identifiers.ts'
 import type { ManifestEntry } from '../types.ts'
+import { POSTPONE_BUCKET } from '../format/partition-path.ts'
 
 /**
  * Every level-0 file waits for a job to be read: deletion-vector tables and first-row
@@ -23,7 +24,9 @@ import type { ManifestEntry } from '../types.ts'
  * `changelog-producer` lookup is read with its level 0, but its changelog waits for the job
  * that takes level 0 up, so its writers do the same.
  */
-function levelZeroWaits(table: JobContext): boolean {
+function levelZeroWaits(table: JobContext, bucket?: number): boolean {
+  // bucket-postpone: readers never see its files, each waits for a postpone compaction
+  if (bucket === POSTPONE_BUCKET) return true
   return compactsWithLookup(table.mergeConfig.engine, table.view.options.deletionVectors) || table.view.options.changelogProducer === 'lookup'
 }
 
@@ -77,12 +80,11 @@ export function jobKeyOf(files: ManifestEntry[], id: number): string {
  * those that need compaction in `id` (see the file comment).
  */
 export async function bucketsNeedingJobs(table: JobContext, id: number, buckets: BucketRef[]): Promise<{ bucket: BucketRef; dedupKey: string }[]> {
-  const waits = levelZeroWaits(table)
   const files = await liveFilesByBucket(table, id, buckets, false)
   const out: { bucket: BucketRef; dedupKey: string }[] = []
   for (const b of buckets) {
     const live = files.get(bucketIdentifier(b.partition, b.bucket)) ?? []
-    if (waits || compactionNeeded(table, live)) out.push({ bucket: b, dedupKey: jobKeyOf(live, id) })
+    if (levelZeroWaits(table, b.bucket) || compactionNeeded(table, live)) out.push({ bucket: b, dedupKey: jobKeyOf(live, id) })
   }
   return out
 }
@@ -100,7 +102,7 @@ function jobFor(tableName: string, table: JobContext, { partition, bucket }: Buc
   const { path } = bucketDirOf(table, partition, bucket)
   return {
     table: tableName,
-    partition: path.slice(0, path.length - `bucket-${bucket}`.length).replace(/\/$/, ''),
+    partition: path.slice(0, path.lastIndexOf('bucket-')).replace(/\/$/, ''),
     partitionBytes: Buffer.from(partition).toString('base64'),
     bucket,
     snapshotId,
@@ -124,7 +126,6 @@ function jobFor(tableName: string, table: JobContext, { partition, bucket }: Buc
 export async function stalledBucketJobs(tableName: string, table: JobContext, now: number, olderThanMs: number): Promise<CompactionJob[]> {
   const latest = await table.snapshots.latest()
   if (!latest) return []
-  const waits = levelZeroWaits(table)
   const byBucket = new Map<string, { ref: BucketRef; files: ManifestEntry[] }>()
   for (const e of await table.manifests.liveEntries(latest)) {
     const k = bucketIdentifier(e.partition, e.bucket)
@@ -137,7 +138,7 @@ export async function stalledBucketJobs(tableName: string, table: JobContext, no
     let oldest = Infinity
     for (const e of files) if (e.file.level === 0) oldest = Math.min(oldest, e.file.creationTime === null ? now : Number(e.file.creationTime))
     if (oldest === Infinity || now - oldest <= olderThanMs) continue
-    if (!waits && !compactionNeeded(table, files)) continue
+    if (!levelZeroWaits(table, ref.bucket) && !compactionNeeded(table, files)) continue
     jobs.push(jobFor(tableName, table, ref, latest.id, now, `sweep:${latest.id}`))
   }
   return jobs
@@ -165,7 +166,7 @@ export async function followUpOf(
   const k = bucketIdentifier(b.partition, b.bucket)
   const files = (await liveFilesByBucket(table, latest.id, [b], false)).get(k) ?? []
   let due: boolean
-  if (!levelZeroWaits(table)) due = compactionNeeded(table, files)
+  if (!levelZeroWaits(table, b.bucket)) due = compactionNeeded(table, files)
   else if (result.needsMore && result.snapshotId !== null) due = true
   else if (latest.id === result.baseSnapshotId) due = false
   else {

@@ -17,6 +17,8 @@ import { type Committer } from '../commit/committer.ts'
 import { CommitConflictError } from '../errors.ts'
 import { type CompactionJob, type GiveBack, type JobQueue, bucketKeyOf, decodeJob } from './compaction-job.ts'
 import { followUpOf, overtakenAt } from './coalesce.ts'
+import { POSTPONE_BUCKET } from '../format/partition-path.ts'
+import { runPostponeJob } from './postpone-job.ts'
 
 export interface JobMessage {
   id: string
@@ -252,11 +254,11 @@ async function compactGroup(jobs: CompactionJob[], group: JobMessage[], opts: Pr
     opts.onStart?.(job)
     const committer = target.committer ?? target.table.committer
     try {
-      result = await compactBucket(target.table, {
-        partition,
-        bucket: job.bucket,
-        committer: { commit: (req) => (release(), committer.commit(req)) },
-      })
+      const releasing: Committer = { commit: (req) => (release(), committer.commit(req)) }
+      result =
+        job.bucket === POSTPONE_BUCKET
+          ? await runPostponeJob(target.table, job, partition, releasing, target.jobs)
+          : await compactBucket(target.table, { partition, bucket: job.bucket, committer: releasing })
       break
     } catch (e) {
       const retryable = e instanceof CommitConflictError || e instanceof CommitFailedError

@@ -11,6 +11,8 @@ import type { CompactBucketResult } from './compact/context.ts'
 import { compactRound } from './compact/fold-round.ts'
 import type { SkipReason } from './compact/plan.ts'
 import type { MergePathRequest } from './columnar-merge.ts'
+import { POSTPONE_BUCKET } from '../format/partition-path.ts'
+import { type PostponeResult, compactPostponed } from './postpone.ts'
 
 export interface CompactTableOptions {
   /** partition values by key, as in `--partition dt=2024-05-01` */
@@ -39,6 +41,7 @@ export function parsePartitionSpec(table: Table, spec: string): Record<string, s
 /** `bucket` itself, once it is a bucket number of the table (`what` names the input, `given` as it was given). */
 export function checkBucket(table: Table, bucket: number, what: string, given: unknown = bucket): number {
   const count = table.view.options.bucket
+  if (count === POSTPONE_BUCKET) throw new StrataInputError(`${what}: ${JSON.stringify(given)} names a bucket, but the table is in postpone bucket mode ('bucket' -2), whose partitions each have their own bucket count; expected no bucket (compact whole partitions)`)
   if (!Number.isInteger(bucket) || bucket < 0 || bucket >= count) throw new StrataInputError(`${what}: expected a bucket number in [0, ${count - 1}], got ${JSON.stringify(given)}`)
   return bucket
 }
@@ -95,20 +98,22 @@ function mergesAtOnce(table: Table): number {
 export async function compactTable(table: Table, opts: CompactTableOptions = {}): Promise<TableCompactionJob[]> {
   if (opts.partition) checkPartitionKeys(table, opts.partition, 'partition')
   if (opts.bucket !== undefined) checkBucket(table, opts.bucket, 'bucket')
-  const snapshot = await table.snapshots.latest()
-  if (!snapshot) return []
   const partTypes = table.view.partitionFields.map((f) => f.type)
   const matches = opts.partition ? partitionBytesMatching(table, opts.partition) : () => true
+  const results: TableCompactionJob[] = []
+  // postpone bucket mode: the postponed rows go to their buckets first, which are then compacted below
+  if (table.view.options.bucket === POSTPONE_BUCKET && opts.bucket === undefined) results.push(...(await compactPostponedPartitions(table, matches, opts)))
+  const snapshot = await table.snapshots.latest()
+  if (!snapshot) return []
   const buckets = new Map<string, { partition: Uint8Array; bucket: number; values: Row }>()
   for (const e of await table.manifests.liveEntries(snapshot)) {
-    if (opts.bucket !== undefined && e.bucket !== opts.bucket) continue
+    if ((opts.bucket !== undefined && e.bucket !== opts.bucket) || e.bucket < 0) continue
     const id = bucketIdentifier(e.partition, e.bucket)
     if (buckets.has(id)) continue
     const values = deserializeBinaryRow(partTypes, e.partition)
     if (!matches(values)) continue
     buckets.set(id, { partition: e.partition, bucket: e.bucket, values })
   }
-  const results: TableCompactionJob[] = []
   let todo = [...buckets.values()].map((b) => ({ ...b, round: 0, conflicts: 0 }))
   while (todo.length > 0) {
     const outcomes = await compactRound(table, todo, { full: opts.full, mergePath: opts.mergePath, mergesAtOnce: mergesAtOnce(table), beforeCommit: opts.beforeCommit })
@@ -134,6 +139,45 @@ export async function compactTable(table: Table, opts: CompactTableOptions = {})
     todo = again
   }
   return results
+}
+
+/**
+ * Postpone bucket mode: every matching partition's postponed files into its buckets, one
+ * postpone compaction after another (a capped one goes again), each its own snapshot.
+ */
+async function compactPostponedPartitions(table: Table, matches: (values: Row) => boolean, opts: CompactTableOptions): Promise<TableCompactionJob[]> {
+  const snapshot = await table.snapshots.latest()
+  if (!snapshot) return []
+  const partTypes = table.view.partitionFields.map((f) => f.type)
+  const partitions = new Map<string, { bytes: Uint8Array; values: Row }>()
+  for (const e of await table.manifests.liveEntries(snapshot)) {
+    if (e.bucket !== POSTPONE_BUCKET) continue
+    const id = bucketIdentifier(e.partition, e.bucket)
+    const values = deserializeBinaryRow(partTypes, e.partition)
+    if (!partitions.has(id) && matches(values)) partitions.set(id, { bytes: e.partition, values })
+  }
+  const out: TableCompactionJob[] = []
+  for (const p of partitions.values()) {
+    for (let conflicts = 0; ; ) {
+      let r: PostponeResult
+      try {
+        r = await compactPostponed(table, { partition: p.bytes, beforeCommit: opts.beforeCommit })
+      } catch (e) {
+        if (!(e instanceof CommitConflictError || e instanceof CommitFailedError) || ++conflicts > MAX_CONFLICT_RETRIES) throw e
+        continue
+      }
+      if (r.snapshotId === null) break
+      const result: CompactBucketResult = {
+        snapshotId: r.snapshotId, baseSnapshotId: r.baseSnapshotId, inputFiles: r.inputFiles, outputFiles: r.buckets.length, upgradedFiles: 0,
+        rowsIn: r.rowsIn, rowsOut: r.rowsOut, rowsDeletedByVector: 0, outputLevel: 0, needsMore: r.needsMore, backPressure: false, retries: r.retries,
+      }
+      const partition = p.values.join('/')
+      opts.onBucket?.(partition, POSTPONE_BUCKET, result)
+      out.push({ ...result, partition, bucket: POSTPONE_BUCKET })
+      if (!r.needsMore) break
+    }
+  }
+  return out
 }
 
 /**
