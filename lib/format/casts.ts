@@ -118,7 +118,8 @@ function doubleToInt(d: number): number {
   if (Number.isNaN(d)) return 0
   if (d >= 2147483647) return 2147483647
   if (d <= -2147483648) return -2147483648
-  return Math.trunc(d)
+  // + 0: an int has no negative zero
+  return Math.trunc(d) + 0
 }
 
 /** Java's (float) of a long: the nearest float, ties to even (not through a double). */

@@ -57,7 +57,8 @@ export function valueOf(t: DataType): fc.Arbitrary<Value> {
       return fc.oneof(fc.double(), fc.integer({ min: -4000, max: 4000 }).map((n) => n / 8), fc.double({ min: -1e6, max: 1e6, noNaN: true })).map((x) => (Object.is(x, -0) ? 0 : x))
     case 'DECIMAL': {
       const bound = 10n ** BigInt(t.precision ?? 10) - 1n
-      return fc.oneof(fc.bigInt({ min: -bound, max: bound }), fc.bigInt({ min: -1000n, max: 1000n }))
+      const small = bound < 1000n ? bound : 1000n
+      return fc.oneof(fc.bigInt({ min: -bound, max: bound }), fc.bigInt({ min: -small, max: small }))
     }
     case 'CHAR':
     case 'VARCHAR': {
