@@ -22,29 +22,29 @@ const COMPRESSION_EXTENSIONS = new Set(['gz', 'bz2', 'deflate', 'snappy', 'lz4',
 /**
  * The format of the data file `name` (a file name or key): `avro` for `….avro`, `parquet` for
  * `….parquet` and for any name Paimon gives no other reader Strata has. ORC and Paimon's other
- * formats are refused, naming the file and `file.format`.
+ * formats are refused, naming the file (`where`: its key, when known) and `file.format`.
  */
-export function dataFileFormat(name: string): 'parquet' | 'avro' {
+export function dataFileFormat(name: string, where: string = name): 'parquet' | 'avro' {
   const base = name.slice(name.lastIndexOf('/') + 1)
   const parts = base.split('.')
   let ext = parts.length > 1 ? parts[parts.length - 1].toLowerCase() : ''
   if (COMPRESSION_EXTENSIONS.has(ext) && parts.length > 2) ext = parts[parts.length - 2].toLowerCase()
   if (ext === 'avro') return 'avro'
   if (ext === 'orc') {
-    throw new RefusedError(`data file ${name} is an ORC file (file.format 'orc'): Strata reads Parquet and Avro data files only (there is no maintained ORC reader for JavaScript); read this table with Paimon, or rewrite its files as Parquet (Paimon: ALTER TABLE SET ('file.format' = 'parquet'), then a full compaction)`)
+    throw new RefusedError(`data file ${where} is an ORC file (file.format 'orc'): Strata reads Parquet and Avro data files only (there is no maintained ORC reader for JavaScript); read this table with Paimon, or rewrite its files as Parquet (Paimon: ALTER TABLE SET ('file.format' = 'parquet'), then a full compaction)`)
   }
   if (['csv', 'json', 'lance', 'blob', 'vector', 'text'].includes(ext)) {
-    throw new RefusedError(`data file ${name} has the format '${ext}' (its extension; Paimon's file.format): Strata reads Parquet and Avro data files only`)
+    throw new RefusedError(`data file ${where} has the format '${ext}' (its extension; Paimon's file.format): Strata reads Parquet and Avro data files only`)
   }
   return 'parquet'
 }
 
 /** Opens data file `name` (its format from the name) for the row path: records, lookups. */
 export async function openDataFileRecords(name: string, src: ByteSource, layout: DataFileLayout, opts?: DataFileReaderOptions): Promise<DataFileRecords> {
-  return dataFileFormat(name) === 'avro' ? AvroDataFileReader.open(src, layout) : DataFileReader.open(src, layout, opts)
+  return dataFileFormat(name, src.name) === 'avro' ? AvroDataFileReader.open(src, layout) : DataFileReader.open(src, layout, opts)
 }
 
 /** Opens data file `name` (its format from the name) for the columnar compaction path. */
 export async function openDataFileColumns(name: string, src: ByteSource, layout: DataFileLayout): Promise<DataFileColumns> {
-  return dataFileFormat(name) === 'avro' ? AvroDataFileReader.open(src, layout) : ColumnarFileReader.open(src, layout)
+  return dataFileFormat(name, src.name) === 'avro' ? AvroDataFileReader.open(src, layout) : ColumnarFileReader.open(src, layout)
 }
