@@ -365,3 +365,85 @@ describe('the library: changes with a scan mode, and stream', () => {
     expect(await t.listConsumers()).toMatchObject([{ id: 'f', nextSnapshot: 4 }])
   })
 })
+
+describe('the CLI: read --scan-mode, --follow', () => {
+  /** `strata …` in-process with the follow seam, stdout and stderr captured. */
+  async function cli(args: string[], waitForSnapshot?: (ms: number) => Promise<boolean>): Promise<{ code: number; stdout: string; stderr: string }> {
+    const { vi } = await import('vitest')
+    const { main } = await import('../lib/cli/main.ts')
+    const stdout: string[] = []
+    const stderr: string[] = []
+    const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => (stdout.push(String(chunk)), true))
+    const err = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => (stderr.push(String(chunk)), true))
+    try {
+      const code = await main(args, { waitForSnapshot })
+      return { code, stdout: stdout.join(''), stderr: stderr.join('') }
+    } finally {
+      out.mockRestore()
+      err.mockRestore()
+    }
+  }
+
+  it('a consumer starting latest-full on a deletion-vector table gets the level-0 rows, and its next read continues after the start', async () => {
+    const { mkdtempSync, rmSync } = await import('node:fs')
+    const { tmpdir } = await import('node:os')
+    const { join } = await import('node:path')
+    const dir = mkdtempSync(join(tmpdir(), 'strata-stream-cli-'))
+    try {
+      const uri = join(dir, 't')
+      const table = await Table.create(uri, schemaFor('deduplicate', { 'deletion-vectors.enabled': 'true' }))
+      await write(table, [op(1, 1)])
+      await compactTable(table, { full: true })
+      await write(table, [op(2, 2)])
+      let r = await cli(['read', uri, '--scan-mode', 'latest-full', '--consumer-id', 'c', '--columns', 'id,a', '--json'])
+      expect(r.stdout).toBe('{"_kind":"+I","id":1,"a":1}\n{"_kind":"+I","id":2,"a":2}\n')
+      expect(r.stderr).toContain('read the full state of snapshot 3 (delta); consumer "c" next snapshot 4')
+      r = await cli(['read', uri, '--snapshot', '3', '--columns', 'id', '--format', 'tsv'])
+      expect(r.stdout).toBe('id\n1\n')
+      await write(table, [op(3, 3)])
+      r = await cli(['read', uri, '--consumer-id', 'c', '--columns', 'id,a', '--json'])
+      expect(r.stdout).toBe('{"_kind":"+I","id":3,"a":3}\n')
+      // from-snapshot-full, bounded by --to-snapshot, tsv with one header
+      r = await cli(['read', uri, '--scan-mode', 'from-snapshot-full', '--scan-snapshot-id', '2', '--to-snapshot', '4', '--columns', 'id', '--format', 'tsv'])
+      expect(r.stdout.split('\n').sort()).toEqual(['', '+I\t1', '+I\t2', '+I\t3', '_kind\tid'])
+      // --follow: the start, then each new snapshot's changes, waiting through the seam
+      const waits: number[] = []
+      const pending = [[op(4, 4)], [], [op(5, 5), op(1, 10, '+U')]]
+      r = await cli(['read', uri, '--follow', '--discovery-interval', '250 ms', '--consumer-id', 'f', '--columns', 'id,a', '--format', 'tsv'], async (ms) => {
+        waits.push(ms)
+        const ops = pending.shift()
+        if (ops === undefined) return false
+        if (ops.length) await write(table, ops)
+        return true
+      })
+      expect(r.code).toBe(0)
+      // one header; the full state of snapshot 4 (rows by bucket), then snapshot 5's change, then snapshot 6's two
+      const lines = r.stdout.split('\n')
+      expect(lines[0]).toBe('_kind\tid\ta')
+      expect([lines.slice(1, 4).sort(), lines[4], lines.slice(5, 7).sort(), lines.slice(7)]).toEqual([['+I\t1\t1', '+I\t2\t2', '+I\t3\t3'], '+I\t4\t4', ['+I\t5\t5', '+U\t1\t10'], ['']])
+      expect(waits).toEqual([250, 250, 250, 250])
+      expect(r.stderr.split('\n').filter((l) => l.startsWith('read'))).toEqual([
+        'read the full state of snapshot 4 (delta); consumer "f" next snapshot 5',
+        'read snapshots (4, 5] (delta); consumer "f" next snapshot 6',
+        'read snapshots (5, 6] (delta); consumer "f" next snapshot 7',
+      ])
+      for (const [args, msg] of [
+        [['--scan-mode', 'latest', '--from-snapshot', '1'], '--from-snapshot with --scan-mode: expected one of them'],
+        [['--discovery-interval', '1 s'], '--discovery-interval: only with --follow'],
+        [['--follow', '--to-snapshot', '2'], '--to-snapshot with --follow: expected one of them'],
+        [['--scan-mode', 'sideways'], '--scan-mode "sideways": expected one of default, latest-full'],
+        [['--scan-mode', 'from-snapshot'], '--scan-mode from-snapshot: expected --scan-snapshot-id'],
+        [['--scan-timestamp-millis', 'soon'], '--scan-timestamp-millis: expected epoch milliseconds'],
+        [['--scan-mode', 'latest', '--snapshot', '2'], '--scan-mode with --snapshot: expected one of them'],
+        [['--consumer-id', 'new'], '--consumer-id "new": the consumer has no progress recorded'],
+      ] as [string[], string][]) {
+        r = await cli(['read', uri, ...args])
+        expect(r.code, args.join(' ')).not.toBe(0)
+        expect(r.stderr).toContain(msg)
+        expect(r.stdout).toBe('')
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})

@@ -8,6 +8,7 @@ import { Command, CommanderError } from 'commander'
 import { lookup, scan } from '../read/table-read.ts'
 import { INCREMENTAL_MODES, type IncrementalMode, consumerStart, planIncremental, readPlan, recordConsumer } from '../read/incremental.ts'
 import { checkConsumerId } from '../handle/consumers.ts'
+import { type ResolvedScan, SCAN_MODES, type StreamStartOptions, asksForStreamingStart, consumerProgressStart, readStep, recordStep, resolveScan, startOfRead, streamSteps } from '../read/streaming-start.ts'
 import { DEFAULT_ORPHAN_OLDER_THAN_MS, MIN_ORPHAN_OLDER_THAN_MS, checkOrphanAge, formatAge } from '../maintenance/orphans.ts'
 import { parseDuration } from '../table/options.ts'
 import { formatStatus } from './status.ts'
@@ -96,6 +97,8 @@ export interface CliSeams {
   wrapStore?: (store: ObjectStore) => ObjectStore
   /** adds commands that live outside lib/ (the bin's `local`), called last with the program */
   extend?: (program: Command) => void
+  /** `read --follow`: how it waits for the next snapshot (true: look again, false: end); default a sleep of --discovery-interval, never ending */
+  waitForSnapshot?: (intervalMs: number) => Promise<boolean>
 }
 
 /**
@@ -107,6 +110,8 @@ interface Tables {
   create(table: string, schema: unknown): Promise<StrataTable>
   /** the table as a hint names it, for a command it suggests */
   argument(table: string): string
+  /** `read --follow`'s wait for the next snapshot (CliSeams.waitForSnapshot) */
+  waitForSnapshot?: (intervalMs: number) => Promise<boolean>
 }
 
 export function buildProgram(seams: CliSeams = {}): Command {
@@ -131,6 +136,7 @@ export function buildProgram(seams: CliSeams = {}): Command {
       }
     },
     argument: (table) => tableArgument(program, table),
+    waitForSnapshot: seams.waitForSnapshot,
   }
   program
     .name('strata')
@@ -189,7 +195,12 @@ function addDataCommands(program: Command, at: Tables): void {
     .option('--from-snapshot <id>', 'incremental read: the changes after this snapshot (exclusive), each row with its _kind')
     .option('--to-snapshot <id>', 'incremental read: up to this snapshot (inclusive); default the latest')
     .option('--mode <mode>', 'incremental read: auto (changelog when the table has a changelog producer, else delta), delta or changelog')
-    .option('--consumer-id <id>', "incremental read from the consumer's next snapshot (--from-snapshot the first time); once stdout has taken every row, records its progress in consumer/consumer-<id>")
+    .option('--consumer-id <id>', "incremental read from the consumer's next snapshot (--from-snapshot or a scan mode the first time); once stdout has taken every row, records its progress in consumer/consumer-<id>")
+    .option('--scan-mode <mode>', `streaming start, Paimon's scan.mode: ${SCAN_MODES.join(', ')} (default the table's scan.mode, else default: latest-full); the full-state modes print every row of the start as +I, level 0 included, then the changes after it`)
+    .option('--scan-snapshot-id <id>', "Paimon's scan.snapshot-id: the snapshot of from-snapshot (its changes and after) and from-snapshot-full (its full state, then the changes after it)")
+    .option('--scan-timestamp-millis <ms>', "Paimon's scan.timestamp-millis: from-timestamp reads the changes from the first snapshot at or after it")
+    .option('--follow', 'after the start, keep reading the changes as snapshots land, until interrupted (with --consumer-id, progress is recorded after each batch)')
+    .option('--discovery-interval <duration>', 'with --follow: how long to wait before looking for a new snapshot again (Paimon\'s continuous.discovery-interval); default 10 s')
     .action((uri: string, o: ReadCommandOptions) => readCommand(at, uri, o))
 
   program
@@ -256,16 +267,23 @@ interface ReadCommandOptions {
   toSnapshot?: string
   mode?: string
   consumerId?: string
+  scanMode?: string
+  scanSnapshotId?: string
+  scanTimestampMillis?: string
+  follow?: boolean
+  discoveryInterval?: string
 }
 
 /** `read`'s options, checked before the table is opened. */
 function parseReadOptions(o: ReadCommandOptions) {
   const snapshotId = parseSnapshotOption(o.snapshot)
   const tag = parseTagOption(o.tag, snapshotId)
-  const incremental = o.fromSnapshot !== undefined || o.consumerId !== undefined
+  const streamFlag = o.follow ? '--follow' : o.scanMode !== undefined ? '--scan-mode' : o.scanSnapshotId !== undefined ? '--scan-snapshot-id' : o.scanTimestampMillis !== undefined ? '--scan-timestamp-millis' : null
+  const incremental = o.fromSnapshot !== undefined || o.consumerId !== undefined || streamFlag !== null
   if (incremental && (snapshotId !== undefined || tag !== undefined)) {
-    throw new StrataInputError(`${o.consumerId !== undefined ? '--consumer-id' : '--from-snapshot'} with ${snapshotId !== undefined ? '--snapshot' : '--tag'}: expected one of them (an incremental read covers a range of snapshots, --snapshot and --tag read one)`)
+    throw new StrataInputError(`${o.consumerId !== undefined ? '--consumer-id' : o.fromSnapshot !== undefined ? '--from-snapshot' : streamFlag} with ${snapshotId !== undefined ? '--snapshot' : '--tag'}: expected one of them (an incremental read covers a range of snapshots, --snapshot and --tag read one)`)
   }
+  const stream = parseStreamOptions(o)
   if (!incremental && (o.toSnapshot !== undefined || o.mode !== undefined)) {
     throw new StrataInputError(`${o.toSnapshot !== undefined ? '--to-snapshot' : '--mode'}: only with --from-snapshot or --consumer-id (an incremental read)`)
   }
@@ -277,16 +295,41 @@ function parseReadOptions(o: ReadCommandOptions) {
   }
   if (o.consumerId !== undefined) checkConsumerId(o.consumerId)
   const format = chooseFormat(o, process.stdout.isTTY === true)
-  return { snapshotId, tag, incremental, filter, fromSnapshot, toSnapshot, format }
+  return { snapshotId, tag, incremental, filter, fromSnapshot, toSnapshot, format, stream }
 }
 
+/** `read`'s streaming options (--scan-mode and its snapshot id and timestamp, --follow), checked before the table is opened. */
+function parseStreamOptions(o: ReadCommandOptions) {
+  const scanSnapshotId = o.scanSnapshotId === undefined ? undefined : parseSnapshotId('--scan-snapshot-id', o.scanSnapshotId, 1)
+  if (o.scanTimestampMillis !== undefined && !/^\d+$/.test(o.scanTimestampMillis)) throw new StrataInputError(`--scan-timestamp-millis: expected epoch milliseconds (an integer >= 0), got ${JSON.stringify(o.scanTimestampMillis)}`)
+  const scanTimestampMillis = o.scanTimestampMillis === undefined ? undefined : Number(o.scanTimestampMillis)
+  const scanGiven = o.scanMode !== undefined || scanSnapshotId !== undefined || scanTimestampMillis !== undefined
+  if (scanGiven && o.fromSnapshot !== undefined) {
+    throw new StrataInputError(`--from-snapshot with ${o.scanMode !== undefined ? '--scan-mode' : scanSnapshotId !== undefined ? '--scan-snapshot-id' : '--scan-timestamp-millis'}: expected one of them (--from-snapshot names a range, a scan mode a streaming start)`)
+  }
+  if (o.follow && o.toSnapshot !== undefined) throw new StrataInputError('--to-snapshot with --follow: expected one of them (a follower reads on past every snapshot)')
+  if (o.discoveryInterval !== undefined && !o.follow) throw new StrataInputError('--discovery-interval: only with --follow')
+  const intervalMs = o.discoveryInterval === undefined ? DEFAULT_DISCOVERY_INTERVAL_MS : parseDuration(o.discoveryInterval)
+  if (intervalMs === null || !Number.isFinite(intervalMs) || intervalMs <= 0) throw new StrataInputError(`--discovery-interval ${JSON.stringify(o.discoveryInterval)}: expected a duration above zero, such as '10 s' or '500 ms'`)
+  return { scanMode: o.scanMode, scanSnapshotId, scanTimestampMillis, follow: o.follow === true, intervalMs }
+}
+
+/** Paimon's continuous.discovery-interval default. */
+const DEFAULT_DISCOVERY_INTERVAL_MS = 10_000
+
 async function readCommand(at: Tables, uri: string, o: ReadCommandOptions): Promise<void> {
-  const { snapshotId, tag, incremental, filter, fromSnapshot, toSnapshot, format } = parseReadOptions(o)
+  const { snapshotId, tag, incremental, filter, fromSnapshot, toSnapshot, format, stream } = parseReadOptions(o)
   // the engine's rows, printed per column type as they stream (no record objects in between)
   const table = (await at.open(uri)).handle
   const columns = parseColumns(table, o.columns) ?? table.view.fields.map((f) => f.name)
   const fields = columns.map((c) => table.view.fields[table.view.fieldIndex.get(c)!])
-  if (incremental) return readChanges(table, { columns, fields, filter, fromSnapshot, toSnapshot, mode: o.mode as IncrementalMode | undefined, consumerId: o.consumerId, format })
+  const mode = o.mode as IncrementalMode | undefined
+  const startOpts = { scanMode: stream.scanMode, scanSnapshotId: stream.scanSnapshotId, scanTimestampMillis: stream.scanTimestampMillis, mode }
+  if (stream.follow || (incremental && asksForStreamingStart(table, startOpts, fromSnapshot !== undefined))) {
+    const wait = at.waitForSnapshot ?? sleepThenLook
+    return readStream(table, { columns, fields, filter, fromSnapshot, toSnapshot, consumerId: o.consumerId, format, startOpts, waitForSnapshot: stream.follow ? () => wait(stream.intervalMs) : undefined })
+  }
+  if (incremental) return readChanges(table, { columns, fields, filter, fromSnapshot, toSnapshot, mode, consumerId: o.consumerId, format })
   // a read of the latest snapshot reads the one it finds now, by id: the level-0 hint below
   // then counts the files of the snapshot whose rows were printed
   const pinned = snapshotId ?? (tag === undefined ? (await table.snapshots.latest())?.id : undefined)
@@ -358,6 +401,60 @@ async function readChanges(
     const next = await recordConsumer(table, consumerId, plan)
     process.stderr.write(`read snapshots (${plan.from}, ${plan.to}] (${plan.mode}); consumer ${JSON.stringify(consumerId)} next snapshot ${next ?? 'none yet'}\n`)
   }
+}
+
+/** `read --follow`'s wait: sleep the discovery interval, then look again (it never ends by itself; Ctrl-C does). */
+function sleepThenLook(intervalMs: number): Promise<boolean> {
+  return new Promise((resolve) => setTimeout(() => resolve(true), intervalMs))
+}
+
+/**
+ * `read --scan-mode …` or `--follow` (docs/operations.md "Streaming reads"): a streaming start
+ * (the full state when the mode has one, then the changes after it), or the consumer's
+ * progress; with --follow, then the changes of each new snapshot. Each step is printed and
+ * handed to the OS before the consumer's progress moves past it.
+ */
+async function readStream(
+  table: Table,
+  o: { columns: string[]; fields: DataField[]; filter?: Record<string, unknown>; fromSnapshot?: number; toSnapshot?: number; consumerId?: string; format: RowFormat; startOpts: StreamStartOptions; waitForSnapshot?: () => Promise<boolean> },
+): Promise<void> {
+  const { consumerId } = o
+  const scan = resolveScan(table, o.startOpts)
+  // --follow --from-snapshot A: the changes after A, then on (a range whose start has expired is refused)
+  const begun = o.fromSnapshot !== undefined ? await startAfter(table, scan, consumerId, o.fromSnapshot) : await startOfRead(table, scan, consumerId)
+  const fromName = begun.fromProgress ? `--consumer-id ${JSON.stringify(consumerId)} (its progress) from snapshot` : o.fromSnapshot !== undefined ? '--from-snapshot' : 'the start at snapshot'
+  const steps = streamSteps(table, scan, { start: begun.start, columns: o.columns, filter: o.filter, toSnapshot: o.toSnapshot, fromName, waitForSnapshot: o.waitForSnapshot })
+  let first = true
+  for await (const step of steps) {
+    const output = new RowOutput()
+    // one header for tsv and csv however many steps follow; the table format prints a table per step
+    const sink = { add: (text: string, row = true) => (row || first || o.format === 'table' ? output.add(text, row) : false) }
+    try {
+      const printer = new RowPrinter(sink, o.format, o.fields, true)
+      for await (const batch of readStep(table, step, { columns: o.columns, filter: o.filter })) {
+        for (const c of batch) if (printer.add(c.row, ROW_KIND_SHORT[c.kind])) await output.flush()
+      }
+      printer.end()
+      await output.end()
+    } catch (e) {
+      if (!(e instanceof OutputError)) throw e
+      if (consumerId === undefined) return quietOnClosedPipe(e)
+      throw new Error(`read: ${e.message}; consumer ${JSON.stringify(consumerId)} not advanced past snapshot ${step.from}`)
+    }
+    first = false
+    if (consumerId !== undefined) {
+      const next = await recordStep(table, consumerId, step)
+      const what = step.fullSnapshot !== null ? `the full state of snapshot ${step.fullSnapshot}${step.to > step.from ? ` and snapshots (${step.from}, ${step.to}]` : ''}` : `snapshots (${step.from}, ${step.to}]`
+      process.stderr.write(`read ${what} (${step.mode}); consumer ${JSON.stringify(consumerId)} next snapshot ${next ?? 'none yet'}\n`)
+    }
+  }
+}
+
+/** The start of `--follow --from-snapshot A`: the consumer's progress if it has some, else the changes after A. */
+async function startAfter(table: Table, scan: ResolvedScan, consumerId: string | undefined, fromSnapshot: number) {
+  const progress = consumerId === undefined ? undefined : await consumerProgressStart(table, consumerId, scan, table.view.options.consumerIgnoreProgress)
+  if (progress) return { start: progress, fromProgress: true }
+  return { start: { startupMode: 'from-snapshot' as const, fullSnapshot: null, nextSnapshot: fromSnapshot + 1, mode: scan.mode }, fromProgress: false }
 }
 
 /** status, compact, expire, alter: a table's shape and upkeep. */

@@ -241,7 +241,7 @@ export async function consumerStart(table: TableStore & { readonly view: SchemaV
   const next = await getConsumer(table, consumerId)
   if (next !== null && !(table.view.options.consumerIgnoreProgress && fromSnapshot !== undefined)) return next - 1
   if (fromSnapshot === undefined) {
-    throw new StrataInputError(`--consumer-id ${JSON.stringify(consumerId)}: the consumer has no progress recorded in ${table.uri} yet; expected ${names.from} for its first read`)
+    throw new StrataInputError(`--consumer-id ${JSON.stringify(consumerId)}: the consumer has no progress recorded in ${table.uri} yet; expected ${names.from} (or a scan mode, --scan-mode) for its first read`)
   }
   return fromSnapshot
 }
