@@ -15,7 +15,7 @@ import { needsBackPressure } from '../universal-compaction.ts'
 import { type CompactCommit, commitCompaction, settleFailedJob } from './commit.ts'
 import type { CompactBucketRequest, CompactBucketResult, CompactionContext } from './context.ts'
 import { nextDeletionVectors, writeDeletionVectorIndex } from './deletion-vectors.ts'
-import { BucketInputs } from './inputs.ts'
+import { BucketInputs, entryOf } from './inputs.ts'
 import { CompactionOutput } from './output.ts'
 import { pickOptionsOf, pickUnit, planSteps, readBucket, whyNoPick } from './plan.ts'
 import type { RewriteJob } from './rewrite-job.ts'
@@ -50,7 +50,9 @@ export async function compactBucket(ctx: CompactionContext, req: CompactBucketRe
   // the job's data-file and index requests: inputs opened together, outputs PUT while the
   // merge goes on, at most `io.max-concurrent-requests` in flight
   const io = new BoundedStore(ctx.store, opts.ioMaxConcurrentRequests)
-  const output = new CompactionOutput(io, view, { partition: req.partition, bucket: req.bucket, totalBuckets: opts.bucket, dir })
+  // postpone bucket mode: a bucket's files record its partition's own count, which its inputs carry
+  const totalBuckets = opts.bucket > 0 ? opts.bucket : entryOf(unit.files[0]).totalBuckets
+  const output = new CompactionOutput(io, view, { partition: req.partition, bucket: req.bucket, totalBuckets, dir })
   const commit: CompactCommit = { commitUser: req.commitUser ?? commitUserFor(opts.commitUserPrefix), baseSnapshotId: summary.baseSnapshotId, dvIndex: bucket.dvIndex, indexReplacement: null }
   const job: RewriteJob = {
     view, mergeConfig, output, lookup, changelogLookup, compressionThread, mergePath: req.mergePath,

@@ -1,0 +1,203 @@
+// Postpone bucket mode (bucket -2), on a memory store and a real FIFO-style job queue in memory:
+//   1. Property: writes, postpone compactions of a partition (capped at 1..3 files) and
+//      compactions of real buckets in any order; every read equals a model of the batches
+//      whose postponed files a compaction took (the rest are invisible), and once drained the
+//      table equals the model of every batch.
+//   2. A partition's bucket count: postpone.default-bucket-num the first time, kept after.
+//   3. Replay order: Strata's files by sequence number, Paimon's (-1) by creation time.
+//   4. The job for bucket-postpone: its group, and the jobs it sends for the buckets it filled.
+//   5. Refusals: bucket 0 and -3 at create, input changelog with bucket -2, --bucket.
+
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { Table } from '../lib/handle/table.ts'
+import { alterTable } from '../lib/handle/alter.ts'
+import { MemoryJobQueue, messageGroupId } from '../lib/jobs/compaction-job.ts'
+import { writerJobs } from '../lib/jobs/coalesce.ts'
+import { processCompactionJobs } from '../lib/jobs/process-jobs.ts'
+import { compactBucket } from '../lib/lsm/compact/compact-bucket.ts'
+import { compactTable } from '../lib/lsm/compact-table.ts'
+import { compactPostponed, replayOrder } from '../lib/lsm/postpone.ts'
+import { readAll } from '../lib/read/table-read.ts'
+import { MemoryStore } from '../lib/store/memory-store.ts'
+import { recordFromJson } from '../lib/table/json-values.ts'
+import { type ManifestEntry, FileKind } from '../lib/types.ts'
+import { serializeBinaryRow } from '../lib/format/binary-row.ts'
+import { writeBatch } from '../lib/write/table-write.ts'
+import { type Engine, type Op, TableModel, opArb, schemaFor, sortRows } from './helpers/model.ts'
+
+const DAYS = ['2024-05-01', '2024-05-02']
+
+async function write(table: Table, ops: Op[]) {
+  return writeBatch(table, ops.map((op, i) => recordFromJson(table.view, op, `op ${i}`)))
+}
+
+/** The BinaryRow of a partition of the test table (dt STRING). */
+function encodePartition(table: Table, dt: string): Uint8Array {
+  return serializeBinaryRow(table.view.partitionFields.map((f) => f.type), [dt])
+}
+
+async function liveEntries(table: Table): Promise<ManifestEntry[]> {
+  const s = await table.snapshots.latest()
+  return s ? table.manifests.liveEntries(s) : []
+}
+
+type Step = { t: 'write'; ops: Op[] } | { t: 'postpone'; dt: string; cap: number } | { t: 'bucket'; bucket: number } | { t: 'all' }
+
+const stepArb = (engine: Engine): fc.Arbitrary<Step> =>
+  fc.oneof(
+    { weight: 4, arbitrary: fc.array(opArb(engine), { minLength: 1, maxLength: 8 }).map((ops): Step => ({ t: 'write', ops })) },
+    { weight: 3, arbitrary: fc.record({ dt: fc.constantFrom(...DAYS), cap: fc.integer({ min: 1, max: 3 }) }).map((s): Step => ({ t: 'postpone', ...s })) },
+    { weight: 1, arbitrary: fc.integer({ min: 0, max: 2 }).map((bucket): Step => ({ t: 'bucket', bucket })) },
+    { weight: 1, arbitrary: fc.constant<Step>({ t: 'all' }) },
+  )
+
+describe('postpone bucket mode against a model', () => {
+  for (const engine of ['deduplicate', 'aggregation'] as Engine[]) {
+    it(`${engine}: reads see exactly the batches a postpone compaction took; drained, the table equals the model`, async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.array(stepArb(engine), { minLength: 2, maxLength: 10 }), async (steps) => {
+          const table = await Table.create(new MemoryStore(), schemaFor(engine, { bucket: '-2', 'postpone.default-bucket-num': '3', 'num-sorted-run.compaction-trigger': '3' }))
+          const all = new TableModel(engine)
+          const visible = new TableModel(engine)
+          // per partition, the batches (their ops in that partition) whose postponed file waits
+          const pending = new Map<string, Op[][]>(DAYS.map((d) => [d, []]))
+          for (const step of steps) {
+            if (step.t === 'write') {
+              const r = await write(table, step.ops)
+              all.applyBatch(step.ops)
+              for (const b of r.buckets) expect(b.bucket).toBe(-2)
+              for (const d of DAYS) {
+                const ops = step.ops.filter((o) => o.dt === d)
+                if (r.buckets.some((b) => b.partitionPath === `dt=${d}/`)) pending.get(d)!.push(ops)
+              }
+            } else if (step.t === 'postpone') {
+              const r = await compactPostponed(table, { partition: encodePartition(table, step.dt), maxInputFiles: step.cap })
+              const taken = pending.get(step.dt)!.splice(0, step.cap)
+              expect(r.inputFiles).toBe(taken.length)
+              for (const ops of taken) visible.applyBatch(ops)
+            } else if (step.t === 'bucket') {
+              for (const e of await liveEntries(table)) {
+                if (e.bucket !== step.bucket) continue
+                await compactBucket(table, { partition: e.partition, bucket: e.bucket })
+                break
+              }
+            } else {
+              await compactTable(table)
+              for (const d of DAYS) for (const ops of pending.get(d)!.splice(0)) visible.applyBatch(ops)
+            }
+            expect(sortRows(await readAll(table))).toEqual(visible.snapshot())
+          }
+          await compactTable(table)
+          expect(sortRows(await readAll(table))).toEqual(all.snapshot())
+          const live = await liveEntries(table)
+          expect(live.filter((e) => e.bucket < 0)).toEqual([])
+          // every bucket of a partition records the partition's one count (3, the default)
+          expect(new Set(live.map((e) => e.totalBuckets))).toEqual(new Set(live.length ? [3] : []))
+        }),
+        { numRuns: 12 },
+      )
+    })
+  }
+})
+
+describe('bucket counts', () => {
+  it('a partition takes postpone.default-bucket-num when first compacted and keeps its count after the option changes', async () => {
+    const store = new MemoryStore()
+    let table = await Table.create(store, schemaFor('deduplicate', { bucket: '-2', 'postpone.default-bucket-num': '2' }))
+    const rows = (dt: string) => Array.from({ length: 40 }, (_, id): Op => ({ _kind: '+I', dt, id, a: id, b: null, c: null }))
+    await write(table, rows(DAYS[0]))
+    const first = await compactPostponed(table, { partition: encodePartition(table, DAYS[0]) })
+    expect(first.bucketCount).toBe(2)
+    expect(first.buckets).toEqual([0, 1])
+    table = await alterTable(store, [{ kind: 'set-option', key: 'postpone.default-bucket-num', value: '5' }])
+    await write(table, rows(DAYS[0]))
+    await write(table, rows(DAYS[1]))
+    expect((await compactPostponed(table, { partition: encodePartition(table, DAYS[0]) })).bucketCount).toBe(2)
+    const second = await compactPostponed(table, { partition: encodePartition(table, DAYS[1]) })
+    expect(second.bucketCount).toBe(5)
+    expect(second.buckets).toEqual([0, 1, 2, 3, 4])
+    const counts = new Map<string, Set<number>>()
+    for (const e of await liveEntries(table)) {
+      const k = Buffer.from(e.partition).toString('hex')
+      counts.set(k, new Set([...(counts.get(k) ?? []), e.totalBuckets]))
+    }
+    expect([...counts.values()].map((s) => [...s])).toEqual(expect.arrayContaining([[2], [5]]))
+    expect(await readAll(table)).toHaveLength(80)
+  })
+})
+
+describe('replay order', () => {
+  const entry = (name: string, seq: bigint, creationTime: bigint): ManifestEntry =>
+    ({ kind: FileKind.ADD, partition: new Uint8Array(), bucket: -2, totalBuckets: -2, file: { fileName: name, minSequenceNumber: seq, maxSequenceNumber: seq, creationTime } }) as unknown as ManifestEntry
+
+  it("orders Strata's files by sequence number, Paimon's (-1) by creation time in the same scale, ties by landing order", () => {
+    const ms = 1_700_000_000_000n
+    const files = [
+      entry('strata-late-clock', (ms + 50n) << 20n, ms - 10_000n), // its number says when it started, not its file time
+      entry('paimon-b', -1n, ms + 20n),
+      entry('strata-early', ms << 20n, ms + 999n),
+      entry('paimon-a', -1n, ms + 10n),
+      entry('paimon-a-again', -1n, ms + 10n),
+    ]
+    expect(replayOrder(files).map((e) => e.file.fileName)).toEqual(['strata-early', 'paimon-a', 'paimon-a-again', 'paimon-b', 'strata-late-clock'])
+  })
+
+  it('a later batch wins over an earlier one of the same key, whatever the cap', async () => {
+    const table = await Table.create(new MemoryStore(), schemaFor('deduplicate', { bucket: '-2' }))
+    for (let i = 0; i < 4; i++) await write(table, [{ _kind: '+I', dt: DAYS[0], id: 7, a: i, b: null, c: null }])
+    await compactPostponed(table, { partition: encodePartition(table, DAYS[0]), maxInputFiles: 3 })
+    expect(await readAll(table)).toEqual([[DAYS[0], 7, 2, null, null]])
+    await compactPostponed(table, { partition: encodePartition(table, DAYS[0]) })
+    expect(await readAll(table)).toEqual([[DAYS[0], 7, 3, null, null]])
+  })
+})
+
+describe('the postpone job', () => {
+  it('runs in its partition\'s postpone group and sends jobs for the buckets it filled', async () => {
+    const table = await Table.create(new MemoryStore(), schemaFor('deduplicate', { bucket: '-2', 'postpone.default-bucket-num': '3', 'deletion-vectors.enabled': 'true' }))
+    const r = await write(table, Array.from({ length: 30 }, (_, id): Op => ({ _kind: '+I', dt: DAYS[0], id, a: id, b: null, c: null })))
+    const jobs = await writerJobs('t', table, r.snapshotId, r.buckets)
+    expect(jobs.map((j) => [j.partition, j.bucket])).toEqual([[`dt=${DAYS[0]}`, -2]])
+    expect(messageGroupId(jobs[0])).toBe(`t/dt=${DAYS[0]}/-2`)
+    const queue = new MemoryJobQueue()
+    const res = await processCompactionJobs([{ id: 'm1', body: JSON.stringify(jobs[0]), groupId: messageGroupId(jobs[0]) }], { resolve: async () => ({ table, jobs: queue }) })
+    expect(res.errors).toEqual([])
+    expect(res.outcomes[0].result.inputFiles).toBe(1)
+    // deletion vectors: the rows wait at level 0 of their buckets, each of which got a job
+    expect(await readAll(table)).toEqual([])
+    expect(queue.jobs.map((j) => j.bucket).sort()).toEqual([0, 1, 2])
+    const res2 = await processCompactionJobs(
+      queue.jobs.map((j, i) => ({ id: `b${i}`, body: JSON.stringify(j), groupId: messageGroupId(j) })),
+      { resolve: async () => ({ table, jobs: new MemoryJobQueue() }) },
+    )
+    expect(res2.errors).toEqual([])
+    expect(await readAll(table)).toHaveLength(30)
+  })
+})
+
+describe('refusals', () => {
+  it('bucket 0 and -3 are refused at create; -2 is taken', async () => {
+    await expect(Table.create(new MemoryStore(), schemaFor('deduplicate', { bucket: '0' }))).rejects.toThrow(/option 'bucket': invalid value "0"/)
+    await expect(Table.create(new MemoryStore(), schemaFor('deduplicate', { bucket: '-3' }))).rejects.toThrow(/option 'bucket': invalid value "-3"/)
+    const t = await Table.create(new MemoryStore(), schemaFor('deduplicate', { bucket: '-2' }))
+    expect(t.view.options.bucket).toBe(-2)
+  })
+
+  it('an input changelog with bucket -2 is refused before anything is written', async () => {
+    const store = new MemoryStore()
+    const t = await Table.create(store, schemaFor('deduplicate', { bucket: '-2', 'changelog-producer': 'input' })).catch((e) => e)
+    if (t instanceof Error) {
+      expect(t.message).toMatch(/changelog-producer.*postpone/)
+      return
+    }
+    await expect(write(t, [{ _kind: '+I', dt: DAYS[0], id: 1, a: 1, b: null, c: null }])).rejects.toThrow(/'changelog-producer' is "input" with 'bucket' -2/)
+    expect(await t.snapshots.latestId()).toBe(0)
+  })
+
+  it('strata compact --bucket names why a postpone table takes none', async () => {
+    const t = await Table.create(new MemoryStore(), schemaFor('deduplicate', { bucket: '-2' }))
+    await expect(compactTable(t, { bucket: 0 })).rejects.toThrow(/postpone bucket mode .* expected no bucket/)
+  })
+})
+
