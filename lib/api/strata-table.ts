@@ -286,7 +286,7 @@ export class StrataTable {
    * consumer's progress), then each time new snapshots land the changes up to the latest, one
    * `Changes` per step. Take each step's records, then `commit()` it to record a consumer's
    * progress; the next step is planned once the caller asks for it. `waitForSnapshot` says
-   * when to look again (docs/api.md "Following a table").
+   * when to look again (docs/api.md "Streaming starts").
    */
   async *stream(opts: StreamOptions = {}): AsyncGenerator<Changes> {
     const { consumerId } = opts
