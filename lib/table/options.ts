@@ -9,6 +9,9 @@ import zlib from 'node:zlib'
 import { RefusedError, StrataInputError } from '../errors.ts'
 import { POSTPONE_BUCKET } from '../format/partition-path.ts'
 
+/** `bucket` -1: dynamic bucket mode (docs/design.md "Dynamic buckets"). */
+export const DYNAMIC_BUCKET = -1
+
 export type OptionType = 'int' | 'long' | 'boolean' | 'string' | 'memory' | 'duration' | 'enum'
 
 export interface OptionSpec {
@@ -54,7 +57,12 @@ const SAFE_PREFIX = /^(?:[A-Za-z0-9_-][A-Za-z0-9._-]{0,63})?$/
 const SAFE_PREFIX_TEXT = "at most 64 ASCII letters, digits, '-', '_' and '.', not starting with '.'"
 
 export const OPTION_SPECS: OptionSpec[] = [
-  { key: 'bucket', type: 'int', default: '1', min: 1, max: MAX_BUCKETS, doc: 'Fixed number of buckets per partition, at most 32768; or -2, postpone bucket mode: writers write to bucket-postpone without choosing a bucket, and a postpone compaction assigns the rows to the partition\'s buckets (docs/design.md "Postpone buckets"). Paimon\'s -1 (dynamic) is not written.' },
+  { key: 'bucket', type: 'int', default: '1', min: 1, max: MAX_BUCKETS, doc: 'Fixed number of buckets per partition, at most 32768; or -2, postpone bucket mode: writers write to bucket-postpone without choosing a bucket, and a postpone compaction assigns the rows to the partition\'s buckets (docs/design.md "Postpone buckets"). Or -1, dynamic bucket mode (Paimon\'s default when a schema has no bucket): keys are assigned to buckets through the partition\'s HASH index, dynamic-bucket.target-row-num keys a bucket (docs/design.md "Dynamic buckets"). A table Strata creates without bucket gets 1.' },
+  // dynamic bucket mode (bucket -1): docs/design.md "Dynamic buckets"
+  { key: 'dynamic-bucket.target-row-num', type: 'long', default: '2000000', min: 1, doc: 'Dynamic bucket mode: keys a bucket takes before new keys go to the next bucket (Paimon\'s option and default).' },
+  { key: 'dynamic-bucket.max-buckets', type: 'int', default: '-1', min: -1, doc: 'Dynamic bucket mode: most buckets of a partition, -1 for no limit (Paimon\'s), else at least 1; once every bucket is full, a new key goes to a bucket its hash picks (Paimon picks at random).' },
+  { key: 'dynamic-bucket.initial-buckets', type: 'int', min: 1, doc: 'Paimon\'s: the number of assigners of its Flink job in dynamic bucket mode. Accepted; Strata assigns each partition\'s keys as one assigner, so buckets are 0, 1, 2, ...' },
+  { key: 'dynamic-bucket.assigner-parallelism', type: 'int', min: 1, doc: 'Paimon\'s: the parallelism of its Flink assigner operator in dynamic bucket mode. Accepted, unused by Strata.' },
   // postpone bucket mode (bucket -2): docs/design.md "Postpone buckets"
   { key: 'postpone.default-bucket-num', type: 'int', default: '1', min: 1, max: MAX_BUCKETS, doc: 'Postpone bucket mode: the number of buckets a partition gets when its postponed rows are compacted for the first time; a partition keeps the count it has.' },
   { key: 'postpone.batch-write-fixed-bucket', type: 'boolean', default: 'true', doc: 'Paimon\'s: a bounded (batch) Flink job writes a postpone table straight into the partitions\' buckets. Accepted; Strata\'s writers are many uncoordinated writers, as Paimon\'s streaming ones, and always write to bucket-postpone.' },
@@ -263,7 +271,7 @@ function checkValue(spec: OptionSpec, raw: string, stored = false): void {
       const n = Number(raw)
       if (spec.type === 'int' && (n > 2147483647 || n < -2147483648)) throw bad()
       if (spec.type === 'long' && !Number.isSafeInteger(n)) throw bad()
-      if (spec.min !== undefined && n < spec.min && !(spec.key === 'bucket' && (stored || n === POSTPONE_BUCKET))) throw bad()
+      if (spec.min !== undefined && n < spec.min && !(spec.key === 'bucket' && (stored || n === POSTPONE_BUCKET || n === DYNAMIC_BUCKET))) throw bad()
       if (!stored && spec.max !== undefined && n > spec.max) throw bad()
       break
     }
@@ -400,7 +408,7 @@ export function optionChangeRefusal(stored: Record<string, string>, key: string,
   const old = stored[key]
   if (key === 'type') return `option 'type': Paimon does not change a table's type after create`
   if (key === 'path') return `option 'path': Paimon does not change a table's path (it is where the table is)`
-  if (key === 'bucket' && value === undefined) return `option 'bucket' cannot be reset: Paimon refuses it, and a schema without 'bucket' is dynamic bucket mode (bucket -1), which Strata does not write; set another value instead`
+  if (key === 'bucket' && value === undefined) return `option 'bucket' cannot be reset: Paimon refuses it, and a schema without 'bucket' is dynamic bucket mode (bucket -1); set another value instead`
   if (!hasSnapshots) return null
   if (IMMUTABLE_OPTION_KEYS.has(key)) {
     return `option '${key}' cannot change once the table has snapshots: Paimon fixes it at create (an @Immutable option of its CoreOptions); create a new table instead`
@@ -463,17 +471,30 @@ function postponeUnwritable(raw: Record<string, string>): string[] {
 }
 
 /**
+ * Why Strata must not write a dynamic-bucket table (no `bucket`, or -1), or nothing: Paimon
+ * refuses a bucket key with dynamic buckets (SchemaValidation), and a max-buckets of 0 or
+ * below -1 leaves no bucket to assign.
+ */
+function dynamicUnwritable(raw: Record<string, string>): string[] {
+  const out: string[] = []
+  if (raw['bucket-key'] !== undefined) out.push(`option 'bucket-key' is ${JSON.stringify(raw['bucket-key'])} with dynamic bucket mode (bucket -1); Paimon refuses a bucket key there (keys are assigned by the primary key's hash); expected no bucket-key`)
+  const max = raw['dynamic-bucket.max-buckets']
+  if (max !== undefined && (Number(max) === 0 || Number(max) < -1)) out.push(`option 'dynamic-bucket.max-buckets' is ${JSON.stringify(max)}; expected -1 (no limit) or at least 1`)
+  return out
+}
+
+/**
  * Why a table whose stored schema carries these options must not be written by Strata
  * (empty when it may): an option Paimon would honour on write and Strata cannot — a
  * changelog producer (a streaming consumer would silently miss Strata's writes), a file
- * format or codec Strata does not write, or a bucket mode other than fixed buckets. A
- * schema without `bucket` is dynamic bucket mode to Paimon (its default is -1), so Strata
- * stores `bucket` explicitly at create. Such a table stays readable.
+ * format or codec Strata does not write, or what a bucket mode refuses (dynamicUnwritable,
+ * postponeUnwritable). A schema without `bucket` is dynamic bucket mode to Paimon (its
+ * default is -1), so Strata stores `bucket` explicitly at create. Such a table stays readable.
  */
 export function unwritableReasons(raw: Record<string, string>): string[] {
   const out: string[] = []
   const bucket = raw.bucket
-  if (bucket === undefined) out.push("option 'bucket' is not set, which Paimon reads as dynamic bucket mode (bucket -1); Strata writes fixed-bucket tables only")
+  if (bucket === undefined || Number(bucket) === DYNAMIC_BUCKET) out.push(...dynamicUnwritable(raw))
   else if (Number(bucket) === POSTPONE_BUCKET) out.push(...postponeUnwritable(raw))
   else if (Number(bucket) < 1) out.push(`option 'bucket' is ${JSON.stringify(bucket)} (${Number(bucket) === -2 ? 'postpone' : 'dynamic'} bucket mode); Strata writes fixed-bucket tables only (bucket >= 1)`)
   for (const spec of OPTION_SPECS) {
@@ -512,6 +533,10 @@ export function assertWritable(options: CoreOptions, uri: string, action: string
 export interface CoreOptions {
   raw: Record<string, string>
   bucket: number
+  /** dynamic-bucket.target-row-num: keys a bucket takes in dynamic bucket mode */
+  dynamicBucketTargetRowNum: number
+  /** dynamic-bucket.max-buckets: most buckets of a partition in dynamic bucket mode, -1 unbounded */
+  dynamicBucketMaxBuckets: number
   /** postpone.default-bucket-num: buckets of a partition whose postponed rows are compacted first (bucket -2) */
   postponeDefaultBucketNum: number
   bucketKey: string[] | null
@@ -585,7 +610,10 @@ export function coreOptions(raw: Record<string, string>): CoreOptions {
   const retainedMin = int('snapshot.num-retained.min')
   const options: CoreOptions = {
     raw,
-    bucket: int('bucket'),
+    // no `bucket` in a stored schema is Paimon's default, dynamic bucket mode
+    bucket: raw.bucket === undefined ? DYNAMIC_BUCKET : int('bucket'),
+    dynamicBucketTargetRowNum: int('dynamic-bucket.target-row-num'),
+    dynamicBucketMaxBuckets: int('dynamic-bucket.max-buckets'),
     postponeDefaultBucketNum: int('postpone.default-bucket-num'),
     bucketKey: bucketKey ? bucketKey.split(',').map((s) => s.trim()) : null,
     fileCompression: get('file.compression')!.toLowerCase() as CoreOptions['fileCompression'],

@@ -1,0 +1,133 @@
+// Dynamic bucket mode (bucket -1; docs/design.md "Dynamic buckets"): keys go to buckets
+// through the partition's HASH index, target-row-num keys a bucket; compaction keeps the
+// index; and concurrent writers, direct or folded by the batching committer, never put a key
+// in two buckets (a property against a model).
+
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { BatchingCommitter } from '../lib/commit/batching-committer.ts'
+import { commitMessageOf } from '../lib/commit/commit-message.ts'
+import type { CommitRequest, CommitResult, Committer } from '../lib/commit/committer.ts'
+import { CommitConflictError } from '../lib/errors.ts'
+import { HASH_INDEX, readHashIndex } from '../lib/format/hash-index.ts'
+import { Table } from '../lib/handle/table.ts'
+import { compactTable } from '../lib/lsm/compact-table.ts'
+import { readAll } from '../lib/read/table-read.ts'
+import { MemoryStore } from '../lib/store/memory-store.ts'
+import { recordFromJson } from '../lib/table/json-values.ts'
+import { indexKey } from '../lib/table/paths.ts'
+import { DYNAMIC_BUCKET_ATTEMPTS, writeBatch } from '../lib/write/table-write.ts'
+import { keyHash } from '../lib/write/dynamic-bucket.ts'
+import { bucketDirOf } from '../lib/handle/bucket-state.ts'
+import { readDataFile } from '../lib/format/data-file-reader.ts'
+import { byteSource } from '../lib/format/data-file-source.ts'
+import type { IndexManifestEntry } from '../lib/types.ts'
+import { type Op, TableModel, opArb, schemaFor, sortRows } from './helpers/model.ts'
+
+const records = (table: Table, ops: Op[]) => ops.map((op, i) => recordFromJson(table.view, op, `op ${i}`))
+const insert = (id: number, dt = '2024-05-01'): Op => ({ _kind: '+I', dt, id, a: id, b: `v${id}`, c: null })
+
+async function dynamicTable(extra: Record<string, string> = {}): Promise<Table> {
+  const schema = schemaFor('deduplicate', { 'dynamic-bucket.target-row-num': '3', ...extra }) as { options: Record<string, string> }
+  schema.options.bucket = '-1'
+  return Table.create(new MemoryStore(), schema)
+}
+
+/** The HASH index of the latest snapshot: per (partition hex, bucket) its hashes. */
+async function hashIndex(table: Table): Promise<{ entries: IndexManifestEntry[]; byBucket: Map<string, Int32Array> }> {
+  const latest = await table.snapshots.latest()
+  const entries = (await table.manifests.readIndexManifest(latest?.indexManifest)).filter((e) => e.indexType === HASH_INDEX)
+  const byBucket = new Map<string, Int32Array>()
+  for (const e of entries) byBucket.set(`${Buffer.from(e.partition).toString('hex')}|${e.bucket}`, readHashIndex((await table.store.get(indexKey(e.fileName)))!))
+  return { entries, byBucket }
+}
+
+/**
+ * Every live data file's keys by bucket: each (dt, id) must sit in one bucket only, and that
+ * bucket's HASH file must hold the key's hash (the invariant readers and Paimon's assigner rely on).
+ */
+async function checkOneBucketPerKey(table: Table): Promise<void> {
+  const latest = await table.snapshots.latest()
+  if (!latest) return
+  const { byBucket } = await hashIndex(table)
+  const bucketOfKey = new Map<string, number>()
+  for (const e of await table.manifests.liveEntries(latest)) {
+    const pHex = Buffer.from(e.partition).toString('hex')
+    const hashes = new Set(byBucket.get(`${pHex}|${e.bucket}`) ?? [])
+    const bytes = (await table.store.get(`${bucketDirOf(table, e.partition, e.bucket).path}/${e.file.fileName}`))!
+    for (const { key: kv } of await readDataFile(byteSource(bytes), { keyFields: table.view.keyFields, valueFields: table.view.fields })) {
+      const k = `${pHex}|${JSON.stringify(kv)}`
+      const seen = bucketOfKey.get(k)
+      if (seen !== undefined && seen !== e.bucket) throw new Error(`key ${k} in buckets ${seen} and ${e.bucket}`)
+      bucketOfKey.set(k, e.bucket)
+      if (!hashes.has(keyHash(table.view.keyTypes, kv))) throw new Error(`key ${k} of bucket ${e.bucket} is not in its HASH file`)
+    }
+  }
+  // and no hash in two buckets' files of one partition
+  const owner = new Map<string, string>()
+  for (const [id, hs] of byBucket) {
+    const p = id.split('|')[0]
+    for (const h of hs) {
+      const prev = owner.get(`${p}|${h}`)
+      if (prev !== undefined && prev !== id) throw new Error(`hash ${h} in ${prev} and ${id}`)
+      owner.set(`${p}|${h}`, id)
+    }
+  }
+}
+
+describe('dynamic bucket mode', () => {
+  it('assigns new keys to the first bucket under dynamic-bucket.target-row-num, keeps known keys where they are, and writes one HASH file per bucket', async () => {
+    const table = await dynamicTable()
+    const model = new TableModel('deduplicate')
+    const first = Array.from({ length: 7 }, (_, i) => insert(i))
+    await writeBatch(table, records(table, first))
+    model.applyBatch(first)
+    let idx = await hashIndex(table)
+    expect([...idx.byBucket.entries()].map(([k, v]) => [k.split('|')[1], v.length]).sort()).toEqual([['0', 3], ['1', 3], ['2', 1]])
+    expect(idx.entries.every((e) => e.rowCount === BigInt(idx.byBucket.get(`${Buffer.from(e.partition).toString('hex')}|${e.bucket}`)!.length) && e.dvRanges === null)).toBe(true)
+    // updates of known keys and two new keys: the known ones stay, the new fill bucket 2
+    const second: Op[] = [{ ...insert(0), a: 100 }, { ...insert(5), a: 500 }, insert(7), insert(8)]
+    await writeBatch(table, records(table, second))
+    model.applyBatch(second)
+    idx = await hashIndex(table)
+    expect([...idx.byBucket.entries()].map(([k, v]) => [k.split('|')[1], v.length]).sort()).toEqual([['0', 3], ['1', 3], ['2', 3]])
+    expect(sortRows(await readAll(table))).toEqual(model.snapshot())
+    const live = await table.manifests.liveEntries((await table.snapshots.latest())!)
+    expect(new Set(live.map((e) => e.totalBuckets))).toEqual(new Set([-1]))
+    await checkOneBucketPerKey(table)
+  })
+
+  it('a retraction of a key never written does not grow the index (deduplicate); one of a known key goes to its bucket', async () => {
+    const table = await dynamicTable()
+    await writeBatch(table, records(table, [insert(1)]))
+    const before = await hashIndex(table)
+    const r = await writeBatch(table, records(table, [{ ...insert(42), _kind: '-D' }]))
+    expect(r.rowsWritten).toBe(0)
+    expect((await hashIndex(table)).entries.map((e) => e.fileName)).toEqual(before.entries.map((e) => e.fileName))
+    await writeBatch(table, records(table, [{ ...insert(1), _kind: '-D' }]))
+    expect(await readAll(table)).toEqual([])
+    await checkOneBucketPerKey(table)
+  })
+
+  it('compaction of every bucket keeps the HASH index as it was and the rows as the model has them', async () => {
+    const table = await dynamicTable({ 'deletion-vectors.enabled': 'true' })
+    const model = new TableModel('deduplicate')
+    for (let round = 0; round < 3; round++) {
+      const ops = Array.from({ length: 8 }, (_, i) => ({ ...insert(i * 2 + round, round % 2 ? '2024-05-02' : '2024-05-01'), a: round }))
+      await writeBatch(table, records(table, ops))
+      model.applyBatch(ops)
+    }
+    const before = (await hashIndex(table)).entries.map((e) => e.fileName).sort()
+    const results = await compactTable(table, { full: true })
+    expect(results.filter((r) => r.snapshotId !== null).length).toBeGreaterThan(0)
+    expect((await hashIndex(table)).entries.map((e) => e.fileName).sort()).toEqual(before)
+    expect(sortRows(await readAll(table))).toEqual(model.snapshot())
+    // a write after the compaction still finds its keys' buckets (deletion vectors: visible once compacted)
+    const more = [{ ...insert(0), a: 77 }, insert(99)]
+    await writeBatch(table, records(table, more))
+    model.applyBatch(more)
+    await compactTable(table, {})
+    expect(sortRows(await readAll(table))).toEqual(model.snapshot())
+    await checkOneBucketPerKey(table)
+  })
+})
