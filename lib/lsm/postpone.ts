@@ -97,7 +97,10 @@ async function partitionFiles(table: CompactionContext, snapshot: Parameters<Com
 async function replayRows(table: CompactionContext, files: ManifestEntry[], dir: string, base: bigint): Promise<KeyValue[]> {
   const ahead = table.view.options.ioMaxConcurrentRequests
   const readers = await mapBounded(files, ahead, async (e) => {
-    const src = byteSourceOf(table.store, dataFileKey(table, dir, e.file), Number(e.file.fileSize), e.file)
+    // Paimon's postponed files (numbered -1) hold rows in arrival order, not sorted by key: the
+    // reader's checks against the manifest entry (key order, key range) would refuse them
+    const expect = e.file.minSequenceNumber >= 0n ? e.file : undefined
+    const src = byteSourceOf(table.store, dataFileKey(table, dir, e.file), Number(e.file.fileSize), expect)
     const out: KeyValue[] = []
     const reader = await openRecordFile(table, e.file.fileName, e.file.schemaId, src)
     for await (const batch of reader.batches()) for (const kv of batch) out.push(kv)
