@@ -493,6 +493,14 @@ describe('the aggregation engine over nested columns', () => {
 })
 
 describe('the partial-update engine over nested columns', () => {
+  it('refuses a nested aggregate, as any function but last_non_null_value, for want of sequence groups', () => {
+    for (const [fn, extra] of [['nested_partial_update', {}], ['nested_update', { 'fields.items.nested-key': 'k' }], ['collect', {}]] as const) {
+      const f = fn === 'collect' ? 'tags' : 'items'
+      expect(() => parseMergeEngineConfig(FIELDS, ['id'], { 'merge-engine': 'partial-update', [`fields.${f}.aggregate-function`]: fn, ...extra })).toThrow(
+        `Must use sequence group for aggregation functions but not found for field ${f}.`,
+      )
+    }
+  })
   it('replaces each nested value whole with the last non-null one', () => {
     const out = merge({ 'merge-engine': 'partial-update' }, [
       kv(1, RowKind.INSERT, [1, ['a', 'b'], map([['x', 1]]), [[1, 'one', 0]], [1, 'p']]),

@@ -8,6 +8,7 @@ import { StrataInputError } from '../errors.ts'
 import { RowKind, isRetract, type KeyValue, type Row, type Value } from '../types.ts'
 import { resolveAggregateFunction } from './aggregate.ts'
 import { refuseAggregatesOnPrimaryKeys } from './aggregation.ts'
+import { isNestedAggregate } from './nested-aggregate.ts'
 import type { EngineOptions, MergeEngineDescriptor } from './descriptor.ts'
 import { initRow, kindName, notNull } from './merge-rows.ts'
 import type { MergeEngineConfig, MergeFunction } from './merge-types.ts'
@@ -96,7 +97,8 @@ function configurePartialUpdate(options: EngineOptions): [] {
     const key = explicit !== undefined ? `fields.${f.name}.aggregate-function` : 'fields.default-aggregate-function'
     const value = explicit ?? defaultFunction
     if (value === undefined) continue
-    if (resolveAggregateFunction(key, value, f.name, f.type) !== 'last_non_null_value') {
+    // a nested aggregate needs its options only where it could run: refused here for want of sequence groups
+    if (isNestedAggregate(value) || resolveAggregateFunction(key, value, f.name, f.type) !== 'last_non_null_value') {
       throw invalid(
         key,
         value,
