@@ -131,3 +131,87 @@ describe('dynamic bucket mode', () => {
     await checkOneBucketPerKey(table)
   })
 })
+
+/**
+ * A committer that queues requests as commit messages and lands them when the test folds
+ * them with the batching committer (what the committer function does with the queue): a
+ * conflict comes back as the queued path's CommitConflictError, from the outcome's message.
+ */
+class FoldQueue implements Committer {
+  pending: { message: ReturnType<typeof commitMessageOf>; resolve: (r: CommitResult) => void; reject: (e: unknown) => void }[] = []
+  constructor(private readonly table: Table) {}
+
+  commit(req: CommitRequest): Promise<CommitResult> {
+    return new Promise((resolve, reject) => this.pending.push({ message: commitMessageOf(req), resolve, reject }))
+  }
+
+  async fold(): Promise<void> {
+    const batch = this.pending.splice(0)
+    if (batch.length === 0) return
+    const r = await new BatchingCommitter(this.table).commit(batch.map((b) => b.message))
+    r.outcomes.forEach((o, i) => {
+      if (o.status === 'failed') batch[i].reject(o.conflict ? new CommitConflictError(o.error.message) : o.error)
+      else batch[i].resolve({ snapshotId: o.snapshotId, retries: 0, deduplicated: o.status === 'duplicate' })
+    })
+  }
+}
+
+describe('concurrent writers', () => {
+  const writerArb = fc.record({
+    folded: fc.boolean(),
+    batches: fc.array(fc.array(fc.record({ dt: fc.constantFrom('2024-05-01', '2024-05-02'), id: fc.integer({ min: 0, max: 11 }) }), { minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 3 }),
+  })
+
+  it('never put a key in two buckets, direct or folded, and every key written is read with a value one of its writers gave it', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(writerArb, { minLength: 2, maxLength: 4 }), fc.array(fc.nat({ max: 3 }), { minLength: 40, maxLength: 40 }), async (writers, ticks) => {
+        const table = await dynamicTable({ 'dynamic-bucket.target-row-num': '2' })
+        const queue = new FoldQueue(table)
+        const written = new Map<string, Set<number>>()
+        let done = 0
+        const runs = writers.map(async (w, wi) => {
+          for (const [bi, batch] of w.batches.entries()) {
+            const tag = wi * 100 + bi
+            const ops = batch.map(({ dt, id }): Op => ({ _kind: '+I', dt, id, a: tag, b: null, c: null }))
+            for (const op of ops) {
+              const k = `${op.dt}|${op.id}`
+              written.set(k, (written.get(k) ?? new Set()).add(tag))
+            }
+            await writeBatch(table, records(table, ops), w.folded ? { committer: queue } : {})
+          }
+          done++
+        })
+        const all = Promise.all(runs)
+        all.catch(() => undefined)
+        // the committer folds whatever is queued, at points the ticks choose, until every writer is done
+        for (let i = 0; done < writers.length; i++) {
+          for (let t = 0; t < (ticks[i % ticks.length] ?? 0) + 1; t++) await new Promise((r) => setImmediate(r))
+          await queue.fold()
+        }
+        await all
+        await checkOneBucketPerKey(table)
+        const rows = await readAll(table)
+        expect(rows.map((r) => `${r[0]}|${r[1]}`).sort()).toEqual([...written.keys()].sort())
+        for (const r of rows) expect(written.get(`${r[0]}|${r[1]}`)!.has(r[2] as number)).toBe(true)
+      }),
+      { numRuns: 20 },
+    )
+  })
+
+  it('a writer whose assignment keeps conflicting gives up after DYNAMIC_BUCKET_ATTEMPTS, naming the conflict; nothing of it lands', async () => {
+    const table = await dynamicTable()
+    let attempts = 0
+    // every attempt, just before its snapshot, another writer assigns a new key in the partition
+    const r = await writeBatch(table, records(table, [insert(1)]), {
+      beforeSnapshotCreate: async () => {
+        attempts++
+        await writeBatch(table, records(table, [insert(1000 + attempts)]))
+      },
+    }).catch((e: unknown) => e)
+    expect(r).toBeInstanceOf(CommitConflictError)
+    expect((r as Error).message).toMatch(/dynamic bucket conflict .* the HASH index of partition .* another commit assigned keys in the partition since/)
+    expect(attempts).toBe(DYNAMIC_BUCKET_ATTEMPTS)
+    expect((await readAll(table)).map((row) => row[1]).sort((a, b) => Number(a) - Number(b))).toEqual(Array.from({ length: DYNAMIC_BUCKET_ATTEMPTS }, (_, i) => 1001 + i))
+    await checkOneBucketPerKey(table)
+  })
+})
