@@ -154,6 +154,7 @@ public final class PaimonInterop {
                 case "streaming": StreamingInterop.run(args, out); break;
                 case "nested-agg": NestedAggInterop.run(args, out); break;
                 case "file-formats": FileFormatInterop.run(args, out); break;
+                case "dyn-write": DynamicBucketInterop.run(args, out); break;
                 case "add-column":
                     addColumn(a, out);
                     break;
