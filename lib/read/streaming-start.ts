@@ -32,9 +32,10 @@ import { sequenceComparator } from '../merge/sequence-order.ts'
 import { BoundedStore } from '../store/bounded.ts'
 import { checkConsumerId, getConsumer, setConsumer } from '../handle/consumers.ts'
 import type { TableStore } from '../handle/table.ts'
-import { type ManifestEntry, RowKind, isRetract } from '../types.ts'
+import { type KeyValue, type ManifestEntry, RowKind, isRetract } from '../types.ts'
+import { columnIndexes } from '../table/schema.ts'
 import { type ChangeRow, type IncrementalContext, type IncrementalMode, type IncrementalPlan, INCREMENTAL_MODES, changelogProducerOf, planIncremental, readPlan } from './incremental.ts'
-import { type KeyFilter, type ReadStats, type ScanContext, compileFilter, openFile, orderFiles, planScan } from './table-read.ts'
+import { type KeyFilter, type ReadStats, type ScanContext, type Split, compileFilter, openFile, orderFiles, planScan } from './table-read.ts'
 
 /** The scan modes a streaming read takes (Paimon's `scan.mode` values it implements). */
 export const SCAN_MODES = ['default', 'latest-full', 'full', 'latest', 'from-snapshot', 'from-snapshot-full', 'from-timestamp'] as const
@@ -222,20 +223,29 @@ export interface FullStateOptions {
   stats?: ReadStats
 }
 
+/** A bucket of a full state: its split (with its index in the plan) and the merged live records, filtered. */
+export interface FullStateBatch {
+  split: Split
+  index: number
+  batch: KeyValue[]
+}
+
 /**
- * The full merged state of snapshot `snapshotId` as changes: every live key once as +I,
- * projected to `columns`. Every bucket's files of the chosen
- * levels (level 0 too) are merged by key with their deletion vectors applied, oldest first
- * as a merge-on-read takes them (table-read.ts orderFiles).
+ * The full merged state of snapshot `snapshotId`, split by split from `fromSplit` on: every
+ * live key once, its merged record. Every bucket's files of the chosen levels (level 0 too)
+ * are merged by key with their deletion vectors applied, oldest first as a merge-on-read
+ * takes them (table-read.ts orderFiles). The splits and their order are planScan's, so a
+ * page cursor's (split, offset) finds the same row again.
  */
-export async function* readFullState(table: ScanContext, snapshotId: number, opts: FullStateOptions = {}): AsyncGenerator<ChangeRow[]> {
+export async function* fullStateRecords(table: ScanContext, snapshotId: number, opts: FullStateOptions & { fromSplit?: number } = {}): AsyncGenerator<FullStateBatch> {
   const plan = await planScan(table, { snapshotId, columns: opts.columns, filter: opts.filter })
   const view = table.view
   const filter = compileFilter(view, opts.filter)
   const levels = opts.levels ?? (() => true)
   const valueColumns = valueColumnsForMerge(table.mergeConfig, [...plan.columns.map((i) => view.fields[i].name), ...Object.keys(opts.filter ?? {})])
   const io = new BoundedStore(table.store, view.options.ioMaxConcurrentRequests)
-  for (const split of plan.splits) {
+  for (let index = opts.fromSplit ?? 0; index < plan.splits.length; index++) {
+    const split = plan.splits[index]
     const files: ManifestEntry[] = orderFiles(split.files.filter((e) => levels(e.file.level)))
     if (files.length === 0) continue
     const dvs = view.options.deletionVectors ? loadDeletionVectors(table, plan.dvIndex.get(bucketIdentifier(split.partition, split.bucket))) : Promise.resolve(new Map())
@@ -252,14 +262,19 @@ export async function* readFullState(table: ScanContext, snapshotId: number, opt
       mergeFunction: createMergeFunction(table.mergeConfig),
     })
     for await (const batch of merged) {
-      const rows: ChangeRow[] = []
-      for (const kv of batch) {
-        if (isRetract(kv.kind) || !filter.matches(kv.value)) continue
-        rows.push({ kind: RowKind.INSERT, row: plan.columns.map((i) => kv.value[i]) })
-      }
-      if (rows.length) yield rows
+      const live = batch.filter((kv) => !isRetract(kv.kind) && filter.matches(kv.value))
+      if (live.length) yield { split, index, batch: live }
     }
   }
+}
+
+/**
+ * The full merged state of snapshot `snapshotId` as changes: every live key once as +I,
+ * projected to `columns` (fullStateRecords).
+ */
+export async function* readFullState(table: ScanContext, snapshotId: number, opts: FullStateOptions = {}): AsyncGenerator<ChangeRow[]> {
+  const columns = columnIndexes(table.view, opts.columns)
+  for await (const { batch } of fullStateRecords(table, snapshotId, opts)) yield batch.map((kv) => ({ kind: RowKind.INSERT, row: columns.map((i) => kv.value[i]) }))
 }
 
 /** What a streaming read does next: a start's full state, or the changes of a range of snapshots. */
