@@ -32,6 +32,7 @@ const K_TIMESTAMP_COMPACT = 9
 const K_TIMESTAMP_WIDE = 10
 const K_STRING = 11
 const K_BYTES = 12
+const K_NESTED = 13
 
 const INT64_MIN = -(1n << 63n)
 const INT64_MAX = (1n << 63n) - 1n
@@ -103,6 +104,11 @@ function kindOf(type: DataType, index: number): number {
     case 'BINARY':
     case 'VARBINARY':
       return K_BYTES
+    case 'ARRAY':
+    case 'MAP':
+    case 'MULTISET':
+    case 'ROW':
+      return K_NESTED
     default:
       throw new StrataInputError(
         `BinaryRow field ${index}: type ${String((type as DataType).root)} is not supported`,
@@ -265,6 +271,9 @@ function encodedSize(layout: RowLayout, values: Value[], lens: Int32Array): numb
       if (v === null) continue
       if (!(v instanceof Uint8Array)) throw badValue(layout, i, v, 'a Uint8Array')
       if (v.length > MAX_INLINE_BYTES) size += roundUp8(v.length)
+    } else if (kind === K_NESTED) {
+      // a nested value appears in no row Strata serializes (partitions, keys, stats rows, where Paimon leaves nested fields null)
+      if (v !== null) throw badValue(layout, i, v, 'null (Strata writes no nested value into a BinaryRow)')
     }
   }
   return size
@@ -524,6 +533,8 @@ export function readBinaryRow(types: DataType[], body: Uint8Array): Value[] {
         out[i] = view.getBigInt64(offset, true) * 1000n + BigInt(Math.floor(nanos / 1000))
         break
       }
+      case K_NESTED:
+        throw corrupt(`field ${i} (${typeLabel(layout.types[i])}) holds a nested value; Strata reads nested values in no BinaryRow (stats rows hold them null)`)
       case K_STRING:
       case K_BYTES: {
         let pos: number

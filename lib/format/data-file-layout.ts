@@ -7,7 +7,7 @@
 import type { SchemaElement } from 'hyparquet'
 import { StrataInputError } from '../errors.ts'
 import type { DataField, DataType, Value } from '../types.ts'
-import { parquetSchemaElement } from './parquet-types.ts'
+import { columnElements } from './parquet-nested.ts'
 
 export const KEY_FIELD_PREFIX = '_KEY_'
 /** `SpecialFields.KEY_FIELD_ID_START` = Integer.MAX_VALUE / 2; a `_KEY_` column's id is this + the field id. */
@@ -58,7 +58,7 @@ export function dataFileSchema(layout: DataFileLayout): SchemaElement[] {
     if (names.has(c.name)) throw new StrataInputError(`data file column ${c.name} appears twice; field names must be unique and must not collide with ${KEY_FIELD_PREFIX}*, ${SEQUENCE_NUMBER} or ${VALUE_KIND}`)
     names.add(c.name)
   }
-  return [{ name: PARQUET_MESSAGE_NAME, num_children: columns.length }, ...columns.map((c) => parquetSchemaElement(c.name, c.fieldId, c.type))]
+  return [{ name: PARQUET_MESSAGE_NAME, num_children: columns.length }, ...columns.flatMap((c) => columnElements(c.name, c.fieldId, c.type))]
 }
 
 /** A key as error messages show it. */

@@ -1,8 +1,8 @@
 // The reader of data files written by Strata, Paimon's Java writer or pypaimon: opens the footer
 // (cached), streams records with a projection and a deletion vector, and looks keys up.
 
-import { parquetRead } from 'hyparquet'
-import type { AsyncBuffer, ColumnData, FileMetaData, SchemaElement } from 'hyparquet'
+import { parquetRead, parquetSchema } from 'hyparquet'
+import type { AsyncBuffer, ColumnChunk, ColumnData, CompressionCodec, FileMetaData, SchemaElement, SchemaTree } from 'hyparquet'
 import { StrataInputError } from '../errors.ts'
 import type { KeyValue, RowKind, Value } from '../types.ts'
 import { physicalEncoder, rawReadElement, valueDecoder, type PhysicalEncoder, type ValueDecoder } from './parquet-types.ts'
@@ -13,6 +13,7 @@ import { checkPages } from './parquet-page-header.ts'
 import { DECOMPRESSORS } from './decompressors.ts'
 import { type ColumnSpec, type DataFileLayout, KEY_FIELD_PREFIX, VALUE_KIND, describeKey, fileColumns } from './data-file-layout.ts'
 import { ManifestCheck } from './data-file-check.ts'
+import { type NestedReadColumn, assembleNested, decodeLeafChunk, nestedReadColumn } from './parquet-nested.ts'
 import { RAW_PARSERS, directBuffer, namedFileError, openFooter, openNamed } from './data-file-source.ts'
 import type { ByteSource } from '../store/byte-source.ts'
 
@@ -50,6 +51,23 @@ const DEFAULT_BATCH_ROWS = 8192
 interface ReadColumn {
   spec: ColumnSpec
   decode: ValueDecoder
+  /** a nested column: how its leaves assemble, and where its leaf chunks are in each row group */
+  nested?: NestedChunks
+}
+
+/**
+ * A nested column's leaf chunks (lib/format/parquet-nested.ts), which Strata decodes itself:
+ * the FileIndex holds the column as one chunk spanning its leaves (contiguous, in schema
+ * order, as every writer lays a column out); this keeps where each leaf's chunk is.
+ */
+interface NestedChunks {
+  column: NestedReadColumn
+  /** hyparquet's path from the root to each leaf (its levels) */
+  schemaPaths: SchemaTree[][]
+  /** by row group and leaf (g * leaves + l): the chunk's start and size, and its codec */
+  starts: number[]
+  sizes: number[]
+  codecs: CompressionCodec[]
 }
 
 /**
@@ -175,19 +193,28 @@ export class DataFileReader {
         const thin = spec.name.startsWith(KEY_FIELD_PREFIX) ? ` (every primary-key file has ${KEY_FIELD_PREFIX}<field> columns; files written with data-file.thin-mode=true are not supported)` : ''
         throw new Error(`data file has no column ${spec.name}${thin}; its columns are: ${[...present.keys()].join(', ')}`)
       }
-      if (found.group) throw new Error(`data file column ${spec.name} is a nested group; expected a primitive ${spec.type.root} column`)
+      const isNested = spec.type.root === 'ARRAY' || spec.type.root === 'MAP' || spec.type.root === 'MULTISET' || spec.type.root === 'ROW'
+      if (found.group !== isNested) throw new Error(`data file column ${spec.name} is ${found.group ? 'a nested group' : 'a primitive column'}; expected ${isNested ? `the group of a ${spec.type.root}` : `a primitive ${spec.type.root} column`}`)
+      if (isNested) {
+        const tree = parquetSchema(metadata).children.find((c) => c.element.name === spec.name)!
+        columns.push({ spec, decode: (r) => r as Value, nested: nestedChunksOf(nestedReadColumn(spec.name, spec.type, tree), metadata) })
+        elements.push(found.element)
+        continue
+      }
       columns.push({ spec, decode: valueDecoder(spec.name, spec.type, found.element) })
       elements.push(found.element)
       rawElements.set(found.element, rawReadElement(found.element, spec.type))
     }
+    // a nested column is indexed as one chunk spanning its leaves, appended to each row group's chunks
+    const indexed = withSpanChunks(metadata, columns)
     const chunkOf = columns.map((c) => {
-      const pos = metadata.row_groups[0]?.columns.findIndex((ch) => ch.meta_data?.path_in_schema.length === 1 && ch.meta_data.path_in_schema[0] === c.spec.name) ?? 0
+      const pos = indexed.row_groups[0]?.columns.findIndex((ch) => ch.meta_data?.path_in_schema.length === 1 && ch.meta_data.path_in_schema[0] === c.spec.name) ?? 0
       if (pos < 0) throw new Error(`data file row group 0 has no column chunk ${c.spec.name}`)
       return pos
     })
     // what reads need of the footer, compactly: the chunks' places, codecs and pages, the key
     // columns' bounds; hyparquet's objects (~10 KiB per row group) would crowd the cache
-    const index = await indexFile(file, metadata, chunkOf, elements, layout.keyFields.length)
+    const index = await indexFile(file, indexed, chunkOf, elements, layout.keyFields.length)
     const schema = metadata.schema.map((element) => rawElements.get(element) ?? element)
     const footer: DataFileFooter = { schema, numRows: Number(metadata.num_rows), columns, elements, index }
     // checked against the manifest before it is cached: a cached footer is a sound one
@@ -435,6 +462,7 @@ export class DataFileReader {
    * index, in which the rows are numbered from the group's first.
    */
   async #readRows(idx: number[], g: number, from: number, to: number, file: PrefetchedFile): Promise<Value[][]> {
+    if (idx.some((c) => this.#columns[c].nested)) return this.#readWithNested(idx, g, from, to, file)
     const columns = idx.map((c) => this.#columns[c])
     const n = to - from
     const out = columns.map(() => new Array<Value>(n))
@@ -491,6 +519,37 @@ export class DataFileReader {
     } as Parameters<typeof parquetRead>[0])
     for (let i = 0; i < columns.length; i++) {
       if (filled[i] !== n) throw new Error(`data file column ${columns[i].spec.name}: decoded ${filled[i]} of rows [${from}, ${to})`)
+    }
+    return out
+  }
+
+  /** `#readRows` of columns some of which are nested: the flat ones through hyparquet, each nested one decoded and assembled here. */
+  async #readWithNested(idx: number[], g: number, from: number, to: number, file: PrefetchedFile): Promise<Value[][]> {
+    const flat = idx.filter((c) => !this.#columns[c].nested)
+    const flatRows = flat.length ? await this.#readRows(flat, g, from, to, file) : []
+    const base = this.#index.rowStart(g)
+    const out: Value[][] = []
+    let f = 0
+    for (const c of idx) {
+      const nested = this.#columns[c].nested
+      if (!nested) {
+        out.push(flatRows[f++])
+        continue
+      }
+      const start = this.#index.start(g, c)
+      const end = this.#index.end(g, c)
+      await file.fetch([[start, end]], ROW_SPAN_BYTES, RANGE_GAP_BYTES)
+      const bytes = file.bytes(start, end)!
+      checkPages(bytes, `column ${nested.column.name}`, start)
+      const n = nested.column.leaves.length
+      const leaves = nested.column.leaves.map((leaf, l) => {
+        const k = g * n + l
+        const at = nested.starts[k] - start
+        return decodeLeafChunk(bytes.subarray(at, at + nested.sizes[k]), leaf, nested.schemaPaths[l], nested.codecs[k], DECOMPRESSORS as never, RAW_PARSERS)
+      })
+      const rows = assembleNested(nested.column, leaves)
+      if (rows.length !== this.#index.groupRows(g)) throw new Error(`data file column ${nested.column.name}: row group ${g} holds ${rows.length} rows, expected ${this.#index.groupRows(g)}`)
+      out.push(rows.slice(from - base, to - base))
     }
     return out
   }
@@ -577,4 +636,58 @@ export async function readDataFile(src: ByteSource, layout: DataFileLayout, opts
   const all: KeyValue[] = []
   for await (const batch of reader.batches(opts)) for (const kv of batch) all.push(kv)
   return all
+}
+
+/** Where a nested column's leaf chunks are in each row group (they must lie end to end, in schema order). */
+function nestedChunksOf(column: NestedReadColumn, metadata: FileMetaData): NestedChunks {
+  const schemaTree = parquetSchema(metadata)
+  const schemaPaths = column.leaves.map((leaf) => {
+    const path: SchemaTree[] = [schemaTree]
+    let node = schemaTree
+    for (const part of leaf.path) {
+      node = node.children.find((c) => c.element.name === part)!
+      path.push(node)
+    }
+    return path
+  })
+  const starts: number[] = []
+  const sizes: number[] = []
+  const codecs: CompressionCodec[] = []
+  metadata.row_groups.forEach((rg, g) => {
+    let end = -1
+    for (const leaf of column.leaves) {
+      const name = leaf.path.join('.')
+      const meta = rg.columns.find((ch) => ch.meta_data?.path_in_schema.join('.') === name)?.meta_data
+      if (!meta) throw new Error(`data file row group ${g}: no column chunk of ${name}`)
+      const start = Number(meta.dictionary_page_offset || meta.data_page_offset)
+      if (end >= 0 && start !== end) throw new Error(`data file row group ${g}: the leaf chunks of column ${column.name} are not end to end (${name} starts at ${start}, the leaf before ends at ${end}); not supported`)
+      end = start + Number(meta.total_compressed_size)
+      starts.push(start)
+      sizes.push(Number(meta.total_compressed_size))
+      codecs.push(meta.codec)
+    }
+  })
+  return { column, schemaPaths, starts, sizes, codecs }
+}
+
+/** The metadata as the FileIndex is built from it: each nested column one chunk spanning its leaves, without a page index. */
+function withSpanChunks(metadata: FileMetaData, columns: ReadColumn[]): FileMetaData {
+  const nested = columns.filter((c) => c.nested)
+  if (nested.length === 0) return metadata
+  return {
+    ...metadata,
+    row_groups: metadata.row_groups.map((rg, g) => {
+      const spans: ColumnChunk[] = nested.map((c) => {
+        const n = c.nested!.column.leaves.length
+        const start = c.nested!.starts[g * n]
+        const end = c.nested!.starts[g * n + n - 1] + c.nested!.sizes[g * n + n - 1]
+        const first = rg.columns.find((ch) => ch.meta_data?.path_in_schema.join('.') === c.nested!.column.leaves[0].path.join('.'))!.meta_data!
+        return {
+          file_offset: BigInt(start),
+          meta_data: { type: first.type, encodings: [], path_in_schema: [c.spec.name], codec: first.codec, num_values: rg.num_rows, total_uncompressed_size: 0n, total_compressed_size: BigInt(end - start), data_page_offset: BigInt(start) },
+        }
+      })
+      return { ...rg, columns: [...rg.columns, ...spans] }
+    }),
+  }
 }

@@ -9,7 +9,8 @@ import { type Column, type TypedColumn, Utf8Column, compareByteRanges, isTypedCo
 export interface ColumnStats {
   min: Value[]
   max: Value[]
-  nullCounts: number[]
+  /** null for a nested field, whose null count Paimon does not record */
+  nullCounts: (number | null)[]
 }
 
 export interface DataFileStats {
@@ -37,7 +38,16 @@ type Compare = (a: Value, b: Value) => number
  * values are `byte[]`, which is not Comparable, so Java records no min/max for them: null here.
  */
 function statsOrder(type: DataType): Compare | null {
-  return type.root === 'BINARY' || type.root === 'VARBINARY' ? null : valueComparator(type)
+  return type.root === 'BINARY' || type.root === 'VARBINARY' || isNestedRoot(type) ? null : valueComparator(type)
+}
+
+/**
+ * ARRAY, MAP, MULTISET, ROW: Paimon takes a field's statistics from the Parquet footer by the
+ * field's name, which names no chunk of a nested column (its chunks are its leaves), so a
+ * nested field has no min, max or null count (`ParquetSimpleStatsExtractor.toFieldStats`).
+ */
+function isNestedRoot(type: DataType): boolean {
+  return type.root === 'ARRAY' || type.root === 'MAP' || type.root === 'MULTISET' || type.root === 'ROW'
 }
 
 /** First `n` code points of `s`, or null when `s` has no more than `n`. */
@@ -73,8 +83,11 @@ export class ColumnStatsCollector {
   failed = false
   readonly #order: Compare | null
   readonly #truncate: number | null
+  /** a nested field: no statistics at all */
+  readonly unknown: boolean
 
   constructor(type: DataType, truncate: number) {
+    this.unknown = isNestedRoot(type)
     this.#order = statsOrder(type)
     this.#truncate = type.root === 'CHAR' || type.root === 'VARCHAR' ? truncate : null
   }
@@ -103,7 +116,7 @@ export function statsResult(collectors: ColumnStatsCollector[]): ColumnStats {
   return {
     min: collectors.map((c) => (c.failed ? null : c.min)),
     max: collectors.map((c) => (c.failed ? null : c.max)),
-    nullCounts: collectors.map((c) => c.nullCount),
+    nullCounts: collectors.map((c) => (c.unknown ? null : c.nullCount)),
   }
 }
 
@@ -171,6 +184,7 @@ export function collectRange(collector: ColumnStatsCollector, col: Column, from:
     collectUtf8(collector, col, from, to)
     return
   }
+  if (collector.unknown) return
   if (type.root === 'CHAR' || type.root === 'VARCHAR') {
     for (let r = from; r < to; r++) collector.collect(valueOf(col[r], toValue, stored))
     return

@@ -9,11 +9,12 @@ import { isRetract, type DataType, type KeyValue, type RowKind, type Value } fro
 import { rowComparator } from './compare.ts'
 import { type Column, type ColumnBatch, Utf8Column, columnRows, concatColumns, isTypedColumn, physicalToValue, valueAt } from './columnar-types.ts'
 import { ThreadPageCompressor } from './compression-thread.ts'
-import { type ChunkPlan, type EncodedChunk, encodeColumnChunk, placeChunk, planPages, planRanges } from './parquet-encode.ts'
+import { type ChunkPlan, type EncodedChunk, encodeColumnChunk, encodeNestedChunks, placeChunk, planPages, planRanges } from './parquet-encode.ts'
+import { type NestedColumn, columnEncoder, columnSizer, nestedColumn } from './parquet-nested.ts'
 import { InlinePageCompressor, type PageCompressor } from './page-compression.ts'
 import { snappyCompressShared } from './snappy.ts'
 import { type FooterRowGroup, writeFooter } from './parquet-footer.ts'
-import { physicalEncoder, physicalSizer, sameStorage, type PhysicalEncoder } from './parquet-types.ts'
+import { parquetSchemaElement, sameStorage, type PhysicalEncoder } from './parquet-types.ts'
 import { type ColumnSpec, type DataFileLayout, KEY_STATS_TRUNCATE, SEQUENCE_NUMBER, VALUE_KIND, VALUE_STATS_TRUNCATE, dataFileSchema, describeKey, fileColumns } from './data-file-layout.ts'
 import { ColumnStatsCollector, type DataFileStats, collectRange, minMaxRows, compareBigintValues, statsResult, storedValue, valueOf } from './data-file-stats.ts'
 
@@ -145,7 +146,9 @@ export class DataFileWriter {
    * the compressor's arena `1 - #slot`, placed when the next row group has been encoded into
    * arena `#slot`, or at finish; that other arena is empty when nothing is pending
    */
-  #pending: { plans: (ChunkPlan | number)[]; rows: number } | null = null
+  #pending: { plans: (ChunkPlan | number | ChunkPlan[])[]; rows: number } | null = null
+  /** the nested columns' layouts (null for a flat column), whose chunks are one per leaf */
+  readonly #nested: (NestedColumn | null)[]
   #slot: 0 | 1 = 0
   readonly #keyStats: ColumnStatsCollector[]
   readonly #valueStats: ColumnStatsCollector[]
@@ -197,20 +200,21 @@ export class DataFileWriter {
     this.#pageSize = positiveInteger('pageSize', pageSize)
     const schema = dataFileSchema(layout)
     this.#columns = fileColumns(layout)
-    this.#encoders = this.#columns.map((c) => physicalEncoder(c.name, c.type))
-    this.#sizers = this.#columns.map((c) => physicalSizer(c.type))
+    this.#encoders = this.#columns.map((c) => columnEncoder(c.name, c.type))
+    this.#sizers = this.#columns.map((c) => columnSizer(c.type))
+    this.#nested = this.#columns.map((c) => (c.type.root === 'ARRAY' || c.type.root === 'MAP' || c.type.root === 'MULTISET' || c.type.root === 'ROW' ? nestedColumn(c.name, c.fieldId, c.type) : null))
     this.#stored = this.#columns.map((c) => storedValue(c.type))
     this.#scratch = new Array(this.#columns.length)
     this.#buffers = this.#columns.map(() => [])
     this.#toValue = this.#columns.map((c) => physicalToValue(c.type))
-    const variable = (t: DataType) => t.root === 'CHAR' || t.root === 'VARCHAR' || t.root === 'BINARY' || t.root === 'VARBINARY'
+    const variable = (t: DataType) => t.root === 'CHAR' || t.root === 'VARCHAR' || t.root === 'BINARY' || t.root === 'VARBINARY' || t.root === 'ARRAY' || t.root === 'MAP' || t.root === 'MULTISET' || t.root === 'ROW'
     this.#variableColumns = this.#columns.flatMap((c, i) => (variable(c.type) ? [i] : []))
     this.#fixedRowBytes = this.#columns.reduce((n, c, i) => (variable(c.type) ? n : n + this.#sizers[i](null)), 0)
     this.#keyStats = layout.keyFields.map((f) => new ColumnStatsCollector(f.type, KEY_STATS_TRUNCATE))
     this.#valueStats = layout.valueFields.map((f) => new ColumnStatsCollector(f.type, VALUE_STATS_TRUNCATE))
     this.#keyOrder = assertSorted ? rowComparator(layout.keyFields.map((f) => f.type)) : null
     const { codec, compressors } = codecOf(compression, zstdLevel)
-    this.#elements = schema.slice(1)
+    this.#elements = this.#columns.map((c, i) => this.#nested[i]?.elements[0] ?? parquetSchemaElement(c.name, c.fieldId, c.type))
     this.#codec = codec
     const compress = codec === 'UNCOMPRESSED' ? null : compressors[codec]!
     this.#compressor = compressionThread && codec === 'SNAPPY' ? ThreadPageCompressor.take() : new InlinePageCompressor(compress)
@@ -478,6 +482,7 @@ export class DataFileWriter {
   #twinOf(i: number, nk: number): number {
     const segments = this.#segments
     const e = this.#elements[i]
+    if (this.#nested[i] !== null) return -1
     for (let j = 0; j < i; j++) {
       if (i < nk && j >= nk) continue
       if (!segments.every((s) => s.cols[i] === s.cols[j])) continue
@@ -506,7 +511,7 @@ export class DataFileWriter {
     const nk = this.#layout.keyFields.length
     const slot = this.#slot
     const arena = this.#compressor.arenas[slot]
-    const plans: (ChunkPlan | number)[] = []
+    const plans: (ChunkPlan | number | ChunkPlan[])[] = []
     const ranges: number[] = []
     for (let i = 0; i < this.#columns.length; i++) {
       const twin = segments.length ? this.#twinOf(i, nk) : -1
@@ -515,6 +520,13 @@ export class DataFileWriter {
         continue
       }
       const col = segments.length ? concatColumns(segments.map((s) => ({ col: s.cols[i], from: s.from, to: s.to }))) : buffers[i]
+      const nested = this.#nested[i]
+      if (nested !== null) {
+        const leafPlans = encodeNestedChunks(arena, nested, col as ArrayLike<unknown>, rows, { codec: this.#codec, pageSize: this.#pageSize })
+        for (const plan of leafPlans) planRanges(plan, ranges)
+        plans.push(leafPlans)
+        continue
+      }
       const plan = encodeColumnChunk(arena, this.#elements[i], col, rows, { codec: this.#codec, pageSize: this.#pageSize, columnIndex: i < nk })
       planRanges(plan, ranges)
       plans.push(plan)
@@ -540,18 +552,25 @@ export class DataFileWriter {
     const arena = this.#compressor.arenas[1 - this.#slot]
     const bytes = arena.bytes
     const chunks: EncodedChunk[] = []
+    // each column's (first) chunk, for a twin to copy
+    const byColumn: EncodedChunk[] = []
     let uncompressed = 0n
     let page = 0
     for (let i = 0; i < pending.plans.length; i++) {
       const plan = pending.plans[i]
-      let encoded: EncodedChunk
-      if (typeof plan === 'number') encoded = copyChunk(out, chunks[plan], this.#elements[i].name, i < nk)
+      const placed: EncodedChunk[] = []
+      if (typeof plan === 'number') placed.push(copyChunk(out, byColumn[plan], this.#elements[i].name, i < nk))
       else {
-        encoded = placeChunk(out, plan, bytes, this.#compressor, page)
-        page += planPages(plan)
+        for (const p of Array.isArray(plan) ? plan : [plan]) {
+          placed.push(placeChunk(out, p, bytes, this.#compressor, page))
+          page += planPages(p)
+        }
       }
-      chunks.push(encoded)
-      uncompressed += encoded.chunk.meta_data!.total_uncompressed_size
+      byColumn.push(placed[0])
+      for (const encoded of placed) {
+        chunks.push(encoded)
+        uncompressed += encoded.chunk.meta_data!.total_uncompressed_size
+      }
     }
     this.#groups.push({ chunks, numRows: pending.rows, totalByteSize: uncompressed, compressedSize: out.offset - groupStart })
     arena.reset()

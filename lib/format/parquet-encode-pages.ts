@@ -206,7 +206,8 @@ function i32Field(buf: Uint8Array, pos: number, delta: number, v: number): numbe
   return writeVarint(buf, pos, v * 2) // zigzag of a non-negative int
 }
 
-export function dataPageHeader(uncompressed: number, compressed: number, values: number, nulls: number, encoding: number, defBytes: number): number {
+/** A data page v2 header: `values` level entries (one per row in a flat column) over `rows` rows; the levels' bytes (repetition, then definition) stay uncompressed. */
+export function dataPageHeader(uncompressed: number, compressed: number, values: number, nulls: number, rows: number, encoding: number, defBytes: number, repBytes: number): number {
   const h = header
   let pos = i32Field(h, 0, 1, PAGE_DATA_V2)
   pos = i32Field(h, pos, 1, uncompressed)
@@ -214,10 +215,10 @@ export function dataPageHeader(uncompressed: number, compressed: number, values:
   h[pos++] = (5 << 4) | 12 // field 8: data_page_header_v2
   pos = i32Field(h, pos, 1, values)
   pos = i32Field(h, pos, 1, nulls)
-  pos = i32Field(h, pos, 1, values) // num_rows: a flat column has one value per row
+  pos = i32Field(h, pos, 1, rows)
   pos = i32Field(h, pos, 1, encoding)
   pos = i32Field(h, pos, 1, defBytes)
-  pos = i32Field(h, pos, 1, 0)
+  pos = i32Field(h, pos, 1, repBytes)
   h[pos++] = 0
   h[pos++] = 0
   return pos

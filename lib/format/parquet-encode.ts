@@ -34,6 +34,7 @@ import { type Dictionary, buildDictionary, releaseDictionaryScratch, sampleAllow
 import { ENC_PLAIN, ENC_RLE_DICTIONARY, SCRATCH_KEEP, dataPageHeader, dictionaryPageHeader, encodeObjs, encodeUtf8, ensureLevels, ensureScratch, header, levelScratch, pageStarts, releasePageScratch, writeHybrid, writePlain } from './parquet-encode-pages.ts'
 import { Kind, prepare } from './parquet-encode-columns.ts'
 import { bounds, compareStat, isFloat } from './parquet-encode-stats.ts'
+import { type NestedColumn, shred } from './parquet-nested.ts'
 
 export interface ChunkEncodeOptions {
   codec: CompressionCodec
@@ -65,13 +66,21 @@ function releaseScratch(): void {
   releaseSnappyScratch(SCRATCH_KEEP)
 }
 
-/** Per page of a ChunkPlan: where its levels start, where its values start and end in the arena, its rows, nulls and first row. */
-const PAGE_FIELDS = 6
+/**
+ * Per page of a ChunkPlan: where its levels start, where its values start and end in the
+ * arena, its rows, nulls and first row, its level entries (its rows in a flat column) and
+ * the bytes of its repetition levels (0 in a flat column; they come before the definition levels).
+ */
+const PAGE_FIELDS = 8
 
 /** One column chunk encoded into a PageArena, waiting for its pages' compression and its offsets in the file. */
 export interface ChunkPlan {
   element: SchemaElement
+  /** the leaf's path in the schema, for a leaf of a nested column (else [element.name]) */
+  path?: string[]
   rows: number
+  /** level entries of a nested leaf (else one per row) */
+  values?: number
   codec: CompressionCodec
   /** the dictionary page's entries (it is the plan's first page), or -1 without one */
   dictEntries: number
@@ -130,7 +139,7 @@ export function encodeColumnChunk(arena: PageArena, element: SchemaElement, col:
     }
     const at = arena.length
     arena.append(plain.bytes.subarray(0, plain.length))
-    planned.push(at, at, arena.length, 0, 0, 0)
+    planned.push(at, at, arena.length, 0, 0, 0, 0, 0)
   }
 
   // PLAIN objects are encoded once for the chunk: their UTF-8 lengths set the page breaks
@@ -184,7 +193,7 @@ export function encodeColumnChunk(arena: PageArena, element: SchemaElement, col:
     } else {
       arena.append(writePlain(p, a, b))
     }
-    planned.push(levelStart, valueStart, arena.length, r1 - r0, nulls, r0)
+    planned.push(levelStart, valueStart, arena.length, r1 - r0, nulls, r0, r1 - r0, 0)
 
     if (columnIndex !== undefined) {
       const { min, max, nans } = bounds(p, element, a, b)
@@ -263,7 +272,8 @@ export function placeChunk(out: ByteWriter, plan: ChunkPlan, arena: Uint8Array, 
     const raw = pg[f + 2] - valueStart
     const pageOffset = out.offset
     const compressed = pages.body(first + k)
-    const hl = dataPageHeader(defBytes + raw, defBytes + compressed.length, pg[f + 3], pg[f + 4], plan.encoding, defBytes)
+    const repBytes = pg[f + 7]
+    const hl = dataPageHeader(defBytes + raw, defBytes + compressed.length, pg[f + 6], pg[f + 4], pg[f + 3], plan.encoding, defBytes - repBytes, repBytes)
     out.appendBytes(header.subarray(0, hl))
     if (defBytes > 0) out.appendBytes(arena.subarray(levelStart, valueStart))
     out.appendBytes(compressed)
@@ -277,9 +287,9 @@ export function placeChunk(out: ByteWriter, plan: ChunkPlan, arena: Uint8Array, 
     meta_data: {
       type: element.type!,
       encodings: dict ? ['PLAIN', 'RLE_DICTIONARY'] : ['PLAIN'],
-      path_in_schema: [element.name],
+      path_in_schema: plan.path ?? [element.name],
       codec: plan.codec,
-      num_values: BigInt(plan.rows),
+      num_values: BigInt(plan.values ?? plan.rows),
       total_uncompressed_size: BigInt(uncompressedTotal),
       total_compressed_size: BigInt(out.offset - chunkStart),
       data_page_offset: dataOffset,
@@ -305,4 +315,66 @@ export function writeColumnChunk(out: ByteWriter, element: SchemaElement, col: C
   planRanges(plan, ranges)
   compressor.begin(0, ranges)
   return placeChunk(out, plan, compressor.arenas[0].bytes, compressor, 0)
+}
+
+/**
+ * Encodes rows [0, rows) of a nested column (checked values, lib/format/parquet-nested.ts) as
+ * one column chunk per leaf into `arena`: data pages v2 whose repetition and definition
+ * levels are in the RLE/bit-packed hybrid at the bit width of the leaf's maximum level, values
+ * PLAIN; a page ends at the first row boundary after its values reach the page size (a v2
+ * page holds whole rows). Chunk statistics count the leaf's nulls at every level and bound its values.
+ */
+export function encodeNestedChunks(arena: PageArena, col: NestedColumn, values: ArrayLike<unknown>, rows: number, opts: Omit<ChunkEncodeOptions, 'compress' | 'columnIndex'>): ChunkPlan[] {
+  const shredded = shred(col, values, rows)
+  const plans = col.leaves.map((leaf, l) => {
+    const { reps, defs, values: vals } = shredded[l]
+    const n = reps.length
+    const element = leaf.element
+    // the non-null values as a REQUIRED column of their own: prepare makes no levels for them
+    const p = prepare({ ...element, repetition_type: 'REQUIRED' }, vals, vals.length)
+    const plainObjs = p.u8 !== null ? encodeUtf8(p.u8, null, p.nonNull) : p.objs !== null ? encodeObjs(p.objs, p.nonNull, p.kind, element) : null
+    const fixed = p.kind === Kind.Boolean ? 0.125 : p.width * 4
+    const repWidth = 32 - Math.clz32(leaf.maxRep)
+    const defWidth = 32 - Math.clz32(leaf.maxDef)
+    const planned: number[] = []
+    let e0 = 0
+    let a = 0
+    let row = 0
+    while (e0 < n) {
+      // the page's entries [e0, e1) and values [a, b): whole rows until the page size is reached
+      let e1 = e0
+      let b = a
+      let bytes = 0
+      let pageRows = 0
+      while (e1 < n && (e1 === e0 || reps[e1] !== 0 || bytes < opts.pageSize)) {
+        if (reps[e1] === 0) pageRows++
+        if (defs[e1] === leaf.maxDef) {
+          bytes += plainObjs !== null ? plainObjs.ends[b] - (b === 0 ? 0 : plainObjs.ends[b - 1]) : fixed
+          b++
+        }
+        e1++
+      }
+      const levelStart = arena.length
+      const buf = ensureLevels(((e1 - e0) * 2 * Math.max(repWidth, defWidth)) / 8 + 64)
+      let repBytes = 0
+      if (repWidth > 0) repBytes = writeHybrid(buf, 0, reps, e0, e1, repWidth)
+      let end = repBytes
+      if (defWidth > 0) end = writeHybrid(buf, repBytes, defs, e0, e1, defWidth)
+      arena.append(buf.subarray(0, end))
+      const valueStart = arena.length
+      if (plainObjs !== null) arena.append(plainObjs.buf.subarray(a === 0 ? 0 : plainObjs.ends[a - 1], b === 0 ? 0 : plainObjs.ends[b - 1]))
+      else arena.append(writePlain(p, a, b))
+      planned.push(levelStart, valueStart, arena.length, pageRows, e1 - e0 - (b - a), row, e1 - e0, repBytes)
+      row += pageRows
+      e0 = e1
+      a = b
+    }
+    const stats = bounds(p, element, 0, p.nonNull)
+    const float = isFloat(p)
+    const statistics = { min_value: stats.min, max_value: stats.max, null_count: BigInt(n - p.nonNull), ...(float ? { nan_count: BigInt(stats.nans) } : {}) }
+    const plan: ChunkPlan = { element, path: leaf.path, rows, values: n, codec: opts.codec, dictEntries: -1, pages: planned, encoding: ENC_PLAIN, stats: statistics as ColumnMetaData['statistics'], columnIndex: undefined }
+    return plan
+  })
+  releaseScratch()
+  return plans
 }

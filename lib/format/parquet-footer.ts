@@ -186,6 +186,12 @@ function logicalType(o: Out, lt: SchemaElement['logical_type']): void {
     case 'STRING':
       emptyStruct(o, 1)
       break
+    case 'MAP':
+      emptyStruct(o, 2)
+      break
+    case 'LIST':
+      emptyStruct(o, 3)
+      break
     case 'DECIMAL':
       o.struct(5)
       o.i32(1, lt.scale)
@@ -354,7 +360,8 @@ export function writeFooter(out: ByteWriter, schema: SchemaElement[], groups: Fo
   for (const e of schema) schemaElement(o, e)
   o.i64(3, rows)
   o.list(4, T_STRUCT, groups.length)
-  const leaves = schema.slice(1)
+  // the leaf columns, in schema order (a nested column's groups have no type)
+  const leaves = schema.filter((e) => e.type !== undefined)
   for (const g of groups) {
     o.begin()
     o.list(1, T_STRUCT, g.chunks.length)

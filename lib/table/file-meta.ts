@@ -14,7 +14,7 @@ function statsOf(types: DataType[], s: ColumnStats): SimpleStats {
   return {
     minValues: serializeBinaryRow(nullable, s.min),
     maxValues: serializeBinaryRow(nullable, s.max),
-    nullCounts: s.nullCounts.map((n) => BigInt(n)),
+    nullCounts: s.nullCounts.map((n) => (n === null ? null : BigInt(n))),
   }
 }
 
