@@ -65,6 +65,7 @@ const UNITS: Record<keyof TableMetrics, (typeof MetricUnit)[keyof typeof MetricU
   L0FileCountMax: MetricUnit.Count,
   L0FileCountAvg: MetricUnit.Count,
   FreshnessLag: MetricUnit.Milliseconds,
+  PostponedRows: MetricUnit.Count,
   SortedRunsMax: MetricUnit.Count,
   BackPressureBuckets: MetricUnit.Count,
   DeletionVectorRows: MetricUnit.Count,

@@ -78,6 +78,6 @@ describe('markers and metrics', () => {
 
   it('a table without snapshots has zero metrics', async () => {
     const table = await Table.create(new MemoryStore(), schemaFor('deduplicate'))
-    expect(await tableMetrics(table, Date.now())).toEqual({ L0FileCountMax: 0, L0FileCountAvg: 0, FreshnessLag: 0, SortedRunsMax: 0, BackPressureBuckets: 0, DeletionVectorRows: 0, Snapshots: 0 })
+    expect(await tableMetrics(table, Date.now())).toEqual({ L0FileCountMax: 0, L0FileCountAvg: 0, FreshnessLag: 0, PostponedRows: 0, SortedRunsMax: 0, BackPressureBuckets: 0, DeletionVectorRows: 0, Snapshots: 0 })
   })
 })

@@ -6,7 +6,8 @@
 //   2. A partition's bucket count: postpone.default-bucket-num the first time, kept after.
 //   3. Replay order: Strata's files by sequence number, Paimon's (-1) by creation time.
 //   4. The job for bucket-postpone: its group, and the jobs it sends for the buckets it filled.
-//   5. Refusals: bucket 0 and -3 at create, input changelog with bucket -2, --bucket.
+//   5. Status and metrics count postponed rows as not visible.
+//   6. Refusals: bucket 0 and -3 at create, input changelog with bucket -2, --bucket.
 
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
@@ -24,6 +25,9 @@ import { recordFromJson } from '../lib/table/json-values.ts'
 import { type ManifestEntry, FileKind } from '../lib/types.ts'
 import { serializeBinaryRow } from '../lib/format/binary-row.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
+import { tableMetrics } from '../lib/maintenance/table-metrics.ts'
+import { tableStatus } from '../lib/maintenance/table-status.ts'
+import { formatStatus } from '../lib/cli/status.ts'
 import { type Engine, type Op, TableModel, opArb, schemaFor, sortRows } from './helpers/model.ts'
 
 const DAYS = ['2024-05-01', '2024-05-02']
@@ -173,6 +177,28 @@ describe('the postpone job', () => {
     )
     expect(res2.errors).toEqual([])
     expect(await readAll(table)).toHaveLength(30)
+  })
+})
+
+describe('status and metrics', () => {
+  it('postponed rows count as not visible: PostponedRows, and freshness lag from the oldest postponed file', async () => {
+    const table = await Table.create(new MemoryStore(), schemaFor('deduplicate', { bucket: '-2', 'postpone.default-bucket-num': '2' }))
+    await write(table, Array.from({ length: 7 }, (_, id): Op => ({ _kind: '+I', dt: DAYS[0], id, a: id, b: null, c: null })))
+    await write(table, [{ _kind: '+I', dt: DAYS[1], id: 1, a: 1, b: null, c: null }])
+    const oldest = Math.min(...(await liveEntries(table)).map((e) => Number(e.file.creationTime)))
+    const now = oldest + 60_000
+    const m = await tableMetrics(table, now)
+    expect(m.PostponedRows).toBe(8)
+    expect(m.FreshnessLag).toBe(60_000)
+    expect(m.SortedRunsMax).toBe(0)
+    const text = formatStatus(await tableStatus(table, now))
+    expect(text).toMatch(/\tpostpone\t/)
+    expect(text).toMatch(/60\.0 s/)
+    expect(text).toMatch(/8 rows postponed/)
+    await compactTable(table)
+    const after = await tableMetrics(table, now)
+    // without deletion vectors readers merge level 0: nothing waits once the rows are in buckets
+    expect([after.PostponedRows, after.FreshnessLag]).toEqual([0, 0])
   })
 })
 

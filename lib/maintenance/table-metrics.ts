@@ -8,8 +8,10 @@ import { tableStatus } from './table-status.ts'
 export interface TableMetrics {
   L0FileCountMax: number
   L0FileCountAvg: number
-  /** ms, max over buckets; 0 when no bucket has L0 files readers cannot see yet */
+  /** ms, max over buckets (bucket-postpone included); 0 when no bucket has L0 files readers cannot see yet */
   FreshnessLag: number
+  /** rows in bucket-postpone waiting for a postpone compaction (0 outside postpone bucket mode) */
+  PostponedRows: number
   SortedRunsMax: number
   BackPressureBuckets: number
   DeletionVectorRows: number
@@ -25,6 +27,7 @@ export async function tableMetrics(table: Table, now: number): Promise<TableMetr
     L0FileCountMax: status.maxL0Files,
     L0FileCountAvg: b.length ? b.reduce((n, x) => n + x.l0Files, 0) / b.length : 0,
     FreshnessLag: status.maxFreshnessLagMs ?? 0,
+    PostponedRows: status.postponedRows,
     SortedRunsMax: Math.max(0, ...b.map((x) => x.sortedRuns)),
     BackPressureBuckets: b.filter((x) => x.backPressure).length,
     DeletionVectorRows: b.reduce((n, x) => n + x.dvCardinality, 0),

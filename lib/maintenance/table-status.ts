@@ -9,6 +9,7 @@ import type { Table } from '../handle/table.ts'
 import { bucketIdentifier } from '../manifest/identifiers.ts'
 import { dvIndexByBucket } from '../handle/bucket-state.ts'
 import { compactsWithLookup } from '../merge/engines.ts'
+import { POSTPONE_BUCKET } from '../format/partition-path.ts'
 
 export interface BucketStatus {
   partition: string
@@ -23,7 +24,7 @@ export interface BucketStatus {
   sortedRuns: number
   /** rows marked deleted in this bucket's deletion vectors */
   dvCardinality: number
-  /** deletion-vector mode: age of the oldest committed L0 file in ms (rows not yet visible to readers); null without L0 files or outside DV mode */
+  /** age of the oldest committed L0 file in ms (rows not yet visible to readers) in deletion-vector mode and in bucket-postpone; null without L0 files or where readers merge level 0 */
   freshnessLagMs: number | null
   /** sorted runs past num-sorted-run.stop-trigger */
   backPressure: boolean
@@ -39,6 +40,8 @@ export interface TableStatus {
   /** max over buckets, for a one-line summary */
   maxL0Files: number
   maxFreshnessLagMs: number | null
+  /** rows in bucket-postpone (postpone bucket mode), which no reader sees until a postpone compaction moves them */
+  postponedRows: number
 }
 
 export async function tableStatus(table: Table, now = Date.now()): Promise<TableStatus> {
@@ -46,7 +49,7 @@ export async function tableStatus(table: Table, now = Date.now()): Promise<Table
   const dvMode = table.view.options.deletionVectors
   // level 0 waits for a compaction to be read: with deletion vectors, and for first-row (Paimon's lookup engine)
   const lagged = compactsWithLookup(table.mergeConfig.engine, dvMode)
-  if (!snapshot) return { table: table.uri, snapshot: null, deletionVectors: dvMode, levelZeroWaits: lagged, buckets: [], maxL0Files: 0, maxFreshnessLagMs: null }
+  if (!snapshot) return { table: table.uri, snapshot: null, deletionVectors: dvMode, levelZeroWaits: lagged, buckets: [], maxL0Files: 0, maxFreshnessLagMs: null, postponedRows: 0 }
   const view = table.view
   const entries = await table.manifests.liveEntries(snapshot)
   const partTypes = view.partitionFields.map((f) => f.type)
@@ -84,9 +87,11 @@ export async function tableStatus(table: Table, now = Date.now()): Promise<Table
     b.rows += Number(e.file.rowCount)
   }
   for (const [id, b] of byBucket) {
-    b.sortedRuns = b.l0Files + b.filesPerLevel.slice(1).filter((n) => n > 0).length
+    // bucket-postpone is no LSM tree: its files wait for a postpone compaction, all of them invisible
+    const postponed = b.bucket === POSTPONE_BUCKET
+    b.sortedRuns = postponed ? 0 : b.l0Files + b.filesPerLevel.slice(1).filter((n) => n > 0).length
     b.backPressure = b.sortedRuns > view.options.stopTrigger
-    if (lagged && oldestL0.has(id)) b.freshnessLagMs = Math.max(0, now - oldestL0.get(id)!)
+    if ((lagged || postponed) && oldestL0.has(id)) b.freshnessLagMs = Math.max(0, now - oldestL0.get(id)!)
   }
   const buckets = [...byBucket.values()].sort((a, b) => (a.partition < b.partition ? -1 : a.partition > b.partition ? 1 : a.bucket - b.bucket))
   return {
@@ -103,5 +108,6 @@ export async function tableStatus(table: Table, now = Date.now()): Promise<Table
     buckets,
     maxL0Files: Math.max(0, ...buckets.map((b) => b.l0Files)),
     maxFreshnessLagMs: buckets.some((b) => b.freshnessLagMs !== null) ? Math.max(...buckets.map((b) => b.freshnessLagMs ?? 0)) : null,
+    postponedRows: buckets.reduce((n, b) => n + (b.bucket === POSTPONE_BUCKET ? b.rows : 0), 0),
   }
 }
