@@ -10,6 +10,7 @@
 // `(ms << 20) + row`, spaces batches that race (or are folded into one snapshot) so they do
 // not share a base. docs/format.md says how this deviates from Paimon's counter.
 
+import { randomInt, randomUUID } from 'node:crypto'
 import { bucketFunction } from '../format/bucket.ts'
 import { serializeBinaryRow } from '../format/binary-row.ts'
 import { rowComparator } from '../format/compare.ts'
@@ -213,6 +214,12 @@ export class BatchWriter {
   readonly #partitionTypes: DataType[]
   readonly #slots = new Map<unknown, PartitionSlot>()
   readonly #namer = new FileNamer()
+  /**
+   * Postpone bucket mode: bucket-postpone's file names carry a writer id as Paimon's do
+   * (`<prefix>-u-<commit user>-s-<write id>-w-`, PostponeBucketFileStoreWrite), which Paimon's
+   * postpone compaction parses to spread files over its readers
+   */
+  readonly #postponePrefix: string
   readonly #latestP: Promise<Snapshot | null>
   readonly #files: WrittenFile[] = []
   readonly #refusesRetractions: boolean
@@ -249,6 +256,7 @@ export class BatchWriter {
     this.#whereOf = opts.whereOf ?? ((i) => `record ${i + 1}`)
     this.#view = view
     this.#bufferLimit = opts.writeBufferSize ?? view.options.writeBufferSize
+    this.#postponePrefix = `${view.options.dataFilePrefix}-u-${opts.commitUser ?? randomUUID()}-s-${randomInt(2147483647)}-w-`
     // postpone bucket mode: every row goes to bucket-postpone, a postpone compaction picks its bucket (docs/design.md "Postpone buckets")
     this.#bucketFn = view.options.bucket === POSTPONE_BUCKET ? () => POSTPONE_BUCKET : view.options.bucket === DYNAMIC_BUCKET ? () => DYNAMIC_BUCKET : bucketFunction(view.bucketKeyTypes, view.options.bucket)
     this.#bucketKey = new Array(view.bucketKeyIndexes.length)
@@ -481,7 +489,7 @@ export class BatchWriter {
       const rowsIn = g.cols ? g.cols.rows : g.rows.length
       const put = async (encoded: { bytes: Uint8Array; stats: DataFileStats }, changelog: boolean): Promise<WrittenFile> => {
         const { bytes, stats } = encoded
-        const fileName = this.#namer.next(changelog ? CHANGELOG_FILE_PREFIX : view.options.dataFilePrefix, '.parquet')
+        const fileName = this.#namer.next(changelog ? CHANGELOG_FILE_PREFIX : g.bucket === POSTPONE_BUCKET ? this.#postponePrefix : view.options.dataFilePrefix, '.parquet')
         await table.store.put(`${dir}/${fileName}`, bytes)
         const f: WrittenFile = { partition: g.slot.bytes, partitionValues: g.slot.values, bucket: g.bucket, dir, fileName, size: bytes.length, stats, rowsIn, ...(changelog ? { changelog } : {}) }
         // recorded at once, so a failure elsewhere in the batch deletes it
