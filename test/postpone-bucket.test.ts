@@ -161,6 +161,9 @@ describe('the postpone job', () => {
   it('runs in its partition\'s postpone group and sends jobs for the buckets it filled', async () => {
     const table = await Table.create(new MemoryStore(), schemaFor('deduplicate', { bucket: '-2', 'postpone.default-bucket-num': '3', 'deletion-vectors.enabled': 'true' }))
     const r = await write(table, Array.from({ length: 30 }, (_, id): Op => ({ _kind: '+I', dt: DAYS[0], id, a: id, b: null, c: null })))
+    // named as Paimon's postponed files are: its compaction parses the write id after '-s-' (getWriteId)
+    expect(r.buckets[0].fileName).toMatch(/^data--u-[0-9a-f-]+-s-\d+-w-[0-9a-f-]+-\d+\.parquet$/)
+    expect(Number.isInteger(Number(r.buckets[0].fileName.split('-s-')[1].split('-')[0]))).toBe(true)
     const jobs = await writerJobs('t', table, r.snapshotId, r.buckets)
     expect(jobs.map((j) => [j.partition, j.bucket])).toEqual([[`dt=${DAYS[0]}`, -2]])
     expect(messageGroupId(jobs[0])).toBe(`t/dt=${DAYS[0]}/-2`)
