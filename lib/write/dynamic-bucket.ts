@@ -17,9 +17,6 @@ import { indexFileKey } from '../handle/bucket-state.ts'
 import { hex } from '../manifest/identifiers.ts'
 import type { SchemaView } from '../table/schema.ts'
 
-/** `bucket` of a table in dynamic bucket mode, and the `totalBuckets` of its manifest entries. */
-export const DYNAMIC_BUCKET = -1
-
 /** Paimon's `dynamic-bucket.max-buckets` -1 (unbounded) stops at Short.MAX_VALUE buckets. */
 const UNBOUNDED_MAX_BUCKETS = 32767
 
@@ -172,9 +169,8 @@ export class DynamicBucketAssigner {
     private readonly source: HashIndexSource,
     private readonly base: Promise<Snapshot | null>,
   ) {
-    const raw = source.view.options.raw
-    this.#targetRowNum = Number(raw['dynamic-bucket.target-row-num'] ?? DEFAULT_TARGET_ROW_NUM)
-    this.#maxBuckets = Number(raw['dynamic-bucket.max-buckets'] ?? '-1')
+    this.#targetRowNum = source.view.options.dynamicBucketTargetRowNum
+    this.#maxBuckets = source.view.options.dynamicBucketMaxBuckets
   }
 
   /** The partition's assignment once its index has been read (undefined before). */
@@ -253,6 +249,3 @@ export class DynamicBucketAssigner {
     return { replacements, expectations }
   }
 }
-
-/** `dynamic-bucket.target-row-num`'s default (CoreOptions). */
-export const DEFAULT_TARGET_ROW_NUM = '2000000'
