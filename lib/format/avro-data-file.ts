@@ -17,7 +17,7 @@
 import { RefusedError } from '../errors.ts'
 import type { DataField, DataType, KeyValue, RowKind, Value } from '../types.ts'
 import type { ByteSource } from '../store/byte-source.ts'
-import { avroFileHeader, canReadAvroCodec, readAvroFileProjected } from './avro.ts'
+import { avroFileHeader, canReadAvroCodec, readAvroFileFlat } from './avro.ts'
 import { type ColumnSpec, type DataFileLayout, SEQUENCE_NUMBER, VALUE_KIND, describeKey, fileColumns } from './data-file-layout.ts'
 import { ManifestCheck } from './data-file-check.ts'
 import { namedFileError, openNamed, readSource } from './data-file-source.ts'
@@ -95,7 +95,8 @@ function fromAvroOf(column: string, type: DataType, avroType: any): FromAvro {
     case 'BINARY':
     case 'VARBINARY':
       if (primitive !== 'bytes' && primitive !== 'fixed') mismatch('bytes')
-      return (v) => v as Uint8Array
+      // avsc hands a Buffer; the value is a plain Uint8Array view of the same bytes
+      return (v) => new Uint8Array((v as Uint8Array).buffer, (v as Uint8Array).byteOffset, (v as Uint8Array).byteLength)
     case 'DECIMAL': {
       const want = `bytes with logicalType decimal, precision ${type.precision} and scale ${type.scale}`
       if ((primitive !== 'bytes' && primitive !== 'fixed') || logical !== 'decimal' || (avroType.scale ?? 0) !== type.scale) mismatch(want)
@@ -297,7 +298,7 @@ function decodeRecords(bytes: Uint8Array, writer: unknown, layout: DataFileLayou
   // the conversions come from the file's own schema (a projection avro.ts cached does not run `project` again)
   const reader = projection(columns, convs)(writer)
   const projectionKey = `data-file\u0000${JSON.stringify(columns.map((c) => [c.name, c.type]))}`
-  const raw = readAvroFileProjected(bytes, projectionKey, () => reader)
+  const raw = readAvroFileFlat(bytes, projectionKey, () => reader)
   const nk = layout.keyFields.length
   const nv = layout.valueFields.length
   const out = new Array<KeyValue>(raw.length)

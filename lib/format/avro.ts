@@ -194,6 +194,34 @@ export function readAvroFileProjected(bytes: Uint8Array, projectionKey: string, 
 const projectedCache = new Map<string, { type: avro.Type; conv: Converter; resolver: any }>()
 
 /**
+ * `readAvroFileProjected` for files of flat records (data files): avsc decodes each record
+ * as it is, with no conversion pass: a ["null", T] union's value is the bare value or null, a
+ * long (logical types too) a bigint, bytes a Buffer (a Uint8Array), a string a string.
+ */
+export function readAvroFileFlat(bytes: Uint8Array, projectionKey: string, project: (writerSchema: any) => any): any[] {
+  const records: any[] = []
+  forEachBlock(bytes, (schemaJson) => flatFor(schemaJson, projectionKey, project), (value) => records.push(value))
+  return records
+}
+
+const flatCache = new Map<string, { type: avro.Type; conv: Converter; resolver: any }>()
+const IDENTITY: Converter = { toAvro: (v) => v, fromAvro: (v) => v }
+
+function flatFor(schemaJson: string, key: string, project: (writerSchema: any) => any): { type: avro.Type; conv: Converter; resolver: any } {
+  const cacheKey = `${key}\u0000${schemaJson}`
+  let hit = flatCache.get(cacheKey)
+  if (!hit) {
+    // (a fresh options object per schema: avsc keeps its registry of names in it)
+    const opts = () => ({ typeHook: longAsBigint, wrapUnions: 'auto' as const, omitRecordMethods: true })
+    const writer = avro.Type.forSchema(JSON.parse(schemaJson), opts())
+    const type = avro.Type.forSchema(project(JSON.parse(schemaJson)), opts())
+    hit = { type, conv: IDENTITY, resolver: (type as any).createResolver(writer) }
+    remember(flatCache, cacheKey, hit)
+  }
+  return hit
+}
+
+/**
  * Compiled schemas kept per process, in each of the two caches. They are keyed by the writer
  * schema a file embeds, a handful for Paimon's manifest formats; past the bound the oldest
  * goes. One takes about 10–30 KiB (avsc's compiled type of a manifest schema measured 11 KiB,
@@ -321,12 +349,16 @@ const BigLongType = avro.types.LongType.__with({
 
 const compiledCache = new Map<string, { type: avro.Type; conv: Converter }>()
 
+/** avsc type hook: every long, including logical ones (timestamp-millis), decodes to bigint. */
+function longAsBigint(s: any): avro.Type | undefined {
+  return s === 'long' || (s && s.type === 'long') ? (BigLongType as unknown as avro.Type) : undefined
+}
+
 function compiledFor(schemaJson: string): { type: avro.Type; conv: Converter } {
   let hit = compiledCache.get(schemaJson)
   if (!hit) {
     const type = avro.Type.forSchema(JSON.parse(schemaJson), {
-      // Every long, including logical ones (timestamp-millis), decodes to bigint.
-      typeHook: (s: any) => (s === 'long' || (s && s.type === 'long') ? BigLongType : undefined),
+      typeHook: longAsBigint,
       // Wrapped unions name their branch, so no value has to be guessed into a branch.
       wrapUnions: 'always',
       omitRecordMethods: true,
@@ -572,5 +604,5 @@ function concat(parts: Uint8Array[]): Uint8Array {
 
 /** Compiled schemas held now by both caches together (each holds at most MAX_COMPILED_SCHEMAS). */
 export function compiledSchemaCount(): number {
-  return compiledCache.size + projectedCache.size
+  return compiledCache.size + projectedCache.size + flatCache.size
 }
