@@ -158,6 +158,24 @@ describe('a type change: rows written before read through the cast, and compacti
     )
   }, 120_000)
 
+  it('a DECIMAL that overflows reads null (Paimon\'s cast gives null), and compaction writes null; in a NOT NULL column the read is refused naming the field', async () => {
+    for (const nullable of [true, false]) {
+      const store = new MemoryStore()
+      const t0 = await Table.create(store, KEY_SCHEMA(nullable ? 'DECIMAL(10, 2)' : 'DECIMAL(10, 2) NOT NULL'))
+      await put(t0, [[1, 123456n], [2, 125n]])
+      await put(t0, [[1, 123456n]])
+      const t1 = await alterTable(store, [{ kind: 'update-column-type', name: 'v', type: 'DECIMAL(3, 1)' }])
+      if (nullable) {
+        expect(await readAll(t1)).toEqual([[1, null], [2, 13n]])
+        await compactBucket(t1, { partition: serializeBinaryRow([], []), bucket: 0, full: true })
+        expect(await readAll(await Table.open(store))).toEqual([[1, null], [2, 13n]])
+      } else {
+        await expect(readAll(t1)).rejects.toThrow(/field 'v' of data file data-.*: the cast of 123456 to DECIMAL\(3, 1\) overflows to null, and the column is NOT NULL/)
+        await expect(compactBucket(t1, { partition: serializeBinaryRow([], []), bucket: 0, full: true })).rejects.toThrow(/overflows to null, and the column is NOT NULL/)
+      }
+    }
+  })
+
   it('widenings that lose nothing keep working (INT → BIGINT, FLOAT → DOUBLE, DECIMAL up, VARCHAR longer)', async () => {
     const store = new MemoryStore()
     const t0 = await Table.create(store, { fields: [{ name: 'k', type: 'INT' }, { name: 'a', type: 'INT' }, { name: 'b', type: 'FLOAT' }, { name: 'c', type: 'DECIMAL(5, 2)' }, { name: 'd', type: 'VARCHAR(3)' }], primaryKeys: ['k'], options: { bucket: '1' } })

@@ -83,7 +83,10 @@ function fileColumns(table: readonly DataField[], m: FieldMapping, valueColumns:
  */
 function castValue(cast: Cast, v: Value, field: DataField, fileName: string): Value {
   try {
-    return cast(v)
+    const out = cast(v)
+    // a DECIMAL that overflows casts to null, which a NOT NULL column cannot hold (Paimon's reader fails on it too)
+    if (out === null && !field.type.nullable) throw new CastError(`the cast of ${typeof v === 'bigint' ? v.toString() : JSON.stringify(v)} to ${typeLabel(field.type)} overflows to null, and the column is NOT NULL`)
+    return out
   } catch (e) {
     if (e instanceof CastError) throw new StrataInputError(`field '${field.name}' of data file ${fileName}: ${e.message}; alter the column to a type its values convert to (or back), or rewrite the rows`)
     throw e
