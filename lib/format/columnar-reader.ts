@@ -20,12 +20,13 @@
 // hyparquet gave a plain array (columnar-types.ts: both encode alike). Two columns stored in
 // the same bytes (a primary-key field, as `_KEY_<k>` and `<k>`) come back as one shared array.
 
-import { parquetRead } from 'hyparquet'
-import type { AsyncBuffer, ColumnData, ColumnMetaData, DecodedArray, FileMetaData, SchemaElement } from 'hyparquet'
+import { parquetRead, parquetSchema } from 'hyparquet'
+import type { AsyncBuffer, ColumnData, ColumnMetaData, DecodedArray, FileMetaData, SchemaElement, SchemaTree } from 'hyparquet'
 import { StrataInputError } from '../errors.ts'
 import type { DataType, Value } from '../types.ts'
 import type { ByteSource } from '../store/byte-source.ts'
-import { type DataFileLayout, KEY_FIELD_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, dataFileSchema } from './data-file-layout.ts'
+import { type DataFileLayout, KEY_FIELD_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, fileColumns } from './data-file-layout.ts'
+import { type NestedReadColumn, assembleNested, columnElements, decodeLeafChunk, nestedReadColumn } from './parquet-nested.ts'
 import { ManifestCheck } from './data-file-check.ts'
 import { RAW_PARSERS, namedFileError, openFooter, openNamed } from './data-file-source.ts'
 import { DECOMPRESSORS } from './decompressors.ts'
@@ -57,6 +58,8 @@ interface ReadSpec {
   converted: boolean
   /** decoded by Strata's decoder (lib/format/parquet-decode.ts), its chunk's index in every row group; else null (hyparquet) */
   flat: FlatSpec | null
+  /** a nested column: its leaves decoded and assembled (lib/format/parquet-nested.ts), a plain array of its `Value`s */
+  nested?: { column: NestedReadColumn; schemaPaths: SchemaTree[][] }
 }
 
 function concatChunks(chunks: DecodedArray[]): Column {
@@ -170,7 +173,7 @@ export class ColumnarFileReader {
     const { tailBytes = DEFAULT_TAIL_BYTES, decoder = 'strata' } = opts
     const { file, metadata, present } = await openFooter(src, tailBytes)
 
-    const ours = dataFileSchema(layout).slice(1)
+    const ours = fileColumns(layout).map((c) => columnElements(c.name, c.fieldId, c.type)[0])
     const types: DataType[] = [
       ...layout.keyFields.map((f) => f.type),
       { root: 'BIGINT', nullable: false },
@@ -186,7 +189,19 @@ export class ColumnarFileReader {
         const thin = name.startsWith(KEY_FIELD_PREFIX) ? ` (every primary-key file has ${KEY_FIELD_PREFIX}<field> columns; files written with data-file.thin-mode=true are not supported)` : ''
         throw new Error(`data file has no column ${name}${thin}; its columns are: ${[...present.keys()].join(', ')}`)
       }
-      if (found.group) throw new Error(`data file column ${name} is a nested group; expected a primitive ${types[c].root} column`)
+      const nested = types[c].root === 'ARRAY' || types[c].root === 'MAP' || types[c].root === 'MULTISET' || types[c].root === 'ROW'
+      if (found.group !== nested) throw new Error(`data file column ${name} is ${found.group ? 'a nested group' : 'a primitive column'}; expected ${nested ? `the group of a ${types[c].root}` : `a primitive ${types[c].root} column`}`)
+      if (nested) {
+        const tree = parquetSchema(metadata)
+        const column = nestedReadColumn(name, types[c], tree.children.find((t) => t.element.name === name)!)
+        const schemaPaths = column.leaves.map((leaf) => {
+          const path: SchemaTree[] = [tree]
+          for (const part of leaf.path) path.push(path[path.length - 1].children.find((t) => t.element.name === part)!)
+          return path
+        })
+        specs.push({ name, type: types[c], toPhysical: (chunks) => concatChunks(chunks), converted: false, flat: null, nested: { column, schemaPaths } })
+        continue
+      }
       const converted = !sameStorage(found.element, ours[c])
       const flat = decoder === 'strata' && (!converted || narrowInteger(found.element, ours[c])) ? flatSpec(metadata, name, found.element, types[c], converted) : null
       specs.push({ name, type: types[c], toPhysical: toPhysicalOf(name, types[c], found.element, ours[c]), converted, flat })
@@ -362,11 +377,12 @@ export class ColumnarFileReader {
   async #readGroups(file: PrefetchedFile, specs: (ReadSpec | null)[], groups: FileMetaData['row_groups'], from: number, to: number, utf8Values: boolean): Promise<ColumnBatch> {
     const n = to - from
     const columns: Column[] = new Array(specs.length)
-    const viaHyparquet = specs.map((s) => s !== null && s.flat === null)
+    const viaHyparquet = specs.map((s) => s !== null && s.flat === null && s.nested === undefined)
     const decoded: number[] = []
     for (let i = 0; i < specs.length; i++) {
       const spec = specs[i]
       if (spec === null) columns[i] = []
+      else if (spec.nested !== undefined) columns[i] = nestedRows(file, spec.nested, groups, n)
       else if (spec.flat !== null) {
         // a primary-key column is stored twice (_KEY_<k> and <k>), as a rule in the same bytes: decoded once
         const same = decoded.find((j) => sameChunks(file, specs[j]!.flat!, spec.flat!, groups))
@@ -583,4 +599,26 @@ function chunkRanges(groups: FileMetaData['row_groups'], wanted: Set<string>): B
     }
   }
   return ranges
+}
+
+/** A nested column's rows in the consecutive row groups `groups` (fetched into `file`): each leaf chunk decoded, the rows assembled. */
+function nestedRows(file: PrefetchedFile, nested: NonNullable<ReadSpec['nested']>, groups: FileMetaData['row_groups'], n: number): Value[] {
+  const out: Value[] = []
+  for (const group of groups) {
+    const leaves = nested.column.leaves.map((leaf, l) => {
+      const path = leaf.path.join('.')
+      const meta = group.columns.find((ch) => ch.meta_data?.path_in_schema.join('.') === path)?.meta_data
+      if (!meta) throw new Error(`data file: no column chunk of ${path}`)
+      const [start, end] = chunkRange(meta)
+      const bytes = file.bytes(start, end)
+      if (bytes === null) throw new Error(`data file column ${path}: chunk [${start}, ${end}) was not fetched`)
+      checkPages(bytes, `column ${path}`, start)
+      return decodeLeafChunk(bytes, leaf, nested.schemaPaths[l], meta.codec, DECOMPRESSORS as never, RAW_PARSERS)
+    })
+    const rows = assembleNested(nested.column, leaves)
+    if (rows.length !== Number(group.num_rows)) throw new Error(`data file column ${nested.column.name}: a row group holds ${rows.length} rows, expected ${group.num_rows}`)
+    for (const r of rows) out.push(r)
+  }
+  if (out.length !== n) throw new Error(`data file column ${nested.column.name}: decoded ${out.length} rows, expected ${n}`)
+  return out
 }

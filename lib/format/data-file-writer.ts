@@ -10,11 +10,11 @@ import { rowComparator } from './compare.ts'
 import { type Column, type ColumnBatch, Utf8Column, columnRows, concatColumns, isTypedColumn, physicalToValue, valueAt } from './columnar-types.ts'
 import { ThreadPageCompressor } from './compression-thread.ts'
 import { type ChunkPlan, type EncodedChunk, encodeColumnChunk, encodeNestedChunks, placeChunk, planPages, planRanges } from './parquet-encode.ts'
-import { type NestedColumn, columnEncoder, columnSizer, nestedColumn } from './parquet-nested.ts'
+import { type NestedColumn, nestedColumn } from './parquet-nested.ts'
 import { InlinePageCompressor, type PageCompressor } from './page-compression.ts'
 import { snappyCompressShared } from './snappy.ts'
 import { type FooterRowGroup, writeFooter } from './parquet-footer.ts'
-import { parquetSchemaElement, sameStorage, type PhysicalEncoder } from './parquet-types.ts'
+import { parquetSchemaElement, physicalEncoder, physicalSizer, sameStorage, type PhysicalEncoder } from './parquet-types.ts'
 import { type ColumnSpec, type DataFileLayout, KEY_STATS_TRUNCATE, SEQUENCE_NUMBER, VALUE_KIND, VALUE_STATS_TRUNCATE, dataFileSchema, describeKey, fileColumns } from './data-file-layout.ts'
 import { ColumnStatsCollector, type DataFileStats, collectRange, minMaxRows, compareBigintValues, statsResult, storedValue, valueOf } from './data-file-stats.ts'
 
@@ -200,8 +200,8 @@ export class DataFileWriter {
     this.#pageSize = positiveInteger('pageSize', pageSize)
     const schema = dataFileSchema(layout)
     this.#columns = fileColumns(layout)
-    this.#encoders = this.#columns.map((c) => columnEncoder(c.name, c.type))
-    this.#sizers = this.#columns.map((c) => columnSizer(c.type))
+    this.#encoders = this.#columns.map((c) => physicalEncoder(c.name, c.type))
+    this.#sizers = this.#columns.map((c) => physicalSizer(c.type))
     this.#nested = this.#columns.map((c) => (c.type.root === 'ARRAY' || c.type.root === 'MAP' || c.type.root === 'MULTISET' || c.type.root === 'ROW' ? nestedColumn(c.name, c.fieldId, c.type) : null))
     this.#stored = this.#columns.map((c) => storedValue(c.type))
     this.#scratch = new Array(this.#columns.length)

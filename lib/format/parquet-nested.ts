@@ -8,9 +8,8 @@ import { parquetHeader } from 'hyparquet/src/column.js'
 import { convert, convertWithDictionary } from 'hyparquet/src/convert.js'
 import { decompressPage, readDataPage, readDataPageV2 } from 'hyparquet/src/datapage.js'
 import { readPlain } from 'hyparquet/src/plain.js'
-import { StrataInputError } from '../errors.ts'
 import type { DataType, MapValue, Value } from '../types.ts'
-import { parquetSchemaElement, physicalEncoder, physicalSizer, rawReadElement, valueDecoder, type PhysicalEncoder, type ValueDecoder } from './parquet-types.ts'
+import { parquetSchemaElement, physicalEncoder, rawReadElement, valueDecoder, type PhysicalEncoder, type ValueDecoder } from './parquet-types.ts'
 
 // ---------------------------------------------------------------------------------------------
 // The schema (`ParquetSchemaConverter.convertToParquetType`)
@@ -111,127 +110,9 @@ export function columnElements(name: string, fieldId: number, type: DataType): S
   return isNested(type) ? nestedColumn(name, fieldId, type).elements : [parquetSchemaElement(name, fieldId, type)]
 }
 
-/** The check and conversion of a column's values (physicalEncoder, or nestedEncoder for a nested column). */
-export function columnEncoder(name: string, type: DataType): PhysicalEncoder {
-  return isNested(type) ? nestedEncoder(name, type) : physicalEncoder(name, type)
-}
-
-/** The size estimate of a column's physical values (physicalSizer, or nestedSizer). */
-export function columnSizer(type: DataType): (physical: unknown) => number {
-  return isNested(type) ? nestedSizer(type) : physicalSizer(type)
-}
 
 // ---------------------------------------------------------------------------------------------
 // Values: checked, sized, shredded
-
-function describe(v: unknown): string {
-  if (typeof v === 'bigint') return `${v}n`
-  if (typeof v === 'string') return JSON.stringify(v.length > 40 ? v.slice(0, 40) + '…' : v)
-  if (v instanceof Uint8Array) return `Uint8Array(${v.length})`
-  if (Array.isArray(v)) return `an array of ${v.length}`
-  if (typeof v === 'object' && v !== null) return 'an object'
-  return String(v)
-}
-
-function isMapValue(v: unknown): v is MapValue {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) && Array.isArray((v as MapValue).keys) && Array.isArray((v as MapValue).values) && (v as MapValue).keys.length === (v as MapValue).values.length
-}
-
-/** Why `v` is not a value of `t` (a message starting with the path inside the value), or null. */
-function problem(t: DataType, v: Value, at: string, leaf: (t: DataType, v: Value) => string | null): string | null {
-  if (v === null || v === undefined) return t.nullable ? null : `${at || 'the value'} is null, but the type is NOT NULL`
-  switch (t.root) {
-    case 'ARRAY': {
-      if (!Array.isArray(v)) return `${at || 'the value'}: expected an array (ARRAY), got ${describe(v)}`
-      for (let i = 0; i < v.length; i++) {
-        const p = problem(t.element!, v[i], `${at}[${i}]`, leaf)
-        if (p) return p
-      }
-      return null
-    }
-    case 'ROW': {
-      const n = t.fields!.length
-      if (!Array.isArray(v) || v.length !== n) return `${at || 'the value'}: expected an array of the ${n} field values of a ROW, got ${describe(v)}`
-      for (let i = 0; i < n; i++) {
-        const p = problem(t.fields![i].type, v[i], `${at}.${t.fields![i].name}`, leaf)
-        if (p) return p
-      }
-      return null
-    }
-    case 'MAP':
-    case 'MULTISET': {
-      if (!isMapValue(v)) return `${at || 'the value'}: expected a MapValue { keys, values } of equal lengths, got ${describe(v)}`
-      const keyType = t.root === 'MAP' ? t.key! : t.element!
-      for (let i = 0; i < v.keys.length; i++) {
-        if (v.keys[i] === null || v.keys[i] === undefined) return `${at}[${i}]: a key of ${t.root} is null; keys are never null`
-        const p = problem({ ...keyType, nullable: false }, v.keys[i], `${at}[${i}] (key)`, leaf) ?? problem(t.root === 'MAP' ? t.value! : INT_NOT_NULL, v.values[i], `${at}[${i}]`, leaf)
-        if (p) return p
-      }
-      return null
-    }
-    default: {
-      const p = leaf(t, v)
-      return p === null ? null : `${at || 'the value'}: ${p}`
-    }
-  }
-}
-
-const leafChecks = new WeakMap<DataType, PhysicalEncoder>()
-
-function leafProblem(t: DataType, v: Value): string | null {
-  let enc = leafChecks.get(t)
-  if (enc === undefined) leafChecks.set(t, (enc = physicalEncoder('', t)))
-  try {
-    enc(v)
-    return null
-  } catch (e) {
-    if (!(e instanceof StrataInputError)) throw e
-    // "column  (T): value x is not y" without its column, which the caller names
-    return e.message.replace(/^column\s*\([^)]*\):\s*/, '')
-  }
-}
-
-/**
- * The check of a nested column's values (what `physicalEncoder` is for a flat column): a value
- * of the wrong shape or a bad part is refused, naming the column and the path inside the
- * value (`column tags: [3].name: value 5 is not a string`); the value is its own physical value.
- */
-export function nestedEncoder(column: string, type: DataType): PhysicalEncoder {
-  return (v) => {
-    const p = problem(type, v, '', leafProblem)
-    if (p !== null) throw new StrataInputError(`column ${column} (${type.root}): ${p}`)
-    return v
-  }
-}
-
-/** Approximate encoded bytes of a nested value (its leaves' values and levels), for row-group rolling. */
-export function nestedSizer(type: DataType): (v: unknown) => number {
-  const size = (t: DataType, v: unknown): number => {
-    if (v === null || v === undefined) return 1
-    switch (t.root) {
-      case 'ARRAY': {
-        let n = 1
-        for (const x of v as Value[]) n += size(t.element!, x)
-        return n
-      }
-      case 'ROW': {
-        let n = 0
-        t.fields!.forEach((f, i) => (n += size(f.type, (v as Value[])[i])))
-        return n
-      }
-      case 'MAP':
-      case 'MULTISET': {
-        const m = v as MapValue
-        let n = 1
-        for (let i = 0; i < m.keys.length; i++) n += size(t.root === 'MAP' ? t.key! : t.element!, m.keys[i]) + (t.root === 'MAP' ? size(t.value!, m.values[i]) : 5)
-        return n
-      }
-      default:
-        return 1 + physicalSizer(t)(v)
-    }
-  }
-  return (v) => size(type, v)
-}
 
 /** The levels and values of one leaf column of a chunk being written. */
 export interface ShreddedLeaf {

@@ -6,7 +6,7 @@
 
 import type { SchemaElement } from 'hyparquet'
 import { RefusedError, StrataInputError } from '../errors.ts'
-import type { DataType, TypeRoot, Value } from '../types.ts'
+import type { DataType, MapValue, TypeRoot, Value } from '../types.ts'
 
 /** Largest precision of TIMESTAMP(p) that a Value (bigint microseconds) can hold. */
 export const MAX_TIMESTAMP_PRECISION = 6
@@ -127,6 +127,7 @@ function intRange(bits: number): [number, number] {
  * value against the representation `Value` documents for the root (lib/types.ts).
  */
 export function physicalEncoder(column: string, type: DataType): PhysicalEncoder {
+  if (type.root === 'ARRAY' || type.root === 'MAP' || type.root === 'MULTISET' || type.root === 'ROW') return nestedEncoder(column, type)
   const inner = nonNullEncoder(column, type)
   if (!type.nullable) {
     return (v) => (v === null || v === undefined ? bad(column, type, v ?? null, 'allowed: the column is NOT NULL') : inner(v))
@@ -185,6 +186,118 @@ function nonNullEncoder(column: string, type: DataType): PhysicalEncoder {
   }
 }
 
+const NESTED_COUNT: DataType = { root: 'INT', nullable: false }
+
+function describeNested(v: unknown): string {
+  if (typeof v === 'bigint') return `${v}n`
+  if (typeof v === 'string') return JSON.stringify(v.length > 40 ? v.slice(0, 40) + '…' : v)
+  if (v instanceof Uint8Array) return `Uint8Array(${v.length})`
+  if (Array.isArray(v)) return `an array of ${v.length}`
+  if (typeof v === 'object' && v !== null) return 'an object'
+  return String(v)
+}
+
+function isMapValue(v: unknown): v is MapValue {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && Array.isArray((v as MapValue).keys) && Array.isArray((v as MapValue).values) && (v as MapValue).keys.length === (v as MapValue).values.length
+}
+
+/** Why `v` is not a value of `t` (a message starting with the path inside the value), or null. */
+function problem(t: DataType, v: Value, at: string, leaf: (t: DataType, v: Value) => string | null): string | null {
+  if (v === null || v === undefined) return t.nullable ? null : `${at || 'the value'} is null, but the type is NOT NULL`
+  switch (t.root) {
+    case 'ARRAY': {
+      if (!Array.isArray(v)) return `${at || 'the value'}: expected an array (ARRAY), got ${describeNested(v)}`
+      for (let i = 0; i < v.length; i++) {
+        const p = problem(t.element!, v[i], `${at}[${i}]`, leaf)
+        if (p) return p
+      }
+      return null
+    }
+    case 'ROW': {
+      const n = t.fields!.length
+      if (!Array.isArray(v) || v.length !== n) return `${at || 'the value'}: expected an array of the ${n} field values of a ROW, got ${describeNested(v)}`
+      for (let i = 0; i < n; i++) {
+        const p = problem(t.fields![i].type, v[i], `${at}.${t.fields![i].name}`, leaf)
+        if (p) return p
+      }
+      return null
+    }
+    case 'MAP':
+    case 'MULTISET': {
+      if (!isMapValue(v)) return `${at || 'the value'}: expected a MapValue { keys, values } of equal lengths, got ${describeNested(v)}`
+      const keyType = t.root === 'MAP' ? t.key! : t.element!
+      for (let i = 0; i < v.keys.length; i++) {
+        if (v.keys[i] === null || v.keys[i] === undefined) return `${at}[${i}]: a key of ${t.root} is null; keys are never null`
+        const p = problem({ ...keyType, nullable: false }, v.keys[i], `${at}[${i}] (key)`, leaf) ?? problem(t.root === 'MAP' ? t.value! : NESTED_COUNT, v.values[i], `${at}[${i}]`, leaf)
+        if (p) return p
+      }
+      return null
+    }
+    default: {
+      const p = leaf(t, v)
+      return p === null ? null : `${at || 'the value'}: ${p}`
+    }
+  }
+}
+
+const leafChecks = new WeakMap<DataType, PhysicalEncoder>()
+
+function leafProblem(t: DataType, v: Value): string | null {
+  let enc = leafChecks.get(t)
+  if (enc === undefined) leafChecks.set(t, (enc = physicalEncoder('', t)))
+  try {
+    enc(v)
+    return null
+  } catch (e) {
+    if (!(e instanceof StrataInputError)) throw e
+    // "column  (T): value x is not y" without its column, which the caller names
+    return e.message.replace(/^column\s*\([^)]*\):\s*/, '')
+  }
+}
+
+/**
+ * The check of a nested column's values (`physicalEncoder` of a nested type): a value
+ * of the wrong shape or a bad part is refused, naming the column and the path inside the
+ * value (`column tags: [3].name: value 5 is not a string`); the value is its own physical value.
+ */
+function nestedEncoder(column: string, type: DataType): PhysicalEncoder {
+  return (v) => {
+    const p = problem(type, v, '', leafProblem)
+    if (p !== null) throw new StrataInputError(`column ${column} (${type.root}): ${p}`)
+    return v
+  }
+}
+
+/** Approximate encoded bytes of a nested value (its leaves' values and levels), for row-group rolling. */
+function nestedSizer(type: DataType): (v: unknown) => number {
+  const size = (t: DataType, v: unknown): number => {
+    if (v === null || v === undefined) return 1
+    switch (t.root) {
+      case 'ARRAY': {
+        let n = 1
+        for (const x of v as Value[]) n += size(t.element!, x)
+        return n
+      }
+      case 'ROW': {
+        let n = 0
+        t.fields!.forEach((f, i) => (n += size(f.type, (v as Value[])[i])))
+        return n
+      }
+      case 'MAP':
+      case 'MULTISET': {
+        const m = v as MapValue
+        let n = 1
+        for (let i = 0; i < m.keys.length; i++) n += size(t.root === 'MAP' ? t.key! : t.element!, m.keys[i]) + (t.root === 'MAP' ? size(t.value!, m.values[i]) : 5)
+        return n
+      }
+      default:
+        return 1 + physicalSizer(t)(v)
+    }
+  }
+  return (v) => size(type, v)
+}
+
+
 // The sizers are the same functions from one writer to the next (not closures made per
 // writer), so code V8 optimized for one compaction's writer still fits the next one's.
 const SIZE_1 = (): number => 1
@@ -197,6 +310,11 @@ const fixedSizes = new Map<number, () => number>()
 /** Approximate encoded bytes of one physical value, for row-group and file-size rolling. */
 export function physicalSizer(type: DataType): (physical: unknown) => number {
   switch (type.root) {
+    case 'ARRAY':
+    case 'MAP':
+    case 'MULTISET':
+    case 'ROW':
+      return nestedSizer(type)
     case 'BOOLEAN':
       return SIZE_1
     case 'TINYINT':
