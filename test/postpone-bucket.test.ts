@@ -183,6 +183,42 @@ describe('the postpone job', () => {
   })
 })
 
+describe('a postpone job beside a bucket compaction', () => {
+  for (const dv of [false, true]) {
+    it(`${dv ? 'deletion vectors' : 'merge on read'}: either landing first, the other still lands and the table equals the model`, async () => {
+      for (const postponeFirst of [true, false]) {
+        const table = await Table.create(new MemoryStore(), schemaFor('deduplicate', { bucket: '-2', 'deletion-vectors.enabled': String(dv) }))
+        const model = new TableModel('deduplicate')
+        const batch = (v: number): Op[] => Array.from({ length: 6 }, (_, id): Op => ({ _kind: id === 5 && v > 1 ? '-D' : '+I', dt: DAYS[0], id, a: v * 10 + id, b: null, c: null }))
+        for (const v of [1, 2]) {
+          await write(table, batch(v))
+          model.applyBatch(batch(v))
+          await compactPostponed(table, { partition: encodePartition(table, DAYS[0]) })
+        }
+        await write(table, batch(3))
+        model.applyBatch(batch(3))
+        // bucket 0 (the only one) is compacted in full while the postpone job moves batch 3 in
+        const landed: string[] = []
+        const postpone = () => compactPostponed(table, { partition: encodePartition(table, DAYS[0]), beforeCommit: () => void landed.push('postpone') })
+        const result = await compactBucket(table, {
+          partition: encodePartition(table, DAYS[0]),
+          bucket: 0,
+          full: true,
+          beforeCommit: async () => {
+            if (postponeFirst) await postpone()
+            landed.push('bucket')
+          },
+        })
+        if (!postponeFirst) await postpone()
+        expect(result.snapshotId).not.toBeNull()
+        expect(landed).toEqual(postponeFirst ? ['postpone', 'bucket'] : ['bucket', 'postpone'])
+        await compactTable(table)
+        expect(sortRows(await readAll(table))).toEqual(model.snapshot())
+      }
+    })
+  }
+})
+
 describe('status and metrics', () => {
   it('postponed rows count as not visible: PostponedRows, and freshness lag from the oldest postponed file', async () => {
     const table = await Table.create(new MemoryStore(), schemaFor('deduplicate', { bucket: '-2', 'postpone.default-bucket-num': '2' }))
