@@ -215,3 +215,26 @@ describe('concurrent writers', () => {
     await checkOneBucketPerKey(table)
   })
 })
+
+describe('dynamic bucket options', () => {
+  it('create refuses what Paimon refuses with bucket -1 (a bucket-key, max-buckets 0), naming the option', async () => {
+    const withOptions = (o: Record<string, string>) => ({ ...(schemaFor('deduplicate') as object), options: { bucket: '-1', ...o } })
+    await expect(Table.create(new MemoryStore(), withOptions({ 'bucket-key': 'id' }))).rejects.toThrow(/option 'bucket-key' is "id" with dynamic bucket mode \(bucket -1\)/)
+    await expect(Table.create(new MemoryStore(), withOptions({ 'dynamic-bucket.max-buckets': '0' }))).rejects.toThrow(/option 'dynamic-bucket.max-buckets' is "0"; expected -1 \(no limit\) or at least 1/)
+  })
+
+  it('max-buckets caps a partition: once its buckets are full a new key goes to the bucket its hash picks, and a named bucket compacts', async () => {
+    const table = await dynamicTable({ 'dynamic-bucket.target-row-num': '2', 'dynamic-bucket.max-buckets': '2' })
+    const ops = Array.from({ length: 9 }, (_, i) => insert(i))
+    await writeBatch(table, records(table, ops))
+    const idx = await hashIndex(table)
+    expect([...idx.byBucket.keys()].map((k) => k.split('|')[1]).sort()).toEqual(['0', '1'])
+    expect([...idx.byBucket.values()].reduce((n, h) => n + h.length, 0)).toBe(9)
+    const model = new TableModel('deduplicate')
+    model.applyBatch(ops)
+    const results = await compactTable(table, { bucket: 1, full: true })
+    expect(results.map((r) => r.bucket)).toEqual([1])
+    expect(sortRows(await readAll(table))).toEqual(model.snapshot())
+    await checkOneBucketPerKey(table)
+  })
+})

@@ -346,6 +346,11 @@ export function checkOptionCombinations(out: Record<string, string>): void {
     throw new StrataInputError(`option 'compaction.task-threads': invalid value ${JSON.stringify(out['compaction.task-threads'])}, expected -1 or an integer >= 1`)
   }
   checkCombinations(out)
+  // what Paimon refuses in dynamic bucket mode (a bucket-key; max-buckets 0) is refused at create too
+  if (out.bucket !== undefined && Number(out.bucket) === DYNAMIC_BUCKET) {
+    const refused = dynamicUnwritable(out)
+    if (refused.length) throw new StrataInputError(refused[0])
+  }
   const changelogConflict = changelogProducerConflict(out)
   if (changelogConflict) throw new StrataInputError(changelogConflict)
 }
