@@ -1,19 +1,17 @@
-// Reader function: scans, key lookups and table status over a Lambda Function URL
-// (AWS_IAM auth, payload format 2.0: GET with query parameters or POST with a JSON body,
-// base64 or not), or invoked directly with the request object as the event (the library
-// and CLI path). Either way the answer is `{statusCode, headers, body}`, the body JSON text
-// built here so BIGINT and DECIMAL values print digit for digit.
-//
+// Reader function: scans, key lookups and table status over a Lambda Function URL (AWS_IAM
+// auth, payload 2.0: GET with query parameters or POST with a JSON body, base64 or not), or
+// invoked directly with the request object as the event. The answer is `{statusCode,
+// headers, body}`, the body JSON text built here so BIGINT and DECIMAL print digit for digit.
 // Results are capped at `limit` rows (default and maximum STRATA_MAX_RESULT_ROWS) and every
 // response fits Lambda's 6 MB (shared/response-size.ts): a page ends before the row that
-// would take it over, and a row too large to go out alone is answered 422, naming its key
-// and size, with a cursor that skips it. Pages continue with an opaque cursor that pins the
-// snapshot, so every page reads one snapshot however many commits land in between.
-// `tag` reads the snapshot a tag pins (lib/handle/tags.ts), as `strata read --tag` does; its
-// cursor pins the tag and the snapshot. Op `changes` reads what the snapshots (fromSnapshot,
-// toSnapshot] changed, each row with its `_kind` (lib/read/incremental.ts), as `strata read
-// --from-snapshot` does; its cursor pins the range and the mode. Consumer progress is not
-// recorded here: the reader only reads (its role has no write access to the table).
+// would take it over; a row too large to go out alone is answered 422, naming its key and
+// size, with a cursor that skips it. Pages continue with an opaque cursor.
+// `tag` reads the snapshot a tag pins, as `strata read --tag` does. Op `changes` reads what
+// (fromSnapshot, toSnapshot] changed, each row with its `_kind`, as `strata read
+// --from-snapshot`; op `stream` a streaming start (scanMode, scanSnapshotId,
+// scanTimestampMillis: the full state, then the changes after it), as `strata read
+// --scan-mode` (lib/read/stream-pages.ts). Cursors pin what they read. No consumer progress
+// is recorded: the reader only reads (its role has no write access to the table).
 
 import middy from '@middy/core'
 import { MetricUnit } from '@aws-lambda-powertools/metrics'
@@ -27,6 +25,7 @@ import { type PageLimits, type ReadOutcome, RowTooLargeError } from '../lib/read
 import { ReadGoneError } from '../lib/read/read-pins.ts'
 import { type ReaderRequest, describeValue, parseJsonObject, parseReaderRequest as parseRequest } from '../lib/read/read-request.ts'
 import { scanPage } from '../lib/read/scan-pages.ts'
+import { type StreamPageRequest, parseStreamRequest, streamPage } from '../lib/read/stream-pages.ts'
 import { errorKind, StrataInputError } from '../lib/errors.ts'
 import { ConfigError } from './shared/config.ts'
 import { HttpError, type HttpResponse, errorResponse, isFunctionUrlEvent, jsonResponse, requestOf } from './shared/http.ts'
@@ -37,9 +36,11 @@ const metrics = newMetrics('reader')
 
 const INSTEAD = 'request fewer columns (columns), or read it with the library or the CLI (strata read, strata lookup), which have no response limit'
 
-/** Validates a request (lib/read/read-request.ts): `limit` at most STRATA_MAX_RESULT_ROWS unless `maxRows` says otherwise. */
-export function parseReaderRequest(fields: Record<string, unknown>, { fromQuery = false, maxRows = runtimeConfig().maxResultRows } = {}): ReaderRequest {
-  return parseRequest(fields, { fromQuery, maxRows })
+type Request = ReaderRequest | (StreamPageRequest & { op: 'stream' })
+
+/** Validates a request (lib/read/read-request.ts, stream-pages.ts): `limit` at most STRATA_MAX_RESULT_ROWS unless `maxRows` says otherwise. */
+export function parseReaderRequest(fields: Record<string, unknown>, { fromQuery = false, maxRows = runtimeConfig().maxResultRows } = {}): Request {
+  return fields.op === 'stream' ? { ...parseStreamRequest(fields, { fromQuery, maxRows }), op: 'stream' } : parseRequest(fields, { fromQuery, maxRows })
 }
 
 async function statusOfTable(table: Table, maxResponseBytes: number): Promise<ReadOutcome> {
@@ -71,7 +72,7 @@ export interface ReadOptions {
 }
 
 /** Runs a validated request against its table. Throws StrataInputError (400) or HttpError. */
-export async function executeRead(req: ReaderRequest, opts: ReadOptions = {}): Promise<ReadOutcome> {
+export async function executeRead(req: Request, opts: ReadOptions = {}): Promise<ReadOutcome> {
   const resolved = await resolveTable(req.table)
   if (!resolved) throw new HttpError(404, `table: unknown table '${req.table}' (configured: ${[...runtimeConfig().tables.keys()].join(', ')})`)
   const { table } = resolved
@@ -86,6 +87,7 @@ export async function executeRead(req: ReaderRequest, opts: ReadOptions = {}): P
   try {
     if (req.op === 'lookup') return await lookupRow(table, { key: req.key!, snapshotId: req.snapshotId, tag: req.tag, columns: req.columns }, limits)
     if (req.op === 'changes') return await changesPage(table, req, limits)
+    if (req.op === 'stream') return await streamPage(table, req, limits)
     return await scanPage(table, req, limits)
   } catch (err) {
     throw asHttpError(err)
@@ -114,7 +116,7 @@ function statusOf(err: unknown): number {
 
 export async function readerHandler(event: unknown, context?: Context): Promise<HttpResponse> {
   const started = Date.now()
-  let req: ReaderRequest | null = null
+  let req: Request | null = null
   try {
     if (isFunctionUrlEvent(event)) {
       const http = requestOf(event)
