@@ -5,12 +5,21 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.paimon.data.BinaryString;
 import org.apache.paimon.data.Decimal;
+import org.apache.paimon.data.GenericArray;
+import org.apache.paimon.data.GenericMap;
 import org.apache.paimon.data.GenericRow;
+import org.apache.paimon.data.InternalArray;
+import org.apache.paimon.data.InternalMap;
 import org.apache.paimon.data.InternalRow;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import org.apache.paimon.types.ArrayType;
+import org.apache.paimon.types.MapType;
+import org.apache.paimon.types.MultisetType;
 import org.apache.paimon.data.Timestamp;
 import org.apache.paimon.types.DataField;
 import org.apache.paimon.types.DataType;
 import org.apache.paimon.types.DataTypeChecks;
+import org.apache.paimon.types.DataTypes;
 import org.apache.paimon.types.RowKind;
 import org.apache.paimon.types.RowType;
 
@@ -21,6 +30,7 @@ import java.time.LocalDateTime;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -81,9 +91,45 @@ final class JsonValues {
                 int p = DataTypeChecks.getPrecision(t);
                 return JSON.textNode(timestamp(row.getTimestamp(i, p), p));
             }
+            case ARRAY:
+                return arrayToJson(((ArrayType) t).getElementType(), row.getArray(i));
+            case MAP: {
+                MapType m = (MapType) t;
+                return mapToJson(m.getKeyType(), m.getValueType(), row.getMap(i));
+            }
+            case MULTISET:
+                // Paimon holds a MULTISET as a MAP of element to INT count
+                return mapToJson(((MultisetType) t).getElementType(), DataTypes.INT(), row.getMap(i));
+            case ROW: {
+                RowType r = (RowType) t;
+                return rowToJson(r, row.getRow(i, r.getFieldCount()));
+            }
             default:
                 throw new IllegalArgumentException("the harness does not render " + t.asSQLString() + " yet");
         }
+    }
+
+    /** An ARRAY as a JSON array, each element rendered as a field of its type is. */
+    static ArrayNode arrayToJson(DataType element, InternalArray a) {
+        ArrayNode out = JSON.arrayNode();
+        InternalArray.ElementGetter get = InternalArray.createElementGetter(element);
+        for (int k = 0; k < a.size(); k++) out.add(valueToJson(element, GenericRow.of(get.getElementOrNull(a, k)), 0));
+        return out;
+    }
+
+    /** A MAP (or MULTISET) as a JSON array of [key, value] pairs in the map's entry order. */
+    static ArrayNode mapToJson(DataType key, DataType value, InternalMap m) {
+        ArrayNode out = JSON.arrayNode();
+        InternalArray keys = m.keyArray();
+        InternalArray values = m.valueArray();
+        InternalArray.ElementGetter getKey = InternalArray.createElementGetter(key);
+        InternalArray.ElementGetter getValue = InternalArray.createElementGetter(value);
+        for (int k = 0; k < m.size(); k++) {
+            ArrayNode pair = out.addArray();
+            pair.add(valueToJson(key, GenericRow.of(getKey.getElementOrNull(keys, k)), 0));
+            pair.add(valueToJson(value, GenericRow.of(getValue.getElementOrNull(values, k)), 0));
+        }
+        return out;
     }
 
     private static JsonNode floating(double d) {
@@ -178,9 +224,44 @@ final class JsonValues {
             case TIMESTAMP_WITHOUT_TIME_ZONE:
                 // both `T` and a space between date and time, as Strata's input takes both
                 return Timestamp.fromLocalDateTime(LocalDateTime.parse(v.textValue().replace(' ', 'T')));
+            case ARRAY: {
+                // the JSON forms Strata's input takes (docs/operations.md "Values in JSON lines")
+                if (!v.isArray()) throw new IllegalArgumentException("expected an array, got " + v);
+                DataType e = ((ArrayType) t).getElementType();
+                Object[] out = new Object[v.size()];
+                for (int k = 0; k < out.length; k++) out[k] = nullable(e, v.get(k));
+                return new GenericArray(out);
+            }
+            case MAP: {
+                MapType m = (MapType) t;
+                Map<Object, Object> out = new LinkedHashMap<>();
+                if (v.isObject()) v.fields().forEachRemaining(e -> out.put(valueFromJson(m.getKeyType(), JSON.textNode(e.getKey())), nullable(m.getValueType(), e.getValue())));
+                else if (v.isArray()) v.forEach(pair -> out.put(valueFromJson(m.getKeyType(), pair.get(0)), nullable(m.getValueType(), pair.get(1))));
+                else throw new IllegalArgumentException("expected an object or an array of [key, value] pairs, got " + v);
+                return new GenericMap(out);
+            }
+            case MULTISET: {
+                // an array of elements, each occurrence counted
+                if (!v.isArray()) throw new IllegalArgumentException("expected an array of elements, got " + v);
+                DataType e = ((MultisetType) t).getElementType();
+                Map<Object, Object> out = new LinkedHashMap<>();
+                v.forEach(x -> out.merge(valueFromJson(e, x), 1, (a, b) -> (Integer) a + (Integer) b));
+                return new GenericMap(out);
+            }
+            case ROW: {
+                RowType r = (RowType) t;
+                if (!v.isObject()) throw new IllegalArgumentException("expected an object, got " + v);
+                GenericRow out = new GenericRow(r.getFieldCount());
+                for (int k = 0; k < r.getFieldCount(); k++) out.setField(k, nullable(r.getTypeAt(k), v.get(r.getFieldNames().get(k))));
+                return out;
+            }
             default:
                 throw new IllegalArgumentException("the harness does not write " + t.asSQLString() + " yet");
         }
+    }
+
+    private static Object nullable(DataType t, JsonNode v) {
+        return v == null || v.isNull() ? null : valueFromJson(t, v);
     }
 
     private static long integer(JsonNode v, long min, long max) {

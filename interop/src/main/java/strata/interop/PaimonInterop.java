@@ -155,6 +155,7 @@ public final class PaimonInterop {
                 case "nested-agg": NestedAggInterop.run(args, out); break;
                 case "file-formats": FileFormatInterop.run(args, out); break;
                 case "dyn-write": DynamicBucketInterop.run(args, out); break;
+                case "nested-create": NestedInterop.run(args, out); break;
                 case "add-column":
                     addColumn(a, out);
                     break;
