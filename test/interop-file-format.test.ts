@@ -1,8 +1,10 @@
 // Data file formats and manifest codecs against Apache Paimon 1.4.2, both ways:
 // - Paimon writes `file.format` avro tables (codecs zstd, its default, deflate, and snappy with
-//   deletion vectors; test/avro-data-files.test.ts reads every codec from fixtures); Strata reads them as Paimon does, writes to them and compacts
-//   them (its files are Parquet), and Paimon reads the result equal to a model, picking each
-//   file's reader by its extension; Paimon then writes and compacts again, and Strata reads that.
+//   deletion vectors; test/avro-data-files.test.ts reads every codec from fixtures); Strata
+//   reads them as Paimon does, writes to them and compacts them (its files are Parquet; with
+//   deletion vectors a minor compaction, which marks rows of Paimon's Avro files by their
+//   position), and Paimon reads the result equal to a model, picking each file's reader by its
+//   extension; Paimon then writes and compacts again, and Strata reads that.
 // - Paimon writes an ORC table: Strata refuses to read it and to write it, naming file.format
 //   and the file, with nothing written.
 // - manifest.compression: a table Strata made with `null` is committed to by Paimon; a table
