@@ -76,7 +76,7 @@ export function nestedColumn(name: string, fieldId: number, type: DataType): Nes
       case 'MULTISET': {
         const multiset = type.root === 'MULTISET'
         elements.push({ name, repetition_type, field_id: ownId, num_children: 1, converted_type: 'MAP', logical_type: { type: 'MAP' } })
-        elements.push({ name: 'key_value', repetition_type: 'REPEATED', num_children: 2 })
+        elements.push({ name: 'key_value', repetition_type: 'REPEATED', num_children: 2, converted_type: 'MAP_KEY_VALUE' })
         // Parquet keys are never null: Paimon declares the key REQUIRED whatever the type says
         const keyType = { ...(multiset ? type.element! : type.key!), nullable: false }
         const at = [...path, 'key_value']
