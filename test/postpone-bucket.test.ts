@@ -25,6 +25,7 @@ import { recordFromJson } from '../lib/table/json-values.ts'
 import { type ManifestEntry, FileKind } from '../lib/types.ts'
 import { serializeBinaryRow } from '../lib/format/binary-row.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
+import { ingest } from '../lib/ingest/ingest.ts'
 import { tableMetrics } from '../lib/maintenance/table-metrics.ts'
 import { tableStatus } from '../lib/maintenance/table-status.ts'
 import { formatStatus } from '../lib/cli/status.ts'
@@ -217,6 +218,37 @@ describe('a postpone job beside a bucket compaction', () => {
       }
     })
   }
+})
+
+describe('the pipeline', () => {
+  it('ingest sends one job per partition for bucket-postpone; the compactor drains the queue; the table equals the model', async () => {
+    const table = await Table.create(new MemoryStore(), schemaFor('deduplicate', { bucket: '-2', 'postpone.default-bucket-num': '2', 'deletion-vectors.enabled': 'true' }))
+    const queue = new MemoryJobQueue()
+    const model = new TableModel('deduplicate')
+    const resolve = async () => ({ table, jobs: queue })
+    let n = 0
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.array(opArb('deduplicate'), { minLength: 1, maxLength: 8 }), { minLength: 1, maxLength: 4 }), async (batches) => {
+        for (const ops of batches) {
+          const records = ops.map((op) => ({ id: `r${n++}`, source: 'test', body: JSON.stringify(op) }))
+          const res = await ingest(records, { resolve, defaultTable: 't', rejects: new MemoryStore(), commitUser: 'writer' })
+          expect([res.failedIds, res.rejected]).toEqual([[], 0])
+          model.applyBatch(ops)
+        }
+        // every job the writers sent is for bucket-postpone; the compactor's jobs follow
+        const sent = queue.jobs.splice(0)
+        expect(sent.every((j) => j.bucket === -2)).toBe(true)
+        for (let pending = sent, round = 0; pending.length > 0; pending = queue.jobs.splice(0), round++) {
+          expect(round).toBeLessThan(10)
+          const res = await processCompactionJobs(pending.map((j, i) => ({ id: `m${round}-${i}`, body: JSON.stringify(j), groupId: messageGroupId(j) })), { resolve })
+          expect(res.errors).toEqual([])
+        }
+        expect(sortRows(await readAll(table))).toEqual(model.snapshot())
+        expect((await liveEntries(table)).filter((e) => e.bucket < 0 || e.file.level === 0)).toEqual([])
+      }),
+      { numRuns: 6 },
+    )
+  })
 })
 
 describe('status and metrics', () => {
