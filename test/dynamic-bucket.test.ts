@@ -6,7 +6,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { BatchingCommitter } from '../lib/commit/batching-committer.ts'
-import { commitMessageOf } from '../lib/commit/commit-message.ts'
+import { commitMessageJson, commitMessageOf, parseCommitMessageBody } from '../lib/commit/commit-message.ts'
 import type { CommitRequest, CommitResult, Committer } from '../lib/commit/committer.ts'
 import { CommitConflictError } from '../lib/errors.ts'
 import { HASH_INDEX, readHashIndex } from '../lib/format/hash-index.ts'
@@ -142,7 +142,10 @@ class FoldQueue implements Committer {
   constructor(private readonly table: Table) {}
 
   commit(req: CommitRequest): Promise<CommitResult> {
-    return new Promise((resolve, reject) => this.pending.push({ message: commitMessageOf(req), resolve, reject }))
+    // through the queue's JSON codec, as the committer function receives it
+    const received = parseCommitMessageBody(commitMessageJson(commitMessageOf(req)))
+    if (!received.inline) throw new Error('a test message spilled')
+    return new Promise((resolve, reject) => this.pending.push({ message: received.message, resolve, reject }))
   }
 
   async fold(): Promise<void> {
