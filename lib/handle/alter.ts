@@ -156,7 +156,10 @@ export function applySchemaChanges(schema: TableSchema, changes: readonly Schema
           break
         }
         const type = { ...parsed, nullable }
-        fields[i] = { ...fields[i], type: checkTypeChange(c.name, old, type, schema.options, fail) }
+        const refuse = (problem: string): never => {
+          throw new RefusedError(`${where}: ${problem}`)
+        }
+        fields[i] = { ...fields[i], type: checkTypeChange(c.name, old, type, schema.options, fail, refuse) }
         break
       }
       case 'update-column-nullability': {
@@ -304,14 +307,14 @@ export function optionChanges(stored: Record<string, string>, wanted: Record<str
  * (lib/format/casts.ts). A table with Iceberg metadata takes only the changes its Iceberg
  * schema can follow without rewriting files (docs/format.md "Type changes").
  */
-function checkTypeChange(name: string, old: DataType, type: DataType, options: Record<string, string>, fail: (problem: string) => never): DataType {
+function checkTypeChange(name: string, old: DataType, type: DataType, options: Record<string, string>, fail: (problem: string) => never, refuse: (problem: string) => never): DataType {
   // Paimon reads the option with Boolean.parseBoolean
   const allowExplicit = (options['disable-explicit-type-casting'] ?? '').toLowerCase() !== 'true'
   if (typeChangeKind(old, type, allowExplicit) === null) {
     fail(`cannot change the type of '${name}' from ${typeLabel(old)} to ${typeLabel(type)}: Paimon has no such cast; from ${typeLabel(old)} it allows ${allowedChanges(old, allowExplicit)}`)
   }
   if (icebergOptions(options).storage !== 'disabled' && !sameTypeIgnoringNull(old, type) && !icebergKeepsValues(old, type)) {
-    fail(
+    refuse(
       `cannot change the type of '${name}' from ${typeLabel(old)} to ${typeLabel(type)} while the table keeps Iceberg metadata ('metadata.iceberg.storage'): Iceberg readers would read the older files' values and bounds in the old type; expected a change Iceberg follows with the values unchanged (an integer type to a wider one, FLOAT → DOUBLE, DECIMAL(p, s) → DECIMAL(p2 >= p, s), CHAR/VARCHAR(n) → VARCHAR(m >= n), BINARY/VARBINARY(n) → VARBINARY(m >= n), TIMESTAMP(p) → TIMESTAMP(q >= p))`,
     )
   }
