@@ -3,7 +3,8 @@
 // started in each scan mode on a table Strata wrote and compacted and planned until it has
 // caught up, returns in its first plan the rows of Strata's start (the full state, level 0
 // merged in) and in the plans after it the rows of Strata's changes, with the same kinds, and
-// its checkpoint is the next snapshot Strata's consumer records. Tables: deduplicate with
+// its checkpoint is the next snapshot Strata's consumer records; a scan with the id of a
+// consumer Strata recorded after a start goes on from there with changes only. Tables: deduplicate with
 // deletion vectors off and on, partial-update with deletion vectors, first-row, and the input
 // and lookup changelog producers; each ends with rows waiting in level 0. Rows compare as
 // multisets of JSON text. Skipped with one line without Java and Maven, failing under CI.
@@ -14,7 +15,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { Table } from '../lib/handle/table.ts'
 import { compactTable } from '../lib/lsm/compact-table.ts'
-import { type StreamStartOptions, type StreamStep, locateStart, planStep, readStep, resolveScan } from '../lib/read/streaming-start.ts'
+import { type StreamStartOptions, type StreamStep, locateStart, planStep, readStep, recordStep, resolveScan, startOfRead } from '../lib/read/streaming-start.ts'
 import { recordFromJson } from '../lib/table/json-values.ts'
 import { ROW_KIND_SHORT } from '../lib/types.ts'
 import { writeBatch } from '../lib/write/table-write.ts'
@@ -84,9 +85,9 @@ function paimonAnswer(r: PaimonResult): Answer {
   return { full: sorted(out.full), changes: sorted(out.changes), next: out.next }
 }
 
-async function strataAnswer(table: Table, opts: StreamStartOptions): Promise<Answer> {
+async function strataAnswer(table: Table, opts: StreamStartOptions, consumerId?: string): Promise<Answer> {
   const scan = resolveScan(table, opts)
-  const start = await locateStart(table, scan)
+  const { start } = await startOfRead(table, scan, consumerId)
   if (start === null) return { full: [], changes: [], next: null }
   const step: StreamStep = await planStep(table, start)
   const fields = table.view.fields
@@ -142,6 +143,12 @@ describeWithJava('streaming starts against Paimon', RUN_COMMAND.replace('interop
         pending.push({ table: name, start, strata: await strataAnswer(t, toStart(start)) })
         commands.push(['streaming', dir, '--schema', JSON.stringify(start)])
       }
+      // a consumer Strata recorded after a start at snapshot 3: Paimon's scan with its id goes on from there, as Strata's does
+      const step = await planStep(t, (await locateStart(t, resolveScan(t, { scanMode: 'from-snapshot-full', scanSnapshotId: 3 })))!, { toSnapshot: 3 })
+      expect(await recordStep(t, 'etl', step)).toBe(4)
+      const withConsumer = { 'consumer-id': 'etl', 'scan.mode': 'latest-full' }
+      pending.push({ table: name, start: withConsumer, strata: await strataAnswer(t, { scanMode: 'latest-full' }, 'etl') })
+      commands.push(['streaming', dir, '--schema', JSON.stringify(withConsumer)])
     }
     const answers = paimonBatch(commands)
     pending.forEach((p, i) => cells.push({ ...p, paimon: paimonAnswer(answers[i]) }))
@@ -160,6 +167,9 @@ describeWithJava('streaming starts against Paimon', RUN_COMMAND.replace('interop
       for (const c of mine) expect({ start: c.start, ...c.strata }).toEqual({ start: c.start, ...c.paimon })
       // the cells are not all empty: some start hands over a full state with level 0 in it, and some changes follow
       expect(mine.some((c) => c.strata.full.length > 0 && c.strata.changes.length > 0)).toBe(true)
+      // the consumer's cell: no full state, the changes after its progress
+      const consumer = mine.find((c) => c.start['consumer-id'] === 'etl')!
+      expect([consumer.strata.full.length, consumer.strata.changes.length > 0]).toEqual([0, true])
     })
   }
 })
