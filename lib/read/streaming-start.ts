@@ -5,7 +5,8 @@
 //
 // - `latest-full` (`full`, and `default` without a snapshot id or timestamp): the full merged
 //   state of the latest snapshot N, every live row as an insert (+I, whatever kind its last
-//   write had, as Paimon hands it over), then what the snapshots after N change.
+//   write had; Paimon's kind there depends on its file layout), then what the snapshots after
+//   N change.
 // - `from-snapshot-full` with `scan.snapshot-id` N: the same from snapshot N (an expired N is
 //   raised to the earliest retained snapshot, as Paimon does).
 // - `from-snapshot` with `scan.snapshot-id` N: the changes of snapshot N and after, no full
