@@ -22,6 +22,7 @@ import { writeBatch } from '../lib/write/table-write.ts'
 import { type PaimonResult, RUN_COMMAND, buildHarness, byKey, describeWithJava, missingTools, paimonBatch, parseRows, renderRow, renderValue, writeJsonLines } from './helpers/interop.ts'
 import fc from 'fast-check'
 import { CastError, resolveCast, typeChangeKind } from '../lib/format/casts.ts'
+import { formatDataType } from '../lib/format/data-type.ts'
 import type { Value } from '../lib/types.ts'
 import { TYPE_SAMPLES, sourceValue, type } from './helpers/type-cases.ts'
 
@@ -292,6 +293,7 @@ describeWithJava('Paimon interop: type changes', RUN_COMMAND.replace('interop.te
   let oracle: { from: string; to: string; v: Value; paimon: Record<string, unknown> }[] = []
   const got: Record<string, Rec[]> = {}
   const paimonGot: Record<string, PaimonResult> = {}
+  const strict: { paimon?: PaimonResult[]; strataBytes?: string; strataDecimal?: string } = {}
 
   beforeAll(async () => {
     buildHarness()
@@ -317,6 +319,23 @@ describeWithJava('Paimon interop: type changes', RUN_COMMAND.replace('interop.te
     writeFileSync(changesFile, JSON.stringify(changes))
     const rowsFile = writeJsonLines(join(root, 'rows.json'), Array.from({ length: ROWS }, (_, r) => ({ ...input(r), c0: null })))
     const rowsFile2 = writeJsonLines(join(root, 'rows2.json'), Array.from({ length: ROWS }, (_, r) => input(r)))
+    // a table whose stored options turn explicit casts off
+    const strictDir = join(root, 'strict')
+    const strictSchema = { fields: [{ name: 'k', type: 'INT' }, { name: 's', type: 'STRING' }, { name: 'i', type: 'INT' }], primaryKeys: ['k'], options: { bucket: '1', 'disable-explicit-type-casting': 'true' } }
+    const strictRows = writeJsonLines(join(root, 'strict-rows.json'), [{ k: 1, s: 'a', i: 7 }])
+    const strictChange = (name: string, to: string) => {
+      const path = join(root, `strict-${name}-${to}.json`)
+      writeFileSync(path, JSON.stringify([{ kind: 'update-column-type', name, type: to }]))
+      return path
+    }
+    const r0 = paimonBatch([
+      ['write', strictDir, '--schema', JSON.stringify(strictSchema), '--in', strictRows, '--out', join(root, 'o-s1')],
+      ['alter', strictDir, '--in', strictChange('s', 'BYTES'), '--out', join(root, 'o-s2')],
+      ['alter', strictDir, '--in', strictChange('i', 'BIGINT'), '--out', join(root, 'o-s3')],
+    ])
+    strict.paimon = r0
+    strict.strataBytes = await alterTable(strictDir, [{ kind: 'update-column-type', name: 's', type: 'BYTES' }]).then(() => 'altered', (e: Error) => e.message)
+    strict.strataDecimal = await alterTable(strictDir, [{ kind: 'update-column-type', name: 'i', type: 'DECIMAL(20, 0)' }]).then((t) => formatDataType(t.schema.fields[2].type), (e: Error) => e.message)
     const r1 = paimonBatch([
       ['alter', '-', '--in', judgeFile, '--out', join(root, 'o-judge')],
       ['alter', strataDir, '--in', changesFile, '--out', join(root, 'o-alter')],
@@ -390,6 +409,16 @@ describeWithJava('Paimon interop: type changes', RUN_COMMAND.replace('interop.te
     expect(paimonRows(paimonGot.strataAltered, ['k'])).toEqual(expected)
     expect(got.strataCompacted).toEqual(expected)
     expect(paimonRows(paimonGot.strataCompacted, ['k'])).toEqual(expected)
+  })
+
+  it("with 'disable-explicit-type-casting' stored, both refuse an explicit cast (STRING → BYTES) and take an implicit one", () => {
+    const [write, bytes, bigint] = strict.paimon!
+    expect(write.ok).toBe(true)
+    expect(bytes.ok).toBe(false)
+    expect(bytes.error).toMatch(/Column type s\[STRING\] cannot be converted to BYTES without loosing information/)
+    expect(bigint.ok).toBe(true)
+    expect(strict.strataBytes).toMatch(/cannot change the type of 's' from STRING to BYTES: Paimon has no such cast; .* are off: option 'disable-explicit-type-casting' is true/)
+    expect(strict.strataDecimal).toBe('DECIMAL(20, 0)')
   })
 
   it('Strata alters a table Paimon wrote: both read it as Paimon casts, before and after Paimon compacts it', () => {
