@@ -18,6 +18,7 @@ import { recordFromJson } from '../lib/table/json-values.ts'
 import { indexKey } from '../lib/table/paths.ts'
 import { DYNAMIC_BUCKET_ATTEMPTS, writeBatch } from '../lib/write/table-write.ts'
 import { keyHash } from '../lib/write/dynamic-bucket.ts'
+import { writeJsonLines } from '../lib/write/json-lines.ts'
 import { bucketDirOf } from '../lib/handle/bucket-state.ts'
 import { readDataFile } from '../lib/format/data-file-reader.ts'
 import { byteSource } from '../lib/format/data-file-source.ts'
@@ -237,6 +238,26 @@ describe('dynamic bucket options', () => {
     model.applyBatch(ops)
     const results = await compactTable(table, { bucket: 1, full: true })
     expect(results.map((r) => r.bucket)).toEqual([1])
+    expect(sortRows(await readAll(table))).toEqual(model.snapshot())
+    await checkOneBucketPerKey(table)
+  })
+})
+
+describe('dynamic bucket mode, streamed', () => {
+  it("strata write's path (JSON lines through a BatchWriter, several flushes) parks each partition's records until its index is read and assigns them in order", async () => {
+    const table = await dynamicTable({ 'write-buffer-size': '1 kb' })
+    await writeBatch(table, records(table, [insert(0), insert(1)]))
+    const ops = Array.from({ length: 40 }, (_, i) => insert(i % 20, i % 3 ? '2024-05-01' : '2024-05-02'))
+    async function* input(): AsyncGenerator<string> {
+      for (const op of ops) yield JSON.stringify({ ...op, _kind: undefined }) + '\n'
+    }
+    const r = await writeJsonLines(table, input(), { name: 'lines' })
+    // write-buffer-size 1 kb: the batch flushed several times, each flush after its records were placed
+    expect(r.buckets.reduce((n, b) => n + b.fileNames.length, 0)).toBeGreaterThan(r.buckets.length)
+    expect(r.rowsIn).toBe(40)
+    const model = new TableModel('deduplicate')
+    model.applyBatch([insert(0), insert(1)])
+    model.applyBatch(ops)
     expect(sortRows(await readAll(table))).toEqual(model.snapshot())
     await checkOneBucketPerKey(table)
   })
