@@ -19,6 +19,8 @@ import { indexKey } from '../lib/table/paths.ts'
 import { DYNAMIC_BUCKET_ATTEMPTS, writeBatch } from '../lib/write/table-write.ts'
 import { keyHash } from '../lib/write/dynamic-bucket.ts'
 import { writeJsonLines } from '../lib/write/json-lines.ts'
+import { expireSnapshots } from '../lib/maintenance/expire.ts'
+import { removeOrphanFiles } from '../lib/maintenance/orphans.ts'
 import { bucketDirOf } from '../lib/handle/bucket-state.ts'
 import { readDataFile } from '../lib/format/data-file-reader.ts'
 import { byteSource } from '../lib/format/data-file-source.ts'
@@ -258,6 +260,26 @@ describe('dynamic bucket mode, streamed', () => {
     const model = new TableModel('deduplicate')
     model.applyBatch([insert(0), insert(1)])
     model.applyBatch(ops)
+    expect(sortRows(await readAll(table))).toEqual(model.snapshot())
+    await checkOneBucketPerKey(table)
+  })
+})
+
+describe('dynamic bucket mode, maintenance', () => {
+  it('expiration and orphan cleanup keep the live HASH files and remove the replaced ones; the next write still finds every key', async () => {
+    const table = await dynamicTable({ 'snapshot.num-retained.min': '1', 'snapshot.num-retained.max': '1' })
+    for (let round = 0; round < 4; round++) await writeBatch(table, records(table, [insert(round), insert(round + 10)]))
+    const live = (await hashIndex(table)).entries.map((e) => indexKey(e.fileName)).sort()
+    expect((await table.store.list('index/')).length).toBeGreaterThan(live.length)
+    await expireSnapshots(table, { now: Date.now() + 86_400_000 })
+    await removeOrphanFiles(table, { now: Date.now() + 7 * 86_400_000 })
+    const indexFiles = (await table.store.list('index/')).map((o) => o.key).sort()
+    expect(indexFiles).toEqual(live)
+    const model = new TableModel('deduplicate')
+    for (let round = 0; round < 4; round++) model.applyBatch([insert(round), insert(round + 10)])
+    const more = [{ ...insert(2), a: 5 }, insert(30)]
+    await writeBatch(table, records(table, more))
+    model.applyBatch(more)
     expect(sortRows(await readAll(table))).toEqual(model.snapshot())
     await checkOneBucketPerKey(table)
   })
