@@ -6,7 +6,9 @@
 //      Paimon's read equals a model of the four batches in order (and Strata's read).
 //   3. Paimon writes again into a partition that has buckets; Strata compacts; the partition
 //      keeps its count and Paimon's read equals the model of all five batches.
-// With and without deletion vectors. Paimon records its files' creation time in the JVM's
+// With and without deletion vectors. And the other way: Strata writes postponed rows and
+// Paimon's postpone compaction (the harness's postpone-compact, CompactAction's steps without
+// Flink: PostponeInterop.java) moves them, parsing each file's write id from its name. Paimon records its files' creation time in the JVM's
 // local time (docs/format.md), which orders its postponed files against Strata's: the
 // harness's JVM runs in the machine's zone, UTC here. Skipped with one line without Java and
 // Maven, failing under CI, as test/interop.test.ts.
@@ -108,15 +110,15 @@ describeWithJava('postpone bucket mode against Paimon 1.4.2', RUN_COMMAND, () =>
       await strataWrite(t, BATCHES[3])
       expect(await strataRows(t)).toEqual([])
       await compactTable(t)
-      const [after, metaAfter] = paimonBatch([['read', table], ['meta', table]])
+      // then Paimon writes again, into partitions that have buckets (the same JVM, after the reads)
+      const [after, metaAfter, w5] = paimonBatch([['read', table], ['meta', table], ['write', table, '--in', input(4)]])
       expect(paimonRows(after)).toEqual(model(BATCHES.slice(0, 4)))
       expect(await strataRows(t)).toEqual(model(BATCHES.slice(0, 4)))
       const files = meta(metaAfter).files
       expect(files.filter((f) => f.bucket < 0)).toEqual([])
       expect(new Set(files.map((f) => f.bucket))).toEqual(new Set([0, 1, 2]))
 
-      // Paimon writes again; the partition keeps its 3 buckets when Strata compacts
-      const [w5] = paimonBatch([['write', table, '--in', input(4)]])
+      // the partitions keep their 3 buckets when Strata compacts Paimon's new postponed files
       expect(w5.ok, w5.error).toBe(true)
       t = await Table.open(table)
       await compactTable(t)
@@ -126,4 +128,26 @@ describeWithJava('postpone bucket mode against Paimon 1.4.2', RUN_COMMAND, () =>
       expect(meta(metaLast).files.every((f) => f.bucket >= 0 && f.bucket < 3)).toBe(true)
     }, 300_000)
   }
+
+  it("Strata writes postponed rows, Paimon's postpone compaction moves them, Strata writes and compacts again", async () => {
+    const table = join(dir, 'strata-first')
+    let t = await Table.create(table, SCHEMA({}))
+    for (const b of BATCHES.slice(0, 3)) await strataWrite(t, b)
+    // the harness's postpone-compact is Paimon's CompactAction for postpone tables without Flink
+    const [compact, read, metaAfter] = paimonBatch([['postpone-compact', table], ['read', table], ['meta', table]])
+    expect(compact.ok, compact.error).toBe(true)
+    // Paimon parsed a write id out of every postponed file's name (getWriteId), one per Strata batch and partition
+    const c = JSON.parse(compact.output) as { files: number; writeIds: number[] }
+    expect(c.files).toBe(c.writeIds.length)
+    expect(c.files).toBeGreaterThanOrEqual(3)
+    expect(paimonRows(read)).toEqual(model(BATCHES.slice(0, 3)))
+    expect(meta(metaAfter).files.every((f) => f.bucket >= 0 && f.bucket < 3)).toBe(true)
+    t = await Table.open(table)
+    expect(await strataRows(t)).toEqual(model(BATCHES.slice(0, 3)))
+    for (const b of BATCHES.slice(3)) await strataWrite(t, b)
+    await compactTable(t)
+    const [last] = paimonBatch([['read', table]])
+    expect(paimonRows(last)).toEqual(model(BATCHES))
+    expect(await strataRows(t)).toEqual(model(BATCHES))
+  }, 300_000)
 })

@@ -151,6 +151,7 @@ public final class PaimonInterop {
                     tagDelete(a, out);
                     break;
                 case "incremental": IncrementalInterop.run(args, out); break;
+                case "postpone-compact": PostponeInterop.run(args, out); break;
                 case "streaming": StreamingInterop.run(args, out); break;
                 case "nested-agg": NestedAggInterop.run(args, out); break;
                 case "file-formats": FileFormatInterop.run(args, out); break;
