@@ -89,15 +89,17 @@ describe('partial-update over nested columns', () => {
     primaryKeys: ['id'],
     options: { bucket: '1', 'merge-engine': 'partial-update' },
   }
-  it('replaces each nested value whole with its newest non-null value, merged on read and compacted', async () => {
-    const t = await tableWith(schema, [
-      [{ id: 1, tags: ['a', 'b'], attrs: [['x', 1]], info: { a: 1, b: [1] } }],
-      [{ id: 1, tags: ['c'], attrs: null, info: { a: null, b: null } }],
-      [{ id: 1, tags: null, attrs: [['y', 2]] }],
-    ])
-    const expected = [{ id: 1, tags: ['c'], attrs: [['y', 2]], info: { a: null, b: null } }]
-    expect(await rowsOf(t)).toEqual(expected)
-    await compactTable(t, { full: true })
-    expect(await rowsOf(t)).toEqual(expected)
+  it('replaces each nested value whole with its newest non-null value, merged on read and compacted by either path', async () => {
+    for (const mergePath of ['row', 'columnar'] as const) {
+      const t = await tableWith(schema, [
+        [{ id: 1, tags: ['a', 'b'], attrs: [['x', 1]], info: { a: 1, b: [1] } }],
+        [{ id: 1, tags: ['c'], attrs: null, info: { a: null, b: null } }],
+        [{ id: 1, tags: null, attrs: [['y', 2]] }],
+      ])
+      const expected = [{ id: 1, tags: ['c'], attrs: [['y', 2]], info: { a: null, b: null } }]
+      expect(await rowsOf(t), mergePath).toEqual(expected)
+      await compactTable(t, { full: true, mergePath })
+      expect(await rowsOf(t), mergePath).toEqual(expected)
+    }
   })
 })
