@@ -195,7 +195,8 @@ export class AvroDataFileReader {
       if (stats) stats.rowsDecoded++
       if (deleted && deleted.cardinality > 0 && deleted.isDeleted(pos)) continue
       const kv = all[pos]
-      batch.push(keep === null ? kv : { ...kv, value: kv.value.map((v, j) => (keep.has(j) ? v : null)) })
+      // a fresh record each time, as the Parquet reader gives: a merge may change what it is handed
+      batch.push({ ...kv, key: kv.key.slice(), value: keep === null ? kv.value.slice() : kv.value.map((v, j) => (keep.has(j) ? v : null)) })
       if (batch.length >= batchRows) {
         yield batch
         batch = []
@@ -224,7 +225,7 @@ export class AvroDataFileReader {
           throw namedFileError(this.#src, e)
         }
         const kv = all[mid]
-        return { pos: mid, record: keep === null ? kv : { ...kv, value: kv.value.map((v, j) => (keep.has(j) ? v : null)) } }
+        return { pos: mid, record: { ...kv, key: kv.key.slice(), value: keep === null ? kv.value.slice() : kv.value.map((v, j) => (keep.has(j) ? v : null)) } }
       }
     }
     return null
