@@ -97,6 +97,8 @@ describe('dynamic bucket mode', () => {
     expect(sortRows(await readAll(table))).toEqual(model.snapshot())
     const live = await table.manifests.liveEntries((await table.snapshots.latest())!)
     expect(new Set(live.map((e) => e.totalBuckets))).toEqual(new Set([-1]))
+    // a key filter cannot compute a dynamic key's bucket: it reads every bucket of the partition
+    for (const id of [0, 5, 8]) expect(await readAll(table, { filter: { dt: '2024-05-01', id } })).toEqual(model.snapshot().filter((r) => r[1] === id))
     await checkOneBucketPerKey(table)
   })
 
