@@ -18,7 +18,7 @@ import { RefusedError } from '../errors.ts'
 import type { DataField, DataType, KeyValue, RowKind, Value } from '../types.ts'
 import type { ByteSource } from '../store/byte-source.ts'
 import { avroFileHeader, canReadAvroCodec, readAvroFileFlat } from './avro.ts'
-import { type ColumnSpec, type DataFileLayout, SEQUENCE_NUMBER, VALUE_KIND, describeKey, fileColumns } from './data-file-layout.ts'
+import { type ColumnSpec, type DataFileLayout, VALUE_KIND, describeKey, fileColumns } from './data-file-layout.ts'
 import { ManifestCheck } from './data-file-check.ts'
 import { namedFileError, openNamed, readSource } from './data-file-source.ts'
 import { physicalEncoder } from './parquet-types.ts'
@@ -321,7 +321,6 @@ function decodeRecords(bytes: Uint8Array, writer: unknown, layout: DataFileLayou
     for (let j = 0; j < nv; j++) value[j] = at(nk + 2 + j)
     out[r] = { key, seq: at(nk) as bigint, kind: kind as RowKind, value }
   }
-  if (raw.length > 0 && typeof out[0].seq !== 'bigint') throw new Error(`Avro data file: ${SEQUENCE_NUMBER} is not a long`)
   return out
 }
 
