@@ -321,7 +321,7 @@ describe('refusals', () => {
     ['missing table', { op: 'scan' }, /^table: missing/],
     ['table not a string', { table: 7, op: 'scan' }, /^table:/],
     ['missing op', { table: 'orders' }, /^op: missing/],
-    ['unknown op', { table: 'orders', op: 'delete' }, /^op: expected one of scan, lookup, status, changes, got "delete"/],
+    ['unknown op', { table: 'orders', op: 'delete' }, /^op: expected one of scan, lookup, status, changes, stream, got "delete"/],
     ['unknown request field', { table: 'orders', op: 'scan', colums: ['id'] }, /^colums: unknown request field/],
     ['field the op does not use', { table: 'orders', op: 'scan', key: { id: 1 } }, /^key: not used by op 'scan'/],
     ['unknown column', { table: 'orders', op: 'scan', columns: ['id', 'nope'] }, /^columns: unknown column 'nope'/],

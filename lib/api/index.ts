@@ -19,12 +19,14 @@ export type {
   OpenTableOptions,
   ReadOptions,
   SnapshotChoice,
+  StreamOptions,
   TableShape,
   WriteSummary,
 } from './strata-table.ts'
 export type { RecordValue, TableRecord, WriteRecordInput } from './values.ts'
 export type { SchemaChange, ColumnPosition } from '../handle/alter.ts'
 export type { IncrementalMode } from '../read/incremental.ts'
+export type { ScanMode } from '../read/streaming-start.ts'
 export type { SkipReason } from '../lsm/compact/plan.ts'
 export type { TableStatus, BucketStatus } from '../maintenance/table-status.ts'
 export type { ObjectStore } from '../store/object-store.ts'

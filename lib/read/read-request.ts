@@ -29,6 +29,8 @@ export interface ReaderRequest {
 }
 
 const OPS: ReadOp[] = ['scan', 'lookup', 'status', 'changes']
+/** The ops a reader request may name: `stream` is parsed in stream-pages.ts, which the reader asks first. */
+const OP_NAMES = [...OPS, 'stream']
 const FIELDS_OF: Record<ReadOp, string[]> = {
   scan: ['table', 'op', 'snapshotId', 'tag', 'columns', 'filter', 'limit', 'cursor'],
   changes: ['table', 'op', 'fromSnapshot', 'toSnapshot', 'mode', 'columns', 'filter', 'limit', 'cursor'],
@@ -84,8 +86,8 @@ export function parseReaderRequest(fields: Record<string, unknown>, { fromQuery,
   const { table, op } = fields
   if (table === undefined || table === '') throw new StrataInputError('table: missing; expected the name of a configured table')
   if (typeof table !== 'string') throw new StrataInputError(`table: expected a string, got ${describeValue(table)}`)
-  if (op === undefined) throw new StrataInputError(`op: missing; expected one of ${OPS.join(', ')}`)
-  if (!OPS.includes(op as ReadOp)) throw new StrataInputError(`op: expected one of ${OPS.join(', ')}, got ${describeValue(op)}`)
+  if (op === undefined) throw new StrataInputError(`op: missing; expected one of ${OP_NAMES.join(', ')}`)
+  if (!OPS.includes(op as ReadOp)) throw new StrataInputError(`op: expected one of ${OP_NAMES.join(', ')}, got ${describeValue(op)}`)
   const req: ReaderRequest = { table, op: op as ReadOp }
   for (const f of Object.keys(fields)) {
     if (fields[f] !== undefined && !FIELDS_OF[req.op].includes(f)) throw new StrataInputError(`${f}: not used by op '${req.op}' (it takes ${FIELDS_OF[req.op].join(', ')})`)
