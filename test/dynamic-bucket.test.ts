@@ -297,3 +297,21 @@ describe('dynamic bucket mode, maintenance', () => {
     await checkOneBucketPerKey(table)
   })
 })
+
+describe('a version-1 schema without bucket', () => {
+  it('reads, and a write is refused naming the option and the schema version (Paimon reads it as one fixed bucket)', async () => {
+    const store = new MemoryStore()
+    const created = await Table.create(store, schemaFor('deduplicate', { bucket: '1' }))
+    await writeBatch(created, records(created, [insert(1)]))
+    const raw = JSON.parse(new TextDecoder().decode((await store.get('schema/schema-0'))!))
+    delete raw.options.bucket
+    delete raw.version
+    await store.put('schema/schema-0', new TextEncoder().encode(JSON.stringify(raw)))
+    const table = await Table.open(store)
+    expect(sortRows(await readAll(table))).toEqual([['2024-05-01', 1, 1, 'v1', null]])
+    const before = (await store.list('')).map((o) => o.key)
+    const err = await writeBatch(table, records(table, [insert(2)])).catch((e: unknown) => e)
+    expect((err as Error).message).toMatch(/version-1 schema without option 'bucket', which Paimon reads as one fixed bucket/)
+    expect((await store.list('')).map((o) => o.key)).toEqual(before)
+  })
+})
