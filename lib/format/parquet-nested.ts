@@ -287,8 +287,9 @@ export function decodeLeafChunk(bytes: Uint8Array, leaf: NestedReadColumn['leave
       encoding = header.data_page_header_v2!.encoding
     } else continue // index pages carry no values
     const vals = convertWithDictionary(page.dataPage as never, dictionary as never, encoding as never, decoder as never) as ArrayLike<unknown>
-    const r = page.repetitionLevels
-    const d = page.definitionLevels
+    // (no levels at all when the leaf has no maximum: hyparquet gives [] or undefined)
+    const r = page.repetitionLevels ?? []
+    const d = page.definitionLevels ?? []
     for (let i = 0; i < n; i++) {
       reps.push(r.length ? r[i] : 0)
       defs.push(d.length ? d[i] : leaf.maxDef)
