@@ -299,7 +299,7 @@ describe('dynamic bucket mode, maintenance', () => {
 })
 
 describe('a version-1 schema without bucket', () => {
-  it('reads, and a write is refused naming the option and the schema version (Paimon reads it as one fixed bucket)', async () => {
+  it('reads, and a write or compaction is refused naming the option and the schema version (Paimon reads it as one fixed bucket)', async () => {
     const store = new MemoryStore()
     const created = await Table.create(store, schemaFor('deduplicate', { bucket: '1' }))
     await writeBatch(created, records(created, [insert(1)]))
@@ -312,6 +312,8 @@ describe('a version-1 schema without bucket', () => {
     const before = (await store.list('')).map((o) => o.key)
     const err = await writeBatch(table, records(table, [insert(2)])).catch((e: unknown) => e)
     expect((err as Error).message).toMatch(/version-1 schema without option 'bucket', which Paimon reads as one fixed bucket/)
+    const compact = await compactTable(table, { full: true }).catch((e: unknown) => e)
+    expect((compact as Error).message).toMatch(/^compaction of bucket 0 refused: .*version-1 schema without option 'bucket'/)
     expect((await store.list('')).map((o) => o.key)).toEqual(before)
   })
 })

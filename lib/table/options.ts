@@ -523,6 +523,17 @@ export function unwritableReasons(raw: Record<string, string>): string[] {
 }
 
 /**
+ * Refuses a write or compaction of a table whose version-1 schema (Paimon 0.7) has no
+ * `bucket`: Paimon reads it as one fixed bucket, Strata's options as dynamic bucket mode (-1),
+ * so Strata's files (`totalBuckets` -1, a HASH index) would not be the table Paimon sees.
+ */
+export function assertBucketModeKnown(options: CoreOptions, schemaVersion: number, uri: string, action: string): void {
+  if (options.bucket === DYNAMIC_BUCKET && options.raw.bucket === undefined && schemaVersion <= 1) {
+    throw new RefusedError(`${action} refused: table ${uri} has a version-1 schema without option 'bucket', which Paimon reads as one fixed bucket and Strata's options as dynamic bucket mode (-1), so Strata does not write it; expected a schema of version 2 or later, or one that sets 'bucket'`)
+  }
+}
+
+/**
  * Refuses a write or compaction of a table Strata cannot write faithfully (unwritableReasons),
  * before anything is written.
  */

@@ -19,7 +19,7 @@ import { POSTPONE_BUCKET, bucketPath } from '../format/partition-path.ts'
 import { mergeEngineOf } from '../merge/engines.ts'
 import { sequenceComparator } from '../merge/sequence-order.ts'
 import { createMergeFunction } from '../merge/merge-function.ts'
-import { CommitConflictError, RefusedError, StrataInputError } from '../errors.ts'
+import { CommitConflictError, StrataInputError } from '../errors.ts'
 import { type DataType, type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, FileKind, RowKind, isRetract } from '../types.ts'
 import { BATCH_COMMIT_IDENTIFIER, type CommitResult, type Committer, commitUserFor } from '../commit/committer.ts'
 import { HASH_INDEX_CONFLICT } from '../commit/conflicts.ts'
@@ -31,7 +31,7 @@ import type { ObjectStore } from '../store/object-store.ts'
 import { dataFileMeta, newDataFileWriter, partitionStatsOf } from '../table/file-meta.ts'
 import { CHANGELOG_FILE_PREFIX, FileNamer } from '../table/paths.ts'
 import type { SchemaView } from '../table/schema.ts'
-import { DYNAMIC_BUCKET, assertWritable } from '../table/options.ts'
+import { DYNAMIC_BUCKET, assertBucketModeKnown, assertWritable } from '../table/options.ts'
 import { ColumnLayout, GroupColumns } from './column-buffer.ts'
 import { type RecordRules, type WriteRecord, oversizeRow, refusedRetraction, unstorablePartition } from './record-checks.ts'
 import { type SequenceClock, defaultSequenceClock } from './sequence-clock.ts'
@@ -266,10 +266,7 @@ export class BatchWriter {
     this.#latestP = opts.baseSnapshot !== undefined ? Promise.resolve(opts.baseSnapshot) : table.snapshots.latest()
     this.#latestP.catch(() => undefined) // awaited at the first flush; a batch that fails first must not leave it unhandled
     // dynamic bucket mode: keys are assigned against the HASH index of the snapshot the batch read
-    if (view.options.bucket === DYNAMIC_BUCKET && view.options.raw.bucket === undefined && view.schema.version <= 1) {
-      // Paimon reads a version-1 schema (Paimon 0.7) without `bucket` as one fixed bucket, not -1
-      throw new RefusedError(`write refused: table ${table.uri} has a version-1 schema without option 'bucket', which Paimon reads as one fixed bucket and Strata's options as dynamic bucket mode (-1), so Strata does not write it; expected a schema of version 2 or later, or one that sets 'bucket'`)
-    }
+    assertBucketModeKnown(view.options, view.schema.version, table.uri, 'write')
     this.#dynamic = view.options.bucket === DYNAMIC_BUCKET ? new DynamicBucketAssigner(table, this.#latestP) : null
     const cfg = table.mergeConfig
     this.#dropsUnseenRetractions = cfg.ignoreDelete || (cfg.engine === 'deduplicate' && view.options.changelogProducer !== 'input')

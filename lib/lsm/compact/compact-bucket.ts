@@ -10,7 +10,7 @@ import { compressionThreadUseful, startCompressionThread } from '../../format/co
 import { bucketDirOf, indexFileKey } from '../../handle/bucket-state.ts'
 import { compactsWithLookup } from '../../merge/engines.ts'
 import { BoundedStore } from '../../store/bounded.ts'
-import { assertWritable } from '../../table/options.ts'
+import { assertBucketModeKnown, assertWritable } from '../../table/options.ts'
 import { needsBackPressure } from '../universal-compaction.ts'
 import { type CompactCommit, commitCompaction, settleFailedJob } from './commit.ts'
 import type { CompactBucketRequest, CompactBucketResult, CompactionContext } from './context.ts'
@@ -25,6 +25,7 @@ export async function compactBucket(ctx: CompactionContext, req: CompactBucketRe
   const { view, mergeConfig } = ctx
   const opts = view.options
   assertWritable(opts, ctx.uri, `compaction of bucket ${req.bucket}`)
+  assertBucketModeKnown(opts, view.schema.version, ctx.uri, `compaction of bucket ${req.bucket}`)
   const snapshot = await ctx.snapshots.latest()
   const bucket = await readBucket(ctx, snapshot, req.partition, req.bucket)
   const summary = { baseSnapshotId: snapshot?.id ?? 0, backPressure: needsBackPressure(bucket.levels, opts.stopTrigger) }
