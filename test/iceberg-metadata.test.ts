@@ -9,7 +9,8 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { createTable } from '../lib/api/index.ts'
 import { readAvroFile } from '../lib/format/avro.ts'
 import { readIcebergManifest, readIcebergManifestList } from '../lib/iceberg/manifests.ts'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { TableFiles } from '../lib/iceberg/table-files.ts'
 
 const root = mkdtempSync(join(tmpdir(), 'strata-iceberg-'))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
@@ -175,5 +176,19 @@ describe('Iceberg delete manifests by group of buckets', () => {
     expect(after.get(days[0])).not.toBe(before.get(days[0]))
     expect(after.get(days[1])).toBe(before.get(days[1]))
     expect(after.get(days[2])).toBe(before.get(days[2]))
+  })
+})
+
+describe('Iceberg data file formats', () => {
+  it("names each data file's own format, as Paimon's Iceberg writer does: an avro table's .avro files are AVRO", async () => {
+    const uri = fresh()
+    const t = await createTable(uri, SCHEMA({}))
+    await t.write([{ dt: '2024-05-01', id: 1, name: 'a', amount: '1.50' }])
+    const snapshot = (await t.handle.snapshots.latest())!
+    const [entry] = await t.handle.manifests.liveEntries(snapshot)
+    const files = new TableFiles(pathToFileURL(uri).href, t.handle.view, 2)
+    expect(files.dataFile(entry, t.handle.view.fields).format).toBe('PARQUET')
+    const avro = { ...entry, file: { ...entry.file, fileName: entry.file.fileName.replace(/\.parquet$/, '.avro') } }
+    expect(files.dataFile(avro, t.handle.view.fields).format).toBe('AVRO')
   })
 })

@@ -18,7 +18,7 @@ export interface IcebergDataFile {
   content: number
   /** full URI */
   path: string
-  format: 'PARQUET' | 'PUFFIN'
+  format: 'PARQUET' | 'AVRO' | 'PUFFIN'
   partition: Value[]
   recordCount: bigint
   fileSize: bigint

@@ -6,6 +6,7 @@
 
 import { deserializeBinaryRow } from '../format/binary-row.ts'
 import { DELETION_VECTORS_INDEX } from '../format/deletion-vector.ts'
+import { dataFileFormat } from '../format/data-file-open.ts'
 import { bucketPath } from '../format/partition-path.ts'
 import type { DataField, IndexManifestEntry, ManifestEntry, Value } from '../types.ts'
 import { fileMetrics } from './bounds.ts'
@@ -74,7 +75,8 @@ export class TableFiles {
     return {
       content: Content.DATA,
       path: this.dataPath(e),
-      format: 'PARQUET',
+      // each file its own format, as Paimon's Iceberg writer records it (an avro table holds both)
+      format: dataFileFormat(e.file.fileName) === 'avro' ? 'AVRO' : 'PARQUET',
       partition: this.partition(e.partition, e.bucket).values,
       recordCount: e.file.rowCount,
       fileSize: e.file.fileSize,
