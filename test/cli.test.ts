@@ -190,7 +190,7 @@ describe('bad input: a clear reason, a non-zero exit, the table unchanged', () =
     ['ill-typed option', { ...SCHEMA, options: { bucket: 'four' } }, /option 'bucket': invalid value "four", expected an integer in 1\.\.32768/],
     ['partition key outside the primary key', { ...SCHEMA, primaryKeys: ['id'] }, /partition key 'dt' is not part of the primary key \[id\]/],
     ['unknown type', { ...SCHEMA, fields: [...SCHEMA.fields, { name: 'tags', type: 'GEOMETRY' }] }, /field 'tags'\): type "GEOMETRY" is not supported/],
-    ['nested type', { ...SCHEMA, fields: [...SCHEMA.fields, { name: 'tags', type: 'ARRAY<STRING>' }] }, /field 'tags'\): ARRAY is a nested type, which Strata does not support yet/],
+    ['nested primary key', { ...SCHEMA, fields: [...SCHEMA.fields, { name: 'tags', type: 'ARRAY<STRING>' }], primaryKeys: [...SCHEMA.primaryKeys, 'tags'] }, /primary key field 'tags' has type ARRAY<STRING>; as in Paimon, a primary key field must not be ARRAY, MAP, MULTISET or ROW/],
     ['count aggregate (Paimon has none)', { ...SCHEMA, options: { 'merge-engine': 'aggregation', 'fields.name.aggregate-function': 'count' } }, /count/],
   ]
   for (const [name, schema, message] of schemaCases) {

@@ -128,7 +128,7 @@ describe('the CLI exit code of each kind', () => {
     expect(missing.stderr).toMatch(/no table at/)
     expect(errorKind(await failure(Table.open(join(dir, 'nothing-here'))))).toBe('not-found')
 
-    const refused = await failure(Table.create(join(dir, 'nested'), { ...SCHEMA, fields: [...SCHEMA.fields, { name: 'a', type: 'ARRAY<INT>' }] }))
+    const refused = await failure(Table.create(join(dir, 'nested'), { ...SCHEMA, fields: [...SCHEMA.fields, { name: 'a', type: 'ARRAY<INT>' }], primaryKeys: [...SCHEMA.primaryKeys, 'a'] }))
     expect(refused).toBeInstanceOf(RefusedError)
     expect(exitOf(refused).code).toBe(7)
 

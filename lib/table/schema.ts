@@ -2,7 +2,7 @@
 // (TableSchema version 3, docs/format.md "Schema files"), and viewed as the field positions the
 // engine needs (partition, trimmed primary key, bucket key).
 
-import { inputErrorLike, StrataInputError } from '../errors.ts'
+import { inputErrorLike, RefusedError, StrataInputError } from '../errors.ts'
 import type { DataField, DataType, TableSchema } from '../types.ts'
 import { escapePathName } from '../format/partition-path.ts'
 import { parseMergeEngineConfig } from '../merge/merge-config.ts'
@@ -132,7 +132,7 @@ export function createSchema(input: unknown, timeMillis = Date.now()): TableSche
   })
   for (const [list, what] of [[primaryKeys, 'primaryKeys'], [partitionKeys, 'partitionKeys']] as const) {
     const problem = nestedKeyProblem(fields, list, what === 'primaryKeys' ? 'primary key' : 'partition')
-    if (problem) throw new StrataInputError(`schema.${what}: ${problem}`)
+    if (problem) throw new RefusedError(`schema.${what}: ${problem}`)
   }
   if (primaryKeys.length === 0) {
     throw new StrataInputError('schema.primaryKeys: Strata tables are primary-key tables; name at least one primary key field')
