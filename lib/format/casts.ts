@@ -77,6 +77,7 @@ const SAMPLE: Partial<Record<Root, DataType>> = Object.fromEntries(
 
 /** What Paimon allows a column of type `from` to become, for messages. */
 export function allowedChanges(from: DataType, allowExplicit: boolean): string {
+  if (from.root === 'ARRAY' || from.root === 'MAP' || from.root === 'MULTISET' || from.root === 'ROW') return 'no change of a nested type (Strata refuses the changes Paimon makes to nested types and from them to STRING)'
   const name = (r: Root) => (r === 'VARCHAR' ? 'VARCHAR/STRING' : r === 'VARBINARY' ? 'VARBINARY/BYTES' : r)
   const implicit: string[] = []
   const explicit: string[] = []
@@ -86,7 +87,7 @@ export function allowedChanges(from: DataType, allowExplicit: boolean): string {
     else if (kind === 'explicit') explicit.push(name(r))
   }
   const stringOnly = from.root === 'DATE' || from.root === 'TIMESTAMP' ? ' (to a string: STRING only, nullable, not VARCHAR(n) or CHAR(n), as Paimon has no cast for those)' : ''
-  const implicitText = `implicitly to ${implicit.join(', ') || 'nothing'}`
+  const implicitText = implicit.length > 0 ? `implicitly to ${implicit.join(', ')}` : 'no implicit change'
   if (explicit.length === 0) return `${implicitText}${stringOnly}`
   return allowExplicit
     ? `${implicitText}; explicitly to ${explicit.join(', ')}${stringOnly}`
