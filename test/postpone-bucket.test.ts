@@ -158,6 +158,19 @@ describe('replay order', () => {
   })
 })
 
+describe('input cap', () => {
+  it('a job takes at most target-file-size bytes of postponed files (one at least), the oldest first', async () => {
+    const table = await Table.create(new MemoryStore(), schemaFor('deduplicate', { bucket: '-2', 'target-file-size': '1 b' }))
+    for (let i = 0; i < 3; i++) await write(table, [{ _kind: '+I', dt: DAYS[0], id: 7, a: i, b: null, c: null }])
+    const runs = []
+    for (let r = await compactPostponed(table, { partition: encodePartition(table, DAYS[0]) }); r.snapshotId !== null; r = await compactPostponed(table, { partition: encodePartition(table, DAYS[0]) })) {
+      runs.push([r.inputFiles, r.needsMore])
+      expect(await readAll(table)).toEqual([[DAYS[0], 7, runs.length - 1, null, null]])
+    }
+    expect(runs).toEqual([[1, true], [1, true], [1, false]])
+  })
+})
+
 describe('the postpone job', () => {
   it('runs in its partition\'s postpone group and sends jobs for the buckets it filled', async () => {
     const table = await Table.create(new MemoryStore(), schemaFor('deduplicate', { bucket: '-2', 'postpone.default-bucket-num': '3', 'deletion-vectors.enabled': 'true' }))

@@ -71,6 +71,22 @@ export function replayOrder(postponed: ManifestEntry[]): ManifestEntry[] {
     .map((x) => x.e)
 }
 
+/**
+ * The oldest files of the replay order one job takes: at most `maxFiles`, and once it has one,
+ * no more than `maxBytes` (target-file-size) of them, since the job holds their rows in memory.
+ */
+export function takeInput(ordered: ManifestEntry[], maxFiles: number, maxBytes: number): ManifestEntry[] {
+  let bytes = 0
+  let n = 0
+  while (n < ordered.length && n < maxFiles) {
+    const size = Number(ordered[n].file.fileSize)
+    if (n > 0 && bytes + size > maxBytes) break
+    bytes += size
+    n++
+  }
+  return ordered.slice(0, n)
+}
+
 /** The bucket count of a partition whose live files in real buckets are `real`, else `fallback` (postpone.default-bucket-num). */
 export function partitionBucketCount(real: ManifestEntry[], fallback: number, where: string): number {
   let count: number | null = null
@@ -158,8 +174,7 @@ export async function compactPostponed(table: CompactionContext, req: PostponeRe
   const { postponed, real } = await partitionFiles(table, snapshot, req.partition)
   if (postponed.length === 0) return empty
   const bucketCount = partitionBucketCount(real, view.options.postponeDefaultBucketNum, where)
-  const cap = Math.max(1, req.maxInputFiles ?? view.options.compactionMaxInputFiles)
-  const taken = replayOrder(postponed).slice(0, cap)
+  const taken = takeInput(replayOrder(postponed), Math.max(1, req.maxInputFiles ?? view.options.compactionMaxInputFiles), view.options.targetFileSize)
   // numbered above every row of the partition's buckets: postponed rows are newer than all of them
   let base = 0n
   for (const e of real) if (e.file.maxSequenceNumber + 1n > base) base = e.file.maxSequenceNumber + 1n
