@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest'
 import { Table } from '../lib/handle/table.ts'
 import { alterTable } from '../lib/handle/alter.ts'
 import { MemoryJobQueue, messageGroupId } from '../lib/jobs/compaction-job.ts'
-import { writerJobs } from '../lib/jobs/coalesce.ts'
+import { stalledBucketJobs, writerJobs } from '../lib/jobs/coalesce.ts'
 import { processCompactionJobs } from '../lib/jobs/process-jobs.ts'
 import { compactBucket } from '../lib/lsm/compact/compact-bucket.ts'
 import { compactTable } from '../lib/lsm/compact-table.ts'
@@ -178,6 +178,11 @@ describe('the postpone job', () => {
     // named as Paimon's postponed files are: its compaction parses the write id after '-s-' (getWriteId)
     expect(r.buckets[0].fileName).toMatch(/^data--u-[0-9a-f-]+-s-\d+-w-[0-9a-f-]+-\d+\.parquet$/)
     expect(Number.isInteger(Number(r.buckets[0].fileName.split('-s-')[1].split('-')[0]))).toBe(true)
+    // the maintenance sweep sends bucket-postpone a job once its oldest file is older than the threshold
+    const created = Math.min(...(await liveEntries(table)).map((e) => Number(e.file.creationTime)))
+    expect(await stalledBucketJobs('t', table, created + 1000, 1000)).toEqual([])
+    const swept = await stalledBucketJobs('t', table, created + 1001, 1000)
+    expect(swept.map((j) => [j.bucket, j.dedupKey])).toEqual([[-2, `sweep:${r.snapshotId}`]])
     const jobs = await writerJobs('t', table, r.snapshotId, r.buckets)
     expect(jobs.map((j) => [j.partition, j.bucket])).toEqual([[`dt=${DAYS[0]}`, -2]])
     expect(messageGroupId(jobs[0])).toBe(`t/dt=${DAYS[0]}/-2`)
