@@ -18,6 +18,7 @@ import { readDataFile } from '../lib/format/data-file-reader.ts'
 import { byteSource } from '../lib/format/data-file-source.ts'
 import { writeDataFile } from '../lib/format/data-file-writer.ts'
 import { Table } from '../lib/handle/table.ts'
+import { alterTable } from '../lib/handle/alter.ts'
 import { compactTable } from '../lib/lsm/compact-table.ts'
 import { readAll } from '../lib/read/table-read.ts'
 import { parseJsonLine } from '../lib/table/json-line.ts'
@@ -226,6 +227,25 @@ describe('nested values: JSON, data files and tables', () => {
       { numRuns: 12 },
     )
   }, 60_000)
+
+  it('a nested column added by alter takes ids after the highest, reads null in older rows, and compacts with them; its type does not change', async () => {
+    const dir = join(scratch, 'alter')
+    let table = await Table.create(dir, { fields: [{ name: 'id', type: 'INT' }, { name: 'r', type: 'ROW<a INT>' }], primaryKeys: ['id'] })
+    const write = async (t: Table, recs: Record<string, unknown>[]) => writeBatch(t, recs.map((r, i) => ({ ...recordFromJson(t.view, r, `record ${i}`), where: `record ${i}` })))
+    await write(table, [{ id: 1, r: { a: 1 } }])
+    table = await alterTable(dir, [{ kind: 'add-column', name: 'm', type: 'MAP<STRING, ROW<x INT, y ARRAY<STRING>>>' }])
+    expect(table.schema.fields[2].id).toBe(3)
+    expect(JSON.parse(serializeSchema(table.schema)).fields[2].type.value.fields.map((f: { id: number }) => f.id)).toEqual([4, 5])
+    expect(table.schema.highestFieldId).toBe(5)
+    await write(table, [{ id: 2, r: null, m: { k: { x: 1, y: ['p', null] } } }])
+    const read = async () => (await readAll(await Table.open(dir))).map((row) => table.view.fields.map((f, i) => valueToJson(f.type, row[i])).join(' '))
+    const expected = ['1 {"a":1} null', '2 null {"k":{"x":1,"y":["p",null]}}']
+    expect(await read()).toEqual(expected)
+    await compactTable(await Table.open(dir), { full: true })
+    expect(await read()).toEqual(expected)
+    await expect(alterTable(dir, [{ kind: 'update-column-type', name: 'r', type: 'ROW<a BIGINT>' }])).rejects.toThrow(/cannot change the type from ROW<`a` INT> to ROW<`a` BIGINT>: Strata does not change the type of an ARRAY, MAP, MULTISET or ROW column/)
+    await expect(alterTable(dir, [{ kind: 'update-column-type', name: 'id', type: 'ARRAY<INT>' }])).rejects.toThrow(/primary key/)
+  })
 
   it('refuses bad nested input naming the path inside the value', () => {
     const f = field(parseDataType('ARRAY<ROW<name STRING, tags MAP<STRING, INT NOT NULL>>>', 'x'), 'items')
