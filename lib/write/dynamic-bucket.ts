@@ -8,6 +8,7 @@
 // "Dynamic buckets".
 
 import { HASH_INDEX, readHashIndex, writeHashIndex } from '../format/hash-index.ts'
+import { ByteLru, DEFAULT_METADATA_CACHE_BYTES } from '../format/byte-cache.ts'
 import { transientRowBytes, writeBinaryRowTransient } from '../format/binary-row.ts'
 import { murmurHashRange } from '../format/murmur.ts'
 import { CorruptFileError, StrataInputError } from '../errors.ts'
@@ -16,6 +17,13 @@ import type { ExpectedPartitionIndex, IndexReplacement } from '../commit/committ
 import { indexFileKey } from '../handle/bucket-state.ts'
 import { hex } from '../manifest/identifiers.ts'
 import type { SchemaView } from '../table/schema.ts'
+
+/**
+ * Decoded HASH files this process read, by table and key: a file never changes (a bucket's
+ * new keys go to a new file), so a warm writer reads again only the files replaced since its
+ * last batch. Bounded like a table handle's metadata cache.
+ */
+const HASH_FILES = new ByteLru<Int32Array>(DEFAULT_METADATA_CACHE_BYTES)
 
 /** Paimon's `dynamic-bucket.max-buckets` -1 (unbounded) stops at Short.MAX_VALUE buckets. */
 const UNBOUNDED_MAX_BUCKETS = 32767
@@ -206,13 +214,17 @@ export class DynamicBucketAssigner {
     await Promise.all(
       mine.map(async (entry) => {
         const key = indexFileKey(this.source, entry)
-        const bytes = await get(key)
-        if (!bytes) throw new CorruptFileError(key, `HASH index file of bucket ${entry.bucket} is missing`)
-        let hashes: Int32Array
-        try {
-          hashes = readHashIndex(bytes)
-        } catch (e) {
-          throw new CorruptFileError(key, (e as Error).message, { cause: e })
+        const cacheKey = `${this.source.uri}|${key}`
+        let hashes = HASH_FILES.get(cacheKey)
+        if (!hashes) {
+          const bytes = await get(key)
+          if (!bytes) throw new CorruptFileError(key, `HASH index file of bucket ${entry.bucket} is missing`)
+          try {
+            hashes = readHashIndex(bytes)
+          } catch (e) {
+            throw new CorruptFileError(key, (e as Error).message, { cause: e })
+          }
+          HASH_FILES.set(cacheKey, hashes, hashes.byteLength)
         }
         if (base.has(entry.bucket)) throw new CorruptFileError(key, `a second HASH index file for bucket ${entry.bucket} (Paimon keeps one per bucket)`)
         base.set(entry.bucket, { entry, hashes })
