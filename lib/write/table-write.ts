@@ -265,8 +265,8 @@ export class BatchWriter {
     this.#layout = opts.buffer === 'rows' ? null : new ColumnLayout(view.fields, view.keyIndexes, view.partitionIndexes, table.mergeConfig)
     this.#latestP = opts.baseSnapshot !== undefined ? Promise.resolve(opts.baseSnapshot) : table.snapshots.latest()
     this.#latestP.catch(() => undefined) // awaited at the first flush; a batch that fails first must not leave it unhandled
-    // dynamic bucket mode: keys are assigned against the HASH index of the snapshot the batch read
     assertBucketModeKnown(view.options, view.schema.version, table.uri, 'write')
+    // dynamic bucket mode: keys are assigned against the HASH index of the snapshot the batch read
     this.#dynamic = view.options.bucket === DYNAMIC_BUCKET ? new DynamicBucketAssigner(table, this.#latestP) : null
     const cfg = table.mergeConfig
     this.#dropsUnseenRetractions = cfg.ignoreDelete || (cfg.engine === 'deduplicate' && view.options.changelogProducer !== 'input')
