@@ -504,7 +504,7 @@ export function unwritableReasons(raw: Record<string, string>): string[] {
   const bucket = raw.bucket
   if (bucket === undefined || Number(bucket) === DYNAMIC_BUCKET) out.push(...dynamicUnwritable(raw))
   else if (Number(bucket) === POSTPONE_BUCKET) out.push(...postponeUnwritable(raw))
-  else if (Number(bucket) < 1) out.push(`option 'bucket' is ${JSON.stringify(bucket)} (${Number(bucket) === -2 ? 'postpone' : 'dynamic'} bucket mode); Strata writes fixed-bucket tables only (bucket >= 1)`)
+  else if (Number(bucket) < 1) out.push(`option 'bucket' is ${JSON.stringify(bucket)}; expected a bucket count >= 1, -1 (dynamic bucket mode) or -2 (postpone bucket mode)`)
   for (const spec of OPTION_SPECS) {
     const v = raw[spec.key]
     if (v === undefined || !spec.values) continue
