@@ -8,8 +8,8 @@ import { describe, expect, it } from 'vitest'
 import { BatchingCommitter } from '../lib/commit/batching-committer.ts'
 import { commitMessageJson, commitMessageOf, parseCommitMessageBody } from '../lib/commit/commit-message.ts'
 import type { CommitRequest, CommitResult, Committer } from '../lib/commit/committer.ts'
-import { CommitConflictError } from '../lib/errors.ts'
-import { HASH_INDEX, readHashIndex } from '../lib/format/hash-index.ts'
+import { CommitConflictError, CorruptFileError } from '../lib/errors.ts'
+import { HASH_INDEX, readHashIndex, writeHashIndex } from '../lib/format/hash-index.ts'
 import { Table } from '../lib/handle/table.ts'
 import { compactTable } from '../lib/lsm/compact-table.ts'
 import { readAll } from '../lib/read/table-read.ts'
@@ -315,5 +315,23 @@ describe('a version-1 schema without bucket', () => {
     const compact = await compactTable(table, { full: true }).catch((e: unknown) => e)
     expect((compact as Error).message).toMatch(/^compaction of bucket 0 refused: .*version-1 schema without option 'bucket'/)
     expect((await store.list('')).map((o) => o.key)).toEqual(before)
+  })
+})
+
+describe('HASH index files', () => {
+  it('are big-endian int32s, negative hashes included; a torn file is refused naming it, and nothing is written', async () => {
+    const bytes = writeHashIndex([1, -1, 0x7fffffff, -0x80000000])
+    expect([...bytes]).toEqual([0, 0, 0, 1, 255, 255, 255, 255, 127, 255, 255, 255, 128, 0, 0, 0])
+    expect([...readHashIndex(bytes)]).toEqual([1, -1, 0x7fffffff, -0x80000000])
+    const table = await dynamicTable()
+    await writeBatch(table, records(table, [insert(1)]))
+    const [entry] = (await hashIndex(table)).entries
+    await table.store.put(indexKey(entry.fileName), new Uint8Array([0, 0, 0, 1, 9]))
+    const before = (await table.store.list('')).map((o) => o.key)
+    const err = await writeBatch(await Table.open(table.store), records(table, [insert(2)])).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(CorruptFileError)
+    expect((err as Error).message).toContain(entry.fileName)
+    expect((err as Error).message).toMatch(/5 bytes, expected a multiple of 4/)
+    expect((await table.store.list('')).map((o) => o.key)).toEqual(before)
   })
 })
