@@ -87,6 +87,8 @@ export function fileMetrics(fields: DataField[], stats: SimpleStats, rowCount: b
   }
   const m: FileMetrics = { valueCounts: [], nullCounts: [], lower: [], upper: [] }
   fields.forEach((f, i) => {
+    // Iceberg keeps metrics of primitive columns; a nested field's statistics are empty anyway
+    if (f.type.root === 'ARRAY' || f.type.root === 'MAP' || f.type.root === 'MULTISET' || f.type.root === 'ROW') return
     m.valueCounts.push([f.id, rowCount])
     const nulls = stats.nullCounts?.[i]
     if (nulls !== null && nulls !== undefined) m.nullCounts.push([f.id, nulls])

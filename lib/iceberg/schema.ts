@@ -13,9 +13,21 @@ export interface IcebergField {
   id: number
   name: string
   required: boolean
-  type: string
+  type: IcebergType
   doc?: string
 }
+
+/** An Iceberg type: a primitive's name, or a list, map or struct (IcebergListType, IcebergMapType, IcebergStructType). */
+export type IcebergType =
+  | string
+  | { type: 'list'; 'element-id': number; 'element-required': boolean; element: IcebergType }
+  | { type: 'map'; 'key-id': number; key: IcebergType; 'value-id': number; 'value-required': boolean; value: IcebergType }
+  | { type: 'struct'; fields: IcebergField[] }
+
+/** Ids of a list element, a map key and a map value (SpecialFields, Java int arithmetic), as the data files' Parquet columns carry them. */
+const STRUCTURED_BASE = 536870911
+const elementId = (fieldId: number, depth: number): number => (STRUCTURED_BASE + Math.imul(fieldId, 1024) + depth) | 0
+const keyId = (fieldId: number, depth: number): number => (STRUCTURED_BASE - Math.imul(fieldId, 1024) - depth) | 0
 
 export interface IcebergSchema {
   type: 'struct'
@@ -31,8 +43,12 @@ export interface IcebergPartitionField {
   'field-id': number
 }
 
-/** The Iceberg type of a Paimon type, or a reason it has none (Paimon's IcebergDataField.toTypeObject). */
-function icebergType(t: DataType): string | { refused: string } {
+/**
+ * The Iceberg type of a Paimon type, or a reason it has none (Paimon's
+ * IcebergDataField.toTypeObject); `fieldId` and `depth` number a nested type's element, key
+ * and value as the data files' Parquet columns do.
+ */
+function icebergType(t: DataType, fieldId = 0, depth = 0): IcebergType | { refused: string } {
   switch (t.root) {
     case 'BOOLEAN':
       return 'boolean'
@@ -60,18 +76,41 @@ function icebergType(t: DataType): string | { refused: string } {
       // Paimon refuses precisions below 3 (its check in IcebergDataField)
       if ((t.precision ?? 6) < 3) return { refused: `TIMESTAMP(${t.precision}) has no Iceberg type Paimon writes (precision 3 to 9)` }
       return 'timestamp'
-    case 'ARRAY':
-    case 'MAP':
+    case 'ARRAY': {
+      const element = icebergType(t.element!, fieldId, depth + 1)
+      if (isRefused(element)) return element
+      // Paimon writes element-required as the ARRAY's own NOT NULL; Strata writes the element's (docs/format.md "Nested types")
+      return { type: 'list', 'element-id': elementId(fieldId, depth + 1), 'element-required': !t.element!.nullable, element }
+    }
+    case 'MAP': {
+      const key = icebergType(t.key!, fieldId, depth + 1)
+      const value = icebergType(t.value!, fieldId, depth + 1)
+      if (isRefused(key)) return key
+      if (isRefused(value)) return value
+      return { type: 'map', 'key-id': keyId(fieldId, depth + 1), key, 'value-id': elementId(fieldId, depth + 1), 'value-required': !t.value!.nullable, value }
+    }
     case 'MULTISET':
-    case 'ROW':
-      return { refused: `${t.root} has no Iceberg type Strata writes yet` }
+      return { refused: 'MULTISET has no Iceberg type (Paimon refuses it too)' }
+    case 'ROW': {
+      const fields: IcebergField[] = []
+      for (const f of t.fields!) {
+        const ft = icebergType(f.type, f.id, 0)
+        if (isRefused(ft)) return { refused: `in ROW field '${f.name}': ${ft.refused}` }
+        fields.push({ id: f.id, name: f.name, required: !f.type.nullable, type: ft, ...(f.description ? { doc: f.description } : {}) })
+      }
+      return { type: 'struct', fields }
+    }
   }
+}
+
+function isRefused(t: IcebergType | { refused: string }): t is { refused: string } {
+  return typeof t === 'object' && 'refused' in t
 }
 
 /** Why a field cannot be written as Iceberg metadata, or null. */
 export function fieldRefusal(f: DataField): string | null {
-  const t = icebergType(f.type)
-  return typeof t === 'string' ? null : `field '${f.name}': ${t.refused}`
+  const t = icebergType(f.type, f.id)
+  return isRefused(t) ? `field '${f.name}': ${t.refused}` : null
 }
 
 /** One Paimon schema as an Iceberg schema (`schema-id` = Paimon's schema id). */
@@ -80,8 +119,8 @@ export function icebergSchemaOf(schema: TableSchema): IcebergSchema {
     type: 'struct',
     'schema-id': schema.id,
     fields: schema.fields.map((f) => {
-      const t = icebergType(f.type)
-      if (typeof t !== 'string') throw new RefusedError(`metadata.iceberg.storage: ${fieldRefusal(f)}`)
+      const t = icebergType(f.type, f.id)
+      if (isRefused(t)) throw new RefusedError(`metadata.iceberg.storage: ${fieldRefusal(f)}`)
       return { id: f.id, name: f.name, required: !f.type.nullable, type: t, ...(f.description ? { doc: f.description } : {}) }
     }),
   }
