@@ -140,26 +140,7 @@ export function applySchemaChanges(schema: TableSchema, changes: readonly Schema
         const i = existing(c.name)
         if (partitionKeys.includes(c.name)) fail(`'${c.name}' is a partition key; Paimon cannot update a partition column's type`)
         if (primaryKeys.includes(c.name)) fail(`'${c.name}' is a primary key field; Paimon cannot update a primary key's type`)
-        const text = typeof c.type === 'string' ? c.type.trim() : c.type
-        const parsed = parseDataType(text, `${where}: type`)
-        const old = fields[i].type
-        // "BIGINT" keeps the column's nullability; "BIGINT NOT NULL" / "BIGINT NULL" sets it
-        const explicit = typeof text === 'string' && /\bNULL$/i.test(text)
-        const nullable = explicit ? parsed.nullable : old.nullable
-        if (old.nullable && !nullable) fail(notNullRefusal(c.name))
-        if (isNestedType(old) || isNestedType(parsed)) {
-          // nested types keep their ROW field ids; Paimon's nested evolution rules are not carried over
-          if (formatDataType({ ...old, nullable: true }) !== formatDataType({ ...parsed, nullable: true })) {
-            fail(`cannot change the type from ${typeLabel(old)} to ${typeLabel(parsed)}: Strata does not change the type of an ARRAY, MAP, MULTISET or ROW column, or make a column one; expected the same type (only its nullability may change)`)
-          }
-          fields[i] = { ...fields[i], type: { ...old, nullable } }
-          break
-        }
-        const type = { ...parsed, nullable }
-        const refuse = (problem: string): never => {
-          throw new RefusedError(`${where}: ${problem}`)
-        }
-        fields[i] = { ...fields[i], type: checkTypeChange(c.name, old, type, schema.options, fail, refuse) }
+        fields[i] = { ...fields[i], type: newColumnType(c, fields[i].type, schema.options, where, fail) }
         break
       }
       case 'update-column-nullability': {
@@ -298,6 +279,31 @@ export function optionChanges(stored: Record<string, string>, wanted: Record<str
     else if (!has(stored, key) || stored[key] !== wanted[key]) out.push({ kind: 'set-option', key, value: wanted[key] })
   }
   return out
+}
+
+/**
+ * The type an update-column-type gives a column of type `old`: "BIGINT" keeps the column's
+ * nullability, "BIGINT NOT NULL" / "BIGINT NULL" sets it; refused as Paimon refuses it.
+ */
+function newColumnType(c: Extract<SchemaChange, { kind: 'update-column-type' }>, old: DataType, options: Record<string, string>, where: string, fail: (problem: string) => never): DataType {
+  const text = typeof c.type === 'string' ? c.type.trim() : c.type
+  const parsed = parseDataType(text, `${where}: type`)
+  // "BIGINT" keeps the column's nullability; "BIGINT NOT NULL" / "BIGINT NULL" sets it
+  const explicit = typeof text === 'string' && /\bNULL$/i.test(text)
+  const nullable = explicit ? parsed.nullable : old.nullable
+  if (old.nullable && !nullable) fail(notNullRefusal(c.name))
+  if (isNestedType(old) || isNestedType(parsed)) {
+    // nested types keep their ROW field ids; Paimon's nested evolution rules are not carried over
+    if (formatDataType({ ...old, nullable: true }) !== formatDataType({ ...parsed, nullable: true })) {
+      fail(`cannot change the type from ${typeLabel(old)} to ${typeLabel(parsed)}: Strata does not change the type of an ARRAY, MAP, MULTISET or ROW column, or make a column one; expected the same type (only its nullability may change)`)
+    }
+    return { ...old, nullable }
+  }
+  const type = { ...parsed, nullable }
+  const refuse = (problem: string): never => {
+    throw new RefusedError(`${where}: ${problem}`)
+  }
+  return checkTypeChange(c.name, old, type, options, fail, refuse)
 }
 
 /**
