@@ -320,8 +320,9 @@ function parseTimestamp(text: string, to: DataType): bigint {
   const precision = to.precision ?? 6
   if (isNumeric(text)) {
     const epoch = parseJavaLong(text, to, 64)
-    if (precision === 0) return BigInt.asIntN(64, epoch * 1000n) * 1000n
-    if (precision === 3) return epoch * 1000n
+    // milliseconds wrap as Java's long; microseconds as the long Paimon's file would hold
+    if (precision === 0) return BigInt.asIntN(64, BigInt.asIntN(64, epoch * 1000n) * 1000n)
+    if (precision === 3) return BigInt.asIntN(64, epoch * 1000n)
     if (precision === 6) return epoch
     return fail(text, to, `a number is read as epoch time only at precision 0, 3 or 6, not ${precision}`)
   }
