@@ -120,7 +120,7 @@ describe('deletion vectors', () => {
   it('a rising key supersedes the older row: its position is marked, the merge is written', async () => {
     const output = new CompactionOutput(new MemoryStore(), view, where)
     const rising = kv(1, 5, 'new')
-    const r = await lookUpOlder(rising, [older(kv(1, 2, 'old'))], { mf: createMergeFunction(cfg), seqCmp: sequenceComparator(cfg), keepsOneRecord: true, output })
+    const r = await lookUpOlder({ records: [rising], merged: rising }, [older(kv(1, 2, 'old'))], { mf: createMergeFunction(cfg), seqCmp: sequenceComparator(cfg), keepsOneRecord: true, output })
     expect(r.out?.value).toEqual([1, 'new'])
     expect(r.hits.map((h) => h.value)).toEqual([[1, 'old']])
     expect([...output.marks]).toEqual([['old', [7]]])
@@ -129,7 +129,7 @@ describe('deletion vectors', () => {
 
   it('an older row with the higher sequence number stays: nothing is written or marked', async () => {
     const output = new CompactionOutput(new MemoryStore(), view, where)
-    const r = await lookUpOlder(kv(1, 2, 'late'), [older(kv(1, 9, 'kept'))], { mf: createMergeFunction(cfg), seqCmp: sequenceComparator(cfg), keepsOneRecord: true, output })
+    const r = await lookUpOlder({ records: [kv(1, 2, 'late')], merged: kv(1, 2, 'late') }, [older(kv(1, 9, 'kept'))], { mf: createMergeFunction(cfg), seqCmp: sequenceComparator(cfg), keepsOneRecord: true, output })
     expect(r.out).toBeNull()
     expect(r.after?.value).toEqual([1, 'kept'])
     expect(output.marks.size).toBe(0)

@@ -67,10 +67,8 @@ const STRATA_CELLS: StrataCell[] = [
     compact: true,
     // a -D is aggregated (sum retracts), not a removal: the key stays
     kinds: ['+I', '-U', '+U'],
+    // last_non_null_value retracted by a -D becomes null in both: the looked-up row and the level-0 records merge in one pass
     parity: true,
-    divergent:
-      "Strata's deletion-vector lookup compaction merges a key's level-0 records first and then the looked-up row with that result, where Paimon merges the looked-up row with the level-0 records in one pass: " +
-      "last_non_null_value retracted by a -D keeps 'a2' in Strata and becomes null in Paimon (the table's data differs, and with it the +U)",
   },
   {
     name: 'lookup, aggregation',

@@ -83,17 +83,21 @@ export class FoldGroups {
       await this.pushLastNonNull()
       return
     }
+    let records: KeyValue[] | null = null
     if (!alone) {
-      const records: KeyValue[] = new Array(n)
+      records = new Array(n)
       for (let g = 0; g < n; g++) records[g] = this.recordOf(groupB[g], groupI[g])
-      kv = this.merge(records)
-      if (kv === null) return
+      kv = this.merge([...records])
+      // with lookups, records that merge to nothing still meet an older row
+      if (kv === null && s.lookups.length === 0) return
     }
     if (s.lookups.length > 0) {
       const old = await findOlder(s.lookups, groupB[0], groupI[0])
+      if (old === null && kv === null && !alone) return
       if (old !== null) {
         const older = this.recordOf(old.block, old.row)
-        const merged = this.merge([older, kv ?? this.recordOf(groupB[0], groupI[0])])
+        // the older row and the key's records in one merge, as the row path (lib/lsm/compact/deletion-vectors.ts RisingKeys)
+        const merged = this.merge([older, ...(records ?? [this.recordOf(groupB[0], groupI[0])])])
         // the merge kept the older record whole (first-row, or deduplicate with a sequence
         // field): it stays, nothing is written. An engine that folds values always writes its
         // merge, even when the rising record's sequence number is the lower one

@@ -20,35 +20,81 @@ export interface LookupOutcome {
   hits: KeyValue[]
 }
 
+/** A rising key of a step: its records as the step read them, and their merge (null: none). */
+export interface RisingKey {
+  records: readonly KeyValue[]
+  merged: KeyValue | null
+}
+
 /**
- * The merged record `kv` of a rising key against the older levels (newest first). With
- * deletion vectors (`supersede`), the first older record found is merged with it: the older
- * row is marked superseded unless the merge keeps it whole. Without, the levels stay as they
- * are and every record found is only reported (the changelog looks).
+ * The step's merge function, remembering each key's records: a lookup merges the older row
+ * with the records themselves, in one pass, as Paimon's LookupMergeFunction does, not with
+ * their merge (an aggregate whose retraction cannot stand alone, such as collect or
+ * last_non_null_value, would otherwise lose a retraction of the older row). A key whose
+ * records merge to nothing is still handed on, as its last record, so it is looked up too.
+ */
+export class RisingKeys {
+  readonly #pending = new Map<KeyValue, RisingKey>()
+  #records: KeyValue[] = []
+
+  constructor(private readonly inner: MergeFunction) {}
+
+  readonly mergeFunction: MergeFunction = {
+    reset: () => {
+      this.inner.reset()
+      this.#records = []
+    },
+    add: (kv) => {
+      this.#records.push(kv)
+      this.inner.add(kv)
+    },
+    result: () => {
+      const merged = this.inner.result()
+      const out = merged ?? { ...this.#records[this.#records.length - 1] }
+      this.#pending.set(out, { records: this.#records, merged })
+      return out
+    },
+  }
+
+  /** The records and merge of a key the merge function returned (once). */
+  take(kv: KeyValue): RisingKey {
+    const k = this.#pending.get(kv)!
+    this.#pending.delete(kv)
+    return k
+  }
+}
+
+/**
+ * A rising key against the older levels (newest first). With deletion vectors (`supersede`),
+ * the first older record found is merged with the key's records: the older row is marked
+ * superseded unless the merge keeps it whole. Without, the levels stay as they are and every
+ * record found is only reported (the changelog looks).
  */
 export async function lookUpOlder(
-  kv: KeyValue,
+  rising: RisingKey,
   lookups: LevelLookup[],
   supersede: { mf: MergeFunction; seqCmp: (a: KeyValue, b: KeyValue) => number; keepsOneRecord: boolean; output: CompactionOutput } | null,
 ): Promise<LookupOutcome> {
   const hits: KeyValue[] = []
+  const key = rising.records[0].key
+  const kv = rising.merged
   if (!supersede) {
     for (const l of lookups) {
-      const hit = await l.find(kv.key)
+      const hit = await l.find(key)
       if (hit) hits.push(hit.kv)
     }
     return { out: kv, after: undefined, hits }
   }
   let old: { kv: KeyValue; file: string; pos: number } | null = null
   for (const l of lookups) {
-    old = await l.find(kv.key)
+    old = await l.find(key)
     if (old) break
   }
   if (!old) return { out: kv, after: kv, hits }
   hits.push(old.kv)
   const { mf } = supersede
   mf.reset()
-  for (const r of [old.kv, kv].sort(supersede.seqCmp)) mf.add(r)
+  for (const r of [old.kv, ...rising.records].sort(supersede.seqCmp)) mf.add(r)
   const merged = mf.result()
   if (merged && supersede.keepsOneRecord && merged.seq === old.kv.seq && merged.kind === old.kv.kind) {
     // the merge kept the older record whole (deduplicate's higher number, first-row): it

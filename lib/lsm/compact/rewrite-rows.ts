@@ -7,7 +7,7 @@ import { isRetract } from '../../types.ts'
 import { LookupChangelog } from '../lookup-changelog.ts'
 import { mergeSortedRuns } from '../merge-reader.ts'
 import type { CompactStep } from '../universal-compaction.ts'
-import { lookUpOlder } from './deletion-vectors.ts'
+import { RisingKeys, lookUpOlder } from './deletion-vectors.ts'
 import type { StepRewrite } from './rewrite-job.ts'
 
 export async function rewriteRows(s: StepRewrite, step: Extract<CompactStep, { kind: 'rewrite' }>, changelogStep: boolean): Promise<void> {
@@ -20,13 +20,20 @@ export async function rewriteRows(s: StepRewrite, step: Extract<CompactStep, { k
   const lookups = s.lookupRuns.map((files) => inputs.levelLookup(files, changelogStep ? undefined : s.lookupColumns, s.fromKey))
   const changelog = s.changelogFiles()
   const supersede = s.job.lookup ? { mf: s.stepMerge(), seqCmp: s.seqCmp, keepsOneRecord: mergeEngineOf(cfg.engine).keepsOneRecord, output } : null
-  const merging = tracker ? tracker.track(s.stepMerge()) : s.stepMerge()
+  // with lookups, each key's records meet the older row in one merge (docs/design.md "Compaction and deletion vectors")
+  const rising = lookups.length ? new RisingKeys(s.stepMerge()) : null
+  const stepMerge = rising ? rising.mergeFunction : s.stepMerge()
+  const merging = tracker ? tracker.track(stepMerge) : stepMerge
   for await (const batch of mergeSortedRuns(sources, { keyComparator: s.job.levels.keyComparator, sequenceComparator: s.seqCmp, mergeFunction: merging })) {
     for (const kv of batch) {
       const taken = tracker?.take(kv)
-      const { out, after, hits } = lookups.length ? await lookUpOlder(kv, lookups, supersede) : { out: kv, after: undefined, hits: [] }
+      const key = rising?.take(kv)
+      const { out, after, hits } = key ? await lookUpOlder(key, lookups, supersede) : { out: kv, after: undefined, hits: [] }
+      // records that merge to nothing, with no older row: nothing to write or report, as without lookups
+      if (key && key.merged === null && hits.length === 0) continue
       if (tracker && taken?.containsLevel0) {
-        for (const c of tracker.changes([...taken.high, ...hits], after !== undefined ? after : tracker.merged([...hits, kv]))) changelog.append(c)
+        const merged = key ? key.merged : kv
+        for (const c of tracker.changes([...taken.high, ...hits], after !== undefined ? after : tracker.merged(merged ? [...hits, merged] : hits))) changelog.append(c)
         await changelog.rollIfFull()
       }
       if (!out) continue
