@@ -6,7 +6,8 @@
 //   writes and compactions, against a model (the latest record of each key);
 // - bad nested input is refused naming the path inside the value.
 
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { DuckDBInstance } from '@duckdb/node-api'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import fc from 'fast-check'
@@ -264,6 +265,31 @@ describe('nested values: JSON, data files and tables', () => {
     const withValue = bytes.slice()
     withValue[4 + 1] &= ~(1 << (1 + 8 - 8))
     expect(deserializeBinaryRow(types, withValue)).toEqual([7, null])
+  })
+
+  it('DuckDB reads the nested columns of a Strata data file: lists, maps, structs, nulls at every level, empty containers', async () => {
+    const key: DataField = { id: 0, name: 'id', type: { root: 'INT', nullable: false } }
+    const ids = { id: 10 }
+    const col = (id: number, name: string, text: string): DataField => ({ id, name, type: assignFieldIds(parseDataType(text, name), ids) })
+    const fields = [key, col(1, 'tags', 'ARRAY<STRING>'), col(2, 'm', 'MAP<STRING, ARRAY<INT>>'), col(3, 'r', 'ROW<a INT, b ARRAY<ROW<x STRING>>>')]
+    const values: Value[][] = [
+      [0, null, null, null],
+      [1, [], { keys: [], values: [] }, [null, []]],
+      [2, ['a', null], { keys: ['k', 'j'], values: [[1, null], null] }, [5, [null, ['s']]]],
+    ]
+    const { bytes } = writeDataFile({ keyFields: [key], valueFields: fields }, values.map((v, i) => ({ key: [i], seq: BigInt(i), kind: 0, value: v })))
+    const path = join(scratch, 'nested.parquet')
+    writeFileSync(path, bytes)
+    const db = await DuckDBInstance.create(':memory:')
+    const conn = await db.connect()
+    const reader = await conn.runAndReadAll(`SELECT id, CAST(tags AS VARCHAR) AS tags, CAST(m AS VARCHAR) AS m, CAST(r AS VARCHAR) AS r FROM read_parquet('${path}') ORDER BY id`)
+    const rows = reader.getRowObjects()
+    conn.closeSync()
+    expect(rows).toEqual([
+      { id: 0, tags: null, m: null, r: null },
+      { id: 1, tags: '[]', m: '{}', r: "{'a': NULL, 'b': []}" },
+      { id: 2, tags: "[a, NULL]", m: '{k=[1, NULL], j=NULL}', r: "{'a': 5, 'b': [NULL, {'x': s}]}" },
+    ])
   })
 
   it('refuses bad nested input naming the path inside the value', () => {
