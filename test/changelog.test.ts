@@ -169,16 +169,16 @@ describe('changelog-producer lookup', () => {
     })
   }
 
-  it('an update to the same row writes -U/+U by default (Paimon), and nothing under changelog-producer.row-deduplicate', async () => {
+  it('an update to the same row writes -U/+U by default (Paimon), and nothing under changelog-producer.row-deduplicate, nested values compared by content', async () => {
     for (const [dedup, want] of [[false, ['+I 1', '-U 1', '+U 1']], [true, ['+I 1']]] as const) {
       const table = await Table.create(new MemoryStore(), {
-        fields: [{ name: 'id', type: 'INT' }, { name: 'v', type: 'STRING' }],
+        fields: [{ name: 'id', type: 'INT' }, { name: 'v', type: 'STRING' }, { name: 'tags', type: 'ARRAY<STRING>' }, { name: 'attrs', type: 'MAP<STRING, BYTES>' }],
         primaryKeys: ['id'],
         options: { bucket: '1', 'changelog-producer': 'lookup', 'changelog-producer.row-deduplicate': String(dedup) },
       })
       const got: string[] = []
       for (let i = 0; i < 2; i++) {
-        await writeBatch(table, [recordFromJson(table.view, { id: 1, v: 'same' }, 'r')])
+        await writeBatch(table, [recordFromJson(table.view, { id: 1, v: 'same', tags: ['a', 'b'], attrs: { k: 'AQI=' } }, 'r')])
         const [c] = await compactTable(table)
         for (const r of await changelogRecords(table, (await table.snapshots.snapshot(c.snapshotId!))!)) got.push(`${ROW_KIND_SHORT[r.kind]} ${r.row[0]}`)
       }

@@ -16,7 +16,8 @@
 // the merge of every record of the key above level 0 (the job's own inputs and the older
 // levels it does not rewrite), and `after` is what a read of the key gives after the job.
 
-import { type KeyValue, type Value, RowKind, isRetract } from '../types.ts'
+import { type DataField, type KeyValue, type Value, RowKind, isRetract } from '../types.ts'
+import { valuesEqual } from '../merge/value-equality.ts'
 import { mergeEngineOf } from '../merge/engines.ts'
 import { createMergeFunction } from '../merge/merge-function.ts'
 import type { MergeEngineConfig, MergeFunction } from '../merge/merge-types.ts'
@@ -101,18 +102,14 @@ export class LookupChangelog {
     const a = after && !isRetract(after.kind) ? after : null
     if (!b) return a ? [{ ...a, kind: RowKind.INSERT }] : []
     if (!a) return [{ ...b, kind: RowKind.DELETE }]
-    if (this.#rowDeduplicate && sameValues(b.value, a.value)) return []
+    if (this.#rowDeduplicate && sameValues(this.#cfg.fields, b.value, a.value)) return []
     return [{ ...b, kind: RowKind.UPDATE_BEFORE }, { ...a, kind: RowKind.UPDATE_AFTER }]
   }
 }
 
-function sameValues(a: Value[], b: Value[]): boolean {
+/** Whether two rows hold the same values, field by field as Java's equals compares them (nested values deeply). */
+function sameValues(fields: readonly DataField[], a: Value[], b: Value[]): boolean {
   if (a.length !== b.length) return false
-  for (let i = 0; i < a.length; i++) {
-    const x = a[i], y = b[i]
-    if (x instanceof Uint8Array || y instanceof Uint8Array) {
-      if (!(x instanceof Uint8Array && y instanceof Uint8Array) || Buffer.compare(x, y) !== 0) return false
-    } else if (!Object.is(x, y) && !(typeof x === 'number' && x === y)) return false
-  }
+  for (let i = 0; i < a.length; i++) if (!valuesEqual(fields[i].type, a[i], b[i])) return false
   return true
 }
