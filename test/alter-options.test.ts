@@ -49,6 +49,16 @@ async function refusal(p: Promise<unknown>): Promise<Error> {
 }
 
 describe('set-option and reset-option', () => {
+  it('disable-explicit-type-casting, set by alter, leaves modify the implicit casts only (INT → BIGINT), refusing explicit ones (INT → STRING)', async () => {
+    const { store, table: t } = await table(true)
+    await alterTable(t, [{ kind: 'set-option', key: 'disable-explicit-type-casting', value: 'true' }])
+    const e = await refusal(alterTable(store, [{ kind: 'update-column-type', name: 'v', type: 'STRING' }]))
+    expect(e.message).toMatch(/disable-explicit-type-casting/)
+    expect((await alterTable(store, [{ kind: 'update-column-type', name: 'v', type: 'BIGINT' }])).view.fields[2].type.root).toBe('BIGINT')
+    await alterTable(store, [{ kind: 'reset-option', key: 'disable-explicit-type-casting' }])
+    expect((await alterTable(store, [{ kind: 'update-column-type', name: 'v', type: 'STRING' }])).view.fields[2].type.root).toBe('VARCHAR')
+  })
+
   it('land as the next schema file, which Table.open reads, and the table keeps working', async () => {
     const { store, table: t } = await table(true)
     const t1 = await alterTable(t, [
