@@ -218,6 +218,16 @@ describe('strata alter set / reset (CLI)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'strata-alter-options-'))
   afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
+  it('create names the bucket mode: fixed buckets by count, -1 dynamic, -2 postpone', async () => {
+    for (const [bucket, said] of [['3', '3 buckets'], ['-1', 'dynamic bucket mode'], ['-2', 'postpone bucket mode']]) {
+      const schemaPath = join(dir, `mode${bucket}.json`)
+      writeFileSync(schemaPath, JSON.stringify({ fields: [{ name: 'id', type: 'INT' }, { name: 'v', type: 'INT' }], primaryKeys: ['id'], options: { bucket } }))
+      const r = await strata(['create', join(dir, `mode${bucket}`), '--schema', schemaPath])
+      expect(r.code, r.stderr).toBe(0)
+      expect(r.stdout).toContain(`, ${said})`)
+    }
+  })
+
   it('prints the options changed; bad input exits 2, a refused change 7, and neither writes a schema', async () => {
     const uri = join(dir, 't')
     const schemaPath = join(dir, 's.json')

@@ -168,7 +168,7 @@ function addDataCommands(program: Command, at: Tables): void {
     .action(async (uri: string, o: { schema: string }) => {
       const table = await at.create(uri, await readSchemaFile(o.schema))
       const { fields, options } = table.shape
-      out(`created ${table.uri} (schema 0, ${fields.length} fields, ${options.bucket === '-2' ? 'postpone bucket mode' : `${options.bucket} buckets`})`)
+      out(`created ${table.uri} (schema 0, ${fields.length} fields, ${options.bucket === '-2' ? 'postpone bucket mode' : options.bucket === '-1' ? 'dynamic bucket mode' : `${options.bucket} buckets`})`)
     })
 
   program
