@@ -472,7 +472,7 @@ describe('alarms and dashboard', () => {
   it('the dashboard shows the runbook metrics', () => {
     const [, dash] = ofType(sqsStack, 'AWS::CloudWatch::Dashboard')[0]
     const body = JSON.stringify(dash.Properties.DashboardBody)
-    for (const m of ['FreshnessLag', 'L0FileCountMax', 'QueuedJobs', 'CompactorBusy', 'CompactionTime', 'CompactionJobs', 'RowsWritten', 'RowsRejected', 'CommitRetries', 'Throttles', 'ConcurrentExecutions', 'ApproximateNumberOfMessagesVisible', 'ApproximateAgeOfOldestMessage', 'Duration']) {
+    for (const m of ['FreshnessLag', 'PostponedRows', 'L0FileCountMax', 'QueuedJobs', 'CompactorBusy', 'CompactionTime', 'CompactionJobs', 'RowsWritten', 'RowsRejected', 'CommitRetries', 'Throttles', 'ConcurrentExecutions', 'ApproximateNumberOfMessagesVisible', 'ApproximateAgeOfOldestMessage', 'Duration']) {
       expect(body, m).toContain(m)
     }
   })

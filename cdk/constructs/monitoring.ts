@@ -304,7 +304,7 @@ export class Monitoring extends Construct {
     )
     this.watch(
       new Alarm(this, `${t.node.id}FreshnessLagAlarm`, {
-        alarmDescription: `Table '${t.name}': rows written more than ${cfg.alarms.freshnessLagMinutes} min ago are not yet visible to deletion-vector readers, or the maintenance function has published no FreshnessLag for two periods (it failed or did not run). Runbook: docs/operations.md, "Runbook: readers lag behind the writers".`,
+        alarmDescription: `Table '${t.name}': rows written more than ${cfg.alarms.freshnessLagMinutes} min ago are not yet visible to readers (level 0 of a deletion-vector table, or rows postponed in bucket-postpone), or the maintenance function has published no FreshnessLag for two periods (it failed or did not run). Runbook: docs/operations.md, "Runbook: readers lag behind the writers".`,
         metric: strataMetric('FreshnessLag', dims, 'Maximum', schedule),
         threshold: cfg.alarms.freshnessLagMinutes * 60_000, // FreshnessLag is in milliseconds
         comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
@@ -383,7 +383,7 @@ export class Monitoring extends Construct {
   private addStatusWidgets(): void {
     this.dashboard.addWidgets(
       new TextWidget({
-        markdown: '## Strata\nFreshness lag is how long written rows stay invisible to deletion-vector readers. When it grows, see the runbook "Runbook: readers lag behind the writers" in docs/operations.md.',
+        markdown: '## Strata\nFreshness lag is how long written rows stay invisible to readers (level 0 of a deletion-vector table, rows postponed in bucket-postpone). When it grows, see the runbook "Runbook: readers lag behind the writers" in docs/operations.md.',
         width: 24,
         height: 2,
       }),
@@ -403,7 +403,8 @@ export class Monitoring extends Construct {
     const compactor = (metricName: string, statistic: string, label: string): IMetric[] =>
       tables.map((t) => strataMetric(metricName, tableDimensions('compactor', t.name), statistic, FIVE_MINUTES, `${t.name} ${label}`))
     this.dashboard.addWidgets(
-      graph('Freshness lag (ms, max)', perRun('FreshnessLag')),
+      // postponed rows (postpone bucket mode) wait for a job too: on the right axis
+      graph('Freshness lag (ms, max); postponed rows', perRun('FreshnessLag'), 8, perRun('PostponedRows')),
       graph('L0 files in the worst bucket', perRun('L0FileCountMax')),
       graph('Queued compaction jobs', perRun('QueuedJobs')),
     )
