@@ -46,6 +46,8 @@ interface RowLayout {
   arity: number
   nullBitsSize: number
   fixedSize: number
+  /** some field is ARRAY, MAP, MULTISET or ROW */
+  hasNested: boolean
 }
 
 // Keyed by the array itself: callers pass the same schema-derived `DataType[]` for every row
@@ -129,7 +131,7 @@ function layoutOf(types: DataType[]): RowLayout {
     }
   }
   const nullBitsSize = nullBitsSizeInBytes(arity)
-  layout = { types, kinds, decimalLimits, arity, nullBitsSize, fixedSize: nullBitsSize + 8 * arity }
+  layout = { types, kinds, decimalLimits, arity, nullBitsSize, fixedSize: nullBitsSize + 8 * arity, hasNested: kinds.includes(K_NESTED) }
   layouts.set(types, layout)
   return layout
 }
@@ -247,7 +249,7 @@ function ensureScratch(size: number): void {
 }
 
 /** Checks the values the variable part holds and returns the row's size; notes each string's UTF-8 length in `lens`. */
-function encodedSize(layout: RowLayout, values: Value[], lens: Int32Array): number {
+function encodedSize(layout: RowLayout, values: Value[], lens: Int32Array, nested: (Uint8Array | null)[] | null): number {
   const { kinds, arity, fixedSize, decimalLimits } = layout
   let size = fixedSize
   for (let i = 0; i < arity; i++) {
@@ -272,8 +274,7 @@ function encodedSize(layout: RowLayout, values: Value[], lens: Int32Array): numb
       if (!(v instanceof Uint8Array)) throw badValue(layout, i, v, 'a Uint8Array')
       if (v.length > MAX_INLINE_BYTES) size += roundUp8(v.length)
     } else if (kind === K_NESTED) {
-      // a nested value appears in no row Strata serializes (partitions, keys, stats rows, where Paimon leaves nested fields null)
-      if (v !== null) throw badValue(layout, i, v, 'null (Strata writes no nested value into a BinaryRow)')
+      if (v !== null) size += roundUp8(nested![i]!.length)
     }
   }
   return size
@@ -422,10 +423,13 @@ function encode(layout: RowLayout, values: Value[]): number {
       `BinaryRow: got ${values.length} values for ${arity} fields (${layout.types.map(typeLabel).join(', ')})`,
     )
   }
+  // Pass 0: nested values as their own bytes (this may encode rows itself, so it runs before
+  // this row touches the shared buffers)
+  const nested = layout.hasNested ? values.map((v, i) => (kinds[i] === K_NESTED && v !== null ? nestedBytes(layout, i, layout.types[i], v) : null)) : null
   if (utf8Lens.length < arity) utf8Lens = new Int32Array(Math.max(arity, utf8Lens.length * 2))
   const lens = utf8Lens
   // Pass 1: validate and size the variable part.
-  const size = encodedSize(layout, values, lens)
+  const size = encodedSize(layout, values, lens, nested)
   ensureScratch(size)
   const buf = scratch
   const view = scratchView
@@ -438,7 +442,13 @@ function encode(layout: RowLayout, values: Value[]): number {
     const kind = kinds[i]
     const slot = nullBitsSize + 8 * i
     if (v === null) cursor = writeNull(buf, view, i, kind, slot, cursor)
-    else if (usesVariablePart(kind)) cursor = writeVariableValue(layout, buf, view, i, kind, slot, cursor, v, lens)
+    else if (kind === K_NESTED) {
+      const b = nested![i]!
+      buf.set(b, cursor)
+      view.setUint32(slot, b.length, true)
+      view.setUint32(slot + 4, cursor, true)
+      cursor += roundUp8(b.length)
+    } else if (usesVariablePart(kind)) cursor = writeVariableValue(layout, buf, view, i, kind, slot, cursor, v, lens)
     else writeSlotValue(layout, buf, view, i, kind, slot, v)
   }
   return size
@@ -533,11 +543,13 @@ export function readBinaryRow(types: DataType[], body: Uint8Array): Value[] {
         out[i] = view.getBigInt64(offset, true) * 1000n + BigInt(Math.floor(nanos / 1000))
         break
       }
-      case K_NESTED:
-        // only a stats row could hold one (Paimon leaves nested fields null there), and nothing
-        // compares nested bounds: read as unknown rather than decoded (docs/format.md "Nested types")
-        out[i] = null
+      case K_NESTED: {
+        const len = view.getUint32(slot, true)
+        const offset = view.getUint32(slot + 4, true)
+        checkVarRange(i, offset, len, fixedSize, body.length)
+        out[i] = readNested(layout.types[i], body.subarray(offset, offset + len))
         break
+      }
       case K_STRING:
       case K_BYTES: {
         let pos: number
@@ -594,3 +606,188 @@ export const EMPTY_ROW_SERIALIZED: Uint8Array = new Uint8Array(12)
 
 /** `BinaryRow.EMPTY_ROW` body: 8 zero bytes. */
 export const EMPTY_ROW_BODY: Uint8Array = new Uint8Array(8)
+
+// ---------------------------------------------------------------------------------------------
+// Nested values (docs/format.md "Nested types"): a ROW as a BinaryRow of its fields, an ARRAY
+// as a BinaryArray, a MAP (and a MULTISET, a MAP of INT counts) as a BinaryMap, each in the
+// variable part with the slot holding `offset << 32 | size` (AbstractBinaryWriter.writeRow,
+// writeArray, writeMap). A BinaryArray (BinaryArrayWriter) is its element count (int32), a
+// null bit per element from byte 4 (rounded up to 4 bytes), the elements' fixed parts (1, 2,
+// 4 or 8 bytes by type, BinaryArray.calculateFixLengthPartSize; rounded up to 8 in all),
+// then the variable part as in a row, offsets from the array's start. A BinaryMap is the
+// byte size of its key array (int32), the key array, the value array.
+
+const fieldTypeLists = new WeakMap<DataType, DataType[]>()
+const elementLayouts = new WeakMap<DataType, RowLayout>()
+
+/** A ROW's field types, one array per type (layouts are cached by the array). */
+function fieldTypesOf(t: DataType): DataType[] {
+  let a = fieldTypeLists.get(t)
+  if (a === undefined) fieldTypeLists.set(t, (a = t.fields!.map((f) => f.type)))
+  return a
+}
+
+/** The one-field layout of an element type, whose value checks and writers the arrays share. */
+function elementLayout(t: DataType): RowLayout {
+  let l = elementLayouts.get(t)
+  if (l === undefined) elementLayouts.set(t, (l = layoutOf([t])))
+  return l
+}
+
+function elementSize(kind: number): number {
+  return kind === K_BOOLEAN || kind === K_TINYINT ? 1 : kind === K_SMALLINT ? 2 : kind === K_INT || kind === K_FLOAT ? 4 : 8
+}
+
+/** The bytes of nested value `v` of type `t` (in field i of `layout`, for messages). */
+function nestedBytes(layout: RowLayout, i: number, t: DataType, v: Value): Uint8Array {
+  switch (t.root) {
+    case 'ROW':
+      if (!Array.isArray(v) || v.length !== t.fields!.length) throw badValue(layout, i, v, `an array of the ${t.fields!.length} values of a ROW`)
+      return writeBinaryRow(fieldTypesOf(t), v)
+    case 'ARRAY':
+      if (!Array.isArray(v)) throw badValue(layout, i, v, 'an array')
+      return arrayBytes(layout, i, t.element!, v)
+    default: {
+      const m = v as { keys?: unknown; values?: unknown }
+      if (typeof v !== 'object' || v === null || !Array.isArray(m.keys) || !Array.isArray(m.values) || m.keys.length !== m.values.length) {
+        throw badValue(layout, i, v, 'a MapValue { keys, values } of equal lengths')
+      }
+      const keys = arrayBytes(layout, i, t.root === 'MAP' ? t.key! : t.element!, m.keys as Value[])
+      const values = arrayBytes(layout, i, t.root === 'MAP' ? t.value! : INT_COUNT, m.values as Value[])
+      const out = new Uint8Array(4 + keys.length + values.length)
+      new DataView(out.buffer).setInt32(0, keys.length, true)
+      out.set(keys, 4)
+      out.set(values, 4 + keys.length)
+      return out
+    }
+  }
+}
+
+const INT_COUNT: DataType = { root: 'INT', nullable: false }
+
+/** A BinaryArray of `vals`, elements of type `t`. */
+function arrayBytes(layout: RowLayout, field: number, t: DataType, vals: Value[]): Uint8Array {
+  const el = elementLayout(t)
+  const kind = el.kinds[0]
+  const n = vals.length
+  const header = 4 + ((n + 31) >>> 5) * 4
+  const es = elementSize(kind)
+  const fixed = roundUp8(header + es * n)
+  const lens = new Int32Array(1)
+  const parts: (Uint8Array | null)[] = new Array(n).fill(null)
+  let size = fixed
+  for (let k = 0; k < n; k++) {
+    const v = vals[k]
+    if (kind === K_DECIMAL_WIDE) size += 16
+    else if (kind === K_TIMESTAMP_WIDE) size += 8
+    if (v === null) continue
+    if (kind === K_NESTED) size += roundUp8((parts[k] = nestedBytes(layout, field, t, v)).length)
+    else if (usesVariablePart(kind)) size += encodedSize(el, [v], lens, null) - el.fixedSize
+  }
+  const out = new Uint8Array(size)
+  const view = new DataView(out.buffer)
+  view.setInt32(0, n, true)
+  let cursor = fixed
+  for (let k = 0; k < n; k++) {
+    const v = vals[k]
+    const at = header + k * es
+    if (v === null) {
+      out[4 + (k >>> 3)] |= 1 << (k & 7)
+      // a null wide decimal or timestamp keeps its chunk, as in a row (writeDecimal/writeTimestamp of null)
+      if (kind === K_DECIMAL_WIDE || kind === K_TIMESTAMP_WIDE) {
+        view.setUint32(at + 4, cursor, true)
+        cursor += kind === K_DECIMAL_WIDE ? 16 : 8
+      }
+    } else if (kind === K_NESTED) {
+      const b = parts[k]!
+      out.set(b, cursor)
+      view.setUint32(at, b.length, true)
+      view.setUint32(at + 4, cursor, true)
+      cursor += roundUp8(b.length)
+    } else if (usesVariablePart(kind)) {
+      if (kind === K_STRING) lens[0] = utf8Length(v as string)
+      cursor = writeVariableValue(el, out, view, 0, kind, at, cursor, v, lens)
+    } else writeSlotValue(el, out, view, 0, kind, at, v)
+  }
+  return out
+}
+
+/** A nested value of type `t` from its bytes. */
+function readNested(t: DataType, b: Uint8Array): Value {
+  switch (t.root) {
+    case 'ROW':
+      return readBinaryRow(fieldTypesOf(t), b)
+    case 'ARRAY':
+      return readArray(t.element!, b)
+    default: {
+      if (b.length < 4) throw corrupt(`a map of ${b.length} bytes`)
+      const ks = new DataView(b.buffer, b.byteOffset, b.byteLength).getInt32(0, true)
+      if (ks < 0 || 4 + ks > b.length) throw corrupt(`a map whose key array of ${ks} bytes overruns its ${b.length}`)
+      const keys = readArray(t.root === 'MAP' ? t.key! : t.element!, b.subarray(4, 4 + ks))
+      const values = readArray(t.root === 'MAP' ? t.value! : INT_COUNT, b.subarray(4 + ks))
+      if (keys.length !== values.length) throw corrupt(`a map of ${keys.length} keys and ${values.length} values`)
+      return { keys, values }
+    }
+  }
+}
+
+function readArray(t: DataType, b: Uint8Array): Value[] {
+  const view = new DataView(b.buffer, b.byteOffset, b.byteLength)
+  const n = b.length >= 4 ? view.getInt32(0, true) : -1
+  const kind = elementLayout(t).kinds[0]
+  const header = 4 + ((n + 31) >>> 5) * 4
+  const es = elementSize(kind)
+  if (n < 0 || header + es * n > b.length) throw corrupt(`an array of ${n} elements in ${b.length} bytes`)
+  const out: Value[] = new Array(n)
+  for (let k = 0; k < n; k++) {
+    const at = header + k * es
+    if ((b[4 + (k >>> 3)] & (1 << (k & 7))) !== 0) {
+      out[k] = null
+      continue
+    }
+    switch (kind) {
+      case K_BOOLEAN:
+        out[k] = b[at] !== 0
+        break
+      case K_TINYINT:
+        out[k] = view.getInt8(at)
+        break
+      case K_SMALLINT:
+        out[k] = view.getInt16(at, true)
+        break
+      case K_INT:
+        out[k] = view.getInt32(at, true)
+        break
+      case K_FLOAT:
+        out[k] = view.getFloat32(at, true)
+        break
+      case K_DOUBLE:
+        out[k] = view.getFloat64(at, true)
+        break
+      case K_BIGINT:
+      case K_DECIMAL_COMPACT:
+        out[k] = view.getBigInt64(at, true)
+        break
+      case K_TIMESTAMP_COMPACT:
+        out[k] = view.getBigInt64(at, true) * 1000n
+        break
+      default:
+        // a variable-length element: its slot as in a row, offsets from the array's start
+        out[k] = readBinaryRow([t], slotRow(b, at))[0]
+    }
+  }
+  return out
+}
+
+/**
+ * A one-field row over an array element's 8-byte slot and the array's bytes: the row's slot
+ * is the element's, its variable part the array's (offsets from the array's start, which the
+ * row's are too: the row starts at the array's start, its null bits and slot copied in).
+ */
+function slotRow(b: Uint8Array, at: number): Uint8Array {
+  const row = new Uint8Array(b.length)
+  row.set(b)
+  row.fill(0, 0, 8)
+  row.set(b.subarray(at, at + 8), 8)
+  return row
+}
