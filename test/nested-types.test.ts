@@ -274,7 +274,7 @@ describe('nested values: JSON, data files and tables', () => {
     expect(deserializeBinaryRow(types, bytes)).toEqual(values)
     const nulls = serializeBinaryRow(types, values.map(() => null))
     expect(Buffer.from(nulls.subarray(4)).toString('hex')).toBe('003f' + '0'.repeat(108))
-    expect(() => serializeBinaryRow(types, [7, [1, 'x'], null, null, null, null])).toThrow(/BinaryRow field 0 \(INT\): got "x" \(string\), expected an integer number in the int32 range/)
+    expect(() => serializeBinaryRow(types, [7, [1, 'x'], null, null, null, null])).toThrow(/BinaryRow field 1 \(ARRAY<INT>\): inside the value, BinaryRow field 0 \(INT\): got "x" \(string\), expected an integer number in the int32 range/)
   })
 
   it('BinaryRow: random nested values round-trip', () => {

@@ -425,7 +425,7 @@ function encode(layout: RowLayout, values: Value[]): number {
   }
   // Pass 0: nested values as their own bytes (this may encode rows itself, so it runs before
   // this row touches the shared buffers)
-  const nested = layout.hasNested ? values.map((v, i) => (kinds[i] === K_NESTED && v !== null ? nestedBytes(layout, i, layout.types[i], v) : null)) : null
+  const nested = layout.hasNested ? values.map((v, i) => (kinds[i] === K_NESTED && v !== null ? nestedField(layout, i, v) : null)) : null
   if (utf8Lens.length < arity) utf8Lens = new Int32Array(Math.max(arity, utf8Lens.length * 2))
   const lens = utf8Lens
   // Pass 1: validate and size the variable part.
@@ -619,6 +619,7 @@ export const EMPTY_ROW_BODY: Uint8Array = new Uint8Array(8)
 
 const fieldTypeLists = new WeakMap<DataType, DataType[]>()
 const elementLayouts = new WeakMap<DataType, RowLayout>()
+const INT_COUNT: DataType = { root: 'INT', nullable: false }
 
 /** A ROW's field types, one array per type (layouts are cached by the array). */
 function fieldTypesOf(t: DataType): DataType[] {
@@ -636,6 +637,16 @@ function elementLayout(t: DataType): RowLayout {
 
 function elementSize(kind: number): number {
   return kind === K_BOOLEAN || kind === K_TINYINT ? 1 : kind === K_SMALLINT ? 2 : kind === K_INT || kind === K_FLOAT ? 4 : 8
+}
+
+/** Field i's nested value as bytes; a bad part inside it is refused naming the field. */
+function nestedField(layout: RowLayout, i: number, v: Value): Uint8Array {
+  try {
+    return nestedBytes(layout, i, layout.types[i], v)
+  } catch (e) {
+    if (!(e instanceof StrataInputError) || e.message.startsWith(`BinaryRow field ${i} (${typeLabel(layout.types[i])})`)) throw e
+    throw new StrataInputError(`BinaryRow field ${i} (${typeLabel(layout.types[i])}): inside the value, ${e.message}`)
+  }
 }
 
 /** The bytes of nested value `v` of type `t` (in field i of `layout`, for messages). */
@@ -662,8 +673,6 @@ function nestedBytes(layout: RowLayout, i: number, t: DataType, v: Value): Uint8
     }
   }
 }
-
-const INT_COUNT: DataType = { root: 'INT', nullable: false }
 
 /** A BinaryArray of `vals`, elements of type `t`. */
 function arrayBytes(layout: RowLayout, field: number, t: DataType, vals: Value[]): Uint8Array {
@@ -779,11 +788,7 @@ function readArray(t: DataType, b: Uint8Array): Value[] {
   return out
 }
 
-/**
- * A one-field row over an array element's 8-byte slot and the array's bytes: the row's slot
- * is the element's, its variable part the array's (offsets from the array's start, which the
- * row's are too: the row starts at the array's start, its null bits and slot copied in).
- */
+/** A one-field row whose slot is the element's and whose variable part is the array's (offsets from the same start). */
 function slotRow(b: Uint8Array, at: number): Uint8Array {
   const row = new Uint8Array(b.length)
   row.set(b)
