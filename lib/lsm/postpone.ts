@@ -12,7 +12,7 @@ import { BATCH_COMMIT_IDENTIFIER, type Committer, commitUserFor } from '../commi
 import { bucketDirOf, dataFileKey } from '../handle/bucket-state.ts'
 import { filteredScope } from '../manifest/bucket-scope.ts'
 import { hex } from '../manifest/identifiers.ts'
-import { createMergeFunction } from '../merge/merge-function.ts'
+import { createMergeFunction, mergeEqualKeys } from '../merge/merge-function.ts'
 import { sequenceComparator } from '../merge/sequence-order.ts'
 import { byteSourceOf } from '../store/byte-source.ts'
 import { mapBounded } from '../store/bounded.ts'
@@ -138,15 +138,7 @@ async function writeBuckets(table: CompactionContext, partition: Uint8Array, buc
     kvs.sort((a, b) => keyCmp(a.key, b.key) || seqCmp(a, b))
     const mf = createMergeFunction(table.mergeConfig)
     const writer = newDataFileWriter(view)
-    for (let i = 0; i < kvs.length; ) {
-      let j = i + 1
-      while (j < kvs.length && keyCmp(kvs[i].key, kvs[j].key) === 0) j++
-      mf.reset()
-      for (let k = i; k < j; k++) mf.add(kvs[k])
-      const merged = mf.result()
-      if (merged) writer.write(merged)
-      i = j
-    }
+    mergeEqualKeys(kvs, keyCmp, mf, (kv) => writer.write(kv))
     if (writer.rowCount === 0) return null
     const { bytes, stats } = writer.finish()
     const fileName = namer.next(view.options.dataFilePrefix, '.parquet')

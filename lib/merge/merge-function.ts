@@ -13,7 +13,7 @@
 // What each engine's `result()` returns is said in its file (deduplicate.ts, first-row.ts,
 // partial-update.ts, aggregation.ts). Paimon never emits +U from a merge; neither does Strata.
 
-import { RowKind, isRetract, type KeyValue } from '../types.ts'
+import { RowKind, isRetract, type KeyValue, type Value } from '../types.ts'
 import { mergeEngineOf } from './engines.ts'
 import type { MergeEngineConfig, MergeFunction } from './merge-types.ts'
 
@@ -85,6 +85,23 @@ class RowKindFilterMergeFunction implements MergeFunction {
 export function createLookupMergeFunction(cfg: MergeEngineConfig): MergeFunction {
   const engine = createEngineMergeFunction(cfg)
   return cfg.ignoreDelete || cfg.ignoreUpdateBefore ? new RowKindFilterMergeFunction(engine, cfg.ignoreDelete, cfg.ignoreUpdateBefore) : engine
+}
+
+/**
+ * Folds each run of equal keys of `kvs` (sorted by key, each run in merge order) through
+ * `mf`, handing every merge that is not null to `emit`: a write buffer's flush, as Paimon's
+ * merges with the table's merge function, and a postpone compaction's bucket.
+ */
+export function mergeEqualKeys(kvs: readonly KeyValue[], keyCmp: (a: Value[], b: Value[]) => number, mf: MergeFunction, emit: (kv: KeyValue) => void): void {
+  for (let i = 0; i < kvs.length; ) {
+    let j = i + 1
+    while (j < kvs.length && keyCmp(kvs[i].key, kvs[j].key) === 0) j++
+    mf.reset()
+    for (let k = i; k < j; k++) mf.add(kvs[k])
+    const merged = mf.result()
+    if (merged) emit(merged)
+    i = j
+  }
 }
 
 /** The merge function of a table: row-kind filter, then Paimon's reducer, then the engine. */

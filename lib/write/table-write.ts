@@ -18,7 +18,7 @@ import type { DataFileStats } from '../format/data-file-stats.ts'
 import { POSTPONE_BUCKET, bucketPath } from '../format/partition-path.ts'
 import { mergeEngineOf } from '../merge/engines.ts'
 import { sequenceComparator } from '../merge/sequence-order.ts'
-import { createMergeFunction } from '../merge/merge-function.ts'
+import { createMergeFunction, mergeEqualKeys } from '../merge/merge-function.ts'
 import { CommitConflictError, StrataInputError } from '../errors.ts'
 import { type DataType, type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, FileKind, RowKind, isRetract } from '../types.ts'
 import { BATCH_COMMIT_IDENTIFIER, type CommitResult, type Committer, commitUserFor } from '../commit/committer.ts'
@@ -564,24 +564,12 @@ export class BatchWriter {
 
   /** A group of the 'rows' buffer as a data file: one KeyValue per record, sorted, merged and written row by row (the reference). */
   #encodeRows(g: Group, shift: bigint, keyCmp: (a: Value[], b: Value[]) => number, seqCmp: (a: KeyValue, b: KeyValue) => number): { bytes: Uint8Array; stats: DataFileStats } | null {
-    {
-      const n = g.rows.length
-      const kvs = this.#sortedKeyValues(g, shift, keyCmp, seqCmp)
-      const mf = createMergeFunction(this.table.mergeConfig)
-      const writer = newDataFileWriter(this.#view)
-      for (let i = 0; i < n; ) {
-        let j = i + 1
-        while (j < n && keyCmp(kvs[i].key, kvs[j].key) === 0) j++
-        // Paimon's write buffer merges with the table's merge function before flushing
-        mf.reset()
-        for (let k = i; k < j; k++) mf.add(kvs[k])
-        const merged = mf.result()
-        if (merged) writer.write(merged)
-        i = j
-      }
-      if (writer.rowCount === 0) return null
-      return writer.finish()
-    }
+    const kvs = this.#sortedKeyValues(g, shift, keyCmp, seqCmp)
+    const writer = newDataFileWriter(this.#view)
+    // Paimon's write buffer merges with the table's merge function before flushing
+    mergeEqualKeys(kvs, keyCmp, createMergeFunction(this.table.mergeConfig), (kv) => writer.write(kv))
+    if (writer.rowCount === 0) return null
+    return writer.finish()
   }
 
   /**

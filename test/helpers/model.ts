@@ -129,6 +129,27 @@ export class TableModel {
     }
   }
 
+  /**
+   * The records a writer's buffer writes for one batch: per key, its ops folded as applyBatch
+   * folds them, a -D when they remove the key (deduplicate and first-row: the ops as given,
+   * which apply one by one anyway). A postpone compaction merges such records of several
+   * batches as one batch.
+   */
+  writtenRecords(ops: Op[]): Op[] {
+    if (this.engine === 'deduplicate' || this.engine === 'first-row') return ops
+    const byKey = new Map<string, Op[]>()
+    for (const op of ops) byKey.set(`${op.dt}|${op.id}`, [...(byKey.get(`${op.dt}|${op.id}`) ?? []), op])
+    const out: Op[] = []
+    for (const keyOps of byKey.values()) {
+      let batch: Fold = { row: null, removed: false }
+      for (const op of keyOps) batch = mergeInto(this.engine, batch.row, op, op._kind)
+      const { dt, id } = keyOps[0]
+      if (batch.row) out.push({ _kind: '+I', ...batch.row })
+      else if (batch.removed) out.push({ _kind: '-D', dt, id, a: null, b: null, c: null })
+    }
+    return out
+  }
+
   /** Rows as the engine returns them (BIGINT as bigint), sorted by (dt, id). */
   snapshot(): Row[] {
     return [...this.rows.values()]
