@@ -161,7 +161,7 @@ describe("a rename and another tool's options that name columns", () => {
 
   it.each([
     ['changelog-producer.row-deduplicate-ignore-fields', 'k,v'],
-    ['fields.v.nested-key', 'id'],
+    ['fields.v.default-value', '1'],
     ['file-index.bloom-filter.columns', 'v'],
     ['file-index.bloom-filter.v.fpp', '0.01'],
   ])("option %j = %j that Strata does not read: renaming the column it names is refused, naming the option", (key, value) => {
@@ -170,6 +170,12 @@ describe("a rename and another tool's options that name columns", () => {
     )
     // a column it does not name renames as usual
     expect(applySchemaChanges(stored({ [key]: value }), [{ kind: 'rename-column', name: 'c', newName: 'd' }]).options[key]).toBe(value)
+  })
+
+  it("fields.<f>.nested-key, which Paimon's rename leaves under the old name (it renames no nested key): renaming the column is refused naming the option, nothing written", () => {
+    expect(() => applySchemaChanges(stored({ 'fields.v.nested-key': 'id' }), [{ kind: 'rename-column', name: 'v', newName: 'w' }])).toThrow(
+      /^alter: schema 1: Option 'fields\.v\.nested-key' = 'id' is invalid: Field v can not be found in table schema \(fields: k, c, w\)/,
+    )
   })
 
   it('bucket-key stored with spaces after the commas (readers trim each entry): the entry is renamed', () => {
