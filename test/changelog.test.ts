@@ -85,10 +85,11 @@ describe('changelog-producer input', () => {
 
 type Step = { write: Op[] } | { compact: boolean }
 
-function stepsArb(engine: Engine): fc.Arbitrary<Step[]> {
+function stepsArb(engine: Engine, deletes = true): fc.Arbitrary<Step[]> {
+  const op = deletes ? opArb(engine, 8) : opArb(engine, 8).filter((o) => o._kind !== '-D')
   return fc.array(
     fc.oneof(
-      { weight: 3, arbitrary: fc.array(opArb(engine, 8), { minLength: 1, maxLength: 12 }).map((write) => ({ write })) },
+      { weight: 3, arbitrary: fc.array(op, { minLength: 1, maxLength: 12 }).map((write) => ({ write })) },
       { weight: 2, arbitrary: fc.boolean().map((full) => ({ compact: full })) },
     ),
     { minLength: 1, maxLength: 9 },
@@ -123,9 +124,16 @@ describe('changelog-producer lookup', () => {
   ]
   for (const [engine, dv] of cells) {
     it(`${engine}${dv ? ' with deletion vectors' : ''}: replaying the changelog from empty gives the table's contents after every compaction`, async () => {
+      // A capped job that merges a -D of partial-update or aggregation with a newer insert
+      // before it meets the older row loses the delete (as Paimon's compaction of a
+      // newest-first segment does), and a later merge above level 0 then changes what a read
+      // gives with no changelog (none is written above level 0, in Paimon either): such
+      // tables are checked with capped jobs on inserts and updates only.
+      const capDropsDeletes = engine === 'partial-update' || engine === 'aggregation'
+      const cases = fc.constantFrom('50', '2').chain((max) => stepsArb(engine, max !== '2' || !capDropsDeletes).map((steps) => [steps, max] as const))
       await fc.assert(
         // capped jobs (compaction.max-input-files 2) take level 0 up over several snapshots
-        fc.asyncProperty(stepsArb(engine), fc.constantFrom('50', '2'), async (steps, maxInputFiles) => {
+        fc.asyncProperty(cases, async ([steps, maxInputFiles]) => {
           const table = await Table.create(
             new MemoryStore(),
             withOptions(engine, { 'changelog-producer': 'lookup', 'deletion-vectors.enabled': String(dv), 'num-sorted-run.compaction-trigger': '3', 'compaction.max-input-files': maxInputFiles }),
