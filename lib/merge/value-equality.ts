@@ -11,22 +11,11 @@
 // equal), and MAP/MULTISET compare as maps whatever their entry order (Paimon's BinaryMap
 // compares bytes, and its entry order follows Java's hash tables).
 
+import { compareBytes, compareDoubles } from '../format/compare.ts'
 import type { DataType, MapValue, Value } from '../types.ts'
 
 function isMapValue(v: Value): v is MapValue {
   return v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Uint8Array)
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
-  return true
-}
-
-/** Float.equals / Double.equals: bit equality, with every NaN one value. */
-function sameFloat(a: number, b: number): boolean {
-  if (a === b) return a !== 0 || Object.is(a, b)
-  return Number.isNaN(a) && Number.isNaN(b)
 }
 
 /** Whether `a` and `b`, two values of `type`, are the same value (see the module comment). */
@@ -35,10 +24,11 @@ export function valuesEqual(type: DataType, a: Value, b: Value): boolean {
   switch (type.root) {
     case 'FLOAT':
     case 'DOUBLE':
-      return sameFloat(a as number, b as number)
+      // Float.equals / Double.equals agree with Double.compare's zero: every NaN one value, -0.0 apart from 0.0
+      return compareDoubles(a as number, b as number) === 0
     case 'BINARY':
     case 'VARBINARY':
-      return sameBytes(a as Uint8Array, b as Uint8Array)
+      return compareBytes(a as Uint8Array, b as Uint8Array) === 0
     case 'ARRAY': {
       const x = a as Value[]
       const y = b as Value[]
