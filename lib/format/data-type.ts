@@ -284,21 +284,7 @@ class TypeTextParser {
       this.#skip()
       let name: string
       if (this.text[this.#at] === '`') {
-        let j = this.#at + 1
-        name = ''
-        for (;;) {
-          if (j >= this.text.length) this.#fail('a closing ` of the field name')
-          if (this.text[j] === '`') {
-            if (this.text[j + 1] === '`') {
-              name += '`'
-              j += 2
-              continue
-            }
-            break
-          }
-          name += this.text[j++]
-        }
-        this.#at = j + 1
+        name = this.#quoted('`', 'the field name')
       } else {
         name = this.#word()
         if (name === '') this.#fail('a field name')
@@ -308,7 +294,7 @@ class TypeTextParser {
       const field: DataField = { id: UNASSIGNED_ID, name, type }
       if (this.#word().toUpperCase() === 'COMMENT') this.#at += 7
       this.#skip()
-      if (this.text[this.#at] === "'") field.description = this.#quoted()
+      if (this.text[this.#at] === "'") field.description = this.#quoted("'", 'the comment')
       fields.push(field)
     } while (this.#eat(','))
     this.#skip()
@@ -317,15 +303,15 @@ class TypeTextParser {
     return fields
   }
 
-  /** A '…' literal ('' for a quote), the cursor on its opening quote. */
-  #quoted(): string {
+  /** A literal between two `q` (a doubled `q` for one), the cursor on its opening quote: a '…' comment or a `…` field name. */
+  #quoted(q: string, what: string): string {
     let j = this.#at + 1
     let s = ''
     for (;;) {
-      if (j >= this.text.length) this.#fail("a closing ' of the comment")
-      if (this.text[j] === "'") {
-        if (this.text[j + 1] === "'") {
-          s += "'"
+      if (j >= this.text.length) this.#fail(`a closing ${q} of ${what}`)
+      if (this.text[j] === q) {
+        if (this.text[j + 1] === q) {
+          s += q
           j += 2
           continue
         }
