@@ -169,7 +169,8 @@ export interface HashIndexChanges {
 export class DynamicBucketAssigner {
   readonly #partitions = new Map<string, PartitionAssignment>()
   readonly #loading = new Map<string, Promise<PartitionAssignment>>()
-  #entries: Promise<IndexManifestEntry[]> | null = null
+  /** the base snapshot's HASH entries by partition (hex), read and grouped once per batch */
+  #byPartition: Promise<Map<string, IndexManifestEntry[]>> | null = null
   readonly #targetRowNum: number
   readonly #maxBuckets: number
 
@@ -207,9 +208,18 @@ export class DynamicBucketAssigner {
     if (!store.get || !manifests.readIndexManifest) throw new Error('dynamic bucket mode: the write context cannot read the HASH index (it needs store.get and manifests.readIndexManifest)')
     const get = store.get.bind(store)
     const readIndexManifest = manifests.readIndexManifest.bind(manifests)
-    this.#entries ??= this.base.then((s) => (s?.indexManifest ? readIndexManifest(s.indexManifest) : []))
-    const id = hex(partition)
-    const mine = (await this.#entries).filter((e) => e.indexType === HASH_INDEX && hex(e.partition) === id)
+    this.#byPartition ??= this.base.then(async (s) => {
+      const byPartition = new Map<string, IndexManifestEntry[]>()
+      for (const e of s?.indexManifest ? await readIndexManifest(s.indexManifest) : []) {
+        if (e.indexType !== HASH_INDEX) continue
+        const id = hex(e.partition)
+        const list = byPartition.get(id)
+        if (list) list.push(e)
+        else byPartition.set(id, [e])
+      }
+      return byPartition
+    })
+    const mine = (await this.#byPartition).get(hex(partition)) ?? []
     const base = new Map<number, BaseBucket>()
     await Promise.all(
       mine.map(async (entry) => {
