@@ -32,7 +32,11 @@ describe('a streaming start followed by the commit feed', () => {
       const consumed: string[] = []
       let fullRows = 0
       let started = false
-      /** One read with the consumer id: its start the first time, then the changes after its progress. */
+      /**
+       * One read with the consumer id: its start the first time, then the changes after its
+       * progress. Every key is written once, so a read up to snapshot S has handed over exactly
+       * S's record count: a row lost (or repeated) fails here, not at the deadline below.
+       */
       const read = async () => {
         const { start } = await startOfRead(table, scan, 'downstream')
         for await (const step of streamSteps(table, scan, { start })) {
@@ -40,7 +44,8 @@ describe('a streaming start followed by the commit feed', () => {
             for (const c of batch) consumed.push(`${ROW_KIND_SHORT[c.kind]} ${c.row[0]}=${c.row[1]}`)
           }
           if (step.fullSnapshot !== null) fullRows = consumed.length
-          await recordStep(table, 'downstream', step)
+          const next = await recordStep(table, 'downstream', step)
+          if (next !== null) expect(consumed.length).toBe((await table.snapshots.snapshot(next - 1))!.totalRecordCount)
         }
       }
       const wave = async (n: number) => {
