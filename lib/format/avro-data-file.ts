@@ -194,9 +194,7 @@ export class AvroDataFileReader {
     for (let pos = Math.max(0, rowStart); pos < end; pos++) {
       if (stats) stats.rowsDecoded++
       if (deleted && deleted.cardinality > 0 && deleted.isDeleted(pos)) continue
-      const kv = all[pos]
-      // a fresh record each time, as the Parquet reader gives: a merge may change what it is handed
-      batch.push({ ...kv, key: kv.key.slice(), value: keep === null ? kv.value.slice() : kv.value.map((v, j) => (keep.has(j) ? v : null)) })
+      batch.push(freshRecord(all[pos], keep))
       if (batch.length >= batchRows) {
         yield batch
         batch = []
@@ -224,8 +222,7 @@ export class AvroDataFileReader {
         } catch (e) {
           throw namedFileError(this.#src, e)
         }
-        const kv = all[mid]
-        return { pos: mid, record: { ...kv, key: kv.key.slice(), value: keep === null ? kv.value.slice() : kv.value.map((v, j) => (keep.has(j) ? v : null)) } }
+        return { pos: mid, record: freshRecord(all[mid], keep) }
       }
     }
     return null
@@ -261,6 +258,14 @@ export class AvroDataFileReader {
       throw namedFileError(this.#src, e)
     }
   }
+}
+
+/**
+ * A copy of decoded record `kv`, as the Parquet reader gives a fresh record each time (a merge
+ * may change what it is handed); value fields not in `keep` (when given) are null.
+ */
+function freshRecord(kv: KeyValue, keep: Set<number> | null): KeyValue {
+  return { ...kv, key: kv.key.slice(), value: keep === null ? kv.value.slice() : kv.value.map((v, j) => (keep.has(j) ? v : null)) }
 }
 
 /** Column batch of `rows` (file positions, ascending, inside [start, start + span)). */
