@@ -222,7 +222,7 @@ function flatFor(schemaJson: string, key: string, project: (writerSchema: any) =
 }
 
 /**
- * Compiled schemas kept per process, in each of the two caches. They are keyed by the writer
+ * Compiled schemas kept per process, in each of the three caches. They are keyed by the writer
  * schema a file embeds, a handful for Paimon's manifest formats; past the bound the oldest
  * goes. One takes about 10–30 KiB (avsc's compiled type of a manifest schema measured 11 KiB,
  * plus its converter and the schema text).
@@ -602,7 +602,7 @@ function concat(parts: Uint8Array[]): Uint8Array {
   return out
 }
 
-/** Compiled schemas held now by both caches together (each holds at most MAX_COMPILED_SCHEMAS). */
+/** Compiled schemas held now by the three caches together (each holds at most MAX_COMPILED_SCHEMAS). */
 export function compiledSchemaCount(): number {
   return compiledCache.size + projectedCache.size + flatCache.size
 }
