@@ -4,7 +4,7 @@
 import { deserializeBinaryRow } from '../format/binary-row.ts'
 import { bucketIdentifier } from '../manifest/identifiers.ts'
 import { valueFromJson } from '../table/json-values.ts'
-import { DYNAMIC_BUCKET } from '../table/options.ts'
+import { DYNAMIC_BUCKET, DYNAMIC_UNBOUNDED_MAX_BUCKETS } from '../table/options.ts'
 import type { Table } from '../handle/table.ts'
 import type { Row } from '../types.ts'
 import { CommitConflictError, CommitFailedError, StrataInputError } from '../errors.ts'
@@ -44,7 +44,7 @@ export function checkBucket(table: Table, bucket: number, what: string, given: u
   const count = table.view.options.bucket
   if (count === POSTPONE_BUCKET) throw new StrataInputError(`${what}: ${JSON.stringify(given)} names a bucket, but the table is in postpone bucket mode ('bucket' -2), whose partitions each have their own bucket count; expected no bucket (compact whole partitions)`)
   // dynamic bucket mode: a partition has the buckets its keys were assigned to, at most 32767
-  const top = count === DYNAMIC_BUCKET ? 32767 : count
+  const top = count === DYNAMIC_BUCKET ? DYNAMIC_UNBOUNDED_MAX_BUCKETS : count
   if (!Number.isInteger(bucket) || bucket < 0 || bucket >= top) throw new StrataInputError(`${what}: expected a bucket number in [0, ${top - 1}], got ${JSON.stringify(given)}`)
   return bucket
 }

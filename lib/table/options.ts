@@ -12,6 +12,9 @@ import { POSTPONE_BUCKET } from '../format/partition-path.ts'
 /** `bucket` -1: dynamic bucket mode (docs/design.md "Dynamic buckets"). */
 export const DYNAMIC_BUCKET = -1
 
+/** Dynamic bucket mode: most buckets of a partition when `dynamic-bucket.max-buckets` is -1 (Paimon stops at Short.MAX_VALUE). */
+export const DYNAMIC_UNBOUNDED_MAX_BUCKETS = 32767
+
 export type OptionType = 'int' | 'long' | 'boolean' | 'string' | 'memory' | 'duration' | 'enum'
 
 export interface OptionSpec {

@@ -16,6 +16,7 @@ import { type DataType, type IndexManifestEntry, type Snapshot, type Value, File
 import type { ExpectedPartitionIndex, IndexReplacement } from '../commit/committer.ts'
 import { indexFileKey } from '../handle/bucket-state.ts'
 import { hex } from '../manifest/identifiers.ts'
+import { DYNAMIC_UNBOUNDED_MAX_BUCKETS } from '../table/options.ts'
 import type { SchemaView } from '../table/schema.ts'
 
 /**
@@ -24,9 +25,6 @@ import type { SchemaView } from '../table/schema.ts'
  * last batch. Bounded like a table handle's metadata cache.
  */
 const HASH_FILES = new ByteLru<Int32Array>(DEFAULT_METADATA_CACHE_BYTES)
-
-/** Paimon's `dynamic-bucket.max-buckets` -1 (unbounded) stops at Short.MAX_VALUE buckets. */
-const UNBOUNDED_MAX_BUCKETS = 32767
 
 /** `BinaryRow.hashCode()` of a key's bucket-key fields (the trimmed primary key in dynamic mode). */
 export function keyHash(types: DataType[], values: Value[]): number {
@@ -125,7 +123,7 @@ export class PartitionAssignment {
       if (this.#counts.get(bucket)! < this.targetRowNum) return this.#give(hash, bucket)
       this.#open.shift()
     }
-    const limit = (this.maxBuckets === -1 ? UNBOUNDED_MAX_BUCKETS : this.maxBuckets) - 1
+    const limit = (this.maxBuckets === -1 ? DYNAMIC_UNBOUNDED_MAX_BUCKETS : this.maxBuckets) - 1
     for (let i = 0; i <= limit; i++) {
       if (this.#counts.has(i)) continue
       this.#counts.set(i, 0)
@@ -133,7 +131,7 @@ export class PartitionAssignment {
       this.#open.sort((a, b) => a - b)
       return this.#give(hash, i)
     }
-    if (this.maxBuckets === -1) throw new StrataInputError(`dynamic-bucket.target-row-num: partition ${hex(this.partition) || '(none)'} would need more than ${UNBOUNDED_MAX_BUCKETS} buckets of ${this.targetRowNum} rows; expected a larger target row number`)
+    if (this.maxBuckets === -1) throw new StrataInputError(`dynamic-bucket.target-row-num: partition ${hex(this.partition) || '(none)'} would need more than ${DYNAMIC_UNBOUNDED_MAX_BUCKETS} buckets of ${this.targetRowNum} rows; expected a larger target row number`)
     // every bucket is full and no more may be made: Paimon picks one at random; the hash
     // picks here, so a batch assigned again from the same state assigns alike
     const all = [...this.#counts.keys()].sort((a, b) => a - b)
