@@ -12,7 +12,7 @@ import type { ObjectStore } from '../store/object-store.ts'
 import { inputErrorLike, RefusedError, StrataInputError } from '../errors.ts'
 import { icebergOptions, icebergRefusal } from '../iceberg/options.ts'
 import type { DataField, DataType, TableSchema } from '../types.ts'
-import { assignFieldIds, formatDataType, isNestedType, parseDataType, typeLabel } from '../format/data-type.ts'
+import { assignFieldIds, isNestedType, parseDataType, typeLabel } from '../format/data-type.ts'
 import { openStore } from '../store/open-store.ts'
 import { allowedChanges, sameTypeIgnoringNull, typeChangeKind } from '../format/casts.ts'
 import { checkOptionCombinations, isKnownOptionKey, optionChangeRefusal, runtimeOptionRefusal, validateOption, zstdEncoderAvailable } from '../table/options.ts'
@@ -294,7 +294,7 @@ function newColumnType(c: Extract<SchemaChange, { kind: 'update-column-type' }>,
   if (old.nullable && !nullable) fail(notNullRefusal(c.name))
   if (isNestedType(old) || isNestedType(parsed)) {
     // nested types keep their ROW field ids; Paimon's nested evolution rules are not carried over
-    if (formatDataType({ ...old, nullable: true }) !== formatDataType({ ...parsed, nullable: true })) {
+    if (!sameTypeIgnoringNull(old, parsed)) {
       fail(`cannot change the type from ${typeLabel(old)} to ${typeLabel(parsed)}: Strata does not change the type of an ARRAY, MAP, MULTISET or ROW column, or make a column one; expected the same type (only its nullability may change)`)
     }
     return { ...old, nullable }
