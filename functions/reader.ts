@@ -25,7 +25,7 @@ import { type PageLimits, type ReadOutcome, RowTooLargeError } from '../lib/read
 import { ReadGoneError } from '../lib/read/read-pins.ts'
 import { type ReaderRequest, describeValue, parseJsonObject, parseReaderRequest as parseRequest } from '../lib/read/read-request.ts'
 import { scanPage } from '../lib/read/scan-pages.ts'
-import { type StreamPageRequest, parseStreamRequest, streamPage } from '../lib/read/stream-pages.ts'
+import { streamPage } from '../lib/read/stream-pages.ts'
 import { errorKind, StrataInputError } from '../lib/errors.ts'
 import { ConfigError } from './shared/config.ts'
 import { HttpError, type HttpResponse, errorResponse, isFunctionUrlEvent, jsonResponse, requestOf } from './shared/http.ts'
@@ -36,11 +36,9 @@ const metrics = newMetrics('reader')
 
 const INSTEAD = 'request fewer columns (columns), or read it with the library or the CLI (strata read, strata lookup), which have no response limit'
 
-type Request = ReaderRequest | (StreamPageRequest & { op: 'stream' })
-
-/** Validates a request (lib/read/read-request.ts, stream-pages.ts): `limit` at most STRATA_MAX_RESULT_ROWS unless `maxRows` says otherwise. */
-export function parseReaderRequest(fields: Record<string, unknown>, { fromQuery = false, maxRows = runtimeConfig().maxResultRows } = {}): Request {
-  return fields.op === 'stream' ? { ...parseStreamRequest(fields, { fromQuery, maxRows }), op: 'stream' } : parseRequest(fields, { fromQuery, maxRows })
+/** Validates a request (lib/read/read-request.ts): `limit` at most STRATA_MAX_RESULT_ROWS unless `maxRows` says otherwise. */
+export function parseReaderRequest(fields: Record<string, unknown>, { fromQuery = false, maxRows = runtimeConfig().maxResultRows } = {}): ReaderRequest {
+  return parseRequest(fields, { fromQuery, maxRows })
 }
 
 async function statusOfTable(table: Table, maxResponseBytes: number): Promise<ReadOutcome> {
@@ -72,7 +70,7 @@ export interface ReadOptions {
 }
 
 /** Runs a validated request against its table. Throws StrataInputError (400) or HttpError. */
-export async function executeRead(req: Request, opts: ReadOptions = {}): Promise<ReadOutcome> {
+export async function executeRead(req: ReaderRequest, opts: ReadOptions = {}): Promise<ReadOutcome> {
   const resolved = await resolveTable(req.table)
   if (!resolved) throw new HttpError(404, `table: unknown table '${req.table}' (configured: ${[...runtimeConfig().tables.keys()].join(', ')})`)
   const { table } = resolved
@@ -116,7 +114,7 @@ function statusOf(err: unknown): number {
 
 export async function readerHandler(event: unknown, context?: Context): Promise<HttpResponse> {
   const started = Date.now()
-  let req: Request | null = null
+  let req: ReaderRequest | null = null
   try {
     if (isFunctionUrlEvent(event)) {
       const http = requestOf(event)

@@ -7,7 +7,7 @@ import { StrataInputError } from '../errors.ts'
 import { INCREMENTAL_MODES, type IncrementalMode } from './incremental.ts'
 import type { KeyFilter } from './table-read.ts'
 
-export type ReadOp = 'scan' | 'lookup' | 'status' | 'changes'
+export type ReadOp = 'scan' | 'lookup' | 'status' | 'changes' | 'stream'
 
 export interface ReaderRequest {
   table: string
@@ -26,16 +26,19 @@ export interface ReaderRequest {
   fromSnapshot?: number
   toSnapshot?: number
   mode?: IncrementalMode
+  /** stream: a streaming start (stream-pages.ts), as `strata read --scan-mode` */
+  scanMode?: string
+  scanSnapshotId?: number
+  scanTimestampMillis?: number
 }
 
-const OPS: ReadOp[] = ['scan', 'lookup', 'status', 'changes']
-/** The ops a reader request may name: `stream` is parsed in stream-pages.ts, which the reader asks first. */
-const OP_NAMES = [...OPS, 'stream']
+const OPS: ReadOp[] = ['scan', 'lookup', 'status', 'changes', 'stream']
 const FIELDS_OF: Record<ReadOp, string[]> = {
   scan: ['table', 'op', 'snapshotId', 'tag', 'columns', 'filter', 'limit', 'cursor'],
   changes: ['table', 'op', 'fromSnapshot', 'toSnapshot', 'mode', 'columns', 'filter', 'limit', 'cursor'],
   lookup: ['table', 'op', 'snapshotId', 'tag', 'columns', 'key'],
   status: ['table', 'op'],
+  stream: ['table', 'op', 'scanMode', 'scanSnapshotId', 'scanTimestampMillis', 'mode', 'columns', 'filter', 'limit', 'cursor'],
 }
 const ALL_FIELDS = [...new Set(Object.values(FIELDS_OF).flat())]
 
@@ -86,8 +89,8 @@ export function parseReaderRequest(fields: Record<string, unknown>, { fromQuery,
   const { table, op } = fields
   if (table === undefined || table === '') throw new StrataInputError('table: missing; expected the name of a configured table')
   if (typeof table !== 'string') throw new StrataInputError(`table: expected a string, got ${describeValue(table)}`)
-  if (op === undefined) throw new StrataInputError(`op: missing; expected one of ${OP_NAMES.join(', ')}`)
-  if (!OPS.includes(op as ReadOp)) throw new StrataInputError(`op: expected one of ${OP_NAMES.join(', ')}, got ${describeValue(op)}`)
+  if (op === undefined) throw new StrataInputError(`op: missing; expected one of ${OPS.join(', ')}`)
+  if (!OPS.includes(op as ReadOp)) throw new StrataInputError(`op: expected one of ${OPS.join(', ')}, got ${describeValue(op)}`)
   const req: ReaderRequest = { table, op: op as ReadOp }
   for (const f of Object.keys(fields)) {
     if (fields[f] !== undefined && !FIELDS_OF[req.op].includes(f)) throw new StrataInputError(`${f}: not used by op '${req.op}' (it takes ${FIELDS_OF[req.op].join(', ')})`)
@@ -95,6 +98,12 @@ export function parseReaderRequest(fields: Record<string, unknown>, { fromQuery,
   if (fields.snapshotId !== undefined) req.snapshotId = integerField('snapshotId', fields.snapshotId, 1, Number.MAX_SAFE_INTEGER, fromQuery)
   if (fields.fromSnapshot !== undefined) req.fromSnapshot = integerField('fromSnapshot', fields.fromSnapshot, 0, Number.MAX_SAFE_INTEGER, fromQuery)
   if (fields.toSnapshot !== undefined) req.toSnapshot = integerField('toSnapshot', fields.toSnapshot, 1, Number.MAX_SAFE_INTEGER, fromQuery)
+  if (fields.scanMode !== undefined) {
+    if (typeof fields.scanMode !== 'string' || fields.scanMode === '') throw new StrataInputError(`scanMode: expected a scan mode's name, got ${describeValue(fields.scanMode)}`)
+    req.scanMode = fields.scanMode
+  }
+  if (fields.scanSnapshotId !== undefined) req.scanSnapshotId = integerField('scanSnapshotId', fields.scanSnapshotId, 1, Number.MAX_SAFE_INTEGER, fromQuery)
+  if (fields.scanTimestampMillis !== undefined) req.scanTimestampMillis = integerField('scanTimestampMillis', fields.scanTimestampMillis, 0, Number.MAX_SAFE_INTEGER, fromQuery)
   if (fields.mode !== undefined) {
     if (typeof fields.mode !== 'string' || !(INCREMENTAL_MODES as readonly string[]).includes(fields.mode)) throw new StrataInputError(`mode: expected one of ${INCREMENTAL_MODES.join(', ')}, got ${describeValue(fields.mode)}`)
     req.mode = fields.mode as IncrementalMode

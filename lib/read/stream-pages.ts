@@ -12,13 +12,14 @@ import { rowToJsonLine } from '../table/json-values.ts'
 import { StrataInputError } from '../errors.ts'
 import { ROW_KIND_SHORT } from '../types.ts'
 import { checkCursorQuery, queryFingerprint } from './cursor.ts'
-import { changeColumns, INCREMENTAL_MODES, type IncrementalMode, type IncrementalPlan, planIncremental, readPlanSplits } from './incremental.ts'
+import { changeColumns, type IncrementalMode, type IncrementalPlan, planIncremental, readPlanSplits } from './incremental.ts'
 import { PageBuilder, type PageLimits, type ReadOutcome, filterMatcher, primaryKeyText, rowBudget } from './page-rows.ts'
 import { ReadGoneError, whilePinned } from './read-pins.ts'
 import { type StartNames, type StreamStep, fullStateLevels, fullStateRecords, locateStart, planStep, resolveScan } from './streaming-start.ts'
 import { type KeyFilter, newReadStats } from './table-read.ts'
 import { columnIndexes } from '../table/schema.ts'
 
+/** An op `stream` request, as read-request.ts parses it. */
 export interface StreamPageRequest {
   /** the table's configured name, which cursors are bound to */
   table: string
@@ -48,7 +49,6 @@ interface StreamCursor {
 }
 
 const NAMES: StartNames = { scanMode: 'scanMode', snapshotId: 'scanSnapshotId', timestampMillis: 'scanTimestampMillis', mode: 'mode' }
-const FIELDS = ['table', 'op', 'scanMode', 'scanSnapshotId', 'scanTimestampMillis', 'mode', 'columns', 'filter', 'limit', 'cursor']
 
 const encode = (c: StreamCursor): string => Buffer.from(JSON.stringify(c)).toString('base64url')
 
@@ -64,56 +64,6 @@ function decode(text: string): StreamCursor {
     throw new StrataInputError('cursor: not a cursor of op stream this reader issued; pass the nextCursor of the previous page unchanged')
   }
   return c as StreamCursor
-}
-
-const describe = (v: unknown): string => {
-  const s = JSON.stringify(v)
-  return s === undefined ? String(v) : s.length > 60 ? `${s.slice(0, 57)}...` : s
-}
-
-/**
- * Validates an op `stream` request: from a JSON body or direct invocation (typed values), or
- * from query parameters (strings). Unknown fields are errors, naming the field.
- */
-export function parseStreamRequest(fields: Record<string, unknown>, { fromQuery, maxRows }: { fromQuery: boolean; maxRows: number }): StreamPageRequest {
-  for (const f of Object.keys(fields)) {
-    if (fields[f] !== undefined && !FIELDS.includes(f)) throw new StrataInputError(`${f}: not used by op 'stream' (it takes ${FIELDS.join(', ')})`)
-  }
-  if (typeof fields.table !== 'string' || fields.table === '') throw new StrataInputError(`table: expected the name of a configured table, got ${describe(fields.table)}`)
-  const int = (name: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined => {
-    const v = fields[name]
-    if (v === undefined) return undefined
-    const n = fromQuery && typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v
-    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < min || n > max) throw new StrataInputError(`${name}: expected an integer in ${min}..${max}, got ${describe(v)}`)
-    return n
-  }
-  const text = (name: string): string | undefined => {
-    const v = fields[name]
-    if (v !== undefined && (typeof v !== 'string' || v === '')) throw new StrataInputError(`${name}: expected a non-empty string, got ${describe(v)}`)
-    return v as string | undefined
-  }
-  const req: StreamPageRequest = { table: fields.table, scanMode: text('scanMode'), scanSnapshotId: int('scanSnapshotId', 1), scanTimestampMillis: int('scanTimestampMillis', 0), limit: int('limit', 1, maxRows), cursor: text('cursor') }
-  const mode = text('mode')
-  if (mode !== undefined && !(INCREMENTAL_MODES as readonly string[]).includes(mode)) throw new StrataInputError(`mode: expected one of ${INCREMENTAL_MODES.join(', ')}, got ${describe(mode)}`)
-  req.mode = mode as IncrementalMode | undefined
-  if (fields.columns !== undefined) {
-    const c = fromQuery && typeof fields.columns === 'string' ? fields.columns.split(',').map((s) => s.trim()) : fields.columns
-    if (!Array.isArray(c) || c.length === 0 || c.some((x) => typeof x !== 'string' || x === '')) throw new StrataInputError(`columns: expected a non-empty list of column names, got ${describe(fields.columns)}`)
-    req.columns = c as string[]
-  }
-  if (fields.filter !== undefined) {
-    let f = fields.filter
-    if (fromQuery && typeof f === 'string') {
-      try {
-        f = JSON.parse(f)
-      } catch (e) {
-        throw new StrataInputError(`filter: not valid JSON (${(e as Error).message})`)
-      }
-    }
-    if (typeof f !== 'object' || f === null || Array.isArray(f)) throw new StrataInputError(`filter: expected a JSON object of column → value, got ${describe(fields.filter)}`)
-    req.filter = f as KeyFilter
-  }
-  return req
 }
 
 /** The step a page reads: the request's start the first time, else the cursor's, with where the page starts. */
