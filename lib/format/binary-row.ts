@@ -743,11 +743,13 @@ function readNested(t: DataType, b: Uint8Array): Value {
 function readArray(t: DataType, b: Uint8Array): Value[] {
   const view = new DataView(b.buffer, b.byteOffset, b.byteLength)
   const n = b.length >= 4 ? view.getInt32(0, true) : -1
-  const kind = elementLayout(t).kinds[0]
+  const el = elementLayout(t)
+  const kind = el.kinds[0]
   const header = 4 + ((n + 31) >>> 5) * 4
   const es = elementSize(kind)
   if (n < 0 || header + es * n > b.length) throw corrupt(`an array of ${n} elements in ${b.length} bytes`)
   const out: Value[] = new Array(n)
+  let row: Uint8Array | undefined
   for (let k = 0; k < n; k++) {
     const at = header + k * es
     if ((b[4 + (k >>> 3)] & (1 << (k & 7))) !== 0) {
@@ -781,18 +783,15 @@ function readArray(t: DataType, b: Uint8Array): Value[] {
         out[k] = view.getBigInt64(at, true) * 1000n
         break
       default:
-        // a variable-length element: its slot as in a row, offsets from the array's start
-        out[k] = readBinaryRow([t], slotRow(b, at))[0]
+        // a variable-length element: read as a one-field row whose slot is the element's and
+        // whose variable part is the array's (offsets from the same start). One copy of the
+        // array serves every element: only its first 16 bytes change, and the variable part
+        // starts past them; a copy per element made reading an array quadratic in its size.
+        row ??= b.slice()
+        row.fill(0, 0, 8)
+        row.set(b.subarray(at, at + 8), 8)
+        out[k] = readBinaryRow(el.types, row)[0]
     }
   }
   return out
-}
-
-/** A one-field row whose slot is the element's and whose variable part is the array's (offsets from the same start). */
-function slotRow(b: Uint8Array, at: number): Uint8Array {
-  const row = new Uint8Array(b.length)
-  row.set(b)
-  row.fill(0, 0, 8)
-  row.set(b.subarray(at, at + 8), 8)
-  return row
 }
