@@ -56,6 +56,15 @@ export function checkCompactMessage(view: SchemaView, m: CommitMessage, state: C
   checkCompaction(view, { ...m, label: `COMPACT ${m.commitUser}/${m.commitIdentifier}` }, state)
 }
 
+/**
+ * Dynamic bucket mode: checks an APPEND's assignment against the HASH index as folded so far
+ * (checkPartitionIndex), then folds in its new HASH files so the next APPEND checks against them.
+ */
+function foldAssignment(m: CommitMessage, state: CommitState): void {
+  checkPartitionIndex({ ...m, label: `APPEND ${m.commitUser}/${m.commitIdentifier}` }, state)
+  state.apply({ adds: [], deletes: [], indexReplacements: m.indexReplacements })
+}
+
 /** The outcome of an attempt superseded by a redelivery of its records: it never lands (a conflict, so its receipt says so). */
 function superseded(key: string, why: string): FoldOutcome {
   return { status: 'failed', conflict: true, error: new CommitConflictError(`commit ${key} never lands: ${why} (docs/design.md "Abandoned attempts")`) }
@@ -325,13 +334,12 @@ export class BatchingCommitter {
     for (const it of appends) {
       const m = it.message!
       try {
-        checkPartitionIndex({ ...m, label: `APPEND ${m.commitUser}/${m.commitIdentifier}` }, state)
+        foldAssignment(m, state)
       } catch (e) {
         if (!(e instanceof CommitConflictError)) throw e
         outcomes[it.index] = { status: 'failed', error: e, conflict: true }
         continue
       }
-      state.apply({ adds: [], deletes: [], indexReplacements: m.indexReplacements })
       passed.push(it)
     }
     return passed
@@ -395,10 +403,7 @@ export class BatchingCommitter {
             }
           : ms.some((m) => m.expectPartitionIndex?.length)
             ? (state: CommitState) => {
-                for (const m of ms) {
-                  checkPartitionIndex({ ...m, label: `APPEND ${m.commitUser}/${m.commitIdentifier}` }, state)
-                  state.apply({ adds: [], deletes: [], indexReplacements: m.indexReplacements })
-                }
+                for (const m of ms) foldAssignment(m, state)
               }
             : undefined,
       partitionStats: (entries) => partitionStatsOf(view, entries),
