@@ -157,7 +157,8 @@ function followMode(table: Pick<IncrementalContext, 'view'>, requested: Incremen
  * The snapshot before the earliest one whose time is at or after `millis` (Paimon's
  * TimeTravelUtil.earlierThanTimeMills): the latest snapshot older than `millis`, or the
  * earliest minus one when none is; null on an empty table. Snapshot times rise with their ids
- * (a commit's time is taken after the one before it landed), so this bisects.
+ * as far as the committers' clocks agree (a commit's time is taken after the one before it
+ * landed; nothing checks it), so this bisects (docs/design.md "Streaming starts").
  */
 export async function earlierThanTimeMillis(table: Pick<IncrementalContext, 'snapshots'>, millis: number): Promise<number | null> {
   const latest = await table.snapshots.latestId()
