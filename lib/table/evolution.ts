@@ -9,9 +9,9 @@
 
 import type { ByteSource } from '../store/byte-source.ts'
 import { type DataFileLayout } from '../format/data-file-layout.ts'
-import { DataFileReader, type DataFileReaderOptions } from '../format/data-file-reader.ts'
-import { ColumnarFileReader, type PositionedBatch, type RowGroupOptions } from '../format/columnar-reader.ts'
-import { openDataFileColumns, openDataFileRecords } from '../format/data-file-open.ts'
+import type { DataFileReader, DataFileReaderOptions } from '../format/data-file-reader.ts'
+import type { PositionedBatch, RowGroupOptions } from '../format/columnar-reader.ts'
+import { type DataFileColumns, type DataFileRecords, openDataFileColumns, openDataFileRecords } from '../format/data-file-open.ts'
 import { type Column, physicalToValue, valueAt } from '../format/columnar-types.ts'
 import { physicalEncoder } from '../format/parquet-types.ts'
 import { StrataInputError } from '../errors.ts'
@@ -93,8 +93,8 @@ function castValue(cast: Cast, v: Value, field: DataField, fileName: string): Va
   }
 }
 
-/** What reads, lookups and the row compaction path use of a data file. */
-export type RecordFileReader = Pick<DataFileReader, 'batches' | 'lookup' | 'rowCount'>
+/** What reads, lookups and the row compaction path use of a data file, whatever its format. */
+export type RecordFileReader = DataFileRecords
 
 /** A data file of another schema, its records in the table's fields. */
 class MappedRecordReader implements RecordFileReader {
@@ -133,8 +133,8 @@ class MappedRecordReader implements RecordFileReader {
   }
 }
 
-/** What the columnar compaction path uses of a data file. */
-export type ColumnarSource = Pick<ColumnarFileReader, 'rowGroups'>
+/** What the columnar compaction path uses of a data file, whatever its format. */
+export type ColumnarSource = DataFileColumns
 
 /** A data file of another schema, its column batches in the table's columns. */
 class MappedColumnarReader implements ColumnarSource {
