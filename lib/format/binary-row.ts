@@ -208,13 +208,13 @@ function readUtf8(body: Uint8Array, pos: number, n: number): string {
 }
 
 /** Java `BigInteger.toByteArray()` length: minimal two's complement, sign bit included. */
-function twosComplementLength(v: bigint): number {
+export function twosComplementLength(v: bigint): number {
   const magnitude = v < 0n ? ~v : v
   const bits = magnitude === 0n ? 0 : magnitude.toString(2).length
   return (bits >> 3) + 1
 }
 
-function writeBigIntBE(buf: Uint8Array, pos: number, v: bigint, len: number): void {
+export function writeBigIntBE(buf: Uint8Array, pos: number, v: bigint, len: number): void {
   let x = v
   for (let j = len - 1; j >= 0; j--) {
     buf[pos + j] = Number(x & 0xffn)

@@ -5,7 +5,7 @@
 // code point of a truncated max). FLOAT and DOUBLE get no bounds (Iceberg's bounds exclude
 // NaN, which Paimon's statistics do not track apart).
 
-import { deserializeBinaryRow } from '../format/binary-row.ts'
+import { deserializeBinaryRow, twosComplementLength, writeBigIntBE } from '../format/binary-row.ts'
 import { compareValues } from '../format/compare.ts'
 import type { DataField, DataType, SimpleStats, Value } from '../types.ts'
 
@@ -59,14 +59,8 @@ function singleValue(t: DataType, v: Value): Uint8Array | null {
 
 /** The unscaled value as the fewest big-endian two's-complement bytes (Java's BigInteger.toByteArray). */
 function twosComplement(x: bigint): Uint8Array {
-  let n = 1
-  while (x < -(1n << BigInt(8 * n - 1)) || x >= 1n << BigInt(8 * n - 1)) n++
-  let u = x < 0n ? (1n << BigInt(8 * n)) + x : x
-  const out = new Uint8Array(n)
-  for (let i = n - 1; i >= 0; i--) {
-    out[i] = Number(u & 0xffn)
-    u >>= 8n
-  }
+  const out = new Uint8Array(twosComplementLength(x))
+  writeBigIntBE(out, 0, x, out.length)
   return out
 }
 
