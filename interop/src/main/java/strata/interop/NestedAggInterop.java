@@ -2,9 +2,6 @@ package strata.interop;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.JsonNodeFactory;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.FileInputStream;
@@ -18,8 +15,6 @@ import java.util.Map;
 import org.apache.paimon.data.GenericArray;
 import org.apache.paimon.data.GenericMap;
 import org.apache.paimon.data.GenericRow;
-import org.apache.paimon.data.InternalArray;
-import org.apache.paimon.data.InternalMap;
 import org.apache.paimon.data.InternalRow;
 import org.apache.paimon.disk.IOManager;
 import org.apache.paimon.fs.Path;
@@ -55,7 +50,6 @@ import org.apache.paimon.types.RowType;
  */
 final class NestedAggInterop {
     private static final ObjectMapper MAPPER = new ObjectMapper();
-    private static final JsonNodeFactory JSON = JsonNodeFactory.instance;
 
     private NestedAggInterop() {}
 
@@ -72,7 +66,7 @@ final class NestedAggInterop {
         List<Split> splits = rb.newScan().plan().splits();
         List<String> lines = new ArrayList<>();
         try (RecordReader<InternalRow> reader = rb.newRead().createReader(splits)) {
-            reader.forEachRemaining(row -> lines.add(rowToJson(type, row).toString()));
+            reader.forEachRemaining(row -> lines.add(JsonValues.rowToJson(type, row).toString()));
         }
         for (String l : lines) out.println(l);
     }
@@ -136,47 +130,5 @@ final class NestedAggInterop {
             return row;
         }
         return JsonValues.valueFromJson(t, v);
-    }
-
-    private static ObjectNode rowToJson(RowType type, InternalRow row) {
-        ObjectNode out = JSON.objectNode();
-        List<DataField> fields = type.getFields();
-        for (int i = 0; i < fields.size(); i++) out.set(fields.get(i).name(), fieldToJson(fields.get(i).type(), row, i));
-        return out;
-    }
-
-    private static JsonNode fieldToJson(DataType t, InternalRow row, int i) {
-        if (row.isNullAt(i)) return JSON.nullNode();
-        if (t instanceof ArrayType) return arrayToJson(((ArrayType) t).getElementType(), row.getArray(i));
-        if (t instanceof MapType) return mapToJson(((MapType) t).getKeyType(), ((MapType) t).getValueType(), row.getMap(i));
-        if (t instanceof MultisetType) return mapToJson(((MultisetType) t).getElementType(), new org.apache.paimon.types.IntType(false), row.getMap(i));
-        if (t instanceof RowType) return rowToJson((RowType) t, row.getRow(i, ((RowType) t).getFieldCount()));
-        return JsonValues.valueToJson(t, row, i);
-    }
-
-    /** An array's element i, read through a one-field row so scalars render as JsonValues does. */
-    private static JsonNode elementToJson(DataType t, InternalArray a, int i) {
-        if (a.isNullAt(i)) return JSON.nullNode();
-        Object v = InternalArray.createElementGetter(t).getElementOrNull(a, i);
-        return fieldToJson(t, GenericRow.of(v), 0);
-    }
-
-    private static ArrayNode arrayToJson(DataType element, InternalArray a) {
-        ArrayNode out = JSON.arrayNode();
-        for (int i = 0; i < a.size(); i++) out.add(elementToJson(element, a, i));
-        return out;
-    }
-
-    private static ArrayNode mapToJson(DataType key, DataType value, InternalMap m) {
-        ArrayNode out = JSON.arrayNode();
-        InternalArray keys = m.keyArray();
-        InternalArray values = m.valueArray();
-        for (int i = 0; i < m.size(); i++) {
-            ArrayNode pair = JSON.arrayNode();
-            pair.add(elementToJson(key, keys, i));
-            pair.add(elementToJson(value, values, i));
-            out.add(pair);
-        }
-        return out;
     }
 }
