@@ -6,7 +6,7 @@
 import type { Committer } from '../commit/committer.ts'
 import type { Table } from '../handle/table.ts'
 import type { CompactBucketResult } from '../lsm/compact/context.ts'
-import { compactPostponed } from '../lsm/postpone.ts'
+import { asCompactBucketResult, compactPostponed } from '../lsm/postpone.ts'
 import { writerJobs } from './coalesce.ts'
 import type { CompactionJob, JobQueue } from './compaction-job.ts'
 
@@ -16,18 +16,5 @@ export async function runPostponeJob(table: Table, job: CompactionJob, partition
   if (jobs && r.snapshotId !== null && r.buckets.length > 0) {
     await jobs.enqueue(await writerJobs(job.table, table, r.snapshotId, r.buckets.map((bucket) => ({ partition, bucket }))))
   }
-  return {
-    snapshotId: r.snapshotId,
-    baseSnapshotId: r.baseSnapshotId,
-    inputFiles: r.inputFiles,
-    outputFiles: r.buckets.length,
-    upgradedFiles: 0,
-    rowsIn: r.rowsIn,
-    rowsOut: r.rowsOut,
-    rowsDeletedByVector: 0,
-    outputLevel: r.snapshotId === null ? null : 0,
-    needsMore: r.needsMore,
-    backPressure: false,
-    retries: r.retries,
-  }
+  return asCompactBucketResult(r)
 }

@@ -13,7 +13,7 @@ import { compactRound } from './compact/fold-round.ts'
 import type { SkipReason } from './compact/plan.ts'
 import type { MergePathRequest } from './columnar-merge.ts'
 import { POSTPONE_BUCKET } from '../format/partition-path.ts'
-import { type PostponeResult, compactPostponed } from './postpone.ts'
+import { type PostponeResult, asCompactBucketResult, compactPostponed } from './postpone.ts'
 
 export interface CompactTableOptions {
   /** partition values by key, as in `--partition dt=2024-05-01` */
@@ -170,10 +170,7 @@ async function compactPostponedPartitions(table: Table, matches: (values: Row) =
         continue
       }
       if (r.snapshotId === null) break
-      const result: CompactBucketResult = {
-        snapshotId: r.snapshotId, baseSnapshotId: r.baseSnapshotId, inputFiles: r.inputFiles, outputFiles: r.buckets.length, upgradedFiles: 0,
-        rowsIn: r.rowsIn, rowsOut: r.rowsOut, rowsDeletedByVector: 0, outputLevel: 0, needsMore: r.needsMore, backPressure: false, retries: r.retries,
-      }
+      const result = asCompactBucketResult(r)
       const partition = p.values.join('/')
       opts.onBucket?.(partition, POSTPONE_BUCKET, result)
       out.push({ ...result, partition, bucket: POSTPONE_BUCKET })

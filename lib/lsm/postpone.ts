@@ -21,7 +21,7 @@ import { dataFileMeta, newDataFileWriter, partitionStatsOf } from '../table/file
 import { FileNamer } from '../table/paths.ts'
 import { CommitConflictError, RefusedError } from '../errors.ts'
 import { type KeyValue, type ManifestEntry, type Value, FileKind } from '../types.ts'
-import type { CompactionContext } from './compact/context.ts'
+import type { CompactBucketResult, CompactionContext } from './compact/context.ts'
 
 export interface PostponeRequest {
   /** the partition's serialized BinaryRow */
@@ -50,6 +50,24 @@ export interface PostponeResult {
   /** postponed files left for a follow-up (the input cap) */
   needsMore: boolean
   retries: number
+}
+
+/** A postpone compaction's result in a bucket compaction's terms (the job's and the compact command's report). */
+export function asCompactBucketResult(r: PostponeResult): CompactBucketResult {
+  return {
+    snapshotId: r.snapshotId,
+    baseSnapshotId: r.baseSnapshotId,
+    inputFiles: r.inputFiles,
+    outputFiles: r.buckets.length,
+    upgradedFiles: 0,
+    rowsIn: r.rowsIn,
+    rowsOut: r.rowsOut,
+    rowsDeletedByVector: 0,
+    outputLevel: r.snapshotId === null ? null : 0,
+    needsMore: r.needsMore,
+    backPressure: false,
+    retries: r.retries,
+  }
 }
 
 /**
