@@ -107,10 +107,9 @@ export function stringFor(to: DataType): fc.Arbitrary<string> {
 export function sourceValue(from: DataType, to: DataType): fc.Arbitrary<Value> {
   const isString = from.root === 'CHAR' || from.root === 'VARCHAR'
   const parsed = !['CHAR', 'VARCHAR', 'BINARY', 'VARBINARY'].includes(to.root)
-  // epoch seconds to a TIMESTAMP: within years 0001 to 9999 (beyond ±292,277 years the microseconds wrap)
-  if ((from.root === 'INT' || from.root === 'BIGINT') && to.root === 'TIMESTAMP') {
-    const s = fc.integer({ min: -62135596800, max: 253402300799 })
-    return from.root === 'INT' ? fc.oneof(fc.integer(), fc.integer({ min: -100000, max: 100000 })) : fc.oneof(s.map(BigInt), fc.bigInt({ min: -100000n, max: 100000n }))
+  // BIGINT epoch seconds to a TIMESTAMP: within years 0001 to 9999 (beyond ±292,277 years the microseconds wrap; an INT's never do)
+  if (from.root === 'BIGINT' && to.root === 'TIMESTAMP') {
+    return fc.oneof(fc.integer({ min: -62135596800, max: 253402300799 }).map(BigInt), fc.bigInt({ min: -100000n, max: 100000n }))
   }
   // floats printed as strings: values whose shortest digits JDK 17 and JDK 19+ print alike (docs/format.md "Type changes")
   if ((from.root === 'FLOAT' || from.root === 'DOUBLE') && (to.root === 'CHAR' || to.root === 'VARCHAR')) {
