@@ -4,7 +4,7 @@
 // Uint8Array for bytes, a Date for a timestamp or a date. A record read comes back in forms
 // a write takes again (docs/api.md "Values").
 
-import { formatDate, formatDecimal, formatTimestamp } from '../table/json-values.ts'
+import { formatDate, formatDecimal, formatTimestamp, isStringKeyed } from '../table/json-values.ts'
 import type { DataField, DataType, MapValue, Row, Value } from '../types.ts'
 
 /**
@@ -44,7 +44,7 @@ function recordValueOf(t: DataType, v: Value): RecordValue {
     }
     case 'MAP': {
       const m = v as MapValue
-      if (t.key!.root === 'VARCHAR' || t.key!.root === 'CHAR') {
+      if (isStringKeyed(t)) {
         const out: { [name: string]: RecordValue } = {}
         m.keys.forEach((k, i) => Object.defineProperty(out, k as string, { value: recordValueOf(t.value!, m.values[i]), enumerable: true, writable: true, configurable: true }))
         return out

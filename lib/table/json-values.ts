@@ -372,8 +372,8 @@ function nestedFromJson(t: DataType, v: unknown, where: string, path: string): V
   }
 }
 
-/** Whether a MAP's keys are strings, so that it is written as a JSON object. */
-function isStringKeyed(t: DataType): boolean {
+/** Whether a MAP's keys are strings, so that it is written as a JSON object (and a record's as an object). */
+export function isStringKeyed(t: DataType): boolean {
   return t.key!.root === 'VARCHAR' || t.key!.root === 'CHAR'
 }
 
