@@ -23,20 +23,13 @@
 // (DataTableStreamScan.tryFirstPlan); `full-compaction` reads the top level alone.
 
 import { RefusedError, NotFoundError, StrataInputError } from '../errors.ts'
-import { rowComparator } from '../format/compare.ts'
-import { loadDeletionVectors } from '../handle/bucket-state.ts'
-import { mergeSortedRuns } from '../lsm/merge-reader.ts'
-import { bucketIdentifier } from '../manifest/identifiers.ts'
 import { valueColumnsForMerge } from '../merge/engines.ts'
-import { createMergeFunction } from '../merge/merge-function.ts'
-import { sequenceComparator } from '../merge/sequence-order.ts'
-import { BoundedStore } from '../store/bounded.ts'
 import { checkConsumerId, getConsumer, setConsumer } from '../handle/consumers.ts'
 import type { TableStore } from '../handle/table.ts'
-import { type KeyValue, type ManifestEntry, RowKind, isRetract } from '../types.ts'
+import { type KeyValue, RowKind, isRetract } from '../types.ts'
 import { columnIndexes } from '../table/schema.ts'
 import { type ChangeRow, type IncrementalContext, type IncrementalMode, type IncrementalPlan, INCREMENTAL_MODES, changelogProducerOf, planIncremental, readPlan } from './incremental.ts'
-import { type KeyFilter, type ReadStats, type ScanContext, type Split, compileFilter, openFile, orderFiles, planScan } from './table-read.ts'
+import { type KeyFilter, type ReadStats, type ScanContext, type Split, FileOpener, compileFilter, mergeSplit, orderFiles, planScan } from './table-read.ts'
 
 /** The scan modes a streaming read takes (Paimon's `scan.mode` values it implements). */
 export const SCAN_MODES = ['default', 'latest-full', 'full', 'latest', 'from-snapshot', 'from-snapshot-full', 'from-timestamp'] as const
@@ -245,25 +238,13 @@ export async function* fullStateRecords(table: ScanContext, snapshotId: number, 
   const filter = compileFilter(view, opts.filter)
   const levels = opts.levels ?? (() => true)
   const valueColumns = valueColumnsForMerge(table.mergeConfig, [...plan.columns.map((i) => view.fields[i].name), ...Object.keys(opts.filter ?? {})])
-  const io = new BoundedStore(table.store, view.options.ioMaxConcurrentRequests)
-  for (let index = opts.fromSplit ?? 0; index < plan.splits.length; index++) {
+  const from = opts.fromSplit ?? 0
+  // every chosen level merged, oldest first, the files opened ahead across splits as a table read's
+  const opener = new FileOpener(table, plan.splits.slice(from), plan.dvIndex, opts.stats, (split) => orderFiles(split.files.filter((e) => levels(e.file.level))))
+  for (let index = from; index < plan.splits.length; index++) {
     const split = plan.splits[index]
-    const files: ManifestEntry[] = orderFiles(split.files.filter((e) => levels(e.file.level)))
-    if (files.length === 0) continue
-    const dvs = view.options.deletionVectors ? loadDeletionVectors(table, plan.dvIndex.get(bucketIdentifier(split.partition, split.bucket))) : Promise.resolve(new Map())
-    if (opts.stats) opts.stats.mergedSplits++
-    const sources = files.map((e) =>
-      (async function* () {
-        const reader = await openFile(table, io, split, e, opts.stats)
-        yield* reader.batches({ valueColumns, deleted: (await dvs).get(e.file.fileName), stats: opts.stats })
-      })(),
-    )
-    const merged = mergeSortedRuns(sources, {
-      keyComparator: rowComparator(view.keyTypes),
-      sequenceComparator: sequenceComparator(table.mergeConfig),
-      mergeFunction: createMergeFunction(table.mergeConfig),
-    })
-    for await (const batch of merged) {
+    if (opener.files(split).length === 0) continue
+    for await (const batch of mergeSplit(table, split, valueColumns, opener, opts.stats)) {
       const live = batch.filter((kv) => !isRetract(kv.kind) && filter.matches(kv.value))
       if (live.length) yield { split, index, batch: live }
     }

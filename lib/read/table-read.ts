@@ -303,12 +303,14 @@ export class FileOpener {
     splits: Split[],
     private readonly dvIndex?: Map<string, IndexManifestEntry[]>,
     private readonly stats?: ReadStats,
+    /** the files a read of a split takes, in order: a batch read's by default */
+    private readonly select: (split: Split) => ManifestEntry[] = (split) => filesToRead(table, split),
   ) {
     this.window = table.view.options.ioMaxConcurrentRequests
     this.io = new BoundedStore(table.store, this.window)
     for (const split of splits) {
       this.firstOf.set(split, this.queue.length)
-      for (const entry of filesToRead(table, split)) this.queue.push({ split, entry })
+      for (const entry of select(split)) this.queue.push({ split, entry })
     }
   }
 
@@ -327,7 +329,7 @@ export class FileOpener {
   /** The files a read of the split opens, in order. */
   files(split: Split): ManifestEntry[] {
     const from = this.firstOf.get(split)
-    if (from === undefined) return filesToRead(this.table, split)
+    if (from === undefined) return this.select(split)
     const out: ManifestEntry[] = []
     for (let i = from; i < this.queue.length && this.queue[i].split === split; i++) out.push(this.queue[i].entry)
     return out
@@ -390,15 +392,23 @@ export async function* readSplitRecords(
     }
     return
   }
+  yield* mergeSplit(table, split, valueColumns, opener, stats)
+}
+
+/**
+ * A k-way merge of the split's files (the opener's choice of them), each a sorted run with
+ * its deletion vector applied, by the table's merge function; retracts included.
+ */
+export function mergeSplit(table: ReadContext, split: Split, valueColumns: string[], opener: FileOpener, stats?: ReadStats): AsyncGenerator<KeyValue[]> {
   if (stats) stats.mergedSplits++
-  const sources = files.map((e) =>
+  const sources = opener.files(split).map((e) =>
     (async function* () {
       const reader = await opener.open(split, e)
-      yield* reader.batches({ valueColumns, deleted: (await dvs()).get(e.file.fileName), stats })
+      yield* reader.batches({ valueColumns, deleted: (await opener.deletionVectors(split)).get(e.file.fileName), stats })
     })(),
   )
-  yield* mergeSortedRuns(sources, {
-    keyComparator: rowComparator(view.keyTypes),
+  return mergeSortedRuns(sources, {
+    keyComparator: rowComparator(table.view.keyTypes),
     sequenceComparator: sequenceComparator(table.mergeConfig),
     mergeFunction: createMergeFunction(table.mergeConfig),
   })
