@@ -56,6 +56,8 @@ describe("Paimon's casts, spot checks from its sources", () => {
     ['TIMESTAMP(0)', 'STRING', 1_700_000_000_000_000n, '2023-11-14 22:13:20'],
     ['DATE', 'STRING', 19000, '2022-01-08'],
     ['BYTES', 'STRING', utf8('héllo'), 'héllo'],
+    // a leading EF BB BF is the string's first character, U+FEFF (Java's UTF-8 decoding keeps it)
+    ['BYTES', 'STRING', new Uint8Array([0xef, 0xbb, 0xbf, 0x41]), '\uFEFFA'],
     // from strings: Paimon's parsers, and what they refuse
     ['STRING', 'INT', '12.9', 12],
     ['STRING', 'INT', '+7', 7],

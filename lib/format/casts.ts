@@ -362,6 +362,10 @@ function truncateTimestamp(micros: bigint, precision: number): bigint {
 }
 
 const MICROS_PER_MILLI = 1000n
+// one decoder and encoder for every value; a leading EF BB BF decodes to U+FEFF, the string's
+// first character, as Java's UTF-8 decoding keeps it (a default TextDecoder drops it)
+const utf8Decoder = new TextDecoder('utf-8', { ignoreBOM: true })
+const utf8Encoder = new TextEncoder()
 
 /** The cast Paimon's CastExecutors resolves from `from` to `to` (identity for the same type), or null when it has none. */
 export function resolveCast(from: DataType, to: DataType): Cast | null {
@@ -374,7 +378,7 @@ export function resolveCast(from: DataType, to: DataType): Cast | null {
   const isFloat = f === 'FLOAT' || f === 'DOUBLE'
   if (isString(t)) {
     if (isString(f)) return (v) => toCharacterString(v as string, to)
-    if (isBinary(f)) return (v) => new TextDecoder().decode(v as Uint8Array)
+    if (isBinary(f)) return (v) => utf8Decoder.decode(v as Uint8Array)
     if (f === 'BOOLEAN') return (v) => toCharacterString(v ? 'true' : 'false', to)
     if (isInteger) return (v) => toCharacterString(String(v), to)
     if (isFloat) return (v) => toCharacterString(javaNumberString(v as number, f === 'FLOAT'), to)
@@ -387,7 +391,7 @@ export function resolveCast(from: DataType, to: DataType): Cast | null {
     return null
   }
   if (isBinary(t)) {
-    if (isString(f)) return (v) => toBinaryString(new TextEncoder().encode(v as string), to)
+    if (isString(f)) return (v) => toBinaryString(utf8Encoder.encode(v as string), to)
     if (isBinary(f)) return (v) => toBinaryString(v as Uint8Array, to)
     return null
   }
