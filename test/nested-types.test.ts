@@ -288,19 +288,15 @@ describe('nested values: JSON, data files and tables', () => {
     )
   })
 
-  it('BinaryRow: a large array of strings and bytes reads back in time linear in its size', () => {
-    // each variable-length element was once read from its own copy of the whole array: these
-    // two arrays of 16000 took some 20 s to read here, well under a second with one copy
+  it('BinaryRow: large arrays of variable-length elements (strings, bytes, rows of them, nulls) read back whole', () => {
+    // each element is read from one copy of the array (binary-row.ts readArray); its speed is
+    // not asserted here (no test asserts a wall-clock time)
     const types = [parseDataType('ARRAY<ROW<s STRING, b BYTES>>', 'x'), parseDataType('ARRAY<STRING>', 'x')]
     const n = 16000
     const rows = Array.from({ length: n }, (_, i) => (i % 7 === 0 ? null : [i % 2 ? `s${i}` : `a longer string ${i}`, new Uint8Array([i & 255, i >> 8])]))
     const strings = Array.from({ length: n }, (_, i) => (i % 5 === 0 ? null : `value-number-${i}`))
     const bytes = serializeBinaryRow(types, [rows, strings])
-    const t0 = performance.now()
-    const back = deserializeBinaryRow(types, bytes)
-    const ms = performance.now() - t0
-    expect(back).toEqual([rows, strings])
-    expect(ms).toBeLessThan(1500)
+    expect(deserializeBinaryRow(types, bytes)).toEqual([rows, strings])
   })
 
   it('refuses bad nested input naming the path inside the value', () => {
