@@ -14,6 +14,15 @@ const read = (path: string) => readFileSync(join(ROOT, path), 'utf8')
 const ops = read('docs/operations.md')
 const DOCS = ['README.md', 'CHANGELOG.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)]
 
+describe('docs/format.md', () => {
+  it("lists every table option in its table of what Strata supports, refuses or does differently (Iceberg's under one metadata.iceberg.* row)", () => {
+    const format = read('docs/format.md')
+    const table = format.slice(format.indexOf('## Options: supported, refused, different'), format.indexOf('## Types: supported, refused, different'))
+    const missing = OPTION_SPECS.map((s) => s.key).filter((k) => !table.includes(`\`${k}\``) && !(k.startsWith('metadata.iceberg.') && table.includes('`metadata.iceberg.*`')))
+    expect(missing).toEqual([])
+  })
+})
+
 describe('docs/operations.md', () => {
   it('documents every table option', () => {
     const missing = OPTION_SPECS.map((s) => s.key).filter((k) => !ops.includes(`\`${k}\``))
