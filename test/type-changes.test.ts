@@ -208,7 +208,7 @@ describe("which changes an alter takes: Paimon's, and its refusals", () => {
     timeMillis: 0,
   })
 
-  it('property: every pair of sample types is allowed exactly when Paimon allows it, with and without disable-explicit-type-casting; a refusal names the column, both types and what is allowed', () => {
+  it('property: an alter takes every pair of sample types exactly when the cast table (lib/format/casts.ts, checked against Paimon in interop-schema) allows it, with and without disable-explicit-type-casting; a refusal names the column, both types and what is allowed', () => {
     fc.assert(
       fc.property(fc.nat({ max: TYPE_SAMPLES.length - 1 }), fc.constantFrom(...TYPE_SAMPLES, 'STRING NULL', 'INT NULL'), fc.boolean(), (i, to, noExplicit) => {
         const s = schema(noExplicit ? { 'disable-explicit-type-casting': 'TRUE' } : {})
