@@ -21,7 +21,7 @@ import { avroFileHeader, canReadAvroCodec, readAvroFileFlat } from './avro.ts'
 import { type ColumnSpec, type DataFileLayout, VALUE_KIND, describeKey, fileColumns } from './data-file-layout.ts'
 import { ManifestCheck } from './data-file-check.ts'
 import { namedFileError, openNamed, readSource } from './data-file-source.ts'
-import { physicalEncoder } from './parquet-types.ts'
+import { bigEndianSigned, physicalEncoder } from './parquet-types.ts'
 import type { Column } from './columnar-types.ts'
 import type { DataFileBatchOptions, DataFileLookupOptions, KeyLookupResult } from './data-file-reader.ts'
 import type { PositionedBatch, RowGroupOptions } from './columnar-reader.ts'
@@ -112,14 +112,6 @@ function fromAvroOf(column: string, type: DataType, avroType: any): FromAvro {
     default:
       throw new RefusedError(`Avro data file column ${column}: type ${type.root} is not read from Avro data files by Strata`)
   }
-}
-
-/** A big-endian two's complement integer (Java's BigInteger.toByteArray, Paimon's Decimal.toUnscaledBytes). */
-function bigEndianSigned(bytes: Uint8Array): bigint {
-  if (bytes.length === 0) return 0n
-  let v = 0n
-  for (const b of bytes) v = (v << 8n) | BigInt(b)
-  return bytes[0] & 0x80 ? v - (1n << BigInt(bytes.length * 8)) : v
 }
 
 /**

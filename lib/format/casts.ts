@@ -8,7 +8,7 @@
 import { StrataInputError } from '../errors.ts'
 import type { DataType, TypeRoot, Value } from '../types.ts'
 import { MAX_LENGTH, formatDataType, typeLabel } from './data-type.ts'
-import { civilFromDays, decimalToPlainString, javaNumberString } from './partition-path.ts'
+import { civilFromDays, daysFromCivil, daysInMonth, decimalToPlainString, javaNumberString } from './partition-path.ts'
 
 /** A cast of one non-null value; null only where Paimon's cast gives null (a DECIMAL that overflows). Throws CastError when the value does not convert. */
 export type Cast = (v: Value) => Value
@@ -274,22 +274,6 @@ function formatTimestamp(micros: bigint, precision: number): string {
   return `${formatDate(Number(days))} ${time}${fraction.length > 0 ? `.${fraction}` : ''}`
 }
 
-function isLeap(y: number): boolean {
-  return y % 400 === 0 || (y % 4 === 0 && y % 100 !== 0)
-}
-
-function daysInMonth(y: number, m: number): number {
-  return m === 2 ? (isLeap(y) ? 29 : 28) : [4, 6, 9, 11].includes(m) ? 30 : 31
-}
-
-/** Days since 1970-01-01 of a proleptic Gregorian date (DateTimeUtils.ymdToUnixDate). */
-function daysOf(y: number, m: number, d: number): number {
-  const a = Math.floor((14 - m) / 12)
-  const yy = y + 4800 - a
-  const mm = m + 12 * a - 3
-  return d + Math.floor((153 * mm + 2) / 5) + 365 * yy + Math.floor(yy / 4) - Math.floor(yy / 100) + Math.floor(yy / 400) - 32045 - 2440588
-}
-
 /** Paimon's BinaryStringUtils.toDate: a number of days, or yyyy[-m[-d]] (what follows a space ignored). */
 function parseDate(text: string, to: DataType): number {
   if (isNumeric(text)) return Number(parseJavaLong(text, to, 32))
@@ -306,7 +290,7 @@ function parseDate(text: string, to: DataType): number {
   })
   const valid = y >= 0 && y <= 9999 && m >= 1 && m <= 12 && d >= 1 && d <= daysInMonth(y, m)
   if (!valid) return fail(text, to, 'not a valid date')
-  return daysOf(y, m, d)
+  return daysFromCivil(y, m, d)
 }
 
 /**
@@ -331,7 +315,7 @@ function parseTimestamp(text: string, to: DataType): bigint {
   const [y, mo, d, h = 0, mi = 0, s = 0] = m.slice(1, 7).map((x) => (x === undefined ? 0 : Number(x)))
   if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 24 || mi > 59 || s > 59) return fail(text, to, 'a field out of range')
   const nanos = Number((m[7] ?? '').padEnd(9, '0'))
-  let day = daysOf(y, mo, Math.min(d, daysInMonth(y, mo)))
+  let day = daysFromCivil(y, mo, Math.min(d, daysInMonth(y, mo)))
   let hour = h
   if (h === 24) {
     if (mi !== 0 || s !== 0 || nanos !== 0) return fail(text, to, 'hour 24 is only 24:00:00')

@@ -353,7 +353,8 @@ export type ValueDecoder = (raw: unknown) => Value
 // a leading U+FEFF is the value's first character, not a byte-order mark to drop
 const utf8 = new TextDecoder('utf-8', { ignoreBOM: true })
 
-function bigEndianSigned(bytes: Uint8Array): bigint {
+/** A big-endian two's complement integer (Java's BigInteger.toByteArray, Paimon's Decimal.toUnscaledBytes). */
+export function bigEndianSigned(bytes: Uint8Array): bigint {
   if (bytes.length === 0) return 0n
   let v = 0n
   for (const b of bytes) v = (v << 8n) | BigInt(b)

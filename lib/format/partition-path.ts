@@ -66,6 +66,26 @@ export function decimalToPlainString(unscaled: bigint, scale: number): string {
   return `${negative ? '-' : ''}${digits.slice(0, cut)}.${digits.slice(cut)}`
 }
 
+/**
+ * Days since 1970-01-01 of a proleptic Gregorian date, for any year (integer arithmetic on
+ * 400-year eras, the inverse of civilFromDays; JavaScript's Date ends at year 275760, well
+ * inside the 32-bit day count a DATE holds).
+ */
+export function daysFromCivil(y: number, m: number, d: number): number {
+  const year = m <= 2 ? y - 1 : y
+  const era = Math.floor(year / 400)
+  const yoe = year - era * 400
+  const doy = Math.floor((153 * ((m + 9) % 12) + 2) / 5) + d - 1
+  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy
+  return era * 146097 + doe - 719468
+}
+
+/** Days in month `m` (1-12) of year `y`, proleptic Gregorian. */
+export function daysInMonth(y: number, m: number): number {
+  if (m !== 2) return m === 4 || m === 6 || m === 9 || m === 11 ? 30 : 31
+  return y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0) ? 29 : 28
+}
+
 /** Proleptic Gregorian civil date of a day count since 1970-01-01 (Java LocalDate.ofEpochDay). */
 export function civilFromDays(days: number): { year: number; month: number; day: number } {
   // Howard Hinnant's days-to-civil algorithm, on 400-year eras.

@@ -6,7 +6,7 @@
 
 import { StrataInputError } from '../errors.ts'
 import { type DataField, type DataType, type MapValue, type Row, type RowKind, RowKind as RK, type Value } from '../types.ts'
-import { civilFromDays } from '../format/partition-path.ts'
+import { civilFromDays, daysFromCivil, daysInMonth } from '../format/partition-path.ts'
 import { MAX_LENGTH, typeLabel } from '../format/data-type.ts'
 import { JsonNumber, parseJsonLine } from './json-line.ts'
 import type { SchemaView } from './schema.ts'
@@ -45,25 +45,6 @@ function preview(v: unknown, budget: number): string {
     out += preview((v as Record<string, unknown>)[k as string], budget - out.length)
   }
   return out.length >= budget ? out : out + (array ? ']' : '}')
-}
-
-/**
- * Days since 1970-01-01 of a proleptic Gregorian date, for any year (integer arithmetic on
- * 400-year eras, the inverse of civilFromDays; JavaScript's Date ends at year 275760, well
- * inside the 32-bit day count a DATE holds).
- */
-export function daysFromCivil(y: number, m: number, d: number): number {
-  const year = m <= 2 ? y - 1 : y
-  const era = Math.floor(year / 400)
-  const yoe = year - era * 400
-  const doy = Math.floor((153 * ((m + 9) % 12) + 2) / 5) + d - 1
-  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy
-  return era * 146097 + doe - 719468
-}
-
-function daysInMonth(y: number, m: number): number {
-  if (m !== 2) return m === 4 || m === 6 || m === 9 || m === 11 ? 30 : 31
-  return y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0) ? 29 : 28
 }
 
 /**

@@ -8,7 +8,8 @@
 
 import { type DataField, type Row, RowKind, type Value } from '../types.ts'
 import { JsonNumber } from '../table/json-line.ts'
-import { daysFromCivil, recordFromJsonLine, valueFromJson } from '../table/json-values.ts'
+import { recordFromJsonLine, valueFromJson } from '../table/json-values.ts'
+import { daysFromCivil, daysInMonth } from '../format/partition-path.ts'
 import type { SchemaView } from '../table/schema.ts'
 
 const KIND_BY_TEXT: Record<string, RowKind> = { '+I': RowKind.INSERT, '-U': RowKind.UPDATE_BEFORE, '+U': RowKind.UPDATE_AFTER, '-D': RowKind.DELETE }
@@ -210,11 +211,6 @@ function twoDigits(t: string, i: number): number {
   const a = digit(t, i)
   const b = digit(t, i + 1)
   return a < 0 || b < 0 ? -1 : a * 10 + b
-}
-
-function daysInMonth(y: number, m: number): number {
-  if (m !== 2) return m === 4 || m === 6 || m === 9 || m === 11 ? 30 : 31
-  return y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0) ? 29 : 28
 }
 
 /**
