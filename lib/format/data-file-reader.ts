@@ -132,6 +132,8 @@ const LOOKUP_SPAN_BYTES = 128 * 1024
 const ROW_SPAN_BYTES = 128 * 1024
 /** ranges less than this apart share a request when they cannot all share one */
 const RANGE_GAP_BYTES = 16 * 1024
+/** columns one hyparquet read decodes at most (`#readRows`) */
+const HYPARQUET_COLUMNS = 64
 /** a scan fetches consecutive row groups together, up to this many bytes at once */
 const SCAN_SPAN_BYTES = 4 * 1024 * 1024
 /** and in at most this many requests at once (a projection's runs, apart in the file) */
@@ -146,6 +148,8 @@ export class DataFileReader {
   readonly #columns: ReadColumn[]
   readonly #src: ByteSource
   #keyEncoders: PhysicalEncoder[] | null = null
+  /** by layout column, its element in the footer's raw-read schema (made on first use) */
+  #rawElements: SchemaElement[] | null = null
   /** for each key field, its value field (same id), or -1: the two columns must agree */
   readonly #keyValueFields: number[]
 
@@ -207,9 +211,16 @@ export class DataFileReader {
     }
     // a nested column is indexed as one chunk spanning its leaves, appended to each row group's chunks
     const indexed = withSpanChunks(metadata, columns)
+    // each column's chunk in row group 0, found by name through a map: the same cost per column at any width
+    const chunkAt = new Map<string, number>()
+    indexed.row_groups[0]?.columns.forEach((ch, pos) => {
+      const path = ch.meta_data?.path_in_schema
+      if (path?.length === 1 && !chunkAt.has(path[0])) chunkAt.set(path[0], pos)
+    })
     const chunkOf = columns.map((c) => {
-      const pos = indexed.row_groups[0]?.columns.findIndex((ch) => ch.meta_data?.path_in_schema.length === 1 && ch.meta_data.path_in_schema[0] === c.spec.name) ?? 0
-      if (pos < 0) throw new Error(`data file row group 0 has no column chunk ${c.spec.name}`)
+      if (indexed.row_groups.length === 0) return 0
+      const pos = chunkAt.get(c.spec.name)
+      if (pos === undefined) throw new Error(`data file row group 0 has no column chunk ${c.spec.name}`)
       return pos
     })
     // what reads need of the footer, compactly: the chunks' places, codecs and pages, the key
@@ -235,8 +246,10 @@ export class DataFileReader {
   #selected(valueColumns: string[] | undefined): number[] {
     const { valueFields } = this.#layout
     if (valueColumns === undefined) return valueFields.map((_, j) => j)
+    const fieldAt = new Map<string, number>()
+    valueFields.forEach((f, j) => fieldAt.has(f.name) || fieldAt.set(f.name, j))
     return valueColumns.map((name) => {
-      const j = valueFields.findIndex((f) => f.name === name)
+      const j = fieldAt.get(name) ?? -1
       if (j < 0) throw new StrataInputError(`valueColumns: ${JSON.stringify(name)} is not a field; fields are ${valueFields.map((f) => f.name).join(', ')}`)
       return j
     })
@@ -459,10 +472,30 @@ export class DataFileReader {
   /**
    * Decoded values of the layout's columns `idx` for rows [from, to), which lie inside row
    * group g. hyparquet reads them from a FileMetaData of that one row group, made from the
-   * index, in which the rows are numbered from the group's first.
+   * index, in which the rows are numbered from the group's first; HYPARQUET_COLUMNS columns at
+   * a time, under a schema of those columns only, as its cost per read grows with the square
+   * of the columns it is given (it finds each chunk's column by name in lists).
    */
   async #readRows(idx: number[], g: number, from: number, to: number, file: PrefetchedFile): Promise<Value[][]> {
     if (idx.some((c) => this.#columns[c].nested)) return this.#readWithNested(idx, g, from, to, file)
+    const index = this.#index
+    const base = index.rowStart(g)
+    // the pages hyparquet will decode, their headers checked first (it trusts them: checkPages)
+    const ranges = idx.map((c) => index.chunkBytesFor(g, c, from - base, to - base))
+    await file.fetch(ranges.flat(), ROW_SPAN_BYTES, RANGE_GAP_BYTES)
+    for (let i = 0; i < idx.length; i++) {
+      for (const [s, e] of ranges[i]) checkPages(file.bytes(s, e)!, `column ${this.#columns[idx[i]].spec.name}`, s)
+    }
+    if (idx.length <= HYPARQUET_COLUMNS) return this.#decodeRows(idx, g, from, to, file)
+    const out: Value[][] = []
+    for (let i = 0; i < idx.length; i += HYPARQUET_COLUMNS) {
+      for (const col of await this.#decodeRows(idx.slice(i, i + HYPARQUET_COLUMNS), g, from, to, file)) out.push(col)
+    }
+    return out
+  }
+
+  /** `#readRows`' decoding by hyparquet of flat columns `idx`, their pages fetched and checked. */
+  async #decodeRows(idx: number[], g: number, from: number, to: number, file: PrefetchedFile): Promise<Value[][]> {
     const columns = idx.map((c) => this.#columns[c])
     const n = to - from
     const out = columns.map(() => new Array<Value>(n))
@@ -486,9 +519,11 @@ export class DataFileReader {
       if (hi > lo) filled[i] += hi - lo
     }
     const rows = BigInt(index.groupRows(g))
+    const schema = this.#footer.schema
     const metadata: FileMetaData = {
       version: 1,
-      schema: this.#footer.schema,
+      // the root and these columns: every column read is a flat child of the root
+      schema: [{ ...schema[0], num_children: idx.length }, ...idx.map((c) => this.#rawElement(c))],
       num_rows: rows,
       row_groups: [{ columns: idx.map((c) => index.columnChunk(g, c, this.#columns[c].spec.name)), num_rows: rows, total_byte_size: 0n }],
       metadata_length: 0,
@@ -498,12 +533,6 @@ export class DataFileReader {
     for (const c of idx) {
       const pages = index.pageLocations(g, c)
       if (pages) pageLocations[this.#columns[c].spec.name] = pages
-    }
-    // the pages hyparquet will decode, their headers checked first (it trusts them: checkPages)
-    const ranges = idx.map((c) => index.chunkBytesFor(g, c, from - base, to - base))
-    await file.fetch(ranges.flat(), ROW_SPAN_BYTES, RANGE_GAP_BYTES)
-    for (let i = 0; i < idx.length; i++) {
-      for (const [s, e] of ranges[i]) checkPages(file.bytes(s, e)!, `column ${columns[i].spec.name}`, s)
     }
     await parquetRead({
       file,
@@ -521,6 +550,24 @@ export class DataFileReader {
       if (filled[i] !== n) throw new Error(`data file column ${columns[i].spec.name}: decoded ${filled[i]} of rows [${from}, ${to})`)
     }
     return out
+  }
+
+  /** The raw-read schema element (footer.schema) of flat layout column c: the root's child of its name. */
+  #rawElement(c: number): SchemaElement {
+    if (this.#rawElements === null) {
+      const schema = this.#footer.schema
+      const byName = new Map<string, SchemaElement>()
+      // the root's children, each subtree (num_children, depth first) passed over
+      const skip = (i: number): number => {
+        let children = schema[i].num_children ?? 0
+        let next = i + 1
+        while (children-- > 0) next = skip(next)
+        return next
+      }
+      for (let i = 1; i < schema.length; i = skip(i)) if (!byName.has(schema[i].name)) byName.set(schema[i].name, schema[i])
+      this.#rawElements = this.#columns.map((col) => byName.get(col.spec.name)!)
+    }
+    return this.#rawElements[c]
   }
 
   /** `#readRows` of columns some of which are nested: the flat ones through hyparquet, each nested one decoded and assembled here. */

@@ -66,7 +66,10 @@ export interface DataFileWriterOptions {
   zstdLevel?: number
   /** rows per row group (also the bound on rows buffered in memory) */
   rowGroupRows?: number
-  /** estimated uncompressed bytes per row group, the other bound on the buffer */
+  /**
+   * estimated uncompressed bytes per row group, the other bound on the buffer; default 128 KiB,
+   * or 8 KiB per column chunk for a wide row (up to 64 MiB): `defaultRowGroupBytes`
+   */
   rowGroupBytes?: number
   /** target uncompressed page size (parquet-java default 1 MiB) */
   pageSize?: number
@@ -92,9 +95,23 @@ export interface DataFileWriterOptions {
 // to the end of the row group in one request (DataFileReader.lookup). The cost is a larger
 // footer, about 1% of the file, which a table handle caches. Pages of about 8 KiB let the
 // page index narrow reads inside a group. docs/format.md "Row groups, pages and the page index".
+//
+// A wide row gets a row group of at least a page per column chunk (DEFAULT_CHUNK_BYTES per
+// chunk, up to MAX_DEFAULT_ROW_GROUP_BYTES): a fixed 128 KiB would close a group of 10,000
+// INT columns after 3 rows, so row groups, and the footer's entries (one per chunk per group),
+// grew with the square of the width; at a page per chunk the footer stays about 1% of the
+// file at any width, and a lookup, which needs a page of every column anyway, reads no more.
 const DEFAULT_ROW_GROUP_ROWS = 65536
 const DEFAULT_ROW_GROUP_BYTES = 128 * 1024
 const DEFAULT_PAGE_SIZE = 8 * 1024
+const DEFAULT_CHUNK_BYTES = DEFAULT_PAGE_SIZE
+/** the bound of a wide row's default row group: the default `write-buffer-size` (a flush's records are held anyway) */
+const MAX_DEFAULT_ROW_GROUP_BYTES = 64 << 20
+
+/** The default row-group byte estimate of a file with `chunks` column chunks per row group. */
+export function defaultRowGroupBytes(chunks: number): number {
+  return Math.max(DEFAULT_ROW_GROUP_BYTES, Math.min(chunks * DEFAULT_CHUNK_BYTES, MAX_DEFAULT_ROW_GROUP_BYTES))
+}
 /** Bounds of the output buffer's first size (DataFileWriterOptions.expectedBytes). */
 const OUTPUT_START_BYTES = 1 << 20
 const OUTPUT_START_MAX_BYTES = 256 << 20
@@ -177,7 +194,7 @@ export class DataFileWriter {
       compression = 'snappy',
       zstdLevel = 1,
       rowGroupRows = DEFAULT_ROW_GROUP_ROWS,
-      rowGroupBytes = DEFAULT_ROW_GROUP_BYTES,
+      rowGroupBytes,
       pageSize = DEFAULT_PAGE_SIZE,
       assertSorted = false,
       expectedBytes = OUTPUT_START_BYTES,
@@ -196,10 +213,12 @@ export class DataFileWriter {
     }
     this.#layout = layout
     this.#rowGroupRows = positiveInteger('rowGroupRows', rowGroupRows)
-    this.#rowGroupBytes = positiveInteger('rowGroupBytes', rowGroupBytes)
     this.#pageSize = positiveInteger('pageSize', pageSize)
     const schema = dataFileSchema(layout)
     this.#columns = fileColumns(layout)
+    // a nested column has a chunk per leaf
+    const chunks = schema.reduce((n, e) => (e.type !== undefined ? n + 1 : n), 0)
+    this.#rowGroupBytes = rowGroupBytes === undefined ? defaultRowGroupBytes(chunks) : positiveInteger('rowGroupBytes', rowGroupBytes)
     this.#encoders = this.#columns.map((c) => physicalEncoder(c.name, c.type))
     this.#sizers = this.#columns.map((c) => physicalSizer(c.type))
     this.#nested = this.#columns.map((c) => (c.type.root === 'ARRAY' || c.type.root === 'MAP' || c.type.root === 'MULTISET' || c.type.root === 'ROW' ? nestedColumn(c.name, c.fieldId, c.type) : null))
@@ -477,13 +496,16 @@ export class DataFileWriter {
    * An earlier column whose chunk column `i`'s chunk repeats byte for byte, or -1: every
    * buffered segment holds the very same array for both (a primary-key field, stored as
    * _KEY_<k> and <k>, read once, lib/format/columnar-reader.ts), stored alike (the same
-   * Parquet type, repetition and annotations), and `i` wants a ColumnIndex only if that column has one.
+   * Parquet type, repetition and annotations), and `i` wants a ColumnIndex only if that column
+   * has one. `holders` maps each array of the first segment to the columns holding it, so
+   * finding a twin costs the same at any width.
    */
-  #twinOf(i: number, nk: number): number {
+  #twinOf(i: number, nk: number, holders: Map<unknown, number[]>): number {
     const segments = this.#segments
     const e = this.#elements[i]
     if (this.#nested[i] !== null) return -1
-    for (let j = 0; j < i; j++) {
+    for (const j of holders.get(segments[0].cols[i]) ?? []) {
+      if (j >= i) break
       if (i < nk && j >= nk) continue
       if (!segments.every((s) => s.cols[i] === s.cols[j])) continue
       const f = this.#elements[j]
@@ -513,8 +535,16 @@ export class DataFileWriter {
     const arena = this.#compressor.arenas[slot]
     const plans: (ChunkPlan | number | ChunkPlan[])[] = []
     const ranges: number[] = []
+    const holders = new Map<unknown, number[]>()
+    if (segments.length) {
+      segments[0].cols.forEach((col, j) => {
+        const list = holders.get(col)
+        if (list === undefined) holders.set(col, [j])
+        else list.push(j)
+      })
+    }
     for (let i = 0; i < this.#columns.length; i++) {
-      const twin = segments.length ? this.#twinOf(i, nk) : -1
+      const twin = segments.length ? this.#twinOf(i, nk, holders) : -1
       if (twin >= 0) {
         plans.push(twin)
         continue
