@@ -64,6 +64,7 @@ import { StrataInputError } from '../lib/errors.ts'
 import type { EmbeddedBackend } from '../local/embedded.ts'
 import { parseBenchArgs } from './lib/args.ts'
 import { type ChildReport, reportToParent, runChild, timed } from './lib/child.ts'
+import { type ColdEntries, type ColdReport, type ColdRun, buildColdEntries, coldTable, coldVariants, runColdStrata } from './lib/cold-levers.ts'
 import { duckdbSql } from './lib/duckdb-merge.ts'
 import { clearStore, copyStore } from './lib/copy-store.ts'
 import { summarizeCpuProfile, type ProfileSummary } from './lib/cpu-profile.ts'
@@ -71,7 +72,6 @@ import { type LoadPlan, NO_PARTITION, createBenchTable, loadBatches, loadCompact
 import { machineInfo, machineMarkdown } from './lib/machine.ts'
 import { OUT_DIR, markdownTable, writeResults } from './lib/report.ts'
 import { count, median, rate } from './lib/stats.ts'
-import { BUNDLING } from '../cdk/bundling.ts'
 import { FUNCTION_PROCESS_ENVIRONMENT } from '../cdk/config.ts'
 
 const PACKAGES = ['hyparquet', 'hyparquet-writer', 'hyparquet-compressors', '@duckdb/node-api', '@duckdb/node-bindings', 'fauxqs', '@aws-sdk/client-s3', 'tsx']
@@ -100,19 +100,6 @@ interface CompactReport extends ChildReport {
   /** row groups whose pages the compression thread compressed, and the writer's waits for it (ms), in the measured compaction */
   threadRowGroups: number
   compressionWaitMs: number
-}
-
-/** A cold process's figures (bench/lib/cold-strata.ts, cold-duckdb.ts): `seconds`/`cpuSeconds` are the job's. */
-interface ColdReport extends ChildReport {
-  /** Strata's: compaction steps merged by columns (0 would mean the row merge ran) */
-  columnarSteps?: number
-  /** from the process's start to the job's start: Node, the code loaded (the table opened; DuckDB's instance made) */
-  readySeconds: number
-  readyCpuSeconds: number
-  /** from the process's start to the job's end */
-  processSeconds: number
-  processCpuSeconds: number
-  rowsOut: number
 }
 
 interface DuckReport extends ChildReport {
@@ -360,33 +347,6 @@ async function probeHeap(env: Env, job: CompactJob): Promise<HeapProbe> {
   throw new Error(`${job.id}: no --max-old-space-size up to 4096 MB was enough`)
 }
 
-/**
- * The cold-process entries, bundled as cdk/bundling.ts bundles the functions (ESM, its target,
- * minified, its banner, a linked source map), into bench/out so that DuckDB's packages, left
- * out of the bundle, resolve from the repository's node_modules.
- */
-async function buildColdEntries(): Promise<{ strata: string; duckdb: string }> {
-  const { build } = await import('esbuild')
-  const outdir = join(OUT_DIR, 'cold-process')
-  const entry = (name: string) => join(import.meta.dirname, 'lib', `${name}.ts`)
-  await build({
-    entryPoints: { 'cold-strata': entry('cold-strata'), 'cold-duckdb': entry('cold-duckdb') },
-    outdir,
-    outExtension: { '.js': '.mjs' },
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: BUNDLING.target,
-    minify: BUNDLING.minify,
-    sourcemap: BUNDLING.sourceMap ? 'linked' : false,
-    sourcesContent: BUNDLING.sourcesContent,
-    banner: { js: BUNDLING.banner! },
-    external: ['@duckdb/*'],
-    logLevel: 'warning',
-  })
-  return { strata: join(outdir, 'cold-strata.mjs'), duckdb: join(outdir, 'cold-duckdb.mjs') }
-}
-
 interface Series<T> {
   reports: T[]
 }
@@ -404,10 +364,14 @@ interface BenchArgs {
   profile: boolean
   heapProbe: boolean
   functionEnv: boolean
+  /** only the cold processes (and the one fixture they compact) */
+  coldOnly: boolean
+  /** the cold variants besides the deployed one (bench/lib/cold-levers.ts ids); null: all */
+  coldVariants: string[] | null
 }
 
 function parseParentArgs(argv: string[]): BenchArgs {
-  const args = parseBenchArgs(argv, ['--quick', '--no-s3', '--profile', '--heap-probe', '--no-function-env'], ['--runs'], ['--compression'])
+  const args = parseBenchArgs(argv, ['--quick', '--no-s3', '--profile', '--heap-probe', '--no-function-env', '--cold-only'], ['--runs'], ['--compression', '--cold-variants'])
   const codecList = args.str('--compression', '')
   const quick = args.has('--quick')
   const scale = quick ? 10 : 1
@@ -420,6 +384,8 @@ function parseParentArgs(argv: string[]): BenchArgs {
     profile: args.has('--profile'),
     heapProbe: args.has('--heap-probe'),
     functionEnv: !args.has('--no-function-env'),
+    coldOnly: args.has('--cold-only'),
+    coldVariants: args.str('--cold-variants', '') === '' ? null : args.str('--cold-variants', '').split(','),
   }
 }
 
@@ -520,7 +486,8 @@ interface Measured {
   /** DuckDB single-threaded on each non-default codec's fixture, writing that codec */
   duckCodec: Map<string, Series<DuckReport>>
   idle: Map<Store, number[]>
-  cold: { strata: Series<ColdReport>; duckdb: Series<ColdReport> }
+  /** the cold processes: Strata's variants (the deployed one first) and DuckDB */
+  cold: { strata: ColdRun[]; duckdb: Series<ColdReport> }
   /** DuckDB reads the same data files Strata compacts (no copy, no patch) */
   inputFiles: string[]
   inputBytes: number
@@ -528,11 +495,16 @@ interface Measured {
 
 async function measure(env: Env, a: BenchArgs, f: Fixtures, plan: JobPlan, nproc: number): Promise<Measured> {
   const results = new Map<string, Series<CompactReport>>(plan.jobs.map((j) => [`${j.id}/${j.store}`, { reports: [] }]))
-  const duck = new Map<number, Series<DuckReport>>([[nproc, { reports: [] }], [1, { reports: [] }]])
+  const duck = new Map<number, Series<DuckReport>>(a.coldOnly ? [] : [[nproc, { reports: [] }], [1, { reports: [] }]])
   const duckCodec = new Map<string, Series<DuckReport>>([...f.codecs].filter(([, x]) => x !== f.fullOff).map(([name]) => [name, { reports: [] }]))
   const idle = new Map<Store, number[]>(plan.stores.map((s) => [s, []]))
-  const coldEntries = await buildColdEntries()
-  const m: Measured = { results, duck, duckCodec, idle, cold: { strata: { reports: [] }, duckdb: { reports: [] } }, inputFiles: dataFilesOf(f.fullOff), inputBytes: 0 }
+  const coldEntries = await buildColdEntries(join(OUT_DIR, 'cold-process'))
+  const runOnce = async (extra: Record<string, string>) => {
+    await runColdStrata(coldEntries.strata, { id: 'prepare', label: 'prepare', nodeArgs: [], env: extra }, f.fullOff.dir, join(env.work, 'runs', 'cold-prepare'), env.compactEnv)
+  }
+  const variants = coldVariants(env.work, runOnce).filter((v) => a.coldVariants === null || v.id === 'deployed' || a.coldVariants.includes(v.id))
+  const cold = { strata: variants.map((variant) => ({ variant, reports: [] })), duckdb: { reports: [] } }
+  const m: Measured = { results, duck, duckCodec, idle, cold, inputFiles: dataFilesOf(f.fullOff), inputBytes: 0 }
   m.inputBytes = m.inputFiles.reduce((n, x) => n + statSync(x).size, 0)
   for (let rep = 0; rep < a.runs; rep++) {
     for (const store of plan.stores) idle.get(store)!.push(await idleRss(env, f.fullOff, store))
@@ -549,22 +521,23 @@ async function measure(env: Env, a: BenchArgs, f: Fixtures, plan: JobPlan, nproc
   return m
 }
 
-/** One round of the cold processes: Strata's bundled compactor, then DuckDB loading its module. */
-async function measureCold(env: Env, fullOff: Fixture, m: Measured, entries: { strata: string; duckdb: string }, rep: number, runs: number): Promise<void> {
-  // the functions run with source maps on (cdk/constructs/strata-function.ts)
-  const coldEnv = { ...env.compactEnv, NODE_OPTIONS: '--enable-source-maps' }
-  const dir = join(env.work, 'runs', `cold-${rep}`)
-  cpSync(fullOff.dir, dir, { recursive: true })
-  const r = await runChild<ColdReport>(entries.strata, [dir], { env: coldEnv, built: true })
-  rmSync(dir, { recursive: true, force: true })
-  if (r.columnarSteps === 0) throw new Error('the cold process: expected the columnar merge, the row merge ran')
-  m.cold.strata.reports.push(r)
-  process.stderr.write(`run ${rep + 1}/${runs} cold process, Strata: ready at ${r.readySeconds.toFixed(2)} s, job ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s), start to end ${r.processSeconds.toFixed(2)} s (CPU ${r.processCpuSeconds.toFixed(2)} s), load ${r.loadAvg.toFixed(1)}\n`)
+function coldLine(who: string, r: ColdReport): string {
+  const main = typeof r.processMainCpuSeconds === 'number' ? `, main thread ${r.processMainCpuSeconds.toFixed(2)} s` : ''
+  return `${who}: ready at ${r.readySeconds.toFixed(2)} s, job ${r.seconds.toFixed(2)} s (CPU ${r.cpuSeconds.toFixed(2)} s), start to end ${r.processSeconds.toFixed(2)} s (CPU ${r.processCpuSeconds.toFixed(2)} s${main}), load ${r.loadAvg.toFixed(1)}\n`
+}
+
+/** One round of the cold processes: each of Strata's variants, then DuckDB loading its module, interleaved. */
+async function measureCold(env: Env, fullOff: Fixture, m: Measured, entries: ColdEntries, rep: number, runs: number): Promise<void> {
+  for (const run of m.cold.strata) {
+    const r = await runColdStrata(entries.strata, run.variant, fullOff.dir, join(env.work, 'runs', `cold-${run.variant.id}-${rep}`), env.compactEnv)
+    run.reports.push(r)
+    process.stderr.write(`run ${rep + 1}/${runs} ${coldLine(`cold process, ${run.variant.id}`, r)}`)
+  }
   const out = join(env.work, 'runs', `cold-duckdb-${rep}.parquet`)
   const d = await runChild<ColdReport>(entries.duckdb, [out, ...m.inputFiles], { env: env.childEnv, built: true })
   rmSync(out, { force: true })
   m.cold.duckdb.reports.push(d)
-  process.stderr.write(`run ${rep + 1}/${runs} cold process, DuckDB: ready at ${d.readySeconds.toFixed(2)} s, job ${d.seconds.toFixed(2)} s (CPU ${d.cpuSeconds.toFixed(2)} s), start to end ${d.processSeconds.toFixed(2)} s (CPU ${d.processCpuSeconds.toFixed(2)} s), load ${d.loadAvg.toFixed(1)}\n`)
+  process.stderr.write(`run ${rep + 1}/${runs} ${coldLine('cold process, DuckDB', d)}`)
 }
 
 /** One round of DuckDB: every thread count on the default fixture, then single-threaded per codec. */
@@ -589,12 +562,13 @@ async function measureDuckDb(env: Env, a: BenchArgs, f: Fixtures, m: Measured, r
 
 /** The two engines, every full compaction and the cold processes must have produced the same rows. */
 function checkRowsAgree(m: Measured, plan: JobPlan): void {
-  const strataOut = m.results.get('full-off/local')!.reports[0].rowsOut
+  // --cold-only runs no other job: the cold processes are checked against DuckDB's
+  const strataOut = m.results.get('full-off/local')?.reports[0].rowsOut ?? m.cold.duckdb.reports[0].rowsOut
   for (const [threads, s] of m.duck) {
     if (s.reports.some((r) => r.rowsOut !== strataOut)) throw new Error(`DuckDB (threads=${threads}) wrote ${s.reports.map((r) => r.rowsOut).join('/')} rows, Strata ${strataOut}`)
   }
-  for (const [who, s] of [['Strata', m.cold.strata], ['DuckDB', m.cold.duckdb]] as const) {
-    if (s.reports.some((r) => r.rowsOut !== strataOut)) throw new Error(`the cold process (${who}) wrote ${s.reports.map((r) => r.rowsOut).join('/')} rows, full-off ${strataOut}`)
+  for (const [who, reports] of [...m.cold.strata.map((r) => [r.variant.id, r.reports] as const), ['DuckDB', m.cold.duckdb.reports] as const]) {
+    if (reports.some((r) => r.rowsOut !== strataOut)) throw new Error(`the cold process (${who}) wrote ${reports.map((r) => r.rowsOut).join('/')} rows, full-off ${strataOut}`)
   }
   for (const [name, s] of m.duckCodec) {
     if (s.reports.some((r) => r.rowsOut !== strataOut)) throw new Error(`DuckDB (${name}) wrote ${s.reports.map((r) => r.rowsOut).join('/')} rows, Strata ${strataOut}`)
@@ -660,9 +634,10 @@ async function parentMain(argv: string[]): Promise<void> {
   let backend: EmbeddedBackend | null = null
   const env: Env = { work, childEnv, compactEnv: childEnv, s3: null }
   try {
-    if (a.withS3) backend = await startS3(env)
     // Strata's children start as deployed functions do, unless told otherwise or already so
     if (a.functionEnv) env.compactEnv = { ...FUNCTION_PROCESS_ENVIRONMENT, ...childEnv }
+    if (a.coldOnly) return await coldOnlyMain(env, a, machine)
+    if (a.withS3) backend = await startS3(env)
     // fixtures, built once; every job compacts a fresh copy
     const f = await buildFixtures(work, a)
     const plan = planJobs(f, a.withS3)
@@ -679,7 +654,7 @@ async function parentMain(argv: string[]): Promise<void> {
       idleRssMb: idleMb,
       compaction: plan.jobs.map((j) => ({ id: j.id, label: j.label, store: j.store, mode: j.mode, fixtureRows: j.fixture.rows, fixtureRuns: j.fixture.runs, reports: m.results.get(`${j.id}/${j.store}`)!.reports })),
       duckdb: [...m.duck].map(([threads, s]) => ({ threads, reports: s.reports })),
-      coldProcess: { strata: m.cold.strata.reports, duckdb: m.cold.duckdb.reports },
+      coldProcess: { strata: m.cold.strata.map((r) => ({ id: r.variant.id, label: r.variant.label, nodeArgs: r.variant.nodeArgs, env: r.variant.env, reports: r.reports })), duckdb: m.cold.duckdb.reports },
       codecs: a.codecs.length ? [...f.codecs].map(([name, x]) => ({ name, fixture: x.id, inputBytes: dataFilesOf(x).reduce((n, p) => n + statSync(p).size, 0), duckdb: x === f.fullOff ? 'duckdb threads=1' : m.duckCodec.get(name)!.reports })) : undefined,
       heapProbe: heapProbe?.map((p) => ({ id: p.fixture.id, rows: p.fixture.rows, runs: p.fixture.runs, failedAtMb: p.failedAtMb, minOldSpaceMb: p.minOldSpaceMb, report: p.report })),
       profiles,
@@ -689,6 +664,23 @@ async function parentMain(argv: string[]): Promise<void> {
     await backend?.stop()
     rmSync(work, { recursive: true, force: true })
   }
+}
+
+/** --cold-only: the one fixture the cold processes compact, the cold rounds, the cold table. */
+async function coldOnlyMain(env: Env, a: BenchArgs, machine: ReturnType<typeof machineInfo>): Promise<void> {
+  const keySpace = (a.rows * 3) / 5
+  const fullOff = await buildFixture(env.work, 'full-off', { rows: a.rows, runs: 5, deletionVectors: false, kind: 'full' }, plainPlan(a.rows, 5, keySpace))
+  const f: Fixtures = { fullOff, fullOn: fullOff, baseOn: fullOff, quarter: fullOff, half: fullOff, tenRuns: fullOff, engines: [], codecs: new Map(), small: null }
+  const plan: JobPlan = { stores: [], main: [], engines: [], scaling: [], codecJobs: [], jobs: [] }
+  const m = await measure(env, a, f, plan, machine.nproc)
+  checkRowsAgree(m, plan)
+  console.log([...coldSection({ a, f, plan, m, machine, idleMb: {}, heapProbe: undefined, profiles: undefined }), `\n${machineMarkdown(machine)}`].join('\n'))
+  const path = writeResults(a.quick ? 'compaction-cold-quick' : 'compaction-cold', {
+    machine,
+    params: { rows: a.rows, runs: a.runs, deleteRatio: DELETE_RATIO, seed: SEED, inputFiles: m.inputFiles.length, inputBytes: m.inputBytes },
+    coldProcess: { strata: m.cold.strata.map((r) => ({ id: r.variant.id, label: r.variant.label, nodeArgs: r.variant.nodeArgs, env: r.variant.env, reports: r.reports })), duckdb: m.cold.duckdb.reports },
+  })
+  process.stderr.write(`results: ${path}\n`)
 }
 
 interface ReportInput {
@@ -791,22 +783,9 @@ function versusDuckDbSection({ a, m, machine }: ReportInput): string[] {
 }
 
 function coldSection({ a, m, machine }: ReportInput): string[] {
-  const d = m.cold.duckdb
-  const coldLine = (engine: string, s: Series<ColdReport>) => [
-    engine,
-    `${med(s, (x) => x.readySeconds).toFixed(2)} / ${med(s, (x) => x.readyCpuSeconds).toFixed(2)}`,
-    `${med(s, (x) => x.seconds).toFixed(2)} / ${med(s, (x) => x.cpuSeconds).toFixed(2)}`,
-    `${med(s, (x) => x.processSeconds).toFixed(2)} / ${med(s, (x) => x.processCpuSeconds).toFixed(2)}`,
-    med(s, (x) => x.peakRssMb).toFixed(0),
-    `${(med(s, (x) => x.seconds) / med(d, (x) => x.seconds)).toFixed(2)} / ${(med(s, (x) => x.cpuSeconds) / med(d, (x) => x.cpuSeconds)).toFixed(2)}`,
-    `${(med(s, (x) => x.processSeconds) / med(d, (x) => x.processSeconds)).toFixed(2)} / ${(med(s, (x) => x.processCpuSeconds) / med(d, (x) => x.processCpuSeconds)).toFixed(2)}`,
-  ]
   return [
-    `\n### A cold process, from its start: the compactor's bundle (esbuild, the functions' options and environment) against DuckDB loading its module, the same full compaction, median of ${a.runs} runs\n`,
-    markdownTable(
-      ['engine', 'start → ready: wall / CPU s', 'the job: wall / CPU s', 'start → job done: wall / CPU s', 'peak RSS (MB)', 'job ÷ DuckDB cold: wall / CPU', 'start → done ÷ DuckDB cold: wall / CPU'],
-      [coldLine('Strata, columnar merge (compactBucket defaults)', m.cold.strata), coldLine(`DuckDB ${machine.packages['@duckdb/node-api']} window + COPY, 1 thread`, d)],
-    ),
+    `\n### A cold process, from its start: the compactor's bundle (esbuild, the functions' options and environment) against DuckDB loading its module, the same full compaction, Node ${process.versions.node}, median of ${a.runs} runs\n`,
+    coldTable(m.cold.strata, m.cold.duckdb.reports, `DuckDB ${machine.packages['@duckdb/node-api']} window + COPY, 1 thread`),
   ]
 }
 

@@ -11,12 +11,15 @@ import { serializeBinaryRow } from '../../lib/format/binary-row.ts'
 import { compactBucket } from '../../lib/lsm/compact/compact-bucket.ts'
 import { openStore } from '../../lib/store/open-store.ts'
 import { Table } from '../../lib/handle/table.ts'
-import { cpuSecondsOf, reportToParent, timed } from './child.ts'
+import { cpuSecondsOf, mainThreadCpuSeconds, reportToParent, timed } from './child.ts'
 
 const table = await Table.open(openStore(process.argv[2]))
 const readySeconds = process.uptime()
 const readyCpuSeconds = cpuSecondsOf(process.cpuUsage())
+const readyMainCpuSeconds = mainThreadCpuSeconds()
 // compactBucket's defaults, as the compactor calls it: the columnar merge, the compression thread where useful
 // (the empty partition made here: bench/lib/dataset.ts's NO_PARTITION would bring the benchmark's writers into the bundle)
-const { value: r, ...job } = await timed(() => compactBucket(table, { partition: serializeBinaryRow([], []), bucket: 0, full: true }))
-reportToParent({ ...job, readySeconds, readyCpuSeconds, processSeconds: process.uptime(), processCpuSeconds: cpuSecondsOf(process.cpuUsage()), rowsOut: r.rowsOut, columnarSteps: r.columnarSteps ?? 0 })
+// STRATA_BENCH_COMPRESSION_THREAD=off: the output's pages compressed inline
+const compressionThread = process.env.STRATA_BENCH_COMPRESSION_THREAD === 'off' ? false : undefined
+const { value: r, ...job } = await timed(() => compactBucket(table, { partition: serializeBinaryRow([], []), bucket: 0, full: true, compressionThread }))
+reportToParent({ ...job, readySeconds, readyCpuSeconds, processSeconds: process.uptime(), processCpuSeconds: cpuSecondsOf(process.cpuUsage()), readyMainCpuSeconds, processMainCpuSeconds: mainThreadCpuSeconds(), rowsOut: r.rowsOut, columnarSteps: r.columnarSteps ?? 0 })
