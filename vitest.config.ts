@@ -54,6 +54,8 @@ export default defineConfig({
     maxWorkers: 2,
     // the longest files first, so none of them starts last and ends the run alone
     sequence: { sequencer: LongFirstSequencer },
+    // the local runtime's handlers bundled once for the run, not transpiled in every environment
+    globalSetup: ['test/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', POWERTOOLS_LOG_LEVEL: 'SILENT', POWERTOOLS_METRICS_DISABLED: 'true' },

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url'
 import { type ResourceLimits, Worker } from 'node:worker_threads'
 import type { Context } from 'aws-lambda'
 import { StrataInputError } from '../../lib/errors.ts'
+import { type BundledEnvironment, bundledEnvironment } from './handler-bundles.ts'
 import { errorInfoOf, PROCESS_INIT_ENV, type ContextData, type ErrorInfo, type FromWorker, type ThreadMemory, type ToWorker, type WorkerInit } from './worker.ts'
 
 export type InvokeResult =
@@ -131,6 +132,8 @@ function v8FlagValue(execArgv: readonly string[], name: string): number | undefi
   return value
 }
 
+// An environment whose handler has a prebuilt bundle (handler-bundles.ts: the test suite
+// builds them once per run) starts from the bundled worker.ts, plain JavaScript. Otherwise:
 // Workers start from this CommonJS snippet because Node 20 cannot load a .ts entry and does
 // not apply `--import tsx` from a worker's execArgv before resolving its entry (checked on
 // Node 20.20 with tsx 4.23: ERR_UNKNOWN_FILE_EXTENSION); registering tsx's ESM hooks first
@@ -165,6 +168,8 @@ interface EnvironmentHost {
 
 interface HostSettings {
   init: WorkerInit
+  /** the prebuilt runtime and handler to load instead of worker.ts through tsx (handler-bundles.ts), if any */
+  bundle: BundledEnvironment | null
   env: Record<string, string>
   execArgv: string[]
   resourceLimits: Required<ResourceLimits>
@@ -176,9 +181,10 @@ interface HostSettings {
 
 /** An environment as a worker thread of this process. */
 function threadHost(s: HostSettings): EnvironmentHost {
-  const worker = new Worker(BOOTSTRAP, {
-    eval: true,
-    workerData: { strataExecutionEnvironment: s.init },
+  // a bundle is plain JavaScript: the thread starts from it, with no tsx to register
+  const worker = new Worker(s.bundle?.worker ?? BOOTSTRAP, {
+    eval: s.bundle === null,
+    workerData: { strataExecutionEnvironment: s.bundle ? { ...s.init, bundle: s.bundle.handler } : s.init },
     env: s.env,
     execArgv: s.execArgv,
     resourceLimits: s.resourceLimits,
@@ -260,10 +266,10 @@ export function processStderr(forward: (line: string) => void): { line(line: str
 
 /** An environment as a child process of its own. */
 function processHost(s: HostSettings): EnvironmentHost {
-  const child: ChildProcess = fork(WORKER_PATH, [], {
+  const child: ChildProcess = fork(s.bundle?.worker ?? WORKER_PATH, [], {
     serialization: 'advanced',
-    execArgv: ['--import', TSX_LOADER, ...processV8Flags(s.resourceLimits), ...s.execArgv],
-    env: { ...s.env, [PROCESS_INIT_ENV]: JSON.stringify(s.init) },
+    execArgv: [...(s.bundle ? [] : ['--import', TSX_LOADER]), ...processV8Flags(s.resourceLimits), ...s.execArgv],
+    env: { ...s.env, [PROCESS_INIT_ENV]: JSON.stringify(s.bundle ? { ...s.init, bundle: s.bundle.handler } : s.init) },
     stdio: ['ignore', s.pipeStdout ? 'pipe' : 'inherit', 'pipe', 'ipc'],
   })
   let uncaught: ErrorInfo | undefined
@@ -357,6 +363,8 @@ export class ExecutionEnvironmentPool {
   private readonly execArgv: string[]
   private readonly onLogLine?: (line: string, environmentId: number) => void
   private readonly workerEnv: Record<string, string>
+  /** the prebuilt runtime and handler its environments load, when there are bundles for it (handler-bundles.ts); else null: tsx */
+  private readonly bundle: BundledEnvironment | null
   private readonly environments: Environment[] = []
   /** every environment's thread or process not yet exited, including destroyed ones still terminating */
   private readonly hosts = new Set<EnvironmentHost>()
@@ -395,6 +403,7 @@ export class ExecutionEnvironmentPool {
     this.resourceLimits = workerResourceLimits(memory)
     this.execArgv = opts.execArgv ?? []
     this.onLogLine = opts.onLogLine
+    this.bundle = bundledEnvironment(opts.handlerModule)
     this.workerEnv = {
       // A Lambda sandbox's environment is its function's configuration, not its host's: the
       // host process's Strata, Powertools and AWS variables (a benchmark's or test's own
@@ -548,6 +557,7 @@ export class ExecutionEnvironmentPool {
     // the host calls back only asynchronously, once `environment` below exists
     const host: EnvironmentHost = (this.isolation === 'process' ? processHost : threadHost)({
       init: { handlerModule: this.handlerModule, exportName: this.exportName },
+      bundle: this.bundle,
       env: this.workerEnv,
       execArgv: this.execArgv,
       resourceLimits: this.resourceLimits,

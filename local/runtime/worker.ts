@@ -18,6 +18,11 @@ import { cachedBytesInIsolate } from '../../lib/format/byte-cache.ts'
 export interface WorkerInit {
   handlerModule: string
   exportName: string
+  /**
+   * the module to import instead of handlerModule: its prebuilt bundle (handler-bundles.ts),
+   * when this runtime is itself the bundled one; handlerModule still names the handler
+   */
+  bundle?: string
 }
 
 /**
@@ -105,7 +110,9 @@ async function serve(channel: Channel, init: WorkerInit): Promise<void> {
   const post = (message: FromWorker) => channel.post(message)
   let handler: Handler
   try {
-    const module = (await import(pathToFileURL(init.handlerModule).href)) as Record<string, unknown>
+    // a bundle's stack traces name its TypeScript sources, as tsx's do
+    if (init.bundle !== undefined) process.setSourceMapsEnabled(true)
+    const module = (await import(pathToFileURL(init.bundle ?? init.handlerModule).href)) as Record<string, unknown>
     const exported = module[init.exportName]
     if (typeof exported !== 'function') {
       // Lambda's Node runtime names this failure Runtime.HandlerNotFound.

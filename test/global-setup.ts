@@ -1,0 +1,34 @@
+// Once per test run, before any test file: the local runtime's handlers bundled by esbuild
+// (local/runtime/handler-bundles.ts), so that every execution environment the tests start
+// (the local runtime's, the soak's, the pool tests') loads one prebuilt file instead of
+// registering tsx and transpiling functions/ and lib/ again. Test files' workers inherit
+// LOCAL_HANDLER_BUNDLES from this process; an environment whose sources changed since falls
+// back to tsx on its own.
+
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { buildHandlerBundles, HANDLER_BUNDLES_ENV } from '../local/runtime/handler-bundles.ts'
+
+const ROOT = join(import.meta.dirname, '..')
+
+/** The handler modules environments load in the tests: the functions, the soak's, the fixtures. */
+export function testHandlerModules(): string[] {
+  const ts = (dir: string) => readdirSync(dir).filter((f) => f.endsWith('.ts')).map((f) => join(dir, f))
+  return [
+    ...ts(join(ROOT, 'functions')),
+    join(ROOT, 'local', 'runtime', 'soak-writer.ts'),
+    join(ROOT, 'local', 'runtime', 'soak-compactor.ts'),
+    ...ts(join(ROOT, 'test', 'fixtures', 'handlers')),
+  ]
+}
+
+export default async function setup(): Promise<() => void> {
+  const dir = mkdtempSync(join(tmpdir(), 'strata-handler-bundles-'))
+  await buildHandlerBundles(dir, testHandlerModules())
+  process.env[HANDLER_BUNDLES_ENV] = dir
+  return () => {
+    delete process.env[HANDLER_BUNDLES_ENV]
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
