@@ -8,6 +8,7 @@ import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectComm
 import { buildApp } from 'fauxqs'
 import { s3RequestHandlerOptions } from '../lib/store/s3-store.ts'
 import { applyFauxqsFifoFix, fauxqsModule } from './fauxqs-fifo-fix.ts'
+import { type RequestCount, RequestRecorder } from './request-counts.ts'
 
 type FauxqsApp = ReturnType<typeof buildApp>
 
@@ -112,6 +113,12 @@ export interface FaultableBackend extends EmbeddedBackend {
   clearFaults(): void
   /** what the backend holds now: objects and their bytes, and each queue's messages and records */
   stats(): EmbeddedStats
+  /**
+   * The requests the backend answered since it started (or since resetRequestCounts), per
+   * service, operation and caller (local/request-counts.ts): its own count of what AWS bills
+   */
+  requestCounts(): RequestCount[]
+  resetRequestCounts(): void
 }
 
 /**
@@ -186,6 +193,7 @@ export async function startEmbeddedBackend(
   // before the conditional-write hook, so a fault answered up front takes no key lock
   const faults = installFaults(app)
   installConditionalWrites(app)
+  const recorder = installRequestCounts(app)
   await app.listen({ host: '127.0.0.1', port })
   const address = app.server.address()
   if (address === null || typeof address === 'string') {
@@ -210,6 +218,8 @@ export async function startEmbeddedBackend(
       }
     },
     stats: () => embeddedStats(sqsStore, s3Store),
+    requestCounts: () => recorder.counts(),
+    resetRequestCounts: () => recorder.reset(),
     injectFault: (fault) => faults.inject(fault),
     clearFaults: () => faults.clear(),
     async stop() {
@@ -290,6 +300,24 @@ function installTransferModel(app: FauxqsApp, model: TransferModel): void {
     }
     if (length > 0) await pause((1000 * length) / bps)
   })
+}
+
+/**
+ * Counts every request as its response goes out (registered last, so it sees an injected
+ * fault's reply too); the backend's own internal requests are left out.
+ */
+function installRequestCounts(app: FauxqsApp): RequestRecorder {
+  const recorder = new RequestRecorder()
+  // fastify runs a root onSend hook twice for a request of fauxqs's routes: count each once
+  const counted = new WeakSet<object>()
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (request.headers[INTERNAL_HEADER] === undefined && !counted.has(request)) {
+      counted.add(request)
+      recorder.record(request, reply.statusCode, payload, reply.getHeaders())
+    }
+    return payload
+  })
+  return recorder
 }
 
 interface ArmedFault {

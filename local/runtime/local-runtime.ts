@@ -13,6 +13,7 @@ import { S3Store } from '../../lib/store/s3-store.ts'
 import { Table } from '../../lib/handle/table.ts'
 import { type BackendProcessOptions, startBackendProcess } from '../backend-process.ts'
 import { type EmbeddedBackend, type EmbeddedLatency, type EmbeddedStats, startEmbeddedBackend } from '../embedded.ts'
+import type { RequestCount } from '../request-counts.ts'
 import { ExecutionEnvironmentPool, type Isolation } from './execution-environment.ts'
 import { EventSourcePoller, type PollerOptions } from './poller.ts'
 // the stack's mapping of compaction.task-threads, so the local event sources behave as deployed
@@ -98,6 +99,11 @@ export interface LocalTable {
 export interface LocalBackend extends Omit<EmbeddedBackend, 'app'> {
   /** what the backend holds; with the backend in a child process, also that process's memory */
   stats(settle?: boolean): Promise<{ stats: EmbeddedStats; memory?: NodeJS.MemoryUsage }>
+  /**
+   * The backend's own count of the requests it answered, by service, operation and caller
+   * (local/request-counts.ts); in this process only (absent with `backendProcess`)
+   */
+  requestCounts?(): RequestCount[]
 }
 
 export interface LocalRuntime {
@@ -143,22 +149,48 @@ export function handlerEnvironment(backend: Pick<EmbeddedBackend, 'endpoint' | '
   }
 }
 
-function inProcess(b: EmbeddedBackend & { stats(): EmbeddedStats }): LocalBackend {
+function inProcess(b: EmbeddedBackend & { stats(): EmbeddedStats; requestCounts(): RequestCount[] }): LocalBackend {
   return {
     endpoint: b.endpoint, region: b.region, credentials: b.credentials,
     s3Client: () => b.s3Client(),
     createBucket: (name) => b.createBucket(name),
     stop: () => b.stop(),
     stats: async () => ({ stats: b.stats() }),
+    requestCounts: () => b.requestCounts(),
   }
 }
+
+/**
+ * The SDK app id (`AWS_SDK_UA_APP_ID`, sent as `app/<id>` in the User-Agent) of each client
+ * the runtime runs: a function's own clients, its event-source mapping's, the upstream's. The
+ * backend counts requests per app id, so a cost benchmark can bill each to its line item.
+ * A function's id is short: Powertools appends its own (about 44 characters) to it, and the
+ * SDK warns past 50. The table's index in `tables` names its functions.
+ */
+export const CALLER = {
+  writer: 'w',
+  compactor: (tableIndex: number) => `c${tableIndex}`,
+  committer: (tableIndex: number) => `m${tableIndex}`,
+  eventSource: (functionId: string) => `esm-${functionId}`,
+  upstream: 'upstream',
+  runtime: 'local-runtime',
+} as const
 
 export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<LocalRuntime> {
   if (opts.backendProcess && opts.latency !== undefined) throw new Error('startLocalRuntime: give latency in backendProcess ({ firstByteMs, pathPrefix }) when the backend runs in a child process, not as `latency`')
   const backend: LocalBackend = opts.backendProcess ? await startBackendProcess(opts.backendProcess) : inProcess(await startEmbeddedBackend({ latency: opts.latency }))
   const bucket = opts.bucket ?? 'strata-local'
   await backend.createBucket(bucket)
-  const sqs = new SQSClient({ endpoint: backend.endpoint, region: backend.region, credentials: backend.credentials, useQueueUrlAsEndpoint: false })
+  const sqsFor = (appId: string) => new SQSClient({ endpoint: backend.endpoint, region: backend.region, credentials: backend.credentials, useQueueUrlAsEndpoint: false, userAgentAppId: appId })
+  const sqs = sqsFor(CALLER.runtime)
+  const upstream = sqsFor(CALLER.upstream)
+  // each event-source mapping polls with a client of its own, so its requests are its own
+  const pollerClients: SQSClient[] = []
+  const pollerSqs = (functionId: string) => {
+    const c = sqsFor(CALLER.eventSource(functionId))
+    pollerClients.push(c)
+    return c
+  }
   const visibility = String(opts.visibilityTimeoutSeconds ?? 30)
   const maxReceiveCount = String(opts.maxReceiveCount ?? 5)
 
@@ -196,14 +228,14 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
 
   const writerPool = new ExecutionEnvironmentPool({
     handlerModule: opts.writerModule ?? join(FUNCTIONS, 'writer.ts'),
-    env: { ...env, AWS_LAMBDA_FUNCTION_NAME: 'strata-writer' },
+    env: { ...env, AWS_LAMBDA_FUNCTION_NAME: 'strata-writer', AWS_SDK_UA_APP_ID: CALLER.writer },
     maxEnvironments: opts.writerConcurrency ?? 2,
     memoryLimitInMB: FUNCTION_MEMORY_MB.writer,
     timeoutMs: opts.timeoutMs,
     isolation: opts.isolation,
   })
   const writer = new EventSourcePoller({
-    sqs,
+    sqs: pollerSqs(CALLER.writer),
     queueUrl: ingest.url,
     region: backend.region,
     pool: writerPool,
@@ -213,7 +245,7 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
     onInvocation: opts.onWriterInvocation,
   })
   const tables = new Map<string, LocalTable>()
-  for (const s of specs) {
+  for (const [index, s] of specs.entries()) {
     const taskThreads = s.table.view.options.compactionTaskThreads
     // as deployed: the event source's maxConcurrency, and the function's reserved
     // concurrency past which the local event source is throttled as Lambda's would be
@@ -221,12 +253,14 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
     // one table function: its execution environments behind an event source on its queue
     const tableFunction = (kind: 'compactor' | 'committer', module: string, queueUrl: string, batchSize: number, concurrency: number, reserved: number | null, onInvocation?: LocalRuntimeOptions['onCompactorInvocation']) => {
       const onLog = kind === 'compactor' ? opts.onCompactorLog : undefined
+      const appId = kind === 'compactor' ? CALLER.compactor(index) : CALLER.committer(index)
       const pool = new ExecutionEnvironmentPool({
         handlerModule: module,
         env: {
           ...env,
           STRATA_TABLE: s.name,
           AWS_LAMBDA_FUNCTION_NAME: `strata-${s.name}-${kind}`,
+          AWS_SDK_UA_APP_ID: appId,
           ...(kind === 'committer' && feed ? { STRATA_FEED_QUEUE_URL: feed.url } : {}),
           ...(onLog ? { POWERTOOLS_LOG_LEVEL: 'INFO' } : {}),
         },
@@ -237,7 +271,7 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
         isolation: opts.isolation,
       })
       const poller = new EventSourcePoller({
-        sqs, queueUrl, region: backend.region, pool, batchSize, maxConcurrency: concurrency, reservedConcurrency: reserved,
+        sqs: pollerSqs(appId), queueUrl, region: backend.region, pool, batchSize, maxConcurrency: concurrency, reservedConcurrency: reserved,
         onInvocation: onInvocation ? (info) => onInvocation(s.name, info) : undefined,
       })
       return { pool, poller }
@@ -268,7 +302,7 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
     feedQueueUrl: feed?.url,
     async send(bodies) {
       for (let i = 0; i < bodies.length; i += 10) {
-        await sqs.send(new SendMessageBatchCommand({ QueueUrl: ingest.url, Entries: bodies.slice(i, i + 10).map((b, j) => ({ Id: String(j), MessageBody: b })) }))
+        await upstream.send(new SendMessageBatchCommand({ QueueUrl: ingest.url, Entries: bodies.slice(i, i + 10).map((b, j) => ({ Id: String(j), MessageBody: b })) }))
       }
     },
     async queueDepth(url) {
@@ -283,6 +317,8 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
       for (const t of tables.values()) await t.pool.close()
       for (const t of tables.values()) await t.committerPool.close()
       sqs.destroy()
+      upstream.destroy()
+      for (const c of pollerClients) c.destroy()
       await backend.stop()
     },
   }
