@@ -28,7 +28,7 @@ import type { ByteSource } from '../store/byte-source.ts'
 import { type DataFileLayout, KEY_FIELD_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, fileColumns } from './data-file-layout.ts'
 import { type NestedReadColumn, assembleNested, columnElements, decodeLeafChunk, nestedReadColumn } from './parquet-nested.ts'
 import { ManifestCheck } from './data-file-check.ts'
-import { RAW_PARSERS, namedFileError, openFooter, openNamed } from './data-file-source.ts'
+import { RAW_PARSERS, firstByName, namedFileError, openFooter, openNamed } from './data-file-source.ts'
 import { DECOMPRESSORS } from './decompressors.ts'
 import { type Column, type ColumnBatch, columnRows, concatColumns, isUtf8Column, pickRows, valueAt } from './columnar-types.ts'
 import { physicalEncoder, rawReadElement, sameStorage, valueDecoder } from './parquet-types.ts'
@@ -59,7 +59,7 @@ interface ReadSpec {
   /** decoded by Strata's decoder (lib/format/parquet-decode.ts), its chunk's index in every row group; else null (hyparquet) */
   flat: FlatSpec | null
   /** a nested column: its leaves decoded and assembled (lib/format/parquet-nested.ts), a plain array of its `Value`s */
-  nested?: { column: NestedReadColumn; schemaPaths: SchemaTree[][] }
+  nested?: { column: NestedReadColumn; schemaPaths: SchemaTree[][]; positions: number[] }
 }
 
 function concatChunks(chunks: DecodedArray[]): Column {
@@ -182,6 +182,10 @@ export class ColumnarFileReader {
     ]
     const specs: ReadSpec[] = []
     const rawElements = new Map<SchemaElement, SchemaElement>()
+    const chunkAt = chunkPositions(metadata, false)
+    let tree: SchemaTree | undefined
+    let topLevel: Map<string, SchemaTree> | undefined
+    let leafAt: Map<string, number> | undefined
     for (let c = 0; c < ours.length; c++) {
       const name = ours[c].name
       const found = present.get(name)
@@ -192,18 +196,24 @@ export class ColumnarFileReader {
       const nested = types[c].root === 'ARRAY' || types[c].root === 'MAP' || types[c].root === 'MULTISET' || types[c].root === 'ROW'
       if (found.group !== nested) throw new Error(`data file column ${name} is ${found.group ? 'a nested group' : 'a primitive column'}; expected ${nested ? `the group of a ${types[c].root}` : `a primitive ${types[c].root} column`}`)
       if (nested) {
-        const tree = parquetSchema(metadata)
-        const column = nestedReadColumn(name, types[c], tree.children.find((t) => t.element.name === name)!)
+        // the schema's tree and the chunks' places made once for all nested columns
+        tree ??= parquetSchema(metadata)
+        topLevel ??= firstByName(tree.children)
+        leafAt ??= chunkPositions(metadata, true)
+        const root = tree
+        const column = nestedReadColumn(name, types[c], topLevel.get(name)!)
         const schemaPaths = column.leaves.map((leaf) => {
-          const path: SchemaTree[] = [tree]
-          for (const part of leaf.path) path.push(path[path.length - 1].children.find((t) => t.element.name === part)!)
+          const path: SchemaTree[] = [root]
+          // (the root's child by the map: the root has a child per column)
+          for (const part of leaf.path) path.push(path.length === 1 ? topLevel!.get(part)! : path[path.length - 1].children.find((t) => t.element.name === part)!)
           return path
         })
-        specs.push({ name, type: types[c], toPhysical: (chunks) => concatChunks(chunks), converted: false, flat: null, nested: { column, schemaPaths } })
+        const positions = column.leaves.map((leaf) => leafAt!.get(leaf.path.join('.')) ?? -1)
+        specs.push({ name, type: types[c], toPhysical: (chunks) => concatChunks(chunks), converted: false, flat: null, nested: { column, schemaPaths, positions } })
         continue
       }
       const converted = !sameStorage(found.element, ours[c])
-      const flat = decoder === 'strata' && (!converted || narrowInteger(found.element, ours[c])) ? flatSpec(metadata, name, found.element, types[c], converted) : null
+      const flat = decoder === 'strata' && (!converted || narrowInteger(found.element, ours[c])) ? flatSpec(metadata, chunkAt, name, found.element, types[c], converted) : null
       specs.push({ name, type: types[c], toPhysical: toPhysicalOf(name, types[c], found.element, ours[c]), converted, flat })
       rawElements.set(found.element, rawReadElement(found.element, types[c]))
     }
@@ -384,7 +394,8 @@ export class ColumnarFileReader {
       if (spec === null) columns[i] = []
       else if (spec.nested !== undefined) columns[i] = nestedRows(file, spec.nested, groups, n)
       else if (spec.flat !== null) {
-        // a primary-key column is stored twice (_KEY_<k> and <k>), as a rule in the same bytes: decoded once
+        // a primary-key column is stored twice (_KEY_<k> and <k>), as a rule in the same bytes:
+        // decoded once; only key columns are candidates, so this costs the same at any width
         const same = decoded.find((j) => sameChunks(file, specs[j]!.flat!, spec.flat!, groups))
         if (same !== undefined) {
           columns[i] = columns[same]
@@ -394,7 +405,7 @@ export class ColumnarFileReader {
         try {
           // (a value column stored as its key's is decoded as the key above: strings)
           columns[i] = decodeFlat(file, spec.name, spec.flat, groups, n, utf8Values && i >= this.#nk + 2)
-          decoded.push(i)
+          if (i < this.#nk) decoded.push(i)
         } catch (e) {
           if (!(e instanceof UnsupportedParquet)) throw e
           viaHyparquet[i] = true
@@ -491,19 +502,34 @@ function narrowInteger(found: SchemaElement, ours: SchemaElement): boolean {
  * column it reads, at the same chunk index in every row group, every chunk in a codec and
  * encodings it reads.
  */
-function flatSpec(metadata: FileMetaData, name: string, element: SchemaElement, type: DataType, converted: boolean): FlatSpec | null {
+function flatSpec(metadata: FileMetaData, chunkAt: Map<string, number>, name: string, element: SchemaElement, type: DataType, converted: boolean): FlatSpec | null {
   const column = flatColumnOf(name, element, type)
   if (column === null) return null
   const check = converted ? physicalEncoder(name, type) : null
   const groups = metadata.row_groups
   if (groups.length === 0) return { column, chunk: 0, check }
-  const chunk = groups[0].columns.findIndex((c) => c.meta_data?.path_in_schema.length === 1 && c.meta_data.path_in_schema[0] === name)
-  if (chunk < 0) return null
+  const chunk = chunkAt.get(name)
+  if (chunk === undefined) return null
   for (const g of groups) {
     const meta = g.columns[chunk]?.meta_data
     if (meta === undefined || meta.path_in_schema.length !== 1 || meta.path_in_schema[0] !== name || !chunkReadable(meta)) return null
   }
   return { column, chunk, check }
+}
+
+/**
+ * Where each chunk is in row group 0, by its path joined with '.' (`nested`: every chunk;
+ * else those of flat columns): a map, so finding a column costs the same at any width.
+ */
+function chunkPositions(metadata: FileMetaData, nested: boolean): Map<string, number> {
+  const at = new Map<string, number>()
+  metadata.row_groups[0]?.columns.forEach((c, pos) => {
+    const path = c.meta_data?.path_in_schema
+    if (path === undefined || (!nested && path.length !== 1)) return
+    const key = path.join('.')
+    if (!at.has(key)) at.set(key, pos)
+  })
+  return at
 }
 
 /** Column `name` of the row groups `groups` (fetched into `file`), `n` rows, by Strata's decoder. */
@@ -607,7 +633,9 @@ function nestedRows(file: PrefetchedFile, nested: NonNullable<ReadSpec['nested']
   for (const group of groups) {
     const leaves = nested.column.leaves.map((leaf, l) => {
       const path = leaf.path.join('.')
-      const meta = group.columns.find((ch) => ch.meta_data?.path_in_schema.join('.') === path)?.meta_data
+      // the leaf's place in row group 0, else (another order in this group) a search
+      const at = group.columns[nested.positions[l]]?.meta_data
+      const meta = at !== undefined && at.path_in_schema.join('.') === path ? at : group.columns.find((ch) => ch.meta_data?.path_in_schema.join('.') === path)?.meta_data
       if (!meta) throw new Error(`data file: no column chunk of ${path}`)
       const [start, end] = chunkRange(meta)
       const bytes = file.bytes(start, end)

@@ -14,7 +14,7 @@ import { DECOMPRESSORS } from './decompressors.ts'
 import { type ColumnSpec, type DataFileLayout, KEY_FIELD_PREFIX, VALUE_KIND, describeKey, fileColumns } from './data-file-layout.ts'
 import { ManifestCheck } from './data-file-check.ts'
 import { type NestedReadColumn, assembleNested, decodeLeafChunk, nestedReadColumn } from './parquet-nested.ts'
-import { RAW_PARSERS, directBuffer, namedFileError, openFooter, openNamed } from './data-file-source.ts'
+import { RAW_PARSERS, firstByName, directBuffer, namedFileError, openFooter, openNamed } from './data-file-source.ts'
 import type { ByteSource } from '../store/byte-source.ts'
 
 export interface DataFileReaderOptions {
@@ -68,6 +68,8 @@ interface NestedChunks {
   starts: number[]
   sizes: number[]
   codecs: CompressionCodec[]
+  /** the first leaf's chunk's place in row group 0 */
+  firstAt: number
 }
 
 /**
@@ -191,6 +193,7 @@ export class DataFileReader {
     const columns: ReadColumn[] = []
     const elements: SchemaElement[] = []
     const rawElements = new Map<SchemaElement, SchemaElement>()
+    let shape: SchemaShape | undefined
     for (const spec of fileColumns(layout)) {
       const found = present.get(spec.name)
       if (found === undefined) {
@@ -200,8 +203,9 @@ export class DataFileReader {
       const isNested = spec.type.root === 'ARRAY' || spec.type.root === 'MAP' || spec.type.root === 'MULTISET' || spec.type.root === 'ROW'
       if (found.group !== isNested) throw new Error(`data file column ${spec.name} is ${found.group ? 'a nested group' : 'a primitive column'}; expected ${isNested ? `the group of a ${spec.type.root}` : `a primitive ${spec.type.root} column`}`)
       if (isNested) {
-        const tree = parquetSchema(metadata).children.find((c) => c.element.name === spec.name)!
-        columns.push({ spec, decode: (r) => r as Value, nested: nestedChunksOf(nestedReadColumn(spec.name, spec.type, tree), metadata) })
+        // the schema's tree and the chunks' places made once for all nested columns
+        shape ??= schemaShape(metadata)
+        columns.push({ spec, decode: (r) => r as Value, nested: nestedChunksOf(nestedReadColumn(spec.name, spec.type, shape.topLevel.get(spec.name)!), metadata, shape) })
         elements.push(found.element)
         continue
       }
@@ -685,14 +689,39 @@ export async function readDataFile(src: ByteSource, layout: DataFileLayout, opts
   return all
 }
 
+/** A file's schema tree, its top-level columns by name, and where each chunk is in row group 0 by path ('.'-joined). */
+interface SchemaShape {
+  tree: SchemaTree
+  topLevel: Map<string, SchemaTree>
+  chunkAt: Map<string, number>
+}
+
+function schemaShape(metadata: FileMetaData): SchemaShape {
+  const tree = parquetSchema(metadata)
+  const chunkAt = new Map<string, number>()
+  metadata.row_groups[0]?.columns.forEach((ch, pos) => {
+    const path = ch.meta_data?.path_in_schema.join('.')
+    if (path !== undefined && !chunkAt.has(path)) chunkAt.set(path, pos)
+  })
+  return { tree, topLevel: firstByName(tree.children), chunkAt }
+}
+
+/** Row group rg's chunk of the leaf at `path`: at its place in row group 0 (`at`, -1 if none), else found by a search. */
+function leafChunk(rg: FileMetaData['row_groups'][number], path: string, at: number): ColumnChunk | undefined {
+  const there = rg.columns[at]
+  if (there !== undefined && there.meta_data?.path_in_schema.join('.') === path) return there
+  return rg.columns.find((ch) => ch.meta_data?.path_in_schema.join('.') === path)
+}
+
 /** Where a nested column's leaf chunks are in each row group (they must lie end to end, in schema order). */
-function nestedChunksOf(column: NestedReadColumn, metadata: FileMetaData): NestedChunks {
-  const schemaTree = parquetSchema(metadata)
+function nestedChunksOf(column: NestedReadColumn, metadata: FileMetaData, shape: SchemaShape): NestedChunks {
+  const schemaTree = shape.tree
   const schemaPaths = column.leaves.map((leaf) => {
     const path: SchemaTree[] = [schemaTree]
     let node = schemaTree
     for (const part of leaf.path) {
-      node = node.children.find((c) => c.element.name === part)!
+      // (the root's child by the map: the root has a child per column)
+      node = node === schemaTree ? shape.topLevel.get(part)! : node.children.find((c) => c.element.name === part)!
       path.push(node)
     }
     return path
@@ -704,7 +733,7 @@ function nestedChunksOf(column: NestedReadColumn, metadata: FileMetaData): Neste
     let end = -1
     for (const leaf of column.leaves) {
       const name = leaf.path.join('.')
-      const meta = rg.columns.find((ch) => ch.meta_data?.path_in_schema.join('.') === name)?.meta_data
+      const meta = leafChunk(rg, name, shape.chunkAt.get(name) ?? -1)?.meta_data
       if (!meta) throw new Error(`data file row group ${g}: no column chunk of ${name}`)
       const start = Number(meta.dictionary_page_offset || meta.data_page_offset)
       if (end >= 0 && start !== end) throw new Error(`data file row group ${g}: the leaf chunks of column ${column.name} are not end to end (${name} starts at ${start}, the leaf before ends at ${end}); not supported`)
@@ -714,7 +743,7 @@ function nestedChunksOf(column: NestedReadColumn, metadata: FileMetaData): Neste
       codecs.push(meta.codec)
     }
   })
-  return { column, schemaPaths, starts, sizes, codecs }
+  return { column, schemaPaths, starts, sizes, codecs, firstAt: shape.chunkAt.get(column.leaves[0].path.join('.')) ?? -1 }
 }
 
 /** The metadata as the FileIndex is built from it: each nested column one chunk spanning its leaves, without a page index. */
@@ -728,7 +757,7 @@ function withSpanChunks(metadata: FileMetaData, columns: ReadColumn[]): FileMeta
         const n = c.nested!.column.leaves.length
         const start = c.nested!.starts[g * n]
         const end = c.nested!.starts[g * n + n - 1] + c.nested!.sizes[g * n + n - 1]
-        const first = rg.columns.find((ch) => ch.meta_data?.path_in_schema.join('.') === c.nested!.column.leaves[0].path.join('.'))!.meta_data!
+        const first = leafChunk(rg, c.nested!.column.leaves[0].path.join('.'), c.nested!.firstAt)!.meta_data!
         return {
           file_offset: BigInt(start),
           meta_data: { type: first.type, encodings: [], path_in_schema: [c.spec.name], codec: first.codec, num_values: rg.num_rows, total_uncompressed_size: 0n, total_compressed_size: BigInt(end - start), data_page_offset: BigInt(start) },

@@ -2,7 +2,7 @@
 // from memory), errors that name the file, and hyparquet's parsers for raw values.
 
 import { parquetMetadataAsync, parquetSchema } from 'hyparquet'
-import type { AsyncBuffer, FileMetaData, SchemaElement } from 'hyparquet'
+import type { AsyncBuffer, FileMetaData, SchemaElement, SchemaTree } from 'hyparquet'
 import { CorruptFileError, StrataInputError } from '../errors.ts'
 import { arrayBufferOf } from './page-index.ts'
 import type { ByteSource } from '../store/byte-source.ts'
@@ -106,4 +106,11 @@ export async function openFooter(src: ByteSource, tailBytes: number, parsers?: o
   const present: FooterColumns = new Map()
   for (const child of parquetSchema(metadata).children) present.set(child.element.name, { element: child.element, group: child.children.length > 0 })
   return { file, metadata, present }
+}
+
+/** Schema nodes by name, the first of a name kept (as a search from the front finds it). */
+export function firstByName(nodes: SchemaTree[]): Map<string, SchemaTree> {
+  const out = new Map<string, SchemaTree>()
+  for (const t of nodes) if (!out.has(t.element.name)) out.set(t.element.name, t)
+  return out
 }
