@@ -10,7 +10,7 @@ import middy from '@middy/core'
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics'
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware'
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda'
-import { processCompactionJobs } from '../lib/jobs/process-jobs.ts'
+import { type JobOutcome, processCompactionJobs } from '../lib/jobs/process-jobs.ts'
 import { type FunctionRuntime, functionRuntime, logger } from './shared/runtime.ts'
 
 /**
@@ -61,6 +61,7 @@ async function compactInvocation(runtime: FunctionRuntime, metrics: Metrics, eve
       metrics.addMetric('RowsCompacted', MetricUnit.Count, r.rowsIn)
       metrics.addMetric('CommitRetries', MetricUnit.Count, r.retries + o.conflictRetries)
       metrics.addMetric('JobQueueAge', MetricUnit.Milliseconds, Math.max(0, o.startedAt - o.job.enqueuedAt))
+      publishStages(metrics, o)
       if (r.backPressure) metrics.addMetric('BackPressureBuckets', MetricUnit.Count, 1)
       if (o.overtaken) metrics.addMetric('JobsOvertaken', MetricUnit.Count, 1)
     },
@@ -72,6 +73,18 @@ async function compactInvocation(runtime: FunctionRuntime, metrics: Metrics, eve
   metrics.addMetric('MessagesBackedOff', MetricUnit.Count, res.backoff.length)
   metrics.addMetric('MessagesNotStarted', MetricUnit.Count, res.notStarted.length)
   return { batchItemFailures: res.failedIds.map((itemIdentifier) => ({ itemIdentifier })) }
+}
+
+/** A compaction's stages of the freshness budget (docs/design.md "Freshness budget"), for a job that committed. */
+function publishStages(metrics: Metrics, o: JobOutcome): void {
+  const t = o.result.timings
+  if (!t) return
+  if (o.slotWaitMs !== undefined) metrics.addMetric('CompactionSlotWait', MetricUnit.Milliseconds, o.slotWaitMs)
+  metrics.addMetric('CompactionReadTime', MetricUnit.Milliseconds, t.readMs)
+  metrics.addMetric('CompactionMergeTime', MetricUnit.Milliseconds, t.mergeMs)
+  metrics.addMetric('CompactionWriteTime', MetricUnit.Milliseconds, t.writeMs)
+  metrics.addMetric('CompactionCommitTime', MetricUnit.Milliseconds, t.commitMs)
+  if (t.oldestLevel0CreatedAt !== null) metrics.addMetric('CompactedL0Age', MetricUnit.Milliseconds, Math.max(0, t.landedAt - t.oldestLevel0CreatedAt))
 }
 
 /** The deployed compactor, on the execution environment's runtime (no seams). */

@@ -3,15 +3,14 @@
 // invoked directly with the request object as the event. The answer is `{statusCode,
 // headers, body}`, the body JSON text built here so BIGINT and DECIMAL print digit for digit.
 // Results are capped at `limit` rows (default and maximum STRATA_MAX_RESULT_ROWS) and every
-// response fits Lambda's 6 MB (shared/response-size.ts): a page ends before the row that
-// would take it over; a row too large to go out alone is answered 422, naming its key and
-// size, with a cursor that skips it. Pages continue with an opaque cursor.
-// `tag` reads the snapshot a tag pins, as `strata read --tag` does. Op `changes` reads what
-// (fromSnapshot, toSnapshot] changed, each row with its `_kind`, as `strata read
-// --from-snapshot`; op `stream` a streaming start (scanMode, scanSnapshotId,
-// scanTimestampMillis: the full state, then the changes after it), as `strata read
-// --scan-mode` (lib/read/stream-pages.ts). Cursors pin what they read. No consumer progress
-// is recorded: the reader only reads (its role has no write access to the table).
+// response fits Lambda's 6 MB (shared/response-size.ts): a page ends before the row that would
+// take it over; a row too large to go out alone is answered 422, naming its key and size, with
+// a cursor that skips it. Pages continue with an opaque cursor. `tag` reads the snapshot a tag
+// pins, as `strata read --tag` does. Op `changes` reads what (fromSnapshot, toSnapshot]
+// changed, each row with its `_kind`, as `strata read --from-snapshot`; op `stream` a
+// streaming start (scanMode, scanSnapshotId, scanTimestampMillis: the full state, then the
+// changes after it), as `strata read --scan-mode` (lib/read/stream-pages.ts). Cursors pin
+// what they read. No consumer progress is recorded: the reader only reads (no write access).
 
 import middy from '@middy/core'
 import { MetricUnit } from '@aws-lambda-powertools/metrics'
@@ -25,6 +24,7 @@ import { type PageLimits, type ReadOutcome, RowTooLargeError } from '../lib/read
 import { ReadGoneError } from '../lib/read/read-pins.ts'
 import { type ReaderRequest, describeValue, parseJsonObject, parseReaderRequest as parseRequest } from '../lib/read/read-request.ts'
 import { scanPage } from '../lib/read/scan-pages.ts'
+import { ReaderDiscoveries } from '../lib/read/snapshot-discovery.ts'
 import { streamPage } from '../lib/read/stream-pages.ts'
 import { errorKind, StrataInputError } from '../lib/errors.ts'
 import { ConfigError } from './shared/config.ts'
@@ -33,6 +33,7 @@ import { MAX_RESPONSE_BYTES, ResponseTooLargeError, bytesInBody, responseBytes }
 import { logger, newMetrics, resolveTable, runtimeConfig } from './shared/runtime.ts'
 
 const metrics = newMetrics('reader')
+const discoveries = new ReaderDiscoveries()
 
 const INSTEAD = 'request fewer columns (columns), or read it with the library or the CLI (strata read, strata lookup), which have no response limit'
 
@@ -129,6 +130,7 @@ export async function readerHandler(event: unknown, context?: Context): Promise<
     metrics.addMetric('ReadLatency', MetricUnit.Milliseconds, latency)
     metrics.addMetric('RowsReturned', MetricUnit.Count, out.rows)
     if (out.stats) metrics.addMetric('FilesOpened', MetricUnit.Count, filesOpened)
+    await discoveries.observe(req, out.snapshotId, started, (await resolveTable(req.table))!.table.snapshots).then((lag) => lag !== null && metrics.addMetric('SnapshotDiscoveryLag', MetricUnit.Milliseconds, lag))
     logger.info('read', { table: req.table, op: req.op, snapshot: out.snapshotId, rows: out.rows, filesOpened, latencyMs: latency, requestId: context?.awsRequestId })
     return jsonResponse(200, out.body)
   } catch (err) {

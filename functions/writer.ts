@@ -38,6 +38,8 @@ export function recordsOf(event: WriterEvent): { records: IngestRecord[]; ordere
       records: (recs as KinesisStreamEvent['Records']).map((r) => ({
         id: r.kinesis.sequenceNumber,
         source: `${r.eventSourceARN}#${r.kinesis.partitionKey}@${r.kinesis.sequenceNumber}`,
+        // seconds with a fraction
+        sentAt: Number(r.kinesis.approximateArrivalTimestamp) * 1000,
         ...kinesisBody(r.kinesis.data),
       })),
     }
@@ -50,6 +52,7 @@ export function recordsOf(event: WriterEvent): { records: IngestRecord[]; ordere
       body: r.body,
       receiveCount: Number(r.attributes?.ApproximateReceiveCount ?? 1),
       firstReceivedAt: Number(r.attributes?.ApproximateFirstReceiveTimestamp ?? NaN),
+      sentAt: Number(r.attributes?.SentTimestamp ?? NaN),
     })),
   }
 }
@@ -88,17 +91,20 @@ async function writeInvocation(runtime: FunctionRuntime, metrics: Metrics, event
   if (single) metrics.addDimension('table', res.tables[0].table)
   for (const t of res.tables) {
     logger.info('committed', { table: t.table, snapshot: t.snapshotId, rows: t.rows, jobs: t.jobs, deduplicated: t.deduplicated, alreadyCommitted: t.alreadyCommitted, requestId: context?.awsRequestId })
-    const emit = (name: string, value: number) => {
-      if (single) return metrics.addMetric(name, MetricUnit.Count, value)
+    const emit = (name: string, value: number, unit: Parameters<Metrics['addMetric']>[1] = MetricUnit.Count) => {
+      if (single) return metrics.addMetric(name, unit, value)
       const m = metrics.singleMetric()
       m.addDimension('table', t.table)
-      m.addMetric(name, MetricUnit.Count, value)
+      m.addMetric(name, unit, value)
     }
     emit('RowsWritten', t.rows)
     emit('CommitRetries', t.retries)
     emit('JobsEnqueued', t.jobs)
     emit('RecordsAlreadyCommitted', t.alreadyCommitted)
+    // the writer's stage of the freshness budget (docs/design.md "Freshness budget")
+    emit('WriteCommitTime', t.commitMs, MetricUnit.Milliseconds)
   }
+  if (res.batchWaitMs !== null) metrics.addMetric('IngestWait', MetricUnit.Milliseconds, res.batchWaitMs)
   metrics.addMetric('RowsRejected', MetricUnit.Count, res.rejected)
   metrics.addMetric('RecordsFailed', MetricUnit.Count, res.failedIds.length)
   metrics.addMetric('WriteLatency', MetricUnit.Milliseconds, Date.now() - started)

@@ -348,6 +348,10 @@ describe('bundled handlers (esbuild output of the stack)', () => {
     // the dashboard's per-table writer and committer series are what the bundles publish
     expect(published(run, 'RowsWritten')).toEqual([{ dimensions: ['function', 'service', 'table'], values: { service: 'strata', function: 'writer', table: TABLE }, unit: 'Count' }])
     expect(published(committerRuns[0], 'CommitRetries')).toEqual([{ dimensions: ['function', 'service', 'table'], values: { service: 'strata', function: 'committer', table: TABLE }, unit: 'Count' }])
+    // the writer's stages of the freshness budget (docs/design.md "Freshness budget")
+    for (const metric of ['IngestWait', 'WriteCommitTime']) {
+      expect(published(run, metric), metric).toEqual([{ dimensions: ['function', 'service', 'table'], values: { service: 'strata', function: 'writer', table: TABLE }, unit: 'Milliseconds' }])
+    }
   })
 
   it('the compactor bundle compacts the jobs, after which deletion-vector readers see the rows', async () => {
@@ -371,6 +375,10 @@ describe('bundled handlers (esbuild output of the stack)', () => {
     ])
     // one compactor serves one table, so its metrics carry the table dimension
     expect(published(run, 'CompactionTime')[0]).toMatchObject({ values: { service: 'strata', function: 'compactor', table: TABLE }, unit: 'Milliseconds' })
+    // the compaction's stages of the freshness budget, under the same set
+    for (const metric of ['JobQueueAge', 'CompactionSlotWait', 'CompactionReadTime', 'CompactionMergeTime', 'CompactionWriteTime', 'CompactionCommitTime', 'CompactedL0Age']) {
+      expect(published(run, metric)[0], metric).toEqual({ dimensions: ['function', 'service', 'table'], values: { service: 'strata', function: 'compactor', table: TABLE }, unit: 'Milliseconds' })
+    }
   })
 
   it('the reader bundle answers a Function URL scan', async () => {

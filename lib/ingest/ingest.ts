@@ -56,6 +56,8 @@ export interface TableIngestResult {
   alreadyCommitted: number
   jobs: number
   retries: number
+  /** from the start of ingest to this table's commit landed (seen by the writer): the writer's flush and commit (docs/design.md "Freshness budget") */
+  commitMs: number
 }
 
 export interface IngestResult {
@@ -65,11 +67,20 @@ export interface IngestResult {
   failedIds: string[]
   /** why records failed, for the logs */
   errors: { table: string; error: string }[]
+  /**
+   * how long the oldest record of the batch waited at its source before this ingest began
+   * (its sentAt to the start; the batching window and the event source's polling), null
+   * when no record says when it was sent (docs/design.md "Freshness budget")
+   */
+  batchWaitMs: number | null
 }
 
 
 export async function ingest(records: IngestRecord[], opts: IngestOptions): Promise<IngestResult> {
   const now = opts.now ?? Date.now
+  const startedAt = now()
+  const sent = records.map((r) => r.sentAt).filter((t): t is number => typeof t === 'number' && Number.isFinite(t))
+  const batchWaitMs = sent.length ? Math.max(0, startedAt - Math.min(...sent)) : null
   const targets = new TableTargets(opts.resolve)
   const batch = await parseRecords(records, targets, opts)
   await storeRejections(batch, records, opts.rejects, opts.orderedSource, now)
@@ -79,7 +90,7 @@ export async function ingest(records: IngestRecord[], opts: IngestOptions): Prom
     const pending = admitted(parsed, records, batch)
     if (pending.records.length === 0) continue
     try {
-      results.push(await ingestTable(name, targets.opened(name)!, pending, byId, opts, now))
+      results.push(await ingestTable(name, targets.opened(name)!, pending, byId, opts, now, startedAt))
     } catch (e) {
       batch.errors.push({ table: name, error: (e as Error).message })
       // storage or commit failure: the source redelivers these records; nothing of them
@@ -87,7 +98,7 @@ export async function ingest(records: IngestRecord[], opts: IngestOptions): Prom
       batch.failed.push(...pending.ids)
     }
   }
-  return { tables: results, rejected: batch.rejections.length, failedIds: batch.failed, errors: batch.errors }
+  return { tables: results, rejected: batch.rejections.length, failedIds: batch.failed, errors: batch.errors, batchWaitMs }
 }
 
 /** A table's records that may be committed: on an ordered source, none from the first failed record on (those are redelivered). */
@@ -105,7 +116,7 @@ function admitted(parsed: ParsedRecords, records: IngestRecord[], batch: ParsedB
  * batch did), then enqueues the touched buckets' jobs. `pending` is narrowed in place to the
  * records this call still answers for: on a failure, those are redelivered.
  */
-async function ingestTable(name: string, target: IngestTarget, pending: ParsedRecords, byId: Map<string, IngestRecord>, opts: IngestOptions, now: () => number): Promise<TableIngestResult> {
+async function ingestTable(name: string, target: IngestTarget, pending: ParsedRecords, byId: Map<string, IngestRecord>, opts: IngestOptions, now: () => number, startedAt: number): Promise<TableIngestResult> {
   const table = target.table
   // the one lookup of the latest snapshot a writer batch makes: the search for earlier
   // attempts ends at it, the marker records it, the commit's duplicate check and its
@@ -125,6 +136,7 @@ async function ingestTable(name: string, target: IngestTarget, pending: ParsedRe
   // the earlier attempts may have died before enqueueing their compaction jobs
   for (const id of landedBefore) touched.push(...(await deltaBuckets(table, id)))
   const commit = await commitOnce(name, target, pending, { latestSnapshot, landedBefore, unresolved }, opts, now)
+  const commitMs = now() - startedAt
   touched.push(...commit.buckets)
   // keyed so that writers landing while a bucket's job waits or runs share it (lib/jobs/coalesce.ts);
   // files of an earlier attempt landed at or before the latest of these snapshots. Keyed
@@ -133,7 +145,7 @@ async function ingestTable(name: string, target: IngestTarget, pending: ParsedRe
   // job keyed on a state long compacted (past SQS's deduplication window)
   const landedAt = Math.max(commit.snapshotId, ...landedBefore, latestSnapshot?.id ?? 0)
   const jobs = await enqueueJobs(name, target, landedAt, dedupeBuckets(touched), now)
-  return { table: name, snapshotId: commit.snapshotId, rows: pending.records.length, deduplicated: commit.deduplicated, alreadyCommitted: earlier.size, jobs, retries: commit.retries }
+  return { table: name, snapshotId: commit.snapshotId, rows: pending.records.length, deduplicated: commit.deduplicated, alreadyCommitted: earlier.size, jobs, retries: commit.retries, commitMs }
 }
 
 /** What a table's commit step knew before it began: the snapshot the batch read, and the earlier attempts it found. */

@@ -26,6 +26,8 @@ export interface IngestRecord {
    */
   receiveCount?: number
   firstReceivedAt?: number
+  /** epoch ms the source accepted the record (SQS SentTimestamp, Kinesis approximateArrivalTimestamp): the start of its freshness budget */
+  sentAt?: number
 }
 
 export interface Rejection {

@@ -44,6 +44,12 @@ export interface JobOutcome {
   conflictRetries: number
   /** redelivered jobs whose bucket was compacted since they were keyed: no compaction, only the follow-up check (lib/jobs/coalesce.ts) */
   overtaken?: boolean
+  /**
+   * from startedAt to the start of the attempt that finished: the wait for a merge permit
+   * behind the invocation's other buckets, and attempts redone after a conflict
+   * (docs/design.md "Freshness budget")
+   */
+  slotWaitMs?: number
 }
 
 export interface ProcessOptions {
@@ -84,6 +90,8 @@ export interface ProcessOptions {
   /** a compaction attempt of the job's bucket starts merging (it holds a merge permit) */
   onStart?: (job: CompactionJob) => void
   onOutcome?: (o: JobOutcome) => void
+  /** the clock of startedAt, endedAt and the compactions' step times; default Date.now */
+  now?: () => number
 }
 
 export interface ProcessResult {
@@ -229,7 +237,8 @@ async function compactGroup(jobs: CompactionJob[], group: JobMessage[], opts: Pr
   const target = await opts.resolve(job.table)
   if (!target) throw new Error(`message ${group[0].id}: unknown table '${job.table}'`)
   const partition = new Uint8Array(Buffer.from(job.partitionBytes, 'base64'))
-  const startedAt = Date.now()
+  const now = opts.now ?? Date.now
+  const startedAt = now()
   const bucketRef = { partition, bucket: job.bucket }
   const ownKeys = jobs.map((j) => j.dedupKey)
   // a redelivery after a compactor died past its commit: the follow-up check it owed, no compaction
@@ -237,20 +246,22 @@ async function compactGroup(jobs: CompactionJob[], group: JobMessage[], opts: Pr
   if (overtaken !== null) {
     await discardExtras(group, opts, discarded)
     const next = await followUpOf(target.table, { baseSnapshotId: 0, snapshotId: overtaken, needsMore: false }, bucketRef, ownKeys)
-    if (next !== null) await sendFollowUp(target.jobs!, job, next, Date.now())
+    if (next !== null) await sendFollowUp(target.jobs!, job, next, now())
     const result: CompactBucketResult = {
       snapshotId: null, baseSnapshotId: overtaken, inputFiles: 0, outputFiles: 0, upgradedFiles: 0, rowsIn: 0, rowsOut: 0,
       rowsDeletedByVector: 0, outputLevel: null, needsMore: false, backPressure: false, retries: 0,
     }
-    const outcome: JobOutcome = { job, messageIds: group.map((x) => x.id), result, startedAt, endedAt: Date.now(), followUp: next !== null, conflictRetries: 0, overtaken: true }
+    const outcome: JobOutcome = { job, messageIds: group.map((x) => x.id), result, startedAt, endedAt: now(), followUp: next !== null, conflictRetries: 0, overtaken: true }
     opts.onOutcome?.(outcome)
     return outcome
   }
   let result: CompactBucketResult
   let conflictRetries = 0
+  let attemptAt = startedAt
   for (;;) {
     // the merge holds a permit until it asks for its commit; waiting for the commit does not
     const release = await merging.acquire()
+    attemptAt = now()
     opts.onStart?.(job)
     const committer = target.committer ?? target.table.committer
     try {
@@ -258,7 +269,7 @@ async function compactGroup(jobs: CompactionJob[], group: JobMessage[], opts: Pr
       result =
         job.bucket === POSTPONE_BUCKET
           ? await runPostponeJob(target.table, job, partition, releasing, target.jobs)
-          : await compactBucket(target.table, { partition, bucket: job.bucket, committer: releasing })
+          : await compactBucket(target.table, { partition, bucket: job.bucket, committer: releasing, clock: now })
       break
     } catch (e) {
       const retryable = e instanceof CommitConflictError || e instanceof CommitFailedError
@@ -268,7 +279,7 @@ async function compactGroup(jobs: CompactionJob[], group: JobMessage[], opts: Pr
       release()
     }
   }
-  const endedAt = Date.now()
+  const endedAt = now()
   let followUp = false
   await discardExtras(group, opts, discarded)
   if (target.jobs) {
@@ -280,7 +291,7 @@ async function compactGroup(jobs: CompactionJob[], group: JobMessage[], opts: Pr
       followUp = true
     }
   }
-  const outcome: JobOutcome = { job, messageIds: group.map((x) => x.id), result, startedAt, endedAt, followUp, conflictRetries }
+  const outcome: JobOutcome = { job, messageIds: group.map((x) => x.id), result, startedAt, endedAt, followUp, conflictRetries, slotWaitMs: attemptAt - startedAt }
   opts.onOutcome?.(outcome)
   return outcome
 }

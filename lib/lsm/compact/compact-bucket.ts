@@ -13,7 +13,7 @@ import { BoundedStore } from '../../store/bounded.ts'
 import { assertBucketModeKnown, assertWritable } from '../../table/options.ts'
 import { needsBackPressure } from '../universal-compaction.ts'
 import { type CompactCommit, commitCompaction, settleFailedJob } from './commit.ts'
-import type { CompactBucketRequest, CompactBucketResult, CompactionContext } from './context.ts'
+import type { CompactBucketRequest, CompactBucketResult, CompactionContext, CompactionTimings } from './context.ts'
 import { nextDeletionVectors, writeDeletionVectorIndex } from './deletion-vectors.ts'
 import { BucketInputs, entryOf } from './inputs.ts'
 import { CompactionOutput } from './output.ts'
@@ -26,6 +26,8 @@ export async function compactBucket(ctx: CompactionContext, req: CompactBucketRe
   const opts = view.options
   assertWritable(opts, ctx.uri, `compaction of bucket ${req.bucket}`)
   assertBucketModeKnown(opts, view.schema.version, ctx.uri, `compaction of bucket ${req.bucket}`)
+  const clock = req.clock ?? Date.now
+  const t0 = clock()
   const snapshot = await ctx.snapshots.latest()
   const bucket = await readBucket(ctx, snapshot, req.partition, req.bucket)
   const summary = { baseSnapshotId: snapshot?.id ?? 0, backPressure: needsBackPressure(bucket.levels, opts.stopTrigger) }
@@ -61,21 +63,32 @@ export async function compactBucket(ctx: CompactionContext, req: CompactBucketRe
     levels: bucket.levels,
     inputNames: new Set(unit.files.map((f) => f.name)),
   }
-  const resultOf = (c: Pick<CommitResult, 'snapshotId' | 'retries'>): CompactBucketResult => ({
+  const resultOf = (c: Pick<CommitResult, 'snapshotId' | 'retries'>, timings?: CompactionTimings): CompactBucketResult => ({
     snapshotId: c.snapshotId, ...summary, inputFiles: unit.files.length, outputFiles: output.adds.length - output.upgraded, upgradedFiles: output.upgraded,
     rowsIn: output.rowsIn, rowsOut: output.rowsOut, rowsDeletedByVector: output.marked, outputLevel: unit.outputLevel, needsMore, retries: c.retries, columnarSteps: output.columnarSteps,
+    ...(timings ? { timings } : {}),
   })
+  // the step times of docs/design.md "Freshness budget"
+  const level0Times = unit.files.filter((f) => f.level === 0 && f.creationTime !== null).map((f) => Number(f.creationTime))
+  const marks = { read: clock(), merged: 0, written: 0 }
   let commitStarted = false
   try {
     for (const step of steps) await rewriteStep(step, job)
+    marks.merged = clock()
     if (opts.deletionVectors) {
       const next = nextDeletionVectors(await dvs, output, opts.bitmap64)
       if (next) commit.indexReplacement = await writeDeletionVectorIndex(next, output, { bitmap64: opts.bitmap64, targetSize: opts.dvIndexFileTargetSize, keyOf: indexFileKeyOf })
     }
     await output.uploads.done()
     await req.beforeCommit?.()
+    marks.written = clock()
     commitStarted = true
-    return resultOf(await commitCompaction(req.committer ?? ctx.committer, view, output, commit))
+    const committed = await commitCompaction(req.committer ?? ctx.committer, view, output, commit)
+    const landedAt = clock()
+    return resultOf(committed, {
+      readMs: marks.read - t0, mergeMs: marks.merged - marks.read, writeMs: marks.written - marks.merged, commitMs: landedAt - marks.written,
+      oldestLevel0CreatedAt: level0Times.length ? Math.min(...level0Times) : null, landedAt,
+    })
   } catch (e) {
     const landed = await settleFailedJob(ctx, output, commit, commitStarted, e)
     if (landed !== null) return resultOf({ snapshotId: landed, retries: 0 })

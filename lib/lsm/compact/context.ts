@@ -54,6 +54,27 @@ export interface CompactBucketRequest {
    * second thread can run beside the merge (`compressionThreadUseful`).
    */
   compressionThread?: boolean
+  /** the clock the job's step times are read from (docs/design.md "Freshness budget"); default Date.now */
+  clock?: () => number
+}
+
+/**
+ * Where a compaction's time went, in the steps of docs/design.md "Freshness budget" (ms):
+ * read: the bucket's state at the latest snapshot (snapshot, manifests, index) and the
+ * plan; merge: the rewrite steps (input files read, merged, encoded, uploads started);
+ * write: what was left after the merge (the deletion-vector index, uploads still in
+ * flight); commit: the commit's call to its return (its landing seen, through the
+ * committer). `oldestLevel0CreatedAt` is the creation time of the oldest level-0 file the
+ * job lifted (epoch ms), so the caller can say how long its rows were invisible.
+ */
+export interface CompactionTimings {
+  readMs: number
+  mergeMs: number
+  writeMs: number
+  commitMs: number
+  oldestLevel0CreatedAt: number | null
+  /** the clock's reading when the commit returned */
+  landedAt: number
 }
 
 export interface CompactBucketResult {
@@ -78,4 +99,6 @@ export interface CompactBucketResult {
   columnarSteps?: number
   /** nothing needed doing (snapshotId null): why, from the planner */
   skipped?: SkipReason
+  /** where the time went, for a job that committed */
+  timings?: CompactionTimings
 }
