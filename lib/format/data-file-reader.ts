@@ -126,8 +126,9 @@ export interface DataFileLookupOptions {
 
 /**
  * A lookup fetches its key's page and everything after it to the end of the row group in one
- * request when that is at most this many bytes (a Strata file's row group is smaller: see
- * DEFAULT_ROW_GROUP_BYTES in data-file-writer.ts); otherwise the key pages, then the row's pages, separately.
+ * request when that is at most this many bytes (a Strata file's row group of a narrow row is
+ * smaller: see DEFAULT_ROW_GROUP_BYTES in data-file-writer.ts; a wide row's holds a page per
+ * column); otherwise the key pages, then the row's pages, separately.
  */
 const LOOKUP_SPAN_BYTES = 128 * 1024
 /** the row's pages in all its columns as one request when they span at most this */
