@@ -24,6 +24,9 @@
 //   built with esbuild and cdk/bundling.ts's options, run with the functions' environment and
 //   source maps on), beside DuckDB loading its native module and doing the same merge
 //   (bench/lib/cold-duckdb.ts); each reports the job and the time from the process's start;
+//   beside it, the same cold process with each start-up lever (bench/lib/cold-levers.ts:
+//   Node's compile cache filled and missing, the first job's pages compressed inline, a larger
+//   young generation, V8 tiering flags), every variant once per round, interleaved;
 // - with --compression, the columnar full compaction (deletion vectors off) and DuckDB
 //   single-threaded once per `file.compression` listed, each on a fixture written with that
 //   codec (DuckDB writing the same codec and level), with input and output file sizes.
@@ -37,6 +40,7 @@
 //
 //   npx tsx bench/compaction.ts [--quick] [--runs 3] [--no-s3] [--profile] [--heap-probe]
 //                                [--compression snappy,zstd,zstd:3] [--no-function-env]
+//                                [--cold-only] [--cold-variants compile-cache,maglev]
 //
 // --compression takes codecs of `file.compression` (none, snappy, gzip, zstd), zstd with an
 // optional `:level` (`file.compression.zstd-level`, default 1 as Paimon's); zstd needs a Node
@@ -46,7 +50,9 @@
 // prints where its CPU went. --heap-probe finds, for the
 // rows/runs series, the smallest `--max-old-space-size` each compaction completes in.
 // --no-function-env starts Strata's children without the deployed functions' environment
-// (glibc's malloc as it comes: a dynamic mmap threshold).
+// (glibc's malloc as it comes: a dynamic mmap threshold). --cold-only builds the one fixture
+// the cold processes compact and runs only them (and DuckDB's cold start); --cold-variants
+// names the levers measured beside the deployed compactor (default: all of them).
 
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { Session } from 'node:inspector/promises'

@@ -8,6 +8,7 @@
 //   node cold-strata.mjs <table uri>      (a table with one unpartitioned bucket)
 
 import { serializeBinaryRow } from '../../lib/format/binary-row.ts'
+import { compressionThreadCounts } from '../../lib/format/compression-thread.ts'
 import { compactBucket } from '../../lib/lsm/compact/compact-bucket.ts'
 import { openStore } from '../../lib/store/open-store.ts'
 import { Table } from '../../lib/handle/table.ts'
@@ -22,4 +23,4 @@ const readyMainCpuSeconds = mainThreadCpuSeconds()
 // STRATA_BENCH_COMPRESSION_THREAD=off: the output's pages compressed inline
 const compressionThread = process.env.STRATA_BENCH_COMPRESSION_THREAD === 'off' ? false : undefined
 const { value: r, ...job } = await timed(() => compactBucket(table, { partition: serializeBinaryRow([], []), bucket: 0, full: true, compressionThread }))
-reportToParent({ ...job, readySeconds, readyCpuSeconds, processSeconds: process.uptime(), processCpuSeconds: cpuSecondsOf(process.cpuUsage()), readyMainCpuSeconds, processMainCpuSeconds: mainThreadCpuSeconds(), rowsOut: r.rowsOut, columnarSteps: r.columnarSteps ?? 0 })
+reportToParent({ ...job, readySeconds, readyCpuSeconds, processSeconds: process.uptime(), processCpuSeconds: cpuSecondsOf(process.cpuUsage()), readyMainCpuSeconds, processMainCpuSeconds: mainThreadCpuSeconds(), rowsOut: r.rowsOut, columnarSteps: r.columnarSteps ?? 0, compression: compressionThreadCounts() })
