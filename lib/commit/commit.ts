@@ -11,7 +11,9 @@ import { type ManifestEntry, type ManifestFileMeta, type Snapshot, FileKind } fr
 import { snapshotKey } from '../table/paths.ts'
 import type { SchemaView } from '../table/schema.ts'
 import { bucketIdentifier, fileIdentifier, hex } from '../manifest/identifiers.ts'
-import { type ManifestIO, foldEntries } from '../manifest/manifests.ts'
+import { type ManifestIO, type ManifestPacking, foldEntries } from '../manifest/manifests.ts'
+import { deserializeBinaryRow } from '../format/binary-row.ts'
+import { rowComparator } from '../format/compare.ts'
 import type { SnapshotManager } from '../manifest/snapshot-manager.ts'
 import { type BucketScope, bucketsScope } from '../manifest/bucket-scope.ts'
 import type { CommitRequest, CommitResult, Committer } from './committer.ts'
@@ -79,6 +81,13 @@ export class FileStoreCommit implements Committer {
     private readonly listener?: LandingListener,
   ) {}
 
+  /** A commit touching more bucket groups than `manifest.merge-min-count` packs them (ManifestIO.groupedManifests). */
+  private get packing(): ManifestPacking {
+    const types = this.view.partitionFields.map((f) => f.type)
+    const compare = rowComparator(types)
+    return { over: this.view.options.manifestMergeMinCount, partitionValues: (p) => deserializeBinaryRow(types, p), compare: (a, b) => compare(a as never, b as never) }
+  }
+
   /** Resolves once the listener has done what the snapshots landed so far asked of it. */
   settle(): Promise<void> {
     return this.listener?.settle() ?? Promise.resolve()
@@ -92,7 +101,9 @@ export class FileStoreCommit implements Committer {
         : req.expectPartitionIndex?.length
           ? (state: CommitState) => checkPartitionIndex({ ...req, label: `APPEND ${req.commitUser}` }, state)
           : undefined)
-    const scope = bucketsScope(this.view, [...req.adds, ...req.deletes, ...(req.indexReplacements ?? [])])
+    // built only by a commit that reads state: an APPEND of many partitions never needs it
+    let scopeMemo: BucketScope | null = null
+    const scope = () => (scopeMemo ??= bucketsScope(this.view, [...req.adds, ...req.deletes, ...(req.indexReplacements ?? [])]))
     const deltaEntries = [...req.deletes.map((e) => ({ ...e, kind: FileKind.DELETE })), ...req.adds.map((e) => ({ ...e, kind: FileKind.ADD }))]
     let deltaMetas: ManifestFileMeta[] | null = null
     let deltaList: { name: string; size: number } | null = null
@@ -118,7 +129,7 @@ export class FileStoreCommit implements Committer {
       // what this attempt checks depends only on the latest snapshot: read it all at once
       const [landed, live, index] = await Promise.all([
         req.dedup ? this.landed.find(commitKeyOf(req), req.baseSnapshotId, latestId) : null,
-        needsState ? this.advanceLive(latest, liveAt === -1 ? null : { live: liveSet, at: liveAt }, scope) : null,
+        needsState ? this.advanceLive(latest, liveAt === -1 ? null : { live: liveSet, at: liveAt }, scope()) : null,
         needsState && check && latest?.indexManifest ? this.manifests.readIndexManifest(latest.indexManifest) : [],
       ])
       if (landed !== null) return { snapshotId: landed, retries, deduplicated: true }
@@ -136,7 +147,7 @@ export class FileStoreCommit implements Committer {
         if (check) {
           try {
             // HASH entries of every bucket: a dynamic-bucket check reads its whole partition
-            await check(new CommitState(liveSet.values(), index.filter((e) => scope.holds(e.partition, e.bucket) || e.indexType === HASH_INDEX)))
+            await check(new CommitState(liveSet.values(), index.filter((e) => scope().holds(e.partition, e.bucket) || e.indexType === HASH_INDEX)))
           } catch (e) {
             if (e instanceof CommitConflictError) throw new CommitConflictError(e.message, true)
             throw e
@@ -152,12 +163,12 @@ export class FileStoreCommit implements Committer {
           : (async () => {
               // one manifest per bucket group, so a job on one bucket can skip the others;
               // their list records are known before they are written, so the list goes at once
-              const prepared = this.manifests.groupedManifests(deltaEntries, req.partitionStats, BigInt(req.schemaId))
+              const prepared = this.manifests.groupedManifests(deltaEntries, req.partitionStats, BigInt(req.schemaId), undefined, this.packing)
               deltaMetas = prepared.map((p) => p.meta)
               const [, list] = await Promise.all([this.manifests.putManifests(prepared), this.manifests.writeList(deltaMetas)])
               deltaList = list
               if (changelog.length) {
-                const cl = this.manifests.groupedManifests(changelog, req.partitionStats, BigInt(req.schemaId))
+                const cl = this.manifests.groupedManifests(changelog, req.partitionStats, BigInt(req.schemaId), undefined, this.packing)
                 changelogWritten.metas = cl.map((p) => p.meta)
                 const [, clList] = await Promise.all([this.manifests.putManifests(cl), this.manifests.writeList(changelogWritten.metas)])
                 changelogWritten.list = clList
@@ -265,7 +276,7 @@ export class FileStoreCommit implements Committer {
     const toMerge = metas.filter((_, i) => merging(groupOf[i]))
     const live = foldEntries((await Promise.all(toMerge.map((m) => this.manifests.readManifest(m.fileName)))).flat())
     const entries = [...live.values()]
-    const prepared = entries.length ? this.manifests.groupedManifests(entries, req.partitionStats, BigInt(Math.max(...entries.map((e) => Number(e.file.schemaId)))), target) : []
+    const prepared = entries.length ? this.manifests.groupedManifests(entries, req.partitionStats, BigInt(entries.reduce((m, e) => Math.max(m, Number(e.file.schemaId)), 0)), target, this.packing) : []
     written.push(...prepared.map((p) => p.meta.fileName))
     // merged groups first, then the manifests left as they were, in their order: groups
     // share no file, so their relative order does not matter

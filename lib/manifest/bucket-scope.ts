@@ -30,9 +30,22 @@ interface Target {
   partition: (Value | undefined)[]
 }
 
+/** A partition's values as a Map key that tells them apart as equality does (bytes by content, -0 from 0). */
+function valuesKey(values: readonly Value[]): string {
+  let s = ''
+  for (const v of values) s += v === null ? '\u0001' : `\u0002${typeof v}:${v instanceof Uint8Array ? Buffer.from(v).toString('hex') : Object.is(v, -0) ? '-0' : String(v)}\u0000`
+  return s
+}
+
 class Scope implements BucketScope {
   private readonly ranges = new WeakMap<ManifestFileMeta, StatsRange>()
   private readonly types
+  /**
+   * Targets by their partition's values, when every target names all of them: a manifest of
+   * one partition (min = max, no nulls) is then checked against that partition's targets
+   * only, so pruning N manifests for N targets costs N lookups, not N × N comparisons
+   */
+  private readonly byPartition: Map<string, Target[]> | null
 
   constructor(
     view: SchemaView,
@@ -40,6 +53,16 @@ class Scope implements BucketScope {
     readonly holds: (partition: Uint8Array, bucket: number) => boolean,
   ) {
     this.types = view.partitionFields.map((f) => withNullable(f.type, true))
+    const full = targets.length > 1 && this.types.length > 0 && targets.every((t) => t.partition.every((v) => v !== undefined))
+    this.byPartition = full ? new Map() : null
+    if (this.byPartition) {
+      for (const t of targets) {
+        const k = valuesKey(t.partition as Value[])
+        const list = this.byPartition.get(k)
+        if (list) list.push(t)
+        else this.byPartition.set(k, [t])
+      }
+    }
   }
 
   private range(meta: ManifestFileMeta): StatsRange {
@@ -53,7 +76,22 @@ class Scope implements BucketScope {
   }
 
   mayHold(meta: ManifestFileMeta): boolean {
+    const one = this.byPartition && this.onePartition(meta)
+    if (one) return (this.byPartition!.get(valuesKey(one)) ?? []).some((t) => this.bucketMayBeIn(meta, t.bucket))
     return this.targets.some((t) => this.bucketMayBeIn(meta, t.bucket) && this.partitionMayBeIn(meta, t.partition))
+  }
+
+  /** The manifest's one partition when its statistics name exactly one with no null field, else null. */
+  private onePartition(meta: ManifestFileMeta): Value[] | null {
+    const s = meta.partitionStats
+    if (Buffer.compare(s.minValues, s.maxValues) !== 0) return null
+    let r: StatsRange
+    try {
+      r = this.range(meta)
+    } catch {
+      return null
+    }
+    return r.min.length === this.types.length && r.min.every((v) => v !== null) ? r.min : null
   }
 
   private bucketMayBeIn(meta: ManifestFileMeta, bucket: number | null): boolean {

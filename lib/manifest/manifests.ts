@@ -15,7 +15,7 @@ import {
 import pLimit, { type LimitFunction } from 'p-limit'
 import type { ObjectStore } from '../store/object-store.ts'
 import { CorruptFileError, MissingReferenceError } from '../errors.ts'
-import { type IndexManifestEntry, type ManifestEntry, type ManifestFileMeta, type SimpleStats, type Snapshot, FileKind } from '../types.ts'
+import { type IndexManifestEntry, type ManifestEntry, type ManifestFileMeta, type SimpleStats, type Snapshot, type Value, FileKind } from '../types.ts'
 import { FileNamer, manifestKey } from '../table/paths.ts'
 import type { BucketScope } from './bucket-scope.ts'
 import { fileIdentifier, hex } from './identifiers.ts'
@@ -45,6 +45,21 @@ export interface ManifestIOOptions {
   /** manifest reads and writes in flight at once (io.max-concurrent-requests) */
   maxConcurrentRequests: number
 }
+
+/**
+ * How groupedManifests packs a commit that touches many bucket groups: past `over` groups
+ * (`manifest.merge-min-count`), in the order of the partitions' values.
+ */
+export interface ManifestPacking {
+  over: number
+  partitionValues(partition: Uint8Array): readonly Value[]
+  compare(a: readonly Value[], b: readonly Value[]): number
+}
+
+/** About how large a packed manifest is: a job on one bucket decodes at most about this much of it (decoded, 8–17× more). */
+export const PACKED_MANIFEST_BYTES = 1 << 20
+/** Entries encoded to estimate a packed manifest's bytes per entry. */
+const PACK_SAMPLE_ENTRIES = 256
 
 /** A manifest encoded and described, not written yet. */
 export interface PreparedManifest {
@@ -178,11 +193,14 @@ export class ManifestIO {
 
   /**
    * Encodes entries as manifests of one bucket group each (docs/format.md "Manifest
-   * layout"), each rolled at `targetFileSize` when given, in group order. Nothing is written
-   * yet: a manifest's list record is known before its PUT, so the manifests and the list
-   * naming them can be written at once (putManifests).
+   * layout"), each rolled at `targetFileSize` when given, in group order. Entries of more
+   * than `pack.over` groups are packed instead: groups in partition order, several to a
+   * manifest of about PACKED_MANIFEST_BYTES, so a commit touching N partitions writes
+   * N / (entries per manifest) manifests, not N. Nothing is written yet: a manifest's list
+   * record is known before its PUT, so the manifests and the list naming them can be
+   * written at once (putManifests).
    */
-  groupedManifests(entries: ManifestEntry[], partitionStats: (entries: ManifestEntry[]) => SimpleStats, schemaId: bigint, targetFileSize?: number): PreparedManifest[] {
+  groupedManifests(entries: ManifestEntry[], partitionStats: (entries: ManifestEntry[]) => SimpleStats, schemaId: bigint, targetFileSize?: number, pack?: ManifestPacking): PreparedManifest[] {
     const groups = new Map<string, ManifestEntry[]>()
     for (const e of entries) {
       const g = this.groupOf(e.partition, e.bucket)
@@ -190,6 +208,7 @@ export class ManifestIO {
       if (list) list.push(e)
       else groups.set(g, [e])
     }
+    if (pack && groups.size > pack.over) return this.packedManifests([...groups.values()], partitionStats, schemaId, Math.min(targetFileSize ?? PACKED_MANIFEST_BYTES, PACKED_MANIFEST_BYTES), pack)
     const out: PreparedManifest[] = []
     for (const k of [...groups.keys()].sort()) {
       const list = groups.get(k)!
@@ -204,6 +223,27 @@ export class ManifestIO {
         const chunk = list.slice(i, i + per)
         out.push(this.prepareManifest(chunk, partitionStats(chunk), schemaId))
       }
+    }
+    return out
+  }
+
+  /**
+   * Groups packed in partition order (then bucket), cut every `target` bytes as estimated
+   * from the encoded size of the first entries: each manifest's partition statistics then
+   * cover a narrow range, so a job on one bucket still opens one or two of them.
+   */
+  private packedManifests(groups: ManifestEntry[][], partitionStats: (entries: ManifestEntry[]) => SimpleStats, schemaId: bigint, target: number, pack: ManifestPacking): PreparedManifest[] {
+    const keyed = groups.map((g) => ({ key: pack.partitionValues(g[0].partition), bucket: g[0].bucket, g }))
+    keyed.sort((a, b) => pack.compare(a.key, b.key) || a.bucket - b.bucket)
+    const sorted: ManifestEntry[] = []
+    for (const k of keyed) for (const e of k.g) sorted.push(e)
+    const sample = sorted.slice(0, PACK_SAMPLE_ENTRIES)
+    const perEntry = writeManifestFile(sample, this.compression).length / sample.length
+    const per = Math.max(1, Math.floor(target / perEntry))
+    const out: PreparedManifest[] = []
+    for (let i = 0; i < sorted.length; i += per) {
+      const chunk = sorted.slice(i, i + per)
+      out.push(this.prepareManifest(chunk, partitionStats(chunk), schemaId))
     }
     return out
   }

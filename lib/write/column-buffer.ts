@@ -279,7 +279,7 @@ function grown<T extends Int32Array | Float64Array | Uint8Array>(old: T, next: T
   return next
 }
 
-const INITIAL_CAPACITY = 64
+const INITIAL_CAPACITY = 8
 
 /** The records of one (partition, bucket) of the sub-batch being buffered, as columns. */
 export class GroupColumns {

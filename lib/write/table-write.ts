@@ -130,6 +130,24 @@ export function bufferedRecordBytes(row: Row): number {
 /** The record's kind and batch index, and its slot in the sort permutation and the gathered output at flush. */
 const RECORD_OVERHEAD_BYTES = 16
 
+/**
+ * How much memory a (partition, bucket) group is charged when its first record arrives: its
+ * objects and first arrays (about 1.9 KB for 4 fields, measured with V8's heap), so a batch
+ * of one record into each of many partitions flushes at `write-buffer-size` too, not only
+ * a batch of many records. Charged alike for both buffers, from the FREE_GROUPS + 1st group
+ * of a flush on.
+ */
+export function bufferedGroupBytes(fieldCount: number): number {
+  return 640 + 320 * fieldCount
+}
+
+/**
+ * Groups of a flush not charged: their memory (at most about 64 × 4 KB) is within the
+ * slack of the records' estimate, and a batch over a few buckets keeps the flush points
+ * bufferedRecordBytes alone sets.
+ */
+export const FREE_GROUPS = 64
+
 /** The partition a record goes to: its values, encoded row and storability, checked once per distinct value. */
 interface PartitionSlot {
   values: Row
@@ -199,6 +217,8 @@ export class BatchWriter {
   readonly #whereOf: (index: number) => string
   readonly #view: SchemaView
   readonly #bufferLimit: number
+  /** bufferedGroupBytes of this table */
+  readonly #groupBytes: number
   readonly #bucketFn: (values: Value[]) => number
   /** dynamic bucket mode (bucket -1): assigns buckets through the HASH index; null otherwise */
   readonly #dynamic: DynamicBucketAssigner | null
@@ -256,6 +276,7 @@ export class BatchWriter {
     this.#whereOf = opts.whereOf ?? ((i) => `record ${i + 1}`)
     this.#view = view
     this.#bufferLimit = opts.writeBufferSize ?? view.options.writeBufferSize
+    this.#groupBytes = bufferedGroupBytes(view.fields.length)
     this.#postponePrefix = `${view.options.dataFilePrefix}-u-${opts.commitUser ?? randomUUID()}-s-${randomInt(2147483647)}-w-`
     // postpone bucket mode: every row goes to bucket-postpone, a postpone compaction picks its bucket (docs/design.md "Postpone buckets")
     this.#bucketFn = view.options.bucket === POSTPONE_BUCKET ? () => POSTPONE_BUCKET : view.options.bucket === DYNAMIC_BUCKET ? () => DYNAMIC_BUCKET : bucketFunction(view.bucketKeyTypes, view.options.bucket)
@@ -363,6 +384,7 @@ export class BatchWriter {
     if (!g) {
       slot.groups[bucket] = g = { slot, bucket, cols: this.#layout && new GroupColumns(this.#layout, slot.values, slot.lastRows[bucket]), rows: [], kinds: [], index: [] }
       this.#buffered.push(g)
+      if (this.#buffered.length > FREE_GROUPS) this.#bufferedBytes += this.#groupBytes
     }
     if (g.cols) g.cols.add(row, kind, index)
     else {
