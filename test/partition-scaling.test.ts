@@ -25,7 +25,7 @@ const SCHEMA = {
   options: { bucket: '1' },
 }
 
-const rec = (p: number, id: number, v: string | null, kind = RowKind.INSERT): WriteRecord => ({ row: [p, BigInt(id), v], kind })
+const rec = (p: number, id: number, v: string | null, kind: RowKind = RowKind.INSERT): WriteRecord => ({ row: [p, BigInt(id), v], kind })
 
 async function deltaManifestCount(table: Table): Promise<number> {
   const s = (await table.snapshots.latest())!
