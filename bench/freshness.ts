@@ -15,7 +15,7 @@
 // bench/lib/committer-probe.ts and bench/lib/compactor-probe.ts, the real handlers with a
 // probe that reports what each invocation did.
 //
-//   npx tsx bench/freshness.ts [--quick] [--seconds 90] [--rate 200]
+//   npx tsx bench/freshness.ts [--quick] [--seconds 90] [--rate 200] [--settings 1,4,-1]
 //
 // --seconds is the load window of each setting (default 90, --quick 15): a setting's lag
 // settles only after its backlog of the first writer commits is worked off, so pick a window
@@ -29,7 +29,10 @@
 // the time the compactions only waited for their commits taken out); lost races (the
 // compactions' commit retries and the committers' races for `snapshot-N`), recompactions
 // (process-jobs' fresh-state retries after a conflicting or failed commit), committer
-// invocations and messages per snapshot.
+// invocations and messages per snapshot; and the freshness budget (docs/design.md "Freshness
+// budget"): each stage's p50 and p99 from the metrics the writer and compactor functions
+// publish (their handlers run as local/stage-probe.ts and bench/lib/compactor-probe.ts, which
+// return them beside the answer) and the sampler's snapshot discoveries, against the floor.
 
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -47,9 +50,13 @@ import { machineInfo, machineMarkdown } from './lib/machine.ts'
 import { OUT_DIR, markdownTable, writeResults } from './lib/report.ts'
 import { ORDERS_FIELDS, seededRandom } from './lib/dataset.ts'
 import { percentile } from './lib/stats.ts'
+import { type Budget, FIRST_POLL_MS, type FloorModel, StageSamples, budgetMarkdown, budgetOf, largestStage, noteDiscovery } from '../local/freshness-budget.ts'
+import { SnapshotDiscovery } from '../lib/read/snapshot-discovery.ts'
 
 const COMMITTER_PROBE = join(import.meta.dirname, 'lib', 'committer-probe.ts')
 const COMPACTOR_PROBE = join(import.meta.dirname, 'lib', 'compactor-probe.ts')
+// the writer with its freshness-budget metrics returned beside its answer
+const WRITER_PROBE = join(import.meta.dirname, '..', 'local', 'stage-probe.ts')
 
 export const BUCKETS = 64
 export const FIRST_BYTE_MS = 20
@@ -145,6 +152,8 @@ export interface FreshnessRun {
   messagesPerSnapshot?: number
   committerReplans?: number
   committers?: CommitterInvocation[]
+  /** the freshness budget: each stage's p50 / p99 from the metrics the functions published during the load, and the floor (docs/design.md "Freshness budget") */
+  budget?: Budget
 }
 
 export interface FreshnessResult {
@@ -182,6 +191,11 @@ function schema(threads: number) {
 
 const WRITER_CONCURRENCY = 2
 const WRITER_WINDOW_MS = 1000
+
+/** The floor's model: this benchmark's S3 latency and batching window; SQS free (docs/design.md "Freshness budget"). */
+export function floorModel(): FloorModel {
+  return { firstByteMs: FIRST_BYTE_MS, batchingWindowMs: WRITER_WINDOW_MS, firstPollMs: FIRST_POLL_MS }
+}
 const KEY_SPACE = 200_000
 
 async function runSetting(threads: number, seconds: number, rate: number, seed: number, log: (s: string) => void): Promise<FreshnessRun> {
@@ -190,7 +204,15 @@ async function runSetting(threads: number, seconds: number, rate: number, seed: 
   let committerErrors = 0
   let running = 0
   let peakRunning = 0
+  // the stage metrics of invocations that start during the load
+  const stages = new StageSamples()
+  let loading = true
+  let loadEnd = Infinity
   const rt = await startLocalRuntime({
+    writerModule: WRITER_PROBE,
+    onWriterInvocation: (info) => {
+      if (loading && info.result.ok && info.startedAt < loadEnd) stages.addResult(info.result.value)
+    },
     compactorModule: COMPACTOR_PROBE,
     committerModule: COMMITTER_PROBE,
     onCommitterInvocation: (_t, info) => {
@@ -210,6 +232,7 @@ async function runSetting(threads: number, seconds: number, rate: number, seed: 
     visibilityTimeoutSeconds: 120,
     timeoutMs: 110_000,
     onCompactorInvocation: (_t, info) => {
+      if (loading && info.result.ok && info.startedAt < loadEnd) stages.addResult(info.result.value)
       const p = info.result.ok ? compactorProbeOf(info.result.value) : null
       invocations.push({
         startedAt: info.startedAt,
@@ -236,6 +259,7 @@ async function runSetting(threads: number, seconds: number, rate: number, seed: 
   try {
     const t = rt.tables.get('bench')!
     const reader = await Table.open(t.table.store)
+    const discovery = new SnapshotDiscovery()
     const random = seededRandom(seed)
     const versions = new Map<number, number>()
     const samples: LagSample[] = []
@@ -260,7 +284,10 @@ async function runSetting(threads: number, seconds: number, rate: number, seed: 
     })()
     // concurrency as the poller sees it (invocations in flight), sampled with the lag
     const sampleOnce = async () => {
+      const readAt = Date.now()
       const st = await tableStatus(reader)
+      // the sampler is the benchmark's reader: the snapshots it finds new are its discoveries
+      if (loading) await noteDiscovery(stages, discovery, st.snapshot?.id, readAt, reader.snapshots)
       running = t.poller.inFlight
       peakRunning = Math.max(peakRunning, running)
       samples.push({
@@ -281,6 +308,7 @@ async function runSetting(threads: number, seconds: number, rate: number, seed: 
     }, 1000)
     await sender
     clearInterval(sampler)
+    loadEnd = Date.now()
     const lags = samples.map((s) => s.lagMs)
     const dlq = await rt.queueDepth(t.dlqUrl)
     // a run whose writes never landed has no L0 files and so reads as zero lag: refuse it
@@ -308,12 +336,17 @@ async function runSetting(threads: number, seconds: number, rate: number, seed: 
       loadAvgEnd: loadavg()[0],
     }
     // the compactions in flight at the end of the load finish during stop(): count them too
+    // (their stage metrics too, when they started during the load)
     await rt.stop()
     stopped = true
+    loading = false
+    run.budget = budgetOf(stages, floorModel())
     run.compactorInvocations = invocations.length
     run.compactorFailedRecords = t.poller.stats.failedRecords
     run.perBucketCompactionMs = pct(invocations.map((i) => i.durationMs / Math.max(1, i.buckets)), 50)
     Object.assign(run, lagTrend(samples), commitFigures(invocations, committers))
+    const b = run.budget
+    log(`freshness task-threads ${threads} budget (p50 ms): ${b.stages.map((x) => `${x.key} ${x.p50Ms.toFixed(0)}`).join(', ')}; sum ${b.sumP50Ms.toFixed(0)} against floor ${b.floorMs.toFixed(0)}; L0 written → lifted p50 ${b.l0AgeP50Ms?.toFixed(0) ?? '-'}; ${largestStage(b)}`)
     if (committerErrors > 0) throw new Error(`freshness task-threads ${threads}: ${committerErrors} committer invocation(s) failed or were not the probe's`)
     log(
       `freshness task-threads ${threads}: lag p50 ${(run.lagP50Ms / 1000).toFixed(1)} s, p99 ${(run.lagP99Ms / 1000).toFixed(1)} s, max ${(run.lagMaxMs / 1000).toFixed(1)} s (middle third p50 ${(run.lagMidThirdP50Ms! / 1000).toFixed(1)} s, last third ${(run.lagLastThirdP50Ms! / 1000).toFixed(1)} s: ${run.lagSteady ? 'steady' : 'still growing'}), peak L0/bucket ${run.peakL0PerBucket}, ${invocations.length} compactor invocations (${run.perBucketCompactionMs.toFixed(0)} ms/bucket, one bucket p50 ${run.bucketCompactionP50Ms?.toFixed(0)} ms of which commit ${run.compactionCommitP50Ms?.toFixed(0)} ms), ${run.recompactions} recompactions, lost races ${run.compactionRetries} compaction + ${run.committerRetries} committer, ${run.committerInvocations} committer invocations (${run.messagesPerSnapshot?.toFixed(1)} messages/snapshot), ${run.writerInvocations} writer invocations, load ${run.loadAvgEnd.toFixed(1)}`,
@@ -471,7 +504,8 @@ export function freshnessMarkdown(r: FreshnessResult): string {
       x.loadAvgEnd.toFixed(1),
     ]),
   )
-  if (!r.runs.some((x) => x.committerInvocations !== undefined)) return lagTable
+  const budget = budgetSection(r)
+  if (!r.runs.some((x) => x.committerInvocations !== undefined)) return lagTable + budget
   const commitTable = markdownTable(
     ['task-threads', 'one bucket\'s compaction p50 (ms)', 'its commit, call → returned p50 (ms)', 'lost races: compactions / committers', 'recompactions', 'conflict receipts', 'committer invocations', 'snapshots', 'messages per snapshot', 'committer re-plans'],
     r.runs.map((x) => [
@@ -487,7 +521,30 @@ export function freshnessMarkdown(r: FreshnessResult): string {
       x.committerReplans ?? '-',
     ]),
   )
-  return `${lagTable}\n\nThe commit path per setting (writers and compactors commit through the table's committer):\n\n${commitTable}`
+  return `${lagTable}\n\nThe commit path per setting (writers and compactors commit through the table's committer):\n\n${commitTable}${budget}`
+}
+
+/** The freshness budget per setting, the floor, the largest stage and the goal (lag p50 at -1 within 2× the floor). */
+export function budgetSection(r: FreshnessResult): string {
+  const runs = r.runs.filter((x) => x.budget)
+  if (runs.length === 0) return ''
+  const table = budgetMarkdown(runs.map((x) => ({ label: label(x.taskThreads), budget: x.budget! })))
+  const floor = runs[0].budget!.floorMs
+  const noCap = runs.find((x) => x.taskThreads === -1)
+  const lines = [
+    '',
+    '',
+    `The freshness budget (docs/design.md "Freshness budget"): each stage's p50 / p99 over the metrics the functions published during the load (invocations that started in it), against its floor: the dependent S3 round trips the stage needs at ${r.params.s3.firstByteMs} ms, SQS at 0 ms, the ${r.params.writerBatchingWindowMs} ms batching window, and the senders' first ${FIRST_POLL_MS} ms poll pause. The reader here is the benchmark's sampler, which reads once a second.`,
+    '',
+    table,
+    '',
+    ...runs.map((x) => `- task-threads ${label(x.taskThreads)}: stages sum to ${(x.budget!.sumP50Ms / 1000).toFixed(2)} s (p50s) against the measured lag p50 ${(x.lagP50Ms / 1000).toFixed(1)} s; ${largestStage(x.budget!)}.`),
+  ]
+  if (noCap) {
+    const ratio = noCap.lagP50Ms / Math.max(1, floor)
+    lines.push('', `Goal, lag p50 at -1 within 2× the floor (${(2 * floor / 1000).toFixed(2)} s): the measured lag p50 is ${(noCap.lagP50Ms / 1000).toFixed(1)} s, ${ratio.toFixed(1)}× the floor of ${(floor / 1000).toFixed(2)} s — ${ratio <= 2 ? '**met**' : '**not met**'}.`)
+  }
+  return lines.join('\n')
 }
 
 export function writeFreshnessChart(r: FreshnessResult, name: string): string {
@@ -504,11 +561,16 @@ export function writeFreshnessChart(r: FreshnessResult, name: string): string {
 }
 
 if (import.meta.filename === process.argv[1]) {
-  const args = parseBenchArgs(process.argv.slice(2), ['--quick'], ['--seconds', '--rate'])
+  const args = parseBenchArgs(process.argv.slice(2), ['--quick'], ['--seconds', '--rate'], ['--settings'])
   const quick = args.has('--quick')
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
   const machine = machineInfo(['fauxqs', '@aws-sdk/client-s3', '@aws-sdk/client-sqs', 'tsx'])
-  const r = await runFreshness({ quick, seconds: args.num('--seconds', quick ? 15 : 90), rate: args.num('--rate', 200) })
+  // --settings 1,4,-1: the task-threads settings to run, in order
+  const settings = args.has('--settings') || args.str('--settings', '') ? args.str('--settings', '').split(',').map(Number) : undefined
+  if (settings?.some((x) => !Number.isInteger(x) || (x < 1 && x !== -1))) throw new Error(`--settings: expected task-threads values (positive integers or -1) separated by commas, got ${args.str('--settings', '')}`)
+  const loadBefore = loadavg()[0]
+  const r = await runFreshness({ quick, seconds: args.num('--seconds', quick ? 15 : 90), rate: args.num('--rate', 200), settings })
+  console.log(`load average (1 min) before the run ${loadBefore.toFixed(1)}, after ${loadavg()[0].toFixed(1)}`)
   console.log(freshnessMarkdown(r))
   console.log(`\ncompaction cost fit: ${r.compactionCostFit.perBucketMs.toFixed(0)} ms per bucket + ${r.compactionCostFit.perJobMs.toFixed(0)} ms per coalesced job (${r.compactionCostFit.invocations} invocations)`)
   console.log(`chart: ${writeFreshnessChart(r, quick ? 'freshness-quick.svg' : 'freshness.svg')}`)

@@ -8,7 +8,9 @@
 // Progress is shown live: redrawn in place on a terminal, and as a plain line every 5 s when
 // stdout is not one (CI, a pipe, a file), so a long run never looks like a hang. At the end the upstream stops, the queues drain, and a reader
 // must see exactly the rows written — none lost, none twice, each at its latest value.
-// A summary table and an SVG chart of freshness lag over time are written.
+// A summary table, the freshness budget (each stage's p50 / p99 from the metrics the
+// functions publish, against its floor: local/freshness-budget.ts) and an SVG chart of
+// freshness lag over time are written.
 //
 //   npm run demo -- [--rate 100] [--duration 20] [--buckets 16] [--task-threads 4] [--s3-latency-ms 10]
 
@@ -19,8 +21,15 @@ import { parseArgs } from 'node:util'
 import { readAll } from '../lib/read/table-read.ts'
 import { tableStatus } from '../lib/maintenance/table-status.ts'
 import { Table } from '../lib/handle/table.ts'
+import { SnapshotDiscovery } from '../lib/read/snapshot-discovery.ts'
 import { type LocalRuntime, startLocalRuntime } from './runtime/local-runtime.ts'
 import { freshnessChart } from './chart.ts'
+import { type Budget, FIRST_POLL_MS, StageSamples, budgetMarkdown, budgetOf, largestStage, noteDiscovery } from './freshness-budget.ts'
+
+// the writer and compactor handlers with their freshness-budget metrics returned beside their answers
+const STAGE_PROBE = join(import.meta.dirname, 'stage-probe.ts')
+// the runtime's default writer batching window (local/runtime/local-runtime.ts)
+const WRITER_WINDOW_MS = 1000
 
 interface DemoConfig {
   rate: number
@@ -82,6 +91,8 @@ interface RunResult {
   snapshots: number
   appends: number
   compacts: number
+  /** the freshness budget of the load: each stage's p50 / p99 from the published metrics, and the floor */
+  budget: Budget
   /** from the first event to the end of the drain */
   seconds: number
   compactorBusyMs: number
@@ -178,11 +189,19 @@ async function runOnce(cfg: DemoConfig, threads: number): Promise<RunResult> {
   let compactions = 0
   let jobs = 0
   let busyMs = 0
+  // the stage metrics of the load (not of the drain)
+  const stages = new StageSamples()
+  let loading = true
   const rt: LocalRuntime = await startLocalRuntime({
     tables: [{ name: 'orders', schema: schema(buckets, threads) }],
     latency: latencyMs > 0 ? () => latencyMs : undefined,
     visibilityTimeoutSeconds: 60,
+    writerModule: STAGE_PROBE,
+    compactorModule: STAGE_PROBE,
+    writerBatchingWindowMs: WRITER_WINDOW_MS,
+    onWriterInvocation: (info) => void (loading && info.result.ok && stages.addResult(info.result.value)),
     onCompactorInvocation: (_t, info) => {
+      if (loading && info.result.ok) stages.addResult(info.result.value)
       compactions++
       jobs += info.records.length
       busyMs += info.endedAt - info.startedAt
@@ -197,8 +216,11 @@ async function runOnce(cfg: DemoConfig, threads: number): Promise<RunResult> {
   let sent = 0
   let nextId = 1
   let visible: number | null = null
+  const discovery = new SnapshotDiscovery()
   const sample = async () => {
+    const readAt = Date.now()
     const st = await tableStatus(reader)
+    if (loading) await noteDiscovery(stages, discovery, st.snapshot?.id, readAt, reader.snapshots)
     const queued = await rt.queueDepth(t.compactionQueueUrl)
     samples.push({ t: (Date.now() - start) / 1000, lagMs: st.maxFreshnessLagMs ?? 0, l0: st.buckets.reduce((n, b) => n + b.l0Files, 0), queued, ingested: sent, visible })
     progress.update(`task-threads ${String(threads).padStart(2)} | ${((Date.now() - start) / 1000).toFixed(0).padStart(3)} s | sent ${sent} rows | L0 files ${samples.at(-1)!.l0} | queued jobs ${queued} | freshness lag ${(samples.at(-1)!.lagMs / 1000).toFixed(1)} s | visible ${visible ?? '-'}`)
@@ -231,6 +253,7 @@ async function runOnce(cfg: DemoConfig, threads: number): Promise<RunResult> {
     void readAll(reader).then((rows) => (visible = rows.length)).catch(() => undefined)
   }, 3000)
   await sender
+  loading = false
   // drain: ingest empty, compaction queue empty, no L0 left
   const drainStart = Date.now()
   for (;;) {
@@ -276,6 +299,7 @@ async function runOnce(cfg: DemoConfig, threads: number): Promise<RunResult> {
   return {
     taskThreads: threads, samples, rowsSent: sent, expected: expected.size, read: rows.length, problems, compactions, drainSeconds,
     snapshots, appends, compacts, seconds: (Date.now() - start) / 1000, compactorBusyMs: busyMs,
+    budget: budgetOf(stages, { firstByteMs: latencyMs, batchingWindowMs: WRITER_WINDOW_MS, firstPollMs: FIRST_POLL_MS }),
   }
 }
 
@@ -294,6 +318,9 @@ async function main(cfg: DemoConfig): Promise<number> {
     console.log(`| ${r.taskThreads} | ${r.rowsSent} | ${r.expected} | ${r.read} | ${r.compactions} | ${r.compacts} | ${((r.appends + r.compacts) / Math.max(1, r.snapshots)).toFixed(1)} | ${percentile(lags, 50).toFixed(1)} / ${Math.max(0, ...lags).toFixed(1)} | ${Math.max(0, ...r.samples.map((s) => s.l0))} | ${r.drainSeconds.toFixed(1)} |`)
   }
   console.log('\n' + explain(results))
+  console.log(`\nWhere the seconds of freshness go (docs/design.md "Freshness budget"): each stage's p50 / p99 during the load, from the metrics the functions publish, against its floor (${latencyMs} ms per dependent S3 request, SQS free, the ${WRITER_WINDOW_MS / 1000} s batching window); the reader is the progress line's, once a second.\n`)
+  console.log(budgetMarkdown(results.map((r) => ({ label: `task-threads ${r.taskThreads}`, budget: r.budget }))))
+  for (const r of results) console.log(`task-threads ${r.taskThreads}: ${largestStage(r.budget)}.`)
   mkdirSync(cfg.out, { recursive: true })
   const svg = join(cfg.out, 'demo-freshness.svg')
   writeFileSync(svg, freshnessChart(results.map((r) => ({ label: `task-threads ${r.taskThreads}`, points: r.samples.map((s) => [s.t, s.lagMs / 1000] as [number, number]) }))))

@@ -8,14 +8,16 @@
 // it returns (having seen its landing in the snapshot chain or its conflict receipt) and
 // keeps its outcome; and an observer of the metrics the handler adds (its per-compaction
 // metrics: `CompactionTime` per bucket, `CommitRetries` = the compaction's result.retries +
-// the fresh-state retries process-jobs made after a conflict or a failed commit). The
-// compactor's code runs unchanged.
+// the fresh-state retries process-jobs made after a conflict or a failed commit; and the
+// freshness budget's stage metrics, returned as `stageMetrics`). The compactor's code runs
+// unchanged.
 
 import type { Context, SQSEvent } from 'aws-lambda'
 import type { CommitRequest, CommitResult, Committer } from '../../lib/commit/committer.ts'
 import { CommitConflictError } from '../../lib/errors.ts'
 import { compactorFunction } from '../../functions/compactor.ts'
 import { type AddedMetric, FunctionRuntime } from '../../functions/shared/runtime.ts'
+import { STAGE_METRICS } from '../../local/freshness-budget.ts'
 
 export interface CompactorProbe {
   startedAt: number
@@ -39,7 +41,7 @@ export interface CompactorProbe {
   blockedOnCommitMs: number
 }
 
-type Live = CompactorProbe & { commitSpans: [number, number][]; compactionSpans: [number, number][] }
+type Live = CompactorProbe & { commitSpans: [number, number][]; compactionSpans: [number, number][]; stageMetrics: [string, number][] }
 
 let current: Live | null = null
 
@@ -69,9 +71,10 @@ function timedCommitter(committer: Committer): Committer {
   }
 }
 
-/** A metric the handler added during the invocation in flight: the ones the probe sums. */
+/** A metric the handler added during the invocation in flight: the ones the probe sums, and the freshness budget's. */
 function noteMetric({ name, value }: AddedMetric): void {
   const p = current
+  if (p && STAGE_METRICS.has(name)) p.stageMetrics.push([name, value])
   if (p && name === 'CommitRetries') p.commitRetriesMetric += value
   if (p && name === 'CompactionTime') {
     const now = Date.now()
@@ -105,12 +108,14 @@ function blockedOnCommit(compactions: [number, number][], commits: [number, numb
 export async function handler(event: SQSEvent, context: Context): Promise<unknown> {
   const p: Live = {
     startedAt: Date.now(), endedAt: 0, compactionMs: [], commits: 0, conflicts: 0, failedCommits: 0, commitMs: [], commitRetries: 0, commitRetriesMetric: 0,
-    blockedOnCommitMs: 0, commitSpans: [], compactionSpans: [],
+    blockedOnCommitMs: 0, commitSpans: [], compactionSpans: [], stageMetrics: [],
   }
   current = p
   try {
     const res = (await compactor.handler(event, context)) as object
-    return { ...res, probe: done(p) }
+    // the freshness budget's metrics beside it, as local/stage-probe.ts returns them
+    const stageMetrics = p.stageMetrics
+    return { ...res, probe: done(p), stageMetrics }
   } finally {
     current = null
   }
@@ -119,7 +124,7 @@ export async function handler(event: SQSEvent, context: Context): Promise<unknow
 function done(p: Live): CompactorProbe {
   p.endedAt = Date.now()
   p.blockedOnCommitMs = blockedOnCommit(p.compactionSpans, p.commitSpans)
-  const { commitSpans: _c, compactionSpans: _s, ...out } = p
+  const { commitSpans: _c, compactionSpans: _s, stageMetrics: _m, ...out } = p
   return out
 }
 
