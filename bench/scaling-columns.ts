@@ -1,11 +1,14 @@
 // Cost against the width of a row: a table of a BIGINT key and N INT value columns, written
 // through the library (one `table.write`, bucket 1) and read back whole (`table.read`), each
 // in a fresh child process on local disk. For each width it prints the write's and the read's
-// wall time, CPU and peak RSS (VmHWM, bench/lib/child.ts), and of the data file written: its
+// wall time, CPU and peak RSS (VmHWM, bench/lib/child.ts; for the write also the RSS with its
+// input records made, before it starts), and of the data file written: its
 // row groups, footer bytes (page indexes + FileMetaData, what follows the last row group) and
 // file bytes. Two series: 100 rows at each width (the row count never fills a row group's
 // bytes, so a width-independent writer makes one row group), and a larger row count at fewer
-// widths, where row groups split by bytes. Asserts nothing.
+// widths, where row groups split by bytes. A third child times the data file layer alone
+// (writeDataFile, DataFileReader, ColumnarFileReader on the same rows, in memory: CPU seconds),
+// apart from the table's write and read paths around it. Asserts nothing.
 //
 //   npx tsx bench/scaling-columns.ts [--quick] [--sizes 1000,2500,5000,10000] [--rows 100]
 //                                    [--big-sizes 100,1000] [--big-rows 10000] [--profile]
@@ -13,7 +16,7 @@
 // --quick: 100 rows at 500, 1000, 2000 columns and 2,000 rows at 100 columns. --profile runs
 // each child under `node --cpu-prof` into out/profile-columns-<mode>-<width>.
 
-import { mkdirSync, mkdtempSync, openSync, readSync, readdirSync, rmSync, statSync, closeSync } from 'node:fs'
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseBenchArgs } from './lib/args.ts'
@@ -36,8 +39,11 @@ async function child(argv: string[]): Promise<void> {
       for (let c = 0; c < width; c++) rec[INT_COLUMNS_NAME(c)] = (r * 31 + c * 7) % 100_003
       records.push(rec)
     }
+    const inputRssMb = rssMb()
     const { seconds, cpuSeconds } = await timed(() => table.write(records))
-    reportToParent({ seconds, cpuSeconds })
+    reportToParent({ seconds, cpuSeconds, inputRssMb })
+  } else if (mode === 'format') {
+    await formatChild(width, rows)
   } else {
     const table = await openTable(dir)
     const { value, seconds, cpuSeconds } = await timed(async () => {
@@ -51,6 +57,50 @@ async function child(argv: string[]): Promise<void> {
     })
     if (value.n !== rows) throw new Error(`read ${value.n} rows, expected ${rows}`)
     reportToParent({ seconds, cpuSeconds, check: value.check })
+  }
+}
+
+/**
+ * The data file layer alone, without the table around it: `writeDataFile` of the same rows as
+ * KeyValues (default options), then a scan of every record by DataFileReader and of every
+ * row group by ColumnarFileReader (the compaction's reader), from memory.
+ */
+async function formatChild(width: number, rows: number): Promise<void> {
+  const { writeDataFile } = await import('../lib/format/data-file-writer.ts')
+  const { DataFileReader } = await import('../lib/format/data-file-reader.ts')
+  const { ColumnarFileReader } = await import('../lib/format/columnar-reader.ts')
+  const { byteSource } = await import('../lib/format/data-file-source.ts')
+  const id = { id: 0, name: 'id', type: { root: 'BIGINT' as const, nullable: false } }
+  const layout = { keyFields: [id], valueFields: [id, ...Array.from({ length: width }, (_, c) => ({ id: c + 1, name: INT_COLUMNS_NAME(c), type: { root: 'INT' as const, nullable: true } }))] }
+  const records = Array.from({ length: rows }, (_, r) => ({ key: [BigInt(r)], seq: BigInt(r), kind: 0 as const, value: [BigInt(r), ...Array.from({ length: width }, (_, c) => (r * 31 + c * 7) % 100_003)] }))
+  const cpu0 = process.cpuUsage()
+  const t0 = performance.now()
+  const { bytes } = writeDataFile(layout, records)
+  const writeSeconds = (performance.now() - t0) / 1000
+  const writeCpu = process.cpuUsage(cpu0)
+  const read = await timed(async () => {
+    let n = 0
+    const reader = await DataFileReader.open(byteSource(bytes), layout)
+    for await (const batch of reader.batches()) n += batch.length
+    return n
+  })
+  const columnar = await timed(async () => {
+    let n = 0
+    const reader = await ColumnarFileReader.open(byteSource(bytes), layout)
+    for await (const batch of reader.rowGroups()) n += batch.rows
+    return n
+  })
+  if (read.value !== rows || columnar.value !== rows) throw new Error(`read ${read.value} and ${columnar.value} rows, expected ${rows}`)
+  reportToParent({ seconds: writeSeconds, cpuSeconds: (writeCpu.user + writeCpu.system) / 1e6, readSeconds: read.seconds, readCpu: read.cpuSeconds, columnarSeconds: columnar.seconds, columnarCpu: columnar.cpuSeconds })
+}
+
+/** VmRSS of this process in MB (0 without /proc): the write's input is resident before the write starts. */
+function rssMb(): number {
+  try {
+    const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'))
+    return m ? Number(m[1]) / 1024 : 0
+  } catch {
+    return 0
   }
 }
 
@@ -92,7 +142,8 @@ async function fileShape(path: string): Promise<{ rowGroups: number; footerBytes
 interface Point {
   width: number
   rows: number
-  write: ChildReport
+  write: ChildReport & { inputRssMb?: number }
+  format: ChildReport & { readCpu: number; columnarCpu: number }
   read: ChildReport
   files: number
   rowGroups: number
@@ -116,7 +167,8 @@ async function measure(width: number, rows: number, profile: boolean): Promise<P
       fileBytes += s.fileBytes
     }
     const read = await runChild(import.meta.filename, ['read', join(dir, 't'), String(width), String(rows)], prof('read'))
-    return { width, rows, write, read, files: files.length, rowGroups, footerBytes, fileBytes }
+    const format = await runChild<Point['format']>(import.meta.filename, ['format', join(dir, 'f'), String(width), String(rows)], prof('format'))
+    return { width, rows, write, read, format, files: files.length, rowGroups, footerBytes, fileBytes }
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
@@ -126,7 +178,7 @@ function line(p: Point): string {
   const f = (n: number, d = 2) => n.toFixed(d)
   return (
     `| ${p.width.toLocaleString('en-US')} | ${p.rows.toLocaleString('en-US')} | ${p.rowGroups} | ${(p.footerBytes / 1e3).toFixed(1)} KB (${f(p.footerBytes / p.width / Math.max(1, p.rowGroups), 0)} B/col/group) | ${(p.fileBytes / 1e6).toFixed(2)} MB ` +
-    `| ${f(p.write.seconds)} s (cpu ${f(p.write.cpuSeconds)}) | ${f(p.write.peakRssMb, 0)} MB | ${f(p.read.seconds)} s (cpu ${f(p.read.cpuSeconds)}) | ${f(p.read.peakRssMb, 0)} MB | ${f(Math.max(p.write.loadAvg, p.read.loadAvg))} |`
+    `| ${f(p.write.seconds)} s (cpu ${f(p.write.cpuSeconds)}) | ${f(p.write.peakRssMb, 0)} MB (input ${f(p.write.inputRssMb ?? 0, 0)}) | ${f(p.read.seconds)} s (cpu ${f(p.read.cpuSeconds)}) | ${f(p.read.peakRssMb, 0)} MB | ${f(p.format.cpuSeconds)} / ${f(p.format.readCpu)} / ${f(p.format.columnarCpu)} s | ${f(Math.max(p.write.loadAvg, p.read.loadAvg, p.format.loadAvg))} |`
   )
 }
 
@@ -139,8 +191,8 @@ async function parent(argv: string[]): Promise<void> {
   const bigSizes = list(args.str('--big-sizes', quick ? '100' : '100,1000'))
   const bigRows = args.num('--big-rows', quick ? 2000 : 10_000)
   if (args.has('--profile')) mkdirSync('out', { recursive: true })
-  console.log('| columns | rows | row groups | footer | file | write | write peak RSS | read | read peak RSS | load |')
-  console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+  console.log('| columns | rows | row groups | footer | file | write | write peak RSS (input) | read | read peak RSS | data file alone: write / read / columnar read CPU | load |')
+  console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const [widths, n] of [[sizes, rows], [bigSizes, bigRows]] as const) {
     for (const w of widths) console.log(line(await measure(w, n, args.has('--profile'))))
   }
