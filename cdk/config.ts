@@ -316,6 +316,12 @@ function ingestConfig(s: Section): IngestConfig {
   return type === 'sqs' ? sqsIngest(s) : kinesisIngest(s)
 }
 
+/**
+ * The writer's SQS event source unless configured: records per invocation, and how long the
+ * mapping gathers them (the cost benchmark, bench/cost.ts, runs with these)
+ */
+export const DEFAULT_SQS_INGEST = { batchSize: 100, maxBatchingWindowSeconds: 5 } as const
+
 const SQS_INGEST_KEYS = ['type', 'batchSize', 'maxBatchingWindowSeconds', 'maxConcurrency']
 const KINESIS_INGEST_KEYS = ['type', 'streamArn', 'startingPosition', 'batchSize', 'maxBatchingWindowSeconds', 'parallelizationFactor', 'retryAttempts', 'kmsKeyArn']
 
@@ -326,8 +332,8 @@ function sqsIngest(s: Section): SqsIngest {
     }
   }
   // a batch of more than 10 SQS messages needs a batching window (Lambda's rule)
-  const batchSize = s.int('batchSize', 100, 1, 10000)
-  const window = s.int('maxBatchingWindowSeconds', batchSize > 10 ? 5 : 0, 0, 300)
+  const batchSize = s.int('batchSize', DEFAULT_SQS_INGEST.batchSize, 1, 10000)
+  const window = s.int('maxBatchingWindowSeconds', batchSize > 10 ? DEFAULT_SQS_INGEST.maxBatchingWindowSeconds : 0, 0, 300)
   if (batchSize > 10 && window < 1) s.fail('maxBatchingWindowSeconds', `at least 1 when ingest.batchSize (${batchSize}) is more than 10`)
   return {
     type: 'sqs',

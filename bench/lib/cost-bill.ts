@@ -55,6 +55,9 @@ export interface Bill {
   duration: 'measured' | 'estimated'
 }
 
+/** The components a deployment of Strata pays for: all but the upstream that produces the rows, which any alternative needs as well. */
+export const BILLED_COMPONENTS: readonly Component[] = ['writer', 'compactor', 'committer', 'maintenance', 'esm-writer', 'esm-compactor', 'esm-committer']
+
 const ESM_QUEUE: Partial<Record<Component, 'fifo' | 'standard'>> = { 'esm-writer': 'standard', 'esm-compactor': 'fifo', 'esm-committer': 'fifo' }
 
 /** The window's usage priced per month; `duration` picks the measured or the estimated Lambda durations. */
@@ -71,6 +74,8 @@ export function bill(u: CostUsage, prices: PriceFile, duration: 'measured' | 'es
     add('Lambda', `${f} duration`, ((fu.memoryMb / 1024) * ms) / 1000 * perMonth, 'GB-s', 'lambda.arm64.gbSecond')
   }
   for (const [c, t] of Object.entries(u.requests) as [Component, RequestTally][]) {
+    // the upstream's sends are the producer's, in either design (BILLED_COMPONENTS)
+    if (!BILLED_COMPONENTS.includes(c)) continue
     add('S3', `${c} PUT/COPY/POST/LIST`, t.s3Tier1 * perMonth, 'requests', 's3.standard.tier1')
     add('S3', `${c} GET/HEAD`, t.s3Tier2 * perMonth, 'requests', 's3.standard.tier2')
     const esm = ESM_QUEUE[c]
