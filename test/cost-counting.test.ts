@@ -135,6 +135,8 @@ describe('the price table', () => {
     const requests = Object.fromEntries(COMPONENTS.map((c) => [c, emptyTally()])) as CostUsage['requests']
     requests.writer = { ...emptyTally(), s3Tier1: 1000, s3Tier2: 10_000, sqsFifoChunks: 500 }
     requests['esm-writer'] = { ...emptyTally(), sqsStandardChunks: 300, sqsEmptyReceives: 100 }
+    // the producer's sends are not the deployment's: counted, not billed
+    requests.upstream = { ...emptyTally(), sqsRequests: 1000, sqsStandardChunks: 1000 }
     const functions = Object.fromEntries(FUNCTIONS.map((f) => [f, { invocations: 0, billedMs: 0, estimatedMs: 0, memoryMb: 1024 }])) as CostUsage['functions']
     functions.writer = { invocations: 100, billedMs: 50_000, estimatedMs: 25_000, memoryMb: 2048 }
     const month = 730 * 3600
@@ -156,6 +158,7 @@ describe('the price table', () => {
     expect(b.usdPerMonth).toBeCloseTo(b.lines.reduce((k, l) => k + l.usdPerMonth, 0), 12)
     expect(b.usdPerMillionUpserts).toBeCloseTo(b.usdPerMonth / 2, 12)
     expect(bill(usage, prices, 'estimated').lines.find((l) => l.item === 'writer duration')!.usdPerMonth).toBeCloseTo(2 * 25 * 0.0000133334, 12)
+    expect(b.lines.filter((l) => l.item.startsWith('upstream'))).toEqual([])
     expect(s3ClassOf('DeleteObject')).toBe('free')
   })
 })
