@@ -54,14 +54,14 @@ export default defineConfig({
     maxWorkers: 2,
     // the longest files first, so none of them starts last and ends the run alone
     sequence: { sequencer: LongFirstSequencer },
-    // the local runtime's handlers bundled once for the run, not transpiled in every environment
-    globalSetup: ['test/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', POWERTOOLS_LOG_LEVEL: 'SILENT', POWERTOOLS_METRICS_DISABLED: 'true' },
     projects: [
       { extends: true, test: { name: 'shared', include: shared, isolate: false } },
-      { extends: true, test: { name: 'isolated', include: ['test/**/*.test.ts'], exclude: shared } },
+      // the local runtime's handlers bundled once for the run, not transpiled in every environment
+      // (only these files start environments: a shared file that does is isolated)
+      { extends: true, test: { name: 'isolated', include: ['test/**/*.test.ts'], exclude: shared, globalSetup: ['test/global-setup.ts'] } },
     ],
   },
 })

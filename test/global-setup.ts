@@ -3,7 +3,7 @@
 // (the local runtime's, the soak's, the pool tests') loads one prebuilt file instead of
 // registering tsx and transpiling functions/ and lib/ again. Test files' workers inherit
 // LOCAL_HANDLER_BUNDLES from this process; an environment whose sources changed since falls
-// back to tsx on its own.
+// back to tsx on its own. LOCAL_HANDLER_BUNDLES set already (empty: no bundles) is kept.
 
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -23,7 +23,9 @@ export function testHandlerModules(): string[] {
   ]
 }
 
-export default async function setup(): Promise<() => void> {
+export default async function setup(): Promise<(() => void) | undefined> {
+  // already set (by the caller: LOCAL_HANDLER_BUNDLES= runs every environment through tsx)
+  if (process.env[HANDLER_BUNDLES_ENV] !== undefined) return undefined
   const dir = mkdtempSync(join(tmpdir(), 'strata-handler-bundles-'))
   await buildHandlerBundles(dir, testHandlerModules())
   process.env[HANDLER_BUNDLES_ENV] = dir
