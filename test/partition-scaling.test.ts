@@ -13,6 +13,7 @@ import { MemoryStore } from '../lib/store/memory-store.ts'
 import { RowKind, type Row } from '../lib/types.ts'
 import { FREE_GROUPS, bufferedGroupBytes, bufferedRecordBytes, writeBatch } from '../lib/write/table-write.ts'
 import type { WriteRecord } from '../lib/write/record-checks.ts'
+import { PACK_GROUPS_OVER } from '../lib/commit/commit.ts'
 
 const SCHEMA = {
   fields: [
@@ -74,29 +75,36 @@ describe('one write touching many partitions', () => {
   })
 
   it('reads back what a model holds, across writes of many partitions, small buffers and compactions', async () => {
-    const op = fc.record({ p: fc.integer({ min: 0, max: 120 }), id: fc.integer({ min: 0, max: 3 }), v: fc.option(fc.string({ maxLength: 3 })), del: fc.boolean() })
+    const op = fc.record({ p: fc.integer({ min: 0, max: 500 }), id: fc.integer({ min: 0, max: 3 }), v: fc.option(fc.string({ maxLength: 3 })), del: fc.boolean() })
+    let packed = 0
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ ops: fc.array(op, { minLength: 1, maxLength: 200 }), buffer: fc.integer({ min: 2_000, max: 200_000 }), compact: fc.boolean() }), { minLength: 1, maxLength: 5 }),
+        fc.array(fc.record({ ops: fc.array(op, { minLength: 1, maxLength: 600 }), buffer: fc.integer({ min: 2_000, max: 200_000 }), compact: fc.boolean() }), { minLength: 1, maxLength: 5 }),
         async (batches) => {
-          // merge-min-count 2: the packed and grouped manifests are merged after a few commits
+          // up to 500 partitions: commits past PACK_GROUPS_OVER groups pack them; merge-min-count 2
+          // merges the packed and grouped manifests after a few commits
           const table = await Table.create(new MemoryStore(), { ...SCHEMA, options: { ...SCHEMA.options, 'manifest.merge-min-count': '2' } })
           const model = new Map<string, Row>()
-          for (const b of batches) {
+          // first a commit of more groups than PACK_GROUPS_OVER, so every run has a packed commit
+          const spread = { ops: Array.from({ length: PACK_GROUPS_OVER + 44 }, (_, p) => ({ p, id: 0, v: 's', del: false })), buffer: 1 << 20, compact: false }
+          for (const b of [spread, ...batches]) {
             const records = b.ops.map((o) => rec(o.p, o.id, o.v, o.del ? RowKind.DELETE : RowKind.INSERT))
             for (const r of records) {
               const k = `${r.row[0]}|${r.row[1]}`
               if (r.kind === RowKind.DELETE) model.delete(k)
               else model.set(k, r.row)
             }
-            await writeBatch(table, records, { writeBufferSize: b.buffer })
+            const res = await writeBatch(table, records, { writeBufferSize: b.buffer })
+            if (res.buckets.length > 0 && (await deltaManifestCount(table)) < res.buckets.length) packed++
             if (b.compact) await compactTable(table, { full: true })
             const rows = (await readAll(table)).map((r) => `${r[0]}|${r[1]}|${r[2]}`).sort()
             expect(rows).toEqual([...model.values()].map((r) => `${r[0]}|${r[1]}|${r[2]}`).sort())
           }
         },
       ),
-      { numRuns: 15 },
+      { numRuns: 6 },
     )
-  })
+    // some commits were packed (the property covers both layouts)
+    expect(packed).toBeGreaterThan(0)
+  }, 300_000)
 })

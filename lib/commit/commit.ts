@@ -64,6 +64,13 @@ export interface LandingListener {
   settle(): Promise<void>
 }
 
+/**
+ * Bucket groups a commit writes one manifest each for (16,384 buckets of one partition at
+ * the default group size): past it they are packed, so a write touching 100,000 partitions
+ * does not write 100,000 manifests and a manifest list of as many records.
+ */
+export const PACK_GROUPS_OVER = 256
+
 function backoffMs(attempt: number, capMs = 10_000): number {
   const base = Math.min(capMs, 10 * 2 ** attempt)
   return base * (0.8 + Math.random() * 0.4)
@@ -81,11 +88,11 @@ export class FileStoreCommit implements Committer {
     private readonly listener?: LandingListener,
   ) {}
 
-  /** A commit touching more bucket groups than `manifest.merge-min-count` packs them (ManifestIO.groupedManifests). */
+  /** A commit touching more than PACK_GROUPS_OVER bucket groups packs them (ManifestIO.groupedManifests). */
   private get packing(): ManifestPacking {
     const types = this.view.partitionFields.map((f) => f.type)
     const compare = rowComparator(types)
-    return { over: this.view.options.manifestMergeMinCount, partitionValues: (p) => deserializeBinaryRow(types, p), compare: (a, b) => compare(a as never, b as never) }
+    return { over: PACK_GROUPS_OVER, partitionValues: (p) => deserializeBinaryRow(types, p), compare: (a, b) => compare(a as never, b as never) }
   }
 
   /** Resolves once the listener has done what the snapshots landed so far asked of it. */

@@ -47,8 +47,8 @@ export interface ManifestIOOptions {
 }
 
 /**
- * How groupedManifests packs a commit that touches many bucket groups: past `over` groups
- * (`manifest.merge-min-count`), in the order of the partitions' values.
+ * How groupedManifests packs a commit that touches many bucket groups: past `over` groups,
+ * in the order of the partitions' values.
  */
 export interface ManifestPacking {
   over: number
