@@ -504,8 +504,7 @@ export function freshnessMarkdown(r: FreshnessResult): string {
       x.loadAvgEnd.toFixed(1),
     ]),
   )
-  const budget = budgetSection(r)
-  if (!r.runs.some((x) => x.committerInvocations !== undefined)) return lagTable + budget
+  if (!r.runs.some((x) => x.committerInvocations !== undefined)) return lagTable
   const commitTable = markdownTable(
     ['task-threads', 'one bucket\'s compaction p50 (ms)', 'its commit, call → returned p50 (ms)', 'lost races: compactions / committers', 'recompactions', 'conflict receipts', 'committer invocations', 'snapshots', 'messages per snapshot', 'committer re-plans'],
     r.runs.map((x) => [
@@ -521,7 +520,7 @@ export function freshnessMarkdown(r: FreshnessResult): string {
       x.committerReplans ?? '-',
     ]),
   )
-  return `${lagTable}\n\nThe commit path per setting (writers and compactors commit through the table's committer):\n\n${commitTable}${budget}`
+  return `${lagTable}\n\nThe commit path per setting (writers and compactors commit through the table's committer):\n\n${commitTable}`
 }
 
 /** The freshness budget per setting, the floor, the largest stage and the goal (lag p50 at -1 within 2× the floor). */
@@ -532,8 +531,6 @@ export function budgetSection(r: FreshnessResult): string {
   const floor = runs[0].budget!.floorMs
   const noCap = runs.find((x) => x.taskThreads === -1)
   const lines = [
-    '',
-    '',
     `The freshness budget (docs/design.md "Freshness budget"): each stage's p50 / p99 over the metrics the functions published during the load (invocations that started in it), against its floor: the dependent S3 round trips the stage needs at ${r.params.s3.firstByteMs} ms, SQS at 0 ms, the ${r.params.writerBatchingWindowMs} ms batching window, and the senders' first ${FIRST_POLL_MS} ms poll pause. The reader here is the benchmark's sampler, which reads once a second.`,
     '',
     table,
@@ -572,6 +569,7 @@ if (import.meta.filename === process.argv[1]) {
   const r = await runFreshness({ quick, seconds: args.num('--seconds', quick ? 15 : 90), rate: args.num('--rate', 200), settings })
   console.log(`load average (1 min) before the run ${loadBefore.toFixed(1)}, after ${loadavg()[0].toFixed(1)}`)
   console.log(freshnessMarkdown(r))
+  console.log(`\n${budgetSection(r)}`)
   console.log(`\ncompaction cost fit: ${r.compactionCostFit.perBucketMs.toFixed(0)} ms per bucket + ${r.compactionCostFit.perJobMs.toFixed(0)} ms per coalesced job (${r.compactionCostFit.invocations} invocations)`)
   console.log(`chart: ${writeFreshnessChart(r, quick ? 'freshness-quick.svg' : 'freshness.svg')}`)
   console.log(`\n${machineMarkdown(machine)}`)

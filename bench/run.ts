@@ -14,6 +14,9 @@
 //   add --no-docs to leave docs/benchmarks.md as it is (results.json and the charts only)
 //   npx tsx bench/run.ts --docs-only    # re-render the generated sections of docs/benchmarks.md from
 //                                       # bench/out/results.json, running no benchmark
+//   npx tsx bench/run.ts --freshness-budget [--freshness-seconds 60] [--settings 1,4,-1]
+//                                       # the freshness benchmark alone, its stage budget written between
+//                                       # the freshness-budget markers (inside the freshness section)
 //   add --doc <file> to write the generated sections into another Markdown file instead
 //   (--docs-only --doc /tmp/benchmarks.md shows what a render would change)
 
@@ -26,7 +29,7 @@ import { parseBenchArgs } from './lib/args.ts'
 import { machineInfo, machineMarkdown } from './lib/machine.ts'
 import { OUT_DIR, markdownTable, writeResults } from './lib/report.ts'
 import { REALISTIC_MS, type ContentionResult, contentionMarkdown, runContention, targetMarkdown } from './commit-contention.ts'
-import { type FreshnessResult, compactionCostFits, compactionThroughput, freshnessMarkdown, runFreshness, writeFreshnessChart } from './freshness.ts'
+import { type FreshnessResult, budgetSection, compactionCostFits, compactionThroughput, freshnessMarkdown, runFreshness, writeFreshnessChart } from './freshness.ts'
 import { DEFAULT_BUCKETS_AT_ONCE } from '../lib/jobs/process-jobs.ts'
 import { type SimCalibration, type SimulationResult, runSimulation, simulationMarkdown } from './simulate.ts'
 
@@ -242,8 +245,9 @@ async function runOtherBenchmark(script: string, quick: boolean): Promise<string
 }
 
 async function main(): Promise<void> {
-  const args = parseBenchArgs(process.argv.slice(2), ['--quick', '--no-others', '--docs-only', '--resimulate', '--latest-sweep', '--no-docs'], ['--freshness-seconds', '--contention-seconds'], ['--doc'])
+  const args = parseBenchArgs(process.argv.slice(2), ['--quick', '--no-others', '--docs-only', '--resimulate', '--latest-sweep', '--no-docs', '--freshness-budget'], ['--freshness-seconds', '--contention-seconds'], ['--doc', '--settings'])
   const doc = args.has('--no-docs') ? undefined : args.str('--doc', DEFAULT_DOC)
+  if (args.has('--freshness-budget')) return freshnessBudgetOnly(doc, args.num('--freshness-seconds', 60), args.str('--settings', ''))
   if (args.has('--docs-only')) return writeDocs(JSON.parse(readFileSync(join(OUT_DIR, 'results.json'), 'utf8')) as Results, doc ?? DEFAULT_DOC)
   if (args.has('--resimulate')) return resimulate(doc, args.has('--latest-sweep'))
   const quick = args.has('--quick')
@@ -369,7 +373,10 @@ function writeDocs(r: Results, path: string): void {
   const m = r.machine
   doc = replaceSection(doc, 'header', headerSection(r.mode === 'quick', m, m.busyProcessesAtStart, m.busyProcessesAtEnd, m.loadAvgAtEnd, r.wallSeconds))
   doc = replaceSection(doc, 'contention', contentionSection(r.contention))
+  // a budget measured alone (--freshness-budget) outlives a render of results without one
+  const kept = /<!-- freshness-budget:begin -->\n([\s\S]*?)\n<!-- freshness-budget:end -->/.exec(doc)?.[1]
   doc = replaceSection(doc, 'freshness', freshnessSection(r.freshness, m.nproc))
+  if (kept && !r.freshness.runs.some((x) => x.budget)) doc = replaceSection(doc, 'freshness-budget', kept)
   doc = replaceSection(doc, 'simulation', simulationSection(r.simulation, r.freshness, r.contention, r.simulationSweepFrom))
   writeFileSync(path, doc)
 }
@@ -468,7 +475,40 @@ function freshnessSection(f: FreshnessResult, cores: number): string {
     })(),
     '',
     'Chart: `bench/out/freshness.svg` (lag over time, one line per setting).',
+    '',
+    '### Freshness budget',
+    '',
+    // its own markers: `--freshness-budget` re-measures it alone, in a shorter run
+    `<!-- freshness-budget:begin -->\n${f.runs.some((r) => r.budget) ? `From the run above.\n\n${budgetSection(f)}` : 'Not measured by the run above: `npx tsx bench/run.ts --freshness-budget` measures it.'}\n<!-- freshness-budget:end -->`,
   ].join('\n')
+}
+
+/**
+ * `--freshness-budget`: the freshness benchmark alone at the given settings and window, its
+ * budget written between the freshness-budget markers (inside the freshness section, whose
+ * other figures and the simulation calibrated from them stay as they are) and its results
+ * to bench/out/freshness-budget.json.
+ */
+async function freshnessBudgetOnly(doc: string | undefined, seconds: number, settingsArg: string): Promise<void> {
+  const settings = settingsArg ? settingsArg.split(',').map(Number) : [1, 4, -1]
+  if (settings.some((x) => !Number.isInteger(x) || (x < 1 && x !== -1))) throw new Error(`--settings: expected task-threads values separated by commas, got ${settingsArg}`)
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
+  const machine = machineInfo(['fauxqs', '@aws-sdk/client-s3', '@aws-sdk/client-sqs', 'tsx'])
+  const started = Date.now()
+  const f = await runFreshness({ quick: false, seconds, settings, log })
+  const loadEnd = loadavg().map((x) => Math.round(x * 100) / 100)
+  mkdirSync(OUT_DIR, { recursive: true })
+  const { runs, ...rest } = f
+  writeFileSync(join(OUT_DIR, 'freshness-budget.json'), JSON.stringify({ machine, loadAvgAtEnd: loadEnd, wallSeconds: (Date.now() - started) / 1000, ...rest, runs: runs.map(({ samples: _s, invocations: _i, committers: _c, ...r }) => r) }, null, 2))
+  const body = [
+    `Measured alone by \`npx tsx bench/run.ts --freshness-budget --freshness-seconds ${seconds} --settings ${settings.join(',')}\` (${Math.round((Date.now() - started) / 1000)} s): the run above's table, load and S3 model, ${seconds} s per setting. Load average ${machine.loadAvgAtStart.join(', ')} at start and ${loadEnd.join(', ')} at the end on ${machine.nproc} cores (other sessions shared the machine). Lag p50 per setting in this run: ${runs.map((r) => `${r.taskThreads === -1 ? '-1' : r.taskThreads}: ${(r.lagP50Ms / 1000).toFixed(1)} s`).join(', ')}.`,
+    '',
+    budgetSection(f),
+  ].join('\n')
+  if (doc) {
+    writeFileSync(doc, replaceSection(readFileSync(doc, 'utf8'), 'freshness-budget', body))
+    log(`wrote the freshness budget into ${doc}`)
+  } else console.log(body)
 }
 
 /** The simulation's folded commit path in words, as its calibration models it. */

@@ -189,9 +189,10 @@ async function runOnce(cfg: DemoConfig, threads: number): Promise<RunResult> {
   let compactions = 0
   let jobs = 0
   let busyMs = 0
-  // the stage metrics of the load (not of the drain)
+  // the stage metrics of the run, its drain included (under a loaded machine the first
+  // writers may start only after the load's window)
   const stages = new StageSamples()
-  let loading = true
+  let sampling = true
   const rt: LocalRuntime = await startLocalRuntime({
     tables: [{ name: 'orders', schema: schema(buckets, threads) }],
     latency: latencyMs > 0 ? () => latencyMs : undefined,
@@ -199,9 +200,9 @@ async function runOnce(cfg: DemoConfig, threads: number): Promise<RunResult> {
     writerModule: STAGE_PROBE,
     compactorModule: STAGE_PROBE,
     writerBatchingWindowMs: WRITER_WINDOW_MS,
-    onWriterInvocation: (info) => void (loading && info.result.ok && stages.addResult(info.result.value)),
+    onWriterInvocation: (info) => void (info.result.ok && stages.addResult(info.result.value)),
     onCompactorInvocation: (_t, info) => {
-      if (loading && info.result.ok) stages.addResult(info.result.value)
+      if (info.result.ok) stages.addResult(info.result.value)
       compactions++
       jobs += info.records.length
       busyMs += info.endedAt - info.startedAt
@@ -220,7 +221,7 @@ async function runOnce(cfg: DemoConfig, threads: number): Promise<RunResult> {
   const sample = async () => {
     const readAt = Date.now()
     const st = await tableStatus(reader)
-    if (loading) await noteDiscovery(stages, discovery, st.snapshot?.id, readAt, reader.snapshots)
+    if (sampling) await noteDiscovery(stages, discovery, st.snapshot?.id, readAt, reader.snapshots)
     const queued = await rt.queueDepth(t.compactionQueueUrl)
     samples.push({ t: (Date.now() - start) / 1000, lagMs: st.maxFreshnessLagMs ?? 0, l0: st.buckets.reduce((n, b) => n + b.l0Files, 0), queued, ingested: sent, visible })
     progress.update(`task-threads ${String(threads).padStart(2)} | ${((Date.now() - start) / 1000).toFixed(0).padStart(3)} s | sent ${sent} rows | L0 files ${samples.at(-1)!.l0} | queued jobs ${queued} | freshness lag ${(samples.at(-1)!.lagMs / 1000).toFixed(1)} s | visible ${visible ?? '-'}`)
@@ -253,7 +254,6 @@ async function runOnce(cfg: DemoConfig, threads: number): Promise<RunResult> {
     void readAll(reader).then((rows) => (visible = rows.length)).catch(() => undefined)
   }, 3000)
   await sender
-  loading = false
   // drain: ingest empty, compaction queue empty, no L0 left
   const drainStart = Date.now()
   for (;;) {
@@ -266,6 +266,7 @@ async function runOnce(cfg: DemoConfig, threads: number): Promise<RunResult> {
   const drainSeconds = (Date.now() - drainStart) / 1000
   clearInterval(sampler)
   clearInterval(readerLoop)
+  sampling = false
   await sample()
   progress.stop()
 
@@ -318,7 +319,7 @@ async function main(cfg: DemoConfig): Promise<number> {
     console.log(`| ${r.taskThreads} | ${r.rowsSent} | ${r.expected} | ${r.read} | ${r.compactions} | ${r.compacts} | ${((r.appends + r.compacts) / Math.max(1, r.snapshots)).toFixed(1)} | ${percentile(lags, 50).toFixed(1)} / ${Math.max(0, ...lags).toFixed(1)} | ${Math.max(0, ...r.samples.map((s) => s.l0))} | ${r.drainSeconds.toFixed(1)} |`)
   }
   console.log('\n' + explain(results))
-  console.log(`\nWhere the seconds of freshness go (docs/design.md "Freshness budget"): each stage's p50 / p99 during the load, from the metrics the functions publish, against its floor (${latencyMs} ms per dependent S3 request, SQS free, the ${WRITER_WINDOW_MS / 1000} s batching window); the reader is the progress line's, once a second.\n`)
+  console.log(`\nWhere the seconds of freshness go (docs/design.md "Freshness budget"): each stage's p50 / p99 during the run (its drain included), from the metrics the functions publish, against its floor (${latencyMs} ms per dependent S3 request, SQS free, the ${WRITER_WINDOW_MS / 1000} s batching window); the reader is the progress line's, once a second.\n`)
   console.log(budgetMarkdown(results.map((r) => ({ label: `task-threads ${r.taskThreads}`, budget: r.budget }))))
   for (const r of results) console.log(`task-threads ${r.taskThreads}: ${largestStage(r.budget)}.`)
   mkdirSync(cfg.out, { recursive: true })
