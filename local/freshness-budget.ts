@@ -26,7 +26,7 @@ export interface StageSpec {
 export const FRESHNESS_STAGES: readonly StageSpec[] = [
   { key: 'ingest', label: 'ingest batch window', metric: 'IngestWait', roundTrips: 0, window: true, shrink: 'a shorter batching window (MaximumBatchingWindowInSeconds), at more writer commits per second' },
   { key: 'writer', label: 'writer flush + commit', metric: 'WriteCommitTime', roundTrips: 8, pollPauses: 1, shrink: 'fewer dependent requests before the data PUT, and a committer that folds sooner (its receive and lease)' },
-  { key: 'queue', label: 'job queue wait', metric: 'JobQueueAge', roundTrips: 0, shrink: 'more compactors at once (compaction.task-threads), or cheaper compactions so each slot frees sooner' },
+  { key: 'queue', label: 'job queue wait', metric: 'JobQueueAge', roundTrips: 2, shrink: 'more compactors at once (compaction.task-threads), or cheaper compactions so each slot frees sooner' },
   { key: 'slot', label: 'compactor slot', metric: 'CompactionSlotWait', roundTrips: 0, shrink: 'fewer buckets per invocation waiting for one merge permit (a smaller batch, or more merges at once)' },
   { key: 'read', label: 'compaction read', metric: 'CompactionReadTime', roundTrips: 4, shrink: 'a warm handle that probes only snapshot-(N+1) and keeps the manifests it needs' },
   { key: 'merge', label: 'compaction merge', metric: 'CompactionMergeTime', roundTrips: 1, shrink: 'CPU: less decoding and encoding per row, or a CPU per compactor (as on Lambda)' },

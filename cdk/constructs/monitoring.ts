@@ -395,7 +395,7 @@ export class Monitoring extends Construct {
     }
   }
 
-  /** The tables' rows of graphs: freshness and level 0, compaction, the commit path. */
+  /** The tables' rows of graphs: freshness and level 0, compaction, the freshness budget, the commit path. */
   private addTableGraphs(tables: TableResources[], schedule: Duration): void {
     // the maximum over a maintenance run of what it publishes per table
     const perRun = (metricName: string): IMetric[] => tables.map((t) => strataMetric(metricName, tableDimensions('maintenance', t.name), 'Maximum', schedule, t.name))
@@ -415,6 +415,18 @@ export class Monitoring extends Construct {
         ...compactor('CommitRetries', 'Sum', 'compactor commit retries'),
         ...tables.map((t) => strataMetric('CommitRetries', tableDimensions('committer', t.name), 'Sum', FIVE_MINUTES, `${t.name} committer commit retries`)),
       ]),
+    )
+    // the freshness budget (docs/design.md "Freshness budget"): where a row's seconds go, per stage
+    const writer = (metricName: string, statistic: string): IMetric[] => tables.map((t) => strataMetric(metricName, tableDimensions('writer', t.name), statistic, FIVE_MINUTES, `${t.name} ${metricName}`))
+    const stages = (statistic: string): IMetric[] => [
+      ...writer('IngestWait', statistic),
+      ...writer('WriteCommitTime', statistic),
+      ...['JobQueueAge', 'CompactionSlotWait', 'CompactionReadTime', 'CompactionMergeTime', 'CompactionWriteTime', 'CompactionCommitTime'].flatMap((m) => compactor(m, statistic, m)),
+    ]
+    this.dashboard.addWidgets(
+      graph('Freshness budget, p50 per stage (ms)', stages('p50')),
+      graph('Freshness budget, p99 per stage (ms)', stages('p99')),
+      graph('Level-0 file written → lifted (ms)', [...compactor('CompactedL0Age', 'p50', 'p50'), ...compactor('CompactedL0Age', 'p99', 'p99')]),
     )
     this.dashboard.addWidgets(
       graph(
