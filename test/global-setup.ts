@@ -12,13 +12,14 @@ import { buildHandlerBundles, HANDLER_BUNDLES_ENV } from '../local/runtime/handl
 
 const ROOT = join(import.meta.dirname, '..')
 
-/** The handler modules environments load in the tests: the functions, the soak's, the fixtures. */
+/** The handler modules environments load in the tests: the functions, the soak's, the fixtures' (test/fixtures/*.ts, test/fixtures/handlers/*.ts). */
 export function testHandlerModules(): string[] {
   const ts = (dir: string) => readdirSync(dir).filter((f) => f.endsWith('.ts')).map((f) => join(dir, f))
   return [
     ...ts(join(ROOT, 'functions')),
     join(ROOT, 'local', 'runtime', 'soak-writer.ts'),
     join(ROOT, 'local', 'runtime', 'soak-compactor.ts'),
+    ...ts(join(ROOT, 'test', 'fixtures')),
     ...ts(join(ROOT, 'test', 'fixtures', 'handlers')),
   ]
 }
