@@ -35,6 +35,9 @@ import { DYNAMIC_BUCKET, assertBucketModeKnown, assertWritable } from '../table/
 import { ColumnLayout, GroupColumns } from './column-buffer.ts'
 import { type RecordRules, type WriteRecord, oversizeRow, refusedRetraction, unstorablePartition } from './record-checks.ts'
 import { type SequenceClock, defaultSequenceClock } from './sequence-clock.ts'
+import { FREE_GROUPS, bufferedGroupBytes, bufferedRecordBytes } from './write-buffer.ts'
+
+export { FREE_GROUPS, bufferedGroupBytes, bufferedRecordBytes }
 
 
 /**
@@ -107,47 +110,6 @@ export interface WriteOptions {
   buffer?: 'columns' | 'rows'
 }
 
-/**
- * How much memory a buffered record is charged against `write-buffer-size`: an estimate of
- * what the column buffer (lib/write/column-buffer.ts) holds for it — 8 bytes per number,
- * bigint or null in a typed array, a string's slot and characters, a byte array's object
- * and bytes — not its encoded size. Partition values are charged though a group holds them
- * once, and typed arrays grow by doubling, so the estimate is high rather than low.
- * Deterministic, so a test can tell where a batch's flushes fall; the 'rows' buffer is
- * charged the same, so both buffers flush at the same records.
- */
-export function bufferedRecordBytes(row: Row): number {
-  let bytes = RECORD_OVERHEAD_BYTES
-  for (let i = 0; i < row.length; i++) {
-    const v = row[i]
-    if (typeof v === 'string') bytes += 24 + v.length
-    else if (v instanceof Uint8Array) bytes += 96 + v.length
-    else bytes += 8
-  }
-  return bytes
-}
-
-/** The record's kind and batch index, and its slot in the sort permutation and the gathered output at flush. */
-const RECORD_OVERHEAD_BYTES = 16
-
-/**
- * How much memory a (partition, bucket) group is charged when its first record arrives: its
- * objects and first arrays (about 1.9 KB for 4 fields, measured with V8's heap), so a batch
- * of one record into each of many partitions flushes at `write-buffer-size` too, not only
- * a batch of many records. Charged alike for both buffers, from the FREE_GROUPS + 1st group
- * of a flush on.
- */
-export function bufferedGroupBytes(fieldCount: number): number {
-  return 640 + 320 * fieldCount
-}
-
-/**
- * Groups of a flush not charged: their memory (at most about 64 × 4 KB) is within the
- * slack of the records' estimate, and a batch over a few buckets keeps the flush points
- * bufferedRecordBytes alone sets.
- */
-export const FREE_GROUPS = 64
-
 /** The partition a record goes to: its values, encoded row and storability, checked once per distinct value. */
 interface PartitionSlot {
   values: Row
@@ -189,6 +151,18 @@ interface WrittenFile {
   changelog?: boolean
 }
 
+
+/** A data file encoded, not yet written; `release` hands its output buffer on once the PUT has settled. */
+interface Encoded {
+  bytes: Uint8Array
+  stats: DataFileStats
+  release(): void
+}
+
+function finished(writer: ReturnType<typeof newDataFileWriter>): Encoded {
+  const { bytes, stats } = writer.finish()
+  return { bytes, stats, release: () => writer.release() }
+}
 
 /** Input errors by precedence: a bad row or partition (1) before a retraction the engine refuses (2). */
 interface RecordedError {
@@ -510,10 +484,12 @@ export class BatchWriter {
     const written = await mapBounded(groups, view.options.ioMaxConcurrentRequests, async (g) => {
       const dir = bucketPath(view.partitionFields, g.slot.values, g.bucket, view.options.partitionDefaultName)
       const rowsIn = g.cols ? g.cols.rows : g.rows.length
-      const put = async (encoded: { bytes: Uint8Array; stats: DataFileStats }, changelog: boolean): Promise<WrittenFile> => {
+      const put = async (encoded: Encoded, changelog: boolean): Promise<WrittenFile> => {
         const { bytes, stats } = encoded
         const fileName = this.#namer.next(changelog ? CHANGELOG_FILE_PREFIX : g.bucket === POSTPONE_BUCKET ? this.#postponePrefix : view.options.dataFilePrefix, '.parquet')
         await table.store.put(`${dir}/${fileName}`, bytes)
+        // the next file of the flush encodes into this output buffer, not a fresh MiB
+        encoded.release()
         const f: WrittenFile = { partition: g.slot.bytes, partitionValues: g.slot.values, bucket: g.bucket, dir, fileName, size: bytes.length, stats, rowsIn, ...(changelog ? { changelog } : {}) }
         // recorded at once, so a failure elsewhere in the batch deletes it
         this.#files.push(f)
@@ -535,12 +511,12 @@ export class BatchWriter {
   }
 
   /** A group of the column buffer as a data file: sorted by a permutation, merged, gathered, written column by column. */
-  #encodeColumns(cols: GroupColumns, shift: bigint): { bytes: Uint8Array; stats: DataFileStats } | null {
+  #encodeColumns(cols: GroupColumns, shift: bigint): Encoded | null {
     const batch = cols.toFileColumns(shift, createMergeFunction(this.table.mergeConfig))
     if (batch === null) return null
     const writer = newDataFileWriter(this.#view)
     writer.writeColumns(batch)
-    return writer.finish()
+    return finished(writer)
   }
 
   /**
@@ -555,19 +531,19 @@ export class BatchWriter {
   }
 
   /** A group of the column buffer as a changelog file: its records, unmerged, in key order (null: none). */
-  #encodeChangelogColumns(cols: GroupColumns, shift: bigint): { bytes: Uint8Array; stats: DataFileStats } | null {
+  #encodeChangelogColumns(cols: GroupColumns, shift: bigint): Encoded | null {
     const batch = cols.toChangelogColumns(shift, this.#inChangelog)
     if (batch === null) return null
     const writer = newDataFileWriter(this.#view)
     writer.writeColumns(batch)
-    return writer.finish()
+    return finished(writer)
   }
 
   /** A group of the 'rows' buffer as a changelog file: its records, unmerged, in key order (the reference; null: none). */
-  #encodeChangelogRows(g: Group, shift: bigint, keyCmp: (a: Value[], b: Value[]) => number, seqCmp: (a: KeyValue, b: KeyValue) => number): { bytes: Uint8Array; stats: DataFileStats } | null {
+  #encodeChangelogRows(g: Group, shift: bigint, keyCmp: (a: Value[], b: Value[]) => number, seqCmp: (a: KeyValue, b: KeyValue) => number): Encoded | null {
     const writer = newDataFileWriter(this.#view)
     for (const kv of this.#sortedKeyValues(g, shift, keyCmp, seqCmp)) if (this.#inChangelog(kv.kind)) writer.write(kv)
-    return writer.rowCount === 0 ? null : writer.finish()
+    return writer.rowCount === 0 ? null : finished(writer)
   }
 
   /** The group's records as KeyValues, sorted by key, then by merge order. */
@@ -585,13 +561,13 @@ export class BatchWriter {
   }
 
   /** A group of the 'rows' buffer as a data file: one KeyValue per record, sorted, merged and written row by row (the reference). */
-  #encodeRows(g: Group, shift: bigint, keyCmp: (a: Value[], b: Value[]) => number, seqCmp: (a: KeyValue, b: KeyValue) => number): { bytes: Uint8Array; stats: DataFileStats } | null {
+  #encodeRows(g: Group, shift: bigint, keyCmp: (a: Value[], b: Value[]) => number, seqCmp: (a: KeyValue, b: KeyValue) => number): Encoded | null {
     const kvs = this.#sortedKeyValues(g, shift, keyCmp, seqCmp)
     const writer = newDataFileWriter(this.#view)
     // Paimon's write buffer merges with the table's merge function before flushing
     mergeEqualKeys(kvs, keyCmp, createMergeFunction(this.table.mergeConfig), (kv) => writer.write(kv))
     if (writer.rowCount === 0) return null
-    return writer.finish()
+    return finished(writer)
   }
 
   /**
