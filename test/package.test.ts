@@ -11,7 +11,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, stat
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, it } from 'vitest'
 
 const run = promisify(execFile)
 const ROOT = join(import.meta.dirname, '..')
@@ -82,8 +82,11 @@ function parseTsvLine(line: string): (string | null)[] {
   return line.split('\t').map((f) => (f === '\\N' ? null : f.replace(/\\(.)/g, (_, c: string) => ({ t: '\t', n: '\n', r: '\r', '\\': '\\' })[c] ?? c)))
 }
 
-describe('the packed package, installed in a project of its own', () => {
-  it('ships built JavaScript with declarations and only runtime dependencies', () => {
+// The checks run at once: each is child processes (the CLI, tsc, node) on files of its own in
+// the project, so the file takes the longest check's time rather than their sum. Each takes
+// `expect` from its context, as concurrent tests must.
+describe.concurrent('the packed package, installed in a project of its own', () => {
+  it('ships built JavaScript with declarations and only runtime dependencies', ({ expect }) => {
     const installed = JSON.parse(readFileSync(join(project, 'node_modules', 'strata-tables', 'package.json'), 'utf8'))
     expect(installed.version).toBe(packageJson.version)
     expect(Object.keys(installed.dependencies)).not.toContain('tsx')
@@ -92,7 +95,7 @@ describe('the packed package, installed in a project of its own', () => {
     expect(statSync(join(project, 'node_modules', 'tsx'), { throwIfNoEntry: false })).toBeUndefined()
   })
 
-  it('runs the CLI: --version, create, write, and read in every format, values exactly', async () => {
+  it('runs the CLI: --version, create, write, and read in every format, values exactly', async ({ expect }) => {
     expect((await strata(['--version'])).trim()).toBe(packageJson.version)
     writeFileSync(join(project, 'schema.json'), JSON.stringify({ fields: [{ name: 'id', type: 'INT NOT NULL' }, { name: 'name', type: 'STRING' }, { name: 'note', type: 'STRING' }], primaryKeys: ['id'], options: { bucket: '1' } }))
     await strata(['create', 'cli-table', '--schema', 'schema.json'])
@@ -116,7 +119,7 @@ describe('the packed package, installed in a project of its own', () => {
     expect(table.filter((l) => l.trim() !== '').length).toBe(2 + expected.length + (table.some((l) => /^\(\d+ rows?\)$/.test(l.trim())) ? 1 : 0))
   }, LONG)
 
-  it('type-checks and runs a TypeScript program against the library API', async () => {
+  it('type-checks and runs a TypeScript program against the library API', async ({ expect }) => {
     writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, outDir: 'out', types: ['node'], skipLibCheck: false }, files: ['library.ts'] }))
     await run(process.execPath, [join(project, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: project, encoding: 'utf8' }).catch((e) => {
       throw new Error(`tsc failed: ${e.stdout}`)
@@ -130,7 +133,7 @@ describe('the packed package, installed in a project of its own', () => {
     })
   }, LONG)
 
-  it('synthesizes a CDK app with the construct, a bucket of its own and grantRead to its own function, cdk-nag clean', async () => {
+  it('synthesizes a CDK app with the construct, a bucket of its own and grantRead to its own function, cdk-nag clean', async ({ expect }) => {
     writeFileSync(join(project, 'tsconfig.cdk.json'), JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, outDir: 'out', types: ['node'], skipLibCheck: true }, files: ['cdk-app.ts'] }))
     await run(process.execPath, [join(project, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.cdk.json'], { cwd: project, encoding: 'utf8' }).catch((e) => {
       throw new Error(`tsc failed: ${e.stdout}`)
