@@ -7,6 +7,7 @@
 // Real parts throughout: the embedded S3 backend, the table handle, the direct committer.
 
 import { Metrics } from '@aws-lambda-powertools/metrics'
+import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { compactorFunction } from '../functions/compactor.ts'
 import { readerHandler } from '../functions/reader.ts'
@@ -14,7 +15,7 @@ import { writerFunction } from '../functions/writer.ts'
 import { type AddedMetric, FunctionRuntime } from '../functions/shared/runtime.ts'
 import type { Committer } from '../lib/commit/committer.ts'
 import { ingest } from '../lib/ingest/ingest.ts'
-import { type CompactionJob, MemoryJobQueue, encodeJob, messageGroupId } from '../lib/jobs/compaction-job.ts'
+import { type CompactionJob, MemoryJobQueue, SqsJobQueue, decodeJob, encodeJob, messageGroupId } from '../lib/jobs/compaction-job.ts'
 import { processCompactionJobs } from '../lib/jobs/process-jobs.ts'
 import { ReaderDiscoveries, SnapshotDiscovery } from '../lib/read/snapshot-discovery.ts'
 import { MemoryStore } from '../lib/store/memory-store.ts'
@@ -242,5 +243,63 @@ describe('the handlers publish the stages', () => {
     } finally {
       added.mockRestore()
     }
+  })
+})
+
+describe('a bucket done frees its message group at once (releaseDone)', () => {
+  // two buckets' jobs in one batch on a real FIFO queue; the second bucket's commit is held
+  // until the test has looked at the first bucket's group
+  async function firstGroupFreeWhileSecondRuns(releaseDone: boolean): Promise<boolean> {
+    const name = `t${n++}`
+    const table = await Table.create(s3Store(name), { ...SCHEMA, options: { ...SCHEMA.options, bucket: '2' } })
+    const sqs = new SQSClient({ endpoint: backend.endpoint, region: backend.region, credentials: backend.credentials, useQueueUrlAsEndpoint: false })
+    try {
+      const url = (await sqs.send(new CreateQueueCommand({ QueueName: `${name}-compaction.fifo`, Attributes: { FifoQueue: 'true' } }))).QueueUrl!
+      const jobs = new SqsJobQueue(sqs, url)
+      const w = await ingest(rows(Array.from({ length: 20 }, (_, i) => i + 1), 'a').map((body, i) => ({ id: `a${i}`, source: 'test', body })), { resolve: async () => ({ table, jobs }), defaultTable: name, rejects: new MemoryStore(), commitUser: 'w' })
+      expect(w.tables[0].jobs).toBe(2)
+      const receive = async (max: number) => (await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: max, MessageSystemAttributeNames: ['All'], VisibilityTimeout: 60 }))).Messages ?? []
+      const batch = [...(await receive(10))]
+      while (batch.length < 2) batch.push(...(await receive(10)))
+      const [first, second] = batch.map((m) => decodeJob(m.Body!, 'test'))
+      // a later job of the first bucket, distinct for deduplication
+      await jobs.enqueue([{ ...first, dedupKey: 'later' }])
+      let release!: () => void
+      const held = new Promise<void>((r) => (release = r))
+      let freed: boolean | undefined
+      const committer: Committer = {
+        commit: async (req) => {
+          if (req.adds.some((a) => a.bucket === second.bucket)) await held
+          return table.committer.commit(req)
+        },
+      }
+      const res = await processCompactionJobs(batch.map((m) => ({ id: m.MessageId!, body: m.Body!, groupId: m.Attributes!.MessageGroupId!, receiptHandle: m.ReceiptHandle! })), {
+        resolve: async () => ({ table, jobs, committer }),
+        discard: (h) => jobs.discard(h),
+        releaseDone,
+        mergesAtOnce: 2,
+        onOutcome: (o) => {
+          if (o.job.bucket !== first.bucket) return
+          // the first bucket is done while the second waits for its commit: is its group free?
+          void receive(10).then((got) => {
+            freed = got.some((m) => decodeJob(m.Body!, 'test').dedupKey === 'later')
+            release()
+          })
+        },
+      })
+      expect(res.errors).toEqual([])
+      expect(res.outcomes.map((o) => o.result.snapshotId !== null)).toEqual([true, true])
+      return freed!
+    } finally {
+      sqs.destroy()
+    }
+  }
+
+  it('with releaseDone the first bucket\'s next job is received while the batch\'s other bucket still runs', async () => {
+    expect(await firstGroupFreeWhileSecondRuns(true)).toBe(true)
+  })
+
+  it('without it the first bucket\'s group waits for the invocation', async () => {
+    expect(await firstGroupFreeWhileSecondRuns(false)).toBe(false)
   })
 })

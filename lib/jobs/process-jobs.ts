@@ -87,6 +87,15 @@ export interface ProcessOptions {
    * stay in flight until the invocation returns
    */
   discard?: (receiptHandles: string[]) => Promise<void>
+  /**
+   * with `discard`: also delete a bucket's last message once its compaction landed and its
+   * follow-up (if any) is sent, so the bucket's FIFO message group takes its next job while
+   * the invocation's other buckets go on, instead of after the invocation returns
+   * (docs/design.md "Freshness budget"). A crash after that loses nothing: the compaction
+   * landed and the follow-up is on the queue. Default false: the last message answers for
+   * the job until the invocation ends.
+   */
+  releaseDone?: boolean
   /** a compaction attempt of the job's bucket starts merging (it holds a merge permit) */
   onStart?: (job: CompactionJob) => void
   onOutcome?: (o: JobOutcome) => void
@@ -199,7 +208,12 @@ function sendFollowUp(jobs: JobQueue, job: CompactionJob, next: { snapshotId: nu
  * not its third. A failed delete only leaves them in flight until the invocation ends.
  */
 async function discardExtras(group: JobMessage[], opts: ProcessOptions, discarded: Set<string>): Promise<void> {
-  const extras = group.slice(0, -1).filter((m) => m.receiptHandle)
+  await discardMessages(group.slice(0, -1), opts, discarded)
+}
+
+/** Deletes these messages (a failed delete leaves them in flight until the invocation ends). */
+async function discardMessages(messages: JobMessage[], opts: ProcessOptions, discarded: Set<string>): Promise<void> {
+  const extras = messages.filter((m) => m.receiptHandle)
   if (!opts.discard || extras.length === 0) return
   try {
     await opts.discard(extras.map((m) => m.receiptHandle!))
@@ -247,6 +261,7 @@ async function compactGroup(jobs: CompactionJob[], group: JobMessage[], opts: Pr
     await discardExtras(group, opts, discarded)
     const next = await followUpOf(target.table, { baseSnapshotId: 0, snapshotId: overtaken, needsMore: false }, bucketRef, ownKeys)
     if (next !== null) await sendFollowUp(target.jobs!, job, next, now())
+    if (opts.releaseDone) await discardMessages(group.slice(-1), opts, discarded)
     const result: CompactBucketResult = {
       snapshotId: null, baseSnapshotId: overtaken, inputFiles: 0, outputFiles: 0, upgradedFiles: 0, rowsIn: 0, rowsOut: 0,
       rowsDeletedByVector: 0, outputLevel: null, needsMore: false, backPressure: false, retries: 0,
@@ -291,6 +306,7 @@ async function compactGroup(jobs: CompactionJob[], group: JobMessage[], opts: Pr
       followUp = true
     }
   }
+  if (opts.releaseDone) await discardMessages(group.slice(-1), opts, discarded)
   const outcome: JobOutcome = { job, messageIds: group.map((x) => x.id), result, startedAt, endedAt, followUp, conflictRetries, slotWaitMs: attemptAt - startedAt }
   opts.onOutcome?.(outcome)
   return outcome
