@@ -50,7 +50,7 @@ export interface ColdEntries {
  * minified, its banner, a linked source map), into `outdir` (under bench/out, so DuckDB's
  * packages, left out of the bundle, resolve from the repository's node_modules).
  */
-export async function buildColdEntries(outdir: string): Promise<ColdEntries> {
+export async function buildColdEntries(outdir: string, opts: { readableNames?: boolean } = {}): Promise<ColdEntries> {
   const { build } = await import('esbuild')
   const entry = (name: string) => join(import.meta.dirname, `${name}.ts`)
   await build({
@@ -61,7 +61,8 @@ export async function buildColdEntries(outdir: string): Promise<ColdEntries> {
     platform: 'node',
     format: 'esm',
     target: BUNDLING.target,
-    minify: BUNDLING.minify,
+    // readableNames (bench/lib/cold-trace.ts): functions keep their names in V8's traces
+    ...(opts.readableNames ? { minifyWhitespace: BUNDLING.minify, minifySyntax: BUNDLING.minify } : { minify: BUNDLING.minify }),
     sourcemap: BUNDLING.sourceMap ? 'linked' : false,
     sourcesContent: BUNDLING.sourcesContent,
     banner: { js: BUNDLING.banner ?? ESM_REQUIRE_BANNER },

@@ -195,7 +195,9 @@ export function sliceColumn(col: Column, from: number, to: number): Column {
 
 /**
  * A Utf8Column of `n` rows, row i being row `row[i]` of `sources[src[i]]` (src null: of
- * sources[0]), bytes copied; null when some source is not a Utf8Column.
+ * sources[0]), bytes copied; null when some source is not a Utf8Column. Its two loops are
+ * functions of their own: an on-stack-replaced loop with an allocation after it deoptimized
+ * at that allocation on every call, while a called loop is optimized once and stays so.
  */
 function gatherUtf8(sources: readonly Column[], src: Int32Array | null, row: Int32Array, n: number): Utf8Column | null {
   let ascii = true
@@ -207,6 +209,14 @@ function gatherUtf8(sources: readonly Column[], src: Int32Array | null, row: Int
   }
   const cols = sources as readonly Utf8Column[]
   const offsets = new Int32Array(n + 1)
+  const bytes = new Uint8Array(gatherUtf8Offsets(cols, src, row, n, offsets))
+  const nulls = anyNulls ? new Uint8Array(n) : null
+  gatherUtf8Bytes(cols, src, row, n, bytes, nulls)
+  return new Utf8Column(bytes, offsets, nulls, ascii)
+}
+
+/** gatherUtf8's offsets, into `offsets` (n + 1 long, offsets[0] = 0); returns the bytes they span. */
+function gatherUtf8Offsets(cols: readonly Utf8Column[], src: Int32Array | null, row: Int32Array, n: number, offsets: Int32Array): number {
   let total = 0
   for (let i = 0; i < n; i++) {
     const o = cols[src === null ? 0 : src[i]].offsets
@@ -214,8 +224,11 @@ function gatherUtf8(sources: readonly Column[], src: Int32Array | null, row: Int
     total += o[r + 1] - o[r]
     offsets[i + 1] = total
   }
-  const bytes = new Uint8Array(total)
-  const nulls = anyNulls ? new Uint8Array(n) : null
+  return total
+}
+
+/** gatherUtf8's bytes (and null flags, when `nulls`), copied in row order. */
+function gatherUtf8Bytes(cols: readonly Utf8Column[], src: Int32Array | null, row: Int32Array, n: number, bytes: Uint8Array, nulls: Uint8Array | null): void {
   let at = 0
   for (let i = 0; i < n; i++) {
     const c = cols[src === null ? 0 : src[i]]
@@ -230,7 +243,6 @@ function gatherUtf8(sources: readonly Column[], src: Int32Array | null, row: Int
     }
     if (nulls !== null && c.nulls !== null) nulls[i] = c.nulls[r]
   }
-  return new Utf8Column(bytes, offsets, nulls, ascii)
 }
 
 /** The concatenation of row ranges of columns: typed when every part is of one typed kind. */
@@ -277,23 +289,61 @@ export function pickRows(col: Column, rows: Int32Array, n: number = rows.length)
     const out = new (col.constructor as TypedCtor)(n)
     const src = bitsView(col)
     const dst = bitsView(out)
-    if (src.width === 1) {
-      const s = src.view
-      const d = dst.view
-      for (let i = 0; i < n; i++) d[i] = s[rows[i]]
-    } else {
-      const s = src.view
-      const d = dst.view
-      for (let i = 0; i < n; i++) {
-        const j = rows[i] << 1
-        d[i << 1] = s[j]
-        d[(i << 1) + 1] = s[j + 1]
-      }
-    }
+    if (src.view instanceof Int32Array) {
+      if (src.width === 1) pickWords(src.view, dst.view as Int32Array, rows, n)
+      else pickWordPairs(src.view, dst.view as Int32Array, rows, n)
+    } else pickNarrow(src.view, dst.view, rows, n)
     return out
   }
+  return pickValues(col as ArrayLike<unknown>, rows, n)
+}
+
+// The copy loops below are small functions of their own, each fed one kind of array, so V8
+// optimizes each once (a called function, no on-stack replacement) and no map check fails
+// when a batch brings a column of another type. 4- and 8-byte elements are copied as int32s.
+
+function pickWords(s: Int32Array, d: Int32Array, rows: Int32Array, n: number): void {
+  for (let i = 0; i < n; i++) d[i] = s[rows[i]]
+}
+
+function pickWordPairs(s: Int32Array, d: Int32Array, rows: Int32Array, n: number): void {
+  for (let i = 0; i < n; i++) {
+    const j = rows[i] << 1
+    d[i << 1] = s[j]
+    d[(i << 1) + 1] = s[j + 1]
+  }
+}
+
+function pickNarrow(s: Int8Array | Int16Array | Int32Array, d: Int8Array | Int16Array | Int32Array, rows: Int32Array, n: number): void {
+  for (let i = 0; i < n; i++) d[i] = s[rows[i]]
+}
+
+function pickValues(col: ArrayLike<unknown>, rows: Int32Array, n: number): unknown[] {
   const out = new Array<unknown>(n)
-  for (let i = 0; i < n; i++) out[i] = (col as ArrayLike<unknown>)[rows[i]]
+  for (let i = 0; i < n; i++) out[i] = col[rows[i]]
+  return out
+}
+
+function gatherWords(views: readonly Int32Array[], d: Int32Array, src: Int32Array, row: Int32Array, n: number): void {
+  for (let i = 0; i < n; i++) d[i] = views[src[i]][row[i]]
+}
+
+function gatherWordPairs(views: readonly Int32Array[], d: Int32Array, src: Int32Array, row: Int32Array, n: number): void {
+  for (let i = 0; i < n; i++) {
+    const s = views[src[i]]
+    const j = row[i] << 1
+    d[i << 1] = s[j]
+    d[(i << 1) + 1] = s[j + 1]
+  }
+}
+
+function gatherNarrow(views: readonly (Int8Array | Int16Array | Int32Array)[], d: Int8Array | Int16Array | Int32Array, src: Int32Array, row: Int32Array, n: number): void {
+  for (let i = 0; i < n; i++) d[i] = views[src[i]][row[i]]
+}
+
+function gatherValues(sources: readonly Column[], src: Int32Array, row: Int32Array, n: number): unknown[] {
+  const out = new Array<unknown>(n)
+  for (let i = 0; i < n; i++) out[i] = valueAt(sources[src[i]], row[i])
   return out
 }
 
@@ -310,21 +360,12 @@ export function gatherColumn(sources: readonly Column[], src: Int32Array, row: I
     const out = new ctor(n)
     const dst = bitsView(out)
     const views = sources.map((s) => bitsView(s as TypedColumn).view)
-    const d = dst.view
-    if (dst.width === 1) {
-      for (let i = 0; i < n; i++) d[i] = views[src[i]][row[i]]
-    } else {
-      for (let i = 0; i < n; i++) {
-        const s = views[src[i]]
-        const j = row[i] << 1
-        d[i << 1] = s[j]
-        d[(i << 1) + 1] = s[j + 1]
-      }
-    }
+    if (dst.view instanceof Int32Array) {
+      if (dst.width === 1) gatherWords(views as Int32Array[], dst.view, src, row, n)
+      else gatherWordPairs(views as Int32Array[], dst.view, src, row, n)
+    } else gatherNarrow(views, dst.view, src, row, n)
     return out
   }
   // a mix (Utf8Column runs and the rows a merge function made): values as the plain arrays hold them
-  const out = new Array<unknown>(n)
-  for (let i = 0; i < n; i++) out[i] = valueAt(sources[src[i]], row[i])
-  return out
+  return gatherValues(sources, src, row, n)
 }
