@@ -28,6 +28,8 @@ import { type Budget, FIRST_POLL_MS, StageSamples, budgetMarkdown, budgetOf, lar
 
 // the writer and compactor handlers with their freshness-budget metrics returned beside their answers
 const STAGE_PROBE = join(import.meta.dirname, 'stage-probe.ts')
+/** How long the demo waits for the queues to drain after the load */
+const DRAIN_LIMIT_MS = 120_000
 // the runtime's default writer batching window (local/runtime/local-runtime.ts)
 const WRITER_WINDOW_MS = 1000
 
@@ -260,7 +262,7 @@ async function runOnce(cfg: DemoConfig, threads: number): Promise<RunResult> {
     const st = await tableStatus(reader)
     const l0 = st.buckets.reduce((n, b) => n + b.l0Files, 0)
     if ((await rt.queueDepth(rt.ingestQueueUrl)) === 0 && (await rt.queueDepth(t.compactionQueueUrl)) === 0 && l0 === 0 && rt.writer.inFlight === 0 && t.poller.inFlight === 0) break
-    if (Date.now() - drainStart > 120_000) break
+    if (Date.now() - drainStart > DRAIN_LIMIT_MS) break
     await new Promise((r) => setTimeout(r, 500))
   }
   const drainSeconds = (Date.now() - drainStart) / 1000
@@ -272,6 +274,8 @@ async function runOnce(cfg: DemoConfig, threads: number): Promise<RunResult> {
 
   const rows = await readAll(reader)
   const problems: string[] = []
+  // rows still on their way read as stale or lost: say why first
+  if (drainSeconds * 1000 > DRAIN_LIMIT_MS) problems.push(`the queues did not drain within ${DRAIN_LIMIT_MS / 1000} s (a machine this loaded cannot keep up with the demo's rate; try --rate 20)`)
   const seen = new Set<string>()
   for (const r of rows) {
     const key = `${r[0]}|${r[1]}`
