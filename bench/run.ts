@@ -502,6 +502,9 @@ async function freshnessBudgetOnly(doc: string | undefined, seconds: number, set
   writeFileSync(join(OUT_DIR, 'freshness-budget.json'), JSON.stringify({ machine, loadAvgAtEnd: loadEnd, wallSeconds: (Date.now() - started) / 1000, ...rest, runs: runs.map(({ samples: _s, invocations: _i, committers: _c, ...r }) => r) }, null, 2))
   const body = [
     `Measured alone by \`npx tsx bench/run.ts --freshness-budget --freshness-seconds ${seconds} --settings ${settings.join(',')}\` (${Math.round((Date.now() - started) / 1000)} s): the run above's table, load and S3 model, ${seconds} s per setting. Load average ${machine.loadAvgAtStart.join(', ')} at start and ${loadEnd.join(', ')} at the end on ${machine.nproc} cores (other sessions shared the machine). Lag p50 per setting in this run: ${runs.map((r) => `${r.taskThreads === -1 ? '-1' : r.taskThreads}: ${(r.lagP50Ms / 1000).toFixed(1)} s`).join(', ')}.`,
+    ...(Math.max(...machine.loadAvgAtStart, ...loadEnd) > 2 * machine.nproc
+      ? ['', `**The machine was saturated** (load above twice its ${machine.nproc} cores): every function waited for CPU, its first invocations for their cold starts, so each stage here measures that wait, and a lag p50 of 0 s means the writes had not landed for most of the window. These figures say where this machine's time went, not how close the design comes to its floor; rerun on a quiet machine.`]
+      : []),
     '',
     budgetSection(f),
   ].join('\n')
