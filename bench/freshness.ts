@@ -539,7 +539,9 @@ export function budgetSection(r: FreshnessResult): string {
   ]
   if (noCap) {
     const ratio = noCap.lagP50Ms / Math.max(1, floor)
-    lines.push('', `Goal, lag p50 at -1 within 2× the floor (${(2 * floor / 1000).toFixed(2)} s): the measured lag p50 is ${(noCap.lagP50Ms / 1000).toFixed(1)} s, ${ratio.toFixed(1)}× the floor of ${(floor / 1000).toFixed(2)} s — ${ratio <= 2 ? '**met**' : '**not met**'}.`)
+    // a lag still growing at the window's end (or writes that landed late) is no steady state to judge
+    const verdict = noCap.lagSteady === false ? '**not judged**: the lag was still growing at the end of the window, so this run reached no steady state' : ratio <= 2 ? '**met**' : '**not met**'
+    lines.push('', `Goal, lag p50 at -1 within 2× the floor (${(2 * floor / 1000).toFixed(2)} s): the measured lag p50 is ${(noCap.lagP50Ms / 1000).toFixed(1)} s, ${ratio.toFixed(1)}× the floor of ${(floor / 1000).toFixed(2)} s — ${verdict}.`)
   }
   return lines.join('\n')
 }
