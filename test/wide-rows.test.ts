@@ -110,18 +110,45 @@ describe('wide rows', () => {
     for (const r of [0, 33, rows - 1]) expect((await reader.lookup([BigInt(r)], cmp))?.record).toEqual(records[r])
     expect(await reader.lookup([BigInt(rows)], cmp)).toBeNull()
 
-    const columnar = await ColumnarFileReader.open(byteSource(bytes), layout)
-    let seen = 0
-    for await (const batch of columnar.rowGroups()) {
-      for (let r = 0; r < batch.rows; r++) {
-        const rec = records[batch.firstPosition + r]
-        // the file's columns: _KEY_id, _SEQUENCE_NUMBER, _VALUE_KIND, then the value fields
-        expect(valueAt(batch.columns[0], r)).toBe(rec.key[0])
-        expect(valueAt(batch.columns[1], r)).toBe(rec.seq)
-        for (let j = 0; j < rec.value.length; j++) expect(valueAt(batch.columns[3 + j], r)).toBe(rec.value[j])
+    // Strata's decoder, and hyparquet (the columns another writer's file may need it for)
+    for (const decoder of ['strata', 'hyparquet'] as const) {
+      const columnar = await ColumnarFileReader.open(byteSource(bytes), layout, { decoder })
+      let seen = 0
+      for await (const batch of columnar.rowGroups()) {
+        const wrong: string[] = []
+        for (let r = 0; r < batch.rows; r++) {
+          const rec = records[batch.firstPosition + r]
+          // the file's columns: _KEY_id, _SEQUENCE_NUMBER, _VALUE_KIND, then the value fields
+          if (valueAt(batch.columns[0], r) !== rec.key[0] || valueAt(batch.columns[1], r) !== rec.seq) wrong.push(`key or sequence of ${rec.key[0]}`)
+          for (let j = 0; j < rec.value.length; j++) if (valueAt(batch.columns[3 + j], r) !== rec.value[j]) wrong.push(`${layout.valueFields[j].name} of ${rec.key[0]}`)
+        }
+        expect(wrong.slice(0, 5), decoder).toEqual([])
+        seen += batch.rows
       }
-      seen += batch.rows
+      expect(seen, decoder).toBe(rows)
     }
-    expect(seen).toBe(rows)
+  })
+
+  it('the columnar reader decodes many row groups of wide rows through hyparquet too, a batch of groups at a time', async () => {
+    const width = 100
+    const layout = layoutOf(width)
+    const records = recordsOf(width, 5000)
+    // row groups of 700 rows: the columnar reader decodes them in two batches of several groups (up to 4,096 rows)
+    const { bytes } = writeDataFile(layout, records, { rowGroupRows: 700 })
+    for (const decoder of ['strata', 'hyparquet'] as const) {
+      const columnar = await ColumnarFileReader.open(byteSource(bytes), layout, { decoder })
+      let seen = 0
+      for await (const batch of columnar.rowGroups({ deleted: [3, 3600, 4999] })) {
+        const wrong: string[] = []
+        for (let r = 0; r < batch.rows; r++) {
+          const rec = records[batch.positions === null ? batch.firstPosition + r : batch.positions[r]]
+          if (valueAt(batch.columns[0], r) !== rec.key[0]) wrong.push(`key of ${rec.key[0]}`)
+          for (let j = 0; j < rec.value.length; j++) if (valueAt(batch.columns[3 + j], r) !== rec.value[j]) wrong.push(`${layout.valueFields[j].name} of ${rec.key[0]}`)
+        }
+        expect(wrong.slice(0, 5), decoder).toEqual([])
+        seen += batch.rows
+      }
+      expect(seen, decoder).toBe(4997)
+    }
   })
 })

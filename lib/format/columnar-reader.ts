@@ -28,7 +28,7 @@ import type { ByteSource } from '../store/byte-source.ts'
 import { type DataFileLayout, KEY_FIELD_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, fileColumns } from './data-file-layout.ts'
 import { type NestedReadColumn, assembleNested, columnElements, decodeLeafChunk, nestedReadColumn } from './parquet-nested.ts'
 import { ManifestCheck } from './data-file-check.ts'
-import { RAW_PARSERS, firstByName, namedFileError, openFooter, openNamed } from './data-file-source.ts'
+import { RAW_PARSERS, firstByName, topLevelElements, namedFileError, openFooter, openNamed } from './data-file-source.ts'
 import { DECOMPRESSORS } from './decompressors.ts'
 import { type Column, type ColumnBatch, columnRows, concatColumns, isUtf8Column, pickRows, valueAt } from './columnar-types.ts'
 import { physicalEncoder, rawReadElement, sameStorage, valueDecoder } from './parquet-types.ts'
@@ -46,6 +46,8 @@ const FETCH_BYTES = 8 * 1024 * 1024
  * cost no more CPU.
  */
 const BATCH_ROWS = 4096
+/** columns one hyparquet read decodes at most (`#hyparquetColumns`) */
+const HYPARQUET_COLUMNS = 64
 
 /** What a column's decoded chunks become: the batch column. */
 type ToPhysical = (chunks: DecodedArray[], n: number) => Column
@@ -150,6 +152,8 @@ export class ColumnarFileReader {
   readonly #layout: DataFileLayout
   /** for each key field, the batch column of its value field (same id), or -1: the two must agree */
   readonly #keyValueColumns: number[]
+  /** the raw-read schema's top-level elements by name (made on first use) */
+  #topElements: Map<string, SchemaElement> | null = null
 
   private constructor(src: ByteSource, layout: DataFileLayout, file: AsyncBuffer, metadata: FileMetaData, specs: ReadSpec[], nk: number) {
     this.#src = src
@@ -422,11 +426,16 @@ export class ColumnarFileReader {
     return { rows: n, columns }
   }
 
-  /** Rows [from, to) of the columns `specs` names, decoded by hyparquet; the others empty. */
+  /**
+   * Rows [from, to) (the whole consecutive row groups `groups`) of the columns `specs` names,
+   * decoded by hyparquet; the others empty. It gets those row groups only and at most
+   * HYPARQUET_COLUMNS columns a call, under a schema of those columns: its cost per call grows
+   * with the row groups and with the square of the columns it is given.
+   */
   async #hyparquetColumns(file: PrefetchedFile, specs: (ReadSpec | null)[], groups: FileMetaData['row_groups'], from: number, to: number): Promise<Column[]> {
     const n = to - from
-    // the chunks' page headers checked first: hyparquet trusts them (checkPages)
     const wanted = new Set(specs.flatMap((s) => (s === null ? [] : [s.name])))
+    // the chunks' page headers checked first: hyparquet trusts them (checkPages)
     for (const group of groups) {
       for (const chunk of group.columns) {
         const meta = chunk.meta_data
@@ -441,26 +450,27 @@ export class ColumnarFileReader {
     const chunks: { at: number; data: DecodedArray }[][] = specs.map(() => [])
     const filled = specs.map(() => 0)
     const index = new Map(specs.flatMap((s, i) => (s === null ? [] : [[s.name, i] as const])))
+    // rows numbered from the first of `groups`, as the metadata below holds only those
     const onChunk = ({ columnName, columnData, rowStart, rowEnd }: ColumnData): void => {
       const i = index.get(columnName)
       if (i === undefined) return
-      const lo = Math.max(rowStart, from)
-      const hi = Math.min(rowEnd, to)
-      if (hi <= lo) return
-      chunks[i].push({ at: lo, data: lo === rowStart && hi === rowEnd ? columnData : columnData.slice(lo - rowStart, hi - rowStart) })
-      filled[i] += hi - lo
+      if (rowEnd <= rowStart) return
+      chunks[i].push({ at: from + rowStart, data: columnData })
+      filled[i] += rowEnd - rowStart
     }
-    await parquetRead({
-      file,
-      metadata: this.#metadata,
-      columns: specs.flatMap((s) => (s === null ? [] : [s.name])),
-      rowStart: from,
-      rowEnd: to,
-      utf8: false,
-      parsers: RAW_PARSERS,
-      compressors: DECOMPRESSORS,
-      onChunk,
-    })
+    const names = [...wanted]
+    for (let k = 0; k < names.length; k += HYPARQUET_COLUMNS) {
+      const part = new Set(names.slice(k, k + HYPARQUET_COLUMNS))
+      await parquetRead({
+        file,
+        metadata: this.#metadataOf(groups, part, n),
+        columns: [...part],
+        utf8: false,
+        parsers: RAW_PARSERS,
+        compressors: DECOMPRESSORS,
+        onChunk,
+      })
+    }
     const columns: Column[] = []
     for (let i = 0; i < specs.length; i++) {
       const spec = specs[i]
@@ -472,6 +482,19 @@ export class ColumnarFileReader {
       columns.push(spec.toPhysical(chunks[i].sort((a, b) => a.at - b.at).map((c) => c.data), n))
     }
     return columns
+  }
+
+  /** The file's metadata cut to `groups` (`rows` rows in all) and the flat top-level columns `names`: the root and their elements only. */
+  #metadataOf(groups: FileMetaData['row_groups'], names: Set<string>, rows: number): FileMetaData {
+    const schema = this.#metadata.schema
+    this.#topElements ??= topLevelElements(schema)
+    const elements = [...names].map((name) => this.#topElements!.get(name)!)
+    return {
+      ...this.#metadata,
+      schema: [{ ...schema[0], num_children: elements.length }, ...elements],
+      num_rows: BigInt(rows),
+      row_groups: groups.map((g) => ({ ...g, columns: g.columns.filter((c) => c.meta_data !== undefined && c.meta_data.path_in_schema.length === 1 && names.has(c.meta_data.path_in_schema[0])) })),
+    }
   }
 }
 

@@ -14,7 +14,7 @@ import { DECOMPRESSORS } from './decompressors.ts'
 import { type ColumnSpec, type DataFileLayout, KEY_FIELD_PREFIX, VALUE_KIND, describeKey, fileColumns } from './data-file-layout.ts'
 import { ManifestCheck } from './data-file-check.ts'
 import { type NestedReadColumn, assembleNested, decodeLeafChunk, nestedReadColumn } from './parquet-nested.ts'
-import { RAW_PARSERS, firstByName, directBuffer, namedFileError, openFooter, openNamed } from './data-file-source.ts'
+import { RAW_PARSERS, firstByName, topLevelElements, directBuffer, namedFileError, openFooter, openNamed } from './data-file-source.ts'
 import type { ByteSource } from '../store/byte-source.ts'
 
 export interface DataFileReaderOptions {
@@ -560,16 +560,7 @@ export class DataFileReader {
   /** The raw-read schema element (footer.schema) of flat layout column c: the root's child of its name. */
   #rawElement(c: number): SchemaElement {
     if (this.#rawElements === null) {
-      const schema = this.#footer.schema
-      const byName = new Map<string, SchemaElement>()
-      // the root's children, each subtree (num_children, depth first) passed over
-      const skip = (i: number): number => {
-        let children = schema[i].num_children ?? 0
-        let next = i + 1
-        while (children-- > 0) next = skip(next)
-        return next
-      }
-      for (let i = 1; i < schema.length; i = skip(i)) if (!byName.has(schema[i].name)) byName.set(schema[i].name, schema[i])
+      const byName = topLevelElements(this.#footer.schema)
       this.#rawElements = this.#columns.map((col) => byName.get(col.spec.name)!)
     }
     return this.#rawElements[c]

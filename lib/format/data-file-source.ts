@@ -114,3 +114,16 @@ export function firstByName(nodes: SchemaTree[]): Map<string, SchemaTree> {
   for (const t of nodes) if (!out.has(t.element.name)) out.set(t.element.name, t)
   return out
 }
+
+/** The root's children of a flat schema list, by name (the first of a name), each subtree (num_children, depth first) passed over. */
+export function topLevelElements(schema: SchemaElement[]): Map<string, SchemaElement> {
+  const byName = new Map<string, SchemaElement>()
+  const skip = (i: number): number => {
+    let children = schema[i].num_children ?? 0
+    let next = i + 1
+    while (children-- > 0) next = skip(next)
+    return next
+  }
+  for (let i = 1; i < schema.length; i = skip(i)) if (!byName.has(schema[i].name)) byName.set(schema[i].name, schema[i])
+  return byName
+}
