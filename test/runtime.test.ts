@@ -12,6 +12,10 @@ import { type LocalRuntime, startLocalRuntime } from '../local/runtime/local-run
 import { sortRows } from './helpers/model.ts'
 
 const HANDLERS = join(import.meta.dirname, 'fixtures', 'handlers')
+// Each test's bound: a local runtime's handlers, pollers and embedded S3 + SQS share the
+// machine's cores, and on a loaded machine a drain takes minutes; the waits inside (until)
+// end sooner, saying what they waited for. No test asserts how long anything took.
+const TEST_TIMEOUT_MS = 240_000
 
 function schema(taskThreads: number, buckets = 8, extra: Record<string, string> = {}) {
   return {
@@ -31,7 +35,7 @@ function schema(taskThreads: number, buckets = 8, extra: Record<string, string> 
   }
 }
 
-async function until(what: string, cond: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+async function until(what: string, cond: () => Promise<boolean>, timeoutMs = 180_000): Promise<void> {
   const start = Date.now()
   while (!(await cond())) {
     if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`)
@@ -96,7 +100,7 @@ describe('compaction.task-threads on the local runtime', () => {
       } finally {
         await rt.stop()
       }
-    })
+    }, TEST_TIMEOUT_MS)
   }
 })
 
@@ -120,7 +124,7 @@ describe('crash recovery by redelivery', () => {
           for (const id of ids) model.set(id, (model.get(id) ?? 0n) + BigInt(wave + 1))
           await rt.send(ids.map((id) => JSON.stringify({ id, qty: wave + 1 })))
         }
-        await until('the pipeline to drain', () => drained(rt, table), 90_000)
+        await until('the pipeline to drain', () => drained(rt, table))
         expect(rt.writer.stats.crashes).toBeGreaterThan(0)
         const want = [...model].sort((a, b) => a[0] - b[0]).map(([id, qty]) => [id, qty])
         expect(sortRows(await readAll(table))).toEqual(want)
@@ -128,7 +132,7 @@ describe('crash recovery by redelivery', () => {
       } finally {
         await rt.stop()
       }
-    })
+    }, TEST_TIMEOUT_MS)
   }
 })
 
@@ -154,5 +158,5 @@ describe('function processes (isolation: process)', () => {
     } finally {
       await rt.stop()
     }
-  })
+  }, TEST_TIMEOUT_MS)
 })
