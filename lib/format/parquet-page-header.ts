@@ -115,58 +115,91 @@ export class Thrift {
   }
 }
 
+/**
+ * Decodes a page header. Written as plain loops over the fields rather than `Thrift.struct`
+ * with closures: V8 then compiles a few small functions once, where the closures inlined
+ * into `struct` made one very large compile in a cold process's first job.
+ */
 export function readPageHeader(t: Thrift): PageHeader {
   const h: PageHeader = { type: -1, uncompressed: -1, compressed: -1, numValues: -1, encoding: -1, defEncoding: ENC_RLE, numNulls: 0, defBytes: 0, repBytes: 0, isCompressed: true }
-  t.struct((id, type) => {
+  let last = 0
+  for (;;) {
+    const b = t.byte()
+    if (b === 0) return h
+    const type = b & 15
+    const id = b >>> 4 === 0 ? t.int() : last + (b >>> 4)
+    last = id
     if (type === 5 && id <= 3) {
       const v = t.int()
       if (id === 1) h.type = v
       else if (id === 2) h.uncompressed = v
       else h.compressed = v
-      return true
+    } else if (type === 12 && id === 5) readDataPageHeader(t, h)
+    else if (type === 12 && id === 7) readDictionaryPageHeader(t, h)
+    else if (type === 12 && id === 8) readDataPageHeaderV2(t, h)
+    else t.skip(type)
+  }
+}
+
+/** DataPageHeader's num_values, encoding, definition_level_encoding into `h`. */
+function readDataPageHeader(t: Thrift, h: PageHeader): void {
+  let last = 0
+  for (;;) {
+    const b = t.byte()
+    if (b === 0) return
+    const type = b & 15
+    const id = b >>> 4 === 0 ? t.int() : last + (b >>> 4)
+    last = id
+    if (type !== 5 || id > 3) {
+      t.skip(type)
+      continue
     }
-    if (type !== 12) return false
-    if (id === 5) {
-      t.struct((fid, ft) => {
-        if (ft !== 5 || fid > 3) return false
-        const v = t.int()
-        if (fid === 1) h.numValues = v
-        else if (fid === 2) h.encoding = v
-        else h.defEncoding = v
-        return true
-      })
-      return true
+    const v = t.int()
+    if (id === 1) h.numValues = v
+    else if (id === 2) h.encoding = v
+    else h.defEncoding = v
+  }
+}
+
+/** DictionaryPageHeader's num_values and encoding into `h`. */
+function readDictionaryPageHeader(t: Thrift, h: PageHeader): void {
+  let last = 0
+  for (;;) {
+    const b = t.byte()
+    if (b === 0) return
+    const type = b & 15
+    const id = b >>> 4 === 0 ? t.int() : last + (b >>> 4)
+    last = id
+    if (type !== 5 || id > 2) {
+      t.skip(type)
+      continue
     }
-    if (id === 7) {
-      t.struct((fid, ft) => {
-        if (ft !== 5 || fid > 2) return false
-        const v = t.int()
-        if (fid === 1) h.numValues = v
-        else h.encoding = v
-        return true
-      })
-      return true
+    const v = t.int()
+    if (id === 1) h.numValues = v
+    else h.encoding = v
+  }
+}
+
+/** DataPageHeaderV2's counts, encoding, level lengths and is_compressed into `h`. */
+function readDataPageHeaderV2(t: Thrift, h: PageHeader): void {
+  let last = 0
+  for (;;) {
+    const b = t.byte()
+    if (b === 0) return
+    const type = b & 15
+    const id = b >>> 4 === 0 ? t.int() : last + (b >>> 4)
+    last = id
+    if (id === 7 && (type === 1 || type === 2)) h.isCompressed = type === 1
+    else if (type !== 5 || id > 6) t.skip(type)
+    else {
+      const v = t.int()
+      if (id === 1) h.numValues = v
+      else if (id === 2) h.numNulls = v
+      else if (id === 4) h.encoding = v
+      else if (id === 5) h.defBytes = v
+      else if (id === 6) h.repBytes = v
     }
-    if (id === 8) {
-      t.struct((fid, ft) => {
-        if (fid === 7 && (ft === 1 || ft === 2)) {
-          h.isCompressed = ft === 1
-          return true
-        }
-        if (ft !== 5 || fid > 6) return false
-        const v = t.int()
-        if (fid === 1) h.numValues = v
-        else if (fid === 2) h.numNulls = v
-        else if (fid === 4) h.encoding = v
-        else if (fid === 5) h.defBytes = v
-        else if (fid === 6) h.repBytes = v
-        return true
-      })
-      return true
-    }
-    return false
-  })
-  return h
+  }
 }
 
 /** Bits of `checkPages`'s field-presence masks. */
