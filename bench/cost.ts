@@ -18,7 +18,7 @@
 
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { Table } from '../lib/handle/table.ts'
 import { tableStatus } from '../lib/maintenance/table-status.ts'
 import { countsSince, type RequestCount } from '../local/request-counts.ts'
@@ -31,7 +31,7 @@ import { parseBenchArgs } from './lib/args.ts'
 import { type CostUsage, type FunctionName, type FunctionUsage, type Bill, FUNCTIONS, bill } from './lib/cost-bill.ts'
 import { type CloudWatchCounts, cloudWatchCounts } from './lib/cost-cloudwatch.ts'
 import { MAINTENANCE_CALLER, type RequestTally, loadPrices, tallyRequests } from './lib/cost-count.ts'
-import { costMarkdown, type CostResult } from './lib/cost-report.ts'
+import { costMarkdown, costSection, type CostResult } from './lib/cost-report.ts'
 import { type CostTiming, costTimingOf } from './lib/cost-timed.ts'
 import { ORDERS_FIELDS, seededRandom } from './lib/dataset.ts'
 import { machineInfo } from './lib/machine.ts'
@@ -65,11 +65,15 @@ interface Invocation {
   startedAt: number
   durationMs: number
   timing: CostTiming | null
+  /** records in the invocation's batch */
+  records: number
 }
 
 export interface CostRun {
   params: CostParams
   rowsSent: number
+  /** rows the writer invocations that started in the window took (the upserts the window's cost is divided by) */
+  rowsWritten: number
   /** rows on the ingest queue when the window ended: a backlog means this machine did not sustain the rate */
   ingestBacklog: number
   sustained: boolean
@@ -111,7 +115,7 @@ function functionUsage(invs: Invocation[], fn: FunctionName, scale = 1): Functio
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 const record = (into: Invocation[], fn: FunctionName) => (info: InvocationInfo) =>
-  into.push({ fn, startedAt: info.startedAt, durationMs: info.result.durationMs, timing: info.result.ok ? costTimingOf(info.result.value) : null })
+  into.push({ fn, startedAt: info.startedAt, durationMs: info.result.durationMs, timing: info.result.ok ? costTimingOf(info.result.value) : null, records: info.records.length })
 
 /** Sends `rate` upserts a second in 100 ms ticks until `stop.done`, counting the rows sent in `sent.rows`. */
 async function sendLoad(rt: LocalRuntime, rate: number, start: number, stop: { done: boolean }, sent: { rows: number }): Promise<void> {
@@ -147,7 +151,7 @@ async function maintenancePass(rt: LocalRuntime, event: unknown): Promise<{ coun
     const result = await pool.invoke(event)
     if (!result.ok) throw new Error(`maintenance pass failed: ${result.error.message}`)
     const counts = countsSince(before, rt.backend.requestCounts!()).filter((c) => c.caller === MAINTENANCE_CALLER)
-    return { counts, invocation: { fn: 'maintenance', startedAt, durationMs: result.durationMs, timing: costTimingOf(result.value) } }
+    return { counts, invocation: { fn: 'maintenance', startedAt, durationMs: result.durationMs, timing: costTimingOf(result.value), records: 0 } }
   } finally {
     await pool.close()
   }
@@ -217,7 +221,8 @@ export async function runCost(p: CostParams, cloudwatch: CloudWatchCounts, log: 
     const putBytes = counts.filter((c) => c.service === 's3' && c.operation === 'PutObject').reduce((n, c) => n + c.requestBytes, 0)
     const usage: CostUsage = {
       seconds: (until - from) / 1000,
-      upserts: rowsSent,
+      // the writers' rows, not the producer's: behind a backlog they differ
+      upserts: window.filter((i) => i.fn === 'writer').reduce((n, i) => n + i.records, 0),
       functions,
       requests: tallies,
       idlePolling: { pollers: 5, waitSeconds: 20 },
@@ -229,6 +234,7 @@ export async function runCost(p: CostParams, cloudwatch: CloudWatchCounts, log: 
     const run: CostRun = {
       params: p,
       rowsSent,
+      rowsWritten: usage.upserts,
       ingestBacklog,
       sustained: ingestBacklog <= p.rate * (p.writerWindowMs / 1000 + 5),
       lagP50Ms: percentile(lags, 50, 0),
@@ -246,6 +252,17 @@ export async function runCost(p: CostParams, cloudwatch: CloudWatchCounts, log: 
   }
 }
 
+const DOCS = join(import.meta.dirname, '..', 'docs', 'benchmarks.md')
+
+/** Replaces what is between the cost markers of docs/benchmarks.md with the section. */
+function writeDocs(r: CostResult): void {
+  const text = readFileSync(DOCS, 'utf8')
+  const begin = text.indexOf('<!-- cost:begin -->')
+  const end = text.indexOf('<!-- cost:end -->')
+  if (begin < 0 || end < begin) throw new Error('docs/benchmarks.md: no <!-- cost:begin --> … <!-- cost:end --> markers')
+  writeFileSync(DOCS, `${text.slice(0, begin)}<!-- cost:begin -->\n${costSection(r)}\n${text.slice(end)}`)
+}
+
 /** Prices a saved result again from the price file (after editing it). */
 function reprice(r: CostResult): CostResult {
   const prices = loadPrices()
@@ -258,12 +275,13 @@ function reprice(r: CostResult): CostResult {
 
 if (import.meta.filename === process.argv[1]) {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
-  const args = parseBenchArgs(process.argv.slice(2), ['--quick', '--reprice'], ['--seconds', '--warmup', '--lowered-batch-size'], ['--rates', '--threads', '--threads-rates'])
+  const args = parseBenchArgs(process.argv.slice(2), ['--quick', '--reprice', '--write-docs'], ['--seconds', '--warmup', '--lowered-batch-size'], ['--rates', '--threads', '--threads-rates'])
   const list = (name: string, def: string) => args.str(name, def).split(',').map(Number)
   if (args.has('--reprice')) {
     const r = reprice(JSON.parse(readFileSync(join(OUT_DIR, 'cost.json'), 'utf8')) as CostResult)
     writeResults('cost', r)
     console.log(costMarkdown(r))
+    if (args.has('--write-docs')) writeDocs(r)
   } else {
     const quick = args.has('--quick')
     const started = Date.now()
@@ -279,12 +297,7 @@ if (import.meta.filename === process.argv[1]) {
     const windowMs = DEFAULT_SQS_INGEST.maxBatchingWindowSeconds * 1000
     const log = (line: string) => process.stderr.write(line + '\n')
     const runs: CostRun[] = []
-    // every task-threads setting at the rates of --threads-rates (default all), task-threads 4 at the others
-    const threadsRates = list('--threads-rates', rates.join(','))
-    for (const rate of rates) for (const taskThreads of threadsRates.includes(rate) ? threads : [4]) runs.push(await runCost({ rate, taskThreads, seconds, warmupSeconds, writerBatchSize: batch, writerWindowMs: windowMs }, cloudwatch, log))
-    // the lowering, side by side: a larger writer batch at the middle setting
-    if (lowered > 0) for (const rate of rates) runs.push(await runCost({ rate, taskThreads: 4, seconds, warmupSeconds, writerBatchSize: lowered, writerWindowMs: windowMs }, cloudwatch, log))
-    const result: CostResult = {
+    const result = (): CostResult => ({
       command: `npx tsx bench/cost.ts ${process.argv.slice(2).join(' ')}`.trim(),
       machine,
       loadAvgStart: load,
@@ -293,8 +306,25 @@ if (import.meta.filename === process.argv[1]) {
       cloudwatch,
       prices: loadPrices(),
       runs,
+    })
+    // the results so far after every run, so a long run that is cut short still reports
+    const name = quick ? 'cost-quick' : 'cost'
+    const save = () => writeResults(name, result())
+    // every task-threads setting at the rates of --threads-rates (default all), task-threads 4 at the others
+    const threadsRates = list('--threads-rates', rates.join(','))
+    for (const rate of rates) for (const taskThreads of threadsRates.includes(rate) ? threads : [4]) {
+      runs.push(await runCost({ rate, taskThreads, seconds, warmupSeconds, writerBatchSize: batch, writerWindowMs: windowMs }, cloudwatch, log))
+      save()
     }
-    process.stderr.write(`results: ${writeResults(quick ? 'cost-quick' : 'cost', result)}\n`)
-    console.log(costMarkdown(result))
+    // the lowering, side by side: a larger writer batch at the middle setting
+    if (lowered > 0) {
+      for (const rate of rates) {
+        runs.push(await runCost({ rate, taskThreads: 4, seconds, warmupSeconds, writerBatchSize: lowered, writerWindowMs: windowMs }, cloudwatch, log))
+        save()
+      }
+    }
+    process.stderr.write(`results: ${save()}\n`)
+    console.log(costMarkdown(result()))
+    if (args.has('--write-docs') && !quick) writeDocs(result())
   }
 }

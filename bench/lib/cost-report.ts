@@ -42,11 +42,11 @@ function top3(b: Bill): string {
 
 function costTable(r: CostResult): string {
   return markdownTable(
-    ['rows/s (sent in window)', 'buckets', 'task-threads', 'writer batch', 'sustained', '$ per million upserts (measured durations)', '$ per million (Lambda-estimated durations)', '$ per month (estimated)', 'top 3 line items (estimated)', 'Lambda / S3 / SQS / CloudWatch', 'lag p50 (s)', 'load avg at end'],
+    ['rows/s: target (sent, written)', 'buckets', 'task-threads', 'writer batch', 'sustained', '$ per million upserts (measured durations)', '$ per million (Lambda-estimated durations)', '$ per month (estimated)', 'top 3 line items (estimated)', 'Lambda / S3 / SQS / CloudWatch', 'lag p50 (s)', 'load avg at end'],
     r.runs.map((x) => {
       const s = byService(x.estimated)
       return [
-        `${x.params.rate} (${Math.round(x.rowsSent / x.usage.seconds)})`,
+        `${x.params.rate} (${Math.round(x.rowsSent / x.usage.seconds)}, ${Math.round(x.rowsWritten / x.usage.seconds)})`,
         64,
         label(x.params.taskThreads),
         x.params.writerBatchSize,
@@ -66,7 +66,7 @@ function costTable(r: CostResult): string {
 /** Strata's monthly cost against the rate, least squares over the default-batch runs at one setting: fixed + per-row·rate. */
 function linearFit(runs: CostRun[]): { fixed: number; perRowPerSecond: number } | null {
   if (runs.length < 2) return null
-  const xs = runs.map((r) => r.rowsSent / r.usage.seconds)
+  const xs = runs.map((r) => r.rowsWritten / r.usage.seconds)
   const ys = runs.map((r) => r.estimated.usdPerMonth)
   const mx = xs.reduce((a, b) => a + b, 0) / xs.length
   const my = ys.reduce((a, b) => a + b, 0) / ys.length
@@ -133,8 +133,67 @@ export function costMarkdown(r: CostResult): string {
     `The always-on alternative at the same freshness (assumptions in \`bench/lib/cost-report.ts\` \`flinkAssumption\`: 1 KPU + 1 orchestration KPU, a Paimon commit every 10 s checkpoint), priced from the same file:`,
     flinkSection(r, defaults),
   ]
+  parts.push('Extrapolated to the target rates from each task-threads 4 run (bench/lib/cost-report.ts `unitCosts`: the month\'s fixed part, and the cost of one writer invocation with the work it causes, measured while writers took full batches; writer invocations a second = rate ÷ rows per invocation, the batch or 5 s of rows when that is fewer):', extrapolation(r))
   const lowering = loweringSection(r)
   if (lowering) parts.push('The writer batch, before and after (task-threads 4):', lowering)
   if (costliest) parts.push(`S3 requests by object kind in the costliest run (${costliest.params.rate} rows/s, task-threads ${label(costliest.params.taskThreads)}):`, s3KindsSection(r, costliest))
   return parts.join('\n\n')
+}
+
+/** The rates the extrapolation prices. */
+export const TARGET_RATES = [100, 1000, 5000]
+
+/**
+ * A run's bill split into what a month costs whatever the load (CloudWatch's metrics, alarms
+ * and dashboard, the mappings' idle polls, maintenance, storage) and what each writer
+ * invocation costs with the work it causes (its requests, its jobs' compactions, the commits,
+ * log lines), measured while the writers took full batches.
+ */
+export function unitCosts(x: CostRun, prices: PriceFile): { fixedUsdPerMonth: number; usdPerWriterInvocation: number } {
+  const b = x.estimated
+  const fixedItems = new Set(['custom metrics', 'alarms', 'dashboard', 'storage after expiration', 'maintenance invocations', 'maintenance duration', 'maintenance PUT/COPY/POST/LIST', 'maintenance GET/HEAD'])
+  const idlePolls = (x.usage.idlePolling.pollers * SECONDS_PER_MONTH) / x.usage.idlePolling.waitSeconds
+  const idle = idlePolls * (prices.prices['sqs.standard.request'].usd + 2 * prices.prices['sqs.fifo.request'].usd)
+  const fixed = b.lines.filter((l) => fixedItems.has(l.item)).reduce((n, l) => n + l.usdPerMonth, 0) + idle
+  const invocationsPerMonth = (x.usage.functions.writer.invocations * SECONDS_PER_MONTH) / x.usage.seconds
+  return { fixedUsdPerMonth: fixed, usdPerWriterInvocation: (b.usdPerMonth - fixed) / Math.max(1, invocationsPerMonth) }
+}
+
+/** Writer invocations a second at `rate`: a batch closes when full or when the 5 s window ends. */
+export function writerInvocationsPerSecond(rate: number, batch: number, windowSeconds: number): number {
+  return rate / Math.min(batch, rate * windowSeconds)
+}
+
+function extrapolation(r: CostResult): string {
+  const rows: (string | number)[][] = []
+  const crossovers: string[] = []
+  for (const x of r.runs.filter((x) => x.params.taskThreads === 4)) {
+    const u = unitCosts(x, r.prices)
+    const w = x.params.writerWindowMs / 1000
+    for (const rate of TARGET_RATES) {
+      const month = u.fixedUsdPerMonth + u.usdPerWriterInvocation * writerInvocationsPerSecond(rate, x.params.writerBatchSize, w) * SECONDS_PER_MONTH
+      const upserts = rate * SECONDS_PER_MONTH
+      const f = flinkBill(flinkAssumption(64, x.usage.storedBytes), r.prices, upserts)
+      rows.push([`${x.params.rate} rows/s run, batch ${x.params.writerBatchSize}`, rate, usd(month), usd(month / (upserts / 1e6)), usd(f.usdPerMonth), usd(f.usdPerMillionUpserts), month < f.usdPerMonth ? 'Strata' : 'Flink'])
+    }
+    const flink = flinkBill(flinkAssumption(64, x.usage.storedBytes), r.prices, 0).usdPerMonth
+    const cross = ((flink - u.fixedUsdPerMonth) / (u.usdPerWriterInvocation * SECONDS_PER_MONTH)) * x.params.writerBatchSize
+    crossovers.push(`batch ${x.params.writerBatchSize} (from the ${x.params.rate} rows/s run): ${usd(u.fixedUsdPerMonth)} a month fixed + ${usd(u.usdPerWriterInvocation * 1000)} per 1,000 writer invocations; equal to the Flink application (${usd(flink)}) at about ${Math.round(cross).toLocaleString('en-US')} rows/s`)
+  }
+  return `${markdownTable(['measured in', 'rows/s', 'Strata $ per month', 'Strata $ per million', 'Managed Flink + Paimon $ per month', 'Flink $ per million', 'cheaper'], rows)}\n\n${crossovers.map((c) => `- ${c}`).join('\n')}`
+}
+
+/** How the figures are made, above the tables in docs/benchmarks.md. */
+const METHOD = `One run, one setting after another, each on a fresh local runtime (embedded S3 + SQS, the real writer, compactor, committer and maintenance handlers in execution environments behind event-source pollers, the S3 transfer model of the freshness benchmark: 20 ms first byte, 50 MiB/s per request): a deletion-vector table with 64 buckets takes random upserts over 200,000 keys at a steady rate through the ingest queue, with the deployed writer event source (\`DEFAULT_SQS_INGEST\` in \`cdk/config.ts\`: batch size, 5 s batching window, 8 writers at most). Once every function has run once, and 10 s more, the window opens and the benchmark counts what AWS bills for it:
+
+- **S3 and SQS requests**: the embedded backend counts every request it answers, per operation, caller and queue (\`local/request-counts.ts\`); each function's and each event-source mapping's client carries an SDK app id (\`CALLER\` in \`local/runtime/local-runtime.ts\`), so every request is billed to its component. S3: PUT, COPY, POST and LIST at the tier-1 price, GET, HEAD and the rest at tier 2, DELETE free; a 404 is billed as the request it was. SQS: every action is a request per 64 KiB of its larger body, at the FIFO price on the compaction and commit queues and the standard price on the ingest queue; the event-source mappings' receives and deletes and the committer's own drains are counted. The local poller long-polls 1 s where a mapping long-polls 20 s, so a mapping's measured empty receives are replaced by 5 pollers × one 20 s poll each over the whole window (an idle table's floor). The producer's sends to the ingest queue are counted and not billed: any alternative needs a producer.
+- **Lambda**: each invocation that started in the window, billed at its configured memory (\`DEFAULT_MEMORY_MB\`) × its wall time rounded up to 1 ms, arm64, plus the request price. On this shared 2-core machine invocations wait for a CPU, so beside the measured duration the table gives a Lambda estimate: the invocation's run-queue wait taken out and its CPU time stretched to the function's share of a vCPU (1,769 MB is one vCPU), both read from \`/proc/thread-self/schedstat\` around the handler (\`bench/lib/cost-timed.ts\`). The S3 transfer model's waits stay in both.
+- **Maintenance**: one pass and one orphan pass through the real handler after the window, scaled to their schedules (15 min, 6 h).
+- **Storage**: the table's bytes after the maintenance pass plus an hour of the bytes the window PUT (\`snapshot.time-retained\` keeps an hour of snapshots, and the files they reference).
+- **CloudWatch**: the synthesized stack's alarms and dashboard for one table (\`bench/lib/cost-cloudwatch.ts\`), the custom metrics the functions can publish (name × dimension set, counted from their sources), and 1,500 bytes of log ingestion per invocation (Lambda's START, END and REPORT lines and one EMF document; an estimate, not measured).
+
+Not counted: reads (the reader function and its requests are per query), data transfer (none within the region), KMS, free tiers, Glue and Iceberg metadata (off in this table). Month = 730 h at the window's rate.`
+
+export function costSection(r: CostResult): string {
+  return `## Cost per million upserts\n\n${METHOD}\n\n${costMarkdown(r)}`
 }
