@@ -5,7 +5,7 @@
 // LOCAL_HANDLER_BUNDLES from this process; an environment whose sources changed since falls
 // back to tsx on its own. LOCAL_HANDLER_BUNDLES set already (empty: no bundles) is kept.
 
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { buildHandlerBundles, HANDLER_BUNDLES_ENV } from '../local/runtime/handler-bundles.ts'
@@ -24,9 +24,29 @@ export function testHandlerModules(): string[] {
   ]
 }
 
-export default async function setup(): Promise<(() => void) | undefined> {
+/** What starts execution environments in a test file: a pool, the local runtime, the soak, a benchmark's child. */
+const STARTS_ENVIRONMENTS = /ExecutionEnvironmentPool|startLocalRuntime|local-runtime\.ts|soak-run\.ts|bench\//
+
+/**
+ * Whether the files a run's filters select (vitest's own: a filter selects the test files whose
+ * path contains it) may start execution environments; true for a run of every file. A run of a
+ * few files that start none then skips the build.
+ */
+export function selectedFilesStartEnvironments(filters: readonly string[] | undefined): boolean {
+  if (filters === undefined || filters.length === 0) return true
+  const files = readdirSync(join(ROOT, 'test')).filter((f) => f.endsWith('.test.ts')).map((f) => join(ROOT, 'test', f))
+  return files.some((f) => filters.some((filter) => f.includes(filter.replace(/^\.\//, ''))) && STARTS_ENVIRONMENTS.test(readFileSync(f, 'utf8')))
+}
+
+/** What this setup reads of vitest's project: the command line's file filters (internal to vitest, hence optional). */
+interface ProjectLike {
+  vitest?: { filenamePattern?: string[] }
+}
+
+export default async function setup(project?: ProjectLike): Promise<(() => void) | undefined> {
   // already set (by the caller: LOCAL_HANDLER_BUNDLES= runs every environment through tsx)
   if (process.env[HANDLER_BUNDLES_ENV] !== undefined) return undefined
+  if (!selectedFilesStartEnvironments(project?.vitest?.filenamePattern)) return undefined
   const dir = mkdtempSync(join(tmpdir(), 'strata-handler-bundles-'))
   await buildHandlerBundles(dir, testHandlerModules())
   process.env[HANDLER_BUNDLES_ENV] = dir
