@@ -56,8 +56,14 @@ export interface ManifestPacking {
   compare(a: readonly Value[], b: readonly Value[]): number
 }
 
-/** About how large a packed manifest is: a job on one bucket decodes at most about this much of it (decoded, 8–17× more). */
+/** About how large a packed manifest is, at most: a job on one bucket opens one or two of them. */
 export const PACKED_MANIFEST_BYTES = 1 << 20
+/**
+ * At most this many entries to a packed manifest: entries of one-row files compress to a few
+ * dozen bytes each, and a job on one bucket decodes the whole manifest (about 2 KB of memory
+ * per entry), so a packed manifest is cut by count too.
+ */
+export const PACKED_MANIFEST_ENTRIES = 4096
 /** Entries encoded to estimate a packed manifest's bytes per entry. */
 const PACK_SAMPLE_ENTRIES = 256
 
@@ -229,7 +235,8 @@ export class ManifestIO {
 
   /**
    * Groups packed in partition order (then bucket), cut every `target` bytes as estimated
-   * from the encoded size of the first entries: each manifest's partition statistics then
+   * from the encoded size of the first entries, or every PACKED_MANIFEST_ENTRIES entries if
+   * sooner: each manifest's partition statistics then
    * cover a narrow range, so a job on one bucket still opens one or two of them.
    */
   private packedManifests(groups: ManifestEntry[][], partitionStats: (entries: ManifestEntry[]) => SimpleStats, schemaId: bigint, target: number, pack: ManifestPacking): PreparedManifest[] {
@@ -239,7 +246,7 @@ export class ManifestIO {
     for (const k of keyed) for (const e of k.g) sorted.push(e)
     const sample = sorted.slice(0, PACK_SAMPLE_ENTRIES)
     const perEntry = writeManifestFile(sample, this.compression).length / sample.length
-    const per = Math.max(1, Math.floor(target / perEntry))
+    const per = Math.max(1, Math.min(PACKED_MANIFEST_ENTRIES, Math.floor(target / perEntry)))
     const out: PreparedManifest[] = []
     for (let i = 0; i < sorted.length; i += per) {
       const chunk = sorted.slice(i, i + per)
