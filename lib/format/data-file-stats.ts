@@ -221,26 +221,37 @@ export function collectRange(collector: ColumnStatsCollector, col: Column, from:
 
 const utf8Encoder = new TextEncoder()
 
+const NO_BYTES = new Uint8Array(0)
+const NO_BYTES_VIEW = new DataView(NO_BYTES.buffer)
+
 /**
  * `collectRange` of a Utf8Column (valid UTF-8, so byte order is the collector's code point
  * order): a row between the collector's current bounds would change nothing and is passed
- * over without making its string; every other row is collected as its string.
+ * over without making its string; every other row is collected as its string. The pass over
+ * rows is `nextToCollect`, a small loop V8 optimizes once; this loop runs once per row that
+ * moves a bound (a few per page), so the collector's code is not compiled into the hot loop.
  */
 function collectUtf8(collector: ColumnStatsCollector, col: Utf8Column, from: number, to: number): void {
-  const { bytes, offsets } = col
+  const { bytes, offsets, nulls } = col
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
   let minS: Value = null
   let maxS: Value = null
-  let minB = new Uint8Array(0)
-  let maxB = new Uint8Array(0)
-  let minV = new DataView(minB.buffer)
-  let maxV = new DataView(maxB.buffer)
-  for (let r = from; r < to; r++) {
-    if (col.isNull(r)) {
+  let minB = NO_BYTES
+  let maxB = NO_BYTES
+  let minV = NO_BYTES_VIEW
+  let maxV = NO_BYTES_VIEW
+  let r = from
+  while (r < to) {
+    if (nulls !== null && nulls[r] === 1) {
       collector.nullCount++
+      r++
       continue
     }
-    if (collector.failed) continue
+    if (collector.failed) {
+      // no bound moves any more: only the nulls are counted
+      collector.nullCount += nullsIn(nulls, r, to)
+      return
+    }
     const min = collector.min
     const max = collector.max
     if (min !== null && max !== null) {
@@ -252,10 +263,32 @@ function collectUtf8(collector: ColumnStatsCollector, col: Utf8Column, from: num
         maxB = utf8Encoder.encode((maxS = max) as string)
         maxV = new DataView(maxB.buffer, maxB.byteOffset, maxB.byteLength)
       }
-      const a = offsets[r]
-      const b = offsets[r + 1]
-      if (compareByteRanges(bytes, dv, a, b, minB, minV, 0, minB.length) >= 0 && compareByteRanges(bytes, dv, a, b, maxB, maxV, 0, maxB.length) <= 0) continue
+      const next = nextToCollect(bytes, dv, offsets, nulls, r, to, minB, minV, maxB, maxV)
+      if (next !== r) {
+        r = next
+        continue
+      }
     }
     collector.collect(col.string(r))
+    r++
   }
+}
+
+/** The first row in [r, to) that is null or outside [min, max] (as UTF-8 bytes), else `to`. */
+function nextToCollect(bytes: Uint8Array, dv: DataView, offsets: Int32Array, nulls: Uint8Array | null, r: number, to: number, minB: Uint8Array, minV: DataView, maxB: Uint8Array, maxV: DataView): number {
+  for (; r < to; r++) {
+    if (nulls !== null && nulls[r] === 1) return r
+    const a = offsets[r]
+    const b = offsets[r + 1]
+    if (compareByteRanges(bytes, dv, a, b, minB, minV, 0, minB.length) < 0 || compareByteRanges(bytes, dv, a, b, maxB, maxV, 0, maxB.length) > 0) return r
+  }
+  return to
+}
+
+/** Null rows of [r, to). */
+function nullsIn(nulls: Uint8Array | null, r: number, to: number): number {
+  if (nulls === null) return 0
+  let n = 0
+  for (; r < to; r++) n += nulls[r] === 1 ? 1 : 0
+  return n
 }
