@@ -269,26 +269,20 @@ export class ColumnarFileReader {
     const nk = this.#nk
     const n = batch.rows
     const keys = batch.columns.slice(0, nk) as ArrayLike<unknown>[]
-    const kinds = batch.columns[nk + 1] as Int32Array
-    let retracts = 0
-    for (let r = 0; r < n; r++) retracts += kinds[r] & 1
     check.batch(
       n,
       (r) => keys.map((c) => c[r]),
       () => check.firstDisorder(keys, n),
-      retracts,
+      countRetracts(batch.columns[nk + 1] as Int32Array, n),
     )
     for (let i = 0; i < nk; i++) {
       const c = this.#keyValueColumns[i]
       if (c < 0) continue
       const col = batch.columns[c]
       if (col === keys[i] || columnRows(col) === 0) continue
-      for (let r = 0; r < n; r++) {
-        const k = keys[i][r]
-        const v = valueAt(col, r)
-        if (k !== v && check.compareField(i, k, v) !== 0) {
-          check.fail(`key ${JSON.stringify(String(k))} holds ${JSON.stringify(String(v))} in its value column ${this.#layout.valueFields[c - nk - 2].name}`)
-        }
+      const bad = firstKeyValueMismatch(check, i, keys[i], col, n)
+      if (bad >= 0) {
+        check.fail(`key ${JSON.stringify(String(keys[i][bad]))} holds ${JSON.stringify(String(valueAt(col, bad)))} in its value column ${this.#layout.valueFields[c - nk - 2].name}`)
       }
     }
   }
@@ -364,7 +358,8 @@ export class ColumnarFileReader {
             yield { rows: kept, columns, firstPosition: groupStart, positions }
           }
         } else {
-          yield { ...batch, firstPosition: groupStart, positions: null }
+          // the same fields in the same order as the yield above: one object shape for #checkBatch and the merge
+          yield { rows: batch.rows, columns: batch.columns, firstPosition: groupStart, positions: null }
         }
       }
       groupStart = groupEnd
@@ -553,6 +548,27 @@ function chunkPositions(metadata: FileMetaData, nested: boolean): Map<string, nu
     if (!at.has(key)) at.set(key, pos)
   })
   return at
+}
+
+
+// #checkBatch's loops as functions of their own: V8 optimizes each once as a called function,
+// not by on-stack replacement of a loop in the method, which deoptimized at the code after it.
+
+/** Retractions (-U, -D: odd kinds) among the first `n` row kinds. */
+function countRetracts(kinds: Int32Array, n: number): number {
+  let retracts = 0
+  for (let r = 0; r < n; r++) retracts += kinds[r] & 1
+  return retracts
+}
+
+/** The first of `n` rows whose key field `i` differs from its value column's, or -1. */
+function firstKeyValueMismatch(check: ManifestCheck, i: number, keys: ArrayLike<unknown>, col: Column, n: number): number {
+  for (let r = 0; r < n; r++) {
+    const k = keys[r]
+    const v = valueAt(col, r)
+    if (k !== v && check.compareField(i, k, v) !== 0) return r
+  }
+  return -1
 }
 
 /** Column `name` of the row groups `groups` (fetched into `file`), `n` rows, by Strata's decoder. */
