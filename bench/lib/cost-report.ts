@@ -32,7 +32,7 @@ export function flinkAssumption(buckets: number, storedBytes: number): FlinkAssu
   return { kpus: 1, checkpointSeconds: 10, tier1PerCheckpoint: 3 * buckets + 10, tier2PerCheckpoint: buckets + 10, storedBytes }
 }
 
-const usd = (x: number) => (x >= 100 ? `$${x.toFixed(0)}` : x >= 1 ? `$${x.toFixed(2)}` : `$${x.toFixed(3)}`)
+const usd = (x: number) => (!Number.isFinite(x) ? '-' : x >= 100 ? `$${x.toFixed(0)}` : x >= 1 ? `$${x.toFixed(2)}` : `$${x.toFixed(3)}`)
 const pct = (x: number, total: number) => `${((100 * x) / Math.max(1e-12, total)).toFixed(0)}%`
 const label = (t: number) => (t === -1 ? '-1' : String(t))
 
@@ -167,7 +167,8 @@ export function writerInvocationsPerSecond(rate: number, batch: number, windowSe
 function extrapolation(r: CostResult): string {
   const rows: (string | number)[][] = []
   const crossovers: string[] = []
-  for (const x of r.runs.filter((x) => x.params.taskThreads === 4)) {
+  // a run in whose window fewer than 3 writer invocations started says nothing about one invocation's cost
+  for (const x of r.runs.filter((x) => x.params.taskThreads === 4 && x.usage.functions.writer.invocations >= 3)) {
     const u = unitCosts(x, r.prices)
     const w = x.params.writerWindowMs / 1000
     for (const rate of TARGET_RATES) {
