@@ -10,7 +10,7 @@ import { Table } from '../../lib/handle/table.ts'
 import type { IngestRecord } from '../../lib/ingest/parse-records.ts'
 import { ingest } from '../../lib/ingest/ingest.ts'
 import { stalledBucketJobs } from '../../lib/jobs/coalesce.ts'
-import { bucketKeyOf } from '../../lib/jobs/compaction-job.ts'
+import { bucketKeyOf, decodeJob } from '../../lib/jobs/compaction-job.ts'
 import { processCompactionJobs } from '../../lib/jobs/process-jobs.ts'
 import { expireSnapshots } from '../../lib/maintenance/expire.ts'
 import { consumerStart, planIncremental, readPlan, recordConsumer } from '../../lib/read/incremental.ts'
@@ -153,6 +153,17 @@ function compactor(ctx: SimContext, name: TableName): Handler {
     const resolve = ctx.resolveIn(env)
     const own = await resolve(name)
     if (!own) throw new Error(`no table ${name}`)
+    // a message is discarded only once its bucket's compaction is over (extras after it, the
+    // last one with releaseDone as deployed): from then on another environment may take the
+    // bucket's next job, so this one no longer counts as compacting it
+    const bucketOf = new Map<string, string>()
+    for (const m of batch) {
+      try {
+        bucketOf.set(m.receiptHandle, bucketKeyOf(decodeJob(m.body, m.messageId)))
+      } catch {
+        // a body that is no job fails in processCompactionJobs, which says why
+      }
+    }
     const res = await processCompactionJobs(
       batch.map((m) => ({ id: m.messageId, body: m.body, groupId: m.groupId, receiptHandle: m.receiptHandle, receiveCount: m.receiveCount })),
       {
@@ -160,7 +171,11 @@ function compactor(ctx: SimContext, name: TableName): Handler {
         taskThreads: 2,
         remainingMs: () => deadline - ctx.world.now,
         giveBack: (ms) => own.jobs.giveBack(ms),
-        discard: (hs) => own.jobs.discard(hs),
+        discard: async (hs) => {
+          for (const h of hs) ctx.compacting.get(bucketOf.get(h) ?? '')?.delete(env)
+          await own.jobs.discard(hs)
+        },
+        releaseDone: true,
         onStart: (job) => {
           const k = bucketKeyOf(job)
           const set = ctx.compacting.get(k) ?? new Set<Env>()
