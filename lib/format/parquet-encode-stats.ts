@@ -90,17 +90,23 @@ function minMaxInt32(w: Int32Array, a: number, b: number, base = 0): MinMax {
   return { lo: lo + base, hi: hi + base, nans: 0 }
 }
 
+/**
+ * An int32 low word XOR FLIP orders as the word does unsigned, and stays an int32: `>>> 0`
+ * made numbers above 2^31 that deoptimized code V8 had compiled for small integers.
+ */
+const FLIP = -0x80000000
+
 function minMaxInt64(w: Int32Array, a: number, b: number): MinMax {
   if (a >= b) return { lo: -1, hi: -1, nans: 0 }
   let lo = a
   let hi = a
   let minH = w[2 * a + 1]
-  let minL = w[2 * a] >>> 0
+  let minL = w[2 * a] ^ FLIP
   let maxH = minH
   let maxL = minL
   for (let i = a + 1; i < b; i++) {
     const h = w[2 * i + 1]
-    const l = w[2 * i] >>> 0
+    const l = w[2 * i] ^ FLIP
     if (h < minH || (h === minH && l < minL)) {
       minH = h
       minL = l
