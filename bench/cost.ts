@@ -31,7 +31,7 @@ import { parseBenchArgs } from './lib/args.ts'
 import { type CostUsage, type FunctionName, type FunctionUsage, type Bill, FUNCTIONS, bill } from './lib/cost-bill.ts'
 import { type CloudWatchCounts, cloudWatchCounts } from './lib/cost-cloudwatch.ts'
 import { MAINTENANCE_CALLER, type RequestTally, loadPrices, tallyRequests } from './lib/cost-count.ts'
-import { costMarkdown, costSection, type CostResult } from './lib/cost-report.ts'
+import { type CostParams, type CostResult, type CostRun, costMarkdown, costSection } from './lib/cost-report.ts'
 import { type CostTiming, costTimingOf } from './lib/cost-timed.ts'
 import { ORDERS_FIELDS, seededRandom } from './lib/dataset.ts'
 import { machineInfo } from './lib/machine.ts'
@@ -51,14 +51,6 @@ const LOG_BYTES_PER_INVOCATION = 1500
 const MAINTAIN_EVERY_S = 15 * 60
 const ORPHANS_EVERY_S = 6 * 3600
 
-export interface CostParams {
-  rate: number
-  taskThreads: number
-  seconds: number
-  warmupSeconds: number
-  writerBatchSize: number
-  writerWindowMs: number
-}
 
 interface Invocation {
   fn: FunctionName
@@ -69,23 +61,6 @@ interface Invocation {
   records: number
 }
 
-export interface CostRun {
-  params: CostParams
-  rowsSent: number
-  /** rows the writer invocations that started in the window took (the upserts the window's cost is divided by) */
-  rowsWritten: number
-  /** rows on the ingest queue when the window ended: a backlog means this machine did not sustain the rate */
-  ingestBacklog: number
-  sustained: boolean
-  lagP50Ms: number
-  lagP99Ms: number
-  usage: CostUsage
-  measured: Bill
-  estimated: Bill
-  /** the window's requests, every cell, for the breakdowns */
-  counts: RequestCount[]
-  loadAvgEnd: number
-}
 
 const schema = (threads: number) => ({
   fields: ORDERS_FIELDS,

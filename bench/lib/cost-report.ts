@@ -2,12 +2,39 @@
 // $ per million upserts, $ per month, the top line items), the always-on alternative priced
 // from the same file, where Strata stops being cheaper, and the lowering side by side.
 
-import type { CostRun } from '../cost.ts'
-import { type Bill, type FlinkAssumption, byService, flinkBill } from './cost-bill.ts'
+import type { RequestCount } from '../../local/request-counts.ts'
+import { type Bill, type CostUsage, type FlinkAssumption, byService, flinkBill } from './cost-bill.ts'
 import type { CloudWatchCounts } from './cost-cloudwatch.ts'
 import { type PriceFile, SECONDS_PER_MONTH, s3ByKind } from './cost-count.ts'
 import type { MachineInfo } from './machine.ts'
 import { markdownTable } from './report.ts'
+
+export interface CostParams {
+  rate: number
+  taskThreads: number
+  seconds: number
+  warmupSeconds: number
+  writerBatchSize: number
+  writerWindowMs: number
+}
+
+export interface CostRun {
+  params: CostParams
+  rowsSent: number
+  /** rows the writer invocations that started in the window took (the upserts the window's cost is divided by) */
+  rowsWritten: number
+  /** rows on the ingest queue when the window ended: a backlog means this machine did not sustain the rate */
+  ingestBacklog: number
+  sustained: boolean
+  lagP50Ms: number
+  lagP99Ms: number
+  usage: CostUsage
+  measured: Bill
+  estimated: Bill
+  /** the window's requests, every cell, for the breakdowns */
+  counts: RequestCount[]
+  loadAvgEnd: number
+}
 
 export interface CostResult {
   command: string
