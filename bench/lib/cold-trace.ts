@@ -68,6 +68,7 @@ async function main(): Promise<void> {
   // with the trace, identifiers stay unminified so the log names the functions
   const entries = await buildColdEntries(join(OUT_DIR, trace ? 'cold-trace' : 'cold-trace-min'), { readableNames: trace })
   const rows: string[] = []
+  const childVersion = spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim()
   for (let rep = 0; rep < args.num('--runs', 3); rep++) {
     const run = join(tmpdir(), `strata-cold-trace-run-${process.pid}`)
     cpSync(fixture, run, { recursive: true })
@@ -80,7 +81,7 @@ async function main(): Promise<void> {
     if (!json) throw new Error('no report')
     const rep0 = JSON.parse(json) as ColdReport
     const t = countTrace(r.stdout)
-    if (trace && rep === 0) writeFileSync(join(OUT_DIR, 'cold-trace', `trace-${process.versions.node}.log`), r.stdout)
+    if (trace && rep === 0) writeFileSync(join(OUT_DIR, 'cold-trace', `trace-${childVersion}.log`), r.stdout)
     const main = rep0.processMainCpuSeconds !== null && rep0.processMainCpuSeconds !== undefined ? rep0.processMainCpuSeconds - (rep0.readyMainCpuSeconds ?? 0) : NaN
     rows.push(`run ${rep + 1}: optimized ${t.optimized}, OSR ${t.osr}, deopts ${t.deopts}; job main-thread CPU ${main.toFixed(3)} s, job CPU ${rep0.cpuSeconds.toFixed(3)} s, start→done CPU ${rep0.processCpuSeconds.toFixed(3)} s (main ${rep0.processMainCpuSeconds?.toFixed(3)}), load ${rep0.loadAvg.toFixed(1)}, rows ${rep0.rowsOut}`)
     process.stderr.write(`${rows.at(-1)}\n`)
