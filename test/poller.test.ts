@@ -293,12 +293,15 @@ describe.each(['thread', 'process'] as const)('ExecutionEnvironmentPool (isolati
       // The two blocking calls met, so they ran at the same time in two environments.
       expect(infos.slice(0, 2).map((i) => i.met)).toEqual([true, true])
       expect(results.slice(0, 2).map((r) => r.coldStart)).toEqual([true, true])
-      // Within one environment the invocations ran one after the other.
+      // Within one environment the invocations ran one after the other. Which environment
+      // takes each queued call depends on which is free first, so only the total is fixed.
+      let total = 0
       for (const env of new Set(results.map((r) => r.environmentId))) {
         const mine = infos.filter((_, i) => results[i].environmentId === env).sort((x, y) => x.startedAt - y.startedAt)
-        expect(mine).toHaveLength(2)
-        expect(mine[0].endedAt).toBeLessThanOrEqual(mine[1].startedAt)
+        for (let k = 1; k < mine.length; k++) expect(mine[k - 1].endedAt).toBeLessThanOrEqual(mine[k].startedAt)
+        total += mine.length
       }
+      expect(total).toBe(4)
     } finally {
       await pool.close()
     }
