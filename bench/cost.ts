@@ -3,7 +3,7 @@
 // event-source pollers), against the always-on alternative at the same freshness.
 //
 //   npx tsx bench/cost.ts [--quick] [--seconds 30] [--warmup 10] [--rates 100,1000,5000]
-//                         [--threads 1,4,-1] [--threads-rates 1000] [--lowered-batch-size 1000]
+//                         [--threads 1,4,-1] [--threads-rates 1000] [--batch-size 100 --lowered-batch-size 1000]
 //   npx tsx bench/cost.ts --reprice        # price bench/out/cost.json again from the price file
 //
 // For each ingest rate × compaction.task-threads × writer batch size, a 64-bucket
@@ -250,7 +250,7 @@ function reprice(r: CostResult): CostResult {
 
 if (import.meta.filename === process.argv[1]) {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
-  const args = parseBenchArgs(process.argv.slice(2), ['--quick', '--reprice', '--write-docs'], ['--seconds', '--warmup', '--lowered-batch-size'], ['--rates', '--threads', '--threads-rates'])
+  const args = parseBenchArgs(process.argv.slice(2), ['--quick', '--reprice', '--write-docs'], ['--seconds', '--warmup', '--batch-size', '--lowered-batch-size'], ['--rates', '--threads', '--threads-rates'])
   const list = (name: string, def: string) => args.str(name, def).split(',').map(Number)
   if (args.has('--reprice')) {
     const r = reprice(JSON.parse(readFileSync(join(OUT_DIR, 'cost.json'), 'utf8')) as CostResult)
@@ -267,8 +267,9 @@ if (import.meta.filename === process.argv[1]) {
     const warmupSeconds = args.num('--warmup', quick ? 5 : 10)
     const rates = list('--rates', quick ? '100' : '100,1000,5000')
     const threads = list('--threads', quick ? '4' : '1,4,-1')
-    const batch = DEFAULT_SQS_INGEST.batchSize
-    const lowered = args.num('--lowered-batch-size', quick ? 0 : 1000)
+    // the deployed batch unless --batch-size; --lowered-batch-size runs another beside it
+    const batch = args.num('--batch-size', DEFAULT_SQS_INGEST.batchSize)
+    const lowered = args.num('--lowered-batch-size', 0)
     const windowMs = DEFAULT_SQS_INGEST.maxBatchingWindowSeconds * 1000
     const log = (line: string) => process.stderr.write(line + '\n')
     const runs: CostRun[] = []

@@ -320,7 +320,7 @@ function ingestConfig(s: Section): IngestConfig {
  * The writer's SQS event source unless configured: records per invocation, and how long the
  * mapping gathers them (the cost benchmark, bench/cost.ts, runs with these)
  */
-export const DEFAULT_SQS_INGEST = { batchSize: 100, maxBatchingWindowSeconds: 5 } as const
+export const DEFAULT_SQS_INGEST = { batchSize: 1000, maxBatchingWindowSeconds: 5 } as const
 
 const SQS_INGEST_KEYS = ['type', 'batchSize', 'maxBatchingWindowSeconds', 'maxConcurrency']
 const KINESIS_INGEST_KEYS = ['type', 'streamArn', 'startingPosition', 'batchSize', 'maxBatchingWindowSeconds', 'parallelizationFactor', 'retryAttempts', 'kmsKeyArn']

@@ -529,7 +529,7 @@ describe('deployment config', () => {
     const cfg = parseDeployConfig({ tables: [table()] })
     expect(cfg).toMatchObject({
       stackName: 'Strata',
-      ingest: { type: 'sqs', batchSize: 100, maxBatchingWindowSeconds: 5, maxConcurrency: 8 },
+      ingest: { type: 'sqs', batchSize: 1000, maxBatchingWindowSeconds: 5, maxConcurrency: 8 },
       bucket: { rejectRetentionDays: 30, versioned: false, accessLogs: true },
       functions: { writer: { memoryMb: 1024, timeoutSeconds: 120 }, maintenance: { scheduleMinutes: 15, orphanScheduleHours: 6 }, logRetentionDays: 30, logLevel: 'INFO' },
     })

@@ -121,7 +121,10 @@ function flinkSection(r: CostResult, defaults: CostRun[]): string {
     crossover = first
       ? `measured: Strata costs more than the Flink application from ${first.x.params.rate} rows/s on (task-threads ${label(first.x.params.taskThreads)}); dominant there: ${top3(first.x.estimated)}`
       : `no measured rate reached it`
-    crossover += `; fitted over the task-threads 4 runs, Strata's month is ${usd(fit.fixed)} + ${usd(fit.perRowPerSecond)} per row/s, so it costs what the Flink application costs (${usd(flinkMonthly)}) at about ${Math.round(rate).toLocaleString('en-US')} rows/s`
+    // a fit over runs that did not all sustain their rate can slope the wrong way: then it says nothing
+    crossover += rate > 0 && Number.isFinite(rate)
+      ? `; fitted over the task-threads 4 runs, Strata's month is ${usd(fit.fixed)} + ${usd(fit.perRowPerSecond)} per row/s, so it costs what the Flink application costs (${usd(flinkMonthly)}) at about ${Math.round(rate).toLocaleString('en-US')} rows/s`
+      : `; a straight line through the task-threads 4 runs' months (${usd(fit.fixed)} + ${usd(fit.perRowPerSecond)} per row/s written) does not cross it, since not every run sustained its rate; the extrapolation below, from the cost of one writer invocation, does`
   }
   return `${table}\n\nCrossover: ${crossover}.`
 }
