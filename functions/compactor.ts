@@ -46,8 +46,6 @@ async function compactInvocation(runtime: FunctionRuntime, metrics: Metrics, eve
     remainingMs: context ? () => context.getRemainingTimeInMillis() : undefined,
     giveBack: own?.jobs?.giveBack ? (m) => own.jobs!.giveBack!(m) : undefined,
     discard: own?.jobs?.discard ? (h) => own.jobs!.discard!(h) : undefined,
-    // a bucket done is deleted at once, freeing its message group for its next job
-    releaseDone: true,
     onOutcome: (o) => {
       const r = o.result
       logger.info(o.overtaken ? 'redelivered job overtaken by a landed compaction: follow-up check only' : r.snapshotId === null ? 'nothing to compact' : 'compacted', {

@@ -154,8 +154,9 @@ function compactor(ctx: SimContext, name: TableName): Handler {
     const own = await resolve(name)
     if (!own) throw new Error(`no table ${name}`)
     // a message is discarded only once its bucket's compaction is over (extras after it, the
-    // last one with releaseDone as deployed): from then on another environment may take the
-    // bucket's next job, so this one no longer counts as compacting it
+    // last one with releaseDone): from then on another environment may take the bucket's next
+    // job, so this one no longer counts as compacting it. Half the invocations release a done
+    // bucket at once, so both ways of ending a job run against each other.
     const bucketOf = new Map<string, string>()
     for (const m of batch) {
       try {
@@ -175,7 +176,7 @@ function compactor(ctx: SimContext, name: TableName): Handler {
           for (const h of hs) ctx.compacting.get(bucketOf.get(h) ?? '')?.delete(env)
           await own.jobs.discard(hs)
         },
-        releaseDone: true,
+        releaseDone: ctx.rng.chance(0.5),
         onStart: (job) => {
           const k = bucketKeyOf(job)
           const set = ctx.compacting.get(k) ?? new Set<Env>()
