@@ -33,7 +33,7 @@ import { type CloudWatchCounts, cloudWatchCounts } from './lib/cost-cloudwatch.t
 import { MAINTENANCE_CALLER, type RequestTally, loadPrices, tallyRequests } from './lib/cost-count.ts'
 import { type CostParams, type CostResult, type CostRun, costMarkdown, costSection } from './lib/cost-report.ts'
 import { type CostTiming, costTimingOf } from './lib/cost-timed.ts'
-import { ORDERS_FIELDS, seededRandom } from './lib/dataset.ts'
+import { ORDERS_FIELDS, orderUpserts, seededRandom } from './lib/dataset.ts'
 import { machineInfo } from './lib/machine.ts'
 import { OUT_DIR, writeResults } from './lib/report.ts'
 import { percentile } from './lib/stats.ts'
@@ -100,13 +100,7 @@ async function sendLoad(rt: LocalRuntime, rate: number, start: number, stop: { d
   for (let tick = 0; !stop.done; tick++) {
     const wait = start + tick * 100 - Date.now()
     if (wait > 0) await new Promise((r) => setTimeout(r, wait))
-    const bodies: string[] = []
-    for (let i = 0; i < perTick; i++) {
-      const id = Math.floor(random() * KEY_SPACE)
-      const version = (versions.get(id) ?? 0) + 1
-      versions.set(id, version)
-      bodies.push(JSON.stringify({ id, customer: `c${id % 97}`, amount: ((id + version) % 100000 / 100).toFixed(2), version }))
-    }
+    const bodies = orderUpserts(random, versions, KEY_SPACE, perTick)
     await rt.send(bodies)
     sent.rows += bodies.length
   }

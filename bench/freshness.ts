@@ -48,7 +48,7 @@ import { compactorProbeOf } from './lib/compactor-probe.ts'
 import { parseBenchArgs } from './lib/args.ts'
 import { machineInfo, machineMarkdown } from './lib/machine.ts'
 import { OUT_DIR, markdownTable, writeResults } from './lib/report.ts'
-import { ORDERS_FIELDS, seededRandom } from './lib/dataset.ts'
+import { ORDERS_FIELDS, orderUpserts, seededRandom } from './lib/dataset.ts'
 import { percentile } from './lib/stats.ts'
 import { type Budget, FIRST_POLL_MS, type FloorModel, StageSamples, budgetMarkdown, budgetOf, largestStage, noteDiscovery } from '../local/freshness-budget.ts'
 import { SnapshotDiscovery } from '../lib/read/snapshot-discovery.ts'
@@ -271,13 +271,7 @@ async function runSetting(threads: number, seconds: number, rate: number, seed: 
       for (let tick = 0; Date.now() - start < seconds * 1000; tick++) {
         const wait = start + tick * tickMs - Date.now()
         if (wait > 0) await new Promise((r) => setTimeout(r, wait))
-        const bodies: string[] = []
-        for (let i = 0; i < perTick; i++) {
-          const id = Math.floor(random() * KEY_SPACE)
-          const version = (versions.get(id) ?? 0) + 1
-          versions.set(id, version)
-          bodies.push(JSON.stringify({ id, customer: `c${id % 97}`, amount: ((id + version) % 100000 / 100).toFixed(2), version }))
-        }
+        const bodies = orderUpserts(random, versions, KEY_SPACE, perTick)
         await rt.send(bodies)
         sent += bodies.length
       }

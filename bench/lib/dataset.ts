@@ -150,3 +150,19 @@ export async function loadCompactedBase(table: Table, plan: LoadPlan): Promise<v
   for (let b = 0; b < table.view.options.bucket; b++) await compactBucket(table, { partition: NO_PARTITION, bucket: b, full: true })
   await loadBatches(table, plan)
 }
+
+/**
+ * `n` upsert records of ORDERS_FIELDS over random keys of `keySpace`, as JSON bodies for the
+ * ingest queue: each key's `version` counts up in `versions`, so the newest row of a key is
+ * known (the freshness and cost benchmarks' synthetic upstream).
+ */
+export function orderUpserts(random: () => number, versions: Map<number, number>, keySpace: number, n: number): string[] {
+  const bodies: string[] = []
+  for (let i = 0; i < n; i++) {
+    const id = Math.floor(random() * keySpace)
+    const version = (versions.get(id) ?? 0) + 1
+    versions.set(id, version)
+    bodies.push(JSON.stringify({ id, customer: `c${id % 97}`, amount: ((id + version) % 100000 / 100).toFixed(2), version }))
+  }
+  return bodies
+}
