@@ -17,9 +17,10 @@ import { BoundedStore, mapBounded, startedAhead } from '../store/bounded.ts'
 import type { ObjectStore } from '../store/object-store.ts'
 import type { DeletionVector } from '../format/deletion-vector.ts'
 import { NotFoundError, StrataInputError } from '../errors.ts'
-import { type IndexManifestEntry, type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, isRetract } from '../types.ts'
-import { filteredScope } from '../manifest/bucket-scope.ts'
-import { bucketIdentifier } from '../manifest/identifiers.ts'
+import { type IndexManifestEntry, type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, FileKind, isRetract } from '../types.ts'
+import { type BucketScope, filteredScope } from '../manifest/bucket-scope.ts'
+import { independentGroups } from './manifest-chunks.ts'
+import { bucketIdentifier, fileIdentifier } from '../manifest/identifiers.ts'
 import { type IndexFiles, dataFileKey, dvIndexByBucket, loadDeletionVectors } from '../handle/bucket-state.ts'
 import { decodeKey } from '../table/file-meta.ts'
 import { valueFromJson } from '../table/json-values.ts'
@@ -48,7 +49,7 @@ export interface ReadContext extends IndexFiles, EvolvingTable {
 /** What planning a scan uses besides the file reads: snapshots by id, live manifest entries, the table's tags. */
 export interface ScanContext extends ReadContext, TableStore {
   readonly snapshots: Pick<SnapshotManager, 'snapshot' | 'latest' | 'earliestId' | 'latestId'>
-  readonly manifests: Pick<ManifestIO, 'readIndexManifest' | 'readImmutableRange' | 'liveEntries'>
+  readonly manifests: Pick<ManifestIO, 'readIndexManifest' | 'readImmutableRange' | 'liveEntries' | 'dataManifests' | 'readManifest'>
 }
 
 export interface Split {
@@ -153,7 +154,18 @@ function keyPrefix(view: SchemaView, f: CompiledFilter): Value[] {
   return prefix
 }
 
-export async function planScan(table: ScanContext, opts: ScanOptions = {}): Promise<ScanPlan> {
+/** What planning a scan settles before reading manifests: the snapshot, what the filter keeps, how entries become splits. */
+interface ScanTarget {
+  snapshot: Snapshot | null
+  columns: number[]
+  /** which manifests may hold wanted entries, and which entries are wanted */
+  scope: BucketScope
+  dvIndex: Promise<Map<string, IndexManifestEntry[]>>
+  /** live entries (of whole buckets) as splits, in the entries' order, pruned by the filter's key prefix */
+  splitsOf(entries: Iterable<ManifestEntry>): Split[]
+}
+
+async function scanTarget(table: ScanContext, opts: ScanOptions): Promise<ScanTarget> {
   const view = table.view
   const columns = columnIndexes(view, opts.columns)
   const filter = compileFilter(view, opts.filter)
@@ -171,8 +183,9 @@ export async function planScan(table: ScanContext, opts: ScanOptions = {}): Prom
     const latest = await table.snapshots.latestId()
     throw new NotFoundError(`--snapshot ${opts.snapshotId}: no such snapshot (retained snapshots: ${earliest === 0 ? 'none' : `${earliest}..${latest}`})`)
   }
-  if (!snapshot) return { snapshot: null, splits: [], columns, dvIndex: new Map() }
   const partTypes = view.partitionFields.map((f) => f.type)
+  // partition values by their bytes, for the splits of the run being planned (a streamed
+  // plan clears it between runs, so it holds one run's partitions)
   const partCache = new Map<string, Row>()
   const partitionValuesOf = (bytes: Uint8Array): Row => {
     const k = Buffer.from(bytes).toString('hex')
@@ -187,43 +200,119 @@ export async function planScan(table: ScanContext, opts: ScanOptions = {}): Prom
   // partition statistics or bucket range exclude it are not opened
   const wantedPartition: (Value | undefined)[] = view.partitionFields.map(() => undefined)
   partFilterIdx.forEach((pi, j) => (wantedPartition[pi] = partFilterVals[j] as Value))
+  const scope = filteredScope(view, filter.bucket, wantedPartition, (p, b) => {
+    // bucket-postpone holds rows not yet visible: readers see real buckets only (Paimon's onlyReadRealBuckets)
+    if (b < 0) return false
+    if (filter.bucket !== null && b !== filter.bucket) return false
+    if (partFilterIdx.length === 0) return true
+    const pv = partitionValuesOf(p)
+    return partFilterIdx.every((pi, j) => partCmp[j]([pv[pi]], [partFilterVals[j]]) === 0)
+  })
   // the data manifests and the index manifest are independent reads of the snapshot: at once
-  const [entries, dvIndex] = await Promise.all([
-    table.manifests.liveEntries(snapshot, filteredScope(view, filter.bucket, wantedPartition, (p, b) => {
-      // bucket-postpone holds rows not yet visible: readers see real buckets only (Paimon's onlyReadRealBuckets)
-      if (b < 0) return false
-      if (filter.bucket !== null && b !== filter.bucket) return false
-      if (partFilterIdx.length === 0) return true
-      const pv = partitionValuesOf(p)
-      return partFilterIdx.every((pi, j) => partCmp[j]([pv[pi]], [partFilterVals[j]]) === 0)
-    })),
-    view.options.deletionVectors ? dvIndexByBucket(table, snapshot) : new Map<string, IndexManifestEntry[]>(),
-  ])
+  const dvIndex = snapshot && view.options.deletionVectors ? dvIndexByBucket(table, snapshot) : Promise.resolve(new Map<string, IndexManifestEntry[]>())
+  dvIndex.catch(() => undefined) // awaited by the caller; a failure first elsewhere must not leave it unhandled
   const prefix = keyPrefix(view, filter)
   const prefixCmp = rowComparator(view.keyTypes.slice(0, prefix.length))
-  const splits = new Map<string, Split>()
-  for (const e of entries) {
-    if (prefix.length > 0) {
-      const min = decodeKey(view, e.file.minKey).slice(0, prefix.length)
-      const max = decodeKey(view, e.file.maxKey).slice(0, prefix.length)
-      if (prefixCmp(prefix, min) < 0 || prefixCmp(prefix, max) > 0) continue
-    }
-    const id = bucketIdentifier(e.partition, e.bucket)
-    let s = splits.get(id)
-    if (!s) {
-      const partitionValues = partitionValuesOf(e.partition)
-      s = {
-        partition: e.partition,
-        partitionValues,
-        bucket: e.bucket,
-        path: bucketPath(view.partitionFields, partitionValues, e.bucket, view.options.partitionDefaultName),
-        files: [],
+  const splitsOf = (entries: Iterable<ManifestEntry>): Split[] => {
+    const splits = new Map<string, Split>()
+    for (const e of entries) {
+      if (prefix.length > 0) {
+        const min = decodeKey(view, e.file.minKey).slice(0, prefix.length)
+        const max = decodeKey(view, e.file.maxKey).slice(0, prefix.length)
+        if (prefixCmp(prefix, min) < 0 || prefixCmp(prefix, max) > 0) continue
       }
-      splits.set(id, s)
+      const id = bucketIdentifier(e.partition, e.bucket)
+      let s = splits.get(id)
+      if (!s) {
+        const partitionValues = partitionValuesOf(e.partition)
+        s = {
+          partition: e.partition,
+          partitionValues,
+          bucket: e.bucket,
+          path: bucketPath(view.partitionFields, partitionValues, e.bucket, view.options.partitionDefaultName),
+          files: [],
+        }
+        splits.set(id, s)
+      }
+      s.files.push(e)
     }
-    s.files.push(e)
+    partCache.clear()
+    return [...splits.values()]
   }
-  return { snapshot, splits: [...splits.values()], columns, dvIndex }
+  return { snapshot, columns, scope, dvIndex, splitsOf }
+}
+
+export async function planScan(table: ScanContext, opts: ScanOptions = {}): Promise<ScanPlan> {
+  const t = await scanTarget(table, opts)
+  if (!t.snapshot) return { snapshot: null, splits: [], columns: t.columns, dvIndex: new Map() }
+  const [entries, dvIndex] = await Promise.all([table.manifests.liveEntries(t.snapshot, t.scope), t.dvIndex])
+  return { snapshot: t.snapshot, splits: t.splitsOf(entries), columns: t.columns, dvIndex }
+}
+
+/** A plan whose splits come a group of manifests at a time (planScanChunks). */
+export interface ScanPlanChunks extends Omit<ScanPlan, 'splits'> {
+  /** the plan's splits, in planScan's order, in batches */
+  splits: AsyncGenerator<Split[]>
+}
+
+/** A file's place in a fold of the whole list: its manifest's index and its own, as one number. */
+const placeOf = (manifest: number, entry: number) => manifest * 2 ** 32 + entry
+
+/**
+ * planScan without holding the whole plan: the snapshot's manifests fall into groups that
+ * share no bucket (lib/read/manifest-chunks.ts), and each group is read, folded and turned
+ * into splits only when the splits before it have been taken. Memory is then about one
+ * group's entries and splits: a table written by one commit of N partitions, or whose
+ * manifests were merged, packs them into manifests of disjoint partition ranges, each its
+ * own group (or with the few small manifests of later commits into those partitions).
+ *
+ * The splits come in planScan's order: a fold of the whole list orders live files by where
+ * each was (last) added, and a split comes where its first file does. Groups are read in the
+ * order of their first manifest, and a split is handed on once no group still unread can
+ * hold a file placed before it (every such file sits at or after that group's first manifest).
+ */
+export async function planScanChunks(table: ScanContext, opts: ScanOptions = {}): Promise<ScanPlanChunks> {
+  const t = await scanTarget(table, opts)
+  const empty = async function* (): AsyncGenerator<Split[]> {}
+  if (!t.snapshot) return { snapshot: null, splits: empty(), columns: t.columns, dvIndex: new Map() }
+  const [metas, dvIndex] = await Promise.all([table.manifests.dataManifests(t.snapshot), t.dvIndex])
+  const wanted = metas.filter((m) => t.scope.mayHold(m))
+  const groups = independentGroups(wanted, table.view.partitionFields.map((f) => f.type))
+  const limit = table.view.options.ioMaxConcurrentRequests
+  async function* splits(): AsyncGenerator<Split[]> {
+    // splits planned and not handed on yet, by place
+    let waiting: { place: number; split: Split }[] = []
+    for (let g = 0; g < groups.length; g++) {
+      const group = groups[g]
+      const all = await mapBounded(group, limit, (i) => table.manifests.readManifest(wanted[i].fileName))
+      // foldEntries, keeping where each live file was added
+      const live = new Map<string, ManifestEntry>()
+      const place = new Map<string, number>()
+      all.forEach((entries, k) => {
+        for (let j = 0; j < entries.length; j++) {
+          const e = entries[j]
+          if (!t.scope.holds(e.partition, e.bucket)) continue
+          const id = fileIdentifier(e)
+          if (e.kind !== FileKind.ADD) {
+            live.delete(id)
+            place.delete(id)
+          } else {
+            if (!place.has(id)) place.set(id, placeOf(group[k], j))
+            live.set(id, e)
+          }
+        }
+      })
+      for (const split of t.splitsOf(live.values())) waiting.push({ place: place.get(fileIdentifier(split.files[0]))!, split })
+      waiting.sort((a, b) => a.place - b.place)
+      // a group not read yet places its files at or after its first manifest
+      const bound = g + 1 < groups.length ? placeOf(groups[g + 1][0], 0) : Infinity
+      const ready = waiting.findIndex((w) => w.place >= bound)
+      const out = ready === -1 ? waiting : waiting.slice(0, ready)
+      waiting = ready === -1 ? [] : waiting.slice(ready)
+      if (out.length) yield out.map((w) => w.split)
+    }
+  }
+  return { snapshot: t.snapshot, splits: splits(), columns: t.columns, dvIndex }
 }
 
 /** Value columns a merge needs besides the projected ones. */
@@ -441,19 +530,24 @@ export async function checkFiles(table: ReadContext, plan: ScanPlan): Promise<vo
 
 /** Rows of the snapshot, in (split, key) order, projected to the requested columns. */
 export async function* scan(table: ScanContext, opts: ScanOptions = {}): AsyncGenerator<Row[]> {
-  const plan = await planScan(table, opts)
-  if (opts.checkFilesFirst) await checkFiles(table, plan)
+  // checking every file first takes the whole plan; a read without it plans a group of
+  // manifests at a time (planScanChunks), so its memory does not grow with the table
+  const plan = opts.checkFilesFirst ? await planScan(table, opts) : await planScanChunks(table, opts)
+  if (opts.checkFilesFirst) await checkFiles(table, plan as ScanPlan)
   const filter = compileFilter(table.view, opts.filter)
   const valueColumns = valueColumnsToRead(table, plan.columns, opts.filter)
-  const opener = new FileOpener(table, plan.splits, plan.dvIndex, opts.stats)
-  for (const split of plan.splits) {
-    for await (const batch of readSplitRecords(table, split, valueColumns, plan.dvIndex, opts.stats, opener)) {
-      const rows: Row[] = []
-      for (const kv of batch) {
-        if (isRetract(kv.kind) || !filter.matches(kv.value)) continue
-        rows.push(plan.columns.map((i) => kv.value[i]))
+  const runs = Array.isArray(plan.splits) ? [plan.splits] : plan.splits
+  for await (const splits of runs) {
+    const opener = new FileOpener(table, splits, plan.dvIndex, opts.stats)
+    for (const split of splits) {
+      for await (const batch of readSplitRecords(table, split, valueColumns, plan.dvIndex, opts.stats, opener)) {
+        const rows: Row[] = []
+        for (const kv of batch) {
+          if (isRetract(kv.kind) || !filter.matches(kv.value)) continue
+          rows.push(plan.columns.map((i) => kv.value[i]))
+        }
+        if (rows.length) yield rows
       }
-      if (rows.length) yield rows
     }
   }
 }
