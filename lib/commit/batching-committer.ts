@@ -11,7 +11,7 @@ import type { SchemaView } from '../table/schema.ts'
 import type { CommitContext } from './commit-context.ts'
 import { CommitConflictError, StrataInputError } from '../errors.ts'
 import type { IndexManifestEntry, Snapshot } from '../types.ts'
-import type { CommitRequest, IndexReplacement } from './committer.ts'
+import type { CommitRequest, IndexReplacement, WrittenAhead } from './committer.ts'
 import { type CommitMessage, type ReceivedMessage, readSpilled } from './commit-message.ts'
 import { CommitState, bucketsOf, checkCompaction, checkPartitionIndex } from './conflicts.ts'
 import { HASH_INDEX } from '../format/hash-index.ts'
@@ -88,6 +88,7 @@ export function requestFromMessage(view: SchemaView, m: CommitMessage): CommitRe
     deletes: m.deletes,
     indexReplacements: m.indexReplacements.length ? m.indexReplacements : undefined,
     changelog: m.changelog ?? [],
+    ...(m.writtenAhead ? { writtenAhead: m.writtenAhead } : {}),
     commitUser: m.commitUser,
     commitIdentifier: m.commitIdentifier,
     baseSnapshotId: m.builtAfterSnapshotId,
@@ -99,6 +100,20 @@ export function requestFromMessage(view: SchemaView, m: CommitMessage): CommitRe
     schemaId: view.schema.id,
     maxRetries: view.options.commitMaxRetries,
   }
+}
+
+/** The manifests written ahead of several messages, in message order, and their row counts summed. */
+function foldWrittenAhead(ms: CommitMessage[]): WrittenAhead {
+  const out: WrittenAhead = { manifests: [], rowCount: 0, changelogManifests: [], changelogRowCount: 0 }
+  for (const m of ms) {
+    const w = m.writtenAhead
+    if (!w) continue
+    out.manifests.push(...w.manifests)
+    out.changelogManifests.push(...w.changelogManifests)
+    out.rowCount += w.rowCount
+    out.changelogRowCount += w.changelogRowCount
+  }
+  return out
 }
 
 async function indexOf(manifests: ManifestIO, s: Snapshot | null): Promise<IndexManifestEntry[]> {
@@ -259,6 +274,7 @@ export class BatchingCommitter {
       // the live files and the index manifest at once: one round trip less per fold
       const [live, index] = await Promise.all([latest ? table.manifests.liveEntries(latest, scope) : [], indexOf(table.manifests, latest)])
       const state = new CommitState(live, index.filter((e) => scope.holds(e.partition, e.bucket)))
+      // (an APPEND's manifests written ahead are not read: they add level-0 files, which no compaction check looks at)
       for (const it of appends) state.apply(it.message!)
       let group: Item[] = []
       let addedInGroup = new Set<string>()
@@ -374,6 +390,8 @@ export class BatchingCommitter {
       // every message's changelog files land in the folded snapshot's changelog manifests
       // (its changelogRecordCount their sum); a fold planned again re-folds the messages
       changelog: ms.flatMap((m) => m.changelog ?? []),
+      // and their manifests written ahead, listed as they are (no APPEND check reads an APPEND's own adds)
+      ...(ms.some((m) => m.writtenAhead) ? { writtenAhead: foldWrittenAhead(ms) } : {}),
       indexReplacements: replacements.length ? replacements : undefined,
       commitUser,
       commitIdentifier,

@@ -14,8 +14,8 @@
 import { randomUUID } from 'node:crypto'
 import type { ObjectStore } from '../store/object-store.ts'
 import { StrataInputError } from '../errors.ts'
-import type { CommitKind, IndexManifestEntry, ManifestEntry } from '../types.ts'
-import type { CommitRequest, ExpectedIndex, ExpectedPartitionIndex, IndexReplacement } from './committer.ts'
+import type { CommitKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta } from '../types.ts'
+import type { CommitRequest, ExpectedIndex, ExpectedPartitionIndex, IndexReplacement, WrittenAhead } from './committer.ts'
 import { HASH_INDEX } from '../format/hash-index.ts'
 
 /** SQS's largest message (body plus attributes), 256 KiB. */
@@ -24,6 +24,16 @@ export const SQS_MAX_MESSAGE_BYTES = 262_144
 export const INLINE_LIMIT_BYTES = SQS_MAX_MESSAGE_BYTES - 4096
 export const COMMIT_MESSAGE_DIR = '_strata/commit-messages/'
 const VERSION = 1
+/**
+ * The envelope version of a message naming manifests written ahead (CommitMessage.writtenAhead):
+ * a committer that knows only version 1 would land its inline entries alone and lose the
+ * rest, so it refuses the body instead
+ */
+const VERSION_WRITTEN_AHEAD = 2
+
+function versionOf(m: Pick<CommitMessage, 'writtenAhead'>): number {
+  return m.writtenAhead ? VERSION_WRITTEN_AHEAD : VERSION
+}
 
 export type MessageKind = Extract<CommitKind, 'APPEND' | 'COMPACT'>
 
@@ -41,6 +51,12 @@ export interface CommitMessage {
   indexReplacements: IndexReplacement[]
   /** changelog files (ADD entries) the commit lists in its snapshot's changelog manifests; absent in a message of an older Strata */
   changelog?: ManifestEntry[]
+  /**
+   * APPEND: more ADD entries (and changelog entries), in manifests the writer wrote ahead of
+   * the commit (CommitRequest.writtenAhead), by their list records; absent: none. A writer of
+   * many files sends these instead of every entry inline; the body's envelope is version 2.
+   */
+  writtenAhead?: WrittenAhead
   /** COMPACT: data files (names, in the message's buckets) that must still be live, e.g. files given deletion-vector marks */
   requireLive: string[]
   /** COMPACT: the index files each replacement was computed from; a different current set is a conflict */
@@ -89,7 +105,7 @@ function reviver(_key: string, v: unknown): unknown {
 /** The message as JSON text (no size check; see encodeCommitMessage). */
 export function commitMessageJson(m: CommitMessage): string {
   validateCommitMessage(m, 'commit message')
-  return JSON.stringify({ v: VERSION, message: m } satisfies Envelope, replacer)
+  return JSON.stringify({ v: versionOf(m), message: m } satisfies Envelope, replacer)
 }
 
 /**
@@ -102,7 +118,7 @@ export async function encodeCommitMessage(m: CommitMessage, store: ObjectStore, 
   const key = `${COMMIT_MESSAGE_DIR}${randomUUID()}.json`
   await store.put(key, new TextEncoder().encode(json))
   const pointer: Envelope = {
-    v: VERSION,
+    v: versionOf(m),
     pointer: { key, kind: m.kind, commitUser: m.commitUser, commitIdentifier: m.commitIdentifier.toString(), builtAfterSnapshotId: m.builtAfterSnapshotId, ...(m.table !== undefined ? { table: m.table } : {}) },
   }
   return { body: JSON.stringify(pointer), spilledKey: key }
@@ -121,8 +137,8 @@ export function parseCommitMessageBody(body: string): ReceivedMessage {
     if (e instanceof StrataInputError) throw e
     throw new StrataInputError(`commit message: body is not JSON (${(e as Error).message}): ${body.slice(0, 80)}`)
   }
-  if (env === null || typeof env !== 'object' || env.v !== VERSION) {
-    throw new StrataInputError(`commit message: field "v" is ${JSON.stringify((env as Envelope | null)?.v)}, expected ${VERSION}`)
+  if (env === null || typeof env !== 'object' || (env.v !== VERSION && env.v !== VERSION_WRITTEN_AHEAD)) {
+    throw new StrataInputError(`commit message: field "v" is ${JSON.stringify((env as Envelope | null)?.v)}, expected ${VERSION} or ${VERSION_WRITTEN_AHEAD}`)
   }
   if (env.forwards !== undefined && !(Number.isSafeInteger(env.forwards) && env.forwards >= 0)) fail('commit message: field "forwards"', env.forwards, 'a non-negative integer')
   if (env.pointer !== undefined) {
@@ -224,6 +240,30 @@ function checkEntry(e: unknown, at: string): void {
   for (const k of ['minKey', 'maxKey'] as const) if (!(f[k] instanceof Uint8Array)) fail(`${at}.file.${k}`, f[k], 'bytes')
 }
 
+function checkManifestMeta(m: unknown, at: string): void {
+  const x = m as ManifestFileMeta
+  if (x === null || typeof x !== 'object') fail(at, m, 'a manifest list record')
+  if (typeof x.fileName !== 'string' || !/^manifest-(?!list-)[^/]+$/.test(x.fileName)) fail(`${at}.fileName`, x.fileName, "a manifest's name ('manifest-…')")
+  for (const k of ['fileSize', 'numAddedFiles', 'numDeletedFiles', 'schemaId'] as const) if (typeof x[k] !== 'bigint') fail(`${at}.${k}`, x[k], 'a bigint')
+  if (x.numDeletedFiles !== 0n) fail(`${at}.numDeletedFiles`, x.numDeletedFiles, '0 (a manifest written ahead adds files only)')
+  const s = x.partitionStats
+  if (s === null || typeof s !== 'object' || !(s.minValues instanceof Uint8Array) || !(s.maxValues instanceof Uint8Array)) fail(`${at}.partitionStats`, s, 'partition statistics')
+  if (s.nullCounts !== null && (!Array.isArray(s.nullCounts) || s.nullCounts.some((n) => n !== null && typeof n !== 'bigint'))) fail(`${at}.partitionStats.nullCounts`, s.nullCounts, 'null or an array of bigints and nulls')
+  for (const k of ['minBucket', 'maxBucket', 'minLevel', 'maxLevel'] as const) if (x[k] !== null && !Number.isInteger(x[k])) fail(`${at}.${k}`, x[k], 'an integer or null')
+}
+
+/** An APPEND's manifests written ahead: list records of ADD-only manifests and their row counts. */
+function checkWrittenAhead(msg: CommitMessage, at: string): void {
+  const w = msg.writtenAhead!
+  if (w === null || typeof w !== 'object') fail(at, w, 'manifests written ahead')
+  if (msg.kind !== 'APPEND') fail(at, 'present', 'none on a COMPACT (only a writer writes manifests ahead)')
+  for (const k of ['manifests', 'changelogManifests'] as const) {
+    if (!Array.isArray(w[k])) fail(`${at}.${k}`, w[k], 'an array')
+    w[k].forEach((m, i) => checkManifestMeta(m, `${at}.${k}[${i}]`))
+  }
+  for (const k of ['rowCount', 'changelogRowCount'] as const) if (!Number.isSafeInteger(w[k]) || w[k] < 0) fail(`${at}.${k}`, w[k], 'a non-negative integer')
+}
+
 function checkIndexEntry(e: unknown, at: string): void {
   const x = e as IndexManifestEntry
   if (x === null || typeof x !== 'object') fail(at, e, 'an index manifest entry')
@@ -249,6 +289,7 @@ export function validateCommitMessage(v: unknown, at = 'commit message'): assert
     if (!Array.isArray(msg.changelog)) fail(`${at}.changelog`, msg.changelog, 'an array')
     msg.changelog.forEach((e, i) => checkEntry(e, `${at}.changelog[${i}]`))
   }
+  if (msg.writtenAhead !== undefined) checkWrittenAhead(msg, `${at}.writtenAhead`)
   msg.indexReplacements.forEach((r, i) => {
     const p = `${at}.indexReplacements[${i}]`
     if (r === null || typeof r !== 'object') fail(p, r, 'an index replacement')
@@ -313,6 +354,7 @@ export function commitMessageOf(req: CommitRequest, tableName?: string): CommitM
     deletes: req.deletes,
     indexReplacements: req.indexReplacements ?? [],
     ...(req.changelog?.length ? { changelog: req.changelog } : {}),
+    ...(req.writtenAhead ? { writtenAhead: req.writtenAhead } : {}),
     requireLive: req.requireLive ?? [],
     expectIndex: req.expectIndex ?? [],
     ...(req.expectPartitionIndex?.length ? { expectPartitionIndex: req.expectPartitionIndex } : {}),

@@ -71,6 +71,13 @@ export interface LandingListener {
  */
 export const PACK_GROUPS_OVER = 256
 
+/** How a commit (or a writer writing manifests ahead) packs entries of more than PACK_GROUPS_OVER bucket groups. */
+export function manifestPacking(view: SchemaView): ManifestPacking {
+  const types = view.partitionFields.map((f) => f.type)
+  const compare = rowComparator(types)
+  return { over: PACK_GROUPS_OVER, partitionValues: (p) => deserializeBinaryRow(types, p), compare: (a, b) => compare(a as never, b as never) }
+}
+
 function backoffMs(attempt: number, capMs = 10_000): number {
   const base = Math.min(capMs, 10 * 2 ** attempt)
   return base * (0.8 + Math.random() * 0.4)
@@ -90,9 +97,7 @@ export class FileStoreCommit implements Committer {
 
   /** A commit touching more than PACK_GROUPS_OVER bucket groups packs them (ManifestIO.groupedManifests). */
   private get packing(): ManifestPacking {
-    const types = this.view.partitionFields.map((f) => f.type)
-    const compare = rowComparator(types)
-    return { over: PACK_GROUPS_OVER, partitionValues: (p) => deserializeBinaryRow(types, p), compare: (a, b) => compare(a as never, b as never) }
+    return manifestPacking(this.view)
   }
 
   /** Resolves once the listener has done what the snapshots landed so far asked of it. */
@@ -116,6 +121,8 @@ export class FileStoreCommit implements Committer {
     let deltaList: { name: string; size: number } | null = null
     // changelog manifests and their list: like the delta, written once and kept across retries
     const changelog = (req.changelog ?? []).map((e) => ({ ...e, kind: FileKind.ADD }))
+    // manifests the writer wrote ahead: listed first, never deleted here (a retry lists them again)
+    const ahead = req.writtenAhead
     const changelogWritten: { metas: ManifestFileMeta[]; list: { name: string; size: number } | null } = { metas: [], list: null }
     let retries = 0
     let liveSet = new Map<string, ManifestEntry>()
@@ -172,12 +179,12 @@ export class FileStoreCommit implements Committer {
               // their list records are known before they are written, so the list goes at once
               const prepared = this.manifests.groupedManifests(deltaEntries, req.partitionStats, BigInt(req.schemaId), undefined, this.packing)
               deltaMetas = prepared.map((p) => p.meta)
-              const [, list] = await Promise.all([this.manifests.putManifests(prepared), this.manifests.writeList(deltaMetas)])
+              const [, list] = await Promise.all([this.manifests.putManifests(prepared), this.manifests.writeList([...(ahead?.manifests ?? []), ...deltaMetas])])
               deltaList = list
-              if (changelog.length) {
+              if (changelog.length || ahead?.changelogManifests.length) {
                 const cl = this.manifests.groupedManifests(changelog, req.partitionStats, BigInt(req.schemaId), undefined, this.packing)
                 changelogWritten.metas = cl.map((p) => p.meta)
-                const [, clList] = await Promise.all([this.manifests.putManifests(cl), this.manifests.writeList(changelogWritten.metas)])
+                const [, clList] = await Promise.all([this.manifests.putManifests(cl), this.manifests.writeList([...(ahead?.changelogManifests ?? []), ...changelogWritten.metas])])
                 changelogWritten.list = clList
               }
             })(),
@@ -192,7 +199,7 @@ export class FileStoreCommit implements Committer {
       ])
       await req.beforeCreate
       const id = latestId + 1
-      const deltaCount = deltaEntries.reduce((n, e) => n + (e.kind === FileKind.ADD ? 1 : -1) * Number(e.file.rowCount), 0)
+      const deltaCount = deltaEntries.reduce((n, e) => n + (e.kind === FileKind.ADD ? 1 : -1) * Number(e.file.rowCount), ahead?.rowCount ?? 0)
       const snapshot: Snapshot = {
         version: 3,
         uuid: randomUUID(),
@@ -204,7 +211,7 @@ export class FileStoreCommit implements Committer {
         baseManifestListSize: baseList.size,
         deltaManifestList: deltaList!.name,
         deltaManifestListSize: deltaList!.size,
-        ...(changelogWritten.list ? { changelogManifestList: changelogWritten.list.name, changelogManifestListSize: changelogWritten.list.size, changelogRecordCount: changelog.reduce((n, e) => n + Number(e.file.rowCount), 0) } : {}),
+        ...(changelogWritten.list ? { changelogManifestList: changelogWritten.list.name, changelogManifestListSize: changelogWritten.list.size, changelogRecordCount: changelog.reduce((n, e) => n + Number(e.file.rowCount), ahead?.changelogRowCount ?? 0) } : {}),
         ...(indexManifest ? { indexManifest } : {}),
         commitUser: req.commitUser,
         commitIdentifier: req.commitIdentifier,

@@ -9,7 +9,7 @@
 // (commitUser, commitIdentifier, kind) lands once after `baseSnapshotId`.
 
 import { randomUUID } from 'node:crypto'
-import type { CommitKind, IndexManifestEntry, ManifestEntry, SimpleStats } from '../types.ts'
+import type { CommitKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta, SimpleStats } from '../types.ts'
 
 /** Paimon's batch commit identifier (BatchWriteBuilder.COMMIT_IDENTIFIER = Long.MAX_VALUE). */
 export const BATCH_COMMIT_IDENTIFIER = 9223372036854775807n
@@ -43,6 +43,22 @@ export interface ExpectedPartitionIndex {
   files: { bucket: number; fileName: string }[]
 }
 
+/**
+ * Manifests a writer wrote ahead of its commit so that it need not hold every file's entry
+ * until then (lib/write/table-write.ts): ADD entries of level-0 files only. No snapshot
+ * references them until the one whose delta lists them lands; one that never lands leaves
+ * them to the orphan pass, like its data files (docs/design.md "Manifests written ahead").
+ */
+export interface WrittenAhead {
+  /** data manifests, listed in the delta before the manifests of the request's `adds` */
+  manifests: ManifestFileMeta[]
+  /** rows of the files they add (the snapshot's deltaRecordCount counts them) */
+  rowCount: number
+  /** changelog manifests, listed before those of the request's `changelog` */
+  changelogManifests: ManifestFileMeta[]
+  changelogRowCount: number
+}
+
 export interface CommitRequest {
   kind: CommitKind
   /** ADD entries */
@@ -50,6 +66,8 @@ export interface CommitRequest {
   /** DELETE entries; each must still be live in the snapshot the commit lands on */
   deletes: ManifestEntry[]
   indexReplacements?: IndexReplacement[]
+  /** APPEND: more ADD entries, in manifests the writer wrote already; a committer lists them as they are and never deletes them */
+  writtenAhead?: WrittenAhead
   /**
    * Changelog files (ADD entries, `changelog-producer` input or lookup): listed in the
    * snapshot's changelog manifests, not among its data files (docs/format.md "Changelog files")

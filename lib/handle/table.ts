@@ -91,8 +91,9 @@ export class Table implements TableStore {
     this.iceberg = icebergWriterFor(this, opts)
     const iceberg = this.iceberg
     this.committer = new FileStoreCommit(store, this.snapshots, this.manifests, this.landed, this.view, iceberg ? {
+      // a commit with manifests written ahead does not hold its adds: the writer reads the delta's manifests
       landed: (snapshot, req) =>
-        iceberg.landed(snapshot, { adds: req.adds, deletes: req.deletes, indexChanged: (req.indexReplacements?.length ?? 0) > 0, indexBuckets: req.indexReplacements?.map((r) => ({ partition: r.partition, bucket: r.bucket })) }),
+        iceberg.landed(snapshot, req.writtenAhead ? undefined : { adds: req.adds, deletes: req.deletes, indexChanged: (req.indexReplacements?.length ?? 0) > 0, indexBuckets: req.indexReplacements?.map((r) => ({ partition: r.partition, bucket: r.bucket })) }),
       settle: () => iceberg.settle(),
     } : undefined)
   }

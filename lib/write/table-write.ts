@@ -20,7 +20,7 @@ import { mergeEngineOf } from '../merge/engines.ts'
 import { sequenceComparator } from '../merge/sequence-order.ts'
 import { createMergeFunction, mergeEqualKeys } from '../merge/merge-function.ts'
 import { CommitConflictError, StrataInputError } from '../errors.ts'
-import { type DataType, type KeyValue, type ManifestEntry, type Row, type Snapshot, type Value, FileKind, RowKind, isRetract } from '../types.ts'
+import { type DataType, type KeyValue, type Row, type Snapshot, type Value, RowKind, isRetract } from '../types.ts'
 import { BATCH_COMMIT_IDENTIFIER, type CommitResult, type Committer, commitUserFor } from '../commit/committer.ts'
 import { HASH_INDEX_CONFLICT } from '../commit/conflicts.ts'
 import { DynamicBucketAssigner, type HashIndexChanges, type HashIndexSource, keyHash } from './dynamic-bucket.ts'
@@ -28,7 +28,7 @@ import { type BucketScope, bucketsScope } from '../manifest/bucket-scope.ts'
 import { hex } from '../manifest/identifiers.ts'
 import { mapBounded } from '../store/bounded.ts'
 import type { ObjectStore } from '../store/object-store.ts'
-import { dataFileMeta, newDataFileWriter, partitionStatsOf } from '../table/file-meta.ts'
+import { newDataFileWriter, partitionStatsOf } from '../table/file-meta.ts'
 import { CHANGELOG_FILE_PREFIX, FileNamer } from '../table/paths.ts'
 import type { SchemaView } from '../table/schema.ts'
 import { DYNAMIC_BUCKET, assertBucketModeKnown, assertWritable } from '../table/options.ts'
@@ -36,8 +36,10 @@ import { ColumnLayout, GroupColumns } from './column-buffer.ts'
 import { type RecordRules, type WriteRecord, oversizeRow, refusedRetraction, unstorablePartition } from './record-checks.ts'
 import { type SequenceClock, defaultSequenceClock } from './sequence-clock.ts'
 import { FREE_GROUPS, bufferedGroupBytes, bufferedRecordBytes } from './write-buffer.ts'
+import { type AheadManifestIO, PendingFiles, type TouchedBucket, WRITE_AHEAD_FILES, type WrittenFile } from './pending-files.ts'
 
-export { FREE_GROUPS, bufferedGroupBytes, bufferedRecordBytes }
+export { FREE_GROUPS, WRITE_AHEAD_FILES, bufferedGroupBytes, bufferedRecordBytes }
+export type { TouchedBucket }
 
 
 /**
@@ -50,24 +52,13 @@ export interface WriteContext extends RecordRules {
   /** `get`: dynamic bucket mode reads the HASH index files */
   readonly store: Pick<ObjectStore, 'put' | 'delete'> & HashIndexSource['store']
   readonly snapshots: { latest(): Promise<Snapshot | null> }
-  /** `readIndexManifest`: dynamic bucket mode reads the HASH index */
-  readonly manifests: { maxSequenceNumber(snapshot: Snapshot, scope: BucketScope): Promise<bigint> } & HashIndexSource['manifests']
+  /**
+   * `readIndexManifest`: dynamic bucket mode reads the HASH index; the manifest writes, when
+   * given: a batch of many files writes their entries ahead of the commit (lib/write/pending-files.ts)
+   */
+  readonly manifests: { maxSequenceNumber(snapshot: Snapshot, scope: BucketScope): Promise<bigint> } & HashIndexSource['manifests'] & Partial<AheadManifestIO>
   /** the default committer; WriteOptions.committer overrides it */
   readonly committer: Committer
-}
-
-export interface TouchedBucket {
-  partition: Uint8Array
-  /** partition values in partition-key order */
-  partitionValues: Row
-  /** `k=v/…/` or '' */
-  partitionPath: string
-  bucket: number
-  /** the bucket's last file of the batch */
-  fileName: string
-  /** every level-0 file the batch wrote to the bucket, in flush order (one unless the batch outgrew write-buffer-size) */
-  fileNames: string[]
-  rowCount: number
 }
 
 export interface WriteResult extends CommitResult {
@@ -108,6 +99,11 @@ export interface WriteOptions {
    * 'rows' (one KeyValue per record, written row by row: the reference the tests compare with)
    */
   buffer?: 'columns' | 'rows'
+  /**
+   * Files whose entries the writer holds before writing them into manifests ahead of the
+   * commit (default WRITE_AHEAD_FILES; Infinity: never, every entry goes with the commit)
+   */
+  writeAheadFiles?: number
 }
 
 /** The partition a record goes to: its values, encoded row and storability, checked once per distinct value. */
@@ -136,21 +132,6 @@ interface Group {
   /** each row's index in the batch (its sequence number is the flush's base plus this) */
   index: number[]
 }
-
-interface WrittenFile {
-  partition: Uint8Array
-  partitionValues: Row
-  bucket: number
-  dir: string
-  fileName: string
-  size: number
-  stats: DataFileStats
-  /** rows of input that went into the file (before the merge) */
-  rowsIn: number
-  /** a changelog file (`changelog-producer` input: the group's records as given), not a data file */
-  changelog?: boolean
-}
-
 
 /** A data file encoded, not yet written; `release` hands its output buffer on once the PUT has settled. */
 interface Encoded {
@@ -215,7 +196,8 @@ export class BatchWriter {
    */
   readonly #postponePrefix: string
   readonly #latestP: Promise<Snapshot | null>
-  readonly #files: WrittenFile[] = []
+  /** the files written, until the commit: their entries, or the manifests they went into */
+  readonly #pending: PendingFiles
   readonly #refusesRetractions: boolean
   /** buckets whose sequence floor has been read (`hex(partition)|bucket`) */
   readonly #floorRead = new Set<string>()
@@ -258,6 +240,10 @@ export class BatchWriter {
     this.#partitionTypes = view.partitionFields.map((f) => f.type)
     this.#refusesRetractions = mergeEngineOf(table.mergeConfig.engine).refusals.retractions
     this.#layout = opts.buffer === 'rows' ? null : new ColumnLayout(view.fields, view.keyIndexes, view.partitionIndexes, table.mergeConfig)
+    // dynamic bucket mode keeps every entry inline: its commit checks the touched buckets' state
+    const m = table.manifests
+    const aheadIO = view.options.bucket !== DYNAMIC_BUCKET && m.groupedManifests && m.putManifests && m.deleteQuietly ? (m as AheadManifestIO) : null
+    this.#pending = new PendingFiles(view, aheadIO, opts.writeAheadFiles ?? WRITE_AHEAD_FILES)
     this.#latestP = opts.baseSnapshot !== undefined ? Promise.resolve(opts.baseSnapshot) : table.snapshots.latest()
     this.#latestP.catch(() => undefined) // awaited at the first flush; a batch that fails first must not leave it unhandled
     assertBucketModeKnown(view.options, view.schema.version, table.uri, 'write')
@@ -279,7 +265,17 @@ export class BatchWriter {
 
   /** Level-0 files written so far. */
   get filesWritten(): number {
-    return this.#files.length
+    return this.#pending.count
+  }
+
+  /** Files whose entries are held now (not yet in manifests written ahead); tests only. */
+  get entriesHeld(): number {
+    return this.#pending.held.length
+  }
+
+  /** Entries in manifests written ahead so far; tests only. */
+  get entriesWrittenAhead(): number {
+    return this.#pending.entriesAhead
   }
 
   /**
@@ -438,6 +434,9 @@ export class BatchWriter {
       this.#raiseBase(from, this.#records, floor)
     }
     await this.#writeGroups(groups)
+    // the flush's slots go when there are many: a partition seen again is looked up again
+    if (!this.#dynamic && this.#slots.size > SLOTS_KEPT) this.#slots.clear()
+    await this.#pending.writeAheadIfDue()
   }
 
   /** Raises the base so that numbers from batch index `from` on are at least `floor` and above other batches' claims in this process, then claims up to `to`. */
@@ -492,7 +491,7 @@ export class BatchWriter {
         encoded.release()
         const f: WrittenFile = { partition: g.slot.bytes, partitionValues: g.slot.values, bucket: g.bucket, dir, fileName, size: bytes.length, stats, rowsIn, ...(changelog ? { changelog } : {}) }
         // recorded at once, so a failure elsewhere in the batch deletes it
-        this.#files.push(f)
+        this.#pending.add(f)
         return f
       }
       const out: WrittenFile[] = []
@@ -581,7 +580,7 @@ export class BatchWriter {
     try {
       if (this.#error) throw this.#error.error
       await this.#finalFlush()
-      if (this.#dynamic && this.#files.length > 0) await this.#writeHashIndex()
+      if (this.#dynamic && this.#pending.count > 0) await this.#writeHashIndex()
     } catch (e) {
       // nothing was committed: what this batch wrote goes
       await this.abort()
@@ -590,37 +589,12 @@ export class BatchWriter {
     const view = this.#view
     const latest = await this.#latestP
     const latestId = latest?.id ?? 0
-    const adds: ManifestEntry[] = []
-    const changelog: ManifestEntry[] = []
-    const byBucket = new Map<string, TouchedBucket>()
-    const buckets: TouchedBucket[] = []
-    let rowsWritten = 0
-    for (const f of this.#files) {
-      if (f.changelog) {
-        changelog.push({ kind: FileKind.ADD, partition: f.partition, bucket: f.bucket, totalBuckets: view.options.bucket, file: dataFileMeta(view, f.fileName, f.size, f.stats, 0, 0) })
-        continue
-      }
-      adds.push({
-        kind: FileKind.ADD,
-        partition: f.partition,
-        bucket: f.bucket,
-        totalBuckets: view.options.bucket,
-        file: dataFileMeta(view, f.fileName, f.size, f.stats, 0, 0),
-      })
-      const id = `${hex(f.partition)}|${f.bucket}`
-      let b = byBucket.get(id)
-      if (!b) {
-        b = { partition: f.partition, partitionValues: f.partitionValues, partitionPath: f.dir.slice(0, f.dir.lastIndexOf('bucket-')), bucket: f.bucket, fileName: f.fileName, fileNames: [], rowCount: 0 }
-        byBucket.set(id, b)
-        buckets.push(b)
-      }
-      b.fileName = f.fileName
-      b.fileNames.push(f.fileName)
-      b.rowCount += f.stats.rowCount
-      rowsWritten += f.stats.rowCount
-    }
+    const { adds, changelog } = this.#pending.take()
+    const ahead = this.#pending.writtenAhead
+    const buckets = this.#pending.buckets
+    const rowsWritten = this.#pending.rowsWritten
     const rowsIn = this.#records
-    if (adds.length === 0 && changelog.length === 0) {
+    if (adds.length === 0 && changelog.length === 0 && !ahead) {
       // Paimon skips empty commits: nothing to write, no snapshot
       return { snapshotId: latestId, retries: 0, deduplicated: false, buckets, rowsIn, rowsWritten }
     }
@@ -630,6 +604,7 @@ export class BatchWriter {
       adds,
       deletes: [],
       ...(changelog.length ? { changelog } : {}),
+      ...(ahead ? { writtenAhead: ahead } : {}),
       commitUser: opts.commitUser ?? commitUserFor(this.table.view.options.commitUserPrefix),
       commitIdentifier: opts.commitIdentifier ?? BATCH_COMMIT_IDENTIFIER,
       baseSnapshotId: opts.dedupAfterSnapshotId ?? latestId,
@@ -682,8 +657,7 @@ export class BatchWriter {
     const floor = await floorP
     if (this.#shift + BigInt(from) < floor) {
       await Promise.all(files.map((f) => this.table.store.delete(`${f.dir}/${f.fileName}`).catch(() => undefined)))
-      const gone = new Set(files)
-      this.#files.splice(0, this.#files.length, ...this.#files.filter((f) => !gone.has(f)))
+      this.#pending.drop(new Set(files))
       const next = this.#clock.claim(to - from, Date.now(), floor)
       this.#shift = next - BigInt(from)
       this.#claimEnd = this.#clock.end
@@ -707,10 +681,12 @@ export class BatchWriter {
     this.#dropBuffer()
     const hashKeys = this.#hashKeys.splice(0)
     await Promise.all(hashKeys.map((k) => this.table.store.delete(k).catch(() => undefined)))
-    const files = this.#files.splice(0)
-    await mapBounded(files, this.#view.options.ioMaxConcurrentRequests, (f) => this.table.store.delete(`${f.dir}/${f.fileName}`).catch(() => undefined))
+    await this.#pending.abort(this.table.store, (keys, del) => mapBounded(keys, this.#view.options.ioMaxConcurrentRequests, del))
   }
 }
+
+/** Partition slots a writer keeps across flushes before it lets them go (each a few hundred bytes). */
+const SLOTS_KEPT = 4096
 
 /** Assignments of a dynamic-bucket batch that a concurrent writer's landing made stale, before writeBatch gives up. */
 export const DYNAMIC_BUCKET_ATTEMPTS = 10
