@@ -158,6 +158,28 @@ export interface SimPoint {
   slotCommitWaitShare?: number
   bottleneck: 'commit path' | 'compaction' | 'neither'
   peakL0PerBucket: number
+  /** what the measured window did, for the cost model (bench/cost-sim.ts) */
+  usage: SimUsage
+}
+
+/** Counts of the measured window (after the warm-up), for pricing. */
+export interface SimUsage {
+  /** writer commits (one per writer invocation) and the buckets they touched (one L0 file and one compaction job each) */
+  writerCommits: number
+  bucketsTouched: number
+  /** bucket compactions finished, the jobs and the L0 files they took */
+  compactions: number
+  jobsCompacted: number
+  filesCompacted: number
+  /** compactor slot-seconds with a bucket being compacted or waiting for its commit (what a compactor invocation is billed for) */
+  compactorBusySeconds: number
+  /** folded: snapshots landed, rounds begun by a fresh committer invocation, committer round-seconds (lost races included) */
+  snapshots: number
+  committerInvocations: number
+  committerBusySeconds: number
+  /** compaction jobs queued at the start and the end of the window: growing means the compactors fall behind */
+  jobsQueuedStart: number
+  jobsQueuedEnd: number
 }
 
 /** Binary min-heap of timed events. */
@@ -213,7 +235,7 @@ interface Bucket {
 type Commit = { kind: 'writer'; touched: number[] } | { kind: 'compact'; bucket: number; takenUpTo: number; slot: number }
 type Ev =
   | { e: 'writer' }
-  | { e: 'compacted'; bucket: number; takenUpTo: number; slot: number }
+  | { e: 'compacted'; bucket: number; takenUpTo: number; slot: number; jobs: number }
   | { e: 'committed'; batch: Commit[]; server: number }
   | { e: 'serverReady'; server: number }
   | { e: 'released'; bucket: number; slot: number }
@@ -325,6 +347,9 @@ class ModelRun {
   // buckets waiting for their commit (and receipt), and slots working
   private waitingBuckets = 0
   private workingSlots = 0
+  /** slots working or with a bucket waiting for its commit */
+  private occupiedSlots = 0
+  private readonly usage: SimUsage = { writerCommits: 0, bucketsTouched: 0, compactions: 0, jobsCompacted: 0, filesCompacted: 0, compactorBusySeconds: 0, snapshots: 0, committerInvocations: 0, committerBusySeconds: 0, jobsQueuedStart: 0, jobsQueuedEnd: 0 }
 
   constructor(
     private readonly cal: SimCalibration,
@@ -373,6 +398,7 @@ class ModelRun {
     if (this.available.length === 0) this.times.slotsFull += dt
     this.times.slotWait += this.waitingBuckets * dt
     this.times.slotWork += this.workingSlots * dt
+    this.usage.compactorBusySeconds += this.occupiedSlots * dt
   }
 
   private markReady(b: number): void {
@@ -392,10 +418,11 @@ class ModelRun {
       bk.jobs -= taken
       bk.busy = true
       const slot = this.available.pop()!
+      if (this.slotState[slot].waiting === 0) this.occupiedSlots++
       this.slotState[slot].working = true
       this.workingSlots++
       const ms = (this.cal.perBucketMs + this.cal.perJobMs * taken) * (0.8 + 0.4 * this.random())
-      this.ev.push(t + ms / 1000, { e: 'compacted', bucket: b, takenUpTo: bk.l0.length, slot })
+      this.ev.push(t + ms / 1000, { e: 'compacted', bucket: b, takenUpTo: bk.l0.length, slot, jobs: taken })
     }
     if (this.readyHead > 4096 && this.readyHead * 2 > this.readyQueue.length) {
       this.readyQueue.splice(0, this.readyHead)
@@ -435,6 +462,10 @@ class ModelRun {
         // every message waiting: the invoked batch and the drain beyond it, or what the last round collected
         batch = this.take(Math.min(this.costs.drainMax, this.waiting()))
         seconds = this.costs.roundS(batch.length, server.fresh, this.lastLand !== null && this.lastLand.by !== i)
+        if (t >= this.opts.warmupSeconds) {
+          this.usage.committerBusySeconds += seconds
+          if (server.fresh) this.usage.committerInvocations++
+        }
         server.fresh = false
         server.startedAt = t
         server.arrivalsAtStart = this.arrivals
@@ -449,6 +480,7 @@ class ModelRun {
     const st = this.slotState[slot]
     st.waiting--
     this.waitingBuckets--
+    if (!st.working && st.waiting === 0) this.occupiedSlots--
     if (!st.working && st.waiting === this.lanes - 1) this.available.push(slot)
     this.markReady(bucket)
     this.startCompactions(t)
@@ -458,12 +490,21 @@ class ModelRun {
     const touched: number[] = []
     for (let b = 0; b < this.opts.buckets; b++) if (this.random() < this.cal.touchProbability) touched.push(b)
     this.commitQueue.push({ kind: 'writer', touched })
+    if (t >= this.opts.warmupSeconds) {
+      this.usage.writerCommits++
+      this.usage.bucketsTouched += touched.length
+    }
     this.arrivals++
     this.startCommit(t)
     this.ev.push(t + 1 / this.cal.writerCommitsPerSecond, { e: 'writer' })
   }
 
-  private onCompacted(t: number, v: { bucket: number; takenUpTo: number; slot: number }): void {
+  private onCompacted(t: number, v: { bucket: number; takenUpTo: number; slot: number; jobs: number }): void {
+    if (t >= this.opts.warmupSeconds) {
+      this.usage.compactions++
+      this.usage.jobsCompacted += v.jobs
+      this.usage.filesCompacted += v.takenUpTo
+    }
     const st = this.slotState[v.slot]
     st.working = false
     this.workingSlots--
@@ -482,6 +523,7 @@ class ModelRun {
     if (this.path === 'folded' && this.cal.lostRaceMs !== undefined && lastLand !== null && lastLand.by !== v.server && lastLand.t > server.startedAt) {
       // the other committer took snapshot-N while this round folded: it tries again on top of that one
       this.lostRaces++
+      if (t >= this.opts.warmupSeconds) this.usage.committerBusySeconds += this.cal.lostRaceMs / 1000
       server.startedAt = t
       this.ev.push(t + this.cal.lostRaceMs / 1000, v)
       return
@@ -489,6 +531,7 @@ class ModelRun {
     if (this.path === 'folded') this.lastLand = { t, by: v.server }
     server.busy = false
     this.snapshots++
+    if (t >= this.opts.warmupSeconds) this.usage.snapshots++
     this.folded += v.batch.length
     for (const c of v.batch) this.land(t, c, v.batch.length)
     // with rounds, a committer that finds messages waiting folds them at once, and one that
@@ -528,10 +571,15 @@ class ModelRun {
   }
 
   private sample(t: number): void {
+    if (this.lags.length === 0) this.usage.jobsQueuedStart = this.jobsQueued()
     let oldest = Infinity
     for (const bk of this.buckets) if (bk.l0.length && bk.l0[0] < oldest) oldest = bk.l0[0]
     this.lags.push({ t, lag: oldest === Infinity ? 0 : t - oldest })
     this.ev.push(t + 1, { e: 'sample' })
+  }
+
+  private jobsQueued(): number {
+    return this.buckets.reduce((n, bk) => n + bk.jobs, 0)
   }
 
   point(): SimPoint {
@@ -563,6 +611,7 @@ class ModelRun {
       slotCommitWaitShare: times.slotWait + times.slotWork > 0 ? times.slotWait / (times.slotWait + times.slotWork) : 0,
       bottleneck: bottleneck(path, commitUtilization, slotUtilization, times),
       peakL0PerBucket: this.peakL0,
+      usage: { ...this.usage, jobsQueuedEnd: this.jobsQueued() },
     }
   }
 }

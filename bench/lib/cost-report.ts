@@ -59,6 +59,15 @@ export function flinkAssumption(buckets: number, storedBytes: number): FlinkAssu
   return { kpus: 1, checkpointSeconds: 10, tier1PerCheckpoint: 3 * buckets + 10, tier2PerCheckpoint: buckets + 10, storedBytes }
 }
 
+/**
+ * The same application when not every bucket is written each checkpoint (many buckets, a
+ * low rate): the per-bucket requests of `flinkAssumption` for the buckets a checkpoint's
+ * rows touch.
+ */
+export function flinkAssumptionTouched(bucketsPerCheckpoint: number, storedBytes: number): FlinkAssumption {
+  return flinkAssumption(bucketsPerCheckpoint, storedBytes)
+}
+
 const usd = (x: number) => (!Number.isFinite(x) ? '-' : x >= 100 ? `$${x.toFixed(0)}` : x >= 1 ? `$${x.toFixed(2)}` : `$${x.toFixed(3)}`)
 const pct = (x: number, total: number) => `${((100 * x) / Math.max(1e-12, total)).toFixed(0)}%`
 const label = (t: number) => (t === -1 ? '-1' : String(t))
