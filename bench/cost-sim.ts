@@ -18,7 +18,7 @@ import { DEFAULT_MEMORY_MB, DEFAULT_SQS_INGEST, WRITER_MAX_CONCURRENCY } from '.
 import { parseBenchArgs } from './lib/args.ts'
 import { type AnchorRun, type MeasuredWindow, runAnchor } from './lib/cost-anchor.ts'
 import { type Bill, FUNCTIONS, bill, byService, flinkBill } from './lib/cost-bill.ts'
-import { type PriceFile, loadPrices } from './lib/cost-count.ts'
+import { type PriceFile, SECONDS_PER_MONTH, loadPrices } from './lib/cost-count.ts'
 import { type MeasuredMaintenance, type ModelSetting, type UnitCosts, bucketsTouched, calibrate, measuredDrivers, modelUsage } from './lib/cost-model.ts'
 import { type CostResult, type CostRun, flinkAssumptionTouched } from './lib/cost-report.ts'
 import { OUT_DIR, markdownTable, writeResults } from './lib/report.ts'
@@ -305,6 +305,7 @@ export interface CostSimResult {
   command: string
   options: ModelRunOptions & { buckets: number }
   calibration: UnitCosts
+  prices: PriceFile
   anchors: { params: AnchorRun['params']; rowsSent: number; rowsWritten: number; ingestBacklog: number; functions: AnchorRun['functions'] }[]
   check: CheckRow[]
   points: ModelPoint[]
@@ -314,21 +315,33 @@ export interface CostSimResult {
 }
 
 /** Where each modelled line comes from, in the doc beside the tables. */
-const ASSUMPTIONS = `- **Unit costs, measured**: every billed request of the measured windows (bench/cost.ts's 64-bucket runs at the deployed writer batch, and the anchors) is put down to what it grows with (\`bench/lib/cost-model.ts\`): the writer's data PUTs and SQS sends per bucket a batch touches, its other requests per invocation, its event source's receives and deletes per row; the compactor's data GETs per file it reads (the level-0 files and the base file), its other requests per bucket compacted; the committer's per snapshot; each event source's per invocation; maintenance per second. A unit cost is the pooled requests over the pooled quantity.
-- **Counts, simulated**: \`bench/simulate.ts\` (folded commits, the committer lease, the lag calibration of "Beyond this machine" below) counts the writer invocations, the buckets they touch, the bucket compactions with their jobs and files, the compactor slot-seconds (working or waiting for the commit), the snapshots and the committer invocations.
-- **Writer batches**: the event source's 5 pollers each fill a batch for the 5 s window, so a writer invocation takes min(1,000, rate × 5 s ÷ 5) rows (bench/cost.ts measured about one invocation a second at 100 rows/s); a batch of n random keys touches B·(1 − (1 − 1/B)^n) of B buckets; writers stop at 8 concurrent, each busy for its duration (fitted against the buckets touched).
-- **Durations**: Lambda-estimated as in bench/cost.ts; writer from the fit, compactor = the simulated slot-seconds at 3,008 MB, committer = measured ms per snapshot × snapshots (at most 2 invocations at once), maintenance as measured.
-- **Storage, CloudWatch**: the measured table's bytes plus an hour of the writers' PUT bytes per row and of compactions (each rewrites its bucket's share); CloudWatch's metrics, alarms and dashboard of one table as measured, 1,500 log bytes per invocation.
-- **Managed Flink + Paimon**: \`flinkAssumption\` for the buckets a 10 s checkpoint's rows touch (\`flinkAssumptionTouched\`).
-- **Not modelled**: cold starts, S3 request-rate limits per prefix, SQS FIFO throughput limits, the compactor's own follow-up jobs beyond the measured per-compaction rate, retries.`
+function assumptions(r: CostSimResult): string {
+  const k = r.options.speed ?? { compaction: 1, commit: 1 }
+  return [
+    `- **Unit costs, measured**: every billed request of the measured windows (bench/cost.ts's 64-bucket runs at the deployed writer batch, and the anchor) is put down to what it grows with (\`bench/lib/cost-model.ts\`): the writer's data PUTs and SQS sends per bucket its batch touches, its other requests per invocation, its event source's receives and deletes per row; the compactor's data GETs per file it reads (the level-0 files and one base file), its other requests per bucket compacted; the committer's per snapshot; each event source's per invocation; maintenance per second, as measured at 64 buckets. A unit cost is the pooled requests over the pooled quantity.`,
+    `- **Counts, simulated**: \`bench/simulate.ts\`, folded commits behind the committer lease, counts the writer invocations, the buckets they touch, the bucket compactions with their jobs and files, the compactor slot-seconds (working, or waiting for the commit), the snapshots and the committer invocations. Its compaction and commit costs (the lag calibration of "Beyond this machine" below) are scaled by the factors at which it runs the measured runs' bucket compactions and snapshots a second: compaction ×${k.compaction.toFixed(1)}, commit ×${k.commit.toFixed(1)} (this machine's compactor and committer are that much slower than the lag calibration says); the column "at the lag model's speeds" leaves them unscaled.`,
+    `- **Writer batches**: the event source's 5 pollers each fill a batch for the 5 s window, so an invocation takes min(1,000, rate × 5 s ÷ 5) rows (bench/cost.ts measured about one invocation a second at 100 rows/s); n random keys touch B·(1 − (1 − 1/B)^n) of B buckets. At most 8 writers run: when they cannot keep up, rows queue and batches grow up to 1,000 rows; beyond that the rate written is what 8 writers manage.`,
+    `- **Durations** (Lambda-estimated as in bench/cost.ts): writer ${r.calibration.writerMs.base.toFixed(0)} ms (the 64-bucket runs' invocations less their per-bucket part) + ${r.calibration.writerMs.perBucket.toFixed(1)} ms per bucket touched (the anchor's writer CPU time per bucket, stretched to 1,024 MB's share of a vCPU; the anchor's other waits were for a backend starved on this machine); compactor the simulated slot-seconds at 3,008 MB; committer ${r.calibration.committerMsPerSnapshot.toFixed(0)} ms per snapshot as measured, at most 2 invocations at once.`,
+    `- **Sustained**: "compaction jobs pile up" when the simulated compaction queue grows over the window or the lag does (a bucket compaction takes at most 10 jobs, the FIFO batch, but all its level-0 files, so the lag can stay bounded while jobs pile up).`,
+    `- **Storage, CloudWatch**: the measured table's bytes plus an hour of the writers' PUT bytes per row and of compactions (each rewrites its bucket's share); one table's metrics, alarms and dashboard as in bench/cost.ts, 1,500 log bytes per invocation.`,
+    `- **Managed Flink + Paimon**: \`flinkAssumption\` for the buckets a 10 s checkpoint's rows touch (\`flinkAssumptionTouched\` in \`bench/lib/cost-report.ts\`).`,
+    `- **Not modelled**: cold starts, S3 request rates per prefix, SQS FIFO throughput limits, retries, reads.`,
+  ].join('\n')
+}
 
 export function costSimMarkdown(r: CostSimResult): string {
   const within = r.check.filter((c) => c.run.params.writerBatchSize === DEFAULT_SQS_INGEST.batchSize)
   const worst = Math.max(...within.map((c) => Math.abs(c.deviation)))
   const at = (rate: number, t: number) => r.points.find((p) => p.rate === rate && p.taskThreads === t)
   const mid = at(1000, 4) ?? r.points[0]
-  const writerPuts = mid.estimated.lines.find((l) => l.item === 'writer PUT/COPY/POST/LIST')
-  const anchors = r.anchors.map((a) => `${a.params.buckets} buckets at ${a.params.rate} rows/s, task-threads ${a.params.taskThreads}, ${a.params.seconds} s: ${a.functions.writer.invocations} writer invocations of ${(a.rowsWritten / Math.max(1, a.functions.writer.invocations)).toFixed(0)} rows, ${a.functions.compactor.invocations} compactor invocations, ${a.ingestBacklog} rows queued at the end`).join('; ')
+  // the level-0 files alone: one data PUT per bucket touched
+  const l0 = (p: ModelPoint) => (p.sim.usage.bucketsTouched * (r.calibration.perUnit.bucketTouched.writer?.s3Tier1 ?? 0) * (SECONDS_PER_MONTH / r.options.seconds) * r.prices.prices['s3.standard.tier1'].usd) / p.estimated.usdPerMonth
+  const others = r.check.filter((c) => c.run.params.writerBatchSize !== DEFAULT_SQS_INGEST.batchSize)
+  const anchors = r.anchors.map((a) => {
+    const w = a.functions.writer
+    const each = (x: number | undefined) => ((x ?? 0) / Math.max(1, w.invocations) / 1000).toFixed(1)
+    return `${a.params.buckets} buckets at ${a.params.rate} rows/s, task-threads ${a.params.taskThreads}, ${a.params.seconds} s window: ${Math.round(a.rowsSent / a.params.seconds)} rows/s sent, ${Math.round(a.rowsWritten / a.params.seconds)} written by ${w.invocations} writer invocations of ${(a.rowsWritten / Math.max(1, w.invocations)).toFixed(0)} rows (${each(w.wallMs)} s each on this machine, of which ${each(w.cpuMs)} s on a CPU and ${each(w.runQueueMs)} s waiting for one), ${a.functions.compactor.invocations} compactor invocations started, ${a.ingestBacklog} rows queued at the end`
+  }).join('; ')
   const c = r.calibration
   const x = r.crossover
   const scan = x.scan.map((p) => `${p.rate}: ${usd(p.strata)} vs ${usd(p.flink)}`).join(', ')
@@ -336,14 +349,15 @@ export function costSimMarkdown(r: CostSimResult): string {
     ? `at ${r.options.buckets.toLocaleString('en-US')} buckets, task-threads 4, ${x.crossings.map((c) => `${c.above} becomes the cheaper between ${c.from} and ${c.to} rows/s`).join('; ')} (Strata vs Flink a month, by rows/s: ${scan})`
     : `at ${r.options.buckets.toLocaleString('en-US')} buckets, task-threads 4, the cheaper one does not change between ${x.scan[0]?.rate} and ${x.scan.at(-1)?.rate} rows/s (${scan})`
   return [
-    `Command: \`${r.command}\` (calibration inputs: \`bench/out/cost.json\` from the run above${r.anchors.length ? `, \`bench/out/cost-anchor.json\` from \`npx tsx bench/cost-sim.ts --anchor\`` : ''}); ${r.options.seconds} simulated seconds after ${r.options.warmupSeconds} s warm-up per setting, seed ${r.options.seed}.`,
-    `Measured anchor${r.anchors.length === 1 ? '' : 's'}: ${anchors || 'none'}. Calibrated: writer ${c.writerMs.base.toFixed(0)} ms + ${c.writerMs.perBucket.toFixed(1)} ms per bucket touched; ${c.compactorInvocationsPerCompaction.toFixed(2)} compactor invocations per bucket compacted; committer ${c.committerMsPerSnapshot.toFixed(0)} ms per snapshot.`,
-    ASSUMPTIONS,
-    `The model's check: at 64 buckets, fed each measured run's writer invocations, the model's month is within ${(100 * worst).toFixed(0)}% of the measured one for the runs at the deployed batch (calibrated from; tolerance 25%: **${worst <= 0.25 ? 'met' : 'not met'}**); the batch-100 runs are not calibrated from:`,
+    `Command: \`${r.command}\` (calibration inputs: \`bench/out/cost.json\` from the run above${r.anchors.map((a) => `, \`bench/out/cost-anchor.json\` from \`npx tsx bench/cost-sim.ts --anchor --anchor-buckets ${a.params.buckets} --anchor-rate ${a.params.rate} --anchor-seconds ${a.params.seconds}\``).join('')}); ${r.options.seconds} simulated seconds after ${r.options.warmupSeconds} s warm-up per setting, seed ${r.options.seed}.`,
+    `Measured anchor${r.anchors.length === 1 ? '' : 's'} (where this machine stops at 1,024 buckets: well below 100 rows/s): ${anchors || 'none'}. Calibrated: writer ${c.writerMs.base.toFixed(0)} ms + ${c.writerMs.perBucket.toFixed(1)} ms per bucket touched; ${c.compactorInvocationsPerCompaction.toFixed(2)} compactor invocations per bucket compacted; committer ${c.committerMsPerSnapshot.toFixed(0)} ms per snapshot.`,
+    assumptions(r),
+    `The model's check: at 64 buckets, fed each measured run's writer invocations, the model's month is within ${(100 * worst).toFixed(0)}% of the measured one for the runs at the deployed batch (calibrated from; tolerance 25%: **${worst <= 0.25 ? 'met' : 'not met'}**); the batch-100 runs, not calibrated from, are off by ${others.map((c) => `${c.deviation >= 0 ? '+' : ''}${(100 * c.deviation).toFixed(0)}% (task-threads ${label(c.run.params.taskThreads)}, ${Math.round(c.run.rowsWritten / c.run.usage.seconds)} rows/s written)`).join(', ')}:`,
     checkTable(r.check),
     `${r.options.buckets.toLocaleString('en-US')} buckets (modelled), beside the smallest Managed Flink application:`,
     pointTable(r.points, r.atLagSpeeds),
-    `Crossover: ${cross}. What dominates: the level-0 PUTs, one per bucket a writer batch touches (${mid.rate} rows/s, task-threads ${label(mid.taskThreads)}: ${Math.round(mid.sim.usage.bucketsTouched / Math.max(1, mid.sim.usage.writerCommits))} buckets per invocation, writer PUT/COPY/POST/LIST ${writerPuts ? pct(writerPuts.usdPerMonth, mid.estimated.usdPerMonth) : '-'} of the month).`,
+    `Crossover: ${cross}.`,
+    `What dominates at ${r.options.buckets.toLocaleString('en-US')} buckets: the level-0 PUTs, one per bucket a writer batch touches, at task-threads 1 and 4 (${r.points.filter((p) => p.taskThreads !== -1).map((p) => `${p.rate} rows/s, ${label(p.taskThreads)}: ${pct(l0(p), 1)}`).join('; ')} of the month); at task-threads -1 the compactor's duration (${r.points.filter((p) => p.taskThreads === -1).map((p) => `${p.rate} rows/s: ${pct(p.estimated.lines.find((l) => l.item === 'compactor duration')?.usdPerMonth ?? 0, p.estimated.usdPerMonth)}`).join('; ')}), each of up to 1,000 compactors holding 3,008 MB while it waits for its commit.`,
     `Every line item at ${mid.rate} rows/s, task-threads ${label(mid.taskThreads)}:`,
     lineItems(mid),
   ].join('\n\n')
@@ -394,6 +408,7 @@ async function main(): Promise<void> {
     command: `npx tsx bench/cost-sim.ts ${process.argv.slice(2).join(' ')}`.trim(),
     options: { ...o, buckets },
     calibration: u,
+    prices,
     anchors: anchors.map((a) => ({ params: a.params, rowsSent: a.rowsSent, rowsWritten: a.rowsWritten, ingestBacklog: a.ingestBacklog, functions: a.functions })),
     check,
     points,
