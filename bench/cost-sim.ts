@@ -305,6 +305,8 @@ export interface CostSimResult {
   command: string
   options: ModelRunOptions & { buckets: number }
   calibration: UnitCosts
+  /** the anchors' own unit costs, every driver, for what the model leaves out */
+  anchorUnits: UnitCosts | null
   prices: PriceFile
   anchors: { params: AnchorRun['params']; rowsSent: number; rowsWritten: number; ingestBacklog: number; functions: AnchorRun['functions'] }[]
   check: CheckRow[]
@@ -325,8 +327,18 @@ function assumptions(r: CostSimResult): string {
     `- **Sustained**: "compaction jobs pile up" when the simulated compaction queue grows over the window or the lag does (a bucket compaction takes at most 10 jobs, the FIFO batch, but all its level-0 files, so the lag can stay bounded while jobs pile up).`,
     `- **Storage, CloudWatch**: the measured table's bytes plus an hour of the writers' PUT bytes per row and of compactions (each rewrites its bucket's share); one table's metrics, alarms and dashboard as in bench/cost.ts, 1,500 log bytes per invocation.`,
     `- **Managed Flink + Paimon**: \`flinkAssumption\` for the buckets a 10 s checkpoint's rows touch (\`flinkAssumptionTouched\` in \`bench/lib/cost-report.ts\`).`,
+    `- **The anchor** calibrates the writers' side only: its compactors and committer fell far behind its writers, no steady state.${anchorGap(r)}`,
     `- **Not modelled**: cold starts, S3 request rates per prefix, SQS FIFO throughput limits, retries, reads.`,
   ].join('\n')
+}
+
+/** What the anchor's compactor and committer did per unit, against the units the model uses. */
+function anchorGap(r: CostSimResult): string {
+  const a = r.anchorUnits
+  if (!a) return ''
+  const f = (x: number | undefined) => (x ?? 0).toFixed(1)
+  const u = r.calibration.perUnit
+  return ` What they did per unit there, against the 64-bucket units the model uses: ${f(a.perUnit.compaction.compactor?.s3Tier2)} GET/HEAD per bucket compacted (${f(u.compaction.compactor?.s3Tier2)}), ${f(a.perUnit.snapshot.committer?.s3Tier1)} PUT/LIST per snapshot (${f(u.snapshot.committer?.s3Tier1)}): at 1,024 buckets the model's compactor GET/HEAD and committer PUT/COPY/POST/LIST lines may be low by that much.`
 }
 
 export function costSimMarkdown(r: CostSimResult): string {
@@ -408,6 +420,7 @@ async function main(): Promise<void> {
     command: `npx tsx bench/cost-sim.ts ${process.argv.slice(2).join(' ')}`.trim(),
     options: { ...o, buckets },
     calibration: u,
+    anchorUnits: anchors.length ? calibrate(anchors, maintenance, true) : null,
     prices,
     anchors: anchors.map((a) => ({ params: a.params, rowsSent: a.rowsSent, rowsWritten: a.rowsWritten, ingestBacklog: a.ingestBacklog, functions: a.functions })),
     check,

@@ -17,6 +17,8 @@
 //   so a window's snapshots are the committer's snapshot-directory PUTs ÷ 2); its event
 //   source per invocation;
 // - maintenance: per second, as measured (one pass every 15 min, one orphan pass every 6 h).
+// A window whose compactors fell far behind its writers (`behind`) calibrates the writers'
+// side only.
 
 import type { RequestCount } from '../../local/request-counts.ts'
 import type { SimUsage } from '../simulate.ts'
@@ -104,6 +106,19 @@ export interface UnitCosts {
   from: { buckets: number; rowsPerSecond: number; taskThreads: number }[]
 }
 
+/** The drivers of the writer's side. */
+const WRITER_DRIVERS: readonly Driver[] = ['writerInvocation', 'bucketTouched', 'row']
+
+/**
+ * A window whose compactors fell far behind its writers (fewer bucket compactions than 5% of
+ * the buckets its writers touched: an anchor on a machine too small for its buckets) is no
+ * steady state for the compactor and the committer: it calibrates the writers' side only.
+ */
+export function behind(w: MeasuredWindow): boolean {
+  const q = measuredDrivers(w)
+  return q.compaction < 0.05 * q.bucketTouched
+}
+
 /** Least squares y = a + b·x; b = 0 when the xs do not vary; through the origin when the intercept comes out negative. */
 export function fitLine(xs: number[], ys: number[]): { a: number; b: number } {
   const n = xs.length
@@ -146,16 +161,18 @@ export interface MeasuredMaintenance {
   usage: FunctionUsage
 }
 
-export function calibrate(windows: MeasuredWindow[], maintenance: MeasuredMaintenance[]): UnitCosts {
+/** `allDrivers`: windows that are behind calibrate every driver too (to show what they measured). */
+export function calibrate(windows: MeasuredWindow[], maintenance: MeasuredMaintenance[], allDrivers = false): UnitCosts {
   const perUnit = Object.fromEntries(DRIVERS.map((d) => [d, {}])) as UnitCosts['perUnit']
   const totals = Object.fromEntries(DRIVERS.map((d) => [d, 0])) as Record<Driver, number>
   for (const w of windows) {
     const q = measuredDrivers(w)
-    for (const d of DRIVERS) totals[d] += q[d]
+    const uses = (d: Driver) => allDrivers || !behind(w) || WRITER_DRIVERS.includes(d)
+    for (const d of DRIVERS) if (uses(d)) totals[d] += q[d]
     for (const c of w.counts) {
       const comp = componentOf(c.caller)
       const d = driverOf(comp, c)
-      if (d && comp) addBilled((perUnit[d][comp] ??= emptyTally()), c)
+      if (d && comp && uses(d)) addBilled((perUnit[d][comp] ??= emptyTally()), c)
     }
   }
   for (const d of DRIVERS) for (const t of Object.values(perUnit[d])) for (const k of Object.keys(t) as (keyof RequestTally)[]) t[k] /= Math.max(1e-9, totals[d])
