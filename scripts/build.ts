@@ -1,5 +1,5 @@
 // The package's build (`npm run build`, and `npm pack` through prepack): dist/ holds
-// - the library, the CLI, the CDK construct library and `strata local`, compiled by tsc
+// - the library, the CLI, the CDK construct library and `strata local`, compiled by TypeScript 7's tsc
 //   (tsconfig.build.json) to JavaScript with declarations and source maps;
 // - dist/bundles/<kind>/index.mjs: every Lambda handler bundled by esbuild with the options
 //   the CDK stack uses (cdk/bundling.ts), so the construct library deploys them as they are
@@ -14,7 +14,7 @@ import { BUNDLING, ENTRIES, REPO_ROOT } from '../cdk/bundling.ts'
 const DIST = join(REPO_ROOT, 'dist')
 
 rmSync(DIST, { recursive: true, force: true })
-execFileSync(process.execPath, [join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(REPO_ROOT, 'tsconfig.build.json')], { stdio: 'inherit' })
+execFileSync(process.execPath, [join(REPO_ROOT, 'node_modules', 'typescript-native', 'bin', 'tsc'), '-p', join(REPO_ROOT, 'tsconfig.build.json')], { stdio: 'inherit' })
 
 for (const [kind, entry] of Object.entries(ENTRIES)) {
   await build({
