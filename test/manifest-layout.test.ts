@@ -60,13 +60,13 @@ describe('manifest layout', () => {
   })
 
   it('a job on one bucket opens only the manifests of its group, however many buckets the table has', async () => {
-    // the same 40 commits into tables of 64 and 1,024 buckets: one bucket's manifests are
+    // the same 20 commits into tables of 64 and 1,024 buckets: one bucket's manifests are
     // the same in number; the table-wide listing is not
     const opened: Record<number, { pruned: number; all: number }> = {}
     for (const buckets of [64, 1024]) {
       const store = new TracedStore(new MemoryStore())
       const table = await Table.create(store, schema(buckets, { 'manifest.merge-min-count': '10' }))
-      for (let c = 0; c < 40; c++) await write(table, Array.from({ length: 300 }, (_, i) => ({ k: (c * 7919 + i * 104729) % 200_000, v: `c${c}` })))
+      for (let c = 0; c < 20; c++) await write(table, Array.from({ length: 300 }, (_, i) => ({ k: (c * 7919 + i * 104729) % 200_000, v: `c${c}` })))
       const cold = await Table.open(store)
       const s = (await cold.snapshots.latest())!
       const bucket = (await cold.manifests.deltaEntries(s))[0].bucket
