@@ -279,37 +279,44 @@ export async function planScanChunks(table: ScanContext, opts: ScanOptions = {})
   const wanted = metas.filter((m) => t.scope.mayHold(m))
   const groups = independentGroups(wanted, table.view.partitionFields.map((f) => f.type))
   const limit = table.view.options.ioMaxConcurrentRequests
+  /** A group's splits by place: its manifests read and folded, keeping where each live file was added. */
+  const planGroup = async (group: number[]): Promise<{ place: number; split: Split }[]> => {
+    const all = await mapBounded(group, limit, (i) => table.manifests.readManifest(wanted[i].fileName))
+    const live = new Map<string, ManifestEntry>()
+    const place = new Map<string, number>()
+    all.forEach((entries, k) => {
+      for (let j = 0; j < entries.length; j++) {
+        const e = entries[j]
+        if (!t.scope.holds(e.partition, e.bucket)) continue
+        const id = fileIdentifier(e)
+        if (e.kind !== FileKind.ADD) {
+          live.delete(id)
+          place.delete(id)
+        } else {
+          if (!place.has(id)) place.set(id, placeOf(group[k], j))
+          live.set(id, e)
+        }
+      }
+    })
+    return t.splitsOf(live.values()).map((split) => ({ place: place.get(fileIdentifier(split.files[0]))!, split }))
+  }
+  /** Splits waiting, with a group's added: those placed before `bound` go on, in place order. */
+  const release = (waiting: { place: number; split: Split }[], bound: number) => {
+    waiting.sort((a, b) => a.place - b.place)
+    const k = waiting.findIndex((w) => w.place >= bound)
+    return { ready: (k === -1 ? waiting : waiting.slice(0, k)).map((w) => w.split), waiting: k === -1 ? [] : waiting.slice(k) }
+  }
   async function* splits(): AsyncGenerator<Split[]> {
-    // splits planned and not handed on yet, by place
+    // splits planned and not handed on yet
     let waiting: { place: number; split: Split }[] = []
     for (let g = 0; g < groups.length; g++) {
-      const group = groups[g]
-      const all = await mapBounded(group, limit, (i) => table.manifests.readManifest(wanted[i].fileName))
-      // foldEntries, keeping where each live file was added
-      const live = new Map<string, ManifestEntry>()
-      const place = new Map<string, number>()
-      all.forEach((entries, k) => {
-        for (let j = 0; j < entries.length; j++) {
-          const e = entries[j]
-          if (!t.scope.holds(e.partition, e.bucket)) continue
-          const id = fileIdentifier(e)
-          if (e.kind !== FileKind.ADD) {
-            live.delete(id)
-            place.delete(id)
-          } else {
-            if (!place.has(id)) place.set(id, placeOf(group[k], j))
-            live.set(id, e)
-          }
-        }
-      })
-      for (const split of t.splitsOf(live.values())) waiting.push({ place: place.get(fileIdentifier(split.files[0]))!, split })
-      waiting.sort((a, b) => a.place - b.place)
+      for (const w of await planGroup(groups[g])) waiting.push(w)
       // a group not read yet places its files at or after its first manifest
-      const bound = g + 1 < groups.length ? placeOf(groups[g + 1][0], 0) : Infinity
-      const ready = waiting.findIndex((w) => w.place >= bound)
-      const out = ready === -1 ? waiting : waiting.slice(0, ready)
-      waiting = ready === -1 ? [] : waiting.slice(ready)
-      if (out.length) yield out.map((w) => w.split)
+      let r: ReturnType<typeof release> | null = release(waiting, g + 1 < groups.length ? placeOf(groups[g + 1][0], 0) : Infinity)
+      waiting = r.waiting
+      if (r.ready.length) yield r.ready
+      // a suspended generator keeps its locals: what was handed on must not stay reachable here
+      r = null
     }
   }
   return { snapshot: t.snapshot, splits: splits(), columns: t.columns, dvIndex }
