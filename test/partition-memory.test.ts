@@ -185,23 +185,49 @@ describe('a read plans one run of manifests at a time', () => {
     expect(most).toBeLessThan(6_000)
   })
 
-  it('streams splits in the order of the whole plan, whatever the commits, deletes and compactions', async () => {
-    const op = fc.record({ p: fc.integer({ min: 0, max: 40 }), id: fc.integer({ min: 0, max: 2 }), del: fc.boolean() })
-    await fc.assert(
-      fc.asyncProperty(fc.array(fc.record({ ops: fc.array(op, { minLength: 1, maxLength: 30 }), compact: fc.boolean() }), { minLength: 1, maxLength: 6 }), async (batches) => {
-        const table = await Table.create(new MemoryStore(), { ...SCHEMA, options: { ...SCHEMA.options, 'manifest.merge-min-count': '4' } })
-        for (const b of batches) {
-          await writeBatch(table, b.ops.map((o) => rec(o.p, o.id, 'v', o.del ? RowKind.DELETE : RowKind.INSERT)))
-          if (b.compact) await compactTable(table, { full: true })
-          const whole = (await planScan(table)).splits.map((s) => `${s.path}:${s.files.map((f) => f.file.fileName).join(',')}`)
-          const streamed: string[] = []
-          for await (const splits of (await planScanChunks(table)).splits) for (const s of splits) streamed.push(`${s.path}:${s.files.map((f) => f.file.fileName).join(',')}`)
-          expect(streamed).toEqual(whole)
-        }
-      }),
-      { numRuns: 15 },
-    )
-  }, 120_000)
+  // partitioned by one INT, by an INT and a STRING, and not at all (groups by bucket range)
+  const layouts = [
+    { name: 'one partition field', schema: SCHEMA, row: (p: number, id: number): Row => [p, BigInt(id), 'v'] },
+    {
+      name: 'two partition fields',
+      schema: {
+        fields: [
+          { name: 'p', type: 'INT NOT NULL' },
+          { name: 'q', type: 'STRING NOT NULL' },
+          { name: 'id', type: 'BIGINT NOT NULL' },
+        ],
+        primaryKeys: ['p', 'q', 'id'],
+        partitionKeys: ['p', 'q'],
+        options: { bucket: '2' },
+      },
+      row: (p: number, id: number): Row => [p % 13, `q${p % 3}`, BigInt(id)],
+    },
+    {
+      name: 'no partitions',
+      schema: { fields: [{ name: 'id', type: 'BIGINT NOT NULL' }, { name: 'v', type: 'STRING' }], primaryKeys: ['id'], partitionKeys: [], options: { bucket: '8', 'manifest.bucket-group-size': '2' } },
+      row: (p: number, id: number): Row => [BigInt(p * 3 + id), 'v'],
+    },
+  ]
+  for (const layout of layouts) {
+    it(`streams splits in the order of the whole plan, whatever the commits, deletes and compactions (${layout.name})`, async () => {
+      const op = fc.record({ p: fc.integer({ min: 0, max: 40 }), id: fc.integer({ min: 0, max: 2 }), del: fc.boolean() })
+      await fc.assert(
+        fc.asyncProperty(fc.array(fc.record({ ops: fc.array(op, { minLength: 1, maxLength: 30 }), compact: fc.boolean() }), { minLength: 1, maxLength: 6 }), async (batches) => {
+          const schema = layout.schema as typeof SCHEMA
+          const table = await Table.create(new MemoryStore(), { ...schema, options: { ...schema.options, 'manifest.merge-min-count': '4' } })
+          for (const b of batches) {
+            await writeBatch(table, b.ops.map((o) => ({ row: layout.row(o.p, o.id), kind: o.del ? RowKind.DELETE : RowKind.INSERT })))
+            if (b.compact) await compactTable(table, { full: true })
+            const whole = (await planScan(table)).splits.map((s) => `${s.path}:${s.files.map((f) => f.file.fileName).join(',')}`)
+            const streamed: string[] = []
+            for await (const splits of (await planScanChunks(table)).splits) for (const s of splits) streamed.push(`${s.path}:${s.files.map((f) => f.file.fileName).join(',')}`)
+            expect(streamed).toEqual(whole)
+          }
+        }),
+        { numRuns: 12 },
+      )
+    }, 120_000)
+  }
 
   it('reads back a model across writes of many partitions, compactions and deletes', async () => {
     const table = await Table.create(new MemoryStore(), { ...SCHEMA, options: { ...SCHEMA.options, 'manifest.merge-min-count': '3' } })
