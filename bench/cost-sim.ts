@@ -308,7 +308,7 @@ export interface CostSimResult {
   /** the anchors' own unit costs, every driver, for what the model leaves out */
   anchorUnits: UnitCosts | null
   prices: PriceFile
-  anchors: { params: AnchorRun['params']; rowsSent: number; rowsWritten: number; ingestBacklog: number; functions: AnchorRun['functions'] }[]
+  anchors: Pick<AnchorRun, 'params' | 'rowsSent' | 'rowsWritten' | 'ingestBacklog' | 'functions' | 'loadAvg'>[]
   check: CheckRow[]
   points: ModelPoint[]
   /** the same settings at the lag calibration's own speeds (its Lambda fit), for the spread */
@@ -352,7 +352,8 @@ export function costSimMarkdown(r: CostSimResult): string {
   const anchors = r.anchors.map((a) => {
     const w = a.functions.writer
     const each = (x: number | undefined) => ((x ?? 0) / Math.max(1, w.invocations) / 1000).toFixed(1)
-    return `${a.params.buckets} buckets at ${a.params.rate} rows/s, task-threads ${a.params.taskThreads}, ${a.params.seconds} s window: ${Math.round(a.rowsSent / a.params.seconds)} rows/s sent, ${Math.round(a.rowsWritten / a.params.seconds)} written by ${w.invocations} writer invocations of ${(a.rowsWritten / Math.max(1, w.invocations)).toFixed(0)} rows (${each(w.wallMs)} s each on this machine, of which ${each(w.cpuMs)} s on a CPU and ${each(w.runQueueMs)} s waiting for one), ${a.functions.compactor.invocations} compactor invocations started, ${a.ingestBacklog} rows queued at the end`
+    const load = a.loadAvg ? ` (load average ${a.loadAvg.start.toFixed(1)} and ${a.loadAvg.end.toFixed(1)} on ${a.loadAvg.cores} cores)` : ''
+    return `${a.params.buckets} buckets at ${a.params.rate} rows/s, task-threads ${a.params.taskThreads}, ${a.params.seconds} s window${load}: ${Math.round(a.rowsSent / a.params.seconds)} rows/s sent, ${Math.round(a.rowsWritten / a.params.seconds)} written by ${w.invocations} writer invocations of ${(a.rowsWritten / Math.max(1, w.invocations)).toFixed(0)} rows (${each(w.wallMs)} s each on this machine, of which ${each(w.cpuMs)} s on a CPU and ${each(w.runQueueMs)} s waiting for one), ${a.functions.compactor.invocations} compactor invocations started, ${a.ingestBacklog} rows queued at the end`
   }).join('; ')
   const c = r.calibration
   const x = r.crossover
@@ -422,7 +423,7 @@ async function main(): Promise<void> {
     calibration: u,
     anchorUnits: anchors.length ? calibrate(anchors, maintenance, true) : null,
     prices,
-    anchors: anchors.map((a) => ({ params: a.params, rowsSent: a.rowsSent, rowsWritten: a.rowsWritten, ingestBacklog: a.ingestBacklog, functions: a.functions })),
+    anchors: anchors.map((a) => ({ params: a.params, rowsSent: a.rowsSent, rowsWritten: a.rowsWritten, ingestBacklog: a.ingestBacklog, functions: a.functions, loadAvg: a.loadAvg })),
     check,
     points,
     atLagSpeeds,

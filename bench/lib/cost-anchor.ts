@@ -4,6 +4,7 @@
 // the window's request counts by caller and each function's invocations, Lambda-estimated
 // durations and records. No maintenance pass, no bill: the model prices.
 
+import { availableParallelism, loadavg } from 'node:os'
 import { join } from 'node:path'
 import { countsSince, type RequestCount } from '../../local/request-counts.ts'
 import { startLocalRuntime, type LocalRuntime } from '../../local/runtime/local-runtime.ts'
@@ -56,6 +57,8 @@ export interface AnchorRun extends MeasuredWindow {
   params: AnchorParams
   rowsSent: number
   ingestBacklog: number
+  /** the machine's 1-minute load average when the window opened and closed, and its cores */
+  loadAvg?: { start: number; end: number; cores: number }
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -112,9 +115,11 @@ export async function runAnchor(p: AnchorParams, log: (s: string) => void): Prom
     const before = rt.backend.requestCounts!()
     const sentBefore = sent.rows
     const from = Date.now()
+    const loadStart = loadavg()[0]
     await sleep(p.seconds * 1000)
     const counts = countsSince(before, rt.backend.requestCounts!())
     const until = Date.now()
+    const loadEnd = loadavg()[0]
     stop.done = true
     await sender
     const ingestBacklog = await rt.queueDepth(rt.ingestQueueUrl)
@@ -127,7 +132,7 @@ export async function runAnchor(p: AnchorParams, log: (s: string) => void): Prom
       const sum = (f: (i: (typeof mine)[number]) => number) => mine.reduce((n, i) => n + f(i), 0)
       return [fn, { invocations: mine.length, estimatedMs: sum((i) => i.estimatedMs), records: sum((i) => i.records), wallMs: sum((i) => i.wallMs), cpuMs: sum((i) => i.cpuMs), runQueueMs: sum((i) => i.runQueueMs) }]
     })) as Record<FunctionName, AnchorFunction>
-    return { params: p, buckets: p.buckets, taskThreads: p.taskThreads, seconds: (until - from) / 1000, rowsSent: sent.rows - sentBefore, rowsWritten: functions.writer.records, ingestBacklog, functions, counts, tableBytes }
+    return { params: p, buckets: p.buckets, taskThreads: p.taskThreads, seconds: (until - from) / 1000, rowsSent: sent.rows - sentBefore, rowsWritten: functions.writer.records, ingestBacklog, loadAvg: { start: loadStart, end: loadEnd, cores: availableParallelism() }, functions, counts, tableBytes }
   } catch (e) {
     await rt.stop()
     throw e
