@@ -32,7 +32,7 @@ import { InlinePageCompressor, type PageArena, type PageCompressor } from './pag
 import { releaseSnappyScratch, writeVarint } from './snappy.ts'
 import { type Dictionary, buildDictionary, releaseDictionaryScratch, sampleAllows } from './parquet-encode-dictionary.ts'
 import { ENC_PLAIN, ENC_RLE_DICTIONARY, SCRATCH_KEEP, dataPageHeader, dictionaryPageHeader, encodeObjs, encodeUtf8, ensureLevels, ensureScratch, header, levelScratch, pageStarts, releasePageScratch, writeHybrid, writePlain } from './parquet-encode-pages.ts'
-import { Kind, prepare } from './parquet-encode-columns.ts'
+import { Kind, type Prepared, prepare } from './parquet-encode-columns.ts'
 import { bounds, compareStat, isFloat } from './parquet-encode-stats.ts'
 import { type NestedColumn, shred } from './parquet-nested.ts'
 
@@ -105,129 +105,24 @@ export function planRanges(plan: ChunkPlan, ranges: number[]): void {
 /**
  * Encodes rows [0, rows) of `col` as the pages of one column chunk of `element` into `arena`.
  * `col` holds physical values (lib/format/columnar-types.ts): a typed array holds no nulls.
- * `placeChunk` writes the pages once they are compressed.
+ * `placeChunk` writes the pages once they are compressed. Its steps are small functions of
+ * their own (V8 compiles a small function sooner and faster than one large one, which
+ * matters in a process's first job: docs/benchmarks.md "The cold start's levers").
  */
 export function encodeColumnChunk(arena: PageArena, element: SchemaElement, col: Column, rows: number, opts: Omit<ChunkEncodeOptions, 'compress'>): ChunkPlan {
   const p = prepare(element, col, rows)
   const planned: number[] = []
-  let dict: Dictionary | null = null
-  if (p.kind !== Kind.Boolean && p.nonNull > 0 && sampleAllows(p, element, col)) dict = buildDictionary(p, element)
+  const dict = p.kind !== Kind.Boolean && p.nonNull > 0 && sampleAllows(p, element, col) ? buildDictionary(p, element) : null
   // the bounds of a dictionary's objects are those of its entries
-  const stats = dict?.entries ? bounds({ ...p, objs: dict.entries }, element, 0, dict.size) : bounds(p, element, 0, p.nonNull)
-
-  if (dict !== null) {
-    let plain: { bytes: Uint8Array; length: number }
-    if (p.u8 !== null) {
-      const { buf, ends } = encodeUtf8(p.u8, dict.firsts, dict.size)
-      plain = { bytes: buf, length: ends[dict.size - 1] }
-    } else if (dict.firsts !== null) {
-      const width = p.width
-      const w = p.words!
-      const vals = new Int32Array(dict.size * width)
-      const f = dict.firsts
-      if (width === 1) for (let e = 0; e < dict.size; e++) vals[e] = w[f[e]]
-      else {
-        for (let e = 0; e < dict.size; e++) {
-          vals[2 * e] = w[2 * f[e]]
-          vals[2 * e + 1] = w[2 * f[e] + 1]
-        }
-      }
-      plain = { bytes: new Uint8Array(vals.buffer), length: vals.byteLength }
-    } else {
-      const { buf, ends } = encodeObjs(dict.entries!, dict.size, p.kind, element)
-      plain = { bytes: buf, length: ends[dict.size - 1] }
-    }
-    const at = arena.length
-    arena.append(plain.bytes.subarray(0, plain.length))
-    planned.push(at, at, arena.length, 0, 0, 0, 0, 0)
-  }
-
+  const stats = dict !== null && dict.entries !== null ? bounds({ ...p, objs: dict.entries }, element, 0, dict.size) : bounds(p, element, 0, p.nonNull)
+  if (dict !== null) appendDictionaryPage(arena, p, dict, element, planned)
   // PLAIN objects are encoded once for the chunk: their UTF-8 lengths set the page breaks
-  const plainObjs = dict !== null ? null : p.u8 !== null ? encodeUtf8(p.u8, null, p.nonNull) : p.objs !== null ? encodeObjs(p.objs, p.nonNull, p.kind, element) : null
-  const prefix = p.kind === Kind.ByteArray ? 4 : 0
-  const starts = pageStarts(p, dict !== null, opts.pageSize, plainObjs?.ends ?? null, prefix)
-  const pages = starts.length
-  const optional = element.repetition_type !== 'REQUIRED'
+  const plainObjs = dict !== null ? null : plainObjects(p, element)
+  const starts = pageStarts(p, dict !== null, opts.pageSize, plainObjs === null ? null : plainObjs.ends, p.kind === Kind.ByteArray ? 4 : 0)
   const float = isFloat(p)
-  let columnIndex: PageColumnIndex | undefined =
-    opts.columnIndex && pages > 1 ? { null_pages: [], min_values: [], max_values: [], boundary_order: 'UNORDERED', null_counts: [], ...(float ? { nan_counts: [] } : {}) } : undefined
-  let ascending = true
-  let descending = true
-  let prevMin: unknown
-  let prevMax: unknown
-
-  const defs = p.defs
-  let a = 0 // first non-null value of the page
-  for (let pg = 0; pg < pages; pg++) {
-    const r0 = starts[pg]
-    const r1 = pg + 1 < pages ? starts[pg + 1] : rows
-    let b = a
-    if (defs === null) b = a + (r1 - r0)
-    else for (let r = r0; r < r1; r++) b += defs[r]
-    const nulls = r1 - r0 - (b - a)
-    const levelStart = arena.length
-
-    // definition levels
-    if (optional) {
-      let defBytes: number
-      if (defs === null || nulls === 0) {
-        const buf = ensureLevels(16)
-        defBytes = writeVarint(buf, 0, (r1 - r0) * 2)
-        buf[defBytes++] = 1
-      } else {
-        const buf = ensureLevels((r1 - r0) / 4 + 32)
-        defBytes = writeHybrid(buf, 0, defs, r0, r1, 1)
-      }
-      arena.append(levelScratch.subarray(0, defBytes))
-    }
-
-    // values
-    const valueStart = arena.length
-    if (dict !== null) {
-      const buf = ensureScratch(Math.ceil(((b - a) * (dict.bitWidth + 1)) / 8) * 2 + 64)
-      buf[0] = dict.bitWidth
-      const end = writeHybrid(buf, 1, dict.indices, a, b, dict.bitWidth)
-      arena.append(buf.subarray(0, end))
-    } else if (plainObjs !== null) {
-      arena.append(plainObjs.buf.subarray(a === 0 ? 0 : plainObjs.ends[a - 1], b === 0 ? 0 : plainObjs.ends[b - 1]))
-    } else {
-      arena.append(writePlain(p, a, b))
-    }
-    planned.push(levelStart, valueStart, arena.length, r1 - r0, nulls, r0, r1 - r0, 0)
-
-    if (columnIndex !== undefined) {
-      const { min, max, nans } = bounds(p, element, a, b)
-      const nullPage = b === a
-      const minBytes = unconvertMinMax(min as never, element as never, false)
-      const maxBytes = unconvertMinMax(max as never, element as never, true)
-      if (!nullPage && (!minBytes || !maxBytes)) {
-        columnIndex = undefined // a page of NaNs only has no bounds; the index is dropped
-      } else {
-        columnIndex.null_pages.push(nullPage)
-        columnIndex.min_values.push(minBytes ?? new Uint8Array())
-        columnIndex.max_values.push(maxBytes ?? new Uint8Array())
-        columnIndex.null_counts!.push(BigInt(nulls))
-        if (float) columnIndex.nan_counts!.push(BigInt(nans))
-        if (min !== undefined) {
-          if (prevMin !== undefined) {
-            const c = compareStat(prevMin, min)
-            if (c > 0) ascending = false
-            if (c < 0) descending = false
-          }
-          const c = prevMax !== undefined ? compareStat(prevMax, max) : 0
-          if (c > 0) ascending = false
-          if (c < 0) descending = false
-          prevMin = min
-          prevMax = max
-        }
-      }
-    }
-    a = b
-  }
-  if (columnIndex !== undefined) columnIndex.boundary_order = ascending ? 'ASCENDING' : descending ? 'DESCENDING' : 'UNORDERED'
+  const index = opts.columnIndex && starts.length > 1 ? new PageIndexBuilder(float) : null
+  appendDataPages(arena, p, element, rows, starts, dict, plainObjs, index, planned)
   releaseScratch()
-
-  const statistics = { min_value: stats.min, max_value: stats.max, null_count: BigInt(rows - p.nonNull), ...(float ? { nan_count: BigInt(stats.nans) } : {}) }
   return {
     element,
     rows,
@@ -235,8 +130,159 @@ export function encodeColumnChunk(arena: PageArena, element: SchemaElement, col:
     dictEntries: dict !== null ? dict.size : -1,
     pages: planned,
     encoding: dict !== null ? ENC_RLE_DICTIONARY : ENC_PLAIN,
-    stats: statistics as ColumnMetaData['statistics'],
-    columnIndex,
+    stats: chunkStatistics(stats, rows - p.nonNull, float),
+    columnIndex: index === null ? undefined : index.result(),
+  }
+}
+
+function chunkStatistics(stats: { min: unknown; max: unknown; nans: number }, nulls: number, float: boolean): ColumnMetaData['statistics'] {
+  const statistics = { min_value: stats.min, max_value: stats.max, null_count: BigInt(nulls), ...(float ? { nan_count: BigInt(stats.nans) } : {}) }
+  return statistics as ColumnMetaData['statistics']
+}
+
+/** The chunk's PLAIN objects (strings, bytes, fixed-length decimals) encoded, or null for a fixed-width kind. */
+function plainObjects(p: Prepared, element: SchemaElement): { buf: Uint8Array; ends: Int32Array } | null {
+  if (p.u8 !== null) return encodeUtf8(p.u8, null, p.nonNull)
+  if (p.objs !== null) return encodeObjs(p.objs, p.nonNull, p.kind, element)
+  return null
+}
+
+/** Appends the dictionary page's values (its entries PLAIN) to `arena`, and the page to `planned`. */
+function appendDictionaryPage(arena: PageArena, p: Prepared, dict: Dictionary, element: SchemaElement, planned: number[]): void {
+  const at = arena.length
+  if (p.u8 !== null) {
+    const { buf, ends } = encodeUtf8(p.u8, dict.firsts, dict.size)
+    arena.append(buf.subarray(0, ends[dict.size - 1]))
+  } else if (dict.firsts !== null) {
+    const vals = dictionaryWords(p.words!, p.width, dict.firsts, dict.size)
+    arena.append(new Uint8Array(vals.buffer, 0, vals.byteLength))
+  } else {
+    const { buf, ends } = encodeObjs(dict.entries!, dict.size, p.kind, element)
+    arena.append(buf.subarray(0, ends[dict.size - 1]))
+  }
+  planned.push(at, at, arena.length, 0, 0, 0, 0, 0)
+}
+
+/** The words of a fixed-width dictionary's entries, `width` per entry, from their first positions. */
+function dictionaryWords(w: Int32Array, width: number, f: Int32Array, size: number): Int32Array {
+  const vals = new Int32Array(size * width)
+  if (width === 1) for (let e = 0; e < size; e++) vals[e] = w[f[e]]
+  else {
+    for (let e = 0; e < size; e++) {
+      vals[2 * e] = w[2 * f[e]]
+      vals[2 * e + 1] = w[2 * f[e] + 1]
+    }
+  }
+  return vals
+}
+
+/** Non-null rows of [r0, r1): the sum of their definition levels. */
+function countDefined(defs: Uint8Array, r0: number, r1: number): number {
+  let n = 0
+  for (let r = r0; r < r1; r++) n += defs[r]
+  return n
+}
+
+/** Appends the data pages that begin at `starts` (levels, then values) to `arena`, and each page to `planned`. */
+function appendDataPages(arena: PageArena, p: Prepared, element: SchemaElement, rows: number, starts: number[], dict: Dictionary | null, plainObjs: { buf: Uint8Array; ends: Int32Array } | null, index: PageIndexBuilder | null, planned: number[]): void {
+  const pages = starts.length
+  const optional = element.repetition_type !== 'REQUIRED'
+  const defs = p.defs
+  let a = 0 // first non-null value of the page
+  for (let pg = 0; pg < pages; pg++) {
+    const r0 = starts[pg]
+    const r1 = pg + 1 < pages ? starts[pg + 1] : rows
+    const b = defs === null ? a + (r1 - r0) : a + countDefined(defs, r0, r1)
+    const nulls = r1 - r0 - (b - a)
+    const levelStart = arena.length
+    if (optional) appendDefinitionLevels(arena, defs, r0, r1, nulls)
+    const valueStart = arena.length
+    if (dict !== null) appendIndices(arena, dict, a, b)
+    else if (plainObjs !== null) arena.append(plainObjs.buf.subarray(a === 0 ? 0 : plainObjs.ends[a - 1], b === 0 ? 0 : plainObjs.ends[b - 1]))
+    else arena.append(writePlain(p, a, b))
+    planned.push(levelStart, valueStart, arena.length, r1 - r0, nulls, r0, r1 - r0, 0)
+    if (index !== null) index.add(p, element, a, b, nulls)
+    a = b
+  }
+}
+
+/** A page's definition levels (max level 1, bit width 1) in the RLE/bit-packed hybrid. */
+function appendDefinitionLevels(arena: PageArena, defs: Uint8Array | null, r0: number, r1: number, nulls: number): void {
+  let defBytes: number
+  if (defs === null || nulls === 0) {
+    const buf = ensureLevels(16)
+    defBytes = writeVarint(buf, 0, (r1 - r0) * 2)
+    buf[defBytes++] = 1
+  } else {
+    const buf = ensureLevels((r1 - r0) / 4 + 32)
+    defBytes = writeHybrid(buf, 0, defs, r0, r1, 1)
+  }
+  arena.append(levelScratch.subarray(0, defBytes))
+}
+
+/** A page's dictionary indices of non-null values [a, b): a bit-width byte, then the hybrid encoding. */
+function appendIndices(arena: PageArena, dict: Dictionary, a: number, b: number): void {
+  const buf = ensureScratch(Math.ceil(((b - a) * (dict.bitWidth + 1)) / 8) * 2 + 64)
+  buf[0] = dict.bitWidth
+  const end = writeHybrid(buf, 1, dict.indices, a, b, dict.bitWidth)
+  arena.append(buf.subarray(0, end))
+}
+
+/** A chunk's ColumnIndex, page by page: per-page bounds, null pages and counts, and the boundary order. */
+class PageIndexBuilder {
+  readonly #float: boolean
+  readonly #nullPages: boolean[] = []
+  readonly #mins: Uint8Array[] = []
+  readonly #maxes: Uint8Array[] = []
+  readonly #nullCounts: bigint[] = []
+  readonly #nanCounts: bigint[] = []
+  /** a page of NaNs only has no bounds: then the chunk has no ColumnIndex */
+  #dropped = false
+  #ascending = true
+  #descending = true
+  #prevMin: unknown = undefined
+  #prevMax: unknown = undefined
+
+  constructor(float: boolean) {
+    this.#float = float
+  }
+
+  /** The page of non-null values [a, b) with `nulls` nulls. */
+  add(p: Prepared, element: SchemaElement, a: number, b: number, nulls: number): void {
+    if (this.#dropped) return
+    const { min, max, nans } = bounds(p, element, a, b)
+    const nullPage = b === a
+    const minBytes = unconvertMinMax(min as never, element as never, false)
+    const maxBytes = unconvertMinMax(max as never, element as never, true)
+    if (!nullPage && (!minBytes || !maxBytes)) {
+      this.#dropped = true
+      return
+    }
+    this.#nullPages.push(nullPage)
+    this.#mins.push(minBytes ?? new Uint8Array())
+    this.#maxes.push(maxBytes ?? new Uint8Array())
+    this.#nullCounts.push(BigInt(nulls))
+    if (this.#float) this.#nanCounts.push(BigInt(nans))
+    if (min !== undefined) this.#order(min, max)
+  }
+
+  #order(min: unknown, max: unknown): void {
+    if (this.#prevMin !== undefined) {
+      const c = compareStat(this.#prevMin, min)
+      if (c > 0) this.#ascending = false
+      if (c < 0) this.#descending = false
+    }
+    const c = this.#prevMax !== undefined ? compareStat(this.#prevMax, max) : 0
+    if (c > 0) this.#ascending = false
+    if (c < 0) this.#descending = false
+    this.#prevMin = min
+    this.#prevMax = max
+  }
+
+  result(): PageColumnIndex | undefined {
+    if (this.#dropped) return undefined
+    const boundary_order = this.#ascending ? 'ASCENDING' : this.#descending ? 'DESCENDING' : 'UNORDERED'
+    return { null_pages: this.#nullPages, min_values: this.#mins, max_values: this.#maxes, boundary_order, null_counts: this.#nullCounts, ...(this.#float ? { nan_counts: this.#nanCounts } : {}) }
   }
 }
 
