@@ -133,38 +133,81 @@ export function valueOf(p: unknown, toValue: ((p: unknown) => Value) | null, sto
 
 export const compareBigintValues = (a: unknown, b: unknown): number => ((a as bigint) < (b as bigint) ? -1 : (a as bigint) > (b as bigint) ? 1 : 0)
 
-/** Rows holding the least and the greatest value of [from, to) of a column without nulls, by `order`. */
+/**
+ * Rows holding the least and the greatest value of [from, to) of a column without nulls, by
+ * `order`; a typed column by its own order, each kind in a small loop of its own (one loop
+ * fed every kind would be compiled for all of them, and later than a small one).
+ */
 export function minMaxRows(col: ArrayLike<unknown>, from: number, to: number, order: (a: unknown, b: unknown) => number): [number, number] {
+  if (col instanceof BigInt64Array) return minMaxRowsInt64(new Int32Array(col.buffer, col.byteOffset, col.length * 2), from, to)
+  if (col instanceof Float32Array || col instanceof Float64Array) return minMaxRowsFloat(col, from, to)
+  if (col instanceof Int32Array) return minMaxRowsInt32(col, from, to)
+  if (isTypedColumn(col) && !(col instanceof BigUint64Array)) return minMaxRowsNumber(col as Exclude<TypedColumn, BigInt64Array | BigUint64Array>, from, to)
+  return minMaxRowsBy(col, from, to, order)
+}
+
+/** Flips an int32's sign bit: unsigned order of the low words as int32 comparisons (no number above 2^31 made). */
+const FLIP = -0x80000000
+
+/** int64s, as int32 word pairs, compared by their halves: no bigint is made per row. */
+function minMaxRowsInt64(w: Int32Array, from: number, to: number): [number, number] {
+  if (from >= to) return [from, from]
   let lo = from
   let hi = from
-  if (col instanceof BigInt64Array) {
-    // compare int64s by their 32-bit halves: no bigint is made per row
-    const w = new Int32Array(col.buffer, col.byteOffset, col.length * 2)
-    for (let r = from + 1; r < to; r++) {
-      const h = w[2 * r + 1]
-      const l = w[2 * r] >>> 0
-      const hl = w[2 * lo + 1]
-      if (h < hl || (h === hl && l < w[2 * lo] >>> 0)) lo = r
-      const hh = w[2 * hi + 1]
-      if (h > hh || (h === hh && l > w[2 * hi] >>> 0)) hi = r
+  let loH = w[2 * from + 1]
+  let loL = w[2 * from] ^ FLIP
+  let hiH = loH
+  let hiL = loL
+  for (let r = from + 1; r < to; r++) {
+    const h = w[2 * r + 1]
+    const l = w[2 * r] ^ FLIP
+    if (h < loH || (h === loH && l < loL)) {
+      lo = r
+      loH = h
+      loL = l
     }
-    return [lo, hi]
-  }
-  if (col instanceof Float32Array || col instanceof Float64Array) {
-    for (let r = from + 1; r < to; r++) {
-      if (compareDoubles(col[r], col[lo]) < 0) lo = r
-      if (compareDoubles(col[r], col[hi]) > 0) hi = r
+    if (h > hiH || (h === hiH && l > hiL)) {
+      hi = r
+      hiH = h
+      hiL = l
     }
-    return [lo, hi]
   }
-  if (isTypedColumn(col) && !(col instanceof BigUint64Array)) {
-    const c = col as Exclude<TypedColumn, BigInt64Array | BigUint64Array>
-    for (let r = from + 1; r < to; r++) {
-      if (c[r] < c[lo]) lo = r
-      if (c[r] > c[hi]) hi = r
-    }
-    return [lo, hi]
+  return [lo, hi]
+}
+
+function minMaxRowsFloat(col: Float32Array | Float64Array, from: number, to: number): [number, number] {
+  let lo = from
+  let hi = from
+  for (let r = from + 1; r < to; r++) {
+    if (compareDoubles(col[r], col[lo]) < 0) lo = r
+    if (compareDoubles(col[r], col[hi]) > 0) hi = r
   }
+  return [lo, hi]
+}
+
+function minMaxRowsInt32(c: Int32Array, from: number, to: number): [number, number] {
+  let lo = from
+  let hi = from
+  for (let r = from + 1; r < to; r++) {
+    if (c[r] < c[lo]) lo = r
+    if (c[r] > c[hi]) hi = r
+  }
+  return [lo, hi]
+}
+
+function minMaxRowsNumber(c: Exclude<TypedColumn, BigInt64Array | BigUint64Array>, from: number, to: number): [number, number] {
+  let lo = from
+  let hi = from
+  for (let r = from + 1; r < to; r++) {
+    if (c[r] < c[lo]) lo = r
+    if (c[r] > c[hi]) hi = r
+  }
+  return [lo, hi]
+}
+
+function minMaxRowsBy(col: ArrayLike<unknown>, from: number, to: number, order: (a: unknown, b: unknown) => number): [number, number] {
+  let lo = from
+  let hi = from
   for (let r = from + 1; r < to; r++) {
     if (order(col[r], col[lo]) < 0) lo = r
     if (order(col[r], col[hi]) > 0) hi = r

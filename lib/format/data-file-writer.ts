@@ -11,7 +11,7 @@ import { type Column, type ColumnBatch, Utf8Column, columnRows, concatColumns, i
 import { ThreadPageCompressor } from './compression-thread.ts'
 import { type ChunkPlan, type EncodedChunk, encodeColumnChunk, encodeNestedChunks, placeChunk, planPages, planRanges } from './parquet-encode.ts'
 import { type NestedColumn, nestedColumn } from './parquet-nested.ts'
-import { InlinePageCompressor, type PageCompressor } from './page-compression.ts'
+import { InlinePageCompressor, type PageArena, type PageCompressor } from './page-compression.ts'
 import { snappyCompressShared } from './snappy.ts'
 import { type FooterRowGroup, writeFooter } from './parquet-footer.ts'
 import { parquetSchemaElement, physicalEncoder, physicalSizer, sameStorage, type PhysicalEncoder } from './parquet-types.ts'
@@ -385,50 +385,57 @@ export class DataFileWriter {
     return r
   }
 
-  /** The statistics `write` collects, for rows [from, to) of columns (before #rowCount counts them). */
+  /**
+   * The statistics `write` collects, for rows [from, to) of columns (before #rowCount counts
+   * them), in small steps: V8 compiles small methods sooner than one large one (a process's
+   * first job, docs/benchmarks.md "The cold start's levers").
+   */
   #collectColumns(cols: Column[], from: number, to: number): void {
-    const nk = this.#layout.keyFields.length
-    const nv = this.#layout.valueFields.length
-    const stored = this.#stored
-    const toValue = this.#toValue
-    const specs = this.#columns
-    // rows arrive sorted by key: the first key column's integers rise, its bounds are the ends
-    const first = cols[0]
-    if (nk > 0 && isTypedColumn(first) && !(first instanceof Float32Array || first instanceof Float64Array || first instanceof BigUint64Array)) {
-      this.#keyStats[0].collect(valueOf(first[from], toValue[0], stored[0]))
-      this.#keyStats[0].collect(valueOf(first[to - 1], toValue[0], stored[0]))
-    } else if (nk > 0) collectRange(this.#keyStats[0], first, from, to, specs[0].type, toValue[0], stored[0])
-    for (let i = 1; i < nk; i++) collectRange(this.#keyStats[i], cols[i], from, to, specs[i].type, toValue[i], stored[i])
-    for (let j = 0; j < nv; j++) {
-      const c = nk + 2 + j
-      collectRange(this.#valueStats[j], cols[c], from, to, specs[c].type, toValue[c], stored[c])
-    }
-    const keyAt = (r: number): Value[] => {
-      const key = new Array<Value>(nk)
-      for (let i = 0; i < nk; i++) key[i] = valueOf(valueAt(cols[i], r), toValue[i], stored[i])
-      return key
-    }
+    const nk = this.#keyStats.length
+    if (nk > 0) this.#collectFirstKey(cols[0], from, to)
+    for (let i = 1; i < nk; i++) this.#collectColumn(this.#keyStats[i], cols[i], i, from, to)
+    const nv = this.#valueStats.length
+    for (let j = 0; j < nv; j++) this.#collectColumn(this.#valueStats[j], cols[nk + 2 + j], nk + 2 + j, from, to)
     // (_SEQUENCE_NUMBER and _VALUE_KIND are never Utf8Columns: those hold CHAR/VARCHAR fields)
-    const seqs = cols[nk] as ArrayLike<unknown>
+    this.#collectSequences(cols[nk] as ArrayLike<unknown>, from, to)
+    if (this.#rowCount === 0) this.#minKey = this.#keyAt(cols, from)
+    this.#maxKey = this.#keyAt(cols, to - 1)
+    this.#deleteRows += countRetracts(cols[nk + 1] as ArrayLike<unknown>, from, to)
+  }
+
+  /** Rows arrive sorted by key: the first key column's integers rise, its bounds are the ends. */
+  #collectFirstKey(first: Column, from: number, to: number): void {
+    const toValue = this.#toValue[0]
+    const stored = this.#stored[0]
+    if (isTypedColumn(first) && !(first instanceof Float32Array || first instanceof Float64Array || first instanceof BigUint64Array)) {
+      this.#keyStats[0].collect(valueOf(first[from], toValue, stored))
+      this.#keyStats[0].collect(valueOf(first[to - 1], toValue, stored))
+    } else collectRange(this.#keyStats[0], first, from, to, this.#columns[0].type, toValue, stored)
+  }
+
+  #collectColumn(collector: ColumnStatsCollector, col: Column, c: number, from: number, to: number): void {
+    collectRange(collector, col, from, to, this.#columns[c].type, this.#toValue[c], this.#stored[c])
+  }
+
+  #collectSequences(seqs: ArrayLike<unknown>, from: number, to: number): void {
     const [lo, hi] = minMaxRows(seqs, from, to, compareBigintValues)
     const minSeq = seqs[lo] as bigint
     const maxSeq = seqs[hi] as bigint
     if (this.#rowCount === 0) {
-      this.#minKey = keyAt(from)
       this.#minSeq = minSeq
       this.#maxSeq = maxSeq
     } else {
       if (minSeq < this.#minSeq) this.#minSeq = minSeq
       if (maxSeq > this.#maxSeq) this.#maxSeq = maxSeq
     }
-    this.#maxKey = keyAt(to - 1)
-    const kinds = cols[nk + 1] as ArrayLike<unknown>
-    let deletes = 0
-    for (let r = from; r < to; r++) {
-      const k = kinds[r]
-      if (k === 1 || k === 3) deletes++
-    }
-    this.#deleteRows += deletes
+  }
+
+  /** Row r's key as stored (the file's min/max key). */
+  #keyAt(cols: Column[], r: number): Value[] {
+    const nk = this.#keyStats.length
+    const key = new Array<Value>(nk)
+    for (let i = 0; i < nk; i++) key[i] = valueOf(valueAt(cols[i], r), this.#toValue[i], this.#stored[i])
+    return key
   }
 
   /** Rows buffered by `writeColumns` into `write`'s buffers, when `write` follows it. */
@@ -507,7 +514,7 @@ export class DataFileWriter {
     for (const j of holders.get(segments[0].cols[i]) ?? []) {
       if (j >= i) break
       if (i < nk && j >= nk) continue
-      if (!segments.every((s) => s.cols[i] === s.cols[j])) continue
+      if (!sameInEverySegment(segments, i, j)) continue
       const f = this.#elements[j]
       if (sameStorage(e, f)) return j
     }
@@ -527,7 +534,6 @@ export class DataFileWriter {
     const rows = this.#buffered
     if (rows === 0) return
     const segments = this.#segments
-    const buffers = this.#buffers
     // key columns carry a ColumnIndex (page min/max) beside every column's OffsetIndex, so a
     // lookup reads only the pages that can hold its key (docs/format.md "Row groups, pages and the page index")
     const nk = this.#layout.keyFields.length
@@ -535,31 +541,10 @@ export class DataFileWriter {
     const arena = this.#compressor.arenas[slot]
     const plans: (ChunkPlan | number | ChunkPlan[])[] = []
     const ranges: number[] = []
-    const holders = new Map<unknown, number[]>()
-    if (segments.length) {
-      segments[0].cols.forEach((col, j) => {
-        const list = holders.get(col)
-        if (list === undefined) holders.set(col, [j])
-        else list.push(j)
-      })
-    }
+    const holders = segments.length ? holdersOf(segments[0].cols) : null
     for (let i = 0; i < this.#columns.length; i++) {
-      const twin = segments.length ? this.#twinOf(i, nk, holders) : -1
-      if (twin >= 0) {
-        plans.push(twin)
-        continue
-      }
-      const col = segments.length ? concatColumns(segments.map((s) => ({ col: s.cols[i], from: s.from, to: s.to }))) : buffers[i]
-      const nested = this.#nested[i]
-      if (nested !== null) {
-        const leafPlans = encodeNestedChunks(arena, nested, col as ArrayLike<unknown>, rows, { codec: this.#codec, pageSize: this.#pageSize })
-        for (const plan of leafPlans) planRanges(plan, ranges)
-        plans.push(leafPlans)
-        continue
-      }
-      const plan = encodeColumnChunk(arena, this.#elements[i], col, rows, { codec: this.#codec, pageSize: this.#pageSize, columnIndex: i < nk })
-      planRanges(plan, ranges)
-      plans.push(plan)
+      const twin = holders !== null ? this.#twinOf(i, nk, holders) : -1
+      plans.push(twin >= 0 ? twin : this.#encodeColumn(arena, i, rows, i < nk, ranges))
     }
     this.#placePending()
     this.#compressor.begin(slot, ranges)
@@ -569,6 +554,20 @@ export class DataFileWriter {
     this.#buffers = this.#columns.map(() => [])
     this.#buffered = 0
     this.#bufferedBytes = 0
+  }
+
+  /** Column i's buffered rows as one column chunk (a chunk per leaf for a nested column) encoded into `arena`; its pages' ranges appended to `ranges`. */
+  #encodeColumn(arena: PageArena, i: number, rows: number, columnIndex: boolean, ranges: number[]): ChunkPlan | ChunkPlan[] {
+    const col = this.#segments.length ? concatColumns(segmentParts(this.#segments, i)) : this.#buffers[i]
+    const nested = this.#nested[i]
+    if (nested !== null) {
+      const leafPlans = encodeNestedChunks(arena, nested, col as ArrayLike<unknown>, rows, { codec: this.#codec, pageSize: this.#pageSize })
+      for (const plan of leafPlans) planRanges(plan, ranges)
+      return leafPlans
+    }
+    const plan = encodeColumnChunk(arena, this.#elements[i], col, rows, { codec: this.#codec, pageSize: this.#pageSize, columnIndex })
+    planRanges(plan, ranges)
+    return plan
   }
 
   /** Places the pending row group's compressed pages in the file and records its chunks for the footer. */
@@ -605,6 +604,40 @@ export class DataFileWriter {
     this.#groups.push({ chunks, numRows: pending.rows, totalByteSize: uncompressed, compressedSize: out.offset - groupStart })
     arena.reset()
   }
+}
+
+/** Each array among `cols` and the columns holding it. */
+function holdersOf(cols: Column[]): Map<unknown, number[]> {
+  const holders = new Map<unknown, number[]>()
+  for (let j = 0; j < cols.length; j++) {
+    const list = holders.get(cols[j])
+    if (list === undefined) holders.set(cols[j], [j])
+    else list.push(j)
+  }
+  return holders
+}
+
+/** Whether every segment holds the very same array for columns i and j. */
+function sameInEverySegment(segments: { cols: Column[] }[], i: number, j: number): boolean {
+  for (let s = 0; s < segments.length; s++) if (segments[s].cols[i] !== segments[s].cols[j]) return false
+  return true
+}
+
+/** Column i's rows of each segment, as concatColumns takes them. */
+function segmentParts(segments: { cols: Column[]; from: number; to: number }[], i: number): { col: Column; from: number; to: number }[] {
+  const parts: { col: Column; from: number; to: number }[] = [] // packed, as an array literal or map makes
+  for (let s = 0; s < segments.length; s++) parts.push({ col: segments[s].cols[i], from: segments[s].from, to: segments[s].to })
+  return parts
+}
+
+/** Rows of [from, to) whose _VALUE_KIND is a retraction (-U or -D, kinds 1 and 3). */
+function countRetracts(kinds: ArrayLike<unknown>, from: number, to: number): number {
+  let deletes = 0
+  for (let r = from; r < to; r++) {
+    const k = kinds[r]
+    if (k === 1 || k === 3) deletes++
+  }
+  return deletes
 }
 
 /**
