@@ -246,6 +246,15 @@ function gatherUtf8Bytes(cols: readonly Utf8Column[], src: Int32Array | null, ro
 }
 
 /** The concatenation of row ranges of columns: typed when every part is of one typed kind. */
+/** Writes part k's rows [from, to) as (k, row) pairs at `at` of src and row; returns the position after them. */
+function partRows(src: Int32Array, row: Int32Array, at: number, k: number, from: number, to: number): number {
+  for (let r = from; r < to; r++, at++) {
+    src[at] = k
+    row[at] = r
+  }
+  return at
+}
+
 export function concatColumns(parts: readonly { col: Column; from: number; to: number }[]): Column {
   if (parts.length === 1) return sliceColumn(parts[0].col, parts[0].from, parts[0].to)
   let n = 0
@@ -254,12 +263,7 @@ export function concatColumns(parts: readonly { col: Column; from: number; to: n
     const src = new Int32Array(n)
     const row = new Int32Array(n)
     let at = 0
-    parts.forEach((p, k) => {
-      for (let r = p.from; r < p.to; r++, at++) {
-        src[at] = k
-        row[at] = r
-      }
-    })
+    for (let k = 0; k < parts.length; k++) at = partRows(src, row, at, k, parts[k].from, parts[k].to)
     return gatherUtf8(parts.map((p) => p.col), src, row, n)!
   }
   const ctor = commonTypedCtor(parts.map((p) => p.col))

@@ -53,8 +53,8 @@ export class PendingOutput {
     for (let c = 0; c < nc; c++) {
       // a column holding the very arrays an earlier one holds (a primary-key field read once as _KEY_<k> and <k>) is gathered once
       let twin = -1
-      for (let d = 0; d < c && twin < 0; d++) if (sources.every((b) => b.cols[c] === b.cols[d])) twin = d
-      columns[c] = twin >= 0 ? columns[twin] : gatherColumn(sources.map((b) => b.cols[c]), this.src, this.row, n)
+      for (let d = 0; d < c && twin < 0; d++) if (sameColumn(sources, c, d)) twin = d
+      columns[c] = twin >= 0 ? columns[twin] : gatherColumn(columnOf(sources, c), this.src, this.row, n)
     }
     for (const b of sources) b.pendingId = -1
     this.sources = []
@@ -62,6 +62,19 @@ export class PendingOutput {
     this.made = null
     await this.sink({ rows: n, columns })
   }
+}
+
+/** Whether every source holds the very same array as columns c and d. (Plain functions, not closures made per flush.) */
+function sameColumn(sources: PendingSource[], c: number, d: number): boolean {
+  for (let s = 0; s < sources.length; s++) if (sources[s].cols[c] !== sources[s].cols[d]) return false
+  return true
+}
+
+/** Column c of every source. */
+function columnOf(sources: PendingSource[], c: number): Column[] {
+  const out: Column[] = [] // packed, as the other callers' arrays are
+  for (let s = 0; s < sources.length; s++) out.push(sources[s].cols[c])
+  return out
 }
 
 /** What the pending output gathers from: a run's block, or the rows the merge function made. */
