@@ -51,9 +51,34 @@ const BUFFER_NAMES = ['ctrl', 'ranges', 'output', 'ends', 'input0', 'input1']
 // __name: what esbuild's keepNames (tsx, vitest) wraps named functions in, here a no-op
 const COMPRESSOR_SOURCE = `const __name = (f) => f
 const compressInto = (${makeSnappyCompressor.toString()})()`
+// The thread's first act, before any job arrives (the writer is still reading its inputs):
+// compressing a made-up block once, whose literals and copies take every branch of the
+// compressor, so the code V8 optimizes it into has type feedback for all of them. Without
+// it, the first jobs' code was optimized before a long literal, a far copy or the last
+// literal after the loop had run, and deoptimized there (four to six times in a cold
+// compaction), each time back to the interpreter and compiled again on the CPU the writer's
+// own compiles wait for. The block's bytes are of no consequence: compressing depends on no
+// earlier input (the hash table's older entries are below its base).
+const WARM_UP_SOURCE = `{
+  const sample = new Uint8Array(new SharedArrayBuffer(1 << 13))
+  let x = 12345
+  let at = 0
+  const noise = (n) => { for (let i = 0; i < n && at < sample.length; i++) { x = (Math.imul(x, 1103515245) + 12345) | 0; sample[at++] = x >>> 24 } }
+  const repeat = (back, n) => { for (let i = 0; i < n && at < sample.length; i++, at++) sample[at] = sample[at - back] }
+  for (const [lit, back, len] of [[5000, 200, 100], [70, 8, 5], [300, 60, 20], [10, 3000, 66], [10, 2500, 7], [20, 1000, 1000], [40, 5, 67]]) {
+    noise(lit)
+    repeat(back, len)
+  }
+  noise(sample.length - at)
+  const out = new Uint8Array(new SharedArrayBuffer(${snappyBound(1 << 13) + 64}))
+  // V8 records type feedback only once a function has run a few times (lazy feedback allocation)
+  for (let k = 0; k < 10; k++) compressInto(sample.subarray(k, k + 10 + 3 * k), out, 0)
+  compressInto(sample, out, 0)
+}`
 const THREAD_SOURCE = `'use strict'
 const { parentPort } = require('node:worker_threads')
 ${COMPRESSOR_SOURCE}
+try ${WARM_UP_SOURCE} catch {}
 const writers = new Map()
 parentPort.on('message', (m) => {
   if (m.stall) return void Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, m.stall)
