@@ -128,6 +128,58 @@ function snappyScratch(input: Uint8Array, size: number): Uint8Array {
   return pageScratch.subarray(0, size)
 }
 
+/**
+ * Decodes, at load, a made-up snappy block whose literals (1 to 300 bytes, with one and
+ * two length bytes, near the block's end) and copies (one- and two-byte offsets, overlapping
+ * and not) take every common branch of snappyInto. The code V8 optimizes the decoder into
+ * in a process's first job then has type feedback for all of them; without it, it was
+ * optimized before a long literal or a 9-byte one had come and deoptimized at the first (two
+ * or three times a cold compaction), each time back to slower code until compiled again.
+ */
+function warmUpSnappy(): void {
+  const b: number[] = []
+  let size = 0
+  const literal = (n: number): void => {
+    const m = n - 1
+    if (m < 60) b.push(m << 2)
+    else if (m < 256) b.push(60 << 2, m)
+    else b.push(61 << 2, m & 255, m >>> 8)
+    for (let i = 0; i < n; i++) b.push((i * 7 + n) & 255)
+    size += n
+  }
+  const copy1 = (len: number, offset: number): void => {
+    b.push(((offset >>> 8) << 5) | ((len - 4) << 2) | 1, offset & 255)
+    size += len
+  }
+  const copy2 = (len: number, offset: number): void => {
+    b.push(((len - 1) << 2) | 2, offset & 255, offset >>> 8)
+    size += len
+  }
+  literal(300)
+  copy2(20, 8)
+  literal(5)
+  copy1(9, 3)
+  literal(12)
+  copy1(6, 100)
+  literal(70)
+  copy2(40, 5)
+  literal(30)
+  copy2(64, 290)
+  literal(7)
+  const head: number[] = []
+  for (let v = size; ; v >>>= 7) {
+    if (v < 0x80) {
+      head.push(v)
+      break
+    }
+    head.push((v & 0x7f) | 0x80)
+  }
+  const block = new Uint8Array([...head, ...b])
+  // V8 records type feedback only once a function has run a few times (lazy feedback allocation)
+  for (let k = 0; k < 12; k++) snappyScratch(block, size)
+}
+warmUpSnappy()
+
 // ---------------------------------------------------------------------------------------------
 // RLE / bit-packed hybrid
 
