@@ -269,6 +269,17 @@ function pointTable(points: ModelPoint[], alt: ModelPoint[]): string {
   )
 }
 
+/** Every line item's share of the month, one column per setting (items under 0.5% everywhere left out). */
+function lineItemShares(points: ModelPoint[]): string {
+  const share = (p: ModelPoint, item: string) => (p.estimated.lines.find((l) => l.item === item)?.usdPerMonth ?? 0) / p.estimated.usdPerMonth
+  const items = [...new Set(points.flatMap((p) => p.estimated.lines.map((l) => l.item)))].filter((i) => points.some((p) => share(p, i) >= 0.005))
+  items.sort((a, b) => points.reduce((n, p) => n + share(p, b), 0) - points.reduce((n, p) => n + share(p, a), 0))
+  return markdownTable(
+    ['line item', ...points.map((p) => `${p.rate} rows/s, ${label(p.taskThreads)}`)],
+    [...items.map((i) => [i, ...points.map((p) => pct(share(p, i), 1))]), ['**$ per month**', ...points.map((p) => usd(p.estimated.usdPerMonth))]],
+  )
+}
+
 function lineItems(p: ModelPoint): string {
   return markdownTable(
     ['line item', 'quantity per month', '$ per month', 'share'],
@@ -371,7 +382,9 @@ export function costSimMarkdown(r: CostSimResult): string {
     pointTable(r.points, r.atLagSpeeds),
     `Crossover: ${cross}.`,
     `What dominates at ${r.options.buckets.toLocaleString('en-US')} buckets: the level-0 PUTs, one per bucket a writer batch touches, at task-threads 1 and 4 (${r.points.filter((p) => p.taskThreads !== -1).map((p) => `${p.rate} rows/s, ${label(p.taskThreads)}: ${pct(l0(p), 1)}`).join('; ')} of the month); at task-threads -1 the compactor's duration (${r.points.filter((p) => p.taskThreads === -1).map((p) => `${p.rate} rows/s: ${pct(p.estimated.lines.find((l) => l.item === 'compactor duration')?.usdPerMonth ?? 0, p.estimated.usdPerMonth)}`).join('; ')}), each of up to 1,000 compactors holding 3,008 MB while it waits for its commit.`,
-    `Every line item at ${mid.rate} rows/s, task-threads ${label(mid.taskThreads)}:`,
+    `Each line item's share of the month (rows/s target, task-threads):`,
+    lineItemShares(r.points),
+    `Every line item at ${mid.rate} rows/s, task-threads ${label(mid.taskThreads)}, with its quantity:`,
     lineItems(mid),
   ].join('\n\n')
 }
