@@ -50,7 +50,7 @@ export interface ColdEntries {
  * minified, its banner, a linked source map), into `outdir` (under bench/out, so DuckDB's
  * packages, left out of the bundle, resolve from the repository's node_modules).
  */
-export async function buildColdEntries(outdir: string, opts: { readableNames?: boolean } = {}): Promise<ColdEntries> {
+export async function buildColdEntries(outdir: string, opts: { readableNames?: boolean; plugins?: import('esbuild').Plugin[] } = {}): Promise<ColdEntries> {
   const { build } = await import('esbuild')
   const entry = (name: string) => join(import.meta.dirname, `${name}.ts`)
   await build({
@@ -68,6 +68,7 @@ export async function buildColdEntries(outdir: string, opts: { readableNames?: b
     banner: { js: BUNDLING.banner ?? ESM_REQUIRE_BANNER },
     external: ['@duckdb/*'],
     logLevel: 'warning',
+    plugins: opts.plugins ?? [],
   })
   return { strata: join(outdir, 'cold-strata.mjs'), duckdb: join(outdir, 'cold-duckdb.mjs') }
 }
