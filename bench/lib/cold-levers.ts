@@ -54,7 +54,7 @@ export async function buildColdEntries(outdir: string, opts: { readableNames?: b
   const { build } = await import('esbuild')
   const entry = (name: string) => join(import.meta.dirname, `${name}.ts`)
   await build({
-    entryPoints: { 'cold-strata': entry('cold-strata'), 'cold-duckdb': entry('cold-duckdb') },
+    entryPoints: { 'cold-strata': entry('cold-strata'), 'cold-duckdb': entry('cold-duckdb'), 'cold-jobs': entry('cold-jobs') },
     outdir,
     outExtension: { '.js': '.mjs' },
     bundle: true,
