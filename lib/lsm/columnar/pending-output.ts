@@ -44,7 +44,7 @@ export class PendingOutput {
     const sources = this.sources
     if (this.n === 0) {
       for (const b of sources) b.pendingId = -1
-      this.sources = []
+      sources.length = 0
       return
     }
     const n = this.n
@@ -57,7 +57,9 @@ export class PendingOutput {
       columns[c] = twin >= 0 ? columns[twin] : gatherColumn(columnOf(sources, c), this.src, this.row, n)
     }
     for (const b of sources) b.pendingId = -1
-    this.sources = []
+    // emptied, not replaced: a new [] holds small integers until its first push, and `push`,
+    // compiled into the merge loop for an array of objects, deoptimized at it
+    sources.length = 0
     this.n = 0
     this.made = null
     await this.sink({ rows: n, columns })

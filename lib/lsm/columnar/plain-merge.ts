@@ -90,7 +90,8 @@ export class PlainMerge {
       let wLo = wB === null ? 0 : wB.seq[2 * wI] ^ FLIP
       // the key's records, oldest run first and in file order within a run: the last one the
       // filter keeps, by sequence number (ties to the later record), survives
-      for (let r = r0; r < k; r++) {
+      let pause = -1
+      scan: for (let r = r0; r < k; r++) {
         const b = blocks[r]
         if (b === null) continue
         const keys = b.numKey
@@ -110,15 +111,19 @@ export class PlainMerge {
             }
           }
           if (++pos[r] >= b.n) {
-            this.#r = r
-            this.#wB = wB
-            this.#wI = wI
-            return r
+            pause = r
+            break scan
           }
         }
       }
-      this.#scanning = false
-      this.#wB = null
+      // one way out for a key done and a scan paused (run `pause`'s block used up): stores
+      // only a pause made had no type feedback when V8 optimized this loop in a cold process,
+      // and deoptimized it at the first pause
+      this.#r = pause
+      this.#wB = pause >= 0 ? wB : null
+      this.#wI = wI
+      this.#scanning = pause >= 0
+      if (pause >= 0) return pause
       if (wB === null) continue
       if (this.dropRetract && isRetract(wB.kinds[wI])) continue
       if (this.pending.push(wB, wI)) return PLAIN_FULL
