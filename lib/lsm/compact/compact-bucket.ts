@@ -21,6 +21,9 @@ import { pickOptionsOf, pickUnit, planSteps, readBucket, whyNoPick } from './pla
 import type { RewriteJob } from './rewrite-job.ts'
 import { rewriteStep } from './rewrite.ts'
 
+/** Input bytes below which a job compresses its output inline: the writer's default row group (lib/format/data-file-writer.ts). */
+export const THREAD_MIN_INPUT_BYTES = 128 * 1024
+
 export async function compactBucket(ctx: CompactionContext, req: CompactBucketRequest): Promise<CompactBucketResult> {
   const { view, mergeConfig } = ctx
   const opts = view.options
@@ -44,8 +47,12 @@ export async function compactBucket(ctx: CompactionContext, req: CompactBucketRe
   // above and its change written to a changelog file (lib/lsm/lookup-changelog.ts)
   const changelogLookup = opts.changelogProducer === 'lookup'
   const steps = planSteps(unit, bucket, { keyTypes: view.keyTypes, deletionVectors: opts.deletionVectors, lookup, changelogLookup, targetFileSize: opts.targetFileSize })
-  // started now, it is running when the first row group's pages are ready (it takes ~30 ms)
-  const compressionThread = req.compressionThread ?? compressionThreadUseful()
+  // started now, it is running when the first row group's pages are ready (it takes ~30 ms).
+  // A job reading less than a row group writes about one (a step writes about what it
+  // reads), compressed as its file closes with no merge left to overlap: inline, since a
+  // thread costs its start (60-145 ms of CPU, once per environment) and a round trip
+  const inputBytes = unit.files.reduce((n, f) => n + Number(entryOf(f).file.fileSize), 0)
+  const compressionThread = req.compressionThread ?? (compressionThreadUseful() && inputBytes >= THREAD_MIN_INPUT_BYTES)
   if (compressionThread && steps.some((s) => s.kind !== 'upgrade')) startCompressionThread()
   // where the job's files go: the bucket's new index files, in its directory or under index/
   const indexFileKeyOf = (fileName: string) => indexFileKey(ctx, { fileName, partition: req.partition, bucket: req.bucket, externalPath: null }, () => dir)
