@@ -7,11 +7,13 @@
 // runs in a fresh child process on a local-disk table (a temporary directory), so nothing of
 // an earlier size stays in its heap.
 //
-//   npx tsx bench/scaling-partitions.ts [--sizes 1000,3000,10000,30000,100000] [--quick] [--rows-per-partition 1] [--buffer <write-buffer-size>] [--tree <rev>] [--profile]
+//   npx tsx bench/scaling-partitions.ts [--sizes 1000,3000,10000,30000,100000] [--quick] [--rows-per-partition 1] [--buffer <write-buffer-size>] [--tree <rev>] [--live] [--profile]
 //
 // --quick stops at 10k partitions. --buffer sets the table's write-buffer-size. --tree <rev>
 // measures that commit's lib/ (extracted with `git archive`) instead of this checkout, for a
-// before/after. --profile writes a CPU profile of each child's job to bench/out/ and prints
+// before/after. --live also reports each child's live heap: the most `heapUsed` after a full
+// collection, sampled every 1,000 records written (and once after the commit) or rows read
+// (it costs CPU, so compare CPU seconds without it). --profile writes a CPU profile of each child's job to bench/out/ and prints
 // its top functions.
 
 import { execFileSync } from 'node:child_process'
@@ -30,6 +32,8 @@ const DEFAULT_SIZES = [1_000, 3_000, 10_000, 30_000, 100_000]
 
 interface JobReport extends ChildReport {
   rows: number
+  /** --live: the most heap in use after a full collection, sampled (MB) */
+  liveMb?: number
   files?: number
 }
 
@@ -39,7 +43,16 @@ type Api = typeof import('../lib/api/index.ts')
 // Child: the write, or the read, of one size
 
 async function childMain(argv: string[]): Promise<void> {
-  const [job, root, table, partitionsArg, rowsArg, buffer] = argv
+  const [job, root, table, partitionsArg, rowsArg, buffer, liveArg] = argv
+  // --live: heap in use after a full collection, at most, over the samples
+  const gc = liveArg === 'live' ? (globalThis as { gc?: () => void }).gc : undefined
+  let live = 0
+  const sample = () => {
+    if (!gc) return
+    gc()
+    live = Math.max(live, process.memoryUsage().heapUsed)
+  }
+  const liveMb = () => (gc ? { liveMb: live / 1e6 } : {})
   const api = (await import(pathToFileURL(join(root, 'lib/api/index.ts')).href)) as Api
   const partitions = Number(partitionsArg)
   const perPartition = Number(rowsArg)
@@ -56,20 +69,27 @@ async function childMain(argv: string[]): Promise<void> {
       options: { bucket: '1', ...(buffer !== '-' ? { 'write-buffer-size': buffer } : {}) },
     })
     function* records() {
-      for (let p = 0; p < partitions; p++) for (let i = 0; i < perPartition; i++) yield { p, id: BigInt(i), name: `row ${p}/${i}`, amount: p + i / 100 }
+      let n = 0
+      for (let p = 0; p < partitions; p++) {
+        for (let i = 0; i < perPartition; i++) {
+          if (n++ % 1000 === 0) sample()
+          yield { p, id: BigInt(i), name: `row ${p}/${i}`, amount: p + i / 100 }
+        }
+      }
     }
     const { value, seconds, cpuSeconds } = await timed(() => t.write(records()))
-    reportToParent({ seconds, cpuSeconds, rows: partitions * perPartition, snapshotId: (value as { snapshotId: number }).snapshotId })
+    sample()
+    reportToParent({ seconds, cpuSeconds, rows: partitions * perPartition, snapshotId: (value as { snapshotId: number }).snapshotId, ...liveMb() })
     return
   }
   const t = await api.openTable(table)
   const { value: rows, seconds, cpuSeconds } = await timed(async () => {
     let n = 0
-    for await (const _ of t.read()) n++
+    for await (const _ of t.read()) if (n++ % 1000 === 0) sample()
     return n
   })
   if (rows !== partitions * perPartition) throw new Error(`read ${rows} rows, expected ${partitions * perPartition}`)
-  reportToParent({ seconds, cpuSeconds, rows })
+  reportToParent({ seconds, cpuSeconds, rows, ...liveMb() })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -90,7 +110,7 @@ function countFiles(dir: string, suffix: string): number {
 }
 
 async function parentMain(argv: string[]): Promise<void> {
-  const args = parseBenchArgs(argv, ['--quick', '--profile'], ['--rows-per-partition'], ['--sizes', '--buffer', '--tree'])
+  const args = parseBenchArgs(argv, ['--quick', '--profile', '--live'], ['--rows-per-partition'], ['--sizes', '--buffer', '--tree'])
   const sizesArg = args.str('--sizes', '')
   let sizes = sizesArg ? sizesArg.split(',').map(Number) : DEFAULT_SIZES
   if (args.has('--quick')) sizes = sizes.filter((n) => n <= 10_000)
@@ -105,14 +125,16 @@ async function parentMain(argv: string[]): Promise<void> {
   try {
     for (const n of sizes) {
       const table = join(dir, `t-${n}`)
-      const common = [root, table, String(n), String(perPartition), buffer]
-      const nodeArgs = (job: string) => (args.has('--profile') ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`, `--cpu-prof-name=${job}-${n}.cpuprofile`] : [])
+      const live = args.has('--live')
+      const common = [root, table, String(n), String(perPartition), buffer, live ? 'live' : '-']
+      const nodeArgs = (job: string) => [...(live ? ['--expose-gc'] : []), ...(args.has('--profile') ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`, `--cpu-prof-name=${job}-${n}.cpuprofile`] : [])]
       const write = await runChild<JobReport>(import.meta.filename, ['write', ...common], { nodeArgs: nodeArgs('write') })
       const dataFiles = countFiles(table, '.parquet')
       const manifests = readdirSync(join(table, 'manifest')).filter((f) => f.startsWith('manifest-') && !f.startsWith('manifest-list')).length
-      process.stderr.write(`${n} partitions: write ${write.seconds.toFixed(2)} s, CPU ${write.cpuSeconds.toFixed(2)} s, peak RSS ${write.peakRssMb.toFixed(0)} MB, load ${write.loadAvg.toFixed(2)}; ${dataFiles} data files, ${manifests} manifests\n`)
+      const liveNote = (r: JobReport) => (r.liveMb !== undefined ? `, live heap ${r.liveMb.toFixed(0)} MB` : '')
+      process.stderr.write(`${n} partitions: write ${write.seconds.toFixed(2)} s, CPU ${write.cpuSeconds.toFixed(2)} s, peak RSS ${write.peakRssMb.toFixed(0)} MB${liveNote(write)}, load ${write.loadAvg.toFixed(2)}; ${dataFiles} data files, ${manifests} manifests\n`)
       const read = await runChild<JobReport>(import.meta.filename, ['read', ...common], { nodeArgs: nodeArgs('read') })
-      process.stderr.write(`${n} partitions: read ${read.seconds.toFixed(2)} s, CPU ${read.cpuSeconds.toFixed(2)} s, peak RSS ${read.peakRssMb.toFixed(0)} MB, load ${read.loadAvg.toFixed(2)}\n`)
+      process.stderr.write(`${n} partitions: read ${read.seconds.toFixed(2)} s, CPU ${read.cpuSeconds.toFixed(2)} s, peak RSS ${read.peakRssMb.toFixed(0)} MB${liveNote(read)}, load ${read.loadAvg.toFixed(2)}\n`)
       results.push({ partitions: n, write, read, dataFiles, manifests })
       rmSync(table, { recursive: true, force: true })
       if (args.has('--profile')) {
@@ -126,8 +148,8 @@ async function parentMain(argv: string[]): Promise<void> {
     console.log(`\n${machineMarkdown(machine)}\n\nOne write of ${perPartition} row(s) into each of N partitions (one bucket each), local disk${buffer !== '-' ? `, write-buffer-size ${buffer}` : ''}${treeRev ? `, tree ${treeRev}` : ''}\n`)
     console.log(
       markdownTable(
-        ['partitions', 'write s', 'write CPU s', 'µs per partition', 'write peak RSS (MB)', 'read s', 'read CPU s', 'read peak RSS (MB)', 'data files', 'manifests', 'load'],
-        results.map((r) => [r.partitions.toLocaleString('en-US'), r.write.seconds.toFixed(2), r.write.cpuSeconds.toFixed(2), us(r.write.seconds, r.partitions), r.write.peakRssMb.toFixed(0), r.read.seconds.toFixed(2), r.read.cpuSeconds.toFixed(2), r.read.peakRssMb.toFixed(0), String(r.dataFiles), String(r.manifests), r.read.loadAvg.toFixed(2)]),
+        ['partitions', 'write s', 'write CPU s', 'µs per partition', 'write peak RSS (MB)', 'write live (MB)', 'read s', 'read CPU s', 'read peak RSS (MB)', 'read live (MB)', 'data files', 'manifests', 'load'],
+        results.map((r) => [r.partitions.toLocaleString('en-US'), r.write.seconds.toFixed(2), r.write.cpuSeconds.toFixed(2), us(r.write.seconds, r.partitions), r.write.peakRssMb.toFixed(0), r.write.liveMb?.toFixed(0) ?? '-', r.read.seconds.toFixed(2), r.read.cpuSeconds.toFixed(2), r.read.peakRssMb.toFixed(0), r.read.liveMb?.toFixed(0) ?? '-', String(r.dataFiles), String(r.manifests), r.read.loadAvg.toFixed(2)]),
       ),
     )
     console.log(`\nfigures: ${writeResults('scaling-partitions', { machine, perPartition, buffer, tree: treeRev, results })}`)
