@@ -129,12 +129,10 @@ function snappyScratch(input: Uint8Array, size: number): Uint8Array {
 }
 
 /**
- * Decodes, at load, a made-up snappy block whose literals (1 to 300 bytes, with one and
- * two length bytes, near the block's end) and copies (one- and two-byte offsets, overlapping
- * and not) take every common branch of snappyInto. The code V8 optimizes the decoder into
- * in a process's first job then has type feedback for all of them; without it, it was
- * optimized before a long literal or a 9-byte one had come and deoptimized at the first (two
- * or three times a cold compaction), each time back to slower code until compiled again.
+ * Decodes at load a made-up snappy block whose literals (5 to 300 bytes, one and two length
+ * bytes, one at the end) and copies (one- and two-byte offsets, overlapping or not) take every
+ * common branch of snappyInto, so a cold job's code for it has type feedback for all of them:
+ * it deoptimized at the first long or 9-byte literal, two or three times a cold compaction.
  */
 function warmUpSnappy(): void {
   const b: number[] = []
@@ -266,6 +264,21 @@ function readHybrid(buf: Uint8Array, pos: number, end: number, width: number, ou
     }
   }
 }
+
+/**
+ * Reads made-up runs at load (RLE, bit-packed of width 1, and of width 5 ending at the buffer's
+ * end, read past), so readHybrid is optimized having seen reads past the array (it deoptimized
+ * at a cold job's first page-final run). Twelve times, as warmUpSnappy says. */
+function warmUpHybrid(): void {
+  const out = new Int32Array(16)
+  const levels = new Uint8Array([8, 1, 3, 0b10110101])
+  const packed = new Uint8Array([3, 0x21, 0x43, 0x65, 0x87, 0xa9])
+  for (let k = 0; k < 12; k++) {
+    readHybrid(levels, 0, levels.length, 1, out, 12, 'warm-up')
+    readHybrid(packed, 0, packed.length, 5, out, 8, 'warm-up')
+  }
+}
+warmUpHybrid()
 
 // ---------------------------------------------------------------------------------------------
 // Column building
