@@ -34,7 +34,7 @@ function levelZeroWaits(table: JobContext, bucket?: number): boolean {
 export interface JobContext {
   readonly view: SchemaView
   readonly mergeConfig: MergeEngineConfig
-  readonly snapshots: Pick<SnapshotManager, 'snapshot' | 'latest' | 'latestFrom'> & Partial<Pick<SnapshotManager, 'highestKnownId'>>
+  readonly snapshots: Pick<SnapshotManager, 'snapshot' | 'latest' | 'latestFrom'>
   readonly manifests: Pick<ManifestIO, 'liveEntries'>
 }
 
@@ -161,7 +161,7 @@ export async function followUpOf(
   b: BucketRef,
   ownKeys: (string | undefined)[] = [],
 ): Promise<{ snapshotId: number; dedupKey: string } | null> {
-  const latest = await latestSince(table.snapshots, Math.max(result.baseSnapshotId, result.snapshotId ?? 0))
+  const latest = await table.snapshots.latestFrom(Math.max(result.baseSnapshotId, result.snapshotId ?? 0))
   if (!latest) return null
   const k = bucketIdentifier(b.partition, b.bucket)
   const files = (await liveFilesByBucket(table, latest.id, [b], false)).get(k) ?? []
@@ -176,20 +176,6 @@ export async function followUpOf(
   if (!due) return null
   const key = jobKeyOf(files, latest.id)
   return { snapshotId: latest.id, dedupKey: ownKeys.includes(key) ? `more:${latest.id}` : key }
-}
-
-/**
- * The latest snapshot, `from` or later. A handle that has read `from` (the compactor has
- * just seen its commit land there) asks latest(): one GET of the next id while nothing
- * landed since, where latestFrom() probes several ids ahead at once (made for a handle
- * behind the chain: a writer's job).
- */
-async function latestSince(snapshots: JobContext['snapshots'], from: number) {
-  if (from > 0 && (snapshots.highestKnownId?.() ?? 0) >= from) {
-    const s = await snapshots.latest()
-    if (s && s.id >= from) return s
-  }
-  return snapshots.latestFrom(from)
 }
 
 /**
