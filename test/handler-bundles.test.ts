@@ -4,12 +4,12 @@
 // it loads the module through tsx when there is no such directory, no bundle of that handler,
 // or a source changed since the build.
 
-import { mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { ExecutionEnvironmentPool, type InvokeResult } from '../local/runtime/execution-environment.ts'
-import { HANDLER_BUNDLES_ENV, buildHandlerBundles, bundledEnvironment } from '../local/runtime/handler-bundles.ts'
+import { HANDLER_BUNDLES_ENV, buildHandlerBundles, bundledEnvironment, ensureHandlerBundles } from '../local/runtime/handler-bundles.ts'
 
 let dir = ''
 let bundles = ''
@@ -75,4 +75,33 @@ describe('handler bundles', () => {
       vi.unstubAllEnvs()
     }
   })
+
+  it('are built by ensureHandlerBundles once per set of handlers when LOCAL_HANDLER_BUNDLES is unset, and a value set is kept', async () => {
+    const saved = process.env[HANDLER_BUNDLES_ENV]
+    const other = join(dir, 'other.ts')
+    writeFileSync(other, "export const handler = async (): Promise<unknown> => 'other'\n")
+    try {
+      process.env[HANDLER_BUNDLES_ENV] = ''
+      await ensureHandlerBundles([handler])
+      expect(process.env[HANDLER_BUNDLES_ENV]).toBe('')
+      delete process.env[HANDLER_BUNDLES_ENV]
+      await ensureHandlerBundles([handler])
+      const first = process.env[HANDLER_BUNDLES_ENV]!
+      expect(bundledEnvironment(handler)?.handler.startsWith(first)).toBe(true)
+      expect(bundledEnvironment(other)).toBeNull()
+      // the same handlers: not built again
+      await ensureHandlerBundles([handler])
+      expect(process.env[HANDLER_BUNDLES_ENV]).toBe(first)
+      // one more: all of them built again, into a new directory, the old one gone
+      await ensureHandlerBundles([other])
+      const second = process.env[HANDLER_BUNDLES_ENV]!
+      expect(second).not.toBe(first)
+      expect(bundledEnvironment(handler)?.handler.startsWith(second)).toBe(true)
+      expect(bundledEnvironment(other)?.handler.startsWith(second)).toBe(true)
+      expect(existsSync(first)).toBe(false)
+    } finally {
+      if (saved === undefined) delete process.env[HANDLER_BUNDLES_ENV]
+      else process.env[HANDLER_BUNDLES_ENV] = saved
+    }
+  }, 120_000)
 })

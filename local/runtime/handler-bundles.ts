@@ -2,12 +2,14 @@
 // and handler modules bundled once by esbuild into a directory, so that an environment loads
 // plain JavaScript instead of registering tsx and transpiling functions/ and lib/ again in
 // every thread or process (about a second of CPU each; a fiftieth of that from a bundle).
-// Opt-in: the pool uses a bundle only when LOCAL_HANDLER_BUNDLES names a directory built by
-// buildHandlerBundles (the test suite's global setup does), the handler module is one of its
+// The pool uses a bundle only when LOCAL_HANDLER_BUNDLES names a directory built by
+// buildHandlerBundles (the test suite's global setup does; so does the local runtime for its
+// handlers when the variable is unset: ensureHandlerBundles), the handler module is one of its
 // entries, and none of the sources it was built from has changed since; otherwise it loads
 // the module through tsx as before. One build with code splitting, so the runtime and every
 // handler share one copy of each module (the byte caches worker.ts reports on among them).
-import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { basename, extname, isAbsolute, join, resolve } from 'node:path'
 
 /** The host variable naming the directory of prebuilt bundles (not STRATA_-prefixed: no function's configuration). */
@@ -117,4 +119,31 @@ export function bundledEnvironment(handlerModule: string, env: NodeJS.ProcessEnv
   const handler = manifest?.handlers[resolve(handlerModule)]
   if (manifest === null || handler === undefined || !fresh(manifest)) return null
   return { worker: join(dir, manifest.worker), handler: join(dir, handler) }
+}
+
+/** The bundles ensureHandlerBundles built in this process, and the handler modules they hold. */
+let built: { dir: string; handlers: Set<string> } | null = null
+
+/**
+ * Unless LOCAL_HANDLER_BUNDLES is set (empty: tsx, by choice), bundles `handlers` once per
+ * process into a temporary directory (removed at exit) and names it there, so that every
+ * environment started after loads plain JavaScript, as a deployed function does, instead of
+ * registering tsx and transpiling functions/ and lib/ again: a compactor environment's thread
+ * took 494 ms of CPU to load its handler through tsx and 222 ms from a bundle (the freshness
+ * benchmark at task-threads -1 starts one per bucket in flight). A later call naming modules
+ * not built yet builds them all again.
+ */
+export async function ensureHandlerBundles(handlers: string[]): Promise<void> {
+  const set = process.env[HANDLER_BUNDLES_ENV]
+  if (set !== undefined && set !== built?.dir) return
+  const wanted = handlers.map((h) => resolve(h))
+  if (built && wanted.every((h) => built!.handlers.has(h))) return
+  const all = new Set([...(built?.handlers ?? []), ...wanted])
+  const dir = mkdtempSync(join(tmpdir(), 'strata-local-bundles-'))
+  await buildHandlerBundles(dir, [...all])
+  const previous = built?.dir
+  built = { dir, handlers: all }
+  process.env[HANDLER_BUNDLES_ENV] = dir
+  if (previous) rmSync(previous, { recursive: true, force: true })
+  else process.once('exit', () => built && rmSync(built.dir, { recursive: true, force: true }))
 }

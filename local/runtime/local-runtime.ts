@@ -15,6 +15,7 @@ import { type BackendProcessOptions, startBackendProcess } from '../backend-proc
 import { type EmbeddedBackend, type EmbeddedLatency, type EmbeddedStats, startEmbeddedBackend } from '../embedded.ts'
 import type { RequestCount } from '../request-counts.ts'
 import { ExecutionEnvironmentPool, type Isolation } from './execution-environment.ts'
+import { ensureHandlerBundles } from './handler-bundles.ts'
 import { EventSourcePoller, type PollerOptions } from './poller.ts'
 // the stack's mapping of compaction.task-threads, so the local event sources behave as deployed
 import { compactorConcurrency } from '../../cdk/concurrency.ts'
@@ -226,6 +227,8 @@ export async function startLocalRuntime(opts: LocalRuntimeOptions): Promise<Loca
     ...opts.env,
   }
 
+  // environments load their handlers bundled, as deployed (unless LOCAL_HANDLER_BUNDLES says otherwise)
+  await ensureHandlerBundles([opts.writerModule ?? join(FUNCTIONS, 'writer.ts'), opts.compactorModule ?? join(FUNCTIONS, 'compactor.ts'), opts.committerModule ?? join(FUNCTIONS, 'committer.ts')])
   const writerPool = new ExecutionEnvironmentPool({
     handlerModule: opts.writerModule ?? join(FUNCTIONS, 'writer.ts'),
     env: { ...env, AWS_LAMBDA_FUNCTION_NAME: 'strata-writer', AWS_SDK_UA_APP_ID: CALLER.writer },
