@@ -354,7 +354,7 @@ describe('batching committer', () => {
     expect(bad((m) => (m.adds = [{ bucket: 0 }]))).toThrow(/commit message\.adds\[0\]\.partition: undefined, expected bytes/)
     expect(() => validateCommitMessage({ ...w, deletes: c.deletes })).toThrow(StrataInputError)
     expect(() => validateCommitMessage({ ...w, deletes: c.deletes })).toThrow(/an APPEND to add files only/)
-    expect(() => parseCommitMessageBody('{"v":2}')).toThrow(/field "v" is 2, expected 1/)
+    expect(() => parseCommitMessageBody('{"v":3}')).toThrow(/field "v" is 3, expected 1 or 2/)
     expect(() => parseCommitMessageBody('nope')).toThrow(/not JSON/)
   })
 })

@@ -143,7 +143,9 @@ describe('manifests written ahead and a commit that does not land', () => {
     const small = new RecordingCommitter()
     await writeBatch(table, [rec(5_000, 1, 'c'), rec(5_001, 1, 'c')], { committer: small })
     const bodies = await Promise.all([big, small].map(async (c, i) => ({ id: `m${i}`, body: (await encodeCommitMessage(commitMessageOf(c.requests[0], 't'), store)).body })))
-    // the message names its manifests, and round-trips
+    // the message names its manifests (envelope version 2: a committer that knows only 1 refuses it), and round-trips
+    expect(JSON.parse(bodies[0].body).v).toBe(2)
+    expect(JSON.parse(bodies[1].body).v).toBe(1)
     const decoded = await decodeCommitMessage(bodies[0].body, store)
     expect(decoded.writtenAhead!.manifests.length).toBe(big.requests[0].writtenAhead!.manifests.length)
     const out = await commitFromQueue(new BatchingCommitter(await Table.open(store)), bodies, { tableName: 't' })
