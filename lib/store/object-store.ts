@@ -20,7 +20,12 @@ export interface ObjectStore {
   getRange(key: string, start: number, end: number): Promise<Uint8Array>
   /** Size and time of an object, or null when absent. */
   head(key: string): Promise<ObjectInfo | null>
-  /** Unconditional write (overwrites). */
+  /**
+   * Unconditional write (overwrites). Here and in putIfAbsent the store does not read `data`
+   * once the returned promise has settled (landed or failed): the caller may reuse its memory
+   * then, as the data file writer does with its output buffer. A store that keeps the bytes
+   * keeps a copy.
+   */
   put(key: string, data: Uint8Array): Promise<void>
   /**
    * Atomic create-if-absent: writes and returns true when the key did not exist; returns

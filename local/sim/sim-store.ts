@@ -18,6 +18,16 @@ export class SimStore extends InterceptingStore {
     super(inner)
   }
 
+  // A request's body is the bytes it was sent with: a late-applied PUT must not store what
+  // the caller wrote into its buffer after the request settled (ObjectStore.put's contract).
+  override put(key: string, data: Uint8Array): Promise<void> {
+    return super.put(key, data.slice())
+  }
+
+  override putIfAbsent(key: string, data: Uint8Array): Promise<boolean> {
+    return super.putIfAbsent(key, data.slice())
+  }
+
   protected call<T>(op: StoreOp, key: string, run: () => Promise<T>): Promise<T> {
     return this.world.request(`s3 ${op} ${key}`, run, { mutating: MUTATING.has(op) })
   }
