@@ -12,7 +12,7 @@
 // --quick stops at 10k partitions. --buffer sets the table's write-buffer-size. --tree <rev>
 // measures that commit's lib/ (extracted with `git archive`) instead of this checkout, for a
 // before/after. --live also reports each child's live heap: the most `heapUsed` after a full
-// collection, sampled every 1,000 records written or rows read and every 250 ms while the job
+// collection, sampled every 1,000 records written or rows read and every second while the job
 // waits on the store (so the commit's peak is seen too); it costs CPU, so compare CPU seconds
 // without it. --profile writes a CPU profile of each child's job to bench/out/ and prints
 // its top functions.
@@ -54,7 +54,7 @@ async function childMain(argv: string[]): Promise<void> {
     live = Math.max(live, process.memoryUsage().heapUsed)
   }
   const liveMb = () => (gc ? { liveMb: live / 1e6 } : {})
-  const timer = gc ? setInterval(sample, 250) : undefined
+  const timer = gc ? setInterval(sample, 1000) : undefined
   timer?.unref()
   const api = (await import(pathToFileURL(join(root, 'lib/api/index.ts')).href)) as Api
   const partitions = Number(partitionsArg)
