@@ -1,4 +1,5 @@
-// Snapshot expiration (Paimon core:table/ExpireSnapshotsImpl.java for which snapshots go; the
+// Snapshot expiration (Paimon core:table/ExpireSnapshotsImpl.java for which snapshots go, but a
+// stamp far behind the store's time of the snapshot file is not trusted: createdAt; the
 // file rule is Strata's own): the expired snapshot files go first, oldest first, then the objects
 // only they referenced, so a snapshot that exists never points at a missing object. The order
 // and why it is safe: docs/design.md "Expiration and orphan cleanup".
@@ -62,6 +63,29 @@ function resolve(table: Table, opts: ExpireOptions) {
   return { retainMin, retainMax, maxDeletes, olderThanMillis: now - timeRetainedMs, now }
 }
 
+/**
+ * How far a snapshot's stamped time may fall behind the store's time of its file before the
+ * store's time counts instead: room for the time between a commit taking its time and its
+ * PUT, and for the store's clock against the committer's (docs/design.md "Abandoned attempts").
+ */
+export const STAMP_BEHIND_STORE_MS = 60_000
+
+/**
+ * When a snapshot was created, for its age: its stamped time (`timeMillis`, the committer's
+ * clock, as Paimon ages it), or, when that is older than the cut, the store's time of its
+ * file less STAMP_BEHIND_STORE_MS if that is later. A committer whose clock runs behind
+ * stamps its snapshots old; aged by the stamp alone they would go at once, before a
+ * redelivered writer batch can find where its earlier attempt landed
+ * (lib/ingest/attempts.ts), and its records would be written twice. One HEAD per snapshot
+ * the stamp alone would expire.
+ */
+async function createdAt(table: Table, s: Snapshot, olderThanMillis: number): Promise<number> {
+  if (olderThanMillis <= s.timeMillis) return s.timeMillis
+  const stored = await table.store.head(snapshotKey(s.id))
+  // gone: another expiration removed it meanwhile
+  return stored ? Math.max(s.timeMillis, stored.lastModified - STAMP_BEHIND_STORE_MS) : s.timeMillis
+}
+
 /** Runs `fn` over `items` with at most `limit` in flight. */
 export async function forEachLimited<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0
@@ -98,7 +122,7 @@ export async function expireSnapshots(table: Table, opts: ExpireOptions = {}): P
   if (consumerNext !== null) end = Math.min(end, consumerNext)
   for (let id = min; id < end; id++) {
     const s = await table.snapshots.existing(id)
-    if (s && olderThanMillis <= s.timeMillis) {
+    if (s && olderThanMillis <= (await createdAt(table, s, olderThanMillis))) {
       end = id
       break
     }
