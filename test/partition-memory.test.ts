@@ -57,10 +57,10 @@ async function keys(store: MemoryStore): Promise<string[]> {
 
 describe('a write of many partitions holds a bounded number of file entries', () => {
   it('holds at most the budget plus one flush of entries however many partitions it touches, and commits every file', async () => {
-    const budget = 300
-    const bufferBytes = 60_000
+    const budget = 100
+    const bufferBytes = 30_000
     const held: number[] = []
-    for (const n of [1_000, 4_000]) {
+    for (const n of [400, 1_600]) {
       const table = await Table.create(new MemoryStore(), SCHEMA)
       const { res, maxHeld, ahead } = await writeWatching(table, spread(n), { writeAheadFiles: budget, writeBufferSize: bufferBytes })
       held.push(maxHeld)
@@ -75,7 +75,7 @@ describe('a write of many partitions holds a bounded number of file entries', ()
       expect(sorted(await readAll(table))).toEqual(sorted(spread(n).map((r) => r.row)))
     }
     // a flush of this buffer holds fewer than `budget` groups, so the entries held stay under
-    // twice the budget at 1,000 and at 4,000 partitions alike
+    // twice the budget at 400 and at 1,600 partitions alike
     for (const h of held) expect(h).toBeLessThan(2 * budget)
     expect(held[1]).toBeLessThanOrEqual(held[0] + budget)
   })
@@ -164,10 +164,10 @@ describe('a read plans one run of manifests at a time', () => {
   it("groups the manifests of disjoint partitions apart, and the streamed plan equals the whole one", async () => {
     const table = await Table.create(new MemoryStore(), { ...SCHEMA, options: { ...SCHEMA.options, 'manifest.merge-min-count': '1000' } })
     // one write of many partitions packs them into manifests of disjoint partition ranges
-    await writeBatch(table, spread(6_000), { writeAheadFiles: 1_000 })
+    await writeBatch(table, spread(1_500), { writeAheadFiles: 250, writeBufferSize: 100_000 })
     // two later writes into partitions within those ranges (their manifests overlap them)
     await writeBatch(table, [rec(10, 2, 'y'), rec(20, 2, 'y')])
-    await writeBatch(table, [rec(5_990, 2, 'z')])
+    await writeBatch(table, [rec(1_490, 2, 'z')])
     const metas = await table.manifests.dataManifests((await table.snapshots.latest())!)
     const groups = independentGroups(metas, table.view.partitionFields.map((f) => f.type))
     // every manifest in one group, groups in the order of their first manifest
@@ -184,7 +184,7 @@ describe('a read plans one run of manifests at a time', () => {
     }
     expect(streamed).toEqual(whole.splits.map((s) => `${s.path}:${s.files.map((f) => f.file.fileName).join(',')}`))
     // no batch holds the whole table
-    expect(most).toBeLessThan(6_000)
+    expect(most).toBeLessThan(1_500)
   })
 
   // partitioned by one INT, by an INT and a STRING, and not at all (groups by bucket range)
@@ -242,14 +242,14 @@ describe('a read plans one run of manifests at a time', () => {
       }
     }
     const batches: WriteRecord[][] = [
-      spread(1_200, 'a'),
-      spread(700, 'b', 900),
-      Array.from({ length: 300 }, (_, i) => rec(i * 3, 1, null, RowKind.DELETE)),
-      spread(500, 'c', 100),
+      spread(400, 'a'),
+      spread(240, 'b', 300),
+      Array.from({ length: 100 }, (_, i) => rec(i * 3, 1, null, RowKind.DELETE)),
+      spread(170, 'c', 35),
     ]
     for (const [i, b] of batches.entries()) {
       apply(b)
-      await writeBatch(table, b, { writeAheadFiles: 250, writeBufferSize: 80_000 })
+      await writeBatch(table, b, { writeAheadFiles: 80, writeBufferSize: 30_000 })
       if (i === 1) await compactTable(table, { full: true })
       expect(sorted(await readAll(table))).toEqual(sorted([...model.values()]))
     }
