@@ -79,7 +79,7 @@ describe('one write touching many partitions', () => {
     let packed = 0
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ ops: fc.array(op, { minLength: 1, maxLength: 600 }), buffer: fc.integer({ min: 2_000, max: 200_000 }), compact: fc.boolean() }), { minLength: 1, maxLength: 5 }),
+        fc.array(fc.record({ ops: fc.array(op, { minLength: 1, maxLength: 400 }), buffer: fc.integer({ min: 2_000, max: 200_000 }), compact: fc.boolean() }), { minLength: 1, maxLength: 3 }),
         async (batches) => {
           // up to 500 partitions: commits past PACK_GROUPS_OVER groups pack them; merge-min-count 2
           // merges the packed and grouped manifests after a few commits
