@@ -62,12 +62,47 @@ interface Invocation {
 }
 
 
-const schema = (threads: number) => ({
+/** The cost runs' table: orders upserted by `id`, deletion vectors on. */
+export const costSchema = (threads: number, buckets = BUCKETS) => ({
   fields: ORDERS_FIELDS,
   primaryKeys: ['id'],
   partitionKeys: [],
-  options: { bucket: String(BUCKETS), 'deletion-vectors.enabled': 'true', 'compaction.task-threads': String(threads), 'sequence.field': 'version' },
+  options: { bucket: String(buckets), 'deletion-vectors.enabled': 'true', 'compaction.task-threads': String(threads), 'sequence.field': 'version' },
 })
+
+/**
+ * The local runtime of a cost run (table `bench`): the deployed writer event source at `p`'s
+ * batch, the freshness benchmark's S3 model, and the cost handlers, which report their
+ * CPU timing; every invocation goes to `onInvocation`.
+ */
+export function startCostRuntime(p: CostParams, buckets: number, onInvocation: (fn: FunctionName, info: InvocationInfo) => void): Promise<LocalRuntime> {
+  return startLocalRuntime({
+    tables: [{ name: 'bench', schema: costSchema(p.taskThreads, buckets) }],
+    latency: freshnessS3Model(),
+    writerConcurrency: WRITER_MAX_CONCURRENCY,
+    writerBatchSize: p.writerBatchSize,
+    writerBatchingWindowMs: p.writerWindowMs,
+    visibilityTimeoutSeconds: 120,
+    timeoutMs: 110_000,
+    writerModule: join(LIB, 'cost-writer.ts'),
+    compactorModule: join(LIB, 'cost-compactor.ts'),
+    committerModule: join(LIB, 'cost-committer.ts'),
+    onWriterInvocation: (info) => onInvocation('writer', info),
+    onCompactorInvocation: (_t, info) => onInvocation('compactor', info),
+    onCommitterInvocation: (_t, info) => onInvocation('committer', info),
+  })
+}
+
+/** The warm-up: until every function has run once (cold starts on a loaded machine take seconds), then `seconds` more. */
+export async function warmUp(ran: (fn: FunctionName) => boolean, seconds: number): Promise<void> {
+  for (let i = 0; i < 1200 && !(ran('writer') && ran('compactor') && ran('committer')); i++) await sleep(100)
+  await sleep(seconds * 1000)
+}
+
+/** The bytes the table `bench` holds in the embedded S3 now. */
+export async function tableBytes(rt: LocalRuntime): Promise<number> {
+  return (await rt.backend.stats()).stats.s3.byDirectory.filter((d) => d.directory.startsWith(`${rt.bucket}/tables/bench/`)).reduce((n, d) => n + d.bytes, 0)
+}
 
 /** What an invocation would last on Lambda: its run-queue wait taken out, its CPU time stretched to the function's share of a vCPU. */
 export function lambdaEstimateMs(durationMs: number, timing: CostTiming | null, memoryMb: number): number {
@@ -89,11 +124,8 @@ function functionUsage(invs: Invocation[], fn: FunctionName, scale = 1): Functio
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-const record = (into: Invocation[], fn: FunctionName) => (info: InvocationInfo) =>
-  into.push({ fn, startedAt: info.startedAt, durationMs: info.result.durationMs, timing: info.result.ok ? costTimingOf(info.result.value) : null, records: info.records.length })
-
 /** Sends `rate` upserts a second in 100 ms ticks until `stop.done`, counting the rows sent in `sent.rows`. */
-async function sendLoad(rt: LocalRuntime, rate: number, start: number, stop: { done: boolean }, sent: { rows: number }): Promise<void> {
+export async function sendLoad(rt: LocalRuntime, rate: number, start: number, stop: { done: boolean }, sent: { rows: number }): Promise<void> {
   const random = seededRandom(20_261_206)
   const versions = new Map<number, number>()
   const perTick = Math.max(1, Math.round(rate / 10))
@@ -128,33 +160,17 @@ async function maintenancePass(rt: LocalRuntime, event: unknown): Promise<{ coun
 
 export async function runCost(p: CostParams, cloudwatch: CloudWatchCounts, log: (s: string) => void): Promise<CostRun> {
   const invocations: Invocation[] = []
-  const rt = await startLocalRuntime({
-    tables: [{ name: 'bench', schema: schema(p.taskThreads) }],
-    latency: freshnessS3Model(),
-    writerConcurrency: WRITER_MAX_CONCURRENCY,
-    writerBatchSize: p.writerBatchSize,
-    writerBatchingWindowMs: p.writerWindowMs,
-    visibilityTimeoutSeconds: 120,
-    timeoutMs: 110_000,
-    writerModule: join(LIB, 'cost-writer.ts'),
-    compactorModule: join(LIB, 'cost-compactor.ts'),
-    committerModule: join(LIB, 'cost-committer.ts'),
-    onWriterInvocation: record(invocations, 'writer'),
-    onCompactorInvocation: (_t, info) => record(invocations, 'compactor')(info),
-    onCommitterInvocation: (_t, info) => record(invocations, 'committer')(info),
-  })
+  const rt = await startCostRuntime(p, BUCKETS, (fn, info) =>
+    invocations.push({ fn, startedAt: info.startedAt, durationMs: info.result.durationMs, timing: info.result.ok ? costTimingOf(info.result.value) : null, records: info.records.length }),
+  )
   let stopped = false
   try {
     const t = rt.tables.get('bench')!
     const reader = await Table.open(t.table.store)
-    // warm-up: until every function has run once (cold starts on a loaded machine take
-    // seconds), then `warmupSeconds` more; the window follows
     const stop = { done: false }
     const sent = { rows: 0 }
     const sender = sendLoad(rt, p.rate, Date.now(), stop, sent)
-    const ran = (fn: FunctionName) => invocations.some((i) => i.fn === fn)
-    for (let i = 0; i < 1200 && !(ran('writer') && ran('compactor') && ran('committer')); i++) await sleep(100)
-    await sleep(p.warmupSeconds * 1000)
+    await warmUp((fn) => invocations.some((i) => i.fn === fn), p.warmupSeconds)
     const lags: number[] = []
     const before = rt.backend.requestCounts!()
     const sentBefore = sent.rows
@@ -172,7 +188,7 @@ export async function runCost(p: CostParams, cloudwatch: CloudWatchCounts, log: 
     // maintenance after the load, scaled to its schedules over the window
     const maintain = await maintenancePass(rt, {})
     const orphans = await maintenancePass(rt, { task: 'remove-orphans' })
-    const stored = (await rt.backend.stats()).stats.s3.byDirectory.filter((d) => d.directory.startsWith(`${rt.bucket}/tables/bench/`)).reduce((n, d) => n + d.bytes, 0)
+    const stored = await tableBytes(rt)
     await rt.stop()
     stopped = true
     // every invocation that started in the window, those that ended after it included (stop() waits for them)

@@ -5,28 +5,16 @@
 // durations and records. No maintenance pass, no bill: the model prices.
 
 import { availableParallelism, loadavg } from 'node:os'
-import { join } from 'node:path'
 import { countsSince, type RequestCount } from '../../local/request-counts.ts'
-import { startLocalRuntime, type LocalRuntime } from '../../local/runtime/local-runtime.ts'
 import type { InvocationInfo } from '../../local/runtime/poller.ts'
-import { DEFAULT_MEMORY_MB, WRITER_MAX_CONCURRENCY } from '../../cdk/config.ts'
-import { lambdaEstimateMs } from '../cost.ts'
-import { freshnessS3Model } from '../freshness.ts'
+import { DEFAULT_MEMORY_MB } from '../../cdk/config.ts'
+import { lambdaEstimateMs, sendLoad, startCostRuntime, tableBytes, warmUp } from '../cost.ts'
 import { type FunctionName, FUNCTIONS } from './cost-bill.ts'
+import type { CostParams } from './cost-report.ts'
 import { costTimingOf } from './cost-timed.ts'
-import { ORDERS_FIELDS, orderUpserts, seededRandom } from './dataset.ts'
 
-const LIB = import.meta.dirname
-const KEY_SPACE = 200_000
-
-export interface AnchorParams {
+export interface AnchorParams extends CostParams {
   buckets: number
-  rate: number
-  taskThreads: number
-  seconds: number
-  warmupSeconds: number
-  writerBatchSize: number
-  writerWindowMs: number
 }
 
 /** One function's invocations that started in the window. */
@@ -63,20 +51,6 @@ export interface AnchorRun extends MeasuredWindow {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-async function sendLoad(rt: LocalRuntime, rate: number, stop: { done: boolean }, sent: { rows: number }): Promise<void> {
-  const random = seededRandom(20_261_206)
-  const versions = new Map<number, number>()
-  const perTick = Math.max(1, Math.round(rate / 10))
-  const start = Date.now()
-  for (let tick = 0; !stop.done; tick++) {
-    const wait = start + tick * 100 - Date.now()
-    if (wait > 0) await sleep(wait)
-    const bodies = orderUpserts(random, versions, KEY_SPACE, perTick)
-    await rt.send(bodies)
-    sent.rows += bodies.length
-  }
-}
-
 export async function runAnchor(p: AnchorParams, log: (s: string) => void): Promise<AnchorRun> {
   const invs: { fn: FunctionName; startedAt: number; estimatedMs: number; records: number; wallMs: number; cpuMs: number; runQueueMs: number }[] = []
   const record = (fn: FunctionName) => (info: InvocationInfo) => {
@@ -84,34 +58,12 @@ export async function runAnchor(p: AnchorParams, log: (s: string) => void): Prom
     const estimatedMs = Math.ceil(lambdaEstimateMs(info.result.durationMs, timing, DEFAULT_MEMORY_MB[fn]))
     invs.push({ fn, startedAt: info.startedAt, estimatedMs, records: info.records.length, wallMs: info.result.durationMs, cpuMs: timing?.cpuMs ?? 0, runQueueMs: timing?.runQueueMs ?? 0 })
   }
-  const schema = {
-    fields: ORDERS_FIELDS,
-    primaryKeys: ['id'],
-    partitionKeys: [],
-    options: { bucket: String(p.buckets), 'deletion-vectors.enabled': 'true', 'compaction.task-threads': String(p.taskThreads), 'sequence.field': 'version' },
-  }
-  const rt = await startLocalRuntime({
-    tables: [{ name: 'bench', schema }],
-    latency: freshnessS3Model(),
-    writerConcurrency: WRITER_MAX_CONCURRENCY,
-    writerBatchSize: p.writerBatchSize,
-    writerBatchingWindowMs: p.writerWindowMs,
-    visibilityTimeoutSeconds: 120,
-    timeoutMs: 110_000,
-    writerModule: join(LIB, 'cost-writer.ts'),
-    compactorModule: join(LIB, 'cost-compactor.ts'),
-    committerModule: join(LIB, 'cost-committer.ts'),
-    onWriterInvocation: record('writer'),
-    onCompactorInvocation: (_t, info) => record('compactor')(info),
-    onCommitterInvocation: (_t, info) => record('committer')(info),
-  })
+  const rt = await startCostRuntime(p, p.buckets, (fn, info) => record(fn)(info))
   try {
     const stop = { done: false }
     const sent = { rows: 0 }
-    const sender = sendLoad(rt, p.rate, stop, sent)
-    const ran = (fn: FunctionName) => invs.some((i) => i.fn === fn)
-    for (let i = 0; i < 1200 && !(ran('writer') && ran('compactor') && ran('committer')); i++) await sleep(100)
-    await sleep(p.warmupSeconds * 1000)
+    const sender = sendLoad(rt, p.rate, Date.now(), stop, sent)
+    await warmUp((fn) => invs.some((i) => i.fn === fn), p.warmupSeconds)
     const before = rt.backend.requestCounts!()
     const sentBefore = sent.rows
     const from = Date.now()
@@ -123,7 +75,7 @@ export async function runAnchor(p: AnchorParams, log: (s: string) => void): Prom
     stop.done = true
     await sender
     const ingestBacklog = await rt.queueDepth(rt.ingestQueueUrl)
-    const tableBytes = (await rt.backend.stats()).stats.s3.byDirectory.filter((d) => d.directory.startsWith(`${rt.bucket}/tables/bench/`)).reduce((n, d) => n + d.bytes, 0)
+    const bytes = await tableBytes(rt)
     log(`anchor: ${p.buckets} buckets, ${p.rate} rows/s, task-threads ${p.taskThreads}: window closed, waiting for the invocations in flight`)
     await rt.stop()
     const window = invs.filter((i) => i.startedAt >= from && i.startedAt < until)
@@ -132,7 +84,7 @@ export async function runAnchor(p: AnchorParams, log: (s: string) => void): Prom
       const sum = (f: (i: (typeof mine)[number]) => number) => mine.reduce((n, i) => n + f(i), 0)
       return [fn, { invocations: mine.length, estimatedMs: sum((i) => i.estimatedMs), records: sum((i) => i.records), wallMs: sum((i) => i.wallMs), cpuMs: sum((i) => i.cpuMs), runQueueMs: sum((i) => i.runQueueMs) }]
     })) as Record<FunctionName, AnchorFunction>
-    return { params: p, buckets: p.buckets, taskThreads: p.taskThreads, seconds: (until - from) / 1000, rowsSent: sent.rows - sentBefore, rowsWritten: functions.writer.records, ingestBacklog, loadAvg: { start: loadStart, end: loadEnd, cores: availableParallelism() }, functions, counts, tableBytes }
+    return { params: p, buckets: p.buckets, taskThreads: p.taskThreads, seconds: (until - from) / 1000, rowsSent: sent.rows - sentBefore, rowsWritten: functions.writer.records, ingestBacklog, loadAvg: { start: loadStart, end: loadEnd, cores: availableParallelism() }, functions, counts, tableBytes: bytes }
   } catch (e) {
     await rt.stop()
     throw e
