@@ -4,6 +4,7 @@
 import type { DataType, Value } from '../types.ts'
 import { compareDoubles, valueComparator } from './compare.ts'
 import { type Column, type TypedColumn, Utf8Column, compareByteRanges, isTypedColumn } from './columnar-types.ts'
+import { minMaxInt64 } from './parquet-encode-stats.ts'
 
 /** Statistics of some fields: one entry per covered field; min/max null when unknown. */
 export interface ColumnStats {
@@ -139,40 +140,15 @@ export const compareBigintValues = (a: unknown, b: unknown): number => ((a as bi
  * fed every kind would be compiled for all of them, and later than a small one).
  */
 export function minMaxRows(col: ArrayLike<unknown>, from: number, to: number, order: (a: unknown, b: unknown) => number): [number, number] {
-  if (col instanceof BigInt64Array) return minMaxRowsInt64(new Int32Array(col.buffer, col.byteOffset, col.length * 2), from, to)
+  if (col instanceof BigInt64Array) {
+    if (from >= to) return [from, from]
+    const m = minMaxInt64(new Int32Array(col.buffer, col.byteOffset, col.length * 2), from, to)
+    return [m.lo, m.hi]
+  }
   if (col instanceof Float32Array || col instanceof Float64Array) return minMaxRowsFloat(col, from, to)
   if (col instanceof Int32Array) return minMaxRowsInt32(col, from, to)
   if (isTypedColumn(col) && !(col instanceof BigUint64Array)) return minMaxRowsNumber(col as Exclude<TypedColumn, BigInt64Array | BigUint64Array>, from, to)
   return minMaxRowsBy(col, from, to, order)
-}
-
-/** Flips an int32's sign bit: unsigned order of the low words as int32 comparisons (no number above 2^31 made). */
-const FLIP = -0x80000000
-
-/** int64s, as int32 word pairs, compared by their halves: no bigint is made per row. */
-function minMaxRowsInt64(w: Int32Array, from: number, to: number): [number, number] {
-  if (from >= to) return [from, from]
-  let lo = from
-  let hi = from
-  let loH = w[2 * from + 1]
-  let loL = w[2 * from] ^ FLIP
-  let hiH = loH
-  let hiL = loL
-  for (let r = from + 1; r < to; r++) {
-    const h = w[2 * r + 1]
-    const l = w[2 * r] ^ FLIP
-    if (h < loH || (h === loH && l < loL)) {
-      lo = r
-      loH = h
-      loL = l
-    }
-    if (h > hiH || (h === hiH && l > hiL)) {
-      hi = r
-      hiH = h
-      hiL = l
-    }
-  }
-  return [lo, hi]
 }
 
 function minMaxRowsFloat(col: Float32Array | Float64Array, from: number, to: number): [number, number] {

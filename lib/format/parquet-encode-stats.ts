@@ -43,7 +43,7 @@ function compareObjs(a: unknown, b: unknown): number {
   return (a as bigint) < (b as bigint) ? -1 : (a as bigint) > (b as bigint) ? 1 : 0
 }
 
-interface MinMax {
+export interface MinMax {
   /** value positions (in the non-null values) of the least and greatest, -1 when none */
   lo: number
   hi: number
@@ -96,7 +96,8 @@ function minMaxInt32(w: Int32Array, a: number, b: number, base = 0): MinMax {
  */
 const FLIP = -0x80000000
 
-function minMaxInt64(w: Int32Array, a: number, b: number): MinMax {
+/** Positions of the least and greatest int64 of [a, b), given as int32 word pairs (low, high): no bigint is made per value. */
+export function minMaxInt64(w: Int32Array, a: number, b: number): MinMax {
   if (a >= b) return { lo: -1, hi: -1, nans: 0 }
   let lo = a
   let hi = a
